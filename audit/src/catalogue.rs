@@ -1,0 +1,38 @@
+//! The catalogue of checks: every id, its severity and its one-line doc.
+//!
+//! A check's id names its module: `quality.cutoffs` lives in `quality.rs`, `schema.invalid` in
+//! `schema.rs`, and so on. Each module exports its own `CHECKS`; this module only gathers them.
+
+use crate::report::Severity;
+
+/// One check of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    /// Stable id, `area.name`.
+    pub id: &'static str,
+    /// The highest severity it reports.
+    pub severity: Severity,
+    /// One line on what it finds.
+    pub doc: &'static str,
+}
+
+/// Every check rigaudit knows, in catalogue order.
+pub fn all() -> Vec<&'static Check> {
+    let mut v: Vec<&'static Check> = Vec::new();
+    for list in [
+        crate::schema::CHECKS,
+        crate::quality::CHECKS,
+        crate::speed::CHECKS,
+        crate::setup::CHECKS,
+        crate::fit::CHECKS,
+        crate::claims::CHECKS,
+    ] {
+        v.extend(list.iter());
+    }
+    v
+}
+
+/// Looks a check up by id.
+pub fn find(id: &str) -> Option<&'static Check> {
+    all().into_iter().find(|c| c.id == id)
+}

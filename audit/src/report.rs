@@ -1,0 +1,189 @@
+//! The one report model every command produces and every renderer reads.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Context worth knowing; never fails a run by default.
+    Info,
+    /// Something a reader should question.
+    Warning,
+    /// A figure that is wrong or a step that is invalid.
+    Error,
+}
+
+impl Severity {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One finding of one check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The check's stable id (`quality.refused-counted-as-wrong`).
+    pub check: String,
+    /// Severity of this finding (a check may report below its catalogue severity).
+    pub severity: Severity,
+    /// The bundle file the finding is about, relative to the bundle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// JSON pointer (or `line N` for JSON Lines) inside that file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    /// One sentence a person can act on.
+    pub message: String,
+    /// Machine-readable details (counts, expected and found values).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub data: serde_json::Value,
+}
+
+impl Finding {
+    /// A finding with no file, pointer or data.
+    pub fn new(check: &str, severity: Severity, message: impl Into<String>) -> Self {
+        Finding {
+            check: check.to_string(),
+            severity,
+            file: None,
+            pointer: None,
+            message: message.into(),
+            data: serde_json::Value::Null,
+        }
+    }
+
+    /// Sets the file.
+    pub fn file(mut self, file: impl Into<String>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+
+    /// Sets the pointer.
+    pub fn pointer(mut self, pointer: impl Into<String>) -> Self {
+        self.pointer = Some(pointer.into());
+        self
+    }
+
+    /// Sets the details.
+    pub fn data(mut self, data: serde_json::Value) -> Self {
+        self.data = data;
+        self
+    }
+}
+
+/// The overall result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// No finding reaches the failure threshold.
+    Pass,
+    /// At least one finding reaches the failure threshold.
+    Fail,
+    /// Nothing could be checked, or the tool could not finish.
+    Incomplete,
+}
+
+/// A value recomputed from raw records, beside what the file and the page show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recomputed {
+    /// Key (`decode`, `quality.mmlu-pro.pct`).
+    pub key: String,
+    /// The recomputed value, or `None` when there is no result.
+    pub value: Option<f64>,
+    /// What the raw file shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<f64>,
+    /// What the page shows, as printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
+}
+
+/// The report of one run of rigaudit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// `rigaudit/report/1`.
+    pub format: String,
+    /// The command that produced it (`verify`, `rehash`, ...).
+    pub command: String,
+    /// The bundle's id, or its path when the manifest could not be read.
+    pub bundle: String,
+    /// Overall verdict.
+    pub verdict: Verdict,
+    /// Threshold that decides the verdict.
+    pub fail_on: Option<Severity>,
+    /// Count of findings by severity.
+    pub counts: Counts,
+    /// The checks that ran (ids).
+    pub checks_run: Vec<String>,
+    /// The values recomputed from raw records.
+    pub recomputed: Vec<Recomputed>,
+    /// Every finding, in the order found.
+    pub findings: Vec<Finding>,
+}
+
+/// Counts of findings by severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Errors.
+    pub error: usize,
+    /// Warnings.
+    pub warning: usize,
+    /// Infos.
+    pub info: usize,
+}
+
+impl Report {
+    /// Builds a report and decides its verdict. `fail_on` of `None` never fails; a report whose
+    /// `checks_run` is empty is incomplete whatever it found.
+    pub fn new(
+        command: &str,
+        bundle: &str,
+        fail_on: Option<Severity>,
+        checks_run: Vec<String>,
+        recomputed: Vec<Recomputed>,
+        findings: Vec<Finding>,
+    ) -> Self {
+        let mut counts = Counts::default();
+        for f in &findings {
+            match f.severity {
+                Severity::Error => counts.error += 1,
+                Severity::Warning => counts.warning += 1,
+                Severity::Info => counts.info += 1,
+            }
+        }
+        let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));
+        let verdict = if checks_run.is_empty() {
+            Verdict::Incomplete
+        } else if failed {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        };
+        Report {
+            format: "rigaudit/report/1".into(),
+            command: command.into(),
+            bundle: bundle.into(),
+            verdict,
+            fail_on,
+            counts,
+            checks_run,
+            recomputed,
+            findings,
+        }
+    }
+
+    /// The process exit code the verdict maps to: 0 pass, 1 fail, 2 incomplete.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            Verdict::Incomplete => 2,
+        }
+    }
+}
