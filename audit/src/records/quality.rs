@@ -1,0 +1,255 @@
+//! Quality tests: contract, summary and answers (JSON Lines), and the streaming tally of answers.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A quality test's contract.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QualityContract {
+    /// Test id (`mmlu-pro`, `gpqa-diamond`, `ifeval`, `livecodebench`, `gpqa-think`, ...).
+    pub test: String,
+    /// Name as shown.
+    pub name: String,
+    /// Number of questions.
+    pub questions: u64,
+    /// Answer limit in tokens.
+    pub max_tokens: u64,
+    /// Seed sent.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Sampling sent.
+    #[serde(default)]
+    pub sampling: BTreeMap<String, f64>,
+    /// Whether thinking was asked for.
+    #[serde(default)]
+    pub enable_thinking: Option<bool>,
+    /// Questions in flight at once.
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+    /// How the margin is computed.
+    #[serde(default)]
+    pub margin: Margin,
+    /// Whether a cut-off answer counts as wrong.
+    #[serde(default = "yes")]
+    pub cutoff_counts_as_wrong: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a 95 % margin is computed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Margin {
+    /// `normal` (1.96 sqrt(p(1-p)/n)) or `wilson`.
+    pub method: String,
+    /// The z value.
+    #[serde(default = "z95")]
+    pub z: f64,
+}
+
+fn z95() -> f64 {
+    1.96
+}
+
+impl Default for Margin {
+    fn default() -> Self {
+        Margin {
+            method: "normal".into(),
+            z: 1.96,
+        }
+    }
+}
+
+/// A quality test's summary as the measuring tool wrote it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QualitySummary {
+    /// Test id.
+    pub test: String,
+    /// Run label.
+    #[serde(default)]
+    pub run: Option<String>,
+    /// Start, RFC 3339.
+    #[serde(default)]
+    pub started: Option<String>,
+    /// End, RFC 3339.
+    #[serde(default)]
+    pub ended: Option<String>,
+    /// Questions counted.
+    pub total: u64,
+    /// Right answers.
+    pub right: u64,
+    /// Percentage shown, or `null`.
+    pub pct: Option<f64>,
+    /// 95 % margin in points, or `null`.
+    pub margin: Option<f64>,
+    /// Answers cut off at their limit.
+    #[serde(default)]
+    pub cutoffs: Option<u64>,
+    /// Requests that got no answer (refused, failed), as the summary counts them.
+    #[serde(default)]
+    pub errors: Option<u64>,
+    /// Median seconds per question.
+    #[serde(default)]
+    pub median_seconds: Option<f64>,
+}
+
+/// One answer record (one line of the answers file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answer {
+    /// Question id.
+    pub id: String,
+    /// Prompt text, when published.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// sha256 of the prompt text, when the text is not published.
+    #[serde(default)]
+    pub prompt_sha256: Option<String>,
+    /// Prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Answer limit sent.
+    pub max_tokens: u64,
+    /// HTTP status.
+    pub status: u16,
+    /// Error text.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// `stop`, `length`, or `null` when refused.
+    pub finish_reason: Option<String>,
+    /// Reply tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// The answer extracted.
+    #[serde(default)]
+    pub extracted: Option<String>,
+    /// The right answer, where the test has one.
+    #[serde(default)]
+    pub gold: Option<String>,
+    /// Whether it was scored right.
+    pub correct: bool,
+    /// Seconds the request took.
+    #[serde(default)]
+    pub seconds: Option<f64>,
+}
+
+impl Answer {
+    /// Whether the server answered the request.
+    pub fn answered(&self) -> bool {
+        self.status == 200 && self.error.is_none()
+    }
+}
+
+/// Counts over an answers file, built one record at a time so a file is never held whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerTally {
+    /// Records.
+    pub total: u64,
+    /// Records answered by the server.
+    pub answered: u64,
+    /// Records scored right.
+    pub right: u64,
+    /// Records scored right although the request was refused (a scoring bug).
+    pub right_but_refused: u64,
+    /// Answered records cut off at their limit.
+    pub cutoffs: u64,
+    /// Cut-off records scored wrong.
+    pub cutoffs_wrong: u64,
+    /// Records whose extracted answer equals the gold but that are scored wrong, or the reverse.
+    pub gold_disagrees: u64,
+    /// First such record's line, 1-based.
+    pub gold_disagrees_first_line: Option<u64>,
+    /// Refused or failed requests by status and error text, with counts.
+    pub refusals: BTreeMap<String, u64>,
+    /// Smallest and largest prompt tokens seen among refused requests.
+    pub refused_prompt_tokens: Option<(u64, u64)>,
+    /// Answer limits seen.
+    pub max_tokens: BTreeMap<u64, u64>,
+    /// Ids seen more than once (the first few).
+    pub duplicate_ids: Vec<String>,
+    #[serde(skip)]
+    seen: std::collections::HashSet<String>,
+}
+
+impl AnswerTally {
+    /// Adds one record; `line` is its 1-based line in the file.
+    pub fn add(&mut self, a: &Answer, line: u64) {
+        self.total += 1;
+        *self.max_tokens.entry(a.max_tokens).or_default() += 1;
+        if !self.seen.insert(a.id.clone()) && self.duplicate_ids.len() < 5 {
+            self.duplicate_ids.push(a.id.clone());
+        }
+        if a.answered() {
+            self.answered += 1;
+            if a.finish_reason.as_deref() == Some("length") {
+                self.cutoffs += 1;
+                if !a.correct {
+                    self.cutoffs_wrong += 1;
+                }
+            }
+        } else {
+            let key = format!(
+                "HTTP {}: {}",
+                a.status,
+                a.error.as_deref().unwrap_or("(no error text)")
+            );
+            *self.refusals.entry(key).or_default() += 1;
+            if let Some(p) = a.prompt_tokens {
+                self.refused_prompt_tokens = Some(match self.refused_prompt_tokens {
+                    None => (p, p),
+                    Some((lo, hi)) => (lo.min(p), hi.max(p)),
+                });
+            }
+            if a.correct {
+                self.right_but_refused += 1;
+            }
+        }
+        if a.correct {
+            self.right += 1;
+        }
+        if let (Some(x), Some(g)) = (&a.extracted, &a.gold) {
+            if (x.trim() == g.trim()) != a.correct {
+                self.gold_disagrees += 1;
+                self.gold_disagrees_first_line.get_or_insert(line);
+            }
+        }
+    }
+
+    /// Requests that got no answer.
+    pub fn refused(&self) -> u64 {
+        self.total - self.answered
+    }
+
+    /// Merges another tally (for parallel reading); ids are compared across both.
+    pub fn merge(&mut self, other: AnswerTally) {
+        self.total += other.total;
+        self.answered += other.answered;
+        self.right += other.right;
+        self.right_but_refused += other.right_but_refused;
+        self.cutoffs += other.cutoffs;
+        self.cutoffs_wrong += other.cutoffs_wrong;
+        self.gold_disagrees += other.gold_disagrees;
+        if self.gold_disagrees_first_line.is_none() {
+            self.gold_disagrees_first_line = other.gold_disagrees_first_line;
+        }
+        for (k, v) in other.refusals {
+            *self.refusals.entry(k).or_default() += v;
+        }
+        if let Some((lo, hi)) = other.refused_prompt_tokens {
+            self.refused_prompt_tokens = Some(match self.refused_prompt_tokens {
+                None => (lo, hi),
+                Some((a, b)) => (a.min(lo), b.max(hi)),
+            });
+        }
+        for (k, v) in other.max_tokens {
+            *self.max_tokens.entry(k).or_default() += v;
+        }
+        self.duplicate_ids.extend(other.duplicate_ids);
+        for id in other.seen {
+            if !self.seen.insert(id.clone()) && self.duplicate_ids.len() < 5 {
+                self.duplicate_ids.push(id);
+            }
+        }
+        self.duplicate_ids.truncate(5);
+    }
+}

@@ -1,0 +1,309 @@
+//! The speed test: its contract and its result with one record per request.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The measurement parameters of a speed run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpeedContract {
+    /// Parts that ran (`decode`, `prefill`, `conc`, `l1`, `ctx`).
+    pub parts: Vec<String>,
+    /// The model name sent.
+    pub model: String,
+    /// Decode prompt ids.
+    pub prompt_ids: Vec<String>,
+    /// Decode runs per prompt.
+    pub runs: u32,
+    /// Warm-up requests before the counted runs.
+    pub warmups: u32,
+    /// Reply tokens per decode request.
+    pub max_tokens: u64,
+    /// Prefill part.
+    #[serde(default)]
+    pub prefill: Option<PrefillPart>,
+    /// Concurrency part.
+    #[serde(default)]
+    pub conc: Option<ConcPart>,
+    /// Context steps.
+    #[serde(default)]
+    pub ctx: Option<CtxPart>,
+    /// The long answer.
+    #[serde(default)]
+    pub l1: Option<LongAnswerPart>,
+    /// Sampling sent with every request.
+    pub sampling: BTreeMap<String, f64>,
+    /// Where the sampling came from.
+    #[serde(default)]
+    pub sampling_source: Option<String>,
+    /// Seed sent.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Whether thinking was asked for.
+    #[serde(default)]
+    pub enable_thinking: Option<bool>,
+    /// Whether requests allowed the prompt cache.
+    #[serde(default)]
+    pub cache_prompt: Option<bool>,
+    /// The server's streams (slots) and window as the contract states them.
+    pub server: ServerClaims,
+    /// The foreign-load guard's rule.
+    #[serde(default)]
+    pub load_guard: Option<LoadGuardRule>,
+}
+
+/// Prefill part.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PrefillPart {
+    /// Prompt sizes in tokens.
+    pub depths: Vec<u64>,
+    /// Runs per size.
+    pub runs: u32,
+    /// Reply tokens per request.
+    pub max_tokens: u64,
+}
+
+/// Concurrency part.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConcPart {
+    /// Requests at once.
+    pub levels: Vec<u32>,
+    /// Rounds per level.
+    pub rounds: u32,
+    /// Reply tokens per request.
+    pub max_tokens: u64,
+    /// Prompt id.
+    pub prompt: String,
+}
+
+/// Context steps.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CtxPart {
+    /// Prompt sizes in tokens.
+    pub depths: Vec<u64>,
+    /// Runs per size.
+    pub runs: u32,
+    /// Reply tokens per request.
+    pub max_tokens: u64,
+}
+
+/// The long answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LongAnswerPart {
+    /// Reply cap.
+    pub max_tokens: u64,
+}
+
+/// Slots and window as a contract claims them, with sources.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerClaims {
+    /// Streams served at once.
+    pub slots: u32,
+    /// Where that number came from.
+    #[serde(default)]
+    pub slots_source: Option<String>,
+    /// The window in tokens.
+    pub window: u64,
+    /// Where that number came from.
+    #[serde(default)]
+    pub window_source: Option<String>,
+}
+
+/// The load guard's rule.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadGuardRule {
+    /// A process above this share of a core counts (percent).
+    pub threshold_pct: f64,
+    /// Samples in a row above it that make a step invalid.
+    pub consecutive: u32,
+    /// Seconds between samples.
+    pub interval_s: f64,
+}
+
+/// The result of a speed run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpeedResult {
+    /// Run label.
+    pub run: String,
+    /// Start, RFC 3339.
+    pub started: String,
+    /// End, RFC 3339.
+    pub ended: String,
+    /// What the server said about itself.
+    pub server: ServerSeen,
+    /// One record per request, warm-ups included.
+    pub requests: Vec<SpeedRequest>,
+    /// Draft counters per decode run.
+    #[serde(default)]
+    pub drafts: Vec<DraftCount>,
+    /// Whether each sized step fits the window.
+    #[serde(default)]
+    pub fits: Vec<FitRow>,
+    /// The values the measuring tool wrote (key to value; `null` when there is none).
+    pub values: BTreeMap<String, Option<f64>>,
+    /// The foreign-load guard's summary.
+    #[serde(default)]
+    pub load_guard: Option<LoadGuard>,
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerSeen {
+    /// Rank 0's start lines.
+    pub start_lines: Vec<String>,
+    /// The answer of `GET /v1/models`.
+    pub models: serde_json::Value,
+}
+
+/// One request of a speed run. Times are seconds from the run's start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpeedRequest {
+    /// `decode`, `prefill`, `conc`, `ctx` or `l1`.
+    pub step: String,
+    /// Prompt id.
+    #[serde(default)]
+    pub prompt_id: Option<String>,
+    /// Run number (1-based) within its step and prompt.
+    #[serde(default)]
+    pub run: Option<u32>,
+    /// Whether it was a warm-up.
+    #[serde(default)]
+    pub warmup: bool,
+    /// Prompt size asked for (prefill, ctx).
+    #[serde(default)]
+    pub depth: Option<u64>,
+    /// Requests at once (conc).
+    #[serde(default)]
+    pub level: Option<u32>,
+    /// Round (conc).
+    #[serde(default)]
+    pub round: Option<u32>,
+    /// Prompt tokens.
+    pub prompt_tokens: Option<u64>,
+    /// Where the prompt count came from (`usage`, `tokenizer`, `chunks`, `requested`).
+    pub prompt_tokens_source: String,
+    /// Reply tokens.
+    pub completion_tokens: Option<u64>,
+    /// Where the reply count came from.
+    pub completion_tokens_source: String,
+    /// Reply cap sent.
+    pub max_tokens: u64,
+    /// `length`, `stop`, or `null` when refused.
+    pub finish_reason: Option<String>,
+    /// When the request was sent.
+    pub sent_s: f64,
+    /// When the first chunk with generated text came.
+    pub first_token_s: Option<f64>,
+    /// When the reply ended.
+    pub end_s: Option<f64>,
+    /// Cached prompt tokens the server reported.
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+    /// HTTP status.
+    pub status: u16,
+    /// Error text of a refused request.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Words in the reply.
+    #[serde(default)]
+    pub words: Option<u64>,
+    /// Characters in the reply.
+    #[serde(default)]
+    pub chars: Option<u64>,
+}
+
+impl SpeedRequest {
+    /// Whether the server answered (HTTP 200 and a first token).
+    pub fn answered(&self) -> bool {
+        self.status == 200 && self.first_token_s.is_some() && self.end_s.is_some()
+    }
+
+    /// Decode rate: tokens after the first / time after the first token.
+    pub fn decode_rate(&self) -> Option<f64> {
+        let n = self.completion_tokens? as f64;
+        let t = self.end_s? - self.first_token_s?;
+        (self.answered() && n > 1.0 && t > 0.0).then(|| (n - 1.0) / t)
+    }
+
+    /// Time to first token.
+    pub fn ttft(&self) -> Option<f64> {
+        let t = self.first_token_s? - self.sent_s;
+        (self.answered() && t > 0.0).then_some(t)
+    }
+
+    /// Prefill rate: prompt tokens / time to first token.
+    pub fn prefill_rate(&self) -> Option<f64> {
+        Some(self.prompt_tokens? as f64 / self.ttft()?)
+    }
+
+    /// End-to-end rate: reply tokens / (end - sent).
+    pub fn e2e_rate(&self) -> Option<f64> {
+        let n = self.completion_tokens? as f64;
+        let t = self.end_s? - self.sent_s;
+        (self.answered() && t > 0.0).then(|| n / t)
+    }
+}
+
+/// Draft counters over one decode run (deltas of the engine's counters).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DraftCount {
+    /// Step.
+    pub step: String,
+    /// Prompt id.
+    #[serde(default)]
+    pub prompt_id: Option<String>,
+    /// Run.
+    #[serde(default)]
+    pub run: Option<u32>,
+    /// Draft proposals.
+    pub drafts: u64,
+    /// Tokens drafted.
+    pub drafted: u64,
+    /// Tokens accepted.
+    pub accepted: u64,
+}
+
+/// Whether a sized step fits the window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FitRow {
+    /// Part (`ctx`, `prefill`, `l1`).
+    pub part: String,
+    /// Prompt size in tokens.
+    pub depth: u64,
+    /// Reply cap.
+    pub max_tokens: u64,
+    /// The window the server reported.
+    pub window: u64,
+    /// Whether the tool judged that it fits.
+    pub fits: bool,
+    /// Whether a request was sent.
+    pub sent: bool,
+}
+
+/// The foreign-load guard's summary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadGuard {
+    /// Samples taken.
+    pub samples: u64,
+    /// One row per step try.
+    pub steps: Vec<GuardedStep>,
+}
+
+/// One try of one step under the guard.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuardedStep {
+    /// Step name (`decode/code/1`, `l1`).
+    pub step: String,
+    /// Try number (1-based).
+    #[serde(rename = "try")]
+    pub attempt: u32,
+    /// Longest run of samples in a row with a foreign process above the threshold.
+    pub longest_run_over: u32,
+    /// Highest foreign sample, percent of a core.
+    #[serde(default)]
+    pub peak_pct: Option<f64>,
+    /// The process of that sample.
+    #[serde(default)]
+    pub peak_process: Option<String>,
+    /// Whether this try is the one that counts.
+    pub kept: bool,
+}

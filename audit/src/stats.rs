@@ -1,0 +1,145 @@
+//! Statistics the checks recompute with: medians, spreads, margins of proportions, and comparison
+//! of a recomputed value with a figure at the rounding it was printed with.
+
+/// Median of the values (mean of the middle two for an even count); `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Arithmetic mean; `None` when empty.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// Coefficient of variation in percent: sample standard deviation over the mean. `None` for fewer
+/// than two values.
+pub fn cv_pct(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let m = mean(values)?;
+    let var = values.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    (m != 0.0).then(|| 100.0 * var.sqrt() / m)
+}
+
+/// The method of a margin of a proportion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarginMethod {
+    /// `z sqrt(p (1 - p) / n)`.
+    Normal,
+    /// Half the width of the Wilson score interval.
+    Wilson,
+}
+
+impl MarginMethod {
+    /// Parses `normal` or `wilson`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "normal" => Some(MarginMethod::Normal),
+            "wilson" => Some(MarginMethod::Wilson),
+            _ => None,
+        }
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MarginMethod::Normal => "normal",
+            MarginMethod::Wilson => "wilson",
+        }
+    }
+}
+
+/// The margin of `right` of `n` in percentage points; `None` when `n` is 0.
+pub fn margin_pts(right: u64, n: u64, z: f64, method: MarginMethod) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    let nf = n as f64;
+    let p = right as f64 / nf;
+    let m = match method {
+        MarginMethod::Normal => z * (p * (1.0 - p) / nf).sqrt(),
+        MarginMethod::Wilson => {
+            let z2 = z * z;
+            z * (p * (1.0 - p) / nf + z2 / (4.0 * nf * nf)).sqrt() / (1.0 + z2 / nf)
+        }
+    };
+    Some(100.0 * m)
+}
+
+/// Decimals of a figure as printed (`"28.0"` has 1, `"8"` has 0).
+pub fn printed_decimals(s: &str) -> usize {
+    s.split_once('.').map_or(0, |(_, f)| f.len())
+}
+
+/// Decimals of a number as written in a raw file: its shortest round-trip form, at least one.
+pub fn written_decimals(x: f64) -> usize {
+    printed_decimals(&format!("{x}")).max(1)
+}
+
+/// Whether `exact` rounds to `shown` at `decimals` (half-way cases either way, with a little slack
+/// for binary floating point).
+pub fn agrees(exact: f64, shown: f64, decimals: usize) -> bool {
+    let half = 0.5 * 10f64.powi(-(decimals as i32));
+    (exact - shown).abs() <= half * (1.0 + 1e-9) + 1e-12 * exact.abs().max(1.0)
+}
+
+/// Formats `x` at `decimals`.
+pub fn fmt(x: f64, decimals: usize) -> String {
+    format!("{x:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn margins_of_the_seed_page() {
+        // MMLU-Pro 236/400 is 59.0 % +- 4.8 either way.
+        let n = margin_pts(236, 400, 1.96, MarginMethod::Normal).unwrap();
+        assert!(agrees(n, 4.8, 1), "{n}");
+        // IFEval 128/200: the normal approximation gives 6.65 (prints 6.7); Wilson gives 6.60.
+        let n = margin_pts(128, 200, 1.96, MarginMethod::Normal).unwrap();
+        let w = margin_pts(128, 200, 1.96, MarginMethod::Wilson).unwrap();
+        assert!(!agrees(n, 6.6, 1), "{n}");
+        assert!(agrees(w, 6.6, 1), "{w}");
+        // A test with nothing right still has a Wilson margin: the 0.0 % +- 4.4 of 40 refusals.
+        let w0 = margin_pts(0, 40, 1.96, MarginMethod::Wilson).unwrap();
+        assert!(agrees(w0, 4.4, 1), "{w0}");
+    }
+
+    #[test]
+    fn rounding_is_at_the_printed_decimals() {
+        assert_eq!(printed_decimals("28.0"), 1);
+        assert_eq!(printed_decimals("8"), 0);
+        assert_eq!(written_decimals(44.95), 2);
+        assert_eq!(written_decimals(59.0), 1);
+        assert!(agrees(40.575, 40.58, 2));
+        assert!(agrees(28.04, 28.0, 1));
+        assert!(!agrees(28.06, 28.0, 1));
+    }
+
+    #[test]
+    fn cv_of_two_runs() {
+        let cv = cv_pct(&[28.24, 27.96]).unwrap();
+        assert!(agrees(cv, 0.7, 1), "{cv}");
+        assert_eq!(cv_pct(&[1.0]), None);
+    }
+}
