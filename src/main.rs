@@ -1,1 +1,156 @@
-fn main(){}
+//! rigaudit: audits published LLM-inference benchmark results.
+//!
+//! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2 when the tool could not
+//! do its job (bad arguments, unreadable bundle, nothing checked).
+
+mod answers;
+mod bundle;
+mod fatal;
+mod output;
+mod schemas;
+mod verify;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use output::Format;
+use rigaudit_audit::{Report, Severity};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Audits published LLM-inference benchmark results.
+#[derive(Parser)]
+#[command(name = "rigaudit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The finding severity that fails a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    /// Fail on errors (default).
+    Error,
+    /// Fail on warnings and errors.
+    Warning,
+    /// Fail on any finding.
+    Info,
+    /// Never fail on findings (exit 2 still means the tool could not do its job).
+    Never,
+}
+
+impl FailOn {
+    fn severity(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Never => None,
+        }
+    }
+}
+
+/// Options every reporting command shares.
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Lowest severity that makes the run fail (exit 1).
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Also write the JSON report to this file (atomically).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Verify a published bundle: schemas, recomputed figures, invalid steps, setup consistency.
+    Verify {
+        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+        bundle: PathBuf,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
+    /// List every check with its id, severity and what it finds.
+    Checks {
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
+    /// quality-contract, quality-summary, quality-answers, fit-result, report).
+    Schema {
+        /// The kind.
+        kind: String,
+    },
+}
+
+fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
+    let color = out.format == Format::Text && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print!("{}", output::render(report, out.format, color));
+    if let Some(path) = &out.report {
+        if let Err(e) = output::write_atomic(path, output::json::render(report).as_bytes()) {
+            eprintln!("rigaudit: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::from(report.exit_code() as u8)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Verify { bundle, out } => match verify::run(&bundle, out.fail_on.severity()) {
+            Ok(r) => emit(&r, &out),
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Checks { format } => {
+            let all = rigaudit_audit::catalogue::all();
+            match format {
+                Format::Json => {
+                    let v: Vec<_> = all
+                        .iter()
+                        .map(|c| serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc}))
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                }
+                Format::Text => {
+                    for c in all {
+                        println!("{:<38} {:<8} {}", c.id, c.severity.name(), c.doc);
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Schema { kind } => {
+            let text = match kind.as_str() {
+                "bundle" => Some(schemas::BUNDLE),
+                "report" => Some(schemas::REPORT),
+                k => serde_json::from_value(serde_json::Value::String(k.into()))
+                    .ok()
+                    .and_then(schemas::text),
+            };
+            match text {
+                Some(t) => {
+                    print!("{t}");
+                    ExitCode::SUCCESS
+                }
+                None => {
+                    eprintln!("rigaudit: no schema for '{kind}'");
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}

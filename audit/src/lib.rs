@@ -16,6 +16,6 @@ pub mod speed;
 pub mod startline;
 pub mod stats;
 
-mod bundle;
+pub mod bundle;
 pub use bundle::{verify, Bundle, QualityTest, Verified};
 pub use report::{Finding, Recomputed, Report, Severity, Verdict};

@@ -1,0 +1,81 @@
+//! The report as grouped text for people: a verdict line, findings grouped by severity and check,
+//! then the recomputed values.
+
+use rigaudit_audit::{Report, Severity, Verdict};
+use std::fmt::Write;
+
+fn paint(s: &str, code: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[{code}m{s}\x1b[0m")
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    match x {
+        None => "no result".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string(),
+    }
+}
+
+/// Renders a report.
+pub fn render(r: &Report, color: bool) -> String {
+    let mut o = String::new();
+    let verdict = match r.verdict {
+        Verdict::Pass => paint("PASS", "32;1", color),
+        Verdict::Fail => paint("FAIL", "31;1", color),
+        Verdict::Incomplete => paint("INCOMPLETE", "33;1", color),
+    };
+    let _ = writeln!(
+        o,
+        "rigaudit {} {}: {verdict} ({} errors, {} warnings, {} notes; {} checks ran)",
+        r.command,
+        r.bundle,
+        r.counts.error,
+        r.counts.warning,
+        r.counts.info,
+        r.checks_run.len()
+    );
+    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+        let mut checks: Vec<&str> = r.findings.iter().filter(|f| f.severity == sev).map(|f| f.check.as_str()).collect();
+        checks.dedup();
+        let mut seen = std::collections::BTreeSet::new();
+        checks.retain(|c| seen.insert(*c));
+        if checks.is_empty() {
+            continue;
+        }
+        let (label, code) = match sev {
+            Severity::Error => ("errors", "31"),
+            Severity::Warning => ("warnings", "33"),
+            Severity::Info => ("notes", "36"),
+        };
+        let _ = writeln!(o, "\n{}", paint(label, code, color));
+        for c in checks {
+            let _ = writeln!(o, "  {}", paint(c, "1", color));
+            for f in r.findings.iter().filter(|f| f.severity == sev && f.check == c) {
+                let place = match (&f.file, &f.pointer) {
+                    (Some(file), Some(p)) => format!("{file} {p}: "),
+                    (Some(file), None) => format!("{file}: "),
+                    _ => String::new(),
+                };
+                let _ = writeln!(o, "    - {place}{}", f.message);
+            }
+        }
+    }
+    if !r.recomputed.is_empty() {
+        let _ = writeln!(o, "\nrecomputed from the raw records (value / file / page)");
+        for v in &r.recomputed {
+            let _ = writeln!(
+                o,
+                "  {:<28} {:>12}   {:>10}   {:>10}",
+                v.key,
+                num(v.value),
+                v.file.map_or("-".into(), |x| x.to_string()),
+                v.page.clone().unwrap_or_else(|| "-".into())
+            );
+        }
+    }
+    o
+}
