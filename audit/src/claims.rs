@@ -45,7 +45,7 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
         }
     }
     for q in &m.page.quality {
-        if q.pct.is_none() && q.right.is_none() {
+        if q.pct.is_none() && q.right.is_none() && q.cutoffs.is_none() {
             continue;
         }
         let answers = entry(FileKind::QualityAnswers, Some(&q.test));

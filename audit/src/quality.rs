@@ -275,8 +275,8 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                     Severity::Error,
                     format!(
                         "{test}: no question was answered, yet the summary shows {} % +- {}; the test has no result",
-                        sv.pct.map_or("-".into(), |p| p.to_string()),
-                        sv.margin.map_or("-".into(), |p| p.to_string())
+                        sv.pct.map_or("-".into(), |p| format!("{p:?}")),
+                        sv.margin.map_or("-".into(), |p| format!("{p:?}"))
                     ),
                 )
                 .file(&s.path)

@@ -230,7 +230,7 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     }
     for t in &b.quality {
         if let Some(c) = &t.contract {
-            if !c.value.sampling.is_empty() {
+            if !c.value.sampling.is_empty() && c.value.tool.is_none() {
                 sent.push((c.path.clone(), &c.value.sampling));
             }
         }
@@ -312,7 +312,7 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
         }
     }
     if let Some(n) = &cv.nccl {
-        if cv.ranks > 1 && n.per_box.len() as u32 != cv.ranks {
+        if cv.ranks > 1 && !n.per_box.is_empty() && n.per_box.len() as u32 != cv.ranks {
             problems.push(format!("NCCL digests for {} boxes, {} ranks", n.per_box.len(), cv.ranks));
         }
     }

@@ -10,6 +10,10 @@ pub struct QualityContract {
     pub test: String,
     /// Name as shown.
     pub name: String,
+    /// The measuring tool, when it is not the page's own (for example a vendor's benchmark run
+    /// unchanged, with its own sampling).
+    #[serde(default)]
+    pub tool: Option<String>,
     /// Number of questions.
     pub questions: u64,
     /// Answer limit in tokens.
