@@ -26,6 +26,7 @@ pub fn all() -> Vec<&'static Check> {
         crate::setup::CHECKS,
         crate::fit::CHECKS,
         crate::claims::CHECKS,
+        crate::rehash::CHECKS,
     ] {
         v.extend(list.iter());
     }

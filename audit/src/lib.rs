@@ -9,6 +9,7 @@ pub mod claims;
 pub mod fit;
 pub mod quality;
 pub mod records;
+pub mod rehash;
 pub mod report;
 pub mod schema;
 pub mod setup;
