@@ -7,6 +7,7 @@ mod answers;
 mod bundle;
 mod fatal;
 mod output;
+mod rehash;
 mod schemas;
 mod verify;
 
@@ -72,6 +73,20 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Hash what the card records (engine package, the binary inside it, NCCL per box, checkpoint
+    /// folders, the bundle's raw files), ask NCCL for its version, and compare with the card.
+    Rehash {
+        #[command(flatten)]
+        args: rehash::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
+    /// Loads one NCCL library and prints its version as JSON (rehash runs this in a child process).
+    #[command(name = "__nccl-version", hide = true)]
+    NcclVersion {
+        /// The library file.
+        path: PathBuf,
+    },
     /// List every check with its id, severity and what it finds.
     Checks {
         /// Output format.
@@ -115,6 +130,14 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Rehash { args, out } => match rehash::run(&args, out.fail_on.severity()) {
+            Ok(r) => emit(&r, &out),
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::NcclVersion { path } => ExitCode::from(rehash::nccl::child_main(&path) as u8),
         Command::Checks { format } => {
             let all = rigaudit_audit::catalogue::all();
             match format {

@@ -318,7 +318,7 @@ fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut Out)
             "rehash.not-found",
             Severity::Warning,
             format!(
-                "{what} was not found ({}), so {tail} was not checked",
+                "{what} was not found ({}), so {tail} went unchecked",
                 searched(m)
             ),
         )

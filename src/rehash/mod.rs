@@ -1,0 +1,742 @@
+//! `rigaudit rehash BUNDLE --root DIR`: hashes the artifacts a bundle's card records (engine
+//! package, the binary inside it, the NCCL library of every box, checkpoint folders, the bundle's
+//! own raw files), asks each NCCL library for its version, and compares everything with the card.
+//!
+//! This module does the I/O; the rules live in [`rigaudit_audit::rehash`].
+
+pub mod archive;
+pub mod discover;
+pub mod hash;
+pub mod nccl;
+
+use crate::bundle;
+use crate::fatal::{fatal, Fatal};
+use crate::schemas;
+use archive::Kind;
+use discover::{FoundFile, Root};
+use hash::Progress;
+use rigaudit_audit::records::{Card, FileKind};
+use rigaudit_audit::rehash::{
+    BundleFileSeen, CheckpointSeen, FileManifest, Hashed, Location, ManifestEntry, Measured,
+    MissingFile, NcclSeen, NcclVersion, RevisionFileSeen,
+};
+use rigaudit_audit::schema::safe_path;
+use rigaudit_audit::{Finding, Report, Severity};
+use std::path::{Path, PathBuf};
+
+/// Options of `rigaudit rehash`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Args {
+    /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+    pub bundle: PathBuf,
+    /// A folder to search for what the card records; `BOX=DIR` ties it to one of the card's boxes
+    /// (otherwise a folder named after a box inside it does). Repeatable.
+    #[arg(long = "root", value_name = "[BOX=]DIR")]
+    pub roots: Vec<String>,
+    /// One artifact by name: package, binary, nccl or checkpoint (or the file name the card
+    /// records), with `@BOX` for a box: `--file nccl@atom=/mnt/atom/libnccl.so.2`. Repeatable.
+    #[arg(long = "file", value_name = "NAME[@BOX]=PATH")]
+    pub files: Vec<String>,
+    /// Compare every checkpoint folder found with this folder or manifest file (sha256sum format, or
+    /// JSON `[{path, sha256}]`): weights-equal when every weight and config file matches.
+    #[arg(long, value_name = "DIR|FILE")]
+    pub compare: Option<PathBuf>,
+    /// Write the per-file digest manifest of the checkpoint folder found (sha256sum format).
+    #[arg(long, value_name = "FILE")]
+    pub write_manifest: Option<PathBuf>,
+    /// Files hashed at once (default: every core).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// No progress bar (there is none either when stderr is not a terminal).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Do not load NCCL libraries to ask their version; digests only.
+    #[arg(long)]
+    pub no_load: bool,
+}
+
+/// What an artifact named with `--file` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    Package,
+    Binary,
+    Nccl,
+    Checkpoint,
+}
+
+struct Given {
+    what: Named,
+    box_name: Option<String>,
+    path: PathBuf,
+    label: String,
+}
+
+fn parse_file_arg(s: &str, card: &Card) -> Result<Given, Fatal> {
+    let Some((name, path)) = s.split_once('=') else {
+        return Err(fatal(format!(
+            "--file {s}: write NAME=PATH (NAME: package, binary, nccl, checkpoint)"
+        )));
+    };
+    let (name, box_name) = match name.split_once('@') {
+        Some((n, b)) if !b.is_empty() => (n, Some(b.to_string())),
+        _ => (name, None),
+    };
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let what = match name {
+        "package" => Named::Package,
+        "binary" => Named::Binary,
+        "nccl" => Named::Nccl,
+        "checkpoint" => Named::Checkpoint,
+        n if card.engine.package.as_ref().is_some_and(|p| p.file == n) => Named::Package,
+        n if card.engine.binary.as_ref().is_some_and(|b| b.path == n || base(&b.path) == n) => Named::Binary,
+        n if card.nccl.as_ref().is_some_and(|x| x.file == n) => Named::Nccl,
+        n => {
+            return Err(fatal(format!(
+                "--file {s}: '{n}' is no artifact name; use package, binary, nccl or checkpoint, or a file name the card records"
+            )))
+        }
+    };
+    if path.is_empty() {
+        return Err(fatal(format!("--file {s}: the path is empty")));
+    }
+    Ok(Given {
+        what,
+        box_name,
+        path: PathBuf::from(path),
+        label: name.to_string(),
+    })
+}
+
+/// One file to hash and where its result goes.
+#[derive(Debug, Clone)]
+enum Target {
+    Package(Location),
+    Binary(Location),
+    Nccl(Location),
+    CkptFile { ckpt: usize, rel: String },
+    RefFile { rel: String },
+    Bundle { idx: usize },
+}
+
+#[derive(Debug, Clone)]
+struct Job {
+    target: Target,
+    path: PathBuf,
+    size: u64,
+    /// Read into this package for the binary member.
+    member: Option<(Kind, String)>,
+}
+
+enum Done {
+    Digest(Result<String, String>),
+    Package(archive::Read2),
+}
+
+fn loc(path: &Path, box_name: Option<&String>) -> Location {
+    Location {
+        box_name: box_name.cloned(),
+        path: path.display().to_string(),
+        member: None,
+    }
+}
+
+fn size_of(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Reads the card (and the start line NCCL version) of an opened bundle.
+fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal> {
+    let entry = o
+        .manifest
+        .files
+        .iter()
+        .find(|e| e.kind == FileKind::Card)
+        .ok_or_else(|| {
+            fatal(format!(
+                "{}: the manifest lists no card; rehash checks what a card records",
+                o.root.display()
+            ))
+        })?;
+    safe_path(&entry.path).map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
+    let path = o.root.join(&entry.path);
+    let text = std::fs::read(&path)
+        .map_err(|e| fatal(format!("{}: cannot read the card: {e}", path.display())))?;
+    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            entry.path,
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if let Some(v) = schemas::validator(FileKind::Card) {
+        let errs = schemas::errors(v, &value, 10);
+        if !errs.is_empty() {
+            let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
+            return Err(fatal(format!(
+                "{}: the card does not follow its schema: {}",
+                entry.path,
+                list.join("; ")
+            )));
+        }
+    }
+    let card: Card = serde_json::from_value(value)
+        .map_err(|e| fatal(format!("{}: the card cannot be read: {e}", entry.path)))?;
+    // The start lines are in the speed result; a missing or broken one only means no comparison.
+    let start = o
+        .manifest
+        .files
+        .iter()
+        .filter(|e| e.kind == FileKind::SpeedResult)
+        .find_map(|e| {
+            safe_path(&e.path).ok()?;
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(o.root.join(&e.path)).ok()?).ok()?;
+            let lines: Vec<String> = v
+                .get("server")?
+                .get("start_lines")?
+                .as_array()?
+                .iter()
+                .filter_map(|l| l.as_str().map(String::from))
+                .collect();
+            rigaudit_audit::startline::parse(&lines).nccl
+        });
+    Ok((entry.path.clone(), card, start))
+}
+
+/// Reads a manifest file: sha256sum lines (`HEX  PATH`, `HEX *PATH`) or JSON `[{path, sha256}]`
+/// (also `{"files": [...]}`).
+pub fn read_manifest_file(path: &Path) -> Result<FileManifest, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let origin = format!("the manifest {}", path.display());
+    let t = text.trim_start();
+    if t.starts_with('[') || t.starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(t).map_err(|e| {
+            format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        let arr = v
+            .as_array()
+            .or_else(|| v.get("files").and_then(|f| f.as_array()))
+            .ok_or_else(|| {
+                format!(
+                    "{}: expected a list of {{path, sha256}} or {{\"files\": [...]}}",
+                    path.display()
+                )
+            })?;
+        let mut entries = Vec::new();
+        for (i, e) in arr.iter().enumerate() {
+            let p = e.get("path").and_then(|x| x.as_str());
+            let d = e.get("sha256").and_then(|x| x.as_str());
+            match (p, d) {
+                (Some(p), Some(d)) => entries.push(ManifestEntry {
+                    path: p.to_string(),
+                    sha256: d.to_string(),
+                }),
+                _ => {
+                    return Err(format!(
+                        "{}: entry {i} needs a path and a sha256",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        return Ok(FileManifest { origin, entries });
+    }
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (d, p) = line.split_once(' ').ok_or_else(|| {
+            format!(
+                "{}: line {}: expected 'SHA256  PATH'",
+                path.display(),
+                i + 1
+            )
+        })?;
+        let p = p
+            .strip_prefix(' ')
+            .or_else(|| p.strip_prefix('*'))
+            .unwrap_or(p);
+        if d.len() < 8 || !d.bytes().all(|b| b.is_ascii_hexdigit()) || p.is_empty() {
+            return Err(format!(
+                "{}: line {}: expected 'SHA256  PATH'",
+                path.display(),
+                i + 1
+            ));
+        }
+        entries.push(ManifestEntry {
+            path: p.trim_start_matches("./").to_string(),
+            sha256: d.to_ascii_lowercase(),
+        });
+    }
+    Ok(FileManifest { origin, entries })
+}
+
+/// The sha256sum text of a manifest (`sha256sum -c` can check it inside the folder).
+pub fn manifest_text(m: &FileManifest) -> String {
+    m.entries
+        .iter()
+        .map(|e| format!("{}  {}\n", e.sha256, e.path))
+        .collect()
+}
+
+/// The revision a hub client's cache folder names (`.../snapshots/<40 hex>`).
+fn hub_revision(dir: &Path) -> Option<String> {
+    let name = dir.file_name()?.to_str()?;
+    let parent = dir.parent()?.file_name()?.to_str()?;
+    (parent == "snapshots" && name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| name.to_string())
+}
+
+fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
+    let rf = card.checkpoint.revision_file.as_ref()?;
+    let p = rf.path.trim();
+    if let Err(m) = safe_path(p) {
+        return Some(RevisionFileSeen::NotLocatable(format!(
+            "the card's path {m}"
+        )));
+    }
+    let full = dir.join(p);
+    if !full.exists() && p.contains(' ') {
+        return Some(RevisionFileSeen::NotLocatable(
+            "the card names it in words, not as a path inside the folder".to_string(),
+        ));
+    }
+    Some(match std::fs::read(&full) {
+        Ok(b) if b.len() <= 4096 => {
+            RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string())
+        }
+        Ok(b) => {
+            RevisionFileSeen::Unreadable(format!("it is {} bytes long, not a revision", b.len()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RevisionFileSeen::Missing,
+        Err(e) => RevisionFileSeen::Unreadable(e.to_string()),
+    })
+}
+
+/// Runs `rigaudit rehash`. `Err` when the bundle or an option cannot be used at all (exit 2).
+pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+    let opened = bundle::open(&args.bundle)?;
+    let (card_file, card, start_nccl) = read_card(&opened)?;
+    let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
+    let roots: Vec<Root> = args
+        .roots
+        .iter()
+        .map(|r| discover::parse_root(r).map_err(fatal))
+        .collect::<Result<_, _>>()?;
+    let given: Vec<Given> = args
+        .files
+        .iter()
+        .map(|f| parse_file_arg(f, &card))
+        .collect::<Result<_, _>>()?;
+    let jobs_n = args
+        .jobs
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .max(1);
+
+    let mut m = Measured {
+        card_file: card_file.clone(),
+        start_line_nccl: start_nccl,
+        ..Default::default()
+    };
+    m.searched = roots
+        .iter()
+        .map(|r| match &r.box_name {
+            Some(b) => format!("{} (box {b})", r.dir.display()),
+            None => r.dir.display().to_string(),
+        })
+        .chain(
+            given
+                .iter()
+                .map(|g| format!("--file {}={}", g.label, g.path.display())),
+        )
+        .collect();
+
+    let found = discover::walk(&roots, &boxes).map_err(fatal)?;
+    let mut jobs: Vec<Job> = Vec::new();
+    let binary_path = card.engine.binary.as_ref().map(|b| b.path.clone());
+    let binary_name = binary_path
+        .as_deref()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
+
+    // Files named with --file; a path that cannot be opened is an error finding, never skipped.
+    let mut ckpt_dirs: Vec<(PathBuf, Option<String>)> = Vec::new();
+    for g in &given {
+        let at = loc(&g.path, g.box_name.as_ref());
+        let meta = std::fs::metadata(&g.path);
+        let ok = match (&meta, g.what) {
+            (Ok(md), Named::Checkpoint) if md.is_dir() => true,
+            (Ok(md), Named::Checkpoint) => {
+                m.missing.push(MissingFile {
+                    kind: g.label.clone(),
+                    at: at.clone(),
+                    why: format!("not a folder ({} bytes)", md.len()),
+                });
+                false
+            }
+            (Ok(md), _) if md.is_file() => true,
+            (Ok(_), _) => {
+                m.missing.push(MissingFile {
+                    kind: g.label.clone(),
+                    at: at.clone(),
+                    why: "not a regular file".into(),
+                });
+                false
+            }
+            (Err(e), _) => {
+                m.missing.push(MissingFile {
+                    kind: g.label.clone(),
+                    at: at.clone(),
+                    why: e.to_string(),
+                });
+                false
+            }
+        };
+        if !ok {
+            continue;
+        }
+        let size = size_of(&g.path);
+        match g.what {
+            Named::Package => jobs.push(package_job(
+                &g.path,
+                g.box_name.as_ref(),
+                size,
+                binary_path.as_deref(),
+            )),
+            Named::Binary => jobs.push(Job {
+                target: Target::Binary(at),
+                path: g.path.clone(),
+                size,
+                member: None,
+            }),
+            Named::Nccl => jobs.push(Job {
+                target: Target::Nccl(at),
+                path: g.path.clone(),
+                size,
+                member: None,
+            }),
+            Named::Checkpoint => ckpt_dirs.push((g.path.clone(), g.box_name.clone())),
+        }
+    }
+
+    // What the roots hold.
+    if let Some(p) = &card.engine.package {
+        for f in found.named(&p.file) {
+            jobs.push(package_job(
+                &f.path,
+                f.box_name.as_ref(),
+                size_of(&f.path),
+                binary_path.as_deref(),
+            ));
+        }
+    }
+    if let Some(name) = &binary_name {
+        for f in found
+            .named(name)
+            .into_iter()
+            .filter(|f| !found.in_checkpoint(f))
+        {
+            jobs.push(file_job(
+                f,
+                Target::Binary(loc(&f.path, f.box_name.as_ref())),
+            ));
+        }
+    }
+    if let Some(n) = &card.nccl {
+        for f in found.nccl(&n.file) {
+            jobs.push(file_job(f, Target::Nccl(loc(&f.path, f.box_name.as_ref()))));
+        }
+    }
+    for c in &found.checkpoints {
+        ckpt_dirs.push((c.path.clone(), c.box_name.clone()));
+    }
+    ckpt_dirs.dedup_by(|a, b| a.0 == b.0);
+
+    // Checkpoint folders: every file is a job of its own.
+    for (i, (dir, box_name)) in ckpt_dirs.iter().enumerate() {
+        let (files, unreadable) = discover::checkpoint_files(dir).map_err(fatal)?;
+        m.checkpoints.push(CheckpointSeen {
+            at: loc(dir, box_name.as_ref()),
+            manifest: FileManifest {
+                origin: dir.display().to_string(),
+                entries: Vec::new(),
+            },
+            unreadable,
+            revision_file: revision_file(&card, dir),
+            hub_revision: hub_revision(dir),
+        });
+        for f in files {
+            jobs.push(Job {
+                target: Target::CkptFile {
+                    ckpt: i,
+                    rel: f.rel,
+                },
+                path: f.path,
+                size: f.size,
+                member: None,
+            });
+        }
+    }
+
+    // The folder or manifest to compare with.
+    let mut reference: Option<FileManifest> = None;
+    if let Some(c) = &args.compare {
+        let md =
+            std::fs::metadata(c).map_err(|e| fatal(format!("--compare {}: {e}", c.display())))?;
+        if md.is_dir() {
+            let (files, unreadable) = discover::checkpoint_files(c).map_err(fatal)?;
+            if let Some((p, e)) = unreadable.first() {
+                return Err(fatal(format!(
+                    "--compare {}: {p} cannot be read: {e}",
+                    c.display()
+                )));
+            }
+            reference = Some(FileManifest {
+                origin: format!("the folder {}", c.display()),
+                entries: Vec::new(),
+            });
+            for f in files {
+                jobs.push(Job {
+                    target: Target::RefFile { rel: f.rel },
+                    path: f.path,
+                    size: f.size,
+                    member: None,
+                });
+            }
+        } else {
+            reference = Some(read_manifest_file(c).map_err(|e| fatal(format!("--compare: {e}")))?);
+        }
+    }
+
+    // The bundle's own raw files.
+    for (idx, e) in opened.manifest.files.iter().enumerate() {
+        if safe_path(&e.path).is_err() {
+            continue;
+        }
+        let p = opened.root.join(&e.path);
+        if p.is_file() {
+            jobs.push(Job {
+                target: Target::Bundle { idx },
+                size: size_of(&p),
+                path: p,
+                member: None,
+            });
+        }
+    }
+
+    // Largest first, so the pool ends together.
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
+    let total: u64 = jobs.iter().map(|j| j.size).sum();
+    let progress = Progress::new(total, args.quiet);
+    let done = hash::parallel(&jobs, jobs_n, |j| run_job(j, &progress));
+    progress.finish();
+
+    let mut bundle_digests: Vec<Option<Result<String, String>>> =
+        vec![None; opened.manifest.files.len()];
+    let mut ref_entries = Vec::new();
+    let mut nccl_files: Vec<Hashed> = Vec::new();
+    for (j, d) in jobs.iter().zip(done) {
+        match (&j.target, d) {
+            (Target::Package(at), Done::Package(r)) => {
+                let whole = r
+                    .whole
+                    .map(|w| w.map_err(|e| e.to_string()))
+                    .unwrap_or_else(|| Err("not read".into()));
+                m.package.push(Hashed {
+                    at: at.clone(),
+                    sha256: whole,
+                });
+                if let Some(e) = &r.error {
+                    m.binary.push(Hashed {
+                        at: at.clone().member(binary_path.clone().unwrap_or_default()),
+                        sha256: Err(format!("the package cannot be read as an archive: {e}")),
+                    });
+                }
+                if r.error.is_none() && r.members.is_empty() {
+                    if let Some(b) = &binary_path {
+                        m.binary.push(Hashed {
+                            at: at.clone().member(b.clone()),
+                            sha256: Err(format!("the package holds no member named {b}")),
+                        });
+                    }
+                }
+                for (name, digest) in r.members {
+                    m.binary.push(Hashed {
+                        at: at.clone().member(name),
+                        sha256: digest,
+                    });
+                }
+            }
+            (Target::Package(at), Done::Digest(d)) => m.package.push(Hashed {
+                at: at.clone(),
+                sha256: d,
+            }),
+            (Target::Binary(at), Done::Digest(d)) => m.binary.push(Hashed {
+                at: at.clone(),
+                sha256: d,
+            }),
+            (Target::Nccl(at), Done::Digest(d)) => nccl_files.push(Hashed {
+                at: at.clone(),
+                sha256: d,
+            }),
+            (Target::CkptFile { ckpt, rel }, Done::Digest(d)) => match d {
+                Ok(sha256) => m.checkpoints[*ckpt].manifest.entries.push(ManifestEntry {
+                    path: rel.clone(),
+                    sha256,
+                }),
+                Err(e) => m.checkpoints[*ckpt].unreadable.push((rel.clone(), e)),
+            },
+            (Target::RefFile { rel }, Done::Digest(d)) => match d {
+                Ok(sha256) => ref_entries.push(ManifestEntry {
+                    path: rel.clone(),
+                    sha256,
+                }),
+                Err(e) => return Err(fatal(format!("--compare: {rel} cannot be read: {e}"))),
+            },
+            (Target::Bundle { idx }, Done::Digest(d)) => bundle_digests[*idx] = Some(d),
+            (_, _) => {}
+        }
+    }
+    if let Some(r) = reference.as_mut() {
+        if r.entries.is_empty() {
+            r.entries = ref_entries;
+        }
+        r.entries.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    m.reference = reference;
+    for c in &mut m.checkpoints {
+        c.manifest.entries.sort_by(|a, b| a.path.cmp(&b.path));
+        c.unreadable.sort();
+    }
+    m.package.sort_by_key(|h| h.at.describe());
+    m.binary.sort_by_key(|h| h.at.describe());
+    nccl_files.sort_by_key(|h| h.at.describe());
+
+    // Ask each NCCL library for its version.
+    for h in nccl_files {
+        let version = if args.no_load {
+            NcclVersion::NotQueried {
+                why: "--no-load was given".into(),
+            }
+        } else if h.sha256.is_err() {
+            NcclVersion::NotQueried {
+                why: "the file cannot be read".into(),
+            }
+        } else {
+            nccl::probe(Path::new(&h.at.path))
+        };
+        m.nccl.push(NcclSeen { file: h, version });
+    }
+    m.bundle_files = opened
+        .manifest
+        .files
+        .iter()
+        .zip(bundle_digests)
+        .map(|(e, d)| BundleFileSeen {
+            path: e.path.clone(),
+            recorded: e.sha256.clone(),
+            published: e.published,
+            sha256: d,
+        })
+        .collect();
+
+    if let Some(out) = &args.write_manifest {
+        match m.checkpoints.as_slice() {
+            [one] => crate::output::write_atomic(out, manifest_text(&one.manifest).as_bytes())?,
+            [] => return Err(fatal("--write-manifest: no checkpoint folder was found")),
+            many => {
+                return Err(fatal(format!(
+                    "--write-manifest: {} checkpoint folders were found; name one with --file checkpoint=DIR",
+                    many.len()
+                )))
+            }
+        }
+    }
+
+    let checked = rigaudit_audit::rehash::check(&card, &m);
+    let mut findings = checked.findings;
+    let artifact_ran = checked
+        .checks_run
+        .iter()
+        .any(|c| c != "rehash.bundle-file-digest");
+    let id = opened.manifest.id.clone();
+    if !artifact_ran {
+        findings.push(
+            Finding::new(
+                "rehash.not-found",
+                Severity::Error,
+                format!(
+                    "no artifact the card records was found ({}), so nothing but the bundle's own files was checked",
+                    if m.searched.is_empty() { "give --root DIR or --file NAME=PATH".to_string() } else { m.searched.join(", ") }
+                ),
+            )
+            .file(&card_file),
+        );
+        return Ok(Report::new(
+            "rehash",
+            &id,
+            fail_on,
+            Vec::new(),
+            Vec::new(),
+            findings,
+        ));
+    }
+    Ok(Report::new(
+        "rehash",
+        &id,
+        fail_on,
+        checked.checks_run,
+        Vec::new(),
+        findings,
+    ))
+}
+
+fn file_job(f: &FoundFile, target: Target) -> Job {
+    Job {
+        target,
+        size: size_of(&f.path),
+        path: f.path.clone(),
+        member: None,
+    }
+}
+
+fn package_job(path: &Path, box_name: Option<&String>, size: u64, binary: Option<&str>) -> Job {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let member = match (archive::kind_of(&name), binary) {
+        (Some(k), Some(b)) => Some((k, b.to_string())),
+        _ => None,
+    };
+    Job {
+        target: Target::Package(loc(path, box_name)),
+        path: path.to_path_buf(),
+        size,
+        member,
+    }
+}
+
+fn run_job(j: &Job, progress: &Progress) -> Done {
+    match &j.member {
+        Some((kind, wanted)) => {
+            Done::Package(archive::hash_members(&j.path, *kind, wanted, progress))
+        }
+        None => Done::Digest(
+            hash::hash_file(&j.path, progress)
+                .map(|(d, _)| d)
+                .map_err(|e| e.to_string()),
+        ),
+    }
+}
