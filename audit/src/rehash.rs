@@ -285,6 +285,7 @@ pub fn check(card: &Card, m: &Measured) -> Checked {
     check_checkpoints(card, m, &mut out);
     check_bundle_files(m, &mut out);
     for miss in &m.missing {
+        out.ran.insert("rehash.not-found");
         out.push(
             Finding::new(
                 "rehash.not-found",
@@ -539,12 +540,15 @@ fn check_nccl(card: &Card, m: &Measured, out: &mut Out) {
     let Some(n) = &card.nccl else { return };
     let file = &m.card_file;
     // The card's own per-box record must agree with itself before any file is looked at.
-    let recorded: BTreeSet<String> = n
-        .per_box
-        .iter()
-        .map(|b| b.sha256.trim().to_ascii_lowercase())
-        .collect();
-    if recorded.len() > 1 {
+    // Two records agree when one is a prefix of the other (a page may show 8 digits of one).
+    let norm = |d: &str| d.trim().to_ascii_lowercase();
+    let conflict = n.per_box.iter().any(|a| {
+        n.per_box.iter().any(|b| {
+            let (x, y) = (norm(&a.sha256), norm(&b.sha256));
+            !(x.starts_with(&y) || y.starts_with(&x))
+        })
+    });
+    if conflict {
         out.ran.insert("rehash.boxes-differ");
         let list: Vec<String> = n
             .per_box
@@ -1104,6 +1108,25 @@ fn check_checkpoints(card: &Card, m: &Measured, out: &mut Out) {
     });
     for seen in &m.checkpoints {
         let what = format!("checkpoint folder {}", seen.at.describe());
+        if recorded.is_none()
+            && m.reference.is_none()
+            && ck.shards.is_none()
+            && ck.revision_file.is_none()
+            && seen.hub_revision.is_none()
+        {
+            out.push(
+                Finding::new(
+                    "rehash.checkpoint-files",
+                    Severity::Info,
+                    format!(
+                        "{what}: {} files hashed, but the card records no files, shard count or revision file and no --compare was given, so there is nothing to compare them with",
+                        seen.manifest.entries.len()
+                    ),
+                )
+                .file(file)
+                .pointer("/checkpoint"),
+            );
+        }
         for (p, e) in &seen.unreadable {
             out.ran.insert("rehash.checkpoint-files");
             out.push(
@@ -1670,6 +1693,10 @@ mod tests {
         cd.nccl.as_mut().expect("nccl").per_box[1].sha256 = "deadbeef".into();
         let c = check(&cd, &measured());
         assert_eq!(of(&c, "rehash.boxes-differ")[0].severity, Severity::Error);
+        // A full digest and its published prefix agree.
+        cd.nccl.as_mut().expect("nccl").per_box[1].sha256 = FULL_NCCL.into();
+        let c = check(&cd, &measured());
+        assert!(of(&c, "rehash.boxes-differ").is_empty());
     }
 
     #[test]

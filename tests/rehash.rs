@@ -1,0 +1,770 @@
+//! `rigaudit rehash` end to end: the built binary over bundles, packages, NCCL libraries and
+//! checkpoint folders that each test makes in a temporary folder.
+//!
+//! The NCCL tests use the real library of the PyPI wheel nvidia-nccl-cu12 (2.32.3), fetched once
+//! by `scripts/fetch-nccl.sh` into a cache outside the repository. They look for it in
+//! `RIGAUDIT_NCCL_LIB`, then in `${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/nccl/*/libnccl.so.2`;
+//! without it they fail when `CI` is set and are skipped with a note otherwise.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rigaudit");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn sha(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn sha_file(p: &Path) -> String {
+    let mut h = Sha256::new();
+    let mut f = fs::File::open(p).expect("open");
+    std::io::copy(&mut f, &mut h).expect("read");
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A bundle made from the seed page's card with `edit` applied, and optionally a speed result
+/// whose start line reports an NCCL version.
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new(edit: impl FnOnce(&mut Value), start_line: Option<&str>) -> Case {
+        let dir = tempfile::tempdir().expect("tmp");
+        let b = dir.path().join("bundle");
+        fs::create_dir_all(b.join("speed")).expect("mkdir");
+        let text = fs::read_to_string(
+            Path::new(ROOT).join("fixtures/pages/tensorfold-127-stock-2x/card.json"),
+        )
+        .expect("the seed card fixture");
+        let mut card: Value = serde_json::from_str(&text).expect("card json");
+        edit(&mut card);
+        let card_bytes = serde_json::to_vec_pretty(&card).expect("json");
+        fs::write(b.join("card.json"), &card_bytes).expect("write");
+        let mut files = vec![
+            json!({"kind": "card", "path": "card.json", "sha256": sha(&card_bytes), "published": true}),
+        ];
+        if let Some(line) = start_line {
+            let sr = serde_json::to_vec(&json!({"server": {"start_lines": [line]}})).expect("json");
+            fs::write(b.join("speed/speed-result.json"), &sr).expect("write");
+            files.push(json!({"kind": "speed-result", "path": "speed/speed-result.json", "sha256": sha(&sr), "published": true}));
+        }
+        let manifest = json!({
+            "format": "rigaudit-bundle/1",
+            "id": "rehash-test",
+            "title": "rehash test bundle",
+            "setup": {"engine": "TensorFold 1.2.7", "checkpoint": "GLM", "hardware": "2 boxes"},
+            "files": files,
+        });
+        fs::write(
+            b.join("bundle.json"),
+            serde_json::to_vec_pretty(&manifest).expect("json"),
+        )
+        .expect("write");
+        fs::create_dir_all(dir.path().join("root")).expect("mkdir");
+        Case { dir }
+    }
+
+    fn bundle(&self) -> PathBuf {
+        self.dir.path().join("bundle")
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    /// Runs `rigaudit rehash BUNDLE ARGS --format json --quiet`: exit code and report.
+    fn run(&self, args: &[&str]) -> (i32, Value, String) {
+        let out = Command::new(BIN)
+            .arg("rehash")
+            .arg(self.bundle())
+            .args(args)
+            .args(["--format", "json", "--quiet"])
+            .output()
+            .expect("run rigaudit");
+        let code = out.status.code().unwrap_or(-1);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (code, report, stderr)
+    }
+}
+
+fn findings<'a>(r: &'a Value, check: &str) -> Vec<&'a Value> {
+    r["findings"]
+        .as_array()
+        .map(|a| a.iter().filter(|f| f["check"] == check).collect())
+        .unwrap_or_default()
+}
+
+fn with_severity<'a>(r: &'a Value, check: &str, sev: &str) -> Vec<&'a Value> {
+    findings(r, check)
+        .into_iter()
+        .filter(|f| f["severity"] == sev)
+        .collect()
+}
+
+fn msg(f: &Value) -> &str {
+    f["message"].as_str().unwrap_or("")
+}
+
+fn no_nccl(c: &mut Value) {
+    c["nccl"] = Value::Null;
+}
+
+/// A card that records only what a test is about: no package, binary, NCCL or shard count.
+fn only(c: &mut Value) {
+    c["engine"]["package"] = Value::Null;
+    c["engine"]["binary"] = Value::Null;
+    no_nccl(c);
+    c["checkpoint"]["shards"] = Value::Null;
+    c["checkpoint"]["revision_file"] = Value::Null;
+}
+
+/// A release-like archive from real files: a real executable as the engine binary, the project's
+/// own schemas beside it, below one top folder as releases do.
+fn release_tar_gz(path: &Path) -> String {
+    let exe = fs::read("/usr/bin/env")
+        .or_else(|_| fs::read(BIN))
+        .expect("a real executable");
+    let gz = flate2::write::GzEncoder::new(
+        fs::File::create(path).expect("create"),
+        flate2::Compression::default(),
+    );
+    let mut t = tar::Builder::new(gz);
+    let mut h = tar::Header::new_gnu();
+    h.set_size(exe.len() as u64);
+    h.set_mode(0o755);
+    h.set_cksum();
+    t.append_data(&mut h, "tensorfold-1.2.7/tensorfold-native", &exe[..])
+        .expect("append");
+    for name in ["card.schema.json", "bundle.schema.json"] {
+        t.append_path_with_name(
+            Path::new(ROOT).join("schemas").join(name),
+            format!("tensorfold-1.2.7/schemas/{name}"),
+        )
+        .expect("append");
+    }
+    t.into_inner().expect("tar").finish().expect("gz");
+    sha(&exe)
+}
+
+#[test]
+fn package_and_binary_inside_pass_on_published_prefix() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pkg = tmp.path().join("tensorfold-1.2.7-linux-aarch64.tar.gz");
+    let bin_digest = release_tar_gz(&pkg);
+    let pkg_digest = sha_file(&pkg);
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["engine"]["package"] = json!({"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": &pkg_digest[..8]});
+            c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin_digest});
+        },
+        None,
+    );
+    fs::copy(
+        &pkg,
+        case.root().join("tensorfold-1.2.7-linux-aarch64.tar.gz"),
+    )
+    .expect("copy");
+    let (code, r, err) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    let p = findings(&r, "rehash.package-digest");
+    assert_eq!(p.len(), 1);
+    assert!(
+        msg(p[0]).contains("matches the 8 published digits"),
+        "{}",
+        msg(p[0])
+    );
+    assert!(!msg(p[0]).contains("full digest"));
+    let b = findings(&r, "rehash.binary-digest");
+    assert_eq!(b.len(), 1);
+    assert!(
+        msg(b[0]).contains("!tensorfold-1.2.7/tensorfold-native"),
+        "{}",
+        msg(b[0])
+    );
+    assert!(msg(b[0]).contains("matches the full digest"));
+    // Nothing was unpacked next to the package.
+    let left: Vec<_> = fs::read_dir(case.root())
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
+fn package_and_binary_fail_when_they_differ() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pkg = tmp.path().join("tensorfold-1.2.7-linux-aarch64.tar.gz");
+    release_tar_gz(&pkg);
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["engine"]["package"] =
+                json!({"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": "250b7cd3"});
+            c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": "441a3847"});
+        },
+        None,
+    );
+    let (code, r, err) = case.run(&["--file", &format!("package={}", pkg.display())]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let p = with_severity(&r, "rehash.package-digest", "error");
+    assert!(
+        msg(p[0]).contains("the card records 250b7cd3"),
+        "{}",
+        msg(p[0])
+    );
+    let b = with_severity(&r, "rehash.binary-digest", "error");
+    assert!(
+        msg(b[0]).contains("the card records 441a3847"),
+        "{}",
+        msg(b[0])
+    );
+}
+
+#[test]
+fn zip_package_member_is_read_as_a_stream() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pkg = tmp.path().join("engine.zip");
+    let exe = fs::read("/usr/bin/env")
+        .or_else(|_| fs::read(BIN))
+        .expect("a real executable");
+    {
+        let mut z = zip::ZipWriter::new(fs::File::create(&pkg).expect("create"));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("engine/tensorfold-native", opts)
+            .expect("start");
+        z.write_all(&exe).expect("write");
+        z.finish().expect("finish");
+    }
+    let good = sha(&exe);
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["engine"]["package"] = json!({"file": "engine.zip", "sha256": sha_file(&pkg)});
+            c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": good});
+        },
+        None,
+    );
+    let (code, r, err) = case.run(&["--file", &format!("package={}", pkg.display())]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    assert!(msg(findings(&r, "rehash.package-digest")[0]).contains("matches the full digest"));
+    assert!(msg(findings(&r, "rehash.binary-digest")[0])
+        .contains("engine.zip!engine/tensorfold-native"));
+    // A package without the member fails the binary check with a reason.
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["engine"]["package"] = json!({"file": "engine.zip", "sha256": sha_file(&pkg)});
+            c["engine"]["binary"] = json!({"path": "tensorfold-other", "sha256": good});
+        },
+        None,
+    );
+    let (code, r, _) = case.run(&["--file", &format!("package={}", pkg.display())]);
+    assert_eq!(code, 1, "{r:#}");
+    assert!(msg(with_severity(&r, "rehash.binary-digest", "error")[0])
+        .contains("holds no member named tensorfold-other"));
+}
+
+fn write_checkpoint(dir: &Path, shards: usize, readme: &str, config: &str, revision: Option<&str>) {
+    fs::create_dir_all(dir).expect("mkdir");
+    for i in 1..=shards {
+        let body: Vec<u8> = (0..(200_000 + i * 7))
+            .map(|k| ((k * 31 + i) % 251) as u8)
+            .collect();
+        fs::write(
+            dir.join(format!("model-{i:05}-of-{shards:05}.safetensors")),
+            body,
+        )
+        .expect("write");
+    }
+    fs::write(dir.join("config.json"), config).expect("write");
+    fs::write(dir.join("tokenizer.json"), "{\"model\": {}}").expect("write");
+    fs::write(dir.join("README.md"), readme).expect("write");
+    if let Some(r) = revision {
+        fs::write(dir.join("revision"), format!("{r}\n")).expect("write");
+    }
+}
+
+#[test]
+fn snapshot_is_weights_equal_to_the_pin_when_only_the_model_card_differs() {
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["checkpoint"]["snapshot"] = json!("078455ff");
+            c["checkpoint"]["shards"] = json!(3);
+            c["checkpoint"]["revision_file"] =
+                json!({"path": "revision", "content": "76c0b517", "written_by": "hand"});
+        },
+        None,
+    );
+    let pin = case.dir.path().join("pin-76c0b517");
+    write_checkpoint(
+        &pin,
+        3,
+        "# model card v1",
+        "{\"layers\": 2}",
+        Some("76c0b517"),
+    );
+    let snap = case.root().join("GLM");
+    write_checkpoint(
+        &snap,
+        3,
+        "# model card v2, new links",
+        "{\"layers\": 2}",
+        Some("76c0b517"),
+    );
+    let (code, r, err) = case.run(&[
+        "--root",
+        case.root().to_str().expect("utf8"),
+        "--compare",
+        pin.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    let f = findings(&r, "rehash.checkpoint-files");
+    assert_eq!(f.len(), 1, "{r:#}");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(msg(f[0]).contains("is weights-equal"), "{}", msg(f[0]));
+    assert!(
+        msg(f[0]).contains("README.md (doc, changed)"),
+        "{}",
+        msg(f[0])
+    );
+    assert_eq!(f[0]["data"]["weights_equal"], true);
+    assert_eq!(
+        findings(&r, "rehash.checkpoint-shards")[0]["severity"],
+        "info"
+    );
+    // The hand-written marker names the pin while the folder is the snapshot: said, not failed.
+    let rf = findings(&r, "rehash.revision-file");
+    assert!(msg(rf[0]).contains("snapshot 078455ff"), "{}", msg(rf[0]));
+}
+
+#[test]
+fn changed_config_is_not_weights_equal_and_is_listed() {
+    let case = Case::new(only, None);
+    let pin = case.dir.path().join("pin");
+    write_checkpoint(&pin, 3, "# card", "{\"layers\": 2}", None);
+    let snap = case.root().join("GLM");
+    write_checkpoint(&snap, 3, "# card", "{\"layers\": 3}", None);
+    let (code, r, err) = case.run(&[
+        "--file",
+        &format!("checkpoint={}", snap.display()),
+        "--compare",
+        pin.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let f = with_severity(&r, "rehash.checkpoint-files", "error");
+    assert!(msg(f[0]).contains("not weights-equal"), "{}", msg(f[0]));
+    assert!(
+        msg(f[0]).contains("config.json (config, changed)"),
+        "{}",
+        msg(f[0])
+    );
+    assert!(!msg(f[0]).contains("README"));
+}
+
+#[test]
+fn written_manifest_is_sha256sum_compatible_and_compares() {
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["checkpoint"]["shards"] = json!(2);
+        },
+        None,
+    );
+    let snap = case.root().join("GLM");
+    write_checkpoint(&snap, 2, "# card", "{}", None);
+    let manifest = case.dir.path().join("pin.sha256");
+    let (code, r, err) = case.run(&[
+        "--file",
+        &format!("checkpoint={}", snap.display()),
+        "--write-manifest",
+        manifest.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    let text = fs::read_to_string(&manifest).expect("manifest");
+    assert_eq!(text.lines().count(), 5, "{text}");
+    if let Ok(out) = Command::new("sha256sum")
+        .arg("-c")
+        .arg("--quiet")
+        .arg(&manifest)
+        .current_dir(&snap)
+        .output()
+    {
+        assert!(
+            out.status.success(),
+            "sha256sum -c: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    // One shard changed: the manifest comparison names it.
+    fs::write(
+        snap.join("model-00002-of-00002.safetensors"),
+        b"other weights",
+    )
+    .expect("write");
+    let (code, r, _) = case.run(&[
+        "--file",
+        &format!("checkpoint={}", snap.display()),
+        "--compare",
+        manifest.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 1, "{r:#}");
+    assert!(
+        msg(with_severity(&r, "rehash.checkpoint-files", "error")[0])
+            .contains("model-00002-of-00002.safetensors (weight, changed)")
+    );
+}
+
+#[test]
+fn shard_count_and_revision_file_fail_against_the_card() {
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["checkpoint"]["shards"] = json!(83);
+            c["checkpoint"]["revision_file"] =
+                json!({"path": "revision", "content": "76c0b517", "written_by": "download"});
+        },
+        None,
+    );
+    let ck = case.root().join("GLM");
+    write_checkpoint(&ck, 3, "# card", "{}", Some("078455ff"));
+    fs::remove_file(ck.join("model-00002-of-00003.safetensors")).expect("rm");
+    let (code, r, err) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let s = with_severity(&r, "rehash.checkpoint-shards", "error");
+    assert!(
+        msg(s[0]).contains("holds 2 weight shards, the card says 83"),
+        "{}",
+        msg(s[0])
+    );
+    assert!(
+        msg(s[0]).contains("numbered shards are missing (00002)"),
+        "{}",
+        msg(s[0])
+    );
+    let rf = with_severity(&r, "rehash.revision-file", "error");
+    assert!(msg(rf[0]).contains("names '078455ff'"), "{}", msg(rf[0]));
+    // The right revision and count pass.
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["checkpoint"]["shards"] = json!(3);
+            c["checkpoint"]["revision_file"] =
+                json!({"path": "revision", "content": "76c0b517", "written_by": "download"});
+        },
+        None,
+    );
+    write_checkpoint(
+        &case.root().join("GLM"),
+        3,
+        "# card",
+        "{}",
+        Some("76c0b517"),
+    );
+    let (code, r, err) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    assert_eq!(findings(&r, "rehash.revision-file")[0]["severity"], "info");
+}
+
+#[test]
+fn checkpoints_on_two_boxes_must_agree() {
+    let case = Case::new(only, None);
+    write_checkpoint(&case.root().join("atom/GLM"), 2, "# card", "{}", None);
+    write_checkpoint(
+        &case.root().join("pgx/GLM"),
+        2,
+        "# card",
+        "{\"x\": 1}",
+        None,
+    );
+    let (code, r, err) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let b = with_severity(&r, "rehash.boxes-differ", "error");
+    assert!(
+        msg(b[0]).contains("(box pgx) differs from"),
+        "{}",
+        msg(b[0])
+    );
+    assert!(msg(b[0]).contains("config.json"), "{}", msg(b[0]));
+}
+
+#[test]
+fn bundle_file_changed_after_the_manifest_fails() {
+    let case = Case::new(
+        |c| {
+            only(c);
+            c["checkpoint"]["shards"] = json!(1);
+        },
+        Some("NCCL version 2.30.7"),
+    );
+    write_checkpoint(&case.root().join("GLM"), 1, "# card", "{}", None);
+    let (code, r, _) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{r:#}");
+    assert!(msg(findings(&r, "rehash.bundle-file-digest")[0]).starts_with("2 raw files"));
+    fs::write(
+        case.bundle().join("speed/speed-result.json"),
+        b"{\"server\": {\"start_lines\": []}}",
+    )
+    .expect("write");
+    let (code, r, _) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{r:#}");
+    let f = with_severity(&r, "rehash.bundle-file-digest", "error");
+    assert_eq!(f[0]["file"], "speed/speed-result.json");
+}
+
+#[test]
+fn checkpoint_with_nothing_to_compare_is_incomplete() {
+    let case = Case::new(only, None);
+    write_checkpoint(&case.root().join("GLM"), 1, "# card", "{}", None);
+    let (code, r, _) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(
+        msg(findings(&r, "rehash.checkpoint-files")[0]).contains("nothing to compare them with")
+    );
+}
+
+#[test]
+fn nothing_found_is_incomplete_not_a_pass() {
+    let case = Case::new(|_| {}, None);
+    let (code, r, err) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 2, "{r:#}\n{err}");
+    assert_eq!(r["verdict"], "incomplete");
+    assert!(findings(&r, "rehash.not-found")
+        .iter()
+        .any(|f| msg(f).contains("nothing but the bundle's own files")));
+}
+
+#[test]
+fn bad_arguments_exit_2_with_a_message() {
+    let case = Case::new(|_| {}, None);
+    let (code, _, err) = case.run(&["--file", "engine=/x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'engine' is no artifact name"), "{err}");
+    let (code, _, err) = case.run(&["--root", "/no/such/folder"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/no/such/folder"), "{err}");
+    let out = Command::new(BIN)
+        .args(["rehash", "/no/such/bundle", "--quiet"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+// --- NCCL, with the real library -------------------------------------------------------------
+
+/// The real libnccl.so.2, or `None` (skip) when it is absent outside CI.
+fn real_nccl() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(p) = std::env::var_os("RIGAUDIT_NCCL_LIB") {
+        candidates.push(PathBuf::from(p));
+    }
+    let cache = std::env::var_os("RIGAUDIT_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/rigaudit")));
+    if let Some(c) = cache {
+        if let Ok(rd) = fs::read_dir(c.join("nccl")) {
+            let mut v: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path().join("libnccl.so.2"))
+                .collect();
+            v.sort();
+            candidates.extend(v.into_iter().rev());
+        }
+    }
+    if let Some(p) = candidates.into_iter().find(|p| p.is_file()) {
+        return Some(p);
+    }
+    let why =
+        "the real NCCL library is absent: run scripts/fetch-nccl.sh (or set RIGAUDIT_NCCL_LIB)";
+    if std::env::var_os("CI").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("note: skipping an NCCL test: {why}");
+    None
+}
+
+/// The version and digest the real library has (from the wheel: 2.32.3 = 23203).
+const REAL_VERSION: &str = "2.32.3";
+
+fn nccl_card(digest_atom: &str, digest_pgx: &str, version: &str) -> impl FnOnce(&mut Value) {
+    let (a, p, v) = (
+        digest_atom.to_string(),
+        digest_pgx.to_string(),
+        version.to_string(),
+    );
+    move |c: &mut Value| {
+        only(c);
+        c["nccl"] = json!({
+            "version": v,
+            "file": "libnccl.so.2",
+            "per_box": [{"box": "atom", "sha256": a}, {"box": "pgx", "sha256": p}],
+        });
+    }
+}
+
+#[test]
+fn real_nccl_right_digest_and_version_pass() {
+    let Some(lib) = real_nccl() else { return };
+    let d = sha_file(&lib);
+    let case = Case::new(
+        nccl_card(&d[..8], &d, REAL_VERSION),
+        Some("rank 0: NCCL version 2.32.3+cuda12.9"),
+    );
+    let (code, r, err) = case.run(&[
+        "--file",
+        &format!("nccl@atom={}", lib.display()),
+        "--file",
+        &format!("nccl@pgx={}", lib.display()),
+    ]);
+    assert_eq!(code, 0, "{r:#}\n{err}");
+    let v = findings(&r, "rehash.nccl-version");
+    assert_eq!(v.len(), 2, "{r:#}");
+    for f in &v {
+        assert_eq!(f["severity"], "info");
+        assert!(
+            msg(f).contains("ncclGetVersion of that file returns 2.32.3 (23203)"),
+            "{}",
+            msg(f)
+        );
+        assert_eq!(f["data"]["queried"], true);
+    }
+    let dg = findings(&r, "rehash.nccl-digest");
+    assert!(
+        dg.iter()
+            .any(|f| msg(f).contains("matches the 8 published digits")),
+        "{r:#}"
+    );
+    assert!(
+        dg.iter()
+            .any(|f| msg(f).contains("matches the full digest")),
+        "{r:#}"
+    );
+    assert!(findings(&r, "rehash.boxes-differ").is_empty());
+}
+
+#[test]
+fn real_nccl_one_flipped_byte_fails_on_digest_and_names_the_box() {
+    let Some(lib) = real_nccl() else { return };
+    let d = sha_file(&lib);
+    let case = Case::new(nccl_card(&d[..8], &d[..8], REAL_VERSION), None);
+    fs::create_dir_all(case.root().join("atom")).expect("mkdir");
+    fs::create_dir_all(case.root().join("pgx")).expect("mkdir");
+    fs::copy(&lib, case.root().join("atom/libnccl.so.2")).expect("copy");
+    let mut bytes = fs::read(&lib).expect("read");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    fs::write(case.root().join("pgx/libnccl.so.2"), &bytes).expect("write");
+    drop(bytes);
+    let (code, r, err) = case.run(&["--root", case.root().to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let e = with_severity(&r, "rehash.nccl-digest", "error");
+    assert_eq!(e.len(), 1, "{r:#}");
+    assert!(msg(e[0]).contains("(box pgx)"), "{}", msg(e[0]));
+    let b = with_severity(&r, "rehash.boxes-differ", "error");
+    assert_eq!(b.len(), 1, "{r:#}");
+    assert!(msg(b[0]).contains("pgx"), "{}", msg(b[0]));
+}
+
+#[test]
+fn real_nccl_other_recorded_version_fails_on_version() {
+    let Some(lib) = real_nccl() else { return };
+    let d = sha_file(&lib);
+    // The seed page's record: NCCL 2.30.7 on the card and in the start line.
+    let case = Case::new(
+        nccl_card(&d[..8], &d[..8], "2.30.7"),
+        Some("NCCL version 2.30.7+cuda13.3"),
+    );
+    let (code, r, err) = case.run(&["--file", &format!("nccl={}", lib.display())]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let v = with_severity(&r, "rehash.nccl-version", "error");
+    assert_eq!(v.len(), 1, "{r:#}");
+    assert!(
+        msg(v[0]).contains("returns 2.32.3 (23203), but the card says 2.30.7 (23007)"),
+        "{}",
+        msg(v[0])
+    );
+    assert!(
+        msg(v[0]).contains("start line reports 2.30.7"),
+        "{}",
+        msg(v[0])
+    );
+    assert!(
+        with_severity(&r, "rehash.nccl-digest", "error").is_empty(),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn missing_nccl_library_is_a_clear_finding() {
+    // Needs no real library: the file is not there.
+    let case = Case::new(nccl_card("fc7ea663", "fc7ea663", "2.30.7"), None);
+    let missing = case.root().join("atom/libnccl.so.2.30.7");
+    let (code, r, err) = case.run(&["--file", &format!("nccl@atom={}", missing.display())]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let f = with_severity(&r, "rehash.not-found", "error");
+    assert!(
+        msg(f[0]).contains(&missing.display().to_string()),
+        "{}",
+        msg(f[0])
+    );
+    assert!(msg(f[0]).contains("cannot be opened"), "{}", msg(f[0]));
+}
+
+#[test]
+fn unloadable_nccl_is_not_queried_with_a_reason_never_a_crash() {
+    let case = Case::new(nccl_card("fc7ea663", "fc7ea663", "2.30.7"), None);
+    // A library for another processor: its version is read from its text, marked as not queried.
+    let arm = case.root().join("arm/libnccl.so.2");
+    fs::create_dir_all(arm.parent().expect("parent")).expect("mkdir");
+    let mut data = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0\xb7\0".to_vec();
+    data.resize(4096, 0);
+    data.extend(b"NCCL version 2.30.7+cuda13.3\0");
+    fs::write(&arm, &data).expect("write");
+    // A damaged library for this processor: the loader refuses it in the child process.
+    let broken = case.root().join("x86/libnccl.so.2");
+    fs::create_dir_all(broken.parent().expect("parent")).expect("mkdir");
+    let mut data = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0".to_vec();
+    data.extend(match std::env::consts::ARCH {
+        "aarch64" => [0xb7u8, 0],
+        _ => [0x3eu8, 0],
+    });
+    data.resize(4096, 0xff);
+    fs::write(&broken, &data).expect("write");
+    let (code, r, err) = case.run(&[
+        "--file",
+        &format!("nccl={}", arm.display()),
+        "--file",
+        &format!("nccl={}", broken.display()),
+    ]);
+    // Digests differ from fc7ea663: exit 1, and a report, not a crash.
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let v = findings(&r, "rehash.nccl-version");
+    let broken_f = v
+        .iter()
+        .find(|f| msg(f).contains("x86/libnccl.so.2"))
+        .expect("finding for the damaged library");
+    assert_eq!(broken_f["severity"], "warning", "{}", msg(broken_f));
+    assert!(msg(broken_f).contains("not queried"), "{}", msg(broken_f));
+    if std::env::consts::ARCH != "aarch64" {
+        let arm_f = v
+            .iter()
+            .find(|f| msg(f).contains("arm/libnccl.so.2"))
+            .expect("finding for the arm library");
+        assert!(msg(arm_f).contains("built for aarch64"), "{}", msg(arm_f));
+        assert!(msg(arm_f).contains("2.30.7"), "{}", msg(arm_f));
+        assert_eq!(arm_f["data"]["queried"], false);
+    }
+}
