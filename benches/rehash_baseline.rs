@@ -61,7 +61,10 @@ fn main() {
         });
         let secs = t.elapsed().as_secs_f64();
         let bytes = (threads as u64) << 30;
-        println!("bytes={bytes} seconds={secs:.4} gbps={:.4}", bytes as f64 / secs / 1e9);
+        println!(
+            "bytes={bytes} seconds={secs:.4} gbps={:.4}",
+            bytes as f64 / secs / 1e9
+        );
         return;
     }
     let next = AtomicUsize::new(0);
@@ -78,5 +81,8 @@ fn main() {
     });
     let secs = t.elapsed().as_secs_f64();
     let bytes = total.load(Ordering::Relaxed) as u64;
-    println!("bytes={bytes} seconds={secs:.4} gbps={:.4}", bytes as f64 / secs / 1e9);
+    println!(
+        "bytes={bytes} seconds={secs:.4} gbps={:.4}",
+        bytes as f64 / secs / 1e9
+    );
 }
