@@ -363,6 +363,8 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         )
         .collect();
 
+    let mut seen_searched = std::collections::BTreeSet::new();
+    m.searched.retain(|s| seen_searched.insert(s.clone()));
     let found = discover::walk(&roots, &boxes).map_err(fatal)?;
     let mut jobs: Vec<Job> = Vec::new();
     let binary_path = card.engine.binary.as_ref().map(|b| b.path.clone());
@@ -461,7 +463,8 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     for c in &found.checkpoints {
         ckpt_dirs.push((c.path.clone(), c.box_name.clone()));
     }
-    ckpt_dirs.dedup_by(|a, b| a.0 == b.0);
+    let mut seen_dirs = std::collections::BTreeSet::new();
+    ckpt_dirs.retain(|(d, _)| seen_dirs.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
 
     // Checkpoint folders: every file is a job of its own.
     for (i, (dir, box_name)) in ckpt_dirs.iter().enumerate() {
@@ -535,6 +538,21 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         }
     }
 
+    // The same file reached twice (a root and a --file, say) is hashed and reported once.
+    let mut seen = std::collections::BTreeSet::new();
+    jobs.retain(|j| {
+        let (kind, box_name) = match &j.target {
+            Target::Package(l) => ("package", l.box_name.clone()),
+            Target::Binary(l) => ("binary", l.box_name.clone()),
+            Target::Nccl(l) => ("nccl", l.box_name.clone()),
+            _ => return true,
+        };
+        seen.insert((
+            kind,
+            box_name,
+            j.path.canonicalize().unwrap_or_else(|_| j.path.clone()),
+        ))
+    });
     // Largest first, so the pool ends together.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
     let total: u64 = jobs.iter().map(|j| j.size).sum();
