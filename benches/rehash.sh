@@ -74,48 +74,48 @@ bundle("bench-shards", shards_edit)
 PY
 
 now() { date +%s.%N; }
-# best and median seconds of REPS runs of a command; the command's output goes to $work/last.out
-timeit() {
-  local ts=()
-  for _ in $(seq 1 "$reps"); do
-    local t0 t1
+# Every tool runs once per round, rounds repeat REPS times, so a change of load on this shared
+# machine hits all tools alike; best and median seconds per tool are kept.
+names=(); cmds=()
+add() { names+=("$1"); shift; cmds+=("$(printf '%q ' "$@")"); }
+add single.sha256sum  sha256sum "$work/single.bin"
+add single.openssl    openssl dgst -sha256 "$work/single.bin"
+add single.loop1      "$base" --threads 1 "$work/single.bin"
+add single.rig1       "$rig" rehash "$work/bench-single" --file "package=$work/single.bin" --quiet --jobs 1
+add single.rig        "$rig" rehash "$work/bench-single" --file "package=$work/single.bin" --quiet
+add shards.sha256sum  sha256sum "${shard_files[@]}"
+add shards.sha256sum2 bash -c 'printf "%s\0" "$@" | xargs -0 -P 2 -n 42 sha256sum' _ "${shard_files[@]}"
+add shards.openssl    openssl dgst -sha256 "${shard_files[@]}"
+add shards.loop1      "$base" --threads 1 "${shard_files[@]}"
+add shards.loop2      "$base" --threads 2 "${shard_files[@]}"
+add shards.rig1       "$rig" rehash "$work/bench-shards" --file "checkpoint=$work/shards" --quiet --jobs 1
+add shards.rig        "$rig" rehash "$work/bench-shards" --file "checkpoint=$work/shards" --quiet
+
+declare -A times best med
+echo "== timing, $reps rounds, load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for round in $(seq 1 "$reps"); do
+  for k in "${!names[@]}"; do
     t0=$(now)
-    if ! "$@" > "$work/last.out" 2>&1; then
-      echo "FAILED: $*" >&2; tail -n 20 "$work/last.out" >&2; exit 1
+    if ! eval "${cmds[$k]}" > "$work/out.${names[$k]}" 2>&1; then
+      echo "FAILED: ${names[$k]}" >&2; tail -n 20 "$work/out.${names[$k]}" >&2; exit 1
     fi
     t1=$(now)
-    ts+=("$(echo "$t1 - $t0" | bc -l)")
+    times[${names[$k]}]+="$(echo "$t1 - $t0" | bc -l) "
   done
-  printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.4f %.4f\n", a[1], a[int((NR+1)/2)]}'
-}
-
-declare -A best med
-run() { # name, command...
-  local name="$1"; shift
-  read -r b m < <(timeit "$@")
-  best[$name]=$b; med[$name]=$m
-}
-
-echo "== timing, $reps runs each, load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-run single.sha256sum  sha256sum "$work/single.bin"
-run single.openssl    openssl dgst -sha256 "$work/single.bin"
-run single.loop1      "$base" --threads 1 "$work/single.bin"
-run single.rig1       "$rig" rehash "$work/bench-single" --file "package=$work/single.bin" --quiet --jobs 1
-run single.rig        "$rig" rehash "$work/bench-single" --file "package=$work/single.bin" --quiet
-grep -q "matches the full digest" "$work/last.out" || { echo "rigaudit did not verify the single file" >&2; cat "$work/last.out" >&2; exit 1; }
-run shards.sha256sum  sha256sum "${shard_files[@]}"
-run shards.sha256sum2 bash -c 'printf "%s\0" "$@" | xargs -0 -P 2 -n 42 sha256sum' _ "${shard_files[@]}"
-run shards.openssl    openssl dgst -sha256 "${shard_files[@]}"
-run shards.loop1      "$base" --threads 1 "${shard_files[@]}"
-run shards.loop2      "$base" --threads 2 "${shard_files[@]}"
-run shards.rig1       "$rig" rehash "$work/bench-shards" --file "checkpoint=$work/shards" --quiet --jobs 1
-run shards.rig        "$rig" rehash "$work/bench-shards" --file "checkpoint=$work/shards" --quiet
-grep -q "all $shards files match" "$work/last.out" || { echo "rigaudit did not verify the shards" >&2; cat "$work/last.out" >&2; exit 1; }
+  echo "   round $round done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+done
+for n in "${names[@]}"; do
+  read -r b m < <(printf '%s\n' ${times[$n]} | sort -n | awk '{a[NR]=$1} END {printf "%.4f %.4f\n", a[1], a[int((NR+1)/2)]}')
+  best[$n]=$b; med[$n]=$m
+done
+grep -q "matches the full digest" "$work/out.single.rig" || { echo "rigaudit did not verify the single file" >&2; cat "$work/out.single.rig" >&2; exit 1; }
+grep -q "all $shards files match" "$work/out.shards.rig" || { echo "rigaudit did not verify the shards" >&2; cat "$work/out.shards.rig" >&2; exit 1; }
 mem1=$("$base" --mem --threads 1 | sed 's/.*gbps=//')
 mem2=$("$base" --mem --threads 2 | sed 's/.*gbps=//')
 
 gbps() { echo "scale=4; $1 / ${best[$2]} / 1000000000" | bc -l; }
-ratio() { echo "scale=3; ${best[$2]} / ${best[$1]}" | bc -l; }   # speed of $1 over $2
+ratio() { echo "scale=3; ${best[$2]} / ${best[$1]}" | bc -l; }   # speed of $1 over $2, best runs
+mratio() { echo "scale=3; ${med[$2]} / ${med[$1]}" | bc -l; }  # the same on medians
 
 echo
 echo "rigaudit rehash bench: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -132,4 +132,5 @@ echo
 echo "ratios (throughput of rigaudit over the other, best runs):"
 echo "  single: rig/sha256sum $(ratio single.rig single.sha256sum)  rig/openssl $(ratio single.rig single.openssl)  rig/sha2-loop-1-core $(ratio single.rig single.loop1)  rig-j1/sha2-loop-1-core $(ratio single.rig1 single.loop1)"
 echo "  shards: rig/sha256sum $(ratio shards.rig shards.sha256sum)  rig/sha256sum-x2 $(ratio shards.rig shards.sha256sum2)  rig/openssl $(ratio shards.rig shards.openssl)  rig/sha2-loop-2-cores $(ratio shards.rig shards.loop2)  rig-j1/sha2-loop-1-core $(ratio shards.rig1 shards.loop1)"
+echo "  medians: single rig/sha2-loop-1-core $(mratio single.rig single.loop1); shards rig/sha2-loop-2-cores $(mratio shards.rig shards.loop2)"
 echo "  (goal: single rig/sha2-loop-1-core >= 0.95; shards rig/sha2-loop-2-cores >= 0.95)"

@@ -108,12 +108,22 @@ fn fill(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 /// A buffer the reader filled, with how much of it holds data.
 type Filled = io::Result<(Vec<u8>, usize)>;
 
-/// sha256 of a file. Large files are read by a second thread while this one hashes, so reading
-/// costs no hashing time.
+/// Files being hashed right now by [`parallel`]'s workers.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// sha256 of a file. When a core is idle (fewer files in flight than cores), a large file is read
+/// by a second thread while this one hashes, so reading costs no hashing time; when every core
+/// already hashes a file of its own, an extra reader thread would only take turns with them.
 pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> {
     let mut f = File::open(path)?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < PIPELINE_MIN {
+    if len < PIPELINE_MIN || ACTIVE.load(Ordering::Relaxed) >= cores() {
         return hash_reader(&mut f, progress);
     }
     let (full_tx, full_rx): (SyncSender<Filled>, Receiver<Filled>) = sync_channel(BUFFERS);
@@ -169,7 +179,9 @@ pub fn parallel<T: Sync, R: Send>(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };
+                ACTIVE.fetch_add(1, Ordering::Relaxed);
                 let r = work(item);
+                ACTIVE.fetch_sub(1, Ordering::Relaxed);
                 if let Ok(mut v) = results.lock() {
                     v[i] = Some(r);
                 }

@@ -309,13 +309,16 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
             "the card names it in words, not as a path inside the folder".to_string(),
         ));
     }
+    if let Ok(md) = std::fs::metadata(&full) {
+        if md.len() > 4096 {
+            return Some(RevisionFileSeen::Unreadable(format!(
+                "it is {} bytes long, not a revision",
+                md.len()
+            )));
+        }
+    }
     Some(match std::fs::read(&full) {
-        Ok(b) if b.len() <= 4096 => {
-            RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string())
-        }
-        Ok(b) => {
-            RevisionFileSeen::Unreadable(format!("it is {} bytes long, not a revision", b.len()))
-        }
+        Ok(b) => RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => RevisionFileSeen::Missing,
         Err(e) => RevisionFileSeen::Unreadable(e.to_string()),
     })
@@ -747,7 +750,8 @@ fn package_job(path: &Path, box_name: Option<&String>, size: u64, binary: Option
 }
 
 fn run_job(j: &Job, progress: &Progress) -> Done {
-    match &j.member {
+    // A reader that panics on a malformed archive becomes a finding about that file, not a crash.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &j.member {
         Some((kind, wanted)) => {
             Done::Package(archive::hash_members(&j.path, *kind, wanted, progress))
         }
@@ -756,5 +760,10 @@ fn run_job(j: &Job, progress: &Progress) -> Done {
                 .map(|(d, _)| d)
                 .map_err(|e| e.to_string()),
         ),
-    }
+    }));
+    r.unwrap_or_else(|_| {
+        Done::Digest(Err(
+            "reading it failed inside rigaudit (a panic); please report this file".into(),
+        ))
+    })
 }
