@@ -36,19 +36,31 @@ fn one(line: &[u8], n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
     let mut bad = |pointer: String, message: String, unreadable: bool| {
         t.problem_count += 1;
         if t.problems.len() < KEEP {
-            t.problems.push(Problem { pointer, message, unreadable });
+            t.problems.push(Problem {
+                pointer,
+                message,
+                unreadable,
+            });
         }
     };
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
-            bad(format!("line {n}, column {}", e.column()), format!("not valid JSON: {e}"), true);
+            bad(
+                format!("line {n}, column {}", e.column()),
+                format!("not valid JSON: {e}"),
+                true,
+            );
             return;
         }
     };
     if !v.is_valid(&value) {
         for (p, m) in crate::schemas::errors(v, &value, 3) {
-            bad(format!("line {n}{}", if p == "/" { String::new() } else { p }), m, false);
+            bad(
+                format!("line {n}{}", if p == "/" { String::new() } else { p }),
+                m,
+                false,
+            );
         }
         return;
     }
@@ -60,7 +72,9 @@ fn one(line: &[u8], n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
 
 /// Tallies a JSON Lines stream. Blank lines are skipped; an empty file tallies nothing.
 pub fn tally(mut r: impl BufRead, v: &jsonschema::Validator) -> Tallied {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
     let mut total = Tallied::default();
     let mut line_no: u64 = 0;
     loop {
@@ -85,7 +99,11 @@ pub fn tally(mut r: impl BufRead, v: &jsonschema::Validator) -> Tallied {
                     }
                     Err(e) => {
                         total.problem_count += 1;
-                        total.problems.push(Problem { pointer: format!("line {}", line_no + 1), message: format!("cannot read: {e}"), unreadable: true });
+                        total.problems.push(Problem {
+                            pointer: format!("line {}", line_no + 1),
+                            message: format!("cannot read: {e}"),
+                            unreadable: true,
+                        });
                         eof = true;
                         break;
                     }
@@ -109,7 +127,10 @@ pub fn tally(mut r: impl BufRead, v: &jsonschema::Validator) -> Tallied {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
         });
         for p in parts {
             total.tally.merge(p.tally);

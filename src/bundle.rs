@@ -39,21 +39,36 @@ pub struct ReadBundle {
 
 /// Opens a bundle folder or packed bundle and reads its manifest.
 pub fn open(path: &Path) -> Result<Opened, Fatal> {
-    let meta = std::fs::metadata(path).map_err(|e| fatal(format!("{}: cannot open the bundle: {e}", path.display())))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| fatal(format!("{}: cannot open the bundle: {e}", path.display())))?;
     let (root, tmp) = if meta.is_dir() {
         (path.to_path_buf(), None)
     } else {
-        let tmp = tempfile::tempdir().map_err(|e| fatal(format!("cannot make a temporary folder: {e}")))?;
+        let tmp = tempfile::tempdir()
+            .map_err(|e| fatal(format!("cannot make a temporary folder: {e}")))?;
         unpack(path, tmp.path())?;
-        let root = find_manifest_root(tmp.path())
-            .ok_or_else(|| fatal(format!("{}: the archive holds no bundle.json", path.display())))?;
+        let root = find_manifest_root(tmp.path()).ok_or_else(|| {
+            fatal(format!(
+                "{}: the archive holds no bundle.json",
+                path.display()
+            ))
+        })?;
         (root, Some(tmp))
     };
     let mpath = root.join("bundle.json");
-    let text = std::fs::read_to_string(&mpath)
-        .map_err(|e| fatal(format!("{}: cannot read the manifest: {e}", mpath.display())))?;
+    let text = std::fs::read_to_string(&mpath).map_err(|e| {
+        fatal(format!(
+            "{}: cannot read the manifest: {e}",
+            mpath.display()
+        ))
+    })?;
     let value: Value = serde_json::from_str(&text).map_err(|e| {
-        fatal(format!("{}: line {}, column {}: not valid JSON: {e}", mpath.display(), e.line(), e.column()))
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            mpath.display(),
+            e.line(),
+            e.column()
+        ))
     })?;
     let errs = schemas::errors(schemas::bundle(), &value, 10);
     if !errs.is_empty() {
@@ -64,18 +79,33 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
             list.join("; ")
         )));
     }
-    let manifest: Manifest = serde_json::from_value(value)
-        .map_err(|e| fatal(format!("{}: the manifest cannot be read: {e}", mpath.display())))?;
-    Ok(Opened { root, manifest, _tmp: tmp })
+    let manifest: Manifest = serde_json::from_value(value).map_err(|e| {
+        fatal(format!(
+            "{}: the manifest cannot be read: {e}",
+            mpath.display()
+        ))
+    })?;
+    Ok(Opened {
+        root,
+        manifest,
+        _tmp: tmp,
+    })
 }
 
 fn find_manifest_root(dir: &Path) -> Option<PathBuf> {
     if dir.join("bundle.json").is_file() {
         return Some(dir.to_path_buf());
     }
-    let mut subdirs = std::fs::read_dir(dir).ok()?.flatten().filter(|e| e.path().is_dir());
+    let mut subdirs = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().is_dir());
     let first = subdirs.next()?;
-    subdirs.next().is_none().then(|| first.path()).filter(|p| p.join("bundle.json").is_file())
+    subdirs
+        .next()
+        .is_none()
+        .then(|| first.path())
+        .filter(|p| p.join("bundle.json").is_file())
 }
 
 fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
@@ -92,13 +122,26 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
         )));
     };
     let mut ar = tar::Archive::new(reader);
-    let entries = ar.entries().map_err(|e| fatal(format!("{}: not a readable tar archive: {e}", archive.display())))?;
+    let entries = ar.entries().map_err(|e| {
+        fatal(format!(
+            "{}: not a readable tar archive: {e}",
+            archive.display()
+        ))
+    })?;
     for entry in entries {
-        let mut entry = entry.map_err(|e| fatal(format!("{}: broken archive entry: {e}", archive.display())))?;
-        let p = entry.path().map_err(|e| fatal(format!("{}: bad entry name: {e}", archive.display())))?.to_string_lossy().to_string();
+        let mut entry = entry
+            .map_err(|e| fatal(format!("{}: broken archive entry: {e}", archive.display())))?;
+        let p = entry
+            .path()
+            .map_err(|e| fatal(format!("{}: bad entry name: {e}", archive.display())))?
+            .to_string_lossy()
+            .to_string();
         let kind = entry.header().entry_type();
         if !(kind.is_file() || kind.is_dir()) {
-            return Err(fatal(format!("{}: entry '{p}' is a link or device; bundles hold plain files only", archive.display())));
+            return Err(fatal(format!(
+                "{}: entry '{p}' is a link or device; bundles hold plain files only",
+                archive.display()
+            )));
         }
         safe_path(&p).map_err(|m| fatal(format!("{}: entry {m}", archive.display())))?;
         entry
@@ -133,7 +176,14 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn push(&mut self, id: &'static str, sev: Severity, file: &str, pointer: Option<String>, msg: String) {
+    fn push(
+        &mut self,
+        id: &'static str,
+        sev: Severity,
+        file: &str,
+        pointer: Option<String>,
+        msg: String,
+    ) {
         let mut f = Finding::new(id, sev, msg).file(file);
         if let Some(p) = pointer {
             f = f.pointer(p);
@@ -145,7 +195,10 @@ impl Ctx {
 /// Reads, checks and parses every file the manifest lists.
 pub fn load(o: &Opened) -> ReadBundle {
     let m = &o.manifest;
-    let mut cx = Ctx { findings: Vec::new(), ran: BTreeSet::new() };
+    let mut cx = Ctx {
+        findings: Vec::new(),
+        ran: BTreeSet::new(),
+    };
     let mut b = Bundle {
         manifest: m.clone(),
         card: None,
@@ -158,11 +211,23 @@ pub fn load(o: &Opened) -> ReadBundle {
     for (i, e) in m.files.iter().enumerate() {
         cx.ran.insert("schema.path-escapes");
         if let Err(msg) = safe_path(&e.path) {
-            cx.push("schema.path-escapes", Severity::Error, "bundle.json", Some(format!("/files/{i}/path")), msg);
+            cx.push(
+                "schema.path-escapes",
+                Severity::Error,
+                "bundle.json",
+                Some(format!("/files/{i}/path")),
+                msg,
+            );
             continue;
         }
         if !seen_paths.insert(e.path.clone()) {
-            cx.push("schema.invalid", Severity::Error, "bundle.json", Some(format!("/files/{i}/path")), format!("'{}' is listed twice", e.path));
+            cx.push(
+                "schema.invalid",
+                Severity::Error,
+                "bundle.json",
+                Some(format!("/files/{i}/path")),
+                format!("'{}' is listed twice", e.path),
+            );
             continue;
         }
         let path = o.root.join(&e.path);
@@ -171,26 +236,57 @@ pub fn load(o: &Opened) -> ReadBundle {
             let (sev, tail) = if e.published {
                 (Severity::Error, "the page published it")
             } else {
-                (Severity::Info, "the page did not publish it, so claims resting on it cannot be checked")
+                (
+                    Severity::Info,
+                    "the page did not publish it, so claims resting on it cannot be checked",
+                )
             };
-            cx.push("schema.file-missing", sev, &e.path, None, format!("{} is listed as {} but is not in the bundle; {tail}", e.path, e.kind.name()));
+            cx.push(
+                "schema.file-missing",
+                sev,
+                &e.path,
+                None,
+                format!(
+                    "{} is listed as {} but is not in the bundle; {tail}",
+                    e.path,
+                    e.kind.name()
+                ),
+            );
             continue;
         }
         // Stay inside the bundle through links too.
         if let (Ok(real), Ok(root)) = (path.canonicalize(), o.root.canonicalize()) {
             if !real.starts_with(&root) {
-                cx.push("schema.path-escapes", Severity::Error, "bundle.json", Some(format!("/files/{i}/path")), format!("'{}' resolves outside the bundle (a link)", e.path));
+                cx.push(
+                    "schema.path-escapes",
+                    Severity::Error,
+                    "bundle.json",
+                    Some(format!("/files/{i}/path")),
+                    format!("'{}' resolves outside the bundle (a link)", e.path),
+                );
                 continue;
             }
         }
         cx.ran.insert("schema.digest-mismatch");
         cx.ran.insert("schema.no-digest");
         match &e.sha256 {
-            None => cx.push("schema.no-digest", Severity::Warning, &e.path, None, format!("{} has no sha256 in the manifest", e.path)),
+            None => cx.push(
+                "schema.no-digest",
+                Severity::Warning,
+                &e.path,
+                None,
+                format!("{} has no sha256 in the manifest", e.path),
+            ),
             Some(want) => match sha256_file(&path) {
                 Err(err) => {
                     cx.ran.insert("schema.unreadable");
-                    cx.push("schema.unreadable", Severity::Error, &e.path, None, format!("{}: cannot read: {err}", e.path));
+                    cx.push(
+                        "schema.unreadable",
+                        Severity::Error,
+                        &e.path,
+                        None,
+                        format!("{}: cannot read: {err}", e.path),
+                    );
                     continue;
                 }
                 Ok(got) => {
@@ -201,7 +297,11 @@ pub fn load(o: &Opened) -> ReadBundle {
                             Severity::Error,
                             "bundle.json",
                             Some(format!("/files/{i}/sha256")),
-                            format!("{}: sha256 is {got}, the manifest records {want} ({})", e.path, r.describe()),
+                            format!(
+                                "{}: sha256 is {got}, the manifest records {want} ({})",
+                                e.path,
+                                r.describe()
+                            ),
                         );
                     }
                 }
@@ -209,19 +309,31 @@ pub fn load(o: &Opened) -> ReadBundle {
         }
         load_file(e, &path, &mut b, &mut cx);
     }
-    ReadBundle { bundle: b, findings: cx.findings, checks_run: cx.ran }
+    ReadBundle {
+        bundle: b,
+        findings: cx.findings,
+        checks_run: cx.ran,
+    }
 }
 
 fn test_slot<'a>(b: &'a mut Bundle, test: &str) -> &'a mut QualityTest {
     if let Some(i) = b.quality.iter().position(|t| t.test == test) {
         return &mut b.quality[i];
     }
-    b.quality.push(QualityTest { test: test.to_string(), ..Default::default() });
+    b.quality.push(QualityTest {
+        test: test.to_string(),
+        ..Default::default()
+    });
     b.quality.last_mut().expect("just pushed")
 }
 
 fn loaded<T>(e: &FileEntry, value: T) -> Loaded<T> {
-    Loaded { path: e.path.clone(), published: e.published, reconstructed: e.reconstructed, value }
+    Loaded {
+        path: e.path.clone(),
+        published: e.published,
+        reconstructed: e.reconstructed,
+        value,
+    }
 }
 
 fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
@@ -229,7 +341,13 @@ fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
         FileKind::Log => {}
         FileKind::QualityAnswers => {
             let Some(test) = e.test.clone() else {
-                cx.push("schema.invalid", Severity::Error, "bundle.json", None, format!("{}: a quality file needs its test id", e.path));
+                cx.push(
+                    "schema.invalid",
+                    Severity::Error,
+                    "bundle.json",
+                    None,
+                    format!("{}: a quality file needs its test id", e.path),
+                );
                 return;
             };
             test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
@@ -243,7 +361,13 @@ fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
         FileKind::FitResult => b.fit = read_json(e, path, cx).map(|v| loaded(e, v)),
         FileKind::QualityContract | FileKind::QualitySummary => {
             let Some(test) = e.test.clone() else {
-                cx.push("schema.invalid", Severity::Error, "bundle.json", None, format!("{}: a quality file needs its test id", e.path));
+                cx.push(
+                    "schema.invalid",
+                    Severity::Error,
+                    "bundle.json",
+                    None,
+                    format!("{}: a quality file needs its test id", e.path),
+                );
                 return;
             };
             if e.kind == FileKind::QualityContract {
@@ -263,7 +387,13 @@ fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> O
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(err) => {
-            cx.push("schema.unreadable", Severity::Error, &e.path, None, format!("{}: cannot read: {err}", e.path));
+            cx.push(
+                "schema.unreadable",
+                Severity::Error,
+                &e.path,
+                None,
+                format!("{}: cannot read: {err}", e.path),
+            );
             return None;
         }
     };
@@ -275,7 +405,12 @@ fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> O
                 Severity::Error,
                 &e.path,
                 Some(format!("line {}, column {}", err.line(), err.column())),
-                format!("{}: line {}, column {}: not valid JSON: {err}", e.path, err.line(), err.column()),
+                format!(
+                    "{}: line {}, column {}: not valid JSON: {err}",
+                    e.path,
+                    err.line(),
+                    err.column()
+                ),
             );
             return None;
         }
@@ -284,14 +419,26 @@ fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> O
     let errs = schemas::errors(validator, &value, 20);
     if !errs.is_empty() {
         for (p, msg) in &errs {
-            cx.push("schema.invalid", Severity::Error, &e.path, Some(p.clone()), format!("{}: at {p}: {msg} (schema {})", e.path, e.kind.name()));
+            cx.push(
+                "schema.invalid",
+                Severity::Error,
+                &e.path,
+                Some(p.clone()),
+                format!("{}: at {p}: {msg} (schema {})", e.path, e.kind.name()),
+            );
         }
         return None;
     }
     match serde_json::from_value(value) {
         Ok(v) => Some(v),
         Err(err) => {
-            cx.push("schema.invalid", Severity::Error, &e.path, None, format!("{}: {err}", e.path));
+            cx.push(
+                "schema.invalid",
+                Severity::Error,
+                &e.path,
+                None,
+                format!("{}: {err}", e.path),
+            );
             None
         }
     }
@@ -305,7 +452,13 @@ fn read_answers(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<AnswerTally>
     let f = match File::open(path) {
         Ok(f) => f,
         Err(err) => {
-            cx.push("schema.unreadable", Severity::Error, &e.path, None, format!("{}: cannot read: {err}", e.path));
+            cx.push(
+                "schema.unreadable",
+                Severity::Error,
+                &e.path,
+                None,
+                format!("{}: cannot read: {err}", e.path),
+            );
             return None;
         }
     };
@@ -315,12 +468,32 @@ fn read_answers(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<AnswerTally>
     for p in &result.problems {
         bad += 1;
         if bad <= 20 {
-            let id = if p.unreadable { "schema.unreadable" } else { "schema.invalid" };
-            cx.push(id, Severity::Error, &e.path, Some(p.pointer.clone()), format!("{}: {}: {}", e.path, p.pointer, p.message));
+            let id = if p.unreadable {
+                "schema.unreadable"
+            } else {
+                "schema.invalid"
+            };
+            cx.push(
+                id,
+                Severity::Error,
+                &e.path,
+                Some(p.pointer.clone()),
+                format!("{}: {}: {}", e.path, p.pointer, p.message),
+            );
         }
     }
     if result.problem_count > 20 {
-        cx.push("schema.invalid", Severity::Error, &e.path, None, format!("{}: {} more bad lines not listed", e.path, result.problem_count - 20));
+        cx.push(
+            "schema.invalid",
+            Severity::Error,
+            &e.path,
+            None,
+            format!(
+                "{}: {} more bad lines not listed",
+                e.path,
+                result.problem_count - 20
+            ),
+        );
     }
     (result.problem_count == 0).then_some(result.tally)
 }

@@ -87,7 +87,9 @@ enum Command {
 }
 
 fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
-    let color = out.format == Format::Text && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = out.format == Format::Text
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
     print!("{}", output::render(report, out.format, color));
     if let Some(path) = &out.report {
         if let Err(e) = output::write_atomic(path, output::json::render(report).as_bytes()) {

@@ -27,7 +27,10 @@ pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
 /// Writes `content` to `path` atomically: a temporary file in the same folder, then a rename, so a
 /// reader never sees half a report and an existing report is never lost to a crash.
 pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), Fatal> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| fatal(format!("{}: cannot write: {e}", path.display())))?;
     tmp.write_all(content)
