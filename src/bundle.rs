@@ -7,7 +7,7 @@
 use crate::fatal::{fatal, Fatal};
 use crate::schemas;
 use rigaudit_audit::bundle::Loaded;
-use rigaudit_audit::records::{AnswerTally, FileEntry, FileKind, Manifest};
+use rigaudit_audit::records::{FileEntry, FileKind, Manifest};
 use rigaudit_audit::schema::{compare_digest, safe_path, DigestMatch};
 use rigaudit_audit::{Bundle, Finding, QualityTest, Severity};
 use serde::de::DeserializeOwned;
@@ -15,7 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A bundle opened on disk (a packed bundle is unpacked into a temporary folder kept alive here).
@@ -269,43 +269,24 @@ pub fn load(o: &Opened) -> ReadBundle {
         }
         cx.ran.insert("schema.digest-mismatch");
         cx.ran.insert("schema.no-digest");
-        match &e.sha256 {
-            None => cx.push(
-                "schema.no-digest",
-                Severity::Warning,
-                &e.path,
-                None,
-                format!("{} has no sha256 in the manifest", e.path),
-            ),
-            Some(want) => match sha256_file(&path) {
-                Err(err) => {
-                    cx.ran.insert("schema.unreadable");
-                    cx.push(
-                        "schema.unreadable",
-                        Severity::Error,
-                        &e.path,
-                        None,
-                        format!("{}: cannot read: {err}", e.path),
-                    );
-                    continue;
-                }
-                Ok(got) => {
-                    let r = compare_digest(want, &got);
-                    if r != DigestMatch::Full && r != DigestMatch::Prefix(64) {
-                        cx.push(
-                            "schema.digest-mismatch",
-                            Severity::Error,
-                            "bundle.json",
-                            Some(format!("/files/{i}/sha256")),
-                            format!(
-                                "{}: sha256 is {got}, the manifest records {want} ({})",
-                                e.path,
-                                r.describe()
-                            ),
-                        );
-                    }
-                }
-            },
+        if e.kind == FileKind::QualityAnswers {
+            // Hashed in the same pass that validates it: the file is read once.
+            load_answers(e, i, &path, &mut b, &mut cx);
+            continue;
+        }
+        match sha256_file(&path) {
+            Err(err) => {
+                cx.ran.insert("schema.unreadable");
+                cx.push(
+                    "schema.unreadable",
+                    Severity::Error,
+                    &e.path,
+                    None,
+                    format!("{}: cannot read: {err}", e.path),
+                );
+                continue;
+            }
+            Ok(got) => check_digest(e, i, &got, &mut cx),
         }
         load_file(e, &path, &mut b, &mut cx);
     }
@@ -339,22 +320,7 @@ fn loaded<T>(e: &FileEntry, value: T) -> Loaded<T> {
 fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
     match e.kind {
         FileKind::Log => {}
-        FileKind::QualityAnswers => {
-            let Some(test) = e.test.clone() else {
-                cx.push(
-                    "schema.invalid",
-                    Severity::Error,
-                    "bundle.json",
-                    None,
-                    format!("{}: a quality file needs its test id", e.path),
-                );
-                return;
-            };
-            test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
-            if let Some(tally) = read_answers(e, path, cx) {
-                test_slot(b, &test).answers = Some(loaded(e, tally));
-            }
-        }
+        FileKind::QualityAnswers => {}
         FileKind::Card => b.card = read_json(e, path, cx).map(|v| loaded(e, v)),
         FileKind::SpeedContract => b.speed_contract = read_json(e, path, cx).map(|v| loaded(e, v)),
         FileKind::SpeedResult => b.speed_result = read_json(e, path, cx).map(|v| loaded(e, v)),
@@ -444,11 +410,50 @@ fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> O
     }
 }
 
-/// Streams an answers file line by line: validates each line against the schema and tallies it.
-/// A file is never held whole, so memory stays flat whatever its size.
-fn read_answers(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<AnswerTally> {
+fn check_digest(e: &FileEntry, index: usize, got: &str, cx: &mut Ctx) {
+    match &e.sha256 {
+        None => cx.push(
+            "schema.no-digest",
+            Severity::Warning,
+            &e.path,
+            None,
+            format!("{} has no sha256 in the manifest", e.path),
+        ),
+        Some(want) => {
+            let r = compare_digest(want, got);
+            if r != DigestMatch::Full {
+                cx.push(
+                    "schema.digest-mismatch",
+                    Severity::Error,
+                    "bundle.json",
+                    Some(format!("/files/{index}/sha256")),
+                    format!(
+                        "{}: sha256 is {got}, the manifest records {want} ({})",
+                        e.path,
+                        r.describe()
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Streams an answers file: digest, schema and tally in one pass. A file is never held whole, so
+/// memory stays flat whatever its size.
+fn load_answers(e: &FileEntry, index: usize, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
     cx.ran.insert("schema.unreadable");
     cx.ran.insert("schema.invalid");
+    let Some(test) = e.test.clone() else {
+        cx.push(
+            "schema.invalid",
+            Severity::Error,
+            "bundle.json",
+            Some(format!("/files/{index}/test")),
+            format!("{}: a quality file needs its test id", e.path),
+        );
+        return;
+    };
+    test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
     let f = match File::open(path) {
         Ok(f) => f,
         Err(err) => {
@@ -459,30 +464,29 @@ fn read_answers(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<AnswerTally>
                 None,
                 format!("{}: cannot read: {err}", e.path),
             );
-            return None;
+            return;
         }
     };
-    let validator = schemas::validator(FileKind::QualityAnswers)?;
-    let result = crate::answers::tally(BufReader::with_capacity(1 << 20, f), validator);
-    let mut bad = 0usize;
+    let Some(validator) = schemas::validator(FileKind::QualityAnswers) else {
+        return;
+    };
+    let result = crate::answers::tally(f, validator);
+    check_digest(e, index, &result.sha256, cx);
     for p in &result.problems {
-        bad += 1;
-        if bad <= 20 {
-            let id = if p.unreadable {
-                "schema.unreadable"
-            } else {
-                "schema.invalid"
-            };
-            cx.push(
-                id,
-                Severity::Error,
-                &e.path,
-                Some(p.pointer.clone()),
-                format!("{}: {}: {}", e.path, p.pointer, p.message),
-            );
-        }
+        let id = if p.unreadable {
+            "schema.unreadable"
+        } else {
+            "schema.invalid"
+        };
+        cx.push(
+            id,
+            Severity::Error,
+            &e.path,
+            Some(p.pointer.clone()),
+            format!("{}: {}: {}", e.path, p.pointer, p.message),
+        );
     }
-    if result.problem_count > 20 {
+    if result.problem_count > result.problems.len() {
         cx.push(
             "schema.invalid",
             Severity::Error,
@@ -491,9 +495,11 @@ fn read_answers(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<AnswerTally>
             format!(
                 "{}: {} more bad lines not listed",
                 e.path,
-                result.problem_count - 20
+                result.problem_count - result.problems.len()
             ),
         );
     }
-    (result.problem_count == 0).then_some(result.tally)
+    if result.problem_count == 0 {
+        test_slot(b, &test).answers = Some(loaded(e, result.tally));
+    }
 }

@@ -142,17 +142,18 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                 .file(&a.path),
             );
         }
-        if !v.duplicate_ids.is_empty() {
+        if let Some((line, first)) = v.duplicate_ids.first() {
             out.push(
                 Finding::new(
                     "quality.scoring-disagrees",
                     Severity::Error,
                     format!(
-                        "{test}: question ids appear more than once ({}), so questions are counted twice",
-                        v.duplicate_ids.join(", ")
+                        "{test}: {} records repeat an earlier question's id (line {line} repeats line {first}), so questions are counted twice",
+                        v.duplicate_count
                     ),
                 )
-                .file(&a.path),
+                .file(&a.path)
+                .pointer(format!("line {line}")),
             );
         }
     }
