@@ -6,6 +6,7 @@
 mod answers;
 mod bundle;
 mod fatal;
+mod measure;
 mod output;
 mod schemas;
 mod verify;
@@ -72,6 +73,8 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Measure a running OpenAI-compatible server with a speed contract; writes a bundle.
+    Measure(measure::Args),
     /// List every check with its id, severity and what it finds.
     Checks {
         /// Output format.
@@ -112,6 +115,16 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Verify { bundle, out } => match verify::run(&bundle, out.fail_on.severity()) {
             Ok(r) => emit(&r, &out),
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Measure(a) => match measure::run(&a) {
+            Ok(dir) => {
+                println!("wrote {}", dir.display());
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 eprintln!("rigaudit: {e}");
                 ExitCode::from(2)
