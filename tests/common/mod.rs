@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod fake_server;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
