@@ -133,7 +133,7 @@ fn main() -> ExitCode {
         Command::Checks { format } => {
             let all = rigaudit_audit::catalogue::all();
             match format {
-                Format::Json => {
+                Format::Json | Format::Sarif => {
                     let v: Vec<_> = all
                         .iter()
                         .map(|c| serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc}))

@@ -132,6 +132,24 @@ fn text_output_groups_by_severity_and_check() {
 }
 
 #[test]
+fn sarif_output_has_a_rule_per_check_and_a_result_per_finding() {
+    let json = verify(&fixture(TF)).json();
+    let run = rigaudit(&["verify", fixture(TF).to_str().unwrap(), "--format", "sarif"]);
+    assert_eq!(run.code, 1);
+    let s: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(s["version"], "2.1.0");
+    let results = s["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), json["findings"].as_array().unwrap().len());
+    let rules = s["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    for r in results {
+        assert!(rules.iter().any(|x| x["id"] == r["ruleId"]), "{r}");
+    }
+    assert!(results
+        .iter()
+        .any(|r| r["ruleId"] == "quality.refused-counted-as-wrong" && r["level"] == "error"));
+}
+
+#[test]
 fn fail_on_and_report_file() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report.json");

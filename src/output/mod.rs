@@ -1,6 +1,7 @@
 //! Renderers of the one report model: one module per format.
 
 pub mod json;
+pub mod sarif;
 pub mod text;
 
 use crate::fatal::{fatal, Fatal};
@@ -14,6 +15,8 @@ pub enum Format {
     Text,
     /// JSON following `schemas/report.schema.json`.
     Json,
+    /// SARIF 2.1.0, for code-scanning tools.
+    Sarif,
 }
 
 /// Renders a report in a format.
@@ -21,6 +24,7 @@ pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
     match f {
         Format::Text => text::render(r, color),
         Format::Json => json::render(r),
+        Format::Sarif => sarif::render(r),
     }
 }
 
