@@ -854,3 +854,79 @@ fn every_check_in_the_catalogue_has_a_test_here() {
         assert!(me.contains(&format!("\"{id}\"")), "no test names {id}");
     }
 }
+
+/// Random one-value changes anywhere in the fixtures' JSON files (wrong types, extremes, huge
+/// strings): verify always answers with 0, 1 or 2 and never panics.
+#[test]
+fn random_changes_never_panic() {
+    fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => m.iter().for_each(|(k, x)| {
+                leaves(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                )
+            }),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| leaves(x, format!("{at}/{i}"), out)),
+            _ => out.push(at),
+        }
+    }
+    let weird = [
+        json!(null),
+        json!(-1),
+        json!(1e308),
+        json!(u64::MAX),
+        json!("x".repeat(10_000)),
+        json!([]),
+        json!({}),
+        json!(0),
+        json!(""),
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for name in [TF, MIA] {
+        let m: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(name).join("bundle.json")).unwrap(),
+        )
+        .unwrap();
+        let mut files: Vec<String> = m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["path"].as_str().unwrap().ends_with(".json"))
+            .map(|f| f["path"].as_str().unwrap().to_string())
+            .collect();
+        files.push("bundle.json".into());
+        for _ in 0..20 {
+            let file = &files[(next() % files.len() as u64) as usize];
+            let c = Copy::of(name);
+            let v = c.read_json(file);
+            let mut all = Vec::new();
+            leaves(&v, String::new(), &mut all);
+            let at = &all[(next() % all.len() as u64) as usize];
+            let w = weird[(next() % weird.len() as u64) as usize].clone();
+            c.set(file, at, w.clone());
+            let run = verify(c.path());
+            assert!(
+                [0, 1, 2].contains(&run.code),
+                "{file} {at} = {w}: exit {}: {}",
+                run.code,
+                run.stderr
+            );
+            assert!(
+                !run.stderr.contains("panicked"),
+                "{file} {at}: {}",
+                run.stderr
+            );
+        }
+    }
+}

@@ -484,7 +484,7 @@ fn check_window(
     };
     // Rows the tool wrote.
     for (i, f) in r.fits.iter().enumerate() {
-        let need = f.depth + f.max_tokens;
+        let need = f.depth.saturating_add(f.max_tokens);
         let key = match f.part.as_str() {
             "ctx" => format!("ctx_decode.{}", f.depth),
             "prefill" => format!("prefill.{}", f.depth),
@@ -531,10 +531,12 @@ fn check_window(
             continue;
         }
         let prompt = q.prompt_tokens.or(q.depth).unwrap_or(0);
-        let need = prompt + q.max_tokens;
+        let need = prompt.saturating_add(q.max_tokens);
         if need <= window
             || r.fits.iter().any(|f| {
-                f.part == q.step && Some(f.depth) == q.depth && f.depth + f.max_tokens > window
+                f.part == q.step
+                    && Some(f.depth) == q.depth
+                    && f.depth.saturating_add(f.max_tokens) > window
             })
         {
             continue;

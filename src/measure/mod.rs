@@ -271,7 +271,7 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
     }
     if let (true, Some(p)) = (parts.contains(&"prefill"), &c.prefill) {
         for &depth in &p.depths {
-            if depth + p.max_tokens > window {
+            if depth.saturating_add(p.max_tokens) > window {
                 r.fits.push(FitRow {
                     part: "prefill".into(),
                     depth,
@@ -339,7 +339,7 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
     }
     if let (true, Some(cx)) = (parts.contains(&"ctx"), &c.ctx) {
         for &depth in &cx.depths {
-            let fits = depth + cx.max_tokens <= window;
+            let fits = depth.saturating_add(cx.max_tokens) <= window;
             r.fits.push(FitRow {
                 part: "ctx".into(),
                 depth,
