@@ -6,6 +6,7 @@
 mod answers;
 mod bundle;
 mod fatal;
+mod measure;
 mod output;
 mod rehash;
 mod schemas;
@@ -73,6 +74,8 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Measure a running OpenAI-compatible server with a speed contract; writes a bundle.
+    Measure(measure::Args),
     /// Hash what the card records (engine package, the binary inside it, NCCL per box, checkpoint
     /// folders, the bundle's raw files), ask NCCL for its version, and compare with the card.
     Rehash {
@@ -102,7 +105,9 @@ enum Command {
 }
 
 fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
-    let color = out.format == Format::Text && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = out.format == Format::Text
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
     print!("{}", output::render(report, out.format, color));
     if let Some(path) = &out.report {
         if let Err(e) = output::write_atomic(path, output::json::render(report).as_bytes()) {
@@ -130,6 +135,16 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Measure(a) => match measure::run(&a) {
+            Ok(dir) => {
+                println!("wrote {}", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Rehash { args, out } => match rehash::run(&args, out.fail_on.severity()) {
             Ok(r) => emit(&r, &out),
             Err(e) => {
@@ -141,7 +156,7 @@ fn main() -> ExitCode {
         Command::Checks { format } => {
             let all = rigaudit_audit::catalogue::all();
             match format {
-                Format::Json => {
+                Format::Json | Format::Sarif => {
                     let v: Vec<_> = all
                         .iter()
                         .map(|c| serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc}))

@@ -47,7 +47,10 @@ pub fn errors(v: &jsonschema::Validator, value: &Value, limit: usize) -> Vec<(St
         .take(limit)
         .map(|e| {
             let p = e.instance_path().to_string();
-            (if p.is_empty() { "/".to_string() } else { p }, e.to_string())
+            (
+                if p.is_empty() { "/".to_string() } else { p },
+                e.to_string(),
+            )
         })
         .collect()
 }

@@ -20,16 +20,34 @@ pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         && (read.bundle.card.is_some()
             || read.bundle.speed_result.is_some()
             || read.bundle.fit.is_some()
-            || read.bundle.quality.iter().any(|t| t.summary.is_some() || t.answers.is_some()));
+            || read
+                .bundle
+                .quality
+                .iter()
+                .any(|t| t.summary.is_some() || t.answers.is_some()));
     ran.extend(checked.checks_run);
-    let mut report = Report::new("verify", &opened.manifest.id, fail_on, ran, checked.recomputed, findings);
+    let mut report = Report::new(
+        "verify",
+        &opened.manifest.id,
+        fail_on,
+        ran,
+        checked.recomputed,
+        findings,
+    );
     if !content_ran {
         report.findings.push(rigaudit_audit::Finding::new(
             "schema.file-missing",
             Severity::Error,
             "no raw file of the bundle could be read, so nothing was checked",
         ));
-        report = Report::new("verify", &opened.manifest.id, fail_on, Vec::new(), report.recomputed, report.findings);
+        report = Report::new(
+            "verify",
+            &opened.manifest.id,
+            fail_on,
+            Vec::new(),
+            report.recomputed,
+            report.findings,
+        );
     }
     Ok(report)
 }

@@ -41,7 +41,12 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     };
     if !m.page.speed.is_empty() {
         if let Some(f) = entry(FileKind::SpeedResult, None).filter(|f| !f.published) {
-            unpublished(format!("{} speed figures", m.page.speed.len()), &f.path, Severity::Warning, "");
+            unpublished(
+                format!("{} speed figures", m.page.speed.len()),
+                &f.path,
+                Severity::Warning,
+                "",
+            );
         }
     }
     for q in &m.page.quality {
@@ -57,19 +62,37 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                 Severity::Info,
                 "; only its published summary can be checked",
             ),
-            (Some(a), Some(s)) if !a.published && !s.published => {
-                unpublished(format!("{}: the result", q.test), &a.path, Severity::Warning, " (nor its summary)")
-            }
-            (None, Some(s)) if !s.published => unpublished(format!("{}: the result", q.test), &s.path, Severity::Warning, ""),
+            (Some(a), Some(s)) if !a.published && !s.published => unpublished(
+                format!("{}: the result", q.test),
+                &a.path,
+                Severity::Warning,
+                " (nor its summary)",
+            ),
+            (None, Some(s)) if !s.published => unpublished(
+                format!("{}: the result", q.test),
+                &s.path,
+                Severity::Warning,
+                "",
+            ),
             _ => {}
         }
     }
     if m.page.fit.is_some() {
         if let Some(f) = entry(FileKind::FitResult, None).filter(|f| !f.published) {
-            unpublished("the memory-fit figures".into(), &f.path, Severity::Warning, "");
+            unpublished(
+                "the memory-fit figures".into(),
+                &f.path,
+                Severity::Warning,
+                "",
+            );
         }
     }
-    let rec: Vec<&str> = m.files.iter().filter(|f| f.reconstructed).map(|f| f.path.as_str()).collect();
+    let rec: Vec<&str> = m
+        .files
+        .iter()
+        .filter(|f| f.reconstructed)
+        .map(|f| f.path.as_str())
+        .collect();
     if !rec.is_empty() {
         out.push(
             Finding::new(

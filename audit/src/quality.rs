@@ -134,22 +134,26 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                 Finding::new(
                     "quality.scoring-disagrees",
                     Severity::Error,
-                    format!("{test}: {} refused requests are marked right", v.right_but_refused),
+                    format!(
+                        "{test}: {} refused requests are marked right",
+                        v.right_but_refused
+                    ),
                 )
                 .file(&a.path),
             );
         }
-        if !v.duplicate_ids.is_empty() {
+        if let Some((line, first)) = v.duplicate_ids.first() {
             out.push(
                 Finding::new(
                     "quality.scoring-disagrees",
                     Severity::Error,
                     format!(
-                        "{test}: question ids appear more than once ({}), so questions are counted twice",
-                        v.duplicate_ids.join(", ")
+                        "{test}: {} records repeat an earlier question's id (line {line} repeats line {first}), so questions are counted twice",
+                        v.duplicate_count
                     ),
                 )
-                .file(&a.path),
+                .file(&a.path)
+                .pointer(format!("line {line}")),
             );
         }
     }
@@ -311,7 +315,12 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                 Finding::new(
                     "quality.pct-mismatch",
                     Severity::Error,
-                    format!("{test}: the summary shows {shown} %, but {} of {} is {} %", sv.right, sv.total, fmt(e, d)),
+                    format!(
+                        "{test}: the summary shows {shown} %, but {} of {} is {} %",
+                        sv.right,
+                        sv.total,
+                        fmt(e, d)
+                    ),
                 )
                 .file(&s.path)
                 .pointer("/pct"),
@@ -322,7 +331,11 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
     if let (Some(e), Some(shown)) = (exact_margin, sv.margin) {
         let d = written_decimals(shown);
         if !agrees(e, shown, d) {
-            out.push(margin_finding(test, &format!("{shown}"), e, d, sv.right, sv.total, &margin).file(&s.path).pointer("/margin"));
+            out.push(
+                margin_finding(test, &format!("{shown}"), e, d, sv.right, sv.total, &margin)
+                    .file(&s.path)
+                    .pointer("/margin"),
+            );
         }
     }
     let page_total_ok = answered > 0;
@@ -337,7 +350,10 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                             Finding::new(
                                 "quality.pct-mismatch",
                                 Severity::Error,
-                                format!("{test}: the page shows {shown} %, but {r} of {n} is {} %", fmt(e, d)),
+                                format!(
+                                    "{test}: the page shows {shown} %, but {r} of {n} is {} %",
+                                    fmt(e, d)
+                                ),
                             )
                             .file("bundle.json")
                             .pointer(format!("/page/quality/{test}/pct")),
@@ -361,10 +377,16 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
         out.ran("quality.count-mismatch");
         let mut diffs = Vec::new();
         if let Some(r) = p.right.filter(|r| *r != sv.right) {
-            diffs.push(format!("right {r} on the page, {} in the summary", sv.right));
+            diffs.push(format!(
+                "right {r} on the page, {} in the summary",
+                sv.right
+            ));
         }
         if let Some(n) = p.total.filter(|n| *n != sv.total) {
-            diffs.push(format!("total {n} on the page, {} in the summary", sv.total));
+            diffs.push(format!(
+                "total {n} on the page, {} in the summary",
+                sv.total
+            ));
         }
         let raw_cut = tally.map(|v| v.cutoffs).or(sv.cutoffs);
         if let (Some(c), Some(raw)) = (p.cutoffs, raw_cut) {
@@ -398,7 +420,15 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
     });
 }
 
-fn margin_finding(test: &str, shown: &str, exact: f64, d: usize, r: u64, n: u64, m: &Margin) -> Finding {
+fn margin_finding(
+    test: &str,
+    shown: &str,
+    exact: f64,
+    d: usize,
+    r: u64,
+    n: u64,
+    m: &Margin,
+) -> Finding {
     let method = method_of(m);
     let other = match method {
         MarginMethod::Normal => MarginMethod::Wilson,
@@ -409,7 +439,13 @@ fn margin_finding(test: &str, shown: &str, exact: f64, d: usize, r: u64, n: u64,
         .ok()
         .zip(margin_pts(r, n, m.z, other))
         .filter(|(x, o)| agrees(*o, *x, d))
-        .map(|(_, o)| format!(" ({} gives {}, which does match: does the contract name the wrong method?)", other.name(), fmt(o, d + 1)))
+        .map(|(_, o)| {
+            format!(
+                " ({} gives {}, which does match: does the contract name the wrong method?)",
+                other.name(),
+                fmt(o, d + 1)
+            )
+        })
         .unwrap_or_default();
     Finding::new(
         "quality.margin-mismatch",

@@ -47,7 +47,9 @@ pub fn safe_path(p: &str) -> Result<(), String> {
         return Err("the path is empty".into());
     }
     if p.starts_with('/') || p.starts_with('\\') || p.contains(':') {
-        return Err(format!("'{p}' is absolute; paths must be relative to the bundle"));
+        return Err(format!(
+            "'{p}' is absolute; paths must be relative to the bundle"
+        ));
     }
     let mut depth: i32 = 0;
     for part in p.split(['/', '\\']) {

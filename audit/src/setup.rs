@@ -58,9 +58,21 @@ pub const CHECKS: &[Check] = &[
     },
 ];
 
-const SLOT_FLAGS: &[&str] = &["--parallel", "-np", "--n-parallel", "--max-num-seqs", "--slots"];
+const SLOT_FLAGS: &[&str] = &[
+    "--parallel",
+    "-np",
+    "--n-parallel",
+    "--max-num-seqs",
+    "--slots",
+];
 const SLOT_ENV: &[&str] = &["PARALLEL", "SLOTS"];
-const WINDOW_FLAGS: &[&str] = &["--context", "--ctx-size", "-c", "--max-model-len", "--context-length"];
+const WINDOW_FLAGS: &[&str] = &[
+    "--context",
+    "--ctx-size",
+    "-c",
+    "--max-model-len",
+    "--context-length",
+];
 const WINDOW_ENV: &[&str] = &["CONTEXT", "CTX"];
 const NAME_FLAGS: &[&str] = &["--name", "--alias", "-a", "--served-model-name"];
 
@@ -90,12 +102,17 @@ fn parse_time(s: &str) -> Option<DateTime<FixedOffset>> {
 }
 
 fn rank0(card: &Card) -> Option<&RankCommand> {
-    card.commands.iter().find(|c| c.rank == 0).or(card.commands.first())
+    card.commands
+        .iter()
+        .find(|c| c.rank == 0)
+        .or(card.commands.first())
 }
 
 /// Reports when the sources that state one number disagree.
 fn agree(out: &mut Out, id: &str, what: &str, sources: &[(String, String, u64)]) {
-    let Some((_, _, first)) = sources.first() else { return };
+    let Some((_, _, first)) = sources.first() else {
+        return;
+    };
     if sources.iter().all(|(_, _, v)| v == first) {
         return;
     }
@@ -107,13 +124,22 @@ fn agree(out: &mut Out, id: &str, what: &str, sources: &[(String, String, u64)])
     let (file, pointer) = sources
         .iter()
         .find(|(_, _, v)| v != first)
-        .map(|(_, place, _)| place.split_once('#').map_or((place.clone(), String::new()), |(f, p)| (f.to_string(), p.to_string())))
+        .map(|(_, place, _)| {
+            place
+                .split_once('#')
+                .map_or((place.clone(), String::new()), |(f, p)| {
+                    (f.to_string(), p.to_string())
+                })
+        })
         .unwrap_or_default();
     out.push(
         Finding::new(id, Severity::Error, format!("{what} disagree: {list}"))
             .file(file)
             .pointer(pointer)
-            .data(json!(sources.iter().map(|(w, _, v)| json!({"source": w, "value": v})).collect::<Vec<_>>())),
+            .data(json!(sources
+                .iter()
+                .map(|(w, _, v)| json!({"source": w, "value": v}))
+                .collect::<Vec<_>>())),
     );
 }
 
@@ -121,22 +147,45 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     let card = b.card.as_ref();
     let sc = b.speed_contract.as_ref();
     let sr = b.speed_result.as_ref();
-    let start = sr.map(|r| startline::parse(&r.value.server.start_lines)).unwrap_or_default();
+    let start = sr
+        .map(|r| startline::parse(&r.value.server.start_lines))
+        .unwrap_or_default();
     let cmd = card.and_then(|c| rank0(&c.value));
     let card_path = card.map_or("card.json".to_string(), |c| c.path.clone());
 
     // Slots.
     let mut slots: Vec<(String, String, u64)> = Vec::new();
-    if let Some(v) = cmd.and_then(|c| command_value(c, SLOT_FLAGS, SLOT_ENV)).and_then(|v| v.parse().ok()) {
-        slots.push(("rank 0 command".into(), format!("{card_path}#/commands/0"), v));
+    if let Some(v) = cmd
+        .and_then(|c| command_value(c, SLOT_FLAGS, SLOT_ENV))
+        .and_then(|v| v.parse().ok())
+    {
+        slots.push((
+            "rank 0 command".into(),
+            format!("{card_path}#/commands/0"),
+            v,
+        ));
     }
     if let (Some(v), Some(r)) = (start.slots, sr) {
-        slots.push(("start line".into(), format!("{}#/server/start_lines", r.path), v));
+        slots.push((
+            "start line".into(),
+            format!("{}#/server/start_lines", r.path),
+            v,
+        ));
     }
     if let Some(c) = sc {
-        slots.push(("speed contract".into(), format!("{}#/server/slots", c.path), c.value.server.slots as u64));
+        slots.push((
+            "speed contract".into(),
+            format!("{}#/server/slots", c.path),
+            c.value.server.slots as u64,
+        ));
     }
-    if let Some(v) = b.manifest.page.speed.get("slots").and_then(|s| s.parse().ok()) {
+    if let Some(v) = b
+        .manifest
+        .page
+        .speed
+        .get("slots")
+        .and_then(|s| s.parse().ok())
+    {
         slots.push(("page".into(), "bundle.json#/page/speed/slots".into(), v));
     }
     if slots.len() >= 2 {
@@ -146,22 +195,41 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
 
     // Window.
     let mut win: Vec<(String, String, u64)> = Vec::new();
-    if let Some(v) = cmd.and_then(|c| command_value(c, WINDOW_FLAGS, WINDOW_ENV)).and_then(|v| v.parse().ok()) {
-        win.push(("rank 0 command".into(), format!("{card_path}#/commands/0"), v));
+    if let Some(v) = cmd
+        .and_then(|c| command_value(c, WINDOW_FLAGS, WINDOW_ENV))
+        .and_then(|v| v.parse().ok())
+    {
+        win.push((
+            "rank 0 command".into(),
+            format!("{card_path}#/commands/0"),
+            v,
+        ));
     }
     if let Some(r) = sr {
         if let Some(v) = start.window {
-            win.push(("start line".into(), format!("{}#/server/start_lines", r.path), v));
+            win.push((
+                "start line".into(),
+                format!("{}#/server/start_lines", r.path),
+                v,
+            ));
         }
         if let Some(v) = startline::models_window(&r.value.server.models) {
             win.push(("/v1/models".into(), format!("{}#/server/models", r.path), v));
         }
     }
     if let Some(c) = sc {
-        win.push(("speed contract".into(), format!("{}#/server/window", c.path), c.value.server.window));
+        win.push((
+            "speed contract".into(),
+            format!("{}#/server/window", c.path),
+            c.value.server.window,
+        ));
     }
     if let Some(f) = &b.fit {
-        win.push(("fit result".into(), format!("{}#/window", f.path), f.value.window));
+        win.push((
+            "fit result".into(),
+            format!("{}#/window", f.path),
+            f.value.window,
+        ));
     }
     if win.len() >= 2 {
         out.ran("setup.window-mismatch");
@@ -186,7 +254,9 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                         Finding::new(
                             "setup.model-mismatch",
                             Severity::Error,
-                            format!("the {who} names the model '{n}', but /v1/models lists {ids:?}"),
+                            format!(
+                                "the {who} names the model '{n}', but /v1/models lists {ids:?}"
+                            ),
                         )
                         .file(&r.path)
                         .pointer("/server/models"),
@@ -242,7 +312,10 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                     Finding::new(
                         "setup.sampling-mismatch",
                         Severity::Error,
-                        format!("{path} sends sampling {s:?}, but the card says the tool sends {:?}", cv.sampling.sent),
+                        format!(
+                            "{path} sends sampling {s:?}, but the card says the tool sends {:?}",
+                            cv.sampling.sent
+                        ),
                     )
                     .file(path)
                     .pointer("/sampling"),
@@ -259,7 +332,10 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                 Finding::new(
                     "setup.version-mismatch",
                     Severity::Error,
-                    format!("the card says {} {v}, but the start line reports version {s}", cv.engine.name),
+                    format!(
+                        "the card says {} {v}, but the start line reports version {s}",
+                        cv.engine.name
+                    ),
                 )
                 .file(&card.path)
                 .pointer("/engine/version"),
@@ -274,20 +350,33 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                     Finding::new(
                         "setup.version-mismatch",
                         Severity::Error,
-                        format!("the card says NCCL {}, but the start line reports NCCL {s}", n.version),
+                        format!(
+                            "the card says NCCL {}, but the start line reports NCCL {s}",
+                            n.version
+                        ),
                     )
                     .file(&card.path)
                     .pointer("/nccl/version"),
                 );
             }
         }
-        let digits: String = n.file.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
-        if n.file.contains("so.") && digits.trim_matches('.').matches('.').count() >= 2 && !n.file.ends_with(&n.version) {
+        let digits: String = n
+            .file
+            .chars()
+            .filter(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        if n.file.contains("so.")
+            && digits.trim_matches('.').matches('.').count() >= 2
+            && !n.file.ends_with(&n.version)
+        {
             out.push(
                 Finding::new(
                     "setup.version-mismatch",
                     Severity::Error,
-                    format!("the card's NCCL file {} is not the version {} it records", n.file, n.version),
+                    format!(
+                        "the card's NCCL file {} is not the version {} it records",
+                        n.file, n.version
+                    ),
                 )
                 .file(&card.path)
                 .pointer("/nccl/file"),
@@ -299,28 +388,47 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     out.ran("setup.ranks-mismatch");
     let mut problems = Vec::new();
     if cv.commands.len() as u32 != cv.ranks {
-        problems.push(format!("{} ranks but {} commands", cv.ranks, cv.commands.len()));
+        problems.push(format!(
+            "{} ranks but {} commands",
+            cv.ranks,
+            cv.commands.len()
+        ));
     }
     if cv.hardware.boxes.len() as u32 != cv.ranks && cv.hardware.boxes.len() > 1 {
-        problems.push(format!("{} ranks on {} boxes", cv.ranks, cv.hardware.boxes.len()));
+        problems.push(format!(
+            "{} ranks on {} boxes",
+            cv.ranks,
+            cv.hardware.boxes.len()
+        ));
     }
     if let Some(first) = cv.commands.first() {
         for c in &cv.commands[1..] {
             if c.argv != first.argv {
-                problems.push(format!("rank {} has other arguments than rank {}", c.rank, first.rank));
+                problems.push(format!(
+                    "rank {} has other arguments than rank {}",
+                    c.rank, first.rank
+                ));
             }
         }
     }
     if let Some(n) = &cv.nccl {
         if cv.ranks > 1 && !n.per_box.is_empty() && n.per_box.len() as u32 != cv.ranks {
-            problems.push(format!("NCCL digests for {} boxes, {} ranks", n.per_box.len(), cv.ranks));
+            problems.push(format!(
+                "NCCL digests for {} boxes, {} ranks",
+                n.per_box.len(),
+                cv.ranks
+            ));
         }
     }
     if !problems.is_empty() {
         out.push(
-            Finding::new("setup.ranks-mismatch", Severity::Error, format!("the card's ranks disagree: {}", problems.join("; ")))
-                .file(&card.path)
-                .pointer("/commands"),
+            Finding::new(
+                "setup.ranks-mismatch",
+                Severity::Error,
+                format!("the card's ranks disagree: {}", problems.join("; ")),
+            )
+            .file(&card.path)
+            .pointer("/commands"),
         );
     }
 
@@ -330,7 +438,11 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     // Revision marker.
     if let Some(rf) = &cv.checkpoint.revision_file {
         out.ran("setup.revision-marker");
-        let held = cv.checkpoint.snapshot.as_deref().unwrap_or(&cv.checkpoint.revision);
+        let held = cv
+            .checkpoint
+            .snapshot
+            .as_deref()
+            .unwrap_or(&cv.checkpoint.revision);
         let short = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
         if !short(rf.content.trim(), held) {
             out.push(
@@ -352,7 +464,10 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                 Finding::new(
                     "setup.revision-marker",
                     Severity::Warning,
-                    format!("the revision file {} was written by hand, not by the download", rf.path),
+                    format!(
+                        "the revision file {} was written by hand, not by the download",
+                        rf.path
+                    ),
                 )
                 .file(&card.path)
                 .pointer("/checkpoint/revision_file/written_by"),
@@ -373,8 +488,15 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
             ran.push((r.repo.as_str(), v));
         }
         for (i, c) in cv.citations.iter().enumerate() {
-            let Some((_, commits)) = ran.iter().find(|(repo, _)| repo.eq_ignore_ascii_case(&c.repo)) else { continue };
-            let same = commits.iter().any(|k| k.starts_with(&c.commit) || c.commit.starts_with(k));
+            let Some((_, commits)) = ran
+                .iter()
+                .find(|(repo, _)| repo.eq_ignore_ascii_case(&c.repo))
+            else {
+                continue;
+            };
+            let same = commits
+                .iter()
+                .any(|k| k.starts_with(&c.commit) || c.commit.starts_with(k));
             if !same {
                 out.push(
                     Finding::new(
@@ -396,46 +518,94 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
 fn check_dates(b: &Bundle, cv: &Card, card_path: &str, out: &mut Out) {
     out.ran("setup.date-order");
     let mut bad = |msg: String, file: &str, ptr: &str| {
-        out.push(Finding::new("setup.date-order", Severity::Error, msg).file(file).pointer(ptr));
+        out.push(
+            Finding::new("setup.date-order", Severity::Error, msg)
+                .file(file)
+                .pointer(ptr),
+        );
     };
     let measured = parse_time(&cv.measured);
     if measured.is_none() {
-        bad(format!("the card's measured time '{}' is not RFC 3339", cv.measured), card_path, "/measured");
+        bad(
+            format!("the card's measured time '{}' is not RFC 3339", cv.measured),
+            card_path,
+            "/measured",
+        );
     }
-    if let (Some(p), Some(m)) = (cv.engine.published.as_deref().and_then(parse_time), measured) {
+    if let (Some(p), Some(m)) = (
+        cv.engine.published.as_deref().and_then(parse_time),
+        measured,
+    ) {
         if p > m {
-            bad(format!("the engine package was published {p}, after the measurement began {m}"), card_path, "/engine/published");
+            bad(
+                format!("the engine package was published {p}, after the measurement began {m}"),
+                card_path,
+                "/engine/published",
+            );
         }
     }
     let mut spans: Vec<(String, String, String, Option<String>)> = Vec::new();
     if let Some(r) = &b.speed_result {
-        spans.push((r.path.clone(), "speed".into(), r.value.started.clone(), Some(r.value.ended.clone())));
+        spans.push((
+            r.path.clone(),
+            "speed".into(),
+            r.value.started.clone(),
+            Some(r.value.ended.clone()),
+        ));
     }
     for t in &b.quality {
         if let Some(s) = &t.summary {
             if let Some(st) = &s.value.started {
-                spans.push((s.path.clone(), t.test.clone(), st.clone(), s.value.ended.clone()));
+                spans.push((
+                    s.path.clone(),
+                    t.test.clone(),
+                    st.clone(),
+                    s.value.ended.clone(),
+                ));
             }
         }
     }
     for (file, what, st, en) in &spans {
         let (Some(s), e) = (parse_time(st), en.as_deref().map(parse_time)) else {
-            bad(format!("{what}: start '{st}' is not RFC 3339"), file, "/started");
+            bad(
+                format!("{what}: start '{st}' is not RFC 3339"),
+                file,
+                "/started",
+            );
             continue;
         };
         match e {
-            Some(None) => bad(format!("{what}: end '{}' is not RFC 3339", en.clone().unwrap_or_default()), file, "/ended"),
-            Some(Some(e)) if e < s => bad(format!("{what} ends ({e}) before it starts ({s})"), file, "/ended"),
+            Some(None) => bad(
+                format!(
+                    "{what}: end '{}' is not RFC 3339",
+                    en.clone().unwrap_or_default()
+                ),
+                file,
+                "/ended",
+            ),
+            Some(Some(e)) if e < s => bad(
+                format!("{what} ends ({e}) before it starts ({s})"),
+                file,
+                "/ended",
+            ),
             _ => {}
         }
         if let Some(p) = cv.engine.published.as_deref().and_then(parse_time) {
             if s < p {
-                bad(format!("{what} started {s}, before the engine package was published {p}"), file, "/started");
+                bad(
+                    format!("{what} started {s}, before the engine package was published {p}"),
+                    file,
+                    "/started",
+                );
             }
         }
         if let Some(m) = measured {
             if s < m {
-                bad(format!("{what} started {s}, before the card's measurement began {m}"), file, "/started");
+                bad(
+                    format!("{what} started {s}, before the card's measurement began {m}"),
+                    file,
+                    "/started",
+                );
             }
         }
     }
@@ -443,17 +613,32 @@ fn check_dates(b: &Bundle, cv: &Card, card_path: &str, out: &mut Out) {
     let mut prev: Option<(String, DateTime<FixedOffset>)> = None;
     for (i, s) in b.manifest.sessions.iter().enumerate() {
         let Some(t) = parse_time(&s.started) else {
-            bad(format!("session {}: start '{}' is not RFC 3339", s.name, s.started), "bundle.json", &format!("/sessions/{i}/started"));
+            bad(
+                format!("session {}: start '{}' is not RFC 3339", s.name, s.started),
+                "bundle.json",
+                &format!("/sessions/{i}/started"),
+            );
             continue;
         };
         if let Some(e) = s.ended.as_deref().and_then(parse_time) {
             if e < t {
-                bad(format!("session {} ends before it starts", s.name), "bundle.json", &format!("/sessions/{i}/ended"));
+                bad(
+                    format!("session {} ends before it starts", s.name),
+                    "bundle.json",
+                    &format!("/sessions/{i}/ended"),
+                );
             }
         }
         if let Some((pn, pt)) = &prev {
             if t < *pt {
-                bad(format!("session {} is listed after {pn} but dated earlier ({t} < {pt})", s.name), "bundle.json", &format!("/sessions/{i}/started"));
+                bad(
+                    format!(
+                        "session {} is listed after {pn} but dated earlier ({t} < {pt})",
+                        s.name
+                    ),
+                    "bundle.json",
+                    &format!("/sessions/{i}/started"),
+                );
             }
         }
         prev = Some((s.name.clone(), t));
@@ -466,7 +651,10 @@ mod tests {
 
     #[test]
     fn flags() {
-        let argv: Vec<String> = ["x", "serve", "--parallel", "8", "--ctx-size=4096"].iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> = ["x", "serve", "--parallel", "8", "--ctx-size=4096"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(flag(&argv, SLOT_FLAGS), Some("8"));
         assert_eq!(flag(&argv, WINDOW_FLAGS), Some("4096"));
         assert_eq!(flag(&argv, NAME_FLAGS), None);

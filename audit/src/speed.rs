@@ -72,7 +72,9 @@ pub const CHECKS: &[Check] = &[
 ];
 
 fn counted<'a>(r: &'a SpeedResult, step: &'a str) -> impl Iterator<Item = &'a SpeedRequest> + 'a {
-    r.requests.iter().filter(move |q| q.step == step && !q.warmup)
+    r.requests
+        .iter()
+        .filter(move |q| q.step == step && !q.warmup)
 }
 
 /// Recomputes every figure the records allow. Keys are those of the speed result's `values`.
@@ -124,7 +126,10 @@ pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<
         let wps = ok.then(|| words as f64 / secs);
         v.insert("words_per_s".into(), wps);
         v.insert("chars_per_s".into(), ok.then(|| chars as f64 / secs));
-        v.insert("secs_500_words".into(), wps.filter(|w| *w > 0.0).map(|w| 500.0 / w));
+        v.insert(
+            "secs_500_words".into(),
+            wps.filter(|w| *w > 0.0).map(|w| 500.0 / w),
+        );
     }
     // Drafts.
     let (mut drafts, mut drafted, mut accepted) = (0u64, 0u64, 0u64);
@@ -134,15 +139,23 @@ pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<
         accepted += d.accepted;
     }
     if drafted > 0 {
-        v.insert("acceptance_pct".into(), Some(100.0 * accepted as f64 / drafted as f64));
+        v.insert(
+            "acceptance_pct".into(),
+            Some(100.0 * accepted as f64 / drafted as f64),
+        );
     }
     if drafts > 0 {
-        v.insert("mean_accepted_len".into(), Some(1.0 + accepted as f64 / drafts as f64));
+        v.insert(
+            "mean_accepted_len".into(),
+            Some(1.0 + accepted as f64 / drafts as f64),
+        );
     }
     // Prefill.
     if let Some(p) = &c.prefill {
         for d in &p.depths {
-            let reqs: Vec<&SpeedRequest> = counted(r, "prefill").filter(|q| q.depth == Some(*d)).collect();
+            let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
+                .filter(|q| q.depth == Some(*d))
+                .collect();
             let rates: Vec<f64> = reqs.iter().filter_map(|q| q.prefill_rate()).collect();
             let ttfts: Vec<f64> = reqs.iter().filter_map(|q| q.ttft()).collect();
             v.insert(format!("prefill.{d}"), median(&rates));
@@ -179,7 +192,8 @@ pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<
     // Context steps.
     if let Some(cx) = &c.ctx {
         for d in &cx.depths {
-            let reqs: Vec<&SpeedRequest> = counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
+            let reqs: Vec<&SpeedRequest> =
+                counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
             let dec: Vec<f64> = reqs.iter().filter_map(|q| q.decode_rate()).collect();
             let pre: Vec<f64> = reqs.iter().filter_map(|q| q.prefill_rate()).collect();
             v.insert(format!("ctx_decode.{d}"), median(&dec));
@@ -306,7 +320,10 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
                     q.step,
                     i,
                     q.status,
-                    q.error.as_deref().map(|e| format!(" '{e}'")).unwrap_or_default()
+                    q.error
+                        .as_deref()
+                        .map(|e| format!(" '{e}'"))
+                        .unwrap_or_default()
                 ),
             )
             .file(file)
@@ -315,7 +332,9 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     }
 
     // Levels above slots.
-    let slots = startline::parse(&r.server.start_lines).slots.unwrap_or(c.server.slots as u64);
+    let slots = startline::parse(&r.server.start_lines)
+        .slots
+        .unwrap_or(c.server.slots as u64);
     if let Some(cc) = &c.conc {
         out.ran("speed.level-above-slots");
         for l in cc.levels.iter().filter(|l| **l as u64 > slots) {
@@ -361,15 +380,37 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
             }
             Some(exact) => {
                 if let Some(x) = shown_file {
-                    compare(key, *exact, x, written_decimals(x), file, &format!("/values/{key}"), "the speed result", out);
+                    compare(
+                        key,
+                        *exact,
+                        x,
+                        written_decimals(x),
+                        file,
+                        &format!("/values/{key}"),
+                        "the speed result",
+                        out,
+                    );
                 }
                 if let Some(s) = shown_page {
                     match s.parse::<f64>() {
-                        Ok(x) => compare(key, *exact, x, printed_decimals(s), "bundle.json", &format!("/page/speed/{key}"), "the page", out),
+                        Ok(x) => compare(
+                            key,
+                            *exact,
+                            x,
+                            printed_decimals(s),
+                            "bundle.json",
+                            &format!("/page/speed/{key}"),
+                            "the page",
+                            out,
+                        ),
                         Err(_) => out.push(
-                            Finding::new("speed.recompute-mismatch", Severity::Error, format!("the page's '{key}' is not a number: '{s}'"))
-                                .file("bundle.json")
-                                .pointer(format!("/page/speed/{key}")),
+                            Finding::new(
+                                "speed.recompute-mismatch",
+                                Severity::Error,
+                                format!("the page's '{key}' is not a number: '{s}'"),
+                            )
+                            .file("bundle.json")
+                            .pointer(format!("/page/speed/{key}")),
                         ),
                     }
                 }
@@ -385,13 +426,24 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn compare(key: &str, exact: Option<f64>, shown: f64, d: usize, file: &str, ptr: &str, who: &str, out: &mut Out) {
+fn compare(
+    key: &str,
+    exact: Option<f64>,
+    shown: f64,
+    d: usize,
+    file: &str,
+    ptr: &str,
+    who: &str,
+    out: &mut Out,
+) {
     match exact {
         None => out.push(
             Finding::new(
                 "speed.recompute-mismatch",
                 Severity::Error,
-                format!("{who} shows {shown} for '{key}', but the raw records give no result for it"),
+                format!(
+                    "{who} shows {shown} for '{key}', but the raw records give no result for it"
+                ),
             )
             .file(file)
             .pointer(ptr),
@@ -400,7 +452,10 @@ fn compare(key: &str, exact: Option<f64>, shown: f64, d: usize, file: &str, ptr:
             Finding::new(
                 "speed.recompute-mismatch",
                 Severity::Error,
-                format!("{who} shows {shown} for '{key}', but the raw records give {}", fmt(e, d + 1)),
+                format!(
+                    "{who} shows {shown} for '{key}', but the raw records give {}",
+                    fmt(e, d + 1)
+                ),
             )
             .file(file)
             .pointer(ptr)
@@ -410,8 +465,16 @@ fn compare(key: &str, exact: Option<f64>, shown: f64, d: usize, file: &str, ptr:
     }
 }
 
-fn check_window(b: &Bundle, c: &SpeedContract, r: &SpeedResult, values: &BTreeMap<String, Option<f64>>, out: &mut Out) {
-    let Some(window) = window(Some(c), r) else { return };
+fn check_window(
+    b: &Bundle,
+    c: &SpeedContract,
+    r: &SpeedResult,
+    values: &BTreeMap<String, Option<f64>>,
+    out: &mut Out,
+) {
+    let Some(window) = window(Some(c), r) else {
+        return;
+    };
     out.ran("speed.step-exceeds-window");
     let file = b.speed_result.as_ref().map_or("", |s| s.path.as_str());
     let has_value = |key: &str| -> bool {
@@ -421,7 +484,7 @@ fn check_window(b: &Bundle, c: &SpeedContract, r: &SpeedResult, values: &BTreeMa
     };
     // Rows the tool wrote.
     for (i, f) in r.fits.iter().enumerate() {
-        let need = f.depth + f.max_tokens;
+        let need = f.depth.saturating_add(f.max_tokens);
         let key = match f.part.as_str() {
             "ctx" => format!("ctx_decode.{}", f.depth),
             "prefill" => format!("prefill.{}", f.depth),
@@ -431,9 +494,15 @@ fn check_window(b: &Bundle, c: &SpeedContract, r: &SpeedResult, values: &BTreeMa
             let (sev, what) = if has_value(&key) {
                 (Severity::Error, "yet it has a value")
             } else if f.fits || f.sent {
-                (Severity::Warning, "yet the tool judged it to fit or sent it")
+                (
+                    Severity::Warning,
+                    "yet the tool judged it to fit or sent it",
+                )
             } else {
-                (Severity::Info, "it was not sent and has no value, as it should")
+                (
+                    Severity::Info,
+                    "it was not sent and has no value, as it should",
+                )
             };
             out.push(
                 Finding::new(
@@ -462,8 +531,14 @@ fn check_window(b: &Bundle, c: &SpeedContract, r: &SpeedResult, values: &BTreeMa
             continue;
         }
         let prompt = q.prompt_tokens.or(q.depth).unwrap_or(0);
-        let need = prompt + q.max_tokens;
-        if need <= window || r.fits.iter().any(|f| f.part == q.step && Some(f.depth) == q.depth && f.depth + f.max_tokens > window) {
+        let need = prompt.saturating_add(q.max_tokens);
+        if need <= window
+            || r.fits.iter().any(|f| {
+                f.part == q.step
+                    && Some(f.depth) == q.depth
+                    && f.depth.saturating_add(f.max_tokens) > window
+            })
+        {
             continue;
         }
         let key = match q.step.as_str() {
@@ -474,10 +549,25 @@ fn check_window(b: &Bundle, c: &SpeedContract, r: &SpeedResult, values: &BTreeMa
         let refused = if q.answered() {
             "answered".to_string()
         } else {
-            format!("refused with HTTP {}{}", q.status, q.error.as_deref().map(|e| format!(" '{e}'")).unwrap_or_default())
+            format!(
+                "refused with HTTP {}{}",
+                q.status,
+                q.error
+                    .as_deref()
+                    .map(|e| format!(" '{e}'"))
+                    .unwrap_or_default()
+            )
         };
-        let sev = if has_value(&key) { Severity::Error } else { Severity::Warning };
-        let valued = if sev == Severity::Error { "it has a value" } else { "the step is invalid and has no value" };
+        let sev = if has_value(&key) {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        let valued = if sev == Severity::Error {
+            "it has a value"
+        } else {
+            "the step is invalid and has no value"
+        };
         out.push(
             Finding::new(
                 "speed.step-exceeds-window",
@@ -496,7 +586,9 @@ fn check_window(b: &Bundle, c: &SpeedContract, r: &SpeedResult, values: &BTreeMa
 }
 
 fn check_guard(c: &SpeedContract, r: &SpeedResult, file: &str, out: &mut Out) {
-    let (Some(rule), Some(g)) = (&c.load_guard, &r.load_guard) else { return };
+    let (Some(rule), Some(g)) = (&c.load_guard, &r.load_guard) else {
+        return;
+    };
     out.ran("speed.load-guard");
     for (i, s) in g.steps.iter().enumerate() {
         if s.kept && s.longest_run_over >= rule.consecutive {

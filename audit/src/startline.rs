@@ -45,14 +45,22 @@ pub fn parse(lines: &[String]) -> StartInfo {
         &SAMPLING,
         r"(?i)\b(temperature|top_p|top_k|min_p)[ =:]+(-?[0-9]+(?:\.[0-9]+)?)",
     );
-    let nccl = re(&NCCL, r"(?i)\bNCCL(?: version)?[ =:v]*([0-9]+\.[0-9]+\.[0-9]+)");
+    let nccl = re(
+        &NCCL,
+        r"(?i)\bNCCL(?: version)?[ =:v]*([0-9]+\.[0-9]+\.[0-9]+)",
+    );
     let version = re(
         &VERSION,
         r"(?i)(?:\bversion[ =:]+v?|\bengine=\S+?/v?|^\S+ v?)([0-9]+\.[0-9]+\.[0-9]+)\b",
     );
     let first = |r: &Regex, s: &str| -> Option<String> {
-        r.captures(s)
-            .and_then(|c| c.iter().skip(1).flatten().next().map(|m| m.as_str().to_string()))
+        r.captures(s).and_then(|c| {
+            c.iter()
+                .skip(1)
+                .flatten()
+                .next()
+                .map(|m| m.as_str().to_string())
+        })
     };
     let mut info = StartInfo::default();
     for line in lines {

@@ -2,7 +2,8 @@
 
 /// Pretty JSON with a trailing newline.
 pub fn render(r: &rigaudit_audit::Report) -> String {
-    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut s =
+        serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -16,7 +16,10 @@ fn num(x: Option<f64>) -> String {
     match x {
         None => "no result".into(),
         Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string(),
+        Some(v) => format!("{v:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string(),
     }
 }
 
@@ -39,7 +42,12 @@ pub fn render(r: &Report, color: bool) -> String {
         r.checks_run.len()
     );
     for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        let mut checks: Vec<&str> = r.findings.iter().filter(|f| f.severity == sev).map(|f| f.check.as_str()).collect();
+        let mut checks: Vec<&str> = r
+            .findings
+            .iter()
+            .filter(|f| f.severity == sev)
+            .map(|f| f.check.as_str())
+            .collect();
         checks.dedup();
         let mut seen = std::collections::BTreeSet::new();
         checks.retain(|c| seen.insert(*c));
@@ -54,7 +62,11 @@ pub fn render(r: &Report, color: bool) -> String {
         let _ = writeln!(o, "\n{}", paint(label, code, color));
         for c in checks {
             let _ = writeln!(o, "  {}", paint(c, "1", color));
-            for f in r.findings.iter().filter(|f| f.severity == sev && f.check == c) {
+            for f in r
+                .findings
+                .iter()
+                .filter(|f| f.severity == sev && f.check == c)
+            {
                 let place = match (&f.file, &f.pointer) {
                     (Some(file), Some(p)) => format!("{file} {p}: "),
                     (Some(file), None) => format!("{file}: "),

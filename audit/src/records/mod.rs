@@ -12,5 +12,5 @@ pub mod speed;
 pub use card::Card;
 pub use fit::FitResult;
 pub use manifest::{FileEntry, FileKind, Manifest};
-pub use quality::{Answer, AnswerTally, QualityContract, QualitySummary};
+pub use quality::{Answer, AnswerTally, AnswerView, QualityContract, QualitySummary};
 pub use speed::{SpeedContract, SpeedRequest, SpeedResult};

@@ -142,6 +142,51 @@ impl Answer {
     pub fn answered(&self) -> bool {
         self.status == 200 && self.error.is_none()
     }
+
+    /// The fields the tally reads, borrowed.
+    pub fn view(&self) -> AnswerView<'_> {
+        AnswerView {
+            id: &self.id,
+            prompt_tokens: self.prompt_tokens,
+            max_tokens: self.max_tokens,
+            status: self.status,
+            error: self.error.as_deref(),
+            finish_reason: self.finish_reason.as_deref(),
+            extracted: self.extracted.as_deref(),
+            gold: self.gold.as_deref(),
+            correct: self.correct,
+        }
+    }
+}
+
+/// The fields of an answer record the tally reads, borrowed from wherever it was parsed.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerView<'a> {
+    /// Question id.
+    pub id: &'a str,
+    /// Prompt tokens.
+    pub prompt_tokens: Option<u64>,
+    /// Answer limit sent.
+    pub max_tokens: u64,
+    /// HTTP status.
+    pub status: u16,
+    /// Error text.
+    pub error: Option<&'a str>,
+    /// Finish reason.
+    pub finish_reason: Option<&'a str>,
+    /// Extracted answer.
+    pub extracted: Option<&'a str>,
+    /// Gold answer.
+    pub gold: Option<&'a str>,
+    /// Scored right.
+    pub correct: bool,
+}
+
+impl AnswerView<'_> {
+    /// Whether the server answered the request.
+    pub fn answered(&self) -> bool {
+        self.status == 200 && self.error.is_none()
+    }
 }
 
 /// Counts over an answers file, built one record at a time so a file is never held whole.
@@ -169,23 +214,32 @@ pub struct AnswerTally {
     pub refused_prompt_tokens: Option<(u64, u64)>,
     /// Answer limits seen.
     pub max_tokens: BTreeMap<u64, u64>,
-    /// Ids seen more than once (the first few).
-    pub duplicate_ids: Vec<String>,
+    /// Lines whose id repeats an earlier line's: (line, earlier line), the first few. Filled by
+    /// [`AnswerTally::finish`].
+    pub duplicate_ids: Vec<(u64, u64)>,
+    /// How many lines repeat an earlier id.
+    pub duplicate_count: u64,
+    /// (hash of id, line) of every record, sorted at the end; 16 bytes a record.
     #[serde(skip)]
-    seen: std::collections::HashSet<String>,
+    ids: Vec<(u64, u64)>,
+}
+
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
 }
 
 impl AnswerTally {
     /// Adds one record; `line` is its 1-based line in the file.
-    pub fn add(&mut self, a: &Answer, line: u64) {
+    pub fn add(&mut self, a: AnswerView<'_>, line: u64) {
         self.total += 1;
         *self.max_tokens.entry(a.max_tokens).or_default() += 1;
-        if !self.seen.insert(a.id.clone()) && self.duplicate_ids.len() < 5 {
-            self.duplicate_ids.push(a.id.clone());
-        }
+        self.ids.push((id_hash(a.id), line));
         if a.answered() {
             self.answered += 1;
-            if a.finish_reason.as_deref() == Some("length") {
+            if a.finish_reason == Some("length") {
                 self.cutoffs += 1;
                 if !a.correct {
                     self.cutoffs_wrong += 1;
@@ -195,7 +249,7 @@ impl AnswerTally {
             let key = format!(
                 "HTTP {}: {}",
                 a.status,
-                a.error.as_deref().unwrap_or("(no error text)")
+                a.error.unwrap_or("(no error text)")
             );
             *self.refusals.entry(key).or_default() += 1;
             if let Some(p) = a.prompt_tokens {
@@ -211,7 +265,7 @@ impl AnswerTally {
         if a.correct {
             self.right += 1;
         }
-        if let (Some(x), Some(g)) = (&a.extracted, &a.gold) {
+        if let (Some(x), Some(g)) = (a.extracted, a.gold) {
             if (x.trim() == g.trim()) != a.correct {
                 self.gold_disagrees += 1;
                 self.gold_disagrees_first_line.get_or_insert(line);
@@ -248,12 +302,24 @@ impl AnswerTally {
         for (k, v) in other.max_tokens {
             *self.max_tokens.entry(k).or_default() += v;
         }
-        self.duplicate_ids.extend(other.duplicate_ids);
-        for id in other.seen {
-            if !self.seen.insert(id.clone()) && self.duplicate_ids.len() < 5 {
-                self.duplicate_ids.push(id);
+        self.ids.extend(other.ids);
+    }
+
+    /// Finds repeated ids once every record was added. (Two ids with the same 64-bit hash would
+    /// count as one; at a million records the chance is about 3 in 100 million.)
+    pub fn finish(&mut self) {
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.sort_unstable();
+        self.duplicate_ids.clear();
+        self.duplicate_count = 0;
+        for w in ids.windows(2) {
+            if w[0].0 == w[1].0 {
+                self.duplicate_count += 1;
+                if self.duplicate_ids.len() < 5 {
+                    self.duplicate_ids.push((w[1].1, w[0].1));
+                }
             }
         }
-        self.duplicate_ids.truncate(5);
+        self.duplicate_ids.sort_unstable();
     }
 }

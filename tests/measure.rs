@@ -1,0 +1,154 @@
+//! `rigaudit measure` against a fake OpenAI-compatible server on loopback: it writes a bundle that
+//! `verify` accepts, times what it should, records refusals and never sends what cannot fit.
+
+mod common;
+
+use common::fake_server::{Fake, Mode};
+use common::{rigaudit, verify};
+use serde_json::{json, Value};
+
+fn contract(dir: &std::path::Path, window: u64) -> std::path::PathBuf {
+    let c = json!({"parts": ["decode", "prefill", "conc", "l1", "ctx"], "model": "fake", "prompt_ids": ["code", "prose"],
+        "runs": 2, "warmups": 1, "max_tokens": 16,
+        "prefill": {"depths": [64, 100000], "runs": 2, "max_tokens": 1},
+        "conc": {"levels": [1, 2, 4], "rounds": 2, "max_tokens": 8, "prompt": "prose"},
+        "ctx": {"depths": [128, 100000], "runs": 1, "max_tokens": 8},
+        "l1": {"max_tokens": 100000},
+        "sampling": {"temperature": 0.0}, "seed": 42, "enable_thinking": false, "cache_prompt": false,
+        "server": {"slots": 4, "window": window}, "load_guard": null});
+    let p = dir.join("contract.json");
+    std::fs::write(&p, c.to_string()).unwrap();
+    p
+}
+
+fn measure(fake: &Fake, dir: &std::path::Path) -> (common::Run, std::path::PathBuf) {
+    let out = dir.join("bundle");
+    let c = contract(dir, fake.window);
+    let run = rigaudit(&[
+        "measure",
+        "--base-url",
+        &fake.base(),
+        "--contract",
+        c.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--timeout",
+        "30",
+    ]);
+    (run, out)
+}
+
+fn result(out: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("speed/speed-result.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn measures_a_server_and_writes_a_bundle_verify_accepts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 30, 4, Mode::Good);
+    let (run, out) = measure(&fake, tmp.path());
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let v = verify(&out);
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    assert!(
+        !v.has("speed.recompute-mismatch") && !v.has("speed.cached-tokens"),
+        "{}",
+        v.stdout
+    );
+    let r = result(&out);
+    let reqs = r["requests"].as_array().unwrap();
+    // 1 warm-up + 4 decode, 2 prefill at 64, 2 x (1 + 2 + 4) conc, 1 ctx at 128; nothing too large sent.
+    assert_eq!(reqs.iter().filter(|q| q["step"] == "decode").count(), 5);
+    assert_eq!(reqs.iter().filter(|q| q["step"] == "conc").count(), 14);
+    assert_eq!(reqs.iter().filter(|q| q["step"] == "ctx").count(), 1);
+    assert!(reqs.iter().all(|q| q["status"] == 200), "{reqs:?}");
+    assert!(!reqs.iter().any(|q| q["depth"] == 100000));
+    let fits = r["fits"].as_array().unwrap();
+    assert!(fits.iter().any(|f| f["part"] == "ctx"
+        && f["depth"] == 100000
+        && f["fits"] == false
+        && f["sent"] == false));
+    assert!(fits.iter().any(|f| f["part"] == "l1" && f["sent"] == false));
+    // The prefill prompt was sized to exactly 64 tokens as the server counts them.
+    assert!(
+        reqs.iter()
+            .filter(|q| q["step"] == "prefill")
+            .all(|q| q["prompt_tokens"] == 64),
+        "{reqs:?}"
+    );
+    // TTFT is the first text chunk, after the fake's 30 ms delay (a role-only chunk comes at once).
+    for q in reqs.iter().filter(|q| q["step"] == "decode") {
+        let ttft = q["first_token_s"].as_f64().unwrap() - q["sent_s"].as_f64().unwrap();
+        assert!(ttft >= 0.029, "ttft {ttft}");
+        assert_eq!(q["completion_tokens_source"], "usage");
+        assert_eq!(q["finish_reason"], "length");
+    }
+    // The fake paces 4 ms a token: the decode rate cannot be above 250 tok/s.
+    let decode = r["values"]["decode"].as_f64().unwrap();
+    assert!(decode > 0.0 && decode <= 250.0 * 1.02, "{decode}");
+    // Draft counters come from /metrics deltas (the fake's counters do not move).
+    assert!(r["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d["drafted"] == 0));
+}
+
+#[test]
+fn refusals_and_failures_are_recorded_not_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 1, 1, Mode::Error500);
+    let (run, out) = measure(&fake, tmp.path());
+    assert_eq!(
+        run.code, 2,
+        "the prompt cannot be sized when every completion fails: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("HTTP 500"), "{}", run.stderr);
+    // What was measured before the failure is kept.
+    let r = result(&out);
+    assert!(r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["step"] == "decode")
+        .all(|q| q["status"] == 500 && q["error"] == "boom"));
+    let v = verify(&out);
+    assert!(v.has("speed.failed-request"), "{}", v.stdout);
+}
+
+#[test]
+fn malformed_stream_and_cached_tokens_are_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 1, 1, Mode::MalformedSse);
+    let (_run, out) = measure(&fake, tmp.path());
+    let r = result(&out);
+    assert!(r["requests"].as_array().unwrap().iter().any(|q| q["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("malformed SSE"))));
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 1, 1, Mode::Cached);
+    let (run, out) = measure(&fake, tmp.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(verify(&out).has("speed.cached-tokens"));
+}
+
+#[test]
+fn a_server_that_is_not_there_is_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = contract(tmp.path(), 4096);
+    let run = rigaudit(&[
+        "measure",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--contract",
+        c.to_str().unwrap(),
+        "--out",
+        tmp.path().join("o").to_str().unwrap(),
+        "--timeout",
+        "5",
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("/models"), "{}", run.stderr);
+}

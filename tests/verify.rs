@@ -1,0 +1,932 @@
+//! `rigaudit verify` end to end: the seed fixtures, every check triggered by a one-value change to
+//! a copy of a fixture, malformed input, packed bundles, exit codes and the report schema.
+
+mod common;
+
+use common::{fixture, rigaudit, verify, Copy};
+use serde_json::{json, Value};
+
+const TF: &str = "tensorfold-127-stock-2x";
+const MIA: &str = "mia-recipe-1104-2x";
+
+fn recomputed(r: &Value, key: &str) -> Value {
+    r["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["key"] == key)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn tensorfold_page_fails_on_its_refusals() {
+    let run = verify(&fixture(TF));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["verdict"], "fail");
+    let refused = run.findings("quality.refused-counted-as-wrong");
+    let msgs: Vec<&str> = refused
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(refused.len(), 2, "{msgs:?}");
+    assert!(
+        msgs.iter()
+            .any(|m| m.starts_with("livecodebench") && m.contains("40 refused")),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.starts_with("gpqa-think") && m.contains("30 refused")),
+        "{msgs:?}"
+    );
+    assert!(msgs.iter().all(|m| m.contains("HTTP 400")
+        && m.contains("maximum context length is 8192 tokens")
+        && m.contains("no result")));
+    assert!(run
+        .findings("speed.step-exceeds-window")
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().starts_with("l1")));
+    // The headline figures recompute with no mismatch.
+    for check in [
+        "speed.recompute-mismatch",
+        "quality.pct-mismatch",
+        "quality.margin-mismatch",
+        "quality.count-mismatch",
+    ] {
+        assert!(!run.has(check), "{check}: {:?}", run.findings(check));
+    }
+    let close = |key: &str, want: f64, tol: f64| {
+        let v = recomputed(&r, key)["value"].as_f64().unwrap_or(f64::NAN);
+        assert!((v - want).abs() <= tol, "{key}: {v} vs {want}");
+    };
+    close("decode", 28.0, 0.05);
+    close("prefill.2048", 1150.2, 0.05);
+    close("quality.mmlu-pro.pct", 59.0, 0.05);
+    close("quality.mmlu-pro.margin", 4.8, 0.05);
+    close("quality.gpqa-diamond.pct", 44.9, 0.05);
+    close("quality.gpqa-diamond.margin", 6.9, 0.05);
+    close("quality.ifeval.pct", 64.0, 0.05);
+    close("quality.ifeval.margin", 6.6, 0.05);
+    assert!(recomputed(&r, "quality.livecodebench.pct")["value"].is_null());
+}
+
+#[test]
+fn mia_page_passes_with_its_warnings() {
+    let run = verify(&fixture(MIA));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.json()["verdict"], "pass");
+    assert!(run.has_at("setup.revision-marker", "warning"));
+    assert_eq!(run.findings("setup.citation-commit").len(), 2);
+    let cut = run.findings("quality.cutoffs");
+    assert!(
+        cut.iter().any(|f| f["message"]
+            .as_str()
+            .unwrap()
+            .contains("livecodebench: 16 of 40")),
+        "{cut:?}"
+    );
+    assert!(!run.has("quality.refused-counted-as-wrong"));
+    assert!(!run.has("speed.not-recomputable"));
+}
+
+#[test]
+fn report_follows_its_schema_and_names_checks_of_the_catalogue() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(common::root().join("schemas/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let catalogue = rigaudit(&["checks", "--format", "json"]).json();
+    let ids: Vec<&str> = catalogue
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    for name in [TF, MIA] {
+        let r = verify(&fixture(name)).json();
+        let errs: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{errs:?}");
+        for f in r["findings"].as_array().unwrap() {
+            assert!(ids.contains(&f["check"].as_str().unwrap()), "{f}");
+        }
+        for c in r["checks_run"].as_array().unwrap() {
+            assert!(ids.contains(&c.as_str().unwrap()), "{c}");
+        }
+    }
+}
+
+#[test]
+fn text_output_groups_by_severity_and_check() {
+    let run = rigaudit(&["verify", fixture(TF).to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    let errors = run.stdout.find("\nerrors").unwrap();
+    let warnings = run.stdout.find("\nwarnings").unwrap();
+    assert!(errors < warnings);
+    assert!(run.stdout.contains("quality.refused-counted-as-wrong"));
+    assert!(run
+        .stdout
+        .starts_with("rigaudit verify tensorfold-127-stock-2x: FAIL"));
+}
+
+#[test]
+fn sarif_output_has_a_rule_per_check_and_a_result_per_finding() {
+    let json = verify(&fixture(TF)).json();
+    let run = rigaudit(&["verify", fixture(TF).to_str().unwrap(), "--format", "sarif"]);
+    assert_eq!(run.code, 1);
+    let s: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(s["version"], "2.1.0");
+    let results = s["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), json["findings"].as_array().unwrap().len());
+    let rules = s["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    for r in results {
+        assert!(rules.iter().any(|x| x["id"] == r["ruleId"]), "{r}");
+    }
+    assert!(results
+        .iter()
+        .any(|r| r["ruleId"] == "quality.refused-counted-as-wrong" && r["level"] == "error"));
+}
+
+#[test]
+fn fail_on_and_report_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report.json");
+    let run = rigaudit(&[
+        "verify",
+        fixture(MIA).to_str().unwrap(),
+        "--fail-on",
+        "warning",
+        "--report",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(saved["verdict"], "fail");
+    let run = rigaudit(&[
+        "verify",
+        fixture(TF).to_str().unwrap(),
+        "--fail-on",
+        "never",
+    ]);
+    assert_eq!(run.code, 0);
+}
+
+// ---- every check: a one-value change triggers it; the pristine fixture does not (or the other one)
+
+fn triggers(c: &Copy, check: &str) -> common::Run {
+    let run = verify(c.path());
+    assert!(run.has(check), "{check} not reported: {}", run.stdout);
+    run
+}
+
+fn pristine_lacks(name: &str, check: &str) {
+    assert!(
+        !verify(&fixture(name)).has(check),
+        "{check} reported on pristine {name}"
+    );
+}
+
+#[test]
+fn schema_file_missing() {
+    let c = Copy::of(MIA);
+    std::fs::remove_file(c.path().join("quality/gpqa-diamond/summary.json")).unwrap();
+    let run = triggers(&c, "schema.file-missing");
+    assert!(run.has_at("schema.file-missing", "error"));
+    assert_eq!(run.code, 1);
+    pristine_lacks(MIA, "schema.file-missing");
+}
+
+#[test]
+fn schema_unreadable_names_line_and_column() {
+    let c = Copy::of(MIA);
+    let p = c.path().join("speed/speed-result.json");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, &text[..text.len() / 2]).unwrap();
+    c.rehash();
+    let run = triggers(&c, "schema.unreadable");
+    let f = &run.findings("schema.unreadable")[0];
+    assert_eq!(f["file"], "speed/speed-result.json");
+    assert!(f["pointer"].as_str().unwrap().starts_with("line "), "{f}");
+    assert_eq!(run.code, 1);
+    pristine_lacks(MIA, "schema.unreadable");
+}
+
+#[test]
+fn schema_invalid_names_the_pointer() {
+    let c = Copy::of(MIA);
+    c.set(
+        "speed/speed-result.json",
+        "/requests/0/status",
+        json!("200"),
+    );
+    let run = triggers(&c, "schema.invalid");
+    assert!(
+        run.findings("schema.invalid")
+            .iter()
+            .any(|f| f["pointer"] == "/requests/0/status"),
+        "{}",
+        run.stdout
+    );
+    pristine_lacks(MIA, "schema.invalid");
+}
+
+#[test]
+fn schema_invalid_in_answers_names_the_line() {
+    let c = Copy::of(MIA);
+    c.set_line(
+        "quality/gpqa-diamond/answers.jsonl",
+        7,
+        "/correct",
+        json!("yes"),
+    );
+    let run = triggers(&c, "schema.invalid");
+    assert!(
+        run.findings("schema.invalid")
+            .iter()
+            .any(|f| f["pointer"] == "line 7/correct"),
+        "{}",
+        run.stdout
+    );
+    // A broken line is not JSON at all.
+    let c = Copy::of(MIA);
+    let p = c.path().join("quality/gpqa-diamond/answers.jsonl");
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str("{\"id\": \n");
+    std::fs::write(&p, text).unwrap();
+    c.rehash();
+    let run = triggers(&c, "schema.unreadable");
+    assert!(run.findings("schema.unreadable")[0]["pointer"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 199"));
+}
+
+#[test]
+fn schema_digest_mismatch() {
+    let c = Copy::of(MIA);
+    let p = c.path().join("speed/log.txt");
+    let mut t = std::fs::read_to_string(&p).unwrap();
+    t.push('x');
+    std::fs::write(&p, t).unwrap();
+    let run = triggers(&c, "schema.digest-mismatch");
+    assert_eq!(
+        run.findings("schema.digest-mismatch")[0]["pointer"],
+        "/files/3/sha256"
+    );
+    pristine_lacks(MIA, "schema.digest-mismatch");
+}
+
+#[test]
+fn schema_path_escapes() {
+    let c = Copy::of(MIA);
+    c.set("bundle.json", "/files/3/path", json!("../outside.txt"));
+    let run = triggers(&c, "schema.path-escapes");
+    assert_eq!(run.code, 1);
+    pristine_lacks(MIA, "schema.path-escapes");
+}
+
+#[test]
+fn schema_no_digest() {
+    let c = Copy::of(MIA);
+    c.set("bundle.json", "/files/3/sha256", Value::Null);
+    triggers(&c, "schema.no-digest");
+    pristine_lacks(MIA, "schema.no-digest");
+}
+
+#[test]
+fn quality_refused_counted_as_wrong_reports_answered_figure() {
+    pristine_lacks(MIA, "quality.refused-counted-as-wrong");
+    // Refuse 3 of GPQA Diamond's wrong answers on the recipe page: the figure over answered questions follows.
+    let c = Copy::of(MIA);
+    let text =
+        std::fs::read_to_string(c.path().join("quality/gpqa-diamond/answers.jsonl")).unwrap();
+    let wrong: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("\"correct\": false") && l.contains("\"stop\""))
+        .map(|(i, _)| i + 1)
+        .take(3)
+        .collect();
+    for n in wrong {
+        c.set_line(
+            "quality/gpqa-diamond/answers.jsonl",
+            n,
+            "/status",
+            json!(500),
+        );
+        c.set_line(
+            "quality/gpqa-diamond/answers.jsonl",
+            n,
+            "/error",
+            json!("internal error"),
+        );
+        c.set_line(
+            "quality/gpqa-diamond/answers.jsonl",
+            n,
+            "/finish_reason",
+            Value::Null,
+        );
+    }
+    let run = triggers(&c, "quality.refused-counted-as-wrong");
+    let m = run.findings("quality.refused-counted-as-wrong")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        m.contains("3 refused")
+            && m.contains("3 x HTTP 500: internal error")
+            && m.contains("over the 195 answered questions: 104 right, 53.3 %"),
+        "{m}"
+    );
+}
+
+#[test]
+fn quality_no_result_has_value() {
+    let c = Copy::of(TF);
+    c.set("quality/livecodebench/summary.json", "/pct", Value::Null);
+    c.set("quality/livecodebench/summary.json", "/margin", Value::Null);
+    let run = verify(c.path());
+    let msgs: Vec<String> = run
+        .findings("quality.no-result-has-value")
+        .iter()
+        .map(|f| f["message"].to_string())
+        .collect();
+    assert!(
+        msgs.iter().all(|m| !m.contains("livecodebench")),
+        "{msgs:?}"
+    );
+    assert!(msgs.iter().any(|m| m.contains("gpqa-think")), "{msgs:?}");
+    // The page showing a value for a test with no result is reported too.
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/page/quality/3/pct", json!("0.0"));
+    assert!(verify(c.path())
+        .findings("quality.no-result-has-value")
+        .iter()
+        .any(|f| f["file"] == "bundle.json"));
+}
+
+#[test]
+fn quality_pct_mismatch() {
+    let c = Copy::of(TF);
+    c.set("quality/mmlu-pro/summary.json", "/pct", json!(59.5));
+    triggers(&c, "quality.pct-mismatch");
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/page/quality/1/pct", json!("45.0"));
+    let run = triggers(&c, "quality.pct-mismatch");
+    assert_eq!(
+        run.findings("quality.pct-mismatch")[0]["pointer"],
+        "/page/quality/gpqa-diamond/pct"
+    );
+}
+
+#[test]
+fn quality_margin_mismatch_hints_at_the_other_method() {
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/page/quality/0/margin", json!("5.8"));
+    triggers(&c, "quality.margin-mismatch");
+    // Under the normal approximation IFEval's 6.6 does not match; Wilson would, and the message says so.
+    let c = Copy::of(TF);
+    c.set(
+        "quality/ifeval/contract.json",
+        "/margin/method",
+        json!("normal"),
+    );
+    let run = triggers(&c, "quality.margin-mismatch");
+    let m = run.findings("quality.margin-mismatch")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("ifeval") && m.contains("wilson gives"), "{m}");
+}
+
+#[test]
+fn quality_count_mismatch() {
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/page/quality/0/right", json!(237));
+    triggers(&c, "quality.count-mismatch");
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/page/quality/2/cutoffs", json!(7));
+    triggers(&c, "quality.count-mismatch");
+}
+
+#[test]
+fn quality_answers_summary_mismatch() {
+    let c = Copy::of(TF);
+    c.set("quality/gpqa-diamond/summary.json", "/cutoffs", json!(3));
+    triggers(&c, "quality.answers-summary-mismatch");
+    pristine_lacks(TF, "quality.answers-summary-mismatch");
+}
+
+#[test]
+fn quality_cutoffs() {
+    let run = verify(&fixture(TF));
+    let cut = run.findings("quality.cutoffs");
+    assert!(cut.iter().any(|f| f["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("gpqa-diamond: 2 of 198")));
+    assert!(cut.iter().any(|f| f["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("ifeval: 8 of 200")));
+    assert!(!cut
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().starts_with("mmlu-pro")));
+    assert!(cut.iter().all(|f| f["severity"] == "info"));
+}
+
+#[test]
+fn quality_scoring_disagrees() {
+    let c = Copy::of(MIA);
+    let text =
+        std::fs::read_to_string(c.path().join("quality/gpqa-diamond/answers.jsonl")).unwrap();
+    let n = text
+        .lines()
+        .position(|l| l.contains("\"correct\": true"))
+        .unwrap()
+        + 1;
+    c.set_line(
+        "quality/gpqa-diamond/answers.jsonl",
+        n,
+        "/correct",
+        json!(false),
+    );
+    let run = triggers(&c, "quality.scoring-disagrees");
+    assert_eq!(
+        run.findings("quality.scoring-disagrees")[0]["pointer"],
+        format!("line {n}")
+    );
+    pristine_lacks(MIA, "quality.scoring-disagrees");
+}
+
+#[test]
+fn quality_limit_mismatch() {
+    let c = Copy::of(MIA);
+    c.set_line(
+        "quality/gpqa-diamond/answers.jsonl",
+        3,
+        "/max_tokens",
+        json!(48),
+    );
+    triggers(&c, "quality.limit-mismatch");
+    pristine_lacks(MIA, "quality.limit-mismatch");
+}
+
+#[test]
+fn speed_recompute_mismatch() {
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/page/speed/decode", json!("28.3"));
+    let run = triggers(&c, "speed.recompute-mismatch");
+    assert_eq!(
+        run.findings("speed.recompute-mismatch")[0]["pointer"],
+        "/page/speed/decode"
+    );
+    let c = Copy::of(TF);
+    c.set(
+        "speed/speed-result.json",
+        "/values/conc_total.8",
+        json!(58.9),
+    );
+    triggers(&c, "speed.recompute-mismatch");
+    // A record changed under a figure: the fourth decode run (prose, run 2) ends earlier.
+    let c = Copy::of(TF);
+    let r = c.read_json("speed/speed-result.json");
+    let end = r["requests"][4]["end_s"].as_f64().unwrap();
+    c.set(
+        "speed/speed-result.json",
+        "/requests/4/end_s",
+        json!(end - 1.0),
+    );
+    triggers(&c, "speed.recompute-mismatch");
+    pristine_lacks(MIA, "speed.recompute-mismatch");
+}
+
+#[test]
+fn speed_not_recomputable() {
+    assert!(verify(&fixture(TF))
+        .findings("speed.not-recomputable")
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().contains("decode_window1")));
+    pristine_lacks(MIA, "speed.not-recomputable");
+}
+
+#[test]
+fn speed_step_exceeds_window() {
+    // A value for a step that cannot fit is an error.
+    let c = Copy::of(TF);
+    let mut m = c.read_json("bundle.json");
+    m["page"]["speed"]["ctx_decode.16384"] = json!("25.0");
+    c.write_json("bundle.json", &m);
+    let run = triggers(&c, "speed.step-exceeds-window");
+    assert!(run.has_at("speed.step-exceeds-window", "error"));
+    // A step marked as not fitting that does fit.
+    let c = Copy::of(MIA);
+    c.set("speed/speed-result.json", "/fits/0/fits", json!(false));
+    triggers(&c, "speed.step-exceeds-window");
+    pristine_lacks(MIA, "speed.step-exceeds-window");
+}
+
+#[test]
+fn speed_reply_not_at_limit() {
+    let c = Copy::of(TF);
+    c.set(
+        "speed/speed-result.json",
+        "/requests/1/completion_tokens",
+        json!(500),
+    );
+    triggers(&c, "speed.reply-not-at-limit");
+    pristine_lacks(TF, "speed.reply-not-at-limit");
+}
+
+#[test]
+fn speed_cached_tokens() {
+    let c = Copy::of(TF);
+    c.set(
+        "speed/speed-result.json",
+        "/requests/6/cached_tokens",
+        json!(1024),
+    );
+    let run = triggers(&c, "speed.cached-tokens");
+    assert_eq!(
+        run.findings("speed.cached-tokens")[0]["pointer"],
+        "/requests/6/cached_tokens"
+    );
+    pristine_lacks(TF, "speed.cached-tokens");
+}
+
+#[test]
+fn speed_level_above_slots() {
+    let c = Copy::of(TF);
+    c.set(
+        "speed/speed-contract.json",
+        "/conc/levels",
+        json!([1, 2, 4, 8, 16]),
+    );
+    triggers(&c, "speed.level-above-slots");
+    pristine_lacks(TF, "speed.level-above-slots");
+}
+
+#[test]
+fn speed_load_guard() {
+    let c = Copy::of(TF);
+    c.set(
+        "speed/speed-result.json",
+        "/load_guard/steps/5/longest_run_over",
+        json!(2),
+    );
+    triggers(&c, "speed.load-guard");
+    // Mia's page threw two tries away: kept once, so no finding.
+    pristine_lacks(MIA, "speed.load-guard");
+    pristine_lacks(TF, "speed.load-guard");
+}
+
+#[test]
+fn speed_failed_request() {
+    let c = Copy::of(TF);
+    c.set("speed/speed-result.json", "/requests/2/status", json!(500));
+    triggers(&c, "speed.failed-request");
+    pristine_lacks(TF, "speed.failed-request");
+}
+
+#[test]
+fn speed_token_source() {
+    let c = Copy::of(TF);
+    c.set(
+        "speed/speed-result.json",
+        "/requests/3/completion_tokens_source",
+        json!("chunks"),
+    );
+    triggers(&c, "speed.token-source");
+    pristine_lacks(TF, "speed.token-source");
+}
+
+#[test]
+fn setup_slots_mismatch() {
+    let c = Copy::of(TF);
+    c.set("speed/speed-contract.json", "/server/slots", json!(4));
+    triggers(&c, "setup.slots-mismatch");
+    let c = Copy::of(TF);
+    c.set("card.json", "/commands/1/argv/6", json!("4"));
+    triggers(&c, "setup.slots-mismatch");
+    pristine_lacks(TF, "setup.slots-mismatch");
+}
+
+#[test]
+fn setup_window_mismatch() {
+    let c = Copy::of(TF);
+    c.set("speed/speed-contract.json", "/server/window", json!(16384));
+    triggers(&c, "setup.window-mismatch");
+    let c = Copy::of(MIA);
+    c.set("fit/result.json", "/window", json!(262144));
+    triggers(&c, "setup.window-mismatch");
+    pristine_lacks(TF, "setup.window-mismatch");
+    pristine_lacks(MIA, "setup.window-mismatch");
+}
+
+#[test]
+fn setup_sampling_mismatch() {
+    let c = Copy::of(TF);
+    c.set("card.json", "/sampling/defaults/top_p", json!(0.9));
+    triggers(&c, "setup.sampling-mismatch");
+    let c = Copy::of(TF);
+    c.set("quality/ifeval/contract.json", "/sampling/top_k", json!(40));
+    triggers(&c, "setup.sampling-mismatch");
+    pristine_lacks(TF, "setup.sampling-mismatch");
+    pristine_lacks(MIA, "setup.sampling-mismatch");
+}
+
+#[test]
+fn setup_version_mismatch() {
+    let c = Copy::of(TF);
+    c.set("card.json", "/engine/version", json!("1.2.8"));
+    triggers(&c, "setup.version-mismatch");
+    let c = Copy::of(TF);
+    c.set("card.json", "/nccl/version", json!("2.30.8"));
+    triggers(&c, "setup.version-mismatch");
+    pristine_lacks(TF, "setup.version-mismatch");
+}
+
+#[test]
+fn setup_model_mismatch() {
+    let c = Copy::of(TF);
+    c.set("speed/speed-contract.json", "/model", json!("GLM-5.3"));
+    triggers(&c, "setup.model-mismatch");
+    pristine_lacks(TF, "setup.model-mismatch");
+}
+
+#[test]
+fn setup_ranks_mismatch() {
+    let c = Copy::of(TF);
+    c.set("card.json", "/ranks", json!(3));
+    triggers(&c, "setup.ranks-mismatch");
+    let c = Copy::of(TF);
+    c.set("card.json", "/commands/0/argv/4", json!("GLM"));
+    triggers(&c, "setup.ranks-mismatch");
+    pristine_lacks(TF, "setup.ranks-mismatch");
+}
+
+#[test]
+fn setup_date_order() {
+    let c = Copy::of(TF);
+    c.set(
+        "card.json",
+        "/engine/published",
+        json!("2026-11-13T09:00:00Z"),
+    );
+    triggers(&c, "setup.date-order");
+    let c = Copy::of(TF);
+    c.set(
+        "bundle.json",
+        "/sessions/2/started",
+        json!("2026-11-12T01:00:00Z"),
+    );
+    triggers(&c, "setup.date-order");
+    let c = Copy::of(TF);
+    c.set(
+        "quality/ifeval/summary.json",
+        "/ended",
+        json!("2026-11-12T02:00:00Z"),
+    );
+    triggers(&c, "setup.date-order");
+    pristine_lacks(TF, "setup.date-order");
+    pristine_lacks(MIA, "setup.date-order");
+}
+
+#[test]
+fn setup_revision_marker() {
+    pristine_lacks(TF, "setup.revision-marker");
+    let c = Copy::of(TF);
+    c.set(
+        "card.json",
+        "/checkpoint/revision_file/written_by",
+        json!("hand"),
+    );
+    triggers(&c, "setup.revision-marker");
+}
+
+#[test]
+fn setup_citation_commit() {
+    pristine_lacks(TF, "setup.citation-commit");
+    let c = Copy::of(TF);
+    c.set("card.json", "/citations/5/commit", json!("0a1b2c3d"));
+    let run = triggers(&c, "setup.citation-commit");
+    assert_eq!(
+        run.findings("setup.citation-commit")[0]["pointer"],
+        "/citations/5"
+    );
+}
+
+#[test]
+fn fit_recompute_mismatch() {
+    let c = Copy::of(MIA);
+    c.set("bundle.json", "/page/fit/memory_gib", json!("99.0"));
+    triggers(&c, "fit.recompute-mismatch");
+    let c = Copy::of(MIA);
+    c.set("fit/result.json", "/steps/4/rise_gib/box-4", json!(101.2));
+    triggers(&c, "fit.recompute-mismatch");
+    let c = Copy::of(MIA);
+    c.set("fit/result.json", "/steps/5/answered", json!(false));
+    triggers(&c, "fit.recompute-mismatch");
+    pristine_lacks(MIA, "fit.recompute-mismatch");
+}
+
+#[test]
+fn fit_step_exceeds_window() {
+    let c = Copy::of(MIA);
+    c.set("fit/result.json", "/steps/0/prompt_tokens", json!(5000));
+    triggers(&c, "fit.step-exceeds-window");
+    pristine_lacks(MIA, "fit.step-exceeds-window");
+}
+
+#[test]
+fn claims_unpublished() {
+    assert!(verify(&fixture(TF))
+        .findings("claims.unpublished")
+        .iter()
+        .any(|f| f["file"] == "quality/mmlu-pro/answers.jsonl"));
+    let c = Copy::of(TF);
+    c.set("bundle.json", "/files/2/published", json!(false));
+    let run = triggers(&c, "claims.unpublished");
+    assert!(run
+        .findings("claims.unpublished")
+        .iter()
+        .any(|f| f["file"] == "speed/speed-result.json" && f["severity"] == "warning"));
+}
+
+#[test]
+fn claims_reconstructed() {
+    assert!(verify(&fixture(MIA)).has("claims.reconstructed"));
+    let c = Copy::of(MIA);
+    let mut m = c.read_json("bundle.json");
+    for f in m["files"].as_array_mut().unwrap() {
+        f["reconstructed"] = json!(false);
+    }
+    c.write_json("bundle.json", &m);
+    assert!(!verify(c.path()).has("claims.reconstructed"));
+}
+
+// ---- malformed input and exit codes
+
+#[test]
+fn unreadable_bundles_exit_2_with_the_file_and_place() {
+    let run = rigaudit(&["verify", "/nonexistent/bundle"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("/nonexistent/bundle"), "{}", run.stderr);
+    let c = Copy::of(MIA);
+    std::fs::write(
+        c.path().join("bundle.json"),
+        "{\"format\": \"rigaudit-bundle/1\",\n  \"id\": ",
+    )
+    .unwrap();
+    let run = verify(c.path());
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("bundle.json: line 2"), "{}", run.stderr);
+    let c = Copy::of(MIA);
+    c.set("bundle.json", "/files/0/published", json!("yes"));
+    let run = verify(c.path());
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("/files/0/published"), "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"));
+}
+
+#[test]
+fn nothing_checked_is_exit_2_never_0() {
+    let c = Copy::of(MIA);
+    let m = c.read_json("bundle.json");
+    for f in m["files"].as_array().unwrap() {
+        let _ = std::fs::remove_file(c.path().join(f["path"].as_str().unwrap()));
+    }
+    let run = verify(c.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert_eq!(run.json()["verdict"], "incomplete");
+}
+
+#[test]
+fn packed_bundle_verifies_like_the_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let packed = tmp.path().join("mia.tar.gz");
+    let f = std::fs::File::create(&packed).unwrap();
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+        f,
+        flate2::Compression::fast(),
+    ));
+    tar.append_dir_all("mia-recipe-1104-2x", fixture(MIA))
+        .unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    let a = verify(&packed);
+    let b = verify(&fixture(MIA));
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_eq!(a.json()["findings"], b.json()["findings"]);
+}
+
+#[test]
+fn packed_bundle_that_leaves_its_folder_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let packed = tmp.path().join("evil.tar");
+    let f = std::fs::File::create(&packed).unwrap();
+    let mut b = tar::Builder::new(f);
+    let data = b"{}";
+    let mut h = tar::Header::new_gnu();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    // Write the raw name so the builder's own check does not stop the test from making it.
+    h.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"../escape.txt");
+    h.set_cksum();
+    b.append(&h, &data[..]).unwrap();
+    b.finish().unwrap();
+    let run = verify(&packed);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("leaves the bundle"), "{}", run.stderr);
+    assert!(!tmp.path().join("escape.txt").exists());
+}
+
+#[test]
+fn every_check_in_the_catalogue_has_a_test_here() {
+    let me = include_str!("verify.rs");
+    let ids = rigaudit(&["checks", "--format", "json"]).json();
+    for c in ids.as_array().unwrap() {
+        let id = c["id"].as_str().unwrap();
+        if id.starts_with("rehash.") {
+            continue;
+        }
+        assert!(me.contains(&format!("\"{id}\"")), "no test names {id}");
+    }
+}
+
+/// Random one-value changes anywhere in the fixtures' JSON files (wrong types, extremes, huge
+/// strings): verify always answers with 0, 1 or 2 and never panics.
+#[test]
+fn random_changes_never_panic() {
+    fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => m.iter().for_each(|(k, x)| {
+                leaves(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                )
+            }),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| leaves(x, format!("{at}/{i}"), out)),
+            _ => out.push(at),
+        }
+    }
+    let weird = [
+        json!(null),
+        json!(-1),
+        json!(1e308),
+        json!(u64::MAX),
+        json!("x".repeat(10_000)),
+        json!([]),
+        json!({}),
+        json!(0),
+        json!(""),
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for name in [TF, MIA] {
+        let m: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(name).join("bundle.json")).unwrap(),
+        )
+        .unwrap();
+        let mut files: Vec<String> = m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["path"].as_str().unwrap().ends_with(".json"))
+            .map(|f| f["path"].as_str().unwrap().to_string())
+            .collect();
+        files.push("bundle.json".into());
+        for _ in 0..20 {
+            let file = &files[(next() % files.len() as u64) as usize];
+            let c = Copy::of(name);
+            let v = c.read_json(file);
+            let mut all = Vec::new();
+            leaves(&v, String::new(), &mut all);
+            let at = &all[(next() % all.len() as u64) as usize];
+            let w = weird[(next() % weird.len() as u64) as usize].clone();
+            c.set(file, at, w.clone());
+            let run = verify(c.path());
+            assert!(
+                [0, 1, 2].contains(&run.code),
+                "{file} {at} = {w}: exit {}: {}",
+                run.code,
+                run.stderr
+            );
+            assert!(
+                !run.stderr.contains("panicked"),
+                "{file} {at}: {}",
+                run.stderr
+            );
+        }
+    }
+}
