@@ -259,6 +259,35 @@ mod tests {
     }
 
     #[test]
+    fn plain_tar_member_link_is_refused() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let pkg = dir.path().join("p.tar");
+        let body = b"engine".repeat(100);
+        {
+            let mut b = tar::Builder::new(File::create(&pkg).expect("create"));
+            let mut h = tar::Header::new_gnu();
+            h.set_size(body.len() as u64);
+            h.set_cksum();
+            b.append_data(&mut h, "tf/real-engine", &body[..])
+                .expect("append");
+            let mut l = tar::Header::new_gnu();
+            l.set_entry_type(tar::EntryType::Symlink);
+            l.set_size(0);
+            b.append_link(&mut l, "tf/tensorfold-native", "real-engine")
+                .expect("link");
+            b.into_inner().expect("tar");
+        }
+        let r = hash_members(&pkg, Kind::Tar, "real-engine", &Progress::none());
+        assert_eq!(
+            r.members[0].1.as_deref().ok(),
+            Some(hex(&Sha256::digest(&body)).as_str())
+        );
+        let r = hash_members(&pkg, Kind::Tar, "tensorfold-native", &Progress::none());
+        let err = r.members[0].1.as_ref().expect_err("a link is no file");
+        assert!(err.contains("link to real-engine"), "{err}");
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         let dir = tempfile::tempdir().expect("tmp");
         let pkg = dir.path().join("p.tar.gz");
