@@ -7,3 +7,5 @@ pub mod kernels;
 pub mod model;
 pub mod pool;
 pub mod tokenizer;
+pub mod engine;
+pub mod server;
