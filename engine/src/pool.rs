@@ -83,8 +83,15 @@ impl Pool {
             s.cv.notify_all();
         }
         f(0, self.n);
+        let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) < self.n - 1 {
-            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                // Let a descheduled worker run when cores are oversubscribed.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
 }
@@ -104,7 +111,11 @@ fn worker(s: Arc<Shared>, idx: usize, n: usize) {
             }
             spins += 1;
             if spins < SPIN {
-                std::hint::spin_loop();
+                if spins % 256 == 0 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
             } else {
                 s.sleepers.fetch_add(1, Ordering::AcqRel);
                 let guard = s.job.lock().unwrap_or_else(|e| e.into_inner());
