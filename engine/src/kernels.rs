@@ -123,6 +123,8 @@ pub struct QAct {
     pub d: Vec<f32>,
     /// Block scale times block sum, `rows * k / 32`.
     pub s: Vec<f32>,
+    /// Integer block sums, `rows * k / 32`.
+    pub qsum: Vec<i32>,
     /// Row length.
     pub k: usize,
     /// Row count.
@@ -138,6 +140,7 @@ impl QAct {
         self.q.resize(rows * k, 0);
         self.d.resize(nb, 0.0);
         self.s.resize(nb, 0.0);
+        self.qsum.resize(nb, 0);
         for b in 0..nb {
             let xs = &x[b * QK..(b + 1) * QK];
             let amax = xs.iter().fold(0f32, |a, v| a.max(v.abs()));
@@ -152,6 +155,7 @@ impl QAct {
             }
             self.d[b] = d;
             self.s[b] = d * sum as f32;
+            self.qsum[b] = sum;
         }
     }
 }

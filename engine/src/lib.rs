@@ -6,6 +6,7 @@ pub mod gguf;
 pub mod kernels;
 pub mod model;
 pub mod pool;
+pub mod tiled;
 pub mod tokenizer;
 pub mod engine;
 pub mod server;

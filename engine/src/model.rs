@@ -8,6 +8,7 @@
 use crate::gguf::{GgmlType, Gguf, GgufError};
 use crate::kernels::{self, QAct, Simd, WType};
 use crate::pool::{split, Pool};
+use crate::tiled::{Packed, TILE};
 
 /// Model hyper-parameters read from GGUF metadata.
 #[derive(Debug, Clone)]
@@ -55,6 +56,7 @@ pub struct QMat {
     k: usize,
     off: usize,
     row_bytes: usize,
+    packed: Option<usize>,
 }
 
 struct Layer {
@@ -80,6 +82,7 @@ pub struct Model {
     layers: Vec<Layer>,
     simd: Simd,
     rope_inv: Vec<f32>,
+    packed: Vec<Packed>,
 }
 
 /// One slot's key/value cache (f32), laid out `[layer][pos][kv_dim]`.
@@ -194,6 +197,7 @@ impl Model {
                 k,
                 off: t.offset,
                 row_bytes: k / 32 * ty.block_bytes(),
+                packed: None,
             })
         };
         let vecf = |name: &str| -> Result<Vec<f32>, GgufError> {
@@ -236,7 +240,7 @@ impl Model {
         let rope_inv = (0..hd / 2)
             .map(|i| cfg.rope_base.powf(-(2.0 * i as f32) / hd as f32))
             .collect();
-        Ok(Model {
+        let mut m = Model {
             cfg,
             data: g.data,
             tok_embd,
@@ -245,7 +249,38 @@ impl Model {
             layers,
             simd: kernels::detect_simd(),
             rope_inv,
-        })
+            packed: Vec::new(),
+        };
+        if std::env::var("RIGAUDIT_ENGINE_NO_REPACK").is_err() {
+            m.repack();
+        }
+        Ok(m)
+    }
+
+    fn pack_one(&mut self, q: QMat) -> QMat {
+        let raw = &self.data[q.off..q.off + q.rows * q.row_bytes];
+        match Packed::pack(q.ty, q.rows, q.k, raw) {
+            Some(p) => {
+                self.packed.push(p);
+                QMat {
+                    packed: Some(self.packed.len() - 1),
+                    ..q
+                }
+            }
+            None => q,
+        }
+    }
+
+    /// Repack every matrix the tiled kernels support.
+    fn repack(&mut self) {
+        for i in 0..self.layers.len() {
+            let l = &self.layers[i];
+            let mats = [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down];
+            let p: Vec<QMat> = mats.iter().map(|&q| self.pack_one(q)).collect();
+            let l = &mut self.layers[i];
+            (l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down) = (p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+        }
+        self.output = self.pack_one(self.output);
     }
 
     /// SIMD level in use.
@@ -270,6 +305,26 @@ impl Model {
         let total: usize = mats.iter().map(|(m, _)| m.rows).sum();
         let ntok = act.rows;
         let simd = self.simd;
+        if mats.iter().all(|(m, _)| m.packed.is_some()) {
+            pool.run(&|ti, nt| {
+                let range = split(total, nt, ti, TILE);
+                let mut base = 0;
+                for (m, out) in mats {
+                    let lo = range.start.max(base);
+                    let hi = range.end.min(base + m.rows);
+                    if lo < hi {
+                        if let Some(p) = m.packed.and_then(|i| self.packed.get(i)) {
+                            // SAFETY: tile ranges are disjoint between threads.
+                            unsafe {
+                                p.matmul(simd, act, (lo - base) / TILE..(hi - base) / TILE, 0, ntok, out.get(), m.rows)
+                            };
+                        }
+                    }
+                    base += m.rows;
+                }
+            });
+            return;
+        }
         pool.run(&|ti, nt| {
             let range = split(total, nt, ti, 16);
             let mut buf = vec![0f32; ntok.min(64)];

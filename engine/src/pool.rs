@@ -77,8 +77,8 @@ impl Pool {
         let ptr: Job = unsafe { std::mem::transmute::<&(dyn Fn(usize, usize) + Sync), Job>(f) };
         unsafe { *s.job_ptr.get() = Some(ptr) };
         s.done.store(0, Ordering::Relaxed);
-        s.generation.fetch_add(1, Ordering::Release);
-        if s.sleepers.load(Ordering::Acquire) > 0 {
+        s.generation.fetch_add(1, Ordering::SeqCst);
+        if s.sleepers.load(Ordering::SeqCst) > 0 {
             let _g = s.job.lock().unwrap_or_else(|e| e.into_inner());
             s.cv.notify_all();
         }
@@ -117,14 +117,14 @@ fn worker(s: Arc<Shared>, idx: usize, n: usize) {
                     std::hint::spin_loop();
                 }
             } else {
-                s.sleepers.fetch_add(1, Ordering::AcqRel);
+                s.sleepers.fetch_add(1, Ordering::SeqCst);
                 let guard = s.job.lock().unwrap_or_else(|e| e.into_inner());
-                if s.generation.load(Ordering::Acquire) == seen && !s.stop.load(Ordering::Relaxed)
-                {
+                if s.generation.load(Ordering::SeqCst) == seen && !s.stop.load(Ordering::Relaxed) {
                     let _ = s.cv.wait_timeout(guard, Duration::from_millis(5));
                 }
-                s.sleepers.fetch_sub(1, Ordering::AcqRel);
-                spins = SPIN / 2;
+                s.sleepers.fetch_sub(1, Ordering::SeqCst);
+                // Stay in sleep mode until work arrives.
+                spins = SPIN;
             }
         }
         // SAFETY: set before the generation bump, alive until done == n-1.
