@@ -2,10 +2,14 @@
 throughput at 1, 2, 4 and 8 concurrent requests, against one or more
 OpenAI-compatible servers (rigaudit-engine and llama.cpp's server).
 
-usage: python3 engine_vs_llamacpp.py NAME=URL [NAME=URL ...]
-Prints a table and, with two servers, the ratio of the first to the second.
-Only talks to loopback addresses given on the command line.
+usage: python3 engine_vs_llamacpp.py ENGINE_BIN MODEL [THREADS]
+Starts rigaudit-engine, benches it, stops it; then the same for llama.cpp's
+server (PyPI xllamacpp, launched by llamacpp_server.py beside this file), on
+the same GGUF with the same threads, slots and window; prints both and the
+ratios. Only talks to 127.0.0.1.
 """
+import os
+import subprocess
 import json
 import random
 import statistics
@@ -85,11 +89,59 @@ def total_rate(base, conc, rng):
     return statistics.median(rates)
 
 
+PARALLEL, CONTEXT = 8, 4096
+
+
+def wait_ready(base, proc, secs=120):
+    t = time.time()
+    while time.time() - t < secs:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited early with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except Exception:
+            time.sleep(0.5)
+    raise SystemExit("server not ready in time")
+
+
+def launch(name, engine_bin, model, threads, port):
+    here = os.path.dirname(os.path.abspath(__file__))
+    if name == "rigaudit-engine":
+        cmd = [engine_bin, "serve", model, "--name", "bench", "--parallel", str(PARALLEL),
+               "--context", str(CONTEXT), "--threads", str(threads), "--port", str(port)]
+    else:
+        cmd = [sys.executable, os.path.join(here, "llamacpp_server.py"), model, str(port),
+               str(PARALLEL), str(CONTEXT), str(threads)]
+    log = open(f"/tmp/bench-{name}.log", "w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+
 def main():
-    servers = [a.split("=", 1) for a in sys.argv[1:]]
+    engine_bin, model = sys.argv[1], sys.argv[2]
+    threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    servers = [("rigaudit-engine", 18431), ("llama.cpp", 18432)]
     rng = random.Random(7)
     rows = {}
-    for name, base in servers:
+    for name, port in servers:
+        base = f"http://127.0.0.1:{port}"
+        proc = launch(name, engine_bin, model, threads, port)
+        try:
+            wait_ready(base, proc)
+            bench_one(name, base, rng, rows)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    report(servers, rows)
+
+
+def bench_one(name, base, rng, rows):
+    if True:
         stream_completion(base, rand_prompt(64, rng), 8)  # warm-up
         r = {}
         r["decode tok/s"] = decode_rate(base, rng)
@@ -99,6 +151,9 @@ def main():
             r[f"total@{c} tok/s"] = total_rate(base, c, rng)
         rows[name] = r
         print(name, json.dumps({k: round(v, 1) for k, v in r.items()}), flush=True)
+
+
+def report(servers, rows):
     names = [n for n, _ in servers]
     keys = list(rows[names[0]].keys())
     print()

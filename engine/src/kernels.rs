@@ -141,6 +141,19 @@ impl QAct {
         self.d.resize(nb, 0.0);
         self.s.resize(nb, 0.0);
         self.qsum.resize(nb, 0);
+        #[cfg(target_arch = "x86_64")]
+        if detect_simd_cached() != Simd::Scalar {
+            for b in 0..nb {
+                // SAFETY: AVX2 presence was detected; the block is in bounds.
+                let (d, sum) = unsafe {
+                    x86::quantize_block_avx2(&x[b * QK..(b + 1) * QK], &mut self.q[b * QK..(b + 1) * QK])
+                };
+                self.d[b] = d;
+                self.s[b] = d * sum as f32;
+                self.qsum[b] = sum;
+            }
+            return;
+        }
         for b in 0..nb {
             let xs = &x[b * QK..(b + 1) * QK];
             let amax = xs.iter().fold(0f32, |a, v| a.max(v.abs()));
@@ -195,6 +208,12 @@ pub fn detect_simd() -> Simd {
     }
     let _ = forced;
     Simd::Scalar
+}
+
+/// [`detect_simd`], computed once per process.
+pub fn detect_simd_cached() -> Simd {
+    static S: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+    *S.get_or_init(detect_simd)
 }
 
 /// Scalar reference: dot of `ncols` tokens' activations with one weight row.
@@ -477,6 +496,181 @@ mod x86 {
             i += 8;
         }
     }
+
+
+    /// Quantize 32 floats to i8 with one scale; returns (scale, sum of quants).
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn quantize_block_avx2(x: &[f32], q: &mut [i8]) -> (f32, i32) {
+        let p = x.as_ptr();
+        let sign = _mm256_set1_ps(-0.0);
+        let v = [
+            _mm256_loadu_ps(p),
+            _mm256_loadu_ps(p.add(8)),
+            _mm256_loadu_ps(p.add(16)),
+            _mm256_loadu_ps(p.add(24)),
+        ];
+        let mut m = _mm256_andnot_ps(sign, v[0]);
+        for vi in &v[1..] {
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, *vi));
+        }
+        let m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        let m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        let amax = _mm_cvtss_f32(m4);
+        let d = amax / 127.0;
+        let id = _mm256_set1_ps(if d != 0.0 { 1.0 / d } else { 0.0 });
+        let i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[0], id));
+        let i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[1], id));
+        let i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v[2], id));
+        let i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v[3], id));
+        let s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+        let s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        let s4 = _mm_hadd_epi32(s4, s4);
+        let s4 = _mm_hadd_epi32(s4, s4);
+        let sum = _mm_cvtsi128_si32(s4);
+        let a = _mm256_packs_epi32(i0, i1);
+        let b = _mm256_packs_epi32(i2, i3);
+        let c = _mm256_packs_epi16(a, b);
+        let c = _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, c);
+        (d, sum)
+    }
+
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn attn_scores_g_avx2<const G: usize>(
+        qs: &[f32],
+        hd: usize,
+        kt: &[f32],
+        cap: usize,
+        n: usize,
+        scale: f32,
+        out: &mut [f32],
+    ) {
+        let kp = kt.as_ptr();
+        let qp = qs.as_ptr();
+        let op = out.as_mut_ptr();
+        let sc = _mm256_set1_ps(scale);
+        let mut p = 0;
+        while p + 16 <= n {
+            let mut a0 = [_mm256_setzero_ps(); G];
+            let mut a1 = [_mm256_setzero_ps(); G];
+            for d in 0..hd {
+                let row = kp.add(d * cap + p);
+                let k0 = _mm256_loadu_ps(row);
+                let k1 = _mm256_loadu_ps(row.add(8));
+                for h in 0..G {
+                    let qb = _mm256_broadcast_ss(&*qp.add(h * hd + d));
+                    a0[h] = _mm256_fmadd_ps(qb, k0, a0[h]);
+                    a1[h] = _mm256_fmadd_ps(qb, k1, a1[h]);
+                }
+            }
+            for h in 0..G {
+                _mm256_storeu_ps(op.add(h * n + p), _mm256_mul_ps(a0[h], sc));
+                _mm256_storeu_ps(op.add(h * n + p + 8), _mm256_mul_ps(a1[h], sc));
+            }
+            p += 16;
+        }
+        while p < n {
+            for h in 0..G {
+                let mut a = 0f32;
+                for d in 0..hd {
+                    a += *qp.add(h * hd + d) * *kp.add(d * cap + p);
+                }
+                *op.add(h * n + p) = a * scale;
+            }
+            p += 1;
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn attn_scores_avx2(q: &[f32], kt: &[f32], cap: usize, n: usize, scale: f32, out: &mut [f32]) {
+        let hd = q.len();
+        let kp = kt.as_ptr();
+        let sc = _mm256_set1_ps(scale);
+        let mut p = 0;
+        while p + 16 <= n {
+            let mut a0 = _mm256_setzero_ps();
+            let mut a1 = _mm256_setzero_ps();
+            for (d, &qd) in q.iter().enumerate() {
+                let qb = _mm256_set1_ps(qd);
+                let row = kp.add(d * cap + p);
+                a0 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(row), a0);
+                a1 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(row.add(8)), a1);
+            }
+            _mm256_storeu_ps(out.as_mut_ptr().add(p), _mm256_mul_ps(a0, sc));
+            _mm256_storeu_ps(out.as_mut_ptr().add(p + 8), _mm256_mul_ps(a1, sc));
+            p += 16;
+        }
+        while p < n {
+            let mut a = 0f32;
+            for d in 0..hd {
+                a += q[d] * *kp.add(d * cap + p);
+            }
+            out[p] = a * scale;
+            p += 1;
+        }
+    }
+
+    /// exp(x) for 8 lanes (Cephes-style range reduction, degree-5 polynomial).
+    #[inline(always)]
+    unsafe fn exp8(x: __m256) -> __m256 {
+        let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0)), _mm256_set1_ps(-87.0));
+        let fx = _mm256_round_ps(
+            _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
+        );
+        let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693_359_4), x);
+        let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.121_944_4e-4), r);
+        let mut y = _mm256_set1_ps(1.987_569_1e-4);
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.398_199_9e-3));
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.333_452e-3));
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.166_579_6e-2));
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.166_666_66));
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.5));
+        y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0)));
+        let e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+        _mm256_mul_ps(y, _mm256_castsi256_ps(e))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn exp_sub_sum_avx2(s: &mut [f32], mx: f32) -> f32 {
+        let n = s.len();
+        let m = _mm256_set1_ps(mx);
+        let mut acc = _mm256_setzero_ps();
+        let p = s.as_mut_ptr();
+        let mut i = 0;
+        while i + 8 <= n {
+            let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p.add(i)), m));
+            _mm256_storeu_ps(p.add(i), e);
+            acc = _mm256_add_ps(acc, e);
+            i += 8;
+        }
+        let mut sum = hsum(acc);
+        while i < n {
+            let e = (s[i] - mx).exp();
+            s[i] = e;
+            sum += e;
+            i += 1;
+        }
+        sum
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn attn_values64_avx2(w: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
+        let mut a = [_mm256_setzero_ps(); 8];
+        let vp = v.as_ptr();
+        for (p, &wp) in w.iter().enumerate() {
+            let wb = _mm256_set1_ps(wp);
+            let row = vp.add(p * stride);
+            for (j, aj) in a.iter_mut().enumerate() {
+                *aj = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * j)), *aj);
+            }
+        }
+        for (j, aj) in a.iter().enumerate() {
+            _mm256_storeu_ps(out.as_mut_ptr().add(8 * j), *aj);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -550,6 +744,63 @@ mod tests {
     }
 
     #[test]
+    fn simd_quantize_matches_definition() {
+        let mut r = Rng(5);
+        let x: Vec<f32> = (0..96).map(|_| r.f() * 4.0).collect();
+        let mut a = QAct::default();
+        a.quantize(&x, 1, 96);
+        for b in 0..3 {
+            let amax = x[b * 32..(b + 1) * 32].iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert!((a.d[b] - amax / 127.0).abs() < 1e-7);
+            let mut sum = 0;
+            for j in 0..32 {
+                let want = x[b * 32 + j] / a.d[b];
+                assert!((a.q[b * 32 + j] as f32 - want).abs() <= 0.5 + 1e-3, "{} vs {want}", a.q[b * 32 + j]);
+                sum += a.q[b * 32 + j] as i32;
+            }
+            assert_eq!(a.qsum[b], sum);
+        }
+    }
+
+    #[test]
+    fn attention_kernels_match_scalar() {
+        let mut r = Rng(99);
+        let (hd, cap, n) = (64, 50, 37);
+        let q: Vec<f32> = (0..hd).map(|_| r.f()).collect();
+        let kt: Vec<f32> = (0..hd * cap).map(|_| r.f()).collect();
+        let v: Vec<f32> = (0..cap * 192).map(|_| r.f()).collect();
+        let simd = detect_simd();
+        let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
+        attn_scores(simd, &q, &kt, cap, n, 0.125, &mut a);
+        attn_scores(Simd::Scalar, &q, &kt, cap, n, 0.125, &mut b);
+        for p in 0..n {
+            assert!((a[p] - b[p]).abs() < 1e-4, "score {p}: {} vs {}", a[p], b[p]);
+        }
+        let q3: Vec<f32> = (0..3 * hd).map(|_| r.f()).collect();
+        let mut g3 = vec![0f32; 3 * n];
+        attn_scores_group(simd, &q3, hd, &kt, cap, n, 0.125, &mut g3);
+        for h in 0..3 {
+            let mut one = vec![0f32; n];
+            attn_scores(Simd::Scalar, &q3[h * hd..(h + 1) * hd], &kt, cap, n, 0.125, &mut one);
+            for p in 0..n {
+                assert!((g3[h * n + p] - one[p]).abs() < 1e-4, "group score {h} {p}");
+            }
+        }
+        softmax(simd, &mut a);
+        softmax(Simd::Scalar, &mut b);
+        for p in 0..n {
+            assert!((a[p] - b[p]).abs() < 1e-5 * (1.0 + b[p]), "softmax {p}: {} vs {}", a[p], b[p]);
+        }
+        assert!((a.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+        let (mut oa, mut ob) = (vec![0f32; hd], vec![0f32; hd]);
+        attn_values(simd, &b, &v[64..], 192, &mut oa);
+        attn_values(Simd::Scalar, &b, &v[64..], 192, &mut ob);
+        for d in 0..hd {
+            assert!((oa[d] - ob[d]).abs() < 1e-4);
+        }
+    }
+
+    #[test]
     fn f32_helpers_match_scalar() {
         let mut r = Rng(42);
         let a: Vec<f32> = (0..64).map(|_| r.f()).collect();
@@ -564,3 +815,85 @@ mod tests {
         }
     }
 }
+
+/// Attention scores for one query head: `out[p] = scale * q · K[p]` for
+/// `p < n`, with K stored transposed (`kt[d * cap + p]`).
+pub fn attn_scores(simd: Simd, q: &[f32], kt: &[f32], cap: usize, n: usize, scale: f32, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar {
+        // SAFETY: AVX2/FMA presence was detected at run time; indexes stay
+        // below d * cap + n <= kt.len() (checked by the caller's layout).
+        return unsafe { x86::attn_scores_avx2(q, kt, cap, n, scale, out) };
+    }
+    let _ = simd;
+    for (p, o) in out[..n].iter_mut().enumerate() {
+        *o = q.iter().enumerate().map(|(d, qv)| qv * kt[d * cap + p]).sum::<f32>() * scale;
+    }
+}
+
+/// Scores for `G` query heads sharing one KV head: `out[g * n + p]` for
+/// `p < n`, each K row loaded once for all heads. `qs` holds the G queries
+/// back to back (`G * hd` floats).
+pub fn attn_scores_group(simd: Simd, qs: &[f32], hd: usize, kt: &[f32], cap: usize, n: usize, scale: f32, out: &mut [f32]) {
+    let g = qs.len() / hd;
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar && (1..=4).contains(&g) {
+        // SAFETY: AVX2/FMA presence was detected at run time; reads stay
+        // below (hd - 1) * cap + n <= kt.len() and writes below g * n.
+        unsafe {
+            match g {
+                1 => x86::attn_scores_g_avx2::<1>(qs, hd, kt, cap, n, scale, out),
+                2 => x86::attn_scores_g_avx2::<2>(qs, hd, kt, cap, n, scale, out),
+                3 => x86::attn_scores_g_avx2::<3>(qs, hd, kt, cap, n, scale, out),
+                _ => x86::attn_scores_g_avx2::<4>(qs, hd, kt, cap, n, scale, out),
+            }
+        }
+        return;
+    }
+    for h in 0..g {
+        attn_scores(Simd::Scalar, &qs[h * hd..(h + 1) * hd], kt, cap, n, scale, &mut out[h * n..(h + 1) * n]);
+    }
+}
+
+/// In-place softmax over `s`.
+pub fn softmax(simd: Simd, s: &mut [f32]) {
+    let mx = s.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar {
+        // SAFETY: AVX2/FMA presence was detected at run time.
+        let sum = unsafe { x86::exp_sub_sum_avx2(s, mx) };
+        let inv = 1.0 / sum;
+        for v in s.iter_mut() {
+            *v *= inv;
+        }
+        return;
+    }
+    let _ = simd;
+    let mut sum = 0f32;
+    for v in s.iter_mut() {
+        *v = (*v - mx).exp();
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    for v in s.iter_mut() {
+        *v *= inv;
+    }
+}
+
+/// `out = Σ_p w[p] * v[p * stride .. p * stride + out.len()]`.
+pub fn attn_values(simd: Simd, w: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar && out.len() == 64 {
+        // SAFETY: AVX2/FMA presence was detected at run time; the caller's
+        // layout guarantees p * stride + 64 <= v.len() for p < w.len().
+        return unsafe { x86::attn_values64_avx2(w, v, stride, out) };
+    }
+    let _ = simd;
+    out.fill(0.0);
+    for (p, wp) in w.iter().enumerate() {
+        for (d, o) in out.iter_mut().enumerate() {
+            *o += wp * v[p * stride + d];
+        }
+    }
+}
+

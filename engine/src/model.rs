@@ -85,11 +85,15 @@ pub struct Model {
     packed: Vec<Packed>,
 }
 
-/// One slot's key/value cache (f32), laid out `[layer][pos][kv_dim]`.
+/// One slot's key/value cache (f32): V laid out `[layer][pos][kv_dim]`, K
+/// transposed as `[layer][kv_head][dim][pos]` so scores for consecutive
+/// positions come from contiguous loads.
 pub struct KvCache {
     k: Vec<f32>,
     v: Vec<f32>,
     cap: usize,
+    /// Row stride of transposed K: padded so rows do not alias in L1 sets.
+    kstride: usize,
     kv_dim: usize,
 }
 
@@ -97,10 +101,12 @@ impl KvCache {
     /// Allocate (lazily zero-filled by the OS) a cache for `cap` positions.
     pub fn new(cfg: &Config, cap: usize) -> Self {
         let n = cfg.n_layer * cap * cfg.kv_dim();
+        let kstride = cap.div_ceil(16) * 16 + 16;
         KvCache {
-            k: vec![0.0; n],
+            k: vec![0.0; cfg.n_layer * kstride * cfg.kv_dim()],
             v: vec![0.0; n],
             cap,
+            kstride,
             kv_dim: cfg.kv_dim(),
         }
     }
@@ -110,6 +116,11 @@ impl KvCache {
     }
     fn at(&self, layer: usize, pos: usize) -> usize {
         (layer * self.cap + pos) * self.kv_dim
+    }
+    /// Start of the transposed K block of (layer, kv dim offset `c`): element
+    /// (c + d, pos) is at `kt(layer) + (c + d) * cap + pos`.
+    fn kt(&self, layer: usize) -> usize {
+        layer * self.kv_dim * self.kstride
     }
 }
 
@@ -428,45 +439,42 @@ impl Model {
                 self.rope(&mut kk[i * kvd..(i + 1) * kvd], pos, c.n_head_kv);
                 let cache = &mut kv[slot];
                 let at = cache.at(li, pos);
-                cache.k[at..at + kvd].copy_from_slice(&kk[i * kvd..(i + 1) * kvd]);
                 cache.v[at..at + kvd].copy_from_slice(&vv[i * kvd..(i + 1) * kvd]);
+                let (kt, cap) = (cache.kt(li), cache.kstride);
+                for (c, &val) in kk[i * kvd..(i + 1) * kvd].iter().enumerate() {
+                    cache.k[kt + c * cap + pos] = val;
+                }
             }
             {
                 let kvr: &[KvCache] = kv;
                 let attp = SyncPtr(att.as_mut_ptr());
                 let qr = &q;
                 let info = &info;
+                let nkv = c.n_head_kv;
                 pool.run(&|ti, nt| {
-                    let jobs = split(n * nh, nt, ti, 1);
                     let mut sc: Vec<f32> = Vec::new();
-                    for job in jobs {
-                        let (i, h) = (job / nh, job % nh);
+                    // Job = (token, kv head): its `group` query heads share K
+                    // loads. Interleaved jobs balance short and long contexts.
+                    for job in (ti..n * nkv).step_by(nt) {
+                        let (i, kvh) = (job / nkv, job % nkv);
                         let (_, slot, pos) = info[i];
                         let cache = &kvr[slot];
-                        let qh = &qr[i * d + h * hd..i * d + (h + 1) * hd];
-                        let kh = (h / group) * hd;
-                        sc.clear();
-                        let mut mx = f32::NEG_INFINITY;
-                        for p in 0..=pos {
-                            let a = cache.at(li, p) + kh;
-                            let s = kernels::dot_f32(simd, qh, &cache.k[a..a + hd]) * scale;
-                            mx = mx.max(s);
-                            sc.push(s);
-                        }
-                        let mut sum = 0f32;
-                        for s in sc.iter_mut() {
-                            *s = (*s - mx).exp();
-                            sum += *s;
-                        }
-                        let inv = 1.0 / sum;
-                        // SAFETY: (token, head) output cells are disjoint per job.
-                        let out = unsafe {
-                            std::slice::from_raw_parts_mut(attp.get().add(i * d + h * hd), hd)
-                        };
-                        out.fill(0.0);
-                        for (p, s) in sc.iter().enumerate() {
-                            let a = cache.at(li, p) + kh;
-                            kernels::axpy_f32(simd, s * inv, &cache.v[a..a + hd], out);
+                        let h0 = kvh * group;
+                        let qs = &qr[i * d + h0 * hd..i * d + (h0 + group) * hd];
+                        let kh = kvh * hd;
+                        let np = pos + 1;
+                        sc.resize(np * group, 0.0);
+                        let ks = cache.kstride;
+                        let kt = cache.kt(li) + kh * ks;
+                        kernels::attn_scores_group(simd, qs, hd, &cache.k[kt..kt + hd * ks], ks, np, scale, &mut sc);
+                        let v0 = cache.at(li, 0) + kh;
+                        let vend = cache.at(li, pos) + kh + hd;
+                        for g in 0..group {
+                            let w = &mut sc[g * np..(g + 1) * np];
+                            kernels::softmax(simd, w);
+                            // SAFETY: (token, head) output cells are disjoint per job.
+                            let out = unsafe { std::slice::from_raw_parts_mut(attp.get().add(i * d + (h0 + g) * hd), hd) };
+                            kernels::attn_values(simd, w, &cache.v[v0..vend], kvd, out);
                         }
                     }
                 });
