@@ -229,8 +229,16 @@ pub fn sample(logits: &[f32], p: &GenParams, rng: &mut u64) -> u32 {
         return best as u32;
     }
     let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
-    let k = if p.top_k == 0 { logits.len() } else { p.top_k.min(logits.len()) };
-    let cmp = |a: &u32, b: &u32| logits[*b as usize].total_cmp(&logits[*a as usize]).then(a.cmp(b));
+    let k = if p.top_k == 0 {
+        logits.len()
+    } else {
+        p.top_k.min(logits.len())
+    };
+    let cmp = |a: &u32, b: &u32| {
+        logits[*b as usize]
+            .total_cmp(&logits[*a as usize])
+            .then(a.cmp(b))
+    };
     if k < idx.len() {
         idx.select_nth_unstable_by(k - 1, cmp);
         idx.truncate(k);
@@ -358,15 +366,18 @@ impl Scheduler {
         self.queue.retain(|r| !r.tx.is_closed());
         let gone = before - self.queue.len();
         if gone > 0 {
-            self.metrics.queued.fetch_sub(gone as u64, Ordering::Relaxed);
-            self.metrics.cancelled.fetch_add(gone as u64, Ordering::Relaxed);
+            self.metrics
+                .queued
+                .fetch_sub(gone as u64, Ordering::Relaxed);
+            self.metrics
+                .cancelled
+                .fetch_add(gone as u64, Ordering::Relaxed);
         }
         for s in &mut self.slots {
-            if s.active.as_ref().is_some_and(|a| a.req.tx.is_closed()) {
-                if s.active.take().is_some() {
-                    self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
-                    self.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
-                }
+            if s.active.as_ref().is_some_and(|a| a.req.tx.is_closed()) && s.active.take().is_some()
+            {
+                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
+                self.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -443,7 +454,11 @@ impl Scheduler {
                 let pos = s.tokens.len();
                 let mut toks = vec![p];
                 if self.cfg.draft == Draft::Copies {
-                    let remaining = a.req.params.max_tokens.saturating_sub(a.generated.len() + 1);
+                    let remaining = a
+                        .req
+                        .params
+                        .max_tokens
+                        .saturating_sub(a.generated.len() + 1);
                     let room = window.saturating_sub(pos + 1);
                     let max = self.cfg.draft_max.min(remaining).min(room);
                     let mut hist = s.tokens.clone();
@@ -483,7 +498,9 @@ impl Scheduler {
         self.metrics.steps.fetch_add(1, Ordering::Relaxed);
         let nv = self.model.cfg.n_vocab;
         for ((si, toks, _pos, kind, nd), lg) in plan.into_iter().zip(logits) {
-            let Some(mut a) = self.slots[si].active.take() else { continue };
+            let Some(mut a) = self.slots[si].active.take() else {
+                continue;
+            };
             let mut done = None;
             match kind {
                 0 | 1 => {
@@ -545,9 +562,19 @@ impl Scheduler {
         }
         a.generated.push(t);
         a.pending = Some(t);
-        self.metrics.generated_tokens.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .generated_tokens
+            .fetch_add(1, Ordering::Relaxed);
         let text = self.tok.decode(&a.generated);
-        let stop_at = p.stop.iter().filter_map(|s| text[a.emitted.min(text.len())..].find(s.as_str()).map(|i| i + a.emitted)).min();
+        let stop_at = p
+            .stop
+            .iter()
+            .filter_map(|s| {
+                text[a.emitted.min(text.len())..]
+                    .find(s.as_str())
+                    .map(|i| i + a.emitted)
+            })
+            .min();
         if let Some(at) = stop_at {
             if at > a.emitted {
                 let _ = a.req.tx.send(Event::Text(text[a.emitted..at].to_string()));
@@ -574,7 +601,10 @@ impl Scheduler {
             }
         }
         if upto > a.emitted && text.is_char_boundary(upto) && text.is_char_boundary(a.emitted) {
-            let _ = a.req.tx.send(Event::Text(text[a.emitted..upto].to_string()));
+            let _ = a
+                .req
+                .tx
+                .send(Event::Text(text[a.emitted..upto].to_string()));
             a.emitted = upto;
         }
         if full {

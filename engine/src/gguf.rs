@@ -175,10 +175,14 @@ impl<'a> Cursor<'a> {
         Ok(self.take(1)?[0])
     }
     fn u32(&mut self) -> Result<u32, GgufError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap_or([0; 4])))
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().unwrap_or([0; 4]),
+        ))
     }
     fn u64(&mut self) -> Result<u64, GgufError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or([0; 8])))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().unwrap_or([0; 8]),
+        ))
     }
     fn string(&mut self) -> Result<String, GgufError> {
         let n = self.u64()? as usize;
@@ -229,10 +233,7 @@ impl Gguf {
 
     /// Parse GGUF bytes.
     pub fn parse(data: Vec<u8>) -> Result<Self, GgufError> {
-        let mut c = Cursor {
-            buf: &data,
-            pos: 0,
-        };
+        let mut c = Cursor { buf: &data, pos: 0 };
         if c.take(4)? != b"GGUF" {
             return err("not a GGUF file (bad magic)");
         }

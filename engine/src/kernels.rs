@@ -146,7 +146,10 @@ impl QAct {
             for b in 0..nb {
                 // SAFETY: AVX2 presence was detected; the block is in bounds.
                 let (d, sum) = unsafe {
-                    x86::quantize_block_avx2(&x[b * QK..(b + 1) * QK], &mut self.q[b * QK..(b + 1) * QK])
+                    x86::quantize_block_avx2(
+                        &x[b * QK..(b + 1) * QK],
+                        &mut self.q[b * QK..(b + 1) * QK],
+                    )
                 };
                 self.d[b] = d;
                 self.s[b] = d * sum as f32;
@@ -310,7 +313,7 @@ pub fn dot_rows(simd: Simd, ty: WType, row: &[u8], act: &QAct, t0: usize, out: &
 #[inline]
 pub fn dot_f32(simd: Simd, a: &[f32], b: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if simd != Simd::Scalar && a.len() % 16 == 0 {
+    if simd != Simd::Scalar && a.len().is_multiple_of(16) {
         // SAFETY: AVX2/FMA presence was detected at run time.
         return unsafe { x86::dot_f32_avx2(a, b) };
     }
@@ -322,7 +325,7 @@ pub fn dot_f32(simd: Simd, a: &[f32], b: &[f32]) -> f32 {
 #[inline]
 pub fn axpy_f32(simd: Simd, a: f32, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if simd != Simd::Scalar && x.len() % 16 == 0 {
+    if simd != Simd::Scalar && x.len().is_multiple_of(16) {
         // SAFETY: AVX2/FMA presence was detected at run time.
         return unsafe { x86::axpy_f32_avx2(a, x, y) };
     }
@@ -497,7 +500,6 @@ mod x86 {
         }
     }
 
-
     /// Quantize 32 floats to i8 with one scale; returns (scale, sum of quants).
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn quantize_block_avx2(x: &[f32], q: &mut [i8]) -> (f32, i32) {
@@ -535,7 +537,6 @@ mod x86 {
         _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, c);
         (d, sum)
     }
-
 
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn attn_scores_g_avx2<const G: usize>(
@@ -584,7 +585,14 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn attn_scores_avx2(q: &[f32], kt: &[f32], cap: usize, n: usize, scale: f32, out: &mut [f32]) {
+    pub unsafe fn attn_scores_avx2(
+        q: &[f32],
+        kt: &[f32],
+        cap: usize,
+        n: usize,
+        scale: f32,
+        out: &mut [f32],
+    ) {
         let hd = q.len();
         let kp = kt.as_ptr();
         let sc = _mm256_set1_ps(scale);
@@ -615,7 +623,10 @@ mod x86 {
     /// exp(x) for 8 lanes (Cephes-style range reduction, degree-5 polynomial).
     #[inline(always)]
     unsafe fn exp8(x: __m256) -> __m256 {
-        let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0)), _mm256_set1_ps(-87.0));
+        let x = _mm256_max_ps(
+            _mm256_min_ps(x, _mm256_set1_ps(88.0)),
+            _mm256_set1_ps(-87.0),
+        );
         let fx = _mm256_round_ps(
             _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
@@ -628,8 +639,15 @@ mod x86 {
         y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.166_579_6e-2));
         y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.166_666_66));
         y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.5));
-        y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0)));
-        let e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+        y = _mm256_fmadd_ps(
+            y,
+            _mm256_mul_ps(r, r),
+            _mm256_add_ps(r, _mm256_set1_ps(1.0)),
+        );
+        let e = _mm256_slli_epi32(
+            _mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)),
+            23,
+        );
         _mm256_mul_ps(y, _mm256_castsi256_ps(e))
     }
 
@@ -669,6 +687,117 @@ mod x86 {
         }
         for (j, aj) in a.iter().enumerate() {
             _mm256_storeu_ps(out.as_mut_ptr().add(8 * j), *aj);
+        }
+    }
+}
+
+/// Attention scores for one query head: `out[p] = scale * q · K[p]` for
+/// `p < n`, with K stored transposed (`kt[d * cap + p]`).
+pub fn attn_scores(
+    simd: Simd,
+    q: &[f32],
+    kt: &[f32],
+    cap: usize,
+    n: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar {
+        // SAFETY: AVX2/FMA presence was detected at run time; indexes stay
+        // below d * cap + n <= kt.len() (checked by the caller's layout).
+        return unsafe { x86::attn_scores_avx2(q, kt, cap, n, scale, out) };
+    }
+    let _ = simd;
+    for (p, o) in out[..n].iter_mut().enumerate() {
+        *o = q
+            .iter()
+            .enumerate()
+            .map(|(d, qv)| qv * kt[d * cap + p])
+            .sum::<f32>()
+            * scale;
+    }
+}
+
+/// Scores for `G` query heads sharing one KV head: `out[g * n + p]` for
+/// `p < n`, each K row loaded once for all heads. `qs` holds the G queries
+/// back to back (`G * hd` floats).
+pub fn attn_scores_group(
+    simd: Simd,
+    qs: &[f32],
+    hd: usize,
+    kt: &[f32],
+    cap: usize,
+    n: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let g = qs.len() / hd;
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar && (1..=4).contains(&g) {
+        // SAFETY: AVX2/FMA presence was detected at run time; reads stay
+        // below (hd - 1) * cap + n <= kt.len() and writes below g * n.
+        unsafe {
+            match g {
+                1 => x86::attn_scores_g_avx2::<1>(qs, hd, kt, cap, n, scale, out),
+                2 => x86::attn_scores_g_avx2::<2>(qs, hd, kt, cap, n, scale, out),
+                3 => x86::attn_scores_g_avx2::<3>(qs, hd, kt, cap, n, scale, out),
+                _ => x86::attn_scores_g_avx2::<4>(qs, hd, kt, cap, n, scale, out),
+            }
+        }
+        return;
+    }
+    for h in 0..g {
+        attn_scores(
+            Simd::Scalar,
+            &qs[h * hd..(h + 1) * hd],
+            kt,
+            cap,
+            n,
+            scale,
+            &mut out[h * n..(h + 1) * n],
+        );
+    }
+}
+
+/// In-place softmax over `s`.
+pub fn softmax(simd: Simd, s: &mut [f32]) {
+    let mx = s.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar {
+        // SAFETY: AVX2/FMA presence was detected at run time.
+        let sum = unsafe { x86::exp_sub_sum_avx2(s, mx) };
+        let inv = 1.0 / sum;
+        for v in s.iter_mut() {
+            *v *= inv;
+        }
+        return;
+    }
+    let _ = simd;
+    let mut sum = 0f32;
+    for v in s.iter_mut() {
+        *v = (*v - mx).exp();
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    for v in s.iter_mut() {
+        *v *= inv;
+    }
+}
+
+/// `out = Σ_p w[p] * v[p * stride .. p * stride + out.len()]`.
+pub fn attn_values(simd: Simd, w: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd != Simd::Scalar && out.len() == 64 {
+        // SAFETY: AVX2/FMA presence was detected at run time; the caller's
+        // layout guarantees p * stride + 64 <= v.len() for p < w.len().
+        return unsafe { x86::attn_values64_avx2(w, v, stride, out) };
+    }
+    let _ = simd;
+    out.fill(0.0);
+    for (p, wp) in w.iter().enumerate() {
+        for (d, o) in out.iter_mut().enumerate() {
+            *o += wp * v[p * stride + d];
         }
     }
 }
@@ -750,12 +879,18 @@ mod tests {
         let mut a = QAct::default();
         a.quantize(&x, 1, 96);
         for b in 0..3 {
-            let amax = x[b * 32..(b + 1) * 32].iter().fold(0f32, |m, v| m.max(v.abs()));
+            let amax = x[b * 32..(b + 1) * 32]
+                .iter()
+                .fold(0f32, |m, v| m.max(v.abs()));
             assert!((a.d[b] - amax / 127.0).abs() < 1e-7);
             let mut sum = 0;
             for j in 0..32 {
                 let want = x[b * 32 + j] / a.d[b];
-                assert!((a.q[b * 32 + j] as f32 - want).abs() <= 0.5 + 1e-3, "{} vs {want}", a.q[b * 32 + j]);
+                assert!(
+                    (a.q[b * 32 + j] as f32 - want).abs() <= 0.5 + 1e-3,
+                    "{} vs {want}",
+                    a.q[b * 32 + j]
+                );
                 sum += a.q[b * 32 + j] as i32;
             }
             assert_eq!(a.qsum[b], sum);
@@ -774,14 +909,27 @@ mod tests {
         attn_scores(simd, &q, &kt, cap, n, 0.125, &mut a);
         attn_scores(Simd::Scalar, &q, &kt, cap, n, 0.125, &mut b);
         for p in 0..n {
-            assert!((a[p] - b[p]).abs() < 1e-4, "score {p}: {} vs {}", a[p], b[p]);
+            assert!(
+                (a[p] - b[p]).abs() < 1e-4,
+                "score {p}: {} vs {}",
+                a[p],
+                b[p]
+            );
         }
         let q3: Vec<f32> = (0..3 * hd).map(|_| r.f()).collect();
         let mut g3 = vec![0f32; 3 * n];
         attn_scores_group(simd, &q3, hd, &kt, cap, n, 0.125, &mut g3);
         for h in 0..3 {
             let mut one = vec![0f32; n];
-            attn_scores(Simd::Scalar, &q3[h * hd..(h + 1) * hd], &kt, cap, n, 0.125, &mut one);
+            attn_scores(
+                Simd::Scalar,
+                &q3[h * hd..(h + 1) * hd],
+                &kt,
+                cap,
+                n,
+                0.125,
+                &mut one,
+            );
             for p in 0..n {
                 assert!((g3[h * n + p] - one[p]).abs() < 1e-4, "group score {h} {p}");
             }
@@ -789,7 +937,12 @@ mod tests {
         softmax(simd, &mut a);
         softmax(Simd::Scalar, &mut b);
         for p in 0..n {
-            assert!((a[p] - b[p]).abs() < 1e-5 * (1.0 + b[p]), "softmax {p}: {} vs {}", a[p], b[p]);
+            assert!(
+                (a[p] - b[p]).abs() < 1e-5 * (1.0 + b[p]),
+                "softmax {p}: {} vs {}",
+                a[p],
+                b[p]
+            );
         }
         assert!((a.iter().sum::<f32>() - 1.0).abs() < 1e-4);
         let (mut oa, mut ob) = (vec![0f32; hd], vec![0f32; hd]);
@@ -815,85 +968,3 @@ mod tests {
         }
     }
 }
-
-/// Attention scores for one query head: `out[p] = scale * q · K[p]` for
-/// `p < n`, with K stored transposed (`kt[d * cap + p]`).
-pub fn attn_scores(simd: Simd, q: &[f32], kt: &[f32], cap: usize, n: usize, scale: f32, out: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if simd != Simd::Scalar {
-        // SAFETY: AVX2/FMA presence was detected at run time; indexes stay
-        // below d * cap + n <= kt.len() (checked by the caller's layout).
-        return unsafe { x86::attn_scores_avx2(q, kt, cap, n, scale, out) };
-    }
-    let _ = simd;
-    for (p, o) in out[..n].iter_mut().enumerate() {
-        *o = q.iter().enumerate().map(|(d, qv)| qv * kt[d * cap + p]).sum::<f32>() * scale;
-    }
-}
-
-/// Scores for `G` query heads sharing one KV head: `out[g * n + p]` for
-/// `p < n`, each K row loaded once for all heads. `qs` holds the G queries
-/// back to back (`G * hd` floats).
-pub fn attn_scores_group(simd: Simd, qs: &[f32], hd: usize, kt: &[f32], cap: usize, n: usize, scale: f32, out: &mut [f32]) {
-    let g = qs.len() / hd;
-    #[cfg(target_arch = "x86_64")]
-    if simd != Simd::Scalar && (1..=4).contains(&g) {
-        // SAFETY: AVX2/FMA presence was detected at run time; reads stay
-        // below (hd - 1) * cap + n <= kt.len() and writes below g * n.
-        unsafe {
-            match g {
-                1 => x86::attn_scores_g_avx2::<1>(qs, hd, kt, cap, n, scale, out),
-                2 => x86::attn_scores_g_avx2::<2>(qs, hd, kt, cap, n, scale, out),
-                3 => x86::attn_scores_g_avx2::<3>(qs, hd, kt, cap, n, scale, out),
-                _ => x86::attn_scores_g_avx2::<4>(qs, hd, kt, cap, n, scale, out),
-            }
-        }
-        return;
-    }
-    for h in 0..g {
-        attn_scores(Simd::Scalar, &qs[h * hd..(h + 1) * hd], kt, cap, n, scale, &mut out[h * n..(h + 1) * n]);
-    }
-}
-
-/// In-place softmax over `s`.
-pub fn softmax(simd: Simd, s: &mut [f32]) {
-    let mx = s.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-    #[cfg(target_arch = "x86_64")]
-    if simd != Simd::Scalar {
-        // SAFETY: AVX2/FMA presence was detected at run time.
-        let sum = unsafe { x86::exp_sub_sum_avx2(s, mx) };
-        let inv = 1.0 / sum;
-        for v in s.iter_mut() {
-            *v *= inv;
-        }
-        return;
-    }
-    let _ = simd;
-    let mut sum = 0f32;
-    for v in s.iter_mut() {
-        *v = (*v - mx).exp();
-        sum += *v;
-    }
-    let inv = 1.0 / sum;
-    for v in s.iter_mut() {
-        *v *= inv;
-    }
-}
-
-/// `out = Σ_p w[p] * v[p * stride .. p * stride + out.len()]`.
-pub fn attn_values(simd: Simd, w: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if simd != Simd::Scalar && out.len() == 64 {
-        // SAFETY: AVX2/FMA presence was detected at run time; the caller's
-        // layout guarantees p * stride + 64 <= v.len() for p < w.len().
-        return unsafe { x86::attn_values64_avx2(w, v, stride, out) };
-    }
-    let _ = simd;
-    out.fill(0.0);
-    for (p, wp) in w.iter().enumerate() {
-        for (d, o) in out.iter_mut().enumerate() {
-            *o += wp * v[p * stride + d];
-        }
-    }
-}
-

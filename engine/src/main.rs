@@ -16,7 +16,11 @@ use rigaudit_engine::tokenizer::EngineTokenizer;
 use sha2::{Digest, Sha256};
 
 #[derive(Parser)]
-#[command(name = "rigaudit-engine", version, about = "Bundled CPU LLM serving engine for rigaudit replay")]
+#[command(
+    name = "rigaudit-engine",
+    version,
+    about = "Bundled CPU LLM serving engine for rigaudit replay"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -120,7 +124,8 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             if parallel == 0 || parallel > 256 {
                 return Err("--parallel must be between 1 and 256".into());
             }
-            let bytes = std::fs::read(&model).map_err(|e| format!("cannot read {}: {e}", model.display()))?;
+            let bytes = std::fs::read(&model)
+                .map_err(|e| format!("cannot read {}: {e}", model.display()))?;
             let digest = format!("{:x}", Sha256::digest(&bytes));
             let g = Gguf::parse(bytes)?;
             let tok = Arc::new(EngineTokenizer::from_gguf(&g)?);
@@ -130,7 +135,11 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 top_p: f("general.sampling.top_p").unwrap_or(0.95) as f32,
                 top_k: g.get_u64("general.sampling.top_k").unwrap_or(40) as usize,
             };
-            let defaults_src = if g.get("general.sampling.temp").is_some() { "model" } else { "engine" };
+            let defaults_src = if g.get("general.sampling.temp").is_some() {
+                "model"
+            } else {
+                "engine"
+            };
             let chat_template = g.get_str("tokenizer.chat_template").map(str::to_string);
             let tok_text = |id: u32| tok.inner.id_to_token(id).unwrap_or_default();
             let (bos_text, eos_text) = (tok_text(tok.bos), tok_text(tok.eos));
@@ -148,7 +157,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 None => {
                     // Half of the available memory for the KV caches of all slots.
                     let fit = (avail / 2 / (per_tok * parallel as u64)) as usize;
-                    (fit.min(cfg.n_ctx_train) / 256 * 256, "auto: fits half of available memory")
+                    (
+                        fit.min(cfg.n_ctx_train) / 256 * 256,
+                        "auto: fits half of available memory",
+                    )
                 }
             };
             if window < 16 {
@@ -156,7 +168,11 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
             let kv_bytes = per_tok * window as u64 * parallel as u64;
             let threads = threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+                .unwrap_or_else(|| {
+                    std::thread::available_parallelism()
+                        .map(|n| n.get())
+                        .unwrap_or(1)
+                })
                 .max(1);
             let simd = model_obj.simd();
             let pool = Pool::new(threads);

@@ -164,7 +164,10 @@ fn wtype(t: GgmlType) -> Result<WType, GgufError> {
 impl Model {
     /// Build the model from a parsed GGUF (takes ownership of its bytes).
     pub fn load(g: Gguf) -> Result<Self, GgufError> {
-        let arch = g.get_str("general.architecture").unwrap_or("llama").to_string();
+        let arch = g
+            .get_str("general.architecture")
+            .unwrap_or("llama")
+            .to_string();
         if arch != "llama" {
             return Err(GgufError(format!("unsupported architecture {arch}")));
         }
@@ -191,7 +194,7 @@ impl Model {
                 .get_f64(&format!("{arch}.attention.layer_norm_rms_epsilon"))
                 .unwrap_or(1e-5) as f32,
         };
-        if n_embd % n_head != 0 || cfg.n_head % cfg.n_head_kv != 0 || n_embd % 32 != 0 {
+        if n_embd % n_head != 0 || !cfg.n_head.is_multiple_of(cfg.n_head_kv) || n_embd % 32 != 0 {
             return Err(GgufError("inconsistent head sizes".into()));
         }
         let mat = |name: &str| -> Result<QMat, GgufError> {
@@ -200,7 +203,9 @@ impl Model {
             let k = t.dims[0];
             let rows = t.dims.get(1).copied().unwrap_or(1);
             if k % 32 != 0 {
-                return Err(GgufError(format!("{name}: row length {k} not a multiple of 32")));
+                return Err(GgufError(format!(
+                    "{name}: row length {k} not a multiple of 32"
+                )));
             }
             Ok(QMat {
                 ty,
@@ -218,7 +223,12 @@ impl Model {
             match t.ty {
                 GgmlType::F32 => {
                     for (i, o) in out.iter_mut().enumerate() {
-                        *o = f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+                        *o = f32::from_le_bytes([
+                            b[4 * i],
+                            b[4 * i + 1],
+                            b[4 * i + 2],
+                            b[4 * i + 3],
+                        ]);
                     }
                 }
                 o => return Err(GgufError(format!("{name}: norm type {o} unsupported"))),
@@ -289,7 +299,8 @@ impl Model {
             let mats = [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down];
             let p: Vec<QMat> = mats.iter().map(|&q| self.pack_one(q)).collect();
             let l = &mut self.layers[i];
-            (l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down) = (p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+            (l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down) =
+                (p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
         }
         self.output = self.pack_one(self.output);
     }
@@ -327,7 +338,15 @@ impl Model {
                         if let Some(p) = m.packed.and_then(|i| self.packed.get(i)) {
                             // SAFETY: tile ranges are disjoint between threads.
                             unsafe {
-                                p.matmul(simd, act, (lo - base) / TILE..(hi - base) / TILE, 0, ntok, out.get(), m.rows)
+                                p.matmul(
+                                    simd,
+                                    act,
+                                    (lo - base) / TILE..(hi - base) / TILE,
+                                    0,
+                                    ntok,
+                                    out.get(),
+                                    m.rows,
+                                )
                             };
                         }
                     }
@@ -409,7 +428,11 @@ impl Model {
         let mut x = vec![0f32; n * d];
         for (i, &t) in toks.iter().enumerate() {
             let t = (t as usize).min(self.tok_embd.rows - 1);
-            kernels::dequant_row(self.tok_embd.ty, self.row(&self.tok_embd, t), &mut x[i * d..(i + 1) * d]);
+            kernels::dequant_row(
+                self.tok_embd.ty,
+                self.row(&self.tok_embd, t),
+                &mut x[i * d..(i + 1) * d],
+            );
         }
         let mut xn = vec![0f32; n * d];
         let mut q = vec![0f32; n * d];
@@ -466,14 +489,28 @@ impl Model {
                         sc.resize(np * group, 0.0);
                         let ks = cache.kstride;
                         let kt = cache.kt(li) + kh * ks;
-                        kernels::attn_scores_group(simd, qs, hd, &cache.k[kt..kt + hd * ks], ks, np, scale, &mut sc);
+                        kernels::attn_scores_group(
+                            simd,
+                            qs,
+                            hd,
+                            &cache.k[kt..kt + hd * ks],
+                            ks,
+                            np,
+                            scale,
+                            &mut sc,
+                        );
                         let v0 = cache.at(li, 0) + kh;
                         let vend = cache.at(li, pos) + kh + hd;
                         for g in 0..group {
                             let w = &mut sc[g * np..(g + 1) * np];
                             kernels::softmax(simd, w);
                             // SAFETY: (token, head) output cells are disjoint per job.
-                            let out = unsafe { std::slice::from_raw_parts_mut(attp.get().add(i * d + (h0 + g) * hd), hd) };
+                            let out = unsafe {
+                                std::slice::from_raw_parts_mut(
+                                    attp.get().add(i * d + (h0 + g) * hd),
+                                    hd,
+                                )
+                            };
                             kernels::attn_values(simd, w, &cache.v[v0..vend], kvd, out);
                         }
                     }
@@ -489,7 +526,10 @@ impl Model {
             self.matmul_multi(
                 pool,
                 &act,
-                &[(&l.gate, SyncPtr(g.as_mut_ptr())), (&l.up, SyncPtr(u.as_mut_ptr()))],
+                &[
+                    (&l.gate, SyncPtr(g.as_mut_ptr())),
+                    (&l.up, SyncPtr(u.as_mut_ptr())),
+                ],
             );
             for (a, b) in g.iter_mut().zip(&u) {
                 *a = *a / (1.0 + (-*a).exp()) * b;
@@ -592,10 +632,13 @@ impl Model {
                         })
                         .collect();
                     let mx = sc.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-                    let sum: f32 = sc.iter_mut().map(|s| {
-                        *s = (*s - mx).exp();
-                        *s
-                    }).sum();
+                    let sum: f32 = sc
+                        .iter_mut()
+                        .map(|s| {
+                            *s = (*s - mx).exp();
+                            *s
+                        })
+                        .sum();
                     for (p, s) in sc.iter().enumerate() {
                         for i in 0..hd {
                             att[t * d + h * hd + i] += s / sum * v[p * kvd + kh + i];
@@ -610,7 +653,11 @@ impl Model {
             self.rmsnorm(&x, &l.ffn_norm, &mut xn);
             let g = mm(&deq(&l.gate), &l.gate, &xn);
             let u = mm(&deq(&l.up), &l.up, &xn);
-            let h: Vec<f32> = g.iter().zip(&u).map(|(a, b)| a / (1.0 + (-a).exp()) * b).collect();
+            let h: Vec<f32> = g
+                .iter()
+                .zip(&u)
+                .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+                .collect();
             let o = mm(&deq(&l.down), &l.down, &h);
             for (a, b) in x.iter_mut().zip(&o) {
                 *a += b;

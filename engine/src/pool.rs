@@ -86,7 +86,7 @@ impl Pool {
         let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) < self.n - 1 {
             spins = spins.wrapping_add(1);
-            if spins % 256 == 0 {
+            if spins.is_multiple_of(256) {
                 // Let a descheduled worker run when cores are oversubscribed.
                 std::thread::yield_now();
             } else {
@@ -111,7 +111,7 @@ fn worker(s: Arc<Shared>, idx: usize, n: usize) {
             }
             spins += 1;
             if spins < SPIN {
-                if spins % 256 == 0 {
+                if spins.is_multiple_of(256) {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();

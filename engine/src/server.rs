@@ -134,24 +134,82 @@ async fn models(State(s): State<Arc<AppState>>) -> impl IntoResponse {
 }
 
 async fn tokenizer_json(State(s): State<Arc<AppState>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], s.tok.to_json())
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        s.tok.to_json(),
+    )
 }
 
 async fn metrics(State(s): State<Arc<AppState>>) -> impl IntoResponse {
     let m = &s.engine.metrics;
     let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let rows: [(&str, &str, &str, u64); 11] = [
-        ("prompt_tokens_total", "counter", "Prompt tokens evaluated (cache hits excluded).", g(&m.prompt_tokens)),
-        ("prompt_tokens_cached_total", "counter", "Prompt tokens reused from the prompt cache.", g(&m.cached_tokens)),
-        ("generation_tokens_total", "counter", "Tokens generated.", g(&m.generated_tokens)),
-        ("draft_tokens_total", "counter", "Draft tokens proposed.", g(&m.drafted)),
-        ("draft_accepted_tokens_total", "counter", "Draft tokens accepted.", g(&m.accepted)),
-        ("requests_total", "counter", "Requests finished.", g(&m.requests)),
-        ("requests_cancelled_total", "counter", "Requests abandoned by the client.", g(&m.cancelled)),
-        ("decode_steps_total", "counter", "Batched forward passes run.", g(&m.steps)),
-        ("busy_slots", "gauge", "Slots serving a request now.", g(&m.busy_slots)),
-        ("queued_requests", "gauge", "Requests waiting for a slot.", g(&m.queued)),
-        ("slots", "gauge", "Slots (streams served at once).", s.parallel as u64),
+        (
+            "prompt_tokens_total",
+            "counter",
+            "Prompt tokens evaluated (cache hits excluded).",
+            g(&m.prompt_tokens),
+        ),
+        (
+            "prompt_tokens_cached_total",
+            "counter",
+            "Prompt tokens reused from the prompt cache.",
+            g(&m.cached_tokens),
+        ),
+        (
+            "generation_tokens_total",
+            "counter",
+            "Tokens generated.",
+            g(&m.generated_tokens),
+        ),
+        (
+            "draft_tokens_total",
+            "counter",
+            "Draft tokens proposed.",
+            g(&m.drafted),
+        ),
+        (
+            "draft_accepted_tokens_total",
+            "counter",
+            "Draft tokens accepted.",
+            g(&m.accepted),
+        ),
+        (
+            "requests_total",
+            "counter",
+            "Requests finished.",
+            g(&m.requests),
+        ),
+        (
+            "requests_cancelled_total",
+            "counter",
+            "Requests abandoned by the client.",
+            g(&m.cancelled),
+        ),
+        (
+            "decode_steps_total",
+            "counter",
+            "Batched forward passes run.",
+            g(&m.steps),
+        ),
+        (
+            "busy_slots",
+            "gauge",
+            "Slots serving a request now.",
+            g(&m.busy_slots),
+        ),
+        (
+            "queued_requests",
+            "gauge",
+            "Requests waiting for a slot.",
+            g(&m.queued),
+        ),
+        (
+            "slots",
+            "gauge",
+            "Slots (streams served at once).",
+            s.parallel as u64,
+        ),
     ];
     let mut out = String::new();
     for (name, ty, help, v) in rows {
@@ -189,13 +247,22 @@ async fn detokenize(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Respo
 }
 
 fn token_array(v: Option<&Value>, name: &str, vocab: usize) -> Result<Option<Vec<u32>>, ApiError> {
-    let Some(Value::Array(a)) = v else { return Ok(None) };
+    let Some(Value::Array(a)) = v else {
+        return Ok(None);
+    };
     if !a.iter().all(Value::is_u64) {
         return Ok(None);
     }
-    let ids: Vec<u32> = a.iter().filter_map(Value::as_u64).map(|x| x.min(u32::MAX as u64) as u32).collect();
+    let ids: Vec<u32> = a
+        .iter()
+        .filter_map(Value::as_u64)
+        .map(|x| x.min(u32::MAX as u64) as u32)
+        .collect();
     if let Some(bad) = ids.iter().find(|&&t| t as usize >= vocab) {
-        return Err(ApiError::param(name, format!("token id {bad} is outside the vocabulary (size {vocab})")));
+        return Err(ApiError::param(
+            name,
+            format!("token id {bad} is outside the vocabulary (size {vocab})"),
+        ));
     }
     Ok(Some(ids))
 }
@@ -213,7 +280,10 @@ fn opt_f32(m: &Map<String, Value>, k: &str, lo: f64, hi: f64) -> Result<Option<f
         Some(Value::Number(n)) => {
             let v = n.as_f64().unwrap_or(f64::NAN);
             if !(lo..=hi).contains(&v) {
-                return Err(ApiError::param(k, format!("`{k}` must be between {lo} and {hi}, got {v}")));
+                return Err(ApiError::param(
+                    k,
+                    format!("`{k}` must be between {lo} and {hi}, got {v}"),
+                ));
             }
             Ok(Some(v as f32))
         }
@@ -256,7 +326,9 @@ fn common(s: &AppState, m: &Map<String, Value>) -> Result<Common, ApiError> {
     }
     let temperature = opt_f32(m, "temperature", 0.0, 100.0)?.unwrap_or(s.defaults.temperature);
     let top_p = opt_f32(m, "top_p", 0.0, 1.0)?.unwrap_or(s.defaults.top_p);
-    let top_k = opt_u64(m, "top_k")?.map(|v| v as usize).unwrap_or(s.defaults.top_k);
+    let top_k = opt_u64(m, "top_k")?
+        .map(|v| v as usize)
+        .unwrap_or(s.defaults.top_k);
     let seed = match m.get("seed") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match (n.as_u64(), n.as_i64()) {
@@ -287,23 +359,41 @@ fn common(s: &AppState, m: &Map<String, Value>) -> Result<Common, ApiError> {
         Some(Value::String(x)) => vec![x.clone()],
         Some(Value::Array(a)) => {
             let v: Option<Vec<String>> = a.iter().map(|x| x.as_str().map(str::to_string)).collect();
-            v.ok_or_else(|| ApiError::param("stop", "`stop` must be a string or an array of strings"))?
+            v.ok_or_else(|| {
+                ApiError::param("stop", "`stop` must be a string or an array of strings")
+            })?
         }
-        Some(_) => return Err(ApiError::param("stop", "`stop` must be a string or an array of strings")),
+        Some(_) => {
+            return Err(ApiError::param(
+                "stop",
+                "`stop` must be a string or an array of strings",
+            ))
+        }
     };
     let stop: Vec<String> = stop.into_iter().filter(|x| !x.is_empty()).collect();
     if stop.len() > 16 {
-        return Err(ApiError::param("stop", "at most 16 stop strings are allowed"));
+        return Err(ApiError::param(
+            "stop",
+            "at most 16 stop strings are allowed",
+        ));
     }
     let cache_salt = match m.get("cache_salt") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(x)) => x.clone(),
-        Some(_) => return Err(ApiError::param("cache_salt", "`cache_salt` must be a string")),
+        Some(_) => {
+            return Err(ApiError::param(
+                "cache_salt",
+                "`cache_salt` must be a string",
+            ))
+        }
     };
     let stream = opt_bool(m, "stream")?.unwrap_or(false);
     if let Some(so) = m.get("stream_options") {
         if !so.is_object() && !so.is_null() {
-            return Err(ApiError::param("stream_options", "`stream_options` must be an object"));
+            return Err(ApiError::param(
+                "stream_options",
+                "`stream_options` must be an object",
+            ));
         }
     }
     Ok(Common {
@@ -360,21 +450,28 @@ fn message_text(v: &Value, i: usize) -> Result<String, ApiError> {
 fn render_chat(s: &AppState, m: &Map<String, Value>) -> Result<String, ApiError> {
     let msgs = match m.get("messages") {
         Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(Value::Array(_)) => return Err(ApiError::param("messages", "`messages` must not be empty")),
+        Some(Value::Array(_)) => {
+            return Err(ApiError::param("messages", "`messages` must not be empty"))
+        }
         None => return Err(ApiError::param("messages", "`messages` is required")),
         Some(_) => return Err(ApiError::param("messages", "`messages` must be an array")),
     };
     let mut list = Vec::with_capacity(msgs.len());
     for (i, msg) in msgs.iter().enumerate() {
         let Some(o) = msg.as_object() else {
-            return Err(ApiError::param("messages", format!("messages[{i}] must be an object")));
+            return Err(ApiError::param(
+                "messages",
+                format!("messages[{i}] must be an object"),
+            ));
         };
-        let role = o
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::param("messages", format!("messages[{i}].role must be a string")))?;
+        let role = o.get("role").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::param("messages", format!("messages[{i}].role must be a string"))
+        })?;
         if !matches!(role, "system" | "user" | "assistant" | "tool" | "developer") {
-            return Err(ApiError::param("messages", format!("messages[{i}].role {role:?} is not a known role")));
+            return Err(ApiError::param(
+                "messages",
+                format!("messages[{i}].role {role:?} is not a known role"),
+            ));
         }
         let content = message_text(o.get("content").unwrap_or(&Value::Null), i)?;
         list.push(json!({"role": role, "content": content}));
@@ -392,15 +489,26 @@ fn render_chat(s: &AppState, m: &Map<String, Value>) -> Result<String, ApiError>
                 ))
             }
         },
-        Some(_) => return Err(ApiError::param("chat_template_kwargs", "`chat_template_kwargs` must be an object")),
+        Some(_) => {
+            return Err(ApiError::param(
+                "chat_template_kwargs",
+                "`chat_template_kwargs` must be an object",
+            ))
+        }
     }
     let tpl = s.chat_template.clone().unwrap_or_else(|| {
         "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}".to_string()
     });
     let mut env = minijinja::Environment::new();
-    env.add_function("raise_exception", |msg: String| -> Result<String, minijinja::Error> {
-        Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
-    });
+    env.add_function(
+        "raise_exception",
+        |msg: String| -> Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                msg,
+            ))
+        },
+    );
     env.add_template_owned("chat", tpl)
         .map_err(|e| ApiError::bad(format!("chat template error: {e}")))?;
     let t = env
@@ -452,11 +560,20 @@ async fn completions(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Resp
         Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
             s.tok.encode_prompt(a[0].as_str().unwrap_or_default())
         }
-        Some(v @ Value::Array(_)) => token_array(Some(v), "prompt", s.tok.vocab_size())?.ok_or_else(|| {
-            ApiError::param("prompt", "`prompt` must be a string, a one-string array or an array of token ids")
-        })?,
+        Some(v @ Value::Array(_)) => token_array(Some(v), "prompt", s.tok.vocab_size())?
+            .ok_or_else(|| {
+                ApiError::param(
+                    "prompt",
+                    "`prompt` must be a string, a one-string array or an array of token ids",
+                )
+            })?,
         None => return Err(ApiError::param("prompt", "`prompt` is required")),
-        Some(_) => return Err(ApiError::param("prompt", "`prompt` must be a string or an array of token ids")),
+        Some(_) => {
+            return Err(ApiError::param(
+                "prompt",
+                "`prompt` must be a string or an array of token ids",
+            ))
+        }
     };
     run(s, prompt, c, false).await
 }
@@ -482,7 +599,12 @@ fn timings_json(u: &Usage) -> Value {
     })
 }
 
-async fn run(s: Arc<AppState>, prompt: Vec<u32>, c: Common, chat: bool) -> Result<Response, ApiError> {
+async fn run(
+    s: Arc<AppState>,
+    prompt: Vec<u32>,
+    c: Common,
+    chat: bool,
+) -> Result<Response, ApiError> {
     let max_tokens = check_window(&s, prompt.len(), c.max_tokens)?;
     let mut params = c.params;
     params.max_tokens = max_tokens;
@@ -496,7 +618,11 @@ async fn run(s: Arc<AppState>, prompt: Vec<u32>, c: Common, chat: bool) -> Resul
             param: None,
         })?;
     let n = s.ids.fetch_add(1, Ordering::Relaxed);
-    let id = if chat { format!("chatcmpl-{n}") } else { format!("cmpl-{n}") };
+    let id = if chat {
+        format!("chatcmpl-{n}")
+    } else {
+        format!("cmpl-{n}")
+    };
     let created = now();
     let model = s.name.clone();
     if !c.stream {
@@ -531,7 +657,11 @@ async fn run(s: Arc<AppState>, prompt: Vec<u32>, c: Common, chat: bool) -> Resul
     }
     let (btx, brx) = tokio::sync::mpsc::channel::<Result<Bytes, std::convert::Infallible>>(64);
     tokio::spawn(async move {
-        let object = if chat { "chat.completion.chunk" } else { "text_completion" };
+        let object = if chat {
+            "chat.completion.chunk"
+        } else {
+            "text_completion"
+        };
         let chunk = |delta: Value, finish: Value, usage: Option<Value>| -> Bytes {
             let choice = if chat {
                 json!({"index": 0, "delta": delta, "finish_reason": finish})
@@ -544,7 +674,16 @@ async fn run(s: Arc<AppState>, prompt: Vec<u32>, c: Common, chat: bool) -> Resul
             }
             Bytes::from(format!("data: {v}\n\n"))
         };
-        if chat && btx.send(Ok(chunk(json!({"role": "assistant", "content": ""}), Value::Null, None))).await.is_err() {
+        if chat
+            && btx
+                .send(Ok(chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                    None,
+                )))
+                .await
+                .is_err()
+        {
             return;
         }
         while let Some(ev) = rx.recv().await {
@@ -553,7 +692,11 @@ async fn run(s: Arc<AppState>, prompt: Vec<u32>, c: Common, chat: bool) -> Resul
                     if t.is_empty() {
                         continue;
                     }
-                    if btx.send(Ok(chunk(json!({"content": t}), Value::Null, None))).await.is_err() {
+                    if btx
+                        .send(Ok(chunk(json!({"content": t}), Value::Null, None)))
+                        .await
+                        .is_err()
+                    {
                         return; // client gone: dropping rx cancels the request
                     }
                 }

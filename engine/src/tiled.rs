@@ -42,7 +42,7 @@ impl Packed {
     /// Repack `rows` rows of `k` quants stored as in GGUF. Returns `None`
     /// for types or shapes the tiled kernels do not cover.
     pub fn pack(ty: WType, rows: usize, k: usize, raw: &[u8]) -> Option<Packed> {
-        if rows % TILE != 0 || k % QK != 0 || !matches!(ty, WType::Q4_1 | WType::Q8_0) {
+        if !rows.is_multiple_of(TILE) || !k.is_multiple_of(QK) || !matches!(ty, WType::Q4_1 | WType::Q8_0) {
             return None;
         }
         let nb = k / QK;
@@ -128,7 +128,8 @@ impl Packed {
     ) {
         let nb = self.k / QK;
         let tbb = tile_block_bytes(self.ty);
-        let f16at = |b: &[u8], i: usize| f16::from_bits(u16::from_le_bytes([b[i], b[i + 1]])).to_f32();
+        let f16at =
+            |b: &[u8], i: usize| f16::from_bits(u16::from_le_bytes([b[i], b[i + 1]])).to_f32();
         for tile in tiles {
             for t in t0..t0 + tn {
                 for r in 0..TILE {
@@ -148,12 +149,14 @@ impl Packed {
                                         isum += (byte >> 4) as i32 * q[16 + 4 * h + i] as i32;
                                     }
                                 }
-                                acc += d * act.d[ib] * isum as f32 + f16at(o, 16 + 2 * r) * act.s[ib];
+                                acc +=
+                                    d * act.d[ib] * isum as f32 + f16at(o, 16 + 2 * r) * act.s[ib];
                             }
                             _ => {
                                 for h in 0..8 {
                                     for i in 0..4 {
-                                        isum += o[16 + 32 * h + 4 * r + i] as i8 as i32 * q[4 * h + i] as i32;
+                                        isum += o[16 + 32 * h + 4 * r + i] as i8 as i32
+                                            * q[4 * h + i] as i32;
                                     }
                                 }
                                 acc += d * act.d[ib] * isum as f32;
@@ -268,7 +271,11 @@ mod x86 {
                     } else {
                         let a0 = bc(a, 4 * h);
                         let a1 = bc(a, 4 * h + 4);
-                        s0 = dp::<false>(s0, _mm256_sign_epi8(w[h], w[h]), _mm256_sign_epi8(a0, w[h]));
+                        s0 = dp::<false>(
+                            s0,
+                            _mm256_sign_epi8(w[h], w[h]),
+                            _mm256_sign_epi8(a0, w[h]),
+                        );
                         s1 = dp::<false>(
                             s1,
                             _mm256_sign_epi8(w[h + 1], w[h + 1]),
@@ -401,7 +408,13 @@ mod tests {
             let w: Vec<f32> = (0..rows * k).map(|_| rng(&mut seed) * 0.7).collect();
             let raw: Vec<u8> = w
                 .chunks(k)
-                .flat_map(|r| if ty == WType::Q4_1 { quantize_q4_1(r) } else { quantize_q8_0(r) })
+                .flat_map(|r| {
+                    if ty == WType::Q4_1 {
+                        quantize_q4_1(r)
+                    } else {
+                        quantize_q8_0(r)
+                    }
+                })
                 .collect();
             let mut wd = vec![0f32; rows * k];
             let rb = k / QK * ty.block_bytes();
@@ -418,7 +431,15 @@ mod tests {
                 unsafe {
                     p.matmul(simd, &act, 0..1, 0, ntok, out.as_mut_ptr(), rows);
                     p.matmul(simd, &act, 1..p.tiles(), 0, 3, out.as_mut_ptr(), rows);
-                    p.matmul(simd, &act, 1..p.tiles(), 3, ntok - 3, out.as_mut_ptr(), rows);
+                    p.matmul(
+                        simd,
+                        &act,
+                        1..p.tiles(),
+                        3,
+                        ntok - 3,
+                        out.as_mut_ptr(),
+                        rows,
+                    );
                 }
                 for t in 0..ntok {
                     for r in 0..rows {

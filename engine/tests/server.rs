@@ -19,7 +19,10 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn content(v: &Value) -> String {
-    v["choices"][0]["message"]["content"].as_str().unwrap_or_else(|| panic!("no content in {v}")).to_string()
+    v["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no content in {v}"))
+        .to_string()
 }
 
 #[test]
@@ -27,8 +30,15 @@ fn start_line_models_and_refusal() {
     let _g = lock();
     let Some(m) = model_path() else { return };
     let s = Server::start(&m, &["--context", "1024", "--parallel", "2"]);
-    for key in ["version", "commit", "model", "sha256", "streams", "window", "kv_cache", "kv_type", "mem_left", "sampling", "draft"] {
-        assert!(s.start_field(key).is_some(), "start line lacks {key}: {}", s.start_line);
+    for key in [
+        "version", "commit", "model", "sha256", "streams", "window", "kv_cache", "kv_type",
+        "mem_left", "sampling", "draft",
+    ] {
+        assert!(
+            s.start_field(key).is_some(),
+            "start line lacks {key}: {}",
+            s.start_line
+        );
     }
     assert_eq!(s.start_field("window").as_deref(), Some("1024"));
     assert_eq!(s.start_field("streams").as_deref(), Some("2"));
@@ -46,18 +56,30 @@ fn start_line_models_and_refusal() {
     assert_eq!(v["data"][0]["context_window"], 1024);
 
     // Prompt + max_tokens over the window: 400 with the OpenAI error shape.
-    let (st, v) = s.post_json("/v1/chat/completions", &chat("Hello", json!({"max_tokens": 2000})));
+    let (st, v) = s.post_json(
+        "/v1/chat/completions",
+        &chat("Hello", json!({"max_tokens": 2000})),
+    );
     assert_eq!(st, 400, "{v}");
     let msg = v["error"]["message"].as_str().expect("error.message");
-    assert!(msg.contains("maximum context length is 1024 tokens"), "{msg}");
+    assert!(
+        msg.contains("maximum context length is 1024 tokens"),
+        "{msg}"
+    );
     assert_eq!(v["error"]["type"], "invalid_request_error");
     // A prompt alone longer than the window.
     let long = "word ".repeat(1500);
     let (st, v) = s.post_json("/v1/completions", &json!({"prompt": long, "max_tokens": 1}));
     assert_eq!(st, 400, "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("maximum context length is 1024 tokens"));
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("maximum context length is 1024 tokens"));
     // Still serving, and the refused requests took no slot.
-    let (st, v) = s.post_json("/v1/completions", &json!({"prompt": "The sky is", "max_tokens": 3, "temperature": 0}));
+    let (st, v) = s.post_json(
+        "/v1/completions",
+        &json!({"prompt": "The sky is", "max_tokens": 3, "temperature": 0}),
+    );
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["usage"]["completion_tokens"], 3);
     assert_eq!(s.metric("rigaudit_engine_busy_slots"), 0.0);
@@ -69,44 +91,137 @@ fn bad_requests_get_4xx_and_server_survives() {
     let Some(m) = model_path() else { return };
     let s = Server::start(&m, &["--context", "512"]);
     let cases: Vec<(&str, String, &str)> = vec![
-        ("/v1/chat/completions", "{\"messages\": [".into(), "not valid JSON"),
+        (
+            "/v1/chat/completions",
+            "{\"messages\": [".into(),
+            "not valid JSON",
+        ),
         ("/v1/chat/completions", "[1,2,3]".into(), "JSON object"),
-        ("/v1/chat/completions", json!({"messages": []}).to_string(), "must not be empty"),
-        ("/v1/chat/completions", json!({"messages": "hi"}).to_string(), "must be an array"),
-        ("/v1/chat/completions", json!({}).to_string(), "`messages` is required"),
-        ("/v1/chat/completions", json!({"messages": [{"role": 5, "content": "x"}]}).to_string(), "role"),
-        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": 7}]}).to_string(), "content"),
-        ("/v1/chat/completions", chat("hi", json!({"max_tokens": "ten"})).to_string(), "`max_tokens` must be an integer"),
-        ("/v1/chat/completions", chat("hi", json!({"max_tokens": -5})).to_string(), "non-negative"),
-        ("/v1/chat/completions", chat("hi", json!({"max_tokens": 1e30})).to_string(), "max_tokens"),
-        ("/v1/chat/completions", chat("hi", json!({"max_tokens": u64::MAX})).to_string(), "maximum context length is 512 tokens"),
-        ("/v1/chat/completions", chat("hi", json!({"temperature": "hot"})).to_string(), "`temperature` must be a number"),
-        ("/v1/chat/completions", chat("hi", json!({"top_p": 3})).to_string(), "top_p"),
-        ("/v1/chat/completions", chat("hi", json!({"stream": "yes"})).to_string(), "`stream` must be a boolean"),
-        ("/v1/chat/completions", chat("hi", json!({"stop": [1, 2]})).to_string(), "stop"),
-        ("/v1/chat/completions", chat("hi", json!({"seed": "x"})).to_string(), "seed"),
-        ("/v1/chat/completions", chat("hi", json!({"chat_template_kwargs": {"enable_thinking": "no"}})).to_string(), "enable_thinking"),
-        ("/v1/completions", json!({"prompt": 12}).to_string(), "prompt"),
-        ("/v1/completions", json!({"prompt": [1, 999999]}).to_string(), "outside the vocabulary"),
-        ("/v1/completions", json!({"prompt": ""}).to_string(), "empty"),
+        (
+            "/v1/chat/completions",
+            json!({"messages": []}).to_string(),
+            "must not be empty",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"messages": "hi"}).to_string(),
+            "must be an array",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({}).to_string(),
+            "`messages` is required",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"messages": [{"role": 5, "content": "x"}]}).to_string(),
+            "role",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": 7}]}).to_string(),
+            "content",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"max_tokens": "ten"})).to_string(),
+            "`max_tokens` must be an integer",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"max_tokens": -5})).to_string(),
+            "non-negative",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"max_tokens": 1e30})).to_string(),
+            "max_tokens",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"max_tokens": u64::MAX})).to_string(),
+            "maximum context length is 512 tokens",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"temperature": "hot"})).to_string(),
+            "`temperature` must be a number",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"top_p": 3})).to_string(),
+            "top_p",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"stream": "yes"})).to_string(),
+            "`stream` must be a boolean",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"stop": [1, 2]})).to_string(),
+            "stop",
+        ),
+        (
+            "/v1/chat/completions",
+            chat("hi", json!({"seed": "x"})).to_string(),
+            "seed",
+        ),
+        (
+            "/v1/chat/completions",
+            chat(
+                "hi",
+                json!({"chat_template_kwargs": {"enable_thinking": "no"}}),
+            )
+            .to_string(),
+            "enable_thinking",
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": 12}).to_string(),
+            "prompt",
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": [1, 999999]}).to_string(),
+            "outside the vocabulary",
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": ""}).to_string(),
+            "empty",
+        ),
     ];
     for (path, body, want) in &cases {
         let (st, b) = s.request("POST", path, Some(body));
         assert!((400..500).contains(&st), "{body} -> {st} {b}");
-        let v: Value = serde_json::from_str(&b).unwrap_or_else(|e| panic!("{body} -> non-JSON error {e}: {b}"));
-        let msg = v["error"]["message"].as_str().unwrap_or_else(|| panic!("{body} -> no error.message: {b}"));
-        assert!(msg.contains(want), "{body} -> message {msg:?} lacks {want:?}");
+        let v: Value = serde_json::from_str(&b)
+            .unwrap_or_else(|e| panic!("{body} -> non-JSON error {e}: {b}"));
+        let msg = v["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{body} -> no error.message: {b}"));
+        assert!(
+            msg.contains(want),
+            "{body} -> message {msg:?} lacks {want:?}"
+        );
     }
     // enable_thinking as a boolean is accepted.
     let (st, v) = s.post_json(
         "/v1/chat/completions",
-        &chat("hi", json!({"max_tokens": 2, "chat_template_kwargs": {"enable_thinking": false}})),
+        &chat(
+            "hi",
+            json!({"max_tokens": 2, "chat_template_kwargs": {"enable_thinking": false}}),
+        ),
     );
     assert_eq!(st, 200, "{v}");
 
     // Client disconnects mid-stream: the slot is freed.
     let mut c = TcpStream::connect(&s.addr).expect("connect");
-    let body = chat("Write a long story about a dragon.", json!({"stream": true, "max_tokens": 400, "ignore_eos": true})).to_string();
+    let body = chat(
+        "Write a long story about a dragon.",
+        json!({"stream": true, "max_tokens": 400, "ignore_eos": true}),
+    )
+    .to_string();
     write!(
         c,
         "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
@@ -118,21 +233,33 @@ fn bad_requests_get_4xx_and_server_survives() {
     assert!(n > 0 && String::from_utf8_lossy(&buf[..n]).contains("200"));
     let t = Instant::now();
     while s.metric("rigaudit_engine_busy_slots") != 1.0 {
-        assert!(t.elapsed() < Duration::from_secs(20), "streaming request never took a slot");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "streaming request never took a slot"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     drop(c);
     let t = Instant::now();
     while s.metric("rigaudit_engine_busy_slots") != 0.0 {
-        assert!(t.elapsed() < Duration::from_secs(20), "slot not freed after client disconnect");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "slot not freed after client disconnect"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(s.metric("rigaudit_engine_requests_cancelled_total") >= 1.0);
-    assert!(s.metric("rigaudit_engine_generation_tokens_total") < 400.0, "generation was not stopped");
+    assert!(
+        s.metric("rigaudit_engine_generation_tokens_total") < 400.0,
+        "generation was not stopped"
+    );
     // Still healthy and serving.
     let (st, _) = s.request("GET", "/health", None);
     assert_eq!(st, 200);
-    let (st, v) = s.post_json("/v1/chat/completions", &chat("hi", json!({"max_tokens": 4, "temperature": 0})));
+    let (st, v) = s.post_json(
+        "/v1/chat/completions",
+        &chat("hi", json!({"max_tokens": 4, "temperature": 0})),
+    );
     assert_eq!(st, 200, "{v}");
     assert!(v["usage"]["completion_tokens"].as_u64().unwrap_or(0) >= 1);
 }
@@ -142,12 +269,22 @@ fn streaming_usage_cache_and_determinism() {
     let _g = lock();
     let Some(m) = model_path() else { return };
     let s = Server::start(&m, &["--context", "2048", "--parallel", "2"]);
-    let body = chat("List three colors.", json!({"stream": true, "max_tokens": 12, "temperature": 0, "ignore_eos": true}));
+    let body = chat(
+        "List three colors.",
+        json!({"stream": true, "max_tokens": 12, "temperature": 0, "ignore_eos": true}),
+    );
     let (st, raw) = s.request("POST", "/v1/chat/completions", Some(&body.to_string()));
     assert_eq!(st, 200, "{raw}");
     let ev = sse_events(&raw);
-    assert_eq!(ev.last().map(String::as_str), Some("[DONE]"), "stream must end with [DONE]");
-    let chunks: Vec<Value> = ev[..ev.len() - 1].iter().map(|e| serde_json::from_str(e).expect("chunk json")).collect();
+    assert_eq!(
+        ev.last().map(String::as_str),
+        Some("[DONE]"),
+        "stream must end with [DONE]"
+    );
+    let chunks: Vec<Value> = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).expect("chunk json"))
+        .collect();
     assert!(chunks.len() >= 3);
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let last = chunks.last().expect("last chunk");
@@ -161,7 +298,10 @@ fn streaming_usage_cache_and_determinism() {
     let p = u["prompt_tokens"].as_u64().expect("prompt_tokens");
     assert!(p > 5);
     assert!(u["prompt_tokens_details"]["cached_tokens"].is_u64());
-    let streamed: String = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+    let streamed: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
 
     // The same request without streaming gives the same text at temperature 0.
     let mut b2 = body.clone();
@@ -171,7 +311,9 @@ fn streaming_usage_cache_and_determinism() {
     assert_eq!(content(&v), streamed);
     assert_eq!(v["usage"]["prompt_tokens"].as_u64(), Some(p));
     // Repeated prompt with the cache on: cached tokens reported.
-    let cached = v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().expect("cached");
+    let cached = v["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .expect("cached");
     assert!(cached >= p / 2 && cached < p, "cached {cached} of {p}");
     // Deterministic at temperature 0 again, and with a fresh salt: 0 cached.
     let mut b3 = b2.clone();
@@ -181,13 +323,22 @@ fn streaming_usage_cache_and_determinism() {
     assert_eq!(content(&v3), streamed);
     // Same salt again: cached.
     let (_, v4) = s.post_json("/v1/chat/completions", &b3);
-    assert!(v4["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        v4["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
     // cache_prompt=false: nothing reused.
     let mut b5 = b3.clone();
     b5["cache_prompt"] = json!(false);
     let (_, v5) = s.post_json("/v1/chat/completions", &b5);
     assert_eq!(v5["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-    assert_eq!(content(&v5), streamed, "cache on/off must not change greedy output");
+    assert_eq!(
+        content(&v5),
+        streamed,
+        "cache on/off must not change greedy output"
+    );
 
     // Fixed seed with sampling: same text twice; completions endpoint too.
     let seeded = json!({"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 1234, "ignore_eos": true});
@@ -263,9 +414,15 @@ fn slots_serve_n_at_once_and_queue_the_rest() {
         max_queued = max_queued.max(s.metric("rigaudit_engine_queued_requests"));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut res: Vec<(Duration, Duration, String)> = handles.into_iter().map(|h| h.join().expect("thread")).collect();
+    let mut res: Vec<(Duration, Duration, String)> = handles
+        .into_iter()
+        .map(|h| h.join().expect("thread"))
+        .collect();
     assert_eq!(max_busy, 2.0, "two slots must be busy at once, never more");
-    assert!(max_queued >= 1.0, "the third request must wait in the queue");
+    assert!(
+        max_queued >= 1.0,
+        "the third request must wait in the queue"
+    );
     for (_, _, raw) in &res {
         assert!(raw.contains("\"completion_tokens\":48"), "{raw}");
     }
@@ -274,7 +431,12 @@ fn slots_serve_n_at_once_and_queue_the_rest() {
     assert!(res[1].0 < res[0].1);
     // The third only started once one of the first two had finished.
     let first_done = res[0].1.min(res[1].1);
-    assert!(res[2].0 + Duration::from_millis(30) >= first_done, "third started at {:?} before a slot freed at {:?}", res[2].0, first_done);
+    assert!(
+        res[2].0 + Duration::from_millis(30) >= first_done,
+        "third started at {:?} before a slot freed at {:?}",
+        res[2].0,
+        first_done
+    );
 }
 
 #[test]
@@ -282,7 +444,10 @@ fn copies_drafting_moves_counters_and_keeps_greedy_output() {
     let _g = lock();
     let Some(m) = model_path() else { return };
     let prompt = "Repeat this text exactly: The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.";
-    let body = chat(prompt, json!({"max_tokens": 40, "temperature": 0, "ignore_eos": true}));
+    let body = chat(
+        prompt,
+        json!({"max_tokens": 40, "temperature": 0, "ignore_eos": true}),
+    );
     let plain = {
         let s = Server::start(&m, &["--context", "512"]);
         assert_eq!(s.start_field("draft").as_deref(), Some("off"));
@@ -292,13 +457,19 @@ fn copies_drafting_moves_counters_and_keeps_greedy_output() {
         content(&v)
     };
     let s = Server::start(&m, &["--context", "512", "--draft", "copies"]);
-    assert!(s.start_field("draft").unwrap_or_default().starts_with("copies"));
+    assert!(s
+        .start_field("draft")
+        .unwrap_or_default()
+        .starts_with("copies"));
     let (st, v) = s.post_json("/v1/chat/completions", &body);
     assert_eq!(st, 200);
     let drafted = s.metric("rigaudit_engine_draft_tokens_total");
     let accepted = s.metric("rigaudit_engine_draft_accepted_tokens_total");
     assert!(drafted > 0.0, "no draft tokens proposed");
-    assert!(accepted > 0.0 && accepted <= drafted, "accepted {accepted} of {drafted}");
+    assert!(
+        accepted > 0.0 && accepted <= drafted,
+        "accepted {accepted} of {drafted}"
+    );
     assert_eq!(v["usage"]["completion_tokens"], 40);
     assert_eq!(content(&v), plain, "drafting must not change greedy output");
     // Fewer forward passes than tokens thanks to accepted drafts.
@@ -322,7 +493,8 @@ fn tokenizer_json_matches_engine_and_llamacpp() {
     assert!(st.success());
     let tk = tokenizers::Tokenizer::from_file(&out).expect("load tokenizer.json");
     let _ = std::fs::remove_dir_all(&dir);
-    let fx: Value = serde_json::from_str(include_str!("fixtures/llamacpp_tokens.json")).expect("fixture");
+    let fx: Value =
+        serde_json::from_str(include_str!("fixtures/llamacpp_tokens.json")).expect("fixture");
     let s = Server::start(&m, &["--context", "256"]);
     let mut texts: Vec<(String, Option<Vec<u64>>)> = fx["cases"]
         .as_array()
@@ -331,25 +503,58 @@ fn tokenizer_json_matches_engine_and_llamacpp() {
         .map(|c| {
             (
                 c["text"].as_str().expect("text").to_string(),
-                Some(c["ids"].as_array().expect("ids").iter().map(|x| x.as_u64().expect("id")).collect()),
+                Some(
+                    c["ids"]
+                        .as_array()
+                        .expect("ids")
+                        .iter()
+                        .map(|x| x.as_u64().expect("id"))
+                        .collect(),
+                ),
             )
         })
         .collect();
-    for extra in ["", " ", "  leading", "a\u{00a0}b", "x=1;y=22;z=333", "\u{1F600}\u{1F600}", "<|im_end|><|im_end|>"] {
+    for extra in [
+        "",
+        " ",
+        "  leading",
+        "a\u{00a0}b",
+        "x=1;y=22;z=333",
+        "\u{1F600}\u{1F600}",
+        "<|im_end|><|im_end|>",
+    ] {
         texts.push((extra.to_string(), None));
     }
     for (text, want) in &texts {
         let (st, v) = s.post_json("/tokenize", &json!({"content": text}));
         assert_eq!(st, 200);
-        let engine: Vec<u64> = v["tokens"].as_array().expect("tokens").iter().map(|x| x.as_u64().expect("id")).collect();
-        let file: Vec<u64> = tk.encode(text.as_str(), false).expect("encode").get_ids().iter().map(|&x| x as u64).collect();
-        assert_eq!(engine, file, "tokenizer.json differs from the engine on {text:?}");
+        let engine: Vec<u64> = v["tokens"]
+            .as_array()
+            .expect("tokens")
+            .iter()
+            .map(|x| x.as_u64().expect("id"))
+            .collect();
+        let file: Vec<u64> = tk
+            .encode(text.as_str(), false)
+            .expect("encode")
+            .get_ids()
+            .iter()
+            .map(|&x| x as u64)
+            .collect();
+        assert_eq!(
+            engine, file,
+            "tokenizer.json differs from the engine on {text:?}"
+        );
         if let Some(w) = want {
             assert_eq!(&engine, w, "engine differs from llama.cpp on {text:?}");
         }
         let (_, d) = s.post_json("/detokenize", &json!({"tokens": engine}));
         if !text.contains("<|") {
-            assert_eq!(d["content"].as_str(), Some(text.as_str()), "round trip of {text:?}");
+            assert_eq!(
+                d["content"].as_str(),
+                Some(text.as_str()),
+                "round trip of {text:?}"
+            );
         }
     }
 }

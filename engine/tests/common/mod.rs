@@ -18,9 +18,12 @@ pub fn model_path() -> Option<PathBuf> {
     let p = match std::env::var("RIGAUDIT_MODEL") {
         Ok(p) if !p.is_empty() => PathBuf::from(p),
         _ => {
-            let cache = std::env::var("RIGAUDIT_CACHE").map(PathBuf::from).unwrap_or_else(|_| {
-                PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into())).join(".cache/rigaudit")
-            });
+            let cache = std::env::var("RIGAUDIT_CACHE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| {
+                    PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
+                        .join(".cache/rigaudit")
+                });
             cache.join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
         }
     };
@@ -31,7 +34,10 @@ pub fn model_path() -> Option<PathBuf> {
         "test model not found at {} — run scripts/fetch-model.sh (or set RIGAUDIT_MODEL)",
         p.display()
     );
-    if std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false) {
+    if std::env::var("CI")
+        .map(|v| v == "true" || v == "1")
+        .unwrap_or(false)
+    {
         panic!("{msg}");
     }
     eprintln!("SKIPPED: {msg}");
@@ -80,7 +86,11 @@ impl Server {
                 panic!("engine did not print a start line with listen=: {start_line:?}")
             })
             .to_string();
-        Server { child, addr, start_line }
+        Server {
+            child,
+            addr,
+            start_line,
+        }
     }
 
     /// A field `key=value` of the start line.
@@ -100,7 +110,8 @@ impl Server {
     /// POST JSON and parse the JSON answer.
     pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
         let (st, b) = self.request("POST", path, Some(&body.to_string()));
-        let v = serde_json::from_str(&b).unwrap_or_else(|e| panic!("bad JSON from {path} ({st}): {e}: {b}"));
+        let v = serde_json::from_str(&b)
+            .unwrap_or_else(|e| panic!("bad JSON from {path} ({st}): {e}: {b}"));
         (st, v)
     }
 
@@ -149,7 +160,9 @@ pub fn parse_response(raw: &[u8]) -> (u16, String) {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
     if !chunked {
         return (status, rest.to_string());
     }
@@ -157,8 +170,16 @@ pub fn parse_response(raw: &[u8]) -> (u16, String) {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        let Some(eol) = bytes[i..].windows(2).position(|w| w == b"\r\n") else { break };
-        let n = usize::from_str_radix(std::str::from_utf8(&bytes[i..i + eol]).unwrap_or("0").trim(), 16).unwrap_or(0);
+        let Some(eol) = bytes[i..].windows(2).position(|w| w == b"\r\n") else {
+            break;
+        };
+        let n = usize::from_str_radix(
+            std::str::from_utf8(&bytes[i..i + eol])
+                .unwrap_or("0")
+                .trim(),
+            16,
+        )
+        .unwrap_or(0);
         if n == 0 {
             break;
         }
