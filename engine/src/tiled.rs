@@ -42,7 +42,10 @@ impl Packed {
     /// Repack `rows` rows of `k` quants stored as in GGUF. Returns `None`
     /// for types or shapes the tiled kernels do not cover.
     pub fn pack(ty: WType, rows: usize, k: usize, raw: &[u8]) -> Option<Packed> {
-        if !rows.is_multiple_of(TILE) || !k.is_multiple_of(QK) || !matches!(ty, WType::Q4_1 | WType::Q8_0) {
+        if !rows.is_multiple_of(TILE)
+            || !k.is_multiple_of(QK)
+            || !matches!(ty, WType::Q4_1 | WType::Q8_0)
+        {
             return None;
         }
         let nb = k / QK;
