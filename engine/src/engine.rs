@@ -566,18 +566,19 @@ impl Scheduler {
             .generated_tokens
             .fetch_add(1, Ordering::Relaxed);
         let text = self.tok.decode(&a.generated);
+        // Only look past what was already sent; if decoding more tokens ever
+        // moved a character boundary, wait for the text to settle.
+        let fresh = text.get(a.emitted..).unwrap_or("");
         let stop_at = p
             .stop
             .iter()
-            .filter_map(|s| {
-                text[a.emitted.min(text.len())..]
-                    .find(s.as_str())
-                    .map(|i| i + a.emitted)
-            })
+            .filter_map(|s| fresh.find(s.as_str()).map(|i| i + a.emitted))
             .min();
         if let Some(at) = stop_at {
-            if at > a.emitted {
-                let _ = a.req.tx.send(Event::Text(text[a.emitted..at].to_string()));
+            if let Some(t) = text.get(a.emitted..at) {
+                if !t.is_empty() {
+                    let _ = a.req.tx.send(Event::Text(t.to_string()));
+                }
             }
             a.emitted = at;
             a.pending = None;
