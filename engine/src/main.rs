@@ -65,6 +65,10 @@ enum Cmd {
         /// Max prompt tokens evaluated per batched step.
         #[arg(long, default_value_t = 512)]
         batch: usize,
+        /// Exit when standard input closes (lets a supervising process, such
+        /// as a test, take the engine down with it however it ends).
+        #[arg(long)]
+        exit_with_stdin: bool,
     },
     /// Write the tokenizer built from MODEL's metadata as tokenizer.json.
     Tokenizer {
@@ -120,7 +124,15 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             draft,
             draft_max,
             batch,
+            exit_with_stdin,
         } => {
+            if exit_with_stdin {
+                std::thread::spawn(|| {
+                    let mut sink = Vec::new();
+                    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+                    std::process::exit(0);
+                });
+            }
             if parallel == 0 || parallel > 256 {
                 return Err("--parallel must be between 1 and 256".into());
             }

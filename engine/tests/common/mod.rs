@@ -47,6 +47,9 @@ pub fn model_path() -> Option<PathBuf> {
 /// A running engine; the process is killed when this is dropped.
 pub struct Server {
     child: Child,
+    /// Held open: the engine (started with `--exit-with-stdin`) exits when
+    /// this closes, even if the test process is killed.
+    _stdin: Option<std::process::ChildStdin>,
     /// `host:port` it listens on.
     pub addr: String,
     /// The start line it printed.
@@ -60,12 +63,22 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
             .arg("serve")
             .arg(model)
-            .args(["--name", "test", "--port", "0", "--threads", "2"])
+            .args([
+                "--name",
+                "test",
+                "--port",
+                "0",
+                "--threads",
+                "2",
+                "--exit-with-stdin",
+            ])
             .args(args)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn rigaudit-engine");
+        let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut start_line = String::new();
@@ -88,6 +101,7 @@ impl Server {
             .to_string();
         Server {
             child,
+            _stdin: stdin,
             addr,
             start_line,
         }
