@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch-nccl.sh >/dev/null
+bash scripts/fetch-model.sh >/dev/null
 cargo test --workspace "$@"

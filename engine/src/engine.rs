@@ -1,0 +1,671 @@
+//! The scheduler: one thread owns the model, the thread pool and one KV cache
+//! per slot, and runs continuous batching — requests join and leave between
+//! decode steps, prompt chunks and decode tokens of all active slots share
+//! each forward pass, and requests beyond the slot count wait in a queue.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::model::{Chunk, KvCache, Model};
+use crate::pool::Pool;
+use crate::tokenizer::EngineTokenizer;
+
+/// Sampling and stopping parameters of one request.
+#[derive(Debug, Clone)]
+pub struct GenParams {
+    /// Softmax temperature; `<= 0` means greedy.
+    pub temperature: f32,
+    /// Nucleus sampling mass (1.0 = off).
+    pub top_p: f32,
+    /// Top-k cut (0 = off).
+    pub top_k: usize,
+    /// RNG seed; random when absent.
+    pub seed: Option<u64>,
+    /// Maximum tokens to generate.
+    pub max_tokens: usize,
+    /// Stop strings.
+    pub stop: Vec<String>,
+    /// Keep generating past end-of-sequence tokens.
+    pub ignore_eos: bool,
+    /// Reuse a cached prompt prefix from an earlier request.
+    pub cache_prompt: bool,
+    /// Cache namespace: prefixes are only shared between equal salts.
+    pub cache_salt: String,
+}
+
+/// Sampling defaults (from the model file when it carries them).
+#[derive(Debug, Clone, Copy)]
+pub struct SamplingDefaults {
+    /// Temperature.
+    pub temperature: f32,
+    /// Top-p.
+    pub top_p: f32,
+    /// Top-k.
+    pub top_k: usize,
+}
+
+/// What a request's stream receives.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// New text (may be empty when a token produced no printable text yet).
+    Text(String),
+    /// Generation ended.
+    Done(Usage),
+}
+
+/// Final accounting of a request.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    /// `stop` or `length`.
+    pub finish_reason: &'static str,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Generated tokens.
+    pub completion_tokens: usize,
+    /// Prompt tokens served from the prompt cache.
+    pub cached_tokens: usize,
+    /// Draft tokens proposed for this request.
+    pub drafted: usize,
+    /// Draft tokens accepted for this request.
+    pub accepted: usize,
+    /// Seconds spent on the prompt (queue excluded).
+    pub prompt_ms: f64,
+    /// Seconds spent generating.
+    pub gen_ms: f64,
+}
+
+/// A request handed to the engine.
+pub struct Request {
+    /// Prompt token ids.
+    pub prompt: Vec<u32>,
+    /// Parameters.
+    pub params: GenParams,
+    /// Where events go; dropping the receiver cancels the request.
+    pub tx: UnboundedSender<Event>,
+}
+
+/// Counters exported on `/metrics`.
+#[derive(Default)]
+pub struct Metrics {
+    /// Prompt tokens evaluated (cache hits excluded).
+    pub prompt_tokens: AtomicU64,
+    /// Prompt tokens reused from the cache.
+    pub cached_tokens: AtomicU64,
+    /// Tokens generated.
+    pub generated_tokens: AtomicU64,
+    /// Slots busy right now.
+    pub busy_slots: AtomicU64,
+    /// Requests waiting for a slot.
+    pub queued: AtomicU64,
+    /// Draft tokens proposed.
+    pub drafted: AtomicU64,
+    /// Draft tokens accepted.
+    pub accepted: AtomicU64,
+    /// Requests finished.
+    pub requests: AtomicU64,
+    /// Requests cancelled by the client.
+    pub cancelled: AtomicU64,
+    /// Forward passes run.
+    pub steps: AtomicU64,
+}
+
+/// Draft mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draft {
+    /// No drafting.
+    Off,
+    /// Prompt-lookup ("copies") drafting.
+    Copies,
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Slots (streams served at once).
+    pub parallel: usize,
+    /// Context window per request.
+    pub window: usize,
+    /// Max prompt tokens evaluated per step (shared by prefilling slots).
+    pub batch: usize,
+    /// Draft mode.
+    pub draft: Draft,
+    /// Max draft tokens per step per slot.
+    pub draft_max: usize,
+}
+
+struct Active {
+    req: Request,
+    prompt_done: usize,
+    generated: Vec<u32>,
+    pending: Option<u32>,
+    rng: u64,
+    emitted: usize,
+    cached: usize,
+    drafted: usize,
+    accepted: usize,
+    t_start: Instant,
+    t_first: Option<Instant>,
+}
+
+struct Slot {
+    /// Tokens whose K/V are valid in this slot's cache, in order.
+    tokens: Vec<u32>,
+    salt: String,
+    active: Option<Active>,
+    last_used: u64,
+}
+
+/// Handle for submitting requests to the engine thread.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: Sender<Request>,
+    /// Shared counters.
+    pub metrics: Arc<Metrics>,
+}
+
+impl EngineHandle {
+    /// Queue a request. Fails only if the engine thread is gone.
+    pub fn submit(&self, r: Request) -> Result<(), String> {
+        self.metrics.queued.fetch_add(1, Ordering::Relaxed);
+        self.tx.send(r).map_err(|_| "engine stopped".to_string())
+    }
+}
+
+/// Start the engine thread.
+pub fn start(
+    model: Model,
+    tok: Arc<EngineTokenizer>,
+    pool: Pool,
+    cfg: EngineConfig,
+) -> EngineHandle {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let metrics = Arc::new(Metrics::default());
+    let m2 = metrics.clone();
+    std::thread::Builder::new()
+        .name("engine-scheduler".into())
+        .spawn(move || {
+            let mut s = Scheduler::new(model, tok, pool, cfg, m2);
+            s.run(rx);
+        })
+        .expect("spawn engine thread");
+    EngineHandle { tx, metrics }
+}
+
+struct Scheduler {
+    model: Model,
+    tok: Arc<EngineTokenizer>,
+    pool: Pool,
+    cfg: EngineConfig,
+    metrics: Arc<Metrics>,
+    slots: Vec<Slot>,
+    kv: Vec<KvCache>,
+    queue: VecDeque<Request>,
+    clock: u64,
+    seed_ctr: u64,
+}
+
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E3779B97F4A7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+    z ^ (z >> 31)
+}
+
+/// Sample a token from logits with the given parameters.
+pub fn sample(logits: &[f32], p: &GenParams, rng: &mut u64) -> u32 {
+    if p.temperature <= 0.0 || p.top_k == 1 {
+        let mut best = 0;
+        for (i, &v) in logits.iter().enumerate() {
+            if v > logits[best] {
+                best = i;
+            }
+        }
+        return best as u32;
+    }
+    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+    let k = if p.top_k == 0 {
+        logits.len()
+    } else {
+        p.top_k.min(logits.len())
+    };
+    let cmp = |a: &u32, b: &u32| {
+        logits[*b as usize]
+            .total_cmp(&logits[*a as usize])
+            .then(a.cmp(b))
+    };
+    if k < idx.len() {
+        idx.select_nth_unstable_by(k - 1, cmp);
+        idx.truncate(k);
+    }
+    idx.sort_unstable_by(cmp);
+    let mx = logits[idx[0] as usize];
+    let mut probs: Vec<f32> = idx
+        .iter()
+        .map(|&i| ((logits[i as usize] - mx) / p.temperature).exp())
+        .collect();
+    let sum: f32 = probs.iter().sum();
+    for q in probs.iter_mut() {
+        *q /= sum;
+    }
+    if p.top_p < 1.0 {
+        let mut c = 0.0;
+        let mut cut = probs.len();
+        for (i, q) in probs.iter().enumerate() {
+            c += q;
+            if c >= p.top_p {
+                cut = i + 1;
+                break;
+            }
+        }
+        probs.truncate(cut);
+        let s: f32 = probs.iter().sum();
+        for q in probs.iter_mut() {
+            *q /= s;
+        }
+    }
+    let r = (splitmix(rng) >> 40) as f32 / (1u64 << 24) as f32;
+    let mut c = 0.0;
+    for (i, q) in probs.iter().enumerate() {
+        c += q;
+        if r < c {
+            return idx[i];
+        }
+    }
+    idx[probs.len() - 1]
+}
+
+/// Prompt-lookup drafting: find the most recent earlier occurrence of the
+/// last n-gram of `hist` and propose up to `max` tokens that followed it.
+pub fn copies_draft(hist: &[u32], max: usize) -> Vec<u32> {
+    if max == 0 {
+        return Vec::new();
+    }
+    for n in [3usize, 2] {
+        if hist.len() <= n {
+            continue;
+        }
+        let tail = &hist[hist.len() - n..];
+        let end = hist.len() - n;
+        for start in (0..end).rev() {
+            if &hist[start..start + n] == tail {
+                let from = start + n;
+                let to = (from + max).min(hist.len());
+                if from < to {
+                    return hist[from..to].to_vec();
+                }
+            }
+        }
+    }
+    Vec::new()
+}
+
+impl Scheduler {
+    fn new(
+        model: Model,
+        tok: Arc<EngineTokenizer>,
+        pool: Pool,
+        cfg: EngineConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let kv = (0..cfg.parallel)
+            .map(|_| KvCache::new(&model.cfg, cfg.window))
+            .collect();
+        let slots = (0..cfg.parallel)
+            .map(|_| Slot {
+                tokens: Vec::new(),
+                salt: String::new(),
+                active: None,
+                last_used: 0,
+            })
+            .collect();
+        let seed_ctr = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        Scheduler {
+            model,
+            tok,
+            pool,
+            cfg,
+            metrics,
+            slots,
+            kv,
+            queue: VecDeque::new(),
+            clock: 0,
+            seed_ctr,
+        }
+    }
+
+    fn run(&mut self, rx: Receiver<Request>) {
+        loop {
+            let busy = self.slots.iter().any(|s| s.active.is_some());
+            if !busy && self.queue.is_empty() {
+                match rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(r) => self.queue.push_back(r),
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            while let Ok(r) = rx.try_recv() {
+                self.queue.push_back(r);
+            }
+            self.drop_cancelled();
+            self.admit();
+            self.step();
+        }
+    }
+
+    fn drop_cancelled(&mut self) {
+        let before = self.queue.len();
+        self.queue.retain(|r| !r.tx.is_closed());
+        let gone = before - self.queue.len();
+        if gone > 0 {
+            self.metrics
+                .queued
+                .fetch_sub(gone as u64, Ordering::Relaxed);
+            self.metrics
+                .cancelled
+                .fetch_add(gone as u64, Ordering::Relaxed);
+        }
+        for s in &mut self.slots {
+            if s.active.as_ref().is_some_and(|a| a.req.tx.is_closed()) && s.active.take().is_some()
+            {
+                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
+                self.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn admit(&mut self) {
+        while !self.queue.is_empty() {
+            let free: Vec<usize> = (0..self.slots.len())
+                .filter(|&i| self.slots[i].active.is_none())
+                .collect();
+            if free.is_empty() {
+                return;
+            }
+            let Some(req) = self.queue.pop_front() else {
+                return;
+            };
+            self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+            let prompt = &req.prompt;
+            let limit = prompt.len().saturating_sub(1);
+            let reuse = |s: &Slot| -> usize {
+                if !req.params.cache_prompt || s.salt != req.params.cache_salt {
+                    return 0;
+                }
+                s.tokens
+                    .iter()
+                    .zip(prompt.iter())
+                    .take_while(|(a, b)| a == b)
+                    .count()
+                    .min(limit)
+            };
+            // Best prefix match; ties go to the least recently used slot.
+            let best = free
+                .iter()
+                .copied()
+                .max_by_key(|&i| (reuse(&self.slots[i]), u64::MAX - self.slots[i].last_used))
+                .unwrap_or(free[0]);
+            let cached = reuse(&self.slots[best]);
+            self.clock += 1;
+            let seed = req.params.seed.unwrap_or_else(|| {
+                self.seed_ctr = self.seed_ctr.wrapping_add(0x9E37);
+                splitmix(&mut self.seed_ctr)
+            });
+            let slot = &mut self.slots[best];
+            slot.tokens.truncate(cached);
+            slot.salt = req.params.cache_salt.clone();
+            slot.last_used = self.clock;
+            self.metrics
+                .cached_tokens
+                .fetch_add(cached as u64, Ordering::Relaxed);
+            self.metrics.busy_slots.fetch_add(1, Ordering::Relaxed);
+            slot.active = Some(Active {
+                req,
+                prompt_done: cached,
+                generated: Vec::new(),
+                pending: None,
+                rng: seed,
+                emitted: 0,
+                cached,
+                drafted: 0,
+                accepted: 0,
+                t_start: Instant::now(),
+                t_first: None,
+            });
+        }
+    }
+
+    fn step(&mut self) {
+        let mut budget = self.cfg.batch.max(1);
+        // (slot index, tokens, pos, kind) — kind 0 prefill-mid, 1 prefill-last, 2 decode.
+        let mut plan: Vec<(usize, Vec<u32>, usize, u8, usize)> = Vec::new();
+        let window = self.cfg.window;
+        for (si, s) in self.slots.iter().enumerate() {
+            let Some(a) = &s.active else { continue };
+            if let Some(p) = a.pending {
+                let pos = s.tokens.len();
+                let mut toks = vec![p];
+                if self.cfg.draft == Draft::Copies {
+                    let remaining = a
+                        .req
+                        .params
+                        .max_tokens
+                        .saturating_sub(a.generated.len() + 1);
+                    let room = window.saturating_sub(pos + 1);
+                    let max = self.cfg.draft_max.min(remaining).min(room);
+                    let mut hist = s.tokens.clone();
+                    hist.push(p);
+                    let d = copies_draft(&hist, max);
+                    toks.extend(d.iter());
+                }
+                let nd = toks.len() - 1;
+                plan.push((si, toks, pos, 2, nd));
+            }
+        }
+        for (si, s) in self.slots.iter().enumerate() {
+            let Some(a) = &s.active else { continue };
+            if a.pending.is_none() && budget > 0 {
+                let n = (a.req.prompt.len() - a.prompt_done).min(budget);
+                budget -= n;
+                let last = a.prompt_done + n == a.req.prompt.len();
+                let toks = a.req.prompt[a.prompt_done..a.prompt_done + n].to_vec();
+                plan.push((si, toks, a.prompt_done, if last { 1 } else { 0 }, 0));
+            }
+        }
+        if plan.is_empty() {
+            return;
+        }
+        let chunks: Vec<Chunk> = plan
+            .iter()
+            .map(|(si, toks, pos, kind, nd)| Chunk {
+                slot: *si,
+                tokens: toks,
+                pos: *pos,
+                all_logits: *kind == 2 && *nd > 0,
+                no_logits: *kind == 0,
+            })
+            .collect();
+        let logits = self.model.forward(&self.pool, &chunks, &mut self.kv);
+        drop(chunks);
+        self.metrics.steps.fetch_add(1, Ordering::Relaxed);
+        let nv = self.model.cfg.n_vocab;
+        for ((si, toks, _pos, kind, nd), lg) in plan.into_iter().zip(logits) {
+            let Some(mut a) = self.slots[si].active.take() else {
+                continue;
+            };
+            let mut done = None;
+            match kind {
+                0 | 1 => {
+                    a.prompt_done += toks.len();
+                    self.metrics
+                        .prompt_tokens
+                        .fetch_add(toks.len() as u64, Ordering::Relaxed);
+                    self.slots[si].tokens.extend_from_slice(&toks);
+                    if kind == 1 {
+                        a.t_first = Some(Instant::now());
+                        let t = sample(&lg[..nv], &a.req.params, &mut a.rng);
+                        done = self.accept_token(self.slots[si].tokens.len(), &mut a, t);
+                    }
+                }
+                _ => {
+                    // toks = [pending, drafts...]; logits row i follows toks[i].
+                    self.slots[si].tokens.push(toks[0]);
+                    a.drafted += nd;
+                    self.metrics.drafted.fetch_add(nd as u64, Ordering::Relaxed);
+                    let rows = lg.len() / nv;
+                    for i in 0..rows {
+                        let t = sample(&lg[i * nv..(i + 1) * nv], &a.req.params, &mut a.rng);
+                        done = self.accept_token(self.slots[si].tokens.len(), &mut a, t);
+                        if done.is_some() {
+                            break;
+                        }
+                        if i < nd && toks[i + 1] == t {
+                            // Draft token i verified: its K/V is valid.
+                            self.slots[si].tokens.push(t);
+                            a.pending = None;
+                            a.accepted += 1;
+                            self.metrics.accepted.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            break;
+                        }
+                    }
+                    // After an accepted draft we still need its successor: the
+                    // last sampled token that was not a verified draft is pending.
+                }
+            }
+            if let Some(reason) = done {
+                self.finish(a, reason);
+                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
+            } else if a.req.tx.is_closed() {
+                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
+                self.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.slots[si].active = Some(a);
+            }
+        }
+    }
+
+    /// Record a sampled token; returns a finish reason when generation ends.
+    fn accept_token(&self, cached_len: usize, a: &mut Active, t: u32) -> Option<&'static str> {
+        let p = &a.req.params;
+        if !p.ignore_eos && self.tok.stop_ids.contains(&t) {
+            a.pending = None;
+            return Some("stop");
+        }
+        a.generated.push(t);
+        a.pending = Some(t);
+        self.metrics
+            .generated_tokens
+            .fetch_add(1, Ordering::Relaxed);
+        let text = self.tok.decode(&a.generated);
+        // Only look past what was already sent; if decoding more tokens ever
+        // moved a character boundary, wait for the text to settle.
+        let fresh = text.get(a.emitted..).unwrap_or("");
+        let stop_at = p
+            .stop
+            .iter()
+            .filter_map(|s| fresh.find(s.as_str()).map(|i| i + a.emitted))
+            .min();
+        if let Some(at) = stop_at {
+            if let Some(t) = text.get(a.emitted..at) {
+                if !t.is_empty() {
+                    let _ = a.req.tx.send(Event::Text(t.to_string()));
+                }
+            }
+            a.emitted = at;
+            a.pending = None;
+            return Some("stop");
+        }
+        let full = a.generated.len() >= p.max_tokens || cached_len + 2 >= self.cfg.window;
+        let mut upto = text.len();
+        if !full {
+            if text.ends_with('\u{FFFD}') {
+                upto = a.emitted;
+            } else {
+                // Hold back a tail that could start a stop string.
+                for s in &p.stop {
+                    for l in (1..s.len()).rev() {
+                        if text.len() >= l && s.is_char_boundary(l) && text.ends_with(&s[..l]) {
+                            upto = upto.min(text.len() - l);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if upto > a.emitted && text.is_char_boundary(upto) && text.is_char_boundary(a.emitted) {
+            let _ = a
+                .req
+                .tx
+                .send(Event::Text(text[a.emitted..upto].to_string()));
+            a.emitted = upto;
+        }
+        if full {
+            a.pending = None;
+            return Some("length");
+        }
+        None
+    }
+
+    fn finish(&self, a: Active, reason: &'static str) {
+        let now = Instant::now();
+        let first = a.t_first.unwrap_or(now);
+        let u = Usage {
+            finish_reason: reason,
+            prompt_tokens: a.req.prompt.len(),
+            completion_tokens: a.generated.len(),
+            cached_tokens: a.cached,
+            drafted: a.drafted,
+            accepted: a.accepted,
+            prompt_ms: (first - a.t_start).as_secs_f64() * 1e3,
+            gen_ms: (now - first).as_secs_f64() * 1e3,
+        };
+        self.metrics.requests.fetch_add(1, Ordering::Relaxed);
+        let _ = a.req.tx.send(Event::Done(u));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_draft_finds_earlier_ngram() {
+        let h = [1, 2, 3, 4, 5, 6, 9, 1, 2, 3];
+        assert_eq!(copies_draft(&h, 3), vec![4, 5, 6]);
+        assert_eq!(copies_draft(&[1, 2, 3], 4), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn greedy_and_seeded_sampling() {
+        let logits = vec![0.1, 2.0, 0.3, 1.9];
+        let mut p = GenParams {
+            temperature: 0.0,
+            top_p: 1.0,
+            top_k: 0,
+            seed: None,
+            max_tokens: 1,
+            stop: vec![],
+            ignore_eos: false,
+            cache_prompt: true,
+            cache_salt: String::new(),
+        };
+        let mut r = 1;
+        assert_eq!(sample(&logits, &p, &mut r), 1);
+        p.temperature = 1.0;
+        p.top_k = 2;
+        let (mut r1, mut r2) = (7, 7);
+        let a: Vec<u32> = (0..20).map(|_| sample(&logits, &p, &mut r1)).collect();
+        let b: Vec<u32> = (0..20).map(|_| sample(&logits, &p, &mut r2)).collect();
+        assert_eq!(a, b);
+        assert!(a.iter().all(|&t| t == 1 || t == 3));
+    }
+}

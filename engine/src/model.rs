@@ -1,0 +1,678 @@
+//! Llama-family transformer over GGUF quantized weights.
+//!
+//! The forward pass takes a batch of sequence chunks (one per slot: a prompt
+//! chunk, a single decode token, or a token plus draft tokens), runs every
+//! matrix product once over all of their tokens (weights read once per step
+//! for all active streams) and returns the logits each chunk asked for.
+
+use crate::gguf::{GgmlType, Gguf, GgufError};
+use crate::kernels::{self, QAct, Simd, WType};
+use crate::pool::{split, Pool};
+use crate::tiled::{Packed, TILE};
+
+/// Model hyper-parameters read from GGUF metadata.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Transformer layers.
+    pub n_layer: usize,
+    /// Hidden size.
+    pub n_embd: usize,
+    /// FFN inner size.
+    pub n_ff: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads.
+    pub n_head_kv: usize,
+    /// Vocabulary size.
+    pub n_vocab: usize,
+    /// Trained context length.
+    pub n_ctx_train: usize,
+    /// RoPE base frequency.
+    pub rope_base: f32,
+    /// RMS norm epsilon.
+    pub eps: f32,
+}
+
+impl Config {
+    /// Per-head dimension.
+    pub fn head_dim(&self) -> usize {
+        self.n_embd / self.n_head
+    }
+    /// K (or V) row width per token.
+    pub fn kv_dim(&self) -> usize {
+        self.head_dim() * self.n_head_kv
+    }
+    /// Bytes of f32 KV cache per token (K and V, all layers).
+    pub fn kv_bytes_per_token(&self) -> usize {
+        self.n_layer * 2 * self.kv_dim() * 4
+    }
+}
+
+/// A quantized weight matrix (`rows` outputs, `k` inputs), stored as in the file.
+#[derive(Clone, Copy)]
+pub struct QMat {
+    ty: WType,
+    rows: usize,
+    k: usize,
+    off: usize,
+    row_bytes: usize,
+    packed: Option<usize>,
+}
+
+struct Layer {
+    attn_norm: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    wq: QMat,
+    wk: QMat,
+    wv: QMat,
+    wo: QMat,
+    gate: QMat,
+    up: QMat,
+    down: QMat,
+}
+
+/// Loaded model.
+pub struct Model {
+    /// Hyper-parameters.
+    pub cfg: Config,
+    data: Vec<u8>,
+    tok_embd: QMat,
+    output: QMat,
+    output_norm: Vec<f32>,
+    layers: Vec<Layer>,
+    simd: Simd,
+    rope_inv: Vec<f32>,
+    packed: Vec<Packed>,
+}
+
+/// One slot's key/value cache (f32): V laid out `[layer][pos][kv_dim]`, K
+/// transposed as `[layer][kv_head][dim][pos]` so scores for consecutive
+/// positions come from contiguous loads.
+pub struct KvCache {
+    k: Vec<f32>,
+    v: Vec<f32>,
+    cap: usize,
+    /// Row stride of transposed K: padded so rows do not alias in L1 sets.
+    kstride: usize,
+    kv_dim: usize,
+}
+
+impl KvCache {
+    /// Allocate (lazily zero-filled by the OS) a cache for `cap` positions.
+    pub fn new(cfg: &Config, cap: usize) -> Self {
+        let n = cfg.n_layer * cap * cfg.kv_dim();
+        let kstride = cap.div_ceil(16) * 16 + 16;
+        KvCache {
+            k: vec![0.0; cfg.n_layer * kstride * cfg.kv_dim()],
+            v: vec![0.0; n],
+            cap,
+            kstride,
+            kv_dim: cfg.kv_dim(),
+        }
+    }
+    /// Capacity in positions.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    fn at(&self, layer: usize, pos: usize) -> usize {
+        (layer * self.cap + pos) * self.kv_dim
+    }
+    /// Start of the transposed K block of (layer, kv dim offset `c`): element
+    /// (c + d, pos) is at `kt(layer) + (c + d) * cap + pos`.
+    fn kt(&self, layer: usize) -> usize {
+        layer * self.kv_dim * self.kstride
+    }
+}
+
+/// A chunk of one sequence to run in a batch.
+pub struct Chunk<'a> {
+    /// Index of the KV cache (slot) this chunk belongs to.
+    pub slot: usize,
+    /// Tokens to feed.
+    pub tokens: &'a [u32],
+    /// Position of the first token.
+    pub pos: usize,
+    /// Return logits for every token (draft verification) or only the last.
+    pub all_logits: bool,
+    /// Return no logits at all (an intermediate prompt chunk).
+    pub no_logits: bool,
+}
+
+#[derive(Clone, Copy)]
+struct SyncPtr(*mut f32);
+// SAFETY: threads write disjoint index ranges through this pointer.
+unsafe impl Sync for SyncPtr {}
+unsafe impl Send for SyncPtr {}
+
+impl SyncPtr {
+    #[inline(always)]
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+fn wtype(t: GgmlType) -> Result<WType, GgufError> {
+    match t {
+        GgmlType::Q4_1 => Ok(WType::Q4_1),
+        GgmlType::Q8_0 => Ok(WType::Q8_0),
+        GgmlType::Q4_0 => Ok(WType::Q4_0),
+        GgmlType::F32 => Ok(WType::F32),
+        o => Err(GgufError(format!("unsupported weight type {o}"))),
+    }
+}
+
+impl Model {
+    /// Build the model from a parsed GGUF (takes ownership of its bytes).
+    pub fn load(g: Gguf) -> Result<Self, GgufError> {
+        let arch = g
+            .get_str("general.architecture")
+            .unwrap_or("llama")
+            .to_string();
+        if arch != "llama" {
+            return Err(GgufError(format!("unsupported architecture {arch}")));
+        }
+        let u = |k: &str| {
+            g.get_u64(&format!("{arch}.{k}"))
+                .map(|v| v as usize)
+                .ok_or_else(|| GgufError(format!("missing {arch}.{k}")))
+        };
+        let n_embd = u("embedding_length")?;
+        let n_head = u("attention.head_count")?;
+        let (te, _) = g.tensor("token_embd.weight")?;
+        let cfg = Config {
+            n_layer: u("block_count")?,
+            n_embd,
+            n_ff: u("feed_forward_length")?,
+            n_head,
+            n_head_kv: u("attention.head_count_kv").unwrap_or(n_head),
+            n_vocab: te.dims.get(1).copied().unwrap_or(0),
+            n_ctx_train: u("context_length")?,
+            rope_base: g
+                .get_f64(&format!("{arch}.rope.freq_base"))
+                .unwrap_or(10000.0) as f32,
+            eps: g
+                .get_f64(&format!("{arch}.attention.layer_norm_rms_epsilon"))
+                .unwrap_or(1e-5) as f32,
+        };
+        if n_embd % n_head != 0 || !cfg.n_head.is_multiple_of(cfg.n_head_kv) || n_embd % 32 != 0 {
+            return Err(GgufError("inconsistent head sizes".into()));
+        }
+        let mat = |name: &str| -> Result<QMat, GgufError> {
+            let (t, _) = g.tensor(name)?;
+            let ty = wtype(t.ty)?;
+            let k = t.dims[0];
+            let rows = t.dims.get(1).copied().unwrap_or(1);
+            if k % 32 != 0 {
+                return Err(GgufError(format!(
+                    "{name}: row length {k} not a multiple of 32"
+                )));
+            }
+            Ok(QMat {
+                ty,
+                rows,
+                k,
+                off: t.offset,
+                row_bytes: k / 32 * ty.block_bytes(),
+                packed: None,
+            })
+        };
+        let vecf = |name: &str| -> Result<Vec<f32>, GgufError> {
+            let (t, b) = g.tensor(name)?;
+            let n: usize = t.dims.iter().product();
+            let mut out = vec![0f32; n];
+            match t.ty {
+                GgmlType::F32 => {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = f32::from_le_bytes([
+                            b[4 * i],
+                            b[4 * i + 1],
+                            b[4 * i + 2],
+                            b[4 * i + 3],
+                        ]);
+                    }
+                }
+                o => return Err(GgufError(format!("{name}: norm type {o} unsupported"))),
+            }
+            Ok(out)
+        };
+        let mut layers = Vec::with_capacity(cfg.n_layer);
+        for i in 0..cfg.n_layer {
+            let p = |s: &str| format!("blk.{i}.{s}.weight");
+            layers.push(Layer {
+                attn_norm: vecf(&p("attn_norm"))?,
+                ffn_norm: vecf(&p("ffn_norm"))?,
+                wq: mat(&p("attn_q"))?,
+                wk: mat(&p("attn_k"))?,
+                wv: mat(&p("attn_v"))?,
+                wo: mat(&p("attn_output"))?,
+                gate: mat(&p("ffn_gate"))?,
+                up: mat(&p("ffn_up"))?,
+                down: mat(&p("ffn_down"))?,
+            });
+        }
+        let tok_embd = mat("token_embd.weight")?;
+        let output = if g.tensors.contains_key("output.weight") {
+            mat("output.weight")?
+        } else {
+            tok_embd
+        };
+        let output_norm = vecf("output_norm.weight")?;
+        let hd = cfg.head_dim();
+        let rope_inv = (0..hd / 2)
+            .map(|i| cfg.rope_base.powf(-(2.0 * i as f32) / hd as f32))
+            .collect();
+        let mut m = Model {
+            cfg,
+            data: g.data,
+            tok_embd,
+            output,
+            output_norm,
+            layers,
+            simd: kernels::detect_simd(),
+            rope_inv,
+            packed: Vec::new(),
+        };
+        if std::env::var("RIGAUDIT_ENGINE_NO_REPACK").is_err() {
+            m.repack();
+        }
+        Ok(m)
+    }
+
+    fn pack_one(&mut self, q: QMat) -> QMat {
+        let raw = &self.data[q.off..q.off + q.rows * q.row_bytes];
+        match Packed::pack(q.ty, q.rows, q.k, raw) {
+            Some(p) => {
+                self.packed.push(p);
+                QMat {
+                    packed: Some(self.packed.len() - 1),
+                    ..q
+                }
+            }
+            None => q,
+        }
+    }
+
+    /// Repack every matrix the tiled kernels support.
+    fn repack(&mut self) {
+        for i in 0..self.layers.len() {
+            let l = &self.layers[i];
+            let mats = [l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down];
+            let p: Vec<QMat> = mats.iter().map(|&q| self.pack_one(q)).collect();
+            let l = &mut self.layers[i];
+            (l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down) =
+                (p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+        }
+        self.output = self.pack_one(self.output);
+    }
+
+    /// SIMD level in use.
+    pub fn simd(&self) -> Simd {
+        self.simd
+    }
+
+    /// Force a SIMD level (tests compare paths).
+    pub fn set_simd(&mut self, s: Simd) {
+        self.simd = s;
+    }
+
+    fn row(&self, m: &QMat, r: usize) -> &[u8] {
+        let o = m.off + r * m.row_bytes;
+        &self.data[o..o + m.row_bytes]
+    }
+
+    /// `out[t][off + r] = W[r] · act[t]` for several matrices sharing the
+    /// same input, in one parallel region. `outs` gives (matrix, out buffer,
+    /// out row stride).
+    fn matmul_multi(&self, pool: &Pool, act: &QAct, mats: &[(&QMat, SyncPtr)]) {
+        let total: usize = mats.iter().map(|(m, _)| m.rows).sum();
+        let ntok = act.rows;
+        let simd = self.simd;
+        if mats.iter().all(|(m, _)| m.packed.is_some()) {
+            pool.run(&|ti, nt| {
+                let range = split(total, nt, ti, TILE);
+                let mut base = 0;
+                for (m, out) in mats {
+                    let lo = range.start.max(base);
+                    let hi = range.end.min(base + m.rows);
+                    if lo < hi {
+                        if let Some(p) = m.packed.and_then(|i| self.packed.get(i)) {
+                            // SAFETY: tile ranges are disjoint between threads.
+                            unsafe {
+                                p.matmul(
+                                    simd,
+                                    act,
+                                    (lo - base) / TILE..(hi - base) / TILE,
+                                    0,
+                                    ntok,
+                                    out.get(),
+                                    m.rows,
+                                )
+                            };
+                        }
+                    }
+                    base += m.rows;
+                }
+            });
+            return;
+        }
+        pool.run(&|ti, nt| {
+            let range = split(total, nt, ti, 16);
+            let mut buf = vec![0f32; ntok.min(64)];
+            let tile = 64usize;
+            let mut t0 = 0;
+            while t0 < ntok {
+                let tn = (ntok - t0).min(tile);
+                let mut base = 0;
+                for (m, out) in mats {
+                    let lo = range.start.max(base);
+                    let hi = range.end.min(base + m.rows);
+                    for gr in lo..hi {
+                        let r = gr - base;
+                        kernels::dot_rows(simd, m.ty, self.row(m, r), act, t0, &mut buf[..tn]);
+                        for (j, v) in buf[..tn].iter().enumerate() {
+                            // SAFETY: each (token, row) cell is written by exactly one thread.
+                            unsafe { *out.get().add((t0 + j) * m.rows + r) = *v };
+                        }
+                    }
+                    base += m.rows;
+                }
+                t0 += tn;
+            }
+        });
+    }
+
+    fn rmsnorm(&self, x: &[f32], w: &[f32], out: &mut [f32]) {
+        let n = w.len();
+        for (xr, or) in x.chunks(n).zip(out.chunks_mut(n)) {
+            let ss: f32 = xr.iter().map(|v| v * v).sum::<f32>() / n as f32;
+            let s = 1.0 / (ss + self.cfg.eps).sqrt();
+            for i in 0..n {
+                or[i] = xr[i] * s * w[i];
+            }
+        }
+    }
+
+    fn rope(&self, v: &mut [f32], pos: usize, nheads: usize) {
+        let hd = self.cfg.head_dim();
+        for h in 0..nheads {
+            let x = &mut v[h * hd..(h + 1) * hd];
+            for i in 0..hd / 2 {
+                let th = pos as f32 * self.rope_inv[i];
+                let (s, c) = th.sin_cos();
+                let (a, b) = (x[2 * i], x[2 * i + 1]);
+                x[2 * i] = a * c - b * s;
+                x[2 * i + 1] = a * s + b * c;
+            }
+        }
+    }
+
+    /// Run a batch. Returns, per chunk, its logits rows (`n_vocab` each):
+    /// none, the last token's, or every token's.
+    pub fn forward(&self, pool: &Pool, chunks: &[Chunk], kv: &mut [KvCache]) -> Vec<Vec<f32>> {
+        let c = &self.cfg;
+        let (d, kvd, hd, nh) = (c.n_embd, c.kv_dim(), c.head_dim(), c.n_head);
+        let group = c.n_head / c.n_head_kv;
+        // Token table: (chunk, slot, pos).
+        let mut toks = Vec::new();
+        let mut info = Vec::new();
+        for (ci, ch) in chunks.iter().enumerate() {
+            for (j, &t) in ch.tokens.iter().enumerate() {
+                toks.push(t);
+                info.push((ci, ch.slot, ch.pos + j));
+            }
+        }
+        let n = toks.len();
+        if n == 0 {
+            return chunks.iter().map(|_| Vec::new()).collect();
+        }
+        let mut x = vec![0f32; n * d];
+        for (i, &t) in toks.iter().enumerate() {
+            let t = (t as usize).min(self.tok_embd.rows - 1);
+            kernels::dequant_row(
+                self.tok_embd.ty,
+                self.row(&self.tok_embd, t),
+                &mut x[i * d..(i + 1) * d],
+            );
+        }
+        let mut xn = vec![0f32; n * d];
+        let mut q = vec![0f32; n * d];
+        let mut kk = vec![0f32; n * kvd];
+        let mut vv = vec![0f32; n * kvd];
+        let mut att = vec![0f32; n * d];
+        let mut o = vec![0f32; n * d];
+        let mut g = vec![0f32; n * c.n_ff];
+        let mut u = vec![0f32; n * c.n_ff];
+        let mut act = QAct::default();
+        let scale = 1.0 / (hd as f32).sqrt();
+        let simd = self.simd;
+        for (li, l) in self.layers.iter().enumerate() {
+            self.rmsnorm(&x, &l.attn_norm, &mut xn);
+            act.quantize(&xn, n, d);
+            self.matmul_multi(
+                pool,
+                &act,
+                &[
+                    (&l.wq, SyncPtr(q.as_mut_ptr())),
+                    (&l.wk, SyncPtr(kk.as_mut_ptr())),
+                    (&l.wv, SyncPtr(vv.as_mut_ptr())),
+                ],
+            );
+            for (i, &(_, slot, pos)) in info.iter().enumerate() {
+                self.rope(&mut q[i * d..(i + 1) * d], pos, nh);
+                self.rope(&mut kk[i * kvd..(i + 1) * kvd], pos, c.n_head_kv);
+                let cache = &mut kv[slot];
+                let at = cache.at(li, pos);
+                cache.v[at..at + kvd].copy_from_slice(&vv[i * kvd..(i + 1) * kvd]);
+                let (kt, cap) = (cache.kt(li), cache.kstride);
+                for (c, &val) in kk[i * kvd..(i + 1) * kvd].iter().enumerate() {
+                    cache.k[kt + c * cap + pos] = val;
+                }
+            }
+            {
+                let kvr: &[KvCache] = kv;
+                let attp = SyncPtr(att.as_mut_ptr());
+                let qr = &q;
+                let info = &info;
+                let nkv = c.n_head_kv;
+                pool.run(&|ti, nt| {
+                    let mut sc: Vec<f32> = Vec::new();
+                    // Job = (token, kv head): its `group` query heads share K
+                    // loads. Interleaved jobs balance short and long contexts.
+                    for job in (ti..n * nkv).step_by(nt) {
+                        let (i, kvh) = (job / nkv, job % nkv);
+                        let (_, slot, pos) = info[i];
+                        let cache = &kvr[slot];
+                        let h0 = kvh * group;
+                        let qs = &qr[i * d + h0 * hd..i * d + (h0 + group) * hd];
+                        let kh = kvh * hd;
+                        let np = pos + 1;
+                        sc.resize(np * group, 0.0);
+                        let ks = cache.kstride;
+                        let kt = cache.kt(li) + kh * ks;
+                        kernels::attn_scores_group(
+                            simd,
+                            qs,
+                            hd,
+                            &cache.k[kt..kt + hd * ks],
+                            ks,
+                            np,
+                            scale,
+                            &mut sc,
+                        );
+                        let v0 = cache.at(li, 0) + kh;
+                        let vend = cache.at(li, pos) + kh + hd;
+                        for g in 0..group {
+                            let w = &mut sc[g * np..(g + 1) * np];
+                            kernels::softmax(simd, w);
+                            // SAFETY: (token, head) output cells are disjoint per job.
+                            let out = unsafe {
+                                std::slice::from_raw_parts_mut(
+                                    attp.get().add(i * d + (h0 + g) * hd),
+                                    hd,
+                                )
+                            };
+                            kernels::attn_values(simd, w, &cache.v[v0..vend], kvd, out);
+                        }
+                    }
+                });
+            }
+            act.quantize(&att, n, d);
+            self.matmul_multi(pool, &act, &[(&l.wo, SyncPtr(o.as_mut_ptr()))]);
+            for (a, b) in x.iter_mut().zip(&o) {
+                *a += b;
+            }
+            self.rmsnorm(&x, &l.ffn_norm, &mut xn);
+            act.quantize(&xn, n, d);
+            self.matmul_multi(
+                pool,
+                &act,
+                &[
+                    (&l.gate, SyncPtr(g.as_mut_ptr())),
+                    (&l.up, SyncPtr(u.as_mut_ptr())),
+                ],
+            );
+            for (a, b) in g.iter_mut().zip(&u) {
+                *a = *a / (1.0 + (-*a).exp()) * b;
+            }
+            act.quantize(&g, n, c.n_ff);
+            self.matmul_multi(pool, &act, &[(&l.down, SyncPtr(o.as_mut_ptr()))]);
+            for (a, b) in x.iter_mut().zip(&o) {
+                *a += b;
+            }
+        }
+        // Which token rows need logits.
+        let mut want = Vec::new();
+        let mut start = 0;
+        for ch in chunks {
+            let len = ch.tokens.len();
+            if ch.no_logits || len == 0 {
+            } else if ch.all_logits {
+                want.extend(start..start + len);
+            } else {
+                want.push(start + len - 1);
+            }
+            start += len;
+        }
+        let mut sel = vec![0f32; want.len() * d];
+        for (j, &i) in want.iter().enumerate() {
+            sel[j * d..(j + 1) * d].copy_from_slice(&x[i * d..(i + 1) * d]);
+        }
+        let mut seln = vec![0f32; sel.len()];
+        self.rmsnorm(&sel, &self.output_norm, &mut seln);
+        let nv = self.output.rows;
+        let mut logits = vec![0f32; want.len() * nv];
+        if !want.is_empty() {
+            act.quantize(&seln, want.len(), d);
+            self.matmul_multi(pool, &act, &[(&self.output, SyncPtr(logits.as_mut_ptr()))]);
+        }
+        let mut res = Vec::with_capacity(chunks.len());
+        let mut wi = 0;
+        for ch in chunks {
+            let cnt = if ch.no_logits || ch.tokens.is_empty() {
+                0
+            } else if ch.all_logits {
+                ch.tokens.len()
+            } else {
+                1
+            };
+            res.push(logits[wi * nv..(wi + cnt) * nv].to_vec());
+            wi += cnt;
+        }
+        res
+    }
+
+    /// Plain f32 reference forward for a single sequence (no quantized
+    /// activations, no SIMD, no cache): logits of the last token. Used to
+    /// check the optimized path.
+    pub fn forward_reference(&self, tokens: &[u32]) -> Vec<f32> {
+        let c = &self.cfg;
+        let (d, kvd, hd) = (c.n_embd, c.kv_dim(), c.head_dim());
+        let group = c.n_head / c.n_head_kv;
+        let n = tokens.len();
+        let deq = |m: &QMat| {
+            let mut w = vec![0f32; m.rows * m.k];
+            for r in 0..m.rows {
+                kernels::dequant_row(m.ty, self.row(m, r), &mut w[r * m.k..(r + 1) * m.k]);
+            }
+            w
+        };
+        let mm = |w: &[f32], m: &QMat, x: &[f32]| -> Vec<f32> {
+            let mut out = vec![0f32; n * m.rows];
+            for t in 0..n {
+                for r in 0..m.rows {
+                    out[t * m.rows + r] = (0..m.k).map(|i| w[r * m.k + i] * x[t * m.k + i]).sum();
+                }
+            }
+            out
+        };
+        let emb = deq(&self.tok_embd);
+        let mut x = vec![0f32; n * d];
+        for (i, &t) in tokens.iter().enumerate() {
+            x[i * d..(i + 1) * d].copy_from_slice(&emb[t as usize * d..(t as usize + 1) * d]);
+        }
+        let mut xn = vec![0f32; n * d];
+        for l in &self.layers {
+            self.rmsnorm(&x, &l.attn_norm, &mut xn);
+            let mut q = mm(&deq(&l.wq), &l.wq, &xn);
+            let mut k = mm(&deq(&l.wk), &l.wk, &xn);
+            let v = mm(&deq(&l.wv), &l.wv, &xn);
+            for t in 0..n {
+                self.rope(&mut q[t * d..(t + 1) * d], t, c.n_head);
+                self.rope(&mut k[t * kvd..(t + 1) * kvd], t, c.n_head_kv);
+            }
+            let mut att = vec![0f32; n * d];
+            for t in 0..n {
+                for h in 0..c.n_head {
+                    let kh = (h / group) * hd;
+                    let qh = &q[t * d + h * hd..t * d + (h + 1) * hd];
+                    let mut sc: Vec<f32> = (0..=t)
+                        .map(|p| {
+                            (0..hd).map(|i| qh[i] * k[p * kvd + kh + i]).sum::<f32>()
+                                / (hd as f32).sqrt()
+                        })
+                        .collect();
+                    let mx = sc.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                    let sum: f32 = sc
+                        .iter_mut()
+                        .map(|s| {
+                            *s = (*s - mx).exp();
+                            *s
+                        })
+                        .sum();
+                    for (p, s) in sc.iter().enumerate() {
+                        for i in 0..hd {
+                            att[t * d + h * hd + i] += s / sum * v[p * kvd + kh + i];
+                        }
+                    }
+                }
+            }
+            let o = mm(&deq(&l.wo), &l.wo, &att);
+            for (a, b) in x.iter_mut().zip(&o) {
+                *a += b;
+            }
+            self.rmsnorm(&x, &l.ffn_norm, &mut xn);
+            let g = mm(&deq(&l.gate), &l.gate, &xn);
+            let u = mm(&deq(&l.up), &l.up, &xn);
+            let h: Vec<f32> = g
+                .iter()
+                .zip(&u)
+                .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+                .collect();
+            let o = mm(&deq(&l.down), &l.down, &h);
+            for (a, b) in x.iter_mut().zip(&o) {
+                *a += b;
+            }
+        }
+        let last = &x[(n - 1) * d..n * d];
+        let mut ln = vec![0f32; d];
+        self.rmsnorm(last, &self.output_norm, &mut ln);
+        let nv = self.output.rows;
+        let mut row = vec![0f32; d];
+        (0..nv)
+            .map(|r| {
+                kernels::dequant_row(self.output.ty, self.row(&self.output, r), &mut row);
+                row.iter().zip(&ln).map(|(a, b)| a * b).sum()
+            })
+            .collect()
+    }
+}

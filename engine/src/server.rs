@@ -1,0 +1,724 @@
+//! OpenAI-compatible HTTP API: `/v1/models`, `/v1/chat/completions`,
+//! `/v1/completions` (streaming and not), `/health`, `/metrics`,
+//! `/tokenize`, `/detokenize` and `/tokenizer.json`.
+//!
+//! Request bodies are parsed by hand from JSON values so that every malformed
+//! or mistyped request gets a 4xx with an OpenAI-shaped error message.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use crate::engine::{EngineHandle, Event, GenParams, Request, SamplingDefaults, Usage};
+use crate::tokenizer::EngineTokenizer;
+
+/// Everything the HTTP handlers share.
+pub struct AppState {
+    /// Served model name.
+    pub name: String,
+    /// Context window.
+    pub window: usize,
+    /// Trained context of the model.
+    pub n_ctx_train: usize,
+    /// Slots.
+    pub parallel: usize,
+    /// Tokenizer.
+    pub tok: Arc<EngineTokenizer>,
+    /// Engine handle.
+    pub engine: EngineHandle,
+    /// Sampling defaults.
+    pub defaults: SamplingDefaults,
+    /// Chat template (Jinja).
+    pub chat_template: Option<String>,
+    /// BOS token text.
+    pub bos_text: String,
+    /// EOS token text.
+    pub eos_text: String,
+    /// Request id counter.
+    pub ids: AtomicU64,
+}
+
+/// An API error turned into an OpenAI-shaped JSON response.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    code: Option<&'static str>,
+    param: Option<String>,
+}
+
+impl ApiError {
+    fn bad(msg: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: msg.into(),
+            code: None,
+            param: None,
+        }
+    }
+    fn param(p: &str, msg: impl Into<String>) -> Self {
+        ApiError {
+            param: Some(p.to_string()),
+            ..ApiError::bad(msg)
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let ty = if self.status.is_server_error() {
+            "server_error"
+        } else {
+            "invalid_request_error"
+        };
+        let body = json!({"error": {
+            "message": self.message,
+            "type": ty,
+            "param": self.param,
+            "code": self.code,
+        }});
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+/// Build the router.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/models", get(models))
+        .route("/models", get(models))
+        .route("/metrics", get(metrics))
+        .route("/tokenizer.json", get(tokenizer_json))
+        .route("/tokenize", post(tokenize))
+        .route("/detokenize", post(detokenize))
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/completions", post(completions))
+        .fallback(|| async {
+            ApiError {
+                status: StatusCode::NOT_FOUND,
+                message: "not found".into(),
+                code: None,
+                param: None,
+            }
+        })
+        .with_state(state)
+}
+
+async fn health() -> impl IntoResponse {
+    axum::Json(json!({"status": "ok"}))
+}
+
+async fn models(State(s): State<Arc<AppState>>) -> impl IntoResponse {
+    axum::Json(json!({
+        "object": "list",
+        "data": [{
+            "id": s.name,
+            "object": "model",
+            "created": now(),
+            "owned_by": "rigaudit-engine",
+            "context_window": s.window,
+            "max_model_len": s.window,
+            "meta": {"n_ctx": s.window, "n_ctx_train": s.n_ctx_train,
+                     "n_vocab": s.tok.vocab_size(), "n_parallel": s.parallel},
+        }]
+    }))
+}
+
+async fn tokenizer_json(State(s): State<Arc<AppState>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        s.tok.to_json(),
+    )
+}
+
+async fn metrics(State(s): State<Arc<AppState>>) -> impl IntoResponse {
+    let m = &s.engine.metrics;
+    let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let rows: [(&str, &str, &str, u64); 11] = [
+        (
+            "prompt_tokens_total",
+            "counter",
+            "Prompt tokens evaluated (cache hits excluded).",
+            g(&m.prompt_tokens),
+        ),
+        (
+            "prompt_tokens_cached_total",
+            "counter",
+            "Prompt tokens reused from the prompt cache.",
+            g(&m.cached_tokens),
+        ),
+        (
+            "generation_tokens_total",
+            "counter",
+            "Tokens generated.",
+            g(&m.generated_tokens),
+        ),
+        (
+            "draft_tokens_total",
+            "counter",
+            "Draft tokens proposed.",
+            g(&m.drafted),
+        ),
+        (
+            "draft_accepted_tokens_total",
+            "counter",
+            "Draft tokens accepted.",
+            g(&m.accepted),
+        ),
+        (
+            "requests_total",
+            "counter",
+            "Requests finished.",
+            g(&m.requests),
+        ),
+        (
+            "requests_cancelled_total",
+            "counter",
+            "Requests abandoned by the client.",
+            g(&m.cancelled),
+        ),
+        (
+            "decode_steps_total",
+            "counter",
+            "Batched forward passes run.",
+            g(&m.steps),
+        ),
+        (
+            "busy_slots",
+            "gauge",
+            "Slots serving a request now.",
+            g(&m.busy_slots),
+        ),
+        (
+            "queued_requests",
+            "gauge",
+            "Requests waiting for a slot.",
+            g(&m.queued),
+        ),
+        (
+            "slots",
+            "gauge",
+            "Slots (streams served at once).",
+            s.parallel as u64,
+        ),
+    ];
+    let mut out = String::new();
+    for (name, ty, help, v) in rows {
+        out.push_str(&format!(
+            "# HELP rigaudit_engine_{name} {help}\n# TYPE rigaudit_engine_{name} {ty}\nrigaudit_engine_{name} {v}\n"
+        ));
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+}
+
+fn parse_body(body: &Bytes) -> Result<Map<String, Value>, ApiError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad(format!("request body is not valid JSON: {e}")))?;
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(ApiError::bad("request body must be a JSON object")),
+    }
+}
+
+async fn tokenize(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
+    let m = parse_body(&body)?;
+    let content = m
+        .get("content")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::param("content", "`content` must be a string"))?;
+    let ids = s.tok.encode(content);
+    Ok(axum::Json(json!({"tokens": ids})).into_response())
+}
+
+async fn detokenize(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
+    let m = parse_body(&body)?;
+    let ids = token_array(m.get("tokens"), "tokens", s.tok.vocab_size())?
+        .ok_or_else(|| ApiError::param("tokens", "`tokens` must be an array of token ids"))?;
+    Ok(axum::Json(json!({"content": s.tok.decode(&ids)})).into_response())
+}
+
+fn token_array(v: Option<&Value>, name: &str, vocab: usize) -> Result<Option<Vec<u32>>, ApiError> {
+    let Some(Value::Array(a)) = v else {
+        return Ok(None);
+    };
+    if !a.iter().all(Value::is_u64) {
+        return Ok(None);
+    }
+    let ids: Vec<u32> = a
+        .iter()
+        .filter_map(Value::as_u64)
+        .map(|x| x.min(u32::MAX as u64) as u32)
+        .collect();
+    if let Some(bad) = ids.iter().find(|&&t| t as usize >= vocab) {
+        return Err(ApiError::param(
+            name,
+            format!("token id {bad} is outside the vocabulary (size {vocab})"),
+        ));
+    }
+    Ok(Some(ids))
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn opt_f32(m: &Map<String, Value>, k: &str, lo: f64, hi: f64) -> Result<Option<f32>, ApiError> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            let v = n.as_f64().unwrap_or(f64::NAN);
+            if !(lo..=hi).contains(&v) {
+                return Err(ApiError::param(
+                    k,
+                    format!("`{k}` must be between {lo} and {hi}, got {v}"),
+                ));
+            }
+            Ok(Some(v as f32))
+        }
+        Some(_) => Err(ApiError::param(k, format!("`{k}` must be a number"))),
+    }
+}
+
+fn opt_u64(m: &Map<String, Value>, k: &str) -> Result<Option<u64>, ApiError> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .or_else(|| n.as_i64().filter(|&v| v >= 0).map(|v| v as u64))
+            .map(Some)
+            .ok_or_else(|| ApiError::param(k, format!("`{k}` must be a non-negative integer"))),
+        Some(_) => Err(ApiError::param(k, format!("`{k}` must be an integer"))),
+    }
+}
+
+fn opt_bool(m: &Map<String, Value>, k: &str) -> Result<Option<bool>, ApiError> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(ApiError::param(k, format!("`{k}` must be a boolean"))),
+    }
+}
+
+/// Parsed common generation fields.
+struct Common {
+    params: GenParams,
+    max_tokens: Option<usize>,
+    stream: bool,
+}
+
+fn common(s: &AppState, m: &Map<String, Value>) -> Result<Common, ApiError> {
+    if let Some(n) = opt_u64(m, "n")? {
+        if n != 1 {
+            return Err(ApiError::param("n", "only `n` = 1 is supported"));
+        }
+    }
+    let temperature = opt_f32(m, "temperature", 0.0, 100.0)?.unwrap_or(s.defaults.temperature);
+    let top_p = opt_f32(m, "top_p", 0.0, 1.0)?.unwrap_or(s.defaults.top_p);
+    let top_k = opt_u64(m, "top_k")?
+        .map(|v| v as usize)
+        .unwrap_or(s.defaults.top_k);
+    let seed = match m.get("seed") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match (n.as_u64(), n.as_i64()) {
+            (Some(v), _) => Some(v),
+            (None, Some(-1)) => None,
+            (None, Some(v)) => Some(v as u64),
+            _ => return Err(ApiError::param("seed", "`seed` must be an integer")),
+        },
+        Some(_) => return Err(ApiError::param("seed", "`seed` must be an integer")),
+    };
+    let mut max_tokens = None;
+    for k in ["max_tokens", "max_completion_tokens", "n_predict"] {
+        if let Some(Value::Number(n)) = m.get(k) {
+            if n.as_i64() == Some(-1) {
+                continue;
+            }
+        }
+        if let Some(v) = opt_u64(m, k)? {
+            if v == 0 {
+                return Err(ApiError::param(k, format!("`{k}` must be at least 1")));
+            }
+            max_tokens = Some(v.min(usize::MAX as u64 / 2) as usize);
+            break;
+        }
+    }
+    let stop = match m.get("stop") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::String(x)) => vec![x.clone()],
+        Some(Value::Array(a)) => {
+            let v: Option<Vec<String>> = a.iter().map(|x| x.as_str().map(str::to_string)).collect();
+            v.ok_or_else(|| {
+                ApiError::param("stop", "`stop` must be a string or an array of strings")
+            })?
+        }
+        Some(_) => {
+            return Err(ApiError::param(
+                "stop",
+                "`stop` must be a string or an array of strings",
+            ))
+        }
+    };
+    let stop: Vec<String> = stop.into_iter().filter(|x| !x.is_empty()).collect();
+    if stop.len() > 16 {
+        return Err(ApiError::param(
+            "stop",
+            "at most 16 stop strings are allowed",
+        ));
+    }
+    let cache_salt = match m.get("cache_salt") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(x)) => x.clone(),
+        Some(_) => {
+            return Err(ApiError::param(
+                "cache_salt",
+                "`cache_salt` must be a string",
+            ))
+        }
+    };
+    let stream = opt_bool(m, "stream")?.unwrap_or(false);
+    if let Some(so) = m.get("stream_options") {
+        if !so.is_object() && !so.is_null() {
+            return Err(ApiError::param(
+                "stream_options",
+                "`stream_options` must be an object",
+            ));
+        }
+    }
+    Ok(Common {
+        params: GenParams {
+            temperature,
+            top_p: if top_p <= 0.0 { 1.0 } else { top_p },
+            top_k,
+            seed,
+            max_tokens: 0,
+            stop,
+            ignore_eos: opt_bool(m, "ignore_eos")?.unwrap_or(false),
+            cache_prompt: opt_bool(m, "cache_prompt")?.unwrap_or(true),
+            cache_salt,
+        },
+        max_tokens,
+        stream,
+    })
+}
+
+fn message_text(v: &Value, i: usize) -> Result<String, ApiError> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok(String::new()),
+        Value::Array(parts) => {
+            let mut out = String::new();
+            for p in parts {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => match p.get("text").and_then(Value::as_str) {
+                        Some(t) => out.push_str(t),
+                        None => {
+                            return Err(ApiError::param(
+                                "messages",
+                                format!("messages[{i}].content: text part without a string `text`"),
+                            ))
+                        }
+                    },
+                    _ => {
+                        return Err(ApiError::param(
+                            "messages",
+                            format!("messages[{i}].content: only text parts are supported"),
+                        ))
+                    }
+                }
+            }
+            Ok(out)
+        }
+        _ => Err(ApiError::param(
+            "messages",
+            format!("messages[{i}].content must be a string or an array of text parts"),
+        )),
+    }
+}
+
+fn render_chat(s: &AppState, m: &Map<String, Value>) -> Result<String, ApiError> {
+    let msgs = match m.get("messages") {
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        Some(Value::Array(_)) => {
+            return Err(ApiError::param("messages", "`messages` must not be empty"))
+        }
+        None => return Err(ApiError::param("messages", "`messages` is required")),
+        Some(_) => return Err(ApiError::param("messages", "`messages` must be an array")),
+    };
+    let mut list = Vec::with_capacity(msgs.len());
+    for (i, msg) in msgs.iter().enumerate() {
+        let Some(o) = msg.as_object() else {
+            return Err(ApiError::param(
+                "messages",
+                format!("messages[{i}] must be an object"),
+            ));
+        };
+        let role = o.get("role").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::param("messages", format!("messages[{i}].role must be a string"))
+        })?;
+        if !matches!(role, "system" | "user" | "assistant" | "tool" | "developer") {
+            return Err(ApiError::param(
+                "messages",
+                format!("messages[{i}].role {role:?} is not a known role"),
+            ));
+        }
+        let content = message_text(o.get("content").unwrap_or(&Value::Null), i)?;
+        list.push(json!({"role": role, "content": content}));
+    }
+    let mut enable_thinking = true;
+    match m.get("chat_template_kwargs") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(kw)) => match kw.get("enable_thinking") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => enable_thinking = *b,
+            Some(_) => {
+                return Err(ApiError::param(
+                    "chat_template_kwargs",
+                    "`chat_template_kwargs.enable_thinking` must be a boolean",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(ApiError::param(
+                "chat_template_kwargs",
+                "`chat_template_kwargs` must be an object",
+            ))
+        }
+    }
+    let tpl = s.chat_template.clone().unwrap_or_else(|| {
+        "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}".to_string()
+    });
+    let mut env = minijinja::Environment::new();
+    env.add_function(
+        "raise_exception",
+        |msg: String| -> Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                msg,
+            ))
+        },
+    );
+    env.add_template_owned("chat", tpl)
+        .map_err(|e| ApiError::bad(format!("chat template error: {e}")))?;
+    let t = env
+        .get_template("chat")
+        .map_err(|e| ApiError::bad(format!("chat template error: {e}")))?;
+    t.render(minijinja::context! {
+        messages => list,
+        add_generation_prompt => true,
+        enable_thinking => enable_thinking,
+        bos_token => s.bos_text.clone(),
+        eos_token => s.eos_text.clone(),
+    })
+    .map_err(|e| ApiError::bad(format!("cannot apply the chat template: {e}")))
+}
+
+fn check_window(s: &AppState, prompt: usize, max: Option<usize>) -> Result<usize, ApiError> {
+    let w = s.window;
+    let max_tokens = max.unwrap_or_else(|| w.saturating_sub(prompt));
+    if prompt == 0 {
+        return Err(ApiError::param("prompt", "the prompt is empty"));
+    }
+    if prompt.saturating_add(max_tokens) > w || prompt >= w {
+        return Err(ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: format!(
+                "This model's maximum context length is {w} tokens. However, you requested {} tokens ({prompt} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.",
+                prompt.saturating_add(max_tokens)
+            ),
+            code: Some("context_length_exceeded"),
+            param: Some("messages".into()),
+        });
+    }
+    Ok(max_tokens)
+}
+
+async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
+    let m = parse_body(&body)?;
+    let c = common(&s, &m)?;
+    let text = render_chat(&s, &m)?;
+    let prompt = s.tok.encode_prompt(&text);
+    run(s, prompt, c, true).await
+}
+
+async fn completions(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
+    let m = parse_body(&body)?;
+    let c = common(&s, &m)?;
+    let prompt = match m.get("prompt") {
+        Some(Value::String(p)) => s.tok.encode_prompt(p),
+        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
+            s.tok.encode_prompt(a[0].as_str().unwrap_or_default())
+        }
+        Some(v @ Value::Array(_)) => token_array(Some(v), "prompt", s.tok.vocab_size())?
+            .ok_or_else(|| {
+                ApiError::param(
+                    "prompt",
+                    "`prompt` must be a string, a one-string array or an array of token ids",
+                )
+            })?,
+        None => return Err(ApiError::param("prompt", "`prompt` is required")),
+        Some(_) => {
+            return Err(ApiError::param(
+                "prompt",
+                "`prompt` must be a string or an array of token ids",
+            ))
+        }
+    };
+    run(s, prompt, c, false).await
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cached_tokens},
+        "completion_tokens_details": {"draft_tokens": u.drafted, "accepted_draft_tokens": u.accepted},
+    })
+}
+
+fn timings_json(u: &Usage) -> Value {
+    json!({
+        "prompt_n": u.prompt_tokens - u.cached_tokens,
+        "prompt_ms": u.prompt_ms,
+        "predicted_n": u.completion_tokens,
+        "predicted_ms": u.gen_ms,
+        "draft_n": u.drafted,
+        "draft_n_accepted": u.accepted,
+    })
+}
+
+async fn run(
+    s: Arc<AppState>,
+    prompt: Vec<u32>,
+    c: Common,
+    chat: bool,
+) -> Result<Response, ApiError> {
+    let max_tokens = check_window(&s, prompt.len(), c.max_tokens)?;
+    let mut params = c.params;
+    params.max_tokens = max_tokens;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    s.engine
+        .submit(Request { prompt, params, tx })
+        .map_err(|e| ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: e,
+            code: None,
+            param: None,
+        })?;
+    let n = s.ids.fetch_add(1, Ordering::Relaxed);
+    let id = if chat {
+        format!("chatcmpl-{n}")
+    } else {
+        format!("cmpl-{n}")
+    };
+    let created = now();
+    let model = s.name.clone();
+    if !c.stream {
+        let mut text = String::new();
+        let mut usage = None;
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                Event::Text(t) => text.push_str(&t),
+                Event::Done(u) => {
+                    usage = Some(u);
+                    break;
+                }
+            }
+        }
+        let u = usage.ok_or_else(|| ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: "generation ended unexpectedly".into(),
+            code: None,
+            param: None,
+        })?;
+        let choice = if chat {
+            json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": u.finish_reason})
+        } else {
+            json!({"index": 0, "text": text, "logprobs": null, "finish_reason": u.finish_reason})
+        };
+        let body = json!({
+            "id": id, "object": if chat { "chat.completion" } else { "text_completion" },
+            "created": created, "model": model, "choices": [choice],
+            "usage": usage_json(&u), "timings": timings_json(&u),
+        });
+        return Ok(axum::Json(body).into_response());
+    }
+    let (btx, brx) = tokio::sync::mpsc::channel::<Result<Bytes, std::convert::Infallible>>(64);
+    tokio::spawn(async move {
+        let object = if chat {
+            "chat.completion.chunk"
+        } else {
+            "text_completion"
+        };
+        let chunk = |delta: Value, finish: Value, usage: Option<Value>| -> Bytes {
+            let choice = if chat {
+                json!({"index": 0, "delta": delta, "finish_reason": finish})
+            } else {
+                json!({"index": 0, "text": delta.get("content").cloned().unwrap_or(json!("")), "logprobs": null, "finish_reason": finish})
+            };
+            let mut v = json!({"id": id, "object": object, "created": created, "model": model, "choices": [choice]});
+            if let Some(u) = usage {
+                v["usage"] = u;
+            }
+            Bytes::from(format!("data: {v}\n\n"))
+        };
+        if chat
+            && btx
+                .send(Ok(chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                    None,
+                )))
+                .await
+                .is_err()
+        {
+            return;
+        }
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                Event::Text(t) => {
+                    if t.is_empty() {
+                        continue;
+                    }
+                    if btx
+                        .send(Ok(chunk(json!({"content": t}), Value::Null, None)))
+                        .await
+                        .is_err()
+                    {
+                        return; // client gone: dropping rx cancels the request
+                    }
+                }
+                Event::Done(u) => {
+                    let mut last = chunk(json!({}), json!(u.finish_reason), Some(usage_json(&u)));
+                    let mut v: Value = serde_json::from_slice(&last[6..]).unwrap_or(Value::Null);
+                    if v.is_object() {
+                        v["timings"] = timings_json(&u);
+                        last = Bytes::from(format!("data: {v}\n\n"));
+                    }
+                    let _ = btx.send(Ok(last)).await;
+                    let _ = btx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
+                    return;
+                }
+            }
+        }
+    });
+    let stream = tokio_stream::wrappers::ReceiverStream::new(brx);
+    Ok(Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()))
+}
