@@ -6,6 +6,8 @@
 mod answers;
 mod bundle;
 mod fatal;
+mod fetch;
+mod host;
 mod measure;
 mod output;
 mod rehash;
@@ -119,6 +121,17 @@ fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // `rigaudit __engine ARGS...` is the bundled engine (`rigaudit-engine ARGS...`): replay launches
+    // it as a child process of this very executable, so the engine it runs is the one built with
+    // it. Dispatched before clap so that the engine's own options pass through untouched.
+    let mut args = std::env::args_os();
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__engine") {
+        args.next();
+        args.next();
+        return rigaudit_engine::cli::main_from(
+            std::iter::once(std::ffi::OsString::from("rigaudit-engine")).chain(args),
+        );
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -202,8 +202,12 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
     if let Some(v) = tally {
         out.ran("quality.answers-summary-mismatch");
         let mut diffs = Vec::new();
-        if v.total != sv.total {
-            diffs.push(format!("{} records vs total {}", v.total, sv.total));
+        let counted = sv.total + sv.excluded.unwrap_or(0);
+        if v.total != counted {
+            diffs.push(match sv.excluded {
+                Some(x) => format!("{} records vs total {} + {x} excluded", v.total, sv.total),
+                None => format!("{} records vs total {}", v.total, sv.total),
+            });
         }
         if v.right != sv.right {
             diffs.push(format!("{} right vs {}", v.right, sv.right));
@@ -232,10 +236,15 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
         Some(v) => v.refused(),
         None => sv.errors.unwrap_or(0),
     };
+    // Refused requests the summary leaves out of its total are not counted as wrong.
+    let excluded = sv.excluded.unwrap_or(0);
+    let refused_all = refused;
+    let refused = refused.saturating_sub(excluded);
     let answered = sv.total.saturating_sub(refused);
     out.ran("quality.refused-counted-as-wrong");
     out.ran("quality.no-result-has-value");
-    if refused > 0 && sv.total >= refused && (tally.is_none_or(|v| sv.total == v.total)) {
+    if refused > 0 && sv.total >= refused && (tally.is_none_or(|v| sv.total + excluded == v.total))
+    {
         let why = tally
             .map(|v| {
                 v.refusals
@@ -271,7 +280,7 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                          "refusals": tally.map(|v| &v.refusals)})),
         );
     }
-    if answered == 0 && refused > 0 {
+    if answered == 0 && refused_all > 0 {
         if sv.pct.is_some() || sv.margin.is_some() {
             out.push(
                 Finding::new(

@@ -12,6 +12,7 @@
 // arguments; these lints would obscure them.
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
+pub mod cli;
 pub mod engine;
 pub mod gguf;
 pub mod kernels;

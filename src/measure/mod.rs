@@ -6,8 +6,9 @@
 //! the window the server reports is recorded as not fitting and is not sent. The result is written
 //! atomically after every step, so a run that dies keeps what it measured.
 
-mod client;
+pub mod client;
 pub mod prompts;
+pub mod quality;
 
 use crate::fatal::{fatal, Fatal};
 use crate::output::write_atomic;
@@ -39,6 +40,50 @@ pub struct Args {
     /// The server's start lines, to record with the result (a file; one line each).
     #[arg(long)]
     pub start_log: Option<PathBuf>,
+    /// A quality test to run: its contract and a questions file (JSON Lines with id, prompt and
+    /// gold; a bundle's answers file qualifies), as CONTRACT=QUESTIONS. Repeatable.
+    #[arg(long, value_name = "CONTRACT=QUESTIONS")]
+    pub quality: Vec<String>,
+    /// The model's tokenizer.json, to build prompts of exact token counts. Without it the server's
+    /// own `/tokenizer.json` is used when it serves one, else prompts are sized by probing the
+    /// server's `usage`.
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// A setup card to write into the bundle, its hardware replaced by this machine's.
+    #[arg(long)]
+    pub card: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Everything one measurement needs, parsed and checked.
+pub struct Plan {
+    /// The server's API root.
+    pub base_url: String,
+    /// The speed contract.
+    pub contract: SpeedContract,
+    /// Its text as read (written into the bundle unchanged).
+    pub contract_text: String,
+    /// Where the contract came from, for messages.
+    pub contract_origin: String,
+    /// Quality tests to run.
+    pub quality: Vec<quality::QualityPlan>,
+    /// The tokenizer to size prompts with.
+    pub tokenizer: Option<tokenizers::Tokenizer>,
+    /// The card to write, if any.
+    pub card: Option<Value>,
+    /// The server's start lines.
+    pub start_lines: Vec<String>,
+    /// Folder to write the bundle into.
+    pub out: PathBuf,
+    /// Seconds one request may take.
+    pub timeout: u64,
+    /// Whether to draw a progress bar (only on a terminal).
+    pub progress: bool,
+    /// Checked between steps: when it returns a reason, the run stops there, keeping what it
+    /// measured, and the reason is logged (replay: a rank exited).
+    pub alive: Option<Box<dyn Fn() -> Option<String> + Send + Sync>>,
 }
 
 fn nonce(seq: &mut u64) -> String {
@@ -61,9 +106,37 @@ struct Run<'a> {
     drafts: Vec<DraftCount>,
     fits: Vec<FitRow>,
     log: Vec<String>,
+    /// Per quality test: id, start, end, answers.
+    quality: Vec<(
+        String,
+        chrono::DateTime<chrono::Utc>,
+        chrono::DateTime<chrono::Utc>,
+        Vec<rigaudit_audit::records::quality::Answer>,
+    )>,
+    bar: indicatif::ProgressBar,
+    /// Tokens the server adds to a completion prompt beyond the tokenizer's count (a BOS).
+    prompt_offset: Option<i64>,
+    /// Why the run stopped early, if it did.
+    stopped: Option<String>,
 }
 
 impl Run<'_> {
+    /// Whether the run has stopped early.
+    fn halted(&self) -> bool {
+        self.stopped.is_some()
+    }
+
+    /// Asks the plan's liveness check; records why the run stops when it says so.
+    fn stopped(&mut self, p: &Plan) -> bool {
+        if self.stopped.is_none() {
+            if let Some(why) = p.alive.as_ref().and_then(|f| f()) {
+                self.log.push(format!("stopped: {why}"));
+                self.stopped = Some(why);
+            }
+        }
+        self.stopped.is_some()
+    }
+
     fn body(&mut self, messages_or_prompt: Value, max_tokens: u64, chat: bool) -> Value {
         let n = nonce(&mut self.seq);
         let mut b = json!({
@@ -127,6 +200,7 @@ impl Run<'_> {
             chars: (t.status == 200).then_some(t.text.chars().count() as u64),
         };
         extra(&mut r);
+        self.bar.inc(1);
         if let Some(e) = &r.error {
             self.log.push(format!("{step}: HTTP {} {e}", r.status));
         }
@@ -161,40 +235,30 @@ impl Run<'_> {
     }
 }
 
-/// Runs the measurement and writes the bundle. Returns the bundle's folder.
+/// Runs `rigaudit measure`: reads the contract, quality tests, tokenizer and card the options
+/// name, then [`measure`]s.
 pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
-    let text = std::fs::read_to_string(&args.contract)
-        .map_err(|e| fatal(format!("{}: {e}", args.contract.display())))?;
-    let cv: Value = serde_json::from_str(&text).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: {e}",
-            args.contract.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
-    let errs = crate::schemas::errors(
-        crate::schemas::validator(rigaudit_audit::records::FileKind::SpeedContract)
-            .expect("schema"),
-        &cv,
-        5,
-    );
-    if !errs.is_empty() {
-        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
-        return Err(fatal(format!(
-            "{}: not a speed contract: {}",
-            args.contract.display(),
-            list.join("; ")
-        )));
+    let (contract, contract_text) = read_speed_contract(&args.contract)?;
+    let mut quality = Vec::new();
+    for q in &args.quality {
+        let Some((c, qs)) = q.split_once('=') else {
+            return Err(fatal(format!(
+                "--quality {q}: expected CONTRACT=QUESTIONS (a quality contract and a JSON Lines file of questions)"
+            )));
+        };
+        quality.push(read_quality(Path::new(c), Path::new(qs))?);
     }
-    let c: SpeedContract = serde_json::from_value(cv)
-        .map_err(|e| fatal(format!("{}: {e}", args.contract.display())))?;
-    let client = Client::new(&args.base_url, Duration::from_secs(args.timeout)).map_err(fatal)?;
-    let started = chrono::Utc::now();
-    let models = client
-        .models()
-        .map_err(|e| fatal(format!("the server does not answer /models: {e}")))?;
-    let window = startline::models_window(&models).unwrap_or(c.server.window);
+    let tokenizer = match &args.tokenizer {
+        Some(t) => Some(
+            tokenizers::Tokenizer::from_file(t)
+                .map_err(|e| fatal(format!("{}: not a tokenizer.json: {e}", t.display())))?,
+        ),
+        None => None,
+    };
+    let card = match &args.card {
+        Some(c) => Some(read_json(c)?),
+        None => None,
+    };
     let start_lines = match &args.start_log {
         Some(p) => std::fs::read_to_string(p)
             .map_err(|e| fatal(format!("{}: {e}", p.display())))?
@@ -203,23 +267,145 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
             .collect(),
         None => Vec::new(),
     };
-    std::fs::create_dir_all(args.out.join("speed"))
-        .map_err(|e| fatal(format!("{}: {e}", args.out.display())))?;
+    measure(&Plan {
+        base_url: args.base_url.clone(),
+        contract,
+        contract_text,
+        contract_origin: args.contract.display().to_string(),
+        quality,
+        tokenizer,
+        card,
+        start_lines,
+        out: args.out.clone(),
+        timeout: args.timeout,
+        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        alive: None,
+    })
+}
+
+fn read_json(path: &Path) -> Result<Value, Fatal> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fatal(format!("{}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+fn checked<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    kind: rigaudit_audit::records::FileKind,
+    text: &str,
+) -> Result<T, Fatal> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let errs = crate::schemas::errors(crate::schemas::validator(kind).expect("schema"), &v, 5);
+    if !errs.is_empty() {
+        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
+        return Err(fatal(format!(
+            "{}: not a {}: {}",
+            path.display(),
+            kind.name(),
+            list.join("; ")
+        )));
+    }
+    serde_json::from_value(v).map_err(|e| fatal(format!("{}: {e}", path.display())))
+}
+
+/// Reads and schema-checks a speed contract; returns it with its text.
+pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fatal(format!("{}: {e}", path.display())))?;
+    let c = checked(
+        path,
+        rigaudit_audit::records::FileKind::SpeedContract,
+        &text,
+    )?;
+    Ok((c, text))
+}
+
+/// Reads a quality contract and its questions.
+pub fn read_quality(contract: &Path, questions: &Path) -> Result<quality::QualityPlan, Fatal> {
+    let text = std::fs::read_to_string(contract)
+        .map_err(|e| fatal(format!("{}: {e}", contract.display())))?;
+    let c = checked(
+        contract,
+        rigaudit_audit::records::FileKind::QualityContract,
+        &text,
+    )?;
+    Ok(quality::QualityPlan {
+        contract: c,
+        contract_text: text,
+        questions: quality::read_questions(questions)?,
+    })
+}
+
+/// Measures the server with the plan and writes the bundle; returns the bundle's folder. The
+/// bundle is rewritten atomically after every step, so a run that stops keeps what it measured.
+pub fn measure(p: &Plan) -> Result<PathBuf, Fatal> {
+    let c = &p.contract;
+    let client = Client::new(&p.base_url, Duration::from_secs(p.timeout)).map_err(fatal)?;
+    let started = chrono::Utc::now();
+    let models = client
+        .models()
+        .map_err(|e| fatal(format!("the server does not answer /models: {e}")))?;
+    let window = startline::models_window(&models).unwrap_or(c.server.window);
+    std::fs::create_dir_all(p.out.join("speed"))
+        .map_err(|e| fatal(format!("{}: {e}", p.out.display())))?;
+    let total_requests = planned_requests(c, window)
+        + p.quality
+            .iter()
+            .map(|q| q.questions.len() as u64)
+            .sum::<u64>();
+    let bar = if p.progress {
+        let b = indicatif::ProgressBar::new(total_requests);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {msg:<24} [{bar:30}] {pos}/{len} requests, {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut r = Run {
-        c: &c,
+        c,
         client,
         seq: 0,
         requests: Vec::new(),
         drafts: Vec::new(),
         fits: Vec::new(),
         log: Vec::new(),
+        quality: Vec::new(),
+        bar: bar.clone(),
+        prompt_offset: None,
+        stopped: None,
     };
-    let save = |r: &Run, ended: bool| -> Result<(), Fatal> {
-        write_bundle(&args.out, r, &models, &start_lines, started, ended, &text)
+    let tokenizer_note = match &p.tokenizer {
+        Some(_) => {
+            "prompt sizes: built with the model's tokenizer, confirmed by usage.prompt_tokens"
+        }
+        None => "prompt sizes: probed with the server's usage.prompt_tokens (no tokenizer given)",
     };
+    r.log.push(tokenizer_note.to_string());
+    let save =
+        |r: &Run, ended: bool| -> Result<(), Fatal> { write_bundle(p, r, &models, started, ended) };
     let parts: Vec<&str> = c.parts.iter().map(String::as_str).collect();
 
-    if parts.contains(&"decode") {
+    if !r.halted() && parts.contains(&"decode") {
+        bar.set_message("decode");
         for w in 0..c.warmups {
             let pid = c
                 .prompt_ids
@@ -239,7 +425,7 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
             let Some(prompt) = prompts::builtin(&pid) else {
                 return Err(fatal(format!(
                     "{}: no built-in prompt '{pid}' (built in: code, prose)",
-                    args.contract.display()
+                    p.contract_origin
                 )));
             };
             for run in 1..=c.runs {
@@ -266,35 +452,53 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
                     });
                 }
                 save(&r, false)?;
+                if r.stopped(p) {
+                    break;
+                }
+            }
+            if r.halted() {
+                break;
             }
         }
     }
-    if let (true, Some(p)) = (parts.contains(&"prefill"), &c.prefill) {
-        for &depth in &p.depths {
-            if depth.saturating_add(p.max_tokens) > window {
+    if let (false, true, Some(pf)) = (r.halted(), parts.contains(&"prefill"), &c.prefill) {
+        bar.set_message("prefill");
+        for &depth in &pf.depths {
+            if depth.saturating_add(pf.max_tokens) > window {
                 r.fits.push(FitRow {
                     part: "prefill".into(),
                     depth,
-                    max_tokens: p.max_tokens,
+                    max_tokens: pf.max_tokens,
                     window,
                     fits: false,
                     sent: false,
                 });
                 continue;
             }
-            let prompt = sized_prompt(&mut r, depth)?;
-            for run in 1..=p.runs {
-                let body = r.body(json!(prompt), p.max_tokens, false);
+            let prompt = match sized_prompt(&mut r, p.tokenizer.as_ref(), depth) {
+                Ok(x) => x,
+                Err(e) => {
+                    r.log.push(format!("stopped: {e}"));
+                    r.stopped = Some(e.0);
+                    break;
+                }
+            };
+            for run in 1..=pf.runs {
+                let body = r.body(json!(prompt), pf.max_tokens, false);
                 let t = r.client.stream("completions", body.clone());
-                r.record("prefill", &t, p.max_tokens, |q| {
+                r.record("prefill", &t, pf.max_tokens, |q| {
                     q.depth = Some(depth);
                     q.run = Some(run);
                 });
             }
             save(&r, false)?;
+            if r.stopped(p) {
+                break;
+            }
         }
     }
-    if let (true, Some(cc)) = (parts.contains(&"conc"), &c.conc) {
+    if let (false, true, Some(cc)) = (r.halted(), parts.contains(&"conc"), &c.conc) {
+        bar.set_message("conc");
         let prompt = prompts::builtin(&cc.prompt)
             .unwrap_or("Write a long essay.")
             .to_string();
@@ -335,9 +539,13 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
                 }
             }
             save(&r, false)?;
+            if r.stopped(p) {
+                break;
+            }
         }
     }
-    if let (true, Some(cx)) = (parts.contains(&"ctx"), &c.ctx) {
+    if let (false, true, Some(cx)) = (r.halted(), parts.contains(&"ctx"), &c.ctx) {
+        bar.set_message("ctx");
         for &depth in &cx.depths {
             let fits = depth.saturating_add(cx.max_tokens) <= window;
             r.fits.push(FitRow {
@@ -355,7 +563,14 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
                 ));
                 continue;
             }
-            let prompt = sized_prompt(&mut r, depth)?;
+            let prompt = match sized_prompt(&mut r, p.tokenizer.as_ref(), depth) {
+                Ok(x) => x,
+                Err(e) => {
+                    r.log.push(format!("stopped: {e}"));
+                    r.stopped = Some(e.0);
+                    break;
+                }
+            };
             for run in 1..=cx.runs {
                 let body = r.body(json!(prompt), cx.max_tokens, false);
                 let t = r.client.stream("completions", body.clone());
@@ -365,9 +580,13 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
                 });
             }
             save(&r, false)?;
+            if r.stopped(p) {
+                break;
+            }
         }
     }
-    if let (true, Some(l1)) = (parts.contains(&"l1"), &c.l1) {
+    if let (false, true, Some(l1)) = (r.halted(), parts.contains(&"l1"), &c.l1) {
+        bar.set_message("l1");
         let prompt = prompts::builtin("prose").unwrap_or_default();
         let body = r.body(
             json!([{"role": "user", "content": prompt}]),
@@ -394,13 +613,110 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
             r.record("l1", &t, l1.max_tokens, |q| q.run = Some(1));
         }
     }
+    for qp in &p.quality {
+        if r.stopped(p) {
+            break;
+        }
+        bar.set_message(qp.contract.test.clone());
+        let t0 = chrono::Utc::now();
+        let mut seq = r.seq;
+        let answers = quality::ask_all(
+            &r.client,
+            &qp.contract,
+            &c.model,
+            &qp.questions,
+            || nonce(&mut seq),
+            || bar.inc(1),
+        );
+        r.seq = seq;
+        let refused = answers.iter().filter(|a| !a.answered()).count();
+        if refused > 0 {
+            let first = answers.iter().find(|a| !a.answered());
+            r.log.push(format!(
+                "quality {}: {refused} of {} requests got no answer (first: HTTP {} {}); left out of the figures",
+                qp.contract.test,
+                answers.len(),
+                first.map_or(0, |a| a.status),
+                first.and_then(|a| a.error.clone()).unwrap_or_default()
+            ));
+        }
+        r.quality
+            .push((qp.contract.test.clone(), t0, chrono::Utc::now(), answers));
+        save(&r, false)?;
+    }
+    bar.finish_and_clear();
     save(&r, true)?;
-    Ok(args.out.clone())
+    Ok(p.out.clone())
+}
+
+/// How many requests the speed part will send (for the progress bar).
+fn planned_requests(c: &SpeedContract, window: u64) -> u64 {
+    let has = |s: &str| c.parts.iter().any(|p| p == s);
+    let mut n = 0u64;
+    if has("decode") {
+        n += u64::from(c.warmups) + c.prompt_ids.len() as u64 * u64::from(c.runs);
+    }
+    if let (true, Some(pf)) = (has("prefill"), &c.prefill) {
+        n += pf
+            .depths
+            .iter()
+            .filter(|d| **d + pf.max_tokens <= window)
+            .count() as u64
+            * u64::from(pf.runs);
+    }
+    if let (true, Some(cc)) = (has("conc"), &c.conc) {
+        n += cc.levels.iter().map(|l| u64::from(*l)).sum::<u64>() * u64::from(cc.rounds);
+    }
+    if let (true, Some(cx)) = (has("ctx"), &c.ctx) {
+        n += cx
+            .depths
+            .iter()
+            .filter(|d| **d + cx.max_tokens <= window)
+            .count() as u64
+            * u64::from(cx.runs);
+    }
+    if has("l1") {
+        n += 1;
+    }
+    n
 }
 
 /// A completion prompt of exactly `depth` tokens as the server counts them (its `usage`), found by
 /// probing with one-token replies; the closest size at or under `depth` when no filler hits it.
-fn sized_prompt(r: &mut Run, depth: u64) -> Result<String, Fatal> {
+fn sized_prompt(
+    r: &mut Run,
+    tok: Option<&tokenizers::Tokenizer>,
+    depth: u64,
+) -> Result<String, Fatal> {
+    if let Some(tok) = tok {
+        // The server may add tokens of its own (a BOS); learn how many from the first probe.
+        let mut offset = r.prompt_offset.unwrap_or(0);
+        for _ in 0..3 {
+            let want = depth as i64 - offset;
+            if want < 1 {
+                break;
+            }
+            let (text, local) = prompts::exact(tok, want as usize)?;
+            let body = r.body(json!(text), 1, false);
+            let t = r.client.stream("completions", body);
+            let Some(n) = t.prompt_tokens else {
+                return Err(fatal(format!(
+                    "sizing a {depth}-token prompt: the server gave no usage.prompt_tokens (HTTP {}{})",
+                    t.status,
+                    t.error.map(|e| format!(": {e}")).unwrap_or_default()
+                )));
+            };
+            if n == depth {
+                r.prompt_offset = Some(offset);
+                return Ok(text);
+            }
+            offset = n as i64 - local as i64;
+            r.prompt_offset = Some(offset);
+        }
+        r.log.push(format!(
+            "prefill/ctx {depth}: the tokenizer's count and the server's usage did not meet; sized by probing instead"
+        ));
+    }
     let mut words = (depth as f64 / 1.6) as usize;
     let mut best: Option<(u64, String)> = None;
     for _ in 0..8 {
@@ -437,21 +753,23 @@ fn sized_prompt(r: &mut Run, depth: u64) -> Result<String, Fatal> {
 }
 
 fn write_bundle(
-    out: &Path,
+    p: &Plan,
     r: &Run,
     models: &Value,
-    start_lines: &[String],
     started: chrono::DateTime<chrono::Utc>,
     ended: bool,
-    contract_text: &str,
 ) -> Result<(), Fatal> {
+    let out = &p.out;
     let now = chrono::Utc::now();
+    let stamp =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let run_label = format!("rigaudit-measure-{}", started.format("%Y%m%dT%H%M%SZ"));
     let mut result = SpeedResult {
-        run: format!("rigaudit-measure-{}", started.format("%Y%m%dT%H%M%SZ")),
-        started: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        ended: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        run: run_label.clone(),
+        started: stamp(started),
+        ended: stamp(now),
         server: ServerSeen {
-            start_lines: start_lines.to_vec(),
+            start_lines: p.start_lines.clone(),
             models: models.clone(),
         },
         requests: r.requests.clone(),
@@ -461,48 +779,119 @@ fn write_bundle(
         load_guard: None,
     };
     result.values = rigaudit_audit::speed::recompute(r.c, &result);
-    let result_text =
-        serde_json::to_string_pretty(&result).map_err(|e| fatal(e.to_string()))? + "\n";
     let mut log = r.log.join("\n");
     log.push('\n');
     if !ended {
         log.push_str("(run in progress or stopped before its end)\n");
     }
-    let files = [
-        (
-            "speed-contract",
-            "speed/speed-contract.json",
-            contract_text.to_string(),
-        ),
-        ("speed-result", "speed/speed-result.json", result_text),
-        ("log", "speed/log.txt", log),
-    ];
+    // (kind, path, text, quality test)
+    let mut files: Vec<(&str, String, String, Option<String>)> = Vec::new();
+    if let Some(card) = &p.card {
+        let mut card = card.clone();
+        card["hardware"] = crate::host::hardware();
+        card["measured"] = json!(stamp(started));
+        files.push(("card", "card.json".into(), pretty(&card)?, None));
+    }
+    files.push((
+        "speed-contract",
+        "speed/speed-contract.json".into(),
+        p.contract_text.clone(),
+        None,
+    ));
+    files.push((
+        "speed-result",
+        "speed/speed-result.json".into(),
+        pretty(&result)?,
+        None,
+    ));
+    files.push(("log", "speed/log.txt".into(), log, None));
+    let mut sessions =
+        vec![json!({"name": "speed", "started": result.started, "ended": result.ended})];
+    for (test, t0, t1, answers) in &r.quality {
+        let Some(qp) = p.quality.iter().find(|q| &q.contract.test == test) else {
+            continue;
+        };
+        let dir = format!("quality/{test}");
+        let summary = quality::summary(&qp.contract, answers, &run_label, &stamp(*t0), &stamp(*t1));
+        let mut lines = String::new();
+        for a in answers {
+            lines.push_str(&serde_json::to_string(a).map_err(|e| fatal(e.to_string()))?);
+            lines.push('\n');
+        }
+        let qlog: String = answers
+            .iter()
+            .filter(|a| !a.answered())
+            .map(|a| {
+                format!(
+                    "{}: HTTP {} {}\n",
+                    a.id,
+                    a.status,
+                    a.error.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        files.push((
+            "quality-contract",
+            format!("{dir}/contract.json"),
+            qp.contract_text.clone(),
+            Some(test.clone()),
+        ));
+        files.push((
+            "quality-summary",
+            format!("{dir}/summary.json"),
+            pretty(&summary)?,
+            Some(test.clone()),
+        ));
+        files.push((
+            "quality-answers",
+            format!("{dir}/answers.jsonl"),
+            lines,
+            Some(test.clone()),
+        ));
+        files.push(("log", format!("{dir}/log.txt"), qlog, Some(test.clone())));
+        sessions.push(
+            json!({"name": format!("quality {test}"), "started": stamp(*t0), "ended": stamp(*t1)}),
+        );
+    }
     let mut entries = Vec::new();
-    for (kind, path, text) in &files {
+    for (kind, path, text, test) in &files {
         write_atomic(&out.join(path), text.as_bytes())?;
         let d = sha2::Sha256::digest(text.as_bytes());
-        entries.push(json!({"kind": kind, "path": path, "sha256": d.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-                            "published": true, "reconstructed": false}));
+        let mut e = json!({"kind": kind, "path": path, "sha256": d.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                            "published": true, "reconstructed": false});
+        if let Some(t) = test {
+            e["test"] = json!(t);
+        }
+        entries.push(e);
     }
     let model = startline::models_ids(models)
         .first()
         .cloned()
         .unwrap_or_default();
+    let mut notes = vec!["written by rigaudit measure".to_string()];
+    if let Some(why) = &r.stopped {
+        notes.push(format!("the run stopped early: {why}"));
+    }
     let manifest = json!({
         "format": "rigaudit-bundle/1",
         "id": format!("measure-{}", started.format("%Y%m%dt%H%M%Sz")),
         "title": format!("rigaudit measure of {model}"),
         "source": null,
-        "setup": {"engine": start_lines.first().cloned().unwrap_or_else(|| "unknown engine".into()), "checkpoint": model, "hardware": "this machine"},
+        "setup": {"engine": p.start_lines.first().cloned().unwrap_or_else(|| "unknown engine".into()), "checkpoint": model, "hardware": crate::host::describe()},
         "files": entries,
-        "sessions": [{"name": "speed", "started": result.started, "ended": result.ended}],
-        "notes": ["written by rigaudit measure"],
+        "sessions": sessions,
+        "notes": notes,
     });
     write_atomic(
         &out.join("bundle.json"),
         (serde_json::to_string_pretty(&manifest).map_err(|e| fatal(e.to_string()))? + "\n")
             .as_bytes(),
     )
+}
+
+/// Pretty JSON with a final newline, for the files of a bundle.
+fn pretty<T: serde::Serialize>(v: &T) -> Result<String, Fatal> {
+    Ok(serde_json::to_string_pretty(v).map_err(|e| fatal(e.to_string()))? + "\n")
 }
 
 use sha2::Digest as _;

