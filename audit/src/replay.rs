@@ -232,7 +232,7 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
             row.informational = differs;
             rows.push((row, file.clone()));
         }
-        rows.sort_by(|a, b| order(&a.0.key).cmp(&order(&b.0.key)));
+        rows.sort_by_key(|a| order(&a.0.key));
     }
     let mut tests: Vec<&str> = recorded.quality.iter().map(|t| t.test.as_str()).collect();
     for t in &replayed.quality {
@@ -1078,5 +1078,636 @@ fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut Vec<Finding
                 ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::speed::{FitRow, ServerSeen, SpeedContract};
+    use crate::records::{AnswerTally, AnswerView, Card, Manifest};
+
+    fn manifest() -> Manifest {
+        serde_json::from_value(json!({
+            "format": "rigaudit-bundle/1", "id": "t", "title": "t",
+            "setup": {"engine": "e", "checkpoint": "c", "hardware": "h"},
+            "files": []
+        }))
+        .expect("test manifest")
+    }
+
+    fn contract(depths: &[u64]) -> SpeedContract {
+        serde_json::from_value(json!({
+            "parts": ["decode", "prefill"], "model": "m", "prompt_ids": ["code"],
+            "runs": 3, "warmups": 0, "max_tokens": 101,
+            "prefill": {"depths": depths, "runs": 3, "max_tokens": 1},
+            "sampling": {}, "server": {"slots": 1, "window": 2048}
+        }))
+        .expect("test contract")
+    }
+
+    fn base(step: &str) -> SpeedRequest {
+        SpeedRequest {
+            step: step.into(),
+            prompt_id: None,
+            run: None,
+            warmup: false,
+            depth: None,
+            level: None,
+            round: None,
+            prompt_tokens: Some(50),
+            prompt_tokens_source: "usage".into(),
+            completion_tokens: Some(101),
+            completion_tokens_source: "usage".into(),
+            max_tokens: 101,
+            finish_reason: Some("length".into()),
+            sent_s: 0.0,
+            first_token_s: Some(0.5),
+            end_s: Some(1.5),
+            cached_tokens: Some(0),
+            status: 200,
+            error: None,
+            words: None,
+            chars: None,
+        }
+    }
+
+    /// Decode runs of prompt `code` at these rates (100 tokens after the first).
+    fn decode(rates: &[f64]) -> Vec<SpeedRequest> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| SpeedRequest {
+                prompt_id: Some("code".into()),
+                run: Some(i as u32 + 1),
+                end_s: Some(0.5 + 100.0 / r),
+                ..base("decode")
+            })
+            .collect()
+    }
+
+    /// Prefill runs at a depth with these TTFTs.
+    fn prefill(depth: u64, ttfts: &[f64]) -> Vec<SpeedRequest> {
+        ttfts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| SpeedRequest {
+                run: Some(i as u32 + 1),
+                depth: Some(depth),
+                prompt_tokens: Some(depth),
+                completion_tokens: Some(1),
+                max_tokens: 1,
+                first_token_s: Some(*t),
+                end_s: Some(t + 0.01),
+                ..base("prefill")
+            })
+            .collect()
+    }
+
+    fn refused(depth: u64, runs: u32) -> Vec<SpeedRequest> {
+        (1..=runs)
+            .map(|run| SpeedRequest {
+                run: Some(run),
+                depth: Some(depth),
+                prompt_tokens: Some(depth),
+                completion_tokens: None,
+                max_tokens: 1,
+                finish_reason: None,
+                first_token_s: None,
+                end_s: None,
+                status: 400,
+                error: Some("maximum context length is 2048 tokens".into()),
+                ..base("prefill")
+            })
+            .collect()
+    }
+
+    fn result(requests: Vec<SpeedRequest>, window: u64, start: &str) -> SpeedResult {
+        SpeedResult {
+            run: "r".into(),
+            started: "2026-01-01T00:00:00Z".into(),
+            ended: "2026-01-01T01:00:00Z".into(),
+            server: ServerSeen {
+                start_lines: vec![start.to_string()],
+                models: json!({"data": [{"id": "m", "max_model_len": window}]}),
+            },
+            requests,
+            drafts: vec![],
+            fits: vec![],
+            values: BTreeMap::new(),
+            load_guard: None,
+        }
+    }
+
+    fn loaded<T>(path: &str, value: T) -> Loaded<T> {
+        Loaded {
+            path: path.into(),
+            published: true,
+            reconstructed: false,
+            value,
+        }
+    }
+
+    fn bundle(speed: Option<SpeedResult>, depths: &[u64], quality: Vec<QualityTest>) -> Bundle {
+        Bundle {
+            manifest: manifest(),
+            card: None,
+            speed_contract: Some(loaded("speed/contract.json", contract(depths))),
+            speed_result: speed.map(|r| loaded("speed/result.json", r)),
+            quality,
+            fit: None,
+        }
+    }
+
+    const START: &str = "rigaudit-engine version=0.1.0 streams=1 window=2048";
+
+    fn speed_bundle(decode_rates: &[f64], ttfts: &[f64]) -> Bundle {
+        let mut reqs = decode(decode_rates);
+        reqs.extend(prefill(512, ttfts));
+        bundle(Some(result(reqs, 2048, START)), &[512], vec![])
+    }
+
+    fn card(description: &str, accelerator: &str, boxes: usize) -> Card {
+        let boxes: Vec<serde_json::Value> = (0..boxes)
+            .map(|i| json!({"name": format!("box-{i}"), "model": accelerator, "rank": i}))
+            .collect();
+        serde_json::from_value(json!({
+            "hardware": {"description": description, "boxes": boxes, "accelerator": accelerator},
+            "engine": {"name": "rigaudit-engine"},
+            "checkpoint": {"repo": "o/m", "revision": "abc"},
+            "ranks": 1,
+            "commands": [],
+            "sampling": {"defaults": {}, "defaults_source": "x"},
+            "measured": "2026-01-01T00:00:00Z"
+        }))
+        .expect("test card")
+    }
+
+    /// A quality test whose answers file has `total` records, the first `answered` answered (the
+    /// rest refused with HTTP 400), the first `right` right.
+    fn quality(test: &str, total: u64, answered: u64, right: u64) -> QualityTest {
+        let mut tally = AnswerTally::default();
+        for i in 0..total {
+            let id = format!("q{i}");
+            let ok = i < answered;
+            tally.add(
+                AnswerView {
+                    id: &id,
+                    prompt_tokens: Some(3000),
+                    max_tokens: 100,
+                    status: if ok { 200 } else { 400 },
+                    error: (!ok).then_some("maximum context length is 2048 tokens"),
+                    finish_reason: ok.then_some("stop"),
+                    extracted: None,
+                    gold: None,
+                    correct: ok && i < right,
+                },
+                i + 1,
+            );
+        }
+        tally.finish();
+        QualityTest {
+            test: test.into(),
+            contract: None,
+            summary: None,
+            answers: Some(loaded(&format!("quality/{test}.answers.jsonl"), tally)),
+            answers_listed: None,
+        }
+    }
+
+    fn row<'a>(c: &'a Compared, key: &str) -> &'a Comparison {
+        c.rows
+            .iter()
+            .find(|r| r.key == key)
+            .unwrap_or_else(|| panic!("no row {key} in {:#?}", c.rows))
+    }
+
+    fn of<'a>(c: &'a Compared, id: &str) -> Vec<&'a Finding> {
+        c.findings.iter().filter(|f| f.check == id).collect()
+    }
+
+    const REC: &[f64] = &[28.0, 28.2, 27.9, 28.1];
+    const TTFT: &[f64] = &[0.50, 0.51, 0.49, 0.50];
+
+    #[test]
+    fn identical_samples_are_reproduced() {
+        let a = speed_bundle(REC, TTFT);
+        let c = compare(&a, &a.clone(), &Tolerance::default());
+        let keys: Vec<&str> = c.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["decode", "decode.code", "prefill.512", "ttft.512"]);
+        for r in &c.rows {
+            assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{r:?}");
+            assert_eq!(r.test, "welch");
+            assert!(r.p_value.unwrap() > 0.99, "{r:?}");
+            assert_eq!(r.change_pct, Some(0.0));
+            assert_eq!(r.n_recorded, 4);
+            assert!(!r.informational);
+        }
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        for id in ["replay.drifted", "replay.setup-differs"] {
+            assert!(c.checks_run.iter().any(|x| x == id), "{:?}", c.checks_run);
+        }
+        // No cards and no word from the caller: the hardware check had nothing to run on.
+        assert!(!c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    #[test]
+    fn thirty_percent_slower_is_drift_down() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.7).collect();
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&slow, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert_eq!(r.direction.as_deref(), Some("down"));
+        assert!((r.change_pct.unwrap() + 30.0).abs() < 0.01, "{r:?}");
+        assert!(r.p_value.unwrap() < 0.001);
+        assert_eq!(row(&c, "decode").verdict, ReplayVerdict::Drifted);
+        // Prefill did not move.
+        assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
+        let f = of(&c, "replay.drifted");
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.severity == Severity::Error));
+        assert!(
+            f[1].message.starts_with("decode.code: moved -30.0 %"),
+            "{}",
+            f[1].message
+        );
+        assert_eq!(f[1].data["verdict"], "drifted");
+        assert_eq!(f[1].file.as_deref(), Some("speed/result.json"));
+    }
+
+    #[test]
+    fn small_significant_move_under_the_floor_is_reproduced() {
+        let rec = [28.0, 28.05, 27.95, 28.0, 28.02];
+        let rep: Vec<f64> = rec.iter().map(|r| r * 0.97).collect();
+        let c = compare(
+            &speed_bundle(&rec, TTFT),
+            &speed_bundle(&rep, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert!(r.p_value.unwrap() < 0.05, "{r:?}");
+        assert!((r.change_pct.unwrap() + 3.0).abs() < 0.01);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(r.why.contains("within the 10 % floor"), "{}", r.why);
+        assert!(of(&c, "replay.drifted").is_empty());
+        // With a 1 % floor the same move is drift.
+        let tight = Tolerance {
+            rel_floor: 0.01,
+            ..Tolerance::default()
+        };
+        let c = compare(&speed_bundle(&rec, TTFT), &speed_bundle(&rep, TTFT), &tight);
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+    }
+
+    #[test]
+    fn two_runs_are_inconclusive_with_the_reason() {
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&REC[..2], TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(r.n_replayed, 2);
+        assert_eq!(r.test, "none");
+        assert_eq!(r.p_value, None);
+        assert_eq!(
+            r.why,
+            "2 runs on the replayed side; Welch's test needs at least 3"
+        );
+        let f = of(&c, "replay.inconclusive");
+        assert!(f.iter().all(|f| f.severity == Severity::Info));
+        assert!(f
+            .iter()
+            .any(|f| f.message.starts_with("decode.code: 2 runs")));
+        // A large move on too few runs is still inconclusive, and says how large.
+        let slow = [19.6, 19.7];
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&slow, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(
+            r.why,
+            "2 runs on the replayed side; Welch's test needs at least 3; the figure moved -29.9 %, beyond the 10 % floor"
+        );
+    }
+
+    #[test]
+    fn headline_only_side_is_inconclusive() {
+        let mut b = speed_bundle(&[], TTFT);
+        let r = b.speed_result.as_mut().unwrap();
+        r.value.values.insert("decode.code".into(), Some(28.0));
+        let c = compare(&b, &speed_bundle(REC, TTFT), &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!((r.n_recorded, r.recorded), (1, Some(28.0)));
+        assert!(
+            r.why
+                .starts_with("only a headline figure on the recorded side"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn no_spread_decides_by_the_floor() {
+        let same = [28.0, 28.0, 28.0];
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&same, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(r.p_value.is_none() && r.change_pct.unwrap().abs() < 1e-9);
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&[20.0, 20.0, 20.0], TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert!(r.why.contains("no spread"), "{}", r.why);
+        assert!(serde_json::to_string(&c.rows)
+            .unwrap()
+            .find("NaN")
+            .is_none());
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&[27.0, 27.0, 27.0], TTFT),
+            &Tolerance::default(),
+        );
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn step_refused_on_both_sides_is_not_comparable() {
+        let side = || {
+            let mut reqs = decode(REC);
+            reqs.extend(prefill(512, TTFT));
+            reqs.extend(refused(4096, 3));
+            bundle(Some(result(reqs, 2048, START)), &[512, 4096], vec![])
+        };
+        let c = compare(&side(), &side(), &Tolerance::default());
+        for key in ["prefill.4096", "ttft.4096"] {
+            let r = row(&c, key);
+            assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+            assert_eq!(
+                r.why,
+                "every counted request refused on both sides (HTTP 400: maximum context length is 2048 tokens)"
+            );
+            assert_eq!((r.recorded, r.replayed), (None, None));
+        }
+        assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
+        let f = of(&c, "replay.not-comparable");
+        assert_eq!(f.len(), 2);
+        assert!(f.iter().all(|f| f.severity == Severity::Warning));
+    }
+
+    #[test]
+    fn step_that_does_not_fit_is_not_comparable() {
+        let mut rec_reqs = decode(REC);
+        rec_reqs.extend(prefill(512, TTFT));
+        let mut rec = result(rec_reqs, 2048, START);
+        rec.fits.push(FitRow {
+            part: "prefill".into(),
+            depth: 4096,
+            max_tokens: 1,
+            window: 2048,
+            fits: false,
+            sent: false,
+        });
+        let mut rep_reqs = decode(REC);
+        rep_reqs.extend(prefill(512, TTFT));
+        rep_reqs.extend(prefill(4096, &[2.0, 2.1, 2.0]));
+        let c = compare(
+            &bundle(Some(rec), &[512, 4096], vec![]),
+            &bundle(Some(result(rep_reqs, 2048, START)), &[512, 4096], vec![]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "prefill.4096");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert_eq!(
+            r.why,
+            "step does not fit the 2048-token window on the recorded side (4096 prompt + 1 reply tokens)"
+        );
+        assert_eq!(r.n_replayed, 3);
+        assert!(r.replayed.is_some() && r.recorded.is_none());
+    }
+
+    #[test]
+    fn cached_tokens_and_cut_replies_are_not_comparable() {
+        let mut rep = speed_bundle(REC, TTFT);
+        let reqs = &mut rep.speed_result.as_mut().unwrap().value.requests;
+        reqs[0].completion_tokens = Some(40);
+        reqs[0].finish_reason = Some("stop".into());
+        reqs[5].cached_tokens = Some(256);
+        let c = compare(&speed_bundle(REC, TTFT), &rep, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert!(
+            r.why
+                .starts_with("decode replies cut before their cap on the replayed side (1 of 4"),
+            "{}",
+            r.why
+        );
+        let r = row(&c, "prefill.512");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert!(
+            r.why
+                .contains("cached prompt tokens on the replayed side (1 of 4 requests, up to 256"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn quality_small_move_reproduced_large_move_drifted() {
+        let run = |a: u64, b: u64| {
+            compare(
+                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, a)]),
+                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, b)]),
+                &Tolerance::default(),
+            )
+        };
+        let c = run(60, 58);
+        let r = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert_eq!(r.test, "two-proportion-z");
+        assert_eq!((r.recorded, r.replayed), (Some(60.0), Some(58.0)));
+        assert!(r.p_value.unwrap() > 0.5, "{r:?}");
+        assert!(r.why.starts_with("-2.0 points"), "{}", r.why);
+        let c = run(80, 40);
+        let r = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert_eq!(r.direction.as_deref(), Some("down"));
+        assert!(r.p_value.unwrap() < 0.001);
+        assert!(r.why.starts_with("-40.0 points"), "{}", r.why);
+        let f = of(&c, "replay.drifted");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].file.as_deref(), Some("quality/mmlu-pro.answers.jsonl"));
+    }
+
+    #[test]
+    fn quality_counts_answered_questions_only() {
+        // 60 of 100 answered right, 20 more refused: 60 / 80 = 75 %.
+        let c = compare(
+            &bundle(None, &[], vec![quality("gpqa", 100, 80, 60)]),
+            &bundle(None, &[], vec![quality("gpqa", 100, 100, 75)]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "quality.gpqa.pct");
+        assert_eq!(r.recorded, Some(75.0));
+        assert_eq!(r.n_recorded, 80);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(
+            r.why
+                .contains("over answered questions only (80 of 100 recorded"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn quality_refused_on_both_sides_is_not_comparable() {
+        let c = compare(
+            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
+            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "quality.livecodebench.pct");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert_eq!(
+            r.why,
+            "refused on both sides: 40 of 40 requests HTTP 400: maximum context length is 2048 tokens"
+        );
+        assert_eq!((r.recorded, r.replayed, r.p_value), (None, None, None));
+        assert_eq!(of(&c, "replay.not-comparable").len(), 1);
+        // A test the replay did not run.
+        let c = compare(
+            &bundle(None, &[], vec![quality("ifeval", 10, 10, 5)]),
+            &bundle(None, &[], vec![]),
+            &Tolerance::default(),
+        );
+        assert_eq!(
+            row(&c, "quality.ifeval.pct").why,
+            "not measured on the replayed side"
+        );
+    }
+
+    #[test]
+    fn other_hardware_makes_speed_informational() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.7).collect();
+        let mut a = speed_bundle(REC, TTFT);
+        a.card = Some(loaded("card.json", card("2x GB10", "GB10", 2)));
+        a.quality = vec![quality("mmlu-pro", 100, 100, 80)];
+        let mut b = speed_bundle(&slow, TTFT);
+        b.card = Some(loaded("card.json", card("1x H200", "H200", 1)));
+        b.quality = vec![quality("mmlu-pro", 100, 100, 40)];
+        let c = compare(&a, &b, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert!(r.informational);
+        assert!(!row(&c, "quality.mmlu-pro.pct").informational);
+        let hw = of(&c, "replay.hardware-differs");
+        assert_eq!(hw.len(), 1);
+        assert_eq!(hw[0].severity, Severity::Warning);
+        assert!(
+            hw[0].message.contains("'2x GB10'") && hw[0].message.contains("'1x H200'"),
+            "{}",
+            hw[0].message
+        );
+        assert_eq!(hw[0].data["replayed"]["accelerator"], "H200");
+        let drift = of(&c, "replay.drifted");
+        let speed: Vec<&&Finding> = drift
+            .iter()
+            .filter(|f| f.message.starts_with("decode"))
+            .collect();
+        assert!(!speed.is_empty() && speed.iter().all(|f| f.severity == Severity::Info));
+        // Quality drift stays an error whatever the hardware.
+        assert!(drift.iter().any(
+            |f| f.message.starts_with("quality.mmlu-pro.pct") && f.severity == Severity::Error
+        ));
+        // The caller may say it is the same machine after all.
+        let same = Tolerance {
+            same_hardware: Some(true),
+            ..Tolerance::default()
+        };
+        let c = compare(&a, &b, &same);
+        assert!(!row(&c, "decode.code").informational);
+        assert!(of(&c, "replay.hardware-differs").is_empty());
+        assert!(c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    #[test]
+    fn other_window_slots_and_version_are_setup_differences() {
+        let a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(REC, TTFT);
+        let server = &mut b.speed_result.as_mut().unwrap().value.server;
+        server.models = json!({"data": [{"id": "m", "max_model_len": 4096}]});
+        server.start_lines = vec![
+            "rigaudit-engine version=0.2.0 streams=4 window=4096 sampling temperature=0.7".into(),
+        ];
+        let c = compare(&a, &b, &Tolerance::default());
+        let f = of(&c, "replay.setup-differs");
+        let what: Vec<&str> = f.iter().map(|f| f.data["what"].as_str().unwrap()).collect();
+        assert_eq!(what, ["window", "slots", "engine_version"], "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(
+            f[0].message.contains("2048 tokens when recorded")
+                && f[0].message.contains("4096 when replayed"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[0].pointer.as_deref(), Some("/server/models"));
+        assert_eq!(f[1].severity, Severity::Error);
+        assert_eq!(f[2].severity, Severity::Warning);
+        assert!(f[2].message.contains("0.1.0") && f[2].message.contains("0.2.0"));
+        // Same setup: nothing.
+        assert!(of(
+            &compare(&a, &a, &Tolerance::default()),
+            "replay.setup-differs"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn rows_round_trip_and_name_their_verdict_in_kebab_case() {
+        let c = compare(
+            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
+            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
+            &Tolerance::default(),
+        );
+        let v = serde_json::to_value(&c.rows[0]).unwrap();
+        assert_eq!(v["verdict"], "not-comparable");
+        let back: Comparison = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c.rows[0]);
+        assert_eq!(ReplayVerdict::NotComparable.name(), "not-comparable");
+    }
+
+    #[test]
+    fn welch_p_matches_a_worked_example() {
+        // Wikipedia's first Welch example: t = -2.46, df = 24.99, p = 0.0214.
+        let a = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
+            21.4,
+        ];
+        let b = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5,
+            24.4,
+        ];
+        let p = welch_p(&a, &b).unwrap();
+        assert!((p - 0.02138).abs() < 0.0002, "{p}");
+        // Pooled two-proportion z: 80/100 vs 40/100 gives z = 5.84.
+        assert!(two_proportion_p(80, 100, 40, 100) < 1e-7);
+        assert_eq!(two_proportion_p(10, 10, 10, 10), 1.0);
     }
 }
