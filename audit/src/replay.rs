@@ -674,6 +674,7 @@ fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Compa
         None => recorded != replayed,
     };
     let moved = match change {
+        Some(c) if c == 0.0 => "did not move".to_string(),
         Some(c) => format!("moved {c:+.1} %"),
         None => format!("{} -> {}", num(recorded), num(replayed)),
     };
@@ -1300,6 +1301,7 @@ mod tests {
             assert_eq!(r.test, "welch");
             assert!(r.p_value.unwrap() > 0.99, "{r:?}");
             assert_eq!(r.change_pct, Some(0.0));
+            assert!(r.why.starts_with("did not move"), "{}", r.why);
             assert_eq!(r.n_recorded, 4);
             assert!(!r.informational);
         }
