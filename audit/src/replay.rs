@@ -674,7 +674,7 @@ fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Compa
         None => recorded != replayed,
     };
     let moved = match change {
-        Some(c) if c == 0.0 => "did not move".to_string(),
+        Some(c) if c.abs() < 1e-9 => "did not move".to_string(),
         Some(c) => format!("moved {c:+.1} %"),
         None => format!("{} -> {}", num(recorded), num(replayed)),
     };
