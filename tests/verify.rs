@@ -848,7 +848,8 @@ fn every_check_in_the_catalogue_has_a_test_here() {
     let ids = rigaudit(&["checks", "--format", "json"]).json();
     for c in ids.as_array().unwrap() {
         let id = c["id"].as_str().unwrap();
-        if id.starts_with("rehash.") {
+        // rehash and replay compare a bundle with what they measured; their own tests cover them.
+        if id.starts_with("rehash.") || id.starts_with("replay.") {
             continue;
         }
         assert!(me.contains(&format!("\"{id}\"")), "no test names {id}");

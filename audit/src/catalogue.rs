@@ -27,6 +27,7 @@ pub fn all() -> Vec<&'static Check> {
         crate::fit::CHECKS,
         crate::claims::CHECKS,
         crate::rehash::CHECKS,
+        crate::replay::CHECKS,
     ] {
         v.extend(list.iter());
     }

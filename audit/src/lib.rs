@@ -10,6 +10,7 @@ pub mod fit;
 pub mod quality;
 pub mod records;
 pub mod rehash;
+pub mod replay;
 pub mod report;
 pub mod schema;
 pub mod setup;
@@ -19,4 +20,5 @@ pub mod stats;
 
 pub mod bundle;
 pub use bundle::{verify, Bundle, QualityTest, Verified};
+pub use replay::{Compared, Comparison, ReplayVerdict, Tolerance};
 pub use report::{Finding, Recomputed, Report, Severity, Verdict};

@@ -1,5 +1,6 @@
 //! The one report model every command produces and every renderer reads.
 
+use crate::replay::Comparison;
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters.
@@ -125,6 +126,9 @@ pub struct Report {
     pub recomputed: Vec<Recomputed>,
     /// Every finding, in the order found.
     pub findings: Vec<Finding>,
+    /// A recorded bundle's figures beside its replay's (`replay` only; absent when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<Comparison>,
 }
 
 /// Counts of findings by severity.
@@ -175,7 +179,14 @@ impl Report {
             checks_run,
             recomputed,
             findings,
+            comparisons: Vec::new(),
         }
+    }
+
+    /// Sets the rows comparing a recorded bundle with its replay.
+    pub fn with_comparisons(mut self, rows: Vec<Comparison>) -> Self {
+        self.comparisons = rows;
+        self
     }
 
     /// The process exit code the verdict maps to: 0 pass, 1 fail, 2 incomplete.

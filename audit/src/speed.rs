@@ -71,29 +71,129 @@ pub const CHECKS: &[Check] = &[
     },
 ];
 
-fn counted<'a>(r: &'a SpeedResult, step: &'a str) -> impl Iterator<Item = &'a SpeedRequest> + 'a {
+/// The counted (not warm-up) requests of a step.
+pub(crate) fn counted<'a>(
+    r: &'a SpeedResult,
+    step: &'a str,
+) -> impl Iterator<Item = &'a SpeedRequest> + 'a {
     r.requests
         .iter()
         .filter(move |q| q.step == step && !q.warmup)
 }
 
-/// Recomputes every figure the records allow. Keys are those of the speed result's `values`.
-pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<f64>> {
-    let mut v: BTreeMap<String, Option<f64>> = BTreeMap::new();
+/// The per-run samples behind each figure [`recompute`] derives, keyed like it:
+/// - `decode.<prompt>`: the decode rate of each counted run of that prompt;
+/// - `decode`: per run, the mean over the prompts of their `i`-th counted run's rate (as many
+///   samples as the prompt with the fewest runs has);
+/// - `prefill.<depth>`, `ttft.<depth>`: prompt tokens / TTFT and TTFT of each counted run;
+/// - `conc_total.<level>`, `conc_per_request.<level>`: one value per round whose requests all
+///   answered;
+/// - `ctx_decode.<depth>`, `ctx_prefill.<depth>`: decode and prefill rate of each counted run;
+/// - `l1_decode`: the decode rate of each counted run, in record order.
+///
+/// Every key the contract names is present, with an empty list when no run gave a value.
+pub(crate) fn samples(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Vec<f64>> {
+    let mut s: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     // Decode.
-    let mut per_prompt = Vec::new();
-    let mut cvs = Vec::new();
+    let mut per_prompt: Vec<Vec<f64>> = Vec::new();
     for pid in &c.prompt_ids {
         let rates: Vec<f64> = counted(r, "decode")
             .filter(|q| q.prompt_id.as_deref() == Some(pid))
             .filter_map(|q| q.decode_rate())
             .collect();
-        let m = median(&rates);
+        per_prompt.push(rates.clone());
+        s.insert(format!("decode.{pid}"), rates);
+    }
+    if !c.prompt_ids.is_empty() {
+        let runs = per_prompt.iter().map(Vec::len).min().unwrap_or(0);
+        let means: Vec<f64> = (0..runs)
+            .filter_map(|i| mean(&per_prompt.iter().map(|v| v[i]).collect::<Vec<f64>>()))
+            .collect();
+        s.insert("decode".into(), means);
+    }
+    // Prefill.
+    if let Some(p) = &c.prefill {
+        for d in &p.depths {
+            let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
+                .filter(|q| q.depth == Some(*d))
+                .collect();
+            s.insert(
+                format!("prefill.{d}"),
+                reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
+            );
+            s.insert(
+                format!("ttft.{d}"),
+                reqs.iter().filter_map(|q| q.ttft()).collect(),
+            );
+        }
+    }
+    // Concurrency.
+    if let Some(cc) = &c.conc {
+        for level in &cc.levels {
+            let mut totals = Vec::new();
+            let mut per = Vec::new();
+            for round in 1..=cc.rounds {
+                let reqs: Vec<&SpeedRequest> = counted(r, "conc")
+                    .filter(|q| q.level == Some(*level) && q.round == Some(round))
+                    .collect();
+                if reqs.is_empty() || reqs.iter().any(|q| !q.answered()) {
+                    continue;
+                }
+                let start = reqs.iter().map(|q| q.sent_s).fold(f64::MAX, f64::min);
+                let end = reqs.iter().filter_map(|q| q.end_s).fold(f64::MIN, f64::max);
+                let tokens: u64 = reqs.iter().filter_map(|q| q.completion_tokens).sum();
+                if end > start {
+                    totals.push(tokens as f64 / (end - start));
+                }
+                let rates: Vec<f64> = reqs.iter().filter_map(|q| q.e2e_rate()).collect();
+                if let Some(m) = median(&rates) {
+                    per.push(m);
+                }
+            }
+            s.insert(format!("conc_total.{level}"), totals);
+            s.insert(format!("conc_per_request.{level}"), per);
+        }
+    }
+    // Context steps.
+    if let Some(cx) = &c.ctx {
+        for d in &cx.depths {
+            let reqs: Vec<&SpeedRequest> =
+                counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
+            s.insert(
+                format!("ctx_decode.{d}"),
+                reqs.iter().filter_map(|q| q.decode_rate()).collect(),
+            );
+            s.insert(
+                format!("ctx_prefill.{d}"),
+                reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
+            );
+        }
+    }
+    if c.l1.is_some() {
+        s.insert(
+            "l1_decode".into(),
+            counted(r, "l1").filter_map(|q| q.decode_rate()).collect(),
+        );
+    }
+    s
+}
+
+/// Recomputes every figure the records allow. Keys are those of the speed result's `values`.
+pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<f64>> {
+    let s = samples(c, r);
+    let of = |key: &str| -> &[f64] { s.get(key).map_or(&[], Vec::as_slice) };
+    let mut v: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    // Decode.
+    let mut per_prompt = Vec::new();
+    let mut cvs = Vec::new();
+    for pid in &c.prompt_ids {
+        let rates = of(&format!("decode.{pid}"));
+        let m = median(rates);
         v.insert(format!("decode.{pid}"), m);
         if let Some(m) = m {
             per_prompt.push(m);
         }
-        let cv = cv_pct(&rates);
+        let cv = cv_pct(rates);
         v.insert(format!("cv.{pid}"), cv);
         if let Some(cv) = cv {
             cvs.push(cv);
@@ -150,59 +250,18 @@ pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<
             Some(1.0 + accepted as f64 / drafts as f64),
         );
     }
-    // Prefill.
-    if let Some(p) = &c.prefill {
-        for d in &p.depths {
-            let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
-                .filter(|q| q.depth == Some(*d))
-                .collect();
-            let rates: Vec<f64> = reqs.iter().filter_map(|q| q.prefill_rate()).collect();
-            let ttfts: Vec<f64> = reqs.iter().filter_map(|q| q.ttft()).collect();
-            v.insert(format!("prefill.{d}"), median(&rates));
-            v.insert(format!("ttft.{d}"), median(&ttfts));
+    // Prefill, concurrency and context steps: medians of their samples; the long answer: the
+    // last counted run.
+    for (key, xs) in &s {
+        if key == "decode" || key.starts_with("decode.") {
+            continue;
         }
-    }
-    // Concurrency.
-    if let Some(cc) = &c.conc {
-        for level in &cc.levels {
-            let mut totals = Vec::new();
-            let mut per = Vec::new();
-            for round in 1..=cc.rounds {
-                let reqs: Vec<&SpeedRequest> = counted(r, "conc")
-                    .filter(|q| q.level == Some(*level) && q.round == Some(round))
-                    .collect();
-                if reqs.is_empty() || reqs.iter().any(|q| !q.answered()) {
-                    continue;
-                }
-                let start = reqs.iter().map(|q| q.sent_s).fold(f64::MAX, f64::min);
-                let end = reqs.iter().filter_map(|q| q.end_s).fold(f64::MIN, f64::max);
-                let tokens: u64 = reqs.iter().filter_map(|q| q.completion_tokens).sum();
-                if end > start {
-                    totals.push(tokens as f64 / (end - start));
-                }
-                let rates: Vec<f64> = reqs.iter().filter_map(|q| q.e2e_rate()).collect();
-                if let Some(m) = median(&rates) {
-                    per.push(m);
-                }
-            }
-            v.insert(format!("conc_total.{level}"), median(&totals));
-            v.insert(format!("conc_per_request.{level}"), median(&per));
-        }
-    }
-    // Context steps.
-    if let Some(cx) = &c.ctx {
-        for d in &cx.depths {
-            let reqs: Vec<&SpeedRequest> =
-                counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
-            let dec: Vec<f64> = reqs.iter().filter_map(|q| q.decode_rate()).collect();
-            let pre: Vec<f64> = reqs.iter().filter_map(|q| q.prefill_rate()).collect();
-            v.insert(format!("ctx_decode.{d}"), median(&dec));
-            v.insert(format!("ctx_prefill.{d}"), median(&pre));
-        }
-    }
-    if c.l1.is_some() {
-        let kept: Vec<f64> = counted(r, "l1").filter_map(|q| q.decode_rate()).collect();
-        v.insert("l1_decode".into(), kept.last().copied());
+        let value = if key == "l1_decode" {
+            xs.last().copied()
+        } else {
+            median(xs)
+        };
+        v.insert(key.clone(), value);
     }
     // Slots as the start line says.
     if let Some(s) = startline::parse(&r.server.start_lines).slots {

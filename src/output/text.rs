@@ -1,5 +1,5 @@
 //! The report as grouped text for people: a verdict line, findings grouped by severity and check,
-//! then the recomputed values.
+//! then the recomputed values and, for a replay, the recorded figures beside the replayed ones.
 
 use rigaudit_audit::{Report, Severity, Verdict};
 use std::fmt::Write;
@@ -86,6 +86,38 @@ pub fn render(r: &Report, color: bool) -> String {
                 num(v.value),
                 v.file.map_or("-".into(), |x| x.to_string()),
                 v.page.clone().unwrap_or_else(|| "-".into())
+            );
+        }
+    }
+    if !r.comparisons.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nrecorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+        );
+        for c in &r.comparisons {
+            let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));
+            let p = c.p_value.map_or("-".into(), |p| {
+                if p < 0.001 {
+                    "<0.001".into()
+                } else {
+                    format!("{p:.3}")
+                }
+            });
+            let verdict = format!(
+                "{}{}",
+                c.verdict.name(),
+                if c.informational { " (info)" } else { "" }
+            );
+            let _ = writeln!(
+                o,
+                "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
+                c.key,
+                num(c.recorded),
+                num(c.replayed),
+                change,
+                p,
+                verdict,
+                c.why
             );
         }
     }

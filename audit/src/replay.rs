@@ -1,0 +1,1715 @@
+//! `replay.*`: a recorded bundle compared, figure by figure, with its replay (the same contracts
+//! measured again on an engine `rigaudit replay` launched).
+//!
+//! # Definitions
+//!
+//! Speed rows carry the keys and definitions of [`crate::speed`]: `decode`, `decode.<prompt>`,
+//! `prefill.<depth>`, `ttft.<depth>`, `conc_total.<level>`, `conc_per_request.<level>`,
+//! `ctx_decode.<depth>`, `ctx_prefill.<depth>` and `l1_decode`. On each side:
+//! - the figure (`recorded`, `replayed`) is the one [`crate::speed::recompute`] derives from the
+//!   per-request records (the median over runs, the mean over prompts for `decode`, the last run
+//!   for `l1_decode`);
+//! - the samples are one value per counted (not warm-up) run: the decode rate of each run of a
+//!   prompt, for `decode` the mean over the prompts of each run, the prefill rate and TTFT of each
+//!   run at a depth, the total and per-request rate of each round of a level, the rates of each
+//!   context-step run and of each long-answer run;
+//! - a side whose speed result has no per-request record of the step but a figure in its `values`
+//!   has that single value;
+//! - the contract is the side's own, else the other side's (a replay measures with the recorded
+//!   contracts).
+//!
+//! `change_pct` = 100 (replayed - recorded) / recorded; `direction` is `up` or `down` by its sign.
+//!
+//! Quality rows are keyed `quality.<test>.pct`: right / answered questions in percent, over the
+//! questions the server answered (from the answers file's tally; without one, from the summary's
+//! total less its `errors`). A refused request is neither right nor wrong.
+//!
+//! # Decision rule
+//!
+//! - **Not comparable**: the step is invalid on a side: every counted request refused or failed,
+//!   the step marked as not fitting the window or not sent, counted runs served with cached prompt
+//!   tokens, decode replies cut before their cap, or nothing measured there. The reason names the
+//!   side(s), with status and error text. A quality test with no answered question on a side is not
+//!   comparable.
+//! - **Speed**: with fewer than [`Tolerance::min_runs`] samples on a side, or only a headline
+//!   figure, the row is *inconclusive* (the reason names the side and the size of the move).
+//!   Otherwise Welch's t-test (Welch–Satterthwaite degrees of freedom, two-sided p from Student's
+//!   t) decides: *drifted* when p < [`Tolerance::alpha`] **and** |change| > [`Tolerance::rel_floor`],
+//!   else *reproduced*. With no spread on either side the test is not run: equal means are
+//!   reproduced, different ones are decided by the floor alone.
+//! - **Quality**: the pooled two-proportion z-test over answered questions; *drifted* when
+//!   p < alpha, else *reproduced* (no floor; the why gives the move in points).
+//! - **Hardware**: when the two cards' hardware differs (accelerator, box count, box models,
+//!   description), or [`Tolerance::same_hardware`] says so, speed rows are `informational` and a
+//!   drifted speed row is reported at info severity.
+//! - **Setup**: the servers' window and slots (error) and sampling defaults and engine version
+//!   (warning), as their start lines and `/v1/models` say, must agree.
+
+use crate::bundle::{Bundle, Loaded, QualityTest};
+use crate::catalogue::Check;
+use crate::records::card::Hardware;
+use crate::records::speed::{SpeedRequest, SpeedResult};
+use crate::report::{Finding, Severity};
+use crate::speed::{counted, recompute, samples};
+use crate::startline;
+use crate::stats::mean;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// `replay.*` checks.
+pub const CHECKS: &[Check] = &[
+    Check {
+        id: "replay.drifted",
+        severity: Severity::Error,
+        doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
+    },
+    Check {
+        id: "replay.inconclusive",
+        severity: Severity::Info,
+        doc: "A replayed figure could not be tested: too few runs on a side, or only a headline figure.",
+    },
+    Check {
+        id: "replay.not-comparable",
+        severity: Severity::Warning,
+        doc: "A figure cannot be compared: its step is invalid or missing on a side (refused, not fitting the window, cached tokens, cut replies).",
+    },
+    Check {
+        id: "replay.hardware-differs",
+        severity: Severity::Warning,
+        doc: "The replay ran on other hardware than the recorded card names; its speed rows are informational.",
+    },
+    Check {
+        id: "replay.setup-differs",
+        severity: Severity::Error,
+        doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
+    },
+];
+
+/// How [`compare`] decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// A speed figure that moves by less than this share (0.10 = 10 %) is never drift.
+    pub rel_floor: f64,
+    /// Significance level of the tests.
+    pub alpha: f64,
+    /// The fewest samples a side needs for Welch's test.
+    pub min_runs: usize,
+    /// Whether both sides ran on the same hardware; `None` decides from the two cards.
+    pub same_hardware: Option<bool>,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance {
+            rel_floor: 0.10,
+            alpha: 0.05,
+            min_runs: 3,
+            same_hardware: None,
+        }
+    }
+}
+
+/// What the comparison of one figure concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayVerdict {
+    /// The replay agrees with the record (within chance or the floor).
+    Reproduced,
+    /// The replay differs beyond chance (and, for speed, beyond the floor).
+    Drifted,
+    /// Too little to test (too few runs, or a headline figure only).
+    Inconclusive,
+    /// The step is invalid or missing on a side.
+    NotComparable,
+}
+
+impl ReplayVerdict {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplayVerdict::Reproduced => "reproduced",
+            ReplayVerdict::Drifted => "drifted",
+            ReplayVerdict::Inconclusive => "inconclusive",
+            ReplayVerdict::NotComparable => "not-comparable",
+        }
+    }
+}
+
+/// One figure of the recorded bundle beside its replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The figure's key (`decode`, `decode.code`, `prefill.512`, `quality.mmlu-pro.pct`).
+    pub key: String,
+    /// The recorded figure, when the recorded side has one.
+    pub recorded: Option<f64>,
+    /// The replayed figure, when the replayed side has one.
+    pub replayed: Option<f64>,
+    /// Samples on the recorded side (runs, rounds, or answered questions).
+    pub n_recorded: usize,
+    /// Samples on the replayed side.
+    pub n_replayed: usize,
+    /// 100 (replayed - recorded) / recorded, when both exist and recorded is not 0.
+    pub change_pct: Option<f64>,
+    /// The test's two-sided p-value, when a test ran.
+    pub p_value: Option<f64>,
+    /// The test: `welch`, `two-proportion-z` or `none`.
+    pub test: String,
+    /// What the comparison concluded.
+    pub verdict: ReplayVerdict,
+    /// `up` or `down`: which way the figure moved, when it moved.
+    pub direction: Option<String>,
+    /// One sentence a person reads on why.
+    pub why: String,
+    /// Whether the row is for information only (speed measured on different hardware).
+    pub informational: bool,
+}
+
+/// What [`compare`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Compared {
+    /// One row per compared figure: speed rows first, then quality rows.
+    pub rows: Vec<Comparison>,
+    /// Findings (`replay.*`), each with its row or values as `data`.
+    pub findings: Vec<Finding>,
+    /// Ids of the checks that had what they needed and ran.
+    pub checks_run: Vec<String>,
+}
+
+/// Compares a recorded bundle with its replay: one [`Comparison`] per speed figure and quality
+/// test, and `replay.*` findings for drift, inconclusive and not comparable rows, other hardware
+/// and a different server setup. See the module docs for the definitions and the decision rule.
+pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compared {
+    let mut ran: BTreeSet<&'static str> = BTreeSet::new();
+    let mut findings = Vec::new();
+
+    // Hardware.
+    let cards = (recorded.card.as_ref(), replayed.card.as_ref());
+    let keys = match cards {
+        (Some(a), Some(b)) => Some((hw_key(&a.value.hardware), hw_key(&b.value.hardware))),
+        _ => None,
+    };
+    if keys.is_some() || opts.same_hardware.is_some() {
+        ran.insert("replay.hardware-differs");
+    }
+    let differs = match opts.same_hardware {
+        Some(same) => !same,
+        None => keys.as_ref().is_some_and(|(a, b)| a != b),
+    };
+    if differs {
+        let message = match &keys {
+            Some((a, b)) => format!(
+                "recorded on {} but replayed on {}; speed rows are informational",
+                a.text(),
+                b.text()
+            ),
+            None => "the replay ran on other hardware than the record (as told); speed rows are informational".to_string(),
+        };
+        let mut f = Finding::new("replay.hardware-differs", Severity::Warning, message)
+            .data(json!({"recorded": keys.as_ref().map(|k| &k.0), "replayed": keys.as_ref().map(|k| &k.1)}));
+        if let Some(c) = cards.1 {
+            f = f.file(&c.path).pointer("/hardware");
+        }
+        findings.push(f);
+    }
+
+    // Setup.
+    if let (Some(a), Some(b)) = (&recorded.speed_result, &replayed.speed_result) {
+        ran.insert("replay.setup-differs");
+        setup(a, b, &mut findings);
+    }
+
+    // Rows.
+    let mut rows: Vec<(Comparison, Option<String>)> = Vec::new();
+    let rec = SpeedSide::new(recorded, replayed);
+    let rep = SpeedSide::new(replayed, recorded);
+    if rec.loaded.is_some() || rep.loaded.is_some() {
+        let file = rep.loaded.or(rec.loaded).map(|l| l.path.clone());
+        for key in rec.keys().union(&rep.keys()) {
+            let Some(step) = step_of(key) else { continue };
+            let mut row = speed_row(key, rec.measure(key, &step), rep.measure(key, &step), opts);
+            row.informational = differs;
+            rows.push((row, file.clone()));
+        }
+        rows.sort_by_key(|a| order(&a.0.key));
+    }
+    let mut tests: Vec<&str> = recorded.quality.iter().map(|t| t.test.as_str()).collect();
+    for t in &replayed.quality {
+        if !tests.contains(&t.test.as_str()) {
+            tests.push(&t.test);
+        }
+    }
+    for test in tests {
+        let a = recorded.quality.iter().find(|t| t.test == test);
+        let b = replayed.quality.iter().find(|t| t.test == test);
+        let file = b.or(a).and_then(|t| {
+            t.answers
+                .as_ref()
+                .map(|l| l.path.clone())
+                .or(t.summary.as_ref().map(|l| l.path.clone()))
+        });
+        rows.push((quality_row(test, a, b, opts), file));
+    }
+
+    // Findings of the rows.
+    if !rows.is_empty() {
+        ran.extend([
+            "replay.drifted",
+            "replay.inconclusive",
+            "replay.not-comparable",
+        ]);
+    }
+    for (row, file) in &rows {
+        let (check, severity, tail) = match row.verdict {
+            ReplayVerdict::Reproduced => continue,
+            ReplayVerdict::Drifted if row.informational => (
+                "replay.drifted",
+                Severity::Info,
+                " (measured on other hardware, so for information only)",
+            ),
+            ReplayVerdict::Drifted => ("replay.drifted", Severity::Error, ""),
+            ReplayVerdict::Inconclusive => ("replay.inconclusive", Severity::Info, ""),
+            ReplayVerdict::NotComparable => ("replay.not-comparable", Severity::Warning, ""),
+        };
+        let mut f = Finding::new(check, severity, format!("{}: {}{tail}", row.key, row.why))
+            .data(serde_json::to_value(row).unwrap_or_default());
+        if let Some(file) = file {
+            f = f.file(file);
+        }
+        findings.push(f);
+    }
+
+    Compared {
+        rows: rows.into_iter().map(|(r, _)| r).collect(),
+        findings,
+        checks_run: ran.into_iter().map(String::from).collect(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Recorded,
+    Replayed,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Recorded => "recorded",
+            Side::Replayed => "replayed",
+        }
+    }
+}
+
+/// Why a step is invalid on one side.
+#[derive(Debug, Clone, PartialEq)]
+struct Invalid {
+    reason: String,
+    detail: Option<String>,
+}
+
+impl Invalid {
+    fn new(reason: impl Into<String>, detail: Option<String>) -> Self {
+        Invalid {
+            reason: reason.into(),
+            detail,
+        }
+    }
+
+    fn on(&self, sides: &str) -> String {
+        match &self.detail {
+            Some(d) => format!("{} on {sides} ({d})", self.reason),
+            None => format!("{} on {sides}", self.reason),
+        }
+    }
+}
+
+/// The reason a row is not comparable, naming the side(s).
+fn invalid_why(rec: Option<&Invalid>, rep: Option<&Invalid>) -> String {
+    match (rec, rep) {
+        (Some(a), Some(b)) if a == b => a.on("both sides"),
+        _ => [(Side::Recorded, rec), (Side::Replayed, rep)]
+            .into_iter()
+            .filter_map(|(s, i)| i.map(|i| i.on(&format!("the {} side", s.name()))))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// The step of the per-request records a speed key is measured by.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Decode(Option<String>),
+    Prefill(u64),
+    Conc(u32),
+    Ctx(u64),
+    L1,
+}
+
+impl Step {
+    fn name(&self) -> &'static str {
+        match self {
+            Step::Decode(_) => "decode",
+            Step::Prefill(_) => "prefill",
+            Step::Conc(_) => "conc",
+            Step::Ctx(_) => "ctx",
+            Step::L1 => "l1",
+        }
+    }
+
+    fn matches(&self, q: &SpeedRequest) -> bool {
+        match self {
+            Step::Decode(p) => p.is_none() || q.prompt_id == *p,
+            Step::Prefill(d) | Step::Ctx(d) => q.depth == Some(*d),
+            Step::Conc(l) => q.level == Some(*l),
+            Step::L1 => true,
+        }
+    }
+
+    /// The part and depth of its rows in the speed result's `fits`.
+    fn fit(&self) -> Option<(&'static str, Option<u64>)> {
+        match self {
+            Step::Prefill(d) => Some(("prefill", Some(*d))),
+            Step::Ctx(d) => Some(("ctx", Some(*d))),
+            Step::L1 => Some(("l1", None)),
+            _ => None,
+        }
+    }
+}
+
+/// The families of comparable speed keys, in row order.
+const FAMILIES: &[&str] = &[
+    "decode",
+    "decode.",
+    "prefill.",
+    "ttft.",
+    "conc_total.",
+    "conc_per_request.",
+    "ctx_decode.",
+    "ctx_prefill.",
+    "l1_decode",
+];
+
+fn step_of(key: &str) -> Option<Step> {
+    let (family, rest) = key.split_once('.').unwrap_or((key, ""));
+    match (family, rest) {
+        ("decode", "") => Some(Step::Decode(None)),
+        ("decode", p) => Some(Step::Decode(Some(p.to_string()))),
+        ("prefill" | "ttft", d) => d.parse().ok().map(Step::Prefill),
+        ("conc_total" | "conc_per_request", l) => l.parse().ok().map(Step::Conc),
+        ("ctx_decode" | "ctx_prefill", d) => d.parse().ok().map(Step::Ctx),
+        ("l1_decode", "") => Some(Step::L1),
+        _ => None,
+    }
+}
+
+/// Sort key of a row: family, then the number after the dot, then the key.
+fn order(key: &str) -> (usize, u64, String) {
+    let family = FAMILIES
+        .iter()
+        .position(|f| key == *f || (f.ends_with('.') && key.starts_with(f)))
+        .unwrap_or(FAMILIES.len());
+    let n = key
+        .split_once('.')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0);
+    (family, n, key.to_string())
+}
+
+/// What one side measured for one key.
+#[derive(Debug, Clone)]
+enum Measured {
+    Invalid(Invalid),
+    Runs { value: Option<f64>, xs: Vec<f64> },
+    Single(f64),
+}
+
+impl Measured {
+    fn value(&self) -> Option<f64> {
+        match self {
+            Measured::Invalid(_) => None,
+            Measured::Runs { value, .. } => *value,
+            Measured::Single(x) => Some(*x),
+        }
+    }
+
+    fn n(&self) -> usize {
+        match self {
+            Measured::Invalid(_) => 0,
+            Measured::Runs { xs, .. } => xs.len(),
+            Measured::Single(_) => 1,
+        }
+    }
+}
+
+/// One side's speed result with its recomputed figures and samples.
+struct SpeedSide<'a> {
+    loaded: Option<&'a Loaded<SpeedResult>>,
+    values: BTreeMap<String, Option<f64>>,
+    samples: BTreeMap<String, Vec<f64>>,
+}
+
+impl<'a> SpeedSide<'a> {
+    fn new(b: &'a Bundle, other: &'a Bundle) -> Self {
+        let contract = b.speed_contract.as_ref().or(other.speed_contract.as_ref());
+        let loaded = b.speed_result.as_ref();
+        let (values, samples) = match (loaded, contract) {
+            (Some(r), Some(c)) => (recompute(&c.value, &r.value), samples(&c.value, &r.value)),
+            _ => Default::default(),
+        };
+        SpeedSide {
+            loaded,
+            values,
+            samples,
+        }
+    }
+
+    /// The comparable keys this side has: those of its samples and of its result's `values`.
+    fn keys(&self) -> BTreeSet<String> {
+        let mut k: BTreeSet<String> = self.samples.keys().cloned().collect();
+        if let Some(l) = self.loaded {
+            k.extend(l.value.values.keys().cloned());
+        }
+        k.retain(|key| step_of(key).is_some());
+        k
+    }
+
+    fn measure(&self, key: &str, step: &Step) -> Measured {
+        let Some(l) = self.loaded else {
+            return Measured::Invalid(Invalid::new("no speed result", None));
+        };
+        let r = &l.value;
+        if let Some((part, depth)) = step.fit() {
+            let row = r.fits.iter().find(|f| {
+                f.part == part && depth.is_none_or(|d| f.depth == d) && (!f.fits || !f.sent)
+            });
+            if let Some(f) = row {
+                let reason = if f.fits {
+                    "step was not sent".to_string()
+                } else {
+                    format!("step does not fit the {}-token window", f.window)
+                };
+                return Measured::Invalid(Invalid::new(
+                    reason,
+                    Some(format!(
+                        "{} prompt + {} reply tokens",
+                        f.depth, f.max_tokens
+                    )),
+                ));
+            }
+        }
+        let reqs: Vec<&SpeedRequest> = counted(r, step.name())
+            .filter(|q| step.matches(q))
+            .collect();
+        let headline = r.values.get(key).copied().flatten();
+        if reqs.is_empty() {
+            return match headline {
+                Some(x) => Measured::Single(x),
+                None => Measured::Invalid(Invalid::new("no counted request", None)),
+            };
+        }
+        let answered: Vec<&SpeedRequest> = reqs.iter().copied().filter(|q| q.answered()).collect();
+        if answered.is_empty() {
+            return Measured::Invalid(Invalid::new(
+                "every counted request refused",
+                Some(refusals(&reqs)),
+            ));
+        }
+        let cached: Vec<u64> = reqs
+            .iter()
+            .filter_map(|q| q.cached_tokens.filter(|c| *c > 0))
+            .collect();
+        if !cached.is_empty() {
+            return Measured::Invalid(Invalid::new(
+                "counted runs served with cached prompt tokens",
+                Some(format!(
+                    "{} of {} requests, up to {} tokens cached",
+                    cached.len(),
+                    reqs.len(),
+                    cached.iter().max().copied().unwrap_or(0)
+                )),
+            ));
+        }
+        if let Step::Decode(_) = step {
+            let short: Vec<&&SpeedRequest> = answered
+                .iter()
+                .filter(|q| q.completion_tokens.is_some_and(|n| n < q.max_tokens))
+                .collect();
+            if let Some(q) = short.first() {
+                return Measured::Invalid(Invalid::new(
+                    "decode replies cut before their cap",
+                    Some(format!(
+                        "{} of {} counted replies shorter than their {} tokens, finish reason {}",
+                        short.len(),
+                        answered.len(),
+                        q.max_tokens,
+                        q.finish_reason.as_deref().unwrap_or("none")
+                    )),
+                ));
+            }
+        }
+        let xs = self.samples.get(key).cloned().unwrap_or_default();
+        if xs.is_empty() {
+            let failed: Vec<&SpeedRequest> =
+                reqs.iter().copied().filter(|q| !q.answered()).collect();
+            return Measured::Invalid(Invalid::new(
+                "no counted run gave a value",
+                (!failed.is_empty()).then(|| refusals(&failed)),
+            ));
+        }
+        let value = self
+            .values
+            .get(key)
+            .copied()
+            .flatten()
+            .or_else(|| crate::stats::median(&xs));
+        Measured::Runs { value, xs }
+    }
+}
+
+/// `HTTP <status>: <error>` of the requests that got no answer, distinct, joined.
+fn refusals(reqs: &[&SpeedRequest]) -> String {
+    let set: BTreeSet<String> = reqs
+        .iter()
+        .filter(|q| !q.answered())
+        .map(|q| {
+            format!(
+                "HTTP {}: {}",
+                q.status,
+                q.error.as_deref().unwrap_or("(no reply)")
+            )
+        })
+        .collect();
+    set.into_iter().collect::<Vec<_>>().join("; ")
+}
+
+fn change_pct(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    (a != 0.0).then(|| 100.0 * (b - a) / a)
+}
+
+fn direction(change: Option<f64>) -> Option<String> {
+    change
+        .filter(|c| *c != 0.0)
+        .map(|c| if c > 0.0 { "up" } else { "down" }.to_string())
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map_or("no value".into(), |x| format!("{x:.2}"))
+}
+
+/// Two-sided p of Welch's t-test on the means; `None` when neither side has any spread.
+fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    let var = |xs: &[f64], m: f64| {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
+    };
+    let (sa, sb) = (var(a, ma) / na, var(b, mb) / nb);
+    let se2 = sa + sb;
+    let scale = ma.abs().max(mb.abs()).max(f64::MIN_POSITIVE);
+    if !se2.is_finite() || se2.sqrt() <= 1e-12 * scale {
+        return None;
+    }
+    let t = ((mb - ma) / se2.sqrt()).abs();
+    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+    let tail = match StudentsT::new(0.0, 1.0, df) {
+        Ok(d) if df.is_finite() => d.sf(t),
+        _ => Normal::standard().sf(t),
+    };
+    Some((2.0 * tail).clamp(0.0, 1.0))
+}
+
+/// Two-sided p of the pooled two-proportion z-test.
+fn two_proportion_p(r1: u64, n1: u64, r2: u64, n2: u64) -> f64 {
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    let (p1, p2) = (r1 as f64 / n1f, r2 as f64 / n2f);
+    let pooled = (r1 + r2) as f64 / (n1f + n2f);
+    let se = (pooled * (1.0 - pooled) * (1.0 / n1f + 1.0 / n2f)).sqrt();
+    if se <= 0.0 || !se.is_finite() {
+        return 1.0;
+    }
+    let z = ((p2 - p1) / se).abs();
+    (2.0 * Normal::standard().sf(z)).clamp(0.0, 1.0)
+}
+
+fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Comparison {
+    let (recorded, replayed) = (rec.value(), rep.value());
+    let change = change_pct(recorded, replayed);
+    let mut row = Comparison {
+        key: key.to_string(),
+        recorded,
+        replayed,
+        n_recorded: rec.n(),
+        n_replayed: rep.n(),
+        change_pct: change,
+        p_value: None,
+        test: "none".into(),
+        verdict: ReplayVerdict::NotComparable,
+        direction: direction(change),
+        why: String::new(),
+        informational: false,
+    };
+    let bad = |m: &Measured| match m {
+        Measured::Invalid(i) => Some(i.clone()),
+        _ => None,
+    };
+    let (bad_rec, bad_rep) = (bad(&rec), bad(&rep));
+    if bad_rec.is_some() || bad_rep.is_some() {
+        row.why = invalid_why(bad_rec.as_ref(), bad_rep.as_ref());
+        return row;
+    }
+    let floor = 100.0 * opts.rel_floor;
+    let beyond = match change {
+        Some(c) => c.abs() > floor,
+        None => recorded != replayed,
+    };
+    let moved = match change {
+        Some(c) if c.abs() < 1e-9 => "did not move".to_string(),
+        Some(c) => format!("moved {c:+.1} %"),
+        None => format!("{} -> {}", num(recorded), num(replayed)),
+    };
+    let moved_beyond = if beyond {
+        format!("; the figure {moved}, beyond the {floor:.0} % floor")
+    } else {
+        String::new()
+    };
+    // Single values.
+    let singles: Vec<&str> = [(Side::Recorded, &rec), (Side::Replayed, &rep)]
+        .iter()
+        .filter(|(_, m)| matches!(m, Measured::Single(_)))
+        .map(|(s, _)| s.name())
+        .collect();
+    if !singles.is_empty() {
+        row.verdict = ReplayVerdict::Inconclusive;
+        let sides = if singles.len() == 2 {
+            "both sides".to_string()
+        } else {
+            format!("the {} side", singles[0])
+        };
+        row.why = format!(
+            "only a headline figure on {sides}, no per-run records; Welch's test needs at least {} runs{moved_beyond}",
+            opts.min_runs
+        );
+        return row;
+    }
+    let (Measured::Runs { xs: a, .. }, Measured::Runs { xs: b, .. }) = (&rec, &rep) else {
+        return row;
+    };
+    // Too few runs.
+    let few: Vec<String> = [(Side::Recorded, a.len()), (Side::Replayed, b.len())]
+        .iter()
+        .filter(|(_, n)| *n < opts.min_runs)
+        .map(|(s, n)| {
+            format!(
+                "{n} run{} on the {} side",
+                if *n == 1 { "" } else { "s" },
+                s.name()
+            )
+        })
+        .collect();
+    if !few.is_empty() {
+        row.verdict = ReplayVerdict::Inconclusive;
+        row.why = format!(
+            "{}; Welch's test needs at least {}{moved_beyond}",
+            few.join(" and "),
+            opts.min_runs
+        );
+        return row;
+    }
+    let runs = format!("{} and {} runs", a.len(), b.len());
+    match welch_p(a, b) {
+        None => {
+            row.verdict = if beyond {
+                ReplayVerdict::Drifted
+            } else {
+                ReplayVerdict::Reproduced
+            };
+            row.why = if change == Some(0.0) || recorded == replayed {
+                format!("the same value on every run of both sides ({runs})")
+            } else if beyond {
+                format!("{moved} ({} -> {}), beyond the {floor:.0} % floor; no spread on either side, so no test ran ({runs})", num(recorded), num(replayed))
+            } else {
+                format!("{moved}, within the {floor:.0} % floor; no spread on either side, so no test ran ({runs})")
+            };
+        }
+        Some(p) => {
+            row.p_value = Some(p);
+            row.test = "welch".into();
+            let drifted = p < opts.alpha && beyond;
+            row.verdict = if drifted {
+                ReplayVerdict::Drifted
+            } else {
+                ReplayVerdict::Reproduced
+            };
+            row.why = if drifted {
+                format!(
+                    "{moved} ({} -> {}), beyond the {floor:.0} % floor; Welch's test {} ({runs})",
+                    num(recorded),
+                    num(replayed),
+                    p_text(p)
+                )
+            } else if !beyond {
+                format!(
+                    "{moved}, within the {floor:.0} % floor (Welch's test {}, {runs})",
+                    p_text(p)
+                )
+            } else {
+                format!(
+                    "{moved}, but Welch's test {} is not below {} ({runs})",
+                    p_text(p),
+                    opts.alpha
+                )
+            };
+        }
+    }
+    row
+}
+
+/// The answered questions of one side of a quality test.
+struct QualitySide {
+    total: u64,
+    answered: u64,
+    right: u64,
+    refused: String,
+}
+
+fn quality_side(t: &QualityTest) -> Option<QualitySide> {
+    if let Some(a) = &t.answers {
+        let v = &a.value;
+        let refused = v.refused();
+        let text = match v.refusals.len() {
+            0 => format!("{refused} of {} requests got no answer", v.total),
+            1 => format!(
+                "{refused} of {} requests {}",
+                v.total,
+                v.refusals.keys().next().map_or("", |k| k.as_str())
+            ),
+            _ => format!(
+                "{refused} of {} requests refused or failed ({})",
+                v.total,
+                v.refusals
+                    .iter()
+                    .map(|(k, n)| format!("{k}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        return Some(QualitySide {
+            total: v.total,
+            answered: v.answered,
+            right: v.right.saturating_sub(v.right_but_refused).min(v.answered),
+            refused: text,
+        });
+    }
+    let s = &t.summary.as_ref()?.value;
+    let errors = s.errors.unwrap_or(0).min(s.total);
+    let answered = s.total - errors;
+    Some(QualitySide {
+        total: s.total,
+        answered,
+        right: s.right.min(answered),
+        refused: format!(
+            "{errors} of {} requests got no answer (summary; no answers file)",
+            s.total
+        ),
+    })
+}
+
+fn quality_row(
+    test: &str,
+    rec: Option<&QualityTest>,
+    rep: Option<&QualityTest>,
+    opts: &Tolerance,
+) -> Comparison {
+    let sides = (rec.and_then(quality_side), rep.and_then(quality_side));
+    let pct =
+        |s: &QualitySide| (s.answered > 0).then(|| 100.0 * s.right as f64 / s.answered as f64);
+    let recorded = sides.0.as_ref().and_then(pct);
+    let replayed = sides.1.as_ref().and_then(pct);
+    let change = change_pct(recorded, replayed);
+    let mut row = Comparison {
+        key: format!("quality.{test}.pct"),
+        recorded,
+        replayed,
+        n_recorded: sides.0.as_ref().map_or(0, |s| s.answered as usize),
+        n_replayed: sides.1.as_ref().map_or(0, |s| s.answered as usize),
+        change_pct: change,
+        p_value: None,
+        test: "none".into(),
+        verdict: ReplayVerdict::NotComparable,
+        direction: direction(change),
+        why: String::new(),
+        informational: false,
+    };
+    let missing = |s: Side, t: Option<&QualityTest>| match t {
+        None => format!("not measured on the {} side", s.name()),
+        Some(_) => format!("no summary or answers on the {} side", s.name()),
+    };
+    let (a, b) = match (&sides.0, &sides.1) {
+        (Some(a), Some(b)) => (a, b),
+        (None, None) => {
+            row.why = format!(
+                "{}; {}",
+                missing(Side::Recorded, rec),
+                missing(Side::Replayed, rep)
+            );
+            return row;
+        }
+        (None, _) => {
+            row.why = missing(Side::Recorded, rec);
+            return row;
+        }
+        (_, None) => {
+            row.why = missing(Side::Replayed, rep);
+            return row;
+        }
+    };
+    match (a.answered == 0, b.answered == 0) {
+        (true, true) if a.refused == b.refused => {
+            row.why = format!("refused on both sides: {}", a.refused);
+            return row;
+        }
+        (true, true) => {
+            row.why = format!(
+                "refused on both sides: recorded {}; replayed {}",
+                a.refused, b.refused
+            );
+            return row;
+        }
+        (true, false) => {
+            row.why = format!("refused on the recorded side: {}", a.refused);
+            return row;
+        }
+        (false, true) => {
+            row.why = format!("refused on the replayed side: {}", b.refused);
+            return row;
+        }
+        (false, false) => {}
+    }
+    let p = two_proportion_p(a.right, a.answered, b.right, b.answered);
+    row.p_value = Some(p);
+    row.test = "two-proportion-z".into();
+    row.verdict = if p < opts.alpha {
+        ReplayVerdict::Drifted
+    } else {
+        ReplayVerdict::Reproduced
+    };
+    let (x, y) = (recorded.unwrap_or(0.0), replayed.unwrap_or(0.0));
+    let only = if a.answered < a.total || b.answered < b.total {
+        format!(
+            "; over answered questions only ({} of {} recorded, {} of {} replayed)",
+            a.answered, a.total, b.answered, b.total
+        )
+    } else {
+        String::new()
+    };
+    row.why = format!(
+        "{:+.1} points ({}/{} = {x:.1} % recorded, {}/{} = {y:.1} % replayed); two-proportion z-test {}{}{only}",
+        y - x,
+        a.right,
+        a.answered,
+        b.right,
+        b.answered,
+        p_text(p),
+        if p < opts.alpha {
+            format!(" is below {}", opts.alpha)
+        } else {
+            String::new()
+        }
+    );
+    row
+}
+
+/// The parts of a card's hardware that decide whether two runs are on the same machines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct HardwareKey {
+    description: String,
+    accelerator: Option<String>,
+    boxes: usize,
+    models: Vec<String>,
+}
+
+impl HardwareKey {
+    fn text(&self) -> String {
+        let mut models = self.models.clone();
+        models.dedup();
+        format!(
+            "'{}' ({} box{}, accelerator {}, {})",
+            self.description,
+            self.boxes,
+            if self.boxes == 1 { "" } else { "es" },
+            self.accelerator.as_deref().unwrap_or("not named"),
+            if models.is_empty() {
+                "no box model named".to_string()
+            } else {
+                models.join(", ")
+            }
+        )
+    }
+}
+
+fn hw_key(h: &Hardware) -> HardwareKey {
+    let mut models: Vec<String> = h.boxes.iter().filter_map(|b| b.model.clone()).collect();
+    models.sort();
+    HardwareKey {
+        description: h.description.trim().to_string(),
+        accelerator: h.accelerator.clone(),
+        boxes: h.boxes.len(),
+        models,
+    }
+}
+
+/// What one server said about itself, with where.
+struct ServerView {
+    window: Option<(u64, &'static str)>,
+    slots: Option<u64>,
+    sampling: BTreeMap<String, f64>,
+    version: Option<String>,
+}
+
+fn server_view(r: &SpeedResult) -> ServerView {
+    let info = startline::parse(&r.server.start_lines);
+    let window = startline::models_window(&r.server.models)
+        .map(|w| (w, "/server/models"))
+        .or(info.window.map(|w| (w, "/server/start_lines")));
+    ServerView {
+        window,
+        slots: info.slots,
+        sampling: info.sampling,
+        version: info.engine_version,
+    }
+}
+
+fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut Vec<Finding>) {
+    let (x, y) = (server_view(&a.value), server_view(&b.value));
+    let lines = "/server/start_lines";
+    let mut push =
+        |sev: Severity, what: &str, ra: String, rb: String, pa: &str, pb: &str, message: String| {
+            out.push(
+                Finding::new("replay.setup-differs", sev, message)
+                    .file(&b.path)
+                    .pointer(pb)
+                    .data(json!({
+                        "what": what,
+                        "recorded": ra,
+                        "replayed": rb,
+                        "recorded_file": a.path,
+                        "recorded_pointer": pa,
+                    })),
+            );
+        };
+    if let (Some((wa, pa)), Some((wb, pb))) = (x.window, y.window) {
+        if wa != wb {
+            push(
+                Severity::Error,
+                "window",
+                wa.to_string(),
+                wb.to_string(),
+                pa,
+                pb,
+                format!(
+                    "the server's window was {wa} tokens when recorded ({} {pa}) but {wb} when replayed ({} {pb}); steps sized to the window are not the same steps",
+                    a.path, b.path
+                ),
+            );
+        }
+    }
+    if let (Some(sa), Some(sb)) = (x.slots, y.slots) {
+        if sa != sb {
+            push(
+                Severity::Error,
+                "slots",
+                sa.to_string(),
+                sb.to_string(),
+                lines,
+                lines,
+                format!(
+                    "the server served {sa} streams at once when recorded ({} {lines}) but {sb} when replayed ({} {lines}); concurrency levels queue differently",
+                    a.path, b.path
+                ),
+            );
+        }
+    }
+    let diffs: Vec<String> = x
+        .sampling
+        .iter()
+        .filter_map(|(k, va)| {
+            let vb = y.sampling.get(k)?;
+            (va != vb).then(|| format!("{k} {va} recorded, {vb} replayed"))
+        })
+        .collect();
+    if !diffs.is_empty() {
+        push(
+            Severity::Warning,
+            "sampling",
+            format!("{:?}", x.sampling),
+            format!("{:?}", y.sampling),
+            lines,
+            lines,
+            format!(
+                "the server's sampling defaults differ ({}; {} and {} {lines})",
+                diffs.join(", "),
+                a.path,
+                b.path
+            ),
+        );
+    }
+    if let (Some(va), Some(vb)) = (&x.version, &y.version) {
+        if va != vb {
+            push(
+                Severity::Warning,
+                "engine_version",
+                va.clone(),
+                vb.clone(),
+                lines,
+                lines,
+                format!(
+                    "the engine was version {va} when recorded ({} {lines}) but {vb} when replayed ({} {lines})",
+                    a.path, b.path
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::speed::{FitRow, ServerSeen, SpeedContract};
+    use crate::records::{AnswerTally, AnswerView, Card, Manifest};
+
+    fn manifest() -> Manifest {
+        serde_json::from_value(json!({
+            "format": "rigaudit-bundle/1", "id": "t", "title": "t",
+            "setup": {"engine": "e", "checkpoint": "c", "hardware": "h"},
+            "files": []
+        }))
+        .expect("test manifest")
+    }
+
+    fn contract(depths: &[u64]) -> SpeedContract {
+        serde_json::from_value(json!({
+            "parts": ["decode", "prefill"], "model": "m", "prompt_ids": ["code"],
+            "runs": 3, "warmups": 0, "max_tokens": 101,
+            "prefill": {"depths": depths, "runs": 3, "max_tokens": 1},
+            "sampling": {}, "server": {"slots": 1, "window": 2048}
+        }))
+        .expect("test contract")
+    }
+
+    fn base(step: &str) -> SpeedRequest {
+        SpeedRequest {
+            step: step.into(),
+            prompt_id: None,
+            run: None,
+            warmup: false,
+            depth: None,
+            level: None,
+            round: None,
+            prompt_tokens: Some(50),
+            prompt_tokens_source: "usage".into(),
+            completion_tokens: Some(101),
+            completion_tokens_source: "usage".into(),
+            max_tokens: 101,
+            finish_reason: Some("length".into()),
+            sent_s: 0.0,
+            first_token_s: Some(0.5),
+            end_s: Some(1.5),
+            cached_tokens: Some(0),
+            status: 200,
+            error: None,
+            words: None,
+            chars: None,
+        }
+    }
+
+    /// Decode runs of prompt `code` at these rates (100 tokens after the first).
+    fn decode(rates: &[f64]) -> Vec<SpeedRequest> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| SpeedRequest {
+                prompt_id: Some("code".into()),
+                run: Some(i as u32 + 1),
+                end_s: Some(0.5 + 100.0 / r),
+                ..base("decode")
+            })
+            .collect()
+    }
+
+    /// Prefill runs at a depth with these TTFTs.
+    fn prefill(depth: u64, ttfts: &[f64]) -> Vec<SpeedRequest> {
+        ttfts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| SpeedRequest {
+                run: Some(i as u32 + 1),
+                depth: Some(depth),
+                prompt_tokens: Some(depth),
+                completion_tokens: Some(1),
+                max_tokens: 1,
+                first_token_s: Some(*t),
+                end_s: Some(t + 0.01),
+                ..base("prefill")
+            })
+            .collect()
+    }
+
+    fn refused(depth: u64, runs: u32) -> Vec<SpeedRequest> {
+        (1..=runs)
+            .map(|run| SpeedRequest {
+                run: Some(run),
+                depth: Some(depth),
+                prompt_tokens: Some(depth),
+                completion_tokens: None,
+                max_tokens: 1,
+                finish_reason: None,
+                first_token_s: None,
+                end_s: None,
+                status: 400,
+                error: Some("maximum context length is 2048 tokens".into()),
+                ..base("prefill")
+            })
+            .collect()
+    }
+
+    fn result(requests: Vec<SpeedRequest>, window: u64, start: &str) -> SpeedResult {
+        SpeedResult {
+            run: "r".into(),
+            started: "2026-01-01T00:00:00Z".into(),
+            ended: "2026-01-01T01:00:00Z".into(),
+            server: ServerSeen {
+                start_lines: vec![start.to_string()],
+                models: json!({"data": [{"id": "m", "max_model_len": window}]}),
+            },
+            requests,
+            drafts: vec![],
+            fits: vec![],
+            values: BTreeMap::new(),
+            load_guard: None,
+        }
+    }
+
+    fn loaded<T>(path: &str, value: T) -> Loaded<T> {
+        Loaded {
+            path: path.into(),
+            published: true,
+            reconstructed: false,
+            value,
+        }
+    }
+
+    fn bundle(speed: Option<SpeedResult>, depths: &[u64], quality: Vec<QualityTest>) -> Bundle {
+        Bundle {
+            manifest: manifest(),
+            card: None,
+            speed_contract: Some(loaded("speed/contract.json", contract(depths))),
+            speed_result: speed.map(|r| loaded("speed/result.json", r)),
+            quality,
+            fit: None,
+        }
+    }
+
+    const START: &str = "rigaudit-engine version=0.1.0 streams=1 window=2048";
+
+    fn speed_bundle(decode_rates: &[f64], ttfts: &[f64]) -> Bundle {
+        let mut reqs = decode(decode_rates);
+        reqs.extend(prefill(512, ttfts));
+        bundle(Some(result(reqs, 2048, START)), &[512], vec![])
+    }
+
+    fn card(description: &str, accelerator: &str, boxes: usize) -> Card {
+        let boxes: Vec<serde_json::Value> = (0..boxes)
+            .map(|i| json!({"name": format!("box-{i}"), "model": accelerator, "rank": i}))
+            .collect();
+        serde_json::from_value(json!({
+            "hardware": {"description": description, "boxes": boxes, "accelerator": accelerator},
+            "engine": {"name": "rigaudit-engine"},
+            "checkpoint": {"repo": "o/m", "revision": "abc"},
+            "ranks": 1,
+            "commands": [],
+            "sampling": {"defaults": {}, "defaults_source": "x"},
+            "measured": "2026-01-01T00:00:00Z"
+        }))
+        .expect("test card")
+    }
+
+    /// A quality test whose answers file has `total` records, the first `answered` answered (the
+    /// rest refused with HTTP 400), the first `right` right.
+    fn quality(test: &str, total: u64, answered: u64, right: u64) -> QualityTest {
+        let mut tally = AnswerTally::default();
+        for i in 0..total {
+            let id = format!("q{i}");
+            let ok = i < answered;
+            tally.add(
+                AnswerView {
+                    id: &id,
+                    prompt_tokens: Some(3000),
+                    max_tokens: 100,
+                    status: if ok { 200 } else { 400 },
+                    error: (!ok).then_some("maximum context length is 2048 tokens"),
+                    finish_reason: ok.then_some("stop"),
+                    extracted: None,
+                    gold: None,
+                    correct: ok && i < right,
+                },
+                i + 1,
+            );
+        }
+        tally.finish();
+        QualityTest {
+            test: test.into(),
+            contract: None,
+            summary: None,
+            answers: Some(loaded(&format!("quality/{test}.answers.jsonl"), tally)),
+            answers_listed: None,
+        }
+    }
+
+    fn row<'a>(c: &'a Compared, key: &str) -> &'a Comparison {
+        c.rows
+            .iter()
+            .find(|r| r.key == key)
+            .unwrap_or_else(|| panic!("no row {key} in {:#?}", c.rows))
+    }
+
+    fn of<'a>(c: &'a Compared, id: &str) -> Vec<&'a Finding> {
+        c.findings.iter().filter(|f| f.check == id).collect()
+    }
+
+    const REC: &[f64] = &[28.0, 28.2, 27.9, 28.1];
+    const TTFT: &[f64] = &[0.50, 0.51, 0.49, 0.50];
+
+    #[test]
+    fn identical_samples_are_reproduced() {
+        let a = speed_bundle(REC, TTFT);
+        let c = compare(&a, &a.clone(), &Tolerance::default());
+        let keys: Vec<&str> = c.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["decode", "decode.code", "prefill.512", "ttft.512"]);
+        for r in &c.rows {
+            assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{r:?}");
+            assert_eq!(r.test, "welch");
+            assert!(r.p_value.unwrap() > 0.99, "{r:?}");
+            assert_eq!(r.change_pct, Some(0.0));
+            assert!(r.why.starts_with("did not move"), "{}", r.why);
+            assert_eq!(r.n_recorded, 4);
+            assert!(!r.informational);
+        }
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        for id in ["replay.drifted", "replay.setup-differs"] {
+            assert!(c.checks_run.iter().any(|x| x == id), "{:?}", c.checks_run);
+        }
+        // No cards and no word from the caller: the hardware check had nothing to run on.
+        assert!(!c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    #[test]
+    fn thirty_percent_slower_is_drift_down() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.7).collect();
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&slow, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert_eq!(r.direction.as_deref(), Some("down"));
+        assert!((r.change_pct.unwrap() + 30.0).abs() < 0.01, "{r:?}");
+        assert!(r.p_value.unwrap() < 0.001);
+        assert_eq!(row(&c, "decode").verdict, ReplayVerdict::Drifted);
+        // Prefill did not move.
+        assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
+        let f = of(&c, "replay.drifted");
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.severity == Severity::Error));
+        assert!(
+            f[1].message.starts_with("decode.code: moved -30.0 %"),
+            "{}",
+            f[1].message
+        );
+        assert_eq!(f[1].data["verdict"], "drifted");
+        assert_eq!(f[1].file.as_deref(), Some("speed/result.json"));
+    }
+
+    #[test]
+    fn small_significant_move_under_the_floor_is_reproduced() {
+        let rec = [28.0, 28.05, 27.95, 28.0, 28.02];
+        let rep: Vec<f64> = rec.iter().map(|r| r * 0.97).collect();
+        let c = compare(
+            &speed_bundle(&rec, TTFT),
+            &speed_bundle(&rep, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert!(r.p_value.unwrap() < 0.05, "{r:?}");
+        assert!((r.change_pct.unwrap() + 3.0).abs() < 0.01);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(r.why.contains("within the 10 % floor"), "{}", r.why);
+        assert!(of(&c, "replay.drifted").is_empty());
+        // With a 1 % floor the same move is drift.
+        let tight = Tolerance {
+            rel_floor: 0.01,
+            ..Tolerance::default()
+        };
+        let c = compare(&speed_bundle(&rec, TTFT), &speed_bundle(&rep, TTFT), &tight);
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+    }
+
+    #[test]
+    fn two_runs_are_inconclusive_with_the_reason() {
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&REC[..2], TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(r.n_replayed, 2);
+        assert_eq!(r.test, "none");
+        assert_eq!(r.p_value, None);
+        assert_eq!(
+            r.why,
+            "2 runs on the replayed side; Welch's test needs at least 3"
+        );
+        let f = of(&c, "replay.inconclusive");
+        assert!(f.iter().all(|f| f.severity == Severity::Info));
+        assert!(f
+            .iter()
+            .any(|f| f.message.starts_with("decode.code: 2 runs")));
+        // A large move on too few runs is still inconclusive, and says how large.
+        let slow = [19.6, 19.7];
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&slow, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(
+            r.why,
+            "2 runs on the replayed side; Welch's test needs at least 3; the figure moved -29.9 %, beyond the 10 % floor"
+        );
+    }
+
+    #[test]
+    fn headline_only_side_is_inconclusive() {
+        let mut b = speed_bundle(&[], TTFT);
+        let r = b.speed_result.as_mut().unwrap();
+        r.value.values.insert("decode.code".into(), Some(28.0));
+        let c = compare(&b, &speed_bundle(REC, TTFT), &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!((r.n_recorded, r.recorded), (1, Some(28.0)));
+        assert!(
+            r.why
+                .starts_with("only a headline figure on the recorded side"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn no_spread_decides_by_the_floor() {
+        let same = [28.0, 28.0, 28.0];
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&same, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(r.p_value.is_none() && r.change_pct.unwrap().abs() < 1e-9);
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&[20.0, 20.0, 20.0], TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert!(r.why.contains("no spread"), "{}", r.why);
+        assert!(serde_json::to_string(&c.rows)
+            .unwrap()
+            .find("NaN")
+            .is_none());
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&[27.0, 27.0, 27.0], TTFT),
+            &Tolerance::default(),
+        );
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn step_refused_on_both_sides_is_not_comparable() {
+        let side = || {
+            let mut reqs = decode(REC);
+            reqs.extend(prefill(512, TTFT));
+            reqs.extend(refused(4096, 3));
+            bundle(Some(result(reqs, 2048, START)), &[512, 4096], vec![])
+        };
+        let c = compare(&side(), &side(), &Tolerance::default());
+        for key in ["prefill.4096", "ttft.4096"] {
+            let r = row(&c, key);
+            assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+            assert_eq!(
+                r.why,
+                "every counted request refused on both sides (HTTP 400: maximum context length is 2048 tokens)"
+            );
+            assert_eq!((r.recorded, r.replayed), (None, None));
+        }
+        assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
+        let f = of(&c, "replay.not-comparable");
+        assert_eq!(f.len(), 2);
+        assert!(f.iter().all(|f| f.severity == Severity::Warning));
+    }
+
+    #[test]
+    fn step_that_does_not_fit_is_not_comparable() {
+        let mut rec_reqs = decode(REC);
+        rec_reqs.extend(prefill(512, TTFT));
+        let mut rec = result(rec_reqs, 2048, START);
+        rec.fits.push(FitRow {
+            part: "prefill".into(),
+            depth: 4096,
+            max_tokens: 1,
+            window: 2048,
+            fits: false,
+            sent: false,
+        });
+        let mut rep_reqs = decode(REC);
+        rep_reqs.extend(prefill(512, TTFT));
+        rep_reqs.extend(prefill(4096, &[2.0, 2.1, 2.0]));
+        let c = compare(
+            &bundle(Some(rec), &[512, 4096], vec![]),
+            &bundle(Some(result(rep_reqs, 2048, START)), &[512, 4096], vec![]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "prefill.4096");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert_eq!(
+            r.why,
+            "step does not fit the 2048-token window on the recorded side (4096 prompt + 1 reply tokens)"
+        );
+        assert_eq!(r.n_replayed, 3);
+        assert!(r.replayed.is_some() && r.recorded.is_none());
+    }
+
+    #[test]
+    fn cached_tokens_and_cut_replies_are_not_comparable() {
+        let mut rep = speed_bundle(REC, TTFT);
+        let reqs = &mut rep.speed_result.as_mut().unwrap().value.requests;
+        reqs[0].completion_tokens = Some(40);
+        reqs[0].finish_reason = Some("stop".into());
+        reqs[5].cached_tokens = Some(256);
+        let c = compare(&speed_bundle(REC, TTFT), &rep, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert!(
+            r.why
+                .starts_with("decode replies cut before their cap on the replayed side (1 of 4"),
+            "{}",
+            r.why
+        );
+        let r = row(&c, "prefill.512");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert!(
+            r.why
+                .contains("cached prompt tokens on the replayed side (1 of 4 requests, up to 256"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn quality_small_move_reproduced_large_move_drifted() {
+        let run = |a: u64, b: u64| {
+            compare(
+                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, a)]),
+                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, b)]),
+                &Tolerance::default(),
+            )
+        };
+        let c = run(60, 58);
+        let r = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert_eq!(r.test, "two-proportion-z");
+        assert_eq!((r.recorded, r.replayed), (Some(60.0), Some(58.0)));
+        assert!(r.p_value.unwrap() > 0.5, "{r:?}");
+        assert!(r.why.starts_with("-2.0 points"), "{}", r.why);
+        let c = run(80, 40);
+        let r = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert_eq!(r.direction.as_deref(), Some("down"));
+        assert!(r.p_value.unwrap() < 0.001);
+        assert!(r.why.starts_with("-40.0 points"), "{}", r.why);
+        let f = of(&c, "replay.drifted");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].file.as_deref(), Some("quality/mmlu-pro.answers.jsonl"));
+    }
+
+    #[test]
+    fn quality_counts_answered_questions_only() {
+        // 60 of 100 answered right, 20 more refused: 60 / 80 = 75 %.
+        let c = compare(
+            &bundle(None, &[], vec![quality("gpqa", 100, 80, 60)]),
+            &bundle(None, &[], vec![quality("gpqa", 100, 100, 75)]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "quality.gpqa.pct");
+        assert_eq!(r.recorded, Some(75.0));
+        assert_eq!(r.n_recorded, 80);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(
+            r.why
+                .contains("over answered questions only (80 of 100 recorded"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn quality_refused_on_both_sides_is_not_comparable() {
+        let c = compare(
+            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
+            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "quality.livecodebench.pct");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert_eq!(
+            r.why,
+            "refused on both sides: 40 of 40 requests HTTP 400: maximum context length is 2048 tokens"
+        );
+        assert_eq!((r.recorded, r.replayed, r.p_value), (None, None, None));
+        assert_eq!(of(&c, "replay.not-comparable").len(), 1);
+        // A test the replay did not run.
+        let c = compare(
+            &bundle(None, &[], vec![quality("ifeval", 10, 10, 5)]),
+            &bundle(None, &[], vec![]),
+            &Tolerance::default(),
+        );
+        assert_eq!(
+            row(&c, "quality.ifeval.pct").why,
+            "not measured on the replayed side"
+        );
+    }
+
+    #[test]
+    fn other_hardware_makes_speed_informational() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.7).collect();
+        let mut a = speed_bundle(REC, TTFT);
+        a.card = Some(loaded("card.json", card("2x GB10", "GB10", 2)));
+        a.quality = vec![quality("mmlu-pro", 100, 100, 80)];
+        let mut b = speed_bundle(&slow, TTFT);
+        b.card = Some(loaded("card.json", card("1x H200", "H200", 1)));
+        b.quality = vec![quality("mmlu-pro", 100, 100, 40)];
+        let c = compare(&a, &b, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert!(r.informational);
+        assert!(!row(&c, "quality.mmlu-pro.pct").informational);
+        let hw = of(&c, "replay.hardware-differs");
+        assert_eq!(hw.len(), 1);
+        assert_eq!(hw[0].severity, Severity::Warning);
+        assert!(
+            hw[0].message.contains("'2x GB10'") && hw[0].message.contains("'1x H200'"),
+            "{}",
+            hw[0].message
+        );
+        assert_eq!(hw[0].data["replayed"]["accelerator"], "H200");
+        let drift = of(&c, "replay.drifted");
+        let speed: Vec<&&Finding> = drift
+            .iter()
+            .filter(|f| f.message.starts_with("decode"))
+            .collect();
+        assert!(!speed.is_empty() && speed.iter().all(|f| f.severity == Severity::Info));
+        // Quality drift stays an error whatever the hardware.
+        assert!(drift.iter().any(
+            |f| f.message.starts_with("quality.mmlu-pro.pct") && f.severity == Severity::Error
+        ));
+        // The caller may say it is the same machine after all.
+        let same = Tolerance {
+            same_hardware: Some(true),
+            ..Tolerance::default()
+        };
+        let c = compare(&a, &b, &same);
+        assert!(!row(&c, "decode.code").informational);
+        assert!(of(&c, "replay.hardware-differs").is_empty());
+        assert!(c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    #[test]
+    fn other_window_slots_and_version_are_setup_differences() {
+        let a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(REC, TTFT);
+        let server = &mut b.speed_result.as_mut().unwrap().value.server;
+        server.models = json!({"data": [{"id": "m", "max_model_len": 4096}]});
+        server.start_lines = vec![
+            "rigaudit-engine version=0.2.0 streams=4 window=4096 sampling temperature=0.7".into(),
+        ];
+        let c = compare(&a, &b, &Tolerance::default());
+        let f = of(&c, "replay.setup-differs");
+        let what: Vec<&str> = f.iter().map(|f| f.data["what"].as_str().unwrap()).collect();
+        assert_eq!(what, ["window", "slots", "engine_version"], "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(
+            f[0].message.contains("2048 tokens when recorded")
+                && f[0].message.contains("4096 when replayed"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[0].pointer.as_deref(), Some("/server/models"));
+        assert_eq!(f[1].severity, Severity::Error);
+        assert_eq!(f[2].severity, Severity::Warning);
+        assert!(f[2].message.contains("0.1.0") && f[2].message.contains("0.2.0"));
+        // Same setup: nothing.
+        assert!(of(
+            &compare(&a, &a, &Tolerance::default()),
+            "replay.setup-differs"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn rows_round_trip_and_name_their_verdict_in_kebab_case() {
+        let c = compare(
+            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
+            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
+            &Tolerance::default(),
+        );
+        let v = serde_json::to_value(&c.rows[0]).unwrap();
+        assert_eq!(v["verdict"], "not-comparable");
+        let back: Comparison = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c.rows[0]);
+        assert_eq!(ReplayVerdict::NotComparable.name(), "not-comparable");
+    }
+
+    #[test]
+    fn welch_p_matches_a_worked_example() {
+        // Wikipedia's first Welch example: t = -2.46, df = 24.99, p = 0.0214.
+        let a = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
+            21.4,
+        ];
+        let b = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5,
+            24.4,
+        ];
+        let p = welch_p(&a, &b).unwrap();
+        assert!((p - 0.02138).abs() < 0.0002, "{p}");
+        // Pooled two-proportion z: 80/100 vs 40/100 gives z = 5.84.
+        assert!(two_proportion_p(80, 100, 40, 100) < 1e-7);
+        assert_eq!(two_proportion_p(10, 10, 10, 10), 1.0);
+    }
+}
