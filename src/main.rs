@@ -9,6 +9,7 @@ mod fatal;
 mod measure;
 mod output;
 mod rehash;
+mod replay;
 mod schemas;
 mod verify;
 
