@@ -225,6 +225,7 @@ fn install_handler() -> Option<String> {
                 if group_alive(g) {
                     let _ = signal(-g, libc::SIGKILL);
                 }
+                let _ = signal(g, libc::SIGKILL);
             }
             std::process::exit(130);
         });
@@ -559,6 +560,11 @@ impl Running {
             let killed = p.status.is_none() || group_alive(p.pgid);
             if killed {
                 let _ = signal(-p.pgid, libc::SIGKILL);
+                // The leader too, in case it left its group (setpgid/setsid): `wait` below must
+                // not hang.
+                if p.status.is_none() {
+                    let _ = signal(p.pgid, libc::SIGKILL);
+                }
             }
             if p.status.is_none() {
                 p.status = p.child.wait().ok();
@@ -779,6 +785,94 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
         assert!(pid_gone(pid), "the rank is still there");
         assert!(pid_gone(gc), "the grandchild is still there");
         assert!(!group_alive(pid));
+    }
+
+    /// Run as a child of [`sigterm_to_rigaudit_stops_the_ranks_and_exits_130`]: starts a rank
+    /// with a grandchild, writes its group id to the file `RIGAUDIT_TEST_PGID_FILE` names, and
+    /// waits to be interrupted.
+    #[test]
+    #[ignore = "helper: runs only when the interrupt test starts it"]
+    fn interrupt_helper() {
+        let Some(out) = std::env::var_os("RIGAUDIT_TEST_PGID_FILE") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let script = r#"
+import http.server, subprocess, sys
+child = subprocess.Popen(['sleep', '60'])
+print('grandchild', child.pid, flush=True)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'ok')
+    def log_message(self, *a): pass
+http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+"#;
+        let port_s = port.to_string();
+        let r = start(
+            &[python(0, &["-c", script, &port_s])],
+            dir.path(),
+            &ready(port, 20.0),
+        )
+        .unwrap();
+        let until = Instant::now() + Duration::from_secs(2);
+        while r.start_lines(0).is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let gc = r.start_lines(0)[0].replace("grandchild ", "");
+        std::fs::write(&out, format!("{} {gc}", r.procs[0].pgid)).unwrap();
+        std::thread::sleep(Duration::from_secs(60));
+        panic!("not interrupted");
+    }
+
+    /// SIGTERM to rigaudit (the helper, another run of this test binary) stops its ranks,
+    /// grandchildren included, and rigaudit exits with 130.
+    #[test]
+    fn sigterm_to_rigaudit_stops_the_ranks_and_exits_130() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgid");
+        let mut helper = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "replay::launch::tests::interrupt_helper",
+                "--nocapture",
+            ])
+            .env("RIGAUDIT_TEST_PGID_FILE", &file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs(30);
+        let mut ids = String::new();
+        while ids.is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+            ids = std::fs::read_to_string(&file).unwrap_or_default();
+        }
+        let ids: Vec<libc::pid_t> = ids.split_whitespace().map(|s| s.parse().unwrap()).collect();
+        if ids.len() != 2 {
+            let _ = helper.kill();
+            let _ = helper.wait();
+            panic!("the helper wrote no group id");
+        }
+        assert!(!pid_gone(ids[0]) && !pid_gone(ids[1]));
+        signal(helper.id() as libc::pid_t, libc::SIGTERM).unwrap();
+        let status = helper.wait().unwrap();
+        let outcome = (
+            status.code(),
+            pid_gone(ids[0]),
+            pid_gone(ids[1]),
+            group_alive(ids[0]),
+        );
+        if outcome.3 {
+            // Do not leave them behind when the check fails.
+            let _ = signal(-ids[0], libc::SIGKILL);
+        }
+        assert_eq!(
+            outcome,
+            (Some(130), true, true, false),
+            "(exit code, rank gone, grandchild gone, group alive)"
+        );
     }
 
     /// A rank that ignores SIGTERM is killed after the grace period.
