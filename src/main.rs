@@ -11,6 +11,7 @@ mod host;
 mod measure;
 mod output;
 mod rehash;
+mod replay;
 mod schemas;
 mod verify;
 
