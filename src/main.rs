@@ -77,6 +77,35 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// The main job: verify a bundle, rehash what the given roots hold, and replay the recorded
+    /// command (the bundled engine by default) to see whether the page reproduces. One report.
+    Audit {
+        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+        bundle: PathBuf,
+        /// Folders to rehash the card's artifacts from (see `rehash --root`). Repeatable.
+        #[arg(long = "root", value_name = "[BOX=]DIR")]
+        roots: Vec<String>,
+        /// Artifacts to rehash by name (see `rehash --file`). Repeatable.
+        #[arg(long = "file", value_name = "NAME[@BOX]=PATH")]
+        files: Vec<String>,
+        /// Verify (and rehash) only; do not launch anything.
+        #[arg(long)]
+        no_replay: bool,
+        #[command(flatten)]
+        replay: replay::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
+    /// Re-launch the recorded command, measure again with the bundle's contracts, and say per
+    /// value whether the page reproduces; writes the replayed bundle.
+    Replay {
+        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+        bundle: PathBuf,
+        #[command(flatten)]
+        args: replay::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
     /// Measure a running OpenAI-compatible server with a speed contract; writes a bundle.
     Measure(measure::Args),
     /// Hash what the card records (engine package, the binary inside it, NCCL per box, checkpoint
@@ -149,6 +178,42 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Replay { bundle, args, out } => {
+            match replay::run(&bundle, &args, out.fail_on.severity()) {
+                Ok(r) => {
+                    eprintln!(
+                        "rigaudit: replayed bundle written to {}",
+                        r.bundle.display()
+                    );
+                    emit(&r.report, &out)
+                }
+                Err(e) => {
+                    eprintln!("rigaudit: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Audit {
+            bundle,
+            roots,
+            files,
+            no_replay,
+            replay,
+            out,
+        } => match audit(
+            &bundle,
+            roots,
+            files,
+            no_replay,
+            &replay,
+            out.fail_on.severity(),
+        ) {
+            Ok(r) => emit(&r, &out),
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Measure(a) => match measure::run(&a) {
             Ok(dir) => {
                 println!("wrote {}", dir.display());
@@ -205,4 +270,68 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `rigaudit audit`: verify, then rehash when roots or files are given, then replay unless told
+/// not to; one report. A replay that cannot run at all makes the report incomplete (exit 2), with
+/// the verify (and rehash) findings kept.
+fn audit(
+    bundle: &std::path::Path,
+    roots: Vec<String>,
+    files: Vec<String>,
+    no_replay: bool,
+    replay_args: &replay::Args,
+    fail_on: Option<Severity>,
+) -> Result<Report, fatal::Fatal> {
+    let v = verify::run(bundle, fail_on)?;
+    let mut ran = v.checks_run;
+    let mut findings = v.findings;
+    let recomputed = v.recomputed;
+    let mut comparisons = Vec::new();
+    let mut incomplete = v.verdict == rigaudit_audit::Verdict::Incomplete;
+    if !roots.is_empty() || !files.is_empty() {
+        let r = rehash::run(
+            &rehash::Args {
+                bundle: bundle.to_path_buf(),
+                roots,
+                files,
+                quiet: true,
+                ..Default::default()
+            },
+            fail_on,
+        )?;
+        ran.extend(r.checks_run);
+        findings.extend(r.findings);
+    }
+    if !no_replay {
+        match replay::run(bundle, replay_args, fail_on) {
+            Ok(r) => {
+                eprintln!(
+                    "rigaudit: replayed bundle written to {}",
+                    r.bundle.display()
+                );
+                ran.extend(r.report.checks_run);
+                findings.extend(r.report.findings);
+                comparisons = r.report.comparisons;
+            }
+            Err(e) => {
+                incomplete = true;
+                ran.push("replay.not-run".into());
+                findings.push(rigaudit_audit::Finding::new(
+                    "replay.not-run",
+                    Severity::Error,
+                    format!("the replay could not run: {e}"),
+                ));
+            }
+        }
+    }
+    ran.sort();
+    ran.dedup();
+    let id = v.bundle;
+    let mut report =
+        Report::new("audit", &id, fail_on, ran, recomputed, findings).with_comparisons(comparisons);
+    if incomplete {
+        report.verdict = rigaudit_audit::Verdict::Incomplete;
+    }
+    Ok(report)
 }

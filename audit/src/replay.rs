@@ -35,7 +35,8 @@
 //!   figure, the row is *inconclusive* (the reason names the side and the size of the move).
 //!   Otherwise Welch's t-test (Welch–Satterthwaite degrees of freedom, two-sided p from Student's
 //!   t) decides: *drifted* when p < [`Tolerance::alpha`] **and** |change| > [`Tolerance::rel_floor`],
-//!   else *reproduced*. With no spread on either side the test is not run: equal means are
+//!   else *reproduced*. The floor is the larger of [`Tolerance::rel_floor`] and
+//!   [`Tolerance::noise_factor`] times the larger side's run-to-run CV. With no spread on either side the test is not run: equal means are
 //!   reproduced, different ones are decided by the floor alone.
 //! - **Quality**: the pooled two-proportion z-test over answered questions; *drifted* when
 //!   p < alpha, else *reproduced* (no floor; the why gives the move in points).
@@ -85,7 +86,114 @@ pub const CHECKS: &[Check] = &[
         severity: Severity::Error,
         doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
     },
+    Check {
+        id: "replay.not-run",
+        severity: Severity::Error,
+        doc: "The replay could not run: the recorded command, its executable or the engine failed before anything was measured.",
+    },
+    Check {
+        id: "replay.note",
+        severity: Severity::Info,
+        doc: "What the replay did: placeholders it filled, how the executable's digest compared, how the engine stopped.",
+    },
+    Check {
+        id: "replay.step-failed",
+        severity: Severity::Error,
+        doc: "A step the recorded run answered got no answer on replay (engine exited, hung, HTTP 5xx, malformed stream), or the replay stopped before its end.",
+    },
 ];
+
+/// The label of a speed request's step: `decode`, `prefill 512`, `conc 4`, `ctx 1024`, `l1`.
+fn step_label(q: &SpeedRequest) -> String {
+    match (q.depth, q.level) {
+        (Some(d), _) => format!("{} {d}", q.step),
+        (None, Some(l)) => format!("{} {l}", q.step),
+        _ => q.step.clone(),
+    }
+}
+
+/// `replay.step-failed`: requests of the replay that got no answer where the recorded run's same
+/// step was answered (a refusal on both sides is [`compare`]'s not-comparable, not a failure), and
+/// a replay that stopped before its end (`stopped`, the reason the replay gives).
+pub fn failed_steps(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(why) = stopped {
+        out.push(
+            Finding::new(
+                "replay.step-failed",
+                Severity::Error,
+                format!(
+                    "the replay stopped before its end: {why}; what it measured before is kept"
+                ),
+            )
+            .data(json!({"stopped": why})),
+        );
+    }
+    let failed = |q: &SpeedRequest| q.status != 200 || q.error.is_some();
+    if let Some(rep) = &replayed.speed_result {
+        let rec_ok: BTreeSet<String> = recorded
+            .speed_result
+            .as_ref()
+            .map(|r| {
+                r.value
+                    .requests
+                    .iter()
+                    .filter(|q| !failed(q))
+                    .map(step_label)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut by_step: BTreeMap<String, Vec<&SpeedRequest>> = BTreeMap::new();
+        for q in rep.value.requests.iter().filter(|q| failed(q)) {
+            by_step.entry(step_label(q)).or_default().push(q);
+        }
+        for (step, qs) in by_step {
+            if !rec_ok.contains(&step) {
+                continue;
+            }
+            let first = qs[0];
+            out.push(
+                Finding::new(
+                    "replay.step-failed",
+                    Severity::Error,
+                    format!(
+                        "{step}: {} request(s) of the replay got no answer (first: HTTP {}{}) where the recorded run was answered",
+                        qs.len(),
+                        first.status,
+                        first.error.as_deref().map(|e| format!(", {e}")).unwrap_or_default()
+                    ),
+                )
+                .file(&rep.path)
+                .data(json!({"step": step, "failed": qs.len(), "status": first.status, "error": first.error})),
+            );
+        }
+    }
+    for t in &replayed.quality {
+        let Some(a) = &t.answers else { continue };
+        let rec = recorded
+            .quality
+            .iter()
+            .find(|r| r.test == t.test)
+            .and_then(|r| r.answers.as_ref());
+        let unanswered = a.value.total - a.value.answered;
+        if unanswered > 0 && rec.is_some_and(|r| r.value.answered == r.value.total) {
+            out.push(
+                Finding::new(
+                    "replay.step-failed",
+                    Severity::Error,
+                    format!(
+                        "quality {}: {unanswered} of {} questions got no answer on replay ({}) where the recorded run answered all",
+                        t.test,
+                        a.value.total,
+                        a.value.refusals.keys().cloned().collect::<Vec<_>>().join("; ")
+                    ),
+                )
+                .file(&a.path),
+            );
+        }
+    }
+    out
+}
 
 /// How [`compare`] decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,6 +206,11 @@ pub struct Tolerance {
     pub min_runs: usize,
     /// Whether both sides ran on the same hardware; `None` decides from the two cards.
     pub same_hardware: Option<bool>,
+    /// The floor grows with the runs' own spread: a move within this many times the larger
+    /// side's run-to-run coefficient of variation is noise, whatever the test says (runs of one
+    /// session share its conditions, so Welch's test alone underrates the spread between
+    /// sessions).
+    pub noise_factor: f64,
 }
 
 impl Default for Tolerance {
@@ -107,6 +220,7 @@ impl Default for Tolerance {
             alpha: 0.05,
             min_runs: 3,
             same_hardware: None,
+            noise_factor: 2.0,
         }
     }
 }
@@ -574,10 +688,9 @@ fn refusals(reqs: &[&SpeedRequest]) -> String {
         .iter()
         .filter(|q| !q.answered())
         .map(|q| {
-            format!(
-                "HTTP {}: {}",
+            crate::records::quality::refusal_kind(
                 q.status,
-                q.error.as_deref().unwrap_or("(no reply)")
+                q.error.as_deref().unwrap_or("(no reply)"),
             )
         })
         .collect();
@@ -668,7 +781,14 @@ fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Compa
         row.why = invalid_why(bad_rec.as_ref(), bad_rep.as_ref());
         return row;
     }
-    let floor = 100.0 * opts.rel_floor;
+    let noise = match (&rec, &rep) {
+        (Measured::Runs { xs: a, .. }, Measured::Runs { xs: b, .. }) => {
+            let cv = |x: &[f64]| crate::stats::cv_pct(x).unwrap_or(0.0).abs();
+            opts.noise_factor * cv(a).max(cv(b))
+        }
+        _ => 0.0,
+    };
+    let floor = (100.0 * opts.rel_floor).max(noise);
     let beyond = match change {
         Some(c) => c.abs() > floor,
         None => recorded != replayed,

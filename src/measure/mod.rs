@@ -52,6 +52,12 @@ pub struct Args {
     /// A setup card to write into the bundle, its hardware replaced by this machine's.
     #[arg(long)]
     pub card: Option<PathBuf>,
+    /// The bundle's id (default: `measure-<start time>`).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The bundle's title (default: `rigaudit measure of <model>`).
+    #[arg(long)]
+    pub title: Option<String>,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -81,6 +87,12 @@ pub struct Plan {
     pub timeout: u64,
     /// Whether to draw a progress bar (only on a terminal).
     pub progress: bool,
+    /// The bundle's id and title, when not the defaults.
+    pub id: Option<String>,
+    /// The bundle's title.
+    pub title: Option<String>,
+    /// Notes for the bundle's manifest (how a replay filled the recorded command, say).
+    pub notes: Vec<String>,
     /// Checked between steps: when it returns a reason, the run stops there, keeping what it
     /// measured, and the reason is logged (replay: a rank exited).
     pub alive: Option<Box<dyn Fn() -> Option<String> + Send + Sync>>,
@@ -280,7 +292,19 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
         timeout: args.timeout,
         progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         alive: None,
+        notes: Vec::new(),
+        id: args.id.clone(),
+        title: args.title.clone(),
     })
+    .map(|m| m.dir)
+}
+
+/// What [`measure`] wrote.
+pub struct Measured {
+    /// The bundle's folder.
+    pub dir: PathBuf,
+    /// Why the run stopped before its end, if it did.
+    pub stopped: Option<String>,
 }
 
 fn read_json(path: &Path) -> Result<Value, Fatal> {
@@ -352,7 +376,7 @@ pub fn read_quality(contract: &Path, questions: &Path) -> Result<quality::Qualit
 
 /// Measures the server with the plan and writes the bundle; returns the bundle's folder. The
 /// bundle is rewritten atomically after every step, so a run that stops keeps what it measured.
-pub fn measure(p: &Plan) -> Result<PathBuf, Fatal> {
+pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     let c = &p.contract;
     let client = Client::new(&p.base_url, Duration::from_secs(p.timeout)).map_err(fatal)?;
     let started = chrono::Utc::now();
@@ -393,7 +417,17 @@ pub fn measure(p: &Plan) -> Result<PathBuf, Fatal> {
         prompt_offset: None,
         stopped: None,
     };
-    let tokenizer_note = match &p.tokenizer {
+    // Without a tokenizer given, the server's own (the bundled engine serves /tokenizer.json).
+    let served: Option<tokenizers::Tokenizer> = if p.tokenizer.is_none() {
+        r.client
+            .get_text("/tokenizer.json")
+            .ok()
+            .and_then(|t| t.parse().ok())
+    } else {
+        None
+    };
+    let tok = p.tokenizer.as_ref().or(served.as_ref());
+    let tokenizer_note = match tok {
         Some(_) => {
             "prompt sizes: built with the model's tokenizer, confirmed by usage.prompt_tokens"
         }
@@ -475,7 +509,7 @@ pub fn measure(p: &Plan) -> Result<PathBuf, Fatal> {
                 });
                 continue;
             }
-            let prompt = match sized_prompt(&mut r, p.tokenizer.as_ref(), depth) {
+            let prompt = match sized_prompt(&mut r, tok, depth) {
                 Ok(x) => x,
                 Err(e) => {
                     r.log.push(format!("stopped: {e}"));
@@ -563,7 +597,7 @@ pub fn measure(p: &Plan) -> Result<PathBuf, Fatal> {
                 ));
                 continue;
             }
-            let prompt = match sized_prompt(&mut r, p.tokenizer.as_ref(), depth) {
+            let prompt = match sized_prompt(&mut r, tok, depth) {
                 Ok(x) => x,
                 Err(e) => {
                     r.log.push(format!("stopped: {e}"));
@@ -646,7 +680,10 @@ pub fn measure(p: &Plan) -> Result<PathBuf, Fatal> {
     }
     bar.finish_and_clear();
     save(&r, true)?;
-    Ok(p.out.clone())
+    Ok(Measured {
+        dir: p.out.clone(),
+        stopped: r.stopped.clone(),
+    })
 }
 
 /// How many requests the speed part will send (for the progress bar).
@@ -855,7 +892,11 @@ fn write_bundle(
     }
     let mut entries = Vec::new();
     for (kind, path, text, test) in &files {
-        write_atomic(&out.join(path), text.as_bytes())?;
+        let to = out.join(path);
+        if let Some(d) = to.parent() {
+            std::fs::create_dir_all(d).map_err(|e| fatal(format!("{}: {e}", d.display())))?;
+        }
+        write_atomic(&to, text.as_bytes())?;
         let d = sha2::Sha256::digest(text.as_bytes());
         let mut e = json!({"kind": kind, "path": path, "sha256": d.iter().map(|b| format!("{b:02x}")).collect::<String>(),
                             "published": true, "reconstructed": false});
@@ -869,13 +910,14 @@ fn write_bundle(
         .cloned()
         .unwrap_or_default();
     let mut notes = vec!["written by rigaudit measure".to_string()];
+    notes.extend(p.notes.iter().cloned());
     if let Some(why) = &r.stopped {
         notes.push(format!("the run stopped early: {why}"));
     }
     let manifest = json!({
         "format": "rigaudit-bundle/1",
-        "id": format!("measure-{}", started.format("%Y%m%dt%H%M%Sz")),
-        "title": format!("rigaudit measure of {model}"),
+        "id": p.id.clone().unwrap_or_else(|| format!("measure-{}", started.format("%Y%m%dt%H%M%Sz"))),
+        "title": p.title.clone().unwrap_or_else(|| format!("rigaudit measure of {model}")),
         "source": null,
         "setup": {"engine": p.start_lines.first().cloned().unwrap_or_else(|| "unknown engine".into()), "checkpoint": model, "hardware": crate::host::describe()},
         "files": entries,

@@ -251,11 +251,7 @@ impl AnswerTally {
                 }
             }
         } else {
-            let key = format!(
-                "HTTP {}: {}",
-                a.status,
-                a.error.unwrap_or("(no error text)")
-            );
+            let key = refusal_kind(a.status, a.error.unwrap_or("(no error text)"));
             *self.refusals.entry(key).or_default() += 1;
             if let Some(p) = a.prompt_tokens {
                 self.refused_prompt_tokens = Some(match self.refused_prompt_tokens {
@@ -327,4 +323,15 @@ impl AnswerTally {
         }
         self.duplicate_ids.sort_unstable();
     }
+}
+
+/// The kind of a refusal, for grouping: `HTTP <status>: <first sentence of the error text>`, so
+/// that "maximum context length is 1024 tokens. However, you requested 1744 tokens ..." and the
+/// same text with 1745 count as one kind.
+pub fn refusal_kind(status: u16, error: &str) -> String {
+    let first = match error.find(". ") {
+        Some(i) => &error[..=i],
+        None => error,
+    };
+    format!("HTTP {status}: {}", first.trim())
 }
