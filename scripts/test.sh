@@ -5,4 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch-nccl.sh >/dev/null
 bash scripts/fetch-model.sh >/dev/null
+# llama.cpp's server, the second real engine tests/llamacpp.rs replays against.
+python3 -c "import xllamacpp" 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check "xllamacpp==2026.10.11549"
 cargo test --workspace "$@"

@@ -1250,6 +1250,7 @@ mod tests {
             error: None,
             words: None,
             chars: None,
+            server_timings: None,
         }
     }
 

@@ -34,6 +34,8 @@ pub struct Timed {
     pub finish_reason: Option<String>,
     /// The reply.
     pub text: String,
+    /// The engine's own `timings`, when a chunk carries them.
+    pub server_timings: Option<rigaudit_audit::records::speed::ServerTimings>,
 }
 
 /// A client bound to one server.
@@ -185,6 +187,14 @@ impl Client {
                 .and_then(|f| f.as_str())
             {
                 t.finish_reason = Some(f.to_string());
+            }
+            if let Some(tm) = v.get("timings").filter(|u| u.is_object()) {
+                t.server_timings = Some(rigaudit_audit::records::speed::ServerTimings {
+                    predicted_n: tm.get("predicted_n").and_then(Value::as_u64),
+                    predicted_ms: tm.get("predicted_ms").and_then(Value::as_f64),
+                    prompt_n: tm.get("prompt_n").and_then(Value::as_u64),
+                    prompt_ms: tm.get("prompt_ms").and_then(Value::as_f64),
+                });
             }
             if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
                 t.prompt_tokens = u.get("prompt_tokens").and_then(|x| x.as_u64());

@@ -210,6 +210,7 @@ impl Run<'_> {
             error: t.error.clone(),
             words: (t.status == 200).then_some(words),
             chars: (t.status == 200).then_some(t.text.chars().count() as u64),
+            server_timings: t.server_timings.clone(),
         };
         extra(&mut r);
         self.bar.inc(1);

@@ -133,6 +133,7 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
     let mut notes = Vec::new();
+    let mut port: Option<String> = sets.get("port").cloned();
     let mut model_file: Option<PathBuf> = None;
     for name in command::placeholders(&card.value) {
         if sets.contains_key(&name) {
@@ -144,6 +145,7 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         if name == "port" {
             let p = free_port()?.to_string();
             notes.push(format!("<port> filled with the free loopback port {p}"));
+            port = Some(p.clone());
             sets.insert(name, p);
         } else if is_model_placeholder(&name) {
             let f = crate::fetch::checkpoint_file(&card.value.checkpoint, &mut say)?;
@@ -176,9 +178,11 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
     let base_url = match &a.base_url {
         Some(u) => u.trim_end_matches('/').to_string(),
         None => {
-            let port = flag_value(&rank0.shown, "--port").ok_or_else(|| {
-                fatal("the recorded command names no --port; pass --base-url with the server's API root")
-            })?;
+            let port = flag_value(&rank0.shown, "--port")
+                .or(port)
+                .ok_or_else(|| {
+                    fatal("the recorded command names no --port and has no <port> placeholder; pass --base-url with the server's API root")
+                })?;
             let host = flag_value(&rank0.shown, "--host")
                 .filter(|h| h != "0.0.0.0" && h != "::")
                 .unwrap_or_else(|| "127.0.0.1".into());

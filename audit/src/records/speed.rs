@@ -209,6 +209,35 @@ pub struct SpeedRequest {
     /// Characters in the reply.
     #[serde(default)]
     pub chars: Option<u64>,
+    /// The engine's own timing of the request, when its last chunk reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<ServerTimings>,
+}
+
+/// An engine's own timing of one request (llama.cpp's and the bundled engine's `timings`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimings {
+    /// Tokens generated.
+    #[serde(default)]
+    pub predicted_n: Option<u64>,
+    /// Milliseconds from the first generated token to the last.
+    #[serde(default)]
+    pub predicted_ms: Option<f64>,
+    /// Prompt tokens evaluated (not from the cache).
+    #[serde(default)]
+    pub prompt_n: Option<u64>,
+    /// Milliseconds spent on the prompt.
+    #[serde(default)]
+    pub prompt_ms: Option<f64>,
+}
+
+impl ServerTimings {
+    /// The engine's decode rate by rigaudit's definition: (tokens - 1) / time after the first.
+    pub fn decode_rate(&self) -> Option<f64> {
+        let n = self.predicted_n? as f64;
+        let ms = self.predicted_ms?;
+        (n > 1.0 && ms > 0.0).then(|| (n - 1.0) / (ms / 1000.0))
+    }
 }
 
 impl SpeedRequest {

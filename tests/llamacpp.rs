@@ -1,0 +1,131 @@
+//! Replay against a second, real engine: llama.cpp's server (PyPI `xllamacpp`, started by
+//! engine/benches/llamacpp_server.py) on the same GGUF. The bundle is the bundled-engine fixture
+//! with its recorded command replaced by one that starts llama.cpp; rigaudit launches it (python3
+//! trusted explicitly, as it is not the card's binary), measures with the fixture's contracts and
+//! questions, and the replayed bundle is valid, the long-prompt test refused and recorded as
+//! refused, and rigaudit's decode rate agrees with llama.cpp's own `timings` within 0.5 %.
+//! `.ci/run` and `scripts/test.sh` install xllamacpp.
+
+mod common;
+
+use common::{rigaudit, root};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let t = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn replays_the_fixture_on_llama_cpp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = tmp.path().join("bundle");
+    copy_dir(&root().join("fixtures/runs/smollm2-cpu"), &b);
+    let mut card: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("card.json")).unwrap()).unwrap();
+    card["engine"] = json!({"name": "llama.cpp server (PyPI xllamacpp)", "version": null});
+    card["commands"][0]["argv"] = json!(["python3", "<script>", "<model file>", "<port>", "4", "1024", "2"]);
+    let text = serde_json::to_string_pretty(&card).unwrap();
+    std::fs::write(b.join("card.json"), &text).unwrap();
+    let mut m: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("bundle.json")).unwrap()).unwrap();
+    let digest: String = Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["path"] == "card.json" {
+            f["sha256"] = json!(digest);
+        }
+    }
+    std::fs::write(b.join("bundle.json"), m.to_string()).unwrap();
+
+    let python = std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("python3"))
+                .find(|p| p.is_file())
+        })
+        .expect("python3 on PATH");
+    let script = root().join("engine/benches/llamacpp_server.py");
+    let out = tmp.path().join("replay");
+    let run = rigaudit(&[
+        "replay",
+        b.to_str().unwrap(),
+        "--engine",
+        python.to_str().unwrap(),
+        "--trust-executable",
+        "--set",
+        &format!("script={}", script.display()),
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+        "--quiet",
+        "--ready-timeout",
+        "120",
+    ]);
+    assert!(
+        run.code == 0 || run.code == 1,
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let report = run.json();
+    let rows = report["comparisons"].as_array().unwrap();
+    let row = |k: &str| rows.iter().find(|r| r["key"] == k).unwrap().clone();
+    assert!(row("decode")["replayed"].as_f64().unwrap() > 0.0);
+    assert_eq!(row("quality.arith-long.pct")["verdict"], "not-comparable");
+    assert!(row("quality.arith.pct")["replayed"].is_number());
+    assert_eq!(row("ctx_decode.2048")["verdict"], "not-comparable");
+    assert!(
+        run.stderr.contains("trust") || report.to_string().contains("trust"),
+        "the report says python3 ran on trust"
+    );
+
+    let replayed = out.join("bundle");
+    let v = common::verify(&replayed);
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    assert!(!v.has("quality.refused-counted-as-wrong"));
+    let answers = std::fs::read_to_string(replayed.join("quality/arith-long/answers.jsonl")).unwrap();
+    for line in answers.lines() {
+        let a: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(a["status"], 400, "{a}");
+        assert_eq!(a["correct"], false);
+        assert!(a["extracted"].is_null());
+    }
+
+    let res: Value = serde_json::from_str(
+        &std::fs::read_to_string(replayed.join("speed/speed-result.json")).unwrap(),
+    )
+    .unwrap();
+    let mut compared = 0;
+    for q in res["requests"].as_array().unwrap() {
+        if q["step"] != "decode" || q["warmup"] == true {
+            continue;
+        }
+        let n = q["completion_tokens"].as_f64().unwrap();
+        let ours =
+            (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
+        let t = &q["server_timings"];
+        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0)
+            / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
+        let off = (ours - theirs).abs() / theirs;
+        assert!(
+            off < 0.005,
+            "decode {ours:.2} vs llama.cpp's {theirs:.2}: {:.2} % apart",
+            off * 100.0
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, 10);
+}

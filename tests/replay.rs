@@ -1,0 +1,286 @@
+//! `rigaudit replay` against a fake engine (tests/fixtures/fake_engine.py) that fails in each way
+//! a real one can: exits during a step, hangs, answers HTTP 500, sends a malformed stream, cannot
+//! bind its port, starts too slowly. Each is reported (exit 1: an invalid step; exit 2: nothing
+//! could be measured), what was measured before the fault is kept, and no process is left behind.
+
+mod common;
+
+use common::{rigaudit, root, Run};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+fn python3() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("python3"))
+                .find(|p| p.is_file())
+        })
+        .expect("python3 on PATH")
+}
+
+fn sha(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A bundle with only a card and a speed contract, whose recorded command starts the fake engine
+/// copied to `script` (a path unique to the test, so its processes can be found).
+fn template(dir: &Path, script: &Path) -> PathBuf {
+    let b = dir.join("template");
+    std::fs::create_dir_all(&b).unwrap();
+    let card = json!({
+        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 1,
+        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
+            "--mode", "<mode>", "--after", "<after>", "--start-delay", "<delay>"], "env": {}}],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    let contract = json!({"parts": ["decode", "prefill"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 3, "warmups": 0, "max_tokens": 16,
+        "prefill": {"depths": [64], "runs": 3, "max_tokens": 1},
+        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}});
+    let card_t = serde_json::to_string_pretty(&card).unwrap();
+    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
+    std::fs::write(b.join("card.json"), &card_t).unwrap();
+    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
+    let manifest = json!({"format": "rigaudit-bundle/1", "id": "fake-template", "title": "fake",
+        "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+        "files": [
+            {"kind": "card", "path": "card.json", "sha256": sha(&card_t), "published": true, "reconstructed": false},
+            {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
+        ]});
+    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+    b
+}
+
+struct Setup {
+    tmp: tempfile::TempDir,
+    script: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("fake_engine.py");
+        std::fs::copy(root().join("tests/fixtures/fake_engine.py"), &script).unwrap();
+        Setup { tmp, script }
+    }
+
+    fn replay(&self, bundle: &Path, out: &str, sets: &[&str], extra: &[&str]) -> (Run, PathBuf) {
+        let out = self.tmp.path().join(out);
+        let py = python3();
+        let mut args = vec![
+            "replay".to_string(),
+            bundle.to_str().unwrap().into(),
+            "--engine".into(),
+            py.to_str().unwrap().into(),
+            "--trust-executable".into(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+            "--format".into(),
+            "json".into(),
+            "--quiet".into(),
+            "--request-timeout".into(),
+            "3".into(),
+            "--ready-timeout".into(),
+            "20".into(),
+        ];
+        for s in sets {
+            args.push("--set".into());
+            args.push(s.to_string());
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        (rigaudit(&refs), out)
+    }
+
+    /// Processes whose command line names this test's copy of the fake engine.
+    fn leftovers(&self) -> Vec<String> {
+        let needle = self.script.to_str().unwrap();
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            let zombie = std::fs::read_to_string(e.path().join("stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true);
+            if cmd.contains(needle) && !zombie {
+                found.push(cmd);
+            }
+        }
+        found
+    }
+
+    /// A recorded bundle: the template replayed on the fake engine in `ok` mode.
+    fn recorded(&self) -> PathBuf {
+        let t = template(self.tmp.path(), &self.script);
+        let (run, out) = self.replay(&t, "recorded", &["mode=ok", "after=2", "delay=0"], &[]);
+        assert!(run.code == 0, "{}\n{}", run.stdout, run.stderr);
+        out.join("bundle")
+    }
+}
+
+fn answered(bundle: &Path) -> Vec<Value> {
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(bundle.join("speed/speed-result.json")).unwrap(),
+    )
+    .unwrap();
+    r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["status"] == 200)
+        .cloned()
+        .collect()
+}
+
+/// Runs one mid-measurement fault and checks what every such fault must give.
+fn mid_run_fault(mode: &str, after: &str, says: &str) {
+    let s = Setup::new();
+    let rec = s.recorded();
+    let (run, out) = s.replay(
+        &rec,
+        "faulty",
+        &[&format!("mode={mode}"), &format!("after={after}"), "delay=0"],
+        &[],
+    );
+    assert_eq!(
+        run.code, 1,
+        "a fault during a step is an invalid step (exit 1)\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    let failed = run.findings("replay.step-failed");
+    assert!(!failed.is_empty(), "{}", run.stdout);
+    assert!(
+        failed
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains(says)),
+        "expected '{says}' in {failed:?}"
+    );
+    // What was measured before the fault is in the replayed bundle, which verify still reads.
+    let b = out.join("bundle");
+    assert!(
+        !answered(&b).is_empty(),
+        "the answered requests before the fault are kept"
+    );
+    let v = common::verify(&b);
+    assert_ne!(v.code, 2, "{}", v.stdout);
+    assert!(s.leftovers().is_empty(), "left behind: {:?}", s.leftovers());
+}
+
+#[test]
+fn a_faultless_fake_replays_as_reproduced() {
+    let s = Setup::new();
+    let rec = s.recorded();
+    let (run, _) = s.replay(&rec, "again", &["mode=ok", "after=2", "delay=0"], &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let rows = run.json()["comparisons"].as_array().unwrap().clone();
+    assert!(rows.iter().any(|r| r["key"] == "decode.code"));
+    assert!(
+        rows.iter().all(|r| r["verdict"] != "drifted"),
+        "{rows:#?}"
+    );
+    assert!(s.leftovers().is_empty());
+}
+
+#[test]
+fn engine_exiting_during_a_step_is_reported_and_nothing_is_lost() {
+    mid_run_fault("exit-mid-stream", "1", "exited");
+}
+
+#[test]
+fn an_engine_that_hangs_is_timed_out() {
+    mid_run_fault("hang", "1", "no answer");
+}
+
+#[test]
+fn http_500_is_an_invalid_step() {
+    mid_run_fault("http500", "1", "HTTP 500");
+}
+
+#[test]
+fn a_malformed_stream_is_an_invalid_step() {
+    mid_run_fault("malformed-sse", "1", "malformed");
+}
+
+#[test]
+fn a_port_already_taken_is_a_clear_error() {
+    let s = Setup::new();
+    let rec = s.recorded();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let (run, _) = s.replay(
+        &rec,
+        "busy",
+        &["mode=ok", "after=2", "delay=0", &format!("port={port}")],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.to_lowercase().contains("address already in use"),
+        "{}",
+        run.stderr
+    );
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
+
+#[test]
+fn a_slow_start_past_the_timeout_is_a_clear_error() {
+    let s = Setup::new();
+    let rec = s.recorded();
+    let (run, _) = s.replay(
+        &rec,
+        "slow",
+        &["mode=slow-start", "after=2", "delay=60"],
+        &["--ready-timeout", "2"],
+    );
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("2") && run.stderr.to_lowercase().contains("ready")
+            || run.stderr.to_lowercase().contains("timed out")
+            || run.stderr.to_lowercase().contains("did not answer"),
+        "{}",
+        run.stderr
+    );
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
+
+#[test]
+fn an_unfilled_placeholder_and_an_unverified_executable_are_refused() {
+    let s = Setup::new();
+    let t = template(s.tmp.path(), &s.script);
+    // No --set mode=...: the placeholder is named.
+    let (run, _) = s.replay(&t, "unfilled", &["after=2", "delay=0"], &[]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("<mode>"), "{}", run.stderr);
+    // Without --trust-executable, python3 does not match the card's (absent) binary digest.
+    let out = s.tmp.path().join("untrusted");
+    let run = rigaudit(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--engine",
+        python3().to_str().unwrap(),
+        "--set",
+        "mode=ok",
+        "--set",
+        "after=2",
+        "--set",
+        "delay=0",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--trust-executable"), "{}", run.stderr);
+    assert!(s.leftovers().is_empty());
+}
