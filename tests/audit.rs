@@ -25,7 +25,8 @@ fn the_bundled_fixture_reproduces_and_decode_agrees_with_the_engines_own_timing(
     ]);
     let report = run.json();
     assert_eq!(
-        run.code, 0,
+        run.code,
+        0,
         "{}\n{}",
         serde_json::to_string_pretty(&report["comparisons"]).unwrap(),
         run.stderr
@@ -70,11 +71,17 @@ fn the_bundled_fixture_reproduces_and_decode_agrees_with_the_engines_own_timing(
             continue;
         }
         let n = q["completion_tokens"].as_f64().unwrap();
-        let ours = (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
+        let ours =
+            (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
         let t = &q["server_timings"];
-        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0) / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
+        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0)
+            / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
         let off = (ours - theirs).abs() / theirs;
-        assert!(off < 0.005, "decode {ours:.2} vs the engine's {theirs:.2}: {:.2} % apart", off * 100.0);
+        assert!(
+            off < 0.005,
+            "decode {ours:.2} vs the engine's {theirs:.2}: {:.2} % apart",
+            off * 100.0
+        );
         compared += 1;
     }
     assert_eq!(compared, 10, "5 runs of 2 prompts");

@@ -33,7 +33,16 @@ fn replays_the_fixture_on_llama_cpp() {
     let mut card: Value =
         serde_json::from_str(&std::fs::read_to_string(b.join("card.json")).unwrap()).unwrap();
     card["engine"] = json!({"name": "llama.cpp server (PyPI xllamacpp)", "version": null});
-    card["commands"][0]["argv"] = json!(["python3", "<script>", "<model file>", "<port>", "4", "1024", "2"]);
+    card["commands"][0]["argv"] = json!([
+        "python3",
+        "<script>",
+        "<model file>",
+        "<port>",
+        "4",
+        "1024",
+        "2",
+        "smollm2"
+    ]);
     let text = serde_json::to_string_pretty(&card).unwrap();
     std::fs::write(b.join("card.json"), &text).unwrap();
     let mut m: Value =
@@ -96,7 +105,8 @@ fn replays_the_fixture_on_llama_cpp() {
     let v = common::verify(&replayed);
     assert_eq!(v.code, 0, "{}", v.stdout);
     assert!(!v.has("quality.refused-counted-as-wrong"));
-    let answers = std::fs::read_to_string(replayed.join("quality/arith-long/answers.jsonl")).unwrap();
+    let answers =
+        std::fs::read_to_string(replayed.join("quality/arith-long/answers.jsonl")).unwrap();
     for line in answers.lines() {
         let a: Value = serde_json::from_str(line).unwrap();
         assert_eq!(a["status"], 400, "{a}");

@@ -52,11 +52,11 @@ fn template(dir: &Path, script: &Path) -> PathBuf {
     std::fs::write(b.join("card.json"), &card_t).unwrap();
     std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
     let manifest = json!({"format": "rigaudit-bundle/1", "id": "fake-template", "title": "fake",
-        "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-        "files": [
-            {"kind": "card", "path": "card.json", "sha256": sha(&card_t), "published": true, "reconstructed": false},
-            {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
-        ]});
+    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+    "files": [
+        {"kind": "card", "path": "card.json", "sha256": sha(&card_t), "published": true, "reconstructed": false},
+        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
+    ]});
     std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
     b
 }
@@ -90,9 +90,10 @@ impl Setup {
             "--quiet".into(),
             "--request-timeout".into(),
             "3".into(),
-            "--ready-timeout".into(),
-            "20".into(),
         ];
+        if !extra.contains(&"--ready-timeout") {
+            args.extend(["--ready-timeout".to_string(), "20".to_string()]);
+        }
         for s in sets {
             args.push("--set".into());
             args.push(s.to_string());
@@ -151,7 +152,11 @@ fn mid_run_fault(mode: &str, after: &str, says: &str) {
     let (run, out) = s.replay(
         &rec,
         "faulty",
-        &[&format!("mode={mode}"), &format!("after={after}"), "delay=0"],
+        &[
+            &format!("mode={mode}"),
+            &format!("after={after}"),
+            "delay=0",
+        ],
         &[],
     );
     assert_eq!(
@@ -186,10 +191,7 @@ fn a_faultless_fake_replays_as_reproduced() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let rows = run.json()["comparisons"].as_array().unwrap().clone();
     assert!(rows.iter().any(|r| r["key"] == "decode.code"));
-    assert!(
-        rows.iter().all(|r| r["verdict"] != "drifted"),
-        "{rows:#?}"
-    );
+    assert!(rows.iter().all(|r| r["verdict"] != "drifted"), "{rows:#?}");
     assert!(s.leftovers().is_empty());
 }
 

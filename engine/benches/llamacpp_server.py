@@ -1,6 +1,7 @@
 """Start llama.cpp's server (PyPI `xllamacpp`) on loopback for comparison.
 
-usage: python3 llamacpp_server.py MODEL PORT PARALLEL CONTEXT THREADS
+usage: python3 llamacpp_server.py MODEL PORT PARALLEL CONTEXT THREADS [NAME]
+NAME, when given, is the model id the server answers to and lists in /v1/models.
 Prints one line `llamacpp listening ADDR` and serves until killed.
 """
 import sys
@@ -11,6 +12,8 @@ import xllamacpp as xl
 model, port, parallel, ctx, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 p = xl.CommonParams()
 p.model.path = model
+if len(sys.argv) > 6:
+    p.model_alias = {sys.argv[6]}
 p.n_parallel = parallel
 p.n_ctx = ctx * parallel  # llama.cpp splits n_ctx over slots
 p.cpuparams.n_threads = threads

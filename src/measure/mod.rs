@@ -110,6 +110,14 @@ fn nonce(seq: &mut u64) -> String {
     )
 }
 
+/// One quality test as asked: its id, start, end and answers.
+type AskedTest = (
+    String,
+    chrono::DateTime<chrono::Utc>,
+    chrono::DateTime<chrono::Utc>,
+    Vec<rigaudit_audit::records::quality::Answer>,
+);
+
 struct Run<'a> {
     c: &'a SpeedContract,
     client: Client,
@@ -119,12 +127,7 @@ struct Run<'a> {
     fits: Vec<FitRow>,
     log: Vec<String>,
     /// Per quality test: id, start, end, answers.
-    quality: Vec<(
-        String,
-        chrono::DateTime<chrono::Utc>,
-        chrono::DateTime<chrono::Utc>,
-        Vec<rigaudit_audit::records::quality::Answer>,
-    )>,
+    quality: Vec<AskedTest>,
     bar: indicatif::ProgressBar,
     /// Tokens the server adds to a completion prompt beyond the tokenizer's count (a BOS).
     prompt_offset: Option<i64>,

@@ -85,8 +85,7 @@ pub fn extract_choice(reply: &str) -> Option<String> {
             let rest = &reply[at + cue.len()..];
             if let Some(c) = rest
                 .chars()
-                .skip_while(|c| c.is_whitespace() || matches!(c, '(' | '*' | '"' | '\''))
-                .next()
+                .find(|c| !(c.is_whitespace() || matches!(c, '(' | '*' | '"' | '\'')))
                 .filter(|c| ('A'..='J').contains(c))
             {
                 return Some(c.to_string());
