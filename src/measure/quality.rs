@@ -76,9 +76,31 @@ pub fn read_questions(path: &Path) -> Result<Vec<Question>, Fatal> {
     Ok(out)
 }
 
-/// The answer a reply gives to a multiple-choice question: the letter after "answer is" / "Answer:",
-/// else the first capital letter A-J standing alone; `None` when there is none.
-pub fn extract_choice(reply: &str) -> Option<String> {
+/// The option letters a multiple-choice prompt offers: every `X)` or `(X)` that starts a line, A-J;
+/// `ABCD` when the prompt marks none.
+pub fn option_letters(prompt: &str) -> String {
+    let mut found = String::new();
+    for line in prompt.lines() {
+        let t = line.trim_start().trim_start_matches('(');
+        let mut cs = t.chars();
+        if let (Some(c), Some(')')) = (cs.next(), cs.next()) {
+            if ('A'..='J').contains(&c) && !found.contains(c) {
+                found.push(c);
+            }
+        }
+    }
+    if found.is_empty() {
+        "ABCD".into()
+    } else {
+        found
+    }
+}
+
+/// The answer a reply gives to a multiple-choice question whose options are `letters`: the letter
+/// after "answer is" / "Answer:", else the first of those letters standing alone (so the pronoun
+/// "I" is not an answer unless the question has an option I); `None` when there is none.
+pub fn extract_choice(reply: &str, letters: &str) -> Option<String> {
+    let ok = |c: char| letters.contains(c);
     let lower = reply.to_ascii_lowercase();
     for cue in ["answer is", "answer:"] {
         if let Some(at) = lower.find(cue) {
@@ -86,7 +108,7 @@ pub fn extract_choice(reply: &str) -> Option<String> {
             if let Some(c) = rest
                 .chars()
                 .find(|c| !(c.is_whitespace() || matches!(c, '(' | '*' | '"' | '\'')))
-                .filter(|c| ('A'..='J').contains(c))
+                .filter(|c| ok(*c))
             {
                 return Some(c.to_string());
             }
@@ -95,7 +117,7 @@ pub fn extract_choice(reply: &str) -> Option<String> {
     let chars: Vec<char> = reply.chars().collect();
     (0..chars.len())
         .find(|&i| {
-            ('A'..='J').contains(&chars[i])
+            ok(chars[i])
                 && (i == 0 || !chars[i - 1].is_alphanumeric())
                 && chars.get(i + 1).is_none_or(|c| !c.is_alphanumeric())
         })
@@ -128,7 +150,7 @@ pub fn body(c: &QualityContract, model: &str, q: &Question, nonce: &str) -> Valu
 pub fn answer(c: &QualityContract, q: &Question, t: &Timed) -> Answer {
     let answered = t.status == 200 && t.error.is_none();
     let extracted = if answered {
-        extract_choice(&t.text)
+        extract_choice(&t.text, &option_letters(&q.prompt))
     } else {
         None
     };
@@ -232,12 +254,21 @@ mod tests {
 
     #[test]
     fn extracts_the_letter_a_reply_gives() {
-        assert_eq!(extract_choice("The answer is (C)."), Some("C".into()));
-        assert_eq!(extract_choice("Answer: B"), Some("B".into()));
-        assert_eq!(extract_choice("B) 42"), Some("B".into()));
-        assert_eq!(extract_choice("I think it is D because"), Some("D".into()));
-        assert_eq!(extract_choice("Because 12 is even"), None);
-        assert_eq!(extract_choice("the answer is 42"), None);
+        let x = |r: &str| extract_choice(r, "ABCD");
+        assert_eq!(x("The answer is (C)."), Some("C".into()));
+        assert_eq!(x("Answer: B"), Some("B".into()));
+        assert_eq!(x("B) 42"), Some("B".into()));
+        assert_eq!(x("I think it is D because"), Some("D".into()));
+        assert_eq!(x("Because 12 is even"), None);
+        assert_eq!(x("the answer is 42"), None);
+        assert_eq!(extract_choice("I", "ABCDEFGHIJ"), Some("I".into()));
+    }
+
+    #[test]
+    fn reads_the_option_letters_a_prompt_offers() {
+        assert_eq!(option_letters("What is 2+2?\nA) 4\nB) 5\nC) 3"), "ABC");
+        assert_eq!(option_letters("Pick one:\n(A) x\n(B) y"), "AB");
+        assert_eq!(option_letters("no options here"), "ABCD");
     }
 
     fn contract() -> QualityContract {
