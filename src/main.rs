@@ -215,10 +215,20 @@ fn main() -> ExitCode {
             }
         },
         Command::Measure(a) => match measure::run(&a) {
-            Ok(dir) => {
-                println!("wrote {}", dir.display());
-                ExitCode::SUCCESS
-            }
+            Ok(m) => match m.stopped {
+                None => {
+                    println!("wrote {}", m.dir.display());
+                    ExitCode::SUCCESS
+                }
+                // Could not finish: exit 2, with what was measured kept in the bundle.
+                Some(why) => {
+                    eprintln!(
+                        "rigaudit: the measurement stopped before its end: {why}; what it measured is in {}",
+                        m.dir.display()
+                    );
+                    ExitCode::from(2)
+                }
+            },
             Err(e) => {
                 eprintln!("rigaudit: {e}");
                 ExitCode::from(2)

@@ -253,7 +253,7 @@ impl Run<'_> {
 
 /// Runs `rigaudit measure`: reads the contract, quality tests, tokenizer and card the options
 /// name, then [`measure`]s.
-pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
+pub fn run(args: &Args) -> Result<Measured, Fatal> {
     let (contract, contract_text) = read_speed_contract(&args.contract)?;
     let mut quality = Vec::new();
     for q in &args.quality {
@@ -300,7 +300,6 @@ pub fn run(args: &Args) -> Result<PathBuf, Fatal> {
         id: args.id.clone(),
         title: args.title.clone(),
     })
-    .map(|m| m.dir)
 }
 
 /// What [`measure`] wrote.
