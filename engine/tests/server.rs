@@ -82,6 +82,11 @@ fn start_line_models_and_refusal() {
     );
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["usage"]["completion_tokens"], 3);
+    // The slot is freed by the scheduler just after the reply is sent: allow it a moment.
+    let t0 = std::time::Instant::now();
+    while s.metric("rigaudit_engine_busy_slots") != 0.0 && t0.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(s.metric("rigaudit_engine_busy_slots"), 0.0);
 }
 
