@@ -3,6 +3,8 @@
 # ${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}), then runs every test of the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+START=$SECONDS
+trap 'echo "== test command took $((SECONDS - START)) s (the budget: 20 minutes on 2 cores)"' EXIT
 bash scripts/fetch-nccl.sh >/dev/null
 bash scripts/fetch-model.sh >/dev/null
 # llama.cpp's server, the second real engine tests/llamacpp.rs replays against.

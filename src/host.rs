@@ -21,6 +21,49 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Main memory in GiB (`/proc/meminfo`), to one decimal.
+pub fn memory_gib() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: f64 = text
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((kib / 1024.0 / 1024.0 * 10.0).round() / 10.0)
+}
+
+/// The instruction sets engines choose CPU kernels by (the bundled engine's: AVX2 with FMA and
+/// F16C, AVX-512 with VNNI; llama.cpp's also AVX-VNNI and AMX), those this CPU has, as
+/// `/proc/cpuinfo` names them.
+pub fn isa() -> Vec<String> {
+    const KERNEL_ISAS: &[&str] = &[
+        "avx2",
+        "fma",
+        "f16c",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512_vnni",
+        "avx512_bf16",
+        "avx_vnni",
+        "amx_tile",
+        "asimd",
+        "asimddp",
+        "sve",
+    ];
+    let flags = cpuinfo_field("flags")
+        .or_else(|| cpuinfo_field("Features"))
+        .unwrap_or_default();
+    let have: Vec<&str> = flags.split_whitespace().collect();
+    KERNEL_ISAS
+        .iter()
+        .filter(|f| have.contains(f))
+        .map(|f| f.to_string())
+        .collect()
+}
+
 /// One line: `1 box: <cpu>, N cores, CPU only`.
 pub fn describe() -> String {
     format!("1 box: {}, {} cores, CPU only", cpu_model(), cores())
@@ -33,7 +76,14 @@ pub fn hardware() -> Value {
         .map(|s| s.trim().to_string());
     json!({
         "description": describe(),
-        "boxes": [{"name": "local", "model": cpu_model(), "rank": 0}],
+        "boxes": [{
+            "name": "local",
+            "model": cpu_model(),
+            "rank": 0,
+            "cores": cores(),
+            "memory_gib": memory_gib(),
+            "isa": isa(),
+        }],
         "link": null,
         "driver": null,
         "kernel": kernel,

@@ -122,6 +122,9 @@ enum Command {
         /// The library file.
         path: PathBuf,
     },
+    /// Prints this machine as a card's `hardware` object (what `measure --card` records).
+    #[command(name = "__host", hide = true)]
+    Host,
     /// List every check with its id, severity and what it finds.
     Checks {
         /// Output format.
@@ -242,6 +245,13 @@ fn main() -> ExitCode {
             }
         },
         Command::NcclVersion { path } => ExitCode::from(rehash::nccl::child_main(&path) as u8),
+        Command::Host => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&host::hardware()).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
         Command::Checks { format } => {
             let all = rigaudit_audit::catalogue::all();
             match format {

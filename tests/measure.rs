@@ -34,6 +34,8 @@ fn measure(fake: &Fake, dir: &std::path::Path) -> (common::Run, std::path::PathB
         out.to_str().unwrap(),
         "--timeout",
         "30",
+        // These tests are about what is measured, not about foreign load (see the guard's tests).
+        "--no-load-guard",
     ]);
     (run, out)
 }
@@ -151,4 +153,106 @@ fn a_server_that_is_not_there_is_exit_2() {
     ]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("/models"), "{}", run.stderr);
+}
+
+/// A CPU hog: another process spinning a core until dropped. It is started detached (its parent
+/// exits at once), because the fake server lives in this test's process and the guard counts the
+/// server's children as the server.
+struct Hog(u32);
+
+impl Hog {
+    fn start() -> Hog {
+        let out = std::process::Command::new("sh")
+            .args(["-c", "(while :; do :; done) >/dev/null 2>&1 & echo $!"])
+            .output()
+            .unwrap();
+        Hog(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap())
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
+#[test]
+fn a_cpu_hog_beside_the_server_throws_tries_away_and_the_guard_rows_show_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 30 tokens at 20 ms: each try lasts about 0.6 s, three samples at 0.2 s.
+    let fake = Fake::start(4096, 5, 20, Mode::Good);
+    let c = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 2, "warmups": 0, "max_tokens": 30, "sampling": {"temperature": 0.0},
+        "server": {"slots": 4, "window": 4096},
+        "load_guard": {"threshold_pct": 25.0, "consecutive": 2, "interval_s": 0.2, "max_tries": 2}});
+    let cp = tmp.path().join("contract.json");
+    std::fs::write(&cp, c.to_string()).unwrap();
+    let out = tmp.path().join("bundle");
+    let hog = Hog::start();
+    let run = rigaudit(&[
+        "measure",
+        "--base-url",
+        &fake.base(),
+        "--contract",
+        cp.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--timeout",
+        "30",
+    ]);
+    let hog_pid = hog.0;
+    drop(hog);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = result(&out);
+    let g = &r["load_guard"];
+    assert_eq!(g["rule"]["max_tries"], 2);
+    assert!(g["samples"].as_u64().unwrap() >= 4, "{g}");
+    let rows = g["steps"].as_array().unwrap();
+    for step in ["decode/code/1", "decode/code/2"] {
+        let tries: Vec<&Value> = rows.iter().filter(|s| s["step"] == step).collect();
+        assert_eq!(tries.len(), 2, "{step}: {g:#}");
+        assert_eq!(tries[0]["try"], 1);
+        assert_eq!(tries[0]["kept"], false, "{g:#}");
+        assert!(tries[0]["longest_run_over"].as_u64().unwrap() >= 2, "{g:#}");
+        // No try left: the second is kept, and its row shows the load it ran under.
+        assert_eq!(tries[1]["kept"], true, "{g:#}");
+        assert!(tries[1]["longest_run_over"].as_u64().unwrap() >= 2, "{g:#}");
+    }
+    // The hog is among what the guard saw above the threshold in the thrown-away tries.
+    let hog = format!("(pid {hog_pid})");
+    assert!(
+        rows.iter()
+            .filter(|s| s["kept"] == false)
+            .all(|s| s["over_processes"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|p| p.as_str().unwrap().ends_with(&hog)))),
+        "{g:#}"
+    );
+    // Thrown-away tries leave no records: one request per counted run.
+    let decode = r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["step"] == "decode")
+        .count();
+    assert_eq!(decode, 2);
+    let log = std::fs::read_to_string(out.join("speed/log.txt")).unwrap();
+    assert!(log.contains("decode/code/1 try 1 thrown away"), "{log}");
+    // verify names the tries kept under load.
+    let v = verify(&out);
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.has_at("speed.load-guard", "error"), "{}", v.stdout);
+}
+
+#[test]
+fn without_the_guard_nothing_is_recorded_and_the_log_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 1, 1, Mode::Good);
+    let (run, out) = measure(&fake, tmp.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(result(&out)["load_guard"].is_null());
+    let log = std::fs::read_to_string(out.join("speed/log.txt")).unwrap();
+    assert!(log.contains("load guard: off"), "{log}");
 }

@@ -211,6 +211,9 @@ pub struct Tolerance {
     /// session share its conditions, so Welch's test alone underrates the spread between
     /// sessions).
     pub noise_factor: f64,
+    /// The highest floor a row may be judged with (0.25 = 25 %): a floor above it means the runs
+    /// are too noisy to tell drift from noise, and the row is inconclusive, never reproduced.
+    pub max_floor: f64,
 }
 
 impl Default for Tolerance {
@@ -221,8 +224,25 @@ impl Default for Tolerance {
             min_runs: 3,
             same_hardware: None,
             noise_factor: 2.0,
+            max_floor: 0.25,
         }
     }
+}
+
+/// Why a row is inconclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inconclusive {
+    /// Fewer runs on a side than the test needs.
+    TooFewRuns,
+    /// Only a headline figure on a side, no per-run records.
+    HeadlineOnly,
+    /// The runs' own spread puts the floor above [`Tolerance::max_floor`].
+    TooNoisy,
+    /// The load guard saw foreign load during a kept try of the step.
+    ForeignLoad,
+    /// A drift the confirming session did not repeat.
+    SessionsDisagree,
 }
 
 /// What the comparison of one figure concluded.
@@ -278,6 +298,9 @@ pub struct Comparison {
     pub why: String,
     /// Whether the row is for information only (speed measured on different hardware).
     pub informational: bool,
+    /// Why an inconclusive row is inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<Inconclusive>,
 }
 
 /// What [`compare`] found.
@@ -289,6 +312,28 @@ pub struct Compared {
     pub findings: Vec<Finding>,
     /// Ids of the checks that had what they needed and ran.
     pub checks_run: Vec<String>,
+}
+
+/// The finding a row gives, if any: drift (info when informational), inconclusive, not
+/// comparable; the row itself as `data`.
+fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
+    let (check, severity, tail) = match row.verdict {
+        ReplayVerdict::Reproduced => return None,
+        ReplayVerdict::Drifted if row.informational => (
+            "replay.drifted",
+            Severity::Info,
+            " (measured on other hardware, so for information only)",
+        ),
+        ReplayVerdict::Drifted => ("replay.drifted", Severity::Error, ""),
+        ReplayVerdict::Inconclusive => ("replay.inconclusive", Severity::Info, ""),
+        ReplayVerdict::NotComparable => ("replay.not-comparable", Severity::Warning, ""),
+    };
+    let mut f = Finding::new(check, severity, format!("{}: {}{tail}", row.key, row.why))
+        .data(serde_json::to_value(row).unwrap_or_default());
+    if let Some(file) = file {
+        f = f.file(file);
+    }
+    Some(f)
 }
 
 /// Compares a recorded bundle with its replay: one [`Comparison`] per speed figure and quality
@@ -307,16 +352,25 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
     if keys.is_some() || opts.same_hardware.is_some() {
         ran.insert("replay.hardware-differs");
     }
+    let what_differs: Vec<String> = keys
+        .as_ref()
+        .map(|(a, b)| hardware_differences(a, b))
+        .unwrap_or_default();
     let differs = match opts.same_hardware {
         Some(same) => !same,
-        None => keys.as_ref().is_some_and(|(a, b)| a != b),
+        None => !what_differs.is_empty(),
     };
     if differs {
         let message = match &keys {
             Some((a, b)) => format!(
-                "recorded on {} but replayed on {}; speed rows are informational",
+                "recorded on {} but replayed on {} ({}); speed rows are informational",
                 a.text(),
-                b.text()
+                b.text(),
+                if what_differs.is_empty() {
+                    "as told".to_string()
+                } else {
+                    what_differs.join("; ")
+                }
             ),
             None => "the replay ran on other hardware than the record (as told); speed rows are informational".to_string(),
         };
@@ -374,31 +428,123 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
             "replay.not-comparable",
         ]);
     }
-    for (row, file) in &rows {
-        let (check, severity, tail) = match row.verdict {
-            ReplayVerdict::Reproduced => continue,
-            ReplayVerdict::Drifted if row.informational => (
-                "replay.drifted",
-                Severity::Info,
-                " (measured on other hardware, so for information only)",
-            ),
-            ReplayVerdict::Drifted => ("replay.drifted", Severity::Error, ""),
-            ReplayVerdict::Inconclusive => ("replay.inconclusive", Severity::Info, ""),
-            ReplayVerdict::NotComparable => ("replay.not-comparable", Severity::Warning, ""),
-        };
-        let mut f = Finding::new(check, severity, format!("{}: {}{tail}", row.key, row.why))
-            .data(serde_json::to_value(row).unwrap_or_default());
-        if let Some(file) = file {
-            f = f.file(file);
-        }
-        findings.push(f);
-    }
+    findings.extend(
+        rows.iter()
+            .filter_map(|(row, file)| row_finding(row, file.as_deref())),
+    );
 
     Compared {
         rows: rows.into_iter().map(|(r, _)| r).collect(),
         findings,
         checks_run: ran.into_iter().map(String::from).collect(),
     }
+}
+
+/// The speed keys a confirming session should measure again: rows that drifted (on the same
+/// hardware: an informational drift needs no confirming) and rows too noisy to judge.
+pub fn keys_to_confirm(c: &Compared) -> Vec<String> {
+    c.rows
+        .iter()
+        .filter(|r| !r.key.starts_with("quality."))
+        .filter(|r| {
+            (r.verdict == ReplayVerdict::Drifted && !r.informational)
+                || r.inconclusive == Some(Inconclusive::TooNoisy)
+        })
+        .map(|r| r.key.clone())
+        .collect()
+}
+
+/// The confirmation rule, applied to the first session's comparison `first` with the confirming
+/// session's own comparison `second` and the comparison over both sessions' runs pooled
+/// (`pooled`, see [`pool`]):
+/// - a drift stands only where the confirming session drifted the same way; otherwise the row is
+///   inconclusive and says both moves (one session of a shared machine can run slow or fast as a
+///   whole, which the runs inside it do not show);
+/// - a row too noisy to judge takes the pooled row when the pooled runs are no longer too noisy
+///   (more runs, a tighter estimate); otherwise it stays too noisy.
+pub fn confirm(first: &mut Compared, second: &Compared, pooled: Option<&Compared>) {
+    let keys = keys_to_confirm(first);
+    for key in keys {
+        let Some(i) = first.rows.iter().position(|r| r.key == key) else {
+            continue;
+        };
+        let row = first.rows[i].clone();
+        let new = if row.verdict == ReplayVerdict::Drifted {
+            let Some(again) = second.rows.iter().find(|r| r.key == key) else {
+                continue;
+            };
+            confirmed_drift(row, again)
+        } else {
+            match pooled.and_then(|p| p.rows.iter().find(|r| r.key == key)) {
+                Some(p) if p.inconclusive != Some(Inconclusive::TooNoisy) => {
+                    let mut p = p.clone();
+                    p.why = format!("{} (replay runs of two sessions pooled)", p.why);
+                    p
+                }
+                _ => continue,
+            }
+        };
+        first
+            .findings
+            .retain(|f| f.data.get("key").and_then(|k| k.as_str()) != Some(key.as_str()));
+        if let Some(f) = row_finding(&new, None) {
+            first.findings.push(f);
+        }
+        first.rows[i] = new;
+    }
+}
+
+fn confirmed_drift(mut row: Comparison, again: &Comparison) -> Comparison {
+    let fmt = |c: Option<f64>| c.map_or("-".to_string(), |c| format!("{c:+.1} %"));
+    if again.verdict == ReplayVerdict::Drifted && again.direction == row.direction {
+        row.why = format!(
+            "{}; confirmed by a second session ({})",
+            row.why,
+            fmt(again.change_pct)
+        );
+        return row;
+    }
+    let why = format!(
+        "moved {} in the first session but {} ({}) in a confirming one: this machine's speed varies between sessions more than within one",
+        fmt(row.change_pct),
+        fmt(again.change_pct),
+        again.verdict.name()
+    );
+    inconclusive(row, Inconclusive::SessionsDisagree, why)
+}
+
+/// One bundle whose speed runs are those of `a` followed by those of `b` (runs and rounds of `b`
+/// numbered after `a`'s), for the pooled estimate of [`confirm`]. Everything else is `a`'s.
+pub fn pool(a: &Bundle, b: &Bundle) -> Bundle {
+    let mut out = a.clone();
+    let (Some(ra), Some(rb)) = (out.speed_result.as_mut(), b.speed_result.as_ref()) else {
+        return out;
+    };
+    let last_run = ra
+        .value
+        .requests
+        .iter()
+        .filter_map(|q| q.run)
+        .max()
+        .unwrap_or(0);
+    let last_round = ra
+        .value
+        .requests
+        .iter()
+        .filter_map(|q| q.round)
+        .max()
+        .unwrap_or(0);
+    for q in &rb.value.requests {
+        let mut q = q.clone();
+        q.run = q.run.map(|r| r + last_run);
+        q.round = q.round.map(|r| r + last_round);
+        ra.value.requests.push(q);
+    }
+    ra.value.values.clear();
+    if let (Some(g), Some(gb)) = (ra.value.load_guard.as_mut(), rb.value.load_guard.as_ref()) {
+        g.steps.extend(gb.steps.iter().cloned());
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -481,6 +627,19 @@ impl Step {
         }
     }
 
+    /// The start of the load guard's step names of this step (`decode/code/`, `prefill/512/`,
+    /// `conc/4/`, `ctx/1024/`, `l1`).
+    fn guard_prefix(&self) -> String {
+        match self {
+            Step::Decode(None) => "decode/".into(),
+            Step::Decode(Some(p)) => format!("decode/{p}/"),
+            Step::Prefill(d) => format!("prefill/{d}/"),
+            Step::Conc(l) => format!("conc/{l}/"),
+            Step::Ctx(d) => format!("ctx/{d}/"),
+            Step::L1 => "l1".into(),
+        }
+    }
+
     /// The part and depth of its rows in the speed result's `fits`.
     fn fit(&self) -> Option<(&'static str, Option<u64>)> {
         match self {
@@ -535,7 +694,12 @@ fn order(key: &str) -> (usize, u64, String) {
 #[derive(Debug, Clone)]
 enum Measured {
     Invalid(Invalid),
-    Runs { value: Option<f64>, xs: Vec<f64> },
+    /// Kept under foreign load: the guard's words, and what was measured.
+    Disturbed(String, Box<Measured>),
+    Runs {
+        value: Option<f64>,
+        xs: Vec<f64>,
+    },
     Single(f64),
 }
 
@@ -543,6 +707,7 @@ impl Measured {
     fn value(&self) -> Option<f64> {
         match self {
             Measured::Invalid(_) => None,
+            Measured::Disturbed(_, m) => m.value(),
             Measured::Runs { value, .. } => *value,
             Measured::Single(x) => Some(*x),
         }
@@ -551,6 +716,7 @@ impl Measured {
     fn n(&self) -> usize {
         match self {
             Measured::Invalid(_) => 0,
+            Measured::Disturbed(_, m) => m.n(),
             Measured::Runs { xs, .. } => xs.len(),
             Measured::Single(_) => 1,
         }
@@ -562,6 +728,39 @@ struct SpeedSide<'a> {
     loaded: Option<&'a Loaded<SpeedResult>>,
     values: BTreeMap<String, Option<f64>>,
     samples: BTreeMap<String, Vec<f64>>,
+    /// Kept tries the load guard saw under foreign load: step name and the guard's words.
+    disturbed: Vec<(String, String)>,
+}
+
+/// The kept tries of a speed result that broke its load guard's rule (the contract's, else the
+/// one the result records), with what the guard saw.
+fn disturbed_tries(
+    c: Option<&crate::records::speed::SpeedContract>,
+    r: &SpeedResult,
+) -> Vec<(String, String)> {
+    let Some(g) = &r.load_guard else {
+        return Vec::new();
+    };
+    let Some(rule) = c.and_then(|c| c.load_guard.as_ref()).or(g.rule.as_ref()) else {
+        return Vec::new();
+    };
+    g.steps
+        .iter()
+        .filter(|s| s.kept && rule.broken_by(s.longest_run_over))
+        .map(|s| {
+            let peak = match (&s.peak_process, s.peak_pct) {
+                (Some(p), Some(x)) => format!(", peak {p} at {x:.0} % of a core"),
+                _ => String::new(),
+            };
+            (
+                s.step.clone(),
+                format!(
+                    "try {} of {} kept with a foreign process above {} % of a core for {} samples in a row{peak}",
+                    s.attempt, s.step, rule.threshold_pct, s.longest_run_over
+                ),
+            )
+        })
+        .collect()
 }
 
 impl<'a> SpeedSide<'a> {
@@ -572,10 +771,14 @@ impl<'a> SpeedSide<'a> {
             (Some(r), Some(c)) => (recompute(&c.value, &r.value), samples(&c.value, &r.value)),
             _ => Default::default(),
         };
+        let disturbed = loaded
+            .map(|r| disturbed_tries(contract.map(|c| &c.value), &r.value))
+            .unwrap_or_default();
         SpeedSide {
             loaded,
             values,
             samples,
+            disturbed,
         }
     }
 
@@ -678,7 +881,12 @@ impl<'a> SpeedSide<'a> {
             .copied()
             .flatten()
             .or_else(|| crate::stats::median(&xs));
-        Measured::Runs { value, xs }
+        let runs = Measured::Runs { value, xs };
+        let prefix = step.guard_prefix();
+        match self.disturbed.iter().find(|(s, _)| s.starts_with(&prefix)) {
+            Some((_, why)) => Measured::Disturbed(why.clone(), Box::new(runs)),
+            None => runs,
+        }
     }
 }
 
@@ -755,6 +963,57 @@ fn two_proportion_p(r1: u64, n1: u64, r2: u64, n2: u64) -> f64 {
     (2.0 * Normal::standard().sf(z)).clamp(0.0, 1.0)
 }
 
+/// The coefficient of variation of a side's runs in percent (0 without spread).
+fn side_cv(m: &Measured) -> f64 {
+    match m {
+        Measured::Runs { xs, .. } => crate::stats::cv_pct(xs).unwrap_or(0.0).abs(),
+        _ => 0.0,
+    }
+}
+
+/// How a speed figure moved, and the floor a move must pass.
+struct Move {
+    change: Option<f64>,
+    floor: f64,
+    beyond: bool,
+    text: String,
+}
+
+impl Move {
+    fn of(row: &Comparison, rec: &Measured, rep: &Measured, opts: &Tolerance) -> Move {
+        let change = row.change_pct;
+        let noise = opts.noise_factor * side_cv(rec).max(side_cv(rep));
+        let floor = (100.0 * opts.rel_floor).max(noise);
+        let beyond = match change {
+            Some(c) => c.abs() > floor,
+            None => row.recorded != row.replayed,
+        };
+        let text = match change {
+            Some(c) if c.abs() < 1e-9 => "did not move".to_string(),
+            Some(c) => format!("moved {c:+.1} %"),
+            None => format!("{} -> {}", num(row.recorded), num(row.replayed)),
+        };
+        Move {
+            change,
+            floor,
+            beyond,
+            text,
+        }
+    }
+
+    /// `; the figure moved +x %, beyond the y % floor` when it did, else nothing.
+    fn beyond_text(&self) -> String {
+        if self.beyond {
+            format!(
+                "; the figure {}, beyond the {:.0} % floor",
+                self.text, self.floor
+            )
+        } else {
+            String::new()
+        }
+    }
+}
+
 fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Comparison {
     let (recorded, replayed) = (rec.value(), rep.value());
     let change = change_pct(recorded, replayed);
@@ -771,6 +1030,7 @@ fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Compa
         direction: direction(change),
         why: String::new(),
         informational: false,
+        inconclusive: None,
     };
     let bad = |m: &Measured| match m {
         Measured::Invalid(i) => Some(i.clone()),
@@ -781,52 +1041,74 @@ fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Compa
         row.why = invalid_why(bad_rec.as_ref(), bad_rep.as_ref());
         return row;
     }
-    let noise = match (&rec, &rep) {
-        (Measured::Runs { xs: a, .. }, Measured::Runs { xs: b, .. }) => {
-            let cv = |x: &[f64]| crate::stats::cv_pct(x).unwrap_or(0.0).abs();
-            opts.noise_factor * cv(a).max(cv(b))
-        }
-        _ => 0.0,
-    };
-    let floor = (100.0 * opts.rel_floor).max(noise);
-    let beyond = match change {
-        Some(c) => c.abs() > floor,
-        None => recorded != replayed,
-    };
-    let moved = match change {
-        Some(c) if c.abs() < 1e-9 => "did not move".to_string(),
-        Some(c) => format!("moved {c:+.1} %"),
-        None => format!("{} -> {}", num(recorded), num(replayed)),
-    };
-    let moved_beyond = if beyond {
-        format!("; the figure {moved}, beyond the {floor:.0} % floor")
-    } else {
-        String::new()
-    };
-    // Single values.
-    let singles: Vec<&str> = [(Side::Recorded, &rec), (Side::Replayed, &rep)]
-        .iter()
-        .filter(|(_, m)| matches!(m, Measured::Single(_)))
-        .map(|(s, _)| s.name())
-        .collect();
-    if !singles.is_empty() {
-        row.verdict = ReplayVerdict::Inconclusive;
-        let sides = if singles.len() == 2 {
-            "both sides".to_string()
-        } else {
-            format!("the {} side", singles[0])
-        };
-        row.why = format!(
-            "only a headline figure on {sides}, no per-run records; Welch's test needs at least {} runs{moved_beyond}",
-            opts.min_runs
-        );
-        return row;
+    let mv = Move::of(&row, &rec, &rep, opts);
+    if let Some(why) = disturbed_why(&rec, &rep) {
+        return inconclusive(row, Inconclusive::ForeignLoad, why + &mv.beyond_text());
+    }
+    if let Some(why) = headline_only_why(&rec, &rep, opts) {
+        return inconclusive(row, Inconclusive::HeadlineOnly, why + &mv.beyond_text());
     }
     let (Measured::Runs { xs: a, .. }, Measured::Runs { xs: b, .. }) = (&rec, &rep) else {
         return row;
     };
-    // Too few runs.
-    let few: Vec<String> = [(Side::Recorded, a.len()), (Side::Replayed, b.len())]
+    if let Some(why) = too_few_why(a.len(), b.len(), opts) {
+        return inconclusive(row, Inconclusive::TooFewRuns, why + &mv.beyond_text());
+    }
+    if mv.floor > 100.0 * opts.max_floor {
+        let why = format!(
+            "too noisy (CV {:.1} % on the recorded side, {:.1} % on the replay): a floor of {:.0} % is above the {:.0} % ceiling, so drift cannot be told from noise; the figure {}",
+            side_cv(&rec),
+            side_cv(&rep),
+            mv.floor,
+            100.0 * opts.max_floor,
+            mv.text
+        );
+        return inconclusive(row, Inconclusive::TooNoisy, why);
+    }
+    tested_row(row, a, b, &mv, opts)
+}
+
+fn inconclusive(mut row: Comparison, kind: Inconclusive, why: String) -> Comparison {
+    row.verdict = ReplayVerdict::Inconclusive;
+    row.inconclusive = Some(kind);
+    row.why = why;
+    row
+}
+
+/// `foreign load: ...` naming the side(s) whose kept tries the guard saw disturbed.
+fn disturbed_why(rec: &Measured, rep: &Measured) -> Option<String> {
+    let sides: Vec<String> = [(Side::Recorded, rec), (Side::Replayed, rep)]
+        .iter()
+        .filter_map(|(s, m)| match m {
+            Measured::Disturbed(why, _) => Some(format!("on the {} side, {why}", s.name())),
+            _ => None,
+        })
+        .collect();
+    (!sides.is_empty()).then(|| format!("foreign load: {}", sides.join("; ")))
+}
+
+fn headline_only_why(rec: &Measured, rep: &Measured, opts: &Tolerance) -> Option<String> {
+    let singles: Vec<&str> = [(Side::Recorded, rec), (Side::Replayed, rep)]
+        .iter()
+        .filter(|(_, m)| matches!(m, Measured::Single(_)))
+        .map(|(s, _)| s.name())
+        .collect();
+    if singles.is_empty() {
+        return None;
+    }
+    let sides = if singles.len() == 2 {
+        "both sides".to_string()
+    } else {
+        format!("the {} side", singles[0])
+    };
+    Some(format!(
+        "only a headline figure on {sides}, no per-run records; Welch's test needs at least {} runs",
+        opts.min_runs
+    ))
+}
+
+fn too_few_why(na: usize, nb: usize, opts: &Tolerance) -> Option<String> {
+    let few: Vec<String> = [(Side::Recorded, na), (Side::Replayed, nb)]
         .iter()
         .filter(|(_, n)| *n < opts.min_runs)
         .map(|(s, n)| {
@@ -837,61 +1119,66 @@ fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Compa
             )
         })
         .collect();
-    if !few.is_empty() {
-        row.verdict = ReplayVerdict::Inconclusive;
-        row.why = format!(
-            "{}; Welch's test needs at least {}{moved_beyond}",
+    (!few.is_empty()).then(|| {
+        format!(
+            "{}; Welch's test needs at least {}",
             few.join(" and "),
             opts.min_runs
-        );
-        return row;
-    }
+        )
+    })
+}
+
+/// The verdict of a row with enough runs on both sides: Welch's test and the floor.
+fn tested_row(
+    mut row: Comparison,
+    a: &[f64],
+    b: &[f64],
+    mv: &Move,
+    opts: &Tolerance,
+) -> Comparison {
+    let (moved, floor) = (&mv.text, mv.floor);
+    let (rec, rep) = (num(row.recorded), num(row.replayed));
     let runs = format!("{} and {} runs", a.len(), b.len());
-    match welch_p(a, b) {
-        None => {
-            row.verdict = if beyond {
-                ReplayVerdict::Drifted
-            } else {
-                ReplayVerdict::Reproduced
-            };
-            row.why = if change == Some(0.0) || recorded == replayed {
-                format!("the same value on every run of both sides ({runs})")
-            } else if beyond {
-                format!("{moved} ({} -> {}), beyond the {floor:.0} % floor; no spread on either side, so no test ran ({runs})", num(recorded), num(replayed))
-            } else {
-                format!("{moved}, within the {floor:.0} % floor; no spread on either side, so no test ran ({runs})")
-            };
-        }
-        Some(p) => {
-            row.p_value = Some(p);
-            row.test = "welch".into();
-            let drifted = p < opts.alpha && beyond;
-            row.verdict = if drifted {
-                ReplayVerdict::Drifted
-            } else {
-                ReplayVerdict::Reproduced
-            };
-            row.why = if drifted {
-                format!(
-                    "{moved} ({} -> {}), beyond the {floor:.0} % floor; Welch's test {} ({runs})",
-                    num(recorded),
-                    num(replayed),
-                    p_text(p)
-                )
-            } else if !beyond {
-                format!(
-                    "{moved}, within the {floor:.0} % floor (Welch's test {}, {runs})",
-                    p_text(p)
-                )
-            } else {
-                format!(
-                    "{moved}, but Welch's test {} is not below {} ({runs})",
-                    p_text(p),
-                    opts.alpha
-                )
-            };
-        }
-    }
+    let Some(p) = welch_p(a, b) else {
+        row.verdict = if mv.beyond {
+            ReplayVerdict::Drifted
+        } else {
+            ReplayVerdict::Reproduced
+        };
+        row.why = if mv.change == Some(0.0) || row.recorded == row.replayed {
+            format!("the same value on every run of both sides ({runs})")
+        } else if mv.beyond {
+            format!("{moved} ({rec} -> {rep}), beyond the {floor:.0} % floor; no spread on either side, so no test ran ({runs})")
+        } else {
+            format!("{moved}, within the {floor:.0} % floor; no spread on either side, so no test ran ({runs})")
+        };
+        return row;
+    };
+    row.p_value = Some(p);
+    row.test = "welch".into();
+    let drifted = p < opts.alpha && mv.beyond;
+    row.verdict = if drifted {
+        ReplayVerdict::Drifted
+    } else {
+        ReplayVerdict::Reproduced
+    };
+    row.why = if drifted {
+        format!(
+            "{moved} ({rec} -> {rep}), beyond the {floor:.0} % floor; Welch's test {} ({runs})",
+            p_text(p)
+        )
+    } else if !mv.beyond {
+        format!(
+            "{moved}, within the {floor:.0} % floor (Welch's test {}, {runs})",
+            p_text(p)
+        )
+    } else {
+        format!(
+            "{moved}, but Welch's test {} is not below {} ({runs})",
+            p_text(p),
+            opts.alpha
+        )
+    };
     row
 }
 
@@ -970,6 +1257,7 @@ fn quality_row(
         direction: direction(change),
         why: String::new(),
         informational: false,
+        inconclusive: None,
     };
     let missing = |s: Side, t: Option<&QualityTest>| match t {
         None => format!("not measured on the {} side", s.name()),
@@ -1050,43 +1338,134 @@ fn quality_row(
     row
 }
 
-/// The parts of a card's hardware that decide whether two runs are on the same machines.
+/// One box of a card's hardware as far as speed depends on it: its CPU (or product) model, cores,
+/// memory and the instruction sets engines choose kernels by. Cores come from the box, else from
+/// a one-box card's description (`..., 2 cores, ...`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct BoxKey {
+    model: Option<String>,
+    cores: Option<u32>,
+    memory_gib: Option<f64>,
+    isa: Option<BTreeSet<String>>,
+}
+
+/// The parts of a card's hardware that decide whether two runs are on the same machines: the
+/// accelerator and each box (in rank order). The free-text description is not compared: two cards
+/// of one machine word it differently.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 struct HardwareKey {
-    description: String,
     accelerator: Option<String>,
-    boxes: usize,
-    models: Vec<String>,
+    boxes: Vec<BoxKey>,
 }
 
 impl HardwareKey {
     fn text(&self) -> String {
-        let mut models = self.models.clone();
+        let mut models: Vec<String> = self.boxes.iter().filter_map(|b| b.model.clone()).collect();
         models.dedup();
+        let cores: Vec<String> = self
+            .boxes
+            .iter()
+            .filter_map(|b| b.cores.map(|c| c.to_string()))
+            .collect();
         format!(
-            "'{}' ({} box{}, accelerator {}, {})",
-            self.description,
-            self.boxes,
-            if self.boxes == 1 { "" } else { "es" },
+            "{} box{} (accelerator {}, {}{})",
+            self.boxes.len(),
+            if self.boxes.len() == 1 { "" } else { "es" },
             self.accelerator.as_deref().unwrap_or("not named"),
             if models.is_empty() {
                 "no box model named".to_string()
             } else {
                 models.join(", ")
+            },
+            if cores.is_empty() {
+                String::new()
+            } else {
+                format!(", {} cores", cores.join("+"))
             }
         )
     }
 }
 
+/// `N cores` in a description.
+fn cores_in(description: &str) -> Option<u32> {
+    let words: Vec<&str> = description.split([' ', ',', ';', '(', ')']).collect();
+    words
+        .windows(2)
+        .find(|w| w[1].starts_with("core"))
+        .and_then(|w| w[0].parse().ok())
+}
+
 fn hw_key(h: &Hardware) -> HardwareKey {
-    let mut models: Vec<String> = h.boxes.iter().filter_map(|b| b.model.clone()).collect();
-    models.sort();
+    let mut boxes: Vec<&crate::records::card::BoxInfo> = h.boxes.iter().collect();
+    boxes.sort_by_key(|b| (b.rank.unwrap_or(u32::MAX), b.name.clone()));
+    let one_box = boxes.len() == 1;
     HardwareKey {
-        description: h.description.trim().to_string(),
-        accelerator: h.accelerator.clone(),
-        boxes: h.boxes.len(),
-        models,
+        accelerator: h.accelerator.as_ref().map(|a| a.trim().to_string()),
+        boxes: boxes
+            .into_iter()
+            .map(|b| BoxKey {
+                model: b.model.as_ref().map(|m| m.trim().to_string()),
+                cores: b
+                    .cores
+                    .or_else(|| one_box.then(|| cores_in(&h.description)).flatten()),
+                memory_gib: b.memory_gib,
+                isa: b.isa.as_ref().map(|v| v.iter().cloned().collect()),
+            })
+            .collect(),
     }
+}
+
+/// What differs between two boxes, comparing a property only when both record it; memory within
+/// 10 % counts as the same (a VM reports slightly less than it was given).
+fn box_differences(i: usize, a: &BoxKey, b: &BoxKey) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.model != b.model {
+        out.push(format!(
+            "box {i}: model {} vs {}",
+            a.model.as_deref().unwrap_or("not named"),
+            b.model.as_deref().unwrap_or("not named")
+        ));
+    }
+    if let (Some(x), Some(y)) = (a.cores, b.cores) {
+        if x != y {
+            out.push(format!("box {i}: {x} vs {y} cores"));
+        }
+    }
+    if let (Some(x), Some(y)) = (a.memory_gib, b.memory_gib) {
+        if (x - y).abs() > 0.10 * x.max(y) {
+            out.push(format!("box {i}: {x} vs {y} GiB of memory"));
+        }
+    }
+    if let (Some(x), Some(y)) = (&a.isa, &b.isa) {
+        let only_a: Vec<&String> = x.difference(y).collect();
+        let only_b: Vec<&String> = y.difference(x).collect();
+        if !only_a.is_empty() || !only_b.is_empty() {
+            out.push(format!(
+                "box {i}: instruction sets differ (only recorded: {:?}; only replayed: {:?})",
+                only_a, only_b
+            ));
+        }
+    }
+    out
+}
+
+/// What differs between two cards' hardware, for a person; empty when it is the same hardware.
+fn hardware_differences(a: &HardwareKey, b: &HardwareKey) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.accelerator != b.accelerator {
+        out.push(format!(
+            "accelerator {} vs {}",
+            a.accelerator.as_deref().unwrap_or("not named"),
+            b.accelerator.as_deref().unwrap_or("not named")
+        ));
+    }
+    if a.boxes.len() != b.boxes.len() {
+        out.push(format!("{} vs {} boxes", a.boxes.len(), b.boxes.len()));
+    }
+    for (i, (x, y)) in a.boxes.iter().zip(&b.boxes).enumerate() {
+        out.extend(box_differences(i, x, y));
+    }
+    out
 }
 
 /// What one server said about itself, with where.
@@ -1410,6 +1789,153 @@ mod tests {
 
     const REC: &[f64] = &[28.0, 28.2, 27.9, 28.1];
     const TTFT: &[f64] = &[0.50, 0.51, 0.49, 0.50];
+
+    fn of_check<'a>(c: &'a Compared, check: &str) -> Vec<&'a Finding> {
+        c.findings.iter().filter(|f| f.check == check).collect()
+    }
+
+    #[test]
+    fn a_side_with_a_30_pct_cv_is_too_noisy_never_reproduced() {
+        // Recorded runs with a CV of about 30 %: the floor (2 x 30 %) is above the 25 % ceiling.
+        let noisy = [20.0, 28.0, 40.0, 22.0, 35.0];
+        let cv = crate::stats::cv_pct(&noisy).unwrap();
+        assert!(cv > 25.0 && cv < 35.0, "{cv}");
+        for replay in [
+            noisy.to_vec(),
+            vec![28.0, 28.1, 27.9, 28.0, 28.2],
+            vec![14.0; 5],
+        ] {
+            let a = speed_bundle(&noisy, TTFT);
+            let b = speed_bundle(&replay, TTFT);
+            let c = compare(&a, &b, &Tolerance::default());
+            let r = row(&c, "decode.code");
+            assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+            assert_eq!(r.inconclusive, Some(Inconclusive::TooNoisy));
+            assert!(r.why.starts_with("too noisy (CV "), "{}", r.why);
+            assert!(r.why.contains("on the recorded side"), "{}", r.why);
+        }
+        // A higher ceiling lets the same runs be judged.
+        let loose = Tolerance {
+            max_floor: 1.0,
+            ..Tolerance::default()
+        };
+        let c = compare(
+            &speed_bundle(&noisy, TTFT),
+            &speed_bundle(&noisy, TTFT),
+            &loose,
+        );
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    fn guard(steps: &[(&str, u32, u32, bool)]) -> crate::records::speed::LoadGuard {
+        serde_json::from_value(json!({
+            "rule": {"threshold_pct": 25.0, "consecutive": 2, "interval_s": 0.5},
+            "samples": 40,
+            "steps": steps.iter().map(|(s, t, run, kept)| json!({
+                "step": s, "try": t, "longest_run_over": run, "peak_pct": 97.0,
+                "peak_process": "yes", "kept": kept
+            })).collect::<Vec<_>>()
+        }))
+        .expect("guard")
+    }
+
+    #[test]
+    fn a_step_kept_under_foreign_load_is_inconclusive_never_drifted() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.5).collect();
+        let a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(&slow, TTFT);
+        b.speed_result.as_mut().unwrap().value.load_guard = Some(guard(&[
+            ("decode/code/1", 1, 4, false),
+            ("decode/code/1", 2, 3, false),
+            ("decode/code/1", 3, 5, true),
+            ("prefill/512/1", 1, 0, true),
+        ]));
+        let c = compare(&a, &b, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+        assert_eq!(r.inconclusive, Some(Inconclusive::ForeignLoad));
+        assert!(
+            r.why.starts_with("foreign load: on the replayed side"),
+            "{}",
+            r.why
+        );
+        assert!(r.why.contains("yes at 97 %"), "{}", r.why);
+        assert!(of_check(&c, "replay.drifted").is_empty());
+        // A thrown-away try that was repeated quietly disturbs nothing.
+        let mut q = speed_bundle(REC, TTFT);
+        q.speed_result.as_mut().unwrap().value.load_guard = Some(guard(&[
+            ("decode/code/1", 1, 4, false),
+            ("decode/code/1", 2, 0, true),
+        ]));
+        let c = compare(&a, &q, &Tolerance::default());
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn a_drift_stands_only_when_the_confirming_session_drifts_the_same_way() {
+        let a = speed_bundle(REC, TTFT);
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.6).collect();
+        let slow_ttft: Vec<f64> = TTFT.iter().map(|t| t * 1.5).collect();
+        let first_b = speed_bundle(&slow, &slow_ttft);
+        let mut first = compare(&a, &first_b, &Tolerance::default());
+        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
+        assert_eq!(row(&first, "ttft.512").verdict, ReplayVerdict::Drifted);
+        // The second session repeats the decode drift but not the TTFT one.
+        let second_b = speed_bundle(&slow, TTFT);
+        let second = compare(&a, &second_b, &Tolerance::default());
+        confirm(&mut first, &second, None);
+        let d = row(&first, "decode.code");
+        assert_eq!(d.verdict, ReplayVerdict::Drifted);
+        assert!(d.why.contains("confirmed by a second session"), "{}", d.why);
+        let t = row(&first, "ttft.512");
+        assert_eq!(t.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(t.inconclusive, Some(Inconclusive::SessionsDisagree));
+        assert!(
+            t.why.contains("+50.0 %") && t.why.contains("+0.0 %"),
+            "{}",
+            t.why
+        );
+        let drifted: Vec<_> = of_check(&first, "replay.drifted")
+            .into_iter()
+            .filter(|f| f.data["key"] == "ttft.512")
+            .collect();
+        assert!(drifted.is_empty(), "{:?}", first.findings);
+        assert!(of_check(&first, "replay.inconclusive")
+            .iter()
+            .any(|f| f.message.starts_with("ttft.512")));
+    }
+
+    #[test]
+    fn a_noisy_row_is_judged_again_over_both_sessions_runs() {
+        // Replay runs of one session with a CV of about 15 % (floor 30 %): too noisy.
+        let a = speed_bundle(&[28.0, 28.1, 27.9, 28.0, 28.2, 28.0], TTFT);
+        let noisy = [22.0, 28.0, 34.0];
+        let b = speed_bundle(&noisy, TTFT);
+        let mut first = compare(&a, &b, &Tolerance::default());
+        assert_eq!(
+            row(&first, "decode.code").inconclusive,
+            Some(Inconclusive::TooNoisy)
+        );
+        assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
+        // A quiet second session: pooled, the spread falls below the ceiling.
+        let quiet = speed_bundle(
+            &[28.0, 28.1, 27.9, 28.0, 28.1, 27.9, 28.0, 28.0, 28.1],
+            TTFT,
+        );
+        let second = compare(&a, &quiet, &Tolerance::default());
+        let both = pool(&b, &quiet);
+        assert_eq!(
+            both.speed_result.as_ref().unwrap().value.requests.len(),
+            b.speed_result.as_ref().unwrap().value.requests.len()
+                + quiet.speed_result.as_ref().unwrap().value.requests.len()
+        );
+        let pooled = compare(&a, &both, &Tolerance::default());
+        confirm(&mut first, &second, Some(&pooled));
+        let r = row(&first, "decode.code");
+        assert_eq!(r.n_replayed, 12);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
+        assert!(r.why.contains("two sessions pooled"), "{}", r.why);
+    }
 
     #[test]
     fn identical_samples_are_reproduced() {
@@ -1744,7 +2270,8 @@ mod tests {
         assert_eq!(hw.len(), 1);
         assert_eq!(hw[0].severity, Severity::Warning);
         assert!(
-            hw[0].message.contains("'2x GB10'") && hw[0].message.contains("'1x H200'"),
+            hw[0].message.contains("accelerator GB10 vs H200")
+                && hw[0].message.contains("2 vs 1 boxes"),
             "{}",
             hw[0].message
         );
@@ -1768,6 +2295,59 @@ mod tests {
         assert!(!row(&c, "decode.code").informational);
         assert!(of(&c, "replay.hardware-differs").is_empty());
         assert!(c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    fn cpu_card(description: &str, model: &str, extra: serde_json::Value) -> Card {
+        let mut b = json!({"name": "local", "model": model, "rank": 0});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            b[k] = v.clone();
+        }
+        let mut c = card(description, "cpu", 1);
+        c.hardware.boxes = vec![serde_json::from_value(b).expect("box")];
+        c
+    }
+
+    fn hardware_findings(a: Card, b: Card) -> Vec<Finding> {
+        let mut x = speed_bundle(REC, TTFT);
+        x.card = Some(loaded("card.json", a));
+        let mut y = speed_bundle(REC, TTFT);
+        y.card = Some(loaded("card.json", b));
+        compare(&x, &y, &Tolerance::default())
+            .findings
+            .into_iter()
+            .filter(|f| f.check == "replay.hardware-differs")
+            .collect()
+    }
+
+    #[test]
+    fn hardware_is_compared_by_cpu_model_cores_memory_and_instruction_sets() {
+        let xeon = "Intel(R) Xeon(R) Processor";
+        // The same CPU model, worded differently in the description: the same hardware.
+        let a = cpu_card("1 box: Intel Xeon, 2 cores, CPU only", xeon, json!({}));
+        let b = cpu_card(
+            "a 2-core VM",
+            xeon,
+            json!({"cores": 2, "memory_gib": 23.4, "isa": ["avx2", "fma"]}),
+        );
+        assert!(hardware_findings(a.clone(), b.clone()).is_empty());
+        // Another CPU model.
+        let epyc = cpu_card("1 box", "AMD EPYC 9B14", json!({"cores": 2}));
+        let f = hardware_findings(a.clone(), epyc);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("AMD EPYC 9B14"), "{}", f[0].message);
+        // The same model with other core counts (from the description on the recorded side).
+        let four = cpu_card("x", xeon, json!({"cores": 4}));
+        let f = hardware_findings(a.clone(), four);
+        assert!(f[0].message.contains("2 vs 4 cores"), "{}", f[0].message);
+        // Instruction sets, compared only when both sides record them.
+        let c = cpu_card("x", xeon, json!({"isa": ["avx2", "fma", "avx512f"]}));
+        let f = hardware_findings(b.clone(), c);
+        assert!(f[0].message.contains("avx512f"), "{}", f[0].message);
+        // Memory within 10 % is the same; twice as much is not.
+        let m = cpu_card("x", xeon, json!({"memory_gib": 24.0}));
+        assert!(hardware_findings(b.clone(), m).is_empty());
+        let m = cpu_card("x", xeon, json!({"memory_gib": 48.0}));
+        assert_eq!(hardware_findings(b, m).len(), 1);
     }
 
     #[test]

@@ -129,6 +129,92 @@ pub struct Report {
     /// A recorded bundle's figures beside its replay's (`replay` only; absent when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparisons: Vec<Comparison>,
+    /// The comparison rows counted by verdict (`replay` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_summary: Option<ReplaySummary>,
+}
+
+/// The comparison rows of a replay counted by verdict, inconclusive ones also by reason, so a
+/// replay too noisy to judge shows as such and not among the reproduced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplaySummary {
+    /// Rows reproduced.
+    pub reproduced: usize,
+    /// Rows drifted (informational ones included).
+    pub drifted: usize,
+    /// Rows inconclusive, for any reason.
+    pub inconclusive: usize,
+    /// Rows not comparable.
+    pub not_comparable: usize,
+    /// Rows for information only (other hardware).
+    pub informational: usize,
+    /// Inconclusive: the runs' spread is above the floor's ceiling.
+    pub too_noisy: usize,
+    /// Inconclusive: the load guard saw foreign load.
+    pub foreign_load: usize,
+    /// Inconclusive: too few runs on a side.
+    pub too_few_runs: usize,
+    /// Inconclusive: a drift the confirming session did not repeat.
+    pub sessions_disagree: usize,
+    /// Inconclusive: only a headline figure on a side.
+    pub headline_only: usize,
+}
+
+impl ReplaySummary {
+    /// Counts the rows.
+    pub fn of(rows: &[Comparison]) -> Self {
+        use crate::replay::{Inconclusive as I, ReplayVerdict as V};
+        let mut s = ReplaySummary::default();
+        for r in rows {
+            match r.verdict {
+                V::Reproduced => s.reproduced += 1,
+                V::Drifted => s.drifted += 1,
+                V::Inconclusive => s.inconclusive += 1,
+                V::NotComparable => s.not_comparable += 1,
+            }
+            s.informational += usize::from(r.informational);
+            match r.inconclusive {
+                Some(I::TooNoisy) => s.too_noisy += 1,
+                Some(I::ForeignLoad) => s.foreign_load += 1,
+                Some(I::TooFewRuns) => s.too_few_runs += 1,
+                Some(I::SessionsDisagree) => s.sessions_disagree += 1,
+                Some(I::HeadlineOnly) => s.headline_only += 1,
+                None => {}
+            }
+        }
+        s
+    }
+
+    /// One line for people: `12 reproduced, 1 drifted, 3 inconclusive (2 too noisy, 1 too few
+    /// runs), 2 not comparable`.
+    pub fn line(&self) -> String {
+        let why: Vec<String> = [
+            (self.too_noisy, "too noisy"),
+            (self.foreign_load, "foreign load"),
+            (self.too_few_runs, "too few runs"),
+            (self.sessions_disagree, "sessions disagree"),
+            (self.headline_only, "headline only"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+        let mut line = format!(
+            "{} reproduced, {} drifted, {} inconclusive",
+            self.reproduced, self.drifted, self.inconclusive
+        );
+        if !why.is_empty() {
+            line.push_str(&format!(" ({})", why.join(", ")));
+        }
+        line.push_str(&format!(", {} not comparable", self.not_comparable));
+        if self.informational > 0 {
+            line.push_str(&format!(
+                "; {} for information only (other hardware)",
+                self.informational
+            ));
+        }
+        line
+    }
 }
 
 /// Counts of findings by severity.
@@ -180,11 +266,13 @@ impl Report {
             recomputed,
             findings,
             comparisons: Vec::new(),
+            replay_summary: None,
         }
     }
 
     /// Sets the rows comparing a recorded bundle with its replay.
     pub fn with_comparisons(mut self, rows: Vec<Comparison>) -> Self {
+        self.replay_summary = (!rows.is_empty()).then(|| ReplaySummary::of(&rows));
         self.comparisons = rows;
         self
     }

@@ -645,12 +645,15 @@ fn check_window(
 }
 
 fn check_guard(c: &SpeedContract, r: &SpeedResult, file: &str, out: &mut Out) {
-    let (Some(rule), Some(g)) = (&c.load_guard, &r.load_guard) else {
+    let Some(g) = &r.load_guard else {
+        return;
+    };
+    let Some(rule) = c.load_guard.as_ref().or(g.rule.as_ref()) else {
         return;
     };
     out.ran("speed.load-guard");
     for (i, s) in g.steps.iter().enumerate() {
-        if s.kept && s.longest_run_over >= rule.consecutive {
+        if s.kept && rule.broken_by(s.longest_run_over) {
             out.push(
                 Finding::new(
                     "speed.load-guard",

@@ -94,6 +94,9 @@ pub fn render(r: &Report, color: bool) -> String {
             o,
             "\nrecorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
         );
+        if let Some(s) = &r.replay_summary {
+            let _ = writeln!(o, "  {}", s.line());
+        }
         for c in &r.comparisons {
             let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));
             let p = c.p_value.map_or("-".into(), |p| {

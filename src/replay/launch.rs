@@ -481,6 +481,11 @@ impl Running {
             .unwrap_or_default()
     }
 
+    /// The process ids of the ranks' leaders (their children are theirs too).
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs.iter().map(|p| p.child.id()).collect()
+    }
+
     /// Notes for the report about how the ranks were started.
     pub fn notes(&self) -> &[String] {
         &self.notes

@@ -69,6 +69,16 @@ pub struct BoxInfo {
     /// The rank it runs.
     #[serde(default)]
     pub rank: Option<u32>,
+    /// CPU cores the box offers the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// Main memory in GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gib: Option<f64>,
+    /// The instruction sets of the CPU that engines choose kernels by (`avx2`, `fma`,
+    /// `avx512f`, `avx512_vnni`, ...), as `/proc/cpuinfo` names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa: Option<Vec<String>>,
 }
 
 /// The engine.

@@ -1,0 +1,453 @@
+//! The foreign-load guard: while a step is measured, another program's CPU use on the same machine
+//! slows the engine and the measurement with it. The guard samples every other process's CPU use
+//! about every `interval_s` (the seeds: twice a second) and judges each **try** of a step (one
+//! counted request, or one concurrency round): a try during which one foreign process used more
+//! than `threshold_pct` % of a core in `consecutive` samples in a row is disturbed, thrown away
+//! and repeated, up to `max_tries` tries; the last try is kept even when disturbed, and its guard
+//! row then shows it (`speed.load-guard` flags it, and replay calls its figures inconclusive).
+//!
+//! # Definitions
+//! - A process's share of a core over one sample is the growth of its user + system CPU time
+//!   (`/proc/PID/stat` fields 14 and 15, in clock ticks) divided by the wall time since the last
+//!   sample.
+//! - Foreign: every process except rigaudit's own and the server under measurement, which is
+//!   the processes given as the server's (replay: its ranks; measure: `--server-pid`, and the
+//!   owner of the loopback port it measures) **with all their descendants**.
+//! - The samples a try is judged by: those that end between one interval before the try starts
+//!   and one interval after it ends, so a try shorter than an interval still spans two samples;
+//!   the guard waits for the sample after the try's end (at most two intervals).
+//! - `longest_run_over`: the longest run of consecutive samples in which the **same** foreign
+//!   process was above the threshold; `peak_pct`/`peak_process`: the highest foreign sample.
+//!
+//! Linux only (it reads `/proc`); elsewhere the guard samples nothing and says so in the log.
+
+use rigaudit_audit::records::speed::{GuardedStep, LoadGuard, LoadGuardRule};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One process seen in `/proc`.
+#[derive(Debug, Clone)]
+struct ProcStat {
+    ppid: u32,
+    name: String,
+    ticks: u64,
+}
+
+/// Every process in `/proc`, by pid.
+fn read_procs() -> BTreeMap<u32, ProcStat> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(p) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| parse_stat(&t))
+        {
+            out.insert(pid, p);
+        }
+    }
+    out
+}
+
+/// Parses `/proc/PID/stat`: `pid (comm) state ppid ... utime stime ...`. The name may hold spaces
+/// and parentheses, so the fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let name = text.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state); field N is rest[N - 3].
+    let ppid = rest.get(1)?.parse().ok()?;
+    let utime: u64 = rest.get(11)?.parse().ok()?;
+    let stime: u64 = rest.get(12)?.parse().ok()?;
+    Some(ProcStat {
+        ppid,
+        name,
+        ticks: utime + stime,
+    })
+}
+
+/// `roots` and every process descending from them.
+fn with_descendants(procs: &BTreeMap<u32, ProcStat>, roots: &BTreeSet<u32>) -> BTreeSet<u32> {
+    let mut set = roots.clone();
+    loop {
+        let before = set.len();
+        for (pid, p) in procs {
+            if set.contains(&p.ppid) {
+                set.insert(*pid);
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+/// What one sample saw: the foreign processes above the threshold, and the busiest one.
+#[derive(Debug, Clone)]
+struct Sample {
+    at: Instant,
+    over: BTreeMap<u32, String>,
+    peak: Option<(String, f64)>,
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// The sampler's state between samples.
+struct Sampler {
+    threshold: f64,
+    own: BTreeSet<u32>,
+    ticks_per_s: f64,
+    last: Option<(Instant, BTreeMap<u32, ProcStat>)>,
+}
+
+impl Sampler {
+    /// Reads `/proc` once; returns the sample against the previous reading (none the first time).
+    fn sample(&mut self, exclude: &BTreeSet<u32>) -> Option<Sample> {
+        let now = Instant::now();
+        let procs = read_procs();
+        // The server with its children; rigaudit itself, but not its other children (a test's
+        // CPU hog is one).
+        let mut skip = with_descendants(&procs, exclude);
+        skip.extend(self.own.iter().copied());
+        let prev = self.last.replace((now, procs));
+        let (t0, before) = prev?;
+        let (_, procs) = self.last.as_ref()?;
+        let secs = now.duration_since(t0).as_secs_f64().max(1e-3);
+        let mut s = Sample {
+            at: now,
+            over: BTreeMap::new(),
+            peak: None,
+        };
+        for (pid, p) in procs.iter().filter(|(pid, _)| !skip.contains(pid)) {
+            let Some(b) = before.get(pid) else { continue };
+            let pct = 100.0 * p.ticks.saturating_sub(b.ticks) as f64 / self.ticks_per_s / secs;
+            if pct > self.threshold {
+                s.over.insert(*pid, p.name.clone());
+            }
+            if s.peak.as_ref().is_none_or(|(_, x)| pct > *x) {
+                s.peak = Some((format!("{} (pid {pid})", p.name), pct));
+            }
+        }
+        Some(s)
+    }
+}
+
+/// How one try went under the guard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TryLoad {
+    /// Longest run of samples with one foreign process above the threshold.
+    pub longest_run_over: u32,
+    /// The highest foreign sample, percent of a core.
+    pub peak_pct: Option<f64>,
+    /// Its process.
+    pub peak_process: Option<String>,
+    /// Samples the try was judged by.
+    pub samples: usize,
+    /// The foreign processes above the threshold in any of them: pid and name.
+    pub over: BTreeMap<u32, String>,
+}
+
+/// The longest run of consecutive samples in which one process stayed above the threshold.
+fn longest_run(samples: &[&Sample]) -> u32 {
+    let mut best = 0;
+    let mut runs: BTreeMap<u32, u32> = BTreeMap::new();
+    for s in samples {
+        runs = s
+            .over
+            .keys()
+            .map(|pid| (*pid, runs.get(pid).copied().unwrap_or(0) + 1))
+            .collect();
+        best = best.max(runs.values().copied().max().unwrap_or(0));
+    }
+    best
+}
+
+/// A running guard: a sampling thread, stopped when dropped.
+pub struct Guard {
+    /// The rule it applies.
+    pub rule: LoadGuardRule,
+    samples: Arc<Mutex<VecDeque<Sample>>>,
+    taken: Arc<Mutex<u64>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// One row per try, in order.
+    pub rows: Vec<GuardedStep>,
+}
+
+impl Guard {
+    /// Starts sampling. `server` are the pids of the server under measurement (with their
+    /// descendants, never counted as foreign).
+    pub fn start(rule: LoadGuardRule, server: Vec<u32>) -> Guard {
+        let samples = Arc::new(Mutex::new(VecDeque::new()));
+        let taken = Arc::new(Mutex::new(0u64));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut sampler = Sampler {
+            threshold: rule.threshold_pct,
+            own: BTreeSet::from([std::process::id()]),
+            ticks_per_s: clock_ticks(),
+            last: None,
+        };
+        let exclude: BTreeSet<u32> = server.into_iter().collect();
+        let interval = Duration::from_secs_f64(rule.interval_s.clamp(0.05, 60.0));
+        let (s2, t2, stop2) = (Arc::clone(&samples), Arc::clone(&taken), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                if let Some(s) = sampler.sample(&exclude) {
+                    let mut q = s2.lock().unwrap_or_else(|p| p.into_inner());
+                    // Bounded: a try older than an hour of samples is long judged.
+                    if q.len() > 8 * 3600 {
+                        q.pop_front();
+                    }
+                    q.push_back(s);
+                    *t2.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                }
+                std::thread::sleep(interval);
+            }
+        });
+        Guard {
+            rule,
+            samples,
+            taken,
+            stop,
+            thread: Some(thread),
+            rows: Vec::new(),
+        }
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_secs_f64(self.rule.interval_s.clamp(0.05, 60.0))
+    }
+
+    /// Judges the try that ran from `start` to now: waits for the sample after its end (at most
+    /// two intervals), then reads the samples that end within one interval of the try.
+    pub fn judge(&self, start: Instant) -> TryLoad {
+        let end = Instant::now();
+        let iv = self.interval();
+        let deadline = end + 2 * iv + Duration::from_millis(200);
+        loop {
+            let q = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+            let done = q.back().is_some_and(|s| s.at >= end);
+            drop(q);
+            if done || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let q = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        let from = start.checked_sub(iv).unwrap_or(start);
+        let inside: Vec<&Sample> = q
+            .iter()
+            .filter(|s| s.at >= from && s.at <= end + iv)
+            .collect();
+        let peak = inside
+            .iter()
+            .filter_map(|s| s.peak.clone())
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        TryLoad {
+            longest_run_over: longest_run(&inside),
+            peak_pct: peak.as_ref().map(|p| (p.1 * 10.0).round() / 10.0),
+            peak_process: peak.map(|p| p.0),
+            samples: inside.len(),
+            over: inside
+                .iter()
+                .flat_map(|s| s.over.iter().map(|(k, v)| (*k, v.clone())))
+                .collect(),
+        }
+    }
+
+    /// The tries a step may take.
+    pub fn max_tries(&self) -> u32 {
+        self.rule.max_tries.unwrap_or(3).max(1)
+    }
+
+    /// Records a try's row; returns whether the try broke the rule.
+    pub fn record(&mut self, step: &str, attempt: u32, load: &TryLoad, kept: bool) -> bool {
+        self.rows.push(GuardedStep {
+            step: step.to_string(),
+            attempt,
+            longest_run_over: load.longest_run_over,
+            peak_pct: load.peak_pct,
+            peak_process: load.peak_process.clone(),
+            over_processes: (!load.over.is_empty()).then(|| {
+                load.over
+                    .iter()
+                    .map(|(pid, name)| format!("{name} (pid {pid})"))
+                    .collect()
+            }),
+            kept,
+        });
+        self.rule.broken_by(load.longest_run_over)
+    }
+
+    /// The summary the speed result records.
+    pub fn summary(&self) -> LoadGuard {
+        LoadGuard {
+            rule: Some(self.rule.clone()),
+            samples: *self.taken.lock().unwrap_or_else(|p| p.into_inner()),
+            steps: self.rows.clone(),
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The pids listening on a loopback TCP port (the server a `measure` of a local URL talks to),
+/// found through `/proc/net/tcp{,6}` and the processes' open sockets. Empty when not found.
+pub fn port_owners(port: u16) -> Vec<u32> {
+    let mut inodes = BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else {
+                continue;
+            };
+            let p = local
+                .rsplit(':')
+                .next()
+                .and_then(|h| u16::from_str_radix(h, 16).ok());
+            if *state == "0A" && p == Some(port) {
+                inodes.insert(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for pid in read_procs().keys() {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let owns = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .ok()
+                .and_then(|l| l.to_str().map(|s| inodes.contains(s)))
+                .unwrap_or(false)
+        });
+        if owns {
+            out.push(*pid);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_spaces_and_parentheses_in_the_name_parse() {
+        let line = "4242 (my (odd) proc) R 17 4242 4242 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 1 0 1000 0 0";
+        let p = parse_stat(line).unwrap();
+        assert_eq!(p.name, "my (odd) proc");
+        assert_eq!(p.ppid, 17);
+        assert_eq!(p.ticks, 280);
+    }
+
+    fn sample(over: &[u32]) -> Sample {
+        Sample {
+            at: Instant::now(),
+            over: over.iter().map(|p| (*p, "x".to_string())).collect(),
+            peak: None,
+        }
+    }
+
+    #[test]
+    fn a_run_counts_the_same_process_in_samples_in_a_row() {
+        let s = [
+            sample(&[1]),
+            sample(&[2]),
+            sample(&[1, 2]),
+            sample(&[2]),
+            sample(&[]),
+        ];
+        let refs: Vec<&Sample> = s.iter().collect();
+        // Process 2 is over in samples 2, 3 and 4; process 1 never twice in a row.
+        assert_eq!(longest_run(&refs), 3);
+        let alternating = [sample(&[1]), sample(&[2]), sample(&[1]), sample(&[2])];
+        let refs: Vec<&Sample> = alternating.iter().collect();
+        assert_eq!(longest_run(&refs), 1);
+    }
+
+    #[test]
+    fn descendants_of_the_server_are_the_server() {
+        let p = |ppid| ProcStat {
+            ppid,
+            name: "x".into(),
+            ticks: 0,
+        };
+        let procs = BTreeMap::from([(10, p(1)), (11, p(10)), (12, p(11)), (20, p(1))]);
+        let set = with_descendants(&procs, &BTreeSet::from([10]));
+        assert_eq!(set, BTreeSet::from([10, 11, 12]));
+    }
+
+    #[test]
+    fn a_busy_process_is_seen_and_this_one_is_not() {
+        // A real CPU hog in another process, and this process spinning too: only the hog counts.
+        let mut hog = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let g = Guard::start(rule_fast(), Vec::new());
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(1500) {
+            std::hint::black_box(0u64);
+        }
+        let load = g.judge(t0);
+        let hog_pid = hog.id();
+        let _ = hog.kill();
+        let _ = hog.wait();
+        assert!(load.longest_run_over >= 2, "{load:?}");
+        assert!(load.over.contains_key(&hog_pid), "{load:?}");
+        assert!(!load.over.contains_key(&std::process::id()), "{load:?}");
+        assert!(load.peak_pct.is_some_and(|x| x > 25.0), "{load:?}");
+        // A guard told that the hog is the server: the hog is not foreign.
+        let mut hog = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let g = Guard::start(rule_fast(), vec![hog.id()]);
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(1200));
+        let load = g.judge(t0);
+        let hog_pid = hog.id();
+        let _ = hog.kill();
+        let _ = hog.wait();
+        assert!(load.samples >= 2, "{load:?}");
+        assert!(!load.over.contains_key(&hog_pid), "{load:?}");
+    }
+
+    fn rule_fast() -> LoadGuardRule {
+        LoadGuardRule {
+            threshold_pct: 25.0,
+            consecutive: 2,
+            interval_s: 0.2,
+            max_tries: Some(2),
+        }
+    }
+}
