@@ -1,18 +1,18 @@
 //! Opens a bundle (a folder or a .tar.gz / .tar), checks every file against the manifest and its
 //! schema, and parses what passes into the typed [`rigaudit_audit::Bundle`] the checks read.
 //!
-//! Everything wrong with a raw file becomes a `schema.*` finding naming the file and the place;
-//! only a bundle whose manifest cannot be read at all is a [`Fatal`] error.
+//! What it sees of each raw file (missing, outside the bundle, its digest, what is wrong reading
+//! it) is recorded in the bundle as facts, which the `schema.*` checks of `rigaudit_audit` turn
+//! into findings; only a bundle whose manifest cannot be read at all is a [`Fatal`] error.
 
 use crate::fatal::{fatal, Fatal};
 use crate::schemas;
-use rigaudit_audit::bundle::Loaded;
+use rigaudit_audit::bundle::{FileFacts, Loaded, Problem, Seen};
 use rigaudit_audit::records::{FileEntry, FileKind, Manifest};
-use rigaudit_audit::schema::{compare_digest, safe_path, DigestMatch};
-use rigaudit_audit::{Bundle, Finding, QualityTest, Severity};
+use rigaudit_audit::schema::safe_path;
+use rigaudit_audit::{Bundle, QualityTest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Read;
@@ -25,16 +25,6 @@ pub struct Opened {
     /// The parsed manifest.
     pub manifest: Manifest,
     _tmp: Option<tempfile::TempDir>,
-}
-
-/// What loading found: the typed bundle, findings about its files, and the schema checks that ran.
-pub struct ReadBundle {
-    /// Typed records of every file that passed.
-    pub bundle: Bundle,
-    /// `schema.*` findings.
-    pub findings: Vec<Finding>,
-    /// `schema.*` checks that ran.
-    pub checks_run: BTreeSet<&'static str>,
 }
 
 /// Opens a bundle folder or packed bundle and reads its manifest.
@@ -151,149 +141,88 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
     Ok(())
 }
 
-/// sha256 of a file, streamed.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex(&h.finalize()))
-}
+pub use crate::digest::sha256_file;
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
+/// What loading one present file found: problems in the order met, whether its content was read.
+#[derive(Default)]
 struct Ctx {
-    findings: Vec<Finding>,
-    ran: BTreeSet<&'static str>,
+    read: bool,
+    problems: Vec<Problem>,
 }
 
 impl Ctx {
-    fn push(
-        &mut self,
-        id: &'static str,
-        sev: Severity,
-        file: &str,
-        pointer: Option<String>,
-        msg: String,
-    ) {
-        let mut f = Finding::new(id, sev, msg).file(file);
-        if let Some(p) = pointer {
-            f = f.pointer(p);
-        }
-        self.findings.push(f);
+    /// A problem in the file (`unreadable`: not readable or not well-formed; else invalid).
+    fn problem(&mut self, unreadable: bool, pointer: Option<String>, detail: String) {
+        self.problems.push(Problem {
+            unreadable,
+            in_manifest: false,
+            pointer,
+            detail,
+        });
+    }
+
+    /// A quality file listed without its test id (a problem of the manifest's entry).
+    fn no_test(&mut self, pointer: Option<String>) {
+        self.problems.push(Problem {
+            unreadable: false,
+            in_manifest: true,
+            pointer,
+            detail: "a quality file needs its test id".into(),
+        });
     }
 }
 
-/// Reads, checks and parses every file the manifest lists.
-pub fn load(o: &Opened) -> ReadBundle {
+/// Reads and parses every file the manifest lists, and records what it saw of each (whether it is
+/// there, its digest, what was wrong reading it) for the `schema.*` checks.
+pub fn load(o: &Opened) -> Bundle {
     let m = &o.manifest;
-    let mut cx = Ctx {
-        findings: Vec::new(),
-        ran: BTreeSet::new(),
-    };
-    let mut b = Bundle {
-        manifest: m.clone(),
-        card: None,
-        speed_contract: None,
-        speed_result: None,
-        quality: Vec::new(),
-        fit: None,
-    };
+    let mut b = Bundle::new(m.clone());
     let mut seen_paths = BTreeSet::new();
-    for (i, e) in m.files.iter().enumerate() {
-        cx.ran.insert("schema.path-escapes");
-        if let Err(msg) = safe_path(&e.path) {
-            cx.push(
-                "schema.path-escapes",
-                Severity::Error,
-                "bundle.json",
-                Some(format!("/files/{i}/path")),
-                msg,
-            );
-            continue;
+    for (index, e) in m.files.iter().enumerate() {
+        let seen = if let Err(msg) = safe_path(&e.path) {
+            Seen::Escapes(msg)
+        } else if !seen_paths.insert(e.path.clone()) {
+            Seen::Duplicate
+        } else {
+            look(o, e, index, &mut b)
+        };
+        b.files.push(FileFacts { index, seen });
+    }
+    b
+}
+
+/// What is at a manifest path that is safe and listed once; a present file is read and parsed.
+fn look(o: &Opened, e: &FileEntry, index: usize, b: &mut Bundle) -> Seen {
+    let path = o.root.join(&e.path);
+    if !path.is_file() {
+        return Seen::Missing;
+    }
+    // Stay inside the bundle through links too.
+    if let (Ok(real), Ok(root)) = (path.canonicalize(), o.root.canonicalize()) {
+        if !real.starts_with(&root) {
+            return Seen::Link(e.path.clone());
         }
-        if !seen_paths.insert(e.path.clone()) {
-            cx.push(
-                "schema.invalid",
-                Severity::Error,
-                "bundle.json",
-                Some(format!("/files/{i}/path")),
-                format!("'{}' is listed twice", e.path),
-            );
-            continue;
-        }
-        let path = o.root.join(&e.path);
-        cx.ran.insert("schema.file-missing");
-        if !path.is_file() {
-            let (sev, tail) = if e.published {
-                (Severity::Error, "the page published it")
-            } else {
-                (
-                    Severity::Info,
-                    "the page did not publish it, so claims resting on it cannot be checked",
-                )
-            };
-            cx.push(
-                "schema.file-missing",
-                sev,
-                &e.path,
-                None,
-                format!(
-                    "{} is listed as {} but is not in the bundle; {tail}",
-                    e.path,
-                    e.kind.name()
-                ),
-            );
-            continue;
-        }
-        // Stay inside the bundle through links too.
-        if let (Ok(real), Ok(root)) = (path.canonicalize(), o.root.canonicalize()) {
-            if !real.starts_with(&root) {
-                cx.push(
-                    "schema.path-escapes",
-                    Severity::Error,
-                    "bundle.json",
-                    Some(format!("/files/{i}/path")),
-                    format!("'{}' resolves outside the bundle (a link)", e.path),
-                );
-                continue;
-            }
-        }
-        cx.ran.insert("schema.digest-mismatch");
-        cx.ran.insert("schema.no-digest");
-        if e.kind == FileKind::QualityAnswers {
-            // Hashed in the same pass that validates it: the file is read once.
-            load_answers(e, i, &path, &mut b, &mut cx);
-            continue;
-        }
+    }
+    let mut cx = Ctx::default();
+    let sha256 = if e.kind == FileKind::QualityAnswers {
+        // Hashed in the same pass that validates it: the file is read once.
+        load_answers(e, index, &path, b, &mut cx)
+    } else {
         match sha256_file(&path) {
             Err(err) => {
-                cx.ran.insert("schema.unreadable");
-                cx.push(
-                    "schema.unreadable",
-                    Severity::Error,
-                    &e.path,
-                    None,
-                    format!("{}: cannot read: {err}", e.path),
-                );
-                continue;
+                cx.problem(true, None, format!("cannot read: {err}"));
+                None
             }
-            Ok(got) => check_digest(e, i, &got, &mut cx),
+            Ok(got) => {
+                load_file(e, &path, b, &mut cx);
+                Some(got)
+            }
         }
-        load_file(e, &path, &mut b, &mut cx);
-    }
-    ReadBundle {
-        bundle: b,
-        findings: cx.findings,
-        checks_run: cx.ran,
+    };
+    Seen::Present {
+        sha256,
+        read: cx.read,
+        problems: cx.problems,
     }
 }
 
@@ -327,13 +256,7 @@ fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
         FileKind::FitResult => b.fit = read_json(e, path, cx).map(|v| loaded(e, v)),
         FileKind::QualityContract | FileKind::QualitySummary => {
             let Some(test) = e.test.clone() else {
-                cx.push(
-                    "schema.invalid",
-                    Severity::Error,
-                    "bundle.json",
-                    None,
-                    format!("{}: a quality file needs its test id", e.path),
-                );
+                cx.no_test(None);
                 return;
             };
             if e.kind == FileKind::QualityContract {
@@ -348,35 +271,22 @@ fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
 }
 
 fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<T> {
-    cx.ran.insert("schema.unreadable");
-    cx.ran.insert("schema.invalid");
+    cx.read = true;
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(err) => {
-            cx.push(
-                "schema.unreadable",
-                Severity::Error,
-                &e.path,
-                None,
-                format!("{}: cannot read: {err}", e.path),
-            );
+            cx.problem(true, None, format!("cannot read: {err}"));
             return None;
         }
     };
     let value: Value = match serde_json::from_slice(&text) {
         Ok(v) => v,
         Err(err) => {
-            cx.push(
-                "schema.unreadable",
-                Severity::Error,
-                &e.path,
-                Some(format!("line {}, column {}", err.line(), err.column())),
-                format!(
-                    "{}: line {}, column {}: not valid JSON: {err}",
-                    e.path,
-                    err.line(),
-                    err.column()
-                ),
+            let at = format!("line {}, column {}", err.line(), err.column());
+            cx.problem(
+                true,
+                Some(at.clone()),
+                format!("{at}: not valid JSON: {err}"),
             );
             return None;
         }
@@ -384,122 +294,55 @@ fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> O
     let validator = schemas::validator(e.kind)?;
     let errs = schemas::errors(validator, &value, 20);
     if !errs.is_empty() {
-        for (p, msg) in &errs {
-            cx.push(
-                "schema.invalid",
-                Severity::Error,
-                &e.path,
-                Some(p.clone()),
-                format!("{}: at {p}: {msg} (schema {})", e.path, e.kind.name()),
-            );
+        for (p, msg) in errs {
+            let detail = format!("at {p}: {msg} (schema {})", e.kind.name());
+            cx.problem(false, Some(p), detail);
         }
         return None;
     }
     match serde_json::from_value(value) {
         Ok(v) => Some(v),
         Err(err) => {
-            cx.push(
-                "schema.invalid",
-                Severity::Error,
-                &e.path,
-                None,
-                format!("{}: {err}", e.path),
-            );
+            cx.problem(false, None, err.to_string());
             None
         }
     }
 }
 
-fn check_digest(e: &FileEntry, index: usize, got: &str, cx: &mut Ctx) {
-    match &e.sha256 {
-        None => cx.push(
-            "schema.no-digest",
-            Severity::Warning,
-            &e.path,
-            None,
-            format!("{} has no sha256 in the manifest", e.path),
-        ),
-        Some(want) => {
-            let r = compare_digest(want, got);
-            if r != DigestMatch::Full {
-                cx.push(
-                    "schema.digest-mismatch",
-                    Severity::Error,
-                    "bundle.json",
-                    Some(format!("/files/{index}/sha256")),
-                    format!(
-                        "{}: sha256 is {got}, the manifest records {want} ({})",
-                        e.path,
-                        r.describe()
-                    ),
-                );
-            }
-        }
-    }
-}
-
 /// Streams an answers file: digest, schema and tally in one pass. A file is never held whole, so
-/// memory stays flat whatever its size.
-fn load_answers(e: &FileEntry, index: usize, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
-    cx.ran.insert("schema.unreadable");
-    cx.ran.insert("schema.invalid");
+/// memory stays flat whatever its size. Returns its sha256 when it could be read.
+fn load_answers(
+    e: &FileEntry,
+    index: usize,
+    path: &Path,
+    b: &mut Bundle,
+    cx: &mut Ctx,
+) -> Option<String> {
+    cx.read = true;
     let Some(test) = e.test.clone() else {
-        cx.push(
-            "schema.invalid",
-            Severity::Error,
-            "bundle.json",
-            Some(format!("/files/{index}/test")),
-            format!("{}: a quality file needs its test id", e.path),
-        );
-        return;
+        cx.no_test(Some(format!("/files/{index}/test")));
+        return None;
     };
     test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
     let f = match File::open(path) {
         Ok(f) => f,
         Err(err) => {
-            cx.push(
-                "schema.unreadable",
-                Severity::Error,
-                &e.path,
-                None,
-                format!("{}: cannot read: {err}", e.path),
-            );
-            return;
+            cx.problem(true, None, format!("cannot read: {err}"));
+            return None;
         }
     };
-    let Some(validator) = schemas::validator(FileKind::QualityAnswers) else {
-        return;
-    };
+    let validator = schemas::validator(FileKind::QualityAnswers)?;
     let result = crate::answers::tally(f, validator);
-    check_digest(e, index, &result.sha256, cx);
     for p in &result.problems {
-        let id = if p.unreadable {
-            "schema.unreadable"
-        } else {
-            "schema.invalid"
-        };
-        cx.push(
-            id,
-            Severity::Error,
-            &e.path,
-            Some(p.pointer.clone()),
-            format!("{}: {}: {}", e.path, p.pointer, p.message),
-        );
+        let detail = format!("{}: {}", p.pointer, p.message);
+        cx.problem(p.unreadable, Some(p.pointer.clone()), detail);
     }
     if result.problem_count > result.problems.len() {
-        cx.push(
-            "schema.invalid",
-            Severity::Error,
-            &e.path,
-            None,
-            format!(
-                "{}: {} more bad lines not listed",
-                e.path,
-                result.problem_count - result.problems.len()
-            ),
-        );
+        let more = result.problem_count - result.problems.len();
+        cx.problem(false, None, format!("{more} more bad lines not listed"));
     }
     if result.problem_count == 0 {
         test_slot(b, &test).answers = Some(loaded(e, result.tally));
     }
+    Some(result.sha256)
 }

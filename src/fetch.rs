@@ -9,6 +9,7 @@
 //! matches. The cache is `$RIGAUDIT_CACHE/models`, by default `~/.cache/rigaudit/models`, the same
 //! folder `scripts/fetch-model.sh` fills.
 
+use crate::digest::hex;
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::records::card::Checkpoint;
 use sha2::{Digest, Sha256};
@@ -25,12 +26,8 @@ pub fn cache_root() -> PathBuf {
     home.join(".cache").join("rigaudit")
 }
 
-fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn digest_of(path: &Path) -> Option<String> {
-    crate::bundle::sha256_file(path).ok()
+    crate::digest::sha256_file(path).ok()
 }
 
 /// The local path of the checkpoint's weight file (the one `.gguf` file, else the only file),

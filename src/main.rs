@@ -4,7 +4,9 @@
 //! do its job (bad arguments, unreadable bundle, nothing checked).
 
 mod answers;
+mod audit;
 mod bundle;
+mod digest;
 mod fatal;
 mod fetch;
 mod host;
@@ -16,9 +18,9 @@ mod schemas;
 mod verify;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use fatal::{fatal, Fatal};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -139,18 +141,15 @@ enum Command {
     },
 }
 
-fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
-    let color = out.format == Format::Text
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
+/// Prints a report in its format, writes the JSON report when asked, and maps the verdict to
+/// the exit code.
+fn emit(report: &Report, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    let color = out.format == Format::Text && output::color_stdout();
     print!("{}", output::render(report, out.format, color));
     if let Some(path) = &out.report {
-        if let Err(e) = output::write_atomic(path, output::json::render(report).as_bytes()) {
-            eprintln!("rigaudit: {e}");
-            return ExitCode::from(2);
-        }
+        output::write_atomic(path, output::json::render(report).as_bytes())?;
     }
-    ExitCode::from(report.exit_code() as u8)
+    Ok(ExitCode::from(report.exit_code() as u8))
 }
 
 fn main() -> ExitCode {
@@ -173,28 +172,29 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // The one error sink: the tool could not do its job.
+    run(cli).unwrap_or_else(|e| {
+        eprintln!("rigaudit: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// Runs one command.
+fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
-        Command::Verify { bundle, out } => match verify::run(&bundle, out.fail_on.severity()) {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {e}");
-                ExitCode::from(2)
-            }
-        },
+        Command::Verify { bundle, out } => {
+            emit(&verify::run(&bundle, out.fail_on.severity())?, &out)
+        }
         Command::Replay { bundle, args, out } => {
-            match replay::run(&bundle, &args, out.fail_on.severity()) {
-                Ok(r) => {
-                    eprintln!(
-                        "rigaudit: replayed bundle written to {}",
-                        r.bundle.display()
-                    );
-                    emit(&r.report, &out)
-                }
-                Err(e) => {
-                    eprintln!("rigaudit: {e}");
-                    ExitCode::from(2)
-                }
-            }
+            let r = replay::run(&bundle, &args)?;
+            eprintln!(
+                "rigaudit: replayed bundle written to {}",
+                r.bundle.display()
+            );
+            emit(
+                &Report::new("replay", &r.id, out.fail_on.severity(), r.found),
+                &out,
+            )
         }
         Command::Audit {
             bundle,
@@ -203,72 +203,25 @@ fn main() -> ExitCode {
             no_replay,
             replay,
             out,
-        } => match audit(
-            &bundle,
-            roots,
-            files,
-            no_replay,
-            &replay,
-            out.fail_on.severity(),
-        ) {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Command::Measure(a) => match measure::run(&a) {
-            Ok(m) => match m.stopped {
-                None => {
-                    println!("wrote {}", m.dir.display());
-                    ExitCode::SUCCESS
-                }
-                // Could not finish: exit 2, with what was measured kept in the bundle.
-                Some(why) => {
-                    eprintln!(
-                        "rigaudit: the measurement stopped before its end: {why}; what it measured is in {}",
-                        m.dir.display()
-                    );
-                    ExitCode::from(2)
-                }
-            },
-            Err(e) => {
-                eprintln!("rigaudit: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Command::Rehash { args, out } => match rehash::run(&args, out.fail_on.severity()) {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Command::NcclVersion { path } => ExitCode::from(rehash::nccl::child_main(&path) as u8),
+        } => {
+            let artifacts = audit::Artifacts { roots, files };
+            let replay = (!no_replay).then_some(&replay);
+            let r = audit::run(&bundle, artifacts, replay, out.fail_on.severity())?;
+            emit(&r, &out)
+        }
+        Command::Measure(a) => measured(&measure::run(&a)?),
+        Command::Rehash { args, out } => emit(&rehash::run(&args, out.fail_on.severity())?, &out),
+        Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Host => {
             println!(
                 "{}",
                 serde_json::to_string_pretty(&host::hardware()).unwrap_or_default()
             );
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
         Command::Checks { format } => {
-            let all = rigaudit_audit::catalogue::all();
-            match format {
-                Format::Json | Format::Sarif => {
-                    let v: Vec<_> = all
-                        .iter()
-                        .map(|c| serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc}))
-                        .collect();
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-                }
-                Format::Text => {
-                    for c in all {
-                        println!("{:<38} {:<8} {}", c.id, c.severity.name(), c.doc);
-                    }
-                }
-            }
-            ExitCode::SUCCESS
+            print!("{}", output::catalogue(format));
+            Ok(ExitCode::SUCCESS)
         }
         Command::Schema { kind } => {
             let text = match kind.as_str() {
@@ -278,80 +231,26 @@ fn main() -> ExitCode {
                     .ok()
                     .and_then(schemas::text),
             };
-            match text {
-                Some(t) => {
-                    print!("{t}");
-                    ExitCode::SUCCESS
-                }
-                None => {
-                    eprintln!("rigaudit: no schema for '{kind}'");
-                    ExitCode::from(2)
-                }
-            }
+            print!(
+                "{}",
+                text.ok_or_else(|| fatal(format!("no schema for '{kind}'")))?
+            );
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// `rigaudit audit`: verify, then rehash when roots or files are given, then replay unless told
-/// not to; one report. A replay that cannot run at all makes the report incomplete (exit 2), with
-/// the verify (and rehash) findings kept.
-fn audit(
-    bundle: &std::path::Path,
-    roots: Vec<String>,
-    files: Vec<String>,
-    no_replay: bool,
-    replay_args: &replay::Args,
-    fail_on: Option<Severity>,
-) -> Result<Report, fatal::Fatal> {
-    let v = verify::run(bundle, fail_on)?;
-    let mut ran = v.checks_run;
-    let mut findings = v.findings;
-    let recomputed = v.recomputed;
-    let mut comparisons = Vec::new();
-    let mut incomplete = v.verdict == rigaudit_audit::Verdict::Incomplete;
-    if !roots.is_empty() || !files.is_empty() {
-        let r = rehash::run(
-            &rehash::Args {
-                bundle: bundle.to_path_buf(),
-                roots,
-                files,
-                quiet: true,
-                ..Default::default()
-            },
-            fail_on,
-        )?;
-        ran.extend(r.checks_run);
-        findings.extend(r.findings);
-    }
-    if !no_replay {
-        match replay::run(bundle, replay_args, fail_on) {
-            Ok(r) => {
-                eprintln!(
-                    "rigaudit: replayed bundle written to {}",
-                    r.bundle.display()
-                );
-                ran.extend(r.report.checks_run);
-                findings.extend(r.report.findings);
-                comparisons = r.report.comparisons;
-            }
-            Err(e) => {
-                incomplete = true;
-                ran.push("replay.not-run".into());
-                findings.push(rigaudit_audit::Finding::new(
-                    "replay.not-run",
-                    Severity::Error,
-                    format!("the replay could not run: {e}"),
-                ));
-            }
+/// What `measure` says at its end: where the bundle is, or why it stopped early (exit 2, with what
+/// was measured kept in the bundle).
+fn measured(m: &measure::Measured) -> Result<ExitCode, Fatal> {
+    match &m.stopped {
+        None => {
+            println!("wrote {}", m.dir.display());
+            Ok(ExitCode::SUCCESS)
         }
+        Some(why) => Err(fatal(format!(
+            "the measurement stopped before its end: {why}; what it measured is in {}",
+            m.dir.display()
+        ))),
     }
-    ran.sort();
-    ran.dedup();
-    let id = v.bundle;
-    let mut report =
-        Report::new("audit", &id, fail_on, ran, recomputed, findings).with_comparisons(comparisons);
-    if incomplete {
-        report.verdict = rigaudit_audit::Verdict::Incomplete;
-    }
-    Ok(report)
 }

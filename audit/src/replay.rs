@@ -47,60 +47,107 @@
 //!   (warning), as their start lines and `/v1/models` say, must agree.
 
 use crate::bundle::{Bundle, Loaded, QualityTest};
-use crate::catalogue::Check;
+use crate::check::Check;
 use crate::records::card::Hardware;
 use crate::records::speed::{SpeedRequest, SpeedResult};
 use crate::report::{Finding, Severity};
 use crate::speed::{counted, recompute, samples};
 use crate::startline;
-use crate::stats::mean;
-use serde::{Deserialize, Serialize};
+use crate::stats::{two_proportion_p, welch_p};
+use serde::Serialize;
 use serde_json::json;
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use crate::verdict::{Comparison, Inconclusive, ReplayVerdict};
+
+/// Which part of a replay reports a row: the comparison of the two bundles ([`compare`]), the
+/// steps the replayed run failed ([`failed_steps`]), or the replay command itself (what it did,
+/// whether it could run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// [`compare`] (and [`confirm`]).
+    Compare,
+    /// [`failed_steps`].
+    FailedSteps,
+    /// The `replay` command.
+    Command,
+}
+
+/// `replay.drifted`.
+pub const DRIFTED: Check<Part> = Check {
+    id: "replay.drifted",
+    severity: Severity::Error,
+    doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
+    run: Part::Compare,
+};
+
+/// `replay.inconclusive`.
+pub const INCONCLUSIVE: Check<Part> = Check {
+    id: "replay.inconclusive",
+    severity: Severity::Info,
+    doc:
+        "A replayed figure could not be tested: too few runs on a side, or only a headline figure.",
+    run: Part::Compare,
+};
+
+/// `replay.not-comparable`.
+pub const NOT_COMPARABLE: Check<Part> = Check {
+    id: "replay.not-comparable",
+    severity: Severity::Warning,
+    doc: "A figure cannot be compared: its step is invalid or missing on a side (refused, not fitting the window, cached tokens, cut replies).",
+    run: Part::Compare,
+};
+
+/// `replay.hardware-differs`.
+pub const HARDWARE_DIFFERS: Check<Part> = Check {
+    id: "replay.hardware-differs",
+    severity: Severity::Warning,
+    doc: "The replay ran on other hardware than the recorded card names; its speed rows are informational.",
+    run: Part::Compare,
+};
+
+/// `replay.setup-differs`.
+pub const SETUP_DIFFERS: Check<Part> = Check {
+    id: "replay.setup-differs",
+    severity: Severity::Error,
+    doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
+    run: Part::Compare,
+};
+
+/// `replay.not-run`.
+pub const NOT_RUN: Check<Part> = Check {
+    id: "replay.not-run",
+    severity: Severity::Error,
+    doc: "The replay could not run: the recorded command, its executable or the engine failed before anything was measured.",
+    run: Part::Command,
+};
+
+/// `replay.note`.
+pub const NOTE: Check<Part> = Check {
+    id: "replay.note",
+    severity: Severity::Info,
+    doc: "What the replay did: placeholders it filled, how the executable's digest compared, how the engine stopped.",
+    run: Part::Command,
+};
+
+/// `replay.step-failed`.
+pub const STEP_FAILED: Check<Part> = Check {
+    id: "replay.step-failed",
+    severity: Severity::Error,
+    doc: "A step the recorded run answered got no answer on replay (engine exited, hung, HTTP 5xx, malformed stream), or the replay stopped before its end.",
+    run: Part::FailedSteps,
+};
+
 /// `replay.*` checks.
-pub const CHECKS: &[Check] = &[
-    Check {
-        id: "replay.drifted",
-        severity: Severity::Error,
-        doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
-    },
-    Check {
-        id: "replay.inconclusive",
-        severity: Severity::Info,
-        doc: "A replayed figure could not be tested: too few runs on a side, or only a headline figure.",
-    },
-    Check {
-        id: "replay.not-comparable",
-        severity: Severity::Warning,
-        doc: "A figure cannot be compared: its step is invalid or missing on a side (refused, not fitting the window, cached tokens, cut replies).",
-    },
-    Check {
-        id: "replay.hardware-differs",
-        severity: Severity::Warning,
-        doc: "The replay ran on other hardware than the recorded card names; its speed rows are informational.",
-    },
-    Check {
-        id: "replay.setup-differs",
-        severity: Severity::Error,
-        doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
-    },
-    Check {
-        id: "replay.not-run",
-        severity: Severity::Error,
-        doc: "The replay could not run: the recorded command, its executable or the engine failed before anything was measured.",
-    },
-    Check {
-        id: "replay.note",
-        severity: Severity::Info,
-        doc: "What the replay did: placeholders it filled, how the executable's digest compared, how the engine stopped.",
-    },
-    Check {
-        id: "replay.step-failed",
-        severity: Severity::Error,
-        doc: "A step the recorded run answered got no answer on replay (engine exited, hung, HTTP 5xx, malformed stream), or the replay stopped before its end.",
-    },
+pub const CHECKS: &[Check<Part>] = &[
+    DRIFTED,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    HARDWARE_DIFFERS,
+    SETUP_DIFFERS,
+    NOT_RUN,
+    NOTE,
+    STEP_FAILED,
 ];
 
 /// The label of a speed request's step: `decode`, `prefill 512`, `conc 4`, `ctx 1024`, `l1`.
@@ -120,7 +167,7 @@ pub fn failed_steps(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>)
     if let Some(why) = stopped {
         out.push(
             Finding::new(
-                "replay.step-failed",
+                STEP_FAILED.id,
                 Severity::Error,
                 format!(
                     "the replay stopped before its end: {why}; what it measured before is kept"
@@ -153,8 +200,7 @@ pub fn failed_steps(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>)
             }
             let first = qs[0];
             out.push(
-                Finding::new(
-                    "replay.step-failed",
+                Finding::new(STEP_FAILED.id,
                     Severity::Error,
                     format!(
                         "{step}: {} request(s) of the replay got no answer (first: HTTP {}{}) where the recorded run was answered",
@@ -178,8 +224,7 @@ pub fn failed_steps(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>)
         let unanswered = a.value.total - a.value.answered;
         if unanswered > 0 && rec.is_some_and(|r| r.value.answered == r.value.total) {
             out.push(
-                Finding::new(
-                    "replay.step-failed",
+                Finding::new(STEP_FAILED.id,
                     Severity::Error,
                     format!(
                         "quality {}: {unanswered} of {} questions got no answer on replay ({}) where the recorded run answered all",
@@ -229,80 +274,6 @@ impl Default for Tolerance {
     }
 }
 
-/// Why a row is inconclusive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Inconclusive {
-    /// Fewer runs on a side than the test needs.
-    TooFewRuns,
-    /// Only a headline figure on a side, no per-run records.
-    HeadlineOnly,
-    /// The runs' own spread puts the floor above [`Tolerance::max_floor`].
-    TooNoisy,
-    /// The load guard saw foreign load during a kept try of the step.
-    ForeignLoad,
-    /// A drift the confirming session did not repeat.
-    SessionsDisagree,
-}
-
-/// What the comparison of one figure concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReplayVerdict {
-    /// The replay agrees with the record (within chance or the floor).
-    Reproduced,
-    /// The replay differs beyond chance (and, for speed, beyond the floor).
-    Drifted,
-    /// Too little to test (too few runs, or a headline figure only).
-    Inconclusive,
-    /// The step is invalid or missing on a side.
-    NotComparable,
-}
-
-impl ReplayVerdict {
-    /// The kebab-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReplayVerdict::Reproduced => "reproduced",
-            ReplayVerdict::Drifted => "drifted",
-            ReplayVerdict::Inconclusive => "inconclusive",
-            ReplayVerdict::NotComparable => "not-comparable",
-        }
-    }
-}
-
-/// One figure of the recorded bundle beside its replay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    /// The figure's key (`decode`, `decode.code`, `prefill.512`, `quality.mmlu-pro.pct`).
-    pub key: String,
-    /// The recorded figure, when the recorded side has one.
-    pub recorded: Option<f64>,
-    /// The replayed figure, when the replayed side has one.
-    pub replayed: Option<f64>,
-    /// Samples on the recorded side (runs, rounds, or answered questions).
-    pub n_recorded: usize,
-    /// Samples on the replayed side.
-    pub n_replayed: usize,
-    /// 100 (replayed - recorded) / recorded, when both exist and recorded is not 0.
-    pub change_pct: Option<f64>,
-    /// The test's two-sided p-value, when a test ran.
-    pub p_value: Option<f64>,
-    /// The test: `welch`, `two-proportion-z` or `none`.
-    pub test: String,
-    /// What the comparison concluded.
-    pub verdict: ReplayVerdict,
-    /// `up` or `down`: which way the figure moved, when it moved.
-    pub direction: Option<String>,
-    /// One sentence a person reads on why.
-    pub why: String,
-    /// Whether the row is for information only (speed measured on different hardware).
-    pub informational: bool,
-    /// Why an inconclusive row is inconclusive.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inconclusive: Option<Inconclusive>,
-}
-
 /// What [`compare`] found.
 #[derive(Debug, Clone, Default)]
 pub struct Compared {
@@ -320,13 +291,13 @@ fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
     let (check, severity, tail) = match row.verdict {
         ReplayVerdict::Reproduced => return None,
         ReplayVerdict::Drifted if row.informational => (
-            "replay.drifted",
+            DRIFTED.id,
             Severity::Info,
             " (measured on other hardware, so for information only)",
         ),
-        ReplayVerdict::Drifted => ("replay.drifted", Severity::Error, ""),
-        ReplayVerdict::Inconclusive => ("replay.inconclusive", Severity::Info, ""),
-        ReplayVerdict::NotComparable => ("replay.not-comparable", Severity::Warning, ""),
+        ReplayVerdict::Drifted => (DRIFTED.id, Severity::Error, ""),
+        ReplayVerdict::Inconclusive => (INCONCLUSIVE.id, Severity::Info, ""),
+        ReplayVerdict::NotComparable => (NOT_COMPARABLE.id, Severity::Warning, ""),
     };
     let mut f = Finding::new(check, severity, format!("{}: {}{tail}", row.key, row.why))
         .data(serde_json::to_value(row).unwrap_or_default());
@@ -350,7 +321,7 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
         _ => None,
     };
     if keys.is_some() || opts.same_hardware.is_some() {
-        ran.insert("replay.hardware-differs");
+        ran.insert(HARDWARE_DIFFERS.id);
     }
     let what_differs: Vec<String> = keys
         .as_ref()
@@ -374,7 +345,7 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
             ),
             None => "the replay ran on other hardware than the record (as told); speed rows are informational".to_string(),
         };
-        let mut f = Finding::new("replay.hardware-differs", Severity::Warning, message)
+        let mut f = Finding::new(HARDWARE_DIFFERS.id, Severity::Warning, message)
             .data(json!({"recorded": keys.as_ref().map(|k| &k.0), "replayed": keys.as_ref().map(|k| &k.1)}));
         if let Some(c) = cards.1 {
             f = f.file(&c.path).pointer("/hardware");
@@ -384,7 +355,7 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
 
     // Setup.
     if let (Some(a), Some(b)) = (&recorded.speed_result, &replayed.speed_result) {
-        ran.insert("replay.setup-differs");
+        ran.insert(SETUP_DIFFERS.id);
         setup(a, b, &mut findings);
     }
 
@@ -422,11 +393,7 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
 
     // Findings of the rows.
     if !rows.is_empty() {
-        ran.extend([
-            "replay.drifted",
-            "replay.inconclusive",
-            "replay.not-comparable",
-        ]);
+        ran.extend([DRIFTED.id, INCONCLUSIVE.id, NOT_COMPARABLE.id]);
     }
     findings.extend(
         rows.iter()
@@ -926,41 +893,6 @@ fn p_text(p: f64) -> String {
 
 fn num(x: Option<f64>) -> String {
     x.map_or("no value".into(), |x| format!("{x:.2}"))
-}
-
-/// Two-sided p of Welch's t-test on the means; `None` when neither side has any spread.
-fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (ma, mb) = (mean(a)?, mean(b)?);
-    let var = |xs: &[f64], m: f64| {
-        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
-    };
-    let (sa, sb) = (var(a, ma) / na, var(b, mb) / nb);
-    let se2 = sa + sb;
-    let scale = ma.abs().max(mb.abs()).max(f64::MIN_POSITIVE);
-    if !se2.is_finite() || se2.sqrt() <= 1e-12 * scale {
-        return None;
-    }
-    let t = ((mb - ma) / se2.sqrt()).abs();
-    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
-    let tail = match StudentsT::new(0.0, 1.0, df) {
-        Ok(d) if df.is_finite() => d.sf(t),
-        _ => Normal::standard().sf(t),
-    };
-    Some((2.0 * tail).clamp(0.0, 1.0))
-}
-
-/// Two-sided p of the pooled two-proportion z-test.
-fn two_proportion_p(r1: u64, n1: u64, r2: u64, n2: u64) -> f64 {
-    let (n1f, n2f) = (n1 as f64, n2 as f64);
-    let (p1, p2) = (r1 as f64 / n1f, r2 as f64 / n2f);
-    let pooled = (r1 + r2) as f64 / (n1f + n2f);
-    let se = (pooled * (1.0 - pooled) * (1.0 / n1f + 1.0 / n2f)).sqrt();
-    if se <= 0.0 || !se.is_finite() {
-        return 1.0;
-    }
-    let z = ((p2 - p1) / se).abs();
-    (2.0 * Normal::standard().sf(z)).clamp(0.0, 1.0)
 }
 
 /// The coefficient of variation of a side's runs in percent (0 without spread).
@@ -1495,7 +1427,7 @@ fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut Vec<Finding
     let mut push =
         |sev: Severity, what: &str, ra: String, rb: String, pa: &str, pb: &str, message: String| {
             out.push(
-                Finding::new("replay.setup-differs", sev, message)
+                Finding::new(SETUP_DIFFERS.id, sev, message)
                     .file(&b.path)
                     .pointer(pb)
                     .data(json!({
@@ -1717,6 +1649,7 @@ mod tests {
             speed_result: speed.map(|r| loaded("speed/result.json", r)),
             quality,
             fit: None,
+            files: Vec::new(),
         }
     }
 

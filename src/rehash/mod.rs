@@ -21,7 +21,7 @@ use rigaudit_audit::rehash::{
     MissingFile, NcclSeen, NcclVersion, RevisionFileSeen,
 };
 use rigaudit_audit::schema::safe_path;
-use rigaudit_audit::{Finding, Report, Severity};
+use rigaudit_audit::{Findings, Report, Severity};
 use std::path::{Path, PathBuf};
 
 /// Options of `rigaudit rehash`.
@@ -326,6 +326,13 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
 
 /// Runs `rigaudit rehash`. `Err` when the bundle or an option cannot be used at all (exit 2).
 pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+    let (id, found) = stage(args)?;
+    Ok(Report::new("rehash", &id, fail_on, found))
+}
+
+/// The rehash stage: the bundle's id and what comparing the card's digests with the files found
+/// gave.
+pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     let opened = bundle::open(&args.bundle)?;
     let (card_file, card, start_nccl) = read_card(&opened)?;
     let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
@@ -685,42 +692,8 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         }
     }
 
-    let checked = rigaudit_audit::rehash::check(&card, &m);
-    let mut findings = checked.findings;
-    let artifact_ran = checked
-        .checks_run
-        .iter()
-        .any(|c| c != "rehash.bundle-file-digest");
-    let id = opened.manifest.id.clone();
-    if !artifact_ran {
-        findings.push(
-            Finding::new(
-                "rehash.not-found",
-                Severity::Error,
-                format!(
-                    "no artifact the card records was found ({}), so nothing but the bundle's own files was checked",
-                    if m.searched.is_empty() { "give --root DIR or --file NAME=PATH".to_string() } else { m.searched.join(", ") }
-                ),
-            )
-            .file(&card_file),
-        );
-        return Ok(Report::new(
-            "rehash",
-            &id,
-            fail_on,
-            Vec::new(),
-            Vec::new(),
-            findings,
-        ));
-    }
-    Ok(Report::new(
-        "rehash",
-        &id,
-        fail_on,
-        checked.checks_run,
-        Vec::new(),
-        findings,
-    ))
+    let found = rigaudit_audit::rehash::findings(&card, &m);
+    Ok((opened.manifest.id.clone(), found))
 }
 
 fn file_job(f: &FoundFile, target: Target) -> Job {

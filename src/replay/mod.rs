@@ -18,8 +18,8 @@ use crate::bundle;
 use crate::fatal::{fatal, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
-use rigaudit_audit::replay::Tolerance;
-use rigaudit_audit::{Finding, Report, Severity};
+use rigaudit_audit::replay::{self, Tolerance};
+use rigaudit_audit::{Finding, Findings, Severity};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -158,16 +158,9 @@ fn is_model_placeholder(name: &str) -> bool {
         && !n.contains("folder")
 }
 
-/// The value after `--flag` or `--flag=`, in argv.
+/// The value after `--flag` or `--flag=`, in argv (the one argv flag lookup, `setup::flag`).
 fn flag_value(argv: &[String], flag: &str) -> Option<String> {
-    let eq = format!("{flag}=");
-    argv.iter().enumerate().find_map(|(i, a)| {
-        if a == flag {
-            argv.get(i + 1).cloned()
-        } else {
-            a.strip_prefix(&eq).map(String::from)
-        }
-    })
+    rigaudit_audit::setup::flag(argv, &[flag]).map(String::from)
 }
 
 fn raw_file(o: &bundle::Opened, kind: &str, test: Option<&str>) -> Option<PathBuf> {
@@ -178,21 +171,37 @@ fn raw_file(o: &bundle::Opened, kind: &str, test: Option<&str>) -> Option<PathBu
         .map(|f| o.root.join(&f.path))
 }
 
-/// The outcome of a replay: the report and where the new bundle is.
+/// What a replay that could not run at all reports inside `audit`: an error, and the result is
+/// incomplete.
+pub fn not_run(e: &Fatal) -> Findings {
+    let mut found = Findings {
+        incomplete: Some(format!("the replay could not run: {e}")),
+        ..Findings::default()
+    };
+    found.mark_ran(&replay::NOT_RUN);
+    found
+        .emitter(&replay::NOT_RUN)
+        .finding(format!("the replay could not run: {e}"));
+    found
+}
+
+/// The outcome of a replay: what it found and where the new bundle is.
 pub struct Replayed {
-    /// The report (comparisons, findings).
-    pub report: Report,
+    /// The recorded bundle's id.
+    pub id: String,
+    /// What the replay found (comparisons, findings).
+    pub found: Findings,
     /// The replayed bundle's folder.
     pub bundle: PathBuf,
 }
 
 /// Replays a bundle. `Err` when it could not be replayed at all (exit 2): unreadable bundle, no
 /// card or contract, an executable refused, an engine that does not come up.
-pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed, Fatal> {
+pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     let mut say = |s: String| eprintln!("rigaudit: {s}");
     let opened = bundle::open(path)?;
     let recorded = bundle::load(&opened);
-    let card = recorded.bundle.card.as_ref().ok_or_else(|| {
+    let card = recorded.card.as_ref().ok_or_else(|| {
         fatal(format!(
             "{}: the bundle has no readable card, so there is no recorded command to replay",
             path.display()
@@ -278,7 +287,7 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
     // The plan: the recorded contracts, the recorded questions, the model's tokenizer.
     let (contract, contract_text) = measure::read_speed_contract(&contract_path)?;
     let mut quality = Vec::new();
-    for t in &recorded.bundle.quality {
+    for t in &recorded.quality {
         let (Some(c), Some(q)) = (
             raw_file(&opened, "quality-contract", Some(&t.test)),
             raw_file(&opened, "quality-answers", Some(&t.test)),
@@ -340,7 +349,7 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         max_floor: a.max_floor,
         ..Tolerance::default()
     };
-    let mut compared = rigaudit_audit::replay::compare(&recorded.bundle, &replayed.bundle, &tol);
+    let mut compared = rigaudit_audit::replay::compare(&recorded, &replayed, &tol);
     // A speed value that drifted, or that was too noisy to judge, is measured once more in a
     // fresh session: drift stands only when that session moves the same way beyond the floor,
     // and a noisy value is judged again over both sessions' runs (see audit's `confirm`).
@@ -358,10 +367,10 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         );
         match second.and_then(|m| bundle::open(&m.dir)) {
             Ok(o) => {
-                let second = bundle::load(&o).bundle;
-                let c2 = rigaudit_audit::replay::compare(&recorded.bundle, &second, &tol);
-                let both = rigaudit_audit::replay::pool(&replayed.bundle, &second);
-                let pooled = rigaudit_audit::replay::compare(&recorded.bundle, &both, &tol);
+                let second = bundle::load(&o);
+                let c2 = rigaudit_audit::replay::compare(&recorded, &second, &tol);
+                let both = rigaudit_audit::replay::pool(&replayed, &second);
+                let pooled = rigaudit_audit::replay::compare(&recorded, &both, &tol);
                 rigaudit_audit::replay::confirm(&mut compared, &c2, Some(&pooled));
             }
             Err(e) => notes.push(format!("the confirming session could not run: {e}")),
@@ -369,20 +378,24 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
     }
     let mut findings = Vec::new();
     for n in &notes {
-        findings.push(Finding::new("replay.note", Severity::Info, n.clone()));
+        findings.push(Finding::new(
+            replay::NOTE.id,
+            replay::NOTE.severity,
+            n.clone(),
+        ));
     }
     findings.extend(rigaudit_audit::replay::failed_steps(
-        &recorded.bundle,
-        &replayed.bundle,
+        &recorded,
+        &replayed,
         measured.stopped.as_deref(),
     ));
     findings.extend(compared.findings);
     // The replayed bundle's own invalid steps, as verify sees them.
-    let v = rigaudit_audit::verify(&replayed.bundle);
-    for mut f in replayed.findings.into_iter().chain(v.findings) {
+    let v = rigaudit_audit::verify(&replayed);
+    for mut f in v.findings {
         // Foreign load during the replay is the comparison's to judge (its rows say
         // "inconclusive: foreign load"); it is not a fault of the page.
-        if f.check == "speed.load-guard" {
+        if f.check == rigaudit_audit::speed::LOAD_GUARD.id {
             f.severity = Severity::Info;
         }
         f.file = Some(format!(
@@ -393,19 +406,18 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         f.message = format!("replay: {}", f.message);
         findings.push(f);
     }
-    let mut ran = compared.checks_run;
-    ran.push("replay.step-failed".into());
-    let report = Report::new(
-        "replay",
-        &opened.manifest.id,
-        fail_on,
-        ran,
-        Vec::new(),
+    let mut found = Findings {
         findings,
-    )
-    .with_comparisons(compared.rows);
+        comparisons: compared.rows,
+        ..Findings::default()
+    };
+    for id in &compared.checks_run {
+        found.ran(id);
+    }
+    found.mark_ran(&replay::STEP_FAILED);
     Ok(Replayed {
-        report,
+        id: opened.manifest.id.clone(),
+        found,
         bundle: measured.dir,
     })
 }
