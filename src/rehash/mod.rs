@@ -330,12 +330,49 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     Ok(Report::new("rehash", &id, fail_on, found))
 }
 
-/// The rehash stage: the bundle's id and what comparing the card's digests with the files found
-/// gave.
+/// The rehash stage, a pipeline: plan jobs -> hash -> collate -> ask NCCL -> write manifest ->
+/// check. Returns the bundle's id and what comparing the card's digests with the files found gave.
 pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     let opened = bundle::open(&args.bundle)?;
     let (card_file, card, start_nccl) = read_card(&opened)?;
-    let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
+    let m = Measured {
+        card_file,
+        start_line_nccl: start_nccl,
+        ..Default::default()
+    };
+    let mut plan = plan_jobs(args, &opened, &card, m)?;
+    let done = hash_jobs(&plan.jobs, args);
+    let nccl_files = collate(&mut plan, done, opened.manifest.files.len())?;
+    ask_nccl(&mut plan.m, nccl_files, args.no_load);
+    plan.m.bundle_files = bundle_files_seen(&opened, std::mem::take(&mut plan.bundle_digests));
+    write_manifest(args, &plan.m)?;
+    let found = rigaudit_audit::rehash::findings(&card, &plan.m);
+    Ok((opened.manifest.id.clone(), found))
+}
+
+/// What the rehash will hash, and what it learnt while planning.
+struct Plan {
+    /// The files to hash, largest first.
+    jobs: Vec<Job>,
+    /// What was measured so far (where it searched, what it could not open, checkpoint folders).
+    m: Measured,
+    /// The manifest to compare checkpoints with (`--compare`), entries filled by hashing when it
+    /// is a folder.
+    reference: Option<FileManifest>,
+    /// The card's binary path inside the package.
+    binary_path: Option<String>,
+    /// The digest of each bundle file, by manifest index (filled by [`collate`]).
+    bundle_digests: Vec<Option<Result<String, String>>>,
+}
+
+/// Stage 1: every file to hash, from `--file`, the roots, checkpoint folders, `--compare` and
+/// the bundle; the same artifact reached twice is hashed once.
+fn plan_jobs(
+    args: &Args,
+    opened: &bundle::Opened,
+    card: &Card,
+    m: Measured,
+) -> Result<Plan, Fatal> {
     let roots: Vec<Root> = args
         .roots
         .iter()
@@ -344,23 +381,38 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     let given: Vec<Given> = args
         .files
         .iter()
-        .map(|f| parse_file_arg(f, &card))
+        .map(|f| parse_file_arg(f, card))
         .collect::<Result<_, _>>()?;
-    let jobs_n = args
-        .jobs
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-        .max(1);
-
-    let mut m = Measured {
-        card_file: card_file.clone(),
-        start_line_nccl: start_nccl,
-        ..Default::default()
+    let mut plan = Plan {
+        jobs: Vec::new(),
+        m,
+        reference: None,
+        binary_path: card.engine.binary.as_ref().map(|b| b.path.clone()),
+        bundle_digests: Vec::new(),
     };
-    m.searched = roots
+    plan.m.searched = searched(&roots, &given);
+    let mut ckpt_dirs = given_jobs(&given, &mut plan);
+    let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
+    let found = discover::walk(&roots, &boxes).map_err(fatal)?;
+    root_jobs(card, &found, &mut plan);
+    ckpt_dirs.extend(
+        found
+            .checkpoints
+            .iter()
+            .map(|c| (c.path.clone(), c.box_name.clone())),
+    );
+    checkpoint_jobs(card, ckpt_dirs, &mut plan)?;
+    compare_jobs(args, &mut plan)?;
+    bundle_jobs(opened, &mut plan);
+    dedupe(&mut plan.jobs);
+    // Largest first, so the pool ends together.
+    plan.jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
+    Ok(plan)
+}
+
+/// Where the rehash looks, each place once, for the report.
+fn searched(roots: &[Root], given: &[Given]) -> Vec<String> {
+    let mut all: Vec<String> = roots
         .iter()
         .map(|r| match &r.box_name {
             Some(b) => format!("{} (box {b})", r.dir.display()),
@@ -372,174 +424,168 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
                 .map(|g| format!("--file {}={}", g.label, g.path.display())),
         )
         .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    all.retain(|s| seen.insert(s.clone()));
+    all
+}
 
-    let mut seen_searched = std::collections::BTreeSet::new();
-    m.searched.retain(|s| seen_searched.insert(s.clone()));
-    let found = discover::walk(&roots, &boxes).map_err(fatal)?;
-    let mut jobs: Vec<Job> = Vec::new();
-    let binary_path = card.engine.binary.as_ref().map(|b| b.path.clone());
-    let binary_name = binary_path
-        .as_deref()
-        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
+/// Why a path given with `--file` cannot be used, if it cannot.
+fn unusable(g: &Given) -> Option<String> {
+    match (std::fs::metadata(&g.path), g.what) {
+        (Ok(md), Named::Checkpoint) if md.is_dir() => None,
+        (Ok(md), Named::Checkpoint) => Some(format!("not a folder ({} bytes)", md.len())),
+        (Ok(md), _) if md.is_file() => None,
+        (Ok(_), _) => Some("not a regular file".into()),
+        (Err(e), _) => Some(e.to_string()),
+    }
+}
 
-    // Files named with --file; a path that cannot be opened is an error finding, never skipped.
-    let mut ckpt_dirs: Vec<(PathBuf, Option<String>)> = Vec::new();
-    for g in &given {
+/// Files named with `--file`; a path that cannot be opened is an error finding, never skipped.
+/// Returns the checkpoint folders named.
+fn given_jobs(given: &[Given], plan: &mut Plan) -> Vec<(PathBuf, Option<String>)> {
+    let mut ckpt_dirs = Vec::new();
+    for g in given {
         let at = loc(&g.path, g.box_name.as_ref());
-        let meta = std::fs::metadata(&g.path);
-        let ok = match (&meta, g.what) {
-            (Ok(md), Named::Checkpoint) if md.is_dir() => true,
-            (Ok(md), Named::Checkpoint) => {
-                m.missing.push(MissingFile {
-                    kind: g.label.clone(),
-                    at: at.clone(),
-                    why: format!("not a folder ({} bytes)", md.len()),
-                });
-                false
-            }
-            (Ok(md), _) if md.is_file() => true,
-            (Ok(_), _) => {
-                m.missing.push(MissingFile {
-                    kind: g.label.clone(),
-                    at: at.clone(),
-                    why: "not a regular file".into(),
-                });
-                false
-            }
-            (Err(e), _) => {
-                m.missing.push(MissingFile {
-                    kind: g.label.clone(),
-                    at: at.clone(),
-                    why: e.to_string(),
-                });
-                false
-            }
-        };
-        if !ok {
+        if let Some(why) = unusable(g) {
+            plan.m.missing.push(MissingFile {
+                kind: g.label.clone(),
+                at,
+                why,
+            });
             continue;
         }
         let size = size_of(&g.path);
+        let plain = |target| Job {
+            target,
+            path: g.path.clone(),
+            size,
+            member: None,
+        };
         match g.what {
-            Named::Package => jobs.push(package_job(
+            Named::Package => plan.jobs.push(package_job(
                 &g.path,
                 g.box_name.as_ref(),
                 size,
-                binary_path.as_deref(),
+                plan.binary_path.as_deref(),
             )),
-            Named::Binary => jobs.push(Job {
-                target: Target::Binary(at),
-                path: g.path.clone(),
-                size,
-                member: None,
-            }),
-            Named::Nccl => jobs.push(Job {
-                target: Target::Nccl(at),
-                path: g.path.clone(),
-                size,
-                member: None,
-            }),
+            Named::Binary => plan.jobs.push(plain(Target::Binary(at))),
+            Named::Nccl => plan.jobs.push(plain(Target::Nccl(at))),
             Named::Checkpoint => ckpt_dirs.push((g.path.clone(), g.box_name.clone())),
         }
     }
+    ckpt_dirs
+}
 
-    // What the roots hold.
+/// What the roots hold of the card's package, binary and NCCL library.
+fn root_jobs(card: &Card, found: &discover::Found, plan: &mut Plan) {
     if let Some(p) = &card.engine.package {
         for f in found.named(&p.file) {
-            jobs.push(package_job(
+            let job = package_job(
                 &f.path,
                 f.box_name.as_ref(),
                 size_of(&f.path),
-                binary_path.as_deref(),
-            ));
+                plan.binary_path.as_deref(),
+            );
+            plan.jobs.push(job);
         }
     }
+    let binary_name = plan
+        .binary_path
+        .as_deref()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
     if let Some(name) = &binary_name {
         for f in found
             .named(name)
             .into_iter()
             .filter(|f| !found.in_checkpoint(f))
         {
-            jobs.push(file_job(
-                f,
-                Target::Binary(loc(&f.path, f.box_name.as_ref())),
-            ));
+            let at = loc(&f.path, f.box_name.as_ref());
+            plan.jobs.push(file_job(f, Target::Binary(at)));
         }
     }
     if let Some(n) = &card.nccl {
         for f in found.nccl(&n.file) {
-            jobs.push(file_job(f, Target::Nccl(loc(&f.path, f.box_name.as_ref()))));
+            let at = loc(&f.path, f.box_name.as_ref());
+            plan.jobs.push(file_job(f, Target::Nccl(at)));
         }
     }
-    for c in &found.checkpoints {
-        ckpt_dirs.push((c.path.clone(), c.box_name.clone()));
-    }
-    let mut seen_dirs = std::collections::BTreeSet::new();
-    ckpt_dirs.retain(|(d, _)| seen_dirs.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
+}
 
-    // Checkpoint folders: every file is a job of its own.
-    for (i, (dir, box_name)) in ckpt_dirs.iter().enumerate() {
-        let (files, unreadable) = discover::checkpoint_files(dir).map_err(fatal)?;
-        m.checkpoints.push(CheckpointSeen {
-            at: loc(dir, box_name.as_ref()),
+/// Checkpoint folders, each once: every file is a job of its own.
+fn checkpoint_jobs(
+    card: &Card,
+    mut dirs: Vec<(PathBuf, Option<String>)>,
+    plan: &mut Plan,
+) -> Result<(), Fatal> {
+    let mut seen_dirs = std::collections::BTreeSet::new();
+    dirs.retain(|(d, _)| seen_dirs.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
+    for (dir, box_name) in dirs {
+        let (files, unreadable) = discover::checkpoint_files(&dir).map_err(fatal)?;
+        let ckpt = plan.m.checkpoints.len();
+        plan.m.checkpoints.push(CheckpointSeen {
+            at: loc(&dir, box_name.as_ref()),
             manifest: FileManifest {
                 origin: dir.display().to_string(),
                 entries: Vec::new(),
             },
             unreadable,
-            revision_file: revision_file(&card, dir),
-            hub_revision: hub_revision(dir),
+            revision_file: revision_file(card, &dir),
+            hub_revision: hub_revision(&dir),
         });
         for f in files {
-            jobs.push(Job {
-                target: Target::CkptFile {
-                    ckpt: i,
-                    rel: f.rel,
-                },
+            plan.jobs.push(Job {
+                target: Target::CkptFile { ckpt, rel: f.rel },
                 path: f.path,
                 size: f.size,
                 member: None,
             });
         }
     }
+    Ok(())
+}
 
-    // The folder or manifest to compare with.
-    let mut reference: Option<FileManifest> = None;
-    if let Some(c) = &args.compare {
-        let md =
-            std::fs::metadata(c).map_err(|e| fatal(format!("--compare {}: {e}", c.display())))?;
-        if md.is_dir() {
-            let (files, unreadable) = discover::checkpoint_files(c).map_err(fatal)?;
-            if let Some((p, e)) = unreadable.first() {
-                return Err(fatal(format!(
-                    "--compare {}: {p} cannot be read: {e}",
-                    c.display()
-                )));
-            }
-            reference = Some(FileManifest {
-                origin: format!("the folder {}", c.display()),
-                entries: Vec::new(),
-            });
-            for f in files {
-                jobs.push(Job {
-                    target: Target::RefFile { rel: f.rel },
-                    path: f.path,
-                    size: f.size,
-                    member: None,
-                });
-            }
-        } else {
-            reference = Some(read_manifest_file(c).map_err(|e| fatal(format!("--compare: {e}")))?);
-        }
+/// The folder or manifest to compare checkpoints with (`--compare`).
+fn compare_jobs(args: &Args, plan: &mut Plan) -> Result<(), Fatal> {
+    let Some(c) = &args.compare else {
+        return Ok(());
+    };
+    let md = std::fs::metadata(c).map_err(|e| fatal(format!("--compare {}: {e}", c.display())))?;
+    if !md.is_dir() {
+        let manifest = read_manifest_file(c).map_err(|e| fatal(format!("--compare: {e}")))?;
+        plan.reference = Some(manifest);
+        return Ok(());
     }
+    let (files, unreadable) = discover::checkpoint_files(c).map_err(fatal)?;
+    if let Some((p, e)) = unreadable.first() {
+        return Err(fatal(format!(
+            "--compare {}: {p} cannot be read: {e}",
+            c.display()
+        )));
+    }
+    plan.reference = Some(FileManifest {
+        origin: format!("the folder {}", c.display()),
+        entries: Vec::new(),
+    });
+    for f in files {
+        plan.jobs.push(Job {
+            target: Target::RefFile { rel: f.rel },
+            path: f.path,
+            size: f.size,
+            member: None,
+        });
+    }
+    Ok(())
+}
 
-    // The bundle's own raw files.
+/// The bundle's own raw files.
+fn bundle_jobs(opened: &bundle::Opened, plan: &mut Plan) {
     for (idx, e) in opened.manifest.files.iter().enumerate() {
         if safe_path(&e.path).is_err() {
             continue;
         }
         let p = opened.root.join(&e.path);
         if p.is_file() {
-            jobs.push(Job {
+            plan.jobs.push(Job {
                 target: Target::Bundle { idx },
                 size: size_of(&p),
                 path: p,
@@ -547,8 +593,10 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
             });
         }
     }
+}
 
-    // The same file reached twice (a root and a --file, say) is hashed and reported once.
+/// The same file reached twice (a root and a --file, say) is hashed and reported once.
+fn dedupe(jobs: &mut Vec<Job>) {
     let mut seen = std::collections::BTreeSet::new();
     jobs.retain(|j| {
         let (kind, box_name) = match &j.target {
@@ -563,61 +611,32 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
             j.path.canonicalize().unwrap_or_else(|_| j.path.clone()),
         ))
     });
-    // Largest first, so the pool ends together.
-    jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
+}
+
+/// Stage 2: hashes every job on `--jobs` threads (default: one per core), with a progress bar.
+fn hash_jobs(jobs: &[Job], args: &Args) -> Vec<Done> {
+    let threads = args.jobs.unwrap_or_else(crate::host::cores).max(1);
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let progress = Progress::new(total, args.quiet);
-    let done = hash::parallel(&jobs, jobs_n, |j| run_job(j, &progress));
+    let done = hash::parallel(jobs, threads, |j| run_job(j, &progress));
     progress.finish();
+    done
+}
 
-    let mut bundle_digests: Vec<Option<Result<String, String>>> =
-        vec![None; opened.manifest.files.len()];
+/// Stage 3: each digest to what it measures, in a stable order. Returns the NCCL files hashed.
+fn collate(plan: &mut Plan, done: Vec<Done>, bundle_files: usize) -> Result<Vec<Hashed>, Fatal> {
+    plan.bundle_digests = vec![None; bundle_files];
     let mut ref_entries = Vec::new();
     let mut nccl_files: Vec<Hashed> = Vec::new();
-    for (j, d) in jobs.iter().zip(done) {
+    let m = &mut plan.m;
+    for (j, d) in plan.jobs.iter().zip(done) {
         match (&j.target, d) {
             (Target::Package(at), Done::Package(r)) => {
-                let whole = r
-                    .whole
-                    .map(|w| w.map_err(|e| e.to_string()))
-                    .unwrap_or_else(|| Err("not read".into()));
-                m.package.push(Hashed {
-                    at: at.clone(),
-                    sha256: whole,
-                });
-                if let Some(e) = &r.error {
-                    m.binary.push(Hashed {
-                        at: at.clone().member(binary_path.clone().unwrap_or_default()),
-                        sha256: Err(format!("the package cannot be read as an archive: {e}")),
-                    });
-                }
-                if r.error.is_none() && r.members.is_empty() {
-                    if let Some(b) = &binary_path {
-                        m.binary.push(Hashed {
-                            at: at.clone().member(b.clone()),
-                            sha256: Err(format!("the package holds no member named {b}")),
-                        });
-                    }
-                }
-                for (name, digest) in r.members {
-                    m.binary.push(Hashed {
-                        at: at.clone().member(name),
-                        sha256: digest,
-                    });
-                }
+                package_read(at, r, plan.binary_path.as_deref(), m)
             }
-            (Target::Package(at), Done::Digest(d)) => m.package.push(Hashed {
-                at: at.clone(),
-                sha256: d,
-            }),
-            (Target::Binary(at), Done::Digest(d)) => m.binary.push(Hashed {
-                at: at.clone(),
-                sha256: d,
-            }),
-            (Target::Nccl(at), Done::Digest(d)) => nccl_files.push(Hashed {
-                at: at.clone(),
-                sha256: d,
-            }),
+            (Target::Package(at), Done::Digest(d)) => m.package.push(hashed(at, d)),
+            (Target::Binary(at), Done::Digest(d)) => m.binary.push(hashed(at, d)),
+            (Target::Nccl(at), Done::Digest(d)) => nccl_files.push(hashed(at, d)),
             (Target::CkptFile { ckpt, rel }, Done::Digest(d)) => match d {
                 Ok(sha256) => m.checkpoints[*ckpt].manifest.entries.push(ManifestEntry {
                     path: rel.clone(),
@@ -632,17 +651,17 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
                 }),
                 Err(e) => return Err(fatal(format!("--compare: {rel} cannot be read: {e}"))),
             },
-            (Target::Bundle { idx }, Done::Digest(d)) => bundle_digests[*idx] = Some(d),
+            (Target::Bundle { idx }, Done::Digest(d)) => plan.bundle_digests[*idx] = Some(d),
             (_, _) => {}
         }
     }
-    if let Some(r) = reference.as_mut() {
+    if let Some(r) = plan.reference.as_mut() {
         if r.entries.is_empty() {
             r.entries = ref_entries;
         }
         r.entries.sort_by(|a, b| a.path.cmp(&b.path));
     }
-    m.reference = reference;
+    m.reference = plan.reference.take();
     for c in &mut m.checkpoints {
         c.manifest.entries.sort_by(|a, b| a.path.cmp(&b.path));
         c.unreadable.sort();
@@ -650,10 +669,53 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     m.package.sort_by_key(|h| h.at.describe());
     m.binary.sort_by_key(|h| h.at.describe());
     nccl_files.sort_by_key(|h| h.at.describe());
+    Ok(nccl_files)
+}
 
-    // Ask each NCCL library for its version.
+fn hashed(at: &Location, sha256: Result<String, String>) -> Hashed {
+    Hashed {
+        at: at.clone(),
+        sha256,
+    }
+}
+
+/// A package read as an archive: its own digest, and the binary member's (or why there is none).
+fn package_read(at: &Location, r: archive::Read2, binary_path: Option<&str>, m: &mut Measured) {
+    let whole = r
+        .whole
+        .map(|w| w.map_err(|e| e.to_string()))
+        .unwrap_or_else(|| Err("not read".into()));
+    m.package.push(Hashed {
+        at: at.clone(),
+        sha256: whole,
+    });
+    if let Some(e) = &r.error {
+        m.binary.push(Hashed {
+            at: at.clone().member(binary_path.unwrap_or_default()),
+            sha256: Err(format!("the package cannot be read as an archive: {e}")),
+        });
+    }
+    if r.error.is_none() && r.members.is_empty() {
+        if let Some(b) = binary_path {
+            m.binary.push(Hashed {
+                at: at.clone().member(b),
+                sha256: Err(format!("the package holds no member named {b}")),
+            });
+        }
+    }
+    for (name, digest) in r.members {
+        m.binary.push(Hashed {
+            at: at.clone().member(name),
+            sha256: digest,
+        });
+    }
+}
+
+/// Stage 4: asks each NCCL library for its version (in a child process), unless told not to or
+/// the file cannot be read.
+fn ask_nccl(m: &mut Measured, nccl_files: Vec<Hashed>, no_load: bool) {
     for h in nccl_files {
-        let version = if args.no_load {
+        let version = if no_load {
             NcclVersion::NotQueried {
                 why: "--no-load was given".into(),
             }
@@ -666,34 +728,40 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
         };
         m.nccl.push(NcclSeen { file: h, version });
     }
-    m.bundle_files = opened
+}
+
+/// Each bundle file with its recorded and computed digest.
+fn bundle_files_seen(
+    opened: &bundle::Opened,
+    digests: Vec<Option<Result<String, String>>>,
+) -> Vec<BundleFileSeen> {
+    opened
         .manifest
         .files
         .iter()
-        .zip(bundle_digests)
+        .zip(digests)
         .map(|(e, d)| BundleFileSeen {
             path: e.path.clone(),
             recorded: e.sha256.clone(),
             published: e.published,
             sha256: d,
         })
-        .collect();
+        .collect()
+}
 
-    if let Some(out) = &args.write_manifest {
-        match m.checkpoints.as_slice() {
-            [one] => crate::output::write_atomic(out, manifest_text(&one.manifest).as_bytes())?,
-            [] => return Err(fatal("--write-manifest: no checkpoint folder was found")),
-            many => {
-                return Err(fatal(format!(
-                    "--write-manifest: {} checkpoint folders were found; name one with --file checkpoint=DIR",
-                    many.len()
-                )))
-            }
-        }
+/// Stage 5: `--write-manifest`: the one checkpoint folder's manifest, written atomically.
+fn write_manifest(args: &Args, m: &Measured) -> Result<(), Fatal> {
+    let Some(out) = &args.write_manifest else {
+        return Ok(());
+    };
+    match m.checkpoints.as_slice() {
+        [one] => crate::output::write_atomic(out, manifest_text(&one.manifest).as_bytes()),
+        [] => Err(fatal("--write-manifest: no checkpoint folder was found")),
+        many => Err(fatal(format!(
+            "--write-manifest: {} checkpoint folders were found; name one with --file checkpoint=DIR",
+            many.len()
+        ))),
     }
-
-    let found = rigaudit_audit::rehash::findings(&card, &m);
-    Ok((opened.manifest.id.clone(), found))
 }
 
 fn file_job(f: &FoundFile, target: Target) -> Job {

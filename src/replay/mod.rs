@@ -18,8 +18,8 @@ use crate::bundle;
 use crate::fatal::{fatal, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
-use rigaudit_audit::replay::{self, Tolerance};
-use rigaudit_audit::{Finding, Findings, Severity};
+use rigaudit_audit::replay::{self, Compared, Tolerance};
+use rigaudit_audit::{Findings, Severity};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -195,8 +195,9 @@ pub struct Replayed {
     pub bundle: PathBuf,
 }
 
-/// Replays a bundle. `Err` when it could not be replayed at all (exit 2): unreadable bundle, no
-/// card or contract, an executable refused, an engine that does not come up.
+/// Replays a bundle, as a pipeline: fill placeholders -> plan -> session -> confirm -> report.
+/// `Err` when it could not be replayed at all (exit 2): unreadable bundle, no card or contract, an
+/// executable refused, an engine that does not come up.
 pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     let mut say = |s: String| eprintln!("rigaudit: {s}");
     let opened = bundle::open(path)?;
@@ -207,13 +208,76 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             path.display()
         ))
     })?;
-    let card_path = raw_file(&opened, "card", None).ok_or_else(|| fatal("no card file"))?;
-    let contract_path = raw_file(&opened, "speed-contract", None).ok_or_else(|| {
-        fatal(format!(
-            "{}: the bundle has no speed contract to measure with",
-            path.display()
-        ))
-    })?;
+    let mut notes = Vec::new();
+    let filled = fill_placeholders(&card.value, a, &mut notes, &mut say)?;
+    let resolved = command::resolve(
+        &card.value,
+        &ResolveOpts {
+            engine: engine_choice(a),
+            sets: filled.sets,
+            trust_executable: a.trust_executable,
+        },
+    )?;
+    notes.extend(resolved.notes.iter().cloned());
+    let rank0 = resolved
+        .launches
+        .first()
+        .ok_or_else(|| fatal("the card records no command"))?;
+    let base_url = base_url(a, rank0, filled.port)?;
+    let out = out_dir(a, &opened)?;
+    let inputs = plan(
+        path,
+        &opened,
+        &recorded,
+        filled.model_file.as_deref(),
+        &mut notes,
+    )?;
+    let session = Session {
+        launches: &resolved.launches,
+        rank0: rank0.rank,
+        base_url: &base_url,
+        a,
+        contract: &inputs.contract,
+        contract_text: &inputs.contract_text,
+        contract_origin: inputs.contract_origin.clone(),
+        quality: &inputs.quality,
+        tokenizer: inputs.tokenizer.as_ref(),
+        card: &inputs.card,
+        id: format!("{}-replay", opened.manifest.id),
+        title: format!("Replay of {}", opened.manifest.title),
+    };
+    for l in &resolved.launches {
+        say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
+    }
+    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
+    let replayed = bundle::load(&bundle::open(&measured.dir)?);
+    let sides = Sides {
+        recorded: &recorded,
+        replayed: &replayed,
+    };
+    let compared = compare_confirmed(&session, &sides, a, &out, &measured, &mut notes);
+    Ok(Replayed {
+        id: opened.manifest.id.clone(),
+        found: report(&sides, compared, &measured, &notes),
+        bundle: measured.dir,
+    })
+}
+
+/// The placeholders filled: the values to put in, the port and the model file when known.
+struct Filled {
+    sets: BTreeMap<String, String>,
+    port: Option<String>,
+    model_file: Option<PathBuf>,
+}
+
+/// Stage 1: `--set` values, then `<port>` with a free loopback port and a model-file placeholder
+/// with the checkpoint fetched and checked.
+fn fill_placeholders(
+    card: &rigaudit_audit::records::Card,
+    a: &Args,
+    notes: &mut Vec<String>,
+    say: &mut dyn FnMut(String),
+) -> Result<Filled, Fatal> {
     let mut sets: BTreeMap<String, String> = BTreeMap::new();
     for s in &a.sets {
         let Some((k, v)) = s.split_once('=') else {
@@ -221,10 +285,9 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         };
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
-    let mut notes = Vec::new();
     let mut port: Option<String> = sets.get("port").cloned();
     let mut model_file: Option<PathBuf> = None;
-    for name in command::placeholders(&card.value) {
+    for name in command::placeholders(card) {
         if sets.contains_key(&name) {
             if is_model_placeholder(&name) {
                 model_file = sets.get(&name).map(PathBuf::from);
@@ -237,7 +300,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             port = Some(p.clone());
             sets.insert(name, p);
         } else if is_model_placeholder(&name) {
-            let f = crate::fetch::checkpoint_file(&card.value.checkpoint, &mut say)?;
+            let f = crate::fetch::checkpoint_file(&card.checkpoint, say)?;
             notes.push(format!(
                 "<{name}> filled with {} (sha256 matches the card)",
                 f.display()
@@ -246,51 +309,79 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             model_file = Some(f);
         }
     }
-    let engine = if a.engine == "bundled" {
+    Ok(Filled {
+        sets,
+        port,
+        model_file,
+    })
+}
+
+/// The engine `--engine` names.
+fn engine_choice(a: &Args) -> EngineChoice {
+    if a.engine == "bundled" {
         EngineChoice::Bundled
     } else {
         EngineChoice::Path(PathBuf::from(&a.engine))
-    };
-    let resolved = command::resolve(
-        &card.value,
-        &ResolveOpts {
-            engine,
-            sets,
-            trust_executable: a.trust_executable,
-        },
-    )?;
-    notes.extend(resolved.notes.iter().cloned());
-    let rank0 = resolved
-        .launches
-        .first()
-        .ok_or_else(|| fatal("the card records no command"))?;
-    let base_url = match &a.base_url {
-        Some(u) => u.trim_end_matches('/').to_string(),
-        None => {
-            let port = flag_value(&rank0.shown, "--port")
-                .or(port)
-                .ok_or_else(|| {
-                    fatal("the recorded command names no --port and has no <port> placeholder; pass --base-url with the server's API root")
-                })?;
-            let host = flag_value(&rank0.shown, "--host")
-                .filter(|h| h != "0.0.0.0" && h != "::")
-                .unwrap_or_else(|| "127.0.0.1".into());
-            format!("http://{host}:{port}/v1")
-        }
-    };
+    }
+}
+
+/// The replayed server's API root: `--base-url`, else the recorded `--host`/`--port` (or the port
+/// filled in).
+fn base_url(a: &Args, rank0: &command::Launch, port: Option<String>) -> Result<String, Fatal> {
+    if let Some(u) = &a.base_url {
+        return Ok(u.trim_end_matches('/').to_string());
+    }
+    let port = flag_value(&rank0.shown, "--port").or(port).ok_or_else(|| {
+        fatal("the recorded command names no --port and has no <port> placeholder; pass --base-url with the server's API root")
+    })?;
+    let host = flag_value(&rank0.shown, "--host")
+        .filter(|h| h != "0.0.0.0" && h != "::")
+        .unwrap_or_else(|| "127.0.0.1".into());
+    Ok(format!("http://{host}:{port}/v1"))
+}
+
+/// `--out`, else `replay-<bundle id>`, made and made absolute.
+fn out_dir(a: &Args, opened: &bundle::Opened) -> Result<PathBuf, Fatal> {
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("replay-{}", opened.manifest.id)));
     std::fs::create_dir_all(&out).map_err(|e| fatal(format!("{}: {e}", out.display())))?;
-    let out = out.canonicalize().unwrap_or(out);
-    // The plan: the recorded contracts, the recorded questions, the model's tokenizer.
+    Ok(out.canonicalize().unwrap_or(out))
+}
+
+/// What a session measures with: the recorded contracts and questions, the model's tokenizer and
+/// the card.
+struct Inputs {
+    contract: rigaudit_audit::records::SpeedContract,
+    contract_text: String,
+    contract_origin: String,
+    quality: Vec<measure::quality::QualityPlan>,
+    tokenizer: Option<tokenizers::Tokenizer>,
+    card: serde_json::Value,
+}
+
+/// Stage 2, the plan: the recorded contracts, the recorded questions, the model's tokenizer.
+fn plan(
+    path: &Path,
+    opened: &bundle::Opened,
+    recorded: &rigaudit_audit::Bundle,
+    model_file: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Result<Inputs, Fatal> {
+    let card_path = raw_file(opened, "card", None).ok_or_else(|| fatal("no card file"))?;
+    let contract_path = raw_file(opened, "speed-contract", None).ok_or_else(|| {
+        fatal(format!(
+            "{}: the bundle has no speed contract to measure with",
+            path.display()
+        ))
+    })?;
     let (contract, contract_text) = measure::read_speed_contract(&contract_path)?;
     let mut quality = Vec::new();
     for t in &recorded.quality {
         let (Some(c), Some(q)) = (
-            raw_file(&opened, "quality-contract", Some(&t.test)),
-            raw_file(&opened, "quality-answers", Some(&t.test)),
+            raw_file(opened, "quality-contract", Some(&t.test)),
+            raw_file(opened, "quality-answers", Some(&t.test)),
         ) else {
             notes.push(format!(
                 "quality {}: no contract and answers file to re-ask; not replayed",
@@ -303,96 +394,106 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             Err(e) => notes.push(format!("quality {}: not replayed: {e}", t.test)),
         }
     }
-    let tokenizer = model_file
-        .as_deref()
-        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
-        .and_then(|p| {
-            let g = rigaudit_engine::gguf::Gguf::open(p).ok()?;
-            rigaudit_engine::tokenizer::EngineTokenizer::from_gguf(&g)
-                .ok()
-                .map(|t| t.inner)
-        });
+    let tokenizer = model_file.and_then(gguf_tokenizer);
     if tokenizer.is_none() {
         notes.push(
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let card_json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&card_path)
-            .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?,
-    )
-    .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
-    let session = Session {
-        launches: &resolved.launches,
-        rank0: rank0.rank,
-        base_url: &base_url,
-        a,
-        contract: &contract,
-        contract_text: &contract_text,
+    let text = std::fs::read_to_string(&card_path)
+        .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
+    let card =
+        serde_json::from_str(&text).map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
+    Ok(Inputs {
+        contract,
+        contract_text,
         contract_origin: contract_path.display().to_string(),
-        quality: &quality,
-        tokenizer: tokenizer.as_ref(),
-        card: &card_json,
-        id: format!("{}-replay", opened.manifest.id),
-        title: format!("Replay of {}", opened.manifest.title),
-    };
-    for l in &resolved.launches {
-        say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
-    }
-    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
-    let replayed_opened = bundle::open(&measured.dir)?;
-    let replayed = bundle::load(&replayed_opened);
+        quality,
+        tokenizer,
+        card,
+    })
+}
 
+/// The tokenizer of a GGUF checkpoint.
+fn gguf_tokenizer(p: &Path) -> Option<tokenizers::Tokenizer> {
+    if p.extension().is_none_or(|x| x != "gguf") {
+        return None;
+    }
+    let g = rigaudit_engine::gguf::Gguf::open(p).ok()?;
+    rigaudit_engine::tokenizer::EngineTokenizer::from_gguf(&g)
+        .ok()
+        .map(|t| t.inner)
+}
+
+/// The recorded bundle and its replay.
+struct Sides<'a> {
+    recorded: &'a rigaudit_audit::Bundle,
+    replayed: &'a rigaudit_audit::Bundle,
+}
+
+/// Stage 4: compares the two bundles; a speed value that drifted, or that was too noisy to judge,
+/// is measured once more in a fresh session: drift stands only when that session moves the same
+/// way beyond the floor, and a noisy value is judged again over both sessions' runs (see audit's
+/// `confirm`).
+fn compare_confirmed(
+    session: &Session,
+    sides: &Sides,
+    a: &Args,
+    out: &Path,
+    measured: &measure::Measured,
+    notes: &mut Vec<String>,
+) -> Compared {
     let tol = Tolerance {
         rel_floor: a.rel_floor,
         alpha: a.alpha,
         max_floor: a.max_floor,
         ..Tolerance::default()
     };
-    let mut compared = rigaudit_audit::replay::compare(&recorded, &replayed, &tol);
-    // A speed value that drifted, or that was too noisy to judge, is measured once more in a
-    // fresh session: drift stands only when that session moves the same way beyond the floor,
-    // and a noisy value is judged again over both sessions' runs (see audit's `confirm`).
-    let again = rigaudit_audit::replay::keys_to_confirm(&compared);
-    if !again.is_empty() && a.confirm && measured.stopped.is_none() {
-        say(format!(
-            "{} speed value(s) drifted or too noisy to judge ({}); measuring a second session",
-            again.len(),
-            again.join(", ")
-        ));
-        let second = session.run(
-            &out.join("confirm/bundle"),
-            &out.join("confirm/engine-logs"),
-            &mut notes,
-        );
-        match second.and_then(|m| bundle::open(&m.dir)) {
-            Ok(o) => {
-                let second = bundle::load(&o);
-                let c2 = rigaudit_audit::replay::compare(&recorded, &second, &tol);
-                let both = rigaudit_audit::replay::pool(&replayed, &second);
-                let pooled = rigaudit_audit::replay::compare(&recorded, &both, &tol);
-                rigaudit_audit::replay::confirm(&mut compared, &c2, Some(&pooled));
-            }
-            Err(e) => notes.push(format!("the confirming session could not run: {e}")),
+    let mut compared = replay::compare(sides.recorded, sides.replayed, &tol);
+    let again = replay::keys_to_confirm(&compared);
+    if again.is_empty() || !a.confirm || measured.stopped.is_some() {
+        return compared;
+    }
+    eprintln!(
+        "rigaudit: {} speed value(s) drifted or too noisy to judge ({}); measuring a second session",
+        again.len(),
+        again.join(", ")
+    );
+    let second = session.run(
+        &out.join("confirm/bundle"),
+        &out.join("confirm/engine-logs"),
+        notes,
+    );
+    match second.and_then(|m| bundle::open(&m.dir)) {
+        Ok(o) => {
+            let second = bundle::load(&o);
+            let c2 = replay::compare(sides.recorded, &second, &tol);
+            let both = replay::pool(sides.replayed, &second);
+            let pooled = replay::compare(sides.recorded, &both, &tol);
+            replay::confirm(&mut compared, &c2, Some(&pooled));
         }
+        Err(e) => notes.push(format!("the confirming session could not run: {e}")),
     }
-    let mut findings = Vec::new();
-    for n in &notes {
-        findings.push(Finding::new(
-            replay::NOTE.id,
-            replay::NOTE.severity,
-            n.clone(),
-        ));
+    compared
+}
+
+/// Stage 5: what the replay found: its notes, the steps that failed, the comparison, and the
+/// replayed bundle's own invalid steps as verify sees them.
+fn report(
+    sides: &Sides,
+    compared: Compared,
+    measured: &measure::Measured,
+    notes: &[String],
+) -> Findings {
+    let mut found = Findings::default();
+    for n in notes {
+        found.emitter(&replay::NOTE).finding(n.clone());
     }
-    findings.extend(rigaudit_audit::replay::failed_steps(
-        &recorded,
-        &replayed,
-        measured.stopped.as_deref(),
-    ));
-    findings.extend(compared.findings);
-    // The replayed bundle's own invalid steps, as verify sees them.
-    let v = rigaudit_audit::verify(&replayed);
-    for mut f in v.findings {
+    let stopped = measured.stopped.as_deref();
+    let failed = replay::failed_steps(sides.recorded, sides.replayed, stopped);
+    found.findings.extend(failed);
+    found.findings.extend(compared.findings);
+    for mut f in rigaudit_audit::verify(sides.replayed).findings {
         // Foreign load during the replay is the comparison's to judge (its rows say
         // "inconclusive: foreign load"); it is not a fault of the page.
         if f.check == rigaudit_audit::speed::LOAD_GUARD.id {
@@ -404,20 +505,12 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             f.file.unwrap_or_default()
         ));
         f.message = format!("replay: {}", f.message);
-        findings.push(f);
+        found.findings.push(f);
     }
-    let mut found = Findings {
-        findings,
-        comparisons: compared.rows,
-        ..Findings::default()
-    };
+    found.comparisons = compared.rows;
     for id in &compared.checks_run {
         found.ran(id);
     }
     found.mark_ran(&replay::STEP_FAILED);
-    Ok(Replayed {
-        id: opened.manifest.id.clone(),
-        found,
-        bundle: measured.dir,
-    })
+    found
 }
