@@ -2,6 +2,7 @@
 //! the revision file.
 
 use super::*;
+use crate::records::card::Checkpoint;
 
 /// What kind of file a checkpoint holds: two revisions are weights-equal when every weight, config
 /// and code file matches; docs (the model card) and the revision marker may differ.
@@ -286,7 +287,6 @@ fn series_numbers(name: &str) -> Option<(u32, u32)> {
 
 pub(super) fn check_checkpoints(card: &Card, m: &Measured, out: &mut Findings) {
     let ck = &card.checkpoint;
-    let file = &m.card_file;
     if m.checkpoints.is_empty() {
         not_found(
             m,
@@ -297,8 +297,16 @@ pub(super) fn check_checkpoints(card: &Card, m: &Measured, out: &mut Findings) {
         );
         return;
     }
-    let marker = ck.revision_file.as_ref().map(|r| r.path.as_str());
-    let recorded = (!ck.files.is_empty()).then(|| FileManifest {
+    let recorded = recorded_manifest(ck);
+    for seen in &m.checkpoints {
+        one_checkpoint(card, m, seen, recorded.as_ref(), out);
+    }
+    copies_of_checkpoint(m, ck.revision_file.as_ref().map(|r| r.path.as_str()), out);
+}
+
+/// The files the card records for the checkpoint, as a manifest.
+fn recorded_manifest(ck: &Checkpoint) -> Option<FileManifest> {
+    (!ck.files.is_empty()).then(|| FileManifest {
         origin: format!("the files the card records for {}", ck.revision),
         entries: ck
             .files
@@ -308,105 +316,108 @@ pub(super) fn check_checkpoints(card: &Card, m: &Measured, out: &mut Findings) {
                 sha256: f.sha256.clone(),
             })
             .collect(),
-    });
-    for seen in &m.checkpoints {
-        let what = format!("checkpoint folder {}", seen.at.describe());
-        if recorded.is_none()
-            && m.reference.is_none()
-            && ck.shards.is_none()
-            && ck.revision_file.is_none()
-            && seen.hub_revision.is_none()
-        {
-            out.findings.push(
-                Finding::new(CHECKPOINT_FILES.id,
-                    Severity::Info,
-                    format!(
-                        "{what}: {} files hashed, but the card records no files, shard count or revision file and no --compare was given, so there is nothing to compare them with",
-                        seen.manifest.entries.len()
-                    ),
-                )
-                .file(file)
-                .pointer("/checkpoint"),
-            );
-        }
-        for (p, e) in &seen.unreadable {
-            out.mark_ran(&CHECKPOINT_FILES);
-            out.findings.push(
-                Finding::new(
-                    CHECKPOINT_FILES.id,
-                    Severity::Error,
-                    format!("{what}: {p} cannot be read: {e}"),
-                )
-                .file(file)
-                .pointer("/checkpoint"),
-            );
-        }
-        for reference in recorded.iter().chain(m.reference.iter()) {
-            out.mark_ran(&CHECKPOINT_FILES);
-            let d = compare_manifests(&seen.manifest, reference, marker);
-            out.findings
-                .push(diff_finding(&what, &reference.origin, &d, file));
-        }
-        if let Some(want) = ck.shards {
-            out.mark_ran(&CHECKPOINT_SHARDS);
-            shards(&what, want, &seen.manifest, file, out);
-        }
-        if let Some(rf) = &ck.revision_file {
-            revision_file(card, rf, seen, &what, file, out);
-        }
-        if let Some(h) = &seen.hub_revision {
-            out.mark_ran(&REVISION_FILE);
-            let (want, which) = match &ck.snapshot {
-                Some(s) => (s.as_str(), "snapshot"),
-                None => (ck.revision.as_str(), "revision"),
-            };
-            if !same_revision(h, want) {
-                out.findings.push(
-                    Finding::new(REVISION_FILE.id,
-                        Severity::Error,
-                        format!("{what} is the hub client's download of revision {h}, but the card's {which} is {want}"),
-                    )
-                    .file(file)
-                    .pointer(if which == "snapshot" { "/checkpoint/snapshot" } else { "/checkpoint/revision" }),
-                );
-            }
-        }
+    })
+}
+
+/// One checkpoint folder against the card's files, `--compare`, the shard count, the revision
+/// file and the hub's revision.
+fn one_checkpoint(
+    card: &Card,
+    m: &Measured,
+    seen: &CheckpointSeen,
+    recorded: Option<&FileManifest>,
+    out: &mut Findings,
+) {
+    let ck = &card.checkpoint;
+    let file = &m.card_file;
+    let marker = ck.revision_file.as_ref().map(|r| r.path.as_str());
+    let what = format!("checkpoint folder {}", seen.at.describe());
+    if recorded.is_none()
+        && m.reference.is_none()
+        && ck.shards.is_none()
+        && ck.revision_file.is_none()
+        && seen.hub_revision.is_none()
+    {
+        out.emitter(&CHECKPOINT_FILES)
+            .info(format!(
+                "{what}: {} files hashed, but the card records no files, shard count or revision file and no --compare was given, so there is nothing to compare them with",
+                seen.manifest.entries.len()
+            ))
+            .at(file, "/checkpoint");
     }
-    // The same checkpoint on several boxes: every file must agree.
-    if m.checkpoints.len() > 1 {
-        out.mark_ran(&BOXES_DIFFER);
-        let first = &m.checkpoints[0];
-        for other in &m.checkpoints[1..] {
-            let d = compare_manifests(&other.manifest, &first.manifest, marker);
-            if !d.differ.is_empty() {
-                let list: Vec<String> = d
-                    .differ
-                    .iter()
-                    .map(|x| format!("{} ({}, {})", x.path, x.class.name(), x.kind))
-                    .collect();
-                let sev = if d.weights_equal() {
-                    Severity::Warning
-                } else {
-                    Severity::Error
-                };
-                out.findings.push(
-                    Finding::new(
-                        BOXES_DIFFER.id,
-                        sev,
-                        format!(
-                            "checkpoint folder {} differs from {} in {} files: {}",
-                            other.at.describe(),
-                            first.at.describe(),
-                            d.differ.len(),
-                            list.join(", ")
-                        ),
-                    )
-                    .file(file)
-                    .pointer("/checkpoint")
-                    .data(json!({"weights_equal": d.weights_equal(), "differ": list})),
-                );
-            }
+    for (p, e) in &seen.unreadable {
+        out.mark_ran(&CHECKPOINT_FILES);
+        out.emitter(&CHECKPOINT_FILES)
+            .finding(format!("{what}: {p} cannot be read: {e}"))
+            .at(file, "/checkpoint");
+    }
+    for reference in recorded.into_iter().chain(m.reference.iter()) {
+        out.mark_ran(&CHECKPOINT_FILES);
+        let d = compare_manifests(&seen.manifest, reference, marker);
+        out.findings
+            .push(diff_finding(&what, &reference.origin, &d, file));
+    }
+    if let Some(want) = ck.shards {
+        out.mark_ran(&CHECKPOINT_SHARDS);
+        shards(&what, want, &seen.manifest, file, out);
+    }
+    if let Some(rf) = &ck.revision_file {
+        revision_file(card, rf, seen, &what, file, out);
+    }
+    if let Some(h) = &seen.hub_revision {
+        hub_revision(ck, h, &what, file, out);
+    }
+}
+
+/// The revision the hub client downloaded against the card's snapshot (or revision).
+fn hub_revision(ck: &Checkpoint, h: &str, what: &str, file: &str, out: &mut Findings) {
+    out.mark_ran(&REVISION_FILE);
+    let (want, which) = match &ck.snapshot {
+        Some(s) => (s.as_str(), "snapshot"),
+        None => (ck.revision.as_str(), "revision"),
+    };
+    if !same_revision(h, want) {
+        out.emitter(&REVISION_FILE)
+            .finding(format!("{what} is the hub client's download of revision {h}, but the card's {which} is {want}"))
+            .at(file, if which == "snapshot" { "/checkpoint/snapshot" } else { "/checkpoint/revision" });
+    }
+}
+
+/// The same checkpoint on several boxes: every file must agree.
+fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut Findings) {
+    if m.checkpoints.len() < 2 {
+        return;
+    }
+    out.mark_ran(&BOXES_DIFFER);
+    let first = &m.checkpoints[0];
+    for other in &m.checkpoints[1..] {
+        let d = compare_manifests(&other.manifest, &first.manifest, marker);
+        if d.differ.is_empty() {
+            continue;
         }
+        let list: Vec<String> = d
+            .differ
+            .iter()
+            .map(|x| format!("{} ({}, {})", x.path, x.class.name(), x.kind))
+            .collect();
+        let sev = if d.weights_equal() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        out.emitter(&BOXES_DIFFER)
+            .at_severity(
+                sev,
+                format!(
+                    "checkpoint folder {} differs from {} in {} files: {}",
+                    other.at.describe(),
+                    first.at.describe(),
+                    d.differ.len(),
+                    list.join(", ")
+                ),
+            )
+            .at(&m.card_file, "/checkpoint")
+            .data(json!({"weights_equal": d.weights_equal(), "differ": list}));
     }
 }
 
@@ -455,100 +466,92 @@ fn revision_file(
     file: &str,
     out: &mut Findings,
 ) {
-    let ck = &card.checkpoint;
-    let ptr = "/checkpoint/revision_file";
-    let push = |out: &mut Findings, sev, msg: String| {
-        out.findings.push(
-            Finding::new(REVISION_FILE.id, sev, msg)
-                .file(file)
-                .pointer(ptr),
-        )
-    };
-    match &seen.revision_file {
-        None => {}
-        Some(RevisionFileSeen::NotLocatable(why)) => push(
-            out,
+    let (sev, msg) = match &seen.revision_file {
+        None => return,
+        Some(RevisionFileSeen::NotLocatable(why)) => (
             Severity::Warning,
             format!(
                 "{what}: the revision file '{}' was not checked: {why}",
                 rf.path
             ),
         ),
-        Some(RevisionFileSeen::Missing) => {
-            out.mark_ran(&REVISION_FILE);
-            push(
-                out,
-                Severity::Error,
-                format!(
-                    "{what} has no revision file '{}', which the card says names {}",
-                    rf.path, rf.content
-                ),
-            )
-        }
-        Some(RevisionFileSeen::Unreadable(e)) => {
-            out.mark_ran(&REVISION_FILE);
-            push(
-                out,
-                Severity::Error,
-                format!(
-                    "{what}: the revision file '{}' cannot be read: {e}",
-                    rf.path
-                ),
-            )
-        }
-        Some(RevisionFileSeen::Content(text)) => {
-            out.mark_ran(&REVISION_FILE);
-            let got = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("");
-            if !same_revision(got, &rf.content) {
-                push(
-                    out,
-                    Severity::Error,
-                    format!(
-                        "{what}: the revision file '{}' names '{got}', the card says it names {}",
-                        rf.path, rf.content
-                    ),
-                );
-            } else if let Some(s) = ck
-                .snapshot
-                .as_deref()
-                .filter(|s| !same_revision(s, &ck.revision))
-            {
-                let sev = if same_revision(got, &ck.revision) {
-                    Severity::Info
-                } else {
-                    Severity::Warning
-                };
-                push(
-                    out,
-                    sev,
-                    format!(
-                        "{what}: the revision file '{}' names {got} (written by {}), while the folder holds snapshot {s}, not the pinned revision {}; check that their weights are equal",
-                        rf.path, rf.written_by, ck.revision
-                    ),
-                );
-            } else if !same_revision(got, &ck.revision) {
-                push(
-                    out,
-                    Severity::Error,
-                    format!(
-                        "{what}: the revision file '{}' names {got}, but the card pins revision {}",
-                        rf.path, ck.revision
-                    ),
-                );
-            } else {
-                push(
-                    out,
-                    Severity::Info,
-                    format!(
-                        "{what}: the revision file '{}' names {got}, as the card says",
-                        rf.path
-                    ),
-                );
-            }
-        }
+        Some(RevisionFileSeen::Missing) => (
+            Severity::Error,
+            format!(
+                "{what} has no revision file '{}', which the card says names {}",
+                rf.path, rf.content
+            ),
+        ),
+        Some(RevisionFileSeen::Unreadable(e)) => (
+            Severity::Error,
+            format!(
+                "{what}: the revision file '{}' cannot be read: {e}",
+                rf.path
+            ),
+        ),
+        Some(RevisionFileSeen::Content(text)) => revision_named(&card.checkpoint, rf, text, what),
+    };
+    if !matches!(seen.revision_file, Some(RevisionFileSeen::NotLocatable(_))) {
+        out.mark_ran(&REVISION_FILE);
+    }
+    out.emitter(&REVISION_FILE)
+        .at_severity(sev, msg)
+        .at(file, "/checkpoint/revision_file");
+}
+
+/// What the revision file's first line names, against what the card says it names, the pinned
+/// revision and the snapshot the folder holds.
+fn revision_named(
+    ck: &Checkpoint,
+    rf: &crate::records::card::RevisionFile,
+    text: &str,
+    what: &str,
+) -> (Severity, String) {
+    let got = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let snapshot = ck
+        .snapshot
+        .as_deref()
+        .filter(|s| !same_revision(s, &ck.revision));
+    if !same_revision(got, &rf.content) {
+        (
+            Severity::Error,
+            format!(
+                "{what}: the revision file '{}' names '{got}', the card says it names {}",
+                rf.path, rf.content
+            ),
+        )
+    } else if let Some(s) = snapshot {
+        let sev = if same_revision(got, &ck.revision) {
+            Severity::Info
+        } else {
+            Severity::Warning
+        };
+        (
+            sev,
+            format!(
+                "{what}: the revision file '{}' names {got} (written by {}), while the folder holds snapshot {s}, not the pinned revision {}; check that their weights are equal",
+                rf.path, rf.written_by, ck.revision
+            ),
+        )
+    } else if !same_revision(got, &ck.revision) {
+        (
+            Severity::Error,
+            format!(
+                "{what}: the revision file '{}' names {got}, but the card pins revision {}",
+                rf.path, ck.revision
+            ),
+        )
+    } else {
+        (
+            Severity::Info,
+            format!(
+                "{what}: the revision file '{}' names {got}, as the card says",
+                rf.path
+            ),
+        )
     }
 }

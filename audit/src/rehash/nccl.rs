@@ -2,6 +2,7 @@
 //! against the card and the engine's start line.
 
 use super::*;
+use crate::records::card::Nccl;
 
 /// The version code `ncclGetVersion` returns for a dotted version: `2.30.7` is 23007, and before
 /// 2.9 the code was `major*1000 + minor*100 + patch` (2.8.4 is 2804). Extra text after the three
@@ -34,8 +35,47 @@ pub fn nccl_dotted(code: i64) -> String {
 pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut Findings) {
     let Some(n) = &card.nccl else { return };
     let file = &m.card_file;
-    // The card's own per-box record must agree with itself before any file is looked at.
-    // Two records agree when one is a prefix of the other (a page may show 8 digits of one).
+    per_box_records_agree(n, file, out);
+    // The version the card states against the one the recorded start line reports.
+    let card_code = nccl_code(&n.version);
+    let start_code = m.start_line_nccl.as_deref().and_then(nccl_code);
+    if let (Some(c), Some(s)) = (card_code, start_code) {
+        out.mark_ran(&NCCL_VERSION);
+        if c != s {
+            out.emitter(&NCCL_VERSION)
+                .finding(format!(
+                    "the card says NCCL {} ({c}) but the engine's recorded start line reports {} ({s})",
+                    n.version,
+                    nccl_dotted(s)
+                ))
+                .at(file, "/nccl/version");
+        }
+    }
+    if m.nccl.is_empty() {
+        let what = format!("the NCCL library {}", n.file);
+        not_found(m, &what, "/nccl", "its sha256 and version", out);
+        return;
+    }
+    let codes = Codes {
+        card: card_code,
+        start: m.start_line_nccl.as_deref(),
+        start_code,
+    };
+    for seen in &m.nccl {
+        nccl_digest(n, seen, file, out);
+        nccl_version(n, &codes, seen, file, out);
+    }
+    boxes_without_library(n, m, out);
+    let copies: Vec<&Hashed> = m.nccl.iter().map(|s| &s.file).collect();
+    out.mark_ran(&BOXES_DIFFER);
+    if let Some(f) = copies_agree(&n.file, &copies, Some((file, "/nccl/per_box"))) {
+        out.findings.push(f);
+    }
+}
+
+/// The card's own per-box record must agree with itself before any file is looked at. Two
+/// records agree when one is a prefix of the other (a page may show 8 digits of one).
+fn per_box_records_agree(n: &Nccl, file: &str, out: &mut Findings) {
     let norm = |d: &str| d.trim().to_ascii_lowercase();
     let conflict = n.per_box.iter().any(|a| {
         n.per_box.iter().any(|b| {
@@ -50,89 +90,39 @@ pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut Findings) {
             .iter()
             .map(|b| format!("{} {}", b.box_name, b.sha256))
             .collect();
-        out.findings.push(
-            Finding::new(
-                BOXES_DIFFER.id,
-                Severity::Error,
-                format!(
-                    "the card records different NCCL digests per box: {}",
-                    list.join(", ")
-                ),
-            )
-            .file(file)
-            .pointer("/nccl/per_box"),
-        );
+        out.emitter(&BOXES_DIFFER)
+            .finding(format!(
+                "the card records different NCCL digests per box: {}",
+                list.join(", ")
+            ))
+            .at(file, "/nccl/per_box");
     }
-    // The version the card states against the one the recorded start line reports.
-    let card_code = nccl_code(&n.version);
-    let start_code = m.start_line_nccl.as_deref().and_then(nccl_code);
-    if let (Some(c), Some(s)) = (card_code, start_code) {
-        out.mark_ran(&NCCL_VERSION);
-        if c != s {
-            out.findings.push(
-                Finding::new(NCCL_VERSION.id,
-                    Severity::Error,
-                    format!(
-                        "the card says NCCL {} ({c}) but the engine's recorded start line reports {} ({s})",
-                        n.version,
-                        nccl_dotted(s)
-                    ),
-                )
-                .file(file)
-                .pointer("/nccl/version"),
-            );
-        }
-    }
-    if m.nccl.is_empty() {
-        not_found(
-            m,
-            &format!("the NCCL library {}", n.file),
-            "/nccl",
-            "its sha256 and version",
-            out,
-        );
-        return;
-    }
-    for seen in &m.nccl {
-        nccl_digest(n, seen, file, out);
-        nccl_version(
-            n,
-            card_code,
-            m.start_line_nccl.as_deref(),
-            start_code,
-            seen,
-            file,
-            out,
-        );
-    }
-    // Every box the card lists should have had its library found, once any box-tagged copy was.
+}
+
+/// Every box the card lists should have had its library found, once any box-tagged copy was.
+fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut Findings) {
     let found_boxes: BTreeSet<&str> = m
         .nccl
         .iter()
         .filter_map(|s| s.file.at.box_name.as_deref())
         .collect();
-    if !found_boxes.is_empty() {
-        for (i, b) in n.per_box.iter().enumerate() {
-            if !found_boxes.contains(b.box_name.as_str()) {
-                out.findings.push(
-                    Finding::new(NOT_FOUND.id,
-                        Severity::Warning,
-                        format!("no NCCL library was found for box {} ({}), so its copy was not checked", b.box_name, searched(m)),
-                    )
-                    .file(file)
-                    .pointer(format!("/nccl/per_box/{i}")),
-                );
-            }
-        }
+    if found_boxes.is_empty() {
+        return;
     }
-    let copies: Vec<&Hashed> = m.nccl.iter().map(|s| &s.file).collect();
-    out.mark_ran(&BOXES_DIFFER);
-    if let Some(f) = copies_agree(&n.file, &copies, Some((file, "/nccl/per_box"))) {
-        out.findings.push(f);
+    for (i, b) in n.per_box.iter().enumerate() {
+        if !found_boxes.contains(b.box_name.as_str()) {
+            out.emitter(&NOT_FOUND)
+                .warning(format!(
+                    "no NCCL library was found for box {} ({}), so its copy was not checked",
+                    b.box_name,
+                    searched(m)
+                ))
+                .at(&m.card_file, format!("/nccl/per_box/{i}"));
+        }
     }
 }
 
-fn nccl_digest(n: &crate::records::card::Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
+fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
     let h = &seen.file;
     if let Err(e) = &h.sha256 {
         out.mark_ran(&NCCL_DIGEST);
@@ -197,53 +187,52 @@ fn nccl_digest(n: &crate::records::card::Nccl, seen: &NcclSeen, file: &str, out:
     }
 }
 
-fn nccl_version(
-    n: &crate::records::card::Nccl,
-    card_code: Option<i64>,
-    start: Option<&str>,
+/// The NCCL version codes to compare a file's with: the card's, and the start line's (as written
+/// and as a code).
+struct Codes<'a> {
+    card: Option<i64>,
+    start: Option<&'a str>,
     start_code: Option<i64>,
-    seen: &NcclSeen,
-    file: &str,
-    out: &mut Findings,
-) {
+}
+
+/// The version code a file reports (queried, or named in its text), with how it was learnt; a
+/// warning when there is none.
+fn version_of(seen: &NcclSeen, file: &str, out: &mut Findings) -> Option<(i64, String)> {
     let at = seen.file.at.describe();
-    let (code, how) = match &seen.version {
-        NcclVersion::Queried { code } => (*code, "ncclGetVersion of that file returns".to_string()),
+    match &seen.version {
+        NcclVersion::Queried { code } => {
+            Some((*code, "ncclGetVersion of that file returns".to_string()))
+        }
         NcclVersion::FromText { version, why } => match nccl_code(version) {
-            Some(c) => (
+            Some(c) => Some((
                 c,
                 format!("not queried ({why}); the file's own text names version"),
-            ),
+            )),
             None => {
-                out.findings.push(
-                    Finding::new(NCCL_VERSION.id,
-                        Severity::Warning,
-                        format!("NCCL library {at}: version not queried: {why}; its text names '{version}', which is no version"),
-                    )
-                    .file(file)
-                    .pointer("/nccl/version"),
-                );
-                return;
+                out.emitter(&NCCL_VERSION)
+                    .warning(format!("NCCL library {at}: version not queried: {why}; its text names '{version}', which is no version"))
+                    .at(file, "/nccl/version");
+                None
             }
         },
         NcclVersion::NotQueried { why } => {
-            out.findings.push(
-                Finding::new(
-                    NCCL_VERSION.id,
-                    Severity::Warning,
-                    format!("NCCL library {at}: version not queried: {why}"),
-                )
-                .file(file)
-                .pointer("/nccl/version")
-                .data(json!({"at": seen.file.at.data(), "queried": false, "why": why})),
-            );
-            return;
+            out.emitter(&NCCL_VERSION)
+                .warning(format!("NCCL library {at}: version not queried: {why}"))
+                .at(file, "/nccl/version")
+                .data(json!({"at": seen.file.at.data(), "queried": false, "why": why}));
+            None
         }
+    }
+}
+
+fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut Findings) {
+    let Some((code, how)) = version_of(seen, file, out) else {
+        return;
     };
     out.mark_ran(&NCCL_VERSION);
-    let dotted = nccl_dotted(code);
+    let (at, dotted) = (seen.file.at.describe(), nccl_dotted(code));
     let mut wrong = Vec::new();
-    match card_code {
+    match codes.card {
         Some(c) if c != code => wrong.push(format!("the card says {} ({c})", n.version)),
         None => wrong.push(format!(
             "the card's version '{}' is not a version",
@@ -251,7 +240,7 @@ fn nccl_version(
         )),
         _ => {}
     }
-    if let (Some(s), Some(sc)) = (start, start_code) {
+    if let (Some(s), Some(sc)) = (codes.start, codes.start_code) {
         if sc != code {
             wrong.push(format!(
                 "the engine's recorded start line reports {s} ({sc})"
@@ -263,30 +252,24 @@ fn nccl_version(
         "code": code,
         "version": dotted,
         "card": n.version,
-        "start_line": start,
+        "start_line": codes.start,
         "queried": matches!(seen.version, NcclVersion::Queried { .. }),
     });
-    let f = if wrong.is_empty() {
-        let also = if start.is_some() {
+    let mut e = out.emitter(&NCCL_VERSION);
+    let mark = if wrong.is_empty() {
+        let also = if codes.start.is_some() {
             " and with the engine's recorded start line"
         } else {
             " (no start line records one)"
         };
-        Finding::new(
-            NCCL_VERSION.id,
-            Severity::Info,
-            format!("NCCL library {at}: {how} {dotted} ({code}), the same as the card{also}"),
-        )
+        e.info(format!(
+            "NCCL library {at}: {how} {dotted} ({code}), the same as the card{also}"
+        ))
     } else {
-        Finding::new(
-            NCCL_VERSION.id,
-            Severity::Error,
-            format!(
-                "NCCL library {at}: {how} {dotted} ({code}), but {}",
-                wrong.join(" and ")
-            ),
-        )
+        e.finding(format!(
+            "NCCL library {at}: {how} {dotted} ({code}), but {}",
+            wrong.join(" and ")
+        ))
     };
-    out.findings
-        .push(f.file(file).pointer("/nccl/version").data(data));
+    mark.at(file, "/nccl/version").data(data);
 }
