@@ -108,7 +108,21 @@ pub(crate) fn counted<'a>(
 /// Every key the contract names is present, with an empty list when no run gave a value.
 pub(crate) fn samples(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Vec<f64>> {
     let mut s: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    // Decode.
+    decode_samples(c, r, &mut s);
+    prefill_samples(c, r, &mut s);
+    conc_samples(c, r, &mut s);
+    ctx_samples(c, r, &mut s);
+    if c.l1.is_some() {
+        s.insert(
+            "l1_decode".into(),
+            counted(r, "l1").filter_map(|q| q.decode_rate()).collect(),
+        );
+    }
+    s
+}
+
+/// `decode.<prompt>` and `decode` samples.
+fn decode_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
     let mut per_prompt: Vec<Vec<f64>> = Vec::new();
     for pid in &c.prompt_ids {
         let rates: Vec<f64> = counted(r, "decode")
@@ -125,145 +139,80 @@ pub(crate) fn samples(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Ve
             .collect();
         s.insert("decode".into(), means);
     }
-    // Prefill.
-    if let Some(p) = &c.prefill {
-        for d in &p.depths {
-            let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
-                .filter(|q| q.depth == Some(*d))
-                .collect();
-            s.insert(
-                format!("prefill.{d}"),
-                reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
-            );
-            s.insert(
-                format!("ttft.{d}"),
-                reqs.iter().filter_map(|q| q.ttft()).collect(),
-            );
-        }
-    }
-    // Concurrency.
-    if let Some(cc) = &c.conc {
-        for level in &cc.levels {
-            let mut totals = Vec::new();
-            let mut per = Vec::new();
-            for round in 1..=cc.rounds {
-                let reqs: Vec<&SpeedRequest> = counted(r, "conc")
-                    .filter(|q| q.level == Some(*level) && q.round == Some(round))
-                    .collect();
-                if reqs.is_empty() || reqs.iter().any(|q| !q.answered()) {
-                    continue;
-                }
-                let start = reqs.iter().map(|q| q.sent_s).fold(f64::MAX, f64::min);
-                let end = reqs.iter().filter_map(|q| q.end_s).fold(f64::MIN, f64::max);
-                let tokens: u64 = reqs.iter().filter_map(|q| q.completion_tokens).sum();
-                if end > start {
-                    totals.push(tokens as f64 / (end - start));
-                }
-                let rates: Vec<f64> = reqs.iter().filter_map(|q| q.e2e_rate()).collect();
-                if let Some(m) = median(&rates) {
-                    per.push(m);
-                }
-            }
-            s.insert(format!("conc_total.{level}"), totals);
-            s.insert(format!("conc_per_request.{level}"), per);
-        }
-    }
-    // Context steps.
-    if let Some(cx) = &c.ctx {
-        for d in &cx.depths {
-            let reqs: Vec<&SpeedRequest> =
-                counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
-            s.insert(
-                format!("ctx_decode.{d}"),
-                reqs.iter().filter_map(|q| q.decode_rate()).collect(),
-            );
-            s.insert(
-                format!("ctx_prefill.{d}"),
-                reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
-            );
-        }
-    }
-    if c.l1.is_some() {
+}
+
+/// `prefill.<depth>` and `ttft.<depth>` samples.
+fn prefill_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    let Some(p) = &c.prefill else { return };
+    for d in &p.depths {
+        let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
+            .filter(|q| q.depth == Some(*d))
+            .collect();
         s.insert(
-            "l1_decode".into(),
-            counted(r, "l1").filter_map(|q| q.decode_rate()).collect(),
+            format!("prefill.{d}"),
+            reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
+        );
+        s.insert(
+            format!("ttft.{d}"),
+            reqs.iter().filter_map(|q| q.ttft()).collect(),
         );
     }
-    s
+}
+
+/// `conc_total.<level>` and `conc_per_request.<level>`: one value per round whose requests all
+/// answered.
+fn conc_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    let Some(cc) = &c.conc else { return };
+    for level in &cc.levels {
+        let mut totals = Vec::new();
+        let mut per = Vec::new();
+        for round in 1..=cc.rounds {
+            let reqs: Vec<&SpeedRequest> = counted(r, "conc")
+                .filter(|q| q.level == Some(*level) && q.round == Some(round))
+                .collect();
+            if reqs.is_empty() || reqs.iter().any(|q| !q.answered()) {
+                continue;
+            }
+            let start = reqs.iter().map(|q| q.sent_s).fold(f64::MAX, f64::min);
+            let end = reqs.iter().filter_map(|q| q.end_s).fold(f64::MIN, f64::max);
+            let tokens: u64 = reqs.iter().filter_map(|q| q.completion_tokens).sum();
+            if end > start {
+                totals.push(tokens as f64 / (end - start));
+            }
+            let rates: Vec<f64> = reqs.iter().filter_map(|q| q.e2e_rate()).collect();
+            if let Some(m) = median(&rates) {
+                per.push(m);
+            }
+        }
+        s.insert(format!("conc_total.{level}"), totals);
+        s.insert(format!("conc_per_request.{level}"), per);
+    }
+}
+
+/// `ctx_decode.<depth>` and `ctx_prefill.<depth>` samples.
+fn ctx_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    let Some(cx) = &c.ctx else { return };
+    for d in &cx.depths {
+        let reqs: Vec<&SpeedRequest> = counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
+        s.insert(
+            format!("ctx_decode.{d}"),
+            reqs.iter().filter_map(|q| q.decode_rate()).collect(),
+        );
+        s.insert(
+            format!("ctx_prefill.{d}"),
+            reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
+        );
+    }
 }
 
 /// Recomputes every figure the records allow. Keys are those of the speed result's `values`.
 pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<f64>> {
     let s = samples(c, r);
-    let of = |key: &str| -> &[f64] { s.get(key).map_or(&[], Vec::as_slice) };
     let mut v: BTreeMap<String, Option<f64>> = BTreeMap::new();
-    // Decode.
-    let mut per_prompt = Vec::new();
-    let mut cvs = Vec::new();
-    for pid in &c.prompt_ids {
-        let rates = of(&format!("decode.{pid}"));
-        let m = median(rates);
-        v.insert(format!("decode.{pid}"), m);
-        if let Some(m) = m {
-            per_prompt.push(m);
-        }
-        let cv = cv_pct(rates);
-        v.insert(format!("cv.{pid}"), cv);
-        if let Some(cv) = cv {
-            cvs.push(cv);
-        }
-    }
     if !c.prompt_ids.is_empty() {
-        v.insert(
-            "decode".into(),
-            (per_prompt.len() == c.prompt_ids.len())
-                .then(|| mean(&per_prompt))
-                .flatten(),
-        );
-        v.insert(
-            "cv".into(),
-            (!cvs.is_empty()).then(|| cvs.iter().cloned().fold(f64::MIN, f64::max)),
-        );
-        let (mut words, mut chars, mut secs) = (0u64, 0u64, 0f64);
-        let mut have_text = true;
-        for q in counted(r, "decode").filter(|q| q.answered()) {
-            match (q.words, q.chars, q.first_token_s, q.end_s) {
-                (Some(w), Some(ch), Some(f), Some(e)) => {
-                    words += w;
-                    chars += ch;
-                    secs += e - f;
-                }
-                _ => have_text = false,
-            }
-        }
-        let ok = have_text && secs > 0.0;
-        let wps = ok.then(|| words as f64 / secs);
-        v.insert("words_per_s".into(), wps);
-        v.insert("chars_per_s".into(), ok.then(|| chars as f64 / secs));
-        v.insert(
-            "secs_500_words".into(),
-            wps.filter(|w| *w > 0.0).map(|w| 500.0 / w),
-        );
+        decode_figures(c, r, &s, &mut v);
     }
-    // Drafts.
-    let (mut drafts, mut drafted, mut accepted) = (0u64, 0u64, 0u64);
-    for d in r.drafts.iter().filter(|d| d.step == "decode") {
-        drafts += d.drafts;
-        drafted += d.drafted;
-        accepted += d.accepted;
-    }
-    if drafted > 0 {
-        v.insert(
-            "acceptance_pct".into(),
-            Some(100.0 * accepted as f64 / drafted as f64),
-        );
-    }
-    if drafts > 0 {
-        v.insert(
-            "mean_accepted_len".into(),
-            Some(1.0 + accepted as f64 / drafts as f64),
-        );
-    }
+    draft_figures(r, &mut v);
     // Prefill, concurrency and context steps: medians of their samples; the long answer: the
     // last counted run.
     for (key, xs) in &s {
@@ -282,6 +231,80 @@ pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<
         v.insert("slots".into(), Some(s as f64));
     }
     v
+}
+
+/// `decode.<prompt>`, `cv.<prompt>`, `decode`, `cv`, and the words and characters per second.
+fn decode_figures(
+    c: &SpeedContract,
+    r: &SpeedResult,
+    s: &BTreeMap<String, Vec<f64>>,
+    v: &mut BTreeMap<String, Option<f64>>,
+) {
+    let mut per_prompt = Vec::new();
+    let mut cvs = Vec::new();
+    for pid in &c.prompt_ids {
+        let rates = s
+            .get(&format!("decode.{pid}"))
+            .map_or(&[][..], Vec::as_slice);
+        let m = median(rates);
+        v.insert(format!("decode.{pid}"), m);
+        per_prompt.extend(m);
+        let cv = cv_pct(rates);
+        v.insert(format!("cv.{pid}"), cv);
+        cvs.extend(cv);
+    }
+    v.insert(
+        "decode".into(),
+        (per_prompt.len() == c.prompt_ids.len())
+            .then(|| mean(&per_prompt))
+            .flatten(),
+    );
+    v.insert(
+        "cv".into(),
+        (!cvs.is_empty()).then(|| cvs.iter().cloned().fold(f64::MIN, f64::max)),
+    );
+    let (mut words, mut chars, mut secs) = (0u64, 0u64, 0f64);
+    let mut have_text = true;
+    for q in counted(r, "decode").filter(|q| q.answered()) {
+        match (q.words, q.chars, q.first_token_s, q.end_s) {
+            (Some(w), Some(ch), Some(f), Some(e)) => {
+                words += w;
+                chars += ch;
+                secs += e - f;
+            }
+            _ => have_text = false,
+        }
+    }
+    let ok = have_text && secs > 0.0;
+    let wps = ok.then(|| words as f64 / secs);
+    v.insert("words_per_s".into(), wps);
+    v.insert("chars_per_s".into(), ok.then(|| chars as f64 / secs));
+    v.insert(
+        "secs_500_words".into(),
+        wps.filter(|w| *w > 0.0).map(|w| 500.0 / w),
+    );
+}
+
+/// `acceptance_pct` and `mean_accepted_len` of the decode step's drafts.
+fn draft_figures(r: &SpeedResult, v: &mut BTreeMap<String, Option<f64>>) {
+    let (mut drafts, mut drafted, mut accepted) = (0u64, 0u64, 0u64);
+    for d in r.drafts.iter().filter(|d| d.step == "decode") {
+        drafts += d.drafts;
+        drafted += d.drafted;
+        accepted += d.accepted;
+    }
+    if drafted > 0 {
+        v.insert(
+            "acceptance_pct".into(),
+            Some(100.0 * accepted as f64 / drafted as f64),
+        );
+    }
+    if drafts > 0 {
+        v.insert(
+            "mean_accepted_len".into(),
+            Some(1.0 + accepted as f64 / drafts as f64),
+        );
+    }
 }
 
 /// The server's window: `/v1/models`, else the start line, else the contract.

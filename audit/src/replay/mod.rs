@@ -48,7 +48,7 @@
 
 use crate::bundle::{Bundle, Loaded, QualityTest};
 use crate::check::Check;
-use crate::records::card::Hardware;
+use crate::records::card::{Card, Hardware};
 use crate::records::speed::{SpeedRequest, SpeedResult};
 use crate::report::{Finding, Severity};
 use crate::speed::{counted, recompute, samples};
@@ -235,16 +235,42 @@ fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
 pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compared {
     let mut ran: BTreeSet<&'static str> = BTreeSet::new();
     let mut findings = Vec::new();
-
-    // Hardware.
     let cards = (recorded.card.as_ref(), replayed.card.as_ref());
+    if (cards.0.is_some() && cards.1.is_some()) || opts.same_hardware.is_some() {
+        ran.insert(HARDWARE_DIFFERS.id);
+    }
+    let differs = hardware(cards, opts, &mut findings);
+    if let (Some(a), Some(b)) = (&recorded.speed_result, &replayed.speed_result) {
+        ran.insert(SETUP_DIFFERS.id);
+        setup(a, b, &mut findings);
+    }
+    let mut rows = speed_rows(recorded, replayed, opts, differs);
+    rows.extend(quality_rows(recorded, replayed, opts));
+    if !rows.is_empty() {
+        ran.extend([DRIFTED.id, INCONCLUSIVE.id, NOT_COMPARABLE.id]);
+    }
+    findings.extend(
+        rows.iter()
+            .filter_map(|(row, file)| row_finding(row, file.as_deref())),
+    );
+    Compared {
+        rows: rows.into_iter().map(|(r, _)| r).collect(),
+        findings,
+        checks_run: ran.into_iter().map(String::from).collect(),
+    }
+}
+
+/// Whether the two sides ran on other hardware (as the cards say, or as told), with a
+/// `replay.hardware-differs` finding when so.
+fn hardware(
+    cards: (Option<&Loaded<Card>>, Option<&Loaded<Card>>),
+    opts: &Tolerance,
+    findings: &mut Vec<Finding>,
+) -> bool {
     let keys = match cards {
         (Some(a), Some(b)) => Some((hw_key(&a.value.hardware), hw_key(&b.value.hardware))),
         _ => None,
     };
-    if keys.is_some() || opts.same_hardware.is_some() {
-        ran.insert(HARDWARE_DIFFERS.id);
-    }
     let what_differs: Vec<String> = keys
         .as_ref()
         .map(|(a, b)| hardware_differences(a, b))
@@ -253,80 +279,84 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
         Some(same) => !same,
         None => !what_differs.is_empty(),
     };
-    if differs {
-        let message = match &keys {
-            Some((a, b)) => format!(
-                "recorded on {} but replayed on {} ({}); speed rows are informational",
-                a.text(),
-                b.text(),
-                if what_differs.is_empty() {
-                    "as told".to_string()
-                } else {
-                    what_differs.join("; ")
-                }
-            ),
-            None => "the replay ran on other hardware than the record (as told); speed rows are informational".to_string(),
-        };
-        let mut f = Finding::new(HARDWARE_DIFFERS.id, Severity::Warning, message)
-            .data(json!({"recorded": keys.as_ref().map(|k| &k.0), "replayed": keys.as_ref().map(|k| &k.1)}));
-        if let Some(c) = cards.1 {
-            f = f.file(&c.path).pointer("/hardware");
-        }
-        findings.push(f);
+    if !differs {
+        return false;
     }
-
-    // Setup.
-    if let (Some(a), Some(b)) = (&recorded.speed_result, &replayed.speed_result) {
-        ran.insert(SETUP_DIFFERS.id);
-        setup(a, b, &mut findings);
+    let message = match &keys {
+        Some((a, b)) => format!(
+            "recorded on {} but replayed on {} ({}); speed rows are informational",
+            a.text(),
+            b.text(),
+            if what_differs.is_empty() {
+                "as told".to_string()
+            } else {
+                what_differs.join("; ")
+            }
+        ),
+        None => "the replay ran on other hardware than the record (as told); speed rows are informational".to_string(),
+    };
+    let mut f = Finding::new(HARDWARE_DIFFERS.id, Severity::Warning, message).data(
+        json!({"recorded": keys.as_ref().map(|k| &k.0), "replayed": keys.as_ref().map(|k| &k.1)}),
+    );
+    if let Some(c) = cards.1 {
+        f = f.file(&c.path).pointer("/hardware");
     }
+    findings.push(f);
+    true
+}
 
-    // Rows.
-    let mut rows: Vec<(Comparison, Option<String>)> = Vec::new();
+/// One row per speed key either side has, in family order, with the replayed (else recorded)
+/// speed result's path; informational on other hardware.
+fn speed_rows(
+    recorded: &Bundle,
+    replayed: &Bundle,
+    opts: &Tolerance,
+    informational: bool,
+) -> Vec<(Comparison, Option<String>)> {
+    let mut rows = Vec::new();
     let rec = SpeedSide::new(recorded, replayed);
     let rep = SpeedSide::new(replayed, recorded);
-    if rec.loaded.is_some() || rep.loaded.is_some() {
-        let file = rep.loaded.or(rec.loaded).map(|l| l.path.clone());
-        for key in rec.keys().union(&rep.keys()) {
-            let Some(step) = step_of(key) else { continue };
-            let mut row = speed_row(key, rec.measure(key, &step), rep.measure(key, &step), opts);
-            row.informational = differs;
-            rows.push((row, file.clone()));
-        }
-        rows.sort_by_key(|a| order(&a.0.key));
+    if rec.loaded.is_none() && rep.loaded.is_none() {
+        return rows;
     }
+    let file = rep.loaded.or(rec.loaded).map(|l| l.path.clone());
+    for key in rec.keys().union(&rep.keys()) {
+        let Some(step) = step_of(key) else { continue };
+        let mut row = speed_row(key, rec.measure(key, &step), rep.measure(key, &step), opts);
+        row.informational = informational;
+        rows.push((row, file.clone()));
+    }
+    rows.sort_by_key(|a| order(&a.0.key));
+    rows
+}
+
+/// One row per quality test either side has (recorded order first), with the answers (else
+/// summary) path.
+fn quality_rows(
+    recorded: &Bundle,
+    replayed: &Bundle,
+    opts: &Tolerance,
+) -> Vec<(Comparison, Option<String>)> {
     let mut tests: Vec<&str> = recorded.quality.iter().map(|t| t.test.as_str()).collect();
     for t in &replayed.quality {
         if !tests.contains(&t.test.as_str()) {
             tests.push(&t.test);
         }
     }
-    for test in tests {
-        let a = recorded.quality.iter().find(|t| t.test == test);
-        let b = replayed.quality.iter().find(|t| t.test == test);
-        let file = b.or(a).and_then(|t| {
-            t.answers
-                .as_ref()
-                .map(|l| l.path.clone())
-                .or(t.summary.as_ref().map(|l| l.path.clone()))
-        });
-        rows.push((quality_row(test, a, b, opts), file));
-    }
-
-    // Findings of the rows.
-    if !rows.is_empty() {
-        ran.extend([DRIFTED.id, INCONCLUSIVE.id, NOT_COMPARABLE.id]);
-    }
-    findings.extend(
-        rows.iter()
-            .filter_map(|(row, file)| row_finding(row, file.as_deref())),
-    );
-
-    Compared {
-        rows: rows.into_iter().map(|(r, _)| r).collect(),
-        findings,
-        checks_run: ran.into_iter().map(String::from).collect(),
-    }
+    tests
+        .into_iter()
+        .map(|test| {
+            let a = recorded.quality.iter().find(|t| t.test == test);
+            let b = replayed.quality.iter().find(|t| t.test == test);
+            let file = b.or(a).and_then(|t| {
+                t.answers
+                    .as_ref()
+                    .map(|l| l.path.clone())
+                    .or(t.summary.as_ref().map(|l| l.path.clone()))
+            });
+            (quality_row(test, a, b, opts), file)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -79,51 +79,55 @@ pub(super) fn quality_row(
         informational: false,
         inconclusive: None,
     };
+    match not_comparable(&sides, (rec, rep)) {
+        Some(why) => row.why = why,
+        None => {
+            if let (Some(a), Some(b)) = &sides {
+                tested(&mut row, (a, b), opts);
+            }
+        }
+    }
+    row
+}
+
+/// Why a quality row is not comparable: a side not measured, without records, or with every
+/// request refused.
+fn not_comparable(
+    sides: &(Option<QualitySide>, Option<QualitySide>),
+    (rec, rep): (Option<&QualityTest>, Option<&QualityTest>),
+) -> Option<String> {
     let missing = |s: Side, t: Option<&QualityTest>| match t {
         None => format!("not measured on the {} side", s.name()),
         Some(_) => format!("no summary or answers on the {} side", s.name()),
     };
-    let (a, b) = match (&sides.0, &sides.1) {
+    let (a, b) = match sides {
         (Some(a), Some(b)) => (a, b),
         (None, None) => {
-            row.why = format!(
+            return Some(format!(
                 "{}; {}",
                 missing(Side::Recorded, rec),
                 missing(Side::Replayed, rep)
-            );
-            return row;
+            ))
         }
-        (None, _) => {
-            row.why = missing(Side::Recorded, rec);
-            return row;
-        }
-        (_, None) => {
-            row.why = missing(Side::Replayed, rep);
-            return row;
-        }
+        (None, _) => return Some(missing(Side::Recorded, rec)),
+        (_, None) => return Some(missing(Side::Replayed, rep)),
     };
     match (a.answered == 0, b.answered == 0) {
         (true, true) if a.refused == b.refused => {
-            row.why = format!("refused on both sides: {}", a.refused);
-            return row;
+            Some(format!("refused on both sides: {}", a.refused))
         }
-        (true, true) => {
-            row.why = format!(
-                "refused on both sides: recorded {}; replayed {}",
-                a.refused, b.refused
-            );
-            return row;
-        }
-        (true, false) => {
-            row.why = format!("refused on the recorded side: {}", a.refused);
-            return row;
-        }
-        (false, true) => {
-            row.why = format!("refused on the replayed side: {}", b.refused);
-            return row;
-        }
-        (false, false) => {}
+        (true, true) => Some(format!(
+            "refused on both sides: recorded {}; replayed {}",
+            a.refused, b.refused
+        )),
+        (true, false) => Some(format!("refused on the recorded side: {}", a.refused)),
+        (false, true) => Some(format!("refused on the replayed side: {}", b.refused)),
+        (false, false) => None,
     }
+}
+
+/// The two-proportion test over answered questions decides the row.
+fn tested(row: &mut Comparison, (a, b): (&QualitySide, &QualitySide), opts: &Tolerance) {
     let p = two_proportion_p(a.right, a.answered, b.right, b.answered);
     row.p_value = Some(p);
     row.test = "two-proportion-z".into();
@@ -132,7 +136,7 @@ pub(super) fn quality_row(
     } else {
         ReplayVerdict::Reproduced
     };
-    let (x, y) = (recorded.unwrap_or(0.0), replayed.unwrap_or(0.0));
+    let (x, y) = (row.recorded.unwrap_or(0.0), row.replayed.unwrap_or(0.0));
     let only = if a.answered < a.total || b.answered < b.total {
         format!(
             "; over answered questions only ({} of {} recorded, {} of {} replayed)",
@@ -155,5 +159,4 @@ pub(super) fn quality_row(
             String::new()
         }
     );
-    row
 }

@@ -155,54 +155,72 @@ pub(super) fn server_view(r: &SpeedResult) -> ServerView {
 
 pub(super) fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut Vec<Finding>) {
     let (x, y) = (server_view(&a.value), server_view(&b.value));
-    let lines = "/server/start_lines";
-    let mut push =
-        |sev: Severity, what: &str, ra: String, rb: String, pa: &str, pb: &str, message: String| {
-            out.push(
-                Finding::new(SETUP_DIFFERS.id, sev, message)
-                    .file(&b.path)
-                    .pointer(pb)
-                    .data(json!({
-                        "what": what,
-                        "recorded": ra,
-                        "replayed": rb,
-                        "recorded_file": a.path,
-                        "recorded_pointer": pa,
-                    })),
-            );
-        };
-    if let (Some((wa, pa)), Some((wb, pb))) = (x.window, y.window) {
-        if wa != wb {
-            push(
-                Severity::Error,
-                "window",
-                wa.to_string(),
-                wb.to_string(),
-                pa,
-                pb,
-                format!(
-                    "the server's window was {wa} tokens when recorded ({} {pa}) but {wb} when replayed ({} {pb}); steps sized to the window are not the same steps",
-                    a.path, b.path
-                ),
-            );
-        }
+    let paths = (a.path.as_str(), b.path.as_str());
+    let all = [
+        window_differs(&x, &y, paths),
+        slots_differs(&x, &y, paths),
+        sampling_differs(&x, &y, paths),
+        version_differs(&x, &y, paths),
+    ];
+    for d in all.into_iter().flatten() {
+        out.push(
+            Finding::new(SETUP_DIFFERS.id, d.severity, d.message)
+                .file(&b.path)
+                .pointer(d.pointers.1)
+                .data(json!({
+                    "what": d.what,
+                    "recorded": d.values.0,
+                    "replayed": d.values.1,
+                    "recorded_file": a.path,
+                    "recorded_pointer": d.pointers.0,
+                })),
+        );
     }
-    if let (Some(sa), Some(sb)) = (x.slots, y.slots) {
-        if sa != sb {
-            push(
-                Severity::Error,
-                "slots",
-                sa.to_string(),
-                sb.to_string(),
-                lines,
-                lines,
-                format!(
-                    "the server served {sa} streams at once when recorded ({} {lines}) but {sb} when replayed ({} {lines}); concurrency levels queue differently",
-                    a.path, b.path
-                ),
-            );
-        }
-    }
+}
+
+const LINES: &str = "/server/start_lines";
+
+/// One way the two servers differ: how much it matters, what, the two values, where each side
+/// says it, and the sentence.
+pub(super) struct ServerDiffers {
+    severity: Severity,
+    what: &'static str,
+    values: (String, String),
+    pointers: (&'static str, &'static str),
+    message: String,
+}
+
+fn window_differs(x: &ServerView, y: &ServerView, (fa, fb): (&str, &str)) -> Option<ServerDiffers> {
+    let ((wa, pa), (wb, pb)) = (x.window?, y.window?);
+    (wa != wb).then(|| ServerDiffers {
+        severity: Severity::Error,
+        what: "window",
+        values: (wa.to_string(), wb.to_string()),
+        pointers: (pa, pb),
+        message: format!(
+            "the server's window was {wa} tokens when recorded ({fa} {pa}) but {wb} when replayed ({fb} {pb}); steps sized to the window are not the same steps"
+        ),
+    })
+}
+
+fn slots_differs(x: &ServerView, y: &ServerView, (fa, fb): (&str, &str)) -> Option<ServerDiffers> {
+    let (sa, sb) = (x.slots?, y.slots?);
+    (sa != sb).then(|| ServerDiffers {
+        severity: Severity::Error,
+        what: "slots",
+        values: (sa.to_string(), sb.to_string()),
+        pointers: (LINES, LINES),
+        message: format!(
+            "the server served {sa} streams at once when recorded ({fa} {LINES}) but {sb} when replayed ({fb} {LINES}); concurrency levels queue differently"
+        ),
+    })
+}
+
+fn sampling_differs(
+    x: &ServerView,
+    y: &ServerView,
+    (fa, fb): (&str, &str),
+) -> Option<ServerDiffers> {
     let diffs: Vec<String> = x
         .sampling
         .iter()
@@ -211,36 +229,31 @@ pub(super) fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut 
             (va != vb).then(|| format!("{k} {va} recorded, {vb} replayed"))
         })
         .collect();
-    if !diffs.is_empty() {
-        push(
-            Severity::Warning,
-            "sampling",
-            format!("{:?}", x.sampling),
-            format!("{:?}", y.sampling),
-            lines,
-            lines,
-            format!(
-                "the server's sampling defaults differ ({}; {} and {} {lines})",
-                diffs.join(", "),
-                a.path,
-                b.path
-            ),
-        );
-    }
-    if let (Some(va), Some(vb)) = (&x.version, &y.version) {
-        if va != vb {
-            push(
-                Severity::Warning,
-                "engine_version",
-                va.clone(),
-                vb.clone(),
-                lines,
-                lines,
-                format!(
-                    "the engine was version {va} when recorded ({} {lines}) but {vb} when replayed ({} {lines})",
-                    a.path, b.path
-                ),
-            );
-        }
-    }
+    (!diffs.is_empty()).then(|| ServerDiffers {
+        severity: Severity::Warning,
+        what: "sampling",
+        values: (format!("{:?}", x.sampling), format!("{:?}", y.sampling)),
+        pointers: (LINES, LINES),
+        message: format!(
+            "the server's sampling defaults differ ({}; {fa} and {fb} {LINES})",
+            diffs.join(", ")
+        ),
+    })
+}
+
+fn version_differs(
+    x: &ServerView,
+    y: &ServerView,
+    (fa, fb): (&str, &str),
+) -> Option<ServerDiffers> {
+    let (va, vb) = (x.version.as_ref()?, y.version.as_ref()?);
+    (va != vb).then(|| ServerDiffers {
+        severity: Severity::Warning,
+        what: "engine_version",
+        values: (va.clone(), vb.clone()),
+        pointers: (LINES, LINES),
+        message: format!(
+            "the engine was version {va} when recorded ({fa} {LINES}) but {vb} when replayed ({fb} {LINES})"
+        ),
+    })
 }

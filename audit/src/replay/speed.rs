@@ -253,24 +253,8 @@ impl<'a> SpeedSide<'a> {
             return Measured::Invalid(Invalid::new("no speed result", None));
         };
         let r = &l.value;
-        if let Some((part, depth)) = step.fit() {
-            let row = r.fits.iter().find(|f| {
-                f.part == part && depth.is_none_or(|d| f.depth == d) && (!f.fits || !f.sent)
-            });
-            if let Some(f) = row {
-                let reason = if f.fits {
-                    "step was not sent".to_string()
-                } else {
-                    format!("step does not fit the {}-token window", f.window)
-                };
-                return Measured::Invalid(Invalid::new(
-                    reason,
-                    Some(format!(
-                        "{} prompt + {} reply tokens",
-                        f.depth, f.max_tokens
-                    )),
-                ));
-            }
+        if let Some(why) = fit_invalid(r, step) {
+            return Measured::Invalid(why);
         }
         let reqs: Vec<&SpeedRequest> = counted(r, step.name())
             .filter(|q| step.matches(q))
@@ -282,45 +266,8 @@ impl<'a> SpeedSide<'a> {
                 None => Measured::Invalid(Invalid::new("no counted request", None)),
             };
         }
-        let answered: Vec<&SpeedRequest> = reqs.iter().copied().filter(|q| q.answered()).collect();
-        if answered.is_empty() {
-            return Measured::Invalid(Invalid::new(
-                "every counted request refused",
-                Some(refusals(&reqs)),
-            ));
-        }
-        let cached: Vec<u64> = reqs
-            .iter()
-            .filter_map(|q| q.cached_tokens.filter(|c| *c > 0))
-            .collect();
-        if !cached.is_empty() {
-            return Measured::Invalid(Invalid::new(
-                "counted runs served with cached prompt tokens",
-                Some(format!(
-                    "{} of {} requests, up to {} tokens cached",
-                    cached.len(),
-                    reqs.len(),
-                    cached.iter().max().copied().unwrap_or(0)
-                )),
-            ));
-        }
-        if let Step::Decode(_) = step {
-            let short: Vec<&&SpeedRequest> = answered
-                .iter()
-                .filter(|q| q.completion_tokens.is_some_and(|n| n < q.max_tokens))
-                .collect();
-            if let Some(q) = short.first() {
-                return Measured::Invalid(Invalid::new(
-                    "decode replies cut before their cap",
-                    Some(format!(
-                        "{} of {} counted replies shorter than their {} tokens, finish reason {}",
-                        short.len(),
-                        answered.len(),
-                        q.max_tokens,
-                        q.finish_reason.as_deref().unwrap_or("none")
-                    )),
-                ));
-            }
+        if let Some(why) = requests_invalid(&reqs, step) {
+            return Measured::Invalid(why);
         }
         let xs = self.samples.get(key).cloned().unwrap_or_default();
         if xs.is_empty() {
@@ -344,6 +291,70 @@ impl<'a> SpeedSide<'a> {
             None => runs,
         }
     }
+}
+
+/// A windowed step the tool marked as not fitting the window, or did not send.
+fn fit_invalid(r: &SpeedResult, step: &Step) -> Option<Invalid> {
+    let (part, depth) = step.fit()?;
+    let f = r
+        .fits
+        .iter()
+        .find(|f| f.part == part && depth.is_none_or(|d| f.depth == d) && (!f.fits || !f.sent))?;
+    let reason = if f.fits {
+        "step was not sent".to_string()
+    } else {
+        format!("step does not fit the {}-token window", f.window)
+    };
+    Some(Invalid::new(
+        reason,
+        Some(format!(
+            "{} prompt + {} reply tokens",
+            f.depth, f.max_tokens
+        )),
+    ))
+}
+
+/// Counted requests that make a step invalid: all refused, served with cached prompt tokens, or
+/// (decode) replies cut before their cap.
+fn requests_invalid(reqs: &[&SpeedRequest], step: &Step) -> Option<Invalid> {
+    let answered: Vec<&SpeedRequest> = reqs.iter().copied().filter(|q| q.answered()).collect();
+    if answered.is_empty() {
+        return Some(Invalid::new(
+            "every counted request refused",
+            Some(refusals(reqs)),
+        ));
+    }
+    let cached: Vec<u64> = reqs
+        .iter()
+        .filter_map(|q| q.cached_tokens.filter(|c| *c > 0))
+        .collect();
+    if !cached.is_empty() {
+        return Some(Invalid::new(
+            "counted runs served with cached prompt tokens",
+            Some(format!(
+                "{} of {} requests, up to {} tokens cached",
+                cached.len(),
+                reqs.len(),
+                cached.iter().max().copied().unwrap_or(0)
+            )),
+        ));
+    }
+    let Step::Decode(_) = step else { return None };
+    let short: Vec<&&SpeedRequest> = answered
+        .iter()
+        .filter(|q| q.completion_tokens.is_some_and(|n| n < q.max_tokens))
+        .collect();
+    let q = short.first()?;
+    Some(Invalid::new(
+        "decode replies cut before their cap",
+        Some(format!(
+            "{} of {} counted replies shorter than their {} tokens, finish reason {}",
+            short.len(),
+            answered.len(),
+            q.max_tokens,
+            q.finish_reason.as_deref().unwrap_or("none")
+        )),
+    ))
 }
 
 /// `HTTP <status>: <error>` of the requests that got no answer, distinct, joined.
