@@ -15,6 +15,7 @@
 //! the typed path about a tenth of that (see `benches/answers.py`). `tests/answers_fast_path.rs`
 //! checks that the fast path accepts nothing the schema rejects, field by field.
 
+use crate::digest::hex;
 use rigaudit_audit::records::{Answer, AnswerTally, AnswerView};
 use serde::Deserialize;
 use serde_json::Value;
@@ -207,9 +208,7 @@ fn work(chunk: &[u8], first_line: u64, v: &jsonschema::Validator, t: &mut Tallie
 /// Reads, hashes, validates and tallies a JSON Lines stream. Blank lines are skipped; an empty
 /// stream tallies nothing. A read error is reported as a problem at the line it stopped on.
 pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
+    let workers = crate::host::cores().clamp(1, 8);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(u64, Vec<u8>)>(workers * 2);
     let rx = std::sync::Mutex::new(rx);
     let mut hasher = Sha256::new();
@@ -231,52 +230,71 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
                 })
             })
             .collect();
-        // The reader: whole lines per chunk, the tail carried into the next.
-        let mut line_no: u64 = 1;
-        let mut carry: Vec<u8> = Vec::new();
-        loop {
-            let mut buf = std::mem::take(&mut carry);
-            let start = buf.len();
-            buf.resize(start + CHUNK, 0);
-            let got = match read_full(&mut r, &mut buf[start..]) {
-                Ok(n) => n,
-                Err(e) => {
-                    read_error = Some((line_no, e.to_string()));
-                    0
-                }
-            };
-            hasher.update(&buf[start..start + got]);
-            buf.truncate(start + got);
-            let eof = got == 0;
-            let cut = if eof {
-                buf.len()
-            } else {
-                memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
-            };
-            if cut == 0 && !eof {
-                // A line longer than a chunk: keep reading into it.
-                carry = buf;
-                continue;
-            }
-            carry = buf.split_off(cut);
-            if !buf.is_empty() {
-                let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
-                let first = line_no;
-                line_no += lines;
-                if tx.send((first, buf)).is_err() {
-                    break;
-                }
-            }
-            if eof {
-                break;
-            }
-        }
+        read_error = read_chunks(&mut r, &tx, &mut hasher);
         drop(tx);
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    let mut total = merge(parts, read_error);
+    total.sha256 = hex(&hasher.finalize());
+    total
+}
+
+/// The reader: whole lines per chunk (the tail carried into the next), each sent with the number
+/// of its first line and hashed on the way. Returns where reading failed and why, if it did.
+fn read_chunks(
+    r: &mut impl Read,
+    tx: &std::sync::mpsc::SyncSender<(u64, Vec<u8>)>,
+    hasher: &mut Sha256,
+) -> Option<(u64, String)> {
+    let mut read_error = None;
+    let mut line_no: u64 = 1;
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut buf = std::mem::take(&mut carry);
+        let start = buf.len();
+        buf.resize(start + CHUNK, 0);
+        let got = match read_full(r, &mut buf[start..]) {
+            Ok(n) => n,
+            Err(e) => {
+                read_error = Some((line_no, e.to_string()));
+                0
+            }
+        };
+        hasher.update(&buf[start..start + got]);
+        buf.truncate(start + got);
+        let eof = got == 0;
+        let cut = if eof {
+            buf.len()
+        } else {
+            memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
+        };
+        if cut == 0 && !eof {
+            // A line longer than a chunk: keep reading into it.
+            carry = buf;
+            continue;
+        }
+        carry = buf.split_off(cut);
+        if !buf.is_empty() {
+            let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
+            let first = line_no;
+            line_no += lines;
+            if tx.send((first, buf)).is_err() {
+                break;
+            }
+        }
+        if eof {
+            break;
+        }
+    }
+    read_error
+}
+
+/// The workers' tallies as one, the problems in line order (the first [`KEEP`]), a read error
+/// among them.
+fn merge(parts: Vec<Tallied>, read_error: Option<(u64, String)>) -> Tallied {
     let mut total = Tallied::default();
     let mut problems: Vec<(u64, Problem)> = Vec::new();
     for p in parts {
@@ -307,11 +325,6 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
     problems.sort_by_key(|(n, _)| *n);
     total.problems = problems.into_iter().map(|(_, p)| p).take(KEEP).collect();
     total.tally.finish();
-    total.sha256 = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     total
 }
 

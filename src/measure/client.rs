@@ -121,19 +121,22 @@ impl Client {
         };
         t.status = resp.status().as_u16();
         if !resp.status().is_success() {
-            let text = resp.text().unwrap_or_default();
-            let msg = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/error/message")
-                        .and_then(|m| m.as_str())
-                        .map(String::from)
-                })
-                .unwrap_or(text);
-            t.error = Some(msg);
+            t.error = Some(error_message(resp));
             t.end_s = Some(self.now());
             return t;
         }
+        let chunks = self.read_events(resp, &mut t);
+        t.end_s = Some(self.now());
+        if t.completion_tokens.is_none() && chunks > 0 {
+            t.completion_tokens = Some(chunks);
+            t.completion_source = "chunks";
+        }
+        t
+    }
+
+    /// Reads the server-sent events of a reply into `t` until `[DONE]`, the end or an error;
+    /// returns the number of chunks that carried text.
+    fn read_events(&self, resp: reqwest::blocking::Response, t: &mut Timed) -> u64 {
         let mut chunks = 0u64;
         let mut reader = BufReader::new(resp);
         let mut line = String::new();
@@ -170,47 +173,63 @@ impl Client {
                 );
                 break;
             }
-            let choice = v.pointer("/choices/0");
-            let piece = choice
-                .and_then(|c| c.pointer("/delta/content").or_else(|| c.get("text")))
-                .and_then(|x| x.as_str())
-                .unwrap_or("");
-            if !piece.is_empty() {
-                if t.first_token_s.is_none() {
-                    t.first_token_s = Some(self.now());
-                }
+            if self.take_chunk(&v, t) {
                 chunks += 1;
-                t.text.push_str(piece);
-            }
-            if let Some(f) = choice
-                .and_then(|c| c.get("finish_reason"))
-                .and_then(|f| f.as_str())
-            {
-                t.finish_reason = Some(f.to_string());
-            }
-            if let Some(tm) = v.get("timings").filter(|u| u.is_object()) {
-                t.server_timings = Some(rigaudit_audit::records::speed::ServerTimings {
-                    predicted_n: tm.get("predicted_n").and_then(Value::as_u64),
-                    predicted_ms: tm.get("predicted_ms").and_then(Value::as_f64),
-                    prompt_n: tm.get("prompt_n").and_then(Value::as_u64),
-                    prompt_ms: tm.get("prompt_ms").and_then(Value::as_f64),
-                });
-            }
-            if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-                t.prompt_tokens = u.get("prompt_tokens").and_then(|x| x.as_u64());
-                t.completion_tokens = u.get("completion_tokens").and_then(|x| x.as_u64());
-                t.cached_tokens = u
-                    .pointer("/prompt_tokens_details/cached_tokens")
-                    .and_then(|x| x.as_u64())
-                    .or(Some(0));
-                t.completion_source = "usage";
             }
         }
-        t.end_s = Some(self.now());
-        if t.completion_tokens.is_none() && chunks > 0 {
-            t.completion_tokens = Some(chunks);
-            t.completion_source = "chunks";
-        }
-        t
+        chunks
     }
+
+    /// One chunk's text, finish reason, server timings and usage into `t`; whether it carried
+    /// text.
+    fn take_chunk(&self, v: &Value, t: &mut Timed) -> bool {
+        let choice = v.pointer("/choices/0");
+        let piece = choice
+            .and_then(|c| c.pointer("/delta/content").or_else(|| c.get("text")))
+            .and_then(|x| x.as_str())
+            .unwrap_or("");
+        if !piece.is_empty() {
+            if t.first_token_s.is_none() {
+                t.first_token_s = Some(self.now());
+            }
+            t.text.push_str(piece);
+        }
+        if let Some(f) = choice
+            .and_then(|c| c.get("finish_reason"))
+            .and_then(|f| f.as_str())
+        {
+            t.finish_reason = Some(f.to_string());
+        }
+        if let Some(tm) = v.get("timings").filter(|u| u.is_object()) {
+            t.server_timings = Some(rigaudit_audit::records::speed::ServerTimings {
+                predicted_n: tm.get("predicted_n").and_then(Value::as_u64),
+                predicted_ms: tm.get("predicted_ms").and_then(Value::as_f64),
+                prompt_n: tm.get("prompt_n").and_then(Value::as_u64),
+                prompt_ms: tm.get("prompt_ms").and_then(Value::as_f64),
+            });
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            t.prompt_tokens = u.get("prompt_tokens").and_then(|x| x.as_u64());
+            t.completion_tokens = u.get("completion_tokens").and_then(|x| x.as_u64());
+            t.cached_tokens = u
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(|x| x.as_u64())
+                .or(Some(0));
+            t.completion_source = "usage";
+        }
+        !piece.is_empty()
+    }
+}
+
+/// The message of an error reply: its JSON `error.message`, else its text.
+fn error_message(resp: reqwest::blocking::Response) -> String {
+    let text = resp.text().unwrap_or_default();
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(|m| m.as_str())
+                .map(String::from)
+        })
+        .unwrap_or(text)
 }

@@ -23,7 +23,8 @@ fn num(x: Option<f64>) -> String {
     }
 }
 
-/// Renders a report.
+/// Renders a report: the verdict line, the findings grouped by severity and check, the
+/// recomputed values, the comparison rows.
 pub fn render(r: &Report, color: bool) -> String {
     let mut o = String::new();
     let verdict = match r.verdict {
@@ -42,87 +43,104 @@ pub fn render(r: &Report, color: bool) -> String {
         r.checks_run.len()
     );
     for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        let mut checks: Vec<&str> = r
+        findings(&mut o, r, sev, color);
+    }
+    recomputed(&mut o, r);
+    comparisons(&mut o, r);
+    o
+}
+
+/// The findings of one severity, grouped by check in the order first found.
+fn findings(o: &mut String, r: &Report, sev: Severity, color: bool) {
+    let mut checks: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == sev)
+        .map(|f| f.check.as_str())
+        .collect();
+    checks.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    checks.retain(|c| seen.insert(*c));
+    if checks.is_empty() {
+        return;
+    }
+    let (label, code) = match sev {
+        Severity::Error => ("errors", "31"),
+        Severity::Warning => ("warnings", "33"),
+        Severity::Info => ("notes", "36"),
+    };
+    let _ = writeln!(o, "\n{}", paint(label, code, color));
+    for c in checks {
+        let _ = writeln!(o, "  {}", paint(c, "1", color));
+        for f in r
             .findings
             .iter()
-            .filter(|f| f.severity == sev)
-            .map(|f| f.check.as_str())
-            .collect();
-        checks.dedup();
-        let mut seen = std::collections::BTreeSet::new();
-        checks.retain(|c| seen.insert(*c));
-        if checks.is_empty() {
-            continue;
-        }
-        let (label, code) = match sev {
-            Severity::Error => ("errors", "31"),
-            Severity::Warning => ("warnings", "33"),
-            Severity::Info => ("notes", "36"),
-        };
-        let _ = writeln!(o, "\n{}", paint(label, code, color));
-        for c in checks {
-            let _ = writeln!(o, "  {}", paint(c, "1", color));
-            for f in r
-                .findings
-                .iter()
-                .filter(|f| f.severity == sev && f.check == c)
-            {
-                let place = match (&f.file, &f.pointer) {
-                    (Some(file), Some(p)) => format!("{file} {p}: "),
-                    (Some(file), None) => format!("{file}: "),
-                    _ => String::new(),
-                };
-                let _ = writeln!(o, "    - {place}{}", f.message);
-            }
+            .filter(|f| f.severity == sev && f.check == c)
+        {
+            let place = match (&f.file, &f.pointer) {
+                (Some(file), Some(p)) => format!("{file} {p}: "),
+                (Some(file), None) => format!("{file}: "),
+                _ => String::new(),
+            };
+            let _ = writeln!(o, "    - {place}{}", f.message);
         }
     }
-    if !r.recomputed.is_empty() {
-        let _ = writeln!(o, "\nrecomputed from the raw records (value / file / page)");
-        for v in &r.recomputed {
-            let _ = writeln!(
-                o,
-                "  {:<28} {:>12}   {:>10}   {:>10}",
-                v.key,
-                num(v.value),
-                v.file.map_or("-".into(), |x| x.to_string()),
-                v.page.clone().unwrap_or_else(|| "-".into())
-            );
-        }
+}
+
+/// The values recomputed from the raw records.
+fn recomputed(o: &mut String, r: &Report) {
+    if r.recomputed.is_empty() {
+        return;
     }
-    if !r.comparisons.is_empty() {
+    let _ = writeln!(o, "\nrecomputed from the raw records (value / file / page)");
+    for v in &r.recomputed {
         let _ = writeln!(
             o,
-            "\nrecorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+            "  {:<28} {:>12}   {:>10}   {:>10}",
+            v.key,
+            num(v.value),
+            v.file.map_or("-".into(), |x| x.to_string()),
+            v.page.clone().unwrap_or_else(|| "-".into())
         );
-        if let Some(s) = &r.replay_summary {
-            let _ = writeln!(o, "  {}", s.line());
-        }
-        for c in &r.comparisons {
-            let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));
-            let p = c.p_value.map_or("-".into(), |p| {
-                if p < 0.001 {
-                    "<0.001".into()
-                } else {
-                    format!("{p:.3}")
-                }
-            });
-            let verdict = format!(
-                "{}{}",
-                c.verdict.name(),
-                if c.informational { " (info)" } else { "" }
-            );
-            let _ = writeln!(
-                o,
-                "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
-                c.key,
-                num(c.recorded),
-                num(c.replayed),
-                change,
-                p,
-                verdict,
-                c.why
-            );
-        }
     }
-    o
+}
+
+/// The recorded figures beside the replayed ones.
+fn comparisons(o: &mut String, r: &Report) {
+    if r.comparisons.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nrecorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+    );
+    if let Some(s) = &r.replay_summary {
+        let _ = writeln!(o, "  {}", s.line());
+    }
+    for c in &r.comparisons {
+        let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));
+        let p = c.p_value.map_or("-".into(), |p| {
+            if p < 0.001 {
+                "<0.001".into()
+            } else {
+                format!("{p:.3}")
+            }
+        });
+        let verdict = format!(
+            "{}{}",
+            c.verdict.name(),
+            if c.informational { " (info)" } else { "" }
+        );
+        let _ = writeln!(
+            o,
+            "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
+            c.key,
+            num(c.recorded),
+            num(c.replayed),
+            change,
+            p,
+            verdict,
+            c.why
+        );
+    }
 }

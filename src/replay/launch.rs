@@ -333,63 +333,78 @@ fn reader(
 /// Starts every rank, then waits until `ready.url` answers HTTP 200. On any error every started
 /// rank is stopped before this returns.
 pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Running, LaunchError> {
-    let logs_err = |path: &Path, e: std::io::Error| LaunchError::Logs {
-        path: path.to_path_buf(),
-        error: e.to_string(),
-    };
     std::fs::create_dir_all(logs_dir).map_err(|e| logs_err(logs_dir, e))?;
     let mut running = Running {
         procs: Vec::new(),
         notes: install_handler().into_iter().collect(),
     };
     for l in launches {
-        let path = logs_dir.join(format!("rank{}.log", l.rank));
-        let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
-        let log = Arc::new(Mutex::new(log));
-        let mut cmd = Command::new(&l.program);
-        cmd.args(&l.args)
-            .envs(&l.env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        // Hold the registry from before the spawn until the group is in it, so a signal in
-        // between still finds it.
-        let mut live = lock(&LIVE);
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                drop(live);
-                // `running` stops the ranks started so far when it goes out of scope.
-                return Err(LaunchError::Spawn {
-                    rank: l.rank,
-                    program: l.program.clone(),
-                    error: e.to_string(),
-                });
-            }
-        };
-        let pgid = child.id() as libc::pid_t;
-        live.insert(pgid);
-        drop(live);
-        let captured = Arc::new(Mutex::new(Captured::default()));
-        let mut readers = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            readers.push(reader(out, log.clone(), captured.clone()));
-        }
-        if let Some(err) = child.stderr.take() {
-            readers.push(reader(err, log, captured.clone()));
-        }
-        running.procs.push(Proc {
-            rank: l.rank,
-            child,
-            pgid,
-            captured,
-            readers,
-            status: None,
-            done: false,
-        });
+        // `running` stops the ranks started so far when it goes out of scope.
+        let p = spawn(l, logs_dir)?;
+        running.procs.push(p);
     }
+    wait_ready(running, ready)
+}
 
+fn logs_err(path: &Path, e: std::io::Error) -> LaunchError {
+    LaunchError::Logs {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    }
+}
+
+/// Starts one rank in a process group of its own, its output copied to its log and kept for
+/// errors.
+fn spawn(l: &Launch, logs_dir: &Path) -> Result<Proc, LaunchError> {
+    let path = logs_dir.join(format!("rank{}.log", l.rank));
+    let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
+    let log = Arc::new(Mutex::new(log));
+    let mut cmd = Command::new(&l.program);
+    cmd.args(&l.args)
+        .envs(&l.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // Hold the registry from before the spawn until the group is in it, so a signal in
+    // between still finds it.
+    let mut live = lock(&LIVE);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            drop(live);
+            return Err(LaunchError::Spawn {
+                rank: l.rank,
+                program: l.program.clone(),
+                error: e.to_string(),
+            });
+        }
+    };
+    let pgid = child.id() as libc::pid_t;
+    live.insert(pgid);
+    drop(live);
+    let captured = Arc::new(Mutex::new(Captured::default()));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(reader(out, log.clone(), captured.clone()));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(reader(err, log, captured.clone()));
+    }
+    Ok(Proc {
+        rank: l.rank,
+        child,
+        pgid,
+        captured,
+        readers,
+        status: None,
+        done: false,
+    })
+}
+
+/// Waits until the server answers `ready.url` with 200; a rank that exits first, or the timeout,
+/// stops every rank and is an error with the ranks' last output.
+fn wait_ready(mut running: Running, ready: &Ready) -> Result<Running, LaunchError> {
     let http = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(1))
         .no_proxy()
