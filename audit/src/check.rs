@@ -8,9 +8,13 @@
 //! check returns [`Ran`]: `Some(())` when it had what it needs and ran, `None` (usually through
 //! `?`) when it did not; the runner records the id of each check that ran.
 //!
-//! A row's `run` is generic: bundle checks read a [`crate::Bundle`], a quality check one test of
-//! it, rehash checks a card and what was measured, replay checks the two bundles. The catalogue
-//! (`rigaudit checks`, the SARIF rules) reads the rows as [`About`].
+//! A row's `run` is generic: bundle checks read a [`crate::Bundle`], a schema check one file's
+//! facts, a quality check one test. Rehash and replay keep their own inputs: a rehash row's
+//! function reads the card and what was measured and reports about one artifact, also through
+//! the emitters of rows it concerns ([`Findings::emitter`]); replay rows name the part of the
+//! replay that reports them. Functions there that return findings (`digest_finding`,
+//! `failed_steps`, `compare`) build them with their row's `id`. The catalogue (`rigaudit checks`,
+//! the SARIF rules) reads every row as [`About`].
 //!
 //! # Migration only
 //!

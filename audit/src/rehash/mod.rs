@@ -369,17 +369,16 @@ pub fn findings(card: &Card, m: &Measured) -> Findings {
             found.ran(id);
         }
     } else {
-        found.findings.push(
-            Finding::new(
-                NOT_FOUND.id,
-                Severity::Error,
-                format!(
-                    "no artifact the card records was found ({}), so nothing but the bundle's own files was checked",
-                    if m.searched.is_empty() { "give --root DIR or --file NAME=PATH".to_string() } else { m.searched.join(", ") }
-                ),
-            )
-            .file(&m.card_file),
-        );
+        let searched = if m.searched.is_empty() {
+            "give --root DIR or --file NAME=PATH".to_string()
+        } else {
+            m.searched.join(", ")
+        };
+        found.emitter(&NOT_FOUND)
+            .finding(format!(
+                "no artifact the card records was found ({searched}), so nothing but the bundle's own files was checked"
+            ))
+            .file(&m.card_file);
     }
     found
 }
@@ -393,18 +392,12 @@ fn searched(m: &Measured) -> String {
 }
 
 fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut Findings) {
-    out.findings.push(
-        Finding::new(
-            NOT_FOUND.id,
-            Severity::Warning,
-            format!(
-                "{what} was not found ({}), so {tail} went unchecked",
-                searched(m)
-            ),
-        )
-        .file(&m.card_file)
-        .pointer(pointer),
-    );
+    out.emitter(&NOT_FOUND)
+        .warning(format!(
+            "{what} was not found ({}), so {tail} went unchecked",
+            searched(m)
+        ))
+        .at(&m.card_file, pointer);
 }
 
 #[cfg(test)]

@@ -126,15 +126,12 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
     let h = &seen.file;
     if let Err(e) = &h.sha256 {
         out.mark_ran(&NCCL_DIGEST);
-        out.findings.push(
-            Finding::new(
-                NCCL_DIGEST.id,
-                Severity::Error,
-                format!("NCCL library {}: cannot be read: {e}", h.at.describe()),
-            )
-            .file(file)
-            .pointer("/nccl"),
-        );
+        out.emitter(&NCCL_DIGEST)
+            .finding(format!(
+                "NCCL library {}: cannot be read: {e}",
+                h.at.describe()
+            ))
+            .at(file, "/nccl");
         return;
     }
     // The record of this file's box, or, for a file on no known box, every record.
@@ -154,19 +151,13 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
             }
             _ => "the card records no NCCL digest".to_string(),
         };
-        out.findings.push(
-            Finding::new(
-                NCCL_DIGEST.id,
-                Severity::Warning,
-                format!(
-                    "NCCL library {}: sha256 {} not compared: {why}",
-                    h.at.describe(),
-                    h.sha256.as_deref().unwrap_or("")
-                ),
-            )
-            .file(file)
-            .pointer("/nccl/per_box"),
-        );
+        out.emitter(&NCCL_DIGEST)
+            .warning(format!(
+                "NCCL library {}: sha256 {} not compared: {why}",
+                h.at.describe(),
+                h.sha256.as_deref().unwrap_or("")
+            ))
+            .at(file, "/nccl/per_box");
         return;
     }
     out.mark_ran(&NCCL_DIGEST);
