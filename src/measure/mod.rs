@@ -21,7 +21,7 @@ pub mod quality;
 pub mod run;
 pub mod write;
 
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use client::Client;
 use rigaudit_audit::records::speed::{LoadGuardRule, SpeedContract};
 use rigaudit_audit::startline;
@@ -133,7 +133,7 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
     let tokenizer = match &args.tokenizer {
         Some(t) => Some(
             tokenizers::Tokenizer::from_file(t)
-                .map_err(|e| fatal(format!("{}: not a tokenizer.json: {e}", t.display())))?,
+                .at(format_args!("{}: not a tokenizer.json", t.display()))?,
         ),
         None => None,
     };
@@ -143,7 +143,7 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
     };
     let start_lines = match &args.start_log {
         Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| fatal(format!("{}: {e}", p.display())))?
+            .at(p.display())?
             .lines()
             .map(String::from)
             .collect(),
@@ -179,8 +179,7 @@ pub struct Measured {
 }
 
 fn read_json(path: &Path) -> Result<Value, Fatal> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| fatal(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).at(path.display())?;
     serde_json::from_str(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: {e}",
@@ -214,13 +213,12 @@ fn checked<T: serde::de::DeserializeOwned>(
             list.join("; ")
         )));
     }
-    serde_json::from_value(v).map_err(|e| fatal(format!("{}: {e}", path.display())))
+    serde_json::from_value(v).at(path.display())
 }
 
 /// Reads and schema-checks a speed contract; returns it with its text.
 pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| fatal(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).at(path.display())?;
     let c = checked(
         path,
         rigaudit_audit::records::FileKind::SpeedContract,
@@ -231,8 +229,7 @@ pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal
 
 /// Reads a quality contract and its questions.
 pub fn read_quality(contract: &Path, questions: &Path) -> Result<quality::QualityPlan, Fatal> {
-    let text = std::fs::read_to_string(contract)
-        .map_err(|e| fatal(format!("{}: {e}", contract.display())))?;
+    let text = std::fs::read_to_string(contract).at(contract.display())?;
     let c = checked(
         contract,
         rigaudit_audit::records::FileKind::QualityContract,
@@ -309,12 +306,9 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     let c = &p.contract;
     let client = Client::new(&p.base_url, Duration::from_secs(p.timeout)).map_err(fatal)?;
     let started = chrono::Utc::now();
-    let models = client
-        .models()
-        .map_err(|e| fatal(format!("the server does not answer /models: {e}")))?;
+    let models = client.models().at("the server does not answer /models")?;
     let window = startline::models_window(&models).unwrap_or(c.server.window);
-    std::fs::create_dir_all(p.out.join("speed"))
-        .map_err(|e| fatal(format!("{}: {e}", p.out.display())))?;
+    std::fs::create_dir_all(p.out.join("speed")).at(p.out.display())?;
     let questions: u64 = p.quality.iter().map(|q| q.questions.len() as u64).sum();
     let bar = progress_bar(p.progress, run::planned_requests(c, window) + questions);
     let mut r = Run::new(c, client, bar.clone());

@@ -6,7 +6,7 @@
 use super::run::{AskedTest, Run};
 use super::{quality, Plan};
 use crate::digest::hex;
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use crate::output::write_atomic;
 use rigaudit_audit::records::speed::{ServerSeen, SpeedResult};
 use rigaudit_audit::startline;
@@ -189,7 +189,7 @@ fn write_files(out: &std::path::Path, files: &[BundleFile]) -> Result<Vec<Value>
     for f in files {
         let to = out.join(&f.path);
         if let Some(d) = to.parent() {
-            std::fs::create_dir_all(d).map_err(|e| fatal(format!("{}: {e}", d.display())))?;
+            std::fs::create_dir_all(d).at(d.display())?;
         }
         write_atomic(&to, f.text.as_bytes())?;
         let sha256 = hex(&sha2::Sha256::digest(f.text.as_bytes()));

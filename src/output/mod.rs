@@ -4,7 +4,7 @@ pub mod json;
 pub mod sarif;
 pub mod text;
 
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use std::io::Write;
 use std::path::Path;
 
@@ -62,10 +62,10 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), Fatal> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| fatal(format!("{}: cannot write: {e}", path.display())))?;
+        .at(format_args!("{}: cannot write", path.display()))?;
     tmp.write_all(content)
         .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| fatal(format!("{}: cannot write: {e}", path.display())))?;
+        .at(format_args!("{}: cannot write", path.display()))?;
     tmp.persist(path)
         .map_err(|e| fatal(format!("{}: cannot write: {}", path.display(), e.error)))?;
     Ok(())

@@ -10,7 +10,7 @@ pub mod hash;
 pub mod nccl;
 
 use crate::bundle;
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use crate::schemas;
 use archive::Kind;
 use discover::{FoundFile, Root};
@@ -159,8 +159,7 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         })?;
     safe_path(&entry.path).map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
     let path = o.root.join(&entry.path);
-    let text = std::fs::read(&path)
-        .map_err(|e| fatal(format!("{}: cannot read the card: {e}", path.display())))?;
+    let text = std::fs::read(&path).at(format_args!("{}: cannot read the card", path.display()))?;
     let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -181,7 +180,7 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         }
     }
     let card: Card = serde_json::from_value(value)
-        .map_err(|e| fatal(format!("{}: the card cannot be read: {e}", entry.path)))?;
+        .at(format_args!("{}: the card cannot be read", entry.path))?;
     // The start lines are in the speed result; a missing or broken one only means no comparison.
     let start = o
         .manifest
@@ -549,9 +548,9 @@ fn compare_jobs(args: &Args, plan: &mut Plan) -> Result<(), Fatal> {
     let Some(c) = &args.compare else {
         return Ok(());
     };
-    let md = std::fs::metadata(c).map_err(|e| fatal(format!("--compare {}: {e}", c.display())))?;
+    let md = std::fs::metadata(c).at(format_args!("--compare {}", c.display()))?;
     if !md.is_dir() {
-        let manifest = read_manifest_file(c).map_err(|e| fatal(format!("--compare: {e}")))?;
+        let manifest = read_manifest_file(c).at("--compare")?;
         plan.reference = Some(manifest);
         return Ok(());
     }

@@ -15,7 +15,7 @@ pub mod command;
 pub mod launch;
 
 use crate::bundle;
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
 use rigaudit_audit::replay::{self, Compared, Tolerance};
@@ -144,11 +144,10 @@ impl Session<'_> {
 }
 
 fn free_port() -> Result<u16, Fatal> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| fatal(format!("cannot find a free loopback port: {e}")))?;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").at("cannot find a free loopback port")?;
     l.local_addr()
         .map(|a| a.port())
-        .map_err(|e| fatal(format!("cannot find a free loopback port: {e}")))
+        .at("cannot find a free loopback port")
 }
 
 fn is_model_placeholder(name: &str) -> bool {
@@ -346,7 +345,7 @@ fn out_dir(a: &Args, opened: &bundle::Opened) -> Result<PathBuf, Fatal> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("replay-{}", opened.manifest.id)));
-    std::fs::create_dir_all(&out).map_err(|e| fatal(format!("{}: {e}", out.display())))?;
+    std::fs::create_dir_all(&out).at(out.display())?;
     Ok(out.canonicalize().unwrap_or(out))
 }
 
@@ -400,10 +399,8 @@ fn plan(
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let text = std::fs::read_to_string(&card_path)
-        .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
-    let card =
-        serde_json::from_str(&text).map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
+    let text = std::fs::read_to_string(&card_path).at(card_path.display())?;
+    let card = serde_json::from_str(&text).at(card_path.display())?;
     Ok(Inputs {
         contract,
         contract_text,
