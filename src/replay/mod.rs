@@ -18,6 +18,7 @@ use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
+use rigaudit_audit::records::FileKind;
 use rigaudit_audit::replay::{self, Compared, Tolerance};
 use rigaudit_audit::{Findings, Severity};
 use std::collections::BTreeMap;
@@ -162,11 +163,12 @@ fn flag_value(argv: &[String], flag: &str) -> Option<String> {
     rigaudit_audit::setup::flag(argv, &[flag]).map(String::from)
 }
 
-fn raw_file(o: &bundle::Opened, kind: &str, test: Option<&str>) -> Option<PathBuf> {
+/// The path of the bundle's raw file of a kind (and test).
+fn raw_file(o: &bundle::Opened, kind: FileKind, test: Option<&str>) -> Option<PathBuf> {
     o.manifest
         .files
         .iter()
-        .find(|f| f.kind.name() == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
+        .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
         .map(|f| o.root.join(&f.path))
 }
 
@@ -368,8 +370,8 @@ fn plan(
     model_file: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Result<Inputs, Fatal> {
-    let card_path = raw_file(opened, "card", None).ok_or_else(|| fatal("no card file"))?;
-    let contract_path = raw_file(opened, "speed-contract", None).ok_or_else(|| {
+    let card_path = raw_file(opened, FileKind::Card, None).ok_or_else(|| fatal("no card file"))?;
+    let contract_path = raw_file(opened, FileKind::SpeedContract, None).ok_or_else(|| {
         fatal(format!(
             "{}: the bundle has no speed contract to measure with",
             path.display()
@@ -379,8 +381,8 @@ fn plan(
     let mut quality = Vec::new();
     for t in &recorded.quality {
         let (Some(c), Some(q)) = (
-            raw_file(opened, "quality-contract", Some(&t.test)),
-            raw_file(opened, "quality-answers", Some(&t.test)),
+            raw_file(opened, FileKind::QualityContract, Some(&t.test)),
+            raw_file(opened, FileKind::QualityAnswers, Some(&t.test)),
         ) else {
             notes.push(format!(
                 "quality {}: no contract and answers file to re-ask; not replayed",
