@@ -2,6 +2,11 @@
 //!
 //! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2 when the tool could not
 //! do its job (bad arguments, unreadable bundle, nothing checked).
+//!
+//! [`main`] parses the arguments and hands them to [`run`], which dispatches each command and
+//! returns its exit code or the [`Fatal`] error that stopped it; `main` is the one place such an
+//! error is printed. Each reporting command builds its one report with `Report::new` from the
+//! `Findings` its stages return (`verify.rs`, `rehash/`, `replay/`, `audit.rs`).
 
 mod answers;
 mod audit;

@@ -2,7 +2,8 @@
 //! package, the binary inside it, the NCCL library of every box, checkpoint folders, the bundle's
 //! own raw files), asks each NCCL library for its version, and compares everything with the card.
 //!
-//! This module does the I/O; the rules live in [`rigaudit_audit::rehash`].
+//! This module does the I/O, as a pipeline of named stages ([`stage`]): plan jobs -> hash ->
+//! collate -> ask NCCL -> write manifest -> check; the rules live in [`rigaudit_audit::rehash`].
 
 pub mod archive;
 pub mod discover;

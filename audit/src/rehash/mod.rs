@@ -5,6 +5,13 @@
 //! version; it hands what it measured to [`check`] as a [`Measured`]. Everything here is pure: no
 //! file is read and no library is loaded.
 //!
+//! The rows are [`CHECKS`]; [`check`] runs their functions in table order, one per artifact:
+//! `artifact` (the engine package and its binary, one check of two artifacts), `nccl`,
+//! `checkpoint`, `bundle_files`, and the files named with `--file` that cannot be opened. Rows
+//! without a function of their own (`rehash.boxes-differ`, `rehash.nccl-version`,
+//! `rehash.checkpoint-shards`, `rehash.revision-file`) are reported through their emitters by the
+//! function of the artifact they concern.
+//!
 //! A recorded digest may be full (64 hex digits) or the prefix a page shows (at least 8); a prefix
 //! match is always reported as "matches the N published digits", never as a full match.
 
