@@ -5,6 +5,7 @@
 
 mod answers;
 mod bundle;
+mod diff;
 mod fatal;
 mod fetch;
 mod host;
@@ -106,6 +107,14 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Compare two bundles of one setup: the setup differences first, then every figure with the
+    /// statistics replay uses (exit 1 when the setup differs in what matters or a figure moved).
+    Diff {
+        #[command(flatten)]
+        args: diff::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
     /// Measure a running OpenAI-compatible server with a speed contract; writes a bundle.
     Measure(measure::Args),
     /// Hash what the card records (engine package, the binary inside it, NCCL per box, checkpoint
@@ -175,6 +184,13 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Verify { bundle, out } => match verify::run(&bundle, out.fail_on.severity()) {
+            Ok(r) => emit(&r, &out),
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Diff { args, out } => match diff::run(&args, out.fail_on.severity()) {
             Ok(r) => emit(&r, &out),
             Err(e) => {
                 eprintln!("rigaudit: {e}");

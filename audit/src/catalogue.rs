@@ -28,6 +28,7 @@ pub fn all() -> Vec<&'static Check> {
         crate::claims::CHECKS,
         crate::rehash::CHECKS,
         crate::replay::CHECKS,
+        crate::diff::CHECKS,
     ] {
         v.extend(list.iter());
     }

@@ -129,6 +129,9 @@ pub struct Report {
     /// A recorded bundle's figures beside its replay's (`replay` only; absent when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparisons: Vec<Comparison>,
+    /// The setup differences of two bundles (`diff` only; absent when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_changes: Vec<crate::diff::SetupChange>,
     /// The comparison rows counted by verdict (`replay` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_summary: Option<ReplaySummary>,
@@ -266,6 +269,7 @@ impl Report {
             recomputed,
             findings,
             comparisons: Vec::new(),
+            setup_changes: Vec::new(),
             replay_summary: None,
         }
     }

@@ -62,6 +62,19 @@ pub fn render(r: &Report, color: bool) -> String {
         let _ = writeln!(o, "\n{}", paint(label, code, color));
         for c in checks {
             let _ = writeln!(o, "  {}", paint(c, "1", color));
+            let listed_below = r.command == "diff" && c == "diff.setup-differs";
+            if listed_below {
+                let n = r
+                    .findings
+                    .iter()
+                    .filter(|f| f.severity == sev && f.check == c)
+                    .count();
+                let _ = writeln!(
+                    o,
+                    "    - {n} setup difference(s), listed under \"setup differences\""
+                );
+                continue;
+            }
             for f in r
                 .findings
                 .iter()
@@ -89,11 +102,31 @@ pub fn render(r: &Report, color: bool) -> String {
             );
         }
     }
-    if !r.comparisons.is_empty() {
+    if !r.setup_changes.is_empty() {
         let _ = writeln!(
             o,
-            "\nrecorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+            "\nsetup differences (what: A / B; where A and B record it)"
         );
+        for c in &r.setup_changes {
+            let _ = writeln!(
+                o,
+                "  [{}] {}: {} / {}   ({}; {})",
+                c.subject.name(),
+                c.what,
+                c.a,
+                c.b,
+                c.where_a,
+                c.where_b
+            );
+        }
+    }
+    if !r.comparisons.is_empty() {
+        let header = if r.command == "diff" {
+            "A beside B (key / A / B / change % / p / verdict / why)"
+        } else {
+            "recorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+        };
+        let _ = writeln!(o, "\n{header}");
         if let Some(s) = &r.replay_summary {
             let _ = writeln!(o, "  {}", s.line());
         }
@@ -106,11 +139,13 @@ pub fn render(r: &Report, color: bool) -> String {
                     format!("{p:.3}")
                 }
             });
-            let verdict = format!(
-                "{}{}",
-                c.verdict.name(),
-                if c.informational { " (info)" } else { "" }
-            );
+            // A diff has no "recorded" side: its rows are the same or moved.
+            let name = match (r.command.as_str(), c.verdict.name()) {
+                ("diff", "reproduced") => "same",
+                ("diff", "drifted") => "moved",
+                (_, v) => v,
+            };
+            let verdict = format!("{name}{}", if c.informational { " (info)" } else { "" });
             let _ = writeln!(
                 o,
                 "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
