@@ -35,6 +35,9 @@ pub struct ReadBundle {
     pub findings: Vec<Finding>,
     /// `schema.*` checks that ran.
     pub checks_run: BTreeSet<&'static str>,
+    /// Every raw file whose sha256 matched the manifest's in full: path and digest (the subject of
+    /// an attestation).
+    pub verified: Vec<rigaudit_audit::report::Artifact>,
 }
 
 /// Opens a bundle folder or packed bundle and reads its manifest.
@@ -173,6 +176,7 @@ fn hex(bytes: &[u8]) -> String {
 struct Ctx {
     findings: Vec<Finding>,
     ran: BTreeSet<&'static str>,
+    verified: Vec<rigaudit_audit::report::Artifact>,
 }
 
 impl Ctx {
@@ -198,6 +202,7 @@ pub fn load(o: &Opened) -> ReadBundle {
     let mut cx = Ctx {
         findings: Vec::new(),
         ran: BTreeSet::new(),
+        verified: Vec::new(),
     };
     let mut b = Bundle {
         manifest: m.clone(),
@@ -294,6 +299,7 @@ pub fn load(o: &Opened) -> ReadBundle {
         bundle: b,
         findings: cx.findings,
         checks_run: cx.ran,
+        verified: cx.verified,
     }
 }
 
@@ -421,7 +427,12 @@ fn check_digest(e: &FileEntry, index: usize, got: &str, cx: &mut Ctx) {
         ),
         Some(want) => {
             let r = compare_digest(want, got);
-            if r != DigestMatch::Full {
+            if r == DigestMatch::Full {
+                cx.verified.push(rigaudit_audit::report::Artifact {
+                    path: e.path.clone(),
+                    sha256: got.to_string(),
+                });
+            } else {
                 cx.push(
                     "schema.digest-mismatch",
                     Severity::Error,

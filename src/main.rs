@@ -67,6 +67,11 @@ struct ReportArgs {
     /// Also write the JSON report to this file (atomically).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Also write the report to FILE, in the format its name says (.json, .sarif, .md, .xml for
+    /// JUnit, .intoto.json for an attestation, .txt) or FORMAT:FILE; repeatable, each written
+    /// atomically from the same run.
+    #[arg(long = "output", value_name = "[FORMAT:]FILE")]
+    outputs: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -153,8 +158,23 @@ fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     print!("{}", output::render(report, out.format, color));
-    if let Some(path) = &out.report {
-        if let Err(e) = output::write_atomic(path, output::json::render(report).as_bytes()) {
+    let mut files: Vec<(Format, PathBuf)> = out
+        .report
+        .iter()
+        .map(|p| (Format::Json, p.clone()))
+        .collect();
+    for spec in &out.outputs {
+        match output::parse_output(spec) {
+            Ok(f) => files.push(f),
+            Err(e) => {
+                eprintln!("rigaudit: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    for (format, path) in files {
+        let text = output::render(report, format, false);
+        if let Err(e) = output::write_atomic(&path, text.as_bytes()) {
             eprintln!("rigaudit: {e}");
             return ExitCode::from(2);
         }
@@ -278,7 +298,7 @@ fn main() -> ExitCode {
                         .collect();
                     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                 }
-                Format::Text => {
+                _ => {
                     for c in all {
                         println!("{:<38} {:<8} {}", c.id, c.severity.name(), c.doc);
                     }
@@ -323,6 +343,7 @@ fn audit(
     let mut ran = v.checks_run;
     let mut findings = v.findings;
     let recomputed = v.recomputed;
+    let artifacts = v.artifacts;
     let mut comparisons = Vec::new();
     let mut incomplete = v.verdict == rigaudit_audit::Verdict::Incomplete;
     if !roots.is_empty() || !files.is_empty() {
@@ -369,5 +390,6 @@ fn audit(
     if incomplete {
         report.verdict = rigaudit_audit::Verdict::Incomplete;
     }
+    report.artifacts = artifacts;
     Ok(report)
 }

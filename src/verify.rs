@@ -11,6 +11,7 @@ pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let opened = bundle::open(path)?;
     let read = bundle::load(&opened);
     let checked = rigaudit_audit::verify(&read.bundle);
+    let verified = read.verified;
     let mut findings = read.findings;
     findings.extend(checked.findings);
     let mut ran: Vec<String> = read.checks_run.iter().map(|s| s.to_string()).collect();
@@ -49,5 +50,6 @@ pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
             report.findings,
         );
     }
+    report.artifacts = verified;
     Ok(report)
 }

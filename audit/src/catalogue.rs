@@ -39,3 +39,22 @@ pub fn all() -> Vec<&'static Check> {
 pub fn find(id: &str) -> Option<&'static Check> {
     all().into_iter().find(|c| c.id == id)
 }
+
+/// The rules' version: the crate version and a digest (FNV-1a, 32 bits) of every check's id,
+/// severity and doc, so a report names the exact catalogue it was judged by and a page that passed
+/// under one catalogue can be re-checked under it.
+pub fn version() -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for c in all() {
+        for b in
+            c.id.bytes()
+                .chain(c.severity.name().bytes())
+                .chain(c.doc.bytes())
+                .chain([0u8])
+        {
+            h ^= u32::from(b);
+            h = h.wrapping_mul(0x0100_0193);
+        }
+    }
+    format!("{}+{h:08x}", env!("CARGO_PKG_VERSION"))
+}

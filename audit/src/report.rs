@@ -129,12 +129,27 @@ pub struct Report {
     /// A recorded bundle's figures beside its replay's (`replay` only; absent when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparisons: Vec<Comparison>,
+    /// The raw files whose sha256 matched the manifest in full (verify, audit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    /// The version of the rules (the catalogue) the report was judged by.
+    #[serde(default)]
+    pub rules_version: String,
     /// The setup differences of two bundles (`diff` only; absent when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup_changes: Vec<crate::diff::SetupChange>,
     /// The comparison rows counted by verdict (`replay` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_summary: Option<ReplaySummary>,
+}
+
+/// A raw file whose digest was verified: the subject of an attestation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// Path inside the bundle.
+    pub path: String,
+    /// Its sha256, hex.
+    pub sha256: String,
 }
 
 /// The comparison rows of a replay counted by verdict, inconclusive ones also by reason, so a
@@ -269,6 +284,8 @@ impl Report {
             recomputed,
             findings,
             comparisons: Vec::new(),
+            rules_version: crate::catalogue::version(),
+            artifacts: Vec::new(),
             setup_changes: Vec::new(),
             replay_summary: None,
         }
