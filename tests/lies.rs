@@ -275,8 +275,9 @@ fn a_first_token_before_the_request_was_sent() {
 fn more_right_than_asked() {
     let c = Copy::of(RUN);
     let mut s = c.read_json(ARITH);
+    // A percentage above 100 is refused by the schema; counts that make one are not.
     (s["right"], s["total"], s["pct"], s["margin"]) =
-        (json!(30), json!(24), json!(125.0), Value::Null);
+        (json!(30), json!(24), Value::Null, Value::Null);
     c.write_json(ARITH, &s);
     c.rehash();
     let run = verify(c.path());
