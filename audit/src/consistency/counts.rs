@@ -5,7 +5,7 @@
 //! Definitions:
 //! - decode: each prompt of the contract has exactly `runs` counted requests, and the decode part
 //!   has exactly `warmups` warm-ups in all (the measuring client warms up once, before the first
-//!   prompt); prefill and context steps have exactly their part's `runs` per depth; the long
+//!   prompt) or `warmups` before each prompt (as other clients do); prefill and context steps have exactly their part's `runs` per depth; the long
 //!   answer has one counted request; a concurrency level has `rounds` rounds of exactly `level`
 //!   requests. A sized step that was not sent because it cannot fit the window is not counted.
 //!   Two counted requests of one step with the same run number are a duplicate.
@@ -82,7 +82,12 @@ fn run_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
     let counted = |step: &'static str| move |q: &SpeedRequest| q.step == step && !q.warmup;
     if has("decode") {
         let w = count(r, |q| q.step == "decode" && q.warmup);
-        if w != u64::from(c.warmups) {
+        let per_prompt = c.prompt_ids.iter().all(|pid| {
+            count(r, |q| {
+                q.step == "decode" && q.warmup && q.prompt_id.as_ref() == Some(pid)
+            }) == u64::from(c.warmups)
+        });
+        if w != u64::from(c.warmups) && !per_prompt {
             bad.push(format!(
                 "{w} decode warm-ups, the contract states {}",
                 c.warmups

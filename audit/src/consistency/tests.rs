@@ -580,3 +580,22 @@ fn a_result_dated_outside_its_session_is_caught() {
     s.ended = Some("2026-12-03T05:04:25Z".into());
     caught(&b, "setup.outside-session", Severity::Error);
 }
+
+#[test]
+fn warm_ups_before_each_prompt_are_benign() {
+    let mut b = smollm2();
+    let r = &mut b.speed_result.as_mut().unwrap().value;
+    let mut w = r.requests.iter().find(|q| q.warmup).unwrap().clone();
+    w.prompt_id = Some("prose".into());
+    let at = r
+        .requests
+        .iter()
+        .position(|q| q.prompt_id.as_deref() == Some("prose"))
+        .unwrap();
+    r.requests.insert(at, w);
+    clean(&b, "speed.runs-mismatch");
+    let r = &mut b.speed_result.as_mut().unwrap().value;
+    let w = r.requests.iter().find(|q| q.warmup).unwrap().clone();
+    r.requests.insert(0, w);
+    caught(&b, "speed.runs-mismatch", Severity::Error);
+}
