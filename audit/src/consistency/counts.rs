@@ -20,7 +20,7 @@
 use super::list;
 use crate::bundle::{Bundle, Out};
 use crate::catalogue::Check;
-use crate::records::speed::{SpeedContract, SpeedRequest, SpeedResult};
+use crate::records::speed::{ConcPart, SpeedContract, SpeedRequest, SpeedResult};
 use crate::report::{Finding, Severity};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -131,30 +131,7 @@ fn run_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
         }
     }
     if let Some(cc) = c.conc.as_ref().filter(|_| has("conc")) {
-        for level in &cc.levels {
-            let rounds: BTreeSet<u32> = r
-                .requests
-                .iter()
-                .filter(|q| counted("conc")(q) && q.level == Some(*level))
-                .filter_map(|q| q.round)
-                .collect();
-            for round in rounds.iter().filter(|x| **x < 1 || **x > cc.rounds) {
-                bad.push(format!(
-                    "conc {level}: round {round}, the contract states {} rounds",
-                    cc.rounds
-                ));
-            }
-            for round in 1..=cc.rounds {
-                let n = count(r, |q| {
-                    counted("conc")(q) && q.level == Some(*level) && q.round == Some(round)
-                });
-                if n != u64::from(*level) {
-                    bad.push(format!(
-                        "conc {level} round {round}: {n} requests, the level is {level}"
-                    ));
-                }
-            }
-        }
+        bad.extend(conc_problems(cc, r));
     }
     if let Some(l1) = c.l1.as_ref().filter(|_| has("l1")) {
         let n = count(r, counted("l1"));
@@ -163,6 +140,37 @@ fn run_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
         }
     }
     bad.extend(duplicates(r));
+    bad
+}
+
+/// Rounds of each concurrency level against the contract: `rounds` rounds of `level` requests.
+fn conc_problems(cc: &ConcPart, r: &SpeedResult) -> Vec<String> {
+    let mut bad = Vec::new();
+    let counted = |step: &'static str| move |q: &SpeedRequest| q.step == step && !q.warmup;
+    for level in &cc.levels {
+        let rounds: BTreeSet<u32> = r
+            .requests
+            .iter()
+            .filter(|q| counted("conc")(q) && q.level == Some(*level))
+            .filter_map(|q| q.round)
+            .collect();
+        for round in rounds.iter().filter(|x| **x < 1 || **x > cc.rounds) {
+            bad.push(format!(
+                "conc {level}: round {round}, the contract states {} rounds",
+                cc.rounds
+            ));
+        }
+        for round in 1..=cc.rounds {
+            let n = count(r, |q| {
+                counted("conc")(q) && q.level == Some(*level) && q.round == Some(round)
+            });
+            if n != u64::from(*level) {
+                bad.push(format!(
+                    "conc {level} round {round}: {n} requests, the level is {level}"
+                ));
+            }
+        }
+    }
     bad
 }
 
