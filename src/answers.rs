@@ -70,7 +70,6 @@ struct Line<'a> {
     #[serde(borrow, deserialize_with = "nullable")]
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
-    #[allow(dead_code)]
     completion_tokens: Option<u64>,
     #[serde(borrow, default)]
     extracted: Option<Cow<'a, str>>,
@@ -78,7 +77,6 @@ struct Line<'a> {
     gold: Option<Cow<'a, str>>,
     correct: bool,
     #[serde(default)]
-    #[allow(dead_code)]
     seconds: Option<f64>,
 }
 
@@ -141,6 +139,8 @@ fn one(line: &[u8], n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
     if let Ok(l) = serde_json::from_slice::<Line>(line) {
         if l.meets_schema() {
             t.tally.add(l.view(), n);
+            t.tally
+                .add_reply(l.completion_tokens, l.max_tokens, l.seconds, n);
             return;
         }
     }
@@ -184,7 +184,11 @@ fn one(line: &[u8], n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
         return;
     }
     match Answer::deserialize(&value) {
-        Ok(a) => t.tally.add(a.view(), n),
+        Ok(a) => {
+            t.tally.add(a.view(), n);
+            t.tally
+                .add_reply(a.completion_tokens, a.max_tokens, a.seconds, n);
+        }
         Err(e) => bad(vec![(format!("line {n}"), e.to_string())], false),
     }
 }

@@ -90,6 +90,7 @@ pub fn verify(b: &Bundle) -> Verified {
     crate::setup::check(b, &mut out);
     crate::fit::check(b, &mut out);
     crate::claims::check(b, &mut out);
+    crate::consistency::check(b, &mut out);
     Verified {
         checks_run: out.ran.into_iter().map(String::from).collect(),
         recomputed: out.recomputed,

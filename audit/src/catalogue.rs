@@ -32,6 +32,9 @@ pub fn all() -> Vec<&'static Check> {
     ] {
         v.extend(list.iter());
     }
+    for list in crate::consistency::LISTS {
+        v.extend(list.iter());
+    }
     v
 }
 

@@ -6,6 +6,7 @@
 
 pub mod catalogue;
 pub mod claims;
+pub mod consistency;
 pub mod diff;
 pub mod fit;
 pub mod quality;

@@ -391,7 +391,14 @@ fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
                 sv.right
             ));
         }
-        if let Some(n) = p.total.filter(|n| *n != sv.total) {
+        // A row with no result may print the questions asked: the contract's count, or the
+        // summary's total + excluded.
+        let asked = |n: u64| {
+            p.pct.is_none()
+                && (n == sv.total + excluded
+                    || t.contract.as_ref().is_some_and(|c| c.value.questions == n))
+        };
+        if let Some(n) = p.total.filter(|n| *n != sv.total && !asked(*n)) {
             diffs.push(format!(
                 "total {n} on the page, {} in the summary",
                 sv.total
