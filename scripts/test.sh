@@ -10,4 +10,7 @@ bash scripts/fetch-model.sh >/dev/null
 # llama.cpp's server, the second real engine tests/llamacpp.rs replays against.
 python3 -c "import xllamacpp" 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check "xllamacpp==2026.10.11549"
+# Python's xmlschema validates the JUnit reports against tests/schemas/junit.xsd (tests/reports.rs).
+python3 -c "import xmlschema" 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check "xmlschema==4.1.0"
 cargo test --workspace "$@"

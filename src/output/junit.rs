@@ -1,8 +1,10 @@
 //! The report as JUnit XML, which every CI shows natively: one `<testsuite>` per report, one
 //! `<testcase>` per check of the catalogue. A check that ran is a `<failure>` when one of its
-//! findings reaches the fail level (`--fail-on`), passes otherwise (lower findings in its
-//! `<system-out>`); a check that could not run is `<skipped>`. The shape follows the JUnit XSD CI
-//! servers read (Jenkins' `junit-10.xsd`), checked in `tests/reports.rs`.
+//! findings reaches the fail level (`--fail-on`), passes otherwise; a check that could not run is
+//! `<skipped>`. Findings below the fail level are listed in the suite's `<system-out>`. The shape
+//! is the strict one of Apache Ant's JUnit task, which CI servers read (no `<system-out>` inside
+//! a test case, `timestamp`, `hostname`, `package` and `id` on the suite); `tests/reports.rs`
+//! validates it against `tests/schemas/junit.xsd`.
 
 use rigaudit_audit::{Report, Severity};
 use std::fmt::Write;
@@ -33,7 +35,7 @@ struct Case {
 }
 
 enum Outcome {
-    Passed(Vec<String>),
+    Passed,
     Failed(Severity, Vec<String>),
     Skipped,
 }
@@ -62,7 +64,7 @@ fn cases(r: &Report) -> Vec<Case> {
             } else if let Some(worst) = failing.iter().map(|f| f.severity).max() {
                 Outcome::Failed(worst, lines(&of))
             } else {
-                Outcome::Passed(lines(&of))
+                Outcome::Passed
             };
             Case {
                 class: format!("rigaudit.{}", c.id.split('.').next().unwrap_or("check")),
@@ -73,27 +75,37 @@ fn cases(r: &Report) -> Vec<Case> {
         .collect()
 }
 
+/// Findings below the fail level, one line each, for the suite's `<system-out>`.
+fn below_fail_level(r: &Report) -> String {
+    r.findings
+        .iter()
+        .filter(|f| !r.fail_on.is_some_and(|t| f.severity >= t))
+        .map(|f| match &f.file {
+            Some(file) => format!("{} {}: {file}: {}", f.severity.name(), f.check, f.message),
+            None => format!("{} {}: {}", f.severity.name(), f.check, f.message),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Renders a report as JUnit XML.
 pub fn render(r: &Report) -> String {
     let cases = cases(r);
-    let failures = cases
-        .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Failed(..)))
-        .count();
-    let skipped = cases
-        .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Skipped))
-        .count();
-    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let count = |f: fn(&Outcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
+    let failures = count(|o| matches!(o, Outcome::Failed(..)));
+    let skipped = count(|o| matches!(o, Outcome::Skipped));
+    let stamp = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     let _ = writeln!(
         o,
-        "<testsuites name=\"rigaudit\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
-        cases.len()
-    );
-    let _ = writeln!(
-        o,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"0\">",
+        "  <testsuite package=\"rigaudit\" id=\"0\" name=\"{}\" timestamp=\"{stamp}\" hostname=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"0\">",
         esc(&format!("rigaudit {} {}", r.command, r.bundle)),
+        esc(&host),
         cases.len()
     );
     let _ = writeln!(
@@ -105,7 +117,11 @@ pub fn render(r: &Report) -> String {
     for c in &cases {
         write_case(&mut o, c);
     }
-    o.push_str("  </testsuite>\n</testsuites>\n");
+    let _ = writeln!(
+        o,
+        "    <system-out>{}</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>",
+        esc(&below_fail_level(r))
+    );
     o
 }
 
@@ -122,19 +138,11 @@ fn write_case(o: &mut String, c: &Case) {
                 "{head}>\n      <skipped message=\"the check had nothing to run on\"/>\n    </testcase>"
             );
         }
-        Outcome::Passed(lines) if lines.is_empty() => {
+        Outcome::Passed => {
             let _ = writeln!(o, "{head}/>");
         }
-        Outcome::Passed(lines) => {
-            let _ = writeln!(
-                o,
-                "{head}>\n      <system-out>{}</system-out>\n    </testcase>",
-                esc(&lines.join("\n"))
-            );
-        }
         Outcome::Failed(sev, lines) => {
-            let first = lines.first().cloned().unwrap_or_default();
-            let first: String = first.chars().take(500).collect();
+            let first: String = lines.first().cloned().unwrap_or_default().chars().take(500).collect();
             let _ = writeln!(
                 o,
                 "{head}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
