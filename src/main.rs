@@ -68,7 +68,7 @@ struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Also write the report to FILE, in the format its name says (.json, .sarif, .md, .xml for
-    /// JUnit, .intoto.json for an attestation, .txt) or FORMAT:FILE; repeatable, each written
+    /// JUnit, .intoto.json for an attestation, .html, .txt) or FORMAT:FILE; repeatable, each written
     /// atomically from the same run.
     #[arg(long = "output", value_name = "[FORMAT:]FILE")]
     outputs: Vec<String>,

@@ -22,8 +22,13 @@ fn verify_to(bundle: &Path, outs: &[&str]) -> common::Run {
 }
 
 fn normalise(text: &str) -> String {
-    let rules = rigaudit(&["verify", root().join("fixtures/runs/smollm2-cpu").to_str().unwrap(), "--format", "json"])
-        .json()["rules_version"]
+    let rules = rigaudit(&[
+        "verify",
+        root().join("fixtures/runs/smollm2-cpu").to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .json()["rules_version"]
         .as_str()
         .unwrap()
         .to_string();
@@ -108,7 +113,11 @@ fn every_format_of_a_passing_and_a_failing_page_matches_its_golden_file() {
         let tmp = tempfile::tempdir().unwrap();
         let (run, dir) = outputs(tmp.path(), &bundle);
         assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-        for (file, ext) in [("r.md", "md"), ("r.xml", "xml"), ("r.intoto.json", "intoto.json")] {
+        for (file, ext) in [
+            ("r.md", "md"),
+            ("r.xml", "xml"),
+            ("r.intoto.json", "intoto.json"),
+        ] {
             let text = std::fs::read_to_string(dir.join(file)).unwrap();
             golden(&format!("{name}.{ext}"), &text);
         }
@@ -140,7 +149,10 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     assert!(!failing.is_empty());
     assert_eq!(count(&xml, "<failure "), failing.len(), "{xml}");
     for id in &failing {
-        assert!(xml.contains(&format!("name=\"{id}\" time=\"0\">\n      <failure ")), "{id}");
+        assert!(
+            xml.contains(&format!("name=\"{id}\" time=\"0\">\n      <failure ")),
+            "{id}"
+        );
     }
     // Every catalogue check is a test case; those that did not run are skipped.
     let checks = rigaudit(&["checks", "--format", "json"]).json();
@@ -153,7 +165,13 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     let (run, dir) = outputs(tmp.path(), &root().join("fixtures/runs/smollm2-cpu"));
     assert_eq!(run.code, 0);
     validate_junit(&dir.join("r.xml"));
-    assert_eq!(count(&std::fs::read_to_string(dir.join("r.xml")).unwrap(), "<failure "), 0);
+    assert_eq!(
+        count(
+            &std::fs::read_to_string(dir.join("r.xml")).unwrap(),
+            "<failure "
+        ),
+        0
+    );
 }
 
 #[test]
@@ -163,8 +181,7 @@ fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
     let (run, dir) = outputs(tmp.path(), &bundle);
     assert_eq!(run.code, 0);
     let st: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap()).unwrap();
     assert_eq!(st["_type"], "https://in-toto.io/Statement/v1");
     assert_eq!(
         st["predicateType"],
@@ -175,7 +192,10 @@ fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
     for k in ["passedTests", "warnedTests", "failedTests"] {
         assert!(p[k].is_array(), "{k}");
     }
-    assert!(p["configuration"][0]["name"].as_str().unwrap().contains("rules"));
+    assert!(p["configuration"][0]["name"]
+        .as_str()
+        .unwrap()
+        .contains("rules"));
     // The subject: every raw file of the manifest with a digest, and its real sha256.
     let subject = st["subject"].as_array().unwrap();
     let manifest: Value =
@@ -192,8 +212,7 @@ fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
     let tmp = tempfile::tempdir().unwrap();
     let (_, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
     let st: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap()).unwrap();
     assert_eq!(st["predicate"]["result"], "FAILED");
     assert!(st["predicate"]["failedTests"]
         .as_array()
@@ -207,7 +226,10 @@ fn markdown_escapes_table_cells_and_an_unknown_output_name_is_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let (_, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
     let md = std::fs::read_to_string(dir.join("r.md")).unwrap();
-    assert!(md.starts_with("❌ **rigaudit verify `tensorfold-127-stock-2x`: FAIL**"), "{md}");
+    assert!(
+        md.starts_with("❌ **rigaudit verify `tensorfold-127-stock-2x`: FAIL**"),
+        "{md}"
+    );
     assert!(md.contains("| severity | check | where | message |"));
     for line in md.lines().filter(|l| l.starts_with("| error")) {
         // Four columns, five unescaped pipes: a pipe inside a message would add one.
@@ -222,5 +244,107 @@ fn markdown_escapes_table_cells_and_an_unknown_output_name_is_exit_2() {
         &[tmp.path().join("report.weird").to_str().unwrap()],
     );
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("cannot tell the format"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot tell the format"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The browser the HTML test renders with: Debian's Chromium (`scripts/test.sh` installs it).
+fn chromium() -> PathBuf {
+    for p in [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ] {
+        if Path::new(p).exists() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!("no Chromium: scripts/test.sh installs Debian's chromium package");
+}
+
+/// Pixels of a PNG screenshot close to an RGB colour.
+fn pixels_of(png_path: &Path, rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = info.color_type.samples();
+    buf[..info.buffer_size()]
+        .chunks(step)
+        .filter(|p| p.len() >= 3 && (0..3).all(|i| p[i].abs_diff(rgb[i]) <= 6))
+        .count()
+}
+
+fn screenshot(html: &Path, png_path: &Path) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,1400",
+            &format!("--user-data-dir={}", profile.path().display()),
+            &format!("--screenshot={}", png_path.display()),
+            &format!("file://{}", html.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        png_path.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("diff.html");
+    let run = rigaudit(&[
+        "diff",
+        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
+        fixture("mia-recipe-1104-2x").to_str().unwrap(),
+        "--output",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let text = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: nothing to fetch at view time.
+    for needle in [
+        "<script",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(http",
+    ] {
+        assert!(!text.contains(needle), "{needle}");
+    }
+    assert_eq!(
+        text.matches("<svg class=\"plot\"").count(),
+        4,
+        "throughput, decode, prompt processing, quality"
+    );
+    // Invalid steps are marked, quality bars carry margins.
+    assert!(text.contains("class=\"invalid\""));
+    assert!(text.contains("class=\"err\""));
+    let shot = tmp.path().join("diff.png");
+    screenshot(&html, &shot);
+    // Both sides' bars are on the screen, in their colours.
+    let (a, b) = (
+        pixels_of(&shot, [0x4e, 0x79, 0xa7]),
+        pixels_of(&shot, [0xf2, 0x8e, 0x2b]),
+    );
+    assert!(a > 2_000 && b > 2_000, "plot pixels: A {a}, B {b}");
+    if let Ok(dir) = std::env::var("RIGAUDIT_SCREENSHOTS") {
+        std::fs::copy(&shot, Path::new(&dir).join("diff.png")).unwrap();
+    }
 }

@@ -142,7 +142,13 @@ fn write_case(o: &mut String, c: &Case) {
             let _ = writeln!(o, "{head}/>");
         }
         Outcome::Failed(sev, lines) => {
-            let first: String = lines.first().cloned().unwrap_or_default().chars().take(500).collect();
+            let first: String = lines
+                .first()
+                .cloned()
+                .unwrap_or_default()
+                .chars()
+                .take(500)
+                .collect();
             let _ = writeln!(
                 o,
                 "{head}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",

@@ -1,5 +1,6 @@
 //! Renderers of the one report model: one module per format.
 
+pub mod html;
 pub mod intoto;
 pub mod json;
 pub mod junit;
@@ -26,6 +27,8 @@ pub enum Format {
     Junit,
     /// An in-toto Statement with the test-result predicate (the bundle's files as subject).
     Intoto,
+    /// One self-contained HTML page with SVG plots.
+    Html,
 }
 
 impl Format {
@@ -43,6 +46,8 @@ impl Format {
             (".markdown", Format::Markdown),
             (".xml", Format::Junit),
             (".txt", Format::Text),
+            (".html", Format::Html),
+            (".htm", Format::Html),
         ];
         by_end
             .iter()
@@ -62,7 +67,7 @@ pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
     let path = std::path::PathBuf::from(spec);
     let format = Format::of_path(&path).ok_or_else(|| {
         fatal(format!(
-            "--output {spec}: cannot tell the format from the name; end it in .json, .sarif, .md, .xml (JUnit), .intoto.json or .txt, or write FORMAT:FILE"
+            "--output {spec}: cannot tell the format from the name; end it in .json, .sarif, .md, .xml (JUnit), .intoto.json, .html or .txt, or write FORMAT:FILE"
         ))
     })?;
     Ok((format, path))
@@ -77,6 +82,7 @@ pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
         Format::Markdown => markdown::render(r),
         Format::Junit => junit::render(r),
         Format::Intoto => intoto::render(r),
+        Format::Html => html::render(r),
     }
 }
 
