@@ -136,6 +136,14 @@ enum Command {
         /// The library file.
         path: PathBuf,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
+    Man,
     /// Prints this machine as a card's `hardware` object (what `measure --card` records).
     #[command(name = "__host", hide = true)]
     Host,
@@ -281,6 +289,28 @@ fn main() -> ExitCode {
             }
         },
         Command::NcclVersion { path } => ExitCode::from(rehash::nccl::child_main(&path) as u8),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "rigaudit", &mut script);
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            ExitCode::SUCCESS
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut page = Vec::new();
+            match clap_mangen::Man::new(cmd).render(&mut page) {
+                Ok(()) => {
+                    let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("rigaudit: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Host => {
             println!(
                 "{}",
