@@ -10,6 +10,7 @@ use std::path::Path;
 pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let opened = bundle::open(path)?;
     let read = bundle::load(&opened);
+    let refused = read.refused.clone();
     let checked = rigaudit_audit::verify(&read.bundle);
     let mut findings = read.findings;
     findings.extend(checked.findings);
@@ -48,6 +49,17 @@ pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
             report.recomputed,
             report.findings,
         );
+    }
+    if !refused.is_empty() {
+        // A file refused as hostile (not a regular file, over its bound): the bundle could not be
+        // read as a whole, so the run is incomplete (exit 2), whatever else was found.
+        for r in &refused {
+            eprintln!(
+                "rigaudit: {}",
+                crate::input::shown_n(r, crate::input::MESSAGE_MAX)
+            );
+        }
+        report.verdict = rigaudit_audit::Verdict::Incomplete;
     }
     Ok(report)
 }

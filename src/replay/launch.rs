@@ -353,6 +353,23 @@ pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Runn
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // When rigaudit itself dies (killed, out of memory), the kernel kills the rank: it must
+        // not outlive the replay that started it. The signal follows the death of the thread that
+        // spawned the rank, so ranks are started from the thread that stops them. The parent may
+        // have died between the fork and the prctl: then the rank stops here.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl and getppid are async-signal-safe; nothing here allocates.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
         // Hold the registry from before the spawn until the group is in it, so a signal in
         // between still finds it.
         let mut live = lock(&LIVE);
