@@ -454,7 +454,9 @@ fn hostile_server(mode: &'static str) -> String {
     format!("http://{addr}/v1")
 }
 
-fn measure_against(mode: &'static str) -> (Run, Duration) {
+/// Runs measure against the hostile server; returns the run, its wall time and the errors the
+/// written speed result records.
+fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
     let base = hostile_server(mode);
     let d = tempfile::tempdir().unwrap();
     let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
@@ -479,31 +481,59 @@ fn measure_against(mode: &'static str) -> (Run, Duration) {
         ],
         Duration::from_secs(90),
     );
-    (r, t.elapsed())
+    let took = t.elapsed();
+    let errors = std::fs::read_to_string(out.join("speed/speed-result.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|v| {
+            v["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|q| q["error"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    (r, took, errors)
 }
 
 #[test]
 fn a_server_sending_a_byte_at_a_time_meets_the_total_deadline() {
-    let (r, took) = measure_against("slow");
-    assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    let (r, took, errors) = measure_against("slow");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("got no answer: decode"), "{}", r.stderr);
+    assert!(
+        errors.iter().any(|e| e.contains("total deadline")),
+        "{errors:?}"
+    );
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
 
 #[test]
 fn an_endless_sse_line_is_bounded() {
-    let (r, _) = measure_against("endless-line");
+    let (r, _, errors) = measure_against("endless-line");
     assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        errors.iter().any(|e| e.contains("the bound for one line")),
+        "{errors:?}"
+    );
 }
 
 #[test]
 fn an_endless_error_body_is_bounded() {
-    let (r, _) = measure_against("endless-error");
+    let (r, _, errors) = measure_against("endless-error");
     assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("the bound for a error body")),
+        "{errors:?}"
+    );
 }
 
 #[test]
 fn an_endless_models_reply_is_a_clear_error() {
-    let (r, _) = measure_against("endless-models");
+    let (r, _, _) = measure_against("endless-models");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("the bound for a /v1/models reply"),
@@ -617,7 +647,38 @@ fn recorded_ld_preload_is_refused_on_replay() {
     );
     if !built {
         eprintln!("cc not available: the marker library was not built; the refusal was checked");
+        return;
     }
+    // The control: allowed by name, the library is loaded (so the test above could see it).
+    let r = run_within(
+        &[
+            "replay",
+            b.to_str().unwrap(),
+            "--engine",
+            &py,
+            "--trust-executable",
+            "--allow-env",
+            "LD_PRELOAD",
+            "--out",
+            d.path().join("out2").to_str().unwrap(),
+            "--format",
+            "json",
+            "--quiet",
+            "--request-timeout",
+            "10",
+            "--ready-timeout",
+            "30",
+            "--confirm",
+            "false",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        marker.exists(),
+        "--allow-env LD_PRELOAD did not pass it: {}{}",
+        r.stdout,
+        r.stderr
+    );
 }
 
 /// A GNU long-name entry declaring 1 GiB: the tar reader would hold it whole; refused at its
