@@ -72,9 +72,9 @@ pub const FINDINGS_PER_CHECK: usize = 200;
 
 /// A size for people: `8 MiB`, `4096 bytes`.
 pub fn size(n: u64) -> String {
-    if n >= 1 << 30 && n % (1 << 30) == 0 {
+    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
         format!("{} GiB", n >> 30)
-    } else if n >= MIB && n % MIB == 0 {
+    } else if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         format!("{n} bytes")
