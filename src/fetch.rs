@@ -61,6 +61,8 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             file.path
         ))
     })?;
+    // The card's name becomes a file name in the cache.
+    crate::input::safe_name(&name.to_string_lossy(), "checkpoint file name")?;
     let dir = cache_root().join("models");
     let dest = dir.join(name);
     if dest.is_file() {

@@ -40,7 +40,7 @@ pub const COMPARE_MAX: u64 = 64 * MIB;
 /// A `--start-log` file or a `--tokenizer` file given to `measure`.
 pub const SIDE_FILE_MAX: u64 = 64 * MIB;
 /// Entries of a packed bundle.
-pub const UNPACK_MAX_ENTRIES: u64 = 100_000;
+pub const UNPACK_MAX_ENTRIES: u64 = 10_000;
 /// Bytes a packed bundle may unpack to, in all.
 pub const UNPACK_MAX_BYTES: u64 = 8 << 30;
 /// Unpacked bytes per packed byte, once more than [`RATIO_GRACE`] bytes are out.

@@ -722,3 +722,62 @@ fn manifest_of_many_entries_stays_small() {
     assert!(r.stdout.len() < 1 << 20, "{} bytes printed", r.stdout.len());
     eprintln!("{i} entries verified in {:?}", t.elapsed());
 }
+
+#[test]
+fn tar_of_too_many_entries_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let f = std::fs::File::create(d.path().join("b.tar")).unwrap();
+        let mut b = tar::Builder::new(f);
+        for _ in 0..10_001 {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_size(0);
+            h.set_mode(0o755);
+            b.append_data(&mut h, "b/", std::io::empty()).unwrap();
+        }
+        b.finish().unwrap();
+    }
+    let r = verify(&d.path().join("b.tar"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("more than 10000 entries"), "{}", r.stderr);
+}
+
+#[test]
+fn endless_or_fifo_side_inputs_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    mkfifo(&fifo);
+    for bad in ["/dev/zero", fifo.to_str().unwrap()] {
+        // rehash --compare
+        let r = run_within(
+            &[
+                "rehash",
+                fixture(PAGE).to_str().unwrap(),
+                "--compare",
+                bad,
+                "--format",
+                "json",
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+        // measure --contract, and --quality questions
+        let r = run_within(
+            &[
+                "measure",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--contract",
+                bad,
+                "--out",
+                d.path().join("o").to_str().unwrap(),
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    }
+    assert!(!d.path().join("o").exists());
+}
