@@ -62,7 +62,7 @@ pub const HTTP_BODY_MAX: u64 = 8 * MIB;
 /// One SSE line of a streamed reply.
 pub const SSE_LINE_MAX: usize = MIB as usize;
 /// All the bytes of one streamed reply.
-pub const STREAM_MAX: u64 = 256 * MIB;
+pub const STREAM_MAX: u64 = 64 * MIB;
 /// Characters of a value quoted from input in a message.
 pub const QUOTE_MAX: usize = 200;
 /// Characters of one message (a finding, an error) printed or reported.

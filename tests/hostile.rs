@@ -428,6 +428,17 @@ fn hostile_server(mode: &'static str) -> String {
                                 std::thread::sleep(Duration::from_millis(500));
                             }
                         }
+                        "endless-stream" => {
+                            let _ = s.write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+                            );
+                            let event = format!(
+                                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
+                                "x".repeat(4000)
+                            )
+                            .repeat(16);
+                            while s.write_all(event.as_bytes()).is_ok() {}
+                        }
                         "endless-line" => {
                             let _ = s.write_all(
                                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ",
@@ -780,4 +791,18 @@ fn endless_or_fifo_side_inputs_are_refused() {
         assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
     }
     assert!(!d.path().join("o").exists());
+}
+
+#[test]
+fn an_endless_stream_is_bounded() {
+    let (r, took, errors) = measure_against("endless-stream");
+    eprintln!("endless stream: {took:?}: {:?}", errors.first());
+    assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("the bound for a streamed reply") || e.contains("total deadline")),
+        "{errors:?}"
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
 }
