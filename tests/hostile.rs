@@ -806,3 +806,110 @@ fn an_endless_stream_is_bounded() {
     );
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
+
+/// Processes whose command line holds `needle`.
+fn pids_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmd).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// `kill -9` of rigaudit during a replay: the engine it started dies with it (PR_SET_PDEATHSIG).
+#[test]
+fn the_engine_does_not_outlive_a_killed_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let script = d.path().join("fake_engine_pdeathsig.py");
+    std::fs::copy(
+        common::root().join("tests/fixtures/fake_engine.py"),
+        &script,
+    )
+    .unwrap();
+    let b = d.path().join("bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    let card = json!({
+        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 1,
+        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
+            "--mode", "hang", "--after", "0"], "env": {}}],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 1, "warmups": 0, "max_tokens": 4,
+        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}});
+    let card_t = serde_json::to_string_pretty(&card).unwrap();
+    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
+    std::fs::write(b.join("card.json"), &card_t).unwrap();
+    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
+    let manifest = json!({"format": "rigaudit-bundle/1", "id": "hang", "title": "hang",
+    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+    "files": [
+        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
+        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
+    ]});
+    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+    let py = Command::new("sh")
+        .args(["-c", "command -v python3"])
+        .output()
+        .unwrap();
+    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args([
+            "replay",
+            b.to_str().unwrap(),
+            "--engine",
+            &py,
+            "--trust-executable",
+            "--out",
+            d.path().join("out").to_str().unwrap(),
+            "--quiet",
+            "--request-timeout",
+            "120",
+            "--ready-timeout",
+            "30",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = script.to_str().unwrap().to_string();
+    let start = Instant::now();
+    while pids_with(&needle).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the engine never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Let it reach the hanging request.
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().unwrap(); // SIGKILL: no handler of rigaudit runs
+    child.wait().unwrap();
+    let start = Instant::now();
+    while !pids_with(&needle).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the engine outlived the killed replay: {:?}",
+            pids_with(&needle)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
