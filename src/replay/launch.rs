@@ -310,7 +310,9 @@ fn reader(
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            match r.read_until(b'\n', &mut buf) {
+            // A line is cut at 64 KiB (the rest comes as the next line): an engine printing an
+            // endless line cannot grow rigaudit's memory.
+            match (&mut r).take(64 * 1024).read_until(b'\n', &mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
