@@ -44,6 +44,8 @@ pub struct Tallied {
     pub problem_count: usize,
     /// sha256 of the whole file, hex.
     pub sha256: String,
+    /// Why reading stopped before the end (a line over [`crate::input::ANSWERS_LINE_MAX`]).
+    pub refused: Option<String>,
 }
 
 const CHUNK: usize = 1 << 20;
@@ -218,6 +220,7 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
     let rx = std::sync::Mutex::new(rx);
     let mut hasher = Sha256::new();
     let mut read_error: Option<(u64, String)> = None;
+    let mut refused: Option<String> = None;
     let parts: Vec<Tallied> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -258,6 +261,16 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
                 memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
             };
             if cut == 0 && !eof {
+                if buf.len() > crate::input::ANSWERS_LINE_MAX {
+                    // A line this long is no answer record: stop rather than hold it.
+                    let msg = format!(
+                        "line {line_no} is longer than {}, the bound for one line of an answers file; reading stopped there (see docs/security.md)",
+                        crate::input::size(crate::input::ANSWERS_LINE_MAX as u64)
+                    );
+                    read_error = Some((line_no, msg.clone()));
+                    refused = Some(msg);
+                    break;
+                }
                 // A line longer than a chunk: keep reading into it.
                 carry = buf;
                 continue;
@@ -303,7 +316,11 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
             n,
             Problem {
                 pointer: format!("line {n}"),
-                message: format!("cannot read: {e}"),
+                message: if refused.is_some() {
+                    e
+                } else {
+                    format!("cannot read: {e}")
+                },
                 unreadable: true,
             },
         ));
@@ -311,6 +328,7 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
     problems.sort_by_key(|(n, _)| *n);
     total.problems = problems.into_iter().map(|(_, p)| p).take(KEEP).collect();
     total.tally.finish();
+    total.refused = refused;
     total.sha256 = hasher
         .finalize()
         .iter()

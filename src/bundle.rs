@@ -5,6 +5,7 @@
 //! only a bundle whose manifest cannot be read at all is a [`Fatal`] error.
 
 use crate::fatal::{fatal, Fatal};
+use crate::input;
 use crate::schemas;
 use rigaudit_audit::bundle::Loaded;
 use rigaudit_audit::records::{FileEntry, FileKind, Manifest};
@@ -14,7 +15,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +38,8 @@ pub struct ReadBundle {
     /// Every raw file whose sha256 matched the manifest's in full: path and digest (the subject of
     /// an attestation).
     pub verified: Vec<rigaudit_audit::report::Artifact>,
+    /// Inputs refused as hostile: the bundle could not be read as a whole (exit 2).
+    pub refused: Vec<String>,
 }
 
 /// Opens a bundle folder or packed bundle and reads its manifest.
@@ -59,12 +61,7 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
         (root, Some(tmp))
     };
     let mpath = root.join("bundle.json");
-    let text = std::fs::read_to_string(&mpath).map_err(|e| {
-        fatal(format!(
-            "{}: cannot read the manifest: {e}",
-            mpath.display()
-        ))
-    })?;
+    let text = input::read_text(&mpath, input::MANIFEST_MAX, "manifest")?;
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -112,51 +109,171 @@ fn find_manifest_root(dir: &Path) -> Option<PathBuf> {
 }
 
 fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
-    let f = File::open(archive).map_err(|e| fatal(format!("{}: {e}", archive.display())))?;
+    let f = input::open_regular(archive, "packed bundle")?;
+    let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let shown = input::shown_path(archive);
     let name = archive.to_string_lossy().to_lowercase();
     let reader: Box<dyn Read> = if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        Box::new(flate2::read::GzDecoder::new(f))
+        Box::new(TarGuard::new(flate2::read::GzDecoder::new(f)))
     } else if name.ends_with(".tar") {
-        Box::new(f)
+        Box::new(TarGuard::new(f))
     } else {
         return Err(fatal(format!(
-            "{}: not a bundle folder, .tar.gz or .tar",
-            archive.display()
+            "{shown}: not a bundle folder, .tar.gz or .tar"
         )));
     };
+    // What the archive may unpack to: a total bound, and a ratio bound to the packed size.
+    let allowed = input::UNPACK_MAX_BYTES
+        .min(input::RATIO_GRACE.max(packed.saturating_mul(input::UNPACK_MAX_RATIO)));
     let mut ar = tar::Archive::new(reader);
-    let entries = ar.entries().map_err(|e| {
-        fatal(format!(
-            "{}: not a readable tar archive: {e}",
-            archive.display()
-        ))
-    })?;
+    let entries = ar
+        .entries()
+        .map_err(|e| fatal(format!("{shown}: not a readable tar archive: {e}")))?;
+    let mut count: u64 = 0;
+    let mut total: u64 = 0;
     for entry in entries {
-        let mut entry = entry
-            .map_err(|e| fatal(format!("{}: broken archive entry: {e}", archive.display())))?;
+        let mut entry = entry.map_err(|e| fatal(format!("{shown}: broken archive entry: {e}")))?;
+        count += 1;
+        if count > input::UNPACK_MAX_ENTRIES {
+            return Err(fatal(format!(
+                "{shown}: more than {} entries, the bound for a packed bundle; refused (see docs/security.md)",
+                input::UNPACK_MAX_ENTRIES
+            )));
+        }
         let p = entry
             .path()
-            .map_err(|e| fatal(format!("{}: bad entry name: {e}", archive.display())))?
+            .map_err(|e| fatal(format!("{shown}: bad entry name: {e}")))?
             .to_string_lossy()
             .to_string();
+        member_name_ok(&p).map_err(|m| fatal(format!("{shown}: entry {m}")))?;
         let kind = entry.header().entry_type();
         if !(kind.is_file() || kind.is_dir()) {
             return Err(fatal(format!(
-                "{}: entry '{p}' is a link or device; bundles hold plain files only",
-                archive.display()
+                "{shown}: entry '{}' is a link, device or FIFO; bundles hold plain files only",
+                input::shown(&p)
             )));
         }
-        safe_path(&p).map_err(|m| fatal(format!("{}: entry {m}", archive.display())))?;
-        entry
-            .unpack_in(into)
-            .map_err(|e| fatal(format!("{}: cannot unpack '{p}': {e}", archive.display())))?;
+        safe_path(&p).map_err(|m| fatal(format!("{shown}: entry {}", input::escaped(&m))))?;
+        total = total.saturating_add(entry.size());
+        if total > allowed {
+            return Err(fatal(format!(
+                "{shown}: unpacks to more than {} ({} packed; the bounds are {} in all and {} times the packed size); refused as an archive bomb (see docs/security.md)",
+                input::size(allowed),
+                input::size(packed),
+                input::size(input::UNPACK_MAX_BYTES),
+                input::UNPACK_MAX_RATIO
+            )));
+        }
+        entry.unpack_in(into).map_err(|e| {
+            fatal(format!(
+                "{shown}: cannot unpack '{}': {e}",
+                input::shown(&p)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Passes a tar stream through and follows its headers on the way: a metadata entry (a GNU long
+/// name or link, a PAX header) larger than [`input::TAR_META_MAX`] is refused before the tar
+/// reader holds it in memory (it reads those entries whole).
+pub struct TarGuard<R> {
+    inner: R,
+    hdr: Vec<u8>,
+    skip: u64,
+}
+
+impl<R> TarGuard<R> {
+    /// Guards `inner`, which starts at a tar header.
+    pub fn new(inner: R) -> Self {
+        TarGuard {
+            inner,
+            hdr: Vec::with_capacity(512),
+            skip: 0,
+        }
+    }
+}
+
+fn tar_size(h: &[u8]) -> u64 {
+    let f = &h[124..136];
+    if f[0] & 0x80 != 0 {
+        f[4..].iter().fold(0u64, |a, b| (a << 8) | u64::from(*b))
+    } else {
+        let t: String = f
+            .iter()
+            .map(|b| *b as char)
+            .filter(|c| ('0'..='7').contains(c))
+            .collect();
+        u64::from_str_radix(&t, 8).unwrap_or(0)
+    }
+}
+
+impl<R: Read> Read for TarGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut i = 0;
+        while i < n {
+            if self.skip > 0 {
+                let m = (self.skip.min((n - i) as u64)) as usize;
+                self.skip -= m as u64;
+                i += m;
+                continue;
+            }
+            let m = (512 - self.hdr.len()).min(n - i);
+            self.hdr.extend_from_slice(&buf[i..i + m]);
+            i += m;
+            if self.hdr.len() == 512 {
+                if self.hdr.iter().any(|b| *b != 0) {
+                    let size = tar_size(&self.hdr);
+                    if b"LKxg".contains(&self.hdr[156]) && size > input::TAR_META_MAX {
+                        return Err(std::io::Error::other(format!(
+                            "a tar metadata entry (long name or PAX header) of {size} bytes, more than the bound of {}; refused",
+                            input::size(input::TAR_META_MAX)
+                        )));
+                    }
+                    self.skip = size.div_ceil(512) * 512;
+                }
+                self.hdr.clear();
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// An archive member's name: bounded in length and depth (deep names cost the unpacker time
+/// that grows fast with depth), and no control characters.
+pub fn member_name_ok(p: &str) -> Result<(), String> {
+    if p.len() > input::MEMBER_MAX_NAME {
+        return Err(format!(
+            "'{}' has a name longer than {} bytes, the bound for a member name",
+            input::shown(p),
+            input::MEMBER_MAX_NAME
+        ));
+    }
+    let depth = p
+        .split(['/', '\\'])
+        .filter(|c| !c.is_empty() && *c != ".")
+        .count();
+    if depth > input::MEMBER_MAX_DEPTH {
+        return Err(format!(
+            "'{}' is {depth} folders deep, more than the bound of {}",
+            input::shown(p),
+            input::MEMBER_MAX_DEPTH
+        ));
+    }
+    if p.chars().any(char::is_control) {
+        return Err(format!(
+            "'{}' has a control character in its name",
+            input::shown(p)
+        ));
     }
     Ok(())
 }
 
 /// sha256 of a file, streamed.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = File::open(path)?;
+    let mut f = input::open_regular(path, "file")
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.0))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -177,6 +294,10 @@ struct Ctx {
     findings: Vec<Finding>,
     ran: BTreeSet<&'static str>,
     verified: Vec<rigaudit_audit::report::Artifact>,
+    /// Findings dropped per check once [`input::FINDINGS_PER_CHECK`] were kept.
+    dropped: std::collections::BTreeMap<&'static str, usize>,
+    /// Inputs refused as hostile (not a regular file, over a bound, leaving the bundle).
+    refused: Vec<String>,
 }
 
 impl Ctx {
@@ -188,12 +309,40 @@ impl Ctx {
         pointer: Option<String>,
         msg: String,
     ) {
-        let mut f = Finding::new(id, sev, msg).file(file);
+        if self.findings.iter().filter(|f| f.check == id).count() >= input::FINDINGS_PER_CHECK {
+            *self.dropped.entry(id).or_default() += 1;
+            return;
+        }
+        let mut f = Finding::new(id, sev, input::shown_n(&msg, input::MESSAGE_MAX))
+            .file(input::shown(file));
         if let Some(p) = pointer {
-            f = f.pointer(p);
+            f = f.pointer(input::shown(&p));
         }
         self.findings.push(f);
     }
+
+    fn refuse(&mut self, file: &str, msg: String) {
+        self.ran.insert("schema.unreadable");
+        self.refused.push(msg.clone());
+        self.push("schema.unreadable", Severity::Error, file, None, msg);
+    }
+}
+
+/// The bound on one raw file of a kind read whole.
+fn limit_of(kind: FileKind) -> u64 {
+    match kind {
+        FileKind::Card => input::CARD_MAX,
+        FileKind::SpeedContract | FileKind::QualityContract => input::CONTRACT_MAX,
+        _ => input::RECORD_MAX,
+    }
+}
+
+/// A manifest path in one spelling (`./a`, `././a` and `a` are one file).
+fn normal(p: &str) -> String {
+    p.split(['/', '\\'])
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Reads, checks and parses every file the manifest lists.
@@ -203,6 +352,8 @@ pub fn load(o: &Opened) -> ReadBundle {
         findings: Vec::new(),
         ran: BTreeSet::new(),
         verified: Vec::new(),
+        dropped: Default::default(),
+        refused: Vec::new(),
     };
     let mut b = Bundle {
         manifest: m.clone(),
@@ -213,31 +364,35 @@ pub fn load(o: &Opened) -> ReadBundle {
         fit: None,
     };
     let mut seen_paths = BTreeSet::new();
+    let mut seen_files = BTreeSet::new();
     for (i, e) in m.files.iter().enumerate() {
         cx.ran.insert("schema.path-escapes");
-        if let Err(msg) = safe_path(&e.path) {
-            cx.push(
-                "schema.path-escapes",
-                Severity::Error,
-                "bundle.json",
-                Some(format!("/files/{i}/path")),
-                msg,
-            );
-            continue;
-        }
-        if !seen_paths.insert(e.path.clone()) {
+        let path = match input::inside(&o.root, &e.path) {
+            Ok(p) => p,
+            Err(msg) => {
+                cx.push(
+                    "schema.path-escapes",
+                    Severity::Error,
+                    "bundle.json",
+                    Some(format!("/files/{i}/path")),
+                    msg,
+                );
+                continue;
+            }
+        };
+        if !seen_paths.insert(normal(&e.path)) {
             cx.push(
                 "schema.invalid",
                 Severity::Error,
                 "bundle.json",
                 Some(format!("/files/{i}/path")),
-                format!("'{}' is listed twice", e.path),
+                format!("'{}' is listed twice", input::shown(&e.path)),
             );
             continue;
         }
-        let path = o.root.join(&e.path);
         cx.ran.insert("schema.file-missing");
-        if !path.is_file() {
+        let meta = std::fs::metadata(&path);
+        if meta.is_err() {
             let (sev, tail) = if e.published {
                 (Severity::Error, "the page published it")
             } else {
@@ -253,21 +408,25 @@ pub fn load(o: &Opened) -> ReadBundle {
                 None,
                 format!(
                     "{} is listed as {} but is not in the bundle; {tail}",
-                    e.path,
+                    input::shown(&e.path),
                     e.kind.name()
                 ),
             );
             continue;
         }
-        // Stay inside the bundle through links too.
-        if let (Ok(real), Ok(root)) = (path.canonicalize(), o.root.canonicalize()) {
-            if !real.starts_with(&root) {
+        // The same real file under another name (a hard link, a link inside the bundle) is read
+        // once, under its first name.
+        if let Some(id) = input::identity(&path) {
+            if !seen_files.insert(id) {
                 cx.push(
-                    "schema.path-escapes",
+                    "schema.invalid",
                     Severity::Error,
                     "bundle.json",
                     Some(format!("/files/{i}/path")),
-                    format!("'{}' resolves outside the bundle (a link)", e.path),
+                    format!(
+                        "'{}' is a file already listed under another name",
+                        input::shown(&e.path)
+                    ),
                 );
                 continue;
             }
@@ -279,27 +438,39 @@ pub fn load(o: &Opened) -> ReadBundle {
             load_answers(e, i, &path, &mut b, &mut cx);
             continue;
         }
-        match sha256_file(&path) {
+        if e.kind == FileKind::Log {
+            match sha256_file(&path) {
+                Err(err) => cx.refuse(&e.path, input::escaped(&err.to_string())),
+                Ok(got) => check_digest(e, i, &got, &mut cx),
+            }
+            continue;
+        }
+        let bytes = match input::read_bounded(&path, limit_of(e.kind), e.kind.name()) {
+            Ok(b) => b,
             Err(err) => {
-                cx.ran.insert("schema.unreadable");
-                cx.push(
-                    "schema.unreadable",
-                    Severity::Error,
-                    &e.path,
-                    None,
-                    format!("{}: cannot read: {err}", e.path),
-                );
+                cx.refuse(&e.path, err.0);
                 continue;
             }
-            Ok(got) => check_digest(e, i, &got, &mut cx),
-        }
-        load_file(e, &path, &mut b, &mut cx);
+        };
+        check_digest(e, i, &hex(&Sha256::digest(&bytes)), &mut cx);
+        load_file(e, &bytes, &mut b, &mut cx);
+    }
+    for (id, n) in std::mem::take(&mut cx.dropped) {
+        cx.findings.push(Finding::new(
+            id,
+            Severity::Error,
+            format!(
+                "{n} more {id} findings not listed (at most {} are kept)",
+                input::FINDINGS_PER_CHECK
+            ),
+        ));
     }
     ReadBundle {
         bundle: b,
         findings: cx.findings,
         checks_run: cx.ran,
         verified: cx.verified,
+        refused: cx.refused,
     }
 }
 
@@ -323,7 +494,7 @@ fn loaded<T>(e: &FileEntry, value: T) -> Loaded<T> {
     }
 }
 
-fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
+fn load_file(e: &FileEntry, path: &[u8], b: &mut Bundle, cx: &mut Ctx) {
     match e.kind {
         FileKind::Log => {}
         FileKind::QualityAnswers => {}
@@ -353,23 +524,10 @@ fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
     }
 }
 
-fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<T> {
+fn read_json<T: DeserializeOwned>(e: &FileEntry, text: &[u8], cx: &mut Ctx) -> Option<T> {
     cx.ran.insert("schema.unreadable");
     cx.ran.insert("schema.invalid");
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(err) => {
-            cx.push(
-                "schema.unreadable",
-                Severity::Error,
-                &e.path,
-                None,
-                format!("{}: cannot read: {err}", e.path),
-            );
-            return None;
-        }
-    };
-    let value: Value = match serde_json::from_slice(&text) {
+    let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         Err(err) => {
             cx.push(
@@ -465,16 +623,10 @@ fn load_answers(e: &FileEntry, index: usize, path: &Path, b: &mut Bundle, cx: &m
         return;
     };
     test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
-    let f = match File::open(path) {
+    let f = match input::open_regular(path, e.kind.name()) {
         Ok(f) => f,
         Err(err) => {
-            cx.push(
-                "schema.unreadable",
-                Severity::Error,
-                &e.path,
-                None,
-                format!("{}: cannot read: {err}", e.path),
-            );
+            cx.refuse(&e.path, err.0);
             return;
         }
     };
@@ -482,6 +634,9 @@ fn load_answers(e: &FileEntry, index: usize, path: &Path, b: &mut Bundle, cx: &m
         return;
     };
     let result = crate::answers::tally(f, validator);
+    if let Some(why) = &result.refused {
+        cx.refused.push(format!("{}: {why}", input::shown(&e.path)));
+    }
     check_digest(e, index, &result.sha256, cx);
     for p in &result.problems {
         let id = if p.unreadable {

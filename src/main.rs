@@ -8,7 +8,10 @@ mod bundle;
 mod diff;
 mod fatal;
 mod fetch;
+#[cfg(test)]
+mod fuzz;
 mod host;
+mod input;
 mod measure;
 mod output;
 mod rehash;
@@ -175,7 +178,7 @@ fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
         match output::parse_output(spec) {
             Ok(f) => files.push(f),
             Err(e) => {
-                eprintln!("rigaudit: {e}");
+                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
                 return ExitCode::from(2);
             }
         }
@@ -183,7 +186,7 @@ fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
     for (format, path) in files {
         let text = output::render(report, format, false);
         if let Err(e) = output::write_atomic(&path, text.as_bytes()) {
-            eprintln!("rigaudit: {e}");
+            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
             return ExitCode::from(2);
         }
     }
@@ -214,7 +217,7 @@ fn main() -> ExitCode {
         Command::Verify { bundle, out } => match verify::run(&bundle, out.fail_on.severity()) {
             Ok(r) => emit(&r, &out),
             Err(e) => {
-                eprintln!("rigaudit: {e}");
+                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
                 ExitCode::from(2)
             }
         },
@@ -230,12 +233,12 @@ fn main() -> ExitCode {
                 Ok(r) => {
                     eprintln!(
                         "rigaudit: replayed bundle written to {}",
-                        r.bundle.display()
+                        input::shown_path(&r.bundle)
                     );
                     emit(&r.report, &out)
                 }
                 Err(e) => {
-                    eprintln!("rigaudit: {e}");
+                    eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
                     ExitCode::from(2)
                 }
             }
@@ -257,16 +260,27 @@ fn main() -> ExitCode {
         ) {
             Ok(r) => emit(&r, &out),
             Err(e) => {
-                eprintln!("rigaudit: {e}");
+                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
                 ExitCode::from(2)
             }
         },
         Command::Measure(a) => match measure::run(&a) {
             Ok(m) => match m.stopped {
-                None => {
-                    println!("wrote {}", m.dir.display());
-                    ExitCode::SUCCESS
-                }
+                None => match unanswered_steps(&m.dir) {
+                    Some((steps, all)) if !steps.is_empty() => {
+                        eprintln!(
+                            "rigaudit: {} got no answer: {}; what was measured is in {}",
+                            if all { "every step" } else { "a step" },
+                            steps.join(", "),
+                            m.dir.display()
+                        );
+                        ExitCode::from(if all { 2 } else { 1 })
+                    }
+                    _ => {
+                        println!("wrote {}", m.dir.display());
+                        ExitCode::SUCCESS
+                    }
+                },
                 // Could not finish: exit 2, with what was measured kept in the bundle.
                 Some(why) => {
                     eprintln!(
@@ -277,14 +291,14 @@ fn main() -> ExitCode {
                 }
             },
             Err(e) => {
-                eprintln!("rigaudit: {e}");
+                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
                 ExitCode::from(2)
             }
         },
         Command::Rehash { args, out } => match rehash::run(&args, out.fail_on.severity()) {
             Ok(r) => emit(&r, &out),
             Err(e) => {
-                eprintln!("rigaudit: {e}");
+                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
                 ExitCode::from(2)
             }
         },
@@ -356,6 +370,35 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The speed steps of a written measurement in which no request got an answer (HTTP 2xx with no
+/// error), and whether that is every step; `None` when the result cannot be read.
+fn unanswered_steps(dir: &std::path::Path) -> Option<(Vec<String>, bool)> {
+    let bytes = input::read_bounded(
+        &dir.join("speed/speed-result.json"),
+        input::RECORD_MAX,
+        "speed result",
+    )
+    .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let mut steps: Vec<(String, bool)> = Vec::new();
+    for r in v.get("requests")?.as_array()? {
+        let step = r.get("step").and_then(|s| s.as_str()).unwrap_or("?");
+        let status = r.get("status").and_then(|s| s.as_u64()).unwrap_or(0);
+        let ok = (200..300).contains(&status) && r.get("error").is_none_or(|e| e.is_null());
+        match steps.iter_mut().find(|(s, _)| s == step) {
+            Some((_, any)) => *any |= ok,
+            None => steps.push((step.to_string(), ok)),
+        }
+    }
+    let none: Vec<String> = steps
+        .iter()
+        .filter(|(_, any)| !any)
+        .map(|(s, _)| s.clone())
+        .collect();
+    let all = !steps.is_empty() && none.len() == steps.len();
+    Some((none, all))
 }
 
 /// `rigaudit audit`: verify, then rehash when roots or files are given, then replay unless told

@@ -10,6 +10,7 @@ use std::path::Path;
 pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let opened = bundle::open(path)?;
     let read = bundle::load(&opened);
+    let refused = read.refused.clone();
     let checked = rigaudit_audit::verify(&read.bundle);
     let verified = read.verified;
     let mut findings = read.findings;
@@ -51,5 +52,16 @@ pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         );
     }
     report.artifacts = verified;
+    if !refused.is_empty() {
+        // A file refused as hostile (not a regular file, over its bound): the bundle could not be
+        // read as a whole, so the run is incomplete (exit 2), whatever else was found.
+        for r in &refused {
+            eprintln!(
+                "rigaudit: {}",
+                crate::input::shown_n(r, crate::input::MESSAGE_MAX)
+            );
+        }
+        report.verdict = rigaudit_audit::Verdict::Incomplete;
+    }
     Ok(report)
 }

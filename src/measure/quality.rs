@@ -37,8 +37,7 @@ pub struct QualityPlan {
 /// Reads a questions file: JSON Lines whose records carry at least `id`, `prompt` and `gold` (an
 /// answers file of a bundle qualifies). Errors name the file and the line.
 pub fn read_questions(path: &Path) -> Result<Vec<Question>, Fatal> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| fatal(format!("{}: {e}", path.display())))?;
+    let text = crate::input::read_text(path, crate::input::QUESTIONS_MAX, "questions file")?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

@@ -23,6 +23,11 @@ fn num(x: Option<f64>) -> String {
     }
 }
 
+/// Text from a report that may quote input: control characters escaped, length bounded.
+fn safe(s: &str) -> String {
+    crate::input::shown_n(s, crate::input::MESSAGE_MAX)
+}
+
 /// Renders a report.
 pub fn render(r: &Report, color: bool) -> String {
     let mut o = String::new();
@@ -35,7 +40,7 @@ pub fn render(r: &Report, color: bool) -> String {
         o,
         "rigaudit {} {}: {verdict} ({} errors, {} warnings, {} notes; {} checks ran)",
         r.command,
-        r.bundle,
+        safe(&r.bundle),
         r.counts.error,
         r.counts.warning,
         r.counts.info,
@@ -61,7 +66,7 @@ pub fn render(r: &Report, color: bool) -> String {
         };
         let _ = writeln!(o, "\n{}", paint(label, code, color));
         for c in checks {
-            let _ = writeln!(o, "  {}", paint(c, "1", color));
+            let _ = writeln!(o, "  {}", paint(&safe(c), "1", color));
             let listed_below = r.command == "diff" && c == "diff.setup-differs";
             if listed_below {
                 let n = r
@@ -81,11 +86,15 @@ pub fn render(r: &Report, color: bool) -> String {
                 .filter(|f| f.severity == sev && f.check == c)
             {
                 let place = match (&f.file, &f.pointer) {
-                    (Some(file), Some(p)) => format!("{file} {p}: "),
-                    (Some(file), None) => format!("{file}: "),
+                    (Some(file), Some(p)) => format!("{} {}: ", safe(file), safe(p)),
+                    (Some(file), None) => format!("{}: ", safe(file)),
                     _ => String::new(),
                 };
-                let _ = writeln!(o, "    - {place}{}", f.message);
+                let _ = writeln!(
+                    o,
+                    "    - {place}{}",
+                    crate::input::shown_n(&f.message, crate::input::MESSAGE_MAX)
+                );
             }
         }
     }
@@ -95,10 +104,10 @@ pub fn render(r: &Report, color: bool) -> String {
             let _ = writeln!(
                 o,
                 "  {:<28} {:>12}   {:>10}   {:>10}",
-                v.key,
+                safe(&v.key),
                 num(v.value),
                 v.file.map_or("-".into(), |x| x.to_string()),
-                v.page.clone().unwrap_or_else(|| "-".into())
+                v.page.as_deref().map_or("-".into(), safe)
             );
         }
     }
@@ -112,11 +121,11 @@ pub fn render(r: &Report, color: bool) -> String {
                 o,
                 "  [{}] {}: {} / {}   ({}; {})",
                 c.subject.name(),
-                c.what,
-                c.a,
-                c.b,
-                c.where_a,
-                c.where_b
+                safe(&c.what),
+                safe(&c.a),
+                safe(&c.b),
+                safe(&c.where_a),
+                safe(&c.where_b)
             );
         }
     }
@@ -149,13 +158,13 @@ pub fn render(r: &Report, color: bool) -> String {
             let _ = writeln!(
                 o,
                 "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
-                c.key,
+                safe(&c.key),
                 num(c.recorded),
                 num(c.replayed),
                 change,
                 p,
                 verdict,
-                c.why
+                safe(&c.why)
             );
         }
     }

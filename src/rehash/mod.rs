@@ -53,6 +53,10 @@ pub struct Args {
     /// Do not load NCCL libraries to ask their version; digests only.
     #[arg(long)]
     pub no_load: bool,
+    /// Also load NCCL libraries found by walking `--root` to ask their version. Loading runs the
+    /// library's own start-up code; a library named with `--file nccl=PATH` is loaded without it.
+    #[arg(long)]
+    pub load_nccl: bool,
 }
 
 /// What an artifact named with `--file` is.
@@ -157,10 +161,9 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
                 o.root.display()
             ))
         })?;
-    safe_path(&entry.path).map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
-    let path = o.root.join(&entry.path);
-    let text = std::fs::read(&path)
-        .map_err(|e| fatal(format!("{}: cannot read the card: {e}", path.display())))?;
+    let path = crate::input::inside(&o.root, &entry.path)
+        .map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
+    let text = crate::input::read_bounded(&path, crate::input::CARD_MAX, "card")?;
     let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -189,9 +192,9 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         .iter()
         .filter(|e| e.kind == FileKind::SpeedResult)
         .find_map(|e| {
-            safe_path(&e.path).ok()?;
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(o.root.join(&e.path)).ok()?).ok()?;
+            let p = crate::input::inside(&o.root, &e.path).ok()?;
+            let bytes = crate::input::read_bounded(&p, crate::input::RECORD_MAX, "speed result");
+            let v: serde_json::Value = serde_json::from_slice(&bytes.ok()?).ok()?;
             let lines: Vec<String> = v
                 .get("server")?
                 .get("start_lines")?
@@ -207,7 +210,8 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
 /// Reads a manifest file: sha256sum lines (`HEX  PATH`, `HEX *PATH`) or JSON `[{path, sha256}]`
 /// (also `{"files": [...]}`).
 pub fn read_manifest_file(path: &Path) -> Result<FileManifest, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::input::read_text(path, crate::input::COMPARE_MAX, "--compare manifest")
+        .map_err(|e| e.0)?;
     let origin = format!("the manifest {}", path.display());
     let t = text.trim_start();
     if t.starts_with('[') || t.starts_with('{') {
@@ -303,7 +307,14 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
             "the card's path {m}"
         )));
     }
-    let full = dir.join(p);
+    let full = match crate::input::inside(dir, p) {
+        Ok(f) => f,
+        Err(m) => {
+            return Some(RevisionFileSeen::NotLocatable(format!(
+                "the card's path {m}"
+            )))
+        }
+    };
     if !full.exists() && p.contains(' ') {
         return Some(RevisionFileSeen::NotLocatable(
             "the card names it in words, not as a path inside the folder".to_string(),
@@ -317,11 +328,15 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
             )));
         }
     }
-    Some(match std::fs::read(&full) {
-        Ok(b) => RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RevisionFileSeen::Missing,
-        Err(e) => RevisionFileSeen::Unreadable(e.to_string()),
-    })
+    if std::fs::symlink_metadata(&full).is_err() {
+        return Some(RevisionFileSeen::Missing);
+    }
+    Some(
+        match crate::input::read_bounded(&full, crate::input::REVISION_MAX, "revision file") {
+            Ok(b) => RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string()),
+            Err(e) => RevisionFileSeen::Unreadable(e.0),
+        },
+    )
 }
 
 /// Runs `rigaudit rehash`. `Err` when the bundle or an option cannot be used at all (exit 2).
@@ -525,12 +540,21 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         }
     }
 
-    // The bundle's own raw files.
+    // The bundle's own raw files: only those inside the bundle (a link out is not read), each
+    // real file hashed once whatever the names it is listed under.
+    let mut aliases: Vec<(usize, usize)> = Vec::new();
+    let mut first_of = std::collections::BTreeMap::new();
     for (idx, e) in opened.manifest.files.iter().enumerate() {
-        if safe_path(&e.path).is_err() {
+        let Ok(p) = crate::input::inside(&opened.root, &e.path) else {
             continue;
+        };
+        if let Some(id) = crate::input::identity(&p) {
+            if let Some(&first) = first_of.get(&id) {
+                aliases.push((idx, first));
+                continue;
+            }
+            first_of.insert(id, idx);
         }
-        let p = opened.root.join(&e.path);
         if p.is_file() {
             jobs.push(Job {
                 target: Target::Bundle { idx },
@@ -629,6 +653,9 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
             (_, _) => {}
         }
     }
+    for (alias, first) in aliases {
+        bundle_digests[alias] = bundle_digests[first].clone();
+    }
     if let Some(r) = reference.as_mut() {
         if r.entries.is_empty() {
             r.entries = ref_entries;
@@ -644,7 +671,12 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     m.binary.sort_by_key(|h| h.at.describe());
     nccl_files.sort_by_key(|h| h.at.describe());
 
-    // Ask each NCCL library for its version.
+    // Ask each NCCL library for its version: those the user named, or all with --load-nccl.
+    let named_nccl: std::collections::BTreeSet<String> = given
+        .iter()
+        .filter(|g| g.what == Named::Nccl)
+        .map(|g| loc(&g.path, g.box_name.as_ref()).path)
+        .collect();
     for h in nccl_files {
         let version = if args.no_load {
             NcclVersion::NotQueried {
@@ -654,6 +686,11 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
             NcclVersion::NotQueried {
                 why: "the file cannot be read".into(),
             }
+        } else if !args.load_nccl && !named_nccl.contains(&h.at.path) {
+            nccl::from_text(
+                Path::new(&h.at.path),
+                "not loaded: it was found under --root, and loading a library runs its code (name it with --file nccl=PATH, or pass --load-nccl)".into(),
+            )
         } else {
             nccl::probe(Path::new(&h.at.path))
         };

@@ -70,6 +70,10 @@ pub struct Args {
     /// contract's rule, or the seeds' rule when it states none).
     #[arg(long)]
     pub no_load_guard: bool,
+    /// Pass a recorded environment variable that loads code or changes what runs (`LD_PRELOAD`,
+    /// `PYTHONPATH`, `PATH`, ...) to the engine; refused otherwise. Repeatable.
+    #[arg(long = "allow-env", value_name = "NAME")]
+    pub allow_env: Vec<String>,
     /// Confirm a speed drift in a second session before calling it drift (default on).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub confirm: bool,
@@ -175,7 +179,7 @@ fn raw_file(o: &bundle::Opened, kind: &str, test: Option<&str>) -> Option<PathBu
         .files
         .iter()
         .find(|f| f.kind.name() == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
-        .map(|f| o.root.join(&f.path))
+        .and_then(|f| crate::input::inside(&o.root, &f.path).ok())
 }
 
 /// The outcome of a replay: the report and where the new bundle is.
@@ -248,6 +252,7 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
             engine,
             sets,
             trust_executable: a.trust_executable,
+            allow_env: a.allow_env.clone(),
         },
     )?;
     notes.extend(resolved.notes.iter().cloned());
@@ -308,10 +313,11 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let card_json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&card_path)
-            .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?,
-    )
+    let card_json: serde_json::Value = serde_json::from_str(&crate::input::read_text(
+        &card_path,
+        crate::input::CARD_MAX,
+        "card",
+    )?)
     .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
     let session = Session {
         launches: &resolved.launches,
