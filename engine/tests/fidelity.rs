@@ -65,6 +65,11 @@ fn compare(ids: &[u32], fast: &[f32], reference: &[f32], nv: usize) -> (f64, f64
     (nll_f / n, nll_r / n, kl / n, agree as f64 / n)
 }
 
+/// Relative difference of two perplexities given as their logs, in percent.
+fn pct(a: f64, b: f64) -> f64 {
+    ((a - b).exp() - 1.0) * 100.0
+}
+
 /// Logits of every position through the optimized path, fed in prefill chunks.
 fn optimized(m: &Model, ids: &[u32]) -> Vec<f32> {
     let pool = Pool::new(2);
@@ -107,21 +112,18 @@ fn optimized_perplexity_matches_f32_reference() {
     let (_, lq, klq, top1q) = compare(ids, &fast, &q8_ref, nv);
     let (_, _, kl_q8, top1_q8) = compare(ids, &q8_ref, &f32_ref, nv);
     eprintln!(
-        "fidelity: 8-bit-activation reference vs f32: mean KL {kl_q8:.5} nats, top-1 {:.2} %",
-        top1_q8 * 100.0
-    );
-    let pct = |a: f64, b: f64| ((a - b).exp() - 1.0) * 100.0;
-    eprintln!(
-        "fidelity: {N} tokens; perplexity optimized {:.4}, f32 reference {:.4} ({:+.3} %), \
-         8-bit-activation reference {:.4} ({:+.4} %); vs f32: mean KL {kl:.5} nats, top-1 {:.2} %; \
-         vs 8-bit-activation: mean KL {klq:.6} nats, top-1 {:.2} %; optimized {t_fast:?}, references {t_ref:?}",
+        "fidelity: {N} tokens, optimized {t_fast:?}, references {t_ref:?}\n\
+         optimized vs f32 reference: perplexity {:.4} vs {:.4} ({:+.3} %), mean KL {kl:.5} nats, top-1 {:.2} %\n\
+         optimized vs 8-bit-activation reference: perplexity {:.4} ({:+.4} %), mean KL {klq:.6} nats, top-1 {:.2} %\n\
+         8-bit-activation reference vs f32: mean KL {kl_q8:.5} nats, top-1 {:.2} %",
         lf.exp(),
         lr.exp(),
         pct(lf, lr),
+        top1 * 100.0,
         lq.exp(),
         pct(lf, lq),
-        top1 * 100.0,
-        top1q * 100.0
+        top1q * 100.0,
+        top1_q8 * 100.0
     );
     // Bounds. The optimized path rounds every matrix product's input to 8
     // bits per block of 32 (as llama.cpp does); on this 135M-parameter model
