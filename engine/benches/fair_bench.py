@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the benches
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_vs_llamacpp import launch, post, rand_prompt, stream_completion, wait_ready  # noqa: E402
 
