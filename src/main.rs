@@ -75,6 +75,53 @@ struct ReportArgs {
     /// atomically from the same run.
     #[arg(long = "output", value_name = "[FORMAT:]FILE")]
     outputs: Vec<String>,
+    /// A gate's policy (TOML): per check id a severity or `ignore` with a reason the report
+    /// repeats, the fail level, replay's and diff's tolerances, which setup subjects fail a diff
+    /// (see `audit/src/policy.rs`).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+/// Reads `--policy`: a TOML file of at most a few MiB whose check ids must be in the catalogue.
+fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy>, fatal::Fatal> {
+    let Some(path) = &out.policy else {
+        return Ok(None);
+    };
+    let text = input::read_text(path, input::CONTRACT_MAX, "policy")?;
+    let mut p: rigaudit_audit::policy::Policy = toml::from_str(&text)
+        .map_err(|e| fatal::fatal(format!("{}: not a policy: {e}", path.display())))?;
+    let unknown = p.unknown_checks();
+    if !unknown.is_empty() {
+        return Err(fatal::fatal(format!(
+            "{}: no such check in the catalogue: {} (rigaudit checks lists them)",
+            path.display(),
+            unknown.join(", ")
+        )));
+    }
+    p.file = path.display().to_string();
+    Ok(Some(p))
+}
+
+/// The policy's tolerances over replay's options.
+fn tune_replay(a: &mut replay::Args, p: &rigaudit_audit::policy::Policy) {
+    a.rel_floor = p.replay.rel_floor.unwrap_or(a.rel_floor);
+    a.alpha = p.replay.alpha.unwrap_or(a.alpha);
+    a.max_floor = p.replay.max_floor.unwrap_or(a.max_floor);
+}
+
+/// The policy's tolerances and setup subjects over diff's options.
+fn tune_diff(a: &mut diff::Args, p: &rigaudit_audit::policy::Policy) {
+    a.rel_floor = p.replay.rel_floor.unwrap_or(a.rel_floor);
+    a.alpha = p.replay.alpha.unwrap_or(a.alpha);
+    a.max_floor = p.replay.max_floor.unwrap_or(a.max_floor);
+    if let Some(s) = &p.diff.setup_fails_on {
+        let names: Vec<&str> = s.iter().map(|x| x.name()).collect();
+        a.setup_fails_on = Some(if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(",")
+        });
+    }
 }
 
 #[derive(Subcommand)]
@@ -165,6 +212,19 @@ enum Command {
 }
 
 fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
+    let mut owned;
+    let report = match load_policy(out) {
+        Ok(None) => report,
+        Ok(Some(p)) => {
+            owned = report.clone();
+            owned.apply_policy(&p);
+            &owned
+        }
+        Err(e) => {
+            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
     let color = out.format == Format::Text
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
@@ -221,14 +281,26 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Diff { args, out } => match diff::run(&args, out.fail_on.severity()) {
+        Command::Diff { mut args, out } => match {
+            if let Ok(Some(p)) = load_policy(&out) {
+                tune_diff(&mut args, &p);
+            }
+            diff::run(&args, out.fail_on.severity())
+        } {
             Ok(r) => emit(&r, &out),
             Err(e) => {
                 eprintln!("rigaudit: {e}");
                 ExitCode::from(2)
             }
         },
-        Command::Replay { bundle, args, out } => {
+        Command::Replay {
+            bundle,
+            mut args,
+            out,
+        } => {
+            if let Ok(Some(p)) = load_policy(&out) {
+                tune_replay(&mut args, &p);
+            }
             match replay::run(&bundle, &args, out.fail_on.severity()) {
                 Ok(r) => {
                     eprintln!(
@@ -248,16 +320,21 @@ fn main() -> ExitCode {
             roots,
             files,
             no_replay,
-            replay,
+            mut replay,
             out,
-        } => match audit(
-            &bundle,
-            roots,
-            files,
-            no_replay,
-            &replay,
-            out.fail_on.severity(),
-        ) {
+        } => match {
+            if let Ok(Some(p)) = load_policy(&out) {
+                tune_replay(&mut replay, &p);
+            }
+            audit(
+                &bundle,
+                roots,
+                files,
+                no_replay,
+                &replay,
+                out.fail_on.severity(),
+            )
+        } {
             Ok(r) => emit(&r, &out),
             Err(e) => {
                 eprintln!("rigaudit: {}", input::escaped(&e.to_string()));

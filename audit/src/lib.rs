@@ -9,6 +9,7 @@ pub mod claims;
 pub mod consistency;
 pub mod diff;
 pub mod fit;
+pub mod policy;
 pub mod quality;
 pub mod records;
 pub mod rehash;

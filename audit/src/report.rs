@@ -132,6 +132,9 @@ pub struct Report {
     /// The raw files whose sha256 matched the manifest in full (verify, audit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
+    /// The policy applied, if any: its file and the findings it ignored, with its reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::policy::Applied>,
     /// The version of the rules (the catalogue) the report was judged by.
     #[serde(default)]
     pub rules_version: String,
@@ -285,6 +288,7 @@ impl Report {
             findings,
             comparisons: Vec::new(),
             rules_version: crate::catalogue::version(),
+            policy: None,
             artifacts: Vec::new(),
             setup_changes: Vec::new(),
             replay_summary: None,
@@ -296,6 +300,36 @@ impl Report {
         self.replay_summary = (!rows.is_empty()).then(|| ReplaySummary::of(&rows));
         self.comparisons = rows;
         self
+    }
+
+    /// Applies a policy: per check a severity or `ignore` (the finding leaves the findings and its
+    /// reason is listed in `policy`), and the fail level; then counts and the verdict again. An
+    /// incomplete report stays incomplete.
+    pub fn apply_policy(&mut self, p: &crate::policy::Policy) {
+        let (kept, ignored) = p.apply(std::mem::take(&mut self.findings));
+        self.findings = kept;
+        if let Some(f) = p.fail_on {
+            self.fail_on = f.severity();
+        }
+        self.policy = Some(crate::policy::Applied {
+            file: p.file.clone(),
+            ignored,
+        });
+        let mut counts = Counts::default();
+        for f in &self.findings {
+            match f.severity {
+                Severity::Error => counts.error += 1,
+                Severity::Warning => counts.warning += 1,
+                Severity::Info => counts.info += 1,
+            }
+        }
+        self.counts = counts;
+        if self.verdict != Verdict::Incomplete {
+            let failed = self
+                .fail_on
+                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
+            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
+        }
     }
 
     /// The process exit code the verdict maps to: 0 pass, 1 fail, 2 incomplete.
