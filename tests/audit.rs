@@ -302,6 +302,7 @@ fn a_bundle_recorded_here_reproduces_here() {
     contract["conc"] = json!({"levels": [1, 2], "rounds": 3, "max_tokens": 24, "prompt": "prose"});
     contract["ctx"] = json!({"depths": [256], "runs": 3, "max_tokens": 24});
     contract["parts"] = json!(["decode", "prefill", "conc", "ctx"]);
+    contract["l1"] = Value::Null;
     contract["load_guard"] = json!({"threshold_pct": 25.0, "consecutive": 2, "interval_s": 0.5});
     let contract_path = tmp.path().join("speed-contract.json");
     std::fs::write(&contract_path, contract.to_string()).unwrap();
@@ -347,8 +348,15 @@ fn a_bundle_recorded_here_reproduces_here() {
         assert!(v == "reproduced" || v == "inconclusive", "{rows}");
         assert_eq!(r["informational"], false, "{rows}");
     }
-    assert!(
-        report["replay_summary"]["reproduced"].as_u64().unwrap() > 0,
-        "{rows}"
-    );
+    // On a machine the guard found quiet on both sides, the rows are judged and some reproduce;
+    // under foreign load they are inconclusive, and say so.
+    let loaded = report["replay_summary"]["foreign_load"]
+        .as_u64()
+        .unwrap_or(0);
+    if loaded == 0 {
+        assert!(
+            report["replay_summary"]["reproduced"].as_u64().unwrap() > 0,
+            "{rows}"
+        );
+    }
 }
