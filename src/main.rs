@@ -102,6 +102,16 @@ fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy
     Ok(Some(p))
 }
 
+fn diff_report(args: &diff::Args, out: &ReportArgs) -> ExitCode {
+    match diff::run(args, out.fail_on.severity()) {
+        Ok(r) => emit(&r, out),
+        Err(e) => {
+            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// The policy's tolerances over replay's options.
 fn tune_replay(a: &mut replay::Args, p: &rigaudit_audit::policy::Policy) {
     a.rel_floor = p.replay.rel_floor.unwrap_or(a.rel_floor);
@@ -281,18 +291,12 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Diff { mut args, out } => match {
+        Command::Diff { mut args, out } => {
             if let Ok(Some(p)) = load_policy(&out) {
                 tune_diff(&mut args, &p);
             }
-            diff::run(&args, out.fail_on.severity())
-        } {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {e}");
-                ExitCode::from(2)
-            }
-        },
+            diff_report(&args, &out)
+        }
         Command::Replay {
             bundle,
             mut args,
@@ -322,25 +326,26 @@ fn main() -> ExitCode {
             no_replay,
             mut replay,
             out,
-        } => match {
+        } => {
             if let Ok(Some(p)) = load_policy(&out) {
                 tune_replay(&mut replay, &p);
             }
-            audit(
+            let audited = audit(
                 &bundle,
                 roots,
                 files,
                 no_replay,
                 &replay,
                 out.fail_on.severity(),
-            )
-        } {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                ExitCode::from(2)
+            );
+            match audited {
+                Ok(r) => emit(&r, &out),
+                Err(e) => {
+                    eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
         Command::Measure(a) => match measure::run(&a) {
             Ok(m) => match m.stopped {
                 None => match unanswered_steps(&m.dir) {

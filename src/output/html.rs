@@ -265,8 +265,11 @@ fn line_chart(title: &str, unit: &str, series: &[(String, Vec<(u32, f64)>)]) -> 
 /// the page's).
 struct Figures {
     sides: [&'static str; 2],
-    rows: Vec<(String, Option<f64>, Option<f64>, Option<f64>, Option<f64>)>,
+    rows: Vec<FigureRow>,
 }
+
+/// Key, side A value, side B value, A spread, B spread.
+type FigureRow = (String, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
 
 /// The 95 % margin of a percentage over n answers (normal approximation), in points.
 fn margin(pct: Option<f64>, n: usize) -> Option<f64> {

@@ -79,7 +79,7 @@ fn cases(r: &Report) -> Vec<Case> {
 fn below_fail_level(r: &Report) -> String {
     r.findings
         .iter()
-        .filter(|f| !r.fail_on.is_some_and(|t| f.severity >= t))
+        .filter(|f| r.fail_on.is_none_or(|t| f.severity < t))
         .map(|f| match &f.file {
             Some(file) => format!("{} {}: {file}: {}", f.severity.name(), f.check, f.message),
             None => format!("{} {}: {}", f.severity.name(), f.check, f.message),
