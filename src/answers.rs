@@ -45,6 +45,8 @@ pub struct Tallied {
     pub problem_count: usize,
     /// sha256 of the whole file, hex.
     pub sha256: String,
+    /// Why reading stopped before the end (a line over [`crate::input::ANSWERS_LINE_MAX`]).
+    pub refused: Option<String>,
 }
 
 const CHUNK: usize = 1 << 20;
@@ -71,7 +73,6 @@ struct Line<'a> {
     #[serde(borrow, deserialize_with = "nullable")]
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
-    #[allow(dead_code)]
     completion_tokens: Option<u64>,
     #[serde(borrow, default)]
     extracted: Option<Cow<'a, str>>,
@@ -79,7 +80,6 @@ struct Line<'a> {
     gold: Option<Cow<'a, str>>,
     correct: bool,
     #[serde(default)]
-    #[allow(dead_code)]
     seconds: Option<f64>,
 }
 
@@ -142,6 +142,8 @@ fn one(line: &[u8], n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
     if let Ok(l) = serde_json::from_slice::<Line>(line) {
         if l.meets_schema() {
             t.tally.add(l.view(), n);
+            t.tally
+                .add_reply(l.completion_tokens, l.max_tokens, l.seconds, n);
             return;
         }
     }
@@ -185,7 +187,11 @@ fn one(line: &[u8], n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
         return;
     }
     match Answer::deserialize(&value) {
-        Ok(a) => t.tally.add(a.view(), n),
+        Ok(a) => {
+            t.tally.add(a.view(), n);
+            t.tally
+                .add_reply(a.completion_tokens, a.max_tokens, a.seconds, n);
+        }
         Err(e) => bad(vec![(format!("line {n}"), e.to_string())], false),
     }
 }
@@ -212,7 +218,7 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
     let (tx, rx) = std::sync::mpsc::sync_channel::<(u64, Vec<u8>)>(workers * 2);
     let rx = std::sync::Mutex::new(rx);
     let mut hasher = Sha256::new();
-    let mut read_error: Option<(u64, String)> = None;
+    let mut read_error: Option<ReadError> = None;
     let parts: Vec<Tallied> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -243,12 +249,13 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
 }
 
 /// The reader: whole lines per chunk (the tail carried into the next), each sent with the number
-/// of its first line and hashed on the way. Returns where reading failed and why, if it did.
+/// of its first line and hashed on the way. Returns where reading failed and why, if it did. A
+/// line over [`crate::input::ANSWERS_LINE_MAX`] stops reading: it is refused, not held.
 fn read_chunks(
     r: &mut impl Read,
     tx: &std::sync::mpsc::SyncSender<(u64, Vec<u8>)>,
     hasher: &mut Sha256,
-) -> Option<(u64, String)> {
+) -> Option<ReadError> {
     let mut read_error = None;
     let mut line_no: u64 = 1;
     let mut carry: Vec<u8> = Vec::new();
@@ -259,7 +266,11 @@ fn read_chunks(
         let got = match read_full(r, &mut buf[start..]) {
             Ok(n) => n,
             Err(e) => {
-                read_error = Some((line_no, e.to_string()));
+                read_error = Some(ReadError {
+                    line: line_no,
+                    why: format!("cannot read: {e}"),
+                    refused: false,
+                });
                 0
             }
         };
@@ -272,6 +283,17 @@ fn read_chunks(
             memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
         };
         if cut == 0 && !eof {
+            if buf.len() > crate::input::ANSWERS_LINE_MAX {
+                // A line this long is no answer record: stop rather than hold it.
+                return Some(ReadError {
+                    line: line_no,
+                    why: format!(
+                        "line {line_no} is longer than {}, the bound for one line of an answers file; reading stopped there (see docs/security.md)",
+                        crate::input::size(crate::input::ANSWERS_LINE_MAX as u64)
+                    ),
+                    refused: true,
+                });
+            }
             // A line longer than a chunk: keep reading into it.
             carry = buf;
             continue;
@@ -292,9 +314,17 @@ fn read_chunks(
     read_error
 }
 
+/// Where and why reading an answers file stopped.
+struct ReadError {
+    line: u64,
+    why: String,
+    /// The input was refused as hostile (a line over its bound).
+    refused: bool,
+}
+
 /// The workers' tallies as one, the problems in line order (the first [`KEEP`]), a read error
 /// among them.
-fn merge(parts: Vec<Tallied>, read_error: Option<(u64, String)>) -> Tallied {
+fn merge(parts: Vec<Tallied>, read_error: Option<ReadError>) -> Tallied {
     let mut total = Tallied::default();
     let mut problems: Vec<(u64, Problem)> = Vec::new();
     for p in parts {
@@ -311,16 +341,17 @@ fn merge(parts: Vec<Tallied>, read_error: Option<(u64, String)>) -> Tallied {
             problems.push((n, pr));
         }
     }
-    if let Some((n, e)) = read_error {
+    if let Some(e) = read_error {
         total.problem_count += 1;
         problems.push((
-            n,
+            e.line,
             Problem {
-                pointer: format!("line {n}"),
-                message: format!("cannot read: {e}"),
+                pointer: format!("line {}", e.line),
+                message: e.why.clone(),
                 unreadable: true,
             },
         ));
+        total.refused = e.refused.then_some(e.why);
     }
     problems.sort_by_key(|(n, _)| *n);
     total.problems = problems.into_iter().map(|(_, p)| p).take(KEEP).collect();

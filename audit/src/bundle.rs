@@ -77,6 +77,46 @@ impl Bundle {
         }
     }
 
+    /// The raw files whose sha256 matched the manifest's in full: the subjects of an attestation.
+    pub fn verified(&self) -> Vec<crate::report::Artifact> {
+        use crate::schema::{compare_digest, DigestMatch};
+        let mut v = Vec::new();
+        for f in &self.files {
+            let (
+                Seen::Present {
+                    sha256: Some(got), ..
+                },
+                Some(ent),
+            ) = (&f.seen, self.manifest.files.get(f.index))
+            else {
+                continue;
+            };
+            if ent.sha256.as_deref().map(|w| compare_digest(w, got)) == Some(DigestMatch::Full) {
+                v.push(crate::report::Artifact {
+                    path: ent.path.clone(),
+                    sha256: got.clone(),
+                });
+            }
+        }
+        v
+    }
+
+    /// What was refused as hostile, one line each (`path: why`).
+    pub fn refused(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for f in &self.files {
+            let (Seen::Present { problems, .. }, Some(ent)) =
+                (&f.seen, self.manifest.files.get(f.index))
+            else {
+                continue;
+            };
+            for p in problems.iter().filter(|p| p.refused) {
+                v.push(format!("{}: {}", ent.path, p.detail));
+            }
+        }
+        v
+    }
+
     /// Whether any raw file a content check reads was read: the card, the speed result, the fit
     /// result, or a quality test's summary or answers. A bundle without one has nothing to check.
     pub fn has_records(&self) -> bool {
@@ -104,8 +144,10 @@ pub struct FileFacts {
 pub enum Seen {
     /// The path is absolute or leaves the bundle (the reason).
     Escapes(String),
-    /// The path was listed before.
+    /// The path was listed before (in any spelling: `./a` is `a`).
     Duplicate,
+    /// The file was listed before under another name (a hard link, a link inside the bundle).
+    Alias,
     /// No file is there.
     Missing,
     /// The path resolves outside the bundle through a link (the path).
@@ -127,6 +169,9 @@ pub struct Problem {
     /// It cannot be read or is not well-formed (`schema.unreadable`), else it breaks its schema
     /// (`schema.invalid`).
     pub unreadable: bool,
+    /// The file was refused as hostile (not a regular file, over its size bound): the bundle
+    /// cannot be read as a whole, so a report on it is incomplete.
+    pub refused: bool,
     /// The problem is in the manifest's entry of the file, not in the file.
     pub in_manifest: bool,
     /// Where: a JSON pointer, `line N` or `line L, column C`.

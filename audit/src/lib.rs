@@ -16,7 +16,10 @@
 pub mod catalogue;
 pub mod check;
 pub mod claims;
+pub mod consistency;
+pub mod diff;
 pub mod fit;
+pub mod policy;
 pub mod quality;
 pub mod records;
 pub mod rehash;

@@ -151,7 +151,16 @@ fn limit_mismatch(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
     Some(())
 }
 
-fn scoring_disagrees(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+/// `quality.scoring-disagrees`: marks against extracted answer and gold, refusals marked right,
+/// repeated ids, and cut-off answers marked right against the contract (consistency/scoring.rs).
+fn scoring_disagrees(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let marks = marks_disagree(b, t, e);
+    let cutoffs = crate::consistency::scoring::check_cutoffs_marked_right(t, e);
+    marks.or(cutoffs)
+}
+
+/// Marks against extracted answer and gold, refusals marked right, repeated ids.
+fn marks_disagree(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
     let a = t.answers.as_ref()?;
     let (test, v) = (&t.test, &a.value);
     if v.gold_disagrees > 0 {
@@ -383,7 +392,15 @@ fn count_mismatch(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
             sv.right
         ));
     }
-    if let Some(n) = p.total.filter(|n| *n != sv.total) {
+    // A row with no result may print the questions asked: the contract's count, or the
+    // summary's total + excluded.
+    let excluded = sv.excluded.unwrap_or(0);
+    let asked = |n: u64| {
+        p.pct.is_none()
+            && (n == sv.total + excluded
+                || t.contract.as_ref().is_some_and(|c| c.value.questions == n))
+    };
+    if let Some(n) = p.total.filter(|n| *n != sv.total && !asked(*n)) {
         diffs.push(format!(
             "total {n} on the page, {} in the summary",
             sv.total

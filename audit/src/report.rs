@@ -172,9 +172,30 @@ pub struct Report {
     /// A recorded bundle's figures beside its replay's (`replay` only; absent when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparisons: Vec<Comparison>,
+    /// The raw files whose sha256 matched the manifest in full (verify, audit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    /// The policy applied, if any: its file and the findings it ignored, with its reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::policy::Applied>,
+    /// The version of the rules (the catalogue) the report was judged by.
+    #[serde(default)]
+    pub rules_version: String,
+    /// The setup differences of two bundles (`diff` only; absent when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_changes: Vec<crate::diff::SetupChange>,
     /// The comparison rows counted by verdict (`replay` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_summary: Option<ReplaySummary>,
+}
+
+/// A raw file whose digest was verified: the subject of an attestation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// Path inside the bundle.
+    pub path: String,
+    /// Its sha256, hex.
+    pub sha256: String,
 }
 
 /// The comparison rows of a replay counted by verdict, inconclusive ones also by reason, so a
@@ -271,6 +292,21 @@ pub struct Counts {
     pub info: usize,
 }
 
+impl Counts {
+    /// The findings counted by severity.
+    pub fn of(findings: &[Finding]) -> Self {
+        let mut counts = Counts::default();
+        for f in findings {
+            match f.severity {
+                Severity::Error => counts.error += 1,
+                Severity::Warning => counts.warning += 1,
+                Severity::Info => counts.info += 1,
+            }
+        }
+        counts
+    }
+}
+
 impl Report {
     /// Builds a report from what a command's stages found and decides its verdict, in this one
     /// place: incomplete when no check ran or a stage could not do its job
@@ -284,14 +320,7 @@ impl Report {
             comparisons,
             incomplete,
         } = found;
-        let mut counts = Counts::default();
-        for f in &findings {
-            match f.severity {
-                Severity::Error => counts.error += 1,
-                Severity::Warning => counts.warning += 1,
-                Severity::Info => counts.info += 1,
-            }
-        }
+        let counts = Counts::of(&findings);
         let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));
         let verdict = if ran.is_empty() || incomplete.is_some() {
             Verdict::Incomplete
@@ -312,6 +341,32 @@ impl Report {
             findings,
             replay_summary: (!comparisons.is_empty()).then(|| ReplaySummary::of(&comparisons)),
             comparisons,
+            rules_version: crate::catalogue::version(),
+            policy: None,
+            artifacts: Vec::new(),
+            setup_changes: Vec::new(),
+        }
+    }
+
+    /// Applies a policy: per check a severity or `ignore` (the finding leaves the findings and its
+    /// reason is listed in `policy`), and the fail level; then counts and the verdict again. An
+    /// incomplete report stays incomplete.
+    pub fn apply_policy(&mut self, p: &crate::policy::Policy) {
+        let (kept, ignored) = p.apply(std::mem::take(&mut self.findings));
+        self.findings = kept;
+        if let Some(f) = p.fail_on {
+            self.fail_on = f.severity();
+        }
+        self.policy = Some(crate::policy::Applied {
+            file: p.file.clone(),
+            ignored,
+        });
+        self.counts = Counts::of(&self.findings);
+        if self.verdict != Verdict::Incomplete {
+            let failed = self
+                .fail_on
+                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
+            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
         }
     }
 

@@ -57,12 +57,46 @@ pub const CHECKS: &[Check<Run>] = &[
     },
 ];
 
-/// Runs every schema check over each file the CLI saw, in manifest order.
+/// At most this many findings of one schema check are listed; the rest are counted in one line
+/// (a manifest of 100,000 missing files is one finding's worth of news, not 100,000).
+pub const FINDINGS_PER_CHECK: usize = 200;
+
+/// Runs every schema check over each file the CLI saw, in manifest order. A file refused as
+/// hostile makes the result incomplete: the bundle could not be read as a whole.
 pub fn run(b: &Bundle, out: &mut Findings) {
     for f in &b.files {
         for c in CHECKS {
             out.check(c, |run, e| run(b, f, e));
         }
+    }
+    bound_findings(out);
+    if let Some(first) = b.refused().first() {
+        out.incomplete = Some(format!("a file was refused: {first}"));
+    }
+}
+
+/// Keeps the first [`FINDINGS_PER_CHECK`] findings of each check, and says how many more there
+/// were.
+fn bound_findings(out: &mut Findings) {
+    let mut kept: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut dropped: std::collections::BTreeMap<String, (usize, Severity)> = Default::default();
+    out.findings.retain(|f| {
+        let n = kept.entry(f.check.clone()).or_default();
+        *n += 1;
+        if *n <= FINDINGS_PER_CHECK {
+            return true;
+        }
+        let d = dropped.entry(f.check.clone()).or_insert((0, f.severity));
+        d.0 += 1;
+        d.1 = d.1.max(f.severity);
+        false
+    });
+    for (id, (n, severity)) in dropped {
+        out.findings.push(crate::report::Finding::new(
+            &id,
+            severity,
+            format!("{n} more {id} findings not listed (at most {FINDINGS_PER_CHECK} are kept)"),
+        ));
     }
 }
 
@@ -93,7 +127,7 @@ fn path_escapes(_: &Bundle, f: &FileFacts, e: &mut Emit) -> Ran {
 fn file_missing(b: &Bundle, f: &FileFacts, e: &mut Emit) -> Ran {
     let ent = entry(b, f)?;
     match &f.seen {
-        Seen::Escapes(_) | Seen::Duplicate => return None,
+        Seen::Escapes(_) | Seen::Duplicate | Seen::Alias => return None,
         Seen::Missing => {}
         _ => return Some(()),
     }
@@ -181,8 +215,16 @@ fn unreadable(b: &Bundle, f: &FileFacts, e: &mut Emit) -> Ran {
 }
 
 fn invalid(b: &Bundle, f: &FileFacts, e: &mut Emit) -> Ran {
-    if let (Seen::Duplicate, Some(ent)) = (&f.seen, entry(b, f)) {
-        e.finding(format!("'{}' is listed twice", ent.path))
+    let twice = match (&f.seen, entry(b, f)) {
+        (Seen::Duplicate, Some(ent)) => Some(format!("'{}' is listed twice", ent.path)),
+        (Seen::Alias, Some(ent)) => Some(format!(
+            "'{}' is a file already listed under another name",
+            ent.path
+        )),
+        _ => None,
+    };
+    if let Some(msg) = twice {
+        e.finding(msg)
             .at("bundle.json", format!("/files/{}/path", f.index));
     }
     problems(b, f, false, e);

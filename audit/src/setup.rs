@@ -209,7 +209,16 @@ fn slots_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     agree_if_two(e, "Streams at once", &slots)
 }
 
+/// `setup.window-mismatch`: the window of every source, and the windows refusals name
+/// (consistency/window.rs).
 fn window_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let sources = window_sources_disagree(b, e);
+    let refusals = crate::consistency::window::check_refusal_windows(b, e);
+    sources.or(refusals)
+}
+
+/// The window as the command, start line, /v1/models, contracts and fit result state it.
+fn window_sources_disagree(b: &Bundle, e: &mut Emit) -> Ran {
     let mut win: Vec<Source> = Vec::new();
     win.extend(command_source(b, WINDOW_FLAGS, WINDOW_ENV));
     if let Some(r) = &b.speed_result {
@@ -310,7 +319,16 @@ fn sampling_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     Some(())
 }
 
+/// `setup.version-mismatch`: versions between card and start line, and the engine build against
+/// the card's commit (consistency/provenance.rs).
 fn version_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let versions = versions_disagree(b, e);
+    let build = crate::consistency::provenance::check_engine_build(b, e);
+    versions.or(build)
+}
+
+/// Engine and NCCL versions between the card and the start line.
+fn versions_disagree(b: &Bundle, e: &mut Emit) -> Ran {
     let card = b.card.as_ref()?;
     let cv = &card.value;
     let start = b

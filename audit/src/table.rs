@@ -7,12 +7,22 @@
 
 use crate::bundle::{Bundle, Out};
 use crate::check::{about, About, Check};
-use crate::{claims, fit, quality, rehash, replay, schema, setup, speed};
+use crate::{claims, consistency, diff, fit, quality, rehash, replay, schema, setup, speed};
 
 /// The bundle families `verify` runs over the whole bundle, in the order it runs them (after
 /// `schema` over each file and `quality` over each test).
-pub const BUNDLE: &[&[Check<crate::bundle::Run>]] =
-    &[speed::CHECKS, setup::CHECKS, fit::CHECKS, claims::CHECKS];
+pub const BUNDLE: &[&[Check<crate::bundle::Run>]] = &[
+    speed::CHECKS,
+    setup::CHECKS,
+    fit::CHECKS,
+    claims::CHECKS,
+    consistency::counts::CHECKS,
+    consistency::window::CHECKS,
+    consistency::excluded::CHECKS,
+    consistency::impossible::CHECKS,
+    consistency::backing::CHECKS,
+    consistency::provenance::CHECKS,
+];
 
 /// Migration only: a family written in the earlier shape, its catalogue rows beside the one
 /// function that reports them through [`Out`]. `verify` runs it after the bundle families.
@@ -39,6 +49,7 @@ pub fn all() -> Vec<About> {
     }
     v.extend(about(rehash::CHECKS));
     v.extend(about(replay::CHECKS));
+    v.extend(about(diff::CHECKS));
     v
 }
 

@@ -2,6 +2,14 @@
 //! per slot, and runs continuous batching — requests join and leave between
 //! decode steps, prompt chunks and decode tokens of all active slots share
 //! each forward pass, and requests beyond the slot count wait in a queue.
+//!
+//! Log-probabilities, when a request asks for them, are those of the raw
+//! model distribution, as the OpenAI API and vLLM define them: the
+//! log-softmax of the unprocessed logits (temperature 1, before top-k,
+//! top-p or any other sampling transform), whatever temperature the request
+//! samples with. Prompt log-probabilities (`echo`) score each prompt token
+//! under the distribution predicted from the tokens before it; the first
+//! prompt token has none.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +44,54 @@ pub struct GenParams {
     pub cache_prompt: bool,
     /// Cache namespace: prefixes are only shared between equal salts.
     pub cache_salt: String,
+    /// Log-probabilities of generated tokens, with this many top
+    /// alternatives (`None`: none at all).
+    pub logprobs: Option<usize>,
+    /// Also the prompt tokens' log-probabilities (the prompt is then
+    /// evaluated in full, without the prompt cache).
+    pub prompt_logprobs: bool,
+}
+
+/// Log-probability of one token under the raw model distribution, with the
+/// most likely alternatives at its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprob {
+    /// Token id.
+    pub id: u32,
+    /// Its log-probability (`None` for the first prompt token).
+    pub logprob: Option<f32>,
+    /// Top alternatives (id, log-probability), most likely first.
+    pub top: Vec<(u32, f32)>,
+}
+
+/// Log-softmax of `logits` at `id`, and the `k` most likely tokens (ties go
+/// to the lower id, as in greedy sampling). Sums in f64.
+pub fn token_logprob(logits: &[f32], id: u32, k: usize) -> TokenLogprob {
+    let mx = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&v| ((v - mx) as f64).exp()).sum();
+    let lse = mx as f64 + sum.ln();
+    let lp = |i: u32| (logits[i as usize] as f64 - lse) as f32;
+    let mut top = Vec::new();
+    if k > 0 {
+        let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+        let cmp = |a: &u32, b: &u32| {
+            logits[*b as usize]
+                .total_cmp(&logits[*a as usize])
+                .then(a.cmp(b))
+        };
+        let k = k.min(idx.len());
+        if k < idx.len() {
+            idx.select_nth_unstable_by(k - 1, cmp);
+            idx.truncate(k);
+        }
+        idx.sort_unstable_by(cmp);
+        top = idx.into_iter().map(|i| (i, lp(i))).collect();
+    }
+    TokenLogprob {
+        id,
+        logprob: Some(lp(id)),
+        top,
+    }
 }
 
 /// Sampling defaults (from the model file when it carries them).
@@ -54,6 +110,10 @@ pub struct SamplingDefaults {
 pub enum Event {
     /// New text (may be empty when a token produced no printable text yet).
     Text(String),
+    /// Log-probability of a generated token; sent before the text it adds.
+    Token(TokenLogprob),
+    /// Log-probabilities of prompt tokens, in order (`prompt_logprobs`).
+    Prompt(Vec<TokenLogprob>),
     /// Generation ended.
     Done(Usage),
 }
@@ -397,7 +457,10 @@ impl Scheduler {
             let prompt = &req.prompt;
             let limit = prompt.len().saturating_sub(1);
             let reuse = |s: &Slot| -> usize {
-                if !req.params.cache_prompt || s.salt != req.params.cache_salt {
+                if !req.params.cache_prompt
+                    || req.params.prompt_logprobs
+                    || s.salt != req.params.cache_salt
+                {
                     return 0;
                 }
                 s.tokens
@@ -489,8 +552,8 @@ impl Scheduler {
                 slot: *si,
                 tokens: toks,
                 pos: *pos,
-                all_logits: *kind == 2 && *nd > 0,
-                no_logits: *kind == 0,
+                all_logits: (*kind == 2 && *nd > 0) || (*kind < 2 && self.wants_prompt_lp(*si)),
+                no_logits: *kind == 0 && !self.wants_prompt_lp(*si),
             })
             .collect();
         let logits = self.model.forward(&self.pool, &chunks, &mut self.kv);
@@ -504,6 +567,9 @@ impl Scheduler {
             let mut done = None;
             match kind {
                 0 | 1 => {
+                    if a.req.params.prompt_logprobs {
+                        prompt_logprobs(&a, &lg, nv);
+                    }
                     a.prompt_done += toks.len();
                     self.metrics
                         .prompt_tokens
@@ -511,8 +577,13 @@ impl Scheduler {
                     self.slots[si].tokens.extend_from_slice(&toks);
                     if kind == 1 {
                         a.t_first = Some(Instant::now());
-                        let t = sample(&lg[..nv], &a.req.params, &mut a.rng);
-                        done = self.accept_token(self.slots[si].tokens.len(), &mut a, t);
+                        let row = &lg[lg.len() - nv..];
+                        done = if a.req.params.max_tokens == 0 {
+                            Some("length")
+                        } else {
+                            let t = sample(row, &a.req.params, &mut a.rng);
+                            self.accept_token(self.slots[si].tokens.len(), &mut a, t, row)
+                        };
                     }
                 }
                 _ => {
@@ -522,8 +593,9 @@ impl Scheduler {
                     self.metrics.drafted.fetch_add(nd as u64, Ordering::Relaxed);
                     let rows = lg.len() / nv;
                     for i in 0..rows {
-                        let t = sample(&lg[i * nv..(i + 1) * nv], &a.req.params, &mut a.rng);
-                        done = self.accept_token(self.slots[si].tokens.len(), &mut a, t);
+                        let row = &lg[i * nv..(i + 1) * nv];
+                        let t = sample(row, &a.req.params, &mut a.rng);
+                        done = self.accept_token(self.slots[si].tokens.len(), &mut a, t, row);
                         if done.is_some() {
                             break;
                         }
@@ -553,12 +625,29 @@ impl Scheduler {
         }
     }
 
-    /// Record a sampled token; returns a finish reason when generation ends.
-    fn accept_token(&self, cached_len: usize, a: &mut Active, t: u32) -> Option<&'static str> {
+    fn wants_prompt_lp(&self, si: usize) -> bool {
+        self.slots[si]
+            .active
+            .as_ref()
+            .is_some_and(|a| a.req.params.prompt_logprobs)
+    }
+
+    /// Record a sampled token (`row`: the logits it was sampled from);
+    /// returns a finish reason when generation ends.
+    fn accept_token(
+        &self,
+        cached_len: usize,
+        a: &mut Active,
+        t: u32,
+        row: &[f32],
+    ) -> Option<&'static str> {
         let p = &a.req.params;
         if !p.ignore_eos && self.tok.stop_ids.contains(&t) {
             a.pending = None;
             return Some("stop");
+        }
+        if let Some(k) = p.logprobs {
+            let _ = a.req.tx.send(Event::Token(token_logprob(row, t, k)));
         }
         a.generated.push(t);
         a.pending = Some(t);
@@ -633,6 +722,29 @@ impl Scheduler {
     }
 }
 
+/// Send the log-probabilities of the prompt tokens a prefill chunk scored:
+/// `lg` holds one logits row per chunk token; row `i` predicts the prompt
+/// token after it. The first prompt token gets an entry without one.
+fn prompt_logprobs(a: &Active, lg: &[f32], nv: usize) {
+    let prompt = &a.req.prompt;
+    let k = a.req.params.logprobs.unwrap_or(0);
+    let mut out = Vec::new();
+    if a.prompt_done == 0 {
+        out.push(TokenLogprob {
+            id: prompt[0],
+            logprob: None,
+            top: Vec::new(),
+        });
+    }
+    for (i, row) in lg.chunks_exact(nv).enumerate() {
+        let next = a.prompt_done + i + 1;
+        if next < prompt.len() {
+            out.push(token_logprob(row, prompt[next], k));
+        }
+    }
+    let _ = a.req.tx.send(Event::Prompt(out));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,6 +769,8 @@ mod tests {
             ignore_eos: false,
             cache_prompt: true,
             cache_salt: String::new(),
+            logprobs: None,
+            prompt_logprobs: false,
         };
         let mut r = 1;
         assert_eq!(sample(&logits, &p, &mut r), 1);
@@ -667,5 +781,23 @@ mod tests {
         let b: Vec<u32> = (0..20).map(|_| sample(&logits, &p, &mut r2)).collect();
         assert_eq!(a, b);
         assert!(a.iter().all(|&t| t == 1 || t == 3));
+    }
+
+    #[test]
+    fn token_logprob_is_log_softmax_with_sorted_top() {
+        let logits = vec![0.1f32, 2.0, 0.3, 2.0];
+        let lp = token_logprob(&logits, 2, 3);
+        let z: f64 = logits.iter().map(|&v| (v as f64).exp()).sum();
+        let want = (0.3f64.exp() / z).ln();
+        assert!((lp.logprob.unwrap() as f64 - want).abs() < 1e-6);
+        // Ties go to the lower id, as greedy sampling picks.
+        assert_eq!(
+            lp.top.iter().map(|t| t.0).collect::<Vec<_>>(),
+            vec![1, 3, 2]
+        );
+        let total: f64 = (0..4)
+            .map(|i| (token_logprob(&logits, i, 0).logprob.unwrap() as f64).exp())
+            .sum();
+        assert!((total - 1.0).abs() < 1e-6);
     }
 }

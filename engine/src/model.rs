@@ -582,12 +582,35 @@ impl Model {
     }
 
     /// Plain f32 reference forward for a single sequence (no quantized
-    /// activations, no SIMD, no cache): logits of the last token. Used to
-    /// check the optimized path.
+    /// activations, no SIMD kernels, no cache): logits of the last token.
+    /// Used to check the optimized path.
     pub fn forward_reference(&self, tokens: &[u32]) -> Vec<f32> {
+        let nv = self.output.rows;
+        let all = self.forward_reference_all(tokens);
+        all[all.len() - nv..].to_vec()
+    }
+
+    /// Plain f32 reference forward over dequantized weights for one sequence:
+    /// logits of every token (`tokens.len()` rows of `n_vocab`). Activations
+    /// stay f32 throughout (the optimized path quantizes them to 8 bits
+    /// before each matrix product); used only to check the optimized path.
+    pub fn forward_reference_all(&self, tokens: &[u32]) -> Vec<f32> {
+        self.reference_impl(tokens, false)
+    }
+
+    /// As [`Model::forward_reference_all`], but every matrix product's input
+    /// is first rounded to 8 bits per block of 32 exactly as the optimized
+    /// path quantizes it (scale = block max / 127, round to nearest): the
+    /// same arithmetic as the optimized path up to summation order and its
+    /// approximate `exp`, so the two must agree far more tightly than either
+    /// agrees with the f32 reference.
+    pub fn forward_reference_q8(&self, tokens: &[u32]) -> Vec<f32> {
+        self.reference_impl(tokens, true)
+    }
+
+    fn reference_impl(&self, tokens: &[u32], q8: bool) -> Vec<f32> {
         let c = &self.cfg;
-        let (d, kvd, hd) = (c.n_embd, c.kv_dim(), c.head_dim());
-        let group = c.n_head / c.n_head_kv;
+        let (d, kvd) = (c.n_embd, c.kv_dim());
         let n = tokens.len();
         let deq = |m: &QMat| {
             let mut w = vec![0f32; m.rows * m.k];
@@ -596,83 +619,156 @@ impl Model {
             }
             w
         };
-        let mm = |w: &[f32], m: &QMat, x: &[f32]| -> Vec<f32> {
-            let mut out = vec![0f32; n * m.rows];
-            for t in 0..n {
-                for r in 0..m.rows {
-                    out[t * m.rows + r] = (0..m.k).map(|i| w[r * m.k + i] * x[t * m.k + i]).sum();
-                }
+        let mm = |m: &QMat, x: &[f32]| {
+            if q8 {
+                ref_matmul(&deq(m), m.rows, m.k, &q8_round(x))
+            } else {
+                ref_matmul(&deq(m), m.rows, m.k, x)
             }
-            out
         };
         let emb = deq(&self.tok_embd);
         let mut x = vec![0f32; n * d];
         for (i, &t) in tokens.iter().enumerate() {
             x[i * d..(i + 1) * d].copy_from_slice(&emb[t as usize * d..(t as usize + 1) * d]);
         }
+        drop(emb);
         let mut xn = vec![0f32; n * d];
         for l in &self.layers {
             self.rmsnorm(&x, &l.attn_norm, &mut xn);
-            let mut q = mm(&deq(&l.wq), &l.wq, &xn);
-            let mut k = mm(&deq(&l.wk), &l.wk, &xn);
-            let v = mm(&deq(&l.wv), &l.wv, &xn);
+            let mut q = mm(&l.wq, &xn);
+            let mut k = mm(&l.wk, &xn);
+            let v = mm(&l.wv, &xn);
             for t in 0..n {
                 self.rope(&mut q[t * d..(t + 1) * d], t, c.n_head);
                 self.rope(&mut k[t * kvd..(t + 1) * kvd], t, c.n_head_kv);
             }
-            let mut att = vec![0f32; n * d];
-            for t in 0..n {
-                for h in 0..c.n_head {
-                    let kh = (h / group) * hd;
-                    let qh = &q[t * d + h * hd..t * d + (h + 1) * hd];
-                    let mut sc: Vec<f32> = (0..=t)
-                        .map(|p| {
-                            (0..hd).map(|i| qh[i] * k[p * kvd + kh + i]).sum::<f32>()
-                                / (hd as f32).sqrt()
-                        })
-                        .collect();
-                    let mx = sc.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-                    let sum: f32 = sc
-                        .iter_mut()
-                        .map(|s| {
-                            *s = (*s - mx).exp();
-                            *s
-                        })
-                        .sum();
-                    for (p, s) in sc.iter().enumerate() {
-                        for i in 0..hd {
-                            att[t * d + h * hd + i] += s / sum * v[p * kvd + kh + i];
-                        }
-                    }
-                }
-            }
-            let o = mm(&deq(&l.wo), &l.wo, &att);
+            let att = self.ref_attention(&q, &k, &v, n);
+            let o = mm(&l.wo, &att);
             for (a, b) in x.iter_mut().zip(&o) {
                 *a += b;
             }
             self.rmsnorm(&x, &l.ffn_norm, &mut xn);
-            let g = mm(&deq(&l.gate), &l.gate, &xn);
-            let u = mm(&deq(&l.up), &l.up, &xn);
+            let g = mm(&l.gate, &xn);
+            let u = mm(&l.up, &xn);
             let h: Vec<f32> = g
                 .iter()
                 .zip(&u)
                 .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
                 .collect();
-            let o = mm(&deq(&l.down), &l.down, &h);
+            let o = mm(&l.down, &h);
             for (a, b) in x.iter_mut().zip(&o) {
                 *a += b;
             }
         }
-        let last = &x[(n - 1) * d..n * d];
-        let mut ln = vec![0f32; d];
-        self.rmsnorm(last, &self.output_norm, &mut ln);
-        let nv = self.output.rows;
-        let mut row = vec![0f32; d];
-        (0..nv)
-            .map(|r| {
-                kernels::dequant_row(self.output.ty, self.row(&self.output, r), &mut row);
-                row.iter().zip(&ln).map(|(a, b)| a * b).sum()
-            })
-            .collect()
+        self.rmsnorm(&x.clone(), &self.output_norm, &mut x);
+        mm(&self.output, &x)
     }
+
+    /// Causal multi-head attention in f32 over a whole sequence (reference).
+    fn ref_attention(&self, q: &[f32], k: &[f32], v: &[f32], n: usize) -> Vec<f32> {
+        let c = &self.cfg;
+        let (d, kvd, hd) = (c.n_embd, c.kv_dim(), c.head_dim());
+        let group = c.n_head / c.n_head_kv;
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut att = vec![0f32; n * d];
+        let mut sc = Vec::with_capacity(n);
+        for t in 0..n {
+            for h in 0..c.n_head {
+                let kh = (h / group) * hd;
+                let qh = &q[t * d + h * hd..t * d + (h + 1) * hd];
+                sc.clear();
+                sc.extend(
+                    (0..=t).map(|p| ref_dot(qh, &k[p * kvd + kh..p * kvd + kh + hd]) * scale),
+                );
+                let mx = sc.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0f32;
+                for s in sc.iter_mut() {
+                    *s = (*s - mx).exp();
+                    sum += *s;
+                }
+                let out = &mut att[t * d + h * hd..t * d + (h + 1) * hd];
+                for (p, s) in sc.iter().enumerate() {
+                    let w = s / sum;
+                    for (o, vv) in out.iter_mut().zip(&v[p * kvd + kh..p * kvd + kh + hd]) {
+                        *o += w * vv;
+                    }
+                }
+            }
+        }
+        att
+    }
+}
+
+/// `x` rounded to 8 bits per block of 32 as [`QAct::quantize`] does it,
+/// returned dequantized.
+fn q8_round(x: &[f32]) -> Vec<f32> {
+    let mut out = x.to_vec();
+    for b in out.chunks_mut(32) {
+        let amax = b.iter().fold(0f32, |a, v| a.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        for v in b.iter_mut() {
+            *v = (*v * id).round_ties_even() * d;
+        }
+    }
+    out
+}
+
+/// f32 dot product in eight independent lanes (lets the compiler vectorize
+/// the reference path without changing what it computes beyond summation order).
+fn ref_dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ac.zip(bc) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// `out[t][r] = w[r] · x[t]` in f32 (reference), rows split over the cores.
+fn ref_matmul(w: &[f32], rows: usize, k: usize, x: &[f32]) -> Vec<f32> {
+    let n = x.len() / k;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |v| v.get())
+        .min(8);
+    let per = rows.div_ceil(threads);
+    let parts: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|ti| {
+                s.spawn(move || {
+                    let (lo, hi) = (ti * per, ((ti + 1) * per).min(rows));
+                    let mut part = vec![0f32; n * hi.saturating_sub(lo)];
+                    for r in lo..hi {
+                        let wr = &w[r * k..(r + 1) * k];
+                        for t in 0..n {
+                            part[t * (hi - lo) + r - lo] = ref_dot(wr, &x[t * k..(t + 1) * k]);
+                        }
+                    }
+                    part
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("reference worker"))
+            .collect()
+    });
+    let mut out = vec![0f32; n * rows];
+    for (ti, part) in parts.iter().enumerate() {
+        let (lo, hi) = (ti * per, ((ti + 1) * per).min(rows));
+        for t in 0..n {
+            if hi > lo {
+                out[t * rows + lo..t * rows + hi]
+                    .copy_from_slice(&part[t * (hi - lo)..(t + 1) * (hi - lo)]);
+            }
+        }
+    }
+    out
 }

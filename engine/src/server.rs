@@ -4,6 +4,20 @@
 //!
 //! Request bodies are parsed by hand from JSON values so that every malformed
 //! or mistyped request gets a 4xx with an OpenAI-shaped error message.
+//!
+//! Log-probabilities follow the OpenAI API and vLLM: on chat completions
+//! `logprobs: true` and `top_logprobs: 0..=20` give `choices[i].logprobs.content[]`
+//! (`token`, `logprob`, `bytes`, `top_logprobs[]`); on legacy completions
+//! `logprobs: 0..=20` gives `tokens`, `token_logprobs`, `top_logprobs` (one
+//! dict per token, holding the top alternatives and the token itself) and
+//! `text_offset` (characters into the returned `text`), and `echo: true`
+//! returns the prompt with its own tokens' log-probabilities first (the first
+//! prompt token's is `null`), with `max_tokens: 0` allowed to score a prompt
+//! without generating — what lm-evaluation-harness's `local-completions`
+//! model uses for loglikelihood tasks. Streamed chunks carry the
+//! log-probabilities of the tokens whose text they carry. The values are the
+//! raw model distribution's (log-softmax of the logits at temperature 1,
+//! before any sampling transform); see [`crate::engine`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,7 +30,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use crate::engine::{EngineHandle, Event, GenParams, Request, SamplingDefaults, Usage};
+use crate::engine::{
+    EngineHandle, Event, GenParams, Request, SamplingDefaults, TokenLogprob, Usage,
+};
 use crate::tokenizer::EngineTokenizer;
 
 /// Everything the HTTP handlers share.
@@ -316,9 +332,37 @@ struct Common {
     params: GenParams,
     max_tokens: Option<usize>,
     stream: bool,
+    /// Legacy completions: return the prompt (and its log-probabilities).
+    echo: bool,
 }
 
-fn common(s: &AppState, m: &Map<String, Value>) -> Result<Common, ApiError> {
+/// Most alternatives per position (`top_logprobs`, legacy `logprobs`), as vLLM.
+const MAX_TOP_LOGPROBS: u64 = 20;
+
+fn top_count(m: &Map<String, Value>, k: &str) -> Result<Option<usize>, ApiError> {
+    match opt_u64(m, k)? {
+        Some(v) if v > MAX_TOP_LOGPROBS => Err(ApiError::param(
+            k,
+            format!("`{k}` must be between 0 and {MAX_TOP_LOGPROBS}, got {v}"),
+        )),
+        v => Ok(v.map(|v| v as usize)),
+    }
+}
+
+/// `logprobs` (bool) and `top_logprobs` of a chat request.
+fn chat_logprobs_param(m: &Map<String, Value>) -> Result<Option<usize>, ApiError> {
+    let on = opt_bool(m, "logprobs")?.unwrap_or(false);
+    let top = top_count(m, "top_logprobs")?;
+    if !on && top.unwrap_or(0) > 0 {
+        return Err(ApiError::param(
+            "top_logprobs",
+            "`top_logprobs` requires `logprobs` to be true",
+        ));
+    }
+    Ok(on.then(|| top.unwrap_or(0)))
+}
+
+fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common, ApiError> {
     if let Some(n) = opt_u64(m, "n")? {
         if n != 1 {
             return Err(ApiError::param("n", "only `n` = 1 is supported"));
@@ -347,8 +391,11 @@ fn common(s: &AppState, m: &Map<String, Value>) -> Result<Common, ApiError> {
             }
         }
         if let Some(v) = opt_u64(m, k)? {
-            if v == 0 {
-                return Err(ApiError::param(k, format!("`{k}` must be at least 1")));
+            if v == 0 && !zero_ok {
+                return Err(ApiError::param(
+                    k,
+                    format!("`{k}` must be at least 1 (0 only with `echo` on completions)"),
+                ));
             }
             max_tokens = Some(v.min(usize::MAX as u64 / 2) as usize);
             break;
@@ -407,9 +454,12 @@ fn common(s: &AppState, m: &Map<String, Value>) -> Result<Common, ApiError> {
             ignore_eos: opt_bool(m, "ignore_eos")?.unwrap_or(false),
             cache_prompt: opt_bool(m, "cache_prompt")?.unwrap_or(true),
             cache_salt,
+            logprobs: None,
+            prompt_logprobs: false,
         },
         max_tokens,
         stream,
+        echo: false,
     })
 }
 
@@ -546,27 +596,50 @@ fn check_window(s: &AppState, prompt: usize, max: Option<usize>) -> Result<usize
 
 async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
     let m = parse_body(&body)?;
-    let c = common(&s, &m)?;
+    let mut c = common(&s, &m, false)?;
+    c.params.logprobs = chat_logprobs_param(&m)?;
     let text = render_chat(&s, &m)?;
     let prompt = s.tok.encode_prompt(&text);
-    run(s, prompt, c, true).await
+    run(s, prompt, String::new(), c, true).await
 }
 
 async fn completions(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
     let m = parse_body(&body)?;
-    let c = common(&s, &m)?;
-    let prompt = match m.get("prompt") {
-        Some(Value::String(p)) => s.tok.encode_prompt(p),
+    let echo = opt_bool(&m, "echo")?.unwrap_or(false);
+    let mut c = common(&s, &m, echo)?;
+    c.echo = echo;
+    c.params.logprobs = top_count(&m, "logprobs")?;
+    c.params.prompt_logprobs = echo && c.params.logprobs.is_some();
+    let (prompt, text) = completion_prompt(&s, &m)?;
+    run(s, prompt, text, c, false).await
+}
+
+/// The prompt of a legacy completion request: its token ids and its text.
+fn completion_prompt(s: &AppState, m: &Map<String, Value>) -> Result<(Vec<u32>, String), ApiError> {
+    let from_ids = |ids: Vec<u32>| {
+        let t = s.tok.decode(&ids);
+        (ids, t)
+    };
+    Ok(match m.get("prompt") {
+        Some(Value::String(p)) => (s.tok.encode_prompt(p), p.clone()),
         Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-            s.tok.encode_prompt(a[0].as_str().unwrap_or_default())
+            let p = a[0].as_str().unwrap_or_default();
+            (s.tok.encode_prompt(p), p.to_string())
         }
-        Some(v @ Value::Array(_)) => token_array(Some(v), "prompt", s.tok.vocab_size())?
-            .ok_or_else(|| {
+        // One prompt of token ids wrapped in a list (lm-evaluation-harness).
+        Some(Value::Array(a)) if a.len() == 1 && a[0].is_array() => from_ids(
+            token_array(Some(&a[0]), "prompt", s.tok.vocab_size())?.ok_or_else(|| {
+                ApiError::param("prompt", "`prompt[0]` must be an array of token ids")
+            })?,
+        ),
+        Some(v @ Value::Array(_)) => from_ids(
+            token_array(Some(v), "prompt", s.tok.vocab_size())?.ok_or_else(|| {
                 ApiError::param(
                     "prompt",
                     "`prompt` must be a string, a one-string array or an array of token ids",
                 )
             })?,
+        ),
         None => return Err(ApiError::param("prompt", "`prompt` is required")),
         Some(_) => {
             return Err(ApiError::param(
@@ -574,8 +647,7 @@ async fn completions(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Resp
                 "`prompt` must be a string or an array of token ids",
             ))
         }
-    };
-    run(s, prompt, c, false).await
+    })
 }
 
 fn usage_json(u: &Usage) -> Value {
@@ -599,14 +671,128 @@ fn timings_json(u: &Usage) -> Value {
     })
 }
 
+/// One token's entry in a chat `logprobs.content` list.
+fn chat_token(tok: &EngineTokenizer, id: u32, lp: f32) -> Value {
+    let bytes = tok.token_bytes(id);
+    json!({"token": String::from_utf8_lossy(&bytes), "logprob": lp, "bytes": bytes})
+}
+
+/// Chat `logprobs` object for some generated tokens.
+fn chat_logprobs(tok: &EngineTokenizer, lps: &[TokenLogprob]) -> Value {
+    let content: Vec<Value> = lps
+        .iter()
+        .map(|t| {
+            let mut e = chat_token(tok, t.id, t.logprob.unwrap_or(0.0));
+            e["top_logprobs"] = t.top.iter().map(|&(i, l)| chat_token(tok, i, l)).collect();
+            e
+        })
+        .collect();
+    json!({"content": content})
+}
+
+/// Legacy completions `logprobs` object; offsets count characters from
+/// `offset` (where these tokens' text starts in the returned text). Returns
+/// it and the offset after the last token.
+fn legacy_logprobs(tok: &EngineTokenizer, lps: &[TokenLogprob], offset: usize) -> (Value, usize) {
+    let (mut tokens, mut lp, mut top, mut offs) = (vec![], vec![], vec![], vec![]);
+    let mut at = offset;
+    for t in lps {
+        let text = String::from_utf8_lossy(&tok.token_bytes(t.id)).into_owned();
+        offs.push(at);
+        at += text.chars().count();
+        lp.push(json!(t.logprob));
+        if t.logprob.is_none() {
+            top.push(Value::Null);
+        } else {
+            let mut d = Map::new();
+            for &(i, l) in &t.top {
+                d.insert(
+                    String::from_utf8_lossy(&tok.token_bytes(i)).into_owned(),
+                    json!(l),
+                );
+            }
+            d.entry(text.clone()).or_insert(json!(t.logprob));
+            top.push(Value::Object(d));
+        }
+        tokens.push(text);
+    }
+    let v =
+        json!({"tokens": tokens, "token_logprobs": lp, "top_logprobs": top, "text_offset": offs});
+    (v, at)
+}
+
+/// What a finished non-streamed request produced.
+#[derive(Default)]
+struct Collected {
+    text: String,
+    prompt: Vec<TokenLogprob>,
+    generated: Vec<TokenLogprob>,
+}
+
+async fn collect(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+) -> Result<(Collected, Usage), ApiError> {
+    let mut out = Collected::default();
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            Event::Text(t) => out.text.push_str(&t),
+            Event::Token(t) => out.generated.push(t),
+            Event::Prompt(p) => out.prompt.extend(p),
+            Event::Done(u) => return Ok((out, u)),
+        }
+    }
+    Err(ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        message: "generation ended unexpectedly".into(),
+        code: None,
+        param: None,
+    })
+}
+
+/// A non-streamed request's `choices[0]`.
+fn choice_json(
+    s: &AppState,
+    c: &Common,
+    prompt_text: &str,
+    got: Collected,
+    u: &Usage,
+    chat: bool,
+) -> Value {
+    let want = c.params.logprobs.is_some();
+    if chat {
+        let lp = if want {
+            chat_logprobs(&s.tok, &got.generated)
+        } else {
+            Value::Null
+        };
+        return json!({"index": 0, "message": {"role": "assistant", "content": got.text},
+                      "logprobs": lp, "finish_reason": u.finish_reason});
+    }
+    let mut text = got.text;
+    let mut lps = got.generated;
+    if c.echo {
+        text.insert_str(0, prompt_text);
+        let mut p = got.prompt;
+        p.extend(lps);
+        lps = p;
+    }
+    let lp = if want {
+        legacy_logprobs(&s.tok, &lps, 0).0
+    } else {
+        Value::Null
+    };
+    json!({"index": 0, "text": text, "logprobs": lp, "finish_reason": u.finish_reason})
+}
+
 async fn run(
     s: Arc<AppState>,
     prompt: Vec<u32>,
+    prompt_text: String,
     c: Common,
     chat: bool,
 ) -> Result<Response, ApiError> {
     let max_tokens = check_window(&s, prompt.len(), c.max_tokens)?;
-    let mut params = c.params;
+    let mut params = c.params.clone();
     params.max_tokens = max_tokens;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     s.engine
@@ -623,97 +809,32 @@ async fn run(
     } else {
         format!("cmpl-{n}")
     };
-    let created = now();
-    let model = s.name.clone();
+    let head = Head {
+        id,
+        created: now(),
+        model: s.name.clone(),
+        chat,
+    };
     if !c.stream {
-        let mut text = String::new();
-        let mut usage = None;
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                Event::Text(t) => text.push_str(&t),
-                Event::Done(u) => {
-                    usage = Some(u);
-                    break;
-                }
-            }
-        }
-        let u = usage.ok_or_else(|| ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: "generation ended unexpectedly".into(),
-            code: None,
-            param: None,
-        })?;
-        let choice = if chat {
-            json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": u.finish_reason})
-        } else {
-            json!({"index": 0, "text": text, "logprobs": null, "finish_reason": u.finish_reason})
-        };
+        let (got, u) = collect(&mut rx).await?;
         let body = json!({
-            "id": id, "object": if chat { "chat.completion" } else { "text_completion" },
-            "created": created, "model": model, "choices": [choice],
+            "id": head.id, "object": if chat { "chat.completion" } else { "text_completion" },
+            "created": head.created, "model": head.model,
+            "choices": [choice_json(&s, &c, &prompt_text, got, &u, chat)],
             "usage": usage_json(&u), "timings": timings_json(&u),
         });
         return Ok(axum::Json(body).into_response());
     }
     let (btx, brx) = tokio::sync::mpsc::channel::<Result<Bytes, std::convert::Infallible>>(64);
-    tokio::spawn(async move {
-        let object = if chat {
-            "chat.completion.chunk"
-        } else {
-            "text_completion"
-        };
-        let chunk = |delta: Value, finish: Value, usage: Option<Value>| -> Bytes {
-            let choice = if chat {
-                json!({"index": 0, "delta": delta, "finish_reason": finish})
-            } else {
-                json!({"index": 0, "text": delta.get("content").cloned().unwrap_or(json!("")), "logprobs": null, "finish_reason": finish})
-            };
-            let mut v = json!({"id": id, "object": object, "created": created, "model": model, "choices": [choice]});
-            if let Some(u) = usage {
-                v["usage"] = u;
-            }
-            Bytes::from(format!("data: {v}\n\n"))
-        };
-        if chat
-            && btx
-                .send(Ok(chunk(
-                    json!({"role": "assistant", "content": ""}),
-                    Value::Null,
-                    None,
-                )))
-                .await
-                .is_err()
-        {
-            return;
-        }
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                Event::Text(t) => {
-                    if t.is_empty() {
-                        continue;
-                    }
-                    if btx
-                        .send(Ok(chunk(json!({"content": t}), Value::Null, None)))
-                        .await
-                        .is_err()
-                    {
-                        return; // client gone: dropping rx cancels the request
-                    }
-                }
-                Event::Done(u) => {
-                    let mut last = chunk(json!({}), json!(u.finish_reason), Some(usage_json(&u)));
-                    let mut v: Value = serde_json::from_slice(&last[6..]).unwrap_or(Value::Null);
-                    if v.is_object() {
-                        v["timings"] = timings_json(&u);
-                        last = Bytes::from(format!("data: {v}\n\n"));
-                    }
-                    let _ = btx.send(Ok(last)).await;
-                    let _ = btx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
-                    return;
-                }
-            }
-        }
-    });
+    let echo = c.echo.then_some(prompt_text);
+    tokio::spawn(stream_task(
+        s,
+        head,
+        c.params.logprobs.is_some(),
+        echo,
+        rx,
+        btx,
+    ));
     let stream = tokio_stream::wrappers::ReceiverStream::new(brx);
     Ok(Response::builder()
         .status(StatusCode::OK)
@@ -721,4 +842,117 @@ async fn run(
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()))
+}
+
+/// Fields every response chunk repeats.
+struct Head {
+    id: String,
+    created: u64,
+    model: String,
+    chat: bool,
+}
+
+impl Head {
+    /// One SSE chunk: text, the log-probabilities of its tokens, and the
+    /// finish reason, usage and timings on the last one.
+    fn chunk(&self, delta: Value, logprobs: Value, finish: Value, done: Option<&Usage>) -> Bytes {
+        let choice = if self.chat {
+            json!({"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish})
+        } else {
+            let text = delta.get("content").cloned().unwrap_or(json!(""));
+            json!({"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish})
+        };
+        let object = if self.chat {
+            "chat.completion.chunk"
+        } else {
+            "text_completion"
+        };
+        let mut v = json!({"id": self.id, "object": object, "created": self.created,
+                           "model": self.model, "choices": [choice]});
+        if let Some(u) = done {
+            v["usage"] = usage_json(u);
+            v["timings"] = timings_json(u);
+        }
+        Bytes::from(format!("data: {v}\n\n"))
+    }
+}
+
+type Sse = tokio::sync::mpsc::Sender<Result<Bytes, std::convert::Infallible>>;
+
+/// Forward engine events as SSE chunks until the request ends or the client
+/// goes (dropping `rx` then cancels the request). Log-probabilities of
+/// tokens whose text is held back ride on the chunk that carries it.
+async fn stream_task(
+    s: Arc<AppState>,
+    h: Head,
+    want_lp: bool,
+    mut echo: Option<String>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    btx: Sse,
+) {
+    let (mut prompt, mut pend, mut offset) = (Vec::new(), Vec::new(), 0usize);
+    let mut lp_json = |lps: &mut Vec<TokenLogprob>| -> Value {
+        let v = if !want_lp {
+            Value::Null
+        } else if h.chat {
+            chat_logprobs(&s.tok, lps)
+        } else {
+            let (v, at) = legacy_logprobs(&s.tok, lps, offset);
+            offset = at;
+            v
+        };
+        lps.clear();
+        v
+    };
+    let send = |b: Bytes| btx.send(Ok(b));
+    if h.chat {
+        let first = h.chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+            Value::Null,
+            None,
+        );
+        if send(first).await.is_err() {
+            return;
+        }
+    }
+    while let Some(ev) = rx.recv().await {
+        if let Event::Prompt(p) = ev {
+            prompt.extend(p);
+            continue;
+        }
+        if let Some(text) = echo.take() {
+            let lp = lp_json(&mut prompt);
+            if send(h.chunk(json!({"content": text}), lp, Value::Null, None))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        match ev {
+            Event::Token(t) => pend.push(t),
+            Event::Text(t) if t.is_empty() => {}
+            Event::Text(t) => {
+                let lp = lp_json(&mut pend);
+                if send(h.chunk(json!({"content": t}), lp, Value::Null, None))
+                    .await
+                    .is_err()
+                {
+                    return; // client gone: dropping rx cancels the request
+                }
+            }
+            Event::Done(u) => {
+                if want_lp && !pend.is_empty() {
+                    let lp = lp_json(&mut pend);
+                    let _ = send(h.chunk(json!({"content": ""}), lp, Value::Null, None)).await;
+                }
+                let _ =
+                    send(h.chunk(json!({}), Value::Null, json!(u.finish_reason), Some(&u))).await;
+                let _ = send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+                return;
+            }
+            Event::Prompt(_) => {}
+        }
+    }
 }

@@ -158,6 +158,23 @@ impl EngineTokenizer {
         self.inner.decode(ids, true).unwrap_or_default()
     }
 
+    /// The bytes a token stands for: byte-level BPE pieces mapped back
+    /// through GPT-2's byte-to-character table; added and special tokens
+    /// are their text. Unknown ids give no bytes.
+    pub fn token_bytes(&self, id: u32) -> Vec<u8> {
+        let Some(piece) = self.inner.id_to_token(id) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(piece.len());
+        for ch in piece.chars() {
+            match byte_of_char(ch) {
+                Some(b) => out.push(b),
+                None => out.extend_from_slice(ch.encode_utf8(&mut [0u8; 4]).as_bytes()),
+            }
+        }
+        out
+    }
+
     /// The tokenizer as `tokenizer.json` text.
     pub fn to_json(&self) -> String {
         self.inner.to_string(true).unwrap_or_default()
@@ -166,5 +183,35 @@ impl EngineTokenizer {
     /// Vocabulary size including added tokens.
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
+    }
+}
+
+/// Inverse of GPT-2's `bytes_to_unicode`: printable Latin-1 bytes stand for
+/// themselves, the other 68 bytes were shifted to U+0100.. in byte order.
+fn byte_of_char(ch: char) -> Option<u8> {
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || b >= 174;
+    let c = ch as u32;
+    if c < 256 && printable(c) {
+        return Some(c as u8);
+    }
+    let k = c.checked_sub(256)? as usize;
+    (0u32..256)
+        .filter(|&b| !printable(b))
+        .nth(k)
+        .map(|b| b as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_of_char;
+
+    #[test]
+    fn byte_level_inverse() {
+        assert_eq!(byte_of_char('a'), Some(b'a'));
+        assert_eq!(byte_of_char('\u{120}'), Some(b' ')); // 'Ġ'
+        assert_eq!(byte_of_char('\u{10a}'), Some(b'\n')); // 'Ċ'
+        assert_eq!(byte_of_char('\u{100}'), Some(0));
+        assert_eq!(byte_of_char('\u{143}'), Some(173));
+        assert_eq!(byte_of_char('\u{144}'), None);
     }
 }

@@ -5,9 +5,124 @@
 //! Token counts come from the server's `usage` (asked for with `stream_options.include_usage`);
 //! when a server sends none, the count of text chunks is used and the record says so.
 
+use crate::input;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
+
+/// A response body read on a helper thread, so that reading it has one total deadline (reqwest's
+/// blocking timeout bounds each read, so a server sending a byte a second would never time out)
+/// and a bound on its size. Dropping it lets the helper end at its next read.
+struct Body {
+    rx: Receiver<io::Result<Vec<u8>>>,
+    deadline: Instant,
+    timeout: Duration,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Body {
+    fn new(
+        mut resp: reqwest::blocking::Response,
+        limit: u64,
+        what: &'static str,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Body {
+        let (tx, rx) = sync_channel::<io::Result<Vec<u8>>>(8);
+        std::thread::spawn(move || {
+            let mut total: u64 = 0;
+            loop {
+                let mut chunk = vec![0u8; 64 * 1024];
+                let r = match resp.read(&mut chunk) {
+                    Ok(n) => {
+                        total += n as u64;
+                        chunk.truncate(n);
+                        if total > limit {
+                            Err(io::Error::other(format!(
+                                "the {what} is larger than {}, the bound for a {what} (see docs/security.md)",
+                                input::size(limit)
+                            )))
+                        } else {
+                            Ok(chunk)
+                        }
+                    }
+                    Err(e) => Err(e),
+                };
+                let end = !matches!(&r, Ok(c) if !c.is_empty());
+                if tx.send(r).is_err() || end {
+                    break;
+                }
+            }
+        });
+        Body {
+            rx,
+            deadline,
+            timeout,
+            buf: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for Body {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos >= self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Ok(c)) if c.is_empty() => {
+                    self.done = true;
+                    return Ok(0);
+                }
+                Ok(Ok(c)) => {
+                    self.buf = c;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.done = true;
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "the reply did not end within {} s, the request's total deadline",
+                            self.timeout.as_secs_f64()
+                        ),
+                    ));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// One line of at most `max` bytes (its end included); a longer one is an error.
+fn bounded_line(r: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    line.clear();
+    let n = r.take(max as u64 + 1).read_until(b'\n', line)?;
+    if line.len() > max {
+        return Err(io::Error::other(format!(
+            "an SSE line is longer than {}, the bound for one line (see docs/security.md)",
+            input::size(max as u64)
+        )));
+    }
+    Ok(n)
+}
 
 /// One timed request.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +157,7 @@ pub struct Timed {
 pub struct Client {
     base: String,
     http: reqwest::blocking::Client,
+    timeout: Duration,
     /// The instant times are measured from.
     pub t0: Instant,
 }
@@ -57,6 +173,7 @@ impl Client {
         Ok(Client {
             base: base.trim_end_matches('/').to_string(),
             http,
+            timeout,
             t0: Instant::now(),
         })
     }
@@ -65,18 +182,34 @@ impl Client {
         self.t0.elapsed().as_secs_f64()
     }
 
+    /// A whole body as text: at most `limit` bytes, ended before the deadline.
+    fn body_text(
+        &self,
+        r: reqwest::blocking::Response,
+        limit: u64,
+        what: &'static str,
+        deadline: Instant,
+    ) -> io::Result<String> {
+        let mut b = Vec::new();
+        Body::new(r, limit, what, deadline, self.timeout).read_to_end(&mut b)?;
+        Ok(String::from_utf8_lossy(&b).into_owned())
+    }
+
     /// `GET /models`.
     pub fn models(&self) -> Result<Value, String> {
         let url = format!("{}/models", self.base);
+        let deadline = Instant::now() + self.timeout;
         let r = self
             .http
             .get(&url)
             .send()
             .map_err(|e| format!("{url}: {e}"))?;
         let status = r.status();
-        let text = r.text().map_err(|e| format!("{url}: {e}"))?;
+        let text = self
+            .body_text(r, input::HTTP_BODY_MAX, "/v1/models reply", deadline)
+            .map_err(|e| format!("{url}: {e}"))?;
         if !status.is_success() {
-            return Err(format!("{url}: HTTP {status}: {text}"));
+            return Err(format!("{url}: HTTP {status}: {}", input::shown(&text)));
         }
         serde_json::from_str(&text).map_err(|e| format!("{url}: not JSON: {e}"))
     }
@@ -85,6 +218,7 @@ impl Client {
     pub fn get_text(&self, path: &str) -> Result<String, String> {
         let root = self.base.strip_suffix("/v1").unwrap_or(&self.base);
         let url = format!("{root}{path}");
+        let deadline = Instant::now() + self.timeout;
         let r = self
             .http
             .get(&url)
@@ -93,7 +227,8 @@ impl Client {
         if !r.status().is_success() {
             return Err(format!("{url}: HTTP {}", r.status()));
         }
-        r.text().map_err(|e| format!("{url}: {e}"))
+        self.body_text(r, input::HTTP_BODY_MAX, "reply", deadline)
+            .map_err(|e| format!("{url}: {e}"))
     }
 
     /// Sends one streamed request to `endpoint` (`chat/completions` or `completions`) and times it.
@@ -106,6 +241,7 @@ impl Client {
             completion_source: "none",
             ..Default::default()
         };
+        let deadline = Instant::now() + self.timeout;
         let resp = match self
             .http
             .post(&url)
@@ -121,11 +257,30 @@ impl Client {
         };
         t.status = resp.status().as_u16();
         if !resp.status().is_success() {
-            t.error = Some(error_message(resp));
+            let text = match self.body_text(resp, input::HTTP_BODY_MAX, "error body", deadline) {
+                Ok(t) => t,
+                Err(e) => format!("(the error body could not be read: {e})"),
+            };
+            let msg = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| {
+                    v.pointer("/error/message")
+                        .and_then(|m| m.as_str())
+                        .map(String::from)
+                })
+                .unwrap_or(text);
+            t.error = Some(input::shown_n(&msg, input::MESSAGE_MAX));
             t.end_s = Some(self.now());
             return t;
         }
-        let chunks = self.read_events(resp, &mut t);
+        let mut reader = BufReader::new(Body::new(
+            resp,
+            input::STREAM_MAX,
+            "streamed reply",
+            deadline,
+            self.timeout,
+        ));
+        let chunks = read_sse(&mut reader, &mut t, &|| self.now());
         t.end_s = Some(self.now());
         if t.completion_tokens.is_none() && chunks > 0 {
             t.completion_tokens = Some(chunks);
@@ -133,56 +288,46 @@ impl Client {
         }
         t
     }
+}
 
-    /// Reads the server-sent events of a reply into `t` until `[DONE]`, the end or an error;
-    /// returns the number of chunks that carried text.
-    fn read_events(&self, resp: reqwest::blocking::Response, t: &mut Timed) -> u64 {
-        let mut chunks = 0u64;
-        let mut reader = BufReader::new(resp);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    t.error = Some(format!("stream broke: {e}"));
-                    break;
-                }
-            }
-            let Some(data) = line.trim_end().strip_prefix("data:") else {
-                continue;
-            };
-            let data = data.trim();
-            if data == "[DONE]" {
+/// Reads an SSE stream into `t` (text, first-token time, usage, finish reason, errors); returns
+/// the number of chunks that carried text.
+fn read_sse(reader: &mut impl BufRead, t: &mut Timed, now: &dyn Fn() -> f64) -> u64 {
+    let mut chunks = 0u64;
+    let mut raw = Vec::new();
+    loop {
+        match bounded_line(&mut *reader, &mut raw, input::SSE_LINE_MAX) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                t.error = Some(format!("stream broke: {e}"));
                 break;
-            }
-            let v: Value = match serde_json::from_str(data) {
-                Ok(v) => v,
-                Err(e) => {
-                    t.error = Some(format!("malformed SSE chunk: {e}"));
-                    break;
-                }
-            };
-            if let Some(err) = v.get("error") {
-                t.error = Some(
-                    err.get("message")
-                        .and_then(|m| m.as_str())
-                        .unwrap_or("error in stream")
-                        .to_string(),
-                );
-                break;
-            }
-            if self.take_chunk(&v, t) {
-                chunks += 1;
             }
         }
-        chunks
-    }
-
-    /// One chunk's text, finish reason, server timings and usage into `t`; whether it carried
-    /// text.
-    fn take_chunk(&self, v: &Value, t: &mut Timed) -> bool {
+        let line = String::from_utf8_lossy(&raw);
+        let Some(data) = line.trim_end().strip_prefix("data:") else {
+            continue;
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            break;
+        }
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                t.error = Some(format!("malformed SSE chunk: {e}"));
+                break;
+            }
+        };
+        if let Some(err) = v.get("error") {
+            t.error = Some(input::shown_n(
+                err.get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("error in stream"),
+                input::MESSAGE_MAX,
+            ));
+            break;
+        }
         let choice = v.pointer("/choices/0");
         let piece = choice
             .and_then(|c| c.pointer("/delta/content").or_else(|| c.get("text")))
@@ -190,8 +335,9 @@ impl Client {
             .unwrap_or("");
         if !piece.is_empty() {
             if t.first_token_s.is_none() {
-                t.first_token_s = Some(self.now());
+                t.first_token_s = Some(now());
             }
+            chunks += 1;
             t.text.push_str(piece);
         }
         if let Some(f) = choice
@@ -217,19 +363,15 @@ impl Client {
                 .or(Some(0));
             t.completion_source = "usage";
         }
-        !piece.is_empty()
     }
+    chunks
 }
 
-/// The message of an error reply: its JSON `error.message`, else its text.
-fn error_message(resp: reqwest::blocking::Response) -> String {
-    let text = resp.text().unwrap_or_default();
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .and_then(|m| m.as_str())
-                .map(String::from)
-        })
-        .unwrap_or(text)
+/// The SSE reader on a byte string (for the fuzz tests).
+#[cfg(test)]
+pub fn parse_sse_for_test(input: &[u8]) -> Timed {
+    let mut t = Timed::default();
+    let mut r = BufReader::new(input);
+    read_sse(&mut r, &mut t, &|| 0.0);
+    t
 }

@@ -9,7 +9,11 @@
 //! # Definitions
 //! - A process's share of a core over one sample is the growth of its user + system CPU time
 //!   (`/proc/PID/stat` fields 14 and 15, in clock ticks) divided by the wall time since the last
-//!   sample.
+//!   sample; a process that started since the last sample counts with all its CPU time.
+//! - A **program** is the processes of one name (`/proc/PID/stat` field 2) together, and the
+//!   rule's "one process" is read as one program: a build that starts a compiler per file, or a
+//!   tool that forks a worker per task, loads the machine as one program although each of its
+//!   processes lives for less than two samples.
 //! - Foreign: every process except rigaudit's own and the server under measurement, which is
 //!   the processes given as the server's (replay: its ranks; measure: `--server-pid`, and the
 //!   owner of the loopback port it measures) **with all their descendants**.
@@ -17,7 +21,8 @@
 //!   and one interval after it ends, so a try shorter than an interval still spans two samples;
 //!   the guard waits for the sample after the try's end (at most two intervals).
 //! - `longest_run_over`: the longest run of consecutive samples in which the **same** foreign
-//!   process was above the threshold; `peak_pct`/`peak_process`: the highest foreign sample.
+//!   program was above the threshold; `peak_pct`/`peak_process`: the highest foreign sample;
+//!   `over_processes`: every program above the threshold in a sample of the try, with its pids.
 //!
 //! Linux only (it reads `/proc`); elsewhere the guard samples nothing and says so in the log.
 
@@ -93,7 +98,8 @@ fn with_descendants(procs: &BTreeMap<u32, ProcStat>, roots: &BTreeSet<u32>) -> B
 #[derive(Debug, Clone)]
 struct Sample {
     at: Instant,
-    over: BTreeMap<u32, String>,
+    /// Programs above the threshold, with their pids.
+    over: BTreeMap<String, BTreeSet<u32>>,
     peak: Option<(String, f64)>,
 }
 
@@ -133,17 +139,37 @@ impl Sampler {
             over: BTreeMap::new(),
             peak: None,
         };
+        // Each foreign program's share: its processes' shares added up.
+        let mut programs: BTreeMap<&str, (f64, BTreeSet<u32>)> = BTreeMap::new();
         for (pid, p) in procs.iter().filter(|(pid, _)| !skip.contains(pid)) {
-            let Some(b) = before.get(pid) else { continue };
-            let pct = 100.0 * p.ticks.saturating_sub(b.ticks) as f64 / self.ticks_per_s / secs;
+            // A process new since the last sample spent all its CPU time in this interval.
+            let grew = before
+                .get(pid)
+                .map_or(p.ticks, |b| p.ticks.saturating_sub(b.ticks));
+            let pct = 100.0 * grew as f64 / self.ticks_per_s / secs;
+            let e = programs.entry(p.name.as_str()).or_default();
+            e.0 += pct;
+            e.1.insert(*pid);
+        }
+        for (name, (pct, pids)) in programs {
             if pct > self.threshold {
-                s.over.insert(*pid, p.name.clone());
+                s.over.insert(name.to_string(), pids.clone());
             }
             if s.peak.as_ref().is_none_or(|(_, x)| pct > *x) {
-                s.peak = Some((format!("{} (pid {pid})", p.name), pct));
+                s.peak = Some((program(name, &pids), pct));
             }
         }
         Some(s)
+    }
+}
+
+/// A program and its pids, for a person: `rustc (pid 12)`, `rustc (pids 12, 13)`.
+fn program(name: &str, pids: &BTreeSet<u32>) -> String {
+    let list: Vec<String> = pids.iter().take(8).map(|p| p.to_string()).collect();
+    let more = if pids.len() > 8 { ", ..." } else { "" };
+    match pids.len() {
+        1 => format!("{name} (pid {})", list[0]),
+        _ => format!("{name} (pids {}{more})", list.join(", ")),
     }
 }
 
@@ -158,19 +184,24 @@ pub struct TryLoad {
     pub peak_process: Option<String>,
     /// Samples the try was judged by.
     pub samples: usize,
-    /// The foreign processes above the threshold in any of them: pid and name.
-    pub over: BTreeMap<u32, String>,
+    /// The foreign programs above the threshold in any of them, with their pids.
+    pub over: BTreeMap<String, BTreeSet<u32>>,
 }
 
-/// The longest run of consecutive samples in which one process stayed above the threshold.
+/// The longest run of consecutive samples in which one program stayed above the threshold.
 fn longest_run(samples: &[&Sample]) -> u32 {
     let mut best = 0;
-    let mut runs: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut runs: BTreeMap<&str, u32> = BTreeMap::new();
     for s in samples {
         runs = s
             .over
             .keys()
-            .map(|pid| (*pid, runs.get(pid).copied().unwrap_or(0) + 1))
+            .map(|name| {
+                (
+                    name.as_str(),
+                    runs.get(name.as_str()).copied().unwrap_or(0) + 1,
+                )
+            })
             .collect();
         best = best.max(runs.values().copied().max().unwrap_or(0));
     }
@@ -263,10 +294,14 @@ impl Guard {
             peak_pct: peak.as_ref().map(|p| (p.1 * 10.0).round() / 10.0),
             peak_process: peak.map(|p| p.0),
             samples: inside.len(),
-            over: inside
-                .iter()
-                .flat_map(|s| s.over.iter().map(|(k, v)| (*k, v.clone())))
-                .collect(),
+            over: inside.iter().fold(BTreeMap::new(), |mut m, s| {
+                for (name, pids) in &s.over {
+                    m.entry(name.clone())
+                        .or_insert_with(BTreeSet::new)
+                        .extend(pids.iter().copied());
+                }
+                m
+            }),
         }
     }
 
@@ -286,7 +321,7 @@ impl Guard {
             over_processes: (!load.over.is_empty()).then(|| {
                 load.over
                     .iter()
-                    .map(|(pid, name)| format!("{name} (pid {pid})"))
+                    .map(|(name, pids)| program(name, pids))
                     .collect()
             }),
             kept,
@@ -372,7 +407,10 @@ mod tests {
     fn sample(over: &[u32]) -> Sample {
         Sample {
             at: Instant::now(),
-            over: over.iter().map(|p| (*p, "x".to_string())).collect(),
+            over: over
+                .iter()
+                .map(|p| (format!("p{p}"), BTreeSet::from([*p])))
+                .collect(),
             peak: None,
         }
     }
@@ -407,6 +445,36 @@ mod tests {
     }
 
     #[test]
+    fn short_lived_processes_of_one_program_add_up() {
+        // A shell that starts a new busy process every 0.15 s: no process lives through two
+        // samples, the program does.
+        use std::os::unix::process::CommandExt;
+        let mut churn = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "while :; do timeout -s KILL 0.15 sh -c 'while :; do :; done'; done",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let g = Guard::start(rule_fast(), Vec::new());
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(1500));
+        let load = g.judge(t0);
+        // The whole group: the loop, its `timeout` and the busy shell under it.
+        // SAFETY: kill has no memory preconditions; the group is the one spawned above.
+        unsafe { libc::kill(-(churn.id() as i32), libc::SIGKILL) };
+        let _ = churn.wait();
+        assert!(load.longest_run_over >= 2, "{load:?}");
+        assert!(
+            load.over.get("sh").is_some_and(|p| p.len() >= 2),
+            "{load:?}"
+        );
+    }
+
+    #[test]
     fn a_busy_process_is_seen_and_this_one_is_not() {
         // A real CPU hog in another process, and this process spinning too: only the hog counts.
         let mut hog = std::process::Command::new("sh")
@@ -423,8 +491,12 @@ mod tests {
         let _ = hog.kill();
         let _ = hog.wait();
         assert!(load.longest_run_over >= 2, "{load:?}");
-        assert!(load.over.contains_key(&hog_pid), "{load:?}");
-        assert!(!load.over.contains_key(&std::process::id()), "{load:?}");
+        assert!(
+            load.over.get("sh").is_some_and(|p| p.contains(&hog_pid)),
+            "{load:?}"
+        );
+        let me = std::process::id();
+        assert!(load.over.values().all(|p| !p.contains(&me)), "{load:?}");
         assert!(load.peak_pct.is_some_and(|x| x > 25.0), "{load:?}");
         // A guard told that the hog is the server: the hog is not foreign.
         let mut hog = std::process::Command::new("sh")
@@ -439,7 +511,10 @@ mod tests {
         let _ = hog.kill();
         let _ = hog.wait();
         assert!(load.samples >= 2, "{load:?}");
-        assert!(!load.over.contains_key(&hog_pid), "{load:?}");
+        assert!(
+            load.over.values().all(|p| !p.contains(&hog_pid)),
+            "{load:?}"
+        );
     }
 
     fn rule_fast() -> LoadGuardRule {

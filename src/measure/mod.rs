@@ -132,8 +132,12 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
     }
     let tokenizer = match &args.tokenizer {
         Some(t) => Some(
-            tokenizers::Tokenizer::from_file(t)
-                .at(format_args!("{}: not a tokenizer.json", t.display()))?,
+            tokenizers::Tokenizer::from_bytes(crate::input::read_bounded(
+                t,
+                crate::input::SIDE_FILE_MAX,
+                "tokenizer",
+            )?)
+            .map_err(|e| fatal(format!("{}: not a tokenizer.json: {e}", t.display())))?,
         ),
         None => None,
     };
@@ -142,8 +146,7 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
         None => None,
     };
     let start_lines = match &args.start_log {
-        Some(p) => std::fs::read_to_string(p)
-            .at(p.display())?
+        Some(p) => crate::input::read_text(p, crate::input::SIDE_FILE_MAX, "start log")?
             .lines()
             .map(String::from)
             .collect(),
@@ -179,7 +182,7 @@ pub struct Measured {
 }
 
 fn read_json(path: &Path) -> Result<Value, Fatal> {
-    let text = std::fs::read_to_string(path).at(path.display())?;
+    let text = crate::input::read_text(path, crate::input::CARD_MAX, "card")?;
     serde_json::from_str(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: {e}",
@@ -218,7 +221,7 @@ fn checked<T: serde::de::DeserializeOwned>(
 
 /// Reads and schema-checks a speed contract; returns it with its text.
 pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal> {
-    let text = std::fs::read_to_string(path).at(path.display())?;
+    let text = crate::input::read_text(path, crate::input::CONTRACT_MAX, "speed contract")?;
     let c = checked(
         path,
         rigaudit_audit::records::FileKind::SpeedContract,
@@ -229,12 +232,14 @@ pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal
 
 /// Reads a quality contract and its questions.
 pub fn read_quality(contract: &Path, questions: &Path) -> Result<quality::QualityPlan, Fatal> {
-    let text = std::fs::read_to_string(contract).at(contract.display())?;
-    let c = checked(
+    let text = crate::input::read_text(contract, crate::input::CONTRACT_MAX, "quality contract")?;
+    let c: rigaudit_audit::records::QualityContract = checked(
         contract,
         rigaudit_audit::records::FileKind::QualityContract,
         &text,
     )?;
+    // The test id names the files measure writes (quality/<test>/...).
+    crate::input::safe_name(&c.test, "quality test id")?;
     Ok(quality::QualityPlan {
         contract: c,
         contract_text: text,

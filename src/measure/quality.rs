@@ -6,7 +6,7 @@
 //! with no answered question has no percentage and no margin.
 
 use super::client::{Client, Timed};
-use crate::fatal::{fatal, At, Fatal};
+use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::records::quality::{Answer, QualityContract, QualitySummary};
 use rigaudit_audit::stats::{margin_pts, MarginMethod};
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ pub struct QualityPlan {
 /// Reads a questions file: JSON Lines whose records carry at least `id`, `prompt` and `gold` (an
 /// answers file of a bundle qualifies). Errors name the file and the line.
 pub fn read_questions(path: &Path) -> Result<Vec<Question>, Fatal> {
-    let text = std::fs::read_to_string(path).at(path.display())?;
+    let text = crate::input::read_text(path, crate::input::QUESTIONS_MAX, "questions file")?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

@@ -1,6 +1,10 @@
 //! Renderers of the one report model: one module per format.
 
+pub mod html;
+pub mod intoto;
 pub mod json;
+pub mod junit;
+pub mod markdown;
 pub mod sarif;
 pub mod text;
 
@@ -17,6 +21,56 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0, for code-scanning tools.
     Sarif,
+    /// Markdown for a pull-request comment.
+    Markdown,
+    /// JUnit XML: one test case per check, for CI test views.
+    Junit,
+    /// An in-toto Statement with the test-result predicate (the bundle's files as subject).
+    Intoto,
+    /// One self-contained HTML page with SVG plots.
+    Html,
+}
+
+impl Format {
+    /// The format a file name asks for by its extension: `.md`, `.xml` (JUnit), `.sarif`,
+    /// `.intoto.json` (attestation), `.json`, `.txt`.
+    pub fn of_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let by_end = [
+            (".intoto.json", Format::Intoto),
+            (".intoto.jsonl", Format::Intoto),
+            (".sarif.json", Format::Sarif),
+            (".sarif", Format::Sarif),
+            (".json", Format::Json),
+            (".md", Format::Markdown),
+            (".markdown", Format::Markdown),
+            (".xml", Format::Junit),
+            (".txt", Format::Text),
+            (".html", Format::Html),
+            (".htm", Format::Html),
+        ];
+        by_end
+            .iter()
+            .find(|(end, _)| name.ends_with(end))
+            .map(|(_, f)| *f)
+    }
+}
+
+/// One `--output [FORMAT:]FILE`: the file and its format (the prefix, else the extension).
+pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
+    use clap::ValueEnum;
+    if let Some((f, file)) = spec.split_once(':') {
+        if let Ok(format) = Format::from_str(f, true) {
+            return Ok((format, file.into()));
+        }
+    }
+    let path = std::path::PathBuf::from(spec);
+    let format = Format::of_path(&path).ok_or_else(|| {
+        fatal(format!(
+            "--output {spec}: cannot tell the format from the name; end it in .json, .sarif, .md, .xml (JUnit), .intoto.json, .html or .txt, or write FORMAT:FILE"
+        ))
+    })?;
+    Ok((format, path))
 }
 
 /// Renders a report in a format.
@@ -25,6 +79,10 @@ pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
         Format::Text => text::render(r, color),
         Format::Json => json::render(r),
         Format::Sarif => sarif::render(r),
+        Format::Markdown => markdown::render(r),
+        Format::Junit => junit::render(r),
+        Format::Intoto => intoto::render(r),
+        Format::Html => html::render(r),
     }
 }
 
@@ -39,10 +97,6 @@ pub fn color_stdout() -> bool {
 pub fn catalogue(f: Format) -> String {
     let all = rigaudit_audit::table::all();
     match f {
-        Format::Text => all
-            .iter()
-            .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
-            .collect(),
         Format::Json => {
             let v: Vec<_> = all
                 .iter()
@@ -51,6 +105,10 @@ pub fn catalogue(f: Format) -> String {
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
         Format::Sarif => sarif::catalogue(),
+        _ => all
+            .iter()
+            .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
+            .collect(),
     }
 }
 

@@ -23,44 +23,52 @@ fn num(x: Option<f64>) -> String {
     }
 }
 
-/// Renders a report: the verdict line, the findings grouped by severity and check, the
-/// recomputed values, the comparison rows.
+/// Text from a report that may quote input: control characters escaped, length bounded.
+fn safe(s: &str) -> String {
+    crate::input::shown_n(s, crate::input::MESSAGE_MAX)
+}
+
+/// Renders a report: the verdict line, the findings by severity and check, what a policy left
+/// out, the recomputed values, the setup differences (diff) and the figures beside each other.
 pub fn render(r: &Report, color: bool) -> String {
-    let mut o = String::new();
+    let mut o = verdict_line(r, color);
+    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+        findings_of(&mut o, r, sev, color);
+    }
+    policy_section(&mut o, r);
+    recomputed_section(&mut o, r);
+    setup_section(&mut o, r);
+    comparisons_section(&mut o, r);
+    o
+}
+
+fn verdict_line(r: &Report, color: bool) -> String {
     let verdict = match r.verdict {
         Verdict::Pass => paint("PASS", "32;1", color),
         Verdict::Fail => paint("FAIL", "31;1", color),
         Verdict::Incomplete => paint("INCOMPLETE", "33;1", color),
     };
-    let _ = writeln!(
-        o,
-        "rigaudit {} {}: {verdict} ({} errors, {} warnings, {} notes; {} checks ran)",
+    format!(
+        "rigaudit {} {}: {verdict} ({} errors, {} warnings, {} notes; {} checks ran)\n",
         r.command,
-        r.bundle,
+        safe(&r.bundle),
         r.counts.error,
         r.counts.warning,
         r.counts.info,
         r.checks_run.len()
-    );
-    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        findings(&mut o, r, sev, color);
-    }
-    recomputed(&mut o, r);
-    comparisons(&mut o, r);
-    o
+    )
 }
 
-/// The findings of one severity, grouped by check in the order first found.
-fn findings(o: &mut String, r: &Report, sev: Severity, color: bool) {
-    let mut checks: Vec<&str> = r
+/// The findings of one severity, grouped by check in order of first appearance.
+fn findings_of(o: &mut String, r: &Report, sev: Severity, color: bool) {
+    let mut seen = std::collections::BTreeSet::new();
+    let checks: Vec<&str> = r
         .findings
         .iter()
         .filter(|f| f.severity == sev)
         .map(|f| f.check.as_str())
+        .filter(|c| seen.insert(*c))
         .collect();
-    checks.dedup();
-    let mut seen = std::collections::BTreeSet::new();
-    checks.retain(|c| seen.insert(*c));
     if checks.is_empty() {
         return;
     }
@@ -71,24 +79,52 @@ fn findings(o: &mut String, r: &Report, sev: Severity, color: bool) {
     };
     let _ = writeln!(o, "\n{}", paint(label, code, color));
     for c in checks {
-        let _ = writeln!(o, "  {}", paint(c, "1", color));
-        for f in r
+        let _ = writeln!(o, "  {}", paint(&safe(c), "1", color));
+        let of = r
             .findings
             .iter()
-            .filter(|f| f.severity == sev && f.check == c)
-        {
+            .filter(|f| f.severity == sev && f.check == c);
+        if r.command == "diff" && c == "diff.setup-differs" {
+            let _ = writeln!(
+                o,
+                "    - {} setup difference(s), listed under \"setup differences\"",
+                of.count()
+            );
+            continue;
+        }
+        for f in of {
             let place = match (&f.file, &f.pointer) {
-                (Some(file), Some(p)) => format!("{file} {p}: "),
-                (Some(file), None) => format!("{file}: "),
+                (Some(file), Some(p)) => format!("{} {}: ", safe(file), safe(p)),
+                (Some(file), None) => format!("{}: ", safe(file)),
                 _ => String::new(),
             };
-            let _ = writeln!(o, "    - {place}{}", f.message);
+            let _ = writeln!(
+                o,
+                "    - {place}{}",
+                crate::input::shown_n(&f.message, crate::input::MESSAGE_MAX)
+            );
         }
     }
 }
 
-/// The values recomputed from the raw records.
-fn recomputed(o: &mut String, r: &Report) {
+fn policy_section(o: &mut String, r: &Report) {
+    let Some(p) = &r.policy else { return };
+    if p.ignored.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nleft out by the policy {}", safe(&p.file));
+    for i in &p.ignored {
+        let _ = writeln!(
+            o,
+            "  {} ({} finding(s)): {}",
+            safe(&i.check),
+            i.findings,
+            safe(&i.reason)
+        );
+    }
+}
+
+fn recomputed_section(o: &mut String, r: &Report) {
     if r.recomputed.is_empty() {
         return;
     }
@@ -97,23 +133,46 @@ fn recomputed(o: &mut String, r: &Report) {
         let _ = writeln!(
             o,
             "  {:<28} {:>12}   {:>10}   {:>10}",
-            v.key,
+            safe(&v.key),
             num(v.value),
             v.file.map_or("-".into(), |x| x.to_string()),
-            v.page.clone().unwrap_or_else(|| "-".into())
+            v.page.as_deref().map_or("-".into(), safe)
         );
     }
 }
 
-/// The recorded figures beside the replayed ones.
-fn comparisons(o: &mut String, r: &Report) {
-    if r.comparisons.is_empty() {
+fn setup_section(o: &mut String, r: &Report) {
+    if r.setup_changes.is_empty() {
         return;
     }
     let _ = writeln!(
         o,
-        "\nrecorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+        "\nsetup differences (what: A / B; where A and B record it)"
     );
+    for c in &r.setup_changes {
+        let _ = writeln!(
+            o,
+            "  [{}] {}: {} / {}   ({}; {})",
+            c.subject.name(),
+            safe(&c.what),
+            safe(&c.a),
+            safe(&c.b),
+            safe(&c.where_a),
+            safe(&c.where_b)
+        );
+    }
+}
+
+fn comparisons_section(o: &mut String, r: &Report) {
+    if r.comparisons.is_empty() {
+        return;
+    }
+    let header = if r.command == "diff" {
+        "A beside B (key / A / B / change % / p / verdict / why)"
+    } else {
+        "recorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+    };
+    let _ = writeln!(o, "\n{header}");
     if let Some(s) = &r.replay_summary {
         let _ = writeln!(o, "  {}", s.line());
     }
@@ -126,21 +185,23 @@ fn comparisons(o: &mut String, r: &Report) {
                 format!("{p:.3}")
             }
         });
-        let verdict = format!(
-            "{}{}",
-            c.verdict.name(),
-            if c.informational { " (info)" } else { "" }
-        );
+        // A diff has no "recorded" side: its rows are the same or moved.
+        let name = match (r.command.as_str(), c.verdict.name()) {
+            ("diff", "reproduced") => "same",
+            ("diff", "drifted") => "moved",
+            (_, v) => v,
+        };
+        let verdict = format!("{name}{}", if c.informational { " (info)" } else { "" });
         let _ = writeln!(
             o,
             "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
-            c.key,
+            safe(&c.key),
             num(c.recorded),
             num(c.replayed),
             change,
             p,
             verdict,
-            c.why
+            safe(&c.why)
         );
     }
 }

@@ -3,7 +3,6 @@
 
 use super::hash::{hash_file, hash_reader, hex, Progress, CHUNK};
 use sha2::{Digest, Sha256};
-use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
 
@@ -73,6 +72,56 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
+/// Counts the bytes an archive inflates to and stops past its bound: a total, and a ratio to the
+/// package's size (an archive bomb fails here instead of inflating for hours).
+struct Budget<R> {
+    inner: R,
+    used: u64,
+    allowed: u64,
+    packed: u64,
+}
+
+impl<R> Budget<R> {
+    fn new(inner: R, packed: u64) -> Self {
+        Budget {
+            inner,
+            used: 0,
+            allowed: allowed_inflation(packed),
+            packed,
+        }
+    }
+}
+
+/// What a package of `packed` bytes may inflate to.
+pub fn allowed_inflation(packed: u64) -> u64 {
+    crate::input::PACKAGE_MAX_INFLATED
+        .min(crate::input::RATIO_GRACE.max(packed.saturating_mul(crate::input::PACKAGE_MAX_RATIO)))
+}
+
+fn bomb(allowed: u64, packed: u64) -> io::Error {
+    io::Error::other(format!(
+        "the package inflates to more than {} ({} packed; the bounds are {} in all and {} times the packed size); refused as an archive bomb (see docs/security.md)",
+        crate::input::size(allowed),
+        crate::input::size(packed),
+        crate::input::size(crate::input::PACKAGE_MAX_INFLATED),
+        crate::input::PACKAGE_MAX_RATIO
+    ))
+}
+
+impl<R: Read> Read for Budget<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.used > self.allowed {
+            return Err(bomb(self.allowed, self.packed));
+        }
+        let n = self.inner.read(buf)?;
+        self.used += n as u64;
+        if self.used > self.allowed {
+            return Err(bomb(self.allowed, self.packed));
+        }
+        Ok(n)
+    }
+}
+
 /// Reads the package once: hashes the wanted member(s) and, for tar packages, the whole file.
 pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Read2 {
     match kind {
@@ -88,13 +137,14 @@ pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) 
 
 fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Read2 {
     let mut out = Read2::default();
-    let f = match File::open(path) {
+    let f = match crate::input::open_regular(path, "package") {
         Ok(f) => f,
         Err(e) => {
-            out.whole = Some(Err(e));
+            out.whole = Some(Err(io::Error::new(io::ErrorKind::InvalidInput, e.0)));
             return out;
         }
     };
+    let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut tee = Tee {
         inner: BufReader::with_capacity(CHUNK, f),
         hash: Sha256::new(),
@@ -102,8 +152,11 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Re
     };
     {
         let reader: Box<dyn Read + '_> = match kind {
-            Kind::TarGz => Box::new(flate2::read::GzDecoder::new(&mut tee)),
-            _ => Box::new(&mut tee),
+            Kind::TarGz => Box::new(crate::bundle::TarGuard::new(Budget::new(
+                flate2::read::GzDecoder::new(&mut tee),
+                packed,
+            ))),
+            _ => Box::new(crate::bundle::TarGuard::new(&mut tee)),
         };
         let mut ar = tar::Archive::new(reader);
         match ar.entries() {
@@ -124,6 +177,10 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Re
                             break;
                         }
                     };
+                    if let Err(m) = crate::bundle::member_name_ok(&name) {
+                        out.error = Some(format!("entry {m}; refused"));
+                        break;
+                    }
                     if !member_matches(&name, wanted) {
                         continue;
                     }
@@ -159,13 +216,14 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Re
 
 fn zip_members(path: &Path, wanted: &str) -> Read2 {
     let mut out = Read2::default();
-    let f = match File::open(path) {
+    let f = match crate::input::open_regular(path, "package") {
         Ok(f) => f,
         Err(e) => {
-            out.error = Some(e.to_string());
+            out.error = Some(e.0);
             return out;
         }
     };
+    let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut z = match zip::ZipArchive::new(BufReader::with_capacity(CHUNK, f)) {
         Ok(z) => z,
         Err(e) => {
@@ -173,16 +231,50 @@ fn zip_members(path: &Path, wanted: &str) -> Read2 {
             return out;
         }
     };
+    // Entries whose data overlap (many names for the same compressed bytes) are how a small zip
+    // inflates to terabytes: refused before anything is inflated.
+    let mut spans: Vec<(u64, u64)> = (0..z.len())
+        .filter_map(|i| {
+            z.by_index_raw(i)
+                .ok()
+                .map(|m| (m.header_start(), m.compressed_size()))
+        })
+        .collect();
+    spans.sort_unstable();
+    if spans
+        .windows(2)
+        .any(|w| w[0].0 == w[1].0 || w[0].0.saturating_add(w[0].1) > w[1].0)
+    {
+        out.error = Some(
+            "entries of the zip overlap (several names for the same compressed data); refused as an archive bomb (see docs/security.md)".to_string(),
+        );
+        return out;
+    }
+    let mut budget_left = allowed_inflation(packed);
     let names: Vec<String> = z
         .file_names()
         .filter(|n| member_matches(n, wanted))
         .map(String::from)
         .collect();
     for name in names {
+        if let Err(m) = crate::bundle::member_name_ok(&name) {
+            out.error = Some(format!("entry {m}; refused"));
+            break;
+        }
         let r = match z.by_name(&name) {
-            Ok(mut m) if m.is_file() => hash_reader(&mut m, &Progress::none())
-                .map(|(d, _)| d)
-                .map_err(|e| e.to_string()),
+            Ok(m) if m.is_file() => {
+                let mut b = Budget {
+                    inner: m,
+                    used: 0,
+                    allowed: budget_left,
+                    packed,
+                };
+                let r = hash_reader(&mut b, &Progress::none())
+                    .map(|(d, _)| d)
+                    .map_err(|e| e.to_string());
+                budget_left = budget_left.saturating_sub(b.used);
+                r
+            }
             Ok(_) => Err("the member is not a regular file".to_string()),
             Err(e) => Err(format!("cannot read the member: {e}")),
         };
@@ -194,6 +286,7 @@ fn zip_members(path: &Path, wanted: &str) -> Read2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     #[test]
     fn members_match_below_one_top_folder() {
@@ -299,5 +392,97 @@ mod tests {
         std::fs::write(&z, b"PK garbage").expect("write");
         let r = hash_members(&z, Kind::Zip, "x", &Progress::none());
         assert!(r.error.as_deref().unwrap_or("").contains("zip"));
+    }
+
+    /// A zip whose many entries all point at the same compressed data (the way a 330 KB zip
+    /// inflates to 256 GB) is refused before anything is inflated.
+    #[test]
+    fn overlapping_zip_is_refused() {
+        use std::io::Write;
+        let data = vec![0u8; 16 << 20];
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&data).unwrap();
+        let packed = enc.finish().unwrap();
+        let mut crc = flate2::Crc::new();
+        crc.update(&data);
+        let crc = crc.sum();
+        let mut z: Vec<u8> = Vec::new();
+        let first = "d0/tensorfold-native";
+        let le16 = |v: &mut Vec<u8>, x: u16| v.extend_from_slice(&x.to_le_bytes());
+        let le32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&x.to_le_bytes());
+        le32(&mut z, 0x0403_4b50);
+        for x in [20u16, 0, 8, 0, 0] {
+            le16(&mut z, x);
+        }
+        le32(&mut z, crc);
+        le32(&mut z, packed.len() as u32);
+        le32(&mut z, data.len() as u32);
+        le16(&mut z, first.len() as u16);
+        le16(&mut z, 0);
+        z.extend_from_slice(first.as_bytes());
+        z.extend_from_slice(&packed);
+        let cd_start = z.len() as u32;
+        let n = 1000u16;
+        for i in 0..n {
+            let name = format!("d{i}/tensorfold-native");
+            le32(&mut z, 0x0201_4b50);
+            for x in [20u16, 20, 0, 8, 0, 0] {
+                le16(&mut z, x);
+            }
+            le32(&mut z, crc);
+            le32(&mut z, packed.len() as u32);
+            le32(&mut z, data.len() as u32);
+            le16(&mut z, name.len() as u16);
+            for x in [0u16, 0, 0, 0] {
+                le16(&mut z, x);
+            }
+            le32(&mut z, 0);
+            le32(&mut z, 0);
+            z.extend_from_slice(name.as_bytes());
+        }
+        let cd_size = z.len() as u32 - cd_start;
+        le32(&mut z, 0x0605_4b50);
+        for x in [0u16, 0, n, n] {
+            le16(&mut z, x);
+        }
+        le32(&mut z, cd_size);
+        le32(&mut z, cd_start);
+        le16(&mut z, 0);
+        let dir = tempfile::tempdir().expect("tmp");
+        let pkg = dir.path().join("bomb.zip");
+        std::fs::write(&pkg, &z).expect("write");
+        let t = std::time::Instant::now();
+        let r = hash_members(&pkg, Kind::Zip, "tensorfold-native", &Progress::none());
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+        let e = r.error.expect("refused");
+        assert!(e.contains("overlap"), "{e}");
+        assert!(r.members.is_empty());
+    }
+
+    /// A gzip package that inflates far past its size stops at the bound.
+    #[test]
+    fn gzip_package_bomb_is_bounded() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let pkg = dir.path().join("p.tar.gz");
+        let size: u64 = 512 << 20;
+        {
+            let gz = flate2::write::GzEncoder::new(
+                File::create(&pkg).expect("create"),
+                flate2::Compression::best(),
+            );
+            let mut b = tar::Builder::new(gz);
+            let mut h = tar::Header::new_gnu();
+            h.set_size(size);
+            h.set_mode(0o755);
+            h.set_cksum();
+            b.append_data(&mut h, "tf/tensorfold-native", io::repeat(0).take(size))
+                .expect("append");
+            b.into_inner().expect("tar").finish().expect("gz");
+        }
+        let packed = std::fs::metadata(&pkg).expect("meta").len();
+        assert!(allowed_inflation(packed) < size, "{packed}");
+        let r = hash_members(&pkg, Kind::TarGz, "tensorfold-native", &Progress::none());
+        let e = r.members[0].1.as_ref().expect_err("bounded");
+        assert!(e.contains("archive bomb"), "{e}");
     }
 }

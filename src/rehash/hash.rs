@@ -5,7 +5,6 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -106,7 +105,8 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// by a second thread while this one hashes, so reading costs no hashing time; when every core
 /// already hashes a file of its own, an extra reader thread would only take turns with them.
 pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> {
-    let mut f = File::open(path)?;
+    let mut f = crate::input::open_regular(path, "file")
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     if len < PIPELINE_MIN || ACTIVE.load(Ordering::Relaxed) >= crate::host::cores() {
         return hash_reader(&mut f, progress);

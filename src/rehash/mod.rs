@@ -23,6 +23,7 @@ use rigaudit_audit::rehash::{
 };
 use rigaudit_audit::schema::safe_path;
 use rigaudit_audit::{Findings, Report, Severity};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Options of `rigaudit rehash`.
@@ -54,6 +55,10 @@ pub struct Args {
     /// Do not load NCCL libraries to ask their version; digests only.
     #[arg(long)]
     pub no_load: bool,
+    /// Also load NCCL libraries found by walking `--root` to ask their version. Loading runs the
+    /// library's own start-up code; a library named with `--file nccl=PATH` is loaded without it.
+    #[arg(long)]
+    pub load_nccl: bool,
 }
 
 /// What an artifact named with `--file` is.
@@ -158,9 +163,9 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
                 o.root.display()
             ))
         })?;
-    safe_path(&entry.path).map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
-    let path = o.root.join(&entry.path);
-    let text = std::fs::read(&path).at(format_args!("{}: cannot read the card", path.display()))?;
+    let path = crate::input::inside(&o.root, &entry.path)
+        .map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
+    let text = crate::input::read_bounded(&path, crate::input::CARD_MAX, "card")?;
     let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -189,9 +194,9 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         .iter()
         .filter(|e| e.kind == FileKind::SpeedResult)
         .find_map(|e| {
-            safe_path(&e.path).ok()?;
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(o.root.join(&e.path)).ok()?).ok()?;
+            let p = crate::input::inside(&o.root, &e.path).ok()?;
+            let bytes = crate::input::read_bounded(&p, crate::input::RECORD_MAX, "speed result");
+            let v: serde_json::Value = serde_json::from_slice(&bytes.ok()?).ok()?;
             let lines: Vec<String> = v
                 .get("server")?
                 .get("start_lines")?
@@ -207,7 +212,8 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
 /// Reads a manifest file: sha256sum lines (`HEX  PATH`, `HEX *PATH`) or JSON `[{path, sha256}]`
 /// (also `{"files": [...]}`).
 pub fn read_manifest_file(path: &Path) -> Result<FileManifest, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::input::read_text(path, crate::input::COMPARE_MAX, "--compare manifest")
+        .map_err(|e| e.0)?;
     let origin = format!("the manifest {}", path.display());
     let t = text.trim_start();
     if t.starts_with('[') || t.starts_with('{') {
@@ -303,7 +309,14 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
             "the card's path {m}"
         )));
     }
-    let full = dir.join(p);
+    let full = match crate::input::inside(dir, p) {
+        Ok(f) => f,
+        Err(m) => {
+            return Some(RevisionFileSeen::NotLocatable(format!(
+                "the card's path {m}"
+            )))
+        }
+    };
     if !full.exists() && p.contains(' ') {
         return Some(RevisionFileSeen::NotLocatable(
             "the card names it in words, not as a path inside the folder".to_string(),
@@ -317,11 +330,15 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
             )));
         }
     }
-    Some(match std::fs::read(&full) {
-        Ok(b) => RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RevisionFileSeen::Missing,
-        Err(e) => RevisionFileSeen::Unreadable(e.to_string()),
-    })
+    if std::fs::symlink_metadata(&full).is_err() {
+        return Some(RevisionFileSeen::Missing);
+    }
+    Some(
+        match crate::input::read_bounded(&full, crate::input::REVISION_MAX, "revision file") {
+            Ok(b) => RevisionFileSeen::Content(String::from_utf8_lossy(&b).to_string()),
+            Err(e) => RevisionFileSeen::Unreadable(e.0),
+        },
+    )
 }
 
 /// Runs `rigaudit rehash`. `Err` when the bundle or an option cannot be used at all (exit 2).
@@ -343,7 +360,7 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     let mut plan = plan_jobs(args, &opened, &card, m)?;
     let done = hash_jobs(&plan.jobs, args);
     let nccl_files = collate(&mut plan, done, opened.manifest.files.len())?;
-    ask_nccl(&mut plan.m, nccl_files, args.no_load);
+    ask_nccl(&mut plan.m, nccl_files, args, &plan.named_nccl);
     plan.m.bundle_files = bundle_files_seen(&opened, std::mem::take(&mut plan.bundle_digests));
     write_manifest(args, &plan.m)?;
     let found = rigaudit_audit::rehash::findings(&card, &plan.m);
@@ -363,6 +380,10 @@ struct Plan {
     binary_path: Option<String>,
     /// The digest of each bundle file, by manifest index (filled by [`collate`]).
     bundle_digests: Vec<Option<Result<String, String>>>,
+    /// Bundle files listed under a second name: (its index, the index of the first name).
+    aliases: Vec<(usize, usize)>,
+    /// The NCCL libraries the user named with `--file nccl=PATH` (loaded without `--load-nccl`).
+    named_nccl: BTreeSet<String>,
 }
 
 /// Stage 1: every file to hash, from `--file`, the roots, checkpoint folders, `--compare` and
@@ -389,6 +410,12 @@ fn plan_jobs(
         reference: None,
         binary_path: card.engine.binary.as_ref().map(|b| b.path.clone()),
         bundle_digests: Vec::new(),
+        aliases: Vec::new(),
+        named_nccl: given
+            .iter()
+            .filter(|g| g.what == Named::Nccl)
+            .map(|g| loc(&g.path, g.box_name.as_ref()).path)
+            .collect(),
     };
     plan.m.searched = searched(&roots, &given);
     let mut ckpt_dirs = given_jobs(&given, &mut plan);
@@ -577,13 +604,21 @@ fn compare_jobs(args: &Args, plan: &mut Plan) -> Result<(), Fatal> {
     Ok(())
 }
 
-/// The bundle's own raw files.
+/// The bundle's own raw files: only those inside the bundle (a link out is not read), each real
+/// file hashed once whatever the names it is listed under (the others are `plan.aliases`).
 fn bundle_jobs(opened: &bundle::Opened, plan: &mut Plan) {
+    let mut first_of = std::collections::BTreeMap::new();
     for (idx, e) in opened.manifest.files.iter().enumerate() {
-        if safe_path(&e.path).is_err() {
+        let Ok(p) = crate::input::inside(&opened.root, &e.path) else {
             continue;
+        };
+        if let Some(id) = crate::input::identity(&p) {
+            if let Some(&first) = first_of.get(&id) {
+                plan.aliases.push((idx, first));
+                continue;
+            }
+            first_of.insert(id, idx);
         }
-        let p = opened.root.join(&e.path);
         if p.is_file() {
             plan.jobs.push(Job {
                 target: Target::Bundle { idx },
@@ -655,6 +690,9 @@ fn collate(plan: &mut Plan, done: Vec<Done>, bundle_files: usize) -> Result<Vec<
             (_, _) => {}
         }
     }
+    for (alias, first) in std::mem::take(&mut plan.aliases) {
+        plan.bundle_digests[alias] = plan.bundle_digests[first].clone();
+    }
     if let Some(r) = plan.reference.as_mut() {
         if r.entries.is_empty() {
             r.entries = ref_entries;
@@ -713,9 +751,9 @@ fn package_read(at: &Location, r: archive::Read2, binary_path: Option<&str>, m: 
 
 /// Stage 4: asks each NCCL library for its version (in a child process), unless told not to or
 /// the file cannot be read.
-fn ask_nccl(m: &mut Measured, nccl_files: Vec<Hashed>, no_load: bool) {
+fn ask_nccl(m: &mut Measured, nccl_files: Vec<Hashed>, args: &Args, named_nccl: &BTreeSet<String>) {
     for h in nccl_files {
-        let version = if no_load {
+        let version = if args.no_load {
             NcclVersion::NotQueried {
                 why: "--no-load was given".into(),
             }
@@ -723,6 +761,11 @@ fn ask_nccl(m: &mut Measured, nccl_files: Vec<Hashed>, no_load: bool) {
             NcclVersion::NotQueried {
                 why: "the file cannot be read".into(),
             }
+        } else if !args.load_nccl && !named_nccl.contains(&h.at.path) {
+            nccl::from_text(
+                Path::new(&h.at.path),
+                "not loaded: it was found under --root, and loading a library runs its code (name it with --file nccl=PATH, or pass --load-nccl)".into(),
+            )
         } else {
             nccl::probe(Path::new(&h.at.path))
         };

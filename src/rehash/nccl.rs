@@ -7,6 +7,11 @@
 //! becomes "not queried: why", never a crash of rehash. When the file cannot be loaded here (built
 //! for another processor, say), the version its text names (`NCCL version 2.30.7+cuda13.3`) is
 //! reported instead, marked as read, not queried.
+//!
+//! Consent: loading runs the library's constructors, that is, code from someone else. rehash
+//! loads a library the user named with `--file nccl=PATH`; one it found by walking a `--root` is
+//! loaded only with `--load-nccl` (otherwise its version is read from its text, see
+//! [`from_text`]); `--no-load` loads none. See docs/security.md.
 
 use rigaudit_audit::rehash::NcclVersion;
 use std::io::{self, Read};
@@ -114,6 +119,19 @@ pub fn probe(path: &Path) -> NcclVersion {
             Err(e) => e,
         },
     };
+    match version_in_text(path) {
+        Ok(Some(version)) => NcclVersion::FromText { version, why },
+        Ok(None) => NcclVersion::NotQueried {
+            why: format!("{why}; its text names no NCCL version either"),
+        },
+        Err(e) => NcclVersion::NotQueried {
+            why: format!("{why}; reading its text failed: {e}"),
+        },
+    }
+}
+
+/// The version a library's text names, without loading it; `why` says why it was not loaded.
+pub fn from_text(path: &Path, why: String) -> NcclVersion {
     match version_in_text(path) {
         Ok(Some(version)) => NcclVersion::FromText { version, why },
         Ok(None) => NcclVersion::NotQueried {

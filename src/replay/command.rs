@@ -54,6 +54,80 @@ pub struct ResolveOpts {
     pub sets: BTreeMap<String, String>,
     /// `--trust-executable`: run an executable whose digest does not match the card's.
     pub trust_executable: bool,
+    /// `--allow-env NAME`: recorded variables that load code, passed anyway.
+    pub allow_env: Vec<String>,
+}
+
+/// Variables that load code into a process or change what runs: a card's recorded value of one
+/// of these is refused (not set) unless the user allows it by name.
+pub const CODE_LOADING_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_BIND_NOW",
+    "LD_PROFILE",
+    "LD_DEBUG_OUTPUT",
+    "GCONV_PATH",
+    "PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONINSPECT",
+    "PYTHONBREAKPOINT",
+    "PYTHONEXECUTABLE",
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "IFS",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "TCLLIBPATH",
+    "MALLOC_CONF",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "SSLKEYLOGFILE",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "TMPDIR",
+];
+
+/// Whether a recorded variable of this name may load code or change what runs.
+pub fn loads_code(name: &str) -> bool {
+    const HARMLESS_PYTHON: &[&str] = &[
+        "PYTHONUNBUFFERED",
+        "PYTHONHASHSEED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+    ];
+    if HARMLESS_PYTHON.contains(&name) {
+        return false;
+    }
+    CODE_LOADING_ENV.contains(&name)
+        || name.starts_with("DYLD_")
+        || name.starts_with("LD_")
+        || name.starts_with("BASH_FUNC_")
+        || name.starts_with("PYTHON")
+        || name.starts_with("NCCL_NET_PLUGIN")
+        || name.contains('=')
+        || name.is_empty()
+        || name.contains('\0')
 }
 
 /// One rank's process, ready to start.
@@ -147,8 +221,8 @@ pub fn resolve(card: &Card, opts: &ResolveOpts) -> Result<Resolved, Fatal> {
         ));
     }
     known_sets(card, opts)?;
-    let filled = fill_commands(card, opts)?;
     let mut notes = Vec::new();
+    let filled = fill_commands(card, opts, &mut notes)?;
     let program = program(card, opts, &filled, &mut notes)?;
     let launches = filled
         .into_iter()
@@ -206,10 +280,16 @@ fn known_sets(card: &Card, opts: &ResolveOpts) -> Result<(), Fatal> {
 /// One rank's command filled: its rank, argv and environment.
 type Filled = (u32, Vec<String>, BTreeMap<String, String>);
 
-/// Fills every placeholder; an error lists each one left unfilled with where it is.
-fn fill_commands(card: &Card, opts: &ResolveOpts) -> Result<Vec<Filled>, Fatal> {
+/// Fills every placeholder; an error lists each one left unfilled with where it is. A recorded
+/// variable that loads code is left out unless `--allow-env` names it, and said in `notes`.
+fn fill_commands(
+    card: &Card,
+    opts: &ResolveOpts,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Filled>, Fatal> {
     let mut unfilled: Vec<String> = Vec::new();
     let mut filled: Vec<Filled> = Vec::new();
+    let mut refused_env: Vec<String> = Vec::new();
     for c in &card.commands {
         let mut argv = Vec::with_capacity(c.argv.len());
         for (i, item) in c.argv.iter().enumerate() {
@@ -225,6 +305,15 @@ fn fill_commands(card: &Card, opts: &ResolveOpts) -> Result<Vec<Filled>, Fatal> 
         }
         let mut env = BTreeMap::new();
         for (k, v) in &c.env {
+            if loads_code(k) && !opts.allow_env.iter().any(|a| a == k) {
+                refused_env.push(format!(
+                    "rank {} env {}={}",
+                    c.rank,
+                    crate::input::shown(k),
+                    crate::input::shown(v)
+                ));
+                continue;
+            }
             let (s, missing) = fill(v, &opts.sets);
             for name in missing {
                 unfilled.push(format!(
@@ -250,6 +339,12 @@ fn fill_commands(card: &Card, opts: &ResolveOpts) -> Result<Vec<Filled>, Fatal> 
             unfilled.join("\n  "),
             quoted(&format!("{first}=PATH"))
         )));
+    }
+    if !refused_env.is_empty() {
+        notes.push(format!(
+            "recorded environment refused (it loads code or changes what runs; pass --allow-env NAME to set one): {}",
+            refused_env.join(", ")
+        ));
     }
     Ok(filled)
 }
@@ -401,6 +496,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             trust_executable: trust,
+            allow_env: Vec::new(),
         }
     }
 
@@ -627,5 +723,37 @@ mod tests {
         assert_eq!(log, format!("{sneaky} a;b `id` {redirect}\n"));
         assert!(!marker.exists());
         assert!(!dir.path().join("redirected").exists());
+    }
+
+    #[test]
+    fn code_loading_env_is_refused_unless_allowed() {
+        let c = card(
+            vec![cmd(
+                0,
+                &["rigaudit-engine", "serve"],
+                &[
+                    ("LD_PRELOAD", "/tmp/evil.so"),
+                    ("PYTHONPATH", "/tmp/evil"),
+                    ("DYLD_INSERT_LIBRARIES", "/tmp/x"),
+                    ("PYTHONUNBUFFERED", "1"),
+                    ("N", "1"),
+                ],
+            )],
+            None,
+        );
+        let r = resolve(&c, &opts(EngineChoice::Bundled, &[], false)).unwrap();
+        let env = &r.launches[0].env;
+        assert!(!env.contains_key("LD_PRELOAD"));
+        assert!(!env.contains_key("PYTHONPATH"));
+        assert!(!env.contains_key("DYLD_INSERT_LIBRARIES"));
+        assert_eq!(env["N"], "1");
+        assert_eq!(env["PYTHONUNBUFFERED"], "1");
+        let note = r.notes.iter().find(|n| n.contains("refused")).unwrap();
+        assert!(note.contains("LD_PRELOAD=/tmp/evil.so"), "{note}");
+        let mut o = opts(EngineChoice::Bundled, &[], false);
+        o.allow_env = vec!["LD_PRELOAD".into()];
+        let r = resolve(&c, &o).unwrap();
+        assert_eq!(r.launches[0].env["LD_PRELOAD"], "/tmp/evil.so");
+        assert!(!r.launches[0].env.contains_key("PYTHONPATH"));
     }
 }

@@ -310,7 +310,9 @@ fn reader(
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            match r.read_until(b'\n', &mut buf) {
+            // A line is cut at 64 KiB (the rest comes as the next line): an engine printing an
+            // endless line cannot grow rigaudit's memory.
+            match (&mut r).take(64 * 1024).read_until(b'\n', &mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
@@ -355,6 +357,26 @@ fn logs_err(path: &Path, e: std::io::Error) -> LaunchError {
 
 /// Starts one rank in a process group of its own, its output copied to its log and kept for
 /// errors.
+/// When rigaudit itself dies (killed, out of memory), the kernel kills the rank: it must not
+/// outlive the replay that started it. The signal follows the death of the thread that spawned
+/// the rank, so ranks are started from the thread that stops them. The parent may have died
+/// between the fork and the prctl: then the rank stops here.
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe; nothing here allocates.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
 fn spawn(l: &Launch, logs_dir: &Path) -> Result<Proc, LaunchError> {
     let path = logs_dir.join(format!("rank{}.log", l.rank));
     let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
@@ -366,6 +388,7 @@ fn spawn(l: &Launch, logs_dir: &Path) -> Result<Proc, LaunchError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    die_with_parent(&mut cmd);
     // Hold the registry from before the spawn until the group is in it, so a signal in
     // between still finds it.
     let mut live = lock(&LIVE);

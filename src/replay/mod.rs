@@ -71,6 +71,10 @@ pub struct Args {
     /// contract's rule, or the seeds' rule when it states none).
     #[arg(long)]
     pub no_load_guard: bool,
+    /// Pass a recorded environment variable that loads code or changes what runs (`LD_PRELOAD`,
+    /// `PYTHONPATH`, `PATH`, ...) to the engine; refused otherwise. Repeatable.
+    #[arg(long = "allow-env", value_name = "NAME")]
+    pub allow_env: Vec<String>,
     /// Confirm a speed drift in a second session before calling it drift (default on).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub confirm: bool,
@@ -169,7 +173,7 @@ fn raw_file(o: &bundle::Opened, kind: FileKind, test: Option<&str>) -> Option<Pa
         .files
         .iter()
         .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
-        .map(|f| o.root.join(&f.path))
+        .and_then(|f| crate::input::inside(&o.root, &f.path).ok())
 }
 
 /// What a replay that could not run at all reports inside `audit`: an error, and the result is
@@ -217,6 +221,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             engine: engine_choice(a),
             sets: filled.sets,
             trust_executable: a.trust_executable,
+            allow_env: a.allow_env.clone(),
         },
     )?;
     notes.extend(resolved.notes.iter().cloned());
@@ -401,7 +406,7 @@ fn plan(
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let text = std::fs::read_to_string(&card_path).at(card_path.display())?;
+    let text = crate::input::read_text(&card_path, crate::input::CARD_MAX, "card")?;
     let card = serde_json::from_str(&text).at(card_path.display())?;
     Ok(Inputs {
         contract,

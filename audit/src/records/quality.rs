@@ -224,6 +224,26 @@ pub struct AnswerTally {
     pub duplicate_ids: Vec<(u64, u64)>,
     /// How many lines repeat an earlier id.
     pub duplicate_count: u64,
+    /// The largest prompt tokens + answer limit among answered records, with its line.
+    #[serde(default)]
+    pub answered_need_max: Option<(u64, u64)>,
+    /// Windows named by refusal texts ("maximum context length is N tokens", ...), with counts.
+    #[serde(default)]
+    pub refusal_windows: BTreeMap<u64, u64>,
+    /// Refusals whose text names a window that their prompt plus answer limit fits, and the first
+    /// such line.
+    #[serde(default)]
+    pub refusals_that_fit: (u64, Option<u64>),
+    /// Records that cannot be (more reply tokens than the limit, negative or NaN seconds, an
+    /// answered record with no finish reason), and the first such line.
+    #[serde(default)]
+    pub impossible: (u64, Option<u64>),
+    /// The last line counted in `impossible`.
+    #[serde(skip)]
+    impossible_last: Option<u64>,
+    /// Cut-off answered records marked right, and the first such line.
+    #[serde(default)]
+    pub cutoffs_right: (u64, Option<u64>),
     /// (hash of id, line) of every record, sorted at the end; 16 bytes a record.
     #[serde(skip)]
     ids: Vec<(u64, u64)>,
@@ -266,11 +286,62 @@ impl AnswerTally {
         if a.correct {
             self.right += 1;
         }
+        self.add_consistency(a, line);
         if let (Some(x), Some(g)) = (a.extracted, a.gold) {
             if (x.trim() == g.trim()) != a.correct {
                 self.gold_disagrees += 1;
                 self.gold_disagrees_first_line.get_or_insert(line);
             }
+        }
+    }
+
+    /// The counts the consistency checks read (`crate::consistency`).
+    fn add_consistency(&mut self, a: AnswerView<'_>, line: u64) {
+        fn bump(c: &mut (u64, Option<u64>), line: u64) {
+            c.0 += 1;
+            c.1.get_or_insert(line);
+        }
+        let need = a.prompt_tokens.map(|p| p.saturating_add(a.max_tokens));
+        if a.answered() {
+            if let Some(n) = need.filter(|n| self.answered_need_max.is_none_or(|(m, _)| *n > m)) {
+                self.answered_need_max = Some((n, line));
+            }
+            if a.finish_reason == Some("length") && a.correct {
+                bump(&mut self.cutoffs_right, line);
+            }
+        } else if let Some(w) = a.error.and_then(crate::consistency::window::named_window) {
+            *self.refusal_windows.entry(w).or_default() += 1;
+            if need.is_some_and(|n| n <= w) {
+                bump(&mut self.refusals_that_fit, line);
+            }
+        }
+        if a.answered() && a.finish_reason.is_none() {
+            self.impossible_at(line);
+        }
+    }
+
+    /// Adds what the tally's view of a record leaves out: its reply tokens against its limit and
+    /// its seconds. Call after [`AnswerTally::add`] with the same line.
+    pub fn add_reply(
+        &mut self,
+        completion_tokens: Option<u64>,
+        max_tokens: u64,
+        seconds: Option<f64>,
+        line: u64,
+    ) {
+        let too_long = completion_tokens.is_some_and(|n| n > max_tokens);
+        let bad_time = seconds.is_some_and(|s| s.is_nan() || s < 0.0);
+        if too_long || bad_time {
+            self.impossible_at(line);
+        }
+    }
+
+    /// Counts a record that cannot be, once per line.
+    fn impossible_at(&mut self, line: u64) {
+        if self.impossible_last != Some(line) {
+            self.impossible_last = Some(line);
+            self.impossible.0 += 1;
+            self.impossible.1.get_or_insert(line);
         }
     }
 
@@ -304,6 +375,25 @@ impl AnswerTally {
             *self.max_tokens.entry(k).or_default() += v;
         }
         self.ids.extend(other.ids);
+        if let Some((n, l)) = other.answered_need_max {
+            if self.answered_need_max.is_none_or(|(m, _)| n > m) {
+                self.answered_need_max = Some((n, l));
+            }
+        }
+        for (k, v) in other.refusal_windows {
+            *self.refusal_windows.entry(k).or_default() += v;
+        }
+        for (mine, theirs) in [
+            (&mut self.refusals_that_fit, other.refusals_that_fit),
+            (&mut self.impossible, other.impossible),
+            (&mut self.cutoffs_right, other.cutoffs_right),
+        ] {
+            mine.0 += theirs.0;
+            mine.1 = match (mine.1, theirs.1) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
     }
 
     /// Finds repeated ids once every record was added. (Two ids with the same 64-bit hash would

@@ -1,0 +1,684 @@
+//! `diff.*`: two bundles of one setup side by side (a page and its re-run, two dates, a stock and
+//! a patched engine, a recorded bundle and its replay): **the setup first**, then the figures.
+//!
+//! # Definitions
+//!
+//! - **Setup**: every difference between the two cards (engine name, version, commit, patches,
+//!   package and binary digests, NCCL version and per-box digests, checkpoint repo, revision,
+//!   snapshot and file digests, recipe, ranks, hardware, driver, kernel, deviations, the sampling
+//!   the server applies by default and what the requests sent), each rank's command (the
+//!   executable, flags added, removed or changed, positional arguments, environment added,
+//!   removed or changed), what the servers said at start (window, slots, KV cache type, drafts,
+//!   engine build and patches, sampling defaults, NCCL version; the window also from
+//!   `/v1/models`), and every parameter of the speed and quality contracts. A difference names
+//!   both values and where each side records it (file and JSON pointer).
+//! - **Figures**: the same statistics as replay ([`crate::replay::compare`], A in the place of the
+//!   recorded side and B of the replayed one): Welch's test on the runs both sides have with the
+//!   tolerance floor for speed, the two-proportion test for quality, "inconclusive" with too few
+//!   runs, "not comparable" when a step is invalid on a side; a figure only one side has is listed
+//!   as such.
+//! - Exit: a setup difference is a `diff.setup-differs` error when its subject is one the policy
+//!   says matters ([`SetupPolicy`]; by default every subject but free text), a warning otherwise;
+//!   a figure moved beyond noise is `diff.moved` (error).
+
+use crate::bundle::{Bundle, Loaded};
+use crate::check::{Check, Emit};
+use crate::records::card::{Card, RankCommand};
+use crate::replay::{compare, Compared, Comparison, ReplayVerdict, Tolerance};
+use crate::report::{Findings, Severity};
+use crate::startline;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Which part of a diff reports a row: the setup, or the figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The cards, commands, start lines and contracts ([`setup_changes`]).
+    Setup,
+    /// The figures, with replay's statistics ([`crate::replay::compare`]).
+    Figures,
+}
+
+/// `diff.setup-differs`.
+pub const SETUP_DIFFERS: Check<Part> = Check {
+    id: "diff.setup-differs",
+    severity: Severity::Error,
+    doc: "The two bundles differ in their setup (engine, checkpoint, command, server, hardware, sampling, contracts): named with both values and where each side records them.",
+    run: Part::Setup,
+};
+
+/// `diff.moved`.
+pub const MOVED: Check<Part> = Check {
+    id: "diff.moved",
+    severity: Severity::Error,
+    doc: "A figure moved between the two bundles beyond chance and, for speed, beyond the tolerance floor.",
+    run: Part::Figures,
+};
+
+/// `diff.inconclusive`.
+pub const INCONCLUSIVE: Check<Part> = Check {
+    id: "diff.inconclusive",
+    severity: Severity::Info,
+    doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load.",
+    run: Part::Figures,
+};
+
+/// `diff.not-comparable`.
+pub const NOT_COMPARABLE: Check<Part> = Check {
+    id: "diff.not-comparable",
+    severity: Severity::Warning,
+    doc: "A figure cannot be compared: its step is invalid on a side (refused, not fitting, cached, cut) or only one side has it.",
+    run: Part::Figures,
+};
+
+/// `diff.*` checks.
+pub const CHECKS: &[Check<Part>] = &[SETUP_DIFFERS, MOVED, INCONCLUSIVE, NOT_COMPARABLE];
+
+/// The subjects a setup difference belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Subject {
+    /// Engine name, version, commit, patches, digests.
+    Engine,
+    /// NCCL version and digests.
+    Nccl,
+    /// Checkpoint repo, revision, digests.
+    Checkpoint,
+    /// A rank's command: executable, flags, positional arguments, environment.
+    Command,
+    /// What the server said at start: window, slots, KV cache, drafts, build.
+    Server,
+    /// Sampling defaults and what was sent.
+    Sampling,
+    /// Hardware, driver, kernel.
+    Hardware,
+    /// Speed and quality contracts.
+    Contract,
+    /// Free text: descriptions, deviations, notes, recipe.
+    Text,
+}
+
+impl Subject {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subject::Engine => "engine",
+            Subject::Nccl => "nccl",
+            Subject::Checkpoint => "checkpoint",
+            Subject::Command => "command",
+            Subject::Server => "server",
+            Subject::Sampling => "sampling",
+            Subject::Hardware => "hardware",
+            Subject::Contract => "contract",
+            Subject::Text => "text",
+        }
+    }
+}
+
+/// One difference of setup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupChange {
+    /// What it is about.
+    pub subject: Subject,
+    /// What differs, for a person (`engine commit`, `rank 0 flag --parallel`).
+    pub what: String,
+    /// A's value (`absent` when A has none).
+    pub a: String,
+    /// B's value.
+    pub b: String,
+    /// Where A records it: file and JSON pointer.
+    pub where_a: String,
+    /// Where B records it.
+    pub where_b: String,
+}
+
+/// Which setup subjects fail a diff.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupPolicy {
+    /// Subjects whose differences are errors; the others are warnings.
+    pub fail: BTreeSet<Subject>,
+}
+
+impl Default for SetupPolicy {
+    fn default() -> Self {
+        use Subject::*;
+        SetupPolicy {
+            fail: [
+                Engine, Nccl, Checkpoint, Command, Server, Sampling, Hardware, Contract,
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+}
+
+/// What [`diff`] found.
+#[derive(Debug, Default)]
+pub struct Diffed {
+    /// Setup differences, in subject order.
+    pub setup: Vec<SetupChange>,
+    /// What the `diff.*` rows found; the figure rows (A as `recorded`, B as `replayed`) are its
+    /// comparisons.
+    pub found: Findings,
+}
+
+/// Compares two bundles: the setup, then every figure. See the module docs.
+pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
+    let setup = setup_changes(a, b);
+    let mut found = Findings::default();
+    found.check(&SETUP_DIFFERS, |_, e| {
+        for c in &setup {
+            setup_finding(c, policy, e);
+        }
+        Some(())
+    });
+    let tol = Tolerance {
+        same_hardware: Some(true),
+        ..*tol
+    };
+    let Compared { rows, .. } = compare(a, b, &tol);
+    for row in rows.into_iter().map(relabel) {
+        row_finding(&row, &mut found);
+        found.comparisons.push(row);
+    }
+    if !found.comparisons.is_empty() {
+        for c in [&MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
+            found.mark_ran(c);
+        }
+    }
+    Diffed { setup, found }
+}
+
+/// Every setup difference of the two bundles, in subject order.
+pub fn setup_changes(a: &Bundle, b: &Bundle) -> Vec<SetupChange> {
+    let mut setup = Vec::new();
+    if let (Some(x), Some(y)) = (&a.card, &b.card) {
+        setup.extend(card_changes(x, y));
+    }
+    setup.extend(server_changes(a, b));
+    setup.extend(contract_changes(a, b));
+    setup.sort_by_key(|c| c.subject);
+    setup
+}
+
+/// A setup difference: an error when the policy says its subject matters, else a warning.
+fn setup_finding(c: &SetupChange, policy: &SetupPolicy, e: &mut Emit) {
+    let msg = format!(
+        "{}: {} in A ({}), {} in B ({})",
+        c.what, c.a, c.where_a, c.b, c.where_b
+    );
+    let m = if policy.fail.contains(&c.subject) {
+        e.finding(msg)
+    } else {
+        e.warning(msg)
+    };
+    m.data(serde_json::to_value(c).unwrap_or_default());
+}
+
+/// A replay row's words for a diff: A and B in the place of recorded and replayed.
+fn relabel(mut r: Comparison) -> Comparison {
+    r.why = r
+        .why
+        .replace("the recorded side", "A")
+        .replace("the replayed side", "B")
+        .replace("the replay", "B")
+        .replace(" recorded, ", " A, ")
+        .replace(" recorded;", " A;")
+        .replace(" replayed)", " B)")
+        .replace("recorded ", "A ")
+        .replace("replayed ", "B ");
+    r
+}
+
+/// The finding a figure row gives, through its row's emitter (none when it reproduced).
+fn row_finding(r: &Comparison, found: &mut Findings) {
+    let check = match r.verdict {
+        ReplayVerdict::Reproduced => return,
+        ReplayVerdict::Drifted => &MOVED,
+        ReplayVerdict::Inconclusive => &INCONCLUSIVE,
+        ReplayVerdict::NotComparable => &NOT_COMPARABLE,
+    };
+    found
+        .emitter(check)
+        .finding(format!("{}: {}", r.key, r.why))
+        .data(serde_json::to_value(r).unwrap_or_default());
+}
+
+/// A value as a short string (`absent` for none).
+fn show(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "absent".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// Every leaf of a JSON value by pointer (arrays of scalars are one leaf).
+fn leaves(v: &Value, at: String, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                leaves(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
+            }
+        }
+        Value::Array(xs) if xs.iter().any(|x| x.is_object() || x.is_array()) => {
+            for (i, x) in xs.iter().enumerate() {
+                leaves(x, format!("{at}/{i}"), out);
+            }
+        }
+        Value::Array(xs) if xs.is_empty() => {
+            // An empty list records nothing, like an absent one.
+            out.insert(at, Value::Null);
+        }
+        _ => {
+            out.insert(at, v.clone());
+        }
+    }
+}
+
+/// The leaves that differ between two JSON values, skipping pointers under `skip`.
+fn json_changes(
+    subject_of: &dyn Fn(&str) -> Subject,
+    label: &str,
+    (a, fa): (&Value, &str),
+    (b, fb): (&Value, &str),
+    skip: &[&str],
+) -> Vec<SetupChange> {
+    let (mut la, mut lb) = (BTreeMap::new(), BTreeMap::new());
+    leaves(a, String::new(), &mut la);
+    leaves(b, String::new(), &mut lb);
+    let keys: BTreeSet<&String> = la.keys().chain(lb.keys()).collect();
+    keys.into_iter()
+        .filter(|k| !skip.iter().any(|s| k.starts_with(s)))
+        .filter(|k| la.get(*k) != lb.get(*k))
+        .filter(|k| {
+            // Absent and null are the same record.
+            !matches!(
+                (la.get(*k), lb.get(*k)),
+                (None | Some(Value::Null), None | Some(Value::Null))
+            )
+        })
+        .map(|k| SetupChange {
+            subject: subject_of(k),
+            what: format!("{label} {}", k.trim_start_matches('/').replace('/', ".")),
+            a: show(la.get(k)),
+            b: show(lb.get(k)),
+            where_a: format!("{fa} {k}"),
+            where_b: format!("{fb} {k}"),
+        })
+        .collect()
+}
+
+/// The subject of a card field by its pointer.
+fn card_subject(pointer: &str) -> Subject {
+    let top = pointer
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
+    match top {
+        "engine" => Subject::Engine,
+        "nccl" => Subject::Nccl,
+        "checkpoint" => Subject::Checkpoint,
+        "sampling" if !pointer.ends_with("_source") => Subject::Sampling,
+        "hardware" if !pointer.ends_with("/description") => Subject::Hardware,
+        "ranks" => Subject::Command,
+        _ => Subject::Text,
+    }
+}
+
+/// The two cards' differences: every field, then each rank's command.
+fn card_changes(a: &Loaded<Card>, b: &Loaded<Card>) -> Vec<SetupChange> {
+    let (va, vb) = (
+        serde_json::to_value(&a.value).unwrap_or_default(),
+        serde_json::to_value(&b.value).unwrap_or_default(),
+    );
+    let mut out = json_changes(
+        &card_subject,
+        "card",
+        (&va, &a.path),
+        (&vb, &b.path),
+        &["/commands", "/measured", "/citations"],
+    );
+    let ranks: BTreeSet<u32> = a
+        .value
+        .commands
+        .iter()
+        .chain(&b.value.commands)
+        .map(|c| c.rank)
+        .collect();
+    for rank in ranks {
+        let find = |c: &Card| c.commands.iter().position(|x| x.rank == rank);
+        let (ia, ib) = (find(&a.value), find(&b.value));
+        let (ca, cb) = (
+            ia.map(|i| &a.value.commands[i]),
+            ib.map(|i| &b.value.commands[i]),
+        );
+        let wa = ia.map_or(format!("{} /commands", a.path), |i| {
+            format!("{} /commands/{i}", a.path)
+        });
+        let wb = ib.map_or(format!("{} /commands", b.path), |i| {
+            format!("{} /commands/{i}", b.path)
+        });
+        out.extend(command_changes(rank, ca, cb, &wa, &wb));
+    }
+    out
+}
+
+/// A command's argv as flags (`--flag value`, `--flag=value`, `-f value`; a flag followed by
+/// another flag or nothing has no value) and positional arguments (after the executable).
+fn flags(argv: &[String]) -> (BTreeMap<String, String>, Vec<String>) {
+    let (mut f, mut pos) = (BTreeMap::new(), Vec::new());
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        if a.starts_with('-') && a.len() > 1 {
+            if let Some((k, v)) = a.split_once('=') {
+                f.insert(k.to_string(), v.to_string());
+            } else if argv.get(i + 1).is_some_and(|n| !n.starts_with('-')) {
+                f.insert(a.clone(), argv[i + 1].clone());
+                i += 1;
+            } else {
+                f.insert(a.clone(), "(set)".into());
+            }
+        } else {
+            pos.push(a.clone());
+        }
+        i += 1;
+    }
+    (f, pos)
+}
+
+/// Differences of two maps, named `label KEY`.
+fn map_changes(
+    label: &str,
+    a: &BTreeMap<String, String>,
+    b: &BTreeMap<String, String>,
+    (wa, wb): (&str, &str),
+) -> Vec<SetupChange> {
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            let kind = match (a.get(k), b.get(k)) {
+                (None, _) => "added",
+                (_, None) => "removed",
+                _ => "changed",
+            };
+            SetupChange {
+                subject: Subject::Command,
+                what: format!("{label} {k} ({kind})"),
+                a: a.get(k).cloned().unwrap_or_else(|| "absent".into()),
+                b: b.get(k).cloned().unwrap_or_else(|| "absent".into()),
+                where_a: wa.to_string(),
+                where_b: wb.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn command_changes(
+    rank: u32,
+    a: Option<&RankCommand>,
+    b: Option<&RankCommand>,
+    wa: &str,
+    wb: &str,
+) -> Vec<SetupChange> {
+    let change = |what: String, x: String, y: String, pa: &str, pb: &str| SetupChange {
+        subject: Subject::Command,
+        what,
+        a: x,
+        b: y,
+        where_a: format!("{wa}{pa}"),
+        where_b: format!("{wb}{pb}"),
+    };
+    let (Some(a), Some(b)) = (a, b) else {
+        let has = |c: Option<&RankCommand>| c.map_or("absent".into(), |c| c.argv.join(" "));
+        return vec![change(
+            format!("rank {rank} command"),
+            has(a),
+            has(b),
+            "",
+            "",
+        )];
+    };
+    let mut out = Vec::new();
+    let (ea, eb) = (a.argv.first(), b.argv.first());
+    if ea != eb {
+        let s = |x: Option<&String>| x.cloned().unwrap_or_else(|| "absent".into());
+        out.push(change(
+            format!("rank {rank} executable"),
+            s(ea),
+            s(eb),
+            "/argv/0",
+            "/argv/0",
+        ));
+    }
+    if a.box_name != b.box_name {
+        let s = |x: &Option<String>| x.clone().unwrap_or_else(|| "absent".into());
+        out.push(change(
+            format!("rank {rank} box"),
+            s(&a.box_name),
+            s(&b.box_name),
+            "/box",
+            "/box",
+        ));
+    }
+    let ((fa, pa), (fb, pb)) = (flags(&a.argv), flags(&b.argv));
+    let argv = (format!("{wa}/argv"), format!("{wb}/argv"));
+    out.extend(map_changes(
+        &format!("rank {rank} flag"),
+        &fa,
+        &fb,
+        (&argv.0, &argv.1),
+    ));
+    if pa != pb {
+        out.push(change(
+            format!("rank {rank} positional arguments"),
+            pa.join(" "),
+            pb.join(" "),
+            "/argv",
+            "/argv",
+        ));
+    }
+    let env = (format!("{wa}/env"), format!("{wb}/env"));
+    out.extend(map_changes(
+        &format!("rank {rank} env"),
+        &a.env,
+        &b.env,
+        (&env.0, &env.1),
+    ));
+    out
+}
+
+/// What a server's start lines and `/v1/models` say, as named values.
+fn server_said(b: &Bundle) -> Option<(String, BTreeMap<String, String>)> {
+    let r = b.speed_result.as_ref()?;
+    let lines = &r.value.server.start_lines;
+    let info = startline::parse(lines);
+    let mut m = BTreeMap::new();
+    if let Some(w) = startline::models_window(&r.value.server.models).or(info.window) {
+        m.insert("window".to_string(), w.to_string());
+    }
+    if let Some(s) = info.slots {
+        m.insert("slots".into(), s.to_string());
+    }
+    if let Some(v) = info.engine_version {
+        m.insert("engine version".into(), v);
+    }
+    if let Some(v) = info.nccl {
+        m.insert("NCCL version".into(), v);
+    }
+    for (k, v) in info.sampling {
+        m.insert(format!("default {k}"), v.to_string());
+    }
+    let text = lines.join("\n");
+    for (name, pat) in START_PATTERNS {
+        if let Some(c) = Regex::new(pat).ok().and_then(|r| r.captures(&text)) {
+            let v = c.iter().skip(1).flatten().next().map(|m| m.as_str());
+            m.insert(name.to_string(), v.unwrap_or("yes").to_string());
+        }
+    }
+    Some((r.path.clone(), m))
+}
+
+/// Further things start lines say, as (name, pattern with one capture).
+const START_PATTERNS: &[(&str, &str)] = &[
+    (
+        "KV cache type",
+        r"(?i)\b(?:kv(?:[ _-]cache)?(?:[ _-]type)?|cache)[ =:]+(bf16|fp16|f16|f32|fp32|fp8(?:_e4m3|_e5m2)?|q8_0|q4_0|q4_1|q5_0|q5_1|int8|int4)\b",
+    ),
+    (
+        "drafts",
+        r"(?i)\b([A-Za-z0-9_-]+) drafts\b|\b(speculative[^,;\n]*)",
+    ),
+    ("patches", r"(?i)\+\s*(\d+) patches\b"),
+    (
+        "engine build",
+        r"(?i)\(([0-9a-f]{7,40})\)|\bnative ([0-9a-f]{7,40})\b",
+    ),
+    ("tensor parallel", r"(?i)\btensor parallel (\d+)"),
+];
+
+fn server_changes(a: &Bundle, b: &Bundle) -> Vec<SetupChange> {
+    let (Some((fa, ma)), Some((fb, mb))) = (server_said(a), server_said(b)) else {
+        return Vec::new();
+    };
+    let keys: BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+    keys.into_iter()
+        .filter(|k| ma.get(*k) != mb.get(*k))
+        .map(|k| SetupChange {
+            subject: if k.starts_with("default ") {
+                Subject::Sampling
+            } else {
+                Subject::Server
+            },
+            what: format!("server {k}"),
+            a: ma.get(k).cloned().unwrap_or_else(|| "not said".into()),
+            b: mb.get(k).cloned().unwrap_or_else(|| "not said".into()),
+            where_a: format!("{fa} /server"),
+            where_b: format!("{fb} /server"),
+        })
+        .collect()
+}
+
+fn contract_changes(a: &Bundle, b: &Bundle) -> Vec<SetupChange> {
+    let subject = |_: &str| Subject::Contract;
+    let mut out = Vec::new();
+    if let (Some(x), Some(y)) = (&a.speed_contract, &b.speed_contract) {
+        let (vx, vy) = (
+            serde_json::to_value(&x.value).unwrap_or_default(),
+            serde_json::to_value(&y.value).unwrap_or_default(),
+        );
+        let skip = [
+            "/sampling_source",
+            "/server/slots_source",
+            "/server/window_source",
+        ];
+        out.extend(json_changes(
+            &subject,
+            "speed contract",
+            (&vx, &x.path),
+            (&vy, &y.path),
+            &skip,
+        ));
+    }
+    for t in &a.quality {
+        let Some(u) = b.quality.iter().find(|u| u.test == t.test) else {
+            continue;
+        };
+        if let (Some(x), Some(y)) = (&t.contract, &u.contract) {
+            let (vx, vy) = (
+                serde_json::to_value(&x.value).unwrap_or_default(),
+                serde_json::to_value(&y.value).unwrap_or_default(),
+            );
+            let label = format!("quality contract {}", t.test);
+            out.extend(json_changes(
+                &subject,
+                &label,
+                (&vx, &x.path),
+                (&vy, &y.path),
+                &[],
+            ));
+        }
+    }
+    out
+}
+
+/// The setup section as JSON, for reports.
+pub fn setup_json(changes: &[SetupChange]) -> Value {
+    json!(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn flags_and_positionals_are_read_from_argv() {
+        let (f, p) = flags(&argv(
+            "srv serve m.gguf --port 8 --ctx=4096 --flash-attn -t 2",
+        ));
+        assert_eq!(f["--port"], "8");
+        assert_eq!(f["--ctx"], "4096");
+        assert_eq!(f["--flash-attn"], "(set)");
+        assert_eq!(f["-t"], "2");
+        assert_eq!(p, vec!["serve", "m.gguf"]);
+    }
+
+    #[test]
+    fn command_changes_name_added_removed_and_changed_flags_and_env() {
+        let a = RankCommand {
+            rank: 0,
+            box_name: Some("a".into()),
+            argv: argv("srv serve --parallel 4 --kv bf16"),
+            env: BTreeMap::from([("X".to_string(), "1".to_string())]),
+        };
+        let b = RankCommand {
+            argv: argv("srv serve --parallel 8 --draft dflash2"),
+            env: BTreeMap::from([("Y".to_string(), "2".to_string())]),
+            ..a.clone()
+        };
+        let c = command_changes(0, Some(&a), Some(&b), "A.json", "B.json");
+        let whats: Vec<&str> = c.iter().map(|x| x.what.as_str()).collect();
+        assert!(
+            whats.contains(&"rank 0 flag --parallel (changed)"),
+            "{whats:?}"
+        );
+        assert!(whats.contains(&"rank 0 flag --kv (removed)"), "{whats:?}");
+        assert!(whats.contains(&"rank 0 flag --draft (added)"), "{whats:?}");
+        assert!(whats.contains(&"rank 0 env X (removed)"), "{whats:?}");
+        assert!(whats.contains(&"rank 0 env Y (added)"), "{whats:?}");
+        let p = c.iter().find(|x| x.what.contains("--parallel")).unwrap();
+        assert_eq!((p.a.as_str(), p.b.as_str()), ("4", "8"));
+        assert_eq!(p.where_a, "A.json/argv");
+    }
+
+    #[test]
+    fn json_leaves_that_differ_are_named_with_both_values_and_pointers() {
+        let a = json!({"runs": 2, "prefill": {"depths": [512, 2048]}, "x": null});
+        let b = json!({"runs": 3, "prefill": {"depths": [512]}});
+        let c = json_changes(
+            &|_| Subject::Contract,
+            "speed contract",
+            (&a, "a.json"),
+            (&b, "b.json"),
+            &[],
+        );
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0].what, "speed contract prefill.depths");
+        assert_eq!(c[0].a, "[512,2048]");
+        assert_eq!(c[1].what, "speed contract runs");
+        assert_eq!(c[1].where_b, "b.json /runs");
+    }
+}

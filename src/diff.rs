@@ -1,0 +1,99 @@
+//! `rigaudit diff A B`: two bundles of one setup (folders or packed), the setup differences first,
+//! then every figure with the statistics replay uses. The decisions are
+//! [`rigaudit_audit::diff`]'s; this module reads the two bundles and builds the report.
+
+use crate::bundle;
+use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::diff::{SetupPolicy, Subject};
+use rigaudit_audit::replay::Tolerance;
+use rigaudit_audit::{Findings, Report, Severity};
+use std::path::{Path, PathBuf};
+
+/// Options of `rigaudit diff`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// The first bundle (a folder with bundle.json, or .tar.gz / .tar).
+    pub a: PathBuf,
+    /// The second bundle.
+    pub b: PathBuf,
+    /// A speed move smaller than this fraction is never called moved.
+    #[arg(long, default_value_t = 0.10)]
+    pub rel_floor: f64,
+    /// The highest tolerance floor a speed value may be judged with (a fraction).
+    #[arg(long, default_value_t = 0.25)]
+    pub max_floor: f64,
+    /// Significance level of the tests.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Setup subjects whose differences fail the diff (comma-separated; `none` for none): engine,
+    /// nccl, checkpoint, command, server, sampling, hardware, contract, text. Default: all but
+    /// text.
+    #[arg(long, value_name = "SUBJECTS")]
+    pub setup_fails_on: Option<String>,
+}
+
+fn policy(a: &Args) -> Result<SetupPolicy, Fatal> {
+    let Some(list) = &a.setup_fails_on else {
+        return Ok(SetupPolicy::default());
+    };
+    let mut fail = std::collections::BTreeSet::new();
+    for name in list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && *s != "none")
+    {
+        let s: Subject = serde_json::from_value(serde_json::Value::String(name.into()))
+            .map_err(|_| {
+                fatal(format!(
+                    "--setup-fails-on: '{name}' is not a subject (engine, nccl, checkpoint, command, server, sampling, hardware, contract, text)"
+                ))
+            })?;
+        fail.insert(s);
+    }
+    Ok(SetupPolicy { fail })
+}
+
+/// A note when a side's files could not all be read: its figures may then be missing.
+fn unreadable(side: &str, path: &Path, b: &rigaudit_audit::Bundle, into: &mut Findings) {
+    let mut files = Findings::default();
+    rigaudit_audit::schema::run(b, &mut files);
+    let bad = files
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    if bad > 0 {
+        into.emitter(&rigaudit_audit::diff::NOT_COMPARABLE).warning(format!(
+            "{side} ({}): {bad} file problem(s) (run `rigaudit verify` on it); what they hold is not compared",
+            path.display()
+        ));
+    }
+}
+
+/// Diffs two bundles. `Err` when either cannot be read at all (exit 2).
+pub fn run(a: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+    let (oa, ob) = (bundle::open(&a.a)?, bundle::open(&a.b)?);
+    let (ba, bb) = (bundle::load(&oa), bundle::load(&ob));
+    let tol = Tolerance {
+        rel_floor: a.rel_floor,
+        alpha: a.alpha,
+        max_floor: a.max_floor,
+        ..Tolerance::default()
+    };
+    let d = rigaudit_audit::diff::diff(&ba, &bb, &tol, &policy(a)?);
+    let mut found = Findings::default();
+    unreadable("A", &a.a, &ba, &mut found);
+    unreadable("B", &a.b, &bb, &mut found);
+    let compared = !d.found.comparisons.is_empty() || ba.card.is_some() && bb.card.is_some();
+    if compared {
+        found.merge(d.found);
+    } else {
+        // Nothing could be compared: no check counts as run, so the report is incomplete.
+        found.findings.extend(d.found.findings);
+        found.comparisons.extend(d.found.comparisons);
+    }
+    let name = format!("{} vs {}", oa.manifest.id, ob.manifest.id);
+    let mut report = Report::new("diff", &name, fail_on, found);
+    report.setup_changes = d.setup;
+    Ok(report)
+}

@@ -1,0 +1,332 @@
+//! Everything rigaudit reads comes from someone else; this module is the one place that reads it.
+//!
+//! - [`read_bounded`] / [`read_text`] / [`open_regular`]: an input file is opened without blocking
+//!   (`O_NONBLOCK`, so a FIFO cannot hang the open), the opened descriptor is checked to be a
+//!   regular file (a FIFO, a device such as `/dev/zero`, a socket or a folder is refused), and it
+//!   is read with a bound: one byte past the bound is an error naming the input and the bound.
+//! - [`safe_name`]: the one function through which a name taken from input (a quality test id)
+//!   becomes part of a file name.
+//! - [`inside`]: the one function that turns a bundle-relative path into a path on disk, refusing
+//!   anything that leaves the bundle (`..`, an absolute path, or a link pointing out).
+//! - [`shown`]: text quoted from input, made safe for a terminal (control characters escaped) and
+//!   cut to a bounded length with the full size said.
+//!
+//! Every limit is a named constant here; `docs/security.md` lists them with the trust model.
+
+use crate::fatal::{fatal, Fatal};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+/// A bundle's manifest (`bundle.json`).
+pub const MANIFEST_MAX: u64 = 8 * MIB;
+/// A card.
+pub const CARD_MAX: u64 = 4 * MIB;
+/// A speed or quality contract.
+pub const CONTRACT_MAX: u64 = 4 * MIB;
+/// Any other JSON raw file read whole (speed result, quality summary, fit result).
+pub const RECORD_MAX: u64 = 256 * MIB;
+/// A questions file for `measure --quality` (JSON Lines, read whole).
+pub const QUESTIONS_MAX: u64 = 256 * MIB;
+/// One line of an answers file (answers files are streamed, so only a line is bounded).
+pub const ANSWERS_LINE_MAX: usize = MIB as usize;
+/// A checkpoint's revision file.
+pub const REVISION_MAX: u64 = 4096;
+/// A `--compare` manifest file (sha256sum lines or JSON).
+pub const COMPARE_MAX: u64 = 64 * MIB;
+/// A `--start-log` file or a `--tokenizer` file given to `measure`.
+pub const SIDE_FILE_MAX: u64 = 64 * MIB;
+/// Entries of a packed bundle.
+pub const UNPACK_MAX_ENTRIES: u64 = 10_000;
+/// Bytes a packed bundle may unpack to, in all.
+pub const UNPACK_MAX_BYTES: u64 = 8 << 30;
+/// Unpacked bytes per packed byte, once more than [`RATIO_GRACE`] bytes are out.
+pub const UNPACK_MAX_RATIO: u64 = 200;
+/// Bytes any archive may inflate to before the ratio bound applies.
+pub const RATIO_GRACE: u64 = 64 * MIB;
+/// A tar metadata entry (GNU long name or link, PAX header), which the tar reader holds whole.
+pub const TAR_META_MAX: u64 = 64 * 1024;
+/// Path components of an archive member's name.
+pub const MEMBER_MAX_DEPTH: usize = 32;
+/// Bytes of an archive member's name.
+pub const MEMBER_MAX_NAME: usize = 1024;
+/// Bytes a release package (rehash) may inflate to while its members are hashed, in all.
+pub const PACKAGE_MAX_INFLATED: u64 = 64 << 30;
+/// Inflated bytes per package byte (rehash), once more than [`RATIO_GRACE`] bytes are out.
+pub const PACKAGE_MAX_RATIO: u64 = 1000;
+/// A server's `/v1/models` reply, an error body, a `/metrics` page.
+pub const HTTP_BODY_MAX: u64 = 8 * MIB;
+/// One SSE line of a streamed reply.
+pub const SSE_LINE_MAX: usize = MIB as usize;
+/// All the bytes of one streamed reply.
+pub const STREAM_MAX: u64 = 64 * MIB;
+/// Characters of a value quoted from input in a message.
+pub const QUOTE_MAX: usize = 200;
+/// Characters of one message (a finding, an error) printed or reported.
+pub const MESSAGE_MAX: usize = 4000;
+
+/// A size for people: `8 MiB`, `4096 bytes`.
+pub fn size(n: u64) -> String {
+    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
+        format!("{} GiB", n >> 30)
+    } else if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Opens an input file for reading: refuses what is not a regular file (checked on the opened
+/// descriptor, so nothing can be swapped in between), without ever blocking on the open.
+pub fn open_regular(path: &Path, what: &str) -> Result<File, Fatal> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| fatal(format!("{}: cannot read the {what}: {e}", shown_path(path))))?;
+    let md = f
+        .metadata()
+        .map_err(|e| fatal(format!("{}: cannot read the {what}: {e}", shown_path(path))))?;
+    if !md.is_file() {
+        return Err(fatal(format!(
+            "{}: the {what} is not a regular file ({}); refused",
+            shown_path(path),
+            file_type_name(&md)
+        )));
+    }
+    Ok(f)
+}
+
+fn file_type_name(md: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = md.file_type();
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a plain file"
+    }
+}
+
+/// Reads `r` to its end, at most `limit` bytes; one more is an error naming `what` and the bound.
+pub fn read_all_bounded(
+    r: impl Read,
+    limit: u64,
+    what: &str,
+    place: &str,
+) -> Result<Vec<u8>, Fatal> {
+    let mut buf = Vec::new();
+    r.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| fatal(format!("{place}: cannot read the {what}: {e}")))?;
+    if buf.len() as u64 > limit {
+        return Err(fatal(too_big(place, what, limit)));
+    }
+    Ok(buf)
+}
+
+/// The message of an input over its bound.
+pub fn too_big(place: &str, what: &str, limit: u64) -> String {
+    format!(
+        "{place}: the {what} is larger than {}, the bound for a {what}; refused (see docs/security.md)",
+        size(limit)
+    )
+}
+
+/// Reads a whole regular file of at most `limit` bytes.
+pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Fatal> {
+    let f = open_regular(path, what)?;
+    read_all_bounded(f, limit, what, &shown_path(path))
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, Fatal> {
+    let b = read_bounded(path, limit, what)?;
+    String::from_utf8(b).map_err(|e| {
+        fatal(format!(
+            "{}: the {what} is not UTF-8 text: {e}",
+            shown_path(path)
+        ))
+    })
+}
+
+/// A name taken from input that is to become (part of) a file name: refused when it is empty,
+/// `.` or `..`, holds a separator, or holds a control character (or is absurdly long).
+pub fn safe_name<'a>(name: &'a str, what: &str) -> Result<&'a str, Fatal> {
+    let bad = if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("it is . or ..")
+    } else if name.contains(['/', '\\']) {
+        Some("it holds a path separator")
+    } else if name.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else if name.len() > 200 {
+        Some("it is longer than 200 bytes")
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(fatal(format!(
+            "the {what} '{}' cannot be used in a file name: {why}",
+            shown(name)
+        ))),
+        None => Ok(name),
+    }
+}
+
+/// The path on disk of `rel` inside `root`: refused when `rel` is absolute, climbs out with
+/// `..`, or resolves (through links) to a place outside `root`. A path that does not exist yet is
+/// checked lexically only (there is no link to follow).
+pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    rigaudit_audit::schema::safe_path(rel)?;
+    let mut clean = PathBuf::new();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::Normal(p) => clean.push(p),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !clean.pop() {
+                    return Err(format!("'{}' leaves the bundle through '..'", shown(rel)));
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("'{}' is absolute", shown(rel)))
+            }
+        }
+    }
+    let joined = root.join(&clean);
+    match (joined.canonicalize(), root.canonicalize()) {
+        (Ok(real), Ok(base)) if !real.starts_with(&base) => Err(format!(
+            "'{}' resolves outside the bundle (through a link)",
+            shown(rel)
+        )),
+        _ => Ok(joined),
+    }
+}
+
+/// The canonical identity of a file, for reading each real file once whatever its aliases.
+pub fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Text quoted from input, safe to print: control characters (escape sequences included) are
+/// escaped, and text longer than [`QUOTE_MAX`] characters is cut with its full size said.
+pub fn shown(s: &str) -> String {
+    shown_n(s, QUOTE_MAX)
+}
+
+/// [`shown`] with another length: at most `max` characters are kept.
+pub fn shown_n(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max * 4) + 16);
+    for (i, c) in s.chars().enumerate() {
+        if i == max {
+            out.push_str(&format!("… [cut: {} bytes in all]", s.len()));
+            break;
+        }
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+/// Control characters of a whole message escaped (no cut): for messages that are built by
+/// rigaudit but may carry input somewhere inside.
+pub fn escaped(s: &str) -> String {
+    if !s.chars().any(needs_escape) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c == '\n' {
+            out.push(c);
+        } else {
+            push_escaped(&mut out, c);
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    if needs_escape(c) {
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push_str(&c.escape_unicode().to_string()),
+        }
+    } else if c == '\n' {
+        out.push_str("\\n");
+    } else {
+        out.push(c);
+    }
+}
+
+/// A path quoted from input (an archive member, a file name): [`shown`] of its text.
+pub fn shown_path(p: &Path) -> String {
+    shown(&p.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(safe_name("gsm-mini", "test").is_ok());
+        for bad in [
+            "", ".", "..", "a/b", "../x", "/etc", "a\\b", "a\x1b[2J", "a\nb",
+        ] {
+            assert!(safe_name(bad, "test").is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn inside_refuses_leaving() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a"), b"x").unwrap();
+        assert!(inside(d.path(), "./a").is_ok());
+        assert!(inside(d.path(), "../a").is_err());
+        assert!(inside(d.path(), "/etc/passwd").is_err());
+        std::os::unix::fs::symlink("/etc/hostname", d.path().join("l")).unwrap();
+        assert!(inside(d.path(), "l").unwrap_err().contains("outside"));
+    }
+
+    #[test]
+    fn shown_escapes_and_cuts() {
+        assert_eq!(shown("a\x1b[31mb"), "a\\u{1b}[31mb");
+        let long = "x".repeat(10_000);
+        let s = shown(&long);
+        assert!(s.len() < 300 && s.contains("10000 bytes"), "{s}");
+    }
+
+    #[test]
+    fn devices_and_fifos_are_refused_and_bounds_hold() {
+        let e = read_bounded(Path::new("/dev/zero"), 10, "card").unwrap_err();
+        assert!(e.0.contains("not a regular file"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("fifo");
+        let c = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_bounded(&f, 10, "card").unwrap_err();
+        assert!(e.0.contains("a FIFO"), "{e}");
+        let big = d.path().join("big");
+        std::fs::write(&big, vec![b'x'; 11]).unwrap();
+        let e = read_bounded(&big, 10, "card").unwrap_err();
+        assert!(e.0.contains("larger than 10 bytes"), "{e}");
+        std::fs::write(&big, vec![b'x'; 10]).unwrap();
+        assert_eq!(read_bounded(&big, 10, "card").unwrap().len(), 10);
+    }
+}

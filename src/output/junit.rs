@@ -1,0 +1,161 @@
+//! The report as JUnit XML, which every CI shows natively: one `<testsuite>` per report, one
+//! `<testcase>` per check of the catalogue. A check that ran is a `<failure>` when one of its
+//! findings reaches the fail level (`--fail-on`), passes otherwise; a check that could not run is
+//! `<skipped>`. Findings below the fail level are listed in the suite's `<system-out>`. The shape
+//! is the strict one of Apache Ant's JUnit task, which CI servers read (no `<system-out>` inside
+//! a test case, `timestamp`, `hostname`, `package` and `id` on the suite); `tests/reports.rs`
+//! validates it against `tests/schemas/junit.xsd`.
+
+use rigaudit_audit::{Report, Severity};
+use std::fmt::Write;
+
+/// XML text: the five entities escaped, and characters XML 1.0 cannot hold replaced.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            '\t' | '\n' | '\r' => o.push(ch),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => o.push('\u{fffd}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// One test case.
+struct Case {
+    class: String,
+    name: &'static str,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Passed,
+    Failed(Severity, Vec<String>),
+    Skipped,
+}
+
+fn cases(r: &Report) -> Vec<Case> {
+    rigaudit_audit::table::all()
+        .into_iter()
+        .map(|c| {
+            let of: Vec<&rigaudit_audit::Finding> =
+                r.findings.iter().filter(|f| f.check == c.id).collect();
+            let lines = |fs: &[&rigaudit_audit::Finding]| -> Vec<String> {
+                fs.iter()
+                    .map(|f| match &f.file {
+                        Some(file) => format!("{}: {file}: {}", f.severity.name(), f.message),
+                        None => format!("{}: {}", f.severity.name(), f.message),
+                    })
+                    .collect()
+            };
+            let failing: Vec<&rigaudit_audit::Finding> = of
+                .iter()
+                .copied()
+                .filter(|f| r.fail_on.is_some_and(|t| f.severity >= t))
+                .collect();
+            let outcome = if !r.checks_run.iter().any(|x| x == c.id) && of.is_empty() {
+                Outcome::Skipped
+            } else if let Some(worst) = failing.iter().map(|f| f.severity).max() {
+                Outcome::Failed(worst, lines(&of))
+            } else {
+                Outcome::Passed
+            };
+            Case {
+                class: format!("rigaudit.{}", c.id.split('.').next().unwrap_or("check")),
+                name: c.id,
+                outcome,
+            }
+        })
+        .collect()
+}
+
+/// Findings below the fail level, one line each, for the suite's `<system-out>`.
+fn below_fail_level(r: &Report) -> String {
+    r.findings
+        .iter()
+        .filter(|f| r.fail_on.is_none_or(|t| f.severity < t))
+        .map(|f| match &f.file {
+            Some(file) => format!("{} {}: {file}: {}", f.severity.name(), f.check, f.message),
+            None => format!("{} {}: {}", f.severity.name(), f.check, f.message),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Renders a report as JUnit XML.
+pub fn render(r: &Report) -> String {
+    let cases = cases(r);
+    let count = |f: fn(&Outcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
+    let failures = count(|o| matches!(o, Outcome::Failed(..)));
+    let skipped = count(|o| matches!(o, Outcome::Skipped));
+    let stamp = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
+    let _ = writeln!(
+        o,
+        "  <testsuite package=\"rigaudit\" id=\"0\" name=\"{}\" timestamp=\"{stamp}\" hostname=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"0\">",
+        esc(&format!("rigaudit {} {}", r.command, r.bundle)),
+        esc(&host),
+        cases.len()
+    );
+    let _ = writeln!(
+        o,
+        "    <properties>\n      <property name=\"verdict\" value=\"{:?}\"/>\n      <property name=\"rules_version\" value=\"{}\"/>\n    </properties>",
+        r.verdict,
+        esc(&r.rules_version)
+    );
+    for c in &cases {
+        write_case(&mut o, c);
+    }
+    let _ = writeln!(
+        o,
+        "    <system-out>{}</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>",
+        esc(&below_fail_level(r))
+    );
+    o
+}
+
+fn write_case(o: &mut String, c: &Case) {
+    let head = format!(
+        "    <testcase classname=\"{}\" name=\"{}\" time=\"0\"",
+        esc(&c.class),
+        esc(c.name)
+    );
+    match &c.outcome {
+        Outcome::Skipped => {
+            let _ = writeln!(
+                o,
+                "{head}>\n      <skipped message=\"the check had nothing to run on\"/>\n    </testcase>"
+            );
+        }
+        Outcome::Passed => {
+            let _ = writeln!(o, "{head}/>");
+        }
+        Outcome::Failed(sev, lines) => {
+            let first: String = lines
+                .first()
+                .cloned()
+                .unwrap_or_default()
+                .chars()
+                .take(500)
+                .collect();
+            let _ = writeln!(
+                o,
+                "{head}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
+                esc(&first),
+                sev.name(),
+                esc(&lines.join("\n"))
+            );
+        }
+    }
+}

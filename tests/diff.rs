@@ -1,0 +1,173 @@
+//! `rigaudit diff A B`: the setup differences first, then the figures with replay's statistics;
+//! exit 1 when the setup differs in what matters or a figure moved, 0 otherwise, 2 when it could
+//! not compare.
+
+mod common;
+
+use common::{fixture, rigaudit, root, Copy};
+use serde_json::Value;
+
+fn diff(a: &std::path::Path, b: &std::path::Path, extra: &[&str]) -> (common::Run, Value) {
+    let mut args = vec![
+        "diff",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let run = rigaudit(&args);
+    let report = run.json();
+    (run, report)
+}
+
+fn change<'a>(report: &'a Value, what: &str) -> &'a Value {
+    report["setup_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["what"] == what)
+        .unwrap_or_else(|| panic!("no setup change {what}: {:#}", report["setup_changes"]))
+}
+
+fn row<'a>(report: &'a Value, key: &str) -> &'a Value {
+    report["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == key)
+        .unwrap_or_else(|| panic!("no row {key}"))
+}
+
+#[test]
+fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
+    let (run, r) = diff(
+        &fixture("tensorfold-127-stock-2x"),
+        &fixture("mia-recipe-1104-2x"),
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(r["command"], "diff");
+    // The setup: engine commit, patches, drafts, window, KV cache type.
+    let commit = change(&r, "card engine.commit");
+    assert_eq!(commit["a"], "93a2e93ecebff8aa52b88e58c5dd222516e69c5f");
+    assert_eq!(commit["b"], "f350cd3e");
+    assert_eq!(commit["where_a"], "card.json /engine/commit");
+    assert_eq!(change(&r, "card engine.patches")["b"], "105");
+    assert_eq!(change(&r, "server drafts")["b"], "DFlash2");
+    let w = change(&r, "server window");
+    assert_eq!(
+        (w["a"].as_str(), w["b"].as_str()),
+        (Some("8192"), Some("1048576"))
+    );
+    let kv = change(&r, "server KV cache type");
+    assert_eq!(
+        (kv["a"].as_str(), kv["b"].as_str()),
+        (Some("bf16"), Some("fp8"))
+    );
+    assert_eq!(change(&r, "rank 0 env PARALLEL (added)")["b"], "8");
+    // Setup differences come before any figure in the text report.
+    let text = rigaudit(&[
+        "diff",
+        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
+        fixture("mia-recipe-1104-2x").to_str().unwrap(),
+    ])
+    .stdout;
+    let (setup, figures) = (
+        text.find("setup differences").unwrap(),
+        text.find("A beside B").unwrap(),
+    );
+    assert!(setup < figures, "{text}");
+    // Quality: compared with the two-proportion test where both answered; not comparable where
+    // one side's requests were all refused.
+    for t in ["mmlu-pro", "gpqa-diamond", "ifeval"] {
+        let q = row(&r, &format!("quality.{t}.pct"));
+        assert_eq!(q["test"], "two-proportion-z", "{q}");
+    }
+    for t in ["livecodebench", "gpqa-think"] {
+        let q = row(&r, &format!("quality.{t}.pct"));
+        assert_eq!(q["verdict"], "not-comparable");
+        assert!(q["why"].as_str().unwrap().contains("refused on A"), "{q}");
+    }
+    // A figure that moved beyond noise: prefill at 2,048 tokens (3 runs a side).
+    assert_eq!(row(&r, "prefill.2048")["verdict"], "drifted");
+    assert!(r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["check"] == "diff.moved" && f["severity"] == "error"));
+}
+
+#[test]
+fn a_bundle_against_itself_has_no_difference_and_passes() {
+    let p = root().join("fixtures/runs/smollm2-cpu");
+    let (run, r) = diff(&p, &p, &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(r["setup_changes"].as_array().is_none_or(|a| a.is_empty()));
+    for row in r["comparisons"].as_array().unwrap() {
+        assert_ne!(row["verdict"], "drifted", "{row}");
+    }
+    assert_eq!(row(&r, "quality.arith.pct")["verdict"], "reproduced");
+}
+
+#[test]
+fn a_changed_flag_is_a_setup_difference_and_the_policy_decides_whether_it_fails() {
+    let b = Copy::of("tensorfold-127-stock-2x");
+    let mut card = b.read_json("card.json");
+    for c in card["commands"].as_array_mut().unwrap() {
+        let argv = c["argv"].as_array_mut().unwrap();
+        let i = argv.iter().position(|a| a == "--parallel").unwrap();
+        argv[i + 1] = Value::String("4".into());
+    }
+    b.write_json("card.json", &card);
+    b.rehash();
+    let a = fixture("tensorfold-127-stock-2x");
+    let (run, r) = diff(&a, b.path(), &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let c = change(&r, "rank 0 flag --parallel (changed)");
+    assert_eq!((c["a"].as_str(), c["b"].as_str()), (Some("8"), Some("4")));
+    assert_eq!(c["subject"], "command");
+    assert_eq!(
+        r["setup_changes"].as_array().unwrap().len(),
+        2,
+        "one per rank"
+    );
+    // A policy in which commands do not fail: a warning, exit 0.
+    let (run, r) = diff(&a, b.path(), &["--setup-fails-on", "engine,checkpoint"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "diff.setup-differs")
+        .all(|f| f["severity"] == "warning"));
+    // An unknown subject is a usage error.
+    let (run, _) = (
+        rigaudit(&[
+            "diff",
+            a.to_str().unwrap(),
+            b.path().to_str().unwrap(),
+            "--setup-fails-on",
+            "colour",
+        ]),
+        (),
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("'colour' is not a subject"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_bundle_that_cannot_be_read_is_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = rigaudit(&[
+        "diff",
+        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
+        tmp.path().join("nothing-here").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("nothing-here"), "{}", run.stderr);
+}

@@ -1,0 +1,915 @@
+//! Hostile inputs: each must end in bounded time and memory with a clear error (exit 1 or 2),
+//! never hang, never read or write outside its place. See docs/security.md for the bounds.
+
+mod common;
+
+use common::{fixture, Copy, Run};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `rigaudit ARGS` with a wall-clock deadline (the child is killed past it, and the test
+/// fails) and checks the peak memory of the children so far stays under 256 MiB.
+fn run_within(args: &[&str], deadline: Duration) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let e = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("rigaudit {args:?} did not end within {deadline:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let peak_kib = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss
+    };
+    assert!(
+        peak_kib < 256 * 1024,
+        "a child's peak memory was {peak_kib} KiB (bound 256 MiB)"
+    );
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&e.join().unwrap()).into_owned(),
+    }
+}
+
+fn verify(p: &Path) -> Run {
+    run_within(
+        &["verify", p.to_str().unwrap(), "--format", "json"],
+        Duration::from_secs(60),
+    )
+}
+
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+const PAGE: &str = "tensorfold-127-stock-2x";
+
+#[test]
+fn fifo_manifest_is_refused_not_waited_on() {
+    let d = tempfile::tempdir().unwrap();
+    mkfifo(&d.path().join("bundle.json"));
+    let r = verify(d.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not a regular file (a FIFO)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn dev_zero_manifest_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.path().join("bundle.json")).unwrap();
+    let r = verify(d.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("a device"), "{}", r.stderr);
+}
+
+#[test]
+fn manifest_over_its_bound_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut f = std::fs::File::create(d.path().join("bundle.json")).unwrap();
+    f.write_all(b"{\"notes\": \"").unwrap();
+    f.write_all(&vec![b'x'; 9 << 20]).unwrap();
+    f.write_all(b"\"}").unwrap();
+    let r = verify(d.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("larger than 8 MiB, the bound for a manifest"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn fifo_card_and_contract_are_refused_with_exit_2() {
+    let c = Copy::of(PAGE);
+    let m = c.read_json("bundle.json");
+    for kind in ["card", "speed-contract"] {
+        let path = m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == kind)
+            .unwrap()["path"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        std::fs::remove_file(c.path().join(&path)).unwrap();
+        mkfifo(&c.path().join(&path));
+    }
+    let r = verify(c.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.contains("a FIFO"), "{}", r.stdout);
+}
+
+#[test]
+fn card_over_its_bound_is_refused() {
+    let c = Copy::of(PAGE);
+    let mut card = c.read_json("card.json");
+    card["notes_padding"] = json!("x".repeat(5 << 20));
+    c.write_json("card.json", &card);
+    c.rehash();
+    let r = verify(c.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.contains("larger than 4 MiB, the bound for a card"));
+}
+
+#[test]
+fn answers_line_over_its_bound_is_an_error_not_memory() {
+    let c = Copy::of(PAGE);
+    let m = c.read_json("bundle.json");
+    let path = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "quality-answers")
+        .unwrap()["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // 64 MiB with no line end.
+    let mut f = std::fs::File::create(c.path().join(&path)).unwrap();
+    let block = vec![b'x'; 1 << 20];
+    for _ in 0..64 {
+        f.write_all(&block).unwrap();
+    }
+    drop(f);
+    let r = verify(c.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("longer than 1 MiB, the bound for one line of an answers file"),
+        "{}",
+        r.stdout
+    );
+}
+
+fn tar_with(entries: &[(&str, tar::EntryType, &[u8])], gz: bool) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let name = if gz { "b.tar.gz" } else { "b.tar" };
+    let f = std::fs::File::create(d.path().join(name)).unwrap();
+    let w: Box<dyn Write> = if gz {
+        Box::new(flate2::write::GzEncoder::new(
+            f,
+            flate2::Compression::best(),
+        ))
+    } else {
+        Box::new(f)
+    };
+    let mut b = tar::Builder::new(w);
+    for (p, kind, body) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(*kind);
+        h.set_size(body.len() as u64);
+        h.set_mode(0o644);
+        b.append_data(&mut h, p, *body).unwrap();
+    }
+    b.into_inner().unwrap().flush().unwrap();
+    d
+}
+
+#[test]
+fn tar_with_a_fifo_member_is_refused() {
+    let d = tar_with(
+        &[
+            ("b/bundle.json", tar::EntryType::Regular, b"{}"),
+            ("b/card.json", tar::EntryType::Fifo, b""),
+        ],
+        false,
+    );
+    let r = verify(&d.path().join("b.tar"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("FIFO"), "{}", r.stderr);
+}
+
+#[test]
+fn deeply_nested_tar_member_is_refused_quickly() {
+    let deep = "d/".repeat(2000) + "x";
+    let d = tempfile::tempdir().unwrap();
+    {
+        let f = std::fs::File::create(d.path().join("b.tar")).unwrap();
+        let mut b = tar::Builder::new(f);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(1);
+        h.set_mode(0o644);
+        // A GNU long name carries the deep path.
+        b.append_data(&mut h, &deep, &b"x"[..]).unwrap();
+        b.finish().unwrap();
+    }
+    let t = Instant::now();
+    let r = verify(&d.path().join("b.tar"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("bound"), "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn gzip_bomb_stops_before_writing() {
+    let zeros = vec![0u8; 100 << 20];
+    let d = tar_with(&[("b/big.log", tar::EntryType::Regular, &zeros[..])], true);
+    let packed = std::fs::metadata(d.path().join("b.tar.gz")).unwrap().len();
+    assert!(packed < 1 << 20, "{packed}");
+    let r = verify(&d.path().join("b.tar.gz"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("archive bomb"), "{}", r.stderr);
+}
+
+#[test]
+fn quality_test_id_with_dotdot_writes_nothing_outside() {
+    let d = tempfile::tempdir().unwrap();
+    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
+        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
+        "enable_thinking": false, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}, "load_guard": null});
+    std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
+    let q = common::root().join("fixtures/runs/smollm2-cpu/quality");
+    let qc = std::fs::read_dir(&q)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut qv: Value =
+        serde_json::from_str(&std::fs::read_to_string(qc.join("contract.json")).unwrap()).unwrap();
+    qv["test"] = json!("../../escaped");
+    std::fs::write(d.path().join("q.json"), qv.to_string()).unwrap();
+    let out = d.path().join("a/b/out");
+    let r = run_within(
+        &[
+            "measure",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--contract",
+            d.path().join("c.json").to_str().unwrap(),
+            "--quality",
+            &format!(
+                "{}={}",
+                d.path().join("q.json").display(),
+                qc.join("answers.jsonl").display()
+            ),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot be used in a file name"),
+        "{}",
+        r.stderr
+    );
+    assert!(!d.path().join("a/escaped").exists());
+    assert!(!d.path().join("escaped").exists());
+}
+
+#[test]
+fn control_characters_and_huge_values_are_escaped_and_cut() {
+    let c = Copy::of(PAGE);
+    let mut m = c.read_json("bundle.json");
+    m["files"].as_array_mut().unwrap().push(json!({"kind": "log",
+        "path": "evil\u{1b}]0;pwned\u{7}\u{1b}[2J.txt", "sha256": null, "published": true, "reconstructed": false}));
+    c.write_json("bundle.json", &m);
+    // A 20 MB string where the speed result wants an object.
+    let sr = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "speed-result")
+        .unwrap()["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(c.path().join(&sr)).unwrap()).unwrap();
+    v["server"] = json!("y".repeat(20 << 20));
+    std::fs::write(c.path().join(&sr), v.to_string()).unwrap();
+    c.rehash();
+    let r = run_within(
+        &["verify", c.path().to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
+    assert!(!r.stdout.contains('\u{1b}'), "raw escape in the output");
+    assert!(r.stdout.contains("\\u{1b}"), "{}", r.stdout);
+    assert!(r.stdout.len() < 200_000, "{} bytes printed", r.stdout.len());
+}
+
+#[test]
+fn path_aliases_are_read_once_and_findings_are_bounded() {
+    let c = Copy::of(PAGE);
+    let mut m = c.read_json("bundle.json");
+    let files = m["files"].as_array_mut().unwrap();
+    let first = files[0].clone();
+    for i in 1..20_000 {
+        let mut e = first.clone();
+        e["path"] = json!(format!(
+            "{}{}",
+            "./".repeat(i % 50 + 1),
+            first["path"].as_str().unwrap()
+        ));
+        files.push(e);
+    }
+    c.write_json("bundle.json", &m);
+    let t = Instant::now();
+    let r = verify(c.path());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let listed = r.findings("schema.invalid").len();
+    assert!(listed <= 201, "{listed} findings");
+    assert!(r.stdout.contains("more schema.invalid findings not listed"));
+    assert!(t.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn rehash_never_hashes_a_link_out_of_the_bundle() {
+    let c = Copy::of(PAGE);
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), b"secret outside the bundle\n").unwrap();
+    let digest: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(b"secret outside the bundle\n")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let mut m = c.read_json("bundle.json");
+    m["files"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"kind": "log",
+        "path": "leak.log", "sha256": "00", "published": true, "reconstructed": false}));
+    c.write_json("bundle.json", &m);
+    std::os::unix::fs::symlink(secret.path(), c.path().join("leak.log")).unwrap();
+    let r = run_within(
+        &["rehash", c.path().to_str().unwrap(), "--format", "json"],
+        Duration::from_secs(60),
+    );
+    assert!(!r.stdout.contains(&digest), "{}", r.stdout);
+    assert!(!r.stderr.contains(&digest));
+}
+
+/// A loopback server whose every answer is hostile in one way.
+fn hostile_server(mode: &'static str) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if s.read(&mut b).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(b[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let models = r#"{"object":"list","data":[{"id":"m","context_window":4096}]}"#;
+                if head.starts_with("GET /v1/models") {
+                    if mode == "endless-models" {
+                        let _ = s.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n[",
+                        );
+                        let chunk = vec![b' '; 65536];
+                        while s.write_all(&chunk).is_ok() {}
+                        return;
+                    }
+                    let _ = s.write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{models}",
+                            models.len()
+                        )
+                        .as_bytes(),
+                    );
+                    return;
+                }
+                if head.starts_with("POST") {
+                    match mode {
+                        "slow" => {
+                            let _ = s.write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+                            );
+                            // One byte every half second, forever.
+                            while s.write_all(b":").is_ok() {
+                                std::thread::sleep(Duration::from_millis(500));
+                            }
+                        }
+                        "endless-stream" => {
+                            let _ = s.write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+                            );
+                            let event = format!(
+                                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
+                                "x".repeat(4000)
+                            )
+                            .repeat(16);
+                            while s.write_all(event.as_bytes()).is_ok() {}
+                        }
+                        "endless-line" => {
+                            let _ = s.write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ",
+                            );
+                            let chunk = vec![b'x'; 65536];
+                            while s.write_all(&chunk).is_ok() {}
+                        }
+                        _ => {
+                            let _ = s.write_all(
+                                b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\n\r\n",
+                            );
+                            let chunk = vec![b'e'; 65536];
+                            while s.write_all(&chunk).is_ok() {}
+                        }
+                    }
+                    return;
+                }
+                let _ = s.write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+/// Runs measure against the hostile server; returns the run, its wall time and the errors the
+/// written speed result records.
+fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
+    let base = hostile_server(mode);
+    let d = tempfile::tempdir().unwrap();
+    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
+        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
+        "enable_thinking": false, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}, "load_guard": null});
+    std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
+    let out = d.path().join("out");
+    let t = Instant::now();
+    let r = run_within(
+        &[
+            "measure",
+            "--base-url",
+            &base,
+            "--contract",
+            d.path().join("c.json").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--timeout",
+            "3",
+            "--quiet",
+        ],
+        Duration::from_secs(90),
+    );
+    let took = t.elapsed();
+    let errors = std::fs::read_to_string(out.join("speed/speed-result.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|v| {
+            v["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|q| q["error"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    (r, took, errors)
+}
+
+#[test]
+fn a_server_sending_a_byte_at_a_time_meets_the_total_deadline() {
+    let (r, took, errors) = measure_against("slow");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("got no answer: decode"), "{}", r.stderr);
+    assert!(
+        errors.iter().any(|e| e.contains("total deadline")),
+        "{errors:?}"
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+#[test]
+fn an_endless_sse_line_is_bounded() {
+    let (r, _, errors) = measure_against("endless-line");
+    assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        errors.iter().any(|e| e.contains("the bound for one line")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn an_endless_error_body_is_bounded() {
+    let (r, _, errors) = measure_against("endless-error");
+    assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("the bound for a error body")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn an_endless_models_reply_is_a_clear_error() {
+    let (r, _, _) = measure_against("endless-models");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("the bound for a /v1/models reply"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn fixture_still_verifies() {
+    // The bounds do not touch an honest bundle.
+    let r = verify(&fixture(PAGE));
+    assert!(r.code == 1, "{}", r.stderr);
+}
+
+fn sha_hex(b: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// A card whose rank env sets LD_PRELOAD to a library that writes a marker file when loaded:
+/// replay refuses the variable (no marker), says so in the report, and runs the rest.
+#[test]
+fn recorded_ld_preload_is_refused_on_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let marker = d.path().join("MARKER");
+    let lib = d.path().join("evil.so");
+    let src = d.path().join("evil.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void f(void) {{ FILE *x = fopen(\"{}\", \"w\"); if (x) fclose(x); }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    let script = d.path().join("fake_engine.py");
+    std::fs::copy(
+        common::root().join("tests/fixtures/fake_engine.py"),
+        &script,
+    )
+    .unwrap();
+    let b = d.path().join("bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    let card = json!({
+        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 1,
+        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
+            "--mode", "ok"], "env": {"LD_PRELOAD": lib.to_str().unwrap(), "PYTHONSTARTUP": "/x"}}],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 1, "warmups": 0, "max_tokens": 4,
+        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}});
+    let card_t = serde_json::to_string_pretty(&card).unwrap();
+    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
+    std::fs::write(b.join("card.json"), &card_t).unwrap();
+    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
+    let manifest = json!({"format": "rigaudit-bundle/1", "id": "evil", "title": "evil",
+    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+    "files": [
+        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
+        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
+    ]});
+    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+    let py = Command::new("sh")
+        .args(["-c", "command -v python3"])
+        .output()
+        .unwrap();
+    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
+    let out = d.path().join("out");
+    let r = run_within(
+        &[
+            "replay",
+            b.to_str().unwrap(),
+            "--engine",
+            &py,
+            "--trust-executable",
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+            "--quiet",
+            "--request-timeout",
+            "10",
+            "--ready-timeout",
+            "30",
+            "--confirm",
+            "false",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(!marker.exists(), "the recorded LD_PRELOAD library ran");
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        all.contains("recorded environment refused") && all.contains("LD_PRELOAD"),
+        "{all}"
+    );
+    if !built {
+        eprintln!("cc not available: the marker library was not built; the refusal was checked");
+        return;
+    }
+    // The control: allowed by name, the library is loaded (so the test above could see it).
+    let r = run_within(
+        &[
+            "replay",
+            b.to_str().unwrap(),
+            "--engine",
+            &py,
+            "--trust-executable",
+            "--allow-env",
+            "LD_PRELOAD",
+            "--out",
+            d.path().join("out2").to_str().unwrap(),
+            "--format",
+            "json",
+            "--quiet",
+            "--request-timeout",
+            "10",
+            "--ready-timeout",
+            "30",
+            "--confirm",
+            "false",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        marker.exists(),
+        "--allow-env LD_PRELOAD did not pass it: {}{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+/// A GNU long-name entry declaring 1 GiB: the tar reader would hold it whole; refused at its
+/// header instead.
+#[test]
+fn huge_tar_long_name_is_refused_at_its_header() {
+    let d = tempfile::tempdir().unwrap();
+    let mut h = tar::Header::new_gnu();
+    h.set_path("././@LongLink").unwrap();
+    h.set_entry_type(tar::EntryType::GNULongName);
+    h.set_size(1 << 30);
+    h.set_cksum();
+    let mut bytes = h.as_bytes().to_vec();
+    bytes.extend(vec![b'a'; 1 << 20]);
+    std::fs::write(d.path().join("b.tar"), &bytes).unwrap();
+    let r = verify(&d.path().join("b.tar"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("metadata entry"), "{}", r.stderr);
+}
+
+/// A manifest just under its bound, holding ~100,000 entries: bounded time and memory.
+#[test]
+fn manifest_of_many_entries_stays_small() {
+    let d = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let mut len = 0;
+    let mut i = 0;
+    while len < (7 << 20) {
+        let e = json!({"kind": "log", "path": format!("l/{i}.txt"), "sha256": null,
+            "published": false, "reconstructed": false});
+        len += e.to_string().len() + 1;
+        files.push(e);
+        i += 1;
+    }
+    let m = json!({"format": "rigaudit-bundle/1", "id": "many", "title": "many",
+        "setup": {"engine": "e", "checkpoint": "c", "hardware": "h"}, "files": files});
+    std::fs::write(d.path().join("bundle.json"), m.to_string()).unwrap();
+    let t = Instant::now();
+    let r = verify(d.path());
+    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
+    assert!(r.stdout.len() < 1 << 20, "{} bytes printed", r.stdout.len());
+    eprintln!("{i} entries verified in {:?}", t.elapsed());
+}
+
+#[test]
+fn tar_of_too_many_entries_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let f = std::fs::File::create(d.path().join("b.tar")).unwrap();
+        let mut b = tar::Builder::new(f);
+        for _ in 0..10_001 {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_size(0);
+            h.set_mode(0o755);
+            b.append_data(&mut h, "b/", std::io::empty()).unwrap();
+        }
+        b.finish().unwrap();
+    }
+    let r = verify(&d.path().join("b.tar"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("more than 10000 entries"), "{}", r.stderr);
+}
+
+#[test]
+fn endless_or_fifo_side_inputs_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    mkfifo(&fifo);
+    for bad in ["/dev/zero", fifo.to_str().unwrap()] {
+        // rehash --compare
+        let r = run_within(
+            &[
+                "rehash",
+                fixture(PAGE).to_str().unwrap(),
+                "--compare",
+                bad,
+                "--format",
+                "json",
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+        // measure --contract, and --quality questions
+        let r = run_within(
+            &[
+                "measure",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--contract",
+                bad,
+                "--out",
+                d.path().join("o").to_str().unwrap(),
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    }
+    assert!(!d.path().join("o").exists());
+}
+
+#[test]
+fn an_endless_stream_is_bounded() {
+    let (r, took, errors) = measure_against("endless-stream");
+    eprintln!("endless stream: {took:?}: {:?}", errors.first());
+    assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("the bound for a streamed reply") || e.contains("total deadline")),
+        "{errors:?}"
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+/// Processes whose command line holds `needle`.
+fn pids_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmd).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// `kill -9` of rigaudit during a replay: the engine it started dies with it (PR_SET_PDEATHSIG).
+#[test]
+fn the_engine_does_not_outlive_a_killed_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let script = d.path().join("fake_engine_pdeathsig.py");
+    std::fs::copy(
+        common::root().join("tests/fixtures/fake_engine.py"),
+        &script,
+    )
+    .unwrap();
+    let b = d.path().join("bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    let card = json!({
+        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 1,
+        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
+            "--mode", "hang", "--after", "0"], "env": {}}],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 1, "warmups": 0, "max_tokens": 4,
+        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}});
+    let card_t = serde_json::to_string_pretty(&card).unwrap();
+    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
+    std::fs::write(b.join("card.json"), &card_t).unwrap();
+    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
+    let manifest = json!({"format": "rigaudit-bundle/1", "id": "hang", "title": "hang",
+    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+    "files": [
+        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
+        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
+    ]});
+    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+    let py = Command::new("sh")
+        .args(["-c", "command -v python3"])
+        .output()
+        .unwrap();
+    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args([
+            "replay",
+            b.to_str().unwrap(),
+            "--engine",
+            &py,
+            "--trust-executable",
+            "--out",
+            d.path().join("out").to_str().unwrap(),
+            "--quiet",
+            "--request-timeout",
+            "120",
+            "--ready-timeout",
+            "30",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = script.to_str().unwrap().to_string();
+    let start = Instant::now();
+    while pids_with(&needle).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the engine never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Let it reach the hanging request.
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().unwrap(); // SIGKILL: no handler of rigaudit runs
+    child.wait().unwrap();
+    let start = Instant::now();
+    while !pids_with(&needle).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the engine outlived the killed replay: {:?}",
+            pids_with(&needle)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,397 @@
+//! Consistent lies end to end: a copy of a fixture rewritten so that every dependent figure is
+//! recomputed at its rounding and the manifest's digests re-recorded, so that only a semantic
+//! check can catch it; `rigaudit verify` must. Benign variants stay clean.
+
+mod common;
+
+use common::{fixture, verify, Copy};
+use serde_json::{json, Value};
+
+const RUN: &str = "../runs/smollm2-cpu";
+const TF: &str = "tensorfold-127-stock-2x";
+const MIA: &str = "mia-recipe-1104-2x";
+const SPEED: &str = "speed/speed-result.json";
+const ARITH: &str = "quality/arith/summary.json";
+
+/// Writes back into the speed result's `values` what `verify` recomputes from the records, so
+/// the figures agree with the (changed) records as an honest tool would write them.
+fn recompute_speed(c: &Copy) {
+    let r = verify(c.path()).json();
+    let mut v = c.read_json(SPEED);
+    for x in r["recomputed"].as_array().unwrap() {
+        let k = x["key"].as_str().unwrap();
+        if let Some(slot) = v["values"].get_mut(k) {
+            *slot = x["value"].clone();
+        }
+    }
+    c.write_json(SPEED, &v);
+    c.rehash();
+}
+
+fn wilson(right: u64, n: u64) -> f64 {
+    let (nf, z) = (n as f64, 1.96f64);
+    let p = right as f64 / nf;
+    let m = z * (p * (1.0 - p) / nf + z * z / (4.0 * nf * nf)).sqrt() / (1.0 + z * z / nf);
+    (1000.0 * m).round() / 10.0
+}
+
+/// Rewrites a summary's counts, percentage and margin (Wilson, as the fixture's contract says).
+fn resummarize(c: &Copy, file: &str, right: u64, total: u64, excluded: u64) {
+    let mut s = c.read_json(file);
+    s["right"] = json!(right);
+    s["total"] = json!(total);
+    s["excluded"] = json!(excluded);
+    s["errors"] = json!(excluded);
+    s["pct"] = json!((1000.0 * right as f64 / total as f64).round() / 10.0);
+    s["margin"] = json!(wilson(right, total));
+    c.write_json(file, &s);
+    c.rehash();
+}
+
+/// Rewrites the lines of a JSON Lines file.
+fn rewrite_lines(c: &Copy, file: &str, f: impl Fn(&mut Vec<Value>)) {
+    let p = c.path().join(file);
+    let mut v: Vec<Value> = std::fs::read_to_string(&p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    f(&mut v);
+    let text: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+    std::fs::write(&p, text.join("\n") + "\n").unwrap();
+    c.rehash();
+}
+
+/// Verifies; asserts the figures still recompute and `check` is reported at `severity`.
+fn caught(c: &Copy, check: &str, severity: &str) -> common::Run {
+    let run = verify(c.path());
+    for quiet in [
+        "speed.recompute-mismatch",
+        "quality.pct-mismatch",
+        "quality.margin-mismatch",
+        "schema.digest-mismatch",
+    ] {
+        assert!(
+            !run.has(quiet),
+            "the lie is not consistent: {quiet}: {:?}",
+            run.findings(quiet)
+        );
+    }
+    assert!(
+        run.has_at(check, severity),
+        "{check} not at {severity}: {}",
+        run.stdout
+    );
+    run
+}
+
+#[test]
+fn honest_fixtures_stay_clean_of_the_new_errors() {
+    let ids = [
+        "speed.runs-mismatch",
+        "speed.prompt-size-mismatch",
+        "quality.questions-mismatch",
+        "fit.prompt-underfills",
+        "speed.answered-beyond-window",
+        "quality.answered-beyond-window",
+        "quality.refusal-fits-window",
+        "quality.excluded-unearned",
+        "speed.impossible-record",
+        "quality.impossible-record",
+        "claims.no-measurement",
+        "setup.sessions-overlap",
+        "setup.outside-session",
+    ];
+    for name in [RUN, TF, MIA] {
+        let run = verify(&fixture(name));
+        for id in ids {
+            assert!(!run.has(id), "{name}: {id}: {:?}", run.findings(id));
+        }
+    }
+    assert!(verify(&fixture(RUN)).json()["verdict"] == "pass");
+}
+
+#[test]
+fn dropped_slowest_decode_run() {
+    let c = Copy::of(RUN);
+    let mut r = c.read_json(SPEED);
+    r["requests"].as_array_mut().unwrap().remove(3);
+    c.write_json(SPEED, &r);
+    recompute_speed(&c);
+    caught(&c, "speed.runs-mismatch", "error");
+}
+
+#[test]
+fn prefill_at_512_measured_with_256_token_prompts() {
+    let c = Copy::of(RUN);
+    let mut r = c.read_json(SPEED);
+    for q in r["requests"].as_array_mut().unwrap() {
+        if q["step"] == "prefill" && q["depth"] == 512 {
+            q["prompt_tokens"] = json!(256);
+        }
+    }
+    c.write_json(SPEED, &r);
+    recompute_speed(&c);
+    caught(&c, "speed.prompt-size-mismatch", "error");
+}
+
+#[test]
+fn wrong_answers_dropped_and_recounted() {
+    let c = Copy::of(RUN);
+    rewrite_lines(&c, "quality/arith/answers.jsonl", |v| {
+        let mut n = 0;
+        v.retain(|x| {
+            x["correct"] == true || x["finish_reason"] == "length" || {
+                n += 1;
+                n > 4
+            }
+        });
+    });
+    resummarize(&c, ARITH, 5, 20, 0);
+    caught(&c, "quality.questions-mismatch", "error");
+}
+
+#[test]
+fn fit_step_with_half_its_prompt() {
+    let c = Copy::of(MIA);
+    c.set("fit/result.json", "/steps/5/prompt_tokens", json!(65000));
+    caught(&c, "fit.prompt-underfills", "error");
+}
+
+#[test]
+fn long_answer_answered_beyond_the_window() {
+    let c = Copy::of(RUN);
+    let mut r = c.read_json(SPEED);
+    let q = r["requests"].as_array_mut().unwrap().last_mut().unwrap();
+    assert_eq!(q["step"], "l1");
+    q["prompt_tokens"] = json!(700);
+    c.write_json(SPEED, &r);
+    recompute_speed(&c);
+    caught(&c, "speed.answered-beyond-window", "error");
+}
+
+#[test]
+fn refusals_rewritten_as_answered_wrong_replies() {
+    let c = Copy::of(RUN);
+    rewrite_lines(&c, "quality/arith-long/answers.jsonl", |v| {
+        for x in v.iter_mut() {
+            x["status"] = json!(200);
+            x["error"] = Value::Null;
+            x["finish_reason"] = json!("stop");
+            x["prompt_tokens"] = json!(1736);
+            x["completion_tokens"] = json!(2);
+            x["extracted"] = json!("A");
+            x["gold"] = json!("B");
+        }
+    });
+    let s = "quality/arith-long/summary.json";
+    let mut v = c.read_json(s);
+    (
+        v["total"],
+        v["excluded"],
+        v["errors"],
+        v["pct"],
+        v["margin"],
+    ) = (
+        json!(24),
+        json!(0),
+        json!(0),
+        json!(0.0),
+        json!(wilson(0, 24)),
+    );
+    c.write_json(s, &v);
+    c.rehash();
+    caught(&c, "quality.answered-beyond-window", "error");
+}
+
+#[test]
+fn wrong_answers_rewritten_as_refusals() {
+    let c = Copy::of(RUN);
+    rewrite_lines(&c, "quality/arith/answers.jsonl", |v| {
+        for x in v
+            .iter_mut()
+            .filter(|x| x["correct"] == false && x["finish_reason"] == "stop")
+            .take(4)
+        {
+            x["status"] = json!(400);
+            x["error"] = json!("This model's maximum context length is 1024 tokens. However, you requested 83 tokens.");
+            x["finish_reason"] = Value::Null;
+            x["completion_tokens"] = Value::Null;
+            x["extracted"] = Value::Null;
+        }
+    });
+    resummarize(&c, ARITH, 5, 20, 4);
+    caught(&c, "quality.refusal-fits-window", "error");
+}
+
+#[test]
+fn wrong_answers_moved_into_excluded() {
+    let c = Copy::of(RUN);
+    resummarize(&c, ARITH, 5, 19, 5);
+    caught(&c, "quality.excluded-unearned", "error");
+}
+
+#[test]
+fn a_cut_off_answer_marked_right() {
+    let c = Copy::of(RUN);
+    rewrite_lines(&c, "quality/arith/answers.jsonl", |v| {
+        let x = v
+            .iter_mut()
+            .find(|x| x["finish_reason"] == "length")
+            .unwrap();
+        x["correct"] = json!(true);
+        x["extracted"] = x["gold"].clone();
+    });
+    resummarize(&c, ARITH, 6, 24, 0);
+    caught(&c, "quality.scoring-disagrees", "error");
+}
+
+#[test]
+fn an_unwatched_concurrency_round() {
+    let c = Copy::of(TF);
+    let mut r = c.read_json("speed/speed-result.json");
+    r["load_guard"]["steps"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|s| s["step"] != "conc/8/2");
+    c.write_json("speed/speed-result.json", &r);
+    c.rehash();
+    let run = caught(&c, "speed.load-guard", "error");
+    assert!(run.findings("speed.load-guard")[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("conc/8/2"));
+}
+
+#[test]
+fn a_first_token_before_the_request_was_sent() {
+    let c = Copy::of(RUN);
+    c.set(SPEED, "/requests/2/first_token_s", json!(5.0));
+    recompute_speed(&c);
+    caught(&c, "speed.impossible-record", "error");
+}
+
+#[test]
+fn more_right_than_asked() {
+    let c = Copy::of(RUN);
+    let mut s = c.read_json(ARITH);
+    // A percentage above 100 is refused by the schema; counts that make one are not.
+    (s["right"], s["total"], s["pct"], s["margin"]) =
+        (json!(30), json!(24), Value::Null, Value::Null);
+    c.write_json(ARITH, &s);
+    c.rehash();
+    let run = verify(c.path());
+    assert!(
+        run.has_at("quality.impossible-record", "error"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_figure_no_step_measured() {
+    let c = Copy::of(RUN);
+    let mut r = c.read_json(SPEED);
+    r["values"]["prefill.2048"] = json!(390.2);
+    c.write_json(SPEED, &r);
+    c.rehash();
+    let run = caught(&c, "claims.no-measurement", "error");
+    assert!(run.findings("claims.no-measurement")[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("prefill.2048"));
+}
+
+#[test]
+fn the_stock_pages_window_1_figure_is_unbacked() {
+    let run = verify(&fixture(TF));
+    let f = run.findings("claims.unbacked");
+    assert!(
+        f.iter().any(|x| x["severity"] == "warning"
+            && x["message"].as_str().unwrap().contains("decode_window1")),
+        "{f:?}"
+    );
+    assert!(!verify(&fixture(RUN)).has("claims.unbacked"));
+}
+
+#[test]
+fn a_larger_window_claimed_than_the_refusals_name() {
+    let c = Copy::of(RUN);
+    let mut r = c.read_json(SPEED);
+    let line = r["server"]["start_lines"][0]
+        .as_str()
+        .unwrap()
+        .replace("window=1024", "window=2048");
+    r["server"]["start_lines"][0] = json!(line);
+    r["server"]["models"]["data"][0]["max_model_len"] = json!(2048);
+    r["server"]["models"]["data"][0]["context_window"] = json!(2048);
+    r["server"]["models"]["data"][0]["meta"]["n_ctx"] = json!(2048);
+    c.write_json(SPEED, &r);
+    c.set("speed/speed-contract.json", "/server/window", json!(2048));
+    let run = verify(c.path());
+    let f = run.findings("setup.window-mismatch");
+    assert!(
+        f.iter()
+            .any(|x| x["message"].as_str().unwrap().contains("a refusal")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn an_engine_build_other_than_the_cards() {
+    let c = Copy::of(TF);
+    let p = "speed/speed-result.json";
+    let mut r = c.read_json(p);
+    let line = r["server"]["start_lines"][0]
+        .as_str()
+        .unwrap()
+        .replace("93a2e93e", "5c0ffee1");
+    r["server"]["start_lines"][0] = json!(line);
+    c.write_json(p, &r);
+    c.rehash();
+    let run = verify(c.path());
+    assert!(run
+        .findings("setup.version-mismatch")
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().contains("5c0ffee1")));
+}
+
+#[test]
+fn a_speed_run_inside_a_quality_run() {
+    let c = Copy::of(RUN);
+    c.set(ARITH, "/started", json!("2026-12-03T04:03:10Z"));
+    c.set(
+        "bundle.json",
+        "/sessions/1/started",
+        json!("2026-12-03T04:03:10Z"),
+    );
+    let run = caught(&c, "setup.sessions-overlap", "error");
+    assert!(
+        !run.has("setup.outside-session"),
+        "{:?}",
+        run.findings("setup.outside-session")
+    );
+}
+
+#[test]
+fn a_quality_run_dated_outside_its_session() {
+    let c = Copy::of(RUN);
+    c.set(ARITH, "/started", json!("2026-12-03T05:04:20Z"));
+    c.set(ARITH, "/ended", json!("2026-12-03T05:04:25Z"));
+    caught(&c, "setup.outside-session", "error");
+}
+
+#[test]
+fn a_page_row_with_no_result_and_its_question_count() {
+    let c = Copy::of(RUN);
+    let mut m = c.read_json("bundle.json");
+    m["page"] = json!({"quality": [{"test": "arith-long", "total": 24}]});
+    c.write_json("bundle.json", &m);
+    let run = verify(c.path());
+    assert!(
+        !run.has("quality.count-mismatch"),
+        "{:?}",
+        run.findings("quality.count-mismatch")
+    );
+    assert_eq!(run.json()["verdict"], "pass");
+}

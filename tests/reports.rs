@@ -1,0 +1,440 @@
+//! The report formats people and CI read: Markdown, JUnit XML (validated against
+//! `tests/schemas/junit.xsd` with Python's `xmlschema`, which `scripts/test.sh` installs), the
+//! in-toto attestation, and `--output` writing several from one run. Golden files in
+//! `tests/golden/` hold each format of `verify` on two fixtures, with the parts that change from
+//! run to run (time stamp, host name, rules version) normalised; `RIGAUDIT_BLESS=1` rewrites them
+//! after a deliberate change.
+
+mod common;
+
+use common::{fixture, rigaudit, root};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+fn verify_to(bundle: &Path, outs: &[&str]) -> common::Run {
+    let mut args = vec!["verify", bundle.to_str().unwrap(), "--format", "json"];
+    for o in outs {
+        args.push("--output");
+        args.push(o);
+    }
+    rigaudit(&args)
+}
+
+fn normalise(text: &str) -> String {
+    let rules = rigaudit(&[
+        "verify",
+        root().join("fixtures/runs/smollm2-cpu").to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .json()["rules_version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut out = text.replace(&rules, "RULES");
+    for (attr, placeholder) in [("timestamp=\"", "TIME"), ("hostname=\"", "HOST")] {
+        if let Some(i) = out.find(attr) {
+            let start = i + attr.len();
+            let end = start + out[start..].find('"').unwrap();
+            out.replace_range(start..end, placeholder);
+        }
+    }
+    out
+}
+
+fn golden(name: &str, got: &str) {
+    let path = root().join("tests/golden").join(name);
+    let got = normalise(got);
+    if std::env::var_os("RIGAUDIT_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (RIGAUDIT_BLESS=1 writes it)", path.display()));
+    if want != got {
+        let line = want
+            .lines()
+            .zip(got.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(got.lines().count()));
+        panic!(
+            "{name} differs from its golden file at line {}:\n want: {:?}\n  got: {:?}",
+            line + 1,
+            want.lines().nth(line),
+            got.lines().nth(line)
+        );
+    }
+}
+
+fn outputs(tmp: &Path, bundle: &Path) -> (common::Run, PathBuf) {
+    let dir = tmp.to_path_buf();
+    let run = verify_to(
+        bundle,
+        &[
+            dir.join("r.md").to_str().unwrap(),
+            dir.join("r.xml").to_str().unwrap(),
+            dir.join("r.intoto.json").to_str().unwrap(),
+            &format!("sarif:{}", dir.join("r.out").display()),
+        ],
+    );
+    (run, dir)
+}
+
+fn validate_junit(path: &Path) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xmlschema; xmlschema.XMLSchema(sys.argv[1]).validate(sys.argv[2]); print('valid')",
+            root().join("tests/schemas/junit.xsd").to_str().unwrap(),
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} is not valid JUnit: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn count(xml: &str, needle: &str) -> usize {
+    xml.matches(needle).count()
+}
+
+#[test]
+fn every_format_of_a_passing_and_a_failing_page_matches_its_golden_file() {
+    for (name, bundle) in [
+        ("smollm2-cpu", root().join("fixtures/runs/smollm2-cpu")),
+        ("tensorfold", fixture("tensorfold-127-stock-2x")),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (run, dir) = outputs(tmp.path(), &bundle);
+        assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+        for (file, ext) in [
+            ("r.md", "md"),
+            ("r.xml", "xml"),
+            ("r.intoto.json", "intoto.json"),
+        ] {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            golden(&format!("{name}.{ext}"), &text);
+        }
+        let sarif: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("r.out")).unwrap()).unwrap();
+        assert_eq!(sarif["version"], "2.1.0");
+    }
+}
+
+#[test]
+fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
+    assert_eq!(run.code, 1);
+    let report = run.json();
+    let xml_path = dir.join("r.xml");
+    validate_junit(&xml_path);
+    let xml = std::fs::read_to_string(&xml_path).unwrap();
+    // One failure per check with an error finding (the fail level is error).
+    let mut failing: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    failing.sort();
+    failing.dedup();
+    assert!(!failing.is_empty());
+    assert_eq!(count(&xml, "<failure "), failing.len(), "{xml}");
+    for id in &failing {
+        assert!(
+            xml.contains(&format!("name=\"{id}\" time=\"0\">\n      <failure ")),
+            "{id}"
+        );
+    }
+    // Every catalogue check is a test case; those that did not run are skipped.
+    let checks = rigaudit(&["checks", "--format", "json"]).json();
+    let all = checks.as_array().unwrap().len();
+    assert_eq!(count(&xml, "<testcase "), all);
+    let ran = report["checks_run"].as_array().unwrap().len();
+    assert!(count(&xml, "<skipped ") >= all - ran, "{xml}");
+    // A passing page: valid, no failure.
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, dir) = outputs(tmp.path(), &root().join("fixtures/runs/smollm2-cpu"));
+    assert_eq!(run.code, 0);
+    validate_junit(&dir.join("r.xml"));
+    assert_eq!(
+        count(
+            &std::fs::read_to_string(dir.join("r.xml")).unwrap(),
+            "<failure "
+        ),
+        0
+    );
+}
+
+#[test]
+fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = root().join("fixtures/runs/smollm2-cpu");
+    let (run, dir) = outputs(tmp.path(), &bundle);
+    assert_eq!(run.code, 0);
+    let st: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap()).unwrap();
+    assert_eq!(st["_type"], "https://in-toto.io/Statement/v1");
+    assert_eq!(
+        st["predicateType"],
+        "https://in-toto.io/attestation/test-result/v0.1"
+    );
+    let p = &st["predicate"];
+    assert_eq!(p["result"], "PASSED");
+    for k in ["passedTests", "warnedTests", "failedTests"] {
+        assert!(p[k].is_array(), "{k}");
+    }
+    assert!(p["configuration"][0]["name"]
+        .as_str()
+        .unwrap()
+        .contains("rules"));
+    // The subject: every raw file of the manifest with a digest, and its real sha256.
+    let subject = st["subject"].as_array().unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(subject.len(), manifest["files"].as_array().unwrap().len());
+    for s in subject {
+        let name = s["name"].as_str().unwrap();
+        let d = Sha256::digest(std::fs::read(bundle.join(name)).unwrap());
+        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(s["digest"]["sha256"], hex, "{name}");
+    }
+    // A failing page is FAILED, naming its failed checks.
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
+    let st: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap()).unwrap();
+    assert_eq!(st["predicate"]["result"], "FAILED");
+    assert!(st["predicate"]["failedTests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "quality.refused-counted-as-wrong"));
+}
+
+#[test]
+fn markdown_escapes_table_cells_and_an_unknown_output_name_is_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
+    let md = std::fs::read_to_string(dir.join("r.md")).unwrap();
+    assert!(
+        md.starts_with("❌ **rigaudit verify `tensorfold-127-stock-2x`: FAIL**"),
+        "{md}"
+    );
+    assert!(md.contains("| severity | check | where | message |"));
+    for line in md.lines().filter(|l| l.starts_with("| error")) {
+        // Four columns, five unescaped pipes: a pipe inside a message would add one.
+        let pipes = line
+            .char_indices()
+            .filter(|(i, c)| *c == '|' && (*i == 0 || line.as_bytes()[i - 1] != b'\\'))
+            .count();
+        assert_eq!(pipes, 5, "{line}");
+    }
+    let run = verify_to(
+        &fixture("tensorfold-127-stock-2x"),
+        &[tmp.path().join("report.weird").to_str().unwrap()],
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("cannot tell the format"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The browser the HTML test renders with: Debian's Chromium (`scripts/test.sh` installs it).
+fn chromium() -> PathBuf {
+    for p in [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ] {
+        if Path::new(p).exists() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!("no Chromium: scripts/test.sh installs Debian's chromium package");
+}
+
+/// Pixels of a PNG screenshot close to an RGB colour.
+fn pixels_of(png_path: &Path, rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = info.color_type.samples();
+    buf[..info.buffer_size()]
+        .chunks(step)
+        .filter(|p| p.len() >= 3 && (0..3).all(|i| p[i].abs_diff(rgb[i]) <= 6))
+        .count()
+}
+
+fn screenshot(html: &Path, png_path: &Path) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,1400",
+            &format!("--user-data-dir={}", profile.path().display()),
+            &format!("--screenshot={}", png_path.display()),
+            &format!("file://{}", html.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        png_path.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("diff.html");
+    let run = rigaudit(&[
+        "diff",
+        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
+        fixture("mia-recipe-1104-2x").to_str().unwrap(),
+        "--output",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let text = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: nothing to fetch at view time.
+    for needle in [
+        "<script",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(http",
+    ] {
+        assert!(!text.contains(needle), "{needle}");
+    }
+    assert_eq!(
+        text.matches("<svg class=\"plot\"").count(),
+        4,
+        "throughput, decode, prompt processing, quality"
+    );
+    // Invalid steps are marked, quality bars carry margins.
+    assert!(text.contains("class=\"invalid\""));
+    assert!(text.contains("class=\"err\""));
+    let shot = tmp.path().join("diff.png");
+    screenshot(&html, &shot);
+    // Both sides' bars are on the screen, in their colours.
+    let (a, b) = (
+        pixels_of(&shot, [0x4e, 0x79, 0xa7]),
+        pixels_of(&shot, [0xf2, 0x8e, 0x2b]),
+    );
+    assert!(a > 2_000 && b > 2_000, "plot pixels: A {a}, B {b}");
+    if let Ok(dir) = std::env::var("RIGAUDIT_SCREENSHOTS") {
+        std::fs::copy(&shot, Path::new(&dir).join("diff.png")).unwrap();
+    }
+}
+
+#[test]
+fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = fixture("tensorfold-127-stock-2x");
+    let before = rigaudit(&["verify", page.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(before.code, 1);
+    let errors: Vec<String> = before.json()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| f["check"].as_str().unwrap().to_string())
+        .collect();
+    // Ignore every check that found an error, with a reason; raise a note to a warning.
+    let mut toml = String::new();
+    let mut ids = errors.clone();
+    ids.sort();
+    ids.dedup();
+    for id in &ids {
+        toml.push_str(&format!(
+            "[checks.\"{id}\"]\nseverity = \"ignore\"\nreason = \"known on this page: {id}\"\n"
+        ));
+    }
+    toml.push_str(
+        "[checks.\"quality.cutoffs\"]\nseverity = \"warning\"\nreason = \"cut-offs matter here\"\n",
+    );
+    let policy = tmp.path().join("gate.toml");
+    std::fs::write(&policy, &toml).unwrap();
+    let run = rigaudit(&[
+        "verify",
+        page.to_str().unwrap(),
+        "--format",
+        "json",
+        "--policy",
+        policy.to_str().unwrap(),
+    ]);
+    let r = run.json();
+    assert_eq!(r["counts"]["error"], 0, "{}", run.stdout);
+    let ignored = r["policy"]["ignored"].as_array().unwrap();
+    assert_eq!(ignored.len(), ids.len());
+    assert_eq!(
+        ignored
+            .iter()
+            .map(|i| i["findings"].as_u64().unwrap() as usize)
+            .sum::<usize>(),
+        errors.len()
+    );
+    assert!(ignored[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("known on this page"));
+    assert!(r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "quality.cutoffs")
+        .all(|f| f["severity"] == "warning"));
+    // The raised cut-off notes now fail at a warning fail level set by the policy.
+    std::fs::write(&policy, format!("fail_on = \"warning\"\n{toml}")).unwrap();
+    let run = rigaudit(&[
+        "verify",
+        page.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    std::fs::write(&policy, format!("fail_on = \"never\"\n{toml}")).unwrap();
+    let run = rigaudit(&[
+        "verify",
+        page.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    // A check the catalogue does not have is a usage error, not a silent pass.
+    std::fs::write(
+        &policy,
+        "[checks.\"speed.made-up\"]\nseverity = \"ignore\"\nreason = \"x\"\n",
+    )
+    .unwrap();
+    let run = rigaudit(&[
+        "verify",
+        page.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("speed.made-up"), "{}", run.stderr);
+}
