@@ -317,47 +317,51 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Rehash { args, out } => emit(rehash::run(&args, out.fail_on.severity())?, &out),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut script = Vec::new();
+            let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rigaudit", &mut script);
-            // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
-            Ok(ExitCode::SUCCESS)
+            printed(&script)
         }
         Command::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
                 .render(&mut page)
                 .map_err(|e| fatal(format!("man page: {e}")))?;
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
-            Ok(ExitCode::SUCCESS)
+            printed(&page)
         }
-        Command::Host => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&host::hardware()).unwrap_or_default()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Host => printed(
+            serde_json::to_string_pretty(&host::hardware())
+                .unwrap_or_default()
+                .as_bytes(),
+        ),
         Command::Checks { format } => {
             print!("{}", output::catalogue(format));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Schema { kind } => {
-            let text = match kind.as_str() {
-                "bundle" => Some(schemas::BUNDLE),
-                "report" => Some(schemas::REPORT),
-                k => serde_json::from_value(serde_json::Value::String(k.into()))
-                    .ok()
-                    .and_then(schemas::text),
-            };
-            print!(
-                "{}",
-                text.ok_or_else(|| fatal(format!("no schema for '{kind}'")))?
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Schema { kind } => printed(schema_text(&kind)?.as_bytes()),
     }
+}
+
+/// The JSON Schema of a file kind (`rigaudit schema KIND`).
+fn schema_text(kind: &str) -> Result<&'static str, Fatal> {
+    let text = match kind {
+        "bundle" => Some(schemas::BUNDLE),
+        "report" => Some(schemas::REPORT),
+        k => serde_json::from_value(serde_json::Value::String(k.into()))
+            .ok()
+            .and_then(schemas::text),
+    };
+    text.ok_or_else(|| fatal(format!("no schema for '{kind}'")))
+}
+
+/// Writes bytes to standard output; a closed pipe (`| head`) is not an error worth a panic.
+fn printed(bytes: &[u8]) -> Result<ExitCode, Fatal> {
+    let mut out = std::io::stdout();
+    let _ = std::io::Write::write_all(&mut out, bytes);
+    if !bytes.ends_with(b"\n") {
+        let _ = std::io::Write::write_all(&mut out, b"\n");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What `measure` says at its end: where the bundle is; exit 1 when a step got no answer, 2 when
