@@ -135,7 +135,7 @@ struct Job {
 
 enum Done {
     Digest(Result<String, String>),
-    Package(archive::Read2),
+    Package(archive::PackageRead),
 }
 
 fn loc(path: &Path, box_name: Option<&String>) -> Location {
@@ -718,7 +718,12 @@ fn hashed(at: &Location, sha256: Result<String, String>) -> Hashed {
 }
 
 /// A package read as an archive: its own digest, and the binary member's (or why there is none).
-fn package_read(at: &Location, r: archive::Read2, binary_path: Option<&str>, m: &mut Measured) {
+fn package_read(
+    at: &Location,
+    r: archive::PackageRead,
+    binary_path: Option<&str>,
+    m: &mut Measured,
+) {
     let whole = r
         .whole
         .map(|w| w.map_err(|e| e.to_string()))
