@@ -77,6 +77,9 @@ fn outputs(tmp: &Path, bundle: &Path) -> (common::Run, PathBuf) {
             dir.join("r.xml").to_str().unwrap(),
             dir.join("r.intoto.json").to_str().unwrap(),
             &format!("sarif:{}", dir.join("r.out").display()),
+            dir.join("r.txt").to_str().unwrap(),
+            dir.join("r.json").to_str().unwrap(),
+            dir.join("r.html").to_str().unwrap(),
         ],
     );
     (run, dir)
@@ -117,6 +120,10 @@ fn every_format_of_a_passing_and_a_failing_page_matches_its_golden_file() {
             ("r.md", "md"),
             ("r.xml", "xml"),
             ("r.intoto.json", "intoto.json"),
+            ("r.txt", "txt"),
+            ("r.json", "json"),
+            ("r.out", "sarif.json"),
+            ("r.html", "html"),
         ] {
             let text = std::fs::read_to_string(dir.join(file)).unwrap();
             golden(&format!("{name}.{ext}"), &text);
@@ -174,6 +181,27 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     );
 }
 
+/// Validates a statement against tests/schemas/intoto-test-result.schema.json (the Statement v1
+/// and test-result v0.1 shapes, written from the in-toto framework's spec text), and checks that
+/// the schema can fail: a statement with a malformed subject digest or an unknown result is
+/// refused.
+fn valid_intoto(st: &Value) {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/schemas/intoto-test-result.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(st).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut bad = st.clone();
+    bad["predicate"]["result"] = Value::from("OK");
+    assert!(!v.is_valid(&bad));
+    let mut bad = st.clone();
+    bad["subject"] = serde_json::json!([{"name": "x", "digest": {"sha256": "ABC"}}]);
+    assert!(!v.is_valid(&bad));
+}
+
 #[test]
 fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
     let tmp = tempfile::tempdir().unwrap();
@@ -182,6 +210,7 @@ fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
     assert_eq!(run.code, 0);
     let st: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap()).unwrap();
+    valid_intoto(&st);
     assert_eq!(st["_type"], "https://in-toto.io/Statement/v1");
     assert_eq!(
         st["predicateType"],
@@ -213,6 +242,7 @@ fn the_attestation_is_an_in_toto_statement_of_the_verified_files() {
     let (_, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
     let st: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("r.intoto.json")).unwrap()).unwrap();
+    valid_intoto(&st);
     assert_eq!(st["predicate"]["result"], "FAILED");
     assert!(st["predicate"]["failedTests"]
         .as_array()

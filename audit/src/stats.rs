@@ -24,15 +24,22 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-/// Coefficient of variation in percent: sample standard deviation over the mean. `None` for fewer
-/// than two values.
-pub fn cv_pct(values: &[f64]) -> Option<f64> {
+/// Sample standard deviation (n - 1 in the denominator); `None` for fewer than two values.
+pub fn sd(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }
     let m = mean(values)?;
     let var = values.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
-    (m != 0.0).then(|| 100.0 * var.sqrt() / m)
+    Some(var.sqrt())
+}
+
+/// Coefficient of variation in percent: sample standard deviation over the mean. `None` for fewer
+/// than two values.
+pub fn cv_pct(values: &[f64]) -> Option<f64> {
+    let m = mean(values)?;
+    let s = sd(values)?;
+    (m != 0.0).then(|| 100.0 * s / m)
 }
 
 /// The method of a margin of a proportion.

@@ -77,4 +77,11 @@ pub struct Comparison {
     /// Why an inconclusive row is inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<Inconclusive>,
+    /// The sample standard deviation of the recorded side's runs (speed rows with two runs or
+    /// more), in the figure's unit: what a plot draws as the recorded side's error bar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd_recorded: Option<f64>,
+    /// The same of the replayed side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd_replayed: Option<f64>,
 }

@@ -289,13 +289,14 @@ fn figures(r: &Report) -> Figures {
             .iter()
             .map(|c| {
                 let quality = c.key.starts_with("quality.");
+                // Quality: the 95 % margins; speed: one standard deviation of the runs.
                 let (ea, eb) = if quality {
                     (
                         margin(c.recorded, c.n_recorded),
                         margin(c.replayed, c.n_replayed),
                     )
                 } else {
-                    (None, None)
+                    (c.sd_recorded, c.sd_replayed)
                 };
                 // A side with no value is the invalid one: drawn hatched.
                 (c.key.clone(), c.recorded, c.replayed, ea, eb)

@@ -28,10 +28,11 @@ fn safe(s: &str) -> String {
     crate::input::shown_n(s, crate::input::MESSAGE_MAX)
 }
 
-/// Renders a report: the verdict line, the findings by severity and check, what a policy left
-/// out, the recomputed values, the setup differences (diff) and the figures beside each other.
+/// Renders a report: the findings by severity and check, what a policy left out, the recomputed
+/// values, the setup differences (diff) and the figures beside each other, then the verdict line
+/// last, where a terminal leaves it in view.
 pub fn render(r: &Report, color: bool) -> String {
-    let mut o = verdict_line(r, color);
+    let mut o = String::new();
     for sev in [Severity::Error, Severity::Warning, Severity::Info] {
         findings_of(&mut o, r, sev, color);
     }
@@ -39,7 +40,13 @@ pub fn render(r: &Report, color: bool) -> String {
     recomputed_section(&mut o, r);
     setup_section(&mut o, r);
     comparisons_section(&mut o, r);
-    o
+    // Each section starts with a blank line; the first needs none.
+    let mut out = o.trim_start_matches('\n').to_string();
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&verdict_line(r, color));
+    out
 }
 
 fn verdict_line(r: &Report, color: bool) -> String {

@@ -78,6 +78,8 @@ pub(super) fn quality_row(
         why: String::new(),
         informational: false,
         inconclusive: None,
+        sd_recorded: None,
+        sd_replayed: None,
     };
     match not_comparable(&sides, (rec, rep)) {
         Some(why) => row.why = why,

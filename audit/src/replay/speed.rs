@@ -403,6 +403,14 @@ pub(super) fn side_cv(m: &Measured) -> f64 {
     }
 }
 
+/// The sample standard deviation of a side's runs (none with fewer than two).
+pub(super) fn side_sd(m: &Measured) -> Option<f64> {
+    match m {
+        Measured::Runs { xs, .. } => crate::stats::sd(xs),
+        _ => None,
+    }
+}
+
 /// How a speed figure moved, and the floor a move must pass.
 pub(super) struct Move {
     pub(super) change: Option<f64>,
@@ -463,6 +471,8 @@ pub(super) fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Toleranc
         why: String::new(),
         informational: false,
         inconclusive: None,
+        sd_recorded: side_sd(&rec),
+        sd_replayed: side_sd(&rep),
     };
     let bad = |m: &Measured| match m {
         Measured::Invalid(i) => Some(i.clone()),
