@@ -14,6 +14,13 @@
 //!   rule's "one process" is read as one program: a build that starts a compiler per file, or a
 //!   tool that forks a worker per task, loads the machine as one program although each of its
 //!   processes lives for less than two samples.
+//! - The machine's **unattributed** CPU time counts as one more program,
+//!   [`UNATTRIBUTED`]: the growth of the machine's busy time (`/proc/stat`: user, nice, system,
+//!   irq, softirq and steal) less the growth of every process's time seen in both samples and of
+//!   the new ones. It is what no process seen holds: processes that started and ended between two
+//!   samples, interrupt work charged to no process, and on a virtual machine the time the
+//!   hypervisor gave the host's other guests (steal). Any of these slows the engine as much as a
+//!   foreign process does, and none shows in a process's own figures.
 //! - Foreign: every process except rigaudit's own and the server under measurement, which is
 //!   the processes given as the server's (replay: its ranks; measure: `--server-pid`, and the
 //!   owner of the loopback port it measures) **with all their descendants**.
@@ -94,6 +101,28 @@ fn with_descendants(procs: &BTreeMap<u32, ProcStat>, roots: &BTreeSet<u32>) -> B
     }
 }
 
+/// The name the guard gives the machine's unattributed CPU time (see the module docs).
+pub const UNATTRIBUTED: &str = "(unattributed: steal, interrupts, processes that came and went)";
+
+/// The machine's busy time in clock ticks, all cores: `/proc/stat`'s first line, user + nice +
+/// system + irq + softirq + steal (idle and iowait left out; guest time is inside user).
+fn machine_busy() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    busy_of_stat(text.lines().next()?)
+}
+
+/// The busy ticks of a `/proc/stat` `cpu` line.
+fn busy_of_stat(line: &str) -> Option<u64> {
+    let f: Vec<u64> = line
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal ...
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    Some(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
+}
+
 /// What one sample saw: the foreign processes above the threshold, and the busiest one.
 #[derive(Debug, Clone)]
 struct Sample {
@@ -118,38 +147,48 @@ struct Sampler {
     threshold: f64,
     own: BTreeSet<u32>,
     ticks_per_s: f64,
-    last: Option<(Instant, BTreeMap<u32, ProcStat>)>,
+    last: Option<(Instant, BTreeMap<u32, ProcStat>, Option<u64>)>,
 }
 
 impl Sampler {
     /// Reads `/proc` once; returns the sample against the previous reading (none the first time).
     fn sample(&mut self, exclude: &BTreeSet<u32>) -> Option<Sample> {
         let now = Instant::now();
+        let busy = machine_busy();
         let procs = read_procs();
         // The server with its children; rigaudit itself, but not its other children (a test's
         // CPU hog is one).
         let mut skip = with_descendants(&procs, exclude);
         skip.extend(self.own.iter().copied());
-        let prev = self.last.replace((now, procs));
-        let (t0, before) = prev?;
-        let (_, procs) = self.last.as_ref()?;
+        let prev = self.last.replace((now, procs, busy));
+        let (t0, before, busy_before) = prev?;
+        let (_, procs, _) = self.last.as_ref()?;
         let secs = now.duration_since(t0).as_secs_f64().max(1e-3);
         let mut s = Sample {
             at: now,
             over: BTreeMap::new(),
             peak: None,
         };
+        let pct_of = |ticks: u64| 100.0 * ticks as f64 / self.ticks_per_s / secs;
         // Each foreign program's share: its processes' shares added up.
         let mut programs: BTreeMap<&str, (f64, BTreeSet<u32>)> = BTreeMap::new();
-        for (pid, p) in procs.iter().filter(|(pid, _)| !skip.contains(pid)) {
+        let mut attributed: u64 = 0;
+        for (pid, p) in procs {
             // A process new since the last sample spent all its CPU time in this interval.
             let grew = before
                 .get(pid)
                 .map_or(p.ticks, |b| p.ticks.saturating_sub(b.ticks));
-            let pct = 100.0 * grew as f64 / self.ticks_per_s / secs;
+            attributed += grew;
+            if skip.contains(pid) {
+                continue;
+            }
             let e = programs.entry(p.name.as_str()).or_default();
-            e.0 += pct;
+            e.0 += pct_of(grew);
             e.1.insert(*pid);
+        }
+        if let (Some(b0), Some(b1)) = (busy_before, busy) {
+            let rest = b1.saturating_sub(b0).saturating_sub(attributed);
+            programs.insert(UNATTRIBUTED, (pct_of(rest), BTreeSet::new()));
         }
         for (name, (pct, pids)) in programs {
             if pct > self.threshold {
@@ -168,6 +207,7 @@ fn program(name: &str, pids: &BTreeSet<u32>) -> String {
     let list: Vec<String> = pids.iter().take(8).map(|p| p.to_string()).collect();
     let more = if pids.len() > 8 { ", ..." } else { "" };
     match pids.len() {
+        0 => name.to_string(),
         1 => format!("{name} (pid {})", list[0]),
         _ => format!("{name} (pids {}{more})", list.join(", ")),
     }
@@ -472,6 +512,40 @@ mod tests {
             load.over.get("sh").is_some_and(|p| p.len() >= 2),
             "{load:?}"
         );
+    }
+
+    #[test]
+    fn busy_time_is_read_from_the_cpu_line() {
+        let line = "cpu  100 5 20 900 7 3 2 4 0 0";
+        assert_eq!(busy_of_stat(line), Some(100 + 5 + 20 + 3 + 2 + 4));
+        assert_eq!(busy_of_stat("cpu0 1 2 3"), None);
+        assert!(machine_busy().is_some_and(|b| b > 0));
+    }
+
+    #[test]
+    fn processes_that_come_and_go_between_samples_are_unattributed_load() {
+        // A loop of processes of 20 ms each under different names: none lives through a sample
+        // of 0.1 s, and none is seen as a program above the threshold, but the machine is busy.
+        use std::os::unix::process::CommandExt;
+        let mut churn = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "while :; do timeout -s KILL 0.02 sh -c 'while :; do :; done'; done",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let g = Guard::start(rule_fast(), Vec::new());
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(2000));
+        let load = g.judge(t0);
+        // SAFETY: kill has no memory preconditions; the group is the one spawned above.
+        unsafe { libc::kill(-(churn.id() as i32), libc::SIGKILL) };
+        let _ = churn.wait();
+        assert!(load.longest_run_over >= 2, "{load:?}");
+        assert!(load.over.contains_key(UNATTRIBUTED), "{load:?}");
     }
 
     #[test]
