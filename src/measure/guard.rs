@@ -435,6 +435,13 @@ pub fn port_owners(port: u16) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    /// The tests that start busy processes run one at a time: each one's load is the others'
+    /// foreign load, and on two cores they would starve each other's hog below the threshold.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static ONE: Mutex<()> = Mutex::new(());
+        ONE.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     #[test]
     fn stat_lines_with_spaces_and_parentheses_in_the_name_parse() {
         let line = "4242 (my (odd) proc) R 17 4242 4242 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 1 0 1000 0 0";
@@ -486,6 +493,7 @@ mod tests {
 
     #[test]
     fn short_lived_processes_of_one_program_add_up() {
+        let _one = serial();
         // A shell that starts a new busy process every 0.15 s: no process lives through two
         // samples, the program does.
         use std::os::unix::process::CommandExt;
@@ -524,6 +532,7 @@ mod tests {
 
     #[test]
     fn processes_that_come_and_go_between_samples_are_unattributed_load() {
+        let _one = serial();
         // A loop of processes of 20 ms each under different names: none lives through a sample
         // of 0.1 s, and none is seen as a program above the threshold, but the machine is busy.
         use std::os::unix::process::CommandExt;
@@ -550,6 +559,7 @@ mod tests {
 
     #[test]
     fn a_busy_process_is_seen_and_this_one_is_not() {
+        let _one = serial();
         // A real CPU hog in another process, and this process spinning too: only the hog counts.
         let mut hog = std::process::Command::new("sh")
             .args(["-c", "while :; do :; done"])
