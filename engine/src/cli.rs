@@ -123,13 +123,7 @@ where
 
 fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.cmd {
-        Cmd::Tokenizer { model, out } => {
-            let g = Gguf::open(&model)?;
-            let tk = EngineTokenizer::from_gguf(&g)?;
-            std::fs::write(&out, tk.to_json())?;
-            println!("{}", out.display());
-            Ok(())
-        }
+        Cmd::Tokenizer { model, out } => write_tokenizer(&model, &out),
         Cmd::Serve {
             model,
             name,
@@ -142,141 +136,265 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             draft_max,
             batch,
             exit_with_stdin,
-        } => {
-            if exit_with_stdin {
-                std::thread::spawn(|| {
-                    let mut sink = Vec::new();
-                    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-                    std::process::exit(0);
-                });
-            }
-            if parallel == 0 || parallel > 256 {
-                return Err("--parallel must be between 1 and 256".into());
-            }
-            let bytes = std::fs::read(&model)
-                .map_err(|e| format!("cannot read {}: {e}", model.display()))?;
-            let digest = format!("{:x}", Sha256::digest(&bytes));
-            let g = Gguf::parse(bytes)?;
-            let tok = Arc::new(EngineTokenizer::from_gguf(&g)?);
-            let f = |k: &str| g.get_f64(k);
-            let defaults = SamplingDefaults {
-                temperature: f("general.sampling.temp").unwrap_or(0.8) as f32,
-                top_p: f("general.sampling.top_p").unwrap_or(0.95) as f32,
-                top_k: g.get_u64("general.sampling.top_k").unwrap_or(40) as usize,
-            };
-            let defaults_src = if g.get("general.sampling.temp").is_some() {
-                "model"
-            } else {
-                "engine"
-            };
-            let chat_template = g.get_str("tokenizer.chat_template").map(str::to_string);
-            let tok_text = |id: u32| tok.inner.id_to_token(id).unwrap_or_default();
-            let (bos_text, eos_text) = (tok_text(tok.bos), tok_text(tok.eos));
-            let model_obj = Model::load(g)?;
-            let cfg = model_obj.cfg.clone();
-            let per_tok = cfg.kv_bytes_per_token() as u64;
-            let avail = mem_available();
-            let (window, window_src) = match context {
-                Some(c) => {
-                    if c < 16 {
-                        return Err("--context must be at least 16".into());
-                    }
-                    (c, "--context")
-                }
-                None => {
-                    // Half of the available memory for the KV caches of all slots.
-                    let fit = (avail / 2 / (per_tok * parallel as u64)) as usize;
-                    (
-                        fit.min(cfg.n_ctx_train) / 256 * 256,
-                        "auto: fits half of available memory",
-                    )
-                }
-            };
-            if window < 16 {
-                return Err("not enough memory for a useful context window".into());
-            }
-            let kv_bytes = per_tok * window as u64 * parallel as u64;
-            let threads = threads
-                .unwrap_or_else(|| {
-                    std::thread::available_parallelism()
-                        .map(|n| n.get())
-                        .unwrap_or(1)
-                })
-                .max(1);
-            let simd = model_obj.simd();
-            let pool = Pool::new(threads);
-            let draft = match draft {
-                DraftArg::Off => Draft::Off,
-                DraftArg::Copies => Draft::Copies,
-            };
-            let handle = engine::start(
-                model_obj,
-                tok.clone(),
-                pool,
-                EngineConfig {
-                    parallel,
-                    window,
-                    batch: batch.max(1),
-                    draft,
-                    draft_max,
-                },
-            );
-            let state = Arc::new(AppState {
-                name: name.clone(),
-                window,
-                n_ctx_train: cfg.n_ctx_train,
-                parallel,
-                tok,
-                engine: handle,
-                defaults,
-                chat_template,
-                bos_text,
-                eos_text,
-                ids: AtomicU64::new(1),
-            });
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()?;
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind((host.as_str(), port)).await?;
-                let addr = listener.local_addr()?;
-                let mib = |b: u64| b / (1 << 20);
-                println!(
-                    "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={} listen=http://{}",
-                    env!("CARGO_PKG_VERSION"),
-                    option_env!("RIGAUDIT_ENGINE_COMMIT").unwrap_or("unknown"),
-                    model.display(),
-                    digest,
-                    name,
-                    parallel,
-                    window,
-                    window_src,
-                    cfg.n_ctx_train,
-                    mib(kv_bytes),
-                    mib(avail.saturating_sub(kv_bytes)),
-                    threads,
-                    simd,
-                    defaults.temperature,
-                    defaults.top_k,
-                    defaults.top_p,
-                    defaults_src,
-                    match draft {
-                        Draft::Off => "off".to_string(),
-                        Draft::Copies => format!("copies(max={draft_max})"),
-                    },
-                    addr
-                );
-                use std::io::Write;
-                let _ = std::io::stdout().flush();
-                axum::serve(listener, server::router(state))
-                    .with_graceful_shutdown(async {
-                        let _ = tokio::signal::ctrl_c().await;
-                    })
-                    .await?;
-                Ok::<(), Box<dyn std::error::Error>>(())
-            })?;
-            Ok(())
-        }
+        } => serve(ServeArgs {
+            model,
+            name,
+            parallel,
+            context,
+            host,
+            port,
+            threads,
+            draft,
+            draft_max,
+            batch,
+            exit_with_stdin,
+        }),
     }
+}
+
+/// `tokenizer`: writes the tokenizer built from `model`'s metadata to `out` and prints its path.
+fn write_tokenizer(
+    model: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let g = Gguf::open(model)?;
+    let tk = EngineTokenizer::from_gguf(&g)?;
+    std::fs::write(out, tk.to_json())?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+/// The options of `serve`, as parsed.
+struct ServeArgs {
+    model: PathBuf,
+    name: String,
+    parallel: usize,
+    context: Option<usize>,
+    host: String,
+    port: u16,
+    threads: Option<usize>,
+    draft: DraftArg,
+    draft_max: usize,
+    batch: usize,
+    exit_with_stdin: bool,
+}
+
+/// `serve`: loads the model, starts the engine thread and serves the HTTP API until Ctrl-C.
+fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if a.exit_with_stdin {
+        exit_when_stdin_closes();
+    }
+    if a.parallel == 0 || a.parallel > 256 {
+        return Err("--parallel must be between 1 and 256".into());
+    }
+    let (m, model_obj) = load_model(&a.model)?;
+    let avail = mem_available();
+    let window = context_window(a.context, m.per_tok, a.parallel, m.n_ctx_train, avail)?;
+    let threads = compute_threads(a.threads);
+    let pool = Pool::new(threads);
+    let draft = match a.draft {
+        DraftArg::Off => Draft::Off,
+        DraftArg::Copies => Draft::Copies,
+    };
+    let engine_cfg = EngineConfig {
+        parallel: a.parallel,
+        window: window.0,
+        batch: a.batch.max(1),
+        draft,
+        draft_max: a.draft_max,
+    };
+    let handle = engine::start(model_obj, m.tok.clone(), pool, engine_cfg);
+    let line = start_line(&a, &m, window, threads, avail);
+    let state = Arc::new(AppState {
+        name: a.name,
+        window: window.0,
+        n_ctx_train: m.n_ctx_train,
+        parallel: a.parallel,
+        tok: m.tok,
+        engine: handle,
+        defaults: m.defaults,
+        chat_template: m.chat_template,
+        bos_text: m.bos_text,
+        eos_text: m.eos_text,
+        ids: AtomicU64::new(1),
+    });
+    listen(&a.host, a.port, &line, state)
+}
+
+/// What `serve` keeps from the model file besides the model itself.
+struct LoadedModel {
+    /// SHA-256 of the file, hex.
+    digest: String,
+    tok: Arc<EngineTokenizer>,
+    defaults: SamplingDefaults,
+    /// `model` or `engine`: where `defaults` came from.
+    defaults_src: &'static str,
+    chat_template: Option<String>,
+    bos_text: String,
+    eos_text: String,
+    n_ctx_train: usize,
+    /// KV cache bytes per token.
+    per_tok: u64,
+    simd: crate::kernels::Simd,
+}
+
+/// Reads and parses the GGUF file at `path`: its tokenizer, chat template and sampling
+/// defaults, and the model.
+fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn std::error::Error>> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let digest = format!("{:x}", Sha256::digest(&bytes));
+    let g = Gguf::parse(bytes)?;
+    let tok = Arc::new(EngineTokenizer::from_gguf(&g)?);
+    let (defaults, defaults_src) = sampling_defaults(&g);
+    let chat_template = g.get_str("tokenizer.chat_template").map(str::to_string);
+    let tok_text = |id: u32| tok.inner.id_to_token(id).unwrap_or_default();
+    let (bos_text, eos_text) = (tok_text(tok.bos), tok_text(tok.eos));
+    let model = Model::load(g)?;
+    let loaded = LoadedModel {
+        digest,
+        tok,
+        defaults,
+        defaults_src,
+        chat_template,
+        bos_text,
+        eos_text,
+        n_ctx_train: model.cfg.n_ctx_train,
+        per_tok: model.cfg.kv_bytes_per_token() as u64,
+        simd: model.simd(),
+    };
+    Ok((loaded, model))
+}
+
+/// The start line up to its listen address (known once bound): what is served, how, and
+/// where each setting came from.
+fn start_line(
+    a: &ServeArgs,
+    m: &LoadedModel,
+    (window, window_src): (usize, &str),
+    threads: usize,
+    avail: u64,
+) -> String {
+    let kv_bytes = m.per_tok * window as u64 * a.parallel as u64;
+    let mib = |b: u64| b / (1 << 20);
+    let draft = match a.draft {
+        DraftArg::Off => "off".to_string(),
+        DraftArg::Copies => format!("copies(max={})", a.draft_max),
+    };
+    format!(
+        "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={}",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("RIGAUDIT_ENGINE_COMMIT").unwrap_or("unknown"),
+        a.model.display(),
+        m.digest,
+        a.name,
+        a.parallel,
+        window,
+        window_src,
+        m.n_ctx_train,
+        mib(kv_bytes),
+        mib(avail.saturating_sub(kv_bytes)),
+        threads,
+        m.simd,
+        m.defaults.temperature,
+        m.defaults.top_k,
+        m.defaults.top_p,
+        m.defaults_src,
+        draft,
+    )
+}
+
+/// Exits the process once standard input closes (`--exit-with-stdin`).
+fn exit_when_stdin_closes() {
+    std::thread::spawn(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        std::process::exit(0);
+    });
+}
+
+/// Sampling defaults from the model's `general.sampling.*` metadata, else the engine's, and
+/// which of the two they came from.
+fn sampling_defaults(g: &Gguf) -> (SamplingDefaults, &'static str) {
+    let f = |k: &str| g.get_f64(k);
+    let defaults = SamplingDefaults {
+        temperature: f("general.sampling.temp").unwrap_or(0.8) as f32,
+        top_p: f("general.sampling.top_p").unwrap_or(0.95) as f32,
+        top_k: g.get_u64("general.sampling.top_k").unwrap_or(40) as usize,
+    };
+    let src = if g.get("general.sampling.temp").is_some() {
+        "model"
+    } else {
+        "engine"
+    };
+    (defaults, src)
+}
+
+/// The context window per slot and where it came from: `--context`, or the largest multiple
+/// of 256 (at most the trained context) whose KV caches for all slots fit half of `avail` bytes.
+fn context_window(
+    context: Option<usize>,
+    per_tok: u64,
+    parallel: usize,
+    n_ctx_train: usize,
+    avail: u64,
+) -> Result<(usize, &'static str), Box<dyn std::error::Error>> {
+    let (window, src) = match context {
+        Some(c) => {
+            if c < 16 {
+                return Err("--context must be at least 16".into());
+            }
+            (c, "--context")
+        }
+        None => {
+            // Half of the available memory for the KV caches of all slots.
+            let fit = (avail / 2 / (per_tok * parallel as u64)) as usize;
+            (
+                fit.min(n_ctx_train) / 256 * 256,
+                "auto: fits half of available memory",
+            )
+        }
+    };
+    if window < 16 {
+        return Err("not enough memory for a useful context window".into());
+    }
+    Ok((window, src))
+}
+
+/// Compute threads: `--threads`, else every core; at least one.
+fn compute_threads(threads: Option<usize>) -> usize {
+    threads
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .max(1)
+}
+
+/// Binds `host:port`, prints `start_line` with the bound address, and serves the API on
+/// `state` until Ctrl-C.
+fn listen(
+    host: &str,
+    port: u16,
+    start_line: &str,
+    state: Arc<AppState>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((host, port)).await?;
+        let addr = listener.local_addr()?;
+        println!("{start_line} listen=http://{addr}");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        axum::serve(listener, server::router(state))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok::<(), Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
 }

@@ -73,18 +73,7 @@ pub fn token_logprob(logits: &[f32], id: u32, k: usize) -> TokenLogprob {
     let lp = |i: u32| (logits[i as usize] as f64 - lse) as f32;
     let mut top = Vec::new();
     if k > 0 {
-        let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
-        let cmp = |a: &u32, b: &u32| {
-            logits[*b as usize]
-                .total_cmp(&logits[*a as usize])
-                .then(a.cmp(b))
-        };
-        let k = k.min(idx.len());
-        if k < idx.len() {
-            idx.select_nth_unstable_by(k - 1, cmp);
-            idx.truncate(k);
-        }
-        idx.sort_unstable_by(cmp);
+        let idx = top_ids(logits, k.min(logits.len()));
         top = idx.into_iter().map(|i| (i, lp(i))).collect();
     }
     TokenLogprob {
@@ -280,54 +269,17 @@ fn splitmix(s: &mut u64) -> u64 {
 /// Sample a token from logits with the given parameters.
 pub fn sample(logits: &[f32], p: &GenParams, rng: &mut u64) -> u32 {
     if p.temperature <= 0.0 || p.top_k == 1 {
-        let mut best = 0;
-        for (i, &v) in logits.iter().enumerate() {
-            if v > logits[best] {
-                best = i;
-            }
-        }
-        return best as u32;
+        return argmax(logits);
     }
-    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
     let k = if p.top_k == 0 {
         logits.len()
     } else {
         p.top_k.min(logits.len())
     };
-    let cmp = |a: &u32, b: &u32| {
-        logits[*b as usize]
-            .total_cmp(&logits[*a as usize])
-            .then(a.cmp(b))
-    };
-    if k < idx.len() {
-        idx.select_nth_unstable_by(k - 1, cmp);
-        idx.truncate(k);
-    }
-    idx.sort_unstable_by(cmp);
-    let mx = logits[idx[0] as usize];
-    let mut probs: Vec<f32> = idx
-        .iter()
-        .map(|&i| ((logits[i as usize] - mx) / p.temperature).exp())
-        .collect();
-    let sum: f32 = probs.iter().sum();
-    for q in probs.iter_mut() {
-        *q /= sum;
-    }
+    let idx = top_ids(logits, k);
+    let mut probs = softmax_at(logits, &idx, p.temperature);
     if p.top_p < 1.0 {
-        let mut c = 0.0;
-        let mut cut = probs.len();
-        for (i, q) in probs.iter().enumerate() {
-            c += q;
-            if c >= p.top_p {
-                cut = i + 1;
-                break;
-            }
-        }
-        probs.truncate(cut);
-        let s: f32 = probs.iter().sum();
-        for q in probs.iter_mut() {
-            *q /= s;
-        }
+        nucleus(&mut probs, p.top_p);
     }
     let r = (splitmix(rng) >> 40) as f32 / (1u64 << 24) as f32;
     let mut c = 0.0;
@@ -338,6 +290,67 @@ pub fn sample(logits: &[f32], p: &GenParams, rng: &mut u64) -> u32 {
         }
     }
     idx[probs.len() - 1]
+}
+
+/// Greedy choice: the id of the largest logit (the first of equal ones).
+fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// The ids of the `k` largest logits (`1 <= k <= logits.len()`), largest first; ties go to
+/// the lower id.
+fn top_ids(logits: &[f32], k: usize) -> Vec<u32> {
+    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+    let cmp = |a: &u32, b: &u32| {
+        logits[*b as usize]
+            .total_cmp(&logits[*a as usize])
+            .then(a.cmp(b))
+    };
+    if k < idx.len() {
+        idx.select_nth_unstable_by(k - 1, cmp);
+        idx.truncate(k);
+    }
+    idx.sort_unstable_by(cmp);
+    idx
+}
+
+/// Probabilities of the tokens `idx` (largest logit first) at `temperature`, normalised over them.
+fn softmax_at(logits: &[f32], idx: &[u32], temperature: f32) -> Vec<f32> {
+    let mx = logits[idx[0] as usize];
+    let mut probs: Vec<f32> = idx
+        .iter()
+        .map(|&i| ((logits[i as usize] - mx) / temperature).exp())
+        .collect();
+    let sum: f32 = probs.iter().sum();
+    for q in probs.iter_mut() {
+        *q /= sum;
+    }
+    probs
+}
+
+/// Nucleus cut: keeps the most likely probabilities (sorted, largest first) up to mass
+/// `top_p` and renormalises them.
+fn nucleus(probs: &mut Vec<f32>, top_p: f32) {
+    let mut c = 0.0;
+    let mut cut = probs.len();
+    for (i, q) in probs.iter().enumerate() {
+        c += q;
+        if c >= top_p {
+            cut = i + 1;
+            break;
+        }
+    }
+    probs.truncate(cut);
+    let s: f32 = probs.iter().sum();
+    for q in probs.iter_mut() {
+        *q /= s;
+    }
 }
 
 /// Prompt-lookup drafting: find the most recent earlier occurrence of the
@@ -363,6 +376,30 @@ pub fn copies_draft(hist: &[u32], max: usize) -> Vec<u32> {
         }
     }
     Vec::new()
+}
+
+/// What a chunk of a step feeds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChunkKind {
+    /// Prompt tokens with more of the prompt after them.
+    PrefillMid,
+    /// The prompt's last tokens: the first token is sampled after them.
+    PrefillLast,
+    /// A decoding slot's pending token, then its draft tokens.
+    Decode,
+}
+
+/// One slot's chunk in a step's plan.
+struct Planned {
+    /// Slot index.
+    slot: usize,
+    /// Tokens to feed.
+    tokens: Vec<u32>,
+    /// Position of the first.
+    pos: usize,
+    kind: ChunkKind,
+    /// Draft tokens after the pending one (decode chunks).
+    drafts: usize,
 }
 
 impl Scheduler {
@@ -442,6 +479,8 @@ impl Scheduler {
         }
     }
 
+    /// Moves queued requests into free slots, each to the slot holding the longest reusable
+    /// prefix of its prompt (ties: the least recently used), until either runs out.
     fn admit(&mut self) {
         while !self.queue.is_empty() {
             let free: Vec<usize> = (0..self.slots.len())
@@ -454,29 +493,7 @@ impl Scheduler {
                 return;
             };
             self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
-            let prompt = &req.prompt;
-            let limit = prompt.len().saturating_sub(1);
-            let reuse = |s: &Slot| -> usize {
-                if !req.params.cache_prompt
-                    || req.params.prompt_logprobs
-                    || s.salt != req.params.cache_salt
-                {
-                    return 0;
-                }
-                s.tokens
-                    .iter()
-                    .zip(prompt.iter())
-                    .take_while(|(a, b)| a == b)
-                    .count()
-                    .min(limit)
-            };
-            // Best prefix match; ties go to the least recently used slot.
-            let best = free
-                .iter()
-                .copied()
-                .max_by_key(|&i| (reuse(&self.slots[i]), u64::MAX - self.slots[i].last_used))
-                .unwrap_or(free[0]);
-            let cached = reuse(&self.slots[best]);
+            let (best, cached) = self.best_slot(&req, &free);
             self.clock += 1;
             let seed = req.params.seed.unwrap_or_else(|| {
                 self.seed_ctr = self.seed_ctr.wrapping_add(0x9E37);
@@ -506,11 +523,84 @@ impl Scheduler {
         }
     }
 
+    /// The free slot (of `free`, not empty) to serve `req` in, and how many of its prompt
+    /// tokens that slot's cache already holds (never the whole prompt: the last token is
+    /// evaluated for its logits).
+    fn best_slot(&self, req: &Request, free: &[usize]) -> (usize, usize) {
+        let prompt = &req.prompt;
+        let limit = prompt.len().saturating_sub(1);
+        let reuse = |s: &Slot| -> usize {
+            if !req.params.cache_prompt
+                || req.params.prompt_logprobs
+                || s.salt != req.params.cache_salt
+            {
+                return 0;
+            }
+            s.tokens
+                .iter()
+                .zip(prompt.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(limit)
+        };
+        // Best prefix match; ties go to the least recently used slot.
+        let best = free
+            .iter()
+            .copied()
+            .max_by_key(|&i| (reuse(&self.slots[i]), u64::MAX - self.slots[i].last_used))
+            .unwrap_or(free[0]);
+        (best, reuse(&self.slots[best]))
+    }
+
+    /// One forward pass: plans this step's chunks (every decoding slot's pending token and
+    /// drafts, then prompt chunks within the batch budget), runs them, and applies the logits.
     fn step(&mut self) {
-        let mut budget = self.cfg.batch.max(1);
-        // (slot index, tokens, pos, kind) — kind 0 prefill-mid, 1 prefill-last, 2 decode.
-        let mut plan: Vec<(usize, Vec<u32>, usize, u8, usize)> = Vec::new();
+        let mut plan = self.plan_decodes();
+        self.plan_prefills(&mut plan);
+        if plan.is_empty() {
+            return;
+        }
+        let chunks: Vec<Chunk> = plan
+            .iter()
+            .map(|p| Chunk {
+                slot: p.slot,
+                tokens: &p.tokens,
+                pos: p.pos,
+                all_logits: (p.kind == ChunkKind::Decode && p.drafts > 0)
+                    || (p.kind != ChunkKind::Decode && self.wants_prompt_lp(p.slot)),
+                no_logits: p.kind == ChunkKind::PrefillMid && !self.wants_prompt_lp(p.slot),
+            })
+            .collect();
+        let logits = self.model.forward(&self.pool, &chunks, &mut self.kv);
+        drop(chunks);
+        self.metrics.steps.fetch_add(1, Ordering::Relaxed);
+        for (p, lg) in plan.into_iter().zip(logits) {
+            let si = p.slot;
+            let Some(mut a) = self.slots[si].active.take() else {
+                continue;
+            };
+            let done = if p.kind == ChunkKind::Decode {
+                self.apply_decode(si, &mut a, &p, &lg)
+            } else {
+                self.apply_prefill(si, &mut a, &p, &lg)
+            };
+            if let Some(reason) = done {
+                self.finish(a, reason);
+                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
+            } else if a.req.tx.is_closed() {
+                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
+                self.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.slots[si].active = Some(a);
+            }
+        }
+    }
+
+    /// The decode chunks of a step: each decoding slot's pending token, followed by up to
+    /// `draft_max` prompt-lookup draft tokens when drafting is on.
+    fn plan_decodes(&self) -> Vec<Planned> {
         let window = self.cfg.window;
+        let mut plan = Vec::new();
         for (si, s) in self.slots.iter().enumerate() {
             let Some(a) = &s.active else { continue };
             if let Some(p) = a.pending {
@@ -529,10 +619,23 @@ impl Scheduler {
                     let d = copies_draft(&hist, max);
                     toks.extend(d.iter());
                 }
-                let nd = toks.len() - 1;
-                plan.push((si, toks, pos, 2, nd));
+                let drafts = toks.len() - 1;
+                plan.push(Planned {
+                    slot: si,
+                    tokens: toks,
+                    pos,
+                    kind: ChunkKind::Decode,
+                    drafts,
+                });
             }
         }
+        plan
+    }
+
+    /// Appends the prompt chunks of a step: slots still reading their prompt, in slot order,
+    /// share the batch budget (`batch` tokens).
+    fn plan_prefills(&self, plan: &mut Vec<Planned>) {
+        let mut budget = self.cfg.batch.max(1);
         for (si, s) in self.slots.iter().enumerate() {
             let Some(a) = &s.active else { continue };
             if a.pending.is_none() && budget > 0 {
@@ -540,91 +643,92 @@ impl Scheduler {
                 budget -= n;
                 let last = a.prompt_done + n == a.req.prompt.len();
                 let toks = a.req.prompt[a.prompt_done..a.prompt_done + n].to_vec();
-                plan.push((si, toks, a.prompt_done, if last { 1 } else { 0 }, 0));
-            }
-        }
-        if plan.is_empty() {
-            return;
-        }
-        let chunks: Vec<Chunk> = plan
-            .iter()
-            .map(|(si, toks, pos, kind, nd)| Chunk {
-                slot: *si,
-                tokens: toks,
-                pos: *pos,
-                all_logits: (*kind == 2 && *nd > 0) || (*kind < 2 && self.wants_prompt_lp(*si)),
-                no_logits: *kind == 0 && !self.wants_prompt_lp(*si),
-            })
-            .collect();
-        let logits = self.model.forward(&self.pool, &chunks, &mut self.kv);
-        drop(chunks);
-        self.metrics.steps.fetch_add(1, Ordering::Relaxed);
-        let nv = self.model.cfg.n_vocab;
-        for ((si, toks, _pos, kind, nd), lg) in plan.into_iter().zip(logits) {
-            let Some(mut a) = self.slots[si].active.take() else {
-                continue;
-            };
-            let mut done = None;
-            match kind {
-                0 | 1 => {
-                    if a.req.params.prompt_logprobs {
-                        prompt_logprobs(&a, &lg, nv);
-                    }
-                    a.prompt_done += toks.len();
-                    self.metrics
-                        .prompt_tokens
-                        .fetch_add(toks.len() as u64, Ordering::Relaxed);
-                    self.slots[si].tokens.extend_from_slice(&toks);
-                    if kind == 1 {
-                        a.t_first = Some(Instant::now());
-                        let row = &lg[lg.len() - nv..];
-                        done = if a.req.params.max_tokens == 0 {
-                            Some("length")
-                        } else {
-                            let t = sample(row, &a.req.params, &mut a.rng);
-                            self.accept_token(self.slots[si].tokens.len(), &mut a, t, row)
-                        };
-                    }
-                }
-                _ => {
-                    // toks = [pending, drafts...]; logits row i follows toks[i].
-                    self.slots[si].tokens.push(toks[0]);
-                    a.drafted += nd;
-                    self.metrics.drafted.fetch_add(nd as u64, Ordering::Relaxed);
-                    let rows = lg.len() / nv;
-                    for i in 0..rows {
-                        let row = &lg[i * nv..(i + 1) * nv];
-                        let t = sample(row, &a.req.params, &mut a.rng);
-                        done = self.accept_token(self.slots[si].tokens.len(), &mut a, t, row);
-                        if done.is_some() {
-                            break;
-                        }
-                        if i < nd && toks[i + 1] == t {
-                            // Draft token i verified: its K/V is valid.
-                            self.slots[si].tokens.push(t);
-                            a.pending = None;
-                            a.accepted += 1;
-                            self.metrics.accepted.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            break;
-                        }
-                    }
-                    // After an accepted draft we still need its successor: the
-                    // last sampled token that was not a verified draft is pending.
-                }
-            }
-            if let Some(reason) = done {
-                self.finish(a, reason);
-                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
-            } else if a.req.tx.is_closed() {
-                self.metrics.busy_slots.fetch_sub(1, Ordering::Relaxed);
-                self.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
-            } else {
-                self.slots[si].active = Some(a);
+                plan.push(Planned {
+                    slot: si,
+                    tokens: toks,
+                    pos: a.prompt_done,
+                    kind: if last {
+                        ChunkKind::PrefillLast
+                    } else {
+                        ChunkKind::PrefillMid
+                    },
+                    drafts: 0,
+                });
             }
         }
     }
 
+    /// Takes a prompt chunk's logits `lg`: its prompt log-probabilities when asked, and after
+    /// the prompt's last chunk the first generated token. Returns a finish reason when done.
+    fn apply_prefill(
+        &mut self,
+        si: usize,
+        a: &mut Active,
+        p: &Planned,
+        lg: &[f32],
+    ) -> Option<&'static str> {
+        let nv = self.model.cfg.n_vocab;
+        if a.req.params.prompt_logprobs {
+            prompt_logprobs(a, lg, nv);
+        }
+        a.prompt_done += p.tokens.len();
+        self.metrics
+            .prompt_tokens
+            .fetch_add(p.tokens.len() as u64, Ordering::Relaxed);
+        self.slots[si].tokens.extend_from_slice(&p.tokens);
+        if p.kind != ChunkKind::PrefillLast {
+            return None;
+        }
+        a.t_first = Some(Instant::now());
+        let row = &lg[lg.len() - nv..];
+        if a.req.params.max_tokens == 0 {
+            Some("length")
+        } else {
+            let t = sample(row, &a.req.params, &mut a.rng);
+            self.accept_token(self.slots[si].tokens.len(), a, t, row)
+        }
+    }
+
+    /// Takes a decode chunk's logits `lg` (`p.tokens` = [pending, drafts...]; logits row `i`
+    /// follows token `i`): samples after the pending token and after each draft token while
+    /// the drafts match what was sampled. Returns a finish reason when done.
+    fn apply_decode(
+        &mut self,
+        si: usize,
+        a: &mut Active,
+        p: &Planned,
+        lg: &[f32],
+    ) -> Option<&'static str> {
+        let nv = self.model.cfg.n_vocab;
+        let (toks, nd) = (&p.tokens, p.drafts);
+        let mut done = None;
+        self.slots[si].tokens.push(toks[0]);
+        a.drafted += nd;
+        self.metrics.drafted.fetch_add(nd as u64, Ordering::Relaxed);
+        let rows = lg.len() / nv;
+        for i in 0..rows {
+            let row = &lg[i * nv..(i + 1) * nv];
+            let t = sample(row, &a.req.params, &mut a.rng);
+            done = self.accept_token(self.slots[si].tokens.len(), a, t, row);
+            if done.is_some() {
+                break;
+            }
+            if i < nd && toks[i + 1] == t {
+                // Draft token i verified: its K/V is valid.
+                self.slots[si].tokens.push(t);
+                a.pending = None;
+                a.accepted += 1;
+                self.metrics.accepted.fetch_add(1, Ordering::Relaxed);
+            } else {
+                break;
+            }
+        }
+        // After an accepted draft we still need its successor: the
+        // last sampled token that was not a verified draft is pending.
+        done
+    }
+
+    /// Whether slot `si`'s request asks for prompt log-probabilities.
     fn wants_prompt_lp(&self, si: usize) -> bool {
         self.slots[si]
             .active
@@ -674,22 +778,11 @@ impl Scheduler {
             return Some("stop");
         }
         let full = a.generated.len() >= p.max_tokens || cached_len + 2 >= self.cfg.window;
-        let mut upto = text.len();
-        if !full {
-            if text.ends_with('\u{FFFD}') {
-                upto = a.emitted;
-            } else {
-                // Hold back a tail that could start a stop string.
-                for s in &p.stop {
-                    for l in (1..s.len()).rev() {
-                        if text.len() >= l && s.is_char_boundary(l) && text.ends_with(&s[..l]) {
-                            upto = upto.min(text.len() - l);
-                            break;
-                        }
-                    }
-                }
-            }
-        }
+        let upto = if full {
+            text.len()
+        } else {
+            settled_end(&text, a.emitted, &p.stop)
+        };
         if upto > a.emitted && text.is_char_boundary(upto) && text.is_char_boundary(a.emitted) {
             let _ = a
                 .req
@@ -720,6 +813,25 @@ impl Scheduler {
         self.metrics.requests.fetch_add(1, Ordering::Relaxed);
         let _ = a.req.tx.send(Event::Done(u));
     }
+}
+
+/// How far the decoded `text` can be sent while generation goes on: not past `emitted` while
+/// it ends in an unfinished character, and not into a tail that could start a stop string.
+fn settled_end(text: &str, emitted: usize, stop: &[String]) -> usize {
+    if text.ends_with('\u{FFFD}') {
+        return emitted;
+    }
+    let mut upto = text.len();
+    // Hold back a tail that could start a stop string.
+    for s in stop {
+        for l in (1..s.len()).rev() {
+            if text.len() >= l && s.is_char_boundary(l) && text.ends_with(&s[..l]) {
+                upto = upto.min(text.len() - l);
+                break;
+            }
+        }
+    }
+    upto
 }
 
 /// Send the log-probabilities of the prompt tokens a prefill chunk scored:

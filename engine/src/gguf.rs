@@ -223,6 +223,73 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The `n_kv` metadata key/value pairs at the cursor.
+fn read_meta(c: &mut Cursor, n_kv: usize) -> Result<BTreeMap<String, Value>, GgufError> {
+    let mut meta = BTreeMap::new();
+    for _ in 0..n_kv {
+        let k = c.string()?;
+        let ty = c.u32()?;
+        let v = c.value(ty, 0)?;
+        meta.insert(k, v);
+    }
+    Ok(meta)
+}
+
+/// A tensor as its info record gives it: name, dims, type, offset into the data section.
+type RawTensorInfo = (String, Vec<usize>, GgmlType, usize);
+
+/// The `n_tensors` tensor info records at the cursor.
+fn read_tensor_infos(c: &mut Cursor, n_tensors: usize) -> Result<Vec<RawTensorInfo>, GgufError> {
+    let mut infos = Vec::with_capacity(n_tensors.min(1 << 16));
+    for _ in 0..n_tensors {
+        let name = c.string()?;
+        let nd = c.u32()? as usize;
+        if nd > 4 {
+            return err(format!("tensor {name}: {nd} dims"));
+        }
+        let mut dims = Vec::with_capacity(nd);
+        for _ in 0..nd {
+            dims.push(c.u64()? as usize);
+        }
+        let ty = GgmlType::from_id(c.u32()?);
+        let off = c.u64()? as usize;
+        infos.push((name, dims, ty, off));
+    }
+    Ok(infos)
+}
+
+/// The tensors by name, placed at `base` (the aligned start of the data section) plus their
+/// offsets; a tensor of known type must end inside the file's `len` bytes.
+fn place_tensors(
+    infos: Vec<RawTensorInfo>,
+    base: usize,
+    len: usize,
+) -> Result<BTreeMap<String, TensorInfo>, GgufError> {
+    let mut tensors = BTreeMap::new();
+    for (name, dims, ty, off) in infos {
+        let n: usize = dims.iter().product();
+        let size = match ty.block() {
+            Some((be, bb)) => n / be * bb,
+            None => 0,
+        };
+        let offset = base + off;
+        if ty.block().is_some() && offset + size > len {
+            return err(format!("tensor {name} out of file bounds"));
+        }
+        tensors.insert(
+            name.clone(),
+            TensorInfo {
+                name,
+                dims,
+                ty,
+                offset,
+                size,
+            },
+        );
+    }
+    Ok(tensors)
+}
+
 impl Gguf {
     /// Read and parse a GGUF file.
     pub fn open(path: &Path) -> Result<Self, GgufError> {
@@ -243,55 +310,14 @@ impl Gguf {
         }
         let n_tensors = c.u64()? as usize;
         let n_kv = c.u64()? as usize;
-        let mut meta = BTreeMap::new();
-        for _ in 0..n_kv {
-            let k = c.string()?;
-            let ty = c.u32()?;
-            let v = c.value(ty, 0)?;
-            meta.insert(k, v);
-        }
+        let meta = read_meta(&mut c, n_kv)?;
         let align = meta
             .get("general.alignment")
             .and_then(Value::as_u64)
             .unwrap_or(32) as usize;
-        let mut infos = Vec::with_capacity(n_tensors.min(1 << 16));
-        for _ in 0..n_tensors {
-            let name = c.string()?;
-            let nd = c.u32()? as usize;
-            if nd > 4 {
-                return err(format!("tensor {name}: {nd} dims"));
-            }
-            let mut dims = Vec::with_capacity(nd);
-            for _ in 0..nd {
-                dims.push(c.u64()? as usize);
-            }
-            let ty = GgmlType::from_id(c.u32()?);
-            let off = c.u64()? as usize;
-            infos.push((name, dims, ty, off));
-        }
+        let infos = read_tensor_infos(&mut c, n_tensors)?;
         let base = c.pos.div_ceil(align.max(1)) * align.max(1);
-        let mut tensors = BTreeMap::new();
-        for (name, dims, ty, off) in infos {
-            let n: usize = dims.iter().product();
-            let size = match ty.block() {
-                Some((be, bb)) => n / be * bb,
-                None => 0,
-            };
-            let offset = base + off;
-            if ty.block().is_some() && offset + size > data.len() {
-                return err(format!("tensor {name} out of file bounds"));
-            }
-            tensors.insert(
-                name.clone(),
-                TensorInfo {
-                    name,
-                    dims,
-                    ty,
-                    offset,
-                    size,
-                },
-            );
-        }
+        let tensors = place_tensors(infos, base, data.len())?;
         Ok(Gguf {
             data,
             meta,

@@ -161,102 +161,112 @@ fn wtype(t: GgmlType) -> Result<WType, GgufError> {
     }
 }
 
+/// The hyper-parameters in `g`'s `llama.*` metadata (the vocabulary size from the token
+/// embedding's shape); fails on another architecture or inconsistent head sizes.
+fn read_config(g: &Gguf) -> Result<Config, GgufError> {
+    let arch = g
+        .get_str("general.architecture")
+        .unwrap_or("llama")
+        .to_string();
+    if arch != "llama" {
+        return Err(GgufError(format!("unsupported architecture {arch}")));
+    }
+    let u = |k: &str| {
+        g.get_u64(&format!("{arch}.{k}"))
+            .map(|v| v as usize)
+            .ok_or_else(|| GgufError(format!("missing {arch}.{k}")))
+    };
+    let n_embd = u("embedding_length")?;
+    let n_head = u("attention.head_count")?;
+    let (te, _) = g.tensor("token_embd.weight")?;
+    let cfg = Config {
+        n_layer: u("block_count")?,
+        n_embd,
+        n_ff: u("feed_forward_length")?,
+        n_head,
+        n_head_kv: u("attention.head_count_kv").unwrap_or(n_head),
+        n_vocab: te.dims.get(1).copied().unwrap_or(0),
+        n_ctx_train: u("context_length")?,
+        rope_base: g
+            .get_f64(&format!("{arch}.rope.freq_base"))
+            .unwrap_or(10000.0) as f32,
+        eps: g
+            .get_f64(&format!("{arch}.attention.layer_norm_rms_epsilon"))
+            .unwrap_or(1e-5) as f32,
+    };
+    if n_embd % n_head != 0 || !cfg.n_head.is_multiple_of(cfg.n_head_kv) || n_embd % 32 != 0 {
+        return Err(GgufError("inconsistent head sizes".into()));
+    }
+    Ok(cfg)
+}
+
+/// The weight matrix tensor `name` of `g`, as stored (rows must be whole 32-element blocks).
+fn qmat(g: &Gguf, name: &str) -> Result<QMat, GgufError> {
+    let (t, _) = g.tensor(name)?;
+    let ty = wtype(t.ty)?;
+    let k = t.dims[0];
+    let rows = t.dims.get(1).copied().unwrap_or(1);
+    if k % 32 != 0 {
+        return Err(GgufError(format!(
+            "{name}: row length {k} not a multiple of 32"
+        )));
+    }
+    Ok(QMat {
+        ty,
+        rows,
+        k,
+        off: t.offset,
+        row_bytes: k / 32 * ty.block_bytes(),
+        packed: None,
+    })
+}
+
+/// The f32 norm weight tensor `name` of `g`, copied out.
+fn norm_weights(g: &Gguf, name: &str) -> Result<Vec<f32>, GgufError> {
+    let (t, b) = g.tensor(name)?;
+    let n: usize = t.dims.iter().product();
+    let mut out = vec![0f32; n];
+    match t.ty {
+        GgmlType::F32 => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+            }
+        }
+        o => return Err(GgufError(format!("{name}: norm type {o} unsupported"))),
+    }
+    Ok(out)
+}
+
+/// Layer `i`'s norms and matrices (`blk.{i}.*.weight`).
+fn load_layer(g: &Gguf, i: usize) -> Result<Layer, GgufError> {
+    let p = |s: &str| format!("blk.{i}.{s}.weight");
+    Ok(Layer {
+        attn_norm: norm_weights(g, &p("attn_norm"))?,
+        ffn_norm: norm_weights(g, &p("ffn_norm"))?,
+        wq: qmat(g, &p("attn_q"))?,
+        wk: qmat(g, &p("attn_k"))?,
+        wv: qmat(g, &p("attn_v"))?,
+        wo: qmat(g, &p("attn_output"))?,
+        gate: qmat(g, &p("ffn_gate"))?,
+        up: qmat(g, &p("ffn_up"))?,
+        down: qmat(g, &p("ffn_down"))?,
+    })
+}
+
 impl Model {
     /// Build the model from a parsed GGUF (takes ownership of its bytes).
     pub fn load(g: Gguf) -> Result<Self, GgufError> {
-        let arch = g
-            .get_str("general.architecture")
-            .unwrap_or("llama")
-            .to_string();
-        if arch != "llama" {
-            return Err(GgufError(format!("unsupported architecture {arch}")));
-        }
-        let u = |k: &str| {
-            g.get_u64(&format!("{arch}.{k}"))
-                .map(|v| v as usize)
-                .ok_or_else(|| GgufError(format!("missing {arch}.{k}")))
-        };
-        let n_embd = u("embedding_length")?;
-        let n_head = u("attention.head_count")?;
-        let (te, _) = g.tensor("token_embd.weight")?;
-        let cfg = Config {
-            n_layer: u("block_count")?,
-            n_embd,
-            n_ff: u("feed_forward_length")?,
-            n_head,
-            n_head_kv: u("attention.head_count_kv").unwrap_or(n_head),
-            n_vocab: te.dims.get(1).copied().unwrap_or(0),
-            n_ctx_train: u("context_length")?,
-            rope_base: g
-                .get_f64(&format!("{arch}.rope.freq_base"))
-                .unwrap_or(10000.0) as f32,
-            eps: g
-                .get_f64(&format!("{arch}.attention.layer_norm_rms_epsilon"))
-                .unwrap_or(1e-5) as f32,
-        };
-        if n_embd % n_head != 0 || !cfg.n_head.is_multiple_of(cfg.n_head_kv) || n_embd % 32 != 0 {
-            return Err(GgufError("inconsistent head sizes".into()));
-        }
-        let mat = |name: &str| -> Result<QMat, GgufError> {
-            let (t, _) = g.tensor(name)?;
-            let ty = wtype(t.ty)?;
-            let k = t.dims[0];
-            let rows = t.dims.get(1).copied().unwrap_or(1);
-            if k % 32 != 0 {
-                return Err(GgufError(format!(
-                    "{name}: row length {k} not a multiple of 32"
-                )));
-            }
-            Ok(QMat {
-                ty,
-                rows,
-                k,
-                off: t.offset,
-                row_bytes: k / 32 * ty.block_bytes(),
-                packed: None,
-            })
-        };
-        let vecf = |name: &str| -> Result<Vec<f32>, GgufError> {
-            let (t, b) = g.tensor(name)?;
-            let n: usize = t.dims.iter().product();
-            let mut out = vec![0f32; n];
-            match t.ty {
-                GgmlType::F32 => {
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = f32::from_le_bytes([
-                            b[4 * i],
-                            b[4 * i + 1],
-                            b[4 * i + 2],
-                            b[4 * i + 3],
-                        ]);
-                    }
-                }
-                o => return Err(GgufError(format!("{name}: norm type {o} unsupported"))),
-            }
-            Ok(out)
-        };
-        let mut layers = Vec::with_capacity(cfg.n_layer);
-        for i in 0..cfg.n_layer {
-            let p = |s: &str| format!("blk.{i}.{s}.weight");
-            layers.push(Layer {
-                attn_norm: vecf(&p("attn_norm"))?,
-                ffn_norm: vecf(&p("ffn_norm"))?,
-                wq: mat(&p("attn_q"))?,
-                wk: mat(&p("attn_k"))?,
-                wv: mat(&p("attn_v"))?,
-                wo: mat(&p("attn_output"))?,
-                gate: mat(&p("ffn_gate"))?,
-                up: mat(&p("ffn_up"))?,
-                down: mat(&p("ffn_down"))?,
-            });
-        }
-        let tok_embd = mat("token_embd.weight")?;
+        let cfg = read_config(&g)?;
+        let layers = (0..cfg.n_layer)
+            .map(|i| load_layer(&g, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tok_embd = qmat(&g, "token_embd.weight")?;
         let output = if g.tensors.contains_key("output.weight") {
-            mat("output.weight")?
+            qmat(&g, "output.weight")?
         } else {
             tok_embd
         };
-        let output_norm = vecf("output_norm.weight")?;
+        let output_norm = norm_weights(&g, "output_norm.weight")?;
         let hd = cfg.head_dim();
         let rope_inv = (0..hd / 2)
             .map(|i| cfg.rope_base.powf(-(2.0 * i as f32) / hd as f32))
@@ -408,6 +418,7 @@ impl Model {
 
     /// Run a batch. Returns, per chunk, its logits rows (`n_vocab` each):
     /// none, the last token's, or every token's.
+    // Long on purpose: the forward pass, one hot pipeline over all layers and their buffers.
     pub fn forward(&self, pool: &Pool, chunks: &[Chunk], kv: &mut [KvCache]) -> Vec<Vec<f32>> {
         let c = &self.cfg;
         let (d, kvd, hd, nh) = (c.n_embd, c.kv_dim(), c.head_dim(), c.n_head);

@@ -31,7 +31,7 @@ use axum::Router;
 use serde_json::{json, Map, Value};
 
 use crate::engine::{
-    EngineHandle, Event, GenParams, Request, SamplingDefaults, TokenLogprob, Usage,
+    EngineHandle, Event, GenParams, Metrics, Request, SamplingDefaults, TokenLogprob, Usage,
 };
 use crate::tokenizer::EngineTokenizer;
 
@@ -156,77 +156,86 @@ async fn tokenizer_json(State(s): State<Arc<AppState>>) -> impl IntoResponse {
     )
 }
 
+/// One engine counter on `/metrics`: name (after `rigaudit_engine_`), Prometheus type, help
+/// text, and where its value is.
+type MetricRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Metrics) -> &AtomicU64,
+);
+
+/// The engine's counters on `/metrics`, in their order there (the `slots` gauge follows).
+const METRIC_ROWS: [MetricRow; 10] = [
+    (
+        "prompt_tokens_total",
+        "counter",
+        "Prompt tokens evaluated (cache hits excluded).",
+        |m| &m.prompt_tokens,
+    ),
+    (
+        "prompt_tokens_cached_total",
+        "counter",
+        "Prompt tokens reused from the prompt cache.",
+        |m| &m.cached_tokens,
+    ),
+    (
+        "generation_tokens_total",
+        "counter",
+        "Tokens generated.",
+        |m| &m.generated_tokens,
+    ),
+    (
+        "draft_tokens_total",
+        "counter",
+        "Draft tokens proposed.",
+        |m| &m.drafted,
+    ),
+    (
+        "draft_accepted_tokens_total",
+        "counter",
+        "Draft tokens accepted.",
+        |m| &m.accepted,
+    ),
+    ("requests_total", "counter", "Requests finished.", |m| {
+        &m.requests
+    }),
+    (
+        "requests_cancelled_total",
+        "counter",
+        "Requests abandoned by the client.",
+        |m| &m.cancelled,
+    ),
+    (
+        "decode_steps_total",
+        "counter",
+        "Batched forward passes run.",
+        |m| &m.steps,
+    ),
+    ("busy_slots", "gauge", "Slots serving a request now.", |m| {
+        &m.busy_slots
+    }),
+    (
+        "queued_requests",
+        "gauge",
+        "Requests waiting for a slot.",
+        |m| &m.queued,
+    ),
+];
+
+/// `/metrics`: the engine's counters and the slot count in Prometheus text format.
 async fn metrics(State(s): State<Arc<AppState>>) -> impl IntoResponse {
     let m = &s.engine.metrics;
-    let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let rows: [(&str, &str, &str, u64); 11] = [
-        (
-            "prompt_tokens_total",
-            "counter",
-            "Prompt tokens evaluated (cache hits excluded).",
-            g(&m.prompt_tokens),
-        ),
-        (
-            "prompt_tokens_cached_total",
-            "counter",
-            "Prompt tokens reused from the prompt cache.",
-            g(&m.cached_tokens),
-        ),
-        (
-            "generation_tokens_total",
-            "counter",
-            "Tokens generated.",
-            g(&m.generated_tokens),
-        ),
-        (
-            "draft_tokens_total",
-            "counter",
-            "Draft tokens proposed.",
-            g(&m.drafted),
-        ),
-        (
-            "draft_accepted_tokens_total",
-            "counter",
-            "Draft tokens accepted.",
-            g(&m.accepted),
-        ),
-        (
-            "requests_total",
-            "counter",
-            "Requests finished.",
-            g(&m.requests),
-        ),
-        (
-            "requests_cancelled_total",
-            "counter",
-            "Requests abandoned by the client.",
-            g(&m.cancelled),
-        ),
-        (
-            "decode_steps_total",
-            "counter",
-            "Batched forward passes run.",
-            g(&m.steps),
-        ),
-        (
-            "busy_slots",
-            "gauge",
-            "Slots serving a request now.",
-            g(&m.busy_slots),
-        ),
-        (
-            "queued_requests",
-            "gauge",
-            "Requests waiting for a slot.",
-            g(&m.queued),
-        ),
-        (
-            "slots",
-            "gauge",
-            "Slots (streams served at once).",
-            s.parallel as u64,
-        ),
-    ];
+    let slots = (
+        "slots",
+        "gauge",
+        "Slots (streams served at once).",
+        s.parallel as u64,
+    );
+    let rows = METRIC_ROWS
+        .iter()
+        .map(|&(name, ty, help, at)| (name, ty, help, at(m).load(Ordering::Relaxed)))
+        .chain([slots]);
     let mut out = String::new();
     for (name, ty, help, v) in rows {
         out.push_str(&format!(
@@ -362,6 +371,8 @@ fn chat_logprobs_param(m: &Map<String, Value>) -> Result<Option<usize>, ApiError
     Ok(on.then(|| top.unwrap_or(0)))
 }
 
+/// The generation fields chat and legacy completions share, checked in a fixed order (the
+/// first bad field is the one reported); `zero_ok`: `max_tokens` may be 0.
 fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common, ApiError> {
     if let Some(n) = opt_u64(m, "n")? {
         if n != 1 {
@@ -373,7 +384,34 @@ fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common,
     let top_k = opt_u64(m, "top_k")?
         .map(|v| v as usize)
         .unwrap_or(s.defaults.top_k);
-    let seed = match m.get("seed") {
+    let seed = seed_param(m)?;
+    let max_tokens = max_tokens_param(m, zero_ok)?;
+    let stop = stop_param(m)?;
+    let cache_salt = cache_salt_param(m)?;
+    let stream = stream_param(m)?;
+    Ok(Common {
+        params: GenParams {
+            temperature,
+            top_p: if top_p <= 0.0 { 1.0 } else { top_p },
+            top_k,
+            seed,
+            max_tokens: 0,
+            stop,
+            ignore_eos: opt_bool(m, "ignore_eos")?.unwrap_or(false),
+            cache_prompt: opt_bool(m, "cache_prompt")?.unwrap_or(true),
+            cache_salt,
+            logprobs: None,
+            prompt_logprobs: false,
+        },
+        max_tokens,
+        stream,
+        echo: false,
+    })
+}
+
+/// `seed`: an integer; absent, null and -1 mean random.
+fn seed_param(m: &Map<String, Value>) -> Result<Option<u64>, ApiError> {
+    Ok(match m.get("seed") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match (n.as_u64(), n.as_i64()) {
             (Some(v), _) => Some(v),
@@ -382,8 +420,12 @@ fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common,
             _ => return Err(ApiError::param("seed", "`seed` must be an integer")),
         },
         Some(_) => return Err(ApiError::param("seed", "`seed` must be an integer")),
-    };
-    let mut max_tokens = None;
+    })
+}
+
+/// The first of `max_tokens`, `max_completion_tokens`, `n_predict` given (-1: not given);
+/// 0 only when `zero_ok`.
+fn max_tokens_param(m: &Map<String, Value>, zero_ok: bool) -> Result<Option<usize>, ApiError> {
     for k in ["max_tokens", "max_completion_tokens", "n_predict"] {
         if let Some(Value::Number(n)) = m.get(k) {
             if n.as_i64() == Some(-1) {
@@ -397,10 +439,14 @@ fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common,
                     format!("`{k}` must be at least 1 (0 only with `echo` on completions)"),
                 ));
             }
-            max_tokens = Some(v.min(usize::MAX as u64 / 2) as usize);
-            break;
+            return Ok(Some(v.min(usize::MAX as u64 / 2) as usize));
         }
     }
+    Ok(None)
+}
+
+/// `stop`: a string or an array of strings, empty ones dropped, at most 16.
+fn stop_param(m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
     let stop = match m.get("stop") {
         None | Some(Value::Null) => vec![],
         Some(Value::String(x)) => vec![x.clone()],
@@ -424,16 +470,23 @@ fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common,
             "at most 16 stop strings are allowed",
         ));
     }
-    let cache_salt = match m.get("cache_salt") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(x)) => x.clone(),
-        Some(_) => {
-            return Err(ApiError::param(
-                "cache_salt",
-                "`cache_salt` must be a string",
-            ))
-        }
-    };
+    Ok(stop)
+}
+
+/// `cache_salt`: a string (absent: the empty salt).
+fn cache_salt_param(m: &Map<String, Value>) -> Result<String, ApiError> {
+    match m.get("cache_salt") {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(x)) => Ok(x.clone()),
+        Some(_) => Err(ApiError::param(
+            "cache_salt",
+            "`cache_salt` must be a string",
+        )),
+    }
+}
+
+/// `stream` (a boolean, default false); `stream_options`, when given, must be an object.
+fn stream_param(m: &Map<String, Value>) -> Result<bool, ApiError> {
     let stream = opt_bool(m, "stream")?.unwrap_or(false);
     if let Some(so) = m.get("stream_options") {
         if !so.is_object() && !so.is_null() {
@@ -443,24 +496,7 @@ fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common,
             ));
         }
     }
-    Ok(Common {
-        params: GenParams {
-            temperature,
-            top_p: if top_p <= 0.0 { 1.0 } else { top_p },
-            top_k,
-            seed,
-            max_tokens: 0,
-            stop,
-            ignore_eos: opt_bool(m, "ignore_eos")?.unwrap_or(false),
-            cache_prompt: opt_bool(m, "cache_prompt")?.unwrap_or(true),
-            cache_salt,
-            logprobs: None,
-            prompt_logprobs: false,
-        },
-        max_tokens,
-        stream,
-        echo: false,
-    })
+    Ok(stream)
 }
 
 fn message_text(v: &Value, i: usize) -> Result<String, ApiError> {
@@ -497,7 +533,17 @@ fn message_text(v: &Value, i: usize) -> Result<String, ApiError> {
     }
 }
 
+/// A chat request's prompt: its `messages` and `chat_template_kwargs` through the model's
+/// chat template (ChatML when the model has none).
 fn render_chat(s: &AppState, m: &Map<String, Value>) -> Result<String, ApiError> {
+    let list = chat_messages(m)?;
+    let enable_thinking = enable_thinking_param(m)?;
+    apply_chat_template(s, list, enable_thinking)
+}
+
+/// `messages`: a non-empty array of `{role, content}` objects with known roles and text
+/// content, as the template reads them.
+fn chat_messages(m: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
     let msgs = match m.get("messages") {
         Some(Value::Array(a)) if !a.is_empty() => a,
         Some(Value::Array(_)) => {
@@ -526,6 +572,11 @@ fn render_chat(s: &AppState, m: &Map<String, Value>) -> Result<String, ApiError>
         let content = message_text(o.get("content").unwrap_or(&Value::Null), i)?;
         list.push(json!({"role": role, "content": content}));
     }
+    Ok(list)
+}
+
+/// `chat_template_kwargs.enable_thinking` (default true).
+fn enable_thinking_param(m: &Map<String, Value>) -> Result<bool, ApiError> {
     let mut enable_thinking = true;
     match m.get("chat_template_kwargs") {
         None | Some(Value::Null) => {}
@@ -546,6 +597,16 @@ fn render_chat(s: &AppState, m: &Map<String, Value>) -> Result<String, ApiError>
             ))
         }
     }
+    Ok(enable_thinking)
+}
+
+/// Renders `messages` with the model's chat template (ChatML when it has none), adding the
+/// generation prompt.
+fn apply_chat_template(
+    s: &AppState,
+    list: Vec<Value>,
+    enable_thinking: bool,
+) -> Result<String, ApiError> {
     let tpl = s.chat_template.clone().unwrap_or_else(|| {
         "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}".to_string()
     });
@@ -853,6 +914,16 @@ struct Head {
 }
 
 impl Head {
+    /// A chat stream's first chunk: the assistant role, no text yet.
+    fn role_chunk(&self) -> Bytes {
+        self.chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+            Value::Null,
+            None,
+        )
+    }
+
     /// One SSE chunk: text, the log-probabilities of its tokens, and the
     /// finish reason, usage and timings on the last one.
     fn chunk(&self, delta: Value, logprobs: Value, finish: Value, done: Option<&Usage>) -> Bytes {
@@ -879,6 +950,33 @@ impl Head {
 
 type Sse = tokio::sync::mpsc::Sender<Result<Bytes, std::convert::Infallible>>;
 
+/// Turns the log-probabilities a streamed chunk carries into its `logprobs` value; legacy
+/// completions count `text_offset` on from chunk to chunk.
+struct StreamLogprobs {
+    /// The request asked for log-probabilities (else every chunk has null).
+    want: bool,
+    chat: bool,
+    /// Characters of text sent so far (legacy completions).
+    offset: usize,
+}
+
+impl StreamLogprobs {
+    /// The `logprobs` value for `lps`, which it empties.
+    fn take(&mut self, tok: &EngineTokenizer, lps: &mut Vec<TokenLogprob>) -> Value {
+        let v = if !self.want {
+            Value::Null
+        } else if self.chat {
+            chat_logprobs(tok, lps)
+        } else {
+            let (v, at) = legacy_logprobs(tok, lps, self.offset);
+            self.offset = at;
+            v
+        };
+        lps.clear();
+        v
+    }
+}
+
 /// Forward engine events as SSE chunks until the request ends or the client
 /// goes (dropping `rx` then cancels the request). Log-probabilities of
 /// tokens whose text is held back ride on the chunk that carries it.
@@ -890,31 +988,15 @@ async fn stream_task(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>,
     btx: Sse,
 ) {
-    let (mut prompt, mut pend, mut offset) = (Vec::new(), Vec::new(), 0usize);
-    let mut lp_json = |lps: &mut Vec<TokenLogprob>| -> Value {
-        let v = if !want_lp {
-            Value::Null
-        } else if h.chat {
-            chat_logprobs(&s.tok, lps)
-        } else {
-            let (v, at) = legacy_logprobs(&s.tok, lps, offset);
-            offset = at;
-            v
-        };
-        lps.clear();
-        v
+    let (mut prompt, mut pend) = (Vec::new(), Vec::new());
+    let mut lp = StreamLogprobs {
+        want: want_lp,
+        chat: h.chat,
+        offset: 0,
     };
     let send = |b: Bytes| btx.send(Ok(b));
-    if h.chat {
-        let first = h.chunk(
-            json!({"role": "assistant", "content": ""}),
-            Value::Null,
-            Value::Null,
-            None,
-        );
-        if send(first).await.is_err() {
-            return;
-        }
+    if h.chat && send(h.role_chunk()).await.is_err() {
+        return;
     }
     while let Some(ev) = rx.recv().await {
         if let Event::Prompt(p) = ev {
@@ -922,8 +1004,8 @@ async fn stream_task(
             continue;
         }
         if let Some(text) = echo.take() {
-            let lp = lp_json(&mut prompt);
-            if send(h.chunk(json!({"content": text}), lp, Value::Null, None))
+            let lps = lp.take(&s.tok, &mut prompt);
+            if send(h.chunk(json!({"content": text}), lps, Value::Null, None))
                 .await
                 .is_err()
             {
@@ -934,8 +1016,8 @@ async fn stream_task(
             Event::Token(t) => pend.push(t),
             Event::Text(t) if t.is_empty() => {}
             Event::Text(t) => {
-                let lp = lp_json(&mut pend);
-                if send(h.chunk(json!({"content": t}), lp, Value::Null, None))
+                let lps = lp.take(&s.tok, &mut pend);
+                if send(h.chunk(json!({"content": t}), lps, Value::Null, None))
                     .await
                     .is_err()
                 {
@@ -943,16 +1025,24 @@ async fn stream_task(
                 }
             }
             Event::Done(u) => {
-                if want_lp && !pend.is_empty() {
-                    let lp = lp_json(&mut pend);
-                    let _ = send(h.chunk(json!({"content": ""}), lp, Value::Null, None)).await;
-                }
-                let _ =
-                    send(h.chunk(json!({}), Value::Null, json!(u.finish_reason), Some(&u))).await;
-                let _ = send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+                let tail = (want_lp && !pend.is_empty()).then(|| lp.take(&s.tok, &mut pend));
+                send_end(&btx, &h, tail, &u).await;
                 return;
             }
             Event::Prompt(_) => {}
         }
     }
+}
+
+/// Ends a stream: a last chunk with the log-probabilities `tail` of tokens whose text never
+/// came (when there are any), the finish chunk with usage and timings, and `[DONE]`.
+async fn send_end(btx: &Sse, h: &Head, tail: Option<Value>, u: &Usage) {
+    if let Some(lps) = tail {
+        let _ = btx
+            .send(Ok(h.chunk(json!({"content": ""}), lps, Value::Null, None)))
+            .await;
+    }
+    let finish = h.chunk(json!({}), Value::Null, json!(u.finish_reason), Some(u));
+    let _ = btx.send(Ok(finish)).await;
+    let _ = btx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
 }

@@ -43,6 +43,84 @@ fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, GgufError> {
         .collect()
 }
 
+/// The byte-level BPE model of vocabulary `tokens` (id = index) and `merges` (`"a b"` each;
+/// malformed ones skipped).
+fn bpe_model(tokens: &[String], merges: &[String]) -> Result<BPE, GgufError> {
+    let merges: Vec<(String, String)> = merges
+        .iter()
+        .filter_map(|m| {
+            let mut it = m.splitn(2, ' ');
+            Some((it.next()?.to_string(), it.next()?.to_string()))
+        })
+        .collect();
+    BPE::builder()
+        .vocab_and_merges(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.clone(), i as u32))
+                .collect::<tokenizers::models::bpe::Vocab>(),
+            merges,
+        )
+        .build()
+        .map_err(|e| GgufError(format!("bpe: {e}")))
+}
+
+/// Byte-level pre-tokenization, after splitting digits one by one for the llama.cpp
+/// pre-tokenizers `pre` whose regex does that.
+fn set_pre_tokenizer(tk: &mut Tokenizer, pre: &str) {
+    let bl = ByteLevel::new(false, true, true);
+    // Pre-tokenizers whose llama.cpp regex splits digits one by one.
+    let digits_split = matches!(
+        pre,
+        "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone" | "minerva-7b"
+    );
+    if digits_split {
+        tk.with_pre_tokenizer(Some(Sequence::new(vec![
+            PreTokenizerWrapper::Digits(Digits::new(true)),
+            PreTokenizerWrapper::ByteLevel(bl),
+        ])));
+    } else {
+        tk.with_pre_tokenizer(Some(bl));
+    }
+}
+
+/// Registers the control tokens as special and the user-defined ones as added tokens, by
+/// their GGUF token `types`.
+fn add_typed_tokens(tk: &mut Tokenizer, tokens: &[String], types: &[u64]) {
+    let mut special = Vec::new();
+    let mut user = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        match types.get(i).copied() {
+            Some(TOKEN_TYPE_CONTROL) => special.push(AddedToken::from(t.clone(), true)),
+            Some(TOKEN_TYPE_USER_DEFINED) => user.push(AddedToken::from(t.clone(), false)),
+            _ => {}
+        }
+    }
+    let _ = tk.add_special_tokens(special);
+    let _ = tk.add_tokens(user);
+}
+
+/// The ids that end generation: `eos`, the known end-of-turn tokens present in `tokens`,
+/// and the model's `eot` id, each once.
+fn stop_ids(tokens: &[String], eos: u32, eot: Option<u32>) -> Vec<u32> {
+    let mut stop_ids = vec![eos];
+    for name in ["<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"] {
+        if let Some(&i) = tokens.iter().position(|t| t == name).as_ref() {
+            let i = i as u32;
+            if !stop_ids.contains(&i) {
+                stop_ids.push(i);
+            }
+        }
+    }
+    if let Some(e) = eot {
+        if !stop_ids.contains(&e) {
+            stop_ids.push(e);
+        }
+    }
+    stop_ids
+}
+
 impl EngineTokenizer {
     /// Build from GGUF metadata (`tokenizer.ggml.*`, model `gpt2`).
     pub fn from_gguf(g: &Gguf) -> Result<Self, GgufError> {
@@ -59,69 +137,17 @@ impl EngineTokenizer {
             .and_then(Value::as_array)
             .map(|a| a.iter().map(|v| v.as_u64().unwrap_or(1)).collect())
             .unwrap_or_default();
-        let merges: Vec<(String, String)> = merges_s
-            .iter()
-            .filter_map(|m| {
-                let mut it = m.splitn(2, ' ');
-                Some((it.next()?.to_string(), it.next()?.to_string()))
-            })
-            .collect();
-        let bpe = BPE::builder()
-            .vocab_and_merges(
-                tokens
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (t.clone(), i as u32))
-                    .collect::<tokenizers::models::bpe::Vocab>(),
-                merges,
-            )
-            .build()
-            .map_err(|e| GgufError(format!("bpe: {e}")))?;
-        let mut tk = Tokenizer::new(bpe);
-        let pre = g.get_str("tokenizer.ggml.pre").unwrap_or("default");
-        let bl = ByteLevel::new(false, true, true);
-        // Pre-tokenizers whose llama.cpp regex splits digits one by one.
-        let digits_split = matches!(
-            pre,
-            "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone" | "minerva-7b"
+        let mut tk = Tokenizer::new(bpe_model(&tokens, &merges_s)?);
+        set_pre_tokenizer(
+            &mut tk,
+            g.get_str("tokenizer.ggml.pre").unwrap_or("default"),
         );
-        if digits_split {
-            tk.with_pre_tokenizer(Some(Sequence::new(vec![
-                PreTokenizerWrapper::Digits(Digits::new(true)),
-                PreTokenizerWrapper::ByteLevel(bl),
-            ])));
-        } else {
-            tk.with_pre_tokenizer(Some(bl));
-        }
         tk.with_decoder(Some(ByteLevelDecoder::default()));
-        let mut special = Vec::new();
-        let mut user = Vec::new();
-        for (i, t) in tokens.iter().enumerate() {
-            match types.get(i).copied() {
-                Some(TOKEN_TYPE_CONTROL) => special.push(AddedToken::from(t.clone(), true)),
-                Some(TOKEN_TYPE_USER_DEFINED) => user.push(AddedToken::from(t.clone(), false)),
-                _ => {}
-            }
-        }
-        let _ = tk.add_special_tokens(special);
-        let _ = tk.add_tokens(user);
+        add_typed_tokens(&mut tk, &tokens, &types);
         let id = |k: &str| g.get_u64(k).map(|v| v as u32);
         let eos = id("tokenizer.ggml.eos_token_id").unwrap_or(0);
         let bos = id("tokenizer.ggml.bos_token_id").unwrap_or(eos);
-        let mut stop_ids = vec![eos];
-        for name in ["<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"] {
-            if let Some(&i) = tokens.iter().position(|t| t == name).as_ref() {
-                let i = i as u32;
-                if !stop_ids.contains(&i) {
-                    stop_ids.push(i);
-                }
-            }
-        }
-        if let Some(e) = id("tokenizer.ggml.eot_token_id") {
-            if !stop_ids.contains(&e) {
-                stop_ids.push(e);
-            }
-        }
+        let stop_ids = stop_ids(&tokens, eos, id("tokenizer.ggml.eot_token_id"));
         let add_bos = g
             .get("tokenizer.ggml.add_bos_token")
             .and_then(Value::as_bool)
