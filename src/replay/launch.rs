@@ -25,13 +25,14 @@
 //! Signals are sent with `libc::kill`; the only `unsafe` blocks are those calls (see [`signal`]).
 
 use super::command::Launch;
+use super::remote::Launcher;
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -185,6 +186,8 @@ struct Proc {
     status: Option<ExitStatus>,
     /// Its group is gone (or was stopped); nothing more to signal.
     done: bool,
+    /// A remote rank's `ssh` stdin, held open while it runs (see [`Running::close_remote`]).
+    stdin: Option<ChildStdin>,
 }
 
 /// The started ranks. Dropping it stops them.
@@ -334,7 +337,19 @@ fn reader(
 
 /// Starts every rank, then waits until `ready.url` answers HTTP 200. On any error every started
 /// rank is stopped before this returns.
+// Every rank local; replay itself calls `start_ranks` (kept for the tests and other callers).
+#[allow(dead_code)]
 pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Running, LaunchError> {
+    start_ranks(launches, &[], logs_dir, ready)
+}
+
+/// [`start`] with a launcher per rank (in the same order; a missing one is [`Launcher::Local`]).
+pub fn start_ranks(
+    launches: &[Launch],
+    launchers: &[Launcher],
+    logs_dir: &Path,
+    ready: &Ready,
+) -> Result<Running, LaunchError> {
     let logs_err = |path: &Path, e: std::io::Error| LaunchError::Logs {
         path: path.to_path_buf(),
         error: e.to_string(),
@@ -344,14 +359,19 @@ pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Runn
         procs: Vec::new(),
         notes: install_handler().into_iter().collect(),
     };
-    for l in launches {
+    for (i, l) in launches.iter().enumerate() {
+        let remote = matches!(launchers.get(i), Some(Launcher::Ssh { .. }));
         let path = logs_dir.join(format!("rank{}.log", l.rank));
         let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
         let log = Arc::new(Mutex::new(log));
         let mut cmd = Command::new(&l.program);
         cmd.args(&l.args)
             .envs(&l.env)
-            .stdin(Stdio::null())
+            .stdin(if remote {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -390,6 +410,7 @@ pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Runn
         let pgid = child.id() as libc::pid_t;
         live.insert(pgid);
         drop(live);
+        let stdin = child.stdin.take();
         let captured = Arc::new(Mutex::new(Captured::default()));
         let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
@@ -406,6 +427,7 @@ pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Runn
             readers,
             status: None,
             done: false,
+            stdin,
         });
     }
 
@@ -544,6 +566,7 @@ impl Running {
     /// Stops every rank: SIGTERM to its process group, up to 5 s for the group to go, then
     /// SIGKILL. Returns a note per rank on how it ended. Calling it again does nothing more.
     pub fn stop(&mut self) -> Vec<String> {
+        let closed = self.close_remote();
         let pending: Vec<usize> = (0..self.procs.len())
             .filter(|&i| !self.procs[i].done)
             .collect();
@@ -599,7 +622,7 @@ impl Running {
                     p.rank,
                     GRACE.as_secs()
                 )
-            } else if already {
+            } else if already && !closed.contains(&i) {
                 format!("rank {} had already ended ({})", p.rank, describe(p.status))
             } else {
                 format!("rank {} stopped ({})", p.rank, describe(p.status))
@@ -614,6 +637,35 @@ impl Running {
             drain(p);
         }
         notes
+    }
+}
+
+impl Running {
+    /// Remote ranks: closes each `ssh` client's stdin, which the wrapper on the box reads as
+    /// "stop" (SIGTERM to the rank's group there, the grace, SIGKILL), and waits for the clients
+    /// to end with their wrappers. Returns the ranks so closed while they ran.
+    fn close_remote(&mut self) -> Vec<usize> {
+        let mut closed = Vec::new();
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            if p.stdin.take().is_some() && !p.done && p.status.is_none() {
+                closed.push(i);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2 * super::remote::GRACE_SECS + 3);
+        loop {
+            let mut running = false;
+            for &i in &closed {
+                let p = &mut self.procs[i];
+                if p.status.is_none() {
+                    p.status = p.child.try_wait().ok().flatten();
+                }
+                running |= p.status.is_none();
+            }
+            if !running || Instant::now() >= deadline {
+                return closed;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

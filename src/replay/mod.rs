@@ -13,6 +13,7 @@
 
 pub mod command;
 pub mod launch;
+pub mod remote;
 
 use crate::bundle;
 use crate::fatal::{fatal, Fatal};
@@ -77,11 +78,15 @@ pub struct Args {
     /// Confirm a speed drift in a second session before calling it drift (default on).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub confirm: bool,
+    /// Where ranks run (`--box`, `--ssh-option`, ...): see [`remote`].
+    #[command(flatten)]
+    pub boxes: remote::BoxArgs,
 }
 
 /// What one session of a replay needs: the processes to start and the plan to measure with.
 struct Session<'a> {
     launches: &'a [command::Launch],
+    launchers: &'a [remote::Launcher],
     rank0: u32,
     base_url: &'a str,
     a: &'a Args,
@@ -103,8 +108,9 @@ impl Session<'_> {
         logs: &Path,
         notes: &mut Vec<String>,
     ) -> Result<measure::Measured, Fatal> {
-        let running = launch::start(
+        let running = launch::start_ranks(
             self.launches,
+            self.launchers,
             logs,
             &launch::Ready {
                 url: format!("{}/models", self.base_url),
@@ -256,6 +262,15 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         },
     )?;
     notes.extend(resolved.notes.iter().cloned());
+    // Where each rank runs: here, or on the box `--box` maps its card box to (over ssh).
+    let planned = remote::plan(
+        &card.value,
+        resolved.launches.clone(),
+        &a.boxes,
+        a.engine == "bundled",
+        a.trust_executable,
+    )?;
+    notes.extend(planned.notes.iter().cloned());
     let rank0 = resolved
         .launches
         .first()
@@ -270,6 +285,7 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
                 })?;
             let host = flag_value(&rank0.shown, "--host")
                 .filter(|h| h != "0.0.0.0" && h != "::")
+                .or_else(|| remote::rank0_host(&card.value, &a.boxes, rank0.rank))
                 .unwrap_or_else(|| "127.0.0.1".into());
             format!("http://{host}:{port}/v1")
         }
@@ -320,7 +336,8 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
     )?)
     .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
     let session = Session {
-        launches: &resolved.launches,
+        launches: &planned.launches,
+        launchers: &planned.launchers,
         rank0: rank0.rank,
         base_url: &base_url,
         a,
