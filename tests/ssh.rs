@@ -463,28 +463,12 @@ fn notes(run: &Run) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
-    let Some(sshd) = sshd_or_skip("rank_1_runs_on_the_box_over_ssh") else {
-        return;
-    };
-    // The card records python3's digest: no --trust-executable, so the check on the box passes
-    // only because the file there hashes the same.
-    let s = Setup::new(Some(&sha_file(&python3())));
-    // Both ranks wait 2 s before they serve, so rank 1 is up (and has written its argv) before
-    // rank 0 answers and the replay measures and ends (a real rank 0 waits for its peers).
-    let run = s.run(&s.args("ok", "2", &sshd.args("second")));
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+/// What each rank wrote: rank 1's argv and environment as the card records them, through sshd,
+/// in a session of its own; rank 0 here.
+fn check_argv_and_env(s: &Setup) {
     let r1 = s.argv_info(1).unwrap_or_else(|| {
-        panic!(
-            "rank 1 wrote no argv: {:?}\n{}",
-            std::fs::read_dir(s.tmp.path())
-                .unwrap()
-                .flatten()
-                .map(|e| e.file_name())
-                .collect::<Vec<_>>(),
-            std::fs::read_to_string(s.out().join("engine-logs/rank1.log")).unwrap_or_default()
-        )
+        let log = std::fs::read_to_string(s.out().join("engine-logs/rank1.log"));
+        panic!("rank 1 wrote no argv; its log: {log:?}")
     });
     let r0 = s.argv_info(0).expect("rank 0 wrote its argv");
     let argv: Vec<String> = serde_json::from_value(r1["argv"].clone()).unwrap();
@@ -501,6 +485,23 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
     assert!(r1["env"]["SSH_CONNECTION"].is_string(), "{r1}");
     assert!(r0["env"].get("SSH_CONNECTION").is_none(), "{r0}");
     assert_eq!((&r1["pgid"], &r1["sid"]), (&r1["pid"], &r1["pid"]), "{r1}");
+    let argv0: Vec<String> = serde_json::from_value(r0["argv"].clone()).unwrap();
+    assert_eq!(argv, argv0, "the ranks' argv differ");
+}
+
+#[test]
+fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
+    let Some(sshd) = sshd_or_skip("rank_1_runs_on_the_box_over_ssh") else {
+        return;
+    };
+    // The card records python3's digest: no --trust-executable, so the check on the box passes
+    // only because the file there hashes the same.
+    let s = Setup::new(Some(&sha_file(&python3())));
+    // Both ranks wait 2 s before they serve, so rank 1 is up (and has written its argv) before
+    // rank 0 answers and the replay measures and ends (a real rank 0 waits for its peers).
+    let run = s.run(&s.args("ok", "2", &sshd.args("second")));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    check_argv_and_env(&s);
     let ran: Vec<_> = std::fs::read_dir(s.tmp.path())
         .unwrap()
         .flatten()
@@ -599,49 +600,70 @@ fn an_unreachable_box_is_a_clear_error_naming_it() {
     );
 }
 
-/// Kills the replay with `sig` while both ranks run: neither rank survives, on either side.
-fn killed_replay_leaves_nothing(sig: libc::c_int) {
-    let Some(sshd) = sshd_or_skip("killed_replay_leaves_nothing") else {
-        return;
-    };
-    let s = Setup::new(None);
-    let mut child = {
-        let mut extra = sshd.args("second");
-        extra.push("--trust-executable".into());
-        let args = s.args("slow-start", "120", &extra);
-        Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+/// Starts the replay in the background, rank 0 (and rank 1) slow to serve, rank 1 on the box;
+/// returns once rank 1 runs there (it has written its argv file), with its pid on the box.
+fn start_hanging(s: &Setup, sshd: &Sshd) -> (Child, i64) {
+    let mut extra = sshd.args("second");
+    extra.push("--trust-executable".into());
+    let child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(s.args("slow-start", "120", &extra))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let t0 = Instant::now();
     while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
         && t0.elapsed() < Duration::from_secs(60)
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let remote = s.argv_info(1).expect("rank 1 started on the box")["pid"]
-        .as_i64()
-        .unwrap();
-    assert!(alive(remote));
+    let info = s.argv_info(1).expect("rank 1 started on the box");
+    assert!(s.argv_info(0).is_some(), "rank 0 started");
+    let pid = info["pid"].as_i64().unwrap();
+    assert!(alive(pid));
+    (child, pid)
+}
+
+/// Waits for the replay to end; its exit code and what it printed.
+fn finish(mut child: Child) -> (Option<i32>, String) {
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status.code(), err)
+}
+
+/// The replay's child that runs `ssh` for a rank (its command line carries the wrapper).
+fn ssh_client_of(replay: u32) -> Vec<libc::pid_t> {
+    pids_naming("rigaudit-rank")
+        .into_iter()
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1).map(String::from));
+            ppid == Some(replay.to_string())
+        })
+        .collect()
+}
+
+/// Kills the replay with `sig` while both ranks run: neither rank survives, on either side.
+fn killed_replay_leaves_nothing(sig: libc::c_int) {
+    let Some(sshd) = sshd_or_skip("killed_replay_leaves_nothing") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let (child, remote) = start_hanging(&s, &sshd);
     // SAFETY: kill(2) on the replay this test started.
     unsafe {
         libc::kill(child.id() as libc::pid_t, sig);
     }
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let (code, err) = finish(child);
     if sig == libc::SIGTERM {
         // 130 from the signal handler; or 2 when the replay's own thread, seeing the ssh client
         // end under the handler's SIGTERM, reports "rank 1 exited" first (a race of the two
         // threads, not a leftover: what matters is below).
-        assert!(
-            matches!(status.code(), Some(130) | Some(2)),
-            "{status:?}\n{err}"
-        );
+        assert!(matches!(code, Some(130) | Some(2)), "{code:?}\n{err}");
     }
     assert_eq!(
         s.leftovers_after(20),
@@ -667,49 +689,18 @@ fn a_dropped_connection_ends_the_remote_rank() {
         return;
     };
     let s = Setup::new(None);
-    let mut child = {
-        let mut extra = sshd.args("second");
-        extra.push("--trust-executable".into());
-        let args = s.args("slow-start", "120", &extra);
-        Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let t0 = Instant::now();
-    while s.argv_info(1).is_none() && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let remote = s.argv_info(1).expect("rank 1 started on the box")["pid"]
-        .as_i64()
-        .unwrap();
+    let (child, remote) = start_hanging(&s, &sshd);
     // Rank 1's output reaches its log here while it runs.
     let log = s.out().join("engine-logs/rank1.log");
-    let t0 = Instant::now();
     let loading = |log: &Path| {
         std::fs::read_to_string(log).is_ok_and(|l| l.contains("fake-engine loading pid="))
     };
+    let t0 = Instant::now();
     while !loading(&log) && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(loading(&log), "{:?}", std::fs::read_to_string(&log));
-    // The ssh client: the replay's child running `ssh`.
-    let ssh: Vec<libc::pid_t> = pids_naming("rigaudit-rank")
-        .into_iter()
-        .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/stat"))
-                .ok()
-                .and_then(|st| {
-                    st.rsplit_once(')')
-                        .map(|(_, r)| r.split_whitespace().nth(1).map(String::from))
-                })
-                .flatten()
-                == Some(child.id().to_string())
-        })
-        .collect();
+    let ssh = ssh_client_of(child.id());
     assert_eq!(ssh.len(), 1, "the ssh client of rank 1: {ssh:?}");
     // SAFETY: kill(2) on the ssh client the test's replay started.
     unsafe {
@@ -724,10 +715,8 @@ fn a_dropped_connection_ends_the_remote_rank() {
         "the rank on the box outlived its connection"
     );
     // The replay sees rank 1 gone before the server was ready: a clear error, exit 2.
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("rank 1 exited before the server was ready"),
         "{err}"

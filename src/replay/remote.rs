@@ -462,11 +462,14 @@ fn card_boxes(card: &Card) -> Vec<String> {
     names
 }
 
+/// The `--box` and `--box-engine` mappings, by box name.
+struct Mappings {
+    targets: BTreeMap<String, Target>,
+    engines: BTreeMap<String, String>,
+}
+
 /// The `--box` and `--box-engine` mappings, checked against the card's box names.
-fn mappings(
-    card: &Card,
-    a: &BoxArgs,
-) -> Result<(BTreeMap<String, Target>, BTreeMap<String, String>), Fatal> {
+fn mappings(card: &Card, a: &BoxArgs) -> Result<Mappings, Fatal> {
     let known = card_boxes(card);
     let unknown = |flag: &str, name: &str| {
         fatal(format!(
@@ -498,7 +501,7 @@ fn mappings(
         }
         engines.insert(name.to_string(), path.to_string());
     }
-    Ok((targets, engines))
+    Ok(Mappings { targets, engines })
 }
 
 /// Decides where each rank runs and, for a rank on a box, checks its executable there and builds
@@ -520,17 +523,8 @@ pub fn plan(
         return Ok(p);
     }
     let ssh = Ssh::new(a)?;
-    let (targets, engines) = mappings(card, a)?;
-    let expected = if bundled {
-        let exe = std::env::current_exe()
-            .map_err(|e| fatal(format!("cannot find rigaudit's own executable: {e}")))?;
-        Expected::Same(
-            crate::bundle::sha256_file(&exe)
-                .map_err(|e| fatal(format!("{}: cannot hash it: {e}", exe.display())))?,
-        )
-    } else {
-        Expected::Card(card.engine.binary.as_ref().map(|b| b.sha256.clone()))
-    };
+    let Mappings { targets, engines } = mappings(card, a)?;
+    let expected = expected(card, bundled)?;
     let mut checked: BTreeMap<(String, String), String> = BTreeMap::new();
     for (l, how) in p.launches.iter_mut().zip(p.launchers.iter_mut()) {
         let name = box_of(card, l.rank);
@@ -566,6 +560,21 @@ pub fn plan(
         };
     }
     Ok(p)
+}
+
+/// What the engine on a box must hash to: the card's digest, or this rigaudit's own for the
+/// bundled engine.
+fn expected(card: &Card, bundled: bool) -> Result<Expected, Fatal> {
+    if !bundled {
+        return Ok(Expected::Card(
+            card.engine.binary.as_ref().map(|b| b.sha256.clone()),
+        ));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| fatal(format!("cannot find rigaudit's own executable: {e}")))?;
+    let d = crate::bundle::sha256_file(&exe)
+        .map_err(|e| fatal(format!("{}: cannot hash it: {e}", exe.display())))?;
+    Ok(Expected::Same(d))
 }
 
 /// Checks the executable on the box; the note says where and with which digest.
