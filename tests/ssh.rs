@@ -723,3 +723,67 @@ fn a_dropped_connection_ends_the_remote_rank() {
     );
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
+
+/// `replay --plan` on the seed pages: both ranks with their boxes, where each is reached, the
+/// argv and environment, and the digests that would be checked; nothing is started.
+#[test]
+fn the_seed_pages_plan_both_ranks_on_their_boxes() {
+    let page = common::fixture("tensorfold-127-stock-2x");
+    let run = rigaudit(&[
+        "replay",
+        page.to_str().unwrap(),
+        "--plan",
+        "--engine",
+        "/opt/tensorfold/tensorfold-native",
+        "--box",
+        "atom=auditor@spark-a",
+        "--box",
+        "pgx=auditor@spark-b:2222",
+        "--set",
+        "address of rank 0=10.0.0.1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let o = &run.stdout;
+    for want in [
+        "rank 1 (box pgx, on auditor@spark-b:2222 over ssh)",
+        "rank 0 (box atom, on auditor@spark-a over ssh)",
+        "  run:  '/opt/tensorfold/tensorfold-native' 'serve' '<folder of Mia-AiLab",
+        "  env:  NCCL_COMM_ID='10.0.0.1:29583'",
+        "  env:  TF_GLM_RANK='1'",
+        "  env:  LD_LIBRARY_PATH='<folder with libnccl.so.2.30.7>'  (refused: it loads code",
+        "on the box, with sha256sum = 441a3847",
+        "NCCL libnccl.so.2.30.7 on the box = sha256 fc7ea663, version 2.30.7",
+    ] {
+        assert!(o.contains(want), "{want:?} not in\n{o}");
+    }
+    assert!(o.find("rank 1 (").unwrap() < o.find("rank 0 (").unwrap());
+    // The second page: one box here, one mapped; no digest recorded.
+    let page = common::fixture("mia-recipe-1104-2x");
+    let run = rigaudit(&[
+        "replay",
+        page.to_str().unwrap(),
+        "--plan",
+        "--engine",
+        "/srv/start.sh",
+        "--box",
+        "box-4=b4",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("rank 0 (box box-3, here (not mapped with --box))"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("rank 1 (box box-4, on b4 over ssh)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("none recorded (refused unless --trust-executable)"),
+        "{}",
+        run.stdout
+    );
+}

@@ -222,6 +222,11 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         };
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
+    if a.boxes.plan {
+        let plan = remote::plan_text(&card.value, &a.boxes, &sets, &a.engine, &a.allow_env)?;
+        print!("{plan}");
+        std::process::exit(0);
+    }
     let mut notes = Vec::new();
     let mut port: Option<String> = sets.get("port").cloned();
     let mut model_file: Option<PathBuf> = None;

@@ -81,6 +81,10 @@ pub struct BoxArgs {
     /// Repeatable.
     #[arg(long = "box-engine", value_name = "NAME=PATH")]
     pub box_engines: Vec<String>,
+    /// Print what would run where (each rank's box, argv, environment and the digests that would
+    /// be checked) and exit; connects to nothing and starts nothing.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// How one rank is started.
@@ -701,6 +705,143 @@ pub fn rank0_host(card: &Card, a: &BoxArgs, rank0: u32) -> Option<String> {
     } else {
         spec.host
     })
+}
+
+/// Fills `<name>` placeholders that `sets` names, in one pass (for the plan only; the launch
+/// fills through `command::resolve`).
+fn fill_shown(s: &str, sets: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        match after.find(['<', '>']) {
+            Some(close) if after.as_bytes()[close] == b'>' && close > 0 => {
+                out.push_str(&rest[..open]);
+                match sets.get(&after[..close]) {
+                    Some(v) => out.push_str(v),
+                    None => out.push_str(&rest[open..open + close + 2]),
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..=open]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The program a rank would run on its box (or here): `--box-engine`, else `--engine` (the
+/// bundled engine: this rigaudit, run as `rigaudit __engine`).
+fn planned_program(m: &Mappings, box_name: Option<&String>, engine: &str) -> String {
+    match box_name.and_then(|b| m.engines.get(b)) {
+        Some(e) => e.clone(),
+        None if engine == "bundled" => std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "rigaudit".into()),
+        None => engine.to_string(),
+    }
+}
+
+/// `replay --plan`: every rank with its box and where that box is reached, the program and
+/// argv (each word quoted as it would be sent), the environment (a variable that would be
+/// refused is marked), and the digests that would be checked before anything starts.
+pub fn plan_text(
+    card: &Card,
+    a: &BoxArgs,
+    sets: &BTreeMap<String, String>,
+    engine: &str,
+    allow_env: &[String],
+) -> Result<String, Fatal> {
+    let m = mappings(card, a)?;
+    let mut out = String::new();
+    for c in &card.commands {
+        let box_name = c.box_name.clone().or_else(|| box_of(card, c.rank));
+        let target = box_name.as_ref().and_then(|b| m.targets.get(b));
+        let place = match (&box_name, target) {
+            (Some(b), Some(t)) => format!("box {b}, on {t} over ssh"),
+            (Some(b), None) => format!("box {b}, here (not mapped with --box)"),
+            (None, _) => "no box named, here".to_string(),
+        };
+        out.push_str(&format!("rank {} ({place})\n", c.rank));
+        let program = planned_program(&m, box_name.as_ref(), engine);
+        let mut words: Vec<String> = c
+            .argv
+            .iter()
+            .skip(1)
+            .map(|w| quote(&fill_shown(w, sets)))
+            .collect();
+        if engine == "bundled" {
+            words.insert(0, super::command::ENGINE_SUBCOMMAND.into());
+        }
+        out.push_str(&format!(
+            "  run:  {} {}\n",
+            quote(&program),
+            words.join(" ")
+        ));
+        out.push_str(&format!(
+            "  argv as recorded: {}\n",
+            c.argv
+                .iter()
+                .map(|w| quote(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+        for (k, v) in &c.env {
+            let refused = super::command::loads_code(k) && !allow_env.iter().any(|x| x == k);
+            let mark = if refused {
+                "  (refused: it loads code; --allow-env to pass it)"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "  env:  {}={}{mark}\n",
+                crate::input::shown(k),
+                quote(&fill_shown(v, sets))
+            ));
+        }
+        out.push_str(&plan_checks(card, box_name.as_deref(), target, &program));
+    }
+    Ok(out)
+}
+
+/// The digests `plan` would check for one rank.
+fn plan_checks(
+    card: &Card,
+    box_name: Option<&str>,
+    target: Option<&Target>,
+    program: &str,
+) -> String {
+    let mut out = String::new();
+    let digest = card.engine.binary.as_ref().map_or(
+        "none recorded (refused unless --trust-executable)".to_string(),
+        |b| format!("{} (engine.binary {})", b.sha256, b.path),
+    );
+    let where_ = if target.is_some() {
+        "on the box, with sha256sum"
+    } else {
+        "here"
+    };
+    out.push_str(&format!(
+        "  check: sha256 of {} {where_} = {digest}\n",
+        quote(program)
+    ));
+    if let Some(n) = &card.nccl {
+        let d = box_name
+            .and_then(|b| n.per_box.iter().find(|x| x.box_name == b))
+            .map_or("no digest recorded for this box".to_string(), |x| {
+                x.sha256.clone()
+            });
+        out.push_str(&format!(
+            "  check: NCCL {} {} = sha256 {d}, version {} (in the rank's LD_LIBRARY_PATH; read, never loaded)\n",
+            n.file,
+            if target.is_some() { "on the box" } else { "(rehash --file nccl=PATH here)" },
+            n.version
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
