@@ -253,6 +253,15 @@ fn odd_items(marker: &Path) -> Vec<String> {
 /// engine copied to `script`; rank 1's argv ends with [`odd_items`] and its environment holds odd
 /// values too. `digest`: the card's engine binary sha256.
 fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> PathBuf {
+    // A stand-in NCCL library for rank 1's LD_LIBRARY_PATH (it is read, never loaded).
+    let nccl = dir.join("nccl");
+    std::fs::create_dir_all(&nccl).unwrap();
+    std::fs::write(
+        nccl.join("libnccl.so.2.30.7"),
+        b"\x7fELF not a library; NCCL version 2.30.7+cuda13.3\0",
+    )
+    .unwrap();
+    let nccl_sha = sha_file(&nccl.join("libnccl.so.2.30.7"));
     let b = dir.join("template");
     std::fs::create_dir_all(&b).unwrap();
     let s = script.to_str().unwrap();
@@ -282,11 +291,14 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
         "commands": [
             {"rank": 1, "box": "second", "argv": argv,
              "env": {"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
-                     "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>"}},
+                     "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>",
+                     "LD_LIBRARY_PATH": format!("/nonexistent:{}", nccl.display())}},
             {"rank": 0, "box": "head", "argv": argv, "env": {"FAKE_BOX": "head"}}
         ],
         "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
+        "measured": "2026-12-02T00:00:00Z",
+        "nccl": {"version": "2.30.7", "file": "libnccl.so.2.30.7", "per_box": [
+            {"box": "head", "sha256": &nccl_sha}, {"box": "second", "sha256": &nccl_sha[..8]}]}
     });
     if let Some(d) = digest {
         card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
@@ -499,7 +511,9 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
     let s = Setup::new(Some(&sha_file(&python3())));
     // Both ranks wait 2 s before they serve, so rank 1 is up (and has written its argv) before
     // rank 0 answers and the replay measures and ends (a real rank 0 waits for its peers).
-    let run = s.run(&s.args("ok", "2", &sshd.args("second")));
+    let mut extra = sshd.args("second");
+    extra.extend(["--allow-env".into(), "LD_LIBRARY_PATH".into()]);
+    let run = s.run(&s.args("ok", "2", &extra));
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     check_argv_and_env(&s);
     let ran: Vec<_> = std::fs::read_dir(s.tmp.path())
@@ -526,6 +540,16 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
         notes
             .iter()
             .any(|n| n.starts_with("rank 0 runs here (box head")),
+        "{notes:#?}"
+    );
+    let nccl = format!(
+        "rank 1: NCCL on box second: {}/nccl/libnccl.so.2.30.7 sha256 ",
+        s.tmp.path().display()
+    );
+    assert!(
+        notes.iter().any(|n| n.starts_with(&nccl)
+            && n.contains("(matches the card's ")
+            && n.contains("version 2.30.7 (read from its text, not loaded")),
         "{notes:#?}"
     );
     assert!(

@@ -646,10 +646,16 @@ pub fn wrap(l: &Launch, t: &Target, ssh: &Ssh, program: &str) -> Result<Launch, 
 
 /// The NCCL library the card records, found on the box in the rank's `LD_LIBRARY_PATH`: its
 /// digest against the card's for that box and the version its text names. `None` when the card
-/// records no NCCL or the rank sets no `LD_LIBRARY_PATH`.
+/// records no NCCL.
 fn nccl_note(ssh: &Ssh, card: &Card, t: &Target, l: &Launch) -> Option<String> {
     let nccl = card.nccl.as_ref()?;
-    let dirs: Vec<&str> = l.env.get("LD_LIBRARY_PATH")?.split(':').collect();
+    let Some(path) = l.env.get("LD_LIBRARY_PATH") else {
+        return Some(format!(
+            "NCCL {} on box {}: not looked for (the rank sets no LD_LIBRARY_PATH; a recorded one is passed only with --allow-env LD_LIBRARY_PATH)",
+            nccl.file, t.box_name
+        ));
+    };
+    let dirs: Vec<&str> = path.split(':').collect();
     let mut args = vec![nccl.file.as_str()];
     args.extend(dirs.iter().filter(|d| !d.is_empty()));
     let recorded = nccl
