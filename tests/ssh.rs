@@ -304,7 +304,7 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
         card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
     }
     let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
-        "runs": 2, "warmups": 0, "max_tokens": 8,
+        "runs": 3, "warmups": 0, "max_tokens": 8,
         "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
         "server": {"slots": 1, "window": 4096}});
     let card_t = serde_json::to_string_pretty(&card).unwrap();
@@ -365,6 +365,8 @@ impl Setup {
             "--format".into(),
             "json".into(),
             "--quiet".into(),
+            "--report".into(),
+            self.tmp.path().join("report.json").display().to_string(),
             "--no-load-guard".into(),
             "--confirm".into(),
             "false".into(),
@@ -627,10 +629,16 @@ fn an_unreachable_box_is_a_clear_error_naming_it() {
 /// Starts the replay in the background, rank 0 (and rank 1) slow to serve, rank 1 on the box;
 /// returns once rank 1 runs there (it has written its argv file), with its pid on the box.
 fn start_hanging(s: &Setup, sshd: &Sshd) -> (Child, i64) {
+    start_in_background(s, sshd, "slow-start", "120")
+}
+
+/// Starts the replay in the background with rank 0 in `mode`; returns once both ranks run, with
+/// rank 1's pid on the box.
+fn start_in_background(s: &Setup, sshd: &Sshd, mode: &str, delay: &str) -> (Child, i64) {
     let mut extra = sshd.args("second");
     extra.push("--trust-executable".into());
     let child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-        .args(s.args("slow-start", "120", &extra))
+        .args(s.args(mode, delay, &extra))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -810,4 +818,40 @@ fn the_seed_pages_plan_both_ranks_on_their_boxes() {
         "{}",
         run.stdout
     );
+}
+
+/// Rank 1 killed on its box while rank 0 serves: the replay stops with a failed step naming it
+/// (exit 1), and what was measured before is kept.
+#[test]
+fn a_rank_killed_on_the_box_is_a_failed_step() {
+    let Some(sshd) = sshd_or_skip("a_rank_killed_on_the_box_is_a_failed_step") else {
+        return;
+    };
+    let s = Setup::new(None);
+    // Rank 0 answers two requests, then holds the third until the request timeout (5 s): the
+    // replay is still measuring when rank 1 dies.
+    let (child, remote) = start_in_background(&s, &sshd, "hang", "0");
+    // SAFETY: kill(2) on the rank this test's replay started on the "box".
+    unsafe {
+        libc::kill(remote as libc::pid_t, libc::SIGKILL);
+    }
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(1), "{err}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.tmp.path().join("report.json")).unwrap())
+            .unwrap();
+    let failed: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "replay.step-failed")
+        .filter_map(|f| f["message"].as_str().map(String::from))
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.contains("rank 1 exited: exit code 137")),
+        "{failed:#?}"
+    );
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
