@@ -1046,6 +1046,76 @@ mod tests {
         );
     }
 
+    fn gone(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true)
+    }
+
+    /// A program that ignores SIGTERM, with a child that does too: end of file on the wrapper's
+    /// stdin kills the whole group after the grace.
+    #[test]
+    fn remote_wrapper_kills_a_group_that_ignores_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let script = "trap '' TERM; sleep 300 & echo $$ $! > \"$1\"; wait";
+        let l = Launch {
+            rank: 0,
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                script.into(),
+                "x".into(),
+                pids.display().to_string(),
+            ],
+            env: BTreeMap::new(),
+            shown: vec![],
+        };
+        let w = wrap(&l, &parse_box("b=h").unwrap(), &Ssh::default(), "/bin/sh").unwrap();
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(w.args.last().unwrap())
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while std::fs::read_to_string(&pids).map_or(true, |s| !s.ends_with('\n'))
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ids = std::fs::read_to_string(&pids).unwrap();
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(!gone(ids[0]) && !gone(ids[1]));
+        let t1 = Instant::now();
+        drop(child.stdin.take());
+        let status = child.wait().unwrap();
+        let waited = t1.elapsed();
+        assert_eq!(status.code(), Some(137), "SIGKILL ended the program");
+        assert!(waited >= Duration::from_secs(GRACE_SECS), "{waited:?}");
+        assert!(waited < Duration::from_secs(3 * GRACE_SECS), "{waited:?}");
+        let t2 = Instant::now();
+        while !(gone(ids[0]) && gone(ids[1])) && t2.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(ids[0]) && gone(ids[1]), "left: {ids:?}");
+    }
+
+    #[test]
+    fn remote_plan_fills_placeholders_once() {
+        let sets = BTreeMap::from([
+            ("a".to_string(), "<b>".to_string()),
+            ("b".to_string(), "B".to_string()),
+        ]);
+        assert_eq!(fill_shown("x<a>y<b><c><|eot|>", &sets), "x<b>yB<c><|eot|>");
+        assert_eq!(fill_shown("<<a>> a<b", &sets), "<<b>> a<b");
+    }
+
     /// The wrapper run here, as the box would: the words come through `sh`, the variables are
     /// set, and closing its stdin stops the program's group.
     #[test]
