@@ -541,7 +541,8 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
     assert!(
         notes
             .iter()
-            .any(|n| n.starts_with("rank 0 runs here (box head")),
+            .any(|n| n.starts_with("rank 0 runs here (box head")
+                && n.ends_with(&format!("sha256 {}", sha_file(&python3())))),
         "{notes:#?}"
     );
     let nccl = format!(

@@ -533,10 +533,13 @@ pub fn plan(
     for (l, how) in p.launches.iter_mut().zip(p.launchers.iter_mut()) {
         let name = box_of(card, l.rank);
         let Some(t) = name.as_ref().and_then(|n| targets.get(n)) else {
+            let digest = crate::bundle::sha256_file(&l.program)
+                .unwrap_or_else(|e| format!("not computed ({e})"));
             p.notes.push(format!(
-                "rank {} runs here (box {} is not mapped with --box)",
+                "rank {} runs here (box {} is not mapped with --box): {} sha256 {digest}",
                 l.rank,
-                name.as_deref().unwrap_or("(none named)")
+                name.as_deref().unwrap_or("(none named)"),
+                l.program.display()
             ));
             continue;
         };
