@@ -205,11 +205,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 static LIVE: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
 static HANDLER: Once = Once::new();
 static HANDLER_ERROR: Mutex<Option<String>> = Mutex::new(None);
+/// Set by the handler before it stops the ranks: it will exit with 130, so a rank it stopped must
+/// not be reported as "exited" (and the run end with 2) by the replay's own thread meanwhile.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Installs the Ctrl-C / SIGTERM handler once per process.
 fn install_handler() -> Option<String> {
     HANDLER.call_once(|| {
         let r = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             let groups: Vec<libc::pid_t> = lock(&LIVE).iter().copied().collect();
             if !groups.is_empty() {
                 eprintln!(
@@ -534,6 +538,10 @@ impl Running {
 
     /// The index of the first rank whose process has exited (reaping it).
     fn first_exited(&mut self) -> Option<usize> {
+        // Interrupted: the handler is stopping every rank and exits with 130; wait for it.
+        while INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         for (i, p) in self.procs.iter_mut().enumerate() {
             if p.status.is_none() {
                 if let Ok(Some(s)) = p.child.try_wait() {
