@@ -790,13 +790,23 @@ fn the_seed_pages_plan_both_ranks_on_their_boxes() {
     }
     assert!(o.find("rank 1 (").unwrap() < o.find("rank 0 (").unwrap());
     // The second page: one box here, one mapped; no digest recorded.
+    // The mapping from a file; a --box for the same box wins.
     let page = common::fixture("mia-recipe-1104-2x");
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("boxes");
+    std::fs::write(
+        &hosts,
+        "# the lab\nbox-4=nobody@old-host  # replaced below\n\n",
+    )
+    .unwrap();
     let run = rigaudit(&[
         "replay",
         page.to_str().unwrap(),
         "--plan",
         "--engine",
         "/srv/start.sh",
+        "--box-file",
+        hosts.to_str().unwrap(),
         "--box",
         "box-4=b4",
     ]);
@@ -854,4 +864,27 @@ fn a_rank_killed_on_the_box_is_a_failed_step() {
         "{failed:#?}"
     );
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// A `--box-file` line that is not a mapping is an error naming the file and line.
+#[test]
+fn a_bad_box_file_line_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("boxes");
+    std::fs::write(&hosts, "box-3=ok-host\nbox-4 spark-b\n").unwrap();
+    let page = common::fixture("mia-recipe-1104-2x");
+    let run = rigaudit(&[
+        "replay",
+        page.to_str().unwrap(),
+        "--plan",
+        "--box-file",
+        hosts.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("{}:2: --box ", hosts.display())),
+        "{}",
+        run.stderr
+    );
 }

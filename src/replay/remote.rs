@@ -71,6 +71,10 @@ pub struct BoxArgs {
     /// pgx=auditor@spark-b`, `--box pgx=spark-b:2222`). Repeatable; a box not named runs here.
     #[arg(long = "box", value_name = "NAME=[USER@]HOST[:PORT]")]
     pub boxes: Vec<String>,
+    /// A file of `NAME=[USER@]HOST[:PORT]` lines (`#` starts a comment), read as `--box`es; a
+    /// `--box` on the command line wins over the file's line for the same box.
+    #[arg(long = "box-file", value_name = "FILE")]
+    pub box_file: Option<PathBuf>,
     /// An option for every ssh connection to a box, passed as `-o KEY=VALUE`. Repeatable.
     #[arg(long = "ssh-option", value_name = "KEY=VALUE")]
     pub ssh_options: Vec<String>,
@@ -85,6 +89,35 @@ pub struct BoxArgs {
     /// be checked) and exit; connects to nothing and starts nothing.
     #[arg(long)]
     pub plan: bool,
+}
+
+/// The most a `--box-file` may hold.
+const BOX_FILE_MAX: u64 = 64 * 1024;
+
+impl BoxArgs {
+    /// Every box mapping: the `--box-file` lines first, then the `--box`es (a later one wins).
+    pub fn specs(&self) -> Result<Vec<String>, Fatal> {
+        let mut v = Vec::new();
+        if let Some(f) = &self.box_file {
+            let text = crate::input::read_text(f, BOX_FILE_MAX, "box file")?;
+            for (i, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or_default().trim();
+                if line.is_empty() {
+                    continue;
+                }
+                parse_box(line)
+                    .map_err(|e| fatal(format!("{}:{}: {}", f.display(), i + 1, e.0)))?;
+                v.push(line.to_string());
+            }
+        }
+        v.extend(self.boxes.iter().cloned());
+        Ok(v)
+    }
+
+    /// Whether any rank may run on a box (or a box option was given).
+    fn any(&self) -> bool {
+        !self.boxes.is_empty() || !self.box_engines.is_empty() || self.box_file.is_some()
+    }
 }
 
 /// How one rank is started.
@@ -484,7 +517,7 @@ fn mappings(card: &Card, a: &BoxArgs) -> Result<Mappings, Fatal> {
         ))
     };
     let mut targets = BTreeMap::new();
-    for spec in &a.boxes {
+    for spec in &a.specs()? {
         let t = parse_box(spec)?;
         if !known.contains(&t.box_name) {
             return Err(unknown("--box", &t.box_name));
@@ -523,7 +556,7 @@ pub fn plan(
         launches,
         notes: Vec::new(),
     };
-    if a.boxes.is_empty() && a.box_engines.is_empty() {
+    if !a.any() {
         return Ok(p);
     }
     let ssh = Ssh::new(a)?;
@@ -705,10 +738,12 @@ fn nccl_note(ssh: &Ssh, card: &Card, t: &Target, l: &Launch) -> Option<String> {
 pub fn rank0_host(card: &Card, a: &BoxArgs, rank0: u32) -> Option<String> {
     let name = box_of(card, rank0)?;
     let spec = a
-        .boxes
+        .specs()
+        .ok()?
         .iter()
         .filter_map(|s| parse_box(s).ok())
-        .find(|t| t.box_name == name)?;
+        .filter(|t| t.box_name == name)
+        .last()?;
     Some(if spec.host.contains(':') {
         format!("[{}]", spec.host)
     } else {
