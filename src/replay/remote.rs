@@ -741,9 +741,9 @@ pub fn rank0_host(card: &Card, a: &BoxArgs, rank0: u32) -> Option<String> {
         .specs()
         .ok()?
         .iter()
+        .rev()
         .filter_map(|s| parse_box(s).ok())
-        .filter(|t| t.box_name == name)
-        .last()?;
+        .find(|t| t.box_name == name)?;
     Some(if spec.host.contains(':') {
         format!("[{}]", spec.host)
     } else {
