@@ -888,3 +888,69 @@ fn a_bad_box_file_line_is_named() {
         run.stderr
     );
 }
+
+/// `rehash --root second=DIR --box second=...`: the card's binary and NCCL library are found and
+/// hashed on the box over ssh, compared with the card, and a changed copy there is caught.
+#[test]
+fn rehash_reads_a_box_root_over_ssh() {
+    let Some(sshd) = sshd_or_skip("rehash_reads_a_box_root_over_ssh") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let boxroot = s.tmp.path().join("box root");
+    std::fs::create_dir_all(boxroot.join("opt/bin")).unwrap();
+    std::fs::create_dir_all(boxroot.join("lib")).unwrap();
+    std::fs::copy(python3(), boxroot.join("opt/bin/python3")).unwrap();
+    let lib = boxroot.join("lib/libnccl.so.2.30.7");
+    std::fs::copy(s.tmp.path().join("nccl/libnccl.so.2.30.7"), &lib).unwrap();
+    let rehash = || {
+        let mut args: Vec<String> = vec![
+            "rehash".into(),
+            s.bundle.display().to_string(),
+            "--root".into(),
+            format!("second={}", boxroot.display()),
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(sshd.args("second"));
+        s.run(&args)
+    };
+    let run = rehash();
+    let at = format!(
+        "{}@127.0.0.1:{}:{}",
+        sshd.user,
+        sshd.port,
+        boxroot.display()
+    );
+    let about = |run: &Run, check: &str| -> Vec<String> {
+        run.findings(check)
+            .iter()
+            .map(|f| format!("{} {}", f["severity"], f["message"]))
+            .collect()
+    };
+    let bin = about(&run, "rehash.binary-digest");
+    assert!(
+        bin.iter()
+            .any(|f| f.contains(&at) && f.starts_with("\"info\"")),
+        "{bin:#?}\n{}",
+        run.stderr
+    );
+    let nccl = about(&run, "rehash.nccl-digest");
+    assert!(
+        nccl.iter()
+            .any(|f| f.contains(&at) && f.starts_with("\"info\"")),
+        "{nccl:#?}"
+    );
+    let version = about(&run, "rehash.nccl-version");
+    assert!(version.iter().any(|f| f.contains("2.30.7")), "{version:#?}");
+    // The copy on the box changed: caught.
+    std::fs::write(&lib, b"another library").unwrap();
+    let run = rehash();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let nccl = about(&run, "rehash.nccl-digest");
+    assert!(
+        nccl.iter()
+            .any(|f| f.contains(&at) && f.starts_with("\"error\"")),
+        "{nccl:#?}"
+    );
+}

@@ -8,6 +8,7 @@ pub mod archive;
 pub mod discover;
 pub mod hash;
 pub mod nccl;
+pub mod remote;
 
 use crate::bundle;
 use crate::fatal::{fatal, Fatal};
@@ -57,6 +58,10 @@ pub struct Args {
     /// library's own start-up code; a library named with `--file nccl=PATH` is loaded without it.
     #[arg(long)]
     pub load_nccl: bool,
+    /// Boxes reached over ssh (`--box BOX=[USER@]HOST[:PORT]`): a `--root BOX=DIR` of such a box
+    /// is searched and hashed on it (see `rehash/remote.rs`).
+    #[command(flatten)]
+    pub ssh: crate::replay::remote::SshArgs,
 }
 
 /// What an artifact named with `--file` is.
@@ -344,8 +349,9 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let opened = bundle::open(&args.bundle)?;
     let (card_file, card, start_nccl) = read_card(&opened)?;
     let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
-    let roots: Vec<Root> = args
-        .roots
+    // A root on a box mapped with --box is read there over ssh.
+    let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
+    let roots: Vec<Root> = local_roots
         .iter()
         .map(|r| discover::parse_root(r).map_err(fatal))
         .collect::<Result<_, _>>()?;
@@ -381,6 +387,7 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         )
         .collect();
 
+    remote::measure(&card, &remote_roots, &args.ssh, &mut m)?;
     let mut seen_searched = std::collections::BTreeSet::new();
     m.searched.retain(|s| seen_searched.insert(s.clone()));
     let found = discover::walk(&roots, &boxes).map_err(fatal)?;

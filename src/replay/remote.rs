@@ -64,10 +64,10 @@ for d in "$@"; do
 done
 exit 4"#;
 
-/// Where ranks run: `replay` and `audit` options.
+/// Where the card's boxes are and how ssh reaches them (`replay`, `audit`, `rehash`).
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct BoxArgs {
-    /// Runs the ranks the card places on box NAME on that machine, over ssh (`--box
+pub struct SshArgs {
+    /// Runs the ranks (`rehash`: reads the `--root BOX=DIR`) the card places on box NAME on that machine, over ssh (`--box
     /// pgx=auditor@spark-b`, `--box pgx=spark-b:2222`). Repeatable; a box not named runs here.
     #[arg(long = "box", value_name = "NAME=[USER@]HOST[:PORT]")]
     pub boxes: Vec<String>,
@@ -81,6 +81,14 @@ pub struct BoxArgs {
     /// The ssh client configuration file to use (`ssh -F FILE`).
     #[arg(long = "ssh-config", value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
+}
+
+/// Where ranks run: `replay` and `audit` options.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct BoxArgs {
+    /// The boxes and ssh options.
+    #[command(flatten)]
+    pub ssh: SshArgs,
     /// The engine's absolute path on box NAME, when it is not the path `--engine` names here.
     /// Repeatable.
     #[arg(long = "box-engine", value_name = "NAME=PATH")]
@@ -94,7 +102,7 @@ pub struct BoxArgs {
 /// The most a `--box-file` may hold.
 const BOX_FILE_MAX: u64 = 64 * 1024;
 
-impl BoxArgs {
+impl SshArgs {
     /// Every box mapping: the `--box-file` lines first, then the `--box`es (a later one wins).
     pub fn specs(&self) -> Result<Vec<String>, Fatal> {
         let mut v = Vec::new();
@@ -114,9 +122,21 @@ impl BoxArgs {
         Ok(v)
     }
 
+    /// The mapped boxes by name (a later mapping wins).
+    pub fn targets(&self) -> Result<BTreeMap<String, Target>, Fatal> {
+        let mut targets = BTreeMap::new();
+        for spec in &self.specs()? {
+            let t = parse_box(spec)?;
+            targets.insert(t.box_name.clone(), t);
+        }
+        Ok(targets)
+    }
+}
+
+impl BoxArgs {
     /// Whether any rank may run on a box (or a box option was given).
     fn any(&self) -> bool {
-        !self.boxes.is_empty() || !self.box_engines.is_empty() || self.box_file.is_some()
+        !self.ssh.boxes.is_empty() || !self.box_engines.is_empty() || self.ssh.box_file.is_some()
     }
 }
 
@@ -283,7 +303,7 @@ pub struct Ssh {
 
 impl Ssh {
     /// Checks the user's `--ssh-option KEY=VALUE`s.
-    pub fn new(a: &BoxArgs) -> Result<Ssh, Fatal> {
+    pub fn new(a: &SshArgs) -> Result<Ssh, Fatal> {
         for o in &a.ssh_options {
             let ok = o
                 .split_once('=')
@@ -331,7 +351,12 @@ impl Ssh {
     }
 
     /// Runs a fixed script on `t` with `args`, bounded in time; stdout, or what failed.
-    fn run_script(&self, t: &Target, script: &str, args: &[&str]) -> Result<Output, String> {
+    pub(crate) fn run_script(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+    ) -> Result<Output, String> {
         let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
         words.extend_from_slice(args);
         let line = command_line(&words)?;
@@ -366,10 +391,10 @@ impl Ssh {
 }
 
 /// What a script on a box gave.
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Output {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 fn read_bounded(s: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
@@ -383,14 +408,14 @@ fn read_bounded(s: Option<impl Read + Send + 'static>) -> std::thread::JoinHandl
 }
 
 /// The last few lines of what ssh or the script said, for a message.
-fn said(o: &Output) -> String {
+pub(crate) fn said(o: &Output) -> String {
     let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
     crate::input::shown(tail.trim())
 }
 
 /// The first 64 hex digits of a `sha256sum` line (which starts with `\` for an odd file name).
-fn digest_of(line: &str) -> Option<String> {
+pub(crate) fn digest_of(line: &str) -> Option<String> {
     let d: String = line.trim_start_matches('\\').chars().take(64).collect();
     (d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit())).then(|| d.to_ascii_lowercase())
 }
@@ -516,13 +541,9 @@ fn mappings(card: &Card, a: &BoxArgs) -> Result<Mappings, Fatal> {
             known.join(", ")
         ))
     };
-    let mut targets = BTreeMap::new();
-    for spec in &a.specs()? {
-        let t = parse_box(spec)?;
-        if !known.contains(&t.box_name) {
-            return Err(unknown("--box", &t.box_name));
-        }
-        targets.insert(t.box_name.clone(), t);
+    let targets = a.ssh.targets()?;
+    if let Some(t) = targets.keys().find(|t| !known.contains(t)) {
+        return Err(unknown("--box", t));
     }
     let mut engines = BTreeMap::new();
     for spec in &a.box_engines {
@@ -559,7 +580,7 @@ pub fn plan(
     if !a.any() {
         return Ok(p);
     }
-    let ssh = Ssh::new(a)?;
+    let ssh = Ssh::new(&a.ssh)?;
     let Mappings { targets, engines } = mappings(card, a)?;
     let expected = expected(card, bundled)?;
     let mut checked: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -738,6 +759,7 @@ fn nccl_note(ssh: &Ssh, card: &Card, t: &Target, l: &Launch) -> Option<String> {
 pub fn rank0_host(card: &Card, a: &BoxArgs, rank0: u32) -> Option<String> {
     let name = box_of(card, rank0)?;
     let spec = a
+        .ssh
         .specs()
         .ok()?
         .iter()
@@ -1043,10 +1065,10 @@ mod tests {
 
     #[test]
     fn remote_ssh_argv_puts_batch_mode_first_and_the_host_after_dashdash() {
-        let a = BoxArgs {
+        let a = SshArgs {
             ssh_options: vec!["BatchMode=no".into(), "IdentityFile=/k".into()],
             ssh_config: Some("/cfg".into()),
-            ..BoxArgs::default()
+            ..SshArgs::default()
         };
         let ssh = Ssh::new(&a).unwrap();
         let t = parse_box("b=u@h:2").unwrap();
@@ -1057,9 +1079,9 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with("-p 2 -l u -- h exec 'x'"), "{s}");
-        let bad = BoxArgs {
+        let bad = SshArgs {
             ssh_options: vec!["ProxyCommand".into()],
-            ..BoxArgs::default()
+            ..SshArgs::default()
         };
         assert!(Ssh::new(&bad).is_err());
     }
