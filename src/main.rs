@@ -508,6 +508,8 @@ fn audit(
                 roots,
                 files,
                 quiet: true,
+                // A --root BOX=DIR of a box mapped with --box is read on that box.
+                ssh: replay_args.boxes.ssh.clone(),
                 ..Default::default()
             },
             fail_on,

@@ -67,8 +67,9 @@ exit 4"#;
 /// Where the card's boxes are and how ssh reaches them (`replay`, `audit`, `rehash`).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SshArgs {
-    /// Runs the ranks (`rehash`: reads the `--root BOX=DIR`) the card places on box NAME on that machine, over ssh (`--box
-    /// pgx=auditor@spark-b`, `--box pgx=spark-b:2222`). Repeatable; a box not named runs here.
+    /// Maps the card's box NAME to a machine reached over ssh: replay runs the ranks the card
+    /// places on that box there, rehash reads a `--root NAME=DIR` there (`--box
+    /// pgx=auditor@spark-b`, `--box pgx=spark-b:2222`). Repeatable; a box not mapped is here.
     #[arg(long = "box", value_name = "NAME=[USER@]HOST[:PORT]")]
     pub boxes: Vec<String>,
     /// A file of `NAME=[USER@]HOST[:PORT]` lines (`#` starts a comment), read as `--box`es; a
