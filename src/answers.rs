@@ -15,6 +15,7 @@
 //! the typed path about a tenth of that (see `benches/answers.py`). `tests/answers_fast_path.rs`
 //! checks that the fast path accepts nothing the schema rejects, field by field.
 
+use crate::digest::hex;
 use rigaudit_audit::records::{Answer, AnswerTally, AnswerView};
 use serde::Deserialize;
 use serde_json::Value;
@@ -213,14 +214,11 @@ fn work(chunk: &[u8], first_line: u64, v: &jsonschema::Validator, t: &mut Tallie
 /// Reads, hashes, validates and tallies a JSON Lines stream. Blank lines are skipped; an empty
 /// stream tallies nothing. A read error is reported as a problem at the line it stopped on.
 pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
+    let workers = crate::host::cores().clamp(1, 8);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(u64, Vec<u8>)>(workers * 2);
     let rx = std::sync::Mutex::new(rx);
     let mut hasher = Sha256::new();
-    let mut read_error: Option<(u64, String)> = None;
-    let mut refused: Option<String> = None;
+    let mut read_error: Option<ReadError> = None;
     let parts: Vec<Tallied> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -238,62 +236,95 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
                 })
             })
             .collect();
-        // The reader: whole lines per chunk, the tail carried into the next.
-        let mut line_no: u64 = 1;
-        let mut carry: Vec<u8> = Vec::new();
-        loop {
-            let mut buf = std::mem::take(&mut carry);
-            let start = buf.len();
-            buf.resize(start + CHUNK, 0);
-            let got = match read_full(&mut r, &mut buf[start..]) {
-                Ok(n) => n,
-                Err(e) => {
-                    read_error = Some((line_no, e.to_string()));
-                    0
-                }
-            };
-            hasher.update(&buf[start..start + got]);
-            buf.truncate(start + got);
-            let eof = got == 0;
-            let cut = if eof {
-                buf.len()
-            } else {
-                memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
-            };
-            if cut == 0 && !eof {
-                if buf.len() > crate::input::ANSWERS_LINE_MAX {
-                    // A line this long is no answer record: stop rather than hold it.
-                    let msg = format!(
-                        "line {line_no} is longer than {}, the bound for one line of an answers file; reading stopped there (see docs/security.md)",
-                        crate::input::size(crate::input::ANSWERS_LINE_MAX as u64)
-                    );
-                    read_error = Some((line_no, msg.clone()));
-                    refused = Some(msg);
-                    break;
-                }
-                // A line longer than a chunk: keep reading into it.
-                carry = buf;
-                continue;
-            }
-            carry = buf.split_off(cut);
-            if !buf.is_empty() {
-                let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
-                let first = line_no;
-                line_no += lines;
-                if tx.send((first, buf)).is_err() {
-                    break;
-                }
-            }
-            if eof {
-                break;
-            }
-        }
+        read_error = read_chunks(&mut r, &tx, &mut hasher);
         drop(tx);
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    let mut total = merge(parts, read_error);
+    total.sha256 = hex(&hasher.finalize());
+    total
+}
+
+/// The reader: whole lines per chunk (the tail carried into the next), each sent with the number
+/// of its first line and hashed on the way. Returns where reading failed and why, if it did. A
+/// line over [`crate::input::ANSWERS_LINE_MAX`] stops reading: it is refused, not held.
+fn read_chunks(
+    r: &mut impl Read,
+    tx: &std::sync::mpsc::SyncSender<(u64, Vec<u8>)>,
+    hasher: &mut Sha256,
+) -> Option<ReadError> {
+    let mut read_error = None;
+    let mut line_no: u64 = 1;
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut buf = std::mem::take(&mut carry);
+        let start = buf.len();
+        buf.resize(start + CHUNK, 0);
+        let got = match read_full(r, &mut buf[start..]) {
+            Ok(n) => n,
+            Err(e) => {
+                read_error = Some(ReadError {
+                    line: line_no,
+                    why: format!("cannot read: {e}"),
+                    refused: false,
+                });
+                0
+            }
+        };
+        hasher.update(&buf[start..start + got]);
+        buf.truncate(start + got);
+        let eof = got == 0;
+        let cut = if eof {
+            buf.len()
+        } else {
+            memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
+        };
+        if cut == 0 && !eof {
+            if buf.len() > crate::input::ANSWERS_LINE_MAX {
+                // A line this long is no answer record: stop rather than hold it.
+                return Some(ReadError {
+                    line: line_no,
+                    why: format!(
+                        "line {line_no} is longer than {}, the bound for one line of an answers file; reading stopped there (see docs/security.md)",
+                        crate::input::size(crate::input::ANSWERS_LINE_MAX as u64)
+                    ),
+                    refused: true,
+                });
+            }
+            // A line longer than a chunk: keep reading into it.
+            carry = buf;
+            continue;
+        }
+        carry = buf.split_off(cut);
+        if !buf.is_empty() {
+            let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
+            let first = line_no;
+            line_no += lines;
+            if tx.send((first, buf)).is_err() {
+                break;
+            }
+        }
+        if eof {
+            break;
+        }
+    }
+    read_error
+}
+
+/// Where and why reading an answers file stopped.
+struct ReadError {
+    line: u64,
+    why: String,
+    /// The input was refused as hostile (a line over its bound).
+    refused: bool,
+}
+
+/// The workers' tallies as one, the problems in line order (the first [`KEEP`]), a read error
+/// among them.
+fn merge(parts: Vec<Tallied>, read_error: Option<ReadError>) -> Tallied {
     let mut total = Tallied::default();
     let mut problems: Vec<(u64, Problem)> = Vec::new();
     for p in parts {
@@ -310,30 +341,21 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
             problems.push((n, pr));
         }
     }
-    if let Some((n, e)) = read_error {
+    if let Some(e) = read_error {
         total.problem_count += 1;
         problems.push((
-            n,
+            e.line,
             Problem {
-                pointer: format!("line {n}"),
-                message: if refused.is_some() {
-                    e
-                } else {
-                    format!("cannot read: {e}")
-                },
+                pointer: format!("line {}", e.line),
+                message: e.why.clone(),
                 unreadable: true,
             },
         ));
+        total.refused = e.refused.then_some(e.why);
     }
     problems.sort_by_key(|(n, _)| *n);
     total.problems = problems.into_iter().map(|(_, p)| p).take(KEEP).collect();
     total.tally.finish();
-    total.refused = refused;
-    total.sha256 = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     total
 }
 

@@ -1,16 +1,19 @@
 //! Opens a bundle (a folder or a .tar.gz / .tar), checks every file against the manifest and its
 //! schema, and parses what passes into the typed [`rigaudit_audit::Bundle`] the checks read.
 //!
-//! Everything wrong with a raw file becomes a `schema.*` finding naming the file and the place;
-//! only a bundle whose manifest cannot be read at all is a [`Fatal`] error.
+//! What it sees of each raw file (missing, outside the bundle, its digest, what is wrong reading
+//! it, whether it was refused as hostile) is recorded in the bundle as facts, which the `schema.*`
+//! checks of `rigaudit_audit` turn into findings; only a bundle whose manifest cannot be read at
+//! all is a [`Fatal`] error. Every read is bounded and of regular files only (`input.rs`).
 
+use crate::digest::hex;
 use crate::fatal::{fatal, Fatal};
 use crate::input;
 use crate::schemas;
-use rigaudit_audit::bundle::Loaded;
+use rigaudit_audit::bundle::{FileFacts, Loaded, Problem, Seen};
 use rigaudit_audit::records::{FileEntry, FileKind, Manifest};
-use rigaudit_audit::schema::{compare_digest, safe_path, DigestMatch};
-use rigaudit_audit::{Bundle, Finding, QualityTest, Severity};
+use rigaudit_audit::schema::safe_path;
+use rigaudit_audit::{Bundle, QualityTest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -25,21 +28,6 @@ pub struct Opened {
     /// The parsed manifest.
     pub manifest: Manifest,
     _tmp: Option<tempfile::TempDir>,
-}
-
-/// What loading found: the typed bundle, findings about its files, and the schema checks that ran.
-pub struct ReadBundle {
-    /// Typed records of every file that passed.
-    pub bundle: Bundle,
-    /// `schema.*` findings.
-    pub findings: Vec<Finding>,
-    /// `schema.*` checks that ran.
-    pub checks_run: BTreeSet<&'static str>,
-    /// Every raw file whose sha256 matched the manifest's in full: path and digest (the subject of
-    /// an attestation).
-    pub verified: Vec<rigaudit_audit::report::Artifact>,
-    /// Inputs refused as hostile: the bundle could not be read as a whole (exit 2).
-    pub refused: Vec<String>,
 }
 
 /// Opens a bundle folder or packed bundle and reads its manifest.
@@ -270,61 +258,46 @@ pub fn member_name_ok(p: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// sha256 of a file, streamed.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = input::open_regular(path, "file")
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.0))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex(&h.finalize()))
-}
+pub use crate::digest::sha256_file;
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
+/// What loading one present file found: problems in the order met, whether its content was read.
+#[derive(Default)]
 struct Ctx {
-    findings: Vec<Finding>,
-    ran: BTreeSet<&'static str>,
-    verified: Vec<rigaudit_audit::report::Artifact>,
-    /// Findings dropped per check once [`input::FINDINGS_PER_CHECK`] were kept.
-    dropped: std::collections::BTreeMap<&'static str, usize>,
-    /// Inputs refused as hostile (not a regular file, over a bound, leaving the bundle).
-    refused: Vec<String>,
+    read: bool,
+    problems: Vec<Problem>,
 }
 
 impl Ctx {
-    fn push(
-        &mut self,
-        id: &'static str,
-        sev: Severity,
-        file: &str,
-        pointer: Option<String>,
-        msg: String,
-    ) {
-        if self.findings.iter().filter(|f| f.check == id).count() >= input::FINDINGS_PER_CHECK {
-            *self.dropped.entry(id).or_default() += 1;
-            return;
-        }
-        let mut f = Finding::new(id, sev, input::shown_n(&msg, input::MESSAGE_MAX))
-            .file(input::shown(file));
-        if let Some(p) = pointer {
-            f = f.pointer(input::shown(&p));
-        }
-        self.findings.push(f);
+    /// A problem in the file (`unreadable`: not readable or not well-formed; else invalid). The
+    /// detail may quote the file: it is escaped and bounded.
+    fn problem(&mut self, unreadable: bool, pointer: Option<String>, detail: String) {
+        self.problems.push(Problem {
+            unreadable,
+            refused: false,
+            in_manifest: false,
+            pointer: pointer.map(|p| input::shown(&p)),
+            detail: input::shown_n(&detail, input::MESSAGE_MAX),
+        });
     }
 
-    fn refuse(&mut self, file: &str, msg: String) {
-        self.ran.insert("schema.unreadable");
-        self.refused.push(msg.clone());
-        self.push("schema.unreadable", Severity::Error, file, None, msg);
+    /// The file was refused as hostile (not a regular file, over its bound): unreadable, and the
+    /// bundle cannot be read as a whole.
+    fn refuse(&mut self, detail: String) {
+        self.problem(true, None, detail);
+        if let Some(p) = self.problems.last_mut() {
+            p.refused = true;
+        }
+    }
+
+    /// A quality file listed without its test id (a problem of the manifest's entry).
+    fn no_test(&mut self, pointer: Option<String>) {
+        self.problems.push(Problem {
+            unreadable: false,
+            refused: false,
+            in_manifest: true,
+            pointer,
+            detail: "a quality file needs its test id".into(),
+        });
     }
 }
 
@@ -345,132 +318,60 @@ fn normal(p: &str) -> String {
         .join("/")
 }
 
-/// Reads, checks and parses every file the manifest lists.
-pub fn load(o: &Opened) -> ReadBundle {
+/// Reads and parses every file the manifest lists, and records what it saw of each (whether it is
+/// there, its digest, what was wrong reading it) for the `schema.*` checks. A path listed twice
+/// (in any spelling) or a file listed under a second name is read once, under its first.
+pub fn load(o: &Opened) -> Bundle {
     let m = &o.manifest;
-    let mut cx = Ctx {
-        findings: Vec::new(),
-        ran: BTreeSet::new(),
-        verified: Vec::new(),
-        dropped: Default::default(),
-        refused: Vec::new(),
-    };
-    let mut b = Bundle {
-        manifest: m.clone(),
-        card: None,
-        speed_contract: None,
-        speed_result: None,
-        quality: Vec::new(),
-        fit: None,
-    };
+    let mut b = Bundle::new(m.clone());
     let mut seen_paths = BTreeSet::new();
     let mut seen_files = BTreeSet::new();
-    for (i, e) in m.files.iter().enumerate() {
-        cx.ran.insert("schema.path-escapes");
-        let path = match input::inside(&o.root, &e.path) {
-            Ok(p) => p,
-            Err(msg) => {
-                cx.push(
-                    "schema.path-escapes",
-                    Severity::Error,
-                    "bundle.json",
-                    Some(format!("/files/{i}/path")),
-                    msg,
-                );
-                continue;
-            }
+    for (index, e) in m.files.iter().enumerate() {
+        let seen = match input::inside(&o.root, &e.path) {
+            Err(msg) => Seen::Escapes(msg),
+            Ok(_) if !seen_paths.insert(normal(&e.path)) => Seen::Duplicate,
+            Ok(path) => match std::fs::metadata(&path) {
+                Err(_) => Seen::Missing,
+                Ok(_) if input::identity(&path).is_some_and(|id| !seen_files.insert(id)) => {
+                    Seen::Alias
+                }
+                Ok(_) => look(e, &path, index, &mut b),
+            },
         };
-        if !seen_paths.insert(normal(&e.path)) {
-            cx.push(
-                "schema.invalid",
-                Severity::Error,
-                "bundle.json",
-                Some(format!("/files/{i}/path")),
-                format!("'{}' is listed twice", input::shown(&e.path)),
-            );
-            continue;
-        }
-        cx.ran.insert("schema.file-missing");
-        let meta = std::fs::metadata(&path);
-        if meta.is_err() {
-            let (sev, tail) = if e.published {
-                (Severity::Error, "the page published it")
-            } else {
-                (
-                    Severity::Info,
-                    "the page did not publish it, so claims resting on it cannot be checked",
-                )
-            };
-            cx.push(
-                "schema.file-missing",
-                sev,
-                &e.path,
-                None,
-                format!(
-                    "{} is listed as {} but is not in the bundle; {tail}",
-                    input::shown(&e.path),
-                    e.kind.name()
-                ),
-            );
-            continue;
-        }
-        // The same real file under another name (a hard link, a link inside the bundle) is read
-        // once, under its first name.
-        if let Some(id) = input::identity(&path) {
-            if !seen_files.insert(id) {
-                cx.push(
-                    "schema.invalid",
-                    Severity::Error,
-                    "bundle.json",
-                    Some(format!("/files/{i}/path")),
-                    format!(
-                        "'{}' is a file already listed under another name",
-                        input::shown(&e.path)
-                    ),
-                );
-                continue;
-            }
-        }
-        cx.ran.insert("schema.digest-mismatch");
-        cx.ran.insert("schema.no-digest");
-        if e.kind == FileKind::QualityAnswers {
-            // Hashed in the same pass that validates it: the file is read once.
-            load_answers(e, i, &path, &mut b, &mut cx);
-            continue;
-        }
-        if e.kind == FileKind::Log {
-            match sha256_file(&path) {
-                Err(err) => cx.refuse(&e.path, input::escaped(&err.to_string())),
-                Ok(got) => check_digest(e, i, &got, &mut cx),
-            }
-            continue;
-        }
-        let bytes = match input::read_bounded(&path, limit_of(e.kind), e.kind.name()) {
-            Ok(b) => b,
+        b.files.push(FileFacts { index, seen });
+    }
+    b
+}
+
+/// What is in a file that is inside the bundle and listed once: read (bounded, regular files
+/// only), hashed and parsed. A log is only hashed, streamed; an answers file is streamed.
+fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
+    let mut cx = Ctx::default();
+    let sha256 = match e.kind {
+        // Hashed in the same pass that validates it: the file is read once.
+        FileKind::QualityAnswers => load_answers(e, index, path, b, &mut cx),
+        FileKind::Log => match sha256_file(path) {
             Err(err) => {
-                cx.refuse(&e.path, err.0);
-                continue;
+                cx.refuse(input::escaped(&err.to_string()));
+                None
             }
-        };
-        check_digest(e, i, &hex(&Sha256::digest(&bytes)), &mut cx);
-        load_file(e, &bytes, &mut b, &mut cx);
-    }
-    for (id, n) in std::mem::take(&mut cx.dropped) {
-        cx.findings.push(Finding::new(
-            id,
-            Severity::Error,
-            format!(
-                "{n} more {id} findings not listed (at most {} are kept)",
-                input::FINDINGS_PER_CHECK
-            ),
-        ));
-    }
-    ReadBundle {
-        bundle: b,
-        findings: cx.findings,
-        checks_run: cx.ran,
-        verified: cx.verified,
-        refused: cx.refused,
+            Ok(got) => Some(got),
+        },
+        _ => match input::read_bounded(path, limit_of(e.kind), e.kind.name()) {
+            Err(err) => {
+                cx.refuse(err.0);
+                None
+            }
+            Ok(bytes) => {
+                load_file(e, &bytes, b, &mut cx);
+                Some(hex(&Sha256::digest(&bytes)))
+            }
+        },
+    };
+    Seen::Present {
+        sha256,
+        read: cx.read,
+        problems: cx.problems,
     }
 }
 
@@ -494,30 +395,24 @@ fn loaded<T>(e: &FileEntry, value: T) -> Loaded<T> {
     }
 }
 
-fn load_file(e: &FileEntry, path: &[u8], b: &mut Bundle, cx: &mut Ctx) {
+fn load_file(e: &FileEntry, bytes: &[u8], b: &mut Bundle, cx: &mut Ctx) {
     match e.kind {
         FileKind::Log => {}
         FileKind::QualityAnswers => {}
-        FileKind::Card => b.card = read_json(e, path, cx).map(|v| loaded(e, v)),
-        FileKind::SpeedContract => b.speed_contract = read_json(e, path, cx).map(|v| loaded(e, v)),
-        FileKind::SpeedResult => b.speed_result = read_json(e, path, cx).map(|v| loaded(e, v)),
-        FileKind::FitResult => b.fit = read_json(e, path, cx).map(|v| loaded(e, v)),
+        FileKind::Card => b.card = read_json(e, bytes, cx).map(|v| loaded(e, v)),
+        FileKind::SpeedContract => b.speed_contract = read_json(e, bytes, cx).map(|v| loaded(e, v)),
+        FileKind::SpeedResult => b.speed_result = read_json(e, bytes, cx).map(|v| loaded(e, v)),
+        FileKind::FitResult => b.fit = read_json(e, bytes, cx).map(|v| loaded(e, v)),
         FileKind::QualityContract | FileKind::QualitySummary => {
             let Some(test) = e.test.clone() else {
-                cx.push(
-                    "schema.invalid",
-                    Severity::Error,
-                    "bundle.json",
-                    None,
-                    format!("{}: a quality file needs its test id", e.path),
-                );
+                cx.no_test(None);
                 return;
             };
             if e.kind == FileKind::QualityContract {
-                let v = read_json(e, path, cx).map(|v| loaded(e, v));
+                let v = read_json(e, bytes, cx).map(|v| loaded(e, v));
                 test_slot(b, &test).contract = v;
             } else {
-                let v = read_json(e, path, cx).map(|v| loaded(e, v));
+                let v = read_json(e, bytes, cx).map(|v| loaded(e, v));
                 test_slot(b, &test).summary = v;
             }
         }
@@ -525,22 +420,15 @@ fn load_file(e: &FileEntry, path: &[u8], b: &mut Bundle, cx: &mut Ctx) {
 }
 
 fn read_json<T: DeserializeOwned>(e: &FileEntry, text: &[u8], cx: &mut Ctx) -> Option<T> {
-    cx.ran.insert("schema.unreadable");
-    cx.ran.insert("schema.invalid");
+    cx.read = true;
     let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         Err(err) => {
-            cx.push(
-                "schema.unreadable",
-                Severity::Error,
-                &e.path,
-                Some(format!("line {}, column {}", err.line(), err.column())),
-                format!(
-                    "{}: line {}, column {}: not valid JSON: {err}",
-                    e.path,
-                    err.line(),
-                    err.column()
-                ),
+            let at = format!("line {}, column {}", err.line(), err.column());
+            cx.problem(
+                true,
+                Some(at.clone()),
+                format!("{at}: not valid JSON: {err}"),
             );
             return None;
         }
@@ -548,124 +436,62 @@ fn read_json<T: DeserializeOwned>(e: &FileEntry, text: &[u8], cx: &mut Ctx) -> O
     let validator = schemas::validator(e.kind)?;
     let errs = schemas::errors(validator, &value, 20);
     if !errs.is_empty() {
-        for (p, msg) in &errs {
-            cx.push(
-                "schema.invalid",
-                Severity::Error,
-                &e.path,
-                Some(p.clone()),
-                format!("{}: at {p}: {msg} (schema {})", e.path, e.kind.name()),
-            );
+        for (p, msg) in errs {
+            let detail = format!("at {p}: {msg} (schema {})", e.kind.name());
+            cx.problem(false, Some(p), detail);
         }
         return None;
     }
     match serde_json::from_value(value) {
         Ok(v) => Some(v),
         Err(err) => {
-            cx.push(
-                "schema.invalid",
-                Severity::Error,
-                &e.path,
-                None,
-                format!("{}: {err}", e.path),
-            );
+            cx.problem(false, None, err.to_string());
             None
         }
     }
 }
 
-fn check_digest(e: &FileEntry, index: usize, got: &str, cx: &mut Ctx) {
-    match &e.sha256 {
-        None => cx.push(
-            "schema.no-digest",
-            Severity::Warning,
-            &e.path,
-            None,
-            format!("{} has no sha256 in the manifest", e.path),
-        ),
-        Some(want) => {
-            let r = compare_digest(want, got);
-            if r == DigestMatch::Full {
-                cx.verified.push(rigaudit_audit::report::Artifact {
-                    path: e.path.clone(),
-                    sha256: got.to_string(),
-                });
-            } else {
-                cx.push(
-                    "schema.digest-mismatch",
-                    Severity::Error,
-                    "bundle.json",
-                    Some(format!("/files/{index}/sha256")),
-                    format!(
-                        "{}: sha256 is {got}, the manifest records {want} ({})",
-                        e.path,
-                        r.describe()
-                    ),
-                );
-            }
-        }
-    }
-}
-
 /// Streams an answers file: digest, schema and tally in one pass. A file is never held whole, so
-/// memory stays flat whatever its size.
-fn load_answers(e: &FileEntry, index: usize, path: &Path, b: &mut Bundle, cx: &mut Ctx) {
-    cx.ran.insert("schema.unreadable");
-    cx.ran.insert("schema.invalid");
+/// memory stays flat whatever its size. Returns its sha256 when it could be read.
+fn load_answers(
+    e: &FileEntry,
+    index: usize,
+    path: &Path,
+    b: &mut Bundle,
+    cx: &mut Ctx,
+) -> Option<String> {
+    cx.read = true;
     let Some(test) = e.test.clone() else {
-        cx.push(
-            "schema.invalid",
-            Severity::Error,
-            "bundle.json",
-            Some(format!("/files/{index}/test")),
-            format!("{}: a quality file needs its test id", e.path),
-        );
-        return;
+        cx.no_test(Some(format!("/files/{index}/test")));
+        return None;
     };
     test_slot(b, &test).answers_listed = Some((e.path.clone(), e.published));
     let f = match input::open_regular(path, e.kind.name()) {
         Ok(f) => f,
         Err(err) => {
-            cx.refuse(&e.path, err.0);
-            return;
+            cx.refuse(err.0);
+            return None;
         }
     };
-    let Some(validator) = schemas::validator(FileKind::QualityAnswers) else {
-        return;
-    };
+    let validator = schemas::validator(FileKind::QualityAnswers)?;
     let result = crate::answers::tally(f, validator);
-    if let Some(why) = &result.refused {
-        cx.refused.push(format!("{}: {why}", input::shown(&e.path)));
-    }
-    check_digest(e, index, &result.sha256, cx);
     for p in &result.problems {
-        let id = if p.unreadable {
-            "schema.unreadable"
-        } else {
-            "schema.invalid"
-        };
-        cx.push(
-            id,
-            Severity::Error,
-            &e.path,
-            Some(p.pointer.clone()),
-            format!("{}: {}: {}", e.path, p.pointer, p.message),
-        );
+        let detail = format!("{}: {}", p.pointer, p.message);
+        cx.problem(p.unreadable, Some(p.pointer.clone()), detail);
     }
     if result.problem_count > result.problems.len() {
-        cx.push(
-            "schema.invalid",
-            Severity::Error,
-            &e.path,
-            None,
-            format!(
-                "{}: {} more bad lines not listed",
-                e.path,
-                result.problem_count - result.problems.len()
-            ),
-        );
+        let more = result.problem_count - result.problems.len();
+        cx.problem(false, None, format!("{more} more bad lines not listed"));
+    }
+    if let Some(why) = &result.refused {
+        // The line over its bound is among the problems unless more were listed before it.
+        match cx.problems.iter_mut().rev().find(|p| p.unreadable) {
+            Some(p) => p.refused = true,
+            None => cx.refuse(why.clone()),
+        }
     }
     if result.problem_count == 0 {
         test_slot(b, &test).answers = Some(loaded(e, result.tally));
     }
+    Some(result.sha256)
 }

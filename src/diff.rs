@@ -6,7 +6,7 @@ use crate::bundle;
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::diff::{SetupPolicy, Subject};
 use rigaudit_audit::replay::Tolerance;
-use rigaudit_audit::{Finding, Report, Severity};
+use rigaudit_audit::{Findings, Report, Severity};
 use std::path::{Path, PathBuf};
 
 /// Options of `rigaudit diff`.
@@ -54,45 +54,46 @@ fn policy(a: &Args) -> Result<SetupPolicy, Fatal> {
 }
 
 /// A note when a side's files could not all be read: its figures may then be missing.
-fn unreadable(side: &str, path: &Path, r: &bundle::ReadBundle) -> Option<Finding> {
-    let bad = r
+fn unreadable(side: &str, path: &Path, b: &rigaudit_audit::Bundle, into: &mut Findings) {
+    let mut files = Findings::default();
+    rigaudit_audit::schema::run(b, &mut files);
+    let bad = files
         .findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
         .count();
-    (bad > 0).then(|| {
-        Finding::new(
-            "diff.not-comparable",
-            Severity::Warning,
-            format!(
-                "{side} ({}): {bad} file problem(s) (run `rigaudit verify` on it); what they hold is not compared",
-                path.display()
-            ),
-        )
-    })
+    if bad > 0 {
+        into.emitter(&rigaudit_audit::diff::NOT_COMPARABLE).warning(format!(
+            "{side} ({}): {bad} file problem(s) (run `rigaudit verify` on it); what they hold is not compared",
+            path.display()
+        ));
+    }
 }
 
 /// Diffs two bundles. `Err` when either cannot be read at all (exit 2).
 pub fn run(a: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let (oa, ob) = (bundle::open(&a.a)?, bundle::open(&a.b)?);
-    let (ra, rb) = (bundle::load(&oa), bundle::load(&ob));
+    let (ba, bb) = (bundle::load(&oa), bundle::load(&ob));
     let tol = Tolerance {
         rel_floor: a.rel_floor,
         alpha: a.alpha,
         max_floor: a.max_floor,
         ..Tolerance::default()
     };
-    let d = rigaudit_audit::diff::diff(&ra.bundle, &rb.bundle, &tol, &policy(a)?);
-    let mut findings: Vec<Finding> = [unreadable("A", &a.a, &ra), unreadable("B", &a.b, &rb)]
-        .into_iter()
-        .flatten()
-        .collect();
-    findings.extend(d.findings);
-    let compared = !d.rows.is_empty() || ra.bundle.card.is_some() && rb.bundle.card.is_some();
-    let ran = if compared { d.checks_run } else { Vec::new() };
+    let d = rigaudit_audit::diff::diff(&ba, &bb, &tol, &policy(a)?);
+    let mut found = Findings::default();
+    unreadable("A", &a.a, &ba, &mut found);
+    unreadable("B", &a.b, &bb, &mut found);
+    let compared = !d.found.comparisons.is_empty() || ba.card.is_some() && bb.card.is_some();
+    if compared {
+        found.merge(d.found);
+    } else {
+        // Nothing could be compared: no check counts as run, so the report is incomplete.
+        found.findings.extend(d.found.findings);
+        found.comparisons.extend(d.found.comparisons);
+    }
     let name = format!("{} vs {}", oa.manifest.id, ob.manifest.id);
-    let mut report =
-        Report::new("diff", &name, fail_on, ran, Vec::new(), findings).with_comparisons(d.rows);
+    let mut report = Report::new("diff", &name, fail_on, found);
     report.setup_changes = d.setup;
     Ok(report)
 }

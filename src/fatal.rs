@@ -18,3 +18,16 @@ impl std::error::Error for Fatal {}
 pub fn fatal(msg: impl Into<String>) -> Fatal {
     Fatal(msg.into())
 }
+
+/// Error context in one word: `result.at(place)` turns any error into a [`Fatal`] that says where
+/// it happened first (`PLACE: error`), in place of `map_err(|e| fatal(format!("{place}: {e}")))`.
+pub trait At<T> {
+    /// The error, prefixed with `place`.
+    fn at(self, place: impl fmt::Display) -> Result<T, Fatal>;
+}
+
+impl<T, E: fmt::Display> At<T> for Result<T, E> {
+    fn at(self, place: impl fmt::Display) -> Result<T, Fatal> {
+        self.map_err(|e| fatal(format!("{place}: {e}")))
+    }
+}

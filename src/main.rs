@@ -2,10 +2,17 @@
 //!
 //! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2 when the tool could not
 //! do its job (bad arguments, unreadable bundle, nothing checked).
+//!
+//! [`main`] parses the arguments and hands them to [`run`], which dispatches each command and
+//! returns its exit code or the [`Fatal`] error that stopped it; `main` is the one place such an
+//! error is printed. Each reporting command builds its one report with `Report::new` from the
+//! `Findings` its stages return (`verify.rs`, `rehash/`, `replay/`, `audit.rs`).
 
 mod answers;
+mod audit;
 mod bundle;
 mod diff;
+mod digest;
 mod fatal;
 mod fetch;
 #[cfg(test)]
@@ -20,9 +27,9 @@ mod schemas;
 mod verify;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use fatal::{fatal, Fatal};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -83,16 +90,16 @@ struct ReportArgs {
 }
 
 /// Reads `--policy`: a TOML file of at most a few MiB whose check ids must be in the catalogue.
-fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy>, fatal::Fatal> {
+fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy>, Fatal> {
     let Some(path) = &out.policy else {
         return Ok(None);
     };
     let text = input::read_text(path, input::CONTRACT_MAX, "policy")?;
     let mut p: rigaudit_audit::policy::Policy = toml::from_str(&text)
-        .map_err(|e| fatal::fatal(format!("{}: not a policy: {e}", path.display())))?;
+        .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
     let unknown = p.unknown_checks();
     if !unknown.is_empty() {
-        return Err(fatal::fatal(format!(
+        return Err(fatal(format!(
             "{}: no such check in the catalogue: {} (rigaudit checks lists them)",
             path.display(),
             unknown.join(", ")
@@ -100,16 +107,6 @@ fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy
     }
     p.file = path.display().to_string();
     Ok(Some(p))
-}
-
-fn diff_report(args: &diff::Args, out: &ReportArgs) -> ExitCode {
-    match diff::run(args, out.fail_on.severity()) {
-        Ok(r) => emit(&r, out),
-        Err(e) => {
-            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-            ExitCode::from(2)
-        }
-    }
 }
 
 /// The policy's tolerances over replay's options.
@@ -162,6 +159,14 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Compare two bundles of one setup: the setup differences first, then every figure with the
+    /// statistics replay uses (exit 1 when the setup differs in what matters or a figure moved).
+    Diff {
+        #[command(flatten)]
+        args: diff::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
     /// Re-launch the recorded command, measure again with the bundle's contracts, and say per
     /// value whether the page reproduces; writes the replayed bundle.
     Replay {
@@ -169,14 +174,6 @@ enum Command {
         bundle: PathBuf,
         #[command(flatten)]
         args: replay::Args,
-        #[command(flatten)]
-        out: ReportArgs,
-    },
-    /// Compare two bundles of one setup: the setup differences first, then every figure with the
-    /// statistics replay uses (exit 1 when the setup differs in what matters or a figure moved).
-    Diff {
-        #[command(flatten)]
-        args: diff::Args,
         #[command(flatten)]
         out: ReportArgs,
     },
@@ -196,14 +193,6 @@ enum Command {
         /// The library file.
         path: PathBuf,
     },
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
-    Man,
     /// Prints this machine as a card's `hardware` object (what `measure --card` records).
     #[command(name = "__host", hide = true)]
     Host,
@@ -213,6 +202,14 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
+    Man,
     /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
     /// quality-contract, quality-summary, quality-answers, fit-result, report).
     Schema {
@@ -221,46 +218,26 @@ enum Command {
     },
 }
 
-fn emit(report: &Report, out: &ReportArgs) -> ExitCode {
-    let mut owned;
-    let report = match load_policy(out) {
-        Ok(None) => report,
-        Ok(Some(p)) => {
-            owned = report.clone();
-            owned.apply_policy(&p);
-            &owned
-        }
-        Err(e) => {
-            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-            return ExitCode::from(2);
-        }
-    };
-    let color = out.format == Format::Text
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
-    print!("{}", output::render(report, out.format, color));
+/// Applies the policy, prints the report in its format, writes every `--report` and `--output`
+/// file (each atomically, from the same report), and maps the verdict to the exit code.
+fn emit(mut report: Report, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    if let Some(p) = load_policy(out)? {
+        report.apply_policy(&p);
+    }
     let mut files: Vec<(Format, PathBuf)> = out
         .report
         .iter()
         .map(|p| (Format::Json, p.clone()))
         .collect();
     for spec in &out.outputs {
-        match output::parse_output(spec) {
-            Ok(f) => files.push(f),
-            Err(e) => {
-                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                return ExitCode::from(2);
-            }
-        }
+        files.push(output::parse_output(spec)?);
     }
+    let color = out.format == Format::Text && output::color_stdout();
+    print!("{}", output::render(&report, out.format, color));
     for (format, path) in files {
-        let text = output::render(report, format, false);
-        if let Err(e) = output::write_atomic(&path, text.as_bytes()) {
-            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-            return ExitCode::from(2);
-        }
+        output::write_atomic(&path, output::render(&report, format, false).as_bytes())?;
     }
-    ExitCode::from(report.exit_code() as u8)
+    Ok(ExitCode::from(report.exit_code() as u8))
 }
 
 fn main() -> ExitCode {
@@ -283,41 +260,42 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // The one error sink: the tool could not do its job.
+    run(cli).unwrap_or_else(|e| {
+        eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+        ExitCode::from(2)
+    })
+}
+
+/// Runs one command.
+fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
-        Command::Verify { bundle, out } => match verify::run(&bundle, out.fail_on.severity()) {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                ExitCode::from(2)
-            }
-        },
+        Command::Verify { bundle, out } => {
+            emit(verify::run(&bundle, out.fail_on.severity())?, &out)
+        }
         Command::Diff { mut args, out } => {
-            if let Ok(Some(p)) = load_policy(&out) {
+            if let Some(p) = load_policy(&out)? {
                 tune_diff(&mut args, &p);
             }
-            diff_report(&args, &out)
+            emit(diff::run(&args, out.fail_on.severity())?, &out)
         }
         Command::Replay {
             bundle,
             mut args,
             out,
         } => {
-            if let Ok(Some(p)) = load_policy(&out) {
+            if let Some(p) = load_policy(&out)? {
                 tune_replay(&mut args, &p);
             }
-            match replay::run(&bundle, &args, out.fail_on.severity()) {
-                Ok(r) => {
-                    eprintln!(
-                        "rigaudit: replayed bundle written to {}",
-                        input::shown_path(&r.bundle)
-                    );
-                    emit(&r.report, &out)
-                }
-                Err(e) => {
-                    eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                    ExitCode::from(2)
-                }
-            }
+            let r = replay::run(&bundle, &args)?;
+            eprintln!(
+                "rigaudit: replayed bundle written to {}",
+                input::shown_path(&r.bundle)
+            );
+            emit(
+                Report::new("replay", &r.id, out.fail_on.severity(), r.found),
+                &out,
+            )
         }
         Command::Audit {
             bundle,
@@ -327,129 +305,89 @@ fn main() -> ExitCode {
             mut replay,
             out,
         } => {
-            if let Ok(Some(p)) = load_policy(&out) {
+            if let Some(p) = load_policy(&out)? {
                 tune_replay(&mut replay, &p);
             }
-            let audited = audit(
-                &bundle,
-                roots,
-                files,
-                no_replay,
-                &replay,
-                out.fail_on.severity(),
-            );
-            match audited {
-                Ok(r) => emit(&r, &out),
-                Err(e) => {
-                    eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                    ExitCode::from(2)
-                }
-            }
+            // A --root BOX=DIR of a box mapped with --box is read on that box (replay's ssh options).
+            let ssh = replay.boxes.ssh.clone();
+            let artifacts = audit::Artifacts { roots, files, ssh };
+            let replay = (!no_replay).then_some(&replay);
+            let r = audit::run(&bundle, artifacts, replay, out.fail_on.severity())?;
+            emit(r, &out)
         }
-        Command::Measure(a) => match measure::run(&a) {
-            Ok(m) => match m.stopped {
-                None => match unanswered_steps(&m.dir) {
-                    Some((steps, all)) if !steps.is_empty() => {
-                        eprintln!(
-                            "rigaudit: {} got no answer: {}; what was measured is in {}",
-                            if all { "every step" } else { "a step" },
-                            steps.join(", "),
-                            m.dir.display()
-                        );
-                        ExitCode::from(if all { 2 } else { 1 })
-                    }
-                    _ => {
-                        println!("wrote {}", m.dir.display());
-                        ExitCode::SUCCESS
-                    }
-                },
-                // Could not finish: exit 2, with what was measured kept in the bundle.
-                Some(why) => {
-                    eprintln!(
-                        "rigaudit: the measurement stopped before its end: {why}; what it measured is in {}",
-                        m.dir.display()
-                    );
-                    ExitCode::from(2)
-                }
-            },
-            Err(e) => {
-                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                ExitCode::from(2)
-            }
-        },
-        Command::Rehash { args, out } => match rehash::run(&args, out.fail_on.severity()) {
-            Ok(r) => emit(&r, &out),
-            Err(e) => {
-                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                ExitCode::from(2)
-            }
-        },
-        Command::NcclVersion { path } => ExitCode::from(rehash::nccl::child_main(&path) as u8),
+        Command::Measure(a) => measured(&measure::run(&a)?),
+        Command::Rehash { args, out } => emit(rehash::run(&args, out.fail_on.severity())?, &out),
+        Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut script = Vec::new();
+            let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rigaudit", &mut script);
-            // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
-            ExitCode::SUCCESS
+            printed(&script)
         }
         Command::Man => {
-            let cmd = <Cli as clap::CommandFactory>::command();
             let mut page = Vec::new();
-            match clap_mangen::Man::new(cmd).render(&mut page) {
-                Ok(()) => {
-                    let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("rigaudit: {e}");
-                    ExitCode::from(2)
-                }
-            }
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut page)
+                .map_err(|e| fatal(format!("man page: {e}")))?;
+            printed(&page)
         }
-        Command::Host => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&host::hardware()).unwrap_or_default()
-            );
-            ExitCode::SUCCESS
-        }
+        Command::Host => printed(
+            serde_json::to_string_pretty(&host::hardware())
+                .unwrap_or_default()
+                .as_bytes(),
+        ),
         Command::Checks { format } => {
-            let all = rigaudit_audit::catalogue::all();
-            match format {
-                Format::Json | Format::Sarif => {
-                    let v: Vec<_> = all
-                        .iter()
-                        .map(|c| serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc}))
-                        .collect();
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-                }
-                _ => {
-                    for c in all {
-                        println!("{:<38} {:<8} {}", c.id, c.severity.name(), c.doc);
-                    }
-                }
-            }
-            ExitCode::SUCCESS
+            print!("{}", output::catalogue(format));
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Schema { kind } => {
-            let text = match kind.as_str() {
-                "bundle" => Some(schemas::BUNDLE),
-                "report" => Some(schemas::REPORT),
-                k => serde_json::from_value(serde_json::Value::String(k.into()))
-                    .ok()
-                    .and_then(schemas::text),
-            };
-            match text {
-                Some(t) => {
-                    print!("{t}");
-                    ExitCode::SUCCESS
-                }
-                None => {
-                    eprintln!("rigaudit: no schema for '{kind}'");
-                    ExitCode::from(2)
-                }
-            }
+        Command::Schema { kind } => printed(schema_text(&kind)?.as_bytes()),
+    }
+}
+
+/// The JSON Schema of a file kind (`rigaudit schema KIND`).
+fn schema_text(kind: &str) -> Result<&'static str, Fatal> {
+    let text = match kind {
+        "bundle" => Some(schemas::BUNDLE),
+        "report" => Some(schemas::REPORT),
+        k => serde_json::from_value(serde_json::Value::String(k.into()))
+            .ok()
+            .and_then(schemas::text),
+    };
+    text.ok_or_else(|| fatal(format!("no schema for '{kind}'")))
+}
+
+/// Writes bytes to standard output; a closed pipe (`| head`) is not an error worth a panic.
+fn printed(bytes: &[u8]) -> Result<ExitCode, Fatal> {
+    let mut out = std::io::stdout();
+    let _ = std::io::Write::write_all(&mut out, bytes);
+    if !bytes.ends_with(b"\n") {
+        let _ = std::io::Write::write_all(&mut out, b"\n");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `measure` says at its end: where the bundle is; exit 1 when a step got no answer, 2 when
+/// none did or the measurement stopped early (with what was measured kept in the bundle).
+fn measured(m: &measure::Measured) -> Result<ExitCode, Fatal> {
+    if let Some(why) = &m.stopped {
+        return Err(fatal(format!(
+            "the measurement stopped before its end: {why}; what it measured is in {}",
+            m.dir.display()
+        )));
+    }
+    match unanswered_steps(&m.dir) {
+        Some((steps, all)) if !steps.is_empty() => {
+            eprintln!(
+                "rigaudit: {} got no answer: {}; what was measured is in {}",
+                if all { "every step" } else { "a step" },
+                steps.join(", "),
+                m.dir.display()
+            );
+            Ok(ExitCode::from(if all { 2 } else { 1 }))
+        }
+        _ => {
+            println!("wrote {}", m.dir.display());
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -481,72 +419,4 @@ fn unanswered_steps(dir: &std::path::Path) -> Option<(Vec<String>, bool)> {
         .collect();
     let all = !steps.is_empty() && none.len() == steps.len();
     Some((none, all))
-}
-
-/// `rigaudit audit`: verify, then rehash when roots or files are given, then replay unless told
-/// not to; one report. A replay that cannot run at all makes the report incomplete (exit 2), with
-/// the verify (and rehash) findings kept.
-fn audit(
-    bundle: &std::path::Path,
-    roots: Vec<String>,
-    files: Vec<String>,
-    no_replay: bool,
-    replay_args: &replay::Args,
-    fail_on: Option<Severity>,
-) -> Result<Report, fatal::Fatal> {
-    let v = verify::run(bundle, fail_on)?;
-    let mut ran = v.checks_run;
-    let mut findings = v.findings;
-    let recomputed = v.recomputed;
-    let artifacts = v.artifacts;
-    let mut comparisons = Vec::new();
-    let mut incomplete = v.verdict == rigaudit_audit::Verdict::Incomplete;
-    if !roots.is_empty() || !files.is_empty() {
-        let r = rehash::run(
-            &rehash::Args {
-                bundle: bundle.to_path_buf(),
-                roots,
-                files,
-                quiet: true,
-                // A --root BOX=DIR of a box mapped with --box is read on that box.
-                ssh: replay_args.boxes.ssh.clone(),
-                ..Default::default()
-            },
-            fail_on,
-        )?;
-        ran.extend(r.checks_run);
-        findings.extend(r.findings);
-    }
-    if !no_replay {
-        match replay::run(bundle, replay_args, fail_on) {
-            Ok(r) => {
-                eprintln!(
-                    "rigaudit: replayed bundle written to {}",
-                    r.bundle.display()
-                );
-                ran.extend(r.report.checks_run);
-                findings.extend(r.report.findings);
-                comparisons = r.report.comparisons;
-            }
-            Err(e) => {
-                incomplete = true;
-                ran.push("replay.not-run".into());
-                findings.push(rigaudit_audit::Finding::new(
-                    "replay.not-run",
-                    Severity::Error,
-                    format!("the replay could not run: {e}"),
-                ));
-            }
-        }
-    }
-    ran.sort();
-    ran.dedup();
-    let id = v.bundle;
-    let mut report =
-        Report::new("audit", &id, fail_on, ran, recomputed, findings).with_comparisons(comparisons);
-    if incomplete {
-        report.verdict = rigaudit_audit::Verdict::Incomplete;
-    }
-    report.artifacts = artifacts;
-    Ok(report)
 }

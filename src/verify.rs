@@ -3,65 +3,43 @@
 
 use crate::bundle;
 use crate::fatal::Fatal;
-use rigaudit_audit::{Report, Severity};
+use rigaudit_audit::{Findings, Report, Severity};
 use std::path::Path;
+
+/// What verifying a bundle found, with the bundle's id.
+pub struct Verified {
+    /// The bundle's id.
+    pub id: String,
+    /// What the checks found.
+    pub found: Findings,
+    /// The raw files whose digest matched the manifest in full.
+    pub artifacts: Vec<rigaudit_audit::report::Artifact>,
+}
+
+/// The verify stage: opens and reads a bundle and runs every bundle check. `Err` when the bundle
+/// cannot be read at all.
+pub fn check(path: &Path) -> Result<Verified, Fatal> {
+    let opened = bundle::open(path)?;
+    let read = bundle::load(&opened);
+    // A file refused as hostile (not a regular file, over its bound) is said here too, as the
+    // reason the result is incomplete.
+    for r in read.refused() {
+        eprintln!(
+            "rigaudit: {}",
+            crate::input::shown_n(&r, crate::input::MESSAGE_MAX)
+        );
+    }
+    Ok(Verified {
+        id: opened.manifest.id.clone(),
+        found: rigaudit_audit::verify(&read),
+        artifacts: read.verified(),
+    })
+}
 
 /// Verifies a bundle. `Err` when the bundle cannot be read at all.
 pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let opened = bundle::open(path)?;
-    let read = bundle::load(&opened);
-    let refused = read.refused.clone();
-    let checked = rigaudit_audit::verify(&read.bundle);
-    let verified = read.verified;
-    let mut findings = read.findings;
-    findings.extend(checked.findings);
-    let mut ran: Vec<String> = read.checks_run.iter().map(|s| s.to_string()).collect();
-    // Only the content checks count as "something was checked": a bundle whose every file is
-    // missing or broken ran schema checks alone and is incomplete, never a pass.
-    let content_ran = !checked.checks_run.is_empty()
-        && (read.bundle.card.is_some()
-            || read.bundle.speed_result.is_some()
-            || read.bundle.fit.is_some()
-            || read
-                .bundle
-                .quality
-                .iter()
-                .any(|t| t.summary.is_some() || t.answers.is_some()));
-    ran.extend(checked.checks_run);
-    let mut report = Report::new(
-        "verify",
-        &opened.manifest.id,
-        fail_on,
-        ran,
-        checked.recomputed,
-        findings,
-    );
-    if !content_ran {
-        report.findings.push(rigaudit_audit::Finding::new(
-            "schema.file-missing",
-            Severity::Error,
-            "no raw file of the bundle could be read, so nothing was checked",
-        ));
-        report = Report::new(
-            "verify",
-            &opened.manifest.id,
-            fail_on,
-            Vec::new(),
-            report.recomputed,
-            report.findings,
-        );
-    }
-    report.artifacts = verified;
-    if !refused.is_empty() {
-        // A file refused as hostile (not a regular file, over its bound): the bundle could not be
-        // read as a whole, so the run is incomplete (exit 2), whatever else was found.
-        for r in &refused {
-            eprintln!(
-                "rigaudit: {}",
-                crate::input::shown_n(r, crate::input::MESSAGE_MAX)
-            );
-        }
-        report.verdict = rigaudit_audit::Verdict::Incomplete;
-    }
+    let v = check(path)?;
+    let mut report = Report::new("verify", &v.id, fail_on, v.found);
+    report.artifacts = v.artifacts;
     Ok(report)
 }

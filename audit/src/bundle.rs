@@ -1,11 +1,19 @@
-//! The parsed bundle the checks read, and [`verify`], which runs every check over it.
+//! The parsed bundle the checks read: typed records of every file that passed its schema, and
+//! what the CLI saw of every file (the facts the `schema.*` checks judge).
+//!
+//! It sits above the records and the report model and below the check families; it runs nothing.
 
+use crate::check::{Emit, Ran};
 use crate::records::{
     AnswerTally, Card, FitResult, Manifest, QualityContract, QualitySummary, SpeedContract,
     SpeedResult,
 };
-use crate::report::{Finding, Recomputed};
-use std::collections::BTreeSet;
+
+/// Migration only: the collector adapter checks in the earlier shape take (`crate::bundle::Out`).
+pub use crate::check::Out;
+
+/// What most checks read: the bundle. A family's table is a `&[Check<Run>]`.
+pub type Run = fn(&Bundle, &mut Emit) -> Ran;
 
 /// A parsed file with where it came from.
 #[derive(Debug, Clone)]
@@ -51,49 +59,123 @@ pub struct Bundle {
     pub quality: Vec<QualityTest>,
     /// The memory-fit result.
     pub fit: Option<Loaded<FitResult>>,
+    /// What the CLI saw of each file the manifest lists, in manifest order.
+    pub files: Vec<FileFacts>,
 }
 
-/// What [`verify`] found.
-#[derive(Debug, Clone, Default)]
-pub struct Verified {
-    /// Ids of the checks that had what they needed and ran.
-    pub checks_run: Vec<String>,
-    /// Values recomputed from raw records.
-    pub recomputed: Vec<Recomputed>,
-    /// Findings.
-    pub findings: Vec<Finding>,
-}
-
-/// Collects the output of the checks.
-#[derive(Debug, Default)]
-pub(crate) struct Out {
-    pub ran: BTreeSet<&'static str>,
-    pub recomputed: Vec<Recomputed>,
-    pub findings: Vec<Finding>,
-}
-
-impl Out {
-    pub fn ran(&mut self, id: &'static str) {
-        self.ran.insert(id);
+impl Bundle {
+    /// A bundle of a manifest and nothing read yet.
+    pub fn new(manifest: Manifest) -> Self {
+        Bundle {
+            manifest,
+            card: None,
+            speed_contract: None,
+            speed_result: None,
+            quality: Vec::new(),
+            fit: None,
+            files: Vec::new(),
+        }
     }
 
-    pub fn push(&mut self, f: Finding) {
-        self.findings.push(f);
+    /// The raw files whose sha256 matched the manifest's in full: the subjects of an attestation.
+    pub fn verified(&self) -> Vec<crate::report::Artifact> {
+        use crate::schema::{compare_digest, DigestMatch};
+        let mut v = Vec::new();
+        for f in &self.files {
+            let (
+                Seen::Present {
+                    sha256: Some(got), ..
+                },
+                Some(ent),
+            ) = (&f.seen, self.manifest.files.get(f.index))
+            else {
+                continue;
+            };
+            if ent.sha256.as_deref().map(|w| compare_digest(w, got)) == Some(DigestMatch::Full) {
+                v.push(crate::report::Artifact {
+                    path: ent.path.clone(),
+                    sha256: got.clone(),
+                });
+            }
+        }
+        v
+    }
+
+    /// What was refused as hostile, one line each (`path: why`).
+    pub fn refused(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for f in &self.files {
+            let (Seen::Present { problems, .. }, Some(ent)) =
+                (&f.seen, self.manifest.files.get(f.index))
+            else {
+                continue;
+            };
+            for p in problems.iter().filter(|p| p.refused) {
+                v.push(format!("{}: {}", ent.path, p.detail));
+            }
+        }
+        v
+    }
+
+    /// Whether any raw file a content check reads was read: the card, the speed result, the fit
+    /// result, or a quality test's summary or answers. A bundle without one has nothing to check.
+    pub fn has_records(&self) -> bool {
+        self.card.is_some()
+            || self.speed_result.is_some()
+            || self.fit.is_some()
+            || self
+                .quality
+                .iter()
+                .any(|t| t.summary.is_some() || t.answers.is_some())
     }
 }
 
-/// Runs every check of the catalogue over a parsed bundle.
-pub fn verify(b: &Bundle) -> Verified {
-    let mut out = Out::default();
-    crate::quality::check(b, &mut out);
-    crate::speed::check(b, &mut out);
-    crate::setup::check(b, &mut out);
-    crate::fit::check(b, &mut out);
-    crate::claims::check(b, &mut out);
-    crate::consistency::check(b, &mut out);
-    Verified {
-        checks_run: out.ran.into_iter().map(String::from).collect(),
-        recomputed: out.recomputed,
-        findings: out.findings,
-    }
+/// What the CLI saw of one file the manifest lists.
+#[derive(Debug, Clone)]
+pub struct FileFacts {
+    /// Its index in the manifest's `files`.
+    pub index: usize,
+    /// What was seen.
+    pub seen: Seen,
+}
+
+/// What the CLI saw at a manifest path.
+#[derive(Debug, Clone)]
+pub enum Seen {
+    /// The path is absolute or leaves the bundle (the reason).
+    Escapes(String),
+    /// The path was listed before (in any spelling: `./a` is `a`).
+    Duplicate,
+    /// The file was listed before under another name (a hard link, a link inside the bundle).
+    Alias,
+    /// No file is there.
+    Missing,
+    /// The path resolves outside the bundle through a link (the path).
+    Link(String),
+    /// The file is there.
+    Present {
+        /// Its sha256, when it could be read.
+        sha256: Option<String>,
+        /// Whether its content was read to be parsed and validated.
+        read: bool,
+        /// What was wrong with it, in the order met.
+        problems: Vec<Problem>,
+    },
+}
+
+/// One thing wrong with a present file.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// It cannot be read or is not well-formed (`schema.unreadable`), else it breaks its schema
+    /// (`schema.invalid`).
+    pub unreadable: bool,
+    /// The file was refused as hostile (not a regular file, over its size bound): the bundle
+    /// cannot be read as a whole, so a report on it is incomplete.
+    pub refused: bool,
+    /// The problem is in the manifest's entry of the file, not in the file.
+    pub in_manifest: bool,
+    /// Where: a JSON pointer, `line N` or `line L, column C`.
+    pub pointer: Option<String>,
+    /// What, without the file's path (`at /x: "a" is not of type "number" (schema card)`).
+    pub detail: String,
 }

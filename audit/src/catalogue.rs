@@ -1,54 +1,19 @@
-//! The catalogue of checks: every id, its severity and its one-line doc.
+//! The catalogue's version, and the row type of checks in the earlier shape (migration only).
 //!
-//! A check's id names its module: `quality.cutoffs` lives in `quality.rs`, `schema.invalid` in
-//! `schema.rs`, and so on. Each module exports its own `CHECKS`; this module only gathers them.
+//! Checks written before the table (`pub const CHECKS: &[catalogue::Check] = &[Check { id,
+//! severity, doc }]` beside a `fn check_x(b: &Bundle, out: &mut Out)`) keep compiling:
+//! `catalogue::Check` is [`crate::check::About`], and such a slice is listed with its function in
+//! [`crate::table::LEGACY`]. The catalogue itself is [`crate::table::all`]; new checks are
+//! [`crate::check::Check`] rows in their family's table.
 
-use crate::report::Severity;
-
-/// One check of the catalogue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Check {
-    /// Stable id, `area.name`.
-    pub id: &'static str,
-    /// The highest severity it reports.
-    pub severity: Severity,
-    /// One line on what it finds.
-    pub doc: &'static str,
-}
-
-/// Every check rigaudit knows, in catalogue order.
-pub fn all() -> Vec<&'static Check> {
-    let mut v: Vec<&'static Check> = Vec::new();
-    for list in [
-        crate::schema::CHECKS,
-        crate::quality::CHECKS,
-        crate::speed::CHECKS,
-        crate::setup::CHECKS,
-        crate::fit::CHECKS,
-        crate::claims::CHECKS,
-        crate::rehash::CHECKS,
-        crate::replay::CHECKS,
-        crate::diff::CHECKS,
-    ] {
-        v.extend(list.iter());
-    }
-    for list in crate::consistency::LISTS {
-        v.extend(list.iter());
-    }
-    v
-}
-
-/// Looks a check up by id.
-pub fn find(id: &str) -> Option<&'static Check> {
-    all().into_iter().find(|c| c.id == id)
-}
+pub use crate::check::About as Check;
 
 /// The rules' version: the crate version and a digest (FNV-1a, 32 bits) of every check's id,
 /// severity and doc, so a report names the exact catalogue it was judged by and a page that passed
 /// under one catalogue can be re-checked under it.
 pub fn version() -> String {
     let mut h: u32 = 0x811c_9dc5;
-    for c in all() {
+    for c in crate::table::all() {
         for b in
             c.id.bytes()
                 .chain(c.severity.name().bytes())

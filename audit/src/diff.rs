@@ -22,39 +22,59 @@
 //!   a figure moved beyond noise is `diff.moved` (error).
 
 use crate::bundle::{Bundle, Loaded};
-use crate::catalogue::Check;
+use crate::check::{Check, Emit};
 use crate::records::card::{Card, RankCommand};
 use crate::replay::{compare, Compared, Comparison, ReplayVerdict, Tolerance};
-use crate::report::{Finding, Severity};
+use crate::report::{Findings, Severity};
 use crate::startline;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Which part of a diff reports a row: the setup, or the figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The cards, commands, start lines and contracts ([`setup_changes`]).
+    Setup,
+    /// The figures, with replay's statistics ([`crate::replay::compare`]).
+    Figures,
+}
+
+/// `diff.setup-differs`.
+pub const SETUP_DIFFERS: Check<Part> = Check {
+    id: "diff.setup-differs",
+    severity: Severity::Error,
+    doc: "The two bundles differ in their setup (engine, checkpoint, command, server, hardware, sampling, contracts): named with both values and where each side records them.",
+    run: Part::Setup,
+};
+
+/// `diff.moved`.
+pub const MOVED: Check<Part> = Check {
+    id: "diff.moved",
+    severity: Severity::Error,
+    doc: "A figure moved between the two bundles beyond chance and, for speed, beyond the tolerance floor.",
+    run: Part::Figures,
+};
+
+/// `diff.inconclusive`.
+pub const INCONCLUSIVE: Check<Part> = Check {
+    id: "diff.inconclusive",
+    severity: Severity::Info,
+    doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load.",
+    run: Part::Figures,
+};
+
+/// `diff.not-comparable`.
+pub const NOT_COMPARABLE: Check<Part> = Check {
+    id: "diff.not-comparable",
+    severity: Severity::Warning,
+    doc: "A figure cannot be compared: its step is invalid on a side (refused, not fitting, cached, cut) or only one side has it.",
+    run: Part::Figures,
+};
+
 /// `diff.*` checks.
-pub const CHECKS: &[Check] = &[
-    Check {
-        id: "diff.setup-differs",
-        severity: Severity::Error,
-        doc: "The two bundles differ in their setup (engine, checkpoint, command, server, hardware, sampling, contracts): named with both values and where each side records them.",
-    },
-    Check {
-        id: "diff.moved",
-        severity: Severity::Error,
-        doc: "A figure moved between the two bundles beyond chance and, for speed, beyond the tolerance floor.",
-    },
-    Check {
-        id: "diff.inconclusive",
-        severity: Severity::Info,
-        doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load.",
-    },
-    Check {
-        id: "diff.not-comparable",
-        severity: Severity::Warning,
-        doc: "A figure cannot be compared: its step is invalid on a side (refused, not fitting, cached, cut) or only one side has it.",
-    },
-];
+pub const CHECKS: &[Check<Part>] = &[SETUP_DIFFERS, MOVED, INCONCLUSIVE, NOT_COMPARABLE];
 
 /// The subjects a setup difference belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -135,20 +155,44 @@ impl Default for SetupPolicy {
 }
 
 /// What [`diff`] found.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Diffed {
     /// Setup differences, in subject order.
     pub setup: Vec<SetupChange>,
-    /// Figure rows (A as `recorded`, B as `replayed`).
-    pub rows: Vec<Comparison>,
-    /// Findings (`diff.*`).
-    pub findings: Vec<Finding>,
-    /// Checks that ran.
-    pub checks_run: Vec<String>,
+    /// What the `diff.*` rows found; the figure rows (A as `recorded`, B as `replayed`) are its
+    /// comparisons.
+    pub found: Findings,
 }
 
 /// Compares two bundles: the setup, then every figure. See the module docs.
 pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
+    let setup = setup_changes(a, b);
+    let mut found = Findings::default();
+    found.check(&SETUP_DIFFERS, |_, e| {
+        for c in &setup {
+            setup_finding(c, policy, e);
+        }
+        Some(())
+    });
+    let tol = Tolerance {
+        same_hardware: Some(true),
+        ..*tol
+    };
+    let Compared { rows, .. } = compare(a, b, &tol);
+    for row in rows.into_iter().map(relabel) {
+        row_finding(&row, &mut found);
+        found.comparisons.push(row);
+    }
+    if !found.comparisons.is_empty() {
+        for c in [&MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
+            found.mark_ran(c);
+        }
+    }
+    Diffed { setup, found }
+}
+
+/// Every setup difference of the two bundles, in subject order.
+pub fn setup_changes(a: &Bundle, b: &Bundle) -> Vec<SetupChange> {
     let mut setup = Vec::new();
     if let (Some(x), Some(y)) = (&a.card, &b.card) {
         setup.extend(card_changes(x, y));
@@ -156,41 +200,21 @@ pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Di
     setup.extend(server_changes(a, b));
     setup.extend(contract_changes(a, b));
     setup.sort_by_key(|c| c.subject);
-    let mut findings: Vec<Finding> = setup.iter().map(|c| setup_finding(c, policy)).collect();
-    let tol = Tolerance {
-        same_hardware: Some(true),
-        ..*tol
-    };
-    let Compared { rows, .. } = compare(a, b, &tol);
-    let rows: Vec<Comparison> = rows.into_iter().map(relabel).collect();
-    findings.extend(rows.iter().filter_map(row_finding));
-    let mut ran = vec!["diff.setup-differs".to_string()];
-    if !rows.is_empty() {
-        ran.extend(["diff.moved", "diff.inconclusive", "diff.not-comparable"].map(String::from));
-    }
-    Diffed {
-        setup,
-        rows,
-        findings,
-        checks_run: ran,
-    }
+    setup
 }
 
-fn setup_finding(c: &SetupChange, policy: &SetupPolicy) -> Finding {
-    let severity = if policy.fail.contains(&c.subject) {
-        Severity::Error
+/// A setup difference: an error when the policy says its subject matters, else a warning.
+fn setup_finding(c: &SetupChange, policy: &SetupPolicy, e: &mut Emit) {
+    let msg = format!(
+        "{}: {} in A ({}), {} in B ({})",
+        c.what, c.a, c.where_a, c.b, c.where_b
+    );
+    let m = if policy.fail.contains(&c.subject) {
+        e.finding(msg)
     } else {
-        Severity::Warning
+        e.warning(msg)
     };
-    Finding::new(
-        "diff.setup-differs",
-        severity,
-        format!(
-            "{}: {} in A ({}), {} in B ({})",
-            c.what, c.a, c.where_a, c.b, c.where_b
-        ),
-    )
-    .data(serde_json::to_value(c).unwrap_or_default())
+    m.data(serde_json::to_value(c).unwrap_or_default());
 }
 
 /// A replay row's words for a diff: A and B in the place of recorded and replayed.
@@ -208,17 +232,18 @@ fn relabel(mut r: Comparison) -> Comparison {
     r
 }
 
-fn row_finding(r: &Comparison) -> Option<Finding> {
-    let (check, severity) = match r.verdict {
-        ReplayVerdict::Reproduced => return None,
-        ReplayVerdict::Drifted => ("diff.moved", Severity::Error),
-        ReplayVerdict::Inconclusive => ("diff.inconclusive", Severity::Info),
-        ReplayVerdict::NotComparable => ("diff.not-comparable", Severity::Warning),
+/// The finding a figure row gives, through its row's emitter (none when it reproduced).
+fn row_finding(r: &Comparison, found: &mut Findings) {
+    let check = match r.verdict {
+        ReplayVerdict::Reproduced => return,
+        ReplayVerdict::Drifted => &MOVED,
+        ReplayVerdict::Inconclusive => &INCONCLUSIVE,
+        ReplayVerdict::NotComparable => &NOT_COMPARABLE,
     };
-    Some(
-        Finding::new(check, severity, format!("{}: {}", r.key, r.why))
-            .data(serde_json::to_value(r).unwrap_or_default()),
-    )
+    found
+        .emitter(check)
+        .finding(format!("{}: {}", r.key, r.why))
+        .data(serde_json::to_value(r).unwrap_or_default());
 }
 
 /// A value as a short string (`absent` for none).

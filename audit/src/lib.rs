@@ -1,10 +1,20 @@
 //! rigaudit's checks: pure functions from parsed benchmark records to findings.
 //!
 //! Nothing here reads a file, opens a socket or starts a process. The CLI parses a bundle, validates
-//! it against `schemas/`, builds a [`Bundle`] of typed records and hands it to [`verify`], which
-//! returns findings and recomputed values for the one [`report::Report`] model.
+//! it against `schemas/`, builds a [`Bundle`] of typed records (and of what it saw of each file)
+//! and hands it to [`verify()`], which returns [`Findings`] for the one [`Report`] model.
+//!
+//! Layers, each importing only those below it:
+//! - ground: [`records`], [`report`] (the report model and the [`Findings`] collector),
+//!   [`verdict`] (a replay's comparison rows), [`check`] ([`Check`] rows, the [`check::Emit`]ter),
+//!   [`stats`], [`startline`], and [`catalogue`] (migration only);
+//! - [`bundle`]: the parsed bundle;
+//! - the check families, each with its table of rows: [`schema`], [`quality`], [`speed`],
+//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`];
+//! - on top: [`table`] (every family's rows: the catalogue) and [`verify()`].
 
 pub mod catalogue;
+pub mod check;
 pub mod claims;
 pub mod consistency;
 pub mod diff;
@@ -20,8 +30,14 @@ pub mod setup;
 pub mod speed;
 pub mod startline;
 pub mod stats;
+pub mod table;
+pub mod verdict;
+pub mod verify;
 
 pub mod bundle;
-pub use bundle::{verify, Bundle, QualityTest, Verified};
-pub use replay::{Compared, Comparison, ReplayVerdict, Tolerance};
-pub use report::{Finding, Recomputed, Report, Severity, Verdict};
+pub use bundle::{Bundle, QualityTest};
+pub use check::{Check, Ran};
+pub use replay::{Compared, Tolerance};
+pub use report::{Finding, Findings, Recomputed, Report, Severity, Verdict};
+pub use verdict::{Comparison, Inconclusive, ReplayVerdict};
+pub use verify::verify;

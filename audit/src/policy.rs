@@ -143,7 +143,7 @@ impl Policy {
     pub fn unknown_checks(&self) -> Vec<String> {
         self.checks
             .keys()
-            .filter(|id| crate::catalogue::find(id).is_none())
+            .filter(|id| crate::table::find(id).is_none())
             .cloned()
             .collect()
     }

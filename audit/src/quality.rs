@@ -3,62 +3,89 @@
 //!
 //! A refused request is neither right nor wrong: a test whose requests were all refused has no
 //! result, and one where some were refused has a result only over the answered questions.
+//!
+//! Every check reads one test; [`run`] runs the table over each test in manifest order, then
+//! records the test's recomputed percentage and margin.
 
-use crate::bundle::{Bundle, Out, QualityTest};
-use crate::catalogue::Check;
-use crate::records::quality::Margin;
-use crate::report::{Finding, Recomputed, Severity};
+use crate::bundle::{Bundle, QualityTest};
+use crate::check::{Check, Emit, Ran};
+use crate::records::manifest::PageQuality;
+use crate::records::quality::{Margin, QualitySummary};
+use crate::records::AnswerTally;
+use crate::report::{Findings, Recomputed, Severity};
 use crate::stats::{agrees, fmt, margin_pts, printed_decimals, written_decimals, MarginMethod};
 use serde_json::json;
 
-/// `quality.*` checks.
-pub const CHECKS: &[Check] = &[
+/// What a quality check reads: the bundle and one of its tests.
+pub type Run = fn(&Bundle, &QualityTest, &mut Emit) -> Ran;
+
+/// `quality.*` checks, in the order they run over each test.
+pub const CHECKS: &[Check<Run>] = &[
     Check {
-        id: "quality.refused-counted-as-wrong",
-        severity: Severity::Error,
-        doc: "A summary counts requests the server refused as wrong answers.",
-    },
-    Check {
-        id: "quality.no-result-has-value",
-        severity: Severity::Error,
-        doc: "A test with no answered question shows a percentage or a margin.",
-    },
-    Check {
-        id: "quality.pct-mismatch",
-        severity: Severity::Error,
-        doc: "The percentage shown is not right / total at the rounding it is shown with.",
-    },
-    Check {
-        id: "quality.margin-mismatch",
-        severity: Severity::Error,
-        doc: "The 95 % margin shown is not the contract's method (normal or Wilson) at its rounding.",
-    },
-    Check {
-        id: "quality.count-mismatch",
-        severity: Severity::Error,
-        doc: "The page's right / total / cut-off counts differ from the raw files.",
-    },
-    Check {
-        id: "quality.answers-summary-mismatch",
-        severity: Severity::Error,
-        doc: "Counts in the answers file differ from the summary.",
-    },
-    Check {
-        id: "quality.cutoffs",
-        severity: Severity::Info,
-        doc: "Answers cut off at their limit and counted as wrong.",
+        id: "quality.limit-mismatch",
+        severity: Severity::Warning,
+        doc: "Answers were asked with another answer limit than the contract states.",
+        run: limit_mismatch,
     },
     Check {
         id: "quality.scoring-disagrees",
         severity: Severity::Error,
         doc: "An answer's right/wrong mark disagrees with its extracted answer and gold, or a refused request is marked right.",
+        run: scoring_disagrees,
     },
     Check {
-        id: "quality.limit-mismatch",
-        severity: Severity::Warning,
-        doc: "Answers were asked with another answer limit than the contract states.",
+        id: "quality.cutoffs",
+        severity: Severity::Info,
+        doc: "Answers cut off at their limit and counted as wrong.",
+        run: cutoffs,
+    },
+    Check {
+        id: "quality.answers-summary-mismatch",
+        severity: Severity::Error,
+        doc: "Counts in the answers file differ from the summary.",
+        run: answers_summary_mismatch,
+    },
+    Check {
+        id: "quality.refused-counted-as-wrong",
+        severity: Severity::Error,
+        doc: "A summary counts requests the server refused as wrong answers.",
+        run: refused_counted_as_wrong,
+    },
+    Check {
+        id: "quality.no-result-has-value",
+        severity: Severity::Error,
+        doc: "A test with no answered question shows a percentage or a margin.",
+        run: no_result_has_value,
+    },
+    Check {
+        id: "quality.pct-mismatch",
+        severity: Severity::Error,
+        doc: "The percentage shown is not right / total at the rounding it is shown with.",
+        run: pct_mismatch,
+    },
+    Check {
+        id: "quality.margin-mismatch",
+        severity: Severity::Error,
+        doc: "The 95 % margin shown is not the contract's method (normal or Wilson) at its rounding.",
+        run: margin_mismatch,
+    },
+    Check {
+        id: "quality.count-mismatch",
+        severity: Severity::Error,
+        doc: "The page's right / total / cut-off counts differ from the raw files.",
+        run: count_mismatch,
     },
 ];
+
+/// Runs every quality check over each test, then records its recomputed values.
+pub fn run(b: &Bundle, out: &mut Findings) {
+    for t in &b.quality {
+        for c in CHECKS {
+            out.check(c, |f, e| f(b, t, e));
+        }
+        out.recomputed.extend(recomputed(b, t));
+    }
+}
 
 fn pct(right: u64, total: u64) -> Option<f64> {
     (total > 0).then(|| 100.0 * right as f64 / total as f64)
@@ -68,383 +95,376 @@ fn method_of(m: &Margin) -> MarginMethod {
     MarginMethod::parse(&m.method).unwrap_or(MarginMethod::Normal)
 }
 
-pub(crate) fn check(b: &Bundle, out: &mut Out) {
-    for t in &b.quality {
-        check_test(b, t, out);
-    }
-}
-
-fn check_test(b: &Bundle, t: &QualityTest, out: &mut Out) {
-    let test = t.test.as_str();
-    let page = b.manifest.page.quality.iter().find(|q| q.test == test);
-    let margin = t
-        .contract
+/// The contract's margin rule (the default when there is no contract).
+fn margin_of(t: &QualityTest) -> Margin {
+    t.contract
         .as_ref()
         .map(|c| c.value.margin.clone())
-        .unwrap_or_default();
-    let method = method_of(&margin);
-    let tally = t.answers.as_ref().map(|a| &a.value);
-
-    // Answers against the contract.
-    if let (Some(a), Some(c)) = (&t.answers, &t.contract) {
-        out.ran("quality.limit-mismatch");
-        let other: u64 = a
-            .value
-            .max_tokens
-            .iter()
-            .filter(|(k, _)| **k != c.value.max_tokens)
-            .map(|(_, v)| *v)
-            .sum();
-        if other > 0 {
-            out.push(
-                Finding::new(
-                    "quality.limit-mismatch",
-                    Severity::Warning,
-                    format!(
-                        "{test}: {other} of {} answers were asked with an answer limit other than the contract's {} tokens (limits seen: {:?})",
-                        a.value.total, c.value.max_tokens, a.value.max_tokens
-                    ),
-                )
-                .file(&a.path),
-            );
-        }
-    }
-
-    // Scoring inside the answers file.
-    if let Some(a) = &t.answers {
-        out.ran("quality.scoring-disagrees");
-        let v = &a.value;
-        if v.gold_disagrees > 0 {
-            out.push(
-                Finding::new(
-                    "quality.scoring-disagrees",
-                    Severity::Error,
-                    format!(
-                        "{test}: {} answers are marked right or wrong against what their extracted answer and gold say (first at line {})",
-                        v.gold_disagrees,
-                        v.gold_disagrees_first_line.unwrap_or(0)
-                    ),
-                )
-                .file(&a.path)
-                .pointer(format!("line {}", v.gold_disagrees_first_line.unwrap_or(0))),
-            );
-        }
-        if v.right_but_refused > 0 {
-            out.push(
-                Finding::new(
-                    "quality.scoring-disagrees",
-                    Severity::Error,
-                    format!(
-                        "{test}: {} refused requests are marked right",
-                        v.right_but_refused
-                    ),
-                )
-                .file(&a.path),
-            );
-        }
-        if let Some((line, first)) = v.duplicate_ids.first() {
-            out.push(
-                Finding::new(
-                    "quality.scoring-disagrees",
-                    Severity::Error,
-                    format!(
-                        "{test}: {} records repeat an earlier question's id (line {line} repeats line {first}), so questions are counted twice",
-                        v.duplicate_count
-                    ),
-                )
-                .file(&a.path)
-                .pointer(format!("line {line}")),
-            );
-        }
-    }
-
-    // Cut-offs.
-    if tally.is_some() || t.summary.is_some() {
-        out.ran("quality.cutoffs");
-        let (n, total, file) = match (&t.answers, &t.summary) {
-            (Some(a), _) => (a.value.cutoffs_wrong, a.value.total, a.path.clone()),
-            (None, Some(s)) => (s.value.cutoffs.unwrap_or(0), s.value.total, s.path.clone()),
-            _ => (0, 0, String::new()),
-        };
-        if n > 0 {
-            let limit = t
-                .contract
-                .as_ref()
-                .map(|c| format!(" of {} tokens", c.value.max_tokens))
-                .unwrap_or_default();
-            out.push(
-                Finding::new(
-                    "quality.cutoffs",
-                    Severity::Info,
-                    format!("{test}: {n} of {total} answers were cut off at their limit{limit} and count as wrong"),
-                )
-                .file(file)
-                .data(json!({"test": test, "cutoffs": n, "total": total})),
-            );
-        }
-    }
-
-    let Some(s) = &t.summary else {
-        if let Some(a) = &t.answers {
-            let v = &a.value;
-            out.recomputed.push(Recomputed {
-                key: format!("quality.{test}.pct"),
-                value: pct(v.right, v.answered),
-                file: None,
-                page: page.and_then(|p| p.pct.clone()),
-            });
-        }
-        return;
-    };
-    let sv = &s.value;
-
-    // Answers against the summary.
-    if let Some(v) = tally {
-        out.ran("quality.answers-summary-mismatch");
-        let mut diffs = Vec::new();
-        let counted = sv.total + sv.excluded.unwrap_or(0);
-        if v.total != counted {
-            diffs.push(match sv.excluded {
-                Some(x) => format!("{} records vs total {} + {x} excluded", v.total, sv.total),
-                None => format!("{} records vs total {}", v.total, sv.total),
-            });
-        }
-        if v.right != sv.right {
-            diffs.push(format!("{} right vs {}", v.right, sv.right));
-        }
-        if let Some(c) = sv.cutoffs {
-            if c != v.cutoffs {
-                diffs.push(format!("{} cut off vs {}", v.cutoffs, c));
-            }
-        }
-        if !diffs.is_empty() {
-            out.push(
-                Finding::new(
-                    "quality.answers-summary-mismatch",
-                    Severity::Error,
-                    format!("{test}: the answers file and the summary disagree: {}", diffs.join("; ")),
-                )
-                .file(&s.path)
-                .data(json!({"answers": {"total": v.total, "right": v.right, "cutoffs": v.cutoffs},
-                             "summary": {"total": sv.total, "right": sv.right, "cutoffs": sv.cutoffs}})),
-            );
-        }
-    }
-
-    // Refused requests.
-    let refused = match tally {
-        Some(v) => v.refused(),
-        None => sv.errors.unwrap_or(0),
-    };
-    // Refused requests the summary leaves out of its total are not counted as wrong.
-    let excluded = sv.excluded.unwrap_or(0);
-    let refused_all = refused;
-    let refused = refused.saturating_sub(excluded);
-    let answered = sv.total.saturating_sub(refused);
-    out.ran("quality.refused-counted-as-wrong");
-    out.ran("quality.no-result-has-value");
-    if refused > 0 && sv.total >= refused && (tally.is_none_or(|v| sv.total + excluded == v.total))
-    {
-        let why = tally
-            .map(|v| {
-                v.refusals
-                    .iter()
-                    .map(|(k, n)| format!("{n} x {k}"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
-            .unwrap_or_else(|| "status and text not recorded in the summary".into());
-        let right_answered = tally.map_or(sv.right, |v| v.right - v.right_but_refused);
-        let over_answered = if answered == 0 {
-            "no result: no question was answered".to_string()
-        } else {
-            let p = 100.0 * right_answered as f64 / answered as f64;
-            let m = margin_pts(right_answered, answered, margin.z, method).unwrap_or(0.0);
-            format!(
-                "over the {answered} answered questions: {right_answered} right, {} % +- {} pts",
-                fmt(p, 1),
-                fmt(m, 1)
-            )
-        };
-        out.push(
-            Finding::new(
-                "quality.refused-counted-as-wrong",
-                Severity::Error,
-                format!(
-                    "{test}: the summary counts {refused} refused requests as wrong answers ({why}); {over_answered}"
-                ),
-            )
-            .file(&s.path)
-            .pointer("/total")
-            .data(json!({"test": test, "refused": refused, "total": sv.total, "answered": answered,
-                         "refusals": tally.map(|v| &v.refusals)})),
-        );
-    }
-    if answered == 0 && refused_all > 0 {
-        if sv.pct.is_some() || sv.margin.is_some() {
-            out.push(
-                Finding::new(
-                    "quality.no-result-has-value",
-                    Severity::Error,
-                    format!(
-                        "{test}: no question was answered, yet the summary shows {} % +- {}; the test has no result",
-                        sv.pct.map_or("-".into(), |p| format!("{p:?}")),
-                        sv.margin.map_or("-".into(), |p| format!("{p:?}"))
-                    ),
-                )
-                .file(&s.path)
-                .pointer("/pct"),
-            );
-        }
-        if let Some(p) = page.filter(|p| p.pct.is_some() || p.margin.is_some()) {
-            out.push(
-                Finding::new(
-                    "quality.no-result-has-value",
-                    Severity::Error,
-                    format!(
-                        "{test}: no question was answered, yet the page shows {} % +- {}",
-                        p.pct.as_deref().unwrap_or("-"),
-                        p.margin.as_deref().unwrap_or("-")
-                    ),
-                )
-                .file("bundle.json")
-                .pointer(format!("/page/quality/{test}")),
-            );
-        }
-    }
-
-    // Percentage and margin from the summary's counts.
-    let exact_pct = pct(sv.right, sv.total);
-    out.ran("quality.pct-mismatch");
-    out.ran("quality.margin-mismatch");
-    if let (Some(e), Some(shown)) = (exact_pct, sv.pct) {
-        let d = written_decimals(shown);
-        if !agrees(e, shown, d) {
-            out.push(
-                Finding::new(
-                    "quality.pct-mismatch",
-                    Severity::Error,
-                    format!(
-                        "{test}: the summary shows {shown} %, but {} of {} is {} %",
-                        sv.right,
-                        sv.total,
-                        fmt(e, d)
-                    ),
-                )
-                .file(&s.path)
-                .pointer("/pct"),
-            );
-        }
-    }
-    let exact_margin = margin_pts(sv.right, sv.total, margin.z, method);
-    if let (Some(e), Some(shown)) = (exact_margin, sv.margin) {
-        let d = written_decimals(shown);
-        if !agrees(e, shown, d) {
-            out.push(
-                margin_finding(test, &format!("{shown}"), e, d, sv.right, sv.total, &margin)
-                    .file(&s.path)
-                    .pointer("/margin"),
-            );
-        }
-    }
-    let page_total_ok = answered > 0;
-    if let Some(p) = page {
-        if page_total_ok {
-            let (r, n) = (p.right.unwrap_or(sv.right), p.total.unwrap_or(sv.total));
-            if let (Some(shown), Some(e)) = (&p.pct, pct(r, n)) {
-                if let Ok(x) = shown.parse::<f64>() {
-                    let d = printed_decimals(shown);
-                    if !agrees(e, x, d) {
-                        out.push(
-                            Finding::new(
-                                "quality.pct-mismatch",
-                                Severity::Error,
-                                format!(
-                                    "{test}: the page shows {shown} %, but {r} of {n} is {} %",
-                                    fmt(e, d)
-                                ),
-                            )
-                            .file("bundle.json")
-                            .pointer(format!("/page/quality/{test}/pct")),
-                        );
-                    }
-                }
-            }
-            if let (Some(shown), Some(e)) = (&p.margin, margin_pts(r, n, margin.z, method)) {
-                if let Ok(x) = shown.parse::<f64>() {
-                    let d = printed_decimals(shown);
-                    if !agrees(e, x, d) {
-                        out.push(
-                            margin_finding(test, shown, e, d, r, n, &margin)
-                                .file("bundle.json")
-                                .pointer(format!("/page/quality/{test}/margin")),
-                        );
-                    }
-                }
-            }
-        }
-        out.ran("quality.count-mismatch");
-        let mut diffs = Vec::new();
-        if let Some(r) = p.right.filter(|r| *r != sv.right) {
-            diffs.push(format!(
-                "right {r} on the page, {} in the summary",
-                sv.right
-            ));
-        }
-        // A row with no result may print the questions asked: the contract's count, or the
-        // summary's total + excluded.
-        let asked = |n: u64| {
-            p.pct.is_none()
-                && (n == sv.total + excluded
-                    || t.contract.as_ref().is_some_and(|c| c.value.questions == n))
-        };
-        if let Some(n) = p.total.filter(|n| *n != sv.total && !asked(*n)) {
-            diffs.push(format!(
-                "total {n} on the page, {} in the summary",
-                sv.total
-            ));
-        }
-        let raw_cut = tally.map(|v| v.cutoffs).or(sv.cutoffs);
-        if let (Some(c), Some(raw)) = (p.cutoffs, raw_cut) {
-            if c != raw {
-                diffs.push(format!("{c} cut off on the page, {raw} in the raw files"));
-            }
-        }
-        if !diffs.is_empty() {
-            out.push(
-                Finding::new(
-                    "quality.count-mismatch",
-                    Severity::Error,
-                    format!("{test}: {}", diffs.join("; ")),
-                )
-                .file("bundle.json")
-                .pointer(format!("/page/quality/{test}")),
-            );
-        }
-    }
-    out.recomputed.push(Recomputed {
-        key: format!("quality.{test}.pct"),
-        value: if answered == 0 { None } else { exact_pct },
-        file: sv.pct,
-        page: page.and_then(|p| p.pct.clone()),
-    });
-    out.recomputed.push(Recomputed {
-        key: format!("quality.{test}.margin"),
-        value: if answered == 0 { None } else { exact_margin },
-        file: sv.margin,
-        page: page.and_then(|p| p.margin.clone()),
-    });
+        .unwrap_or_default()
 }
 
-fn margin_finding(
+fn page_of<'a>(b: &'a Bundle, t: &QualityTest) -> Option<&'a PageQuality> {
+    b.manifest.page.quality.iter().find(|q| q.test == t.test)
+}
+
+/// Refused requests, from the answers' tally or else the summary's errors.
+struct Refused {
+    /// Refused requests, all of them.
+    all: u64,
+    /// Refused requests the summary counts in its total (it may leave some out as excluded).
+    counted: u64,
+    /// Requests the summary counts that the server answered.
+    answered: u64,
+}
+
+impl Refused {
+    fn of(tally: Option<&AnswerTally>, sv: &QualitySummary) -> Self {
+        let all = match tally {
+            Some(v) => v.refused(),
+            None => sv.errors.unwrap_or(0),
+        };
+        let counted = all.saturating_sub(sv.excluded.unwrap_or(0));
+        Refused {
+            all,
+            counted,
+            answered: sv.total.saturating_sub(counted),
+        }
+    }
+}
+
+fn limit_mismatch(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let (a, c) = (t.answers.as_ref()?, t.contract.as_ref()?);
+    let other: u64 = a
+        .value
+        .max_tokens
+        .iter()
+        .filter(|(k, _)| **k != c.value.max_tokens)
+        .map(|(_, v)| *v)
+        .sum();
+    if other > 0 {
+        e.finding(format!(
+            "{}: {other} of {} answers were asked with an answer limit other than the contract's {} tokens (limits seen: {:?})",
+            t.test, a.value.total, c.value.max_tokens, a.value.max_tokens
+        ))
+        .file(&a.path);
+    }
+    Some(())
+}
+
+/// `quality.scoring-disagrees`: marks against extracted answer and gold, refusals marked right,
+/// repeated ids, and cut-off answers marked right against the contract (consistency/scoring.rs).
+fn scoring_disagrees(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let marks = marks_disagree(b, t, e);
+    let cutoffs = crate::consistency::scoring::check_cutoffs_marked_right(t, e);
+    marks.or(cutoffs)
+}
+
+/// Marks against extracted answer and gold, refusals marked right, repeated ids.
+fn marks_disagree(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let a = t.answers.as_ref()?;
+    let (test, v) = (&t.test, &a.value);
+    if v.gold_disagrees > 0 {
+        let line = v.gold_disagrees_first_line.unwrap_or(0);
+        e.finding(format!(
+            "{test}: {} answers are marked right or wrong against what their extracted answer and gold say (first at line {line})",
+            v.gold_disagrees
+        ))
+        .at(&a.path, format!("line {line}"));
+    }
+    if v.right_but_refused > 0 {
+        e.finding(format!(
+            "{test}: {} refused requests are marked right",
+            v.right_but_refused
+        ))
+        .file(&a.path);
+    }
+    if let Some((line, first)) = v.duplicate_ids.first() {
+        e.finding(format!(
+            "{test}: {} records repeat an earlier question's id (line {line} repeats line {first}), so questions are counted twice",
+            v.duplicate_count
+        ))
+        .at(&a.path, format!("line {line}"));
+    }
+    Some(())
+}
+
+fn cutoffs(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let (n, total, file) = match (&t.answers, &t.summary) {
+        (Some(a), _) => (a.value.cutoffs_wrong, a.value.total, &a.path),
+        (None, Some(s)) => (s.value.cutoffs.unwrap_or(0), s.value.total, &s.path),
+        _ => return None,
+    };
+    if n > 0 {
+        let limit = t
+            .contract
+            .as_ref()
+            .map(|c| format!(" of {} tokens", c.value.max_tokens))
+            .unwrap_or_default();
+        let test = &t.test;
+        e.finding(format!(
+            "{test}: {n} of {total} answers were cut off at their limit{limit} and count as wrong"
+        ))
+        .file(file)
+        .data(json!({"test": test, "cutoffs": n, "total": total}));
+    }
+    Some(())
+}
+
+fn answers_summary_mismatch(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let (s, v) = (t.summary.as_ref()?, &t.answers.as_ref()?.value);
+    let sv = &s.value;
+    let mut diffs = Vec::new();
+    if v.total != sv.total + sv.excluded.unwrap_or(0) {
+        diffs.push(match sv.excluded {
+            Some(x) => format!("{} records vs total {} + {x} excluded", v.total, sv.total),
+            None => format!("{} records vs total {}", v.total, sv.total),
+        });
+    }
+    if v.right != sv.right {
+        diffs.push(format!("{} right vs {}", v.right, sv.right));
+    }
+    if let Some(c) = sv.cutoffs.filter(|c| *c != v.cutoffs) {
+        diffs.push(format!("{} cut off vs {}", v.cutoffs, c));
+    }
+    if !diffs.is_empty() {
+        e.finding(format!(
+            "{}: the answers file and the summary disagree: {}",
+            t.test,
+            diffs.join("; ")
+        ))
+        .file(&s.path)
+        .data(
+            json!({"answers": {"total": v.total, "right": v.right, "cutoffs": v.cutoffs},
+                     "summary": {"total": sv.total, "right": sv.right, "cutoffs": sv.cutoffs}}),
+        );
+    }
+    Some(())
+}
+
+fn refused_counted_as_wrong(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let s = t.summary.as_ref()?;
+    let (sv, tally) = (&s.value, t.answers.as_ref().map(|a| &a.value));
+    let r = Refused::of(tally, sv);
+    let (refused, answered) = (r.counted, r.answered);
+    let whole = tally.is_none_or(|v| sv.total + sv.excluded.unwrap_or(0) == v.total);
+    if refused == 0 || sv.total < refused || !whole {
+        return Some(());
+    }
+    let why = tally
+        .map(|v| {
+            v.refusals
+                .iter()
+                .map(|(k, n)| format!("{n} x {k}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_else(|| "status and text not recorded in the summary".into());
+    let right_answered = tally.map_or(sv.right, |v| v.right - v.right_but_refused);
+    let over_answered = if answered == 0 {
+        "no result: no question was answered".to_string()
+    } else {
+        let margin = margin_of(t);
+        let p = 100.0 * right_answered as f64 / answered as f64;
+        let m = margin_pts(right_answered, answered, margin.z, method_of(&margin)).unwrap_or(0.0);
+        format!(
+            "over the {answered} answered questions: {right_answered} right, {} % +- {} pts",
+            fmt(p, 1),
+            fmt(m, 1)
+        )
+    };
+    let test = &t.test;
+    e.finding(format!(
+        "{test}: the summary counts {refused} refused requests as wrong answers ({why}); {over_answered}"
+    ))
+    .at(&s.path, "/total")
+    .data(json!({"test": test, "refused": refused, "total": sv.total, "answered": answered,
+                 "refusals": tally.map(|v| &v.refusals)}));
+    Some(())
+}
+
+fn no_result_has_value(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let s = t.summary.as_ref()?;
+    let sv = &s.value;
+    let r = Refused::of(t.answers.as_ref().map(|a| &a.value), sv);
+    if r.answered != 0 || r.all == 0 {
+        return Some(());
+    }
+    let test = &t.test;
+    if sv.pct.is_some() || sv.margin.is_some() {
+        e.finding(format!(
+            "{test}: no question was answered, yet the summary shows {} % +- {}; the test has no result",
+            sv.pct.map_or("-".into(), |p| format!("{p:?}")),
+            sv.margin.map_or("-".into(), |p| format!("{p:?}"))
+        ))
+        .at(&s.path, "/pct");
+    }
+    if let Some(p) = page_of(b, t).filter(|p| p.pct.is_some() || p.margin.is_some()) {
+        e.finding(format!(
+            "{test}: no question was answered, yet the page shows {} % +- {}",
+            p.pct.as_deref().unwrap_or("-"),
+            p.margin.as_deref().unwrap_or("-")
+        ))
+        .at("bundle.json", format!("/page/quality/{test}"));
+    }
+    Some(())
+}
+
+fn pct_mismatch(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let s = t.summary.as_ref()?;
+    let (sv, test) = (&s.value, &t.test);
+    if let (Some(exact), Some(shown)) = (pct(sv.right, sv.total), sv.pct) {
+        let d = written_decimals(shown);
+        if !agrees(exact, shown, d) {
+            e.finding(format!(
+                "{test}: the summary shows {shown} %, but {} of {} is {} %",
+                sv.right,
+                sv.total,
+                fmt(exact, d)
+            ))
+            .at(&s.path, "/pct");
+        }
+    }
+    let answered = Refused::of(t.answers.as_ref().map(|a| &a.value), sv).answered;
+    let Some(p) = page_of(b, t).filter(|_| answered > 0) else {
+        return Some(());
+    };
+    let (r, n) = (p.right.unwrap_or(sv.right), p.total.unwrap_or(sv.total));
+    if let (Some(shown), Some(exact)) = (&p.pct, pct(r, n)) {
+        if let Ok(x) = shown.parse::<f64>() {
+            let d = printed_decimals(shown);
+            if !agrees(exact, x, d) {
+                e.finding(format!(
+                    "{test}: the page shows {shown} %, but {r} of {n} is {} %",
+                    fmt(exact, d)
+                ))
+                .at("bundle.json", format!("/page/quality/{test}/pct"));
+            }
+        }
+    }
+    Some(())
+}
+
+fn margin_mismatch(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let s = t.summary.as_ref()?;
+    let (sv, test, margin) = (&s.value, &t.test, margin_of(t));
+    let method = method_of(&margin);
+    if let (Some(exact), Some(shown)) =
+        (margin_pts(sv.right, sv.total, margin.z, method), sv.margin)
+    {
+        let d = written_decimals(shown);
+        if !agrees(exact, shown, d) {
+            let msg = margin_message(
+                test,
+                &format!("{shown}"),
+                exact,
+                d,
+                (sv.right, sv.total),
+                &margin,
+            );
+            e.finding(msg).at(&s.path, "/margin");
+        }
+    }
+    let answered = Refused::of(t.answers.as_ref().map(|a| &a.value), sv).answered;
+    let Some(p) = page_of(b, t).filter(|_| answered > 0) else {
+        return Some(());
+    };
+    let (r, n) = (p.right.unwrap_or(sv.right), p.total.unwrap_or(sv.total));
+    if let (Some(shown), Some(exact)) = (&p.margin, margin_pts(r, n, margin.z, method)) {
+        if let Ok(x) = shown.parse::<f64>() {
+            let d = printed_decimals(shown);
+            if !agrees(exact, x, d) {
+                let msg = margin_message(test, shown, exact, d, (r, n), &margin);
+                e.finding(msg)
+                    .at("bundle.json", format!("/page/quality/{test}/margin"));
+            }
+        }
+    }
+    Some(())
+}
+
+fn count_mismatch(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let sv = &t.summary.as_ref()?.value;
+    let p = page_of(b, t)?;
+    let mut diffs = Vec::new();
+    if let Some(r) = p.right.filter(|r| *r != sv.right) {
+        diffs.push(format!(
+            "right {r} on the page, {} in the summary",
+            sv.right
+        ));
+    }
+    // A row with no result may print the questions asked: the contract's count, or the
+    // summary's total + excluded.
+    let excluded = sv.excluded.unwrap_or(0);
+    let asked = |n: u64| {
+        p.pct.is_none()
+            && (n == sv.total + excluded
+                || t.contract.as_ref().is_some_and(|c| c.value.questions == n))
+    };
+    if let Some(n) = p.total.filter(|n| *n != sv.total && !asked(*n)) {
+        diffs.push(format!(
+            "total {n} on the page, {} in the summary",
+            sv.total
+        ));
+    }
+    let raw_cut = t.answers.as_ref().map(|a| a.value.cutoffs).or(sv.cutoffs);
+    if let (Some(c), Some(raw)) = (p.cutoffs, raw_cut) {
+        if c != raw {
+            diffs.push(format!("{c} cut off on the page, {raw} in the raw files"));
+        }
+    }
+    if !diffs.is_empty() {
+        e.finding(format!("{}: {}", t.test, diffs.join("; ")))
+            .at("bundle.json", format!("/page/quality/{}", t.test));
+    }
+    Some(())
+}
+
+/// The test's percentage and margin recomputed: over the summary's counts (none when no question
+/// was answered), or the percentage over the answered questions of the answers file when there is
+/// no summary.
+fn recomputed(b: &Bundle, t: &QualityTest) -> Vec<Recomputed> {
+    let (test, page) = (&t.test, page_of(b, t));
+    let Some(s) = &t.summary else {
+        return t
+            .answers
+            .iter()
+            .map(|a| Recomputed {
+                key: format!("quality.{test}.pct"),
+                value: pct(a.value.right, a.value.answered),
+                file: None,
+                page: page.and_then(|p| p.pct.clone()),
+            })
+            .collect();
+    };
+    let sv = &s.value;
+    let margin = margin_of(t);
+    let answered = Refused::of(t.answers.as_ref().map(|a| &a.value), sv).answered;
+    let valued = |x: Option<f64>| if answered == 0 { None } else { x };
+    vec![
+        Recomputed {
+            key: format!("quality.{test}.pct"),
+            value: valued(pct(sv.right, sv.total)),
+            file: sv.pct,
+            page: page.and_then(|p| p.pct.clone()),
+        },
+        Recomputed {
+            key: format!("quality.{test}.margin"),
+            value: valued(margin_pts(sv.right, sv.total, margin.z, method_of(&margin))),
+            file: sv.margin,
+            page: page.and_then(|p| p.margin.clone()),
+        },
+    ]
+}
+
+/// The message of a margin that does not match, with a hint when the other method does.
+fn margin_message(
     test: &str,
     shown: &str,
     exact: f64,
     d: usize,
-    r: u64,
-    n: u64,
+    (r, n): (u64, u64),
     m: &Margin,
-) -> Finding {
+) -> String {
     let method = method_of(m);
     let other = match method {
         MarginMethod::Normal => MarginMethod::Wilson,
@@ -463,13 +483,9 @@ fn margin_finding(
             )
         })
         .unwrap_or_default();
-    Finding::new(
-        "quality.margin-mismatch",
-        Severity::Error,
-        format!(
-            "{test}: the margin shown is {shown} pts, but the {} margin of {r} of {n} is {} pts{hint}",
-            method.name(),
-            fmt(exact, d.max(1) + 1)
-        ),
+    format!(
+        "{test}: the margin shown is {shown} pts, but the {} margin of {r} of {n} is {} pts{hint}",
+        method.name(),
+        fmt(exact, d.max(1) + 1)
     )
 }

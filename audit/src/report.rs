@@ -1,6 +1,6 @@
 //! The one report model every command produces and every renderer reads.
 
-use crate::replay::Comparison;
+use crate::verdict::Comparison;
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters.
@@ -75,6 +75,49 @@ impl Finding {
     pub fn data(mut self, data: serde_json::Value) -> Self {
         self.data = data;
         self
+    }
+}
+
+/// What checks found: the ids that ran, the values recomputed, the findings in the order found
+/// and the rows comparing a replay with its recording. Every command's stages fill one and
+/// [`Findings::merge`] them; [`Report::new`] turns the result into the report.
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    /// Ids of the checks that had what they needed and ran: sorted within a stage, stages in the
+    /// order merged.
+    pub ran: Vec<String>,
+    /// Values recomputed from raw records.
+    pub recomputed: Vec<Recomputed>,
+    /// Findings, in the order found.
+    pub findings: Vec<Finding>,
+    /// A recorded bundle's figures beside its replay's.
+    pub comparisons: Vec<Comparison>,
+    /// Why the job could not be done (nothing could be checked, a stage could not run), when so:
+    /// the report is then incomplete whatever it found.
+    pub incomplete: Option<String>,
+}
+
+impl Findings {
+    /// Records that a check ran (kept sorted within this stage).
+    pub fn ran(&mut self, id: &str) {
+        if let Err(i) = self.ran.binary_search_by(|x| x.as_str().cmp(id)) {
+            self.ran.insert(i, id.to_string());
+        }
+    }
+
+    /// Adds what another stage found after what this one holds.
+    pub fn merge(&mut self, other: Findings) {
+        for id in other.ran {
+            if !self.ran.contains(&id) {
+                self.ran.push(id);
+            }
+        }
+        self.recomputed.extend(other.recomputed);
+        self.findings.extend(other.findings);
+        self.comparisons.extend(other.comparisons);
+        if self.incomplete.is_none() {
+            self.incomplete = other.incomplete;
+        }
     }
 }
 
@@ -184,7 +227,7 @@ pub struct ReplaySummary {
 impl ReplaySummary {
     /// Counts the rows.
     pub fn of(rows: &[Comparison]) -> Self {
-        use crate::replay::{Inconclusive as I, ReplayVerdict as V};
+        use crate::verdict::{Inconclusive as I, ReplayVerdict as V};
         let mut s = ReplaySummary::default();
         for r in rows {
             match r.verdict {
@@ -249,27 +292,37 @@ pub struct Counts {
     pub info: usize,
 }
 
-impl Report {
-    /// Builds a report and decides its verdict. `fail_on` of `None` never fails; a report whose
-    /// `checks_run` is empty is incomplete whatever it found.
-    pub fn new(
-        command: &str,
-        bundle: &str,
-        fail_on: Option<Severity>,
-        checks_run: Vec<String>,
-        recomputed: Vec<Recomputed>,
-        findings: Vec<Finding>,
-    ) -> Self {
+impl Counts {
+    /// The findings counted by severity.
+    pub fn of(findings: &[Finding]) -> Self {
         let mut counts = Counts::default();
-        for f in &findings {
+        for f in findings {
             match f.severity {
                 Severity::Error => counts.error += 1,
                 Severity::Warning => counts.warning += 1,
                 Severity::Info => counts.info += 1,
             }
         }
+        counts
+    }
+}
+
+impl Report {
+    /// Builds a report from what a command's stages found and decides its verdict, in this one
+    /// place: incomplete when no check ran or a stage could not do its job
+    /// ([`Findings::incomplete`]), else fail when a finding reaches `fail_on` (`None` never
+    /// fails), else pass.
+    pub fn new(command: &str, bundle: &str, fail_on: Option<Severity>, found: Findings) -> Self {
+        let Findings {
+            ran,
+            recomputed,
+            findings,
+            comparisons,
+            incomplete,
+        } = found;
+        let counts = Counts::of(&findings);
         let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));
-        let verdict = if checks_run.is_empty() {
+        let verdict = if ran.is_empty() || incomplete.is_some() {
             Verdict::Incomplete
         } else if failed {
             Verdict::Fail
@@ -283,23 +336,16 @@ impl Report {
             verdict,
             fail_on,
             counts,
-            checks_run,
+            checks_run: ran,
             recomputed,
             findings,
-            comparisons: Vec::new(),
+            replay_summary: (!comparisons.is_empty()).then(|| ReplaySummary::of(&comparisons)),
+            comparisons,
             rules_version: crate::catalogue::version(),
             policy: None,
             artifacts: Vec::new(),
             setup_changes: Vec::new(),
-            replay_summary: None,
         }
-    }
-
-    /// Sets the rows comparing a recorded bundle with its replay.
-    pub fn with_comparisons(mut self, rows: Vec<Comparison>) -> Self {
-        self.replay_summary = (!rows.is_empty()).then(|| ReplaySummary::of(&rows));
-        self.comparisons = rows;
-        self
     }
 
     /// Applies a policy: per check a severity or `ignore` (the finding leaves the findings and its
@@ -315,15 +361,7 @@ impl Report {
             file: p.file.clone(),
             ignored,
         });
-        let mut counts = Counts::default();
-        for f in &self.findings {
-            match f.severity {
-                Severity::Error => counts.error += 1,
-                Severity::Warning => counts.warning += 1,
-                Severity::Info => counts.info += 1,
-            }
-        }
-        self.counts = counts;
+        self.counts = Counts::of(&self.findings);
         if self.verdict != Verdict::Incomplete {
             let failed = self
                 .fail_on

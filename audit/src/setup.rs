@@ -1,60 +1,70 @@
 //! `setup.*`: the recorded command, the start line, `/v1/models`, the contracts and the card
 //! checked against each other, and the dates put in order.
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
-use crate::records::card::{Card, RankCommand};
-use crate::report::{Finding, Severity};
+use crate::bundle::{Bundle, Loaded, Run};
+use crate::check::{Check, Emit, Ran};
+use crate::records::card::{Card, Nccl, RankCommand};
+use crate::report::Severity;
 use crate::startline;
 use chrono::{DateTime, FixedOffset};
 use serde_json::json;
+use std::collections::BTreeMap;
 
-/// `setup.*` checks.
-pub const CHECKS: &[Check] = &[
+/// `setup.*` checks, in the order they run.
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: "setup.slots-mismatch",
         severity: Severity::Error,
         doc: "Streams at once differ between command, start line, contract and page.",
+        run: slots_mismatch,
     },
     Check {
         id: "setup.window-mismatch",
         severity: Severity::Error,
         doc: "The window differs between command, start line, /v1/models, contracts and fit result.",
-    },
-    Check {
-        id: "setup.sampling-mismatch",
-        severity: Severity::Error,
-        doc: "Sampling differs between the card, the start line and what the contracts say was sent.",
-    },
-    Check {
-        id: "setup.version-mismatch",
-        severity: Severity::Error,
-        doc: "Engine or NCCL version differs between the card and the start line.",
+        run: window_mismatch,
     },
     Check {
         id: "setup.model-mismatch",
         severity: Severity::Error,
         doc: "The served model name differs between command, /v1/models and the contract.",
+        run: model_mismatch,
+    },
+    Check {
+        id: "setup.sampling-mismatch",
+        severity: Severity::Error,
+        doc: "Sampling differs between the card, the start line and what the contracts say was sent.",
+        run: sampling_mismatch,
+    },
+    Check {
+        id: "setup.version-mismatch",
+        severity: Severity::Error,
+        doc: "Engine or NCCL version differs between the card and the start line.",
+        run: version_mismatch,
     },
     Check {
         id: "setup.ranks-mismatch",
         severity: Severity::Error,
         doc: "Ranks, boxes and per-rank commands disagree, or ranks got different arguments.",
+        run: ranks_mismatch,
     },
     Check {
         id: "setup.date-order",
         severity: Severity::Error,
         doc: "A package published after the measurement, a run that ends before it starts, or tests dated out of order.",
+        run: date_order,
     },
     Check {
         id: "setup.revision-marker",
         severity: Severity::Warning,
         doc: "The checkpoint's revision file was written by hand or names another revision than the folder holds.",
+        run: revision_marker,
     },
     Check {
         id: "setup.citation-commit",
         severity: Severity::Warning,
         doc: "A cited line range is from another commit than the one that ran.",
+        run: citation_commit,
     },
 ];
 
@@ -108,8 +118,11 @@ fn rank0(card: &Card) -> Option<&RankCommand> {
         .or(card.commands.first())
 }
 
+/// One source of a number: who states it, where (`file#pointer`) and the value.
+type Source = (String, String, u64);
+
 /// Reports when the sources that state one number disagree.
-fn agree(out: &mut Out, id: &str, what: &str, sources: &[(String, String, u64)]) {
+fn agree(e: &mut Emit, what: &str, sources: &[Source]) {
     let Some((_, _, first)) = sources.first() else {
         return;
     };
@@ -132,47 +145,52 @@ fn agree(out: &mut Out, id: &str, what: &str, sources: &[(String, String, u64)])
                 })
         })
         .unwrap_or_default();
-    out.push(
-        Finding::new(id, Severity::Error, format!("{what} disagree: {list}"))
-            .file(file)
-            .pointer(pointer)
-            .data(json!(sources
-                .iter()
-                .map(|(w, _, v)| json!({"source": w, "value": v}))
-                .collect::<Vec<_>>())),
-    );
+    e.finding(format!("{what} disagree: {list}"))
+        .at(file, pointer)
+        .data(json!(sources
+            .iter()
+            .map(|(w, _, v)| json!({"source": w, "value": v}))
+            .collect::<Vec<_>>()));
 }
 
-pub(crate) fn check(b: &Bundle, out: &mut Out) {
+/// Rank 0's command and the card's path, when there is a card.
+fn command(b: &Bundle) -> (Option<&RankCommand>, String) {
     let card = b.card.as_ref();
-    let sc = b.speed_contract.as_ref();
-    let sr = b.speed_result.as_ref();
-    let start = sr
-        .map(|r| startline::parse(&r.value.server.start_lines))
-        .unwrap_or_default();
-    let cmd = card.and_then(|c| rank0(&c.value));
-    let card_path = card.map_or("card.json".to_string(), |c| c.path.clone());
+    (
+        card.and_then(|c| rank0(&c.value)),
+        card.map_or("card.json".to_string(), |c| c.path.clone()),
+    )
+}
 
-    // Slots.
-    let mut slots: Vec<(String, String, u64)> = Vec::new();
-    if let Some(v) = cmd
-        .and_then(|c| command_value(c, SLOT_FLAGS, SLOT_ENV))
-        .and_then(|v| v.parse().ok())
-    {
-        slots.push((
-            "rank 0 command".into(),
-            format!("{card_path}#/commands/0"),
-            v,
-        ));
+/// A number the rank 0 command states through one of these flags or environment variables.
+fn command_source(b: &Bundle, flags: &[&str], env: &[&str]) -> Option<Source> {
+    let (cmd, card_path) = command(b);
+    let v = command_value(cmd?, flags, env)?.parse().ok()?;
+    Some((
+        "rank 0 command".into(),
+        format!("{card_path}#/commands/0"),
+        v,
+    ))
+}
+
+/// Runs `agree` when at least two sources state the number.
+fn agree_if_two(e: &mut Emit, what: &str, sources: &[Source]) -> Ran {
+    (sources.len() >= 2).then(|| agree(e, what, sources))
+}
+
+fn slots_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut slots: Vec<Source> = Vec::new();
+    slots.extend(command_source(b, SLOT_FLAGS, SLOT_ENV));
+    if let Some(r) = &b.speed_result {
+        if let Some(v) = startline::parse(&r.value.server.start_lines).slots {
+            slots.push((
+                "start line".into(),
+                format!("{}#/server/start_lines", r.path),
+                v,
+            ));
+        }
     }
-    if let (Some(v), Some(r)) = (start.slots, sr) {
-        slots.push((
-            "start line".into(),
-            format!("{}#/server/start_lines", r.path),
-            v,
-        ));
-    }
-    if let Some(c) = sc {
+    if let Some(c) = &b.speed_contract {
         slots.push((
             "speed contract".into(),
             format!("{}#/server/slots", c.path),
@@ -188,25 +206,23 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
     {
         slots.push(("page".into(), "bundle.json#/page/speed/slots".into(), v));
     }
-    if slots.len() >= 2 {
-        out.ran("setup.slots-mismatch");
-        agree(out, "setup.slots-mismatch", "Streams at once", &slots);
-    }
+    agree_if_two(e, "Streams at once", &slots)
+}
 
-    // Window.
-    let mut win: Vec<(String, String, u64)> = Vec::new();
-    if let Some(v) = cmd
-        .and_then(|c| command_value(c, WINDOW_FLAGS, WINDOW_ENV))
-        .and_then(|v| v.parse().ok())
-    {
-        win.push((
-            "rank 0 command".into(),
-            format!("{card_path}#/commands/0"),
-            v,
-        ));
-    }
-    if let Some(r) = sr {
-        if let Some(v) = start.window {
+/// `setup.window-mismatch`: the window of every source, and the windows refusals name
+/// (consistency/window.rs).
+fn window_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let sources = window_sources_disagree(b, e);
+    let refusals = crate::consistency::window::check_refusal_windows(b, e);
+    sources.or(refusals)
+}
+
+/// The window as the command, start line, /v1/models, contracts and fit result state it.
+fn window_sources_disagree(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut win: Vec<Source> = Vec::new();
+    win.extend(command_source(b, WINDOW_FLAGS, WINDOW_ENV));
+    if let Some(r) = &b.speed_result {
+        if let Some(v) = startline::parse(&r.value.server.start_lines).window {
             win.push((
                 "start line".into(),
                 format!("{}#/server/start_lines", r.path),
@@ -217,7 +233,7 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
             win.push(("/v1/models".into(), format!("{}#/server/models", r.path), v));
         }
     }
-    if let Some(c) = sc {
+    if let Some(c) = &b.speed_contract {
         win.push((
             "speed contract".into(),
             format!("{}#/server/window", c.path),
@@ -231,161 +247,145 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
             f.value.window,
         ));
     }
-    if win.len() >= 2 {
-        out.ran("setup.window-mismatch");
-        agree(out, "setup.window-mismatch", "Window sizes", &win);
-    }
+    agree_if_two(e, "Window sizes", &win)
+}
 
-    // Model name.
-    if let Some(r) = sr {
-        let ids = startline::models_ids(&r.value.server.models);
-        let mut names: Vec<(String, String)> = Vec::new();
-        if let Some(n) = cmd.and_then(|c| flag(&c.argv, NAME_FLAGS)) {
-            names.push(("rank 0 command".into(), n.to_string()));
-        }
-        if let Some(c) = sc {
-            names.push(("speed contract".into(), c.value.model.clone()));
-        }
-        if !ids.is_empty() && !names.is_empty() {
-            out.ran("setup.model-mismatch");
-            for (who, n) in names {
-                if !ids.contains(&n) {
-                    out.push(
-                        Finding::new(
-                            "setup.model-mismatch",
-                            Severity::Error,
-                            format!(
-                                "the {who} names the model '{n}', but /v1/models lists {ids:?}"
-                            ),
-                        )
-                        .file(&r.path)
-                        .pointer("/server/models"),
-                    );
-                }
-            }
-        }
+fn model_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let r = b.speed_result.as_ref()?;
+    let ids = startline::models_ids(&r.value.server.models);
+    let mut names: Vec<(String, String)> = Vec::new();
+    if let Some(n) = command(b).0.and_then(|c| flag(&c.argv, NAME_FLAGS)) {
+        names.push(("rank 0 command".into(), n.to_string()));
     }
+    if let Some(c) = &b.speed_contract {
+        names.push(("speed contract".into(), c.value.model.clone()));
+    }
+    if ids.is_empty() || names.is_empty() {
+        return None;
+    }
+    for (who, n) in names.into_iter().filter(|(_, n)| !ids.contains(n)) {
+        e.finding(format!(
+            "the {who} names the model '{n}', but /v1/models lists {ids:?}"
+        ))
+        .at(&r.path, "/server/models");
+    }
+    Some(())
+}
 
-    let Some(card) = card else { return };
+fn sampling_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let card = b.card.as_ref()?;
     let cv = &card.value;
-
-    // Sampling.
-    out.ran("setup.sampling-mismatch");
+    let start = b
+        .speed_result
+        .as_ref()
+        .map(|r| startline::parse(&r.value.server.start_lines))
+        .unwrap_or_default();
     for (k, v) in &start.sampling {
         match cv.sampling.defaults.get(k) {
-            Some(d) if (d - v).abs() > 1e-9 => out.push(
-                Finding::new(
-                    "setup.sampling-mismatch",
-                    Severity::Error,
-                    format!("the card gives the server's default {k} as {d}, but the start line says {v}"),
-                )
-                .file(&card.path)
-                .pointer(format!("/sampling/defaults/{k}")),
-            ),
-            None => out.push(
-                Finding::new(
-                    "setup.sampling-mismatch",
-                    Severity::Warning,
-                    format!("the start line sets a default {k} of {v} that the card does not record"),
-                )
-                .file(&card.path)
-                .pointer("/sampling/defaults"),
-            ),
+            Some(d) if (d - v).abs() > 1e-9 => {
+                e.finding(format!(
+                    "the card gives the server's default {k} as {d}, but the start line says {v}"
+                ))
+                .at(&card.path, format!("/sampling/defaults/{k}"));
+            }
+            None => {
+                e.warning(format!(
+                    "the start line sets a default {k} of {v} that the card does not record"
+                ))
+                .at(&card.path, "/sampling/defaults");
+            }
             _ => {}
         }
     }
-    let mut sent: Vec<(String, &std::collections::BTreeMap<String, f64>)> = Vec::new();
-    if let Some(c) = sc {
-        sent.push((c.path.clone(), &c.value.sampling));
+    if cv.sampling.sent.is_empty() {
+        return Some(());
     }
-    for t in &b.quality {
-        if let Some(c) = &t.contract {
-            if !c.value.sampling.is_empty() && c.value.tool.is_none() {
-                sent.push((c.path.clone(), &c.value.sampling));
-            }
+    let mut sent: Vec<(&str, &BTreeMap<String, f64>)> = Vec::new();
+    if let Some(c) = &b.speed_contract {
+        sent.push((&c.path, &c.value.sampling));
+    }
+    for c in b.quality.iter().filter_map(|t| t.contract.as_ref()) {
+        if !c.value.sampling.is_empty() && c.value.tool.is_none() {
+            sent.push((&c.path, &c.value.sampling));
         }
     }
-    if !cv.sampling.sent.is_empty() {
-        for (path, s) in sent {
-            if *s != cv.sampling.sent {
-                out.push(
-                    Finding::new(
-                        "setup.sampling-mismatch",
-                        Severity::Error,
-                        format!(
-                            "{path} sends sampling {s:?}, but the card says the tool sends {:?}",
-                            cv.sampling.sent
-                        ),
-                    )
-                    .file(path)
-                    .pointer("/sampling"),
-                );
-            }
-        }
+    for (path, s) in sent.into_iter().filter(|(_, s)| **s != cv.sampling.sent) {
+        e.finding(format!(
+            "{path} sends sampling {s:?}, but the card says the tool sends {:?}",
+            cv.sampling.sent
+        ))
+        .at(path, "/sampling");
     }
+    Some(())
+}
 
-    // Versions.
-    if let (Some(v), Some(s)) = (&cv.engine.version, &start.engine_version) {
-        out.ran("setup.version-mismatch");
-        if v.trim_start_matches('v') != s {
-            out.push(
-                Finding::new(
-                    "setup.version-mismatch",
-                    Severity::Error,
-                    format!(
-                        "the card says {} {v}, but the start line reports version {s}",
-                        cv.engine.name
-                    ),
-                )
-                .file(&card.path)
-                .pointer("/engine/version"),
-            );
-        }
+/// `setup.version-mismatch`: versions between card and start line, and the engine build against
+/// the card's commit (consistency/provenance.rs).
+fn version_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let versions = versions_disagree(b, e);
+    let build = crate::consistency::provenance::check_engine_build(b, e);
+    versions.or(build)
+}
+
+/// Engine and NCCL versions between the card and the start line.
+fn versions_disagree(b: &Bundle, e: &mut Emit) -> Ran {
+    let card = b.card.as_ref()?;
+    let cv = &card.value;
+    let start = b
+        .speed_result
+        .as_ref()
+        .map(|r| startline::parse(&r.value.server.start_lines))
+        .unwrap_or_default();
+    let engine = cv
+        .engine
+        .version
+        .as_ref()
+        .zip(start.engine_version.as_ref());
+    if engine.is_none() && cv.nccl.is_none() {
+        return None;
+    }
+    if let Some((v, s)) = engine.filter(|(v, s)| v.trim_start_matches('v') != *s) {
+        e.finding(format!(
+            "the card says {} {v}, but the start line reports version {s}",
+            cv.engine.name
+        ))
+        .at(&card.path, "/engine/version");
     }
     if let Some(n) = &cv.nccl {
-        out.ran("setup.version-mismatch");
-        if let Some(s) = &start.nccl {
-            if &n.version != s {
-                out.push(
-                    Finding::new(
-                        "setup.version-mismatch",
-                        Severity::Error,
-                        format!(
-                            "the card says NCCL {}, but the start line reports NCCL {s}",
-                            n.version
-                        ),
-                    )
-                    .file(&card.path)
-                    .pointer("/nccl/version"),
-                );
-            }
-        }
-        let digits: String = n
-            .file
-            .chars()
-            .filter(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        if n.file.contains("so.")
-            && digits.trim_matches('.').matches('.').count() >= 2
-            && !n.file.ends_with(&n.version)
-        {
-            out.push(
-                Finding::new(
-                    "setup.version-mismatch",
-                    Severity::Error,
-                    format!(
-                        "the card's NCCL file {} is not the version {} it records",
-                        n.file, n.version
-                    ),
-                )
-                .file(&card.path)
-                .pointer("/nccl/file"),
-            );
-        }
+        nccl_version(card, n, start.nccl.as_deref(), e);
     }
+    Some(())
+}
 
-    // Ranks.
-    out.ran("setup.ranks-mismatch");
+/// The card's NCCL version against the start line's and the file name it records.
+fn nccl_version(card: &Loaded<Card>, n: &Nccl, start: Option<&str>, e: &mut Emit) {
+    if let Some(s) = start.filter(|s| *s != n.version) {
+        e.finding(format!(
+            "the card says NCCL {}, but the start line reports NCCL {s}",
+            n.version
+        ))
+        .at(&card.path, "/nccl/version");
+    }
+    let digits: String = n
+        .file
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    if n.file.contains("so.")
+        && digits.trim_matches('.').matches('.').count() >= 2
+        && !n.file.ends_with(&n.version)
+    {
+        e.finding(format!(
+            "the card's NCCL file {} is not the version {} it records",
+            n.file, n.version
+        ))
+        .at(&card.path, "/nccl/file");
+    }
+}
+
+fn ranks_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let card = b.card.as_ref()?;
+    let cv = &card.value;
     let mut problems = Vec::new();
     if cv.commands.len() as u32 != cv.ranks {
         problems.push(format!(
@@ -402,13 +402,11 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
         ));
     }
     if let Some(first) = cv.commands.first() {
-        for c in &cv.commands[1..] {
-            if c.argv != first.argv {
-                problems.push(format!(
-                    "rank {} has other arguments than rank {}",
-                    c.rank, first.rank
-                ));
-            }
+        for c in cv.commands[1..].iter().filter(|c| c.argv != first.argv) {
+            problems.push(format!(
+                "rank {} has other arguments than rank {}",
+                c.rank, first.rank
+            ));
         }
     }
     if let Some(n) = &cv.nccl {
@@ -421,225 +419,208 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
         }
     }
     if !problems.is_empty() {
-        out.push(
-            Finding::new(
-                "setup.ranks-mismatch",
-                Severity::Error,
-                format!("the card's ranks disagree: {}", problems.join("; ")),
-            )
-            .file(&card.path)
-            .pointer("/commands"),
-        );
+        e.finding(format!(
+            "the card's ranks disagree: {}",
+            problems.join("; ")
+        ))
+        .at(&card.path, "/commands");
     }
-
-    // Dates.
-    check_dates(b, cv, &card.path, out);
-
-    // Revision marker.
-    if let Some(rf) = &cv.checkpoint.revision_file {
-        out.ran("setup.revision-marker");
-        let held = cv
-            .checkpoint
-            .snapshot
-            .as_deref()
-            .unwrap_or(&cv.checkpoint.revision);
-        let short = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
-        if !short(rf.content.trim(), held) {
-            out.push(
-                Finding::new(
-                    "setup.revision-marker",
-                    Severity::Warning,
-                    format!(
-                        "the revision file {} names {}, but the folder holds snapshot {held}{}; that its weights equal the pin is a claim to rehash",
-                        rf.path,
-                        rf.content.trim(),
-                        if rf.written_by == "hand" { " (the file was written by hand)" } else { "" }
-                    ),
-                )
-                .file(&card.path)
-                .pointer("/checkpoint/revision_file"),
-            );
-        } else if rf.written_by == "hand" {
-            out.push(
-                Finding::new(
-                    "setup.revision-marker",
-                    Severity::Warning,
-                    format!(
-                        "the revision file {} was written by hand, not by the download",
-                        rf.path
-                    ),
-                )
-                .file(&card.path)
-                .pointer("/checkpoint/revision_file/written_by"),
-            );
-        }
-    }
-
-    // Citations.
-    if !cv.citations.is_empty() {
-        out.ran("setup.citation-commit");
-        let mut ran: Vec<(&str, Vec<&str>)> = Vec::new();
-        if let (Some(repo), Some(commit)) = (&cv.engine.repo, &cv.engine.commit) {
-            ran.push((repo.as_str(), vec![commit.as_str()]));
-        }
-        if let Some(r) = &cv.recipe {
-            let mut v = vec![r.commit.as_str()];
-            v.extend(r.same_tree.iter().map(String::as_str));
-            ran.push((r.repo.as_str(), v));
-        }
-        for (i, c) in cv.citations.iter().enumerate() {
-            let Some((_, commits)) = ran
-                .iter()
-                .find(|(repo, _)| repo.eq_ignore_ascii_case(&c.repo))
-            else {
-                continue;
-            };
-            let same = commits
-                .iter()
-                .any(|k| k.starts_with(&c.commit) || c.commit.starts_with(k));
-            if !same {
-                out.push(
-                    Finding::new(
-                        "setup.citation-commit",
-                        Severity::Warning,
-                        format!(
-                            "{}:{} (cited for {}) are line numbers of commit {}, but the setup ran {}",
-                            c.path, c.lines, c.supports, c.commit, commits.join(" = ")
-                        ),
-                    )
-                    .file(&card.path)
-                    .pointer(format!("/citations/{i}")),
-                );
-            }
-        }
-    }
+    Some(())
 }
 
-fn check_dates(b: &Bundle, cv: &Card, card_path: &str, out: &mut Out) {
-    out.ran("setup.date-order");
-    let mut bad = |msg: String, file: &str, ptr: &str| {
-        out.push(
-            Finding::new("setup.date-order", Severity::Error, msg)
-                .file(file)
-                .pointer(ptr),
-        );
-    };
-    let measured = parse_time(&cv.measured);
-    if measured.is_none() {
-        bad(
-            format!("the card's measured time '{}' is not RFC 3339", cv.measured),
-            card_path,
-            "/measured",
-        );
+fn revision_marker(b: &Bundle, e: &mut Emit) -> Ran {
+    let card = b.card.as_ref()?;
+    let cv = &card.value;
+    let rf = cv.checkpoint.revision_file.as_ref()?;
+    let held = cv
+        .checkpoint
+        .snapshot
+        .as_deref()
+        .unwrap_or(&cv.checkpoint.revision);
+    let short = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
+    if !short(rf.content.trim(), held) {
+        e.finding(format!(
+            "the revision file {} names {}, but the folder holds snapshot {held}{}; that its weights equal the pin is a claim to rehash",
+            rf.path,
+            rf.content.trim(),
+            if rf.written_by == "hand" { " (the file was written by hand)" } else { "" }
+        ))
+        .at(&card.path, "/checkpoint/revision_file");
+    } else if rf.written_by == "hand" {
+        e.finding(format!(
+            "the revision file {} was written by hand, not by the download",
+            rf.path
+        ))
+        .at(&card.path, "/checkpoint/revision_file/written_by");
     }
-    if let (Some(p), Some(m)) = (
-        cv.engine.published.as_deref().and_then(parse_time),
-        measured,
-    ) {
-        if p > m {
-            bad(
-                format!("the engine package was published {p}, after the measurement began {m}"),
-                card_path,
-                "/engine/published",
-            );
+    Some(())
+}
+
+fn citation_commit(b: &Bundle, e: &mut Emit) -> Ran {
+    let card = b.card.as_ref()?;
+    let cv = &card.value;
+    if cv.citations.is_empty() {
+        return None;
+    }
+    let mut ran: Vec<(&str, Vec<&str>)> = Vec::new();
+    if let (Some(repo), Some(commit)) = (&cv.engine.repo, &cv.engine.commit) {
+        ran.push((repo.as_str(), vec![commit.as_str()]));
+    }
+    if let Some(r) = &cv.recipe {
+        let mut v = vec![r.commit.as_str()];
+        v.extend(r.same_tree.iter().map(String::as_str));
+        ran.push((r.repo.as_str(), v));
+    }
+    for (i, c) in cv.citations.iter().enumerate() {
+        let Some((_, commits)) = ran
+            .iter()
+            .find(|(repo, _)| repo.eq_ignore_ascii_case(&c.repo))
+        else {
+            continue;
+        };
+        let same = commits
+            .iter()
+            .any(|k| k.starts_with(&c.commit) || c.commit.starts_with(k));
+        if !same {
+            e.finding(format!(
+                "{}:{} (cited for {}) are line numbers of commit {}, but the setup ran {}",
+                c.path,
+                c.lines,
+                c.supports,
+                c.commit,
+                commits.join(" = ")
+            ))
+            .at(&card.path, format!("/citations/{i}"));
         }
     }
-    let mut spans: Vec<(String, String, String, Option<String>)> = Vec::new();
+    Some(())
+}
+
+fn date_order(b: &Bundle, e: &mut Emit) -> Ran {
+    let card = b.card.as_ref()?;
+    let cv = &card.value;
+    let measured = parse_time(&cv.measured);
+    if measured.is_none() {
+        e.finding(format!(
+            "the card's measured time '{}' is not RFC 3339",
+            cv.measured
+        ))
+        .at(&card.path, "/measured");
+    }
+    let published = cv.engine.published.as_deref().and_then(parse_time);
+    if let (Some(p), Some(m)) = (published, measured) {
+        if p > m {
+            e.finding(format!(
+                "the engine package was published {p}, after the measurement began {m}"
+            ))
+            .at(&card.path, "/engine/published");
+        }
+    }
+    for span in spans(b) {
+        span_order(&span, published, measured, e);
+    }
+    session_order(b, e);
+    Some(())
+}
+
+/// A measured span: its file, what it is, its start and end as written.
+struct Span {
+    file: String,
+    what: String,
+    started: String,
+    ended: Option<String>,
+}
+
+/// The speed run and the quality tests that record when they ran.
+fn spans(b: &Bundle) -> Vec<Span> {
+    let mut spans = Vec::new();
     if let Some(r) = &b.speed_result {
-        spans.push((
-            r.path.clone(),
-            "speed".into(),
-            r.value.started.clone(),
-            Some(r.value.ended.clone()),
-        ));
+        spans.push(Span {
+            file: r.path.clone(),
+            what: "speed".into(),
+            started: r.value.started.clone(),
+            ended: Some(r.value.ended.clone()),
+        });
     }
     for t in &b.quality {
         if let Some(s) = &t.summary {
             if let Some(st) = &s.value.started {
-                spans.push((
-                    s.path.clone(),
-                    t.test.clone(),
-                    st.clone(),
-                    s.value.ended.clone(),
-                ));
+                spans.push(Span {
+                    file: s.path.clone(),
+                    what: t.test.clone(),
+                    started: st.clone(),
+                    ended: s.value.ended.clone(),
+                });
             }
         }
     }
-    for (file, what, st, en) in &spans {
-        let (Some(s), e) = (parse_time(st), en.as_deref().map(parse_time)) else {
-            bad(
-                format!("{what}: start '{st}' is not RFC 3339"),
-                file,
-                "/started",
-            );
-            continue;
-        };
-        match e {
-            Some(None) => bad(
-                format!(
-                    "{what}: end '{}' is not RFC 3339",
-                    en.clone().unwrap_or_default()
-                ),
-                file,
-                "/ended",
-            ),
-            Some(Some(e)) if e < s => bad(
-                format!("{what} ends ({e}) before it starts ({s})"),
-                file,
-                "/ended",
-            ),
-            _ => {}
+    spans
+}
+
+type Time = DateTime<FixedOffset>;
+
+/// A span's dates: readable, in order, and not before the package or the measurement.
+fn span_order(sp: &Span, published: Option<Time>, measured: Option<Time>, e: &mut Emit) {
+    let (file, what) = (&sp.file, &sp.what);
+    let Some(s) = parse_time(&sp.started) else {
+        e.finding(format!("{what}: start '{}' is not RFC 3339", sp.started))
+            .at(file, "/started");
+        return;
+    };
+    match sp.ended.as_deref().map(parse_time) {
+        Some(None) => {
+            e.finding(format!(
+                "{what}: end '{}' is not RFC 3339",
+                sp.ended.clone().unwrap_or_default()
+            ))
+            .at(file, "/ended");
         }
-        if let Some(p) = cv.engine.published.as_deref().and_then(parse_time) {
-            if s < p {
-                bad(
-                    format!("{what} started {s}, before the engine package was published {p}"),
-                    file,
-                    "/started",
-                );
-            }
+        Some(Some(end)) if end < s => {
+            e.finding(format!("{what} ends ({end}) before it starts ({s})"))
+                .at(file, "/ended");
         }
-        if let Some(m) = measured {
-            if s < m {
-                bad(
-                    format!("{what} started {s}, before the card's measurement began {m}"),
-                    file,
-                    "/started",
-                );
-            }
-        }
+        _ => {}
     }
-    // Sessions in the order the page gives.
-    let mut prev: Option<(String, DateTime<FixedOffset>)> = None;
+    if let Some(p) = published.filter(|p| s < *p) {
+        e.finding(format!(
+            "{what} started {s}, before the engine package was published {p}"
+        ))
+        .at(file, "/started");
+    }
+    if let Some(m) = measured.filter(|m| s < *m) {
+        e.finding(format!(
+            "{what} started {s}, before the card's measurement began {m}"
+        ))
+        .at(file, "/started");
+    }
+}
+
+/// Sessions in the order the page gives.
+fn session_order(b: &Bundle, e: &mut Emit) {
+    let mut prev: Option<(String, Time)> = None;
     for (i, s) in b.manifest.sessions.iter().enumerate() {
         let Some(t) = parse_time(&s.started) else {
-            bad(
-                format!("session {}: start '{}' is not RFC 3339", s.name, s.started),
-                "bundle.json",
-                &format!("/sessions/{i}/started"),
-            );
+            e.finding(format!(
+                "session {}: start '{}' is not RFC 3339",
+                s.name, s.started
+            ))
+            .at("bundle.json", format!("/sessions/{i}/started"));
             continue;
         };
-        if let Some(e) = s.ended.as_deref().and_then(parse_time) {
-            if e < t {
-                bad(
-                    format!("session {} ends before it starts", s.name),
-                    "bundle.json",
-                    &format!("/sessions/{i}/ended"),
-                );
-            }
+        if s.ended
+            .as_deref()
+            .and_then(parse_time)
+            .is_some_and(|end| end < t)
+        {
+            e.finding(format!("session {} ends before it starts", s.name))
+                .at("bundle.json", format!("/sessions/{i}/ended"));
         }
-        if let Some((pn, pt)) = &prev {
-            if t < *pt {
-                bad(
-                    format!(
-                        "session {} is listed after {pn} but dated earlier ({t} < {pt})",
-                        s.name
-                    ),
-                    "bundle.json",
-                    &format!("/sessions/{i}/started"),
-                );
-            }
+        if let Some((pn, pt)) = prev.as_ref().filter(|(_, pt)| t < *pt) {
+            e.finding(format!(
+                "session {} is listed after {pn} but dated earlier ({t} < {pt})",
+                s.name
+            ))
+            .at("bundle.json", format!("/sessions/{i}/started"));
         }
         prev = Some((s.name.clone(), t));
     }

@@ -13,61 +13,75 @@
 //! - `acceptance_pct` = accepted / drafted; `mean_accepted_len` = 1 + accepted / drafts;
 //! - `ctx_decode.<depth>`, `ctx_prefill.<depth>`: medians at each context step; `l1_decode`.
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
+use crate::bundle::{Bundle, Loaded, Run};
+use crate::check::{Check, Emit, Ran};
 use crate::records::speed::{SpeedContract, SpeedRequest, SpeedResult};
-use crate::report::{Finding, Recomputed, Severity};
+use crate::report::{Recomputed, Severity};
 use crate::startline;
 use crate::stats::{agrees, cv_pct, fmt, mean, median, printed_decimals, written_decimals};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// `speed.*` checks.
-pub const CHECKS: &[Check] = &[
-    Check {
-        id: "speed.recompute-mismatch",
-        severity: Severity::Error,
-        doc: "A speed figure differs from the value recomputed from the per-request records.",
-    },
-    Check {
-        id: "speed.not-recomputable",
-        severity: Severity::Info,
-        doc: "A figure has no definition rigaudit can recompute it by; it is shown but not checked.",
-    },
-    Check {
-        id: "speed.step-exceeds-window",
-        severity: Severity::Error,
-        doc: "A step's prompt plus reply cap is larger than the window (error when it has a value).",
-    },
-    Check {
-        id: "speed.reply-not-at-limit",
-        severity: Severity::Warning,
-        doc: "A counted decode reply ended before its max tokens.",
-    },
+/// `speed.load-guard` (a replay lowers it: foreign load during a replay is the comparison's).
+pub const LOAD_GUARD: Check<Run> = Check {
+    id: "speed.load-guard",
+    severity: Severity::Error,
+    doc: "A step kept although foreign load broke the guard's rule, or the guard did not watch it.",
+    run: load_guard,
+};
+
+/// `speed.*` checks, in the order they run.
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: "speed.cached-tokens",
         severity: Severity::Error,
         doc: "A speed request was served with cached prompt tokens.",
-    },
-    Check {
-        id: "speed.level-above-slots",
-        severity: Severity::Warning,
-        doc: "A concurrency level is larger than the server's slots, so its requests queued.",
-    },
-    Check {
-        id: "speed.load-guard",
-        severity: Severity::Error,
-        doc: "A step kept although foreign load broke the guard's rule, or the guard did not watch it.",
-    },
-    Check {
-        id: "speed.failed-request",
-        severity: Severity::Error,
-        doc: "A counted request of a step with a value was refused or failed.",
+        run: cached_tokens,
     },
     Check {
         id: "speed.token-source",
         severity: Severity::Warning,
         doc: "Reply tokens were counted from chunks or the requested cap, not the server's usage.",
+        run: token_source,
+    },
+    Check {
+        id: "speed.reply-not-at-limit",
+        severity: Severity::Warning,
+        doc: "A counted decode reply ended before its max tokens.",
+        run: reply_not_at_limit,
+    },
+    Check {
+        id: "speed.failed-request",
+        severity: Severity::Error,
+        doc: "A counted request of a step with a value was refused or failed.",
+        run: failed_request,
+    },
+    Check {
+        id: "speed.level-above-slots",
+        severity: Severity::Warning,
+        doc: "A concurrency level is larger than the server's slots, so its requests queued.",
+        run: level_above_slots,
+    },
+    Check {
+        id: "speed.step-exceeds-window",
+        severity: Severity::Error,
+        doc:
+            "A step's prompt plus reply cap is larger than the window (error when it has a value).",
+        run: step_exceeds_window,
+    },
+    LOAD_GUARD,
+    Check {
+        id: "speed.recompute-mismatch",
+        severity: Severity::Error,
+        doc: "A speed figure differs from the value recomputed from the per-request records.",
+        run: recompute_mismatch,
+    },
+    Check {
+        id: "speed.not-recomputable",
+        severity: Severity::Info,
+        doc:
+            "A figure has no definition rigaudit can recompute it by; it is shown but not checked.",
+        run: not_recomputable,
     },
 ];
 
@@ -94,7 +108,21 @@ pub(crate) fn counted<'a>(
 /// Every key the contract names is present, with an empty list when no run gave a value.
 pub(crate) fn samples(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Vec<f64>> {
     let mut s: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    // Decode.
+    decode_samples(c, r, &mut s);
+    prefill_samples(c, r, &mut s);
+    conc_samples(c, r, &mut s);
+    ctx_samples(c, r, &mut s);
+    if c.l1.is_some() {
+        s.insert(
+            "l1_decode".into(),
+            counted(r, "l1").filter_map(|q| q.decode_rate()).collect(),
+        );
+    }
+    s
+}
+
+/// `decode.<prompt>` and `decode` samples.
+fn decode_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
     let mut per_prompt: Vec<Vec<f64>> = Vec::new();
     for pid in &c.prompt_ids {
         let rates: Vec<f64> = counted(r, "decode")
@@ -111,145 +139,80 @@ pub(crate) fn samples(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Ve
             .collect();
         s.insert("decode".into(), means);
     }
-    // Prefill.
-    if let Some(p) = &c.prefill {
-        for d in &p.depths {
-            let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
-                .filter(|q| q.depth == Some(*d))
-                .collect();
-            s.insert(
-                format!("prefill.{d}"),
-                reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
-            );
-            s.insert(
-                format!("ttft.{d}"),
-                reqs.iter().filter_map(|q| q.ttft()).collect(),
-            );
-        }
-    }
-    // Concurrency.
-    if let Some(cc) = &c.conc {
-        for level in &cc.levels {
-            let mut totals = Vec::new();
-            let mut per = Vec::new();
-            for round in 1..=cc.rounds {
-                let reqs: Vec<&SpeedRequest> = counted(r, "conc")
-                    .filter(|q| q.level == Some(*level) && q.round == Some(round))
-                    .collect();
-                if reqs.is_empty() || reqs.iter().any(|q| !q.answered()) {
-                    continue;
-                }
-                let start = reqs.iter().map(|q| q.sent_s).fold(f64::MAX, f64::min);
-                let end = reqs.iter().filter_map(|q| q.end_s).fold(f64::MIN, f64::max);
-                let tokens: u64 = reqs.iter().filter_map(|q| q.completion_tokens).sum();
-                if end > start {
-                    totals.push(tokens as f64 / (end - start));
-                }
-                let rates: Vec<f64> = reqs.iter().filter_map(|q| q.e2e_rate()).collect();
-                if let Some(m) = median(&rates) {
-                    per.push(m);
-                }
-            }
-            s.insert(format!("conc_total.{level}"), totals);
-            s.insert(format!("conc_per_request.{level}"), per);
-        }
-    }
-    // Context steps.
-    if let Some(cx) = &c.ctx {
-        for d in &cx.depths {
-            let reqs: Vec<&SpeedRequest> =
-                counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
-            s.insert(
-                format!("ctx_decode.{d}"),
-                reqs.iter().filter_map(|q| q.decode_rate()).collect(),
-            );
-            s.insert(
-                format!("ctx_prefill.{d}"),
-                reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
-            );
-        }
-    }
-    if c.l1.is_some() {
+}
+
+/// `prefill.<depth>` and `ttft.<depth>` samples.
+fn prefill_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    let Some(p) = &c.prefill else { return };
+    for d in &p.depths {
+        let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
+            .filter(|q| q.depth == Some(*d))
+            .collect();
         s.insert(
-            "l1_decode".into(),
-            counted(r, "l1").filter_map(|q| q.decode_rate()).collect(),
+            format!("prefill.{d}"),
+            reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
+        );
+        s.insert(
+            format!("ttft.{d}"),
+            reqs.iter().filter_map(|q| q.ttft()).collect(),
         );
     }
-    s
+}
+
+/// `conc_total.<level>` and `conc_per_request.<level>`: one value per round whose requests all
+/// answered.
+fn conc_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    let Some(cc) = &c.conc else { return };
+    for level in &cc.levels {
+        let mut totals = Vec::new();
+        let mut per = Vec::new();
+        for round in 1..=cc.rounds {
+            let reqs: Vec<&SpeedRequest> = counted(r, "conc")
+                .filter(|q| q.level == Some(*level) && q.round == Some(round))
+                .collect();
+            if reqs.is_empty() || reqs.iter().any(|q| !q.answered()) {
+                continue;
+            }
+            let start = reqs.iter().map(|q| q.sent_s).fold(f64::MAX, f64::min);
+            let end = reqs.iter().filter_map(|q| q.end_s).fold(f64::MIN, f64::max);
+            let tokens: u64 = reqs.iter().filter_map(|q| q.completion_tokens).sum();
+            if end > start {
+                totals.push(tokens as f64 / (end - start));
+            }
+            let rates: Vec<f64> = reqs.iter().filter_map(|q| q.e2e_rate()).collect();
+            if let Some(m) = median(&rates) {
+                per.push(m);
+            }
+        }
+        s.insert(format!("conc_total.{level}"), totals);
+        s.insert(format!("conc_per_request.{level}"), per);
+    }
+}
+
+/// `ctx_decode.<depth>` and `ctx_prefill.<depth>` samples.
+fn ctx_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    let Some(cx) = &c.ctx else { return };
+    for d in &cx.depths {
+        let reqs: Vec<&SpeedRequest> = counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
+        s.insert(
+            format!("ctx_decode.{d}"),
+            reqs.iter().filter_map(|q| q.decode_rate()).collect(),
+        );
+        s.insert(
+            format!("ctx_prefill.{d}"),
+            reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
+        );
+    }
 }
 
 /// Recomputes every figure the records allow. Keys are those of the speed result's `values`.
 pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<f64>> {
     let s = samples(c, r);
-    let of = |key: &str| -> &[f64] { s.get(key).map_or(&[], Vec::as_slice) };
     let mut v: BTreeMap<String, Option<f64>> = BTreeMap::new();
-    // Decode.
-    let mut per_prompt = Vec::new();
-    let mut cvs = Vec::new();
-    for pid in &c.prompt_ids {
-        let rates = of(&format!("decode.{pid}"));
-        let m = median(rates);
-        v.insert(format!("decode.{pid}"), m);
-        if let Some(m) = m {
-            per_prompt.push(m);
-        }
-        let cv = cv_pct(rates);
-        v.insert(format!("cv.{pid}"), cv);
-        if let Some(cv) = cv {
-            cvs.push(cv);
-        }
-    }
     if !c.prompt_ids.is_empty() {
-        v.insert(
-            "decode".into(),
-            (per_prompt.len() == c.prompt_ids.len())
-                .then(|| mean(&per_prompt))
-                .flatten(),
-        );
-        v.insert(
-            "cv".into(),
-            (!cvs.is_empty()).then(|| cvs.iter().cloned().fold(f64::MIN, f64::max)),
-        );
-        let (mut words, mut chars, mut secs) = (0u64, 0u64, 0f64);
-        let mut have_text = true;
-        for q in counted(r, "decode").filter(|q| q.answered()) {
-            match (q.words, q.chars, q.first_token_s, q.end_s) {
-                (Some(w), Some(ch), Some(f), Some(e)) => {
-                    words += w;
-                    chars += ch;
-                    secs += e - f;
-                }
-                _ => have_text = false,
-            }
-        }
-        let ok = have_text && secs > 0.0;
-        let wps = ok.then(|| words as f64 / secs);
-        v.insert("words_per_s".into(), wps);
-        v.insert("chars_per_s".into(), ok.then(|| chars as f64 / secs));
-        v.insert(
-            "secs_500_words".into(),
-            wps.filter(|w| *w > 0.0).map(|w| 500.0 / w),
-        );
+        decode_figures(c, r, &s, &mut v);
     }
-    // Drafts.
-    let (mut drafts, mut drafted, mut accepted) = (0u64, 0u64, 0u64);
-    for d in r.drafts.iter().filter(|d| d.step == "decode") {
-        drafts += d.drafts;
-        drafted += d.drafted;
-        accepted += d.accepted;
-    }
-    if drafted > 0 {
-        v.insert(
-            "acceptance_pct".into(),
-            Some(100.0 * accepted as f64 / drafted as f64),
-        );
-    }
-    if drafts > 0 {
-        v.insert(
-            "mean_accepted_len".into(),
-            Some(1.0 + accepted as f64 / drafts as f64),
-        );
-    }
+    draft_figures(r, &mut v);
     // Prefill, concurrency and context steps: medians of their samples; the long answer: the
     // last counted run.
     for (key, xs) in &s {
@@ -270,6 +233,80 @@ pub fn recompute(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Option<
     v
 }
 
+/// `decode.<prompt>`, `cv.<prompt>`, `decode`, `cv`, and the words and characters per second.
+fn decode_figures(
+    c: &SpeedContract,
+    r: &SpeedResult,
+    s: &BTreeMap<String, Vec<f64>>,
+    v: &mut BTreeMap<String, Option<f64>>,
+) {
+    let mut per_prompt = Vec::new();
+    let mut cvs = Vec::new();
+    for pid in &c.prompt_ids {
+        let rates = s
+            .get(&format!("decode.{pid}"))
+            .map_or(&[][..], Vec::as_slice);
+        let m = median(rates);
+        v.insert(format!("decode.{pid}"), m);
+        per_prompt.extend(m);
+        let cv = cv_pct(rates);
+        v.insert(format!("cv.{pid}"), cv);
+        cvs.extend(cv);
+    }
+    v.insert(
+        "decode".into(),
+        (per_prompt.len() == c.prompt_ids.len())
+            .then(|| mean(&per_prompt))
+            .flatten(),
+    );
+    v.insert(
+        "cv".into(),
+        (!cvs.is_empty()).then(|| cvs.iter().cloned().fold(f64::MIN, f64::max)),
+    );
+    let (mut words, mut chars, mut secs) = (0u64, 0u64, 0f64);
+    let mut have_text = true;
+    for q in counted(r, "decode").filter(|q| q.answered()) {
+        match (q.words, q.chars, q.first_token_s, q.end_s) {
+            (Some(w), Some(ch), Some(f), Some(e)) => {
+                words += w;
+                chars += ch;
+                secs += e - f;
+            }
+            _ => have_text = false,
+        }
+    }
+    let ok = have_text && secs > 0.0;
+    let wps = ok.then(|| words as f64 / secs);
+    v.insert("words_per_s".into(), wps);
+    v.insert("chars_per_s".into(), ok.then(|| chars as f64 / secs));
+    v.insert(
+        "secs_500_words".into(),
+        wps.filter(|w| *w > 0.0).map(|w| 500.0 / w),
+    );
+}
+
+/// `acceptance_pct` and `mean_accepted_len` of the decode step's drafts.
+fn draft_figures(r: &SpeedResult, v: &mut BTreeMap<String, Option<f64>>) {
+    let (mut drafts, mut drafted, mut accepted) = (0u64, 0u64, 0u64);
+    for d in r.drafts.iter().filter(|d| d.step == "decode") {
+        drafts += d.drafts;
+        drafted += d.drafted;
+        accepted += d.accepted;
+    }
+    if drafted > 0 {
+        v.insert(
+            "acceptance_pct".into(),
+            Some(100.0 * accepted as f64 / drafted as f64),
+        );
+    }
+    if drafts > 0 {
+        v.insert(
+            "mean_accepted_len".into(),
+            Some(1.0 + accepted as f64 / drafts as f64),
+        );
+    }
+}
+
 /// The server's window: `/v1/models`, else the start line, else the contract.
 pub fn window(c: Option<&SpeedContract>, r: &SpeedResult) -> Option<u64> {
     startline::models_window(&r.server.models)
@@ -277,42 +314,53 @@ pub fn window(c: Option<&SpeedContract>, r: &SpeedResult) -> Option<u64> {
         .or(c.map(|c| c.server.window))
 }
 
-pub(crate) fn check(b: &Bundle, out: &mut Out) {
-    let Some(rl) = &b.speed_result else { return };
-    let r = &rl.value;
-    let file = rl.path.as_str();
-    let contract = b.speed_contract.as_ref().map(|c| &c.value);
+/// The speed result, and its contract when the bundle has one.
+fn parts(b: &Bundle) -> Option<(&Loaded<SpeedResult>, Option<&SpeedContract>)> {
+    let r = b.speed_result.as_ref()?;
+    Some((r, b.speed_contract.as_ref().map(|c| &c.value)))
+}
 
-    // Cached tokens.
-    out.ran("speed.cached-tokens");
-    let cached: Vec<(usize, &SpeedRequest)> = r
+/// The speed result and its contract, when the bundle has both.
+fn with_contract(b: &Bundle) -> Option<(&Loaded<SpeedResult>, &SpeedContract)> {
+    let (r, c) = parts(b)?;
+    Some((r, c?))
+}
+
+/// ` 'error text'` when a request has one.
+fn error_text(q: &SpeedRequest) -> String {
+    q.error
+        .as_deref()
+        .map(|e| format!(" '{e}'"))
+        .unwrap_or_default()
+}
+
+fn cached_tokens(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, _) = parts(b)?;
+    let cached: Vec<(usize, &SpeedRequest)> = rl
+        .value
         .requests
         .iter()
         .enumerate()
         .filter(|(_, q)| q.cached_tokens.unwrap_or(0) > 0)
         .collect();
     if let Some((i, q)) = cached.first() {
-        out.push(
-            Finding::new(
-                "speed.cached-tokens",
-                Severity::Error,
-                format!(
-                    "{} speed requests were served with cached prompt tokens (first: {} {}, {} of {} prompt tokens cached); their prefill and TTFT are not measurements",
-                    cached.len(),
-                    q.step,
-                    q.prompt_id.as_deref().unwrap_or(""),
-                    q.cached_tokens.unwrap_or(0),
-                    q.prompt_tokens.map_or("?".into(), |p| p.to_string())
-                ),
-            )
-            .file(file)
-            .pointer(format!("/requests/{i}/cached_tokens"))
-            .data(json!({"requests": cached.len()})),
-        );
+        e.finding(format!(
+            "{} speed requests were served with cached prompt tokens (first: {} {}, {} of {} prompt tokens cached); their prefill and TTFT are not measurements",
+            cached.len(),
+            q.step,
+            q.prompt_id.as_deref().unwrap_or(""),
+            q.cached_tokens.unwrap_or(0),
+            q.prompt_tokens.map_or("?".into(), |p| p.to_string())
+        ))
+        .at(&rl.path, format!("/requests/{i}/cached_tokens"))
+        .data(json!({"requests": cached.len()}));
     }
+    Some(())
+}
 
-    // Token sources.
-    out.ran("speed.token-source");
+fn token_source(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, _) = parts(b)?;
+    let r = &rl.value;
     let odd: Vec<usize> = r
         .requests
         .iter()
@@ -321,236 +369,113 @@ pub(crate) fn check(b: &Bundle, out: &mut Out) {
         .map(|(i, _)| i)
         .collect();
     if let Some(i) = odd.first() {
-        out.push(
-            Finding::new(
-                "speed.token-source",
-                Severity::Warning,
-                format!(
-                    "{} requests count their reply tokens from '{}', not the server's usage",
-                    odd.len(),
-                    r.requests[*i].completion_tokens_source
-                ),
-            )
-            .file(file)
-            .pointer(format!("/requests/{i}/completion_tokens_source")),
-        );
+        e.finding(format!(
+            "{} requests count their reply tokens from '{}', not the server's usage",
+            odd.len(),
+            r.requests[*i].completion_tokens_source
+        ))
+        .at(&rl.path, format!("/requests/{i}/completion_tokens_source"));
     }
+    Some(())
+}
 
-    let Some(c) = contract else { return };
-
-    // Replies that end early.
-    out.ran("speed.reply-not-at-limit");
-    for (i, q) in r.requests.iter().enumerate() {
+fn reply_not_at_limit(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, _) = with_contract(b)?;
+    for (i, q) in rl.value.requests.iter().enumerate() {
         if q.step != "decode" || q.warmup || !q.answered() {
             continue;
         }
         let n = q.completion_tokens.unwrap_or(0);
         if n < q.max_tokens || q.finish_reason.as_deref() != Some("length") {
-            out.push(
-                Finding::new(
-                    "speed.reply-not-at-limit",
-                    Severity::Warning,
-                    format!(
-                        "decode {} run {}: the reply has {n} of {} tokens (finish reason {}); a short reply changes the rate",
-                        q.prompt_id.as_deref().unwrap_or("?"),
-                        q.run.unwrap_or(0),
-                        q.max_tokens,
-                        q.finish_reason.as_deref().unwrap_or("none")
-                    ),
-                )
-                .file(file)
-                .pointer(format!("/requests/{i}")),
-            );
+            e.finding(format!(
+                "decode {} run {}: the reply has {n} of {} tokens (finish reason {}); a short reply changes the rate",
+                q.prompt_id.as_deref().unwrap_or("?"),
+                q.run.unwrap_or(0),
+                q.max_tokens,
+                q.finish_reason.as_deref().unwrap_or("none")
+            ))
+            .at(&rl.path, format!("/requests/{i}"));
         }
     }
+    Some(())
+}
 
-    // Failed requests in steps that have a value.
-    out.ran("speed.failed-request");
-    for (i, q) in r.requests.iter().enumerate() {
+fn failed_request(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, _) = with_contract(b)?;
+    for (i, q) in rl.value.requests.iter().enumerate() {
         if q.warmup || q.answered() || !matches!(q.step.as_str(), "decode" | "prefill" | "conc") {
             continue;
         }
-        out.push(
-            Finding::new(
-                "speed.failed-request",
-                Severity::Error,
-                format!(
-                    "{} request {} failed with HTTP {}{}; its step's value leaves it out",
-                    q.step,
-                    i,
-                    q.status,
-                    q.error
-                        .as_deref()
-                        .map(|e| format!(" '{e}'"))
-                        .unwrap_or_default()
-                ),
-            )
-            .file(file)
-            .pointer(format!("/requests/{i}/status")),
-        );
+        e.finding(format!(
+            "{} request {} failed with HTTP {}{}; its step's value leaves it out",
+            q.step,
+            i,
+            q.status,
+            error_text(q)
+        ))
+        .at(&rl.path, format!("/requests/{i}/status"));
     }
+    Some(())
+}
 
-    // Levels above slots.
-    let slots = startline::parse(&r.server.start_lines)
+fn level_above_slots(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, c) = with_contract(b)?;
+    let cc = c.conc.as_ref()?;
+    let slots = startline::parse(&rl.value.server.start_lines)
         .slots
         .unwrap_or(c.server.slots as u64);
-    if let Some(cc) = &c.conc {
-        out.ran("speed.level-above-slots");
-        for l in cc.levels.iter().filter(|l| **l as u64 > slots) {
-            out.push(
-                Finding::new(
-                    "speed.level-above-slots",
-                    Severity::Warning,
-                    format!("{l} requests at once is more than the server's {slots} slots: some of them queued, so the level measures the queue too"),
-                )
-                .file(b.speed_contract.as_ref().map_or(file, |s| s.path.as_str()))
-                .pointer("/conc/levels"),
-            );
-        }
+    let file = b.speed_contract.as_ref().map_or(&rl.path, |s| &s.path);
+    for l in cc.levels.iter().filter(|l| **l as u64 > slots) {
+        e.finding(format!("{l} requests at once is more than the server's {slots} slots: some of them queued, so the level measures the queue too"))
+            .at(file, "/conc/levels");
     }
+    Some(())
+}
 
-    // Recompute.
-    let values = recompute(c, r);
-    check_window(b, c, r, &values, out);
-    check_guard(c, r, file, out);
-    out.ran("speed.recompute-mismatch");
-    out.ran("speed.not-recomputable");
-    let page = &b.manifest.page.speed;
-    let mut keys: Vec<&String> = r.values.keys().chain(page.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for key in keys {
-        let shown_file = r.values.get(key).copied().flatten();
-        let shown_page = page.get(key);
-        match values.get(key) {
-            None => {
-                out.push(
-                    Finding::new(
-                        "speed.not-recomputable",
-                        Severity::Info,
-                        format!(
-                            "'{key}' ({}) has no definition rigaudit can recompute; it is not checked",
-                            shown_page.cloned().or(shown_file.map(|x| x.to_string())).unwrap_or_else(|| "no value".into())
-                        ),
-                    )
-                    .file(file)
-                    .pointer(format!("/values/{key}")),
-                );
-            }
-            Some(exact) => {
-                if let Some(x) = shown_file {
-                    compare(
-                        key,
-                        *exact,
-                        x,
-                        written_decimals(x),
-                        file,
-                        &format!("/values/{key}"),
-                        "the speed result",
-                        out,
-                    );
-                }
-                if let Some(s) = shown_page {
-                    match s.parse::<f64>() {
-                        Ok(x) => compare(
-                            key,
-                            *exact,
-                            x,
-                            printed_decimals(s),
-                            "bundle.json",
-                            &format!("/page/speed/{key}"),
-                            "the page",
-                            out,
-                        ),
-                        Err(_) => out.push(
-                            Finding::new(
-                                "speed.recompute-mismatch",
-                                Severity::Error,
-                                format!("the page's '{key}' is not a number: '{s}'"),
-                            )
-                            .file("bundle.json")
-                            .pointer(format!("/page/speed/{key}")),
-                        ),
-                    }
-                }
-                out.recomputed.push(Recomputed {
-                    key: key.clone(),
-                    value: *exact,
-                    file: shown_file,
-                    page: shown_page.cloned(),
-                });
-            }
-        }
+/// The figure a windowed step gives (`ctx_decode.<depth>`, `prefill.<depth>`, `l1_decode`).
+fn step_key(part: &str, depth: u64) -> String {
+    match part {
+        "ctx" => format!("ctx_decode.{depth}"),
+        "prefill" => format!("prefill.{depth}"),
+        _ => "l1_decode".to_string(),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn compare(
-    key: &str,
-    exact: Option<f64>,
-    shown: f64,
-    d: usize,
-    file: &str,
-    ptr: &str,
-    who: &str,
-    out: &mut Out,
-) {
-    match exact {
-        None => out.push(
-            Finding::new(
-                "speed.recompute-mismatch",
-                Severity::Error,
-                format!(
-                    "{who} shows {shown} for '{key}', but the raw records give no result for it"
-                ),
-            )
-            .file(file)
-            .pointer(ptr),
-        ),
-        Some(e) if !agrees(e, shown, d) => out.push(
-            Finding::new(
-                "speed.recompute-mismatch",
-                Severity::Error,
-                format!(
-                    "{who} shows {shown} for '{key}', but the raw records give {}",
-                    fmt(e, d + 1)
-                ),
-            )
-            .file(file)
-            .pointer(ptr)
-            .data(json!({"key": key, "shown": shown, "recomputed": e})),
-        ),
-        _ => {}
-    }
-}
-
-fn check_window(
+/// Whether a figure has a value: recomputed, in the speed result or on the page.
+fn has_value(
     b: &Bundle,
-    c: &SpeedContract,
-    r: &SpeedResult,
     values: &BTreeMap<String, Option<f64>>,
-    out: &mut Out,
+    r: &SpeedResult,
+    key: &str,
+) -> bool {
+    values.get(key).copied().flatten().is_some()
+        || r.values.get(key).copied().flatten().is_some()
+        || b.manifest.page.speed.contains_key(key)
+}
+
+fn step_exceeds_window(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, c) = with_contract(b)?;
+    let r = &rl.value;
+    let window = window(Some(c), r)?;
+    let values = recompute(c, r);
+    fit_rows_exceeding(b, &values, r, window, &rl.path, e);
+    requests_exceeding(b, &values, r, window, &rl.path, e);
+    Some(())
+}
+
+/// The fit rows the tool wrote that do not fit the window, or are marked wrongly.
+fn fit_rows_exceeding(
+    b: &Bundle,
+    values: &BTreeMap<String, Option<f64>>,
+    r: &SpeedResult,
+    window: u64,
+    file: &str,
+    e: &mut Emit,
 ) {
-    let Some(window) = window(Some(c), r) else {
-        return;
-    };
-    out.ran("speed.step-exceeds-window");
-    let file = b.speed_result.as_ref().map_or("", |s| s.path.as_str());
-    let has_value = |key: &str| -> bool {
-        values.get(key).copied().flatten().is_some()
-            || r.values.get(key).copied().flatten().is_some()
-            || b.manifest.page.speed.contains_key(key)
-    };
-    // Rows the tool wrote.
     for (i, f) in r.fits.iter().enumerate() {
         let need = f.depth.saturating_add(f.max_tokens);
-        let key = match f.part.as_str() {
-            "ctx" => format!("ctx_decode.{}", f.depth),
-            "prefill" => format!("prefill.{}", f.depth),
-            _ => "l1_decode".to_string(),
-        };
         if need > window {
-            let (sev, what) = if has_value(&key) {
+            let (sev, what) = if has_value(b, values, r, &step_key(&f.part, f.depth)) {
                 (Severity::Error, "yet it has a value")
             } else if f.fits || f.sent {
                 (
@@ -563,131 +488,221 @@ fn check_window(
                     "it was not sent and has no value, as it should",
                 )
             };
-            out.push(
-                Finding::new(
-                    "speed.step-exceeds-window",
-                    sev,
-                    format!("{} {}: {} prompt + {} reply tokens = {need} > the {window}-token window; {what}", f.part, f.depth, f.depth, f.max_tokens),
-                )
-                .file(file)
-                .pointer(format!("/fits/{i}")),
-            );
+            e.at_severity(
+                sev,
+                format!("{} {}: {} prompt + {} reply tokens = {need} > the {window}-token window; {what}", f.part, f.depth, f.depth, f.max_tokens),
+            )
+            .at(file, format!("/fits/{i}"));
         } else if !f.fits {
-            out.push(
-                Finding::new(
-                    "speed.step-exceeds-window",
-                    Severity::Warning,
-                    format!("{} {}: marked as not fitting, but {need} tokens fit the {window}-token window", f.part, f.depth),
-                )
-                .file(file)
-                .pointer(format!("/fits/{i}/fits")),
-            );
+            e.warning(format!(
+                "{} {}: marked as not fitting, but {need} tokens fit the {window}-token window",
+                f.part, f.depth
+            ))
+            .at(file, format!("/fits/{i}/fits"));
         }
     }
-    // Requests that were sent.
+}
+
+/// Requests sent for a step that cannot fit the window (and that no fit row already names).
+fn requests_exceeding(
+    b: &Bundle,
+    values: &BTreeMap<String, Option<f64>>,
+    r: &SpeedResult,
+    window: u64,
+    file: &str,
+    e: &mut Emit,
+) {
     for (i, q) in r.requests.iter().enumerate() {
         if !matches!(q.step.as_str(), "ctx" | "prefill" | "l1") || q.warmup {
             continue;
         }
         let prompt = q.prompt_tokens.or(q.depth).unwrap_or(0);
         let need = prompt.saturating_add(q.max_tokens);
-        if need <= window
-            || r.fits.iter().any(|f| {
-                f.part == q.step
-                    && Some(f.depth) == q.depth
-                    && f.depth.saturating_add(f.max_tokens) > window
-            })
-        {
+        let named = r.fits.iter().any(|f| {
+            f.part == q.step
+                && Some(f.depth) == q.depth
+                && f.depth.saturating_add(f.max_tokens) > window
+        });
+        if need <= window || named {
             continue;
         }
-        let key = match q.step.as_str() {
-            "ctx" => format!("ctx_decode.{}", q.depth.unwrap_or(0)),
-            "prefill" => format!("prefill.{}", q.depth.unwrap_or(0)),
-            _ => "l1_decode".to_string(),
-        };
         let refused = if q.answered() {
             "answered".to_string()
         } else {
+            format!("refused with HTTP {}{}", q.status, error_text(q))
+        };
+        let (sev, valued) = if has_value(b, values, r, &step_key(&q.step, q.depth.unwrap_or(0))) {
+            (Severity::Error, "it has a value")
+        } else {
+            (Severity::Warning, "the step is invalid and has no value")
+        };
+        e.at_severity(
+            sev,
             format!(
-                "refused with HTTP {}{}",
-                q.status,
-                q.error
-                    .as_deref()
-                    .map(|e| format!(" '{e}'"))
-                    .unwrap_or_default()
-            )
-        };
-        let sev = if has_value(&key) {
-            Severity::Error
-        } else {
-            Severity::Warning
-        };
-        let valued = if sev == Severity::Error {
-            "it has a value"
-        } else {
-            "the step is invalid and has no value"
-        };
-        out.push(
-            Finding::new(
-                "speed.step-exceeds-window",
-                sev,
-                format!(
-                    "{}{}: {prompt} prompt + {} reply tokens = {need} > the {window}-token window; sent and {refused}; {valued}",
-                    q.step,
-                    q.depth.map(|d| format!(" {d}")).unwrap_or_default(),
-                    q.max_tokens
-                ),
-            )
-            .file(file)
-            .pointer(format!("/requests/{i}")),
-        );
+                "{}{}: {prompt} prompt + {} reply tokens = {need} > the {window}-token window; sent and {refused}; {valued}",
+                q.step,
+                q.depth.map(|d| format!(" {d}")).unwrap_or_default(),
+                q.max_tokens
+            ),
+        )
+        .at(file, format!("/requests/{i}"));
     }
 }
 
-fn check_guard(c: &SpeedContract, r: &SpeedResult, file: &str, out: &mut Out) {
-    let Some(g) = &r.load_guard else {
-        return;
-    };
-    let Some(rule) = c.load_guard.as_ref().or(g.rule.as_ref()) else {
-        return;
-    };
-    out.ran("speed.load-guard");
+/// `speed.load-guard`: steps kept under load, a contract's rule with no guard summary, counted
+/// steps the guard did not watch (the last two in consistency/guard.rs).
+fn load_guard(b: &Bundle, e: &mut Emit) -> Ran {
+    let kept = kept_under_load(b, e);
+    let present = crate::consistency::guard::check_guard_present(b, e);
+    let coverage = crate::consistency::guard::check_guard_coverage(b, e);
+    kept.or(present).or(coverage)
+}
+
+/// Steps kept although the guard's rule was broken.
+fn kept_under_load(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, c) = with_contract(b)?;
+    let (r, file) = (&rl.value, &rl.path);
+    let g = r.load_guard.as_ref()?;
+    let rule = c.load_guard.as_ref().or(g.rule.as_ref())?;
     for (i, s) in g.steps.iter().enumerate() {
         if s.kept && rule.broken_by(s.longest_run_over) {
-            out.push(
-                Finding::new(
-                    "speed.load-guard",
-                    Severity::Error,
-                    format!(
-                        "step {} try {} was kept although a foreign process stayed above {} % of a core for {} samples in a row (the rule allows {}){}",
-                        s.step,
-                        s.attempt,
-                        rule.threshold_pct,
-                        s.longest_run_over,
-                        rule.consecutive.saturating_sub(1),
-                        s.peak_process.as_deref().map(|p| format!("; peak {} at {} %", p, s.peak_pct.unwrap_or(0.0))).unwrap_or_default()
-                    ),
-                )
-                .file(file)
-                .pointer(format!("/load_guard/steps/{i}")),
-            );
+            e.finding(format!(
+                "step {} try {} was kept although a foreign process stayed above {} % of a core for {} samples in a row (the rule allows {}){}",
+                s.step,
+                s.attempt,
+                rule.threshold_pct,
+                s.longest_run_over,
+                rule.consecutive.saturating_sub(1),
+                s.peak_process.as_deref().map(|p| format!("; peak {} at {} %", p, s.peak_pct.unwrap_or(0.0))).unwrap_or_default()
+            ))
+            .at(file, format!("/load_guard/steps/{i}"));
         }
     }
     let mut kept: BTreeMap<&str, u32> = BTreeMap::new();
-    for s in &g.steps {
-        if s.kept {
-            *kept.entry(s.step.as_str()).or_default() += 1;
-        }
+    for s in g.steps.iter().filter(|s| s.kept) {
+        *kept.entry(s.step.as_str()).or_default() += 1;
     }
     for (step, n) in kept.iter().filter(|(_, n)| **n > 1) {
-        out.push(
-            Finding::new(
-                "speed.load-guard",
-                Severity::Error,
-                format!("step {step} has {n} tries marked as the one that counts"),
-            )
-            .file(file)
-            .pointer("/load_guard/steps"),
-        );
+        e.finding(format!(
+            "step {step} has {n} tries marked as the one that counts"
+        ))
+        .at(file, "/load_guard/steps");
+    }
+    Some(())
+}
+
+/// The keys the speed result's `values` or the page show, sorted.
+fn shown_keys(b: &Bundle, r: &SpeedResult) -> Vec<String> {
+    let mut keys: Vec<String> = r
+        .values
+        .keys()
+        .chain(b.manifest.page.speed.keys())
+        .cloned()
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+fn recompute_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, c) = with_contract(b)?;
+    let r = &rl.value;
+    let values = recompute(c, r);
+    for key in shown_keys(b, r) {
+        let Some(exact) = values.get(&key).copied() else {
+            continue;
+        };
+        let shown_file = r.values.get(&key).copied().flatten();
+        let shown_page = b.manifest.page.speed.get(&key);
+        if let Some(x) = shown_file {
+            let shown = Shown {
+                value: x,
+                decimals: written_decimals(x),
+                file: &rl.path,
+                pointer: format!("/values/{key}"),
+                who: "the speed result",
+            };
+            compare(&key, exact, &shown, e);
+        }
+        if let Some(s) = shown_page {
+            let pointer = format!("/page/speed/{key}");
+            match s.parse::<f64>() {
+                Ok(x) => {
+                    let shown = Shown {
+                        value: x,
+                        decimals: printed_decimals(s),
+                        file: "bundle.json",
+                        pointer,
+                        who: "the page",
+                    };
+                    compare(&key, exact, &shown, e);
+                }
+                Err(_) => {
+                    e.finding(format!("the page's '{key}' is not a number: '{s}'"))
+                        .at("bundle.json", pointer);
+                }
+            }
+        }
+        e.recomputed(Recomputed {
+            key,
+            value: exact,
+            file: shown_file,
+            page: shown_page.cloned(),
+        });
+    }
+    Some(())
+}
+
+fn not_recomputable(b: &Bundle, e: &mut Emit) -> Ran {
+    let (rl, c) = with_contract(b)?;
+    let r = &rl.value;
+    let values = recompute(c, r);
+    for key in shown_keys(b, r)
+        .into_iter()
+        .filter(|k| !values.contains_key(k))
+    {
+        let shown = b
+            .manifest
+            .page
+            .speed
+            .get(&key)
+            .cloned()
+            .or(r.values.get(&key).copied().flatten().map(|x| x.to_string()))
+            .unwrap_or_else(|| "no value".into());
+        e.finding(format!(
+            "'{key}' ({shown}) has no definition rigaudit can recompute; it is not checked"
+        ))
+        .at(&rl.path, format!("/values/{key}"));
+    }
+    Some(())
+}
+
+/// A figure as a file or the page shows it.
+struct Shown<'a> {
+    value: f64,
+    decimals: usize,
+    file: &'a str,
+    pointer: String,
+    who: &'a str,
+}
+
+fn compare(key: &str, exact: Option<f64>, s: &Shown, e: &mut Emit) {
+    let (who, shown) = (s.who, s.value);
+    match exact {
+        None => {
+            e.finding(format!(
+                "{who} shows {shown} for '{key}', but the raw records give no result for it"
+            ))
+            .at(s.file, &s.pointer);
+        }
+        Some(x) if !agrees(x, shown, s.decimals) => {
+            e.finding(format!(
+                "{who} shows {shown} for '{key}', but the raw records give {}",
+                fmt(x, s.decimals + 1)
+            ))
+            .at(s.file, &s.pointer)
+            .data(json!({"key": key, "shown": shown, "recomputed": x}));
+        }
+        _ => {}
     }
 }

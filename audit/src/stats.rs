@@ -1,5 +1,8 @@
-//! Statistics the checks recompute with: medians, spreads, margins of proportions, and comparison
-//! of a recomputed value with a figure at the rounding it was printed with.
+//! Statistics the checks recompute with: medians, spreads, margins of proportions, Welch's t-test
+//! and the pooled two-proportion z-test, and comparison of a recomputed value with a figure at the
+//! rounding it was printed with.
+
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Median of the values (mean of the middle two for an even count); `None` when empty.
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -97,6 +100,41 @@ pub fn agrees(exact: f64, shown: f64, decimals: usize) -> bool {
 /// Formats `x` at `decimals`.
 pub fn fmt(x: f64, decimals: usize) -> String {
     format!("{x:.decimals$}")
+}
+
+/// Two-sided p of Welch's t-test on the means; `None` when neither side has any spread.
+pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    let var = |xs: &[f64], m: f64| {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
+    };
+    let (sa, sb) = (var(a, ma) / na, var(b, mb) / nb);
+    let se2 = sa + sb;
+    let scale = ma.abs().max(mb.abs()).max(f64::MIN_POSITIVE);
+    if !se2.is_finite() || se2.sqrt() <= 1e-12 * scale {
+        return None;
+    }
+    let t = ((mb - ma) / se2.sqrt()).abs();
+    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+    let tail = match StudentsT::new(0.0, 1.0, df) {
+        Ok(d) if df.is_finite() => d.sf(t),
+        _ => Normal::standard().sf(t),
+    };
+    Some((2.0 * tail).clamp(0.0, 1.0))
+}
+
+/// Two-sided p of the pooled two-proportion z-test.
+pub fn two_proportion_p(r1: u64, n1: u64, r2: u64, n2: u64) -> f64 {
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    let (p1, p2) = (r1 as f64 / n1f, r2 as f64 / n2f);
+    let pooled = (r1 + r2) as f64 / (n1f + n2f);
+    let se = (pooled * (1.0 - pooled) * (1.0 / n1f + 1.0 / n2f)).sqrt();
+    if se <= 0.0 || !se.is_finite() {
+        return 1.0;
+    }
+    let z = ((p2 - p1) / se).abs();
+    (2.0 * Normal::standard().sf(z)).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]

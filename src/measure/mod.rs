@@ -21,7 +21,7 @@ pub mod quality;
 pub mod run;
 pub mod write;
 
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use client::Client;
 use rigaudit_audit::records::speed::{LoadGuardRule, SpeedContract};
 use rigaudit_audit::startline;
@@ -216,7 +216,7 @@ fn checked<T: serde::de::DeserializeOwned>(
             list.join("; ")
         )));
     }
-    serde_json::from_value(v).map_err(|e| fatal(format!("{}: {e}", path.display())))
+    serde_json::from_value(v).at(path.display())
 }
 
 /// Reads and schema-checks a speed contract; returns it with its text.
@@ -311,12 +311,9 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     let c = &p.contract;
     let client = Client::new(&p.base_url, Duration::from_secs(p.timeout)).map_err(fatal)?;
     let started = chrono::Utc::now();
-    let models = client
-        .models()
-        .map_err(|e| fatal(format!("the server does not answer /models: {e}")))?;
+    let models = client.models().at("the server does not answer /models")?;
     let window = startline::models_window(&models).unwrap_or(c.server.window);
-    std::fs::create_dir_all(p.out.join("speed"))
-        .map_err(|e| fatal(format!("{}: {e}", p.out.display())))?;
+    std::fs::create_dir_all(p.out.join("speed")).at(p.out.display())?;
     let questions: u64 = p.quality.iter().map(|q| q.questions.len() as u64).sum();
     let bar = progress_bar(p.progress, run::planned_requests(c, window) + questions);
     let mut r = Run::new(c, client, bar.clone());

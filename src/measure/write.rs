@@ -3,9 +3,10 @@
 //! Every file is written atomically, and the manifest last, so a reader never sees a half-written
 //! bundle.
 
-use super::run::Run;
+use super::run::{AskedTest, Run};
 use super::{quality, Plan};
-use crate::fatal::{fatal, Fatal};
+use crate::digest::hex;
+use crate::fatal::{fatal, At, Fatal};
 use crate::output::write_atomic;
 use rigaudit_audit::records::speed::{ServerSeen, SpeedResult};
 use rigaudit_audit::startline;
@@ -28,22 +29,63 @@ impl Saver<'_> {
     }
 }
 
+type Time = chrono::DateTime<chrono::Utc>;
+
+/// RFC 3339 to the second.
+fn stamp(t: Time) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// One file of the bundle.
+struct BundleFile {
+    kind: &'static str,
+    path: String,
+    text: String,
+    /// The quality test it belongs to.
+    test: Option<String>,
+}
+
+impl BundleFile {
+    fn new(kind: &'static str, path: impl Into<String>, text: String, test: Option<&str>) -> Self {
+        BundleFile {
+            kind,
+            path: path.into(),
+            text,
+            test: test.map(String::from),
+        }
+    }
+}
+
 fn write_bundle(
     p: &Plan,
     r: &Run,
     models: &Value,
-    started: chrono::DateTime<chrono::Utc>,
+    started: Time,
     ended: bool,
 ) -> Result<(), Fatal> {
-    let out = &p.out;
-    let now = chrono::Utc::now();
-    let stamp =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let run_label = format!("rigaudit-measure-{}", started.format("%Y%m%dT%H%M%SZ"));
+    let result = speed_result(p, r, models, &run_label, started);
+    let mut files = speed_files(p, r, &result, started, ended)?;
+    let mut sessions =
+        vec![json!({"name": "speed", "started": result.started, "ended": result.ended})];
+    for asked in &r.quality {
+        let Some(qp) = p.quality.iter().find(|q| q.contract.test == asked.test) else {
+            continue;
+        };
+        files.extend(quality_files(qp, asked, &run_label)?);
+        sessions.push(json!({"name": format!("quality {}", asked.test),
+                             "started": stamp(asked.started), "ended": stamp(asked.ended)}));
+    }
+    let entries = write_files(&p.out, &files)?;
+    write_manifest(p, r, models, started, (entries, sessions))
+}
+
+/// The speed result of the run so far, its values recomputed from its records.
+fn speed_result(p: &Plan, r: &Run, models: &Value, run_label: &str, started: Time) -> SpeedResult {
     let mut result = SpeedResult {
-        run: run_label.clone(),
+        run: run_label.to_string(),
         started: stamp(started),
-        ended: stamp(now),
+        ended: stamp(chrono::Utc::now()),
         server: ServerSeen {
             start_lines: p.start_lines.clone(),
             models: models.clone(),
@@ -55,96 +97,120 @@ fn write_bundle(
         load_guard: r.guard.as_ref().map(|g| g.summary()),
     };
     result.values = rigaudit_audit::speed::recompute(r.c, &result);
+    result
+}
+
+/// The card (this machine's hardware), the speed contract and result, and the log.
+fn speed_files(
+    p: &Plan,
+    r: &Run,
+    result: &SpeedResult,
+    started: Time,
+    ended: bool,
+) -> Result<Vec<BundleFile>, Fatal> {
     let mut log = r.log.join("\n");
     log.push('\n');
     if !ended {
         log.push_str("(run in progress or stopped before its end)\n");
     }
-    // (kind, path, text, quality test)
-    let mut files: Vec<(&str, String, String, Option<String>)> = Vec::new();
+    let mut files = Vec::new();
     if let Some(card) = &p.card {
         let mut card = card.clone();
         card["hardware"] = crate::host::hardware();
         card["measured"] = json!(stamp(started));
-        files.push(("card", "card.json".into(), pretty(&card)?, None));
+        files.push(BundleFile::new("card", "card.json", pretty(&card)?, None));
     }
-    files.push((
+    let contract = p.contract_text.clone();
+    files.push(BundleFile::new(
         "speed-contract",
-        "speed/speed-contract.json".into(),
-        p.contract_text.clone(),
+        "speed/speed-contract.json",
+        contract,
         None,
     ));
-    files.push((
+    files.push(BundleFile::new(
         "speed-result",
-        "speed/speed-result.json".into(),
-        pretty(&result)?,
+        "speed/speed-result.json",
+        pretty(result)?,
         None,
     ));
-    files.push(("log", "speed/log.txt".into(), log, None));
-    let mut sessions =
-        vec![json!({"name": "speed", "started": result.started, "ended": result.ended})];
-    for asked in &r.quality {
-        let (test, t0, t1, answers) = (&asked.test, &asked.started, &asked.ended, &asked.answers);
-        let Some(qp) = p.quality.iter().find(|q| &q.contract.test == test) else {
-            continue;
-        };
-        let dir = format!("quality/{test}");
-        let summary = quality::summary(&qp.contract, answers, &run_label, &stamp(*t0), &stamp(*t1));
-        let mut lines = String::new();
-        for a in answers {
-            lines.push_str(&serde_json::to_string(a).map_err(|e| fatal(e.to_string()))?);
-            lines.push('\n');
-        }
-        let qlog: String = answers
-            .iter()
-            .filter(|a| !a.answered())
-            .map(|a| {
-                format!(
-                    "{}: HTTP {} {}\n",
-                    a.id,
-                    a.status,
-                    a.error.as_deref().unwrap_or("")
-                )
-            })
-            .collect();
-        files.push((
+    files.push(BundleFile::new("log", "speed/log.txt", log, None));
+    Ok(files)
+}
+
+/// A quality test's contract, summary, answers and log (the requests that got no answer).
+fn quality_files(
+    qp: &quality::QualityPlan,
+    asked: &AskedTest,
+    run_label: &str,
+) -> Result<Vec<BundleFile>, Fatal> {
+    let (test, answers) = (asked.test.as_str(), &asked.answers);
+    let (t0, t1) = (stamp(asked.started), stamp(asked.ended));
+    let summary = quality::summary(&qp.contract, answers, run_label, &t0, &t1);
+    let mut lines = String::new();
+    for a in answers {
+        lines.push_str(&serde_json::to_string(a).map_err(|e| fatal(e.to_string()))?);
+        lines.push('\n');
+    }
+    let qlog: String = answers
+        .iter()
+        .filter(|a| !a.answered())
+        .map(|a| {
+            format!(
+                "{}: HTTP {} {}\n",
+                a.id,
+                a.status,
+                a.error.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    let dir = format!("quality/{test}");
+    let t = Some(test);
+    Ok(vec![
+        BundleFile::new(
             "quality-contract",
             format!("{dir}/contract.json"),
             qp.contract_text.clone(),
-            Some(test.clone()),
-        ));
-        files.push((
+            t,
+        ),
+        BundleFile::new(
             "quality-summary",
             format!("{dir}/summary.json"),
             pretty(&summary)?,
-            Some(test.clone()),
-        ));
-        files.push((
-            "quality-answers",
-            format!("{dir}/answers.jsonl"),
-            lines,
-            Some(test.clone()),
-        ));
-        files.push(("log", format!("{dir}/log.txt"), qlog, Some(test.clone())));
-        sessions.push(
-            json!({"name": format!("quality {test}"), "started": stamp(*t0), "ended": stamp(*t1)}),
-        );
-    }
+            t,
+        ),
+        BundleFile::new("quality-answers", format!("{dir}/answers.jsonl"), lines, t),
+        BundleFile::new("log", format!("{dir}/log.txt"), qlog, t),
+    ])
+}
+
+/// Writes every file atomically; returns their manifest entries.
+fn write_files(out: &std::path::Path, files: &[BundleFile]) -> Result<Vec<Value>, Fatal> {
     let mut entries = Vec::new();
-    for (kind, path, text, test) in &files {
-        let to = out.join(path);
+    for f in files {
+        let to = out.join(&f.path);
         if let Some(d) = to.parent() {
-            std::fs::create_dir_all(d).map_err(|e| fatal(format!("{}: {e}", d.display())))?;
+            std::fs::create_dir_all(d).at(d.display())?;
         }
-        write_atomic(&to, text.as_bytes())?;
-        let d = sha2::Sha256::digest(text.as_bytes());
-        let mut e = json!({"kind": kind, "path": path, "sha256": d.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        write_atomic(&to, f.text.as_bytes())?;
+        let sha256 = hex(&sha2::Sha256::digest(f.text.as_bytes()));
+        let mut e = json!({"kind": f.kind, "path": f.path, "sha256": sha256,
                             "published": true, "reconstructed": false});
-        if let Some(t) = test {
+        if let Some(t) = &f.test {
             e["test"] = json!(t);
         }
         entries.push(e);
     }
+    Ok(entries)
+}
+
+/// Writes the manifest, last: the files' entries and the sessions.
+fn write_manifest(
+    p: &Plan,
+    r: &Run,
+    models: &Value,
+    started: Time,
+    (entries, sessions): (Vec<Value>, Vec<Value>),
+) -> Result<(), Fatal> {
     let model = startline::models_ids(models)
         .first()
         .cloned()
@@ -164,11 +230,7 @@ fn write_bundle(
         "sessions": sessions,
         "notes": notes,
     });
-    write_atomic(
-        &out.join("bundle.json"),
-        (serde_json::to_string_pretty(&manifest).map_err(|e| fatal(e.to_string()))? + "\n")
-            .as_bytes(),
-    )
+    write_atomic(&p.out.join("bundle.json"), pretty(&manifest)?.as_bytes())
 }
 
 /// Pretty JSON with a final newline, for the files of a bundle.

@@ -41,7 +41,7 @@ enum Outcome {
 }
 
 fn cases(r: &Report) -> Vec<Case> {
-    rigaudit_audit::catalogue::all()
+    rigaudit_audit::table::all()
         .into_iter()
         .map(|c| {
             let of: Vec<&rigaudit_audit::Finding> =

@@ -147,7 +147,7 @@ pub fn render(r: &Report) -> String {
         "\n<sub>rigaudit {} · rules {} · {} checks in the catalogue</sub>",
         env!("CARGO_PKG_VERSION"),
         r.rules_version,
-        rigaudit_audit::catalogue::all().len()
+        rigaudit_audit::table::all().len()
     );
     o
 }

@@ -12,15 +12,36 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-/// Renders a report as a SARIF log.
-pub fn render(r: &Report) -> String {
-    let rules: Vec<Value> = rigaudit_audit::catalogue::all()
+/// One rule per check of the table: id, one-line doc, catalogue severity as the default level.
+fn rules() -> Vec<Value> {
+    rigaudit_audit::table::all()
         .iter()
         .map(|c| {
             json!({"id": c.id, "shortDescription": {"text": c.doc},
                    "defaultConfiguration": {"level": level(c.severity)}})
         })
-        .collect();
+        .collect()
+}
+
+/// The tool as a SARIF driver.
+fn driver() -> Value {
+    json!({"name": "rigaudit", "version": env!("CARGO_PKG_VERSION"), "rules": rules()})
+}
+
+/// The catalogue as a SARIF log with no results: `rigaudit checks --format sarif`.
+pub fn catalogue() -> String {
+    let log = json!({
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{"tool": {"driver": driver()}, "results": []}]
+    });
+    let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Renders a report as a SARIF log.
+pub fn render(r: &Report) -> String {
     let results: Vec<Value> = r
         .findings
         .iter()
@@ -43,7 +64,7 @@ pub fn render(r: &Report) -> String {
         "version": "2.1.0",
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "runs": [{
-            "tool": {"driver": {"name": "rigaudit", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            "tool": {"driver": driver()},
             "automationDetails": {"id": format!("rigaudit/{}/{}", r.command, r.bundle)},
             "results": results,
         }]

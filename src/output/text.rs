@@ -84,7 +84,7 @@ fn findings_of(o: &mut String, r: &Report, sev: Severity, color: bool) {
             .findings
             .iter()
             .filter(|f| f.severity == sev && f.check == c);
-        if r.command == "diff" && c == "diff.setup-differs" {
+        if r.command == "diff" && c == rigaudit_audit::diff::SETUP_DIFFERS.id {
             let _ = writeln!(
                 o,
                 "    - {} setup difference(s), listed under \"setup differences\"",

@@ -47,7 +47,7 @@ pub fn member_matches(member: &str, wanted: &str) -> bool {
 
 /// What reading a package gave.
 #[derive(Debug, Default)]
-pub struct Read2 {
+pub struct PackageRead {
     /// The package's own sha256, when it was computed in the same pass.
     pub whole: Option<io::Result<String>>,
     /// Each member that matched the wanted path, with its sha256 (or why it failed).
@@ -123,7 +123,7 @@ impl<R: Read> Read for Budget<R> {
 }
 
 /// Reads the package once: hashes the wanted member(s) and, for tar packages, the whole file.
-pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Read2 {
+pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> PackageRead {
     match kind {
         Kind::Tar | Kind::TarGz => tar_members(path, kind, wanted, progress),
         Kind::Zip => {
@@ -135,8 +135,8 @@ pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) 
     }
 }
 
-fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Read2 {
-    let mut out = Read2::default();
+fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> PackageRead {
+    let mut out = PackageRead::default();
     let f = match crate::input::open_regular(path, "package") {
         Ok(f) => f,
         Err(e) => {
@@ -214,8 +214,8 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Re
     out
 }
 
-fn zip_members(path: &Path, wanted: &str) -> Read2 {
-    let mut out = Read2::default();
+fn zip_members(path: &Path, wanted: &str) -> PackageRead {
+    let mut out = PackageRead::default();
     let f = match crate::input::open_regular(path, "package") {
         Ok(f) => f,
         Err(e) => {

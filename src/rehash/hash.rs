@@ -18,16 +18,7 @@ const BUFFERS: usize = 4;
 /// Files smaller than this are read and hashed on one thread.
 const PIPELINE_MIN: u64 = 8 << 20;
 
-/// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    const D: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(D[(b >> 4) as usize] as char);
-        s.push(D[(b & 15) as usize] as char);
-    }
-    s
-}
+pub use crate::digest::hex;
 
 /// Counts bytes for the progress bar without touching it on every read.
 pub struct Progress {
@@ -110,12 +101,6 @@ type Filled = io::Result<(Vec<u8>, usize)>;
 /// Files being hashed right now by [`parallel`]'s workers.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
-fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
 /// sha256 of a file. When a core is idle (fewer files in flight than cores), a large file is read
 /// by a second thread while this one hashes, so reading costs no hashing time; when every core
 /// already hashes a file of its own, an extra reader thread would only take turns with them.
@@ -123,7 +108,7 @@ pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> 
     let mut f = crate::input::open_regular(path, "file")
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < PIPELINE_MIN || ACTIVE.load(Ordering::Relaxed) >= cores() {
+    if len < PIPELINE_MIN || ACTIVE.load(Ordering::Relaxed) >= crate::host::cores() {
         return hash_reader(&mut f, progress);
     }
     let (full_tx, full_rx): (SyncSender<Filled>, Receiver<Filled>) = sync_channel(BUFFERS);

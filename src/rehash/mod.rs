@@ -2,7 +2,8 @@
 //! package, the binary inside it, the NCCL library of every box, checkpoint folders, the bundle's
 //! own raw files), asks each NCCL library for its version, and compares everything with the card.
 //!
-//! This module does the I/O; the rules live in [`rigaudit_audit::rehash`].
+//! This module does the I/O, as a pipeline of named stages ([`stage`]): plan jobs -> hash ->
+//! collate -> ask NCCL -> write manifest -> check; the rules live in [`rigaudit_audit::rehash`].
 
 pub mod archive;
 pub mod discover;
@@ -11,7 +12,7 @@ pub mod nccl;
 pub mod remote;
 
 use crate::bundle;
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use crate::schemas;
 use archive::Kind;
 use discover::{FoundFile, Root};
@@ -22,7 +23,8 @@ use rigaudit_audit::rehash::{
     MissingFile, NcclSeen, NcclVersion, RevisionFileSeen,
 };
 use rigaudit_audit::schema::safe_path;
-use rigaudit_audit::{Finding, Report, Severity};
+use rigaudit_audit::{Findings, Report, Severity};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Options of `rigaudit rehash`.
@@ -138,7 +140,7 @@ struct Job {
 
 enum Done {
     Digest(Result<String, String>),
-    Package(archive::Read2),
+    Package(archive::PackageRead),
 }
 
 fn loc(path: &Path, box_name: Option<&String>) -> Location {
@@ -189,7 +191,7 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         }
     }
     let card: Card = serde_json::from_value(value)
-        .map_err(|e| fatal(format!("{}: the card cannot be read: {e}", entry.path)))?;
+        .at(format_args!("{}: the card cannot be read", entry.path))?;
     // The start lines are in the speed result; a missing or broken one only means no comparison.
     let start = o
         .manifest
@@ -346,9 +348,57 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
 
 /// Runs `rigaudit rehash`. `Err` when the bundle or an option cannot be used at all (exit 2).
 pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+    let (id, found) = stage(args)?;
+    Ok(Report::new("rehash", &id, fail_on, found))
+}
+
+/// The rehash stage, a pipeline: plan jobs -> hash -> collate -> ask NCCL -> write manifest ->
+/// check. Returns the bundle's id and what comparing the card's digests with the files found gave.
+pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     let opened = bundle::open(&args.bundle)?;
     let (card_file, card, start_nccl) = read_card(&opened)?;
-    let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
+    let m = Measured {
+        card_file,
+        start_line_nccl: start_nccl,
+        ..Default::default()
+    };
+    let mut plan = plan_jobs(args, &opened, &card, m)?;
+    let done = hash_jobs(&plan.jobs, args);
+    let nccl_files = collate(&mut plan, done, opened.manifest.files.len())?;
+    ask_nccl(&mut plan.m, nccl_files, args, &plan.named_nccl);
+    plan.m.bundle_files = bundle_files_seen(&opened, std::mem::take(&mut plan.bundle_digests));
+    write_manifest(args, &plan.m)?;
+    let found = rigaudit_audit::rehash::findings(&card, &plan.m);
+    Ok((opened.manifest.id.clone(), found))
+}
+
+/// What the rehash will hash, and what it learnt while planning.
+struct Plan {
+    /// The files to hash, largest first.
+    jobs: Vec<Job>,
+    /// What was measured so far (where it searched, what it could not open, checkpoint folders).
+    m: Measured,
+    /// The manifest to compare checkpoints with (`--compare`), entries filled by hashing when it
+    /// is a folder.
+    reference: Option<FileManifest>,
+    /// The card's binary path inside the package.
+    binary_path: Option<String>,
+    /// The digest of each bundle file, by manifest index (filled by [`collate`]).
+    bundle_digests: Vec<Option<Result<String, String>>>,
+    /// Bundle files listed under a second name: (its index, the index of the first name).
+    aliases: Vec<(usize, usize)>,
+    /// The NCCL libraries the user named with `--file nccl=PATH` (loaded without `--load-nccl`).
+    named_nccl: BTreeSet<String>,
+}
+
+/// Stage 1: every file to hash, from `--file`, the roots, checkpoint folders, `--compare` and
+/// the bundle; the same artifact reached twice is hashed once.
+fn plan_jobs(
+    args: &Args,
+    opened: &bundle::Opened,
+    card: &Card,
+    m: Measured,
+) -> Result<Plan, Fatal> {
     // A root on a box mapped with --box is read there over ssh.
     let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
     let roots: Vec<Root> = local_roots
@@ -358,23 +408,45 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let given: Vec<Given> = args
         .files
         .iter()
-        .map(|f| parse_file_arg(f, &card))
+        .map(|f| parse_file_arg(f, card))
         .collect::<Result<_, _>>()?;
-    let jobs_n = args
-        .jobs
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-        .max(1);
-
-    let mut m = Measured {
-        card_file: card_file.clone(),
-        start_line_nccl: start_nccl,
-        ..Default::default()
+    let mut plan = Plan {
+        jobs: Vec::new(),
+        m,
+        reference: None,
+        binary_path: card.engine.binary.as_ref().map(|b| b.path.clone()),
+        bundle_digests: Vec::new(),
+        aliases: Vec::new(),
+        named_nccl: given
+            .iter()
+            .filter(|g| g.what == Named::Nccl)
+            .map(|g| loc(&g.path, g.box_name.as_ref()).path)
+            .collect(),
     };
-    m.searched = roots
+    plan.m.searched = searched(&roots, &given);
+    remote::measure(card, &remote_roots, &args.ssh, &mut plan.m)?;
+    let mut ckpt_dirs = given_jobs(&given, &mut plan);
+    let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
+    let found = discover::walk(&roots, &boxes).map_err(fatal)?;
+    root_jobs(card, &found, &mut plan);
+    ckpt_dirs.extend(
+        found
+            .checkpoints
+            .iter()
+            .map(|c| (c.path.clone(), c.box_name.clone())),
+    );
+    checkpoint_jobs(card, ckpt_dirs, &mut plan)?;
+    compare_jobs(args, &mut plan)?;
+    bundle_jobs(opened, &mut plan);
+    dedupe(&mut plan.jobs);
+    // Largest first, so the pool ends together.
+    plan.jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
+    Ok(plan)
+}
+
+/// Where the rehash looks, each place once, for the report.
+fn searched(roots: &[Root], given: &[Given]) -> Vec<String> {
+    let mut all: Vec<String> = roots
         .iter()
         .map(|r| match &r.box_name {
             Some(b) => format!("{} (box {b})", r.dir.display()),
@@ -386,170 +458,162 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
                 .map(|g| format!("--file {}={}", g.label, g.path.display())),
         )
         .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    all.retain(|s| seen.insert(s.clone()));
+    all
+}
 
-    remote::measure(&card, &remote_roots, &args.ssh, &mut m)?;
-    let mut seen_searched = std::collections::BTreeSet::new();
-    m.searched.retain(|s| seen_searched.insert(s.clone()));
-    let found = discover::walk(&roots, &boxes).map_err(fatal)?;
-    let mut jobs: Vec<Job> = Vec::new();
-    let binary_path = card.engine.binary.as_ref().map(|b| b.path.clone());
-    let binary_name = binary_path
-        .as_deref()
-        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
+/// Why a path given with `--file` cannot be used, if it cannot.
+fn unusable(g: &Given) -> Option<String> {
+    match (std::fs::metadata(&g.path), g.what) {
+        (Ok(md), Named::Checkpoint) if md.is_dir() => None,
+        (Ok(md), Named::Checkpoint) => Some(format!("not a folder ({} bytes)", md.len())),
+        (Ok(md), _) if md.is_file() => None,
+        (Ok(_), _) => Some("not a regular file".into()),
+        (Err(e), _) => Some(e.to_string()),
+    }
+}
 
-    // Files named with --file; a path that cannot be opened is an error finding, never skipped.
-    let mut ckpt_dirs: Vec<(PathBuf, Option<String>)> = Vec::new();
-    for g in &given {
+/// Files named with `--file`; a path that cannot be opened is an error finding, never skipped.
+/// Returns the checkpoint folders named.
+fn given_jobs(given: &[Given], plan: &mut Plan) -> Vec<(PathBuf, Option<String>)> {
+    let mut ckpt_dirs = Vec::new();
+    for g in given {
         let at = loc(&g.path, g.box_name.as_ref());
-        let meta = std::fs::metadata(&g.path);
-        let ok = match (&meta, g.what) {
-            (Ok(md), Named::Checkpoint) if md.is_dir() => true,
-            (Ok(md), Named::Checkpoint) => {
-                m.missing.push(MissingFile {
-                    kind: g.label.clone(),
-                    at: at.clone(),
-                    why: format!("not a folder ({} bytes)", md.len()),
-                });
-                false
-            }
-            (Ok(md), _) if md.is_file() => true,
-            (Ok(_), _) => {
-                m.missing.push(MissingFile {
-                    kind: g.label.clone(),
-                    at: at.clone(),
-                    why: "not a regular file".into(),
-                });
-                false
-            }
-            (Err(e), _) => {
-                m.missing.push(MissingFile {
-                    kind: g.label.clone(),
-                    at: at.clone(),
-                    why: e.to_string(),
-                });
-                false
-            }
-        };
-        if !ok {
+        if let Some(why) = unusable(g) {
+            plan.m.missing.push(MissingFile {
+                kind: g.label.clone(),
+                at,
+                why,
+            });
             continue;
         }
         let size = size_of(&g.path);
+        let plain = |target| Job {
+            target,
+            path: g.path.clone(),
+            size,
+            member: None,
+        };
         match g.what {
-            Named::Package => jobs.push(package_job(
+            Named::Package => plan.jobs.push(package_job(
                 &g.path,
                 g.box_name.as_ref(),
                 size,
-                binary_path.as_deref(),
+                plan.binary_path.as_deref(),
             )),
-            Named::Binary => jobs.push(Job {
-                target: Target::Binary(at),
-                path: g.path.clone(),
-                size,
-                member: None,
-            }),
-            Named::Nccl => jobs.push(Job {
-                target: Target::Nccl(at),
-                path: g.path.clone(),
-                size,
-                member: None,
-            }),
+            Named::Binary => plan.jobs.push(plain(Target::Binary(at))),
+            Named::Nccl => plan.jobs.push(plain(Target::Nccl(at))),
             Named::Checkpoint => ckpt_dirs.push((g.path.clone(), g.box_name.clone())),
         }
     }
+    ckpt_dirs
+}
 
-    // What the roots hold.
+/// What the roots hold of the card's package, binary and NCCL library.
+fn root_jobs(card: &Card, found: &discover::Found, plan: &mut Plan) {
     if let Some(p) = &card.engine.package {
         for f in found.named(&p.file) {
-            jobs.push(package_job(
+            let job = package_job(
                 &f.path,
                 f.box_name.as_ref(),
                 size_of(&f.path),
-                binary_path.as_deref(),
-            ));
+                plan.binary_path.as_deref(),
+            );
+            plan.jobs.push(job);
         }
     }
+    let binary_name = plan
+        .binary_path
+        .as_deref()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string());
     if let Some(name) = &binary_name {
         for f in found
             .named(name)
             .into_iter()
             .filter(|f| !found.in_checkpoint(f))
         {
-            jobs.push(file_job(
-                f,
-                Target::Binary(loc(&f.path, f.box_name.as_ref())),
-            ));
+            let at = loc(&f.path, f.box_name.as_ref());
+            plan.jobs.push(file_job(f, Target::Binary(at)));
         }
     }
     if let Some(n) = &card.nccl {
         for f in found.nccl(&n.file) {
-            jobs.push(file_job(f, Target::Nccl(loc(&f.path, f.box_name.as_ref()))));
+            let at = loc(&f.path, f.box_name.as_ref());
+            plan.jobs.push(file_job(f, Target::Nccl(at)));
         }
     }
-    for c in &found.checkpoints {
-        ckpt_dirs.push((c.path.clone(), c.box_name.clone()));
-    }
-    let mut seen_dirs = std::collections::BTreeSet::new();
-    ckpt_dirs.retain(|(d, _)| seen_dirs.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
+}
 
-    // Checkpoint folders: every file is a job of its own.
-    for (i, (dir, box_name)) in ckpt_dirs.iter().enumerate() {
-        let (files, unreadable) = discover::checkpoint_files(dir).map_err(fatal)?;
-        m.checkpoints.push(CheckpointSeen {
-            at: loc(dir, box_name.as_ref()),
+/// Checkpoint folders, each once: every file is a job of its own.
+fn checkpoint_jobs(
+    card: &Card,
+    mut dirs: Vec<(PathBuf, Option<String>)>,
+    plan: &mut Plan,
+) -> Result<(), Fatal> {
+    let mut seen_dirs = std::collections::BTreeSet::new();
+    dirs.retain(|(d, _)| seen_dirs.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
+    for (dir, box_name) in dirs {
+        let (files, unreadable) = discover::checkpoint_files(&dir).map_err(fatal)?;
+        let ckpt = plan.m.checkpoints.len();
+        plan.m.checkpoints.push(CheckpointSeen {
+            at: loc(&dir, box_name.as_ref()),
             manifest: FileManifest {
                 origin: dir.display().to_string(),
                 entries: Vec::new(),
             },
             unreadable,
-            revision_file: revision_file(&card, dir),
-            hub_revision: hub_revision(dir),
+            revision_file: revision_file(card, &dir),
+            hub_revision: hub_revision(&dir),
         });
         for f in files {
-            jobs.push(Job {
-                target: Target::CkptFile {
-                    ckpt: i,
-                    rel: f.rel,
-                },
+            plan.jobs.push(Job {
+                target: Target::CkptFile { ckpt, rel: f.rel },
                 path: f.path,
                 size: f.size,
                 member: None,
             });
         }
     }
+    Ok(())
+}
 
-    // The folder or manifest to compare with.
-    let mut reference: Option<FileManifest> = None;
-    if let Some(c) = &args.compare {
-        let md =
-            std::fs::metadata(c).map_err(|e| fatal(format!("--compare {}: {e}", c.display())))?;
-        if md.is_dir() {
-            let (files, unreadable) = discover::checkpoint_files(c).map_err(fatal)?;
-            if let Some((p, e)) = unreadable.first() {
-                return Err(fatal(format!(
-                    "--compare {}: {p} cannot be read: {e}",
-                    c.display()
-                )));
-            }
-            reference = Some(FileManifest {
-                origin: format!("the folder {}", c.display()),
-                entries: Vec::new(),
-            });
-            for f in files {
-                jobs.push(Job {
-                    target: Target::RefFile { rel: f.rel },
-                    path: f.path,
-                    size: f.size,
-                    member: None,
-                });
-            }
-        } else {
-            reference = Some(read_manifest_file(c).map_err(|e| fatal(format!("--compare: {e}")))?);
-        }
+/// The folder or manifest to compare checkpoints with (`--compare`).
+fn compare_jobs(args: &Args, plan: &mut Plan) -> Result<(), Fatal> {
+    let Some(c) = &args.compare else {
+        return Ok(());
+    };
+    let md = std::fs::metadata(c).at(format_args!("--compare {}", c.display()))?;
+    if !md.is_dir() {
+        let manifest = read_manifest_file(c).at("--compare")?;
+        plan.reference = Some(manifest);
+        return Ok(());
     }
+    let (files, unreadable) = discover::checkpoint_files(c).map_err(fatal)?;
+    if let Some((p, e)) = unreadable.first() {
+        return Err(fatal(format!(
+            "--compare {}: {p} cannot be read: {e}",
+            c.display()
+        )));
+    }
+    plan.reference = Some(FileManifest {
+        origin: format!("the folder {}", c.display()),
+        entries: Vec::new(),
+    });
+    for f in files {
+        plan.jobs.push(Job {
+            target: Target::RefFile { rel: f.rel },
+            path: f.path,
+            size: f.size,
+            member: None,
+        });
+    }
+    Ok(())
+}
 
-    // The bundle's own raw files: only those inside the bundle (a link out is not read), each
-    // real file hashed once whatever the names it is listed under.
-    let mut aliases: Vec<(usize, usize)> = Vec::new();
+/// The bundle's own raw files: only those inside the bundle (a link out is not read), each real
+/// file hashed once whatever the names it is listed under (the others are `plan.aliases`).
+fn bundle_jobs(opened: &bundle::Opened, plan: &mut Plan) {
     let mut first_of = std::collections::BTreeMap::new();
     for (idx, e) in opened.manifest.files.iter().enumerate() {
         let Ok(p) = crate::input::inside(&opened.root, &e.path) else {
@@ -557,13 +621,13 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         };
         if let Some(id) = crate::input::identity(&p) {
             if let Some(&first) = first_of.get(&id) {
-                aliases.push((idx, first));
+                plan.aliases.push((idx, first));
                 continue;
             }
             first_of.insert(id, idx);
         }
         if p.is_file() {
-            jobs.push(Job {
+            plan.jobs.push(Job {
                 target: Target::Bundle { idx },
                 size: size_of(&p),
                 path: p,
@@ -571,8 +635,10 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
             });
         }
     }
+}
 
-    // The same file reached twice (a root and a --file, say) is hashed and reported once.
+/// The same file reached twice (a root and a --file, say) is hashed and reported once.
+fn dedupe(jobs: &mut Vec<Job>) {
     let mut seen = std::collections::BTreeSet::new();
     jobs.retain(|j| {
         let (kind, box_name) = match &j.target {
@@ -587,61 +653,32 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
             j.path.canonicalize().unwrap_or_else(|_| j.path.clone()),
         ))
     });
-    // Largest first, so the pool ends together.
-    jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
+}
+
+/// Stage 2: hashes every job on `--jobs` threads (default: one per core), with a progress bar.
+fn hash_jobs(jobs: &[Job], args: &Args) -> Vec<Done> {
+    let threads = args.jobs.unwrap_or_else(crate::host::cores).max(1);
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let progress = Progress::new(total, args.quiet);
-    let done = hash::parallel(&jobs, jobs_n, |j| run_job(j, &progress));
+    let done = hash::parallel(jobs, threads, |j| run_job(j, &progress));
     progress.finish();
+    done
+}
 
-    let mut bundle_digests: Vec<Option<Result<String, String>>> =
-        vec![None; opened.manifest.files.len()];
+/// Stage 3: each digest to what it measures, in a stable order. Returns the NCCL files hashed.
+fn collate(plan: &mut Plan, done: Vec<Done>, bundle_files: usize) -> Result<Vec<Hashed>, Fatal> {
+    plan.bundle_digests = vec![None; bundle_files];
     let mut ref_entries = Vec::new();
     let mut nccl_files: Vec<Hashed> = Vec::new();
-    for (j, d) in jobs.iter().zip(done) {
+    let m = &mut plan.m;
+    for (j, d) in plan.jobs.iter().zip(done) {
         match (&j.target, d) {
             (Target::Package(at), Done::Package(r)) => {
-                let whole = r
-                    .whole
-                    .map(|w| w.map_err(|e| e.to_string()))
-                    .unwrap_or_else(|| Err("not read".into()));
-                m.package.push(Hashed {
-                    at: at.clone(),
-                    sha256: whole,
-                });
-                if let Some(e) = &r.error {
-                    m.binary.push(Hashed {
-                        at: at.clone().member(binary_path.clone().unwrap_or_default()),
-                        sha256: Err(format!("the package cannot be read as an archive: {e}")),
-                    });
-                }
-                if r.error.is_none() && r.members.is_empty() {
-                    if let Some(b) = &binary_path {
-                        m.binary.push(Hashed {
-                            at: at.clone().member(b.clone()),
-                            sha256: Err(format!("the package holds no member named {b}")),
-                        });
-                    }
-                }
-                for (name, digest) in r.members {
-                    m.binary.push(Hashed {
-                        at: at.clone().member(name),
-                        sha256: digest,
-                    });
-                }
+                package_read(at, r, plan.binary_path.as_deref(), m)
             }
-            (Target::Package(at), Done::Digest(d)) => m.package.push(Hashed {
-                at: at.clone(),
-                sha256: d,
-            }),
-            (Target::Binary(at), Done::Digest(d)) => m.binary.push(Hashed {
-                at: at.clone(),
-                sha256: d,
-            }),
-            (Target::Nccl(at), Done::Digest(d)) => nccl_files.push(Hashed {
-                at: at.clone(),
-                sha256: d,
-            }),
+            (Target::Package(at), Done::Digest(d)) => m.package.push(hashed(at, d)),
+            (Target::Binary(at), Done::Digest(d)) => m.binary.push(hashed(at, d)),
+            (Target::Nccl(at), Done::Digest(d)) => nccl_files.push(hashed(at, d)),
             (Target::CkptFile { ckpt, rel }, Done::Digest(d)) => match d {
                 Ok(sha256) => m.checkpoints[*ckpt].manifest.entries.push(ManifestEntry {
                     path: rel.clone(),
@@ -656,20 +693,20 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
                 }),
                 Err(e) => return Err(fatal(format!("--compare: {rel} cannot be read: {e}"))),
             },
-            (Target::Bundle { idx }, Done::Digest(d)) => bundle_digests[*idx] = Some(d),
+            (Target::Bundle { idx }, Done::Digest(d)) => plan.bundle_digests[*idx] = Some(d),
             (_, _) => {}
         }
     }
-    for (alias, first) in aliases {
-        bundle_digests[alias] = bundle_digests[first].clone();
+    for (alias, first) in std::mem::take(&mut plan.aliases) {
+        plan.bundle_digests[alias] = plan.bundle_digests[first].clone();
     }
-    if let Some(r) = reference.as_mut() {
+    if let Some(r) = plan.reference.as_mut() {
         if r.entries.is_empty() {
             r.entries = ref_entries;
         }
         r.entries.sort_by(|a, b| a.path.cmp(&b.path));
     }
-    m.reference = reference;
+    m.reference = plan.reference.take();
     for c in &mut m.checkpoints {
         c.manifest.entries.sort_by(|a, b| a.path.cmp(&b.path));
         c.unreadable.sort();
@@ -677,13 +714,56 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     m.package.sort_by_key(|h| h.at.describe());
     m.binary.sort_by_key(|h| h.at.describe());
     nccl_files.sort_by_key(|h| h.at.describe());
+    Ok(nccl_files)
+}
 
-    // Ask each NCCL library for its version: those the user named, or all with --load-nccl.
-    let named_nccl: std::collections::BTreeSet<String> = given
-        .iter()
-        .filter(|g| g.what == Named::Nccl)
-        .map(|g| loc(&g.path, g.box_name.as_ref()).path)
-        .collect();
+fn hashed(at: &Location, sha256: Result<String, String>) -> Hashed {
+    Hashed {
+        at: at.clone(),
+        sha256,
+    }
+}
+
+/// A package read as an archive: its own digest, and the binary member's (or why there is none).
+fn package_read(
+    at: &Location,
+    r: archive::PackageRead,
+    binary_path: Option<&str>,
+    m: &mut Measured,
+) {
+    let whole = r
+        .whole
+        .map(|w| w.map_err(|e| e.to_string()))
+        .unwrap_or_else(|| Err("not read".into()));
+    m.package.push(Hashed {
+        at: at.clone(),
+        sha256: whole,
+    });
+    if let Some(e) = &r.error {
+        m.binary.push(Hashed {
+            at: at.clone().member(binary_path.unwrap_or_default()),
+            sha256: Err(format!("the package cannot be read as an archive: {e}")),
+        });
+    }
+    if r.error.is_none() && r.members.is_empty() {
+        if let Some(b) = binary_path {
+            m.binary.push(Hashed {
+                at: at.clone().member(b),
+                sha256: Err(format!("the package holds no member named {b}")),
+            });
+        }
+    }
+    for (name, digest) in r.members {
+        m.binary.push(Hashed {
+            at: at.clone().member(name),
+            sha256: digest,
+        });
+    }
+}
+
+/// Stage 4: asks each NCCL library for its version (in a child process), unless told not to or
+/// the file cannot be read.
+fn ask_nccl(m: &mut Measured, nccl_files: Vec<Hashed>, args: &Args, named_nccl: &BTreeSet<String>) {
     for h in nccl_files {
         let version = if args.no_load {
             NcclVersion::NotQueried {
@@ -703,68 +783,40 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         };
         m.nccl.push(NcclSeen { file: h, version });
     }
-    m.bundle_files = opened
+}
+
+/// Each bundle file with its recorded and computed digest.
+fn bundle_files_seen(
+    opened: &bundle::Opened,
+    digests: Vec<Option<Result<String, String>>>,
+) -> Vec<BundleFileSeen> {
+    opened
         .manifest
         .files
         .iter()
-        .zip(bundle_digests)
+        .zip(digests)
         .map(|(e, d)| BundleFileSeen {
             path: e.path.clone(),
             recorded: e.sha256.clone(),
             published: e.published,
             sha256: d,
         })
-        .collect();
+        .collect()
+}
 
-    if let Some(out) = &args.write_manifest {
-        match m.checkpoints.as_slice() {
-            [one] => crate::output::write_atomic(out, manifest_text(&one.manifest).as_bytes())?,
-            [] => return Err(fatal("--write-manifest: no checkpoint folder was found")),
-            many => {
-                return Err(fatal(format!(
-                    "--write-manifest: {} checkpoint folders were found; name one with --file checkpoint=DIR",
-                    many.len()
-                )))
-            }
-        }
+/// Stage 5: `--write-manifest`: the one checkpoint folder's manifest, written atomically.
+fn write_manifest(args: &Args, m: &Measured) -> Result<(), Fatal> {
+    let Some(out) = &args.write_manifest else {
+        return Ok(());
+    };
+    match m.checkpoints.as_slice() {
+        [one] => crate::output::write_atomic(out, manifest_text(&one.manifest).as_bytes()),
+        [] => Err(fatal("--write-manifest: no checkpoint folder was found")),
+        many => Err(fatal(format!(
+            "--write-manifest: {} checkpoint folders were found; name one with --file checkpoint=DIR",
+            many.len()
+        ))),
     }
-
-    let checked = rigaudit_audit::rehash::check(&card, &m);
-    let mut findings = checked.findings;
-    let artifact_ran = checked
-        .checks_run
-        .iter()
-        .any(|c| c != "rehash.bundle-file-digest");
-    let id = opened.manifest.id.clone();
-    if !artifact_ran {
-        findings.push(
-            Finding::new(
-                "rehash.not-found",
-                Severity::Error,
-                format!(
-                    "no artifact the card records was found ({}), so nothing but the bundle's own files was checked",
-                    if m.searched.is_empty() { "give --root DIR or --file NAME=PATH".to_string() } else { m.searched.join(", ") }
-                ),
-            )
-            .file(&card_file),
-        );
-        return Ok(Report::new(
-            "rehash",
-            &id,
-            fail_on,
-            Vec::new(),
-            Vec::new(),
-            findings,
-        ));
-    }
-    Ok(Report::new(
-        "rehash",
-        &id,
-        fail_on,
-        checked.checks_run,
-        Vec::new(),
-        findings,
-    ))
 }
 
 fn file_job(f: &FoundFile, target: Target) -> Job {

@@ -220,38 +220,75 @@ pub fn resolve(card: &Card, opts: &ResolveOpts) -> Result<Resolved, Fatal> {
             "the card records no command to run (commands is empty)",
         ));
     }
+    known_sets(card, opts)?;
+    let mut notes = Vec::new();
+    let filled = fill_commands(card, opts, &mut notes)?;
+    let program = program(card, opts, &filled, &mut notes)?;
+    let launches = filled
+        .into_iter()
+        .map(|(rank, argv, env)| {
+            let mut args = Vec::with_capacity(argv.len());
+            if opts.engine == EngineChoice::Bundled {
+                args.push(ENGINE_SUBCOMMAND.to_string());
+            }
+            args.extend(argv[1..].iter().cloned());
+            Launch {
+                rank,
+                program: program.clone(),
+                args,
+                env,
+                shown: argv,
+            }
+        })
+        .collect();
+    Ok(Resolved { launches, notes })
+}
+
+/// Every `--set` names a placeholder of the card's commands.
+fn known_sets(card: &Card, opts: &ResolveOpts) -> Result<(), Fatal> {
     let known = placeholders(card);
     let unknown: Vec<&String> = opts
         .sets
         .keys()
         .filter(|k| !known.iter().any(|n| n == *k))
         .collect();
-    if !unknown.is_empty() {
-        let list = unknown
-            .iter()
-            .map(|k| format!("--set {}", quoted(&format!("{k}=..."))))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let have = if known.is_empty() {
-            "the card's commands have no placeholder".to_string()
-        } else {
-            format!(
-                "the card's placeholders are: {}",
-                known
-                    .iter()
-                    .map(|n| format!("<{n}>"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        return Err(fatal(format!(
-            "{list}: no placeholder of that name in the card's commands; {have}"
-        )));
+    if unknown.is_empty() {
+        return Ok(());
     }
+    let list = unknown
+        .iter()
+        .map(|k| format!("--set {}", quoted(&format!("{k}=..."))))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let have = if known.is_empty() {
+        "the card's commands have no placeholder".to_string()
+    } else {
+        format!(
+            "the card's placeholders are: {}",
+            known
+                .iter()
+                .map(|n| format!("<{n}>"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Err(fatal(format!(
+        "{list}: no placeholder of that name in the card's commands; {have}"
+    )))
+}
 
-    // Fill every placeholder; collect each one left unfilled with where it is.
+/// One rank's command filled: its rank, argv and environment.
+type Filled = (u32, Vec<String>, BTreeMap<String, String>);
+
+/// Fills every placeholder; an error lists each one left unfilled with where it is. A recorded
+/// variable that loads code is left out unless `--allow-env` names it, and said in `notes`.
+fn fill_commands(
+    card: &Card,
+    opts: &ResolveOpts,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Filled>, Fatal> {
     let mut unfilled: Vec<String> = Vec::new();
-    let mut filled: Vec<(u32, Vec<String>, BTreeMap<String, String>)> = Vec::new();
+    let mut filled: Vec<Filled> = Vec::new();
     let mut refused_env: Vec<String> = Vec::new();
     for c in &card.commands {
         let mut argv = Vec::with_capacity(c.argv.len());
@@ -303,61 +340,53 @@ pub fn resolve(card: &Card, opts: &ResolveOpts) -> Result<Resolved, Fatal> {
             quoted(&format!("{first}=PATH"))
         )));
     }
-
-    let mut notes = Vec::new();
     if !refused_env.is_empty() {
         notes.push(format!(
             "recorded environment refused (it loads code or changes what runs; pass --allow-env NAME to set one): {}",
             refused_env.join(", ")
         ));
     }
-    let program = match &opts.engine {
-        EngineChoice::Bundled => {
-            for (rank, argv, _) in &filled {
-                let name = Path::new(&argv[0]).file_name().and_then(|n| n.to_str());
-                if name != Some(BUNDLED_ENGINE) {
-                    return Err(fatal(format!(
-                        "the recorded command of rank {rank} runs {}, not the bundled engine ({BUNDLED_ENGINE}); pass --engine PATH to run that executable (its sha256 must match the card's engine binary, or pass --trust-executable)",
-                        quoted(&argv[0])
-                    )));
-                }
-            }
-            if let Some(b) = &card.engine.binary {
-                notes.push(format!(
-                    "the bundled engine (this rigaudit's {ENGINE_SUBCOMMAND}) runs in place of the recorded {}; its digest is not compared with the card's {}",
-                    b.path, b.sha256
-                ));
-            }
-            std::env::current_exe().map_err(|e| {
-                fatal(format!(
-                    "cannot find rigaudit's own executable to run the bundled engine: {e}"
-                ))
-            })?
-        }
-        EngineChoice::Path(p) => {
-            notes.push(check_executable(card, p, opts.trust_executable)?);
-            p.clone()
-        }
-    };
+    Ok(filled)
+}
 
-    let launches = filled
-        .into_iter()
-        .map(|(rank, argv, env)| {
-            let mut args = Vec::with_capacity(argv.len());
-            if opts.engine == EngineChoice::Bundled {
-                args.push(ENGINE_SUBCOMMAND.to_string());
-            }
-            args.extend(argv[1..].iter().cloned());
-            Launch {
-                rank,
-                program: program.clone(),
-                args,
-                env,
-                shown: argv,
-            }
-        })
-        .collect();
-    Ok(Resolved { launches, notes })
+/// The executable to run: this rigaudit for the bundled engine (every rank must record it), or
+/// `--engine PATH` once its digest is checked.
+fn program(
+    card: &Card,
+    opts: &ResolveOpts,
+    filled: &[Filled],
+    notes: &mut Vec<String>,
+) -> Result<PathBuf, Fatal> {
+    let p = match &opts.engine {
+        EngineChoice::Path(p) => p,
+        EngineChoice::Bundled => return bundled(card, filled, notes),
+    };
+    notes.push(check_executable(card, p, opts.trust_executable)?);
+    Ok(p.clone())
+}
+
+/// This rigaudit, to run its bundled engine, when every rank records the bundled engine.
+fn bundled(card: &Card, filled: &[Filled], notes: &mut Vec<String>) -> Result<PathBuf, Fatal> {
+    for (rank, argv, _) in filled {
+        let name = Path::new(&argv[0]).file_name().and_then(|n| n.to_str());
+        if name != Some(BUNDLED_ENGINE) {
+            return Err(fatal(format!(
+                "the recorded command of rank {rank} runs {}, not the bundled engine ({BUNDLED_ENGINE}); pass --engine PATH to run that executable (its sha256 must match the card's engine binary, or pass --trust-executable)",
+                quoted(&argv[0])
+            )));
+        }
+    }
+    if let Some(b) = &card.engine.binary {
+        notes.push(format!(
+            "the bundled engine (this rigaudit's {ENGINE_SUBCOMMAND}) runs in place of the recorded {}; its digest is not compared with the card's {}",
+            b.path, b.sha256
+        ));
+    }
+    std::env::current_exe().map_err(|e| {
+        fatal(format!(
+            "cannot find rigaudit's own executable to run the bundled engine: {e}"
+        ))
+    })
 }
 
 /// The name of the first unfilled placeholder, for the example in the message.

@@ -354,10 +354,6 @@ pub fn start_ranks(
     logs_dir: &Path,
     ready: &Ready,
 ) -> Result<Running, LaunchError> {
-    let logs_err = |path: &Path, e: std::io::Error| LaunchError::Logs {
-        path: path.to_path_buf(),
-        error: e.to_string(),
-    };
     std::fs::create_dir_all(logs_dir).map_err(|e| logs_err(logs_dir, e))?;
     let mut running = Running {
         procs: Vec::new(),
@@ -365,76 +361,100 @@ pub fn start_ranks(
     };
     for (i, l) in launches.iter().enumerate() {
         let remote = matches!(launchers.get(i), Some(Launcher::Ssh { .. }));
-        let path = logs_dir.join(format!("rank{}.log", l.rank));
-        let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
-        let log = Arc::new(Mutex::new(log));
-        let mut cmd = Command::new(&l.program);
-        cmd.args(&l.args)
-            .envs(&l.env)
-            .stdin(if remote {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        // When rigaudit itself dies (killed, out of memory), the kernel kills the rank: it must
-        // not outlive the replay that started it. The signal follows the death of the thread that
-        // spawned the rank, so ranks are started from the thread that stops them. The parent may
-        // have died between the fork and the prctl: then the rank stops here.
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: prctl and getppid are async-signal-safe; nothing here allocates.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
-        // Hold the registry from before the spawn until the group is in it, so a signal in
-        // between still finds it.
-        let mut live = lock(&LIVE);
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                drop(live);
-                // `running` stops the ranks started so far when it goes out of scope.
-                return Err(LaunchError::Spawn {
-                    rank: l.rank,
-                    program: l.program.clone(),
-                    error: e.to_string(),
-                });
+        // `running` stops the ranks started so far when it goes out of scope.
+        let p = spawn(l, logs_dir, remote)?;
+        running.procs.push(p);
+    }
+    wait_ready(running, ready)
+}
+
+fn logs_err(path: &Path, e: std::io::Error) -> LaunchError {
+    LaunchError::Logs {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    }
+}
+
+/// Starts one rank in a process group of its own, its output copied to its log and kept for
+/// errors.
+/// When rigaudit itself dies (killed, out of memory), the kernel kills the rank: it must not
+/// outlive the replay that started it. The signal follows the death of the thread that spawned
+/// the rank, so ranks are started from the thread that stops them. The parent may have died
+/// between the fork and the prctl: then the rank stops here.
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe; nothing here allocates.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
             }
-        };
-        let pgid = child.id() as libc::pid_t;
-        live.insert(pgid);
-        drop(live);
-        let stdin = child.stdin.take();
-        let captured = Arc::new(Mutex::new(Captured::default()));
-        let mut readers = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            readers.push(reader(out, log.clone(), captured.clone()));
-        }
-        if let Some(err) = child.stderr.take() {
-            readers.push(reader(err, log, captured.clone()));
-        }
-        running.procs.push(Proc {
-            rank: l.rank,
-            child,
-            pgid,
-            captured,
-            readers,
-            status: None,
-            done: false,
-            stdin,
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
         });
     }
+}
 
+/// `remote`: an `ssh` client whose stdin is kept open while the rank runs (see `remote.rs`).
+fn spawn(l: &Launch, logs_dir: &Path, remote: bool) -> Result<Proc, LaunchError> {
+    let path = logs_dir.join(format!("rank{}.log", l.rank));
+    let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
+    let log = Arc::new(Mutex::new(log));
+    let mut cmd = Command::new(&l.program);
+    cmd.args(&l.args)
+        .envs(&l.env)
+        .stdin(if remote {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    die_with_parent(&mut cmd);
+    // Hold the registry from before the spawn until the group is in it, so a signal in
+    // between still finds it.
+    let mut live = lock(&LIVE);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            drop(live);
+            return Err(LaunchError::Spawn {
+                rank: l.rank,
+                program: l.program.clone(),
+                error: e.to_string(),
+            });
+        }
+    };
+    let pgid = child.id() as libc::pid_t;
+    live.insert(pgid);
+    drop(live);
+    let stdin = child.stdin.take();
+    let captured = Arc::new(Mutex::new(Captured::default()));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(reader(out, log.clone(), captured.clone()));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(reader(err, log, captured.clone()));
+    }
+    Ok(Proc {
+        rank: l.rank,
+        child,
+        pgid,
+        captured,
+        readers,
+        status: None,
+        done: false,
+        stdin,
+    })
+}
+
+/// Waits until the server answers `ready.url` with 200; a rank that exits first, or the timeout,
+/// stops every rank and is an error with the ranks' last output.
+fn wait_ready(mut running: Running, ready: &Ready) -> Result<Running, LaunchError> {
     let http = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(1))
         .no_proxy()

@@ -16,11 +16,12 @@ pub mod launch;
 pub mod remote;
 
 use crate::bundle;
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, At, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
-use rigaudit_audit::replay::Tolerance;
-use rigaudit_audit::{Finding, Report, Severity};
+use rigaudit_audit::records::FileKind;
+use rigaudit_audit::replay::{self, Compared, Tolerance};
+use rigaudit_audit::{Findings, Severity};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -154,11 +155,10 @@ impl Session<'_> {
 }
 
 fn free_port() -> Result<u16, Fatal> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| fatal(format!("cannot find a free loopback port: {e}")))?;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").at("cannot find a free loopback port")?;
     l.local_addr()
         .map(|a| a.port())
-        .map_err(|e| fatal(format!("cannot find a free loopback port: {e}")))
+        .at("cannot find a free loopback port")
 }
 
 fn is_model_placeholder(name: &str) -> bool {
@@ -168,100 +168,64 @@ fn is_model_placeholder(name: &str) -> bool {
         && !n.contains("folder")
 }
 
-/// The value after `--flag` or `--flag=`, in argv.
+/// The value after `--flag` or `--flag=`, in argv (the one argv flag lookup, `setup::flag`).
 fn flag_value(argv: &[String], flag: &str) -> Option<String> {
-    let eq = format!("{flag}=");
-    argv.iter().enumerate().find_map(|(i, a)| {
-        if a == flag {
-            argv.get(i + 1).cloned()
-        } else {
-            a.strip_prefix(&eq).map(String::from)
-        }
-    })
+    rigaudit_audit::setup::flag(argv, &[flag]).map(String::from)
 }
 
-fn raw_file(o: &bundle::Opened, kind: &str, test: Option<&str>) -> Option<PathBuf> {
+/// The path of the bundle's raw file of a kind (and test).
+fn raw_file(o: &bundle::Opened, kind: FileKind, test: Option<&str>) -> Option<PathBuf> {
     o.manifest
         .files
         .iter()
-        .find(|f| f.kind.name() == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
+        .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
         .and_then(|f| crate::input::inside(&o.root, &f.path).ok())
 }
 
-/// The outcome of a replay: the report and where the new bundle is.
+/// What a replay that could not run at all reports inside `audit`: an error, and the result is
+/// incomplete.
+pub fn not_run(e: &Fatal) -> Findings {
+    let mut found = Findings {
+        incomplete: Some(format!("the replay could not run: {e}")),
+        ..Findings::default()
+    };
+    found.mark_ran(&replay::NOT_RUN);
+    found
+        .emitter(&replay::NOT_RUN)
+        .finding(format!("the replay could not run: {e}"));
+    found
+}
+
+/// The outcome of a replay: what it found and where the new bundle is.
 pub struct Replayed {
-    /// The report (comparisons, findings).
-    pub report: Report,
+    /// The recorded bundle's id.
+    pub id: String,
+    /// What the replay found (comparisons, findings).
+    pub found: Findings,
     /// The replayed bundle's folder.
     pub bundle: PathBuf,
 }
 
-/// Replays a bundle. `Err` when it could not be replayed at all (exit 2): unreadable bundle, no
-/// card or contract, an executable refused, an engine that does not come up.
-pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed, Fatal> {
+/// Replays a bundle, as a pipeline: fill placeholders -> plan -> session -> confirm -> report.
+/// `Err` when it could not be replayed at all (exit 2): unreadable bundle, no card or contract, an
+/// executable refused, an engine that does not come up.
+pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     let mut say = |s: String| eprintln!("rigaudit: {s}");
     let opened = bundle::open(path)?;
     let recorded = bundle::load(&opened);
-    let card = recorded.bundle.card.as_ref().ok_or_else(|| {
+    let card = recorded.card.as_ref().ok_or_else(|| {
         fatal(format!(
             "{}: the bundle has no readable card, so there is no recorded command to replay",
             path.display()
         ))
     })?;
-    let card_path = raw_file(&opened, "card", None).ok_or_else(|| fatal("no card file"))?;
-    let contract_path = raw_file(&opened, "speed-contract", None).ok_or_else(|| {
-        fatal(format!(
-            "{}: the bundle has no speed contract to measure with",
-            path.display()
-        ))
-    })?;
-    let mut sets: BTreeMap<String, String> = BTreeMap::new();
-    for s in &a.sets {
-        let Some((k, v)) = s.split_once('=') else {
-            return Err(fatal(format!("--set {s}: expected NAME=VALUE")));
-        };
-        sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
-    }
-    if a.boxes.plan {
-        let plan = remote::plan_text(&card.value, &a.boxes, &sets, &a.engine, &a.allow_env)?;
-        print!("{plan}");
-        std::process::exit(0);
-    }
     let mut notes = Vec::new();
-    let mut port: Option<String> = sets.get("port").cloned();
-    let mut model_file: Option<PathBuf> = None;
-    for name in command::placeholders(&card.value) {
-        if sets.contains_key(&name) {
-            if is_model_placeholder(&name) {
-                model_file = sets.get(&name).map(PathBuf::from);
-            }
-            continue;
-        }
-        if name == "port" {
-            let p = free_port()?.to_string();
-            notes.push(format!("<port> filled with the free loopback port {p}"));
-            port = Some(p.clone());
-            sets.insert(name, p);
-        } else if is_model_placeholder(&name) {
-            let f = crate::fetch::checkpoint_file(&card.value.checkpoint, &mut say)?;
-            notes.push(format!(
-                "<{name}> filled with {} (sha256 matches the card)",
-                f.display()
-            ));
-            sets.insert(name, f.display().to_string());
-            model_file = Some(f);
-        }
-    }
-    let engine = if a.engine == "bundled" {
-        EngineChoice::Bundled
-    } else {
-        EngineChoice::Path(PathBuf::from(&a.engine))
-    };
+    let filled = fill_placeholders(&card.value, a, &mut notes, &mut say)?;
     let resolved = command::resolve(
         &card.value,
         &ResolveOpts {
-            engine,
-            sets,
+            engine: engine_choice(a),
+            sets: filled.sets,
             trust_executable: a.trust_executable,
             allow_env: a.allow_env.clone(),
         },
@@ -280,34 +244,178 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
         .launches
         .first()
         .ok_or_else(|| fatal("the card records no command"))?;
-    let base_url = match &a.base_url {
-        Some(u) => u.trim_end_matches('/').to_string(),
-        None => {
-            let port = flag_value(&rank0.shown, "--port")
-                .or(port)
-                .ok_or_else(|| {
-                    fatal("the recorded command names no --port and has no <port> placeholder; pass --base-url with the server's API root")
-                })?;
-            let host = flag_value(&rank0.shown, "--host")
-                .filter(|h| h != "0.0.0.0" && h != "::")
-                .or_else(|| remote::rank0_host(&card.value, &a.boxes, rank0.rank))
-                .unwrap_or_else(|| "127.0.0.1".into());
-            format!("http://{host}:{port}/v1")
-        }
+    let box_host = remote::rank0_host(&card.value, &a.boxes, rank0.rank);
+    let base_url = base_url(a, rank0, filled.port, box_host)?;
+    let out = out_dir(a, &opened)?;
+    let inputs = plan(
+        path,
+        &opened,
+        &recorded,
+        filled.model_file.as_deref(),
+        &mut notes,
+    )?;
+    let session = Session {
+        launches: &planned.launches,
+        launchers: &planned.launchers,
+        rank0: rank0.rank,
+        base_url: &base_url,
+        a,
+        contract: &inputs.contract,
+        contract_text: &inputs.contract_text,
+        contract_origin: inputs.contract_origin.clone(),
+        quality: &inputs.quality,
+        tokenizer: inputs.tokenizer.as_ref(),
+        card: &inputs.card,
+        id: format!("{}-replay", opened.manifest.id),
+        title: format!("Replay of {}", opened.manifest.title),
     };
+    for l in &resolved.launches {
+        say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
+    }
+    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
+    let replayed = bundle::load(&bundle::open(&measured.dir)?);
+    let sides = Sides {
+        recorded: &recorded,
+        replayed: &replayed,
+    };
+    let compared = compare_confirmed(&session, &sides, a, &out, &measured, &mut notes);
+    Ok(Replayed {
+        id: opened.manifest.id.clone(),
+        found: report(&sides, compared, &measured, &notes),
+        bundle: measured.dir,
+    })
+}
+
+/// The placeholders filled: the values to put in, the port and the model file when known.
+struct Filled {
+    sets: BTreeMap<String, String>,
+    port: Option<String>,
+    model_file: Option<PathBuf>,
+}
+
+/// Stage 1: `--set` values, then `<port>` with a free loopback port and a model-file placeholder
+/// with the checkpoint fetched and checked.
+fn fill_placeholders(
+    card: &rigaudit_audit::records::Card,
+    a: &Args,
+    notes: &mut Vec<String>,
+    say: &mut dyn FnMut(String),
+) -> Result<Filled, Fatal> {
+    let mut sets: BTreeMap<String, String> = BTreeMap::new();
+    for s in &a.sets {
+        let Some((k, v)) = s.split_once('=') else {
+            return Err(fatal(format!("--set {s}: expected NAME=VALUE")));
+        };
+        sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
+    }
+    if a.boxes.plan {
+        let plan = remote::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?;
+        print!("{plan}");
+        std::process::exit(0);
+    }
+    let mut port: Option<String> = sets.get("port").cloned();
+    let mut model_file: Option<PathBuf> = None;
+    for name in command::placeholders(card) {
+        if sets.contains_key(&name) {
+            if is_model_placeholder(&name) {
+                model_file = sets.get(&name).map(PathBuf::from);
+            }
+            continue;
+        }
+        if name == "port" {
+            let p = free_port()?.to_string();
+            notes.push(format!("<port> filled with the free loopback port {p}"));
+            port = Some(p.clone());
+            sets.insert(name, p);
+        } else if is_model_placeholder(&name) {
+            let f = crate::fetch::checkpoint_file(&card.checkpoint, say)?;
+            notes.push(format!(
+                "<{name}> filled with {} (sha256 matches the card)",
+                f.display()
+            ));
+            sets.insert(name, f.display().to_string());
+            model_file = Some(f);
+        }
+    }
+    Ok(Filled {
+        sets,
+        port,
+        model_file,
+    })
+}
+
+/// The engine `--engine` names.
+fn engine_choice(a: &Args) -> EngineChoice {
+    if a.engine == "bundled" {
+        EngineChoice::Bundled
+    } else {
+        EngineChoice::Path(PathBuf::from(&a.engine))
+    }
+}
+
+/// The replayed server's API root: `--base-url`, else the recorded `--host`/`--port` (or the port
+/// filled in); `box_host`: rank 0's box when it runs on one, for a recorded wildcard or no host.
+fn base_url(
+    a: &Args,
+    rank0: &command::Launch,
+    port: Option<String>,
+    box_host: Option<String>,
+) -> Result<String, Fatal> {
+    if let Some(u) = &a.base_url {
+        return Ok(u.trim_end_matches('/').to_string());
+    }
+    let port = flag_value(&rank0.shown, "--port").or(port).ok_or_else(|| {
+        fatal("the recorded command names no --port and has no <port> placeholder; pass --base-url with the server's API root")
+    })?;
+    let host = flag_value(&rank0.shown, "--host")
+        .filter(|h| h != "0.0.0.0" && h != "::")
+        .or(box_host)
+        .unwrap_or_else(|| "127.0.0.1".into());
+    Ok(format!("http://{host}:{port}/v1"))
+}
+
+/// `--out`, else `replay-<bundle id>`, made and made absolute.
+fn out_dir(a: &Args, opened: &bundle::Opened) -> Result<PathBuf, Fatal> {
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("replay-{}", opened.manifest.id)));
-    std::fs::create_dir_all(&out).map_err(|e| fatal(format!("{}: {e}", out.display())))?;
-    let out = out.canonicalize().unwrap_or(out);
-    // The plan: the recorded contracts, the recorded questions, the model's tokenizer.
+    std::fs::create_dir_all(&out).at(out.display())?;
+    Ok(out.canonicalize().unwrap_or(out))
+}
+
+/// What a session measures with: the recorded contracts and questions, the model's tokenizer and
+/// the card.
+struct Inputs {
+    contract: rigaudit_audit::records::SpeedContract,
+    contract_text: String,
+    contract_origin: String,
+    quality: Vec<measure::quality::QualityPlan>,
+    tokenizer: Option<tokenizers::Tokenizer>,
+    card: serde_json::Value,
+}
+
+/// Stage 2, the plan: the recorded contracts, the recorded questions, the model's tokenizer.
+fn plan(
+    path: &Path,
+    opened: &bundle::Opened,
+    recorded: &rigaudit_audit::Bundle,
+    model_file: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Result<Inputs, Fatal> {
+    let card_path = raw_file(opened, FileKind::Card, None).ok_or_else(|| fatal("no card file"))?;
+    let contract_path = raw_file(opened, FileKind::SpeedContract, None).ok_or_else(|| {
+        fatal(format!(
+            "{}: the bundle has no speed contract to measure with",
+            path.display()
+        ))
+    })?;
     let (contract, contract_text) = measure::read_speed_contract(&contract_path)?;
     let mut quality = Vec::new();
-    for t in &recorded.bundle.quality {
+    for t in &recorded.quality {
         let (Some(c), Some(q)) = (
-            raw_file(&opened, "quality-contract", Some(&t.test)),
-            raw_file(&opened, "quality-answers", Some(&t.test)),
+            raw_file(opened, FileKind::QualityContract, Some(&t.test)),
+            raw_file(opened, FileKind::QualityAnswers, Some(&t.test)),
         ) else {
             notes.push(format!(
                 "quality {}: no contract and answers file to re-ask; not replayed",
@@ -320,97 +428,107 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
             Err(e) => notes.push(format!("quality {}: not replayed: {e}", t.test)),
         }
     }
-    let tokenizer = model_file
-        .as_deref()
-        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
-        .and_then(|p| {
-            let g = rigaudit_engine::gguf::Gguf::open(p).ok()?;
-            rigaudit_engine::tokenizer::EngineTokenizer::from_gguf(&g)
-                .ok()
-                .map(|t| t.inner)
-        });
+    let tokenizer = model_file.and_then(gguf_tokenizer);
     if tokenizer.is_none() {
         notes.push(
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let card_json: serde_json::Value = serde_json::from_str(&crate::input::read_text(
-        &card_path,
-        crate::input::CARD_MAX,
-        "card",
-    )?)
-    .map_err(|e| fatal(format!("{}: {e}", card_path.display())))?;
-    let session = Session {
-        launches: &planned.launches,
-        launchers: &planned.launchers,
-        rank0: rank0.rank,
-        base_url: &base_url,
-        a,
-        contract: &contract,
-        contract_text: &contract_text,
+    let text = crate::input::read_text(&card_path, crate::input::CARD_MAX, "card")?;
+    let card = serde_json::from_str(&text).at(card_path.display())?;
+    Ok(Inputs {
+        contract,
+        contract_text,
         contract_origin: contract_path.display().to_string(),
-        quality: &quality,
-        tokenizer: tokenizer.as_ref(),
-        card: &card_json,
-        id: format!("{}-replay", opened.manifest.id),
-        title: format!("Replay of {}", opened.manifest.title),
-    };
-    for l in &resolved.launches {
-        say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
-    }
-    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
-    let replayed_opened = bundle::open(&measured.dir)?;
-    let replayed = bundle::load(&replayed_opened);
+        quality,
+        tokenizer,
+        card,
+    })
+}
 
+/// The tokenizer of a GGUF checkpoint.
+fn gguf_tokenizer(p: &Path) -> Option<tokenizers::Tokenizer> {
+    if p.extension().is_none_or(|x| x != "gguf") {
+        return None;
+    }
+    let g = rigaudit_engine::gguf::Gguf::open(p).ok()?;
+    rigaudit_engine::tokenizer::EngineTokenizer::from_gguf(&g)
+        .ok()
+        .map(|t| t.inner)
+}
+
+/// The recorded bundle and its replay.
+struct Sides<'a> {
+    recorded: &'a rigaudit_audit::Bundle,
+    replayed: &'a rigaudit_audit::Bundle,
+}
+
+/// Stage 4: compares the two bundles; a speed value that drifted, or that was too noisy to judge,
+/// is measured once more in a fresh session: drift stands only when that session moves the same
+/// way beyond the floor, and a noisy value is judged again over both sessions' runs (see audit's
+/// `confirm`).
+fn compare_confirmed(
+    session: &Session,
+    sides: &Sides,
+    a: &Args,
+    out: &Path,
+    measured: &measure::Measured,
+    notes: &mut Vec<String>,
+) -> Compared {
     let tol = Tolerance {
         rel_floor: a.rel_floor,
         alpha: a.alpha,
         max_floor: a.max_floor,
         ..Tolerance::default()
     };
-    let mut compared = rigaudit_audit::replay::compare(&recorded.bundle, &replayed.bundle, &tol);
-    // A speed value that drifted, or that was too noisy to judge, is measured once more in a
-    // fresh session: drift stands only when that session moves the same way beyond the floor,
-    // and a noisy value is judged again over both sessions' runs (see audit's `confirm`).
-    let again = rigaudit_audit::replay::keys_to_confirm(&compared);
-    if !again.is_empty() && a.confirm && measured.stopped.is_none() {
-        say(format!(
-            "{} speed value(s) drifted or too noisy to judge ({}); measuring a second session",
-            again.len(),
-            again.join(", ")
-        ));
-        let second = session.run(
-            &out.join("confirm/bundle"),
-            &out.join("confirm/engine-logs"),
-            &mut notes,
-        );
-        match second.and_then(|m| bundle::open(&m.dir)) {
-            Ok(o) => {
-                let second = bundle::load(&o).bundle;
-                let c2 = rigaudit_audit::replay::compare(&recorded.bundle, &second, &tol);
-                let both = rigaudit_audit::replay::pool(&replayed.bundle, &second);
-                let pooled = rigaudit_audit::replay::compare(&recorded.bundle, &both, &tol);
-                rigaudit_audit::replay::confirm(&mut compared, &c2, Some(&pooled));
-            }
-            Err(e) => notes.push(format!("the confirming session could not run: {e}")),
+    let mut compared = replay::compare(sides.recorded, sides.replayed, &tol);
+    let again = replay::keys_to_confirm(&compared);
+    if again.is_empty() || !a.confirm || measured.stopped.is_some() {
+        return compared;
+    }
+    eprintln!(
+        "rigaudit: {} speed value(s) drifted or too noisy to judge ({}); measuring a second session",
+        again.len(),
+        again.join(", ")
+    );
+    let second = session.run(
+        &out.join("confirm/bundle"),
+        &out.join("confirm/engine-logs"),
+        notes,
+    );
+    match second.and_then(|m| bundle::open(&m.dir)) {
+        Ok(o) => {
+            let second = bundle::load(&o);
+            let c2 = replay::compare(sides.recorded, &second, &tol);
+            let both = replay::pool(sides.replayed, &second);
+            let pooled = replay::compare(sides.recorded, &both, &tol);
+            replay::confirm(&mut compared, &c2, Some(&pooled));
         }
+        Err(e) => notes.push(format!("the confirming session could not run: {e}")),
     }
-    let mut findings = Vec::new();
-    for n in &notes {
-        findings.push(Finding::new("replay.note", Severity::Info, n.clone()));
+    compared
+}
+
+/// Stage 5: what the replay found: its notes, the steps that failed, the comparison, and the
+/// replayed bundle's own invalid steps as verify sees them.
+fn report(
+    sides: &Sides,
+    compared: Compared,
+    measured: &measure::Measured,
+    notes: &[String],
+) -> Findings {
+    let mut found = Findings::default();
+    for n in notes {
+        found.emitter(&replay::NOTE).finding(n.clone());
     }
-    findings.extend(rigaudit_audit::replay::failed_steps(
-        &recorded.bundle,
-        &replayed.bundle,
-        measured.stopped.as_deref(),
-    ));
-    findings.extend(compared.findings);
-    // The replayed bundle's own invalid steps, as verify sees them.
-    let v = rigaudit_audit::verify(&replayed.bundle);
-    for mut f in replayed.findings.into_iter().chain(v.findings) {
+    let stopped = measured.stopped.as_deref();
+    let failed = replay::failed_steps(sides.recorded, sides.replayed, stopped);
+    found.findings.extend(failed);
+    found.findings.extend(compared.findings);
+    for mut f in rigaudit_audit::verify(sides.replayed).findings {
         // Foreign load during the replay is the comparison's to judge (its rows say
         // "inconclusive: foreign load"); it is not a fault of the page.
-        if f.check == "speed.load-guard" {
+        if f.check == rigaudit_audit::speed::LOAD_GUARD.id {
             f.severity = Severity::Info;
         }
         f.file = Some(format!(
@@ -419,21 +537,12 @@ pub fn run(path: &Path, a: &Args, fail_on: Option<Severity>) -> Result<Replayed,
             f.file.unwrap_or_default()
         ));
         f.message = format!("replay: {}", f.message);
-        findings.push(f);
+        found.findings.push(f);
     }
-    let mut ran = compared.checks_run;
-    ran.push("replay.step-failed".into());
-    let report = Report::new(
-        "replay",
-        &opened.manifest.id,
-        fail_on,
-        ran,
-        Vec::new(),
-        findings,
-    )
-    .with_comparisons(compared.rows);
-    Ok(Replayed {
-        report,
-        bundle: measured.dir,
-    })
+    found.comparisons = compared.rows;
+    for id in &compared.checks_run {
+        found.ran(id);
+    }
+    found.mark_ran(&replay::STEP_FAILED);
+    found
 }

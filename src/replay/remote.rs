@@ -588,7 +588,7 @@ pub fn plan(
     for (l, how) in p.launches.iter_mut().zip(p.launchers.iter_mut()) {
         let name = box_of(card, l.rank);
         let Some(t) = name.as_ref().and_then(|n| targets.get(n)) else {
-            let digest = crate::bundle::sha256_file(&l.program)
+            let digest = crate::digest::sha256_file(&l.program)
                 .unwrap_or_else(|e| format!("not computed ({e})"));
             p.notes.push(format!(
                 "rank {} runs here (box {} is not mapped with --box): {} sha256 {digest}",
@@ -634,7 +634,7 @@ fn expected(card: &Card, bundled: bool) -> Result<Expected, Fatal> {
     }
     let exe = std::env::current_exe()
         .map_err(|e| fatal(format!("cannot find rigaudit's own executable: {e}")))?;
-    let d = crate::bundle::sha256_file(&exe)
+    let d = crate::digest::sha256_file(&exe)
         .map_err(|e| fatal(format!("{}: cannot hash it: {e}", exe.display())))?;
     Ok(Expected::Same(d))
 }

@@ -10,26 +10,29 @@
 //! page's "decode, window 1") is a claim nothing in the bundle backs: a warning. A quality row or
 //! memory-fit figure the page prints for a test the bundle has no file of is an error too.
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
+use crate::bundle::Bundle;
+use crate::bundle::Run;
+use crate::check::{Check, Emit, Ran};
 use crate::records::speed::{SpeedContract, SpeedResult};
 use crate::records::FileKind;
-use crate::report::{Finding, Severity};
+use crate::report::Severity;
 
 const NONE: &str = "claims.no-measurement";
 const UNBACKED: &str = "claims.unbacked";
 
 /// Checks of this file.
-pub const CHECKS: &[Check] = &[
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: NONE,
         severity: Severity::Error,
         doc: "A figure of a known kind (prefill.N, ctx_decode.N, conc_total.N, decode.<prompt>, a quality row, ...) names a step the contracts do not; no step measured it.",
+        run: check_no_measurement,
     },
     Check {
         id: UNBACKED,
         severity: Severity::Warning,
         doc: "A figure has no definition and nothing in the bundle measures it: the claim is unbacked.",
+        run: check_unbacked,
     },
 ];
 
@@ -87,9 +90,8 @@ fn shown(b: &Bundle, r: &SpeedResult) -> Vec<(String, String)> {
 }
 
 /// `claims.no-measurement`: figures of a known kind that no step measured.
-pub(crate) fn check_no_measurement(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_no_measurement(b: &Bundle, e: &mut Emit) -> Ran {
     if let (Some(c), Some(r)) = (&b.speed_contract, &b.speed_result) {
-        out.ran(NONE);
         for (key, file) in shown(b, &r.value) {
             if names_step(&c.value, &r.value, &key) == Some(false) {
                 let ptr = if file == "bundle.json" {
@@ -97,11 +99,9 @@ pub(crate) fn check_no_measurement(b: &Bundle, out: &mut Out) {
                 } else {
                     format!("/values/{key}")
                 };
-                out.push(
-                    Finding::new(NONE, Severity::Error, format!("'{key}' is shown, but the speed contract names no step that measures it: no step measured it"))
+                e.finding( format!("'{key}' is shown, but the speed contract names no step that measures it: no step measured it"))
                         .file(file)
-                        .pointer(ptr),
-                );
+                        .pointer(ptr);
             }
         }
     }
@@ -111,16 +111,13 @@ pub(crate) fn check_no_measurement(b: &Bundle, out: &mut Out) {
             .iter()
             .any(|f| f.kind == kind && (test.is_none() || f.test.as_deref() == test))
     };
-    out.ran(NONE);
     for q in &m.page.quality {
         let printed = q.pct.is_some() || q.margin.is_some() || q.right.is_some();
         let t = Some(q.test.as_str());
         if printed && !listed(FileKind::QualitySummary, t) && !listed(FileKind::QualityAnswers, t) {
-            out.push(
-                Finding::new(NONE, Severity::Error, format!("the page shows a result for {}, but the bundle has no summary or answers of it: no run measured it", q.test))
+            e.finding( format!("the page shows a result for {}, but the bundle has no summary or answers of it: no run measured it", q.test))
                     .file("bundle.json")
-                    .pointer(format!("/page/quality/{}", q.test)),
-            );
+                    .pointer(format!("/page/quality/{}", q.test));
         }
     }
     let fit_printed = m
@@ -129,20 +126,18 @@ pub(crate) fn check_no_measurement(b: &Bundle, out: &mut Out) {
         .as_ref()
         .is_some_and(|f| f.memory_gib.is_some() || f.largest_answered.is_some());
     if fit_printed && !listed(FileKind::FitResult, None) {
-        out.push(
-            Finding::new(NONE, Severity::Error, "the page shows memory-fit figures, but the bundle has no fit result: no run measured them")
+        e.finding( "the page shows memory-fit figures, but the bundle has no fit result: no run measured them")
                 .file("bundle.json")
-                .pointer("/page/fit"),
-        );
+                .pointer("/page/fit");
     }
+    Some(())
 }
 
 /// `claims.unbacked`: figures of no known kind that nothing recomputes.
-pub(crate) fn check_unbacked(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_unbacked(b: &Bundle, e: &mut Emit) -> Ran {
     let (Some(c), Some(r)) = (&b.speed_contract, &b.speed_result) else {
-        return;
+        return None;
     };
-    out.ran(UNBACKED);
     let defined = crate::speed::recompute(&c.value, &r.value);
     let unbacked: Vec<String> = shown(b, &r.value)
         .into_iter()
@@ -151,17 +146,14 @@ pub(crate) fn check_unbacked(b: &Bundle, out: &mut Out) {
         .collect();
     for key in &unbacked {
         let page = b.manifest.page.speed.get(key);
-        out.push(
-            Finding::new(
-                UNBACKED,
-                Severity::Warning,
+        e.finding(
                 format!(
                     "'{key}' ({}) has no definition, and no record of the bundle measures it: the claim is unbacked",
                     page.cloned().unwrap_or_else(|| "in the speed result".into())
                 ),
             )
             .file(if page.is_some() { "bundle.json".to_string() } else { r.path.clone() })
-            .pointer(if page.is_some() { format!("/page/speed/{key}") } else { format!("/values/{key}") }),
-        );
+            .pointer(if page.is_some() { format!("/page/speed/{key}") } else { format!("/values/{key}") });
     }
+    Some(())
 }

@@ -18,10 +18,11 @@
 //!   max(2 % of that, 8 tokens).
 
 use super::list;
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
+use crate::bundle::Bundle;
+use crate::bundle::Run;
+use crate::check::{Check, Emit, Ran};
 use crate::records::speed::{ConcPart, SpeedContract, SpeedRequest, SpeedResult};
-use crate::report::{Finding, Severity};
+use crate::report::Severity;
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -31,26 +32,30 @@ const QUESTIONS: &str = "quality.questions-mismatch";
 const FILL: &str = "fit.prompt-underfills";
 
 /// Checks of this file.
-pub const CHECKS: &[Check] = &[
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: RUNS,
         severity: Severity::Error,
         doc: "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.",
+        run: check_speed_runs,
     },
     Check {
         id: SIZE,
         severity: Severity::Error,
         doc: "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).",
+        run: check_prompt_sizes,
     },
     Check {
         id: QUESTIONS,
         severity: Severity::Error,
         doc: "A quality test's answer records, or its summary's total + excluded, differ from the contract's question count.",
+        run: check_questions,
     },
     Check {
         id: FILL,
         severity: Severity::Error,
         doc: "A memory-fit step's prompt does not fill its size by the result's stated share.",
+        run: check_fit_fill,
     },
 ];
 
@@ -200,24 +205,23 @@ fn duplicates(r: &SpeedResult) -> Vec<String> {
 }
 
 /// `speed.runs-mismatch`: counted runs, warm-ups and rounds against the speed contract.
-pub(crate) fn check_speed_runs(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_speed_runs(b: &Bundle, e: &mut Emit) -> Ran {
     let (Some(cl), Some(rl)) = (&b.speed_contract, &b.speed_result) else {
-        return;
+        return None;
     };
-    out.ran(RUNS);
     for p in run_problems(&cl.value, &rl.value) {
-        out.push(
-            Finding::new(RUNS, Severity::Error, format!("{p}: the records are not the runs the contract describes (a run dropped, added or moved)"))
+        e.finding( format!("{p}: the records are not the runs the contract describes (a run dropped, added or moved)"))
                 .file(&rl.path)
-                .pointer("/requests"),
-        );
+                .pointer("/requests");
     }
+    Some(())
 }
 
 /// `speed.prompt-size-mismatch`: each prefill and context prompt against its depth.
-pub(crate) fn check_prompt_sizes(b: &Bundle, out: &mut Out) {
-    let Some(rl) = &b.speed_result else { return };
-    out.ran(SIZE);
+pub(crate) fn check_prompt_sizes(b: &Bundle, e: &mut Emit) -> Ran {
+    let Some(rl) = &b.speed_result else {
+        return None;
+    };
     for (i, q) in rl.value.requests.iter().enumerate() {
         let (Some(d), Some(p)) = (q.depth, q.prompt_tokens) else {
             continue;
@@ -227,10 +231,7 @@ pub(crate) fn check_prompt_sizes(b: &Bundle, out: &mut Out) {
         }
         let tol = size_tolerance(d as f64);
         if (p as f64 - d as f64).abs() > tol {
-            out.push(
-                Finding::new(
-                    SIZE,
-                    Severity::Error,
+            e.finding(
                     format!(
                         "{} {d} run {}: the prompt has {p} tokens, not {d} (tolerance {tol:.0}); the step measured another size than it names",
                         q.step,
@@ -239,18 +240,19 @@ pub(crate) fn check_prompt_sizes(b: &Bundle, out: &mut Out) {
                 )
                 .file(&rl.path)
                 .pointer(format!("/requests/{i}/prompt_tokens"))
-                .data(json!({"depth": d, "prompt_tokens": p, "tolerance": tol})),
-            );
+                .data(json!({"depth": d, "prompt_tokens": p, "tolerance": tol}));
         }
     }
+    Some(())
 }
 
 /// `quality.questions-mismatch`: answer records and `total + excluded` against the contract.
-pub(crate) fn check_questions(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_questions(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut ran = None;
     for t in &b.quality {
         let Some(c) = &t.contract else { continue };
         let q = c.value.questions;
-        out.ran(QUESTIONS);
+        ran = Some(());
         let mut bad = Vec::new();
         if let Some(a) = t.answers.as_ref().filter(|a| a.value.total != q) {
             bad.push((
@@ -268,34 +270,27 @@ pub(crate) fn check_questions(b: &Bundle, out: &mut Out) {
             }
         }
         for (file, what) in bad {
-            out.push(
-                Finding::new(
-                    QUESTIONS,
-                    Severity::Error,
-                    format!("{}: {what}, but the contract has {q} questions", t.test),
-                )
-                .file(file),
-            );
+            e.finding(format!(
+                "{}: {what}, but the contract has {q} questions",
+                t.test
+            ))
+            .file(file);
         }
     }
+    ran
 }
 
 /// `fit.prompt-underfills`: each fit step's prompt against `fill` of its size.
-pub(crate) fn check_fit_fill(b: &Bundle, out: &mut Out) {
-    let Some(f) = &b.fit else { return };
-    out.ran(FILL);
+pub(crate) fn check_fit_fill(b: &Bundle, e: &mut Emit) -> Ran {
+    let Some(f) = &b.fit else { return None };
     let fill = f.value.fill;
     if !(fill > 0.0 && fill <= 1.0) {
-        out.push(
-            Finding::new(
-                FILL,
-                Severity::Error,
-                format!("the fit result's fill {fill} is not a share in (0, 1]"),
-            )
-            .file(&f.path)
-            .pointer("/fill"),
-        );
-        return;
+        e.finding(format!(
+            "the fit result's fill {fill} is not a share in (0, 1]"
+        ))
+        .file(&f.path)
+        .pointer("/fill");
+        return Some(());
     }
     let short: Vec<String> = f
         .value
@@ -308,14 +303,11 @@ pub(crate) fn check_fit_fill(b: &Bundle, out: &mut Out) {
         .map(|s| format!("size {} with {} prompt tokens", s.size, s.prompt_tokens))
         .collect();
     if !short.is_empty() {
-        out.push(
-            Finding::new(
-                FILL,
-                Severity::Error,
+        e.finding(
                 format!("{} fit steps do not fill {:.0} % of their size: {}; a smaller prompt needs less memory than the size claims", short.len(), fill * 100.0, list(&short, 3)),
             )
             .file(&f.path)
-            .pointer("/steps"),
-        );
+            .pointer("/steps");
     }
+    Some(())
 }

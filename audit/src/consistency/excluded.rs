@@ -3,34 +3,34 @@
 //! not answered. More excluded than that means answered (wrong) answers were moved out of the
 //! total, which raises the percentage. (Fewer is `quality.refused-counted-as-wrong`.)
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
-use crate::report::{Finding, Severity};
+use crate::bundle::Bundle;
+use crate::bundle::Run;
+use crate::check::{Check, Emit, Ran};
+use crate::report::Severity;
 use serde_json::json;
 
 const EXCLUDED: &str = "quality.excluded-unearned";
 
 /// Checks of this file.
-pub const CHECKS: &[Check] = &[Check {
+pub const CHECKS: &[Check<Run>] = &[Check {
     id: EXCLUDED,
     severity: Severity::Error,
     doc: "A summary excludes more requests than its answers file shows as not answered (answered answers moved out of the total).",
+    run: check_excluded,
 }];
 
 /// `quality.excluded-unearned`: a summary's `excluded` against the unanswered records.
-pub(crate) fn check_excluded(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_excluded(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut ran = None;
     for t in &b.quality {
         let (Some(s), Some(a)) = (&t.summary, &t.answers) else {
             continue;
         };
         let Some(x) = s.value.excluded else { continue };
-        out.ran(EXCLUDED);
+        ran = Some(());
         let refused = a.value.refused();
         if x > refused {
-            out.push(
-                Finding::new(
-                    EXCLUDED,
-                    Severity::Error,
+            e.finding(
                     format!(
                         "{}: the summary excludes {x} requests, but the answers file shows only {refused} not answered: {} answered answers were left out of the total",
                         t.test,
@@ -39,8 +39,8 @@ pub(crate) fn check_excluded(b: &Bundle, out: &mut Out) {
                 )
                 .file(&s.path)
                 .pointer("/excluded")
-                .data(json!({"excluded": x, "not_answered": refused})),
-            );
+                .data(json!({"excluded": x, "not_answered": refused}));
         }
     }
+    ran
 }

@@ -6,12 +6,10 @@
 //! Both checks report under `speed.load-guard` (speed.rs).
 
 use super::list;
-use crate::bundle::{Bundle, Out};
+use crate::bundle::Bundle;
+use crate::check::{Emit, Ran};
 use crate::records::speed::SpeedRequest;
-use crate::report::{Finding, Severity};
 use std::collections::{BTreeMap, BTreeSet};
-
-const GUARD: &str = "speed.load-guard";
 
 /// The guard's name of the step a counted request belongs to; `nth` is its 1-based place among
 /// the counted requests of its prompt or depth, used when it has no run number.
@@ -33,34 +31,29 @@ pub fn step_name(q: &SpeedRequest, nth: u32) -> Option<String> {
 }
 
 /// `speed.load-guard` (speed.rs): a contract's guard rule with no guard summary in the result.
-pub(crate) fn check_guard_present(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_guard_present(b: &Bundle, e: &mut Emit) -> Ran {
     let (Some(c), Some(r)) = (&b.speed_contract, &b.speed_result) else {
-        return;
+        return None;
     };
-    if c.value.load_guard.is_none() {
-        return;
-    }
-    out.ran(GUARD);
+    c.value.load_guard.as_ref()?;
     if r.value.load_guard.is_none() {
-        out.push(
-            Finding::new(
-                GUARD,
-                Severity::Error,
+        e.finding(
                 "the contract states a load-guard rule, but the result has no guard summary: the guard did not watch any step",
             )
             .file(&r.path)
-            .pointer("/load_guard"),
-        );
+            .pointer("/load_guard");
     }
+    Some(())
 }
 
 /// `speed.load-guard` (speed.rs): counted steps with no kept guard row.
-pub(crate) fn check_guard_coverage(b: &Bundle, out: &mut Out) {
-    let Some(rl) = &b.speed_result else { return };
-    let Some(g) = &rl.value.load_guard else {
-        return;
+pub(crate) fn check_guard_coverage(b: &Bundle, e: &mut Emit) -> Ran {
+    let Some(rl) = &b.speed_result else {
+        return None;
     };
-    out.ran(GUARD);
+    let Some(g) = &rl.value.load_guard else {
+        return None;
+    };
     let kept: BTreeSet<&str> = g
         .steps
         .iter()
@@ -81,18 +74,13 @@ pub(crate) fn check_guard_coverage(b: &Bundle, out: &mut Out) {
         }
     }
     if !missing.is_empty() {
-        out.push(
-            Finding::new(
-                GUARD,
-                Severity::Error,
-                format!(
-                    "{} counted steps have no kept guard row, so the guard did not watch them: {}",
-                    missing.len(),
-                    list(&missing, 5)
-                ),
-            )
-            .file(&rl.path)
-            .pointer("/load_guard/steps"),
-        );
+        e.finding(format!(
+            "{} counted steps have no kept guard row, so the guard did not watch them: {}",
+            missing.len(),
+            list(&missing, 5)
+        ))
+        .file(&rl.path)
+        .pointer("/load_guard/steps");
     }
+    Some(())
 }

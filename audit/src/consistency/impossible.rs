@@ -9,25 +9,28 @@
 //! end at the first token); more accepted draft tokens than drafted; a rate, duration or count
 //! below zero or not a number; a percentage outside 0-100; right answers above the total.
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
+use crate::bundle::Bundle;
+use crate::bundle::Run;
+use crate::check::{Check, Emit, Ran};
 use crate::records::speed::SpeedRequest;
-use crate::report::{Finding, Severity};
+use crate::report::Severity;
 
 const SPEED: &str = "speed.impossible-record";
 const QUALITY: &str = "quality.impossible-record";
 
 /// Checks of this file.
-pub const CHECKS: &[Check] = &[
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: SPEED,
         severity: Severity::Error,
         doc: "A speed record cannot be: times out of order, more tokens than the cap, accepted above drafted, a rate or percentage out of range.",
+        run: check_speed_records,
     },
     Check {
         id: QUALITY,
         severity: Severity::Error,
         doc: "A quality record cannot be: right above total, a percentage out of range, more reply tokens than the limit, negative seconds.",
+        run: check_quality_records,
     },
 ];
 
@@ -126,24 +129,25 @@ fn speed_problems(b: &Bundle) -> Vec<(String, String, String)> {
 }
 
 /// `speed.impossible-record`: requests, draft counts and figures that cannot be.
-pub(crate) fn check_speed_records(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_speed_records(b: &Bundle, e: &mut Emit) -> Ran {
     if b.speed_result.is_none() && b.manifest.page.speed.is_empty() {
-        return;
+        return None;
     }
-    out.ran(SPEED);
     for (file, ptr, what) in speed_problems(b) {
-        out.push(
-            Finding::new(SPEED, Severity::Error, format!("{what}: the record cannot be; a figure that leaves it out is made from the rest"))
-                .file(file)
-                .pointer(ptr),
-        );
+        e.finding(format!(
+            "{what}: the record cannot be; a figure that leaves it out is made from the rest"
+        ))
+        .file(file)
+        .pointer(ptr);
     }
+    Some(())
 }
 
 /// `quality.impossible-record`: summaries, page rows and answer records that cannot be.
-pub(crate) fn check_quality_records(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_quality_records(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut ran = None;
     for t in &b.quality {
-        out.ran(QUALITY);
+        ran = Some(());
         let mut bad: Vec<(String, String, String)> = Vec::new();
         if let Some(s) = &t.summary {
             let v = &s.value;
@@ -186,15 +190,10 @@ pub(crate) fn check_quality_records(b: &Bundle, out: &mut Out) {
             }
         }
         for (file, ptr, what) in bad {
-            out.push(
-                Finding::new(
-                    QUALITY,
-                    Severity::Error,
-                    format!("{}: {what}: the record cannot be", t.test),
-                )
+            e.finding(format!("{}: {what}: the record cannot be", t.test))
                 .file(file)
-                .pointer(ptr),
-            );
+                .pointer(ptr);
         }
     }
+    ran
 }

@@ -12,28 +12,30 @@
 //!
 //! `check_engine_build` reports under `setup.version-mismatch` (setup.rs).
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
-use crate::report::{Finding, Severity};
+use crate::bundle::Bundle;
+use crate::bundle::Run;
+use crate::check::{Check, Emit, Ran};
+use crate::report::Severity;
 use chrono::{DateTime, Duration, FixedOffset};
 use regex::Regex;
 use std::sync::OnceLock;
 
-const VERSION: &str = "setup.version-mismatch";
 const OVERLAP: &str = "setup.sessions-overlap";
 const OUTSIDE: &str = "setup.outside-session";
 
 /// Checks of this file.
-pub const CHECKS: &[Check] = &[
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: OVERLAP,
         severity: Severity::Error,
         doc: "Two measurements on one server overlap in time (a speed run inside a quality run's span).",
+        run: check_sessions_overlap,
     },
     Check {
         id: OUTSIDE,
         severity: Severity::Error,
         doc: "A result's timestamps lie outside the span of its session in the manifest.",
+        run: check_inside_session,
     },
 ];
 
@@ -57,31 +59,23 @@ pub fn start_build(lines: &[String]) -> Option<String> {
 }
 
 /// `setup.version-mismatch` (setup.rs): the start line's build hash against the card's commit.
-pub(crate) fn check_engine_build(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_engine_build(b: &Bundle, e: &mut Emit) -> Ran {
     let (Some(card), Some(r)) = (&b.card, &b.speed_result) else {
-        return;
+        return None;
     };
-    let Some(commit) = card.value.engine.commit.as_deref().map(str::to_lowercase) else {
-        return;
-    };
-    let Some(build) = start_build(&r.value.server.start_lines) else {
-        return;
-    };
-    out.ran(VERSION);
+    let commit = card.value.engine.commit.as_deref().map(str::to_lowercase)?;
+    let build = start_build(&r.value.server.start_lines)?;
     if !(commit.starts_with(&build) || build.starts_with(&commit)) {
-        out.push(
-            Finding::new(
-                VERSION,
-                Severity::Error,
+        e.finding(
                 format!(
                     "the card says {} was built from commit {commit}, but the start line names build {build}",
                     card.value.engine.name
                 ),
             )
             .file(&card.path)
-            .pointer("/engine/commit"),
-        );
+            .pointer("/engine/commit");
     }
+    Some(())
 }
 
 type Time = DateTime<FixedOffset>;
@@ -150,30 +144,26 @@ fn spans(b: &Bundle) -> Vec<Span> {
 }
 
 /// `setup.sessions-overlap`: measured spans that overlap.
-pub(crate) fn check_sessions_overlap(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_sessions_overlap(b: &Bundle, e: &mut Emit) -> Ran {
     let v = spans(b);
     if v.len() < 2 {
-        return;
+        return None;
     }
-    out.ran(OVERLAP);
     for (i, x) in v.iter().enumerate() {
         for y in &v[i + 1..] {
             let shared = x.3.min(y.3) - x.2.max(y.2);
             if shared > x.4.max(y.4) {
-                out.push(
-                    Finding::new(
-                        OVERLAP,
-                        Severity::Error,
+                e.finding(
                         format!(
                             "{} ({} to {}) and {} ({} to {}) ran on the server at the same time for {} s: each loaded the other's measurement",
                             x.0, x.2, x.3, y.0, y.2, y.3, shared.num_seconds()
                         ),
                     )
-                    .file(&y.1),
-                );
+                    .file(&y.1);
             }
         }
     }
+    Some(())
 }
 
 /// The manifest session of `what` (`speed` or a test id): (index, start, end, slack).
@@ -249,32 +239,30 @@ fn result_times(b: &Bundle) -> Vec<(String, String, String, String, Time, Durati
 }
 
 /// `setup.outside-session`: results dated outside their manifest session.
-pub(crate) fn check_inside_session(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_inside_session(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut ran = None;
     if b.manifest.sessions.is_empty() {
-        return;
+        return ran;
     }
     for (what, file, ptr, written, t, sl) in result_times(b) {
         let Some((i, st, en, ssl)) = session_of(b, &what) else {
             continue;
         };
-        out.ran(OUTSIDE);
+        ran = Some(());
         let tol = sl.max(ssl);
         let before = t + tol < st;
         let after = en.is_some_and(|e| t > e + tol);
         if before || after {
             let name = &b.manifest.sessions[i].name;
-            out.push(
-                Finding::new(
-                    OUTSIDE,
-                    Severity::Error,
+            e.finding(
                     format!(
                         "{file}{ptr} ({written}, {t}) lies outside its session '{name}' ({st} to {}) in the manifest",
                         en.map_or("open".to_string(), |e| e.to_string())
                     ),
                 )
                 .file(file)
-                .pointer(ptr),
-            );
+                .pointer(ptr);
         }
     }
+    ran
 }

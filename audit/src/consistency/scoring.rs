@@ -3,36 +3,26 @@
 //!
 //! Reports under `quality.scoring-disagrees` (quality.rs).
 
-use crate::bundle::{Bundle, Out};
-use crate::report::{Finding, Severity};
-
-const SCORING: &str = "quality.scoring-disagrees";
+use crate::bundle::QualityTest;
+use crate::check::{Emit, Ran};
 
 /// `quality.scoring-disagrees` (quality.rs): cut-off answers marked right against the contract.
-pub(crate) fn check_cutoffs_marked_right(b: &Bundle, out: &mut Out) {
-    for t in &b.quality {
-        let (Some(c), Some(a)) = (&t.contract, &t.answers) else {
-            continue;
-        };
-        if !c.value.cutoff_counts_as_wrong {
-            continue;
-        }
-        out.ran(SCORING);
-        let (n, line) = a.value.cutoffs_right;
-        if n > 0 {
-            let line = line.unwrap_or(0);
-            out.push(
-                Finding::new(
-                    SCORING,
-                    Severity::Error,
-                    format!(
-                        "{}: {n} answers cut off at their limit are marked right (first at line {line}), but the contract counts a cut-off answer as wrong",
-                        t.test
-                    ),
-                )
-                .file(&a.path)
-                .pointer(format!("line {line}")),
-            );
-        }
+pub(crate) fn check_cutoffs_marked_right(t: &QualityTest, e: &mut Emit) -> Ran {
+    let (Some(c), Some(a)) = (&t.contract, &t.answers) else {
+        return None;
+    };
+    if !c.value.cutoff_counts_as_wrong {
+        return None;
     }
+    let (n, line) = a.value.cutoffs_right;
+    if n > 0 {
+        let line = line.unwrap_or(0);
+        e.finding(format!(
+            "{}: {n} answers cut off at their limit are marked right (first at line {line}), but the contract counts a cut-off answer as wrong",
+            t.test
+        ))
+        .file(&a.path)
+        .pointer(format!("line {line}"));
+    }
+    Some(())
 }

@@ -63,6 +63,7 @@ macro_rules! fx {
 /// The bundled fixture, parsed, with the answers of `arith` as records to change.
 fn smollm2_with(arith: Vec<Answer>) -> Bundle {
     Bundle {
+        files: Vec::new(),
         manifest: parse::<Manifest>(fx!("runs/smollm2-cpu", "bundle.json")),
         card: Some(loaded(
             "card.json",
@@ -104,6 +105,7 @@ fn smollm2() -> Bundle {
 
 fn tensorfold() -> Bundle {
     Bundle {
+        files: Vec::new(),
         manifest: parse(fx!("pages/tensorfold-127-stock-2x", "bundle.json")),
         card: Some(loaded(
             "card.json",

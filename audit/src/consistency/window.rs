@@ -13,9 +13,10 @@
 //!
 //! `check_refusal_windows` reports under `setup.window-mismatch` (setup.rs).
 
-use crate::bundle::{Bundle, Out};
-use crate::catalogue::Check;
-use crate::report::{Finding, Severity};
+use crate::bundle::Bundle;
+use crate::bundle::Run;
+use crate::check::{Check, Emit, Ran};
+use crate::report::Severity;
 use crate::startline;
 use regex::Regex;
 use serde_json::json;
@@ -24,24 +25,26 @@ use std::sync::OnceLock;
 const SPEED: &str = "speed.answered-beyond-window";
 const QUALITY: &str = "quality.answered-beyond-window";
 const FITS: &str = "quality.refusal-fits-window";
-const MISMATCH: &str = "setup.window-mismatch";
 
 /// Checks of this file.
-pub const CHECKS: &[Check] = &[
+pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: SPEED,
         severity: Severity::Error,
         doc: "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.",
+        run: check_answered_speed,
     },
     Check {
         id: QUALITY,
         severity: Severity::Error,
         doc: "A quality answer recorded as answered needs more tokens (prompt + answer limit) than the server's window.",
+        run: check_answered_quality,
     },
     Check {
         id: FITS,
         severity: Severity::Error,
         doc: "A request recorded as refused for its length fits the window its own refusal text names.",
+        run: check_refusals_that_fit,
     },
 ];
 
@@ -88,11 +91,10 @@ pub fn claimed_window(b: &Bundle) -> Option<(u64, String)> {
 }
 
 /// `speed.answered-beyond-window`: answered speed requests that cannot fit the window.
-pub(crate) fn check_answered_speed(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_answered_speed(b: &Bundle, e: &mut Emit) -> Ran {
     let (Some(rl), Some((window, _))) = (&b.speed_result, claimed_window(b)) else {
-        return;
+        return None;
     };
-    out.ran(SPEED);
     for (i, q) in rl.value.requests.iter().enumerate() {
         let need = q
             .prompt_tokens
@@ -100,10 +102,7 @@ pub(crate) fn check_answered_speed(b: &Bundle, out: &mut Out) {
             .unwrap_or(0)
             .saturating_add(q.max_tokens);
         if q.answered() && need > window {
-            out.push(
-                Finding::new(
-                    SPEED,
-                    Severity::Error,
+            e.finding(
                     format!(
                         "{} request {i} is recorded as answered, but it needs {need} tokens ({} prompt + {} reply cap) and the window is {window}: a server refuses it",
                         q.step,
@@ -113,25 +112,23 @@ pub(crate) fn check_answered_speed(b: &Bundle, out: &mut Out) {
                 )
                 .file(&rl.path)
                 .pointer(format!("/requests/{i}"))
-                .data(json!({"need": need, "window": window})),
-            );
+                .data(json!({"need": need, "window": window}));
         }
     }
+    Some(())
 }
 
 /// `quality.answered-beyond-window`: answered quality records that cannot fit the window.
-pub(crate) fn check_answered_quality(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_answered_quality(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut ran = None;
     let Some((window, _)) = claimed_window(b) else {
-        return;
+        return ran;
     };
     for t in &b.quality {
         let Some(a) = &t.answers else { continue };
-        out.ran(QUALITY);
+        ran = Some(());
         if let Some((need, line)) = a.value.answered_need_max.filter(|(n, _)| *n > window) {
-            out.push(
-                Finding::new(
-                    QUALITY,
-                    Severity::Error,
+            e.finding(
                     format!(
                         "{}: line {line} is recorded as answered, but its prompt plus answer limit is {need} tokens and the window is {window}: a server refuses it (a refusal rewritten as an answer?)",
                         t.test
@@ -139,10 +136,10 @@ pub(crate) fn check_answered_quality(b: &Bundle, out: &mut Out) {
                 )
                 .file(&a.path)
                 .pointer(format!("line {line}"))
-                .data(json!({"need": need, "window": window})),
-            );
+                .data(json!({"need": need, "window": window}));
         }
     }
+    ran
 }
 
 /// Windows named by refusal texts: (window, file, pointer) of each distinct one.
@@ -198,13 +195,12 @@ fn claims(b: &Bundle) -> Vec<(String, u64)> {
 }
 
 /// `setup.window-mismatch` (setup.rs): the window a refusal text names against the claimed one.
-pub(crate) fn check_refusal_windows(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_refusal_windows(b: &Bundle, e: &mut Emit) -> Ran {
     let named = refusal_windows(b);
     let claimed = claims(b);
     if named.is_empty() || claimed.is_empty() {
-        return;
+        return None;
     }
-    out.ran(MISMATCH);
     for (w, file, ptr) in named {
         let other: Vec<String> = claimed
             .iter()
@@ -214,42 +210,35 @@ pub(crate) fn check_refusal_windows(b: &Bundle, out: &mut Out) {
         if other.is_empty() {
             continue;
         }
-        out.push(
-            Finding::new(
-                MISMATCH,
-                Severity::Error,
-                format!(
-                    "a refusal in {file} names a window of {w} tokens, but {}",
-                    other.join(", ")
-                ),
-            )
-            .file(&file)
-            .pointer(ptr)
-            .data(json!({"refusal_window": w})),
-        );
+        e.finding(format!(
+            "a refusal in {file} names a window of {w} tokens, but {}",
+            other.join(", ")
+        ))
+        .file(&file)
+        .pointer(ptr)
+        .data(json!({"refusal_window": w}));
     }
+    Some(())
 }
 
 /// `quality.refusal-fits-window`: refusals for length that the named window does not explain.
-pub(crate) fn check_refusals_that_fit(b: &Bundle, out: &mut Out) {
+pub(crate) fn check_refusals_that_fit(b: &Bundle, e: &mut Emit) -> Ran {
+    let mut ran = None;
     for t in &b.quality {
         let Some(a) = &t.answers else { continue };
-        out.ran(FITS);
+        ran = Some(());
         let (n, line) = a.value.refusals_that_fit;
         if n > 0 {
             let line = line.unwrap_or(0);
-            out.push(
-                Finding::new(
-                    FITS,
-                    Severity::Error,
+            e.finding(
                     format!(
                         "{}: {n} requests are recorded as refused for a window their prompt plus answer limit fits (first at line {line}); such a refusal did not happen as recorded",
                         t.test
                     ),
                 )
                 .file(&a.path)
-                .pointer(format!("line {line}")),
-            );
+                .pointer(format!("line {line}"));
         }
     }
+    ran
 }

@@ -1,0 +1,972 @@
+//! `rehash.*`: the digests and versions a card records, checked against files a user has.
+//!
+//! The CLI finds each artifact (engine package, the binary inside it, the NCCL library of every box,
+//! checkpoint folders, the bundle's own raw files), hashes it and asks the NCCL library for its
+//! version; it hands what it measured to [`check`] as a [`Measured`]. Everything here is pure: no
+//! file is read and no library is loaded.
+//!
+//! The rows are [`CHECKS`]; [`check`] runs their functions in table order, one per artifact:
+//! `artifact` (the engine package and its binary, one check of two artifacts), `nccl`,
+//! `checkpoint`, `bundle_files`, and the files named with `--file` that cannot be opened. Rows
+//! without a function of their own (`rehash.boxes-differ`, `rehash.nccl-version`,
+//! `rehash.checkpoint-shards`, `rehash.revision-file`) are reported through their emitters by the
+//! function of the artifact they concern.
+//!
+//! A recorded digest may be full (64 hex digits) or the prefix a page shows (at least 8); a prefix
+//! match is always reported as "matches the N published digits", never as a full match.
+
+use crate::check::Check;
+use crate::records::Card;
+use crate::report::{Finding, Findings, Severity};
+
+use crate::schema::{compare_digest, DigestMatch};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+mod artifact;
+mod bundle_files;
+mod checkpoint;
+mod nccl;
+
+use artifact::{check_binary, check_package};
+pub use artifact::{copies_agree, digest_finding};
+use bundle_files::check_bundle_files;
+use checkpoint::check_checkpoints;
+pub use checkpoint::{
+    classify, compare_manifests, same_revision, shard_series, FileClass, FileDiff, ManifestDiff,
+};
+use nccl::check_nccl;
+pub use nccl::{nccl_code, nccl_dotted};
+
+/// What a rehash check reads: the card and what the CLI measured. The function of a row reports
+/// about one artifact (the engine package, its binary, NCCL, checkpoints, the bundle's files) and
+/// also through the emitters of the rows with no function of their own, which concern every
+/// artifact (`rehash.boxes-differ`, `rehash.not-found`) or are part of another's comparison.
+pub type Run = fn(&Card, &Measured, &mut Findings);
+
+/// `rehash.package-digest`.
+pub const PACKAGE_DIGEST: Check<Option<Run>> = Check {
+    id: "rehash.package-digest",
+    severity: Severity::Error,
+    doc: "The engine package's sha256 differs from the card's (a match on the published digits only is said so).",
+    run: Some(check_package),
+};
+
+/// `rehash.binary-digest`.
+pub const BINARY_DIGEST: Check<Option<Run>> = Check {
+    id: "rehash.binary-digest",
+    severity: Severity::Error,
+    doc: "The binary inside the package (or a copy on a box) differs from the sha256 the card records.",
+    run: Some(check_binary),
+};
+
+/// `rehash.nccl-digest`.
+pub const NCCL_DIGEST: Check<Option<Run>> = Check {
+    id: "rehash.nccl-digest",
+    severity: Severity::Error,
+    doc: "An NCCL library file differs from the sha256 the card records for its box.",
+    run: Some(check_nccl),
+};
+
+/// `rehash.nccl-version`.
+pub const NCCL_VERSION: Check<Option<Run>> = Check {
+    id: "rehash.nccl-version",
+    severity: Severity::Error,
+    doc: "The version the NCCL file itself reports differs from the card or the engine's start line (warning: not queried, and why).",
+    run: None,
+};
+
+/// `rehash.boxes-differ`.
+pub const BOXES_DIFFER: Check<Option<Run>> = Check {
+    id: "rehash.boxes-differ",
+    severity: Severity::Error,
+    doc: "Copies of one artifact on several boxes or ranks have different digests; names the one that differs.",
+    run: None,
+};
+
+/// `rehash.checkpoint-files`.
+pub const CHECKPOINT_FILES: Check<Option<Run>> = Check {
+    id: "rehash.checkpoint-files",
+    severity: Severity::Error,
+    doc: "A weight or config file of a checkpoint differs from the recorded or compared manifest (not weights-equal).",
+    run: Some(check_checkpoints),
+};
+
+/// `rehash.checkpoint-shards`.
+pub const CHECKPOINT_SHARDS: Check<Option<Run>> = Check {
+    id: "rehash.checkpoint-shards",
+    severity: Severity::Error,
+    doc: "The number of weight shards differs from the card, or the numbered series has gaps.",
+    run: None,
+};
+
+/// `rehash.revision-file`.
+pub const REVISION_FILE: Check<Option<Run>> = Check {
+    id: "rehash.revision-file",
+    severity: Severity::Error,
+    doc: "The checkpoint's revision file is missing or names another revision than the card.",
+    run: None,
+};
+
+/// `rehash.bundle-file-digest`.
+pub const BUNDLE_FILE_DIGEST: Check<Option<Run>> = Check {
+    id: "rehash.bundle-file-digest",
+    severity: Severity::Error,
+    doc: "A raw file of the bundle differs from the sha256 its manifest records.",
+    run: Some(check_bundle_files),
+};
+
+/// `rehash.not-found`.
+pub const NOT_FOUND: Check<Option<Run>> = Check {
+    id: "rehash.not-found",
+    severity: Severity::Error,
+    doc: "An artifact the card records was not found, so it was not checked (error when named with --file).",
+    run: Some(check_missing),
+};
+
+/// `rehash.*` checks; [`check`] runs the functions in this order.
+pub const CHECKS: &[Check<Option<Run>>] = &[
+    PACKAGE_DIGEST,
+    BINARY_DIGEST,
+    NCCL_DIGEST,
+    NCCL_VERSION,
+    BOXES_DIFFER,
+    CHECKPOINT_FILES,
+    CHECKPOINT_SHARDS,
+    REVISION_FILE,
+    BUNDLE_FILE_DIGEST,
+    NOT_FOUND,
+];
+
+/// Where a measured file was found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The box it belongs to, when known (`--root BOX=DIR`, or a folder named after the box).
+    pub box_name: Option<String>,
+    /// The file or folder as the user has it.
+    pub path: String,
+    /// The member inside an archive, when the file was read from one.
+    pub member: Option<String>,
+}
+
+impl Location {
+    /// A file on no particular box.
+    pub fn file(path: impl Into<String>) -> Self {
+        Location {
+            box_name: None,
+            path: path.into(),
+            member: None,
+        }
+    }
+
+    /// The same place on a box.
+    pub fn on(mut self, box_name: impl Into<String>) -> Self {
+        self.box_name = Some(box_name.into());
+        self
+    }
+
+    /// A member of this archive.
+    pub fn member(mut self, member: impl Into<String>) -> Self {
+        self.member = Some(member.into());
+        self
+    }
+
+    /// Words for a message: `PATH`, `PATH!MEMBER`, with ` (box B)` when the box is known.
+    pub fn describe(&self) -> String {
+        let mut s = self.path.clone();
+        if let Some(m) = &self.member {
+            s.push('!');
+            s.push_str(m);
+        }
+        if let Some(b) = &self.box_name {
+            s.push_str(&format!(" (box {b})"));
+        }
+        s
+    }
+
+    fn data(&self) -> serde_json::Value {
+        json!({"path": self.path, "member": self.member, "box": self.box_name})
+    }
+}
+
+/// One hashed file: its digest (64 lower-case hex digits) or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashed {
+    /// Where it is.
+    pub at: Location,
+    /// The sha256, or the reason it could not be computed.
+    pub sha256: Result<String, String>,
+}
+
+/// What the NCCL library file said about its version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NcclVersion {
+    /// `ncclGetVersion` of that very file returned this code (2.30.7 is 23007).
+    Queried {
+        /// The version code.
+        code: i64,
+    },
+    /// The file could not be loaded here, but its text names this version (`NCCL version 2.30.7+cuda13.3`).
+    FromText {
+        /// The dotted version found in the file.
+        version: String,
+        /// Why it was not queried.
+        why: String,
+    },
+    /// Neither loaded nor read.
+    NotQueried {
+        /// Why.
+        why: String,
+    },
+}
+
+/// One NCCL library found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NcclSeen {
+    /// The file and its digest.
+    pub file: Hashed,
+    /// What it reports about its version.
+    pub version: NcclVersion,
+}
+
+/// One file of a per-file digest manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestEntry {
+    /// Path inside the folder, `/`-separated.
+    pub path: String,
+    /// sha256: full, or (for a recorded manifest) a prefix of at least 8 hex digits.
+    pub sha256: String,
+}
+
+/// A per-file digest manifest of a checkpoint folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileManifest {
+    /// Where it came from (a folder, a manifest file, `the card`).
+    pub origin: String,
+    /// Its files.
+    pub entries: Vec<ManifestEntry>,
+}
+
+/// What the revision file of a checkpoint folder holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevisionFileSeen {
+    /// Its text.
+    Content(String),
+    /// The folder has no such file.
+    Missing,
+    /// It exists but could not be read.
+    Unreadable(String),
+    /// The card's path is not a path inside the folder (it describes a file in words).
+    NotLocatable(String),
+}
+
+/// One checkpoint folder found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointSeen {
+    /// The folder.
+    pub at: Location,
+    /// The digest of every file in it.
+    pub manifest: FileManifest,
+    /// Files that could not be read, with the reason.
+    pub unreadable: Vec<(String, String)>,
+    /// The revision file, when the card records one.
+    pub revision_file: Option<RevisionFileSeen>,
+    /// The revision a hub client's cache folder names (`.../snapshots/<revision>/`), when it is one.
+    pub hub_revision: Option<String>,
+}
+
+/// One raw file of the bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleFileSeen {
+    /// Path inside the bundle.
+    pub path: String,
+    /// The sha256 the manifest records.
+    pub recorded: Option<String>,
+    /// Whether the page published it.
+    pub published: bool,
+    /// The computed digest; `None` when the file is not in the bundle.
+    pub sha256: Option<Result<String, String>>,
+}
+
+/// An artifact named with `--file` that could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingFile {
+    /// What it was given as (`nccl`, `package`, ...).
+    pub kind: String,
+    /// Where.
+    pub at: Location,
+    /// Why it could not be opened.
+    pub why: String,
+}
+
+/// Everything the CLI measured, ready for [`check`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Measured {
+    /// The card's path inside the bundle (findings about recorded values point there).
+    pub card_file: String,
+    /// The places searched, in words (for "not found under ...").
+    pub searched: Vec<String>,
+    /// Every copy of the engine package found.
+    pub package: Vec<Hashed>,
+    /// The binary: members of packages and copies found on their own.
+    pub binary: Vec<Hashed>,
+    /// Every NCCL library found.
+    pub nccl: Vec<NcclSeen>,
+    /// Every checkpoint folder found.
+    pub checkpoints: Vec<CheckpointSeen>,
+    /// A manifest to compare each checkpoint with (another revision, say), when given.
+    pub reference: Option<FileManifest>,
+    /// The bundle's raw files.
+    pub bundle_files: Vec<BundleFileSeen>,
+    /// The NCCL version the engine's recorded start line reports, dotted.
+    pub start_line_nccl: Option<String>,
+    /// Artifacts named explicitly that could not be opened.
+    pub missing: Vec<MissingFile>,
+}
+
+/// What [`check`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checked {
+    /// Ids of the checks that compared something. Empty when nothing was checked.
+    pub checks_run: Vec<String>,
+    /// Findings, matches included (as info), so a reader sees what was verified.
+    pub findings: Vec<Finding>,
+}
+
+/// Runs every `rehash.*` check over what was measured.
+pub fn check(card: &Card, m: &Measured) -> Checked {
+    let mut out = Findings::default();
+    for run in CHECKS.iter().filter_map(|row| row.run) {
+        run(card, m, &mut out);
+    }
+    Checked {
+        checks_run: out.ran,
+        findings: out.findings,
+    }
+}
+
+/// Artifacts named with `--file` that cannot be opened.
+fn check_missing(_: &Card, m: &Measured, out: &mut Findings) {
+    for miss in &m.missing {
+        out.mark_ran(&NOT_FOUND);
+        out.emitter(&NOT_FOUND)
+            .finding(format!(
+                "{} given with --file cannot be opened: {}",
+                miss.at.describe(),
+                miss.why
+            ))
+            .data(json!({"kind": miss.kind, "at": miss.at.data(), "why": miss.why}));
+    }
+}
+
+/// [`check`] as a stage's [`Findings`]: when no artifact the card records was found (only the
+/// bundle's own files were checked), an error says so and no check counts as run.
+pub fn findings(card: &Card, m: &Measured) -> Findings {
+    let checked = check(card, m);
+    let mut found = Findings {
+        findings: checked.findings,
+        ..Findings::default()
+    };
+    let artifact_ran = checked
+        .checks_run
+        .iter()
+        .any(|c| c != BUNDLE_FILE_DIGEST.id);
+    if artifact_ran {
+        for id in &checked.checks_run {
+            found.ran(id);
+        }
+    } else {
+        let searched = if m.searched.is_empty() {
+            "give --root DIR or --file NAME=PATH".to_string()
+        } else {
+            m.searched.join(", ")
+        };
+        found.emitter(&NOT_FOUND)
+            .finding(format!(
+                "no artifact the card records was found ({searched}), so nothing but the bundle's own files was checked"
+            ))
+            .file(&m.card_file);
+    }
+    found
+}
+
+fn searched(m: &Measured) -> String {
+    if m.searched.is_empty() {
+        "no --root or --file was given for it".to_string()
+    } else {
+        format!("searched {}", m.searched.join(", "))
+    }
+}
+
+fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut Findings) {
+    out.emitter(&NOT_FOUND)
+        .warning(format!(
+            "{what} was not found ({}), so {tail} went unchecked",
+            searched(m)
+        ))
+        .at(&m.card_file, pointer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL_PKG: &str = "250b7cd3aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const FULL_BIN: &str = "441a3847bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const FULL_NCCL: &str = "fc7ea663cccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+    const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+    fn card() -> Card {
+        serde_json::from_value(json!({
+            "hardware": {"description": "2x GB10", "boxes": [{"name": "atom", "rank": 0}, {"name": "pgx", "rank": 1}]},
+            "engine": {
+                "name": "TensorFold", "version": "1.2.7",
+                "package": {"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": "250b7cd3"},
+                "binary": {"path": "tensorfold-native", "sha256": "441a3847"}
+            },
+            "nccl": {"version": "2.30.7", "file": "libnccl.so.2.30.7",
+                     "per_box": [{"box": "atom", "sha256": "fc7ea663"}, {"box": "pgx", "sha256": "fc7ea663"}]},
+            "checkpoint": {"repo": "Mia-AiLab/GLM", "revision": "76c0b517", "shards": 3,
+                           "revision_file": {"path": "revision", "content": "76c0b517", "written_by": "download"}},
+            "ranks": 2,
+            "commands": [],
+            "sampling": {"defaults": {}, "defaults_source": "x"},
+            "measured": "2026-11-12T02:06:00Z"
+        }))
+        .expect("test card")
+    }
+
+    fn measured() -> Measured {
+        Measured {
+            card_file: "card.json".into(),
+            searched: vec!["/roots".into()],
+            ..Default::default()
+        }
+    }
+
+    fn hashed(path: &str, d: &str) -> Hashed {
+        Hashed {
+            at: Location::file(path),
+            sha256: Ok(d.to_string()),
+        }
+    }
+
+    fn of<'a>(c: &'a Checked, id: &str) -> Vec<&'a Finding> {
+        c.findings.iter().filter(|f| f.check == id).collect()
+    }
+
+    fn errors(c: &Checked) -> Vec<&Finding> {
+        c.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .collect()
+    }
+
+    #[test]
+    fn package_prefix_match_is_never_called_full() {
+        let mut m = measured();
+        m.package
+            .push(hashed("/r/tensorfold-1.2.7-linux-aarch64.tar.gz", FULL_PKG));
+        let c = check(&card(), &m);
+        let f = of(&c, "rehash.package-digest");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].message.contains("matches the 8 published digits"),
+            "{}",
+            f[0].message
+        );
+        assert!(!f[0].message.contains("full digest"));
+        assert_eq!(f[0].data["match"], "prefix");
+        assert!(c.checks_run.contains(&"rehash.package-digest".to_string()));
+    }
+
+    #[test]
+    fn package_mismatch_fails() {
+        let mut m = measured();
+        m.package.push(hashed("/r/p.tar.gz", OTHER));
+        let c = check(&card(), &m);
+        let f = of(&c, "rehash.package-digest");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].message.contains("the card records 250b7cd3"));
+        assert_eq!(f[0].pointer.as_deref(), Some("/engine/package/sha256"));
+    }
+
+    #[test]
+    fn full_digest_is_called_full() {
+        let mut cd = card();
+        cd.engine.package.as_mut().expect("package").sha256 = FULL_PKG.into();
+        let mut m = measured();
+        m.package.push(hashed("/r/p.tar.gz", FULL_PKG));
+        let c = check(&cd, &m);
+        assert!(of(&c, "rehash.package-digest")[0]
+            .message
+            .contains("matches the full digest"));
+    }
+
+    #[test]
+    fn malformed_record_is_an_error() {
+        let mut cd = card();
+        cd.engine.package.as_mut().expect("package").sha256 = "250b7".into();
+        let mut m = measured();
+        m.package.push(hashed("/r/p.tar.gz", FULL_PKG));
+        let c = check(&cd, &m);
+        assert_eq!(of(&c, "rehash.package-digest")[0].severity, Severity::Error);
+    }
+
+    #[test]
+    fn binary_member_pass_and_fail() {
+        let mut m = measured();
+        m.binary.push(Hashed {
+            at: Location::file("/r/p.tar.gz").member("tf/tensorfold-native"),
+            sha256: Ok(FULL_BIN.into()),
+        });
+        let c = check(&card(), &m);
+        assert!(errors(&c).is_empty(), "{:?}", errors(&c));
+        assert!(of(&c, "rehash.binary-digest")[0]
+            .message
+            .contains("/r/p.tar.gz!tf/tensorfold-native"));
+        m.binary[0].sha256 = Ok(OTHER.into());
+        let c = check(&card(), &m);
+        assert_eq!(of(&c, "rehash.binary-digest")[0].severity, Severity::Error);
+    }
+
+    #[test]
+    fn unreadable_file_is_an_error() {
+        let mut m = measured();
+        m.binary.push(Hashed {
+            at: Location::file("/r/x"),
+            sha256: Err("permission denied".into()),
+        });
+        let c = check(&card(), &m);
+        let f = of(&c, "rehash.binary-digest");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].message.contains("permission denied"));
+    }
+
+    #[test]
+    fn nothing_found_warns_and_runs_nothing() {
+        let c = check(&card(), &measured());
+        assert!(c.checks_run.is_empty(), "{:?}", c.checks_run);
+        let nf = of(&c, "rehash.not-found");
+        assert_eq!(nf.len(), 4, "{nf:?}");
+        assert!(nf.iter().all(|f| f.severity == Severity::Warning));
+        assert!(nf[0].message.contains("searched /roots"));
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        let mut m = measured();
+        m.missing.push(MissingFile {
+            kind: "nccl".into(),
+            at: Location::file("/nope/libnccl.so.2"),
+            why: "No such file".into(),
+        });
+        let c = check(&card(), &m);
+        let nf: Vec<_> = of(&c, "rehash.not-found")
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .collect();
+        assert_eq!(nf.len(), 1);
+        assert!(nf[0].message.contains("/nope/libnccl.so.2"));
+    }
+
+    fn nccl(box_name: Option<&str>, d: &str, v: NcclVersion) -> NcclSeen {
+        let mut at = Location::file(format!("/{}/libnccl.so.2.30.7", box_name.unwrap_or("here")));
+        at.box_name = box_name.map(String::from);
+        NcclSeen {
+            file: Hashed {
+                at,
+                sha256: Ok(d.into()),
+            },
+            version: v,
+        }
+    }
+
+    #[test]
+    fn nccl_digest_and_version_pass() {
+        let mut m = measured();
+        m.start_line_nccl = Some("2.30.7".into());
+        m.nccl.push(nccl(
+            Some("atom"),
+            FULL_NCCL,
+            NcclVersion::Queried { code: 23007 },
+        ));
+        m.nccl.push(nccl(
+            Some("pgx"),
+            FULL_NCCL,
+            NcclVersion::Queried { code: 23007 },
+        ));
+        let c = check(&card(), &m);
+        assert!(errors(&c).is_empty(), "{:?}", errors(&c));
+        let v = of(&c, "rehash.nccl-version");
+        assert_eq!(v.len(), 2);
+        assert!(v[0].message.contains("2.30.7 (23007)"));
+        assert!(v[0].message.contains("start line"));
+        assert_eq!(of(&c, "rehash.nccl-digest").len(), 2);
+        assert!(of(&c, "rehash.boxes-differ").is_empty());
+        assert!(of(&c, "rehash.not-found")
+            .iter()
+            .all(|f| !f.message.contains("NCCL")));
+    }
+
+    #[test]
+    fn nccl_digest_fails_on_one_box_and_names_it() {
+        let mut m = measured();
+        m.nccl.push(nccl(
+            Some("atom"),
+            FULL_NCCL,
+            NcclVersion::Queried { code: 23007 },
+        ));
+        m.nccl.push(nccl(
+            Some("pgx"),
+            OTHER,
+            NcclVersion::Queried { code: 23007 },
+        ));
+        m.nccl
+            .push(nccl(None, FULL_NCCL, NcclVersion::Queried { code: 23007 }));
+        let c = check(&card(), &m);
+        let d = of(&c, "rehash.nccl-digest");
+        assert_eq!(
+            d.iter().filter(|f| f.severity == Severity::Error).count(),
+            1
+        );
+        assert!(d
+            .iter()
+            .any(|f| f.severity == Severity::Error && f.message.contains("(box pgx)")));
+        let b = of(&c, "rehash.boxes-differ");
+        assert_eq!(b.len(), 1);
+        assert!(b[0].message.contains("2 of 3 copies"), "{}", b[0].message);
+        assert!(
+            b[0].message.contains("(box pgx) has 0000"),
+            "{}",
+            b[0].message
+        );
+        assert!(!b[0].message.contains("(box atom) has"), "{}", b[0].message);
+    }
+
+    #[test]
+    fn nccl_version_fails_against_card_and_start_line() {
+        let mut m = measured();
+        m.start_line_nccl = Some("2.30.7".into());
+        m.nccl.push(nccl(
+            Some("atom"),
+            FULL_NCCL,
+            NcclVersion::Queried { code: 23203 },
+        ));
+        let c = check(&card(), &m);
+        let v = of(&c, "rehash.nccl-version");
+        assert_eq!(v[0].severity, Severity::Error);
+        assert!(v[0].message.contains("2.32.3 (23203)"), "{}", v[0].message);
+        assert!(v[0].message.contains("the card says 2.30.7 (23007)"));
+        assert!(v[0].message.contains("start line reports 2.30.7"));
+    }
+
+    #[test]
+    fn card_and_start_line_disagree() {
+        let mut m = measured();
+        m.start_line_nccl = Some("2.28.3".into());
+        let c = check(&card(), &m);
+        let v = of(&c, "rehash.nccl-version");
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].severity, Severity::Error);
+    }
+
+    #[test]
+    fn nccl_not_queried_is_a_warning_with_the_reason() {
+        let mut m = measured();
+        m.nccl.push(nccl(
+            None,
+            FULL_NCCL,
+            NcclVersion::NotQueried {
+                why: "built for aarch64".into(),
+            },
+        ));
+        let c = check(&card(), &m);
+        let v = of(&c, "rehash.nccl-version");
+        assert_eq!(v[0].severity, Severity::Warning);
+        assert!(v[0].message.contains("not queried: built for aarch64"));
+        m.nccl[0].version = NcclVersion::FromText {
+            version: "2.30.7".into(),
+            why: "built for aarch64".into(),
+        };
+        let c = check(&card(), &m);
+        let v = of(&c, "rehash.nccl-version");
+        assert_eq!(v[0].severity, Severity::Info);
+        assert!(v[0].message.contains("not queried (built for aarch64)"));
+    }
+
+    #[test]
+    fn card_records_different_digests_per_box() {
+        let mut cd = card();
+        cd.nccl.as_mut().expect("nccl").per_box[1].sha256 = "deadbeef".into();
+        let c = check(&cd, &measured());
+        assert_eq!(of(&c, "rehash.boxes-differ")[0].severity, Severity::Error);
+        // A full digest and its published prefix agree.
+        cd.nccl.as_mut().expect("nccl").per_box[1].sha256 = FULL_NCCL.into();
+        let c = check(&cd, &measured());
+        assert!(of(&c, "rehash.boxes-differ").is_empty());
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(nccl_code("2.30.7"), Some(23007));
+        assert_eq!(nccl_code("2.32.3"), Some(23203));
+        assert_eq!(nccl_code("2.30.7-1+cuda13.3"), Some(23007));
+        assert_eq!(nccl_code("2.8.4"), Some(2804));
+        assert_eq!(nccl_code("2.x"), None);
+        assert_eq!(nccl_dotted(23007), "2.30.7");
+        assert_eq!(nccl_dotted(2804), "2.8.4");
+    }
+
+    #[test]
+    fn classes() {
+        assert_eq!(
+            classify("model-00001-of-00083.safetensors", None),
+            FileClass::Weight
+        );
+        assert_eq!(classify("config.json", None), FileClass::Config);
+        assert_eq!(
+            classify("model.safetensors.index.json", None),
+            FileClass::Config
+        );
+        assert_eq!(classify("merges.txt", None), FileClass::Config);
+        assert_eq!(classify("README.md", None), FileClass::Doc);
+        assert_eq!(classify("LICENSE", None), FileClass::Doc);
+        assert_eq!(classify("revision", Some("revision")), FileClass::Marker);
+    }
+
+    fn mf(origin: &str, files: &[(&str, &str)]) -> FileManifest {
+        FileManifest {
+            origin: origin.into(),
+            entries: files
+                .iter()
+                .map(|(p, d)| ManifestEntry {
+                    path: p.to_string(),
+                    sha256: d.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn ckpt(files: &[(&str, &str)], rev: Option<&str>) -> CheckpointSeen {
+        CheckpointSeen {
+            at: Location::file("/m/GLM"),
+            manifest: mf("/m/GLM", files),
+            unreadable: vec![],
+            revision_file: rev.map(|r| RevisionFileSeen::Content(format!("{r}\n"))),
+            hub_revision: None,
+        }
+    }
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn three_shards(readme: &str, config: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("model-00001-of-00003.safetensors", A.to_string()),
+            ("model-00002-of-00003.safetensors", A.to_string()),
+            ("model-00003-of-00003.safetensors", A.to_string()),
+            ("config.json", config.to_string()),
+            ("README.md", readme.to_string()),
+        ]
+    }
+
+    fn as_refs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+        v.iter().map(|(p, d)| (*p, d.as_str())).collect()
+    }
+
+    #[test]
+    fn snapshot_weights_equal_when_only_the_model_card_differs() {
+        // 078455ff vs 76c0b517: same weights and config, another README.
+        let pin = three_shards(A, A);
+        let snap = three_shards(B, A);
+        let mut m = measured();
+        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
+        m.reference = Some(mf("folder of revision 76c0b517", &as_refs(&pin)));
+        let c = check(&card(), &m);
+        let f = of(&c, "rehash.checkpoint-files");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info, "{}", f[0].message);
+        assert!(f[0].message.contains("is weights-equal"));
+        assert!(
+            f[0].message.contains("README.md (doc, changed)"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[0].data["weights_equal"], true);
+    }
+
+    #[test]
+    fn changed_config_breaks_weights_equality_and_is_listed() {
+        let pin = three_shards(A, A);
+        let snap = three_shards(A, B);
+        let mut m = measured();
+        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
+        m.reference = Some(mf("pin", &as_refs(&pin)));
+        let c = check(&card(), &m);
+        let f = of(&c, "rehash.checkpoint-files");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(
+            f[0].message.contains("config.json (config, changed)"),
+            "{}",
+            f[0].message
+        );
+        assert!(!f[0].message.contains("README"));
+    }
+
+    #[test]
+    fn recorded_files_with_prefixes_and_a_missing_shard() {
+        let mut cd = card();
+        cd.checkpoint.files = serde_json::from_value(json!([
+            {"path": "model-00001-of-00003.safetensors", "sha256": "aaaaaaaa"},
+            {"path": "model-00002-of-00003.safetensors", "sha256": A},
+        ]))
+        .expect("files");
+        let mut m = measured();
+        m.checkpoints.push(ckpt(
+            &[("model-00001-of-00003.safetensors", A)],
+            Some("76c0b517"),
+        ));
+        let c = check(&cd, &m);
+        let f = of(&c, "rehash.checkpoint-files");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(
+            f[0].message
+                .contains("model-00002-of-00003.safetensors (weight, missing)"),
+            "{}",
+            f[0].message
+        );
+        let s = of(&c, "rehash.checkpoint-shards");
+        assert_eq!(s[0].severity, Severity::Error);
+        assert!(
+            s[0].message
+                .contains("holds 1 weight shards, the card says 3"),
+            "{}",
+            s[0].message
+        );
+        assert!(
+            s[0].message
+                .contains("2 numbered shards are missing (00002, 00003)"),
+            "{}",
+            s[0].message
+        );
+    }
+
+    #[test]
+    fn shard_count_passes() {
+        let mut m = measured();
+        m.checkpoints
+            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517")));
+        let c = check(&card(), &m);
+        let s = of(&c, "rehash.checkpoint-shards");
+        assert_eq!(s[0].severity, Severity::Info);
+        assert!(errors(&c).is_empty(), "{:?}", errors(&c));
+    }
+
+    #[test]
+    fn revision_file_pass_and_fail() {
+        let mut m = measured();
+        m.checkpoints
+            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517f00d")));
+        let c = check(&card(), &m);
+        assert_eq!(of(&c, "rehash.revision-file")[0].severity, Severity::Info);
+        m.checkpoints[0].revision_file = Some(RevisionFileSeen::Content("078455ff".into()));
+        let c = check(&card(), &m);
+        let r = of(&c, "rehash.revision-file");
+        assert_eq!(r[0].severity, Severity::Error);
+        assert!(r[0].message.contains("names '078455ff'"));
+        m.checkpoints[0].revision_file = Some(RevisionFileSeen::Missing);
+        let c = check(&card(), &m);
+        assert_eq!(of(&c, "rehash.revision-file")[0].severity, Severity::Error);
+    }
+
+    #[test]
+    fn hand_written_marker_over_a_snapshot_is_said() {
+        let mut cd = card();
+        cd.checkpoint.snapshot = Some("078455ff".into());
+        let mut m = measured();
+        m.checkpoints
+            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517")));
+        m.checkpoints[0].hub_revision = Some("078455ff0123456789abcdef0123456789abcdef".into());
+        let c = check(&cd, &m);
+        let r = of(&c, "rehash.revision-file");
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(r[0].message.contains("snapshot 078455ff"));
+        m.checkpoints[0].hub_revision = Some("11111111aaaa".into());
+        let c = check(&cd, &m);
+        assert!(of(&c, "rehash.revision-file")
+            .iter()
+            .any(|f| f.severity == Severity::Error));
+    }
+
+    #[test]
+    fn checkpoints_on_two_boxes_differ() {
+        let mut m = measured();
+        m.checkpoints
+            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517")));
+        let mut other = ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517"));
+        other.manifest.entries[1].sha256 = B.into();
+        other.at = other.at.on("pgx");
+        m.checkpoints.push(other);
+        let c = check(&card(), &m);
+        let b = of(&c, "rehash.boxes-differ");
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].severity, Severity::Error);
+        assert!(b[0].message.contains("model-00002-of-00003.safetensors"));
+        assert!(b[0].message.contains("(box pgx)"));
+    }
+
+    #[test]
+    fn bundle_files() {
+        let mut m = measured();
+        m.bundle_files.push(BundleFileSeen {
+            path: "card.json".into(),
+            recorded: Some(A.into()),
+            published: true,
+            sha256: Some(Ok(A.into())),
+        });
+        m.bundle_files.push(BundleFileSeen {
+            path: "speed/x.json".into(),
+            recorded: Some(A.into()),
+            published: true,
+            sha256: Some(Ok(B.into())),
+        });
+        m.bundle_files.push(BundleFileSeen {
+            path: "gone.json".into(),
+            recorded: Some(A.into()),
+            published: true,
+            sha256: None,
+        });
+        let c = check(&card(), &m);
+        let d = of(&c, "rehash.bundle-file-digest");
+        assert_eq!(
+            d.iter().filter(|f| f.severity == Severity::Error).count(),
+            1
+        );
+        assert!(d.iter().any(|f| f.message.starts_with("1 raw files")));
+        assert!(of(&c, "rehash.not-found")
+            .iter()
+            .any(|f| f.file.as_deref() == Some("gone.json")));
+    }
+
+    #[test]
+    fn revisions() {
+        assert!(same_revision("76c0b517", "76c0b517abcdef"));
+        assert!(!same_revision("76c0b51", "76c0b527"));
+        assert!(!same_revision("76c0", "76c0b517"));
+        assert!(!same_revision("", ""));
+    }
+
+    #[test]
+    fn ids_are_in_the_catalogue() {
+        let c = check(&card(), &measured());
+        for f in &c.findings {
+            assert!(
+                CHECKS.iter().any(|k| k.id == f.check),
+                "{} not in CHECKS",
+                f.check
+            );
+        }
+    }
+}

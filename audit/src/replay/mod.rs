@@ -1,0 +1,1195 @@
+//! `replay.*`: a recorded bundle compared, figure by figure, with its replay (the same contracts
+//! measured again on an engine `rigaudit replay` launched).
+//!
+//! # Definitions
+//!
+//! Speed rows carry the keys and definitions of [`crate::speed`]: `decode`, `decode.<prompt>`,
+//! `prefill.<depth>`, `ttft.<depth>`, `conc_total.<level>`, `conc_per_request.<level>`,
+//! `ctx_decode.<depth>`, `ctx_prefill.<depth>` and `l1_decode`. On each side:
+//! - the figure (`recorded`, `replayed`) is the one [`crate::speed::recompute`] derives from the
+//!   per-request records (the median over runs, the mean over prompts for `decode`, the last run
+//!   for `l1_decode`);
+//! - the samples are one value per counted (not warm-up) run: the decode rate of each run of a
+//!   prompt, for `decode` the mean over the prompts of each run, the prefill rate and TTFT of each
+//!   run at a depth, the total and per-request rate of each round of a level, the rates of each
+//!   context-step run and of each long-answer run;
+//! - a side whose speed result has no per-request record of the step but a figure in its `values`
+//!   has that single value;
+//! - the contract is the side's own, else the other side's (a replay measures with the recorded
+//!   contracts).
+//!
+//! `change_pct` = 100 (replayed - recorded) / recorded; `direction` is `up` or `down` by its sign.
+//!
+//! Quality rows are keyed `quality.<test>.pct`: right / answered questions in percent, over the
+//! questions the server answered (from the answers file's tally; without one, from the summary's
+//! total less its `errors`). A refused request is neither right nor wrong.
+//!
+//! # Decision rule
+//!
+//! - **Not comparable**: the step is invalid on a side: every counted request refused or failed,
+//!   the step marked as not fitting the window or not sent, counted runs served with cached prompt
+//!   tokens, decode replies cut before their cap, or nothing measured there. The reason names the
+//!   side(s), with status and error text. A quality test with no answered question on a side is not
+//!   comparable.
+//! - **Speed**: with fewer than [`Tolerance::min_runs`] samples on a side, or only a headline
+//!   figure, the row is *inconclusive* (the reason names the side and the size of the move).
+//!   Otherwise Welch's t-test (Welch–Satterthwaite degrees of freedom, two-sided p from Student's
+//!   t) decides: *drifted* when p < [`Tolerance::alpha`] **and** |change| > [`Tolerance::rel_floor`],
+//!   else *reproduced*. The floor is the larger of [`Tolerance::rel_floor`] and
+//!   [`Tolerance::noise_factor`] times the larger side's run-to-run CV. With no spread on either side the test is not run: equal means are
+//!   reproduced, different ones are decided by the floor alone.
+//! - **Quality**: the pooled two-proportion z-test over answered questions; *drifted* when
+//!   p < alpha, else *reproduced* (no floor; the why gives the move in points).
+//! - **Hardware**: when the two cards' hardware differs (accelerator, box count, box models,
+//!   description), or [`Tolerance::same_hardware`] says so, speed rows are `informational` and a
+//!   drifted speed row is reported at info severity.
+//! - **Setup**: the servers' window and slots (error) and sampling defaults and engine version
+//!   (warning), as their start lines and `/v1/models` say, must agree.
+
+use crate::bundle::{Bundle, Loaded, QualityTest};
+use crate::check::Check;
+use crate::records::card::{Card, Hardware};
+use crate::records::speed::{SpeedRequest, SpeedResult};
+use crate::report::{Finding, Severity};
+use crate::speed::{counted, recompute, samples};
+use crate::startline;
+use crate::stats::{two_proportion_p, welch_p};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use crate::verdict::{Comparison, Inconclusive, ReplayVerdict};
+
+mod confirm;
+mod failed;
+mod quality;
+mod setup;
+mod speed;
+
+pub use confirm::{confirm, keys_to_confirm, pool};
+pub use failed::failed_steps;
+use quality::*;
+use setup::*;
+use speed::*;
+
+/// Which part of a replay reports a row: the comparison of the two bundles ([`compare`]), the
+/// steps the replayed run failed ([`failed_steps`]), or the replay command itself (what it did,
+/// whether it could run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// [`compare`] (and [`confirm`]).
+    Compare,
+    /// [`failed_steps`].
+    FailedSteps,
+    /// The `replay` command.
+    Command,
+}
+
+/// `replay.drifted`.
+pub const DRIFTED: Check<Part> = Check {
+    id: "replay.drifted",
+    severity: Severity::Error,
+    doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
+    run: Part::Compare,
+};
+
+/// `replay.inconclusive`.
+pub const INCONCLUSIVE: Check<Part> = Check {
+    id: "replay.inconclusive",
+    severity: Severity::Info,
+    doc:
+        "A replayed figure could not be tested: too few runs on a side, or only a headline figure.",
+    run: Part::Compare,
+};
+
+/// `replay.not-comparable`.
+pub const NOT_COMPARABLE: Check<Part> = Check {
+    id: "replay.not-comparable",
+    severity: Severity::Warning,
+    doc: "A figure cannot be compared: its step is invalid or missing on a side (refused, not fitting the window, cached tokens, cut replies).",
+    run: Part::Compare,
+};
+
+/// `replay.hardware-differs`.
+pub const HARDWARE_DIFFERS: Check<Part> = Check {
+    id: "replay.hardware-differs",
+    severity: Severity::Warning,
+    doc: "The replay ran on other hardware than the recorded card names; its speed rows are informational.",
+    run: Part::Compare,
+};
+
+/// `replay.setup-differs`.
+pub const SETUP_DIFFERS: Check<Part> = Check {
+    id: "replay.setup-differs",
+    severity: Severity::Error,
+    doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
+    run: Part::Compare,
+};
+
+/// `replay.not-run`.
+pub const NOT_RUN: Check<Part> = Check {
+    id: "replay.not-run",
+    severity: Severity::Error,
+    doc: "The replay could not run: the recorded command, its executable or the engine failed before anything was measured.",
+    run: Part::Command,
+};
+
+/// `replay.note`.
+pub const NOTE: Check<Part> = Check {
+    id: "replay.note",
+    severity: Severity::Info,
+    doc: "What the replay did: placeholders it filled, how the executable's digest compared, how the engine stopped.",
+    run: Part::Command,
+};
+
+/// `replay.step-failed`.
+pub const STEP_FAILED: Check<Part> = Check {
+    id: "replay.step-failed",
+    severity: Severity::Error,
+    doc: "A step the recorded run answered got no answer on replay (engine exited, hung, HTTP 5xx, malformed stream), or the replay stopped before its end.",
+    run: Part::FailedSteps,
+};
+
+/// `replay.*` checks.
+pub const CHECKS: &[Check<Part>] = &[
+    DRIFTED,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    HARDWARE_DIFFERS,
+    SETUP_DIFFERS,
+    NOT_RUN,
+    NOTE,
+    STEP_FAILED,
+];
+
+/// How [`compare`] decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// A speed figure that moves by less than this share (0.10 = 10 %) is never drift.
+    pub rel_floor: f64,
+    /// Significance level of the tests.
+    pub alpha: f64,
+    /// The fewest samples a side needs for Welch's test.
+    pub min_runs: usize,
+    /// Whether both sides ran on the same hardware; `None` decides from the two cards.
+    pub same_hardware: Option<bool>,
+    /// The floor grows with the runs' own spread: a move within this many times the larger
+    /// side's run-to-run coefficient of variation is noise, whatever the test says (runs of one
+    /// session share its conditions, so Welch's test alone underrates the spread between
+    /// sessions).
+    pub noise_factor: f64,
+    /// The highest floor a row may be judged with (0.25 = 25 %): a floor above it means the runs
+    /// are too noisy to tell drift from noise, and the row is inconclusive, never reproduced.
+    pub max_floor: f64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance {
+            rel_floor: 0.10,
+            alpha: 0.05,
+            min_runs: 3,
+            same_hardware: None,
+            noise_factor: 2.0,
+            max_floor: 0.25,
+        }
+    }
+}
+
+/// What [`compare`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Compared {
+    /// One row per compared figure: speed rows first, then quality rows.
+    pub rows: Vec<Comparison>,
+    /// Findings (`replay.*`), each with its row or values as `data`.
+    pub findings: Vec<Finding>,
+    /// Ids of the checks that had what they needed and ran.
+    pub checks_run: Vec<String>,
+}
+
+/// The finding a row gives, if any: drift (info when informational), inconclusive, not
+/// comparable; the row itself as `data`.
+fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
+    let (check, severity, tail) = match row.verdict {
+        ReplayVerdict::Reproduced => return None,
+        ReplayVerdict::Drifted if row.informational => (
+            DRIFTED.id,
+            Severity::Info,
+            " (measured on other hardware, so for information only)",
+        ),
+        ReplayVerdict::Drifted => (DRIFTED.id, Severity::Error, ""),
+        ReplayVerdict::Inconclusive => (INCONCLUSIVE.id, Severity::Info, ""),
+        ReplayVerdict::NotComparable => (NOT_COMPARABLE.id, Severity::Warning, ""),
+    };
+    let mut f = Finding::new(check, severity, format!("{}: {}{tail}", row.key, row.why))
+        .data(serde_json::to_value(row).unwrap_or_default());
+    if let Some(file) = file {
+        f = f.file(file);
+    }
+    Some(f)
+}
+
+/// Compares a recorded bundle with its replay: one [`Comparison`] per speed figure and quality
+/// test, and `replay.*` findings for drift, inconclusive and not comparable rows, other hardware
+/// and a different server setup. See the module docs for the definitions and the decision rule.
+pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compared {
+    let mut ran: BTreeSet<&'static str> = BTreeSet::new();
+    let mut findings = Vec::new();
+    let cards = (recorded.card.as_ref(), replayed.card.as_ref());
+    if (cards.0.is_some() && cards.1.is_some()) || opts.same_hardware.is_some() {
+        ran.insert(HARDWARE_DIFFERS.id);
+    }
+    let differs = hardware(cards, opts, &mut findings);
+    if let (Some(a), Some(b)) = (&recorded.speed_result, &replayed.speed_result) {
+        ran.insert(SETUP_DIFFERS.id);
+        setup(a, b, &mut findings);
+    }
+    let mut rows = speed_rows(recorded, replayed, opts, differs);
+    rows.extend(quality_rows(recorded, replayed, opts));
+    if !rows.is_empty() {
+        ran.extend([DRIFTED.id, INCONCLUSIVE.id, NOT_COMPARABLE.id]);
+    }
+    findings.extend(
+        rows.iter()
+            .filter_map(|(row, file)| row_finding(row, file.as_deref())),
+    );
+    Compared {
+        rows: rows.into_iter().map(|(r, _)| r).collect(),
+        findings,
+        checks_run: ran.into_iter().map(String::from).collect(),
+    }
+}
+
+/// Whether the two sides ran on other hardware (as the cards say, or as told), with a
+/// `replay.hardware-differs` finding when so.
+fn hardware(
+    cards: (Option<&Loaded<Card>>, Option<&Loaded<Card>>),
+    opts: &Tolerance,
+    findings: &mut Vec<Finding>,
+) -> bool {
+    let keys = match cards {
+        (Some(a), Some(b)) => Some((hw_key(&a.value.hardware), hw_key(&b.value.hardware))),
+        _ => None,
+    };
+    let what_differs: Vec<String> = keys
+        .as_ref()
+        .map(|(a, b)| hardware_differences(a, b))
+        .unwrap_or_default();
+    let differs = match opts.same_hardware {
+        Some(same) => !same,
+        None => !what_differs.is_empty(),
+    };
+    if !differs {
+        return false;
+    }
+    let message = match &keys {
+        Some((a, b)) => format!(
+            "recorded on {} but replayed on {} ({}); speed rows are informational",
+            a.text(),
+            b.text(),
+            if what_differs.is_empty() {
+                "as told".to_string()
+            } else {
+                what_differs.join("; ")
+            }
+        ),
+        None => "the replay ran on other hardware than the record (as told); speed rows are informational".to_string(),
+    };
+    let mut f = Finding::new(HARDWARE_DIFFERS.id, Severity::Warning, message).data(
+        json!({"recorded": keys.as_ref().map(|k| &k.0), "replayed": keys.as_ref().map(|k| &k.1)}),
+    );
+    if let Some(c) = cards.1 {
+        f = f.file(&c.path).pointer("/hardware");
+    }
+    findings.push(f);
+    true
+}
+
+/// One row per speed key either side has, in family order, with the replayed (else recorded)
+/// speed result's path; informational on other hardware.
+fn speed_rows(
+    recorded: &Bundle,
+    replayed: &Bundle,
+    opts: &Tolerance,
+    informational: bool,
+) -> Vec<(Comparison, Option<String>)> {
+    let mut rows = Vec::new();
+    let rec = SpeedSide::new(recorded, replayed);
+    let rep = SpeedSide::new(replayed, recorded);
+    if rec.loaded.is_none() && rep.loaded.is_none() {
+        return rows;
+    }
+    let file = rep.loaded.or(rec.loaded).map(|l| l.path.clone());
+    for key in rec.keys().union(&rep.keys()) {
+        let Some(step) = step_of(key) else { continue };
+        let mut row = speed_row(key, rec.measure(key, &step), rep.measure(key, &step), opts);
+        row.informational = informational;
+        rows.push((row, file.clone()));
+    }
+    rows.sort_by_key(|a| order(&a.0.key));
+    rows
+}
+
+/// One row per quality test either side has (recorded order first), with the answers (else
+/// summary) path.
+fn quality_rows(
+    recorded: &Bundle,
+    replayed: &Bundle,
+    opts: &Tolerance,
+) -> Vec<(Comparison, Option<String>)> {
+    let mut tests: Vec<&str> = recorded.quality.iter().map(|t| t.test.as_str()).collect();
+    for t in &replayed.quality {
+        if !tests.contains(&t.test.as_str()) {
+            tests.push(&t.test);
+        }
+    }
+    tests
+        .into_iter()
+        .map(|test| {
+            let a = recorded.quality.iter().find(|t| t.test == test);
+            let b = replayed.quality.iter().find(|t| t.test == test);
+            let file = b.or(a).and_then(|t| {
+                t.answers
+                    .as_ref()
+                    .map(|l| l.path.clone())
+                    .or(t.summary.as_ref().map(|l| l.path.clone()))
+            });
+            (quality_row(test, a, b, opts), file)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::speed::{FitRow, ServerSeen, SpeedContract};
+    use crate::records::{AnswerTally, AnswerView, Card, Manifest};
+
+    fn manifest() -> Manifest {
+        serde_json::from_value(json!({
+            "format": "rigaudit-bundle/1", "id": "t", "title": "t",
+            "setup": {"engine": "e", "checkpoint": "c", "hardware": "h"},
+            "files": []
+        }))
+        .expect("test manifest")
+    }
+
+    fn contract(depths: &[u64]) -> SpeedContract {
+        serde_json::from_value(json!({
+            "parts": ["decode", "prefill"], "model": "m", "prompt_ids": ["code"],
+            "runs": 3, "warmups": 0, "max_tokens": 101,
+            "prefill": {"depths": depths, "runs": 3, "max_tokens": 1},
+            "sampling": {}, "server": {"slots": 1, "window": 2048}
+        }))
+        .expect("test contract")
+    }
+
+    fn base(step: &str) -> SpeedRequest {
+        SpeedRequest {
+            step: step.into(),
+            prompt_id: None,
+            run: None,
+            warmup: false,
+            depth: None,
+            level: None,
+            round: None,
+            prompt_tokens: Some(50),
+            prompt_tokens_source: "usage".into(),
+            completion_tokens: Some(101),
+            completion_tokens_source: "usage".into(),
+            max_tokens: 101,
+            finish_reason: Some("length".into()),
+            sent_s: 0.0,
+            first_token_s: Some(0.5),
+            end_s: Some(1.5),
+            cached_tokens: Some(0),
+            status: 200,
+            error: None,
+            words: None,
+            chars: None,
+            server_timings: None,
+        }
+    }
+
+    /// Decode runs of prompt `code` at these rates (100 tokens after the first).
+    fn decode(rates: &[f64]) -> Vec<SpeedRequest> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| SpeedRequest {
+                prompt_id: Some("code".into()),
+                run: Some(i as u32 + 1),
+                end_s: Some(0.5 + 100.0 / r),
+                ..base("decode")
+            })
+            .collect()
+    }
+
+    /// Prefill runs at a depth with these TTFTs.
+    fn prefill(depth: u64, ttfts: &[f64]) -> Vec<SpeedRequest> {
+        ttfts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| SpeedRequest {
+                run: Some(i as u32 + 1),
+                depth: Some(depth),
+                prompt_tokens: Some(depth),
+                completion_tokens: Some(1),
+                max_tokens: 1,
+                first_token_s: Some(*t),
+                end_s: Some(t + 0.01),
+                ..base("prefill")
+            })
+            .collect()
+    }
+
+    fn refused(depth: u64, runs: u32) -> Vec<SpeedRequest> {
+        (1..=runs)
+            .map(|run| SpeedRequest {
+                run: Some(run),
+                depth: Some(depth),
+                prompt_tokens: Some(depth),
+                completion_tokens: None,
+                max_tokens: 1,
+                finish_reason: None,
+                first_token_s: None,
+                end_s: None,
+                status: 400,
+                error: Some("maximum context length is 2048 tokens".into()),
+                ..base("prefill")
+            })
+            .collect()
+    }
+
+    fn result(requests: Vec<SpeedRequest>, window: u64, start: &str) -> SpeedResult {
+        SpeedResult {
+            run: "r".into(),
+            started: "2026-01-01T00:00:00Z".into(),
+            ended: "2026-01-01T01:00:00Z".into(),
+            server: ServerSeen {
+                start_lines: vec![start.to_string()],
+                models: json!({"data": [{"id": "m", "max_model_len": window}]}),
+            },
+            requests,
+            drafts: vec![],
+            fits: vec![],
+            values: BTreeMap::new(),
+            load_guard: None,
+        }
+    }
+
+    fn loaded<T>(path: &str, value: T) -> Loaded<T> {
+        Loaded {
+            path: path.into(),
+            published: true,
+            reconstructed: false,
+            value,
+        }
+    }
+
+    fn bundle(speed: Option<SpeedResult>, depths: &[u64], quality: Vec<QualityTest>) -> Bundle {
+        Bundle {
+            manifest: manifest(),
+            card: None,
+            speed_contract: Some(loaded("speed/contract.json", contract(depths))),
+            speed_result: speed.map(|r| loaded("speed/result.json", r)),
+            quality,
+            fit: None,
+            files: Vec::new(),
+        }
+    }
+
+    const START: &str = "rigaudit-engine version=0.1.0 streams=1 window=2048";
+
+    fn speed_bundle(decode_rates: &[f64], ttfts: &[f64]) -> Bundle {
+        let mut reqs = decode(decode_rates);
+        reqs.extend(prefill(512, ttfts));
+        bundle(Some(result(reqs, 2048, START)), &[512], vec![])
+    }
+
+    fn card(description: &str, accelerator: &str, boxes: usize) -> Card {
+        let boxes: Vec<serde_json::Value> = (0..boxes)
+            .map(|i| json!({"name": format!("box-{i}"), "model": accelerator, "rank": i}))
+            .collect();
+        serde_json::from_value(json!({
+            "hardware": {"description": description, "boxes": boxes, "accelerator": accelerator},
+            "engine": {"name": "rigaudit-engine"},
+            "checkpoint": {"repo": "o/m", "revision": "abc"},
+            "ranks": 1,
+            "commands": [],
+            "sampling": {"defaults": {}, "defaults_source": "x"},
+            "measured": "2026-01-01T00:00:00Z"
+        }))
+        .expect("test card")
+    }
+
+    /// A quality test whose answers file has `total` records, the first `answered` answered (the
+    /// rest refused with HTTP 400), the first `right` right.
+    fn quality(test: &str, total: u64, answered: u64, right: u64) -> QualityTest {
+        let mut tally = AnswerTally::default();
+        for i in 0..total {
+            let id = format!("q{i}");
+            let ok = i < answered;
+            tally.add(
+                AnswerView {
+                    id: &id,
+                    prompt_tokens: Some(3000),
+                    max_tokens: 100,
+                    status: if ok { 200 } else { 400 },
+                    error: (!ok).then_some("maximum context length is 2048 tokens"),
+                    finish_reason: ok.then_some("stop"),
+                    extracted: None,
+                    gold: None,
+                    correct: ok && i < right,
+                },
+                i + 1,
+            );
+        }
+        tally.finish();
+        QualityTest {
+            test: test.into(),
+            contract: None,
+            summary: None,
+            answers: Some(loaded(&format!("quality/{test}.answers.jsonl"), tally)),
+            answers_listed: None,
+        }
+    }
+
+    fn row<'a>(c: &'a Compared, key: &str) -> &'a Comparison {
+        c.rows
+            .iter()
+            .find(|r| r.key == key)
+            .unwrap_or_else(|| panic!("no row {key} in {:#?}", c.rows))
+    }
+
+    fn of<'a>(c: &'a Compared, id: &str) -> Vec<&'a Finding> {
+        c.findings.iter().filter(|f| f.check == id).collect()
+    }
+
+    const REC: &[f64] = &[28.0, 28.2, 27.9, 28.1];
+    const TTFT: &[f64] = &[0.50, 0.51, 0.49, 0.50];
+
+    fn of_check<'a>(c: &'a Compared, check: &str) -> Vec<&'a Finding> {
+        c.findings.iter().filter(|f| f.check == check).collect()
+    }
+
+    #[test]
+    fn a_side_with_a_30_pct_cv_is_too_noisy_never_reproduced() {
+        // Recorded runs with a CV of about 30 %: the floor (2 x 30 %) is above the 25 % ceiling.
+        let noisy = [20.0, 28.0, 40.0, 22.0, 35.0];
+        let cv = crate::stats::cv_pct(&noisy).unwrap();
+        assert!(cv > 25.0 && cv < 35.0, "{cv}");
+        for replay in [
+            noisy.to_vec(),
+            vec![28.0, 28.1, 27.9, 28.0, 28.2],
+            vec![14.0; 5],
+        ] {
+            let a = speed_bundle(&noisy, TTFT);
+            let b = speed_bundle(&replay, TTFT);
+            let c = compare(&a, &b, &Tolerance::default());
+            let r = row(&c, "decode.code");
+            assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+            assert_eq!(r.inconclusive, Some(Inconclusive::TooNoisy));
+            assert!(r.why.starts_with("too noisy (CV "), "{}", r.why);
+            assert!(r.why.contains("on the recorded side"), "{}", r.why);
+        }
+        // A higher ceiling lets the same runs be judged.
+        let loose = Tolerance {
+            max_floor: 1.0,
+            ..Tolerance::default()
+        };
+        let c = compare(
+            &speed_bundle(&noisy, TTFT),
+            &speed_bundle(&noisy, TTFT),
+            &loose,
+        );
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    fn guard(steps: &[(&str, u32, u32, bool)]) -> crate::records::speed::LoadGuard {
+        serde_json::from_value(json!({
+            "rule": {"threshold_pct": 25.0, "consecutive": 2, "interval_s": 0.5},
+            "samples": 40,
+            "steps": steps.iter().map(|(s, t, run, kept)| json!({
+                "step": s, "try": t, "longest_run_over": run, "peak_pct": 97.0,
+                "peak_process": "yes", "kept": kept
+            })).collect::<Vec<_>>()
+        }))
+        .expect("guard")
+    }
+
+    #[test]
+    fn a_step_kept_under_foreign_load_is_inconclusive_never_drifted() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.5).collect();
+        let a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(&slow, TTFT);
+        b.speed_result.as_mut().unwrap().value.load_guard = Some(guard(&[
+            ("decode/code/1", 1, 4, false),
+            ("decode/code/1", 2, 3, false),
+            ("decode/code/1", 3, 5, true),
+            ("prefill/512/1", 1, 0, true),
+        ]));
+        let c = compare(&a, &b, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+        assert_eq!(r.inconclusive, Some(Inconclusive::ForeignLoad));
+        assert!(
+            r.why.starts_with("foreign load: on the replayed side"),
+            "{}",
+            r.why
+        );
+        assert!(r.why.contains("yes at 97 %"), "{}", r.why);
+        assert!(of_check(&c, "replay.drifted").is_empty());
+        // A thrown-away try that was repeated quietly disturbs nothing.
+        let mut q = speed_bundle(REC, TTFT);
+        q.speed_result.as_mut().unwrap().value.load_guard = Some(guard(&[
+            ("decode/code/1", 1, 4, false),
+            ("decode/code/1", 2, 0, true),
+        ]));
+        let c = compare(&a, &q, &Tolerance::default());
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn a_drift_stands_only_when_the_confirming_session_drifts_the_same_way() {
+        let a = speed_bundle(REC, TTFT);
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.6).collect();
+        let slow_ttft: Vec<f64> = TTFT.iter().map(|t| t * 1.5).collect();
+        let first_b = speed_bundle(&slow, &slow_ttft);
+        let mut first = compare(&a, &first_b, &Tolerance::default());
+        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
+        assert_eq!(row(&first, "ttft.512").verdict, ReplayVerdict::Drifted);
+        // The second session repeats the decode drift but not the TTFT one.
+        let second_b = speed_bundle(&slow, TTFT);
+        let second = compare(&a, &second_b, &Tolerance::default());
+        confirm(&mut first, &second, None);
+        let d = row(&first, "decode.code");
+        assert_eq!(d.verdict, ReplayVerdict::Drifted);
+        assert!(d.why.contains("confirmed by a second session"), "{}", d.why);
+        let t = row(&first, "ttft.512");
+        assert_eq!(t.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(t.inconclusive, Some(Inconclusive::SessionsDisagree));
+        assert!(
+            t.why.contains("+50.0 %") && t.why.contains("+0.0 %"),
+            "{}",
+            t.why
+        );
+        let drifted: Vec<_> = of_check(&first, "replay.drifted")
+            .into_iter()
+            .filter(|f| f.data["key"] == "ttft.512")
+            .collect();
+        assert!(drifted.is_empty(), "{:?}", first.findings);
+        assert!(of_check(&first, "replay.inconclusive")
+            .iter()
+            .any(|f| f.message.starts_with("ttft.512")));
+    }
+
+    #[test]
+    fn a_noisy_row_is_judged_again_over_both_sessions_runs() {
+        // Replay runs of one session with a CV of about 15 % (floor 30 %): too noisy.
+        let a = speed_bundle(&[28.0, 28.1, 27.9, 28.0, 28.2, 28.0], TTFT);
+        let noisy = [22.0, 28.0, 34.0];
+        let b = speed_bundle(&noisy, TTFT);
+        let mut first = compare(&a, &b, &Tolerance::default());
+        assert_eq!(
+            row(&first, "decode.code").inconclusive,
+            Some(Inconclusive::TooNoisy)
+        );
+        assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
+        // A quiet second session: pooled, the spread falls below the ceiling.
+        let quiet = speed_bundle(
+            &[28.0, 28.1, 27.9, 28.0, 28.1, 27.9, 28.0, 28.0, 28.1],
+            TTFT,
+        );
+        let second = compare(&a, &quiet, &Tolerance::default());
+        let both = pool(&b, &quiet);
+        assert_eq!(
+            both.speed_result.as_ref().unwrap().value.requests.len(),
+            b.speed_result.as_ref().unwrap().value.requests.len()
+                + quiet.speed_result.as_ref().unwrap().value.requests.len()
+        );
+        let pooled = compare(&a, &both, &Tolerance::default());
+        confirm(&mut first, &second, Some(&pooled));
+        let r = row(&first, "decode.code");
+        assert_eq!(r.n_replayed, 12);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
+        assert!(r.why.contains("two sessions pooled"), "{}", r.why);
+    }
+
+    #[test]
+    fn identical_samples_are_reproduced() {
+        let a = speed_bundle(REC, TTFT);
+        let c = compare(&a, &a.clone(), &Tolerance::default());
+        let keys: Vec<&str> = c.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["decode", "decode.code", "prefill.512", "ttft.512"]);
+        for r in &c.rows {
+            assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{r:?}");
+            assert_eq!(r.test, "welch");
+            assert!(r.p_value.unwrap() > 0.99, "{r:?}");
+            assert_eq!(r.change_pct, Some(0.0));
+            assert!(r.why.starts_with("did not move"), "{}", r.why);
+            assert_eq!(r.n_recorded, 4);
+            assert!(!r.informational);
+        }
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        for id in ["replay.drifted", "replay.setup-differs"] {
+            assert!(c.checks_run.iter().any(|x| x == id), "{:?}", c.checks_run);
+        }
+        // No cards and no word from the caller: the hardware check had nothing to run on.
+        assert!(!c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    #[test]
+    fn thirty_percent_slower_is_drift_down() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.7).collect();
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&slow, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert_eq!(r.direction.as_deref(), Some("down"));
+        assert!((r.change_pct.unwrap() + 30.0).abs() < 0.01, "{r:?}");
+        assert!(r.p_value.unwrap() < 0.001);
+        assert_eq!(row(&c, "decode").verdict, ReplayVerdict::Drifted);
+        // Prefill did not move.
+        assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
+        let f = of(&c, "replay.drifted");
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.severity == Severity::Error));
+        assert!(
+            f[1].message.starts_with("decode.code: moved -30.0 %"),
+            "{}",
+            f[1].message
+        );
+        assert_eq!(f[1].data["verdict"], "drifted");
+        assert_eq!(f[1].file.as_deref(), Some("speed/result.json"));
+    }
+
+    #[test]
+    fn small_significant_move_under_the_floor_is_reproduced() {
+        let rec = [28.0, 28.05, 27.95, 28.0, 28.02];
+        let rep: Vec<f64> = rec.iter().map(|r| r * 0.97).collect();
+        let c = compare(
+            &speed_bundle(&rec, TTFT),
+            &speed_bundle(&rep, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert!(r.p_value.unwrap() < 0.05, "{r:?}");
+        assert!((r.change_pct.unwrap() + 3.0).abs() < 0.01);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(r.why.contains("within the 10 % floor"), "{}", r.why);
+        assert!(of(&c, "replay.drifted").is_empty());
+        // With a 1 % floor the same move is drift.
+        let tight = Tolerance {
+            rel_floor: 0.01,
+            ..Tolerance::default()
+        };
+        let c = compare(&speed_bundle(&rec, TTFT), &speed_bundle(&rep, TTFT), &tight);
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+    }
+
+    #[test]
+    fn two_runs_are_inconclusive_with_the_reason() {
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&REC[..2], TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(r.n_replayed, 2);
+        assert_eq!(r.test, "none");
+        assert_eq!(r.p_value, None);
+        assert_eq!(
+            r.why,
+            "2 runs on the replayed side; Welch's test needs at least 3"
+        );
+        let f = of(&c, "replay.inconclusive");
+        assert!(f.iter().all(|f| f.severity == Severity::Info));
+        assert!(f
+            .iter()
+            .any(|f| f.message.starts_with("decode.code: 2 runs")));
+        // A large move on too few runs is still inconclusive, and says how large.
+        let slow = [19.6, 19.7];
+        let c = compare(
+            &speed_bundle(REC, TTFT),
+            &speed_bundle(&slow, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!(
+            r.why,
+            "2 runs on the replayed side; Welch's test needs at least 3; the figure moved -29.9 %, beyond the 10 % floor"
+        );
+    }
+
+    #[test]
+    fn headline_only_side_is_inconclusive() {
+        let mut b = speed_bundle(&[], TTFT);
+        let r = b.speed_result.as_mut().unwrap();
+        r.value.values.insert("decode.code".into(), Some(28.0));
+        let c = compare(&b, &speed_bundle(REC, TTFT), &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
+        assert_eq!((r.n_recorded, r.recorded), (1, Some(28.0)));
+        assert!(
+            r.why
+                .starts_with("only a headline figure on the recorded side"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn no_spread_decides_by_the_floor() {
+        let same = [28.0, 28.0, 28.0];
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&same, TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(r.p_value.is_none() && r.change_pct.unwrap().abs() < 1e-9);
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&[20.0, 20.0, 20.0], TTFT),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert!(r.why.contains("no spread"), "{}", r.why);
+        assert!(serde_json::to_string(&c.rows)
+            .unwrap()
+            .find("NaN")
+            .is_none());
+        let c = compare(
+            &speed_bundle(&same, TTFT),
+            &speed_bundle(&[27.0, 27.0, 27.0], TTFT),
+            &Tolerance::default(),
+        );
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn step_refused_on_both_sides_is_not_comparable() {
+        let side = || {
+            let mut reqs = decode(REC);
+            reqs.extend(prefill(512, TTFT));
+            reqs.extend(refused(4096, 3));
+            bundle(Some(result(reqs, 2048, START)), &[512, 4096], vec![])
+        };
+        let c = compare(&side(), &side(), &Tolerance::default());
+        for key in ["prefill.4096", "ttft.4096"] {
+            let r = row(&c, key);
+            assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+            assert_eq!(
+                r.why,
+                "every counted request refused on both sides (HTTP 400: maximum context length is 2048 tokens)"
+            );
+            assert_eq!((r.recorded, r.replayed), (None, None));
+        }
+        assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
+        let f = of(&c, "replay.not-comparable");
+        assert_eq!(f.len(), 2);
+        assert!(f.iter().all(|f| f.severity == Severity::Warning));
+    }
+
+    #[test]
+    fn step_that_does_not_fit_is_not_comparable() {
+        let mut rec_reqs = decode(REC);
+        rec_reqs.extend(prefill(512, TTFT));
+        let mut rec = result(rec_reqs, 2048, START);
+        rec.fits.push(FitRow {
+            part: "prefill".into(),
+            depth: 4096,
+            max_tokens: 1,
+            window: 2048,
+            fits: false,
+            sent: false,
+        });
+        let mut rep_reqs = decode(REC);
+        rep_reqs.extend(prefill(512, TTFT));
+        rep_reqs.extend(prefill(4096, &[2.0, 2.1, 2.0]));
+        let c = compare(
+            &bundle(Some(rec), &[512, 4096], vec![]),
+            &bundle(Some(result(rep_reqs, 2048, START)), &[512, 4096], vec![]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "prefill.4096");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert_eq!(
+            r.why,
+            "step does not fit the 2048-token window on the recorded side (4096 prompt + 1 reply tokens)"
+        );
+        assert_eq!(r.n_replayed, 3);
+        assert!(r.replayed.is_some() && r.recorded.is_none());
+    }
+
+    #[test]
+    fn cached_tokens_and_cut_replies_are_not_comparable() {
+        let mut rep = speed_bundle(REC, TTFT);
+        let reqs = &mut rep.speed_result.as_mut().unwrap().value.requests;
+        reqs[0].completion_tokens = Some(40);
+        reqs[0].finish_reason = Some("stop".into());
+        reqs[5].cached_tokens = Some(256);
+        let c = compare(&speed_bundle(REC, TTFT), &rep, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert!(
+            r.why
+                .starts_with("decode replies cut before their cap on the replayed side (1 of 4"),
+            "{}",
+            r.why
+        );
+        let r = row(&c, "prefill.512");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert!(
+            r.why
+                .contains("cached prompt tokens on the replayed side (1 of 4 requests, up to 256"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn quality_small_move_reproduced_large_move_drifted() {
+        let run = |a: u64, b: u64| {
+            compare(
+                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, a)]),
+                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, b)]),
+                &Tolerance::default(),
+            )
+        };
+        let c = run(60, 58);
+        let r = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert_eq!(r.test, "two-proportion-z");
+        assert_eq!((r.recorded, r.replayed), (Some(60.0), Some(58.0)));
+        assert!(r.p_value.unwrap() > 0.5, "{r:?}");
+        assert!(r.why.starts_with("-2.0 points"), "{}", r.why);
+        let c = run(80, 40);
+        let r = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert_eq!(r.direction.as_deref(), Some("down"));
+        assert!(r.p_value.unwrap() < 0.001);
+        assert!(r.why.starts_with("-40.0 points"), "{}", r.why);
+        let f = of(&c, "replay.drifted");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].file.as_deref(), Some("quality/mmlu-pro.answers.jsonl"));
+    }
+
+    #[test]
+    fn quality_counts_answered_questions_only() {
+        // 60 of 100 answered right, 20 more refused: 60 / 80 = 75 %.
+        let c = compare(
+            &bundle(None, &[], vec![quality("gpqa", 100, 80, 60)]),
+            &bundle(None, &[], vec![quality("gpqa", 100, 100, 75)]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "quality.gpqa.pct");
+        assert_eq!(r.recorded, Some(75.0));
+        assert_eq!(r.n_recorded, 80);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        assert!(
+            r.why
+                .contains("over answered questions only (80 of 100 recorded"),
+            "{}",
+            r.why
+        );
+    }
+
+    #[test]
+    fn quality_refused_on_both_sides_is_not_comparable() {
+        let c = compare(
+            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
+            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
+            &Tolerance::default(),
+        );
+        let r = row(&c, "quality.livecodebench.pct");
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable);
+        assert_eq!(
+            r.why,
+            "refused on both sides: 40 of 40 requests HTTP 400: maximum context length is 2048 tokens"
+        );
+        assert_eq!((r.recorded, r.replayed, r.p_value), (None, None, None));
+        assert_eq!(of(&c, "replay.not-comparable").len(), 1);
+        // A test the replay did not run.
+        let c = compare(
+            &bundle(None, &[], vec![quality("ifeval", 10, 10, 5)]),
+            &bundle(None, &[], vec![]),
+            &Tolerance::default(),
+        );
+        assert_eq!(
+            row(&c, "quality.ifeval.pct").why,
+            "not measured on the replayed side"
+        );
+    }
+
+    #[test]
+    fn other_hardware_makes_speed_informational() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.7).collect();
+        let mut a = speed_bundle(REC, TTFT);
+        a.card = Some(loaded("card.json", card("2x GB10", "GB10", 2)));
+        a.quality = vec![quality("mmlu-pro", 100, 100, 80)];
+        let mut b = speed_bundle(&slow, TTFT);
+        b.card = Some(loaded("card.json", card("1x H200", "H200", 1)));
+        b.quality = vec![quality("mmlu-pro", 100, 100, 40)];
+        let c = compare(&a, &b, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted);
+        assert!(r.informational);
+        assert!(!row(&c, "quality.mmlu-pro.pct").informational);
+        let hw = of(&c, "replay.hardware-differs");
+        assert_eq!(hw.len(), 1);
+        assert_eq!(hw[0].severity, Severity::Warning);
+        assert!(
+            hw[0].message.contains("accelerator GB10 vs H200")
+                && hw[0].message.contains("2 vs 1 boxes"),
+            "{}",
+            hw[0].message
+        );
+        assert_eq!(hw[0].data["replayed"]["accelerator"], "H200");
+        let drift = of(&c, "replay.drifted");
+        let speed: Vec<&&Finding> = drift
+            .iter()
+            .filter(|f| f.message.starts_with("decode"))
+            .collect();
+        assert!(!speed.is_empty() && speed.iter().all(|f| f.severity == Severity::Info));
+        // Quality drift stays an error whatever the hardware.
+        assert!(drift.iter().any(
+            |f| f.message.starts_with("quality.mmlu-pro.pct") && f.severity == Severity::Error
+        ));
+        // The caller may say it is the same machine after all.
+        let same = Tolerance {
+            same_hardware: Some(true),
+            ..Tolerance::default()
+        };
+        let c = compare(&a, &b, &same);
+        assert!(!row(&c, "decode.code").informational);
+        assert!(of(&c, "replay.hardware-differs").is_empty());
+        assert!(c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+    }
+
+    fn cpu_card(description: &str, model: &str, extra: serde_json::Value) -> Card {
+        let mut b = json!({"name": "local", "model": model, "rank": 0});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            b[k] = v.clone();
+        }
+        let mut c = card(description, "cpu", 1);
+        c.hardware.boxes = vec![serde_json::from_value(b).expect("box")];
+        c
+    }
+
+    fn hardware_findings(a: Card, b: Card) -> Vec<Finding> {
+        let mut x = speed_bundle(REC, TTFT);
+        x.card = Some(loaded("card.json", a));
+        let mut y = speed_bundle(REC, TTFT);
+        y.card = Some(loaded("card.json", b));
+        compare(&x, &y, &Tolerance::default())
+            .findings
+            .into_iter()
+            .filter(|f| f.check == "replay.hardware-differs")
+            .collect()
+    }
+
+    #[test]
+    fn hardware_is_compared_by_cpu_model_cores_memory_and_instruction_sets() {
+        let xeon = "Intel(R) Xeon(R) Processor";
+        // The same CPU model, worded differently in the description: the same hardware.
+        let a = cpu_card("1 box: Intel Xeon, 2 cores, CPU only", xeon, json!({}));
+        let b = cpu_card(
+            "a 2-core VM",
+            xeon,
+            json!({"cores": 2, "memory_gib": 23.4, "isa": ["avx2", "fma"]}),
+        );
+        assert!(hardware_findings(a.clone(), b.clone()).is_empty());
+        // Another CPU model.
+        let epyc = cpu_card("1 box", "AMD EPYC 9B14", json!({"cores": 2}));
+        let f = hardware_findings(a.clone(), epyc);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("AMD EPYC 9B14"), "{}", f[0].message);
+        // The same model with other core counts (from the description on the recorded side).
+        let four = cpu_card("x", xeon, json!({"cores": 4}));
+        let f = hardware_findings(a.clone(), four);
+        assert!(f[0].message.contains("2 vs 4 cores"), "{}", f[0].message);
+        // Instruction sets, compared only when both sides record them.
+        let c = cpu_card("x", xeon, json!({"isa": ["avx2", "fma", "avx512f"]}));
+        let f = hardware_findings(b.clone(), c);
+        assert!(f[0].message.contains("avx512f"), "{}", f[0].message);
+        // Memory within 10 % is the same; twice as much is not.
+        let m = cpu_card("x", xeon, json!({"memory_gib": 24.0}));
+        assert!(hardware_findings(b.clone(), m).is_empty());
+        let m = cpu_card("x", xeon, json!({"memory_gib": 48.0}));
+        assert_eq!(hardware_findings(b, m).len(), 1);
+    }
+
+    #[test]
+    fn other_window_slots_and_version_are_setup_differences() {
+        let a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(REC, TTFT);
+        let server = &mut b.speed_result.as_mut().unwrap().value.server;
+        server.models = json!({"data": [{"id": "m", "max_model_len": 4096}]});
+        server.start_lines = vec![
+            "rigaudit-engine version=0.2.0 streams=4 window=4096 sampling temperature=0.7".into(),
+        ];
+        let c = compare(&a, &b, &Tolerance::default());
+        let f = of(&c, "replay.setup-differs");
+        let what: Vec<&str> = f.iter().map(|f| f.data["what"].as_str().unwrap()).collect();
+        assert_eq!(what, ["window", "slots", "engine_version"], "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(
+            f[0].message.contains("2048 tokens when recorded")
+                && f[0].message.contains("4096 when replayed"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[0].pointer.as_deref(), Some("/server/models"));
+        assert_eq!(f[1].severity, Severity::Error);
+        assert_eq!(f[2].severity, Severity::Warning);
+        assert!(f[2].message.contains("0.1.0") && f[2].message.contains("0.2.0"));
+        // Same setup: nothing.
+        assert!(of(
+            &compare(&a, &a, &Tolerance::default()),
+            "replay.setup-differs"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn rows_round_trip_and_name_their_verdict_in_kebab_case() {
+        let c = compare(
+            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
+            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
+            &Tolerance::default(),
+        );
+        let v = serde_json::to_value(&c.rows[0]).unwrap();
+        assert_eq!(v["verdict"], "not-comparable");
+        let back: Comparison = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c.rows[0]);
+        assert_eq!(ReplayVerdict::NotComparable.name(), "not-comparable");
+    }
+
+    #[test]
+    fn welch_p_matches_a_worked_example() {
+        // Wikipedia's first Welch example: t = -2.46, df = 24.99, p = 0.0214.
+        let a = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
+            21.4,
+        ];
+        let b = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5,
+            24.4,
+        ];
+        let p = welch_p(&a, &b).unwrap();
+        assert!((p - 0.02138).abs() < 0.0002, "{p}");
+        // Pooled two-proportion z: 80/100 vs 40/100 gives z = 5.84.
+        assert!(two_proportion_p(80, 100, 40, 100) < 1e-7);
+        assert_eq!(two_proportion_p(10, 10, 10, 10), 1.0);
+    }
+}

@@ -1,0 +1,162 @@
+//! Quality rows: answered questions on each side, the two-proportion test.
+
+use super::*;
+
+/// The answered questions of one side of a quality test.
+pub(super) struct QualitySide {
+    pub(super) total: u64,
+    pub(super) answered: u64,
+    pub(super) right: u64,
+    pub(super) refused: String,
+}
+
+pub(super) fn quality_side(t: &QualityTest) -> Option<QualitySide> {
+    if let Some(a) = &t.answers {
+        let v = &a.value;
+        let refused = v.refused();
+        let text = match v.refusals.len() {
+            0 => format!("{refused} of {} requests got no answer", v.total),
+            1 => format!(
+                "{refused} of {} requests {}",
+                v.total,
+                v.refusals.keys().next().map_or("", |k| k.as_str())
+            ),
+            _ => format!(
+                "{refused} of {} requests refused or failed ({})",
+                v.total,
+                v.refusals
+                    .iter()
+                    .map(|(k, n)| format!("{k}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        return Some(QualitySide {
+            total: v.total,
+            answered: v.answered,
+            right: v.right.saturating_sub(v.right_but_refused).min(v.answered),
+            refused: text,
+        });
+    }
+    let s = &t.summary.as_ref()?.value;
+    let errors = s.errors.unwrap_or(0).min(s.total);
+    let answered = s.total - errors;
+    Some(QualitySide {
+        total: s.total,
+        answered,
+        right: s.right.min(answered),
+        refused: format!(
+            "{errors} of {} requests got no answer (summary; no answers file)",
+            s.total
+        ),
+    })
+}
+
+pub(super) fn quality_row(
+    test: &str,
+    rec: Option<&QualityTest>,
+    rep: Option<&QualityTest>,
+    opts: &Tolerance,
+) -> Comparison {
+    let sides = (rec.and_then(quality_side), rep.and_then(quality_side));
+    let pct =
+        |s: &QualitySide| (s.answered > 0).then(|| 100.0 * s.right as f64 / s.answered as f64);
+    let recorded = sides.0.as_ref().and_then(pct);
+    let replayed = sides.1.as_ref().and_then(pct);
+    let change = change_pct(recorded, replayed);
+    let mut row = Comparison {
+        key: format!("quality.{test}.pct"),
+        recorded,
+        replayed,
+        n_recorded: sides.0.as_ref().map_or(0, |s| s.answered as usize),
+        n_replayed: sides.1.as_ref().map_or(0, |s| s.answered as usize),
+        change_pct: change,
+        p_value: None,
+        test: "none".into(),
+        verdict: ReplayVerdict::NotComparable,
+        direction: direction(change),
+        why: String::new(),
+        informational: false,
+        inconclusive: None,
+    };
+    match not_comparable(&sides, (rec, rep)) {
+        Some(why) => row.why = why,
+        None => {
+            if let (Some(a), Some(b)) = &sides {
+                tested(&mut row, (a, b), opts);
+            }
+        }
+    }
+    row
+}
+
+/// Why a quality row is not comparable: a side not measured, without records, or with every
+/// request refused.
+fn not_comparable(
+    sides: &(Option<QualitySide>, Option<QualitySide>),
+    (rec, rep): (Option<&QualityTest>, Option<&QualityTest>),
+) -> Option<String> {
+    let missing = |s: Side, t: Option<&QualityTest>| match t {
+        None => format!("not measured on the {} side", s.name()),
+        Some(_) => format!("no summary or answers on the {} side", s.name()),
+    };
+    let (a, b) = match sides {
+        (Some(a), Some(b)) => (a, b),
+        (None, None) => {
+            return Some(format!(
+                "{}; {}",
+                missing(Side::Recorded, rec),
+                missing(Side::Replayed, rep)
+            ))
+        }
+        (None, _) => return Some(missing(Side::Recorded, rec)),
+        (_, None) => return Some(missing(Side::Replayed, rep)),
+    };
+    match (a.answered == 0, b.answered == 0) {
+        (true, true) if a.refused == b.refused => {
+            Some(format!("refused on both sides: {}", a.refused))
+        }
+        (true, true) => Some(format!(
+            "refused on both sides: recorded {}; replayed {}",
+            a.refused, b.refused
+        )),
+        (true, false) => Some(format!("refused on the recorded side: {}", a.refused)),
+        (false, true) => Some(format!("refused on the replayed side: {}", b.refused)),
+        (false, false) => None,
+    }
+}
+
+/// The two-proportion test over answered questions decides the row.
+fn tested(row: &mut Comparison, (a, b): (&QualitySide, &QualitySide), opts: &Tolerance) {
+    let p = two_proportion_p(a.right, a.answered, b.right, b.answered);
+    row.p_value = Some(p);
+    row.test = "two-proportion-z".into();
+    row.verdict = if p < opts.alpha {
+        ReplayVerdict::Drifted
+    } else {
+        ReplayVerdict::Reproduced
+    };
+    let (x, y) = (row.recorded.unwrap_or(0.0), row.replayed.unwrap_or(0.0));
+    let only = if a.answered < a.total || b.answered < b.total {
+        format!(
+            "; over answered questions only ({} of {} recorded, {} of {} replayed)",
+            a.answered, a.total, b.answered, b.total
+        )
+    } else {
+        String::new()
+    };
+    row.why = format!(
+        "{:+.1} points ({}/{} = {x:.1} % recorded, {}/{} = {y:.1} % replayed); two-proportion z-test {}{}{only}",
+        y - x,
+        a.right,
+        a.answered,
+        b.right,
+        b.answered,
+        p_text(p),
+        if p < opts.alpha {
+            format!(" is below {}", opts.alpha)
+        } else {
+            String::new()
+        }
+    );
+}
