@@ -812,6 +812,14 @@ fn planned_program(m: &Mappings, box_name: Option<&String>, engine: &str) -> Str
     }
 }
 
+/// A word of the plan: quoted as it would be sent, control characters (newlines too) escaped,
+/// so a page's item cannot draw lines of its own on the terminal.
+fn word(w: &str) -> String {
+    crate::input::shown_n(&quote(w), 1 << 16)
+}
+
+use crate::input::shown;
+
 /// `replay --plan`: every rank with its box and where that box is reached, the program and
 /// argv (each word quoted as it would be sent), the environment (a variable that would be
 /// refused is marked), and the digests that would be checked before anything starts.
@@ -828,8 +836,8 @@ pub fn plan_text(
         let box_name = c.box_name.clone().or_else(|| box_of(card, c.rank));
         let target = box_name.as_ref().and_then(|b| m.targets.get(b));
         let place = match (&box_name, target) {
-            (Some(b), Some(t)) => format!("box {b}, on {t} over ssh"),
-            (Some(b), None) => format!("box {b}, here (not mapped with --box)"),
+            (Some(b), Some(t)) => format!("box {}, on {t} over ssh", shown(b)),
+            (Some(b), None) => format!("box {}, here (not mapped with --box)", shown(b)),
             (None, _) => "no box named, here".to_string(),
         };
         out.push_str(&format!("rank {} ({place})\n", c.rank));
@@ -838,23 +846,15 @@ pub fn plan_text(
             .argv
             .iter()
             .skip(1)
-            .map(|w| quote(&fill_shown(w, sets)))
+            .map(|w| word(&fill_shown(w, sets)))
             .collect();
         if engine == "bundled" {
             words.insert(0, super::command::ENGINE_SUBCOMMAND.into());
         }
-        out.push_str(&format!(
-            "  run:  {} {}\n",
-            quote(&program),
-            words.join(" ")
-        ));
+        out.push_str(&format!("  run:  {} {}\n", word(&program), words.join(" ")));
         out.push_str(&format!(
             "  argv as recorded: {}\n",
-            c.argv
-                .iter()
-                .map(|w| quote(w))
-                .collect::<Vec<_>>()
-                .join(" ")
+            c.argv.iter().map(|w| word(w)).collect::<Vec<_>>().join(" ")
         ));
         for (k, v) in &c.env {
             let refused = super::command::loads_code(k) && !allow_env.iter().any(|x| x == k);
@@ -866,7 +866,7 @@ pub fn plan_text(
             out.push_str(&format!(
                 "  env:  {}={}{mark}\n",
                 crate::input::shown(k),
-                quote(&fill_shown(v, sets))
+                word(&fill_shown(v, sets))
             ));
         }
         out.push_str(&plan_checks(card, box_name.as_deref(), target, &program));
@@ -884,7 +884,7 @@ fn plan_checks(
     let mut out = String::new();
     let digest = card.engine.binary.as_ref().map_or(
         "none recorded (refused unless --trust-executable)".to_string(),
-        |b| format!("{} (engine.binary {})", b.sha256, b.path),
+        |b| format!("{} (engine.binary {})", shown(&b.sha256), shown(&b.path)),
     );
     let where_ = if target.is_some() {
         "on the box, with sha256sum"
@@ -893,19 +893,19 @@ fn plan_checks(
     };
     out.push_str(&format!(
         "  check: sha256 of {} {where_} = {digest}\n",
-        quote(program)
+        word(program)
     ));
     if let Some(n) = &card.nccl {
         let d = box_name
             .and_then(|b| n.per_box.iter().find(|x| x.box_name == b))
             .map_or("no digest recorded for this box".to_string(), |x| {
-                x.sha256.clone()
+                shown(&x.sha256)
             });
         out.push_str(&format!(
             "  check: NCCL {} {} = sha256 {d}, version {} (in the rank's LD_LIBRARY_PATH; read, never loaded)\n",
-            n.file,
+            shown(&n.file),
             if target.is_some() { "on the box" } else { "(rehash --file nccl=PATH here)" },
-            n.version
+            shown(&n.version)
         ));
     }
     out
@@ -1165,6 +1165,44 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(gone(ids[0]) && gone(ids[1]), "left: {ids:?}");
+    }
+
+    /// A page's argv item with a newline and an escape sequence cannot draw lines of its own in
+    /// the plan.
+    #[test]
+    fn remote_plan_escapes_what_the_page_wrote() {
+        let card: Card = serde_json::from_value(serde_json::json!({
+            "hardware": {"description": "t", "boxes": [{"name": "a", "rank": 0}]},
+            "engine": {"name": "e"},
+            "checkpoint": {"repo": "o/m", "revision": "r"},
+            "ranks": 1,
+            "commands": [{"rank": 0, "box": "a",
+                "argv": ["e", "x\nrank 9 (box evil, on evil over ssh)", "\u{1b}[2J"],
+                "env": {"K": "v\nenv:  LD_PRELOAD='/evil.so'"}}],
+            "sampling": {"defaults": {}, "defaults_source": "t"},
+            "measured": "2025-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        let a = BoxArgs {
+            ssh: SshArgs {
+                boxes: vec!["a=h".into()],
+                ..SshArgs::default()
+            },
+            ..BoxArgs::default()
+        };
+        let text = plan_text(&card, &a, &BTreeMap::new(), "/bin/e", &[]).unwrap();
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("rank ")).count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("  env:")).count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("'x\\nrank 9 (box evil"), "{text}");
     }
 
     #[test]
