@@ -303,11 +303,17 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
     if let Some(d) = digest {
         card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
     }
+    write_bundle(&b, &card);
+    b
+}
+
+/// Writes the card, a small speed contract and the manifest into the bundle folder `b`.
+fn write_bundle(b: &Path, card: &Value) {
     let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
         "runs": 3, "warmups": 0, "max_tokens": 8,
         "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
         "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(&card).unwrap();
+    let card_t = serde_json::to_string_pretty(card).unwrap();
     let contract_t = serde_json::to_string_pretty(&contract).unwrap();
     std::fs::write(b.join("card.json"), &card_t).unwrap();
     std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
@@ -318,7 +324,6 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
         {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
     ]});
     std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
-    b
 }
 
 /// One test's files: a copy of the fake engine at a path unique to the test (its marker in
@@ -789,8 +794,12 @@ fn the_seed_pages_plan_both_ranks_on_their_boxes() {
         assert!(o.contains(want), "{want:?} not in\n{o}");
     }
     assert!(o.find("rank 1 (").unwrap() < o.find("rank 0 (").unwrap());
-    // The second page: one box here, one mapped; no digest recorded.
-    // The mapping from a file; a --box for the same box wins.
+}
+
+/// `replay --plan` on the second seed page with the mapping from a `--box-file`: one box here,
+/// one mapped (a `--box` for the same box wins over the file); no digest recorded.
+#[test]
+fn the_second_seed_page_plans_from_a_box_file() {
     let page = common::fixture("mia-recipe-1104-2x");
     let dir = tempfile::tempdir().unwrap();
     let hosts = dir.path().join("boxes");
@@ -889,6 +898,14 @@ fn a_bad_box_file_line_is_named() {
     );
 }
 
+/// `"severity" "message"` of each finding of `check`.
+fn about(run: &Run, check: &str) -> Vec<String> {
+    run.findings(check)
+        .iter()
+        .map(|f| format!("{} {}", f["severity"], f["message"]))
+        .collect()
+}
+
 /// `rehash --root second=DIR --box second=...`: the card's binary and NCCL library are found and
 /// hashed on the box over ssh, compared with the card, and a changed copy there is caught.
 #[test]
@@ -915,19 +932,13 @@ fn rehash_reads_a_box_root_over_ssh() {
         args.extend(sshd.args("second"));
         s.run(&args)
     };
-    let run = rehash();
     let at = format!(
         "{}@127.0.0.1:{}:{}",
         sshd.user,
         sshd.port,
         boxroot.display()
     );
-    let about = |run: &Run, check: &str| -> Vec<String> {
-        run.findings(check)
-            .iter()
-            .map(|f| format!("{} {}", f["severity"], f["message"]))
-            .collect()
-    };
+    let run = rehash();
     let bin = about(&run, "rehash.binary-digest");
     assert!(
         bin.iter()

@@ -232,13 +232,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     )?;
     notes.extend(resolved.notes.iter().cloned());
     // Where each rank runs: here, or on the box `--box` maps its card box to (over ssh).
-    let planned = remote::plan(
-        &card.value,
-        resolved.launches.clone(),
-        &a.boxes,
-        a.engine == "bundled",
-        a.trust_executable,
-    )?;
+    let planned = remote::plan(&card.value, &resolved.launches, a)?;
     notes.extend(planned.notes.iter().cloned());
     let rank0 = resolved
         .launches

@@ -565,17 +565,12 @@ fn mappings(card: &Card, a: &BoxArgs) -> Result<Mappings, Fatal> {
 
 /// Decides where each rank runs and, for a rank on a box, checks its executable there and builds
 /// the `ssh` command that starts it. With no `--box`, every rank runs here as before and nothing
-/// is checked. `bundled`: the program is this rigaudit (`--engine bundled`).
-pub fn plan(
-    card: &Card,
-    launches: Vec<Launch>,
-    a: &BoxArgs,
-    bundled: bool,
-    trust: bool,
-) -> Result<Planned, Fatal> {
+/// is checked. With `--engine bundled` the program on a box must be this very rigaudit.
+pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Planned, Fatal> {
+    let (a, bundled, trust) = (&args.boxes, args.engine == "bundled", args.trust_executable);
     let mut p = Planned {
         launchers: vec![Launcher::Local; launches.len()],
-        launches,
+        launches: launches.to_vec(),
         notes: Vec::new(),
     };
     if !a.any() {
