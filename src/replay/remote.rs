@@ -26,6 +26,7 @@
 
 use super::command::Launch;
 use crate::fatal::{fatal, Fatal};
+use crate::input::shown;
 use rigaudit_audit::records::Card;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -812,8 +813,6 @@ fn planned_program(m: &Mappings, box_name: Option<&String>, engine: &str) -> Str
 fn word(w: &str) -> String {
     crate::input::shown_n(&quote(w), 1 << 16)
 }
-
-use crate::input::shown;
 
 /// `replay --plan`: every rank with its box and where that box is reached, the program and
 /// argv (each word quoted as it would be sent), the environment (a variable that would be
