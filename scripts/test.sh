@@ -23,4 +23,17 @@ if ! command -v chromium >/dev/null 2>&1; then
         exit 1
     fi
 fi
+# OpenSSH's server and client: tests/ssh.rs starts an sshd of its own on a loopback port (its own
+# keys and config; no system service is started) and replays ranks on it as on another box.
+if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || ! command -v ssh-keygen >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client >/dev/null
+    else
+        echo "scripts/test.sh: tests/ssh.rs needs OpenSSH: apt-get install openssh-server openssh-client" >&2
+        exit 1
+    fi
+fi
+# With sshd installed, a test that cannot start it fails instead of skipping.
+export RIGAUDIT_REQUIRE_SSHD=1
 cargo test --workspace "$@"

@@ -14,6 +14,8 @@ pub struct Artifacts {
     pub roots: Vec<String>,
     /// `--file NAME[@BOX]=PATH` values.
     pub files: Vec<String>,
+    /// The boxes mapped with `--box` and the ssh options: a root on such a box is read there.
+    pub ssh: replay::remote::SshArgs,
 }
 
 /// Runs the stages and builds the one report.
@@ -43,6 +45,7 @@ fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> 
         roots: artifacts.roots,
         files: artifacts.files,
         quiet: true,
+        ssh: artifacts.ssh,
         ..Default::default()
     })
     .map(|(_, found)| found)

@@ -308,7 +308,9 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             if let Some(p) = load_policy(&out)? {
                 tune_replay(&mut replay, &p);
             }
-            let artifacts = audit::Artifacts { roots, files };
+            // A --root BOX=DIR of a box mapped with --box is read on that box (replay's ssh options).
+            let ssh = replay.boxes.ssh.clone();
+            let artifacts = audit::Artifacts { roots, files, ssh };
             let replay = (!no_replay).then_some(&replay);
             let r = audit::run(&bundle, artifacts, replay, out.fail_on.severity())?;
             emit(r, &out)

@@ -9,6 +9,7 @@ pub mod archive;
 pub mod discover;
 pub mod hash;
 pub mod nccl;
+pub mod remote;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -59,6 +60,10 @@ pub struct Args {
     /// library's own start-up code; a library named with `--file nccl=PATH` is loaded without it.
     #[arg(long)]
     pub load_nccl: bool,
+    /// Boxes reached over ssh (`--box BOX=[USER@]HOST[:PORT]`): a `--root BOX=DIR` of such a box
+    /// is searched and hashed on it (see `rehash/remote.rs`).
+    #[command(flatten)]
+    pub ssh: crate::replay::remote::SshArgs,
 }
 
 /// What an artifact named with `--file` is.
@@ -394,8 +399,9 @@ fn plan_jobs(
     card: &Card,
     m: Measured,
 ) -> Result<Plan, Fatal> {
-    let roots: Vec<Root> = args
-        .roots
+    // A root on a box mapped with --box is read there over ssh.
+    let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
+    let roots: Vec<Root> = local_roots
         .iter()
         .map(|r| discover::parse_root(r).map_err(fatal))
         .collect::<Result<_, _>>()?;
@@ -418,6 +424,7 @@ fn plan_jobs(
             .collect(),
     };
     plan.m.searched = searched(&roots, &given);
+    remote::measure(card, &remote_roots, &args.ssh, &mut plan.m)?;
     let mut ckpt_dirs = given_jobs(&given, &mut plan);
     let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
     let found = discover::walk(&roots, &boxes).map_err(fatal)?;

@@ -25,13 +25,14 @@
 //! Signals are sent with `libc::kill`; the only `unsafe` blocks are those calls (see [`signal`]).
 
 use super::command::Launch;
+use super::remote::Launcher;
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -185,6 +186,8 @@ struct Proc {
     status: Option<ExitStatus>,
     /// Its group is gone (or was stopped); nothing more to signal.
     done: bool,
+    /// A remote rank's `ssh` stdin, held open while it runs (see [`Running::close_remote`]).
+    stdin: Option<ChildStdin>,
 }
 
 /// The started ranks. Dropping it stops them.
@@ -202,11 +205,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 static LIVE: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
 static HANDLER: Once = Once::new();
 static HANDLER_ERROR: Mutex<Option<String>> = Mutex::new(None);
+/// Set by the handler before it stops the ranks: it will exit with 130, so a rank it stopped must
+/// not be reported as "exited" (and the run end with 2) by the replay's own thread meanwhile.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Installs the Ctrl-C / SIGTERM handler once per process.
 fn install_handler() -> Option<String> {
     HANDLER.call_once(|| {
         let r = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             let groups: Vec<libc::pid_t> = lock(&LIVE).iter().copied().collect();
             if !groups.is_empty() {
                 eprintln!(
@@ -334,15 +341,28 @@ fn reader(
 
 /// Starts every rank, then waits until `ready.url` answers HTTP 200. On any error every started
 /// rank is stopped before this returns.
+// Every rank local; replay itself calls `start_ranks` (kept for the tests and other callers).
+#[allow(dead_code)]
 pub fn start(launches: &[Launch], logs_dir: &Path, ready: &Ready) -> Result<Running, LaunchError> {
+    start_ranks(launches, &[], logs_dir, ready)
+}
+
+/// [`start`] with a launcher per rank (in the same order; a missing one is [`Launcher::Local`]).
+pub fn start_ranks(
+    launches: &[Launch],
+    launchers: &[Launcher],
+    logs_dir: &Path,
+    ready: &Ready,
+) -> Result<Running, LaunchError> {
     std::fs::create_dir_all(logs_dir).map_err(|e| logs_err(logs_dir, e))?;
     let mut running = Running {
         procs: Vec::new(),
         notes: install_handler().into_iter().collect(),
     };
-    for l in launches {
+    for (i, l) in launches.iter().enumerate() {
+        let remote = matches!(launchers.get(i), Some(Launcher::Ssh { .. }));
         // `running` stops the ranks started so far when it goes out of scope.
-        let p = spawn(l, logs_dir)?;
+        let p = spawn(l, logs_dir, remote)?;
         running.procs.push(p);
     }
     wait_ready(running, ready)
@@ -377,14 +397,19 @@ fn die_with_parent(cmd: &mut Command) {
     }
 }
 
-fn spawn(l: &Launch, logs_dir: &Path) -> Result<Proc, LaunchError> {
+/// `remote`: an `ssh` client whose stdin is kept open while the rank runs (see `remote.rs`).
+fn spawn(l: &Launch, logs_dir: &Path, remote: bool) -> Result<Proc, LaunchError> {
     let path = logs_dir.join(format!("rank{}.log", l.rank));
     let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
     let log = Arc::new(Mutex::new(log));
     let mut cmd = Command::new(&l.program);
     cmd.args(&l.args)
         .envs(&l.env)
-        .stdin(Stdio::null())
+        .stdin(if remote {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -406,6 +431,7 @@ fn spawn(l: &Launch, logs_dir: &Path) -> Result<Proc, LaunchError> {
     let pgid = child.id() as libc::pid_t;
     live.insert(pgid);
     drop(live);
+    let stdin = child.stdin.take();
     let captured = Arc::new(Mutex::new(Captured::default()));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -422,6 +448,7 @@ fn spawn(l: &Launch, logs_dir: &Path) -> Result<Proc, LaunchError> {
         readers,
         status: None,
         done: false,
+        stdin,
     })
 }
 
@@ -531,6 +558,10 @@ impl Running {
 
     /// The index of the first rank whose process has exited (reaping it).
     fn first_exited(&mut self) -> Option<usize> {
+        // Interrupted: the handler is stopping every rank and exits with 130; wait for it.
+        while INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         for (i, p) in self.procs.iter_mut().enumerate() {
             if p.status.is_none() {
                 if let Ok(Some(s)) = p.child.try_wait() {
@@ -563,6 +594,7 @@ impl Running {
     /// Stops every rank: SIGTERM to its process group, up to 5 s for the group to go, then
     /// SIGKILL. Returns a note per rank on how it ended. Calling it again does nothing more.
     pub fn stop(&mut self) -> Vec<String> {
+        let closed = self.close_remote();
         let pending: Vec<usize> = (0..self.procs.len())
             .filter(|&i| !self.procs[i].done)
             .collect();
@@ -618,7 +650,7 @@ impl Running {
                     p.rank,
                     GRACE.as_secs()
                 )
-            } else if already {
+            } else if already && !closed.contains(&i) {
                 format!("rank {} had already ended ({})", p.rank, describe(p.status))
             } else {
                 format!("rank {} stopped ({})", p.rank, describe(p.status))
@@ -633,6 +665,35 @@ impl Running {
             drain(p);
         }
         notes
+    }
+}
+
+impl Running {
+    /// Remote ranks: closes each `ssh` client's stdin, which the wrapper on the box reads as
+    /// "stop" (SIGTERM to the rank's group there, the grace, SIGKILL), and waits for the clients
+    /// to end with their wrappers. Returns the ranks so closed while they ran.
+    fn close_remote(&mut self) -> Vec<usize> {
+        let mut closed = Vec::new();
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            if p.stdin.take().is_some() && !p.done && p.status.is_none() {
+                closed.push(i);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2 * super::remote::GRACE_SECS + 3);
+        loop {
+            let mut running = false;
+            for &i in &closed {
+                let p = &mut self.procs[i];
+                if p.status.is_none() {
+                    p.status = p.child.try_wait().ok().flatten();
+                }
+                running |= p.status.is_none();
+            }
+            if !running || Instant::now() >= deadline {
+                return closed;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

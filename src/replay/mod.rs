@@ -13,6 +13,7 @@
 
 pub mod command;
 pub mod launch;
+pub mod remote;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -78,11 +79,15 @@ pub struct Args {
     /// Confirm a speed drift in a second session before calling it drift (default on).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub confirm: bool,
+    /// Where ranks run (`--box`, `--ssh-option`, ...): see [`remote`].
+    #[command(flatten)]
+    pub boxes: remote::BoxArgs,
 }
 
 /// What one session of a replay needs: the processes to start and the plan to measure with.
 struct Session<'a> {
     launches: &'a [command::Launch],
+    launchers: &'a [remote::Launcher],
     rank0: u32,
     base_url: &'a str,
     a: &'a Args,
@@ -104,8 +109,9 @@ impl Session<'_> {
         logs: &Path,
         notes: &mut Vec<String>,
     ) -> Result<measure::Measured, Fatal> {
-        let running = launch::start(
+        let running = launch::start_ranks(
             self.launches,
+            self.launchers,
             logs,
             &launch::Ready {
                 url: format!("{}/models", self.base_url),
@@ -225,11 +231,15 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         },
     )?;
     notes.extend(resolved.notes.iter().cloned());
+    // Where each rank runs: here, or on the box `--box` maps its card box to (over ssh).
+    let planned = remote::plan(&card.value, &resolved.launches, a)?;
+    notes.extend(planned.notes.iter().cloned());
     let rank0 = resolved
         .launches
         .first()
         .ok_or_else(|| fatal("the card records no command"))?;
-    let base_url = base_url(a, rank0, filled.port)?;
+    let box_host = remote::rank0_host(&card.value, &a.boxes, rank0.rank);
+    let base_url = base_url(a, rank0, filled.port, box_host)?;
     let out = out_dir(a, &opened)?;
     let inputs = plan(
         path,
@@ -239,7 +249,8 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         &mut notes,
     )?;
     let session = Session {
-        launches: &resolved.launches,
+        launches: &planned.launches,
+        launchers: &planned.launchers,
         rank0: rank0.rank,
         base_url: &base_url,
         a,
@@ -291,6 +302,11 @@ fn fill_placeholders(
         };
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
+    if a.boxes.plan {
+        let plan = remote::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?;
+        print!("{plan}");
+        std::process::exit(0);
+    }
     let mut port: Option<String> = sets.get("port").cloned();
     let mut model_file: Option<PathBuf> = None;
     for name in command::placeholders(card) {
@@ -332,8 +348,13 @@ fn engine_choice(a: &Args) -> EngineChoice {
 }
 
 /// The replayed server's API root: `--base-url`, else the recorded `--host`/`--port` (or the port
-/// filled in).
-fn base_url(a: &Args, rank0: &command::Launch, port: Option<String>) -> Result<String, Fatal> {
+/// filled in); `box_host`: rank 0's box when it runs on one, for a recorded wildcard or no host.
+fn base_url(
+    a: &Args,
+    rank0: &command::Launch,
+    port: Option<String>,
+    box_host: Option<String>,
+) -> Result<String, Fatal> {
     if let Some(u) = &a.base_url {
         return Ok(u.trim_end_matches('/').to_string());
     }
@@ -342,6 +363,7 @@ fn base_url(a: &Args, rank0: &command::Launch, port: Option<String>) -> Result<S
     })?;
     let host = flag_value(&rank0.shown, "--host")
         .filter(|h| h != "0.0.0.0" && h != "::")
+        .or(box_host)
         .unwrap_or_else(|| "127.0.0.1".into());
     Ok(format!("http://{host}:{port}/v1"))
 }

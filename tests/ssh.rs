@@ -1,0 +1,973 @@
+//! `rigaudit replay --box`: ranks on another box, over SSH, against a real `sshd` (Debian's
+//! `openssh-server`) that each test starts on a loopback port with its own host key, user key,
+//! `sshd_config` and known-hosts file (no system service is touched). The "box" is this machine;
+//! what makes it another box is the path: the rank reaches it only through the sshd, so it runs in
+//! the session's folder and environment (`SSH_CONNECTION` set), in a session of its own.
+//!
+//! The fake engine (tests/fixtures/fake_engine.py) writes its argv, environment, process group
+//! and session to a file (`--argv-file`). A test that cannot find `sshd` tries to install it
+//! (as root with apt-get); if it still cannot, it prints why and returns (set
+//! `RIGAUDIT_REQUIRE_SSHD=1` to make that a failure).
+
+mod common;
+
+use common::{rigaudit, root, Run};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn sha_file(p: &Path) -> String {
+    Sha256::digest(std::fs::read(p).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn sha(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The real python3 (not a shim), so the box runs the very file whose digest is checked.
+fn python3() -> PathBuf {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// Installs openssh-server once if `sshd` is missing; the reason when it cannot be had.
+fn sshd_available() -> Result<(), String> {
+    static TRIED: OnceLock<Result<(), String>> = OnceLock::new();
+    TRIED
+        .get_or_init(|| {
+            if Path::new(SSHD).exists() {
+                return Ok(());
+            }
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                return Err("sshd is missing and this is not root: apt-get install openssh-server openssh-client".into());
+            }
+            let install = "apt-get install -y -qq openssh-server openssh-client || \
+                 (apt-get update -qq && apt-get install -y -qq openssh-server openssh-client)";
+            let ok = Command::new("sh")
+                .args(["-c", install])
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok && Path::new(SSHD).exists() {
+                Ok(())
+            } else {
+                Err("sshd is missing and apt-get could not install openssh-server".into())
+            }
+        })
+        .clone()
+}
+
+/// `Some(sshd)`, or `None` after printing why the test is skipped.
+fn sshd_or_skip(test: &str) -> Option<Sshd> {
+    match sshd_available() {
+        Ok(()) => Some(Sshd::start()),
+        Err(why) => {
+            if std::env::var_os("RIGAUDIT_REQUIRE_SSHD").is_some() {
+                panic!("{test}: {why}");
+            }
+            println!("SKIPPED {test}: {why}");
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// An sshd of the test's own, killed when dropped (and when the test process dies).
+struct Sshd {
+    dir: tempfile::TempDir,
+    child: Child,
+    port: u16,
+    user: String,
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .status()
+        .expect("ssh-keygen");
+    assert!(st.success());
+}
+
+fn spawn_dying_with_us(cmd: &mut Command) -> Child {
+    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("spawn")
+}
+
+/// `Some(child)` once sshd accepts connections on `port`; `None` (and it is gone) when it exits
+/// or does not listen within 10 s.
+fn listening(mut child: Child, port: u16) -> Option<Child> {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(child);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+impl Sshd {
+    fn start() -> Sshd {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        keygen(&d.join("host_key"));
+        keygen(&d.join("user_key"));
+        std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+        let user = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string();
+        // The privilege separation folder sshd insists on (an empty folder, no service).
+        let _ = std::fs::create_dir_all("/run/sshd");
+        for _ in 0..5 {
+            let port = free_port();
+            let config = d.join("sshd_config");
+            std::fs::write(
+                &config,
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+                     AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
+                     PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                     PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nAllowUsers {user}\n\
+                     X11Forwarding no\nAllowAgentForwarding no\nPrintMotd no\nLogLevel ERROR\n",
+                    d = d.display()
+                ),
+            )
+            .unwrap();
+            let log = std::fs::File::create(d.join("sshd.log")).unwrap();
+            let child = spawn_dying_with_us(
+                Command::new(SSHD)
+                    .arg("-D")
+                    .arg("-e")
+                    .arg("-f")
+                    .arg(&config)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(log),
+            );
+            if let Some(child) = listening(child, port) {
+                let host = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
+                std::fs::write(d.join("known_hosts"), format!("[127.0.0.1]:{port} {host}"))
+                    .unwrap();
+                return Sshd {
+                    dir,
+                    child,
+                    port,
+                    user,
+                };
+            }
+        }
+        panic!("sshd did not start");
+    }
+
+    /// `--box NAME=...` and the client options that reach this sshd and trust only its key.
+    fn args(&self, name: &str) -> Vec<String> {
+        let d = self.dir.path().display();
+        let mut v = vec![
+            "--box".to_string(),
+            format!("{name}={}@127.0.0.1:{}", self.user, self.port),
+            "--ssh-config".into(),
+            "/dev/null".into(),
+        ];
+        for o in [
+            format!("IdentityFile={d}/user_key"),
+            "IdentitiesOnly=yes".into(),
+            format!("UserKnownHostsFile={d}/known_hosts"),
+            "GlobalKnownHostsFile=/dev/null".into(),
+            "StrictHostKeyChecking=yes".into(),
+            "LogLevel=ERROR".into(),
+        ] {
+            v.extend(["--ssh-option".to_string(), o]);
+        }
+        v
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// argv items that a shell would read as syntax; each must reach the rank as written.
+fn odd_items(marker: &Path) -> Vec<String> {
+    let m = marker.display();
+    vec![
+        "two words".into(),
+        "it's".into(),
+        "\"double\"".into(),
+        format!("$(touch {m}-subst)"),
+        format!("`touch {m}-tick`"),
+        format!("x;touch {m}-semi"),
+        "a && b | c > d".into(),
+        "line one\nline two".into(),
+        String::new(),
+        "ünïcødé ✓".into(),
+        "$HOME ${PATH} \\ *".into(),
+        "--odd=$(id)".into(),
+    ]
+}
+
+/// A two-box test bundle: rank 0 on box `head` (here), rank 1 on box `second`, both the fake
+/// engine copied to `script`; rank 1's argv ends with [`odd_items`] and its environment holds odd
+/// values too. `digest`: the card's engine binary sha256.
+fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> PathBuf {
+    // A stand-in NCCL library for rank 1's LD_LIBRARY_PATH (it is read, never loaded).
+    let nccl = dir.join("nccl");
+    std::fs::create_dir_all(&nccl).unwrap();
+    std::fs::write(
+        nccl.join("libnccl.so.2.30.7"),
+        b"\x7fELF not a library; NCCL version 2.30.7+cuda13.3\0",
+    )
+    .unwrap();
+    let nccl_sha = sha_file(&nccl.join("libnccl.so.2.30.7"));
+    let b = dir.join("template");
+    std::fs::create_dir_all(&b).unwrap();
+    let s = script.to_str().unwrap();
+    // Both ranks share their argv (as the card's check wants); rank 1 differs by its environment.
+    let mut argv: Vec<Value> = [
+        "python3",
+        s,
+        "--port",
+        "<port>",
+        "--mode",
+        "<mode>",
+        "--start-delay",
+        "<delay>",
+        "--argv-file",
+        "<argv0>",
+    ]
+    .iter()
+    .map(|x| json!(x))
+    .collect();
+    argv.extend(odd.iter().map(|x| json!(x)));
+    let mut card = json!({
+        "hardware": {"description": "two test boxes", "boxes": [{"name": "head", "rank": 0},
+            {"name": "second", "rank": 1}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 2,
+        "commands": [
+            {"rank": 1, "box": "second", "argv": argv,
+             "env": {"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
+                     "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>",
+                     "LD_LIBRARY_PATH": format!("/nonexistent:{}", nccl.display())}},
+            {"rank": 0, "box": "head", "argv": argv, "env": {"FAKE_BOX": "head"}}
+        ],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z",
+        "nccl": {"version": "2.30.7", "file": "libnccl.so.2.30.7", "per_box": [
+            {"box": "head", "sha256": &nccl_sha}, {"box": "second", "sha256": &nccl_sha[..8]}]}
+    });
+    if let Some(d) = digest {
+        card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
+    }
+    write_bundle(&b, &card);
+    b
+}
+
+/// Writes the card, a small speed contract and the manifest into the bundle folder `b`.
+fn write_bundle(b: &Path, card: &Value) {
+    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 3, "warmups": 0, "max_tokens": 8,
+        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}});
+    let card_t = serde_json::to_string_pretty(card).unwrap();
+    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
+    std::fs::write(b.join("card.json"), &card_t).unwrap();
+    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
+    let manifest = json!({"format": "rigaudit-bundle/1", "id": "fake-two-box", "title": "fake",
+    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+    "files": [
+        {"kind": "card", "path": "card.json", "sha256": sha(&card_t), "published": true, "reconstructed": false},
+        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
+    ]});
+    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+}
+
+/// One test's files: a copy of the fake engine at a path unique to the test (its marker in
+/// /proc), the bundle, the argv files of both ranks.
+struct Setup {
+    tmp: tempfile::TempDir,
+    script: PathBuf,
+    bundle: PathBuf,
+    odd: Vec<String>,
+}
+
+impl Setup {
+    fn new(digest: Option<&str>) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("fake_engine_ssh_test.py");
+        std::fs::copy(root().join("tests/fixtures/fake_engine.py"), &script).unwrap();
+        let odd = odd_items(&tmp.path().join("ran"));
+        let bundle = template(tmp.path(), &script, &odd, digest);
+        Setup {
+            tmp,
+            script,
+            bundle,
+            odd,
+        }
+    }
+
+    fn argv_file(&self, rank: u32) -> PathBuf {
+        self.tmp.path().join(format!("argv{rank}.json"))
+    }
+
+    fn out(&self) -> PathBuf {
+        self.tmp.path().join("out")
+    }
+
+    /// The replay's arguments: `mode`/`delay` for rank 0, then `extra`.
+    fn args(&self, mode: &str, delay: &str, extra: &[String]) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "replay".into(),
+            self.bundle.display().to_string(),
+            "--engine".into(),
+            python3().display().to_string(),
+            "--out".into(),
+            self.out().display().to_string(),
+            "--format".into(),
+            "json".into(),
+            "--quiet".into(),
+            "--report".into(),
+            self.tmp.path().join("report.json").display().to_string(),
+            "--no-load-guard".into(),
+            "--confirm".into(),
+            "false".into(),
+            "--request-timeout".into(),
+            "5".into(),
+            "--ready-timeout".into(),
+            "60".into(),
+        ];
+        for s in [
+            format!("mode={mode}"),
+            format!("delay={delay}"),
+            format!("port1={}", free_port()),
+            format!("argv0={}", self.argv_file(0).display()),
+            format!("argv1={}", self.argv_file(1).display()),
+        ] {
+            a.extend(["--set".into(), s]);
+        }
+        a.extend(extra.iter().cloned());
+        a
+    }
+
+    fn run(&self, args: &[String]) -> Run {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        rigaudit(&refs)
+    }
+
+    fn argv_info(&self, rank: u32) -> Option<Value> {
+        let t = std::fs::read_to_string(self.argv_file(rank)).ok()?;
+        serde_json::from_str(&t).ok()
+    }
+
+    /// Live processes whose command line names this test's copy of the fake engine.
+    fn leftovers(&self) -> Vec<String> {
+        processes_naming(self.script.to_str().unwrap())
+    }
+
+    /// Waits up to `secs` for every rank to be gone; what is left.
+    fn leftovers_after(&self, secs: u64) -> Vec<String> {
+        let t0 = Instant::now();
+        loop {
+            let left = self.leftovers();
+            if left.is_empty() || t0.elapsed() > Duration::from_secs(secs) {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        // Never leave a rank behind, even when an assertion failed.
+        for pid in pids_naming(self.script.to_str().unwrap()) {
+            // SAFETY: kill(2) on a pid this test's replay started (its command line names the
+            // test's own copy of the fake engine).
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+fn pids_naming(needle: &str) -> Vec<libc::pid_t> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if String::from_utf8_lossy(&cmd).contains(needle) && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn processes_naming(needle: &str) -> Vec<String> {
+    pids_naming(needle)
+        .into_iter()
+        .map(|p| {
+            let c = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p}: {}", String::from_utf8_lossy(&c).replace('\0', " "))
+        })
+        .collect()
+}
+
+fn alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+fn notes(run: &Run) -> Vec<String> {
+    run.findings("replay.note")
+        .iter()
+        .filter_map(|f| f["message"].as_str().map(String::from))
+        .collect()
+}
+
+/// What each rank wrote: rank 1's argv and environment as the card records them, through sshd,
+/// in a session of its own; rank 0 here.
+fn check_argv_and_env(s: &Setup) {
+    let r1 = s.argv_info(1).unwrap_or_else(|| {
+        let log = std::fs::read_to_string(s.out().join("engine-logs/rank1.log"));
+        panic!("rank 1 wrote no argv; its log: {log:?}")
+    });
+    let r0 = s.argv_info(0).expect("rank 0 wrote its argv");
+    let argv: Vec<String> = serde_json::from_value(r1["argv"].clone()).unwrap();
+    assert_eq!(argv[0], s.script.display().to_string());
+    assert_eq!(
+        &argv[argv.len() - s.odd.len()..],
+        &s.odd[..],
+        "argv changed on the way"
+    );
+    assert_eq!(r1["env"]["FAKE_NOTE"], "$(id); it's \"q\"\nline2 ✓");
+    assert_eq!(r1["env"]["FAKE_BOX"], "second");
+    assert_eq!(r0["env"]["FAKE_BOX"], "head");
+    // Rank 1 came through the sshd, in a session and process group of its own; rank 0 did not.
+    assert!(r1["env"]["SSH_CONNECTION"].is_string(), "{r1}");
+    assert!(r0["env"].get("SSH_CONNECTION").is_none(), "{r0}");
+    assert_eq!((&r1["pgid"], &r1["sid"]), (&r1["pid"], &r1["pid"]), "{r1}");
+    let argv0: Vec<String> = serde_json::from_value(r0["argv"].clone()).unwrap();
+    assert_eq!(argv, argv0, "the ranks' argv differ");
+}
+
+#[test]
+fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
+    let Some(sshd) = sshd_or_skip("rank_1_runs_on_the_box_over_ssh") else {
+        return;
+    };
+    // The card records python3's digest: no --trust-executable, so the check on the box passes
+    // only because the file there hashes the same.
+    let s = Setup::new(Some(&sha_file(&python3())));
+    // Both ranks wait 2 s before they serve, so rank 1 is up (and has written its argv) before
+    // rank 0 answers and the replay measures and ends (a real rank 0 waits for its peers).
+    let mut extra = sshd.args("second");
+    extra.extend(["--allow-env".into(), "LD_LIBRARY_PATH".into()]);
+    let run = s.run(&s.args("ok", "2", &extra));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    check_argv_and_env(&s);
+    let ran: Vec<_> = std::fs::read_dir(s.tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ran"))
+        .collect();
+    assert!(ran.is_empty(), "an argv item ran as a command: {ran:?}");
+    // Rank 1's output comes into its log here (while it runs: see the dropped-connection test).
+    let log = std::fs::read_to_string(s.out().join("engine-logs/rank1.log")).unwrap();
+    assert!(log.contains("rigaudit-remote: rank started on"), "{log}");
+    let notes = notes(&run);
+    let place = format!(
+        "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
+        sshd.user, sshd.port
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&place) && n.contains("matches the card's")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("rank 0 runs here (box head")
+                && n.ends_with(&format!("sha256 {}", sha_file(&python3())))),
+        "{notes:#?}"
+    );
+    let nccl = format!(
+        "rank 1: NCCL on box second: {}/nccl/libnccl.so.2.30.7 sha256 ",
+        s.tmp.path().display()
+    );
+    assert!(
+        notes.iter().any(|n| n.starts_with(&nccl)
+            && n.contains("(matches the card's ")
+            && n.contains("version 2.30.7 (read from its text, not loaded")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().any(|n| n == "rank 1 stopped (exit code 0)"),
+        "{notes:#?}"
+    );
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+#[test]
+fn a_digest_mismatch_on_the_box_is_refused_before_any_rank_starts() {
+    let Some(sshd) = sshd_or_skip("a_digest_mismatch_on_the_box") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    // The box's "engine" is another file: python3 with one byte more.
+    let other = s.tmp.path().join("python3-other");
+    let mut bytes = std::fs::read(python3()).unwrap();
+    bytes.push(0);
+    std::fs::write(&other, bytes).unwrap();
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut extra = sshd.args("second");
+    extra.extend(["--box-engine".into(), format!("second={}", other.display())]);
+    let run = s.run(&s.args("ok", "0", &extra));
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("refusing to run"), "{}", run.stderr);
+    assert!(run.stderr.contains("on box second"), "{}", run.stderr);
+    assert!(run.stderr.contains(&sha_file(&other)), "{}", run.stderr);
+    assert!(run.stderr.contains("--trust-executable"), "{}", run.stderr);
+    assert!(
+        s.argv_info(0).is_none() && s.argv_info(1).is_none(),
+        "a rank started"
+    );
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
+
+#[test]
+fn an_unreachable_box_is_a_clear_error_naming_it() {
+    let s = Setup::new(None);
+    let closed = free_port();
+    let extra: Vec<String> = [
+        "--trust-executable".to_string(),
+        "--box".into(),
+        format!("second=nobody@127.0.0.1:{closed}"),
+        "--ssh-config".into(),
+        "/dev/null".into(),
+    ]
+    .to_vec();
+    let run = s.run(&s.args("ok", "0", &extra));
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "box second (nobody@127.0.0.1:{closed}): cannot reach it over ssh"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(s.argv_info(0).is_none(), "rank 0 started");
+    // A box the card does not name is refused too.
+    let extra = [
+        "--trust-executable".into(),
+        "--box".into(),
+        "third=h".into(),
+    ];
+    let run = s.run(&s.args("ok", "0", &extra));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the card names no box 'third'; its boxes: head, second"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Starts the replay in the background, rank 0 (and rank 1) slow to serve, rank 1 on the box;
+/// returns once rank 1 runs there (it has written its argv file), with its pid on the box.
+fn start_hanging(s: &Setup, sshd: &Sshd) -> (Child, i64) {
+    start_in_background(s, sshd, "slow-start", "120")
+}
+
+/// Starts the replay in the background with rank 0 in `mode`; returns once both ranks run, with
+/// rank 1's pid on the box.
+fn start_in_background(s: &Setup, sshd: &Sshd, mode: &str, delay: &str) -> (Child, i64) {
+    let mut extra = sshd.args("second");
+    extra.push("--trust-executable".into());
+    let child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(s.args(mode, delay, &extra))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
+        && t0.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let info = s.argv_info(1).expect("rank 1 started on the box");
+    assert!(s.argv_info(0).is_some(), "rank 0 started");
+    let pid = info["pid"].as_i64().unwrap();
+    assert!(alive(pid));
+    (child, pid)
+}
+
+/// Waits for the replay to end; its exit code and what it printed.
+fn finish(mut child: Child) -> (Option<i32>, String) {
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status.code(), err)
+}
+
+/// The replay's child that runs `ssh` for a rank (its command line carries the wrapper).
+fn ssh_client_of(replay: u32) -> Vec<libc::pid_t> {
+    pids_naming("rigaudit-rank")
+        .into_iter()
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1).map(String::from));
+            ppid == Some(replay.to_string())
+        })
+        .collect()
+}
+
+/// Kills the replay with `sig` while both ranks run: neither rank survives, on either side.
+fn killed_replay_leaves_nothing(sig: libc::c_int) {
+    let Some(sshd) = sshd_or_skip("killed_replay_leaves_nothing") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let (child, remote) = start_hanging(&s, &sshd);
+    // SAFETY: kill(2) on the replay this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+    let (code, err) = finish(child);
+    if sig != libc::SIGKILL {
+        // The handler's exit code, also when the replay's own thread sees the ssh client end
+        // under the handler's SIGTERM first.
+        assert_eq!(code, Some(130), "{err}");
+    }
+    assert_eq!(
+        s.leftovers_after(20),
+        Vec::<String>::new(),
+        "after signal {sig}"
+    );
+    assert!(!alive(remote));
+}
+
+#[test]
+fn sigterm_to_the_replay_leaves_no_rank_on_the_box() {
+    killed_replay_leaves_nothing(libc::SIGTERM);
+}
+
+/// Ctrl-C: SIGINT to the replay.
+#[test]
+fn ctrl_c_to_the_replay_leaves_no_rank_on_the_box() {
+    killed_replay_leaves_nothing(libc::SIGINT);
+}
+
+#[test]
+fn sigkill_of_the_replay_leaves_no_rank_on_the_box() {
+    killed_replay_leaves_nothing(libc::SIGKILL);
+}
+
+#[test]
+fn a_dropped_connection_ends_the_remote_rank() {
+    let Some(sshd) = sshd_or_skip("a_dropped_connection_ends_the_remote_rank") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let (child, remote) = start_hanging(&s, &sshd);
+    // Rank 1's output reaches its log here while it runs.
+    let log = s.out().join("engine-logs/rank1.log");
+    let loading = |log: &Path| {
+        std::fs::read_to_string(log).is_ok_and(|l| l.contains("fake-engine loading pid="))
+    };
+    let t0 = Instant::now();
+    while !loading(&log) && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(loading(&log), "{:?}", std::fs::read_to_string(&log));
+    let ssh = ssh_client_of(child.id());
+    assert_eq!(ssh.len(), 1, "the ssh client of rank 1: {ssh:?}");
+    // SAFETY: kill(2) on the ssh client the test's replay started.
+    unsafe {
+        libc::kill(ssh[0], libc::SIGKILL);
+    }
+    let t0 = Instant::now();
+    while alive(remote) && t0.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !alive(remote),
+        "the rank on the box outlived its connection"
+    );
+    // The replay sees rank 1 gone before the server was ready: a clear error, exit 2.
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("rank 1 exited before the server was ready"),
+        "{err}"
+    );
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// `replay --plan` on the seed pages: both ranks with their boxes, where each is reached, the
+/// argv and environment, and the digests that would be checked; nothing is started.
+#[test]
+fn the_seed_pages_plan_both_ranks_on_their_boxes() {
+    let page = common::fixture("tensorfold-127-stock-2x");
+    let run = rigaudit(&[
+        "replay",
+        page.to_str().unwrap(),
+        "--plan",
+        "--engine",
+        "/opt/tensorfold/tensorfold-native",
+        "--box",
+        "atom=auditor@spark-a",
+        "--box",
+        "pgx=auditor@spark-b:2222",
+        "--set",
+        "address of rank 0=10.0.0.1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let o = &run.stdout;
+    for want in [
+        "rank 1 (box pgx, on auditor@spark-b:2222 over ssh)",
+        "rank 0 (box atom, on auditor@spark-a over ssh)",
+        "  run:  '/opt/tensorfold/tensorfold-native' 'serve' '<folder of Mia-AiLab",
+        "  env:  NCCL_COMM_ID='10.0.0.1:29583'",
+        "  env:  TF_GLM_RANK='1'",
+        "  env:  LD_LIBRARY_PATH='<folder with libnccl.so.2.30.7>'  (refused: it loads code",
+        "on the box, with sha256sum = 441a3847",
+        "NCCL libnccl.so.2.30.7 on the box = sha256 fc7ea663, version 2.30.7",
+    ] {
+        assert!(o.contains(want), "{want:?} not in\n{o}");
+    }
+    assert!(o.find("rank 1 (").unwrap() < o.find("rank 0 (").unwrap());
+}
+
+/// `replay --plan` on the second seed page with the mapping from a `--box-file`: one box here,
+/// one mapped (a `--box` for the same box wins over the file); no digest recorded.
+#[test]
+fn the_second_seed_page_plans_from_a_box_file() {
+    let page = common::fixture("mia-recipe-1104-2x");
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("boxes");
+    std::fs::write(
+        &hosts,
+        "# the lab\nbox-4=nobody@old-host  # replaced below\n\n",
+    )
+    .unwrap();
+    let run = rigaudit(&[
+        "replay",
+        page.to_str().unwrap(),
+        "--plan",
+        "--engine",
+        "/srv/start.sh",
+        "--box-file",
+        hosts.to_str().unwrap(),
+        "--box",
+        "box-4=b4",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("rank 0 (box box-3, here (not mapped with --box))"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("rank 1 (box box-4, on b4 over ssh)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("none recorded (refused unless --trust-executable)"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Rank 1 killed on its box while rank 0 serves: the replay stops with a failed step naming it
+/// (exit 1), and what was measured before is kept.
+#[test]
+fn a_rank_killed_on_the_box_is_a_failed_step() {
+    let Some(sshd) = sshd_or_skip("a_rank_killed_on_the_box_is_a_failed_step") else {
+        return;
+    };
+    let s = Setup::new(None);
+    // Rank 0 answers two requests, then holds the third until the request timeout (5 s): the
+    // replay is still measuring when rank 1 dies.
+    let (child, remote) = start_in_background(&s, &sshd, "hang", "0");
+    // SAFETY: kill(2) on the rank this test's replay started on the "box".
+    unsafe {
+        libc::kill(remote as libc::pid_t, libc::SIGKILL);
+    }
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(1), "{err}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.tmp.path().join("report.json")).unwrap())
+            .unwrap();
+    let failed: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "replay.step-failed")
+        .filter_map(|f| f["message"].as_str().map(String::from))
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.contains("rank 1 exited: exit code 137")),
+        "{failed:#?}"
+    );
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// A `--box-file` line that is not a mapping is an error naming the file and line.
+#[test]
+fn a_bad_box_file_line_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("boxes");
+    std::fs::write(&hosts, "box-3=ok-host\nbox-4 spark-b\n").unwrap();
+    let page = common::fixture("mia-recipe-1104-2x");
+    let run = rigaudit(&[
+        "replay",
+        page.to_str().unwrap(),
+        "--plan",
+        "--box-file",
+        hosts.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("{}:2: --box ", hosts.display())),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `"severity" "message"` of each finding of `check`.
+fn about(run: &Run, check: &str) -> Vec<String> {
+    run.findings(check)
+        .iter()
+        .map(|f| format!("{} {}", f["severity"], f["message"]))
+        .collect()
+}
+
+/// `rehash --root second=DIR --box second=...`: the card's binary and NCCL library are found and
+/// hashed on the box over ssh, compared with the card, and a changed copy there is caught.
+#[test]
+fn rehash_reads_a_box_root_over_ssh() {
+    let Some(sshd) = sshd_or_skip("rehash_reads_a_box_root_over_ssh") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let boxroot = s.tmp.path().join("box root");
+    std::fs::create_dir_all(boxroot.join("opt/bin")).unwrap();
+    std::fs::create_dir_all(boxroot.join("lib")).unwrap();
+    std::fs::copy(python3(), boxroot.join("opt/bin/python3")).unwrap();
+    let lib = boxroot.join("lib/libnccl.so.2.30.7");
+    std::fs::copy(s.tmp.path().join("nccl/libnccl.so.2.30.7"), &lib).unwrap();
+    let rehash = || {
+        let mut args: Vec<String> = vec![
+            "rehash".into(),
+            s.bundle.display().to_string(),
+            "--root".into(),
+            format!("second={}", boxroot.display()),
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(sshd.args("second"));
+        s.run(&args)
+    };
+    let at = format!(
+        "{}@127.0.0.1:{}:{}",
+        sshd.user,
+        sshd.port,
+        boxroot.display()
+    );
+    let run = rehash();
+    let bin = about(&run, "rehash.binary-digest");
+    assert!(
+        bin.iter()
+            .any(|f| f.contains(&at) && f.starts_with("\"info\"")),
+        "{bin:#?}\n{}",
+        run.stderr
+    );
+    let nccl = about(&run, "rehash.nccl-digest");
+    assert!(
+        nccl.iter()
+            .any(|f| f.contains(&at) && f.starts_with("\"info\"")),
+        "{nccl:#?}"
+    );
+    let version = about(&run, "rehash.nccl-version");
+    assert!(version.iter().any(|f| f.contains("2.30.7")), "{version:#?}");
+    // The copy on the box changed: caught.
+    std::fs::write(&lib, b"another library").unwrap();
+    let run = rehash();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let nccl = about(&run, "rehash.nccl-digest");
+    assert!(
+        nccl.iter()
+            .any(|f| f.contains(&at) && f.starts_with("\"error\"")),
+        "{nccl:#?}"
+    );
+}
