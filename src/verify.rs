@@ -9,6 +9,9 @@ use std::path::Path;
 /// Verifies a bundle. `Err` when the bundle cannot be read at all.
 pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let opened = bundle::open(path)?;
+    if crate::import::is_imported(&opened.manifest) {
+        return crate::import::verify_bundle(&opened, fail_on);
+    }
     let read = bundle::load(&opened);
     let refused = read.refused.clone();
     let checked = rigaudit_audit::verify(&read.bundle);

@@ -29,6 +29,7 @@ pub fn all() -> Vec<&'static Check> {
         crate::rehash::CHECKS,
         crate::replay::CHECKS,
         crate::diff::CHECKS,
+        crate::imported::CHECKS,
     ] {
         v.extend(list.iter());
     }

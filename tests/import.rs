@@ -1,0 +1,352 @@
+//! `rigaudit import` and `verify --from`: the committed result files of the field's tools
+//! (`fixtures/imports/`, made by the tools themselves against the bundled engine), and hand-changed
+//! copies of them that each check must catch. Needs none of the tools installed.
+
+mod common;
+
+use common::{rigaudit, root, Run};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn imports(format: &str, run: &str) -> PathBuf {
+    root().join("fixtures/imports").join(format).join(run)
+}
+
+/// A copy of one fixture run in a temporary folder, to change.
+struct Files {
+    tmp: tempfile::TempDir,
+}
+
+impl Files {
+    fn of(format: &str, run: &str) -> Files {
+        let tmp = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(imports(format, run)).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, tmp.path().join(p.file_name().unwrap())).unwrap();
+        }
+        Files { tmp }
+    }
+
+    fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.path().join(name)
+    }
+
+    fn set(&self, name: &str, pointer: &str, value: Value) -> &Self {
+        let p = self.file(name);
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        *v.pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{name} has no {pointer}")) = value;
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        self
+    }
+
+    /// Rewrites line `n` (1-based) of a JSON Lines file with `f`.
+    fn edit_line(&self, name: &str, n: usize, f: impl FnOnce(&mut Value)) -> &Self {
+        let p = self.file(name);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut v: Value = serde_json::from_str(&lines[n - 1]).unwrap();
+        f(&mut v);
+        lines[n - 1] = serde_json::to_string(&v).unwrap();
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        self
+    }
+}
+
+fn verify_from(format: &str, path: &Path) -> Run {
+    rigaudit(&[
+        "verify",
+        "--from",
+        format,
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+}
+
+const SUMMARY: &str = "profile_export_aiperf.json";
+const RECORDS: &str = "profile_export.jsonl";
+
+/// The line of the failed request in the failures run.
+fn failed_line(dir: &Path) -> usize {
+    let text = std::fs::read_to_string(dir.join(RECORDS)).unwrap();
+    let n = text
+        .lines()
+        .position(|l| l.contains("\"error\":{"))
+        .expect("a failed record")
+        + 1;
+    n
+}
+
+#[test]
+fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
+    let run = verify_from("aiperf", &imports("aiperf", "clean"));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let r = run.json();
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    assert!(!run.has("import.failed-requests"));
+    assert!(!run.has("import.failed-hidden"));
+    assert!(!run.has("import.failed-as-zero"));
+    // The engine serves the chat template's prefix from its cache: a real finding.
+    assert!(run.has_at("speed.cached-tokens", "error"));
+    let keys: Vec<&str> = r["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["key"].as_str().unwrap())
+        .collect();
+    for k in [
+        "aiperf.time_to_first_token.p99",
+        "aiperf.request_latency.std",
+        "aiperf.request_count",
+        "aiperf.total_osl",
+        "aiperf.benchmark_duration",
+        "aiperf.inter_chunk_latency.count",
+    ] {
+        assert!(keys.contains(&k), "{k} not recomputed");
+    }
+    assert!(keys.len() > 300, "{}", keys.len());
+}
+
+#[test]
+fn aiperf_failed_request_of_the_real_run_is_named() {
+    let dir = imports("aiperf", "failures");
+    let run = verify_from("aiperf", &dir);
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    let msg = f[0]["message"].as_str().unwrap();
+    assert!(msg.starts_with("1 of 12 requests failed"), "{msg}");
+    assert!(msg.contains("maximum context length is 256"), "{msg}");
+    assert_eq!(f[0]["pointer"], format!("line {}", failed_line(&dir)));
+    // AIPerf counted it honestly: no hidden failure, every aggregate recomputes.
+    assert!(!run.has("import.failed-hidden"));
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+}
+
+#[test]
+fn aiperf_format_is_detected_from_the_content() {
+    let dir = imports("aiperf", "failures");
+    let run = rigaudit(&[
+        "verify",
+        dir.join(SUMMARY).to_str().unwrap(),
+        dir.join(RECORDS).to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        run.has("import.failed-requests"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+}
+
+#[test]
+fn aiperf_dropped_failed_request_is_caught() {
+    // The summary says no request failed; the records still hold the refused one.
+    let c = Files::of("aiperf", "failures");
+    c.set(SUMMARY, "/error_request_count/avg", json!(0.0));
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 1);
+    let f = run.findings("import.failed-hidden");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("1 failed requests but the summary counts 0"));
+}
+
+#[test]
+fn aiperf_aggregate_that_does_not_match_its_records_is_caught() {
+    let c = Files::of("aiperf", "clean");
+    let p50: f64 = {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
+        v["time_to_first_token"]["p50"].as_f64().unwrap()
+    };
+    c.set(SUMMARY, "/time_to_first_token/p50", json!(p50 * 0.9));
+    c.set(SUMMARY, "/request_count/avg", json!(13.0));
+    let run = verify_from("aiperf", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    let at: Vec<&str> = f.iter().map(|x| x["pointer"].as_str().unwrap()).collect();
+    assert_eq!(
+        at,
+        ["/time_to_first_token/p50", "/request_count/avg"],
+        "{}",
+        run.stdout
+    );
+    assert_eq!(f[0]["data"]["recomputed"].as_f64().unwrap(), p50);
+}
+
+#[test]
+fn aiperf_throughput_over_a_window_shorter_than_the_run_is_caught() {
+    let c = Files::of("aiperf", "clean");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
+    let t = v["output_token_throughput"]["avg"].as_f64().unwrap();
+    c.set(SUMMARY, "/output_token_throughput/avg", json!(t * 1.5));
+    let run = verify_from("aiperf", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "/output_token_throughput/avg");
+}
+
+#[test]
+fn aiperf_failed_request_counted_as_a_zero_token_success_is_caught() {
+    // The refused request rewritten as a success with no reply: no error, zero tokens.
+    let c = Files::of("aiperf", "failures");
+    let n = failed_line(c.path());
+    c.edit_line(RECORDS, n, |v| {
+        v.as_object_mut().unwrap().remove("error");
+        v["metrics"]["output_sequence_length"] = json!({"value": 0, "unit": "tokens"});
+    });
+    let run = verify_from("aiperf", c.path());
+    let f = run.findings("import.failed-as-zero");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], format!("line {n}"));
+    // And the summary's counts no longer match the records.
+    assert!(run.has("import.failed-hidden") || run.has("speed.recompute-mismatch"));
+}
+
+#[test]
+fn aiperf_cancelled_run_is_an_error() {
+    let c = Files::of("aiperf", "clean");
+    c.set(SUMMARY, "/was_cancelled", json!(true));
+    let run = verify_from("aiperf", c.path());
+    assert!(
+        run.has_at("import.run-incomplete", "error"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    let src = imports("aiperf", "failures");
+    let run = rigaudit(&[
+        "import",
+        "--from",
+        "aiperf",
+        src.to_str().unwrap(),
+        "--out",
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.has("import.failed-requests"));
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("bundle.json")).unwrap()).unwrap();
+    let rec: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+    assert_eq!(rec["from"], "aiperf");
+    assert_eq!(rec["tool_version"], "0.13.0");
+    assert!(rec["importer"]
+        .as_str()
+        .unwrap()
+        .starts_with("rigaudit-import/1"));
+    let sha = |p: &Path| {
+        use sha2::Digest;
+        sha2::Sha256::digest(std::fs::read(p).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    for s in rec["sources"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        assert_eq!(s["sha256"], sha(&src.join(name)), "{name}");
+    }
+    assert!(m["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().starts_with("not taken:")));
+    let v = common::verify(&b);
+    assert_eq!(v.code, 1, "{}", v.stderr);
+    assert!(v.has("import.failed-requests"));
+    assert!(!v.has("schema.digest-mismatch"));
+    assert_eq!(v.json()["artifacts"].as_array().unwrap().len(), 3);
+    // A source changed after the import: its digest no longer holds.
+    let p = b.join("sources").join(RECORDS);
+    let text = std::fs::read_to_string(&p).unwrap().replacen(
+        "\"output_sequence_length\":{\"value\":24",
+        "\"output_sequence_length\":{\"value\":25",
+        1,
+    );
+    std::fs::write(&p, text).unwrap();
+    let v = common::verify(&b);
+    assert!(v.has("schema.digest-mismatch"), "{}", v.stdout);
+    assert!(v.has("speed.recompute-mismatch"));
+}
+
+#[test]
+fn aiperf_bad_input_is_exit_2_naming_the_file_and_line() {
+    let c = Files::of("aiperf", "clean");
+    let p = c.file(RECORDS);
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str("{\"metadata\": {}, \"metrics\": {\"x\": {\"value\": \"fast\"}}}\n");
+    std::fs::write(&p, &text).unwrap();
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("profile_export.jsonl: line 13: at /metrics/x/value: expected a number"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(&p, "not json\n").unwrap();
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("profile_export.jsonl: line 1, column 2: not valid JSON"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_file(&p).unwrap();
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("no AIPerf records among them"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn import_refuses_a_non_empty_output_and_unknown_files() {
+    let out = tempfile::tempdir().unwrap();
+    std::fs::write(out.path().join("x"), "x").unwrap();
+    let src = imports("aiperf", "clean");
+    let run = rigaudit(&[
+        "import",
+        src.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("exists and is not empty"),
+        "{}",
+        run.stderr
+    );
+    let run = rigaudit(&[
+        "import",
+        out.path().join("x").to_str().unwrap(),
+        "--out",
+        out.path().join("y").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("not a result file of a format rigaudit imports"),
+        "{}",
+        run.stderr
+    );
+}
