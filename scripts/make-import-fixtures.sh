@@ -17,7 +17,7 @@ ROOT=$PWD
 CACHE=${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}
 TOOLS=$CACHE/import-tools
 AIPERF_VERSION=0.13.0
-GUIDELLM_VERSION=${GUIDELLM_VERSION:-}
+GUIDELLM_VERSION=0.8.1
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 NO_COLOR=1
 FORMATS=("$@")
 [ ${#FORMATS[@]} -gt 0 ] || FORMATS=(aiperf guidellm)
@@ -97,4 +97,28 @@ if [[ " ${FORMATS[*]} " == *" aiperf "* ]]; then
     venv aiperf "aiperf==$AIPERF_VERSION"
     aiperf_run 1024 fixtures/imports/aiperf/clean 0
     aiperf_run 256 fixtures/imports/aiperf/failures 60
+fi
+
+# GuideLLM: 12 chat requests, 2 streams at a time, synthetic prompts of ~100 tokens (stddev 60 and
+# a 256-token window in the failing run), 24 reply tokens.
+guidellm_run() { # guidellm_run WINDOW OUTDIR EXTRA_DATA_ARGS
+    start_engine "$1"
+    tokenizer_dir
+    rm -rf "$TMP/guidellm" && mkdir -p "$TMP/guidellm"
+    "$TOOLS/guidellm/bin/guidellm" run \
+        --backend "kind=openai_http,target=$URL,model=smollm2,request_format=/v1/chat/completions" \
+        --profile kind=concurrent,streams=2 --constraint kind=max_requests,count=12 \
+        --data "kind=synthetic_text,prompt_tokens=100,$3output_tokens=24" \
+        --tokenizer "kind=huggingface_auto,model=$TOK_DIR" --seed kind=static,value=7 \
+        --output "kind=json,path=$TMP/guidellm/benchmarks.json" --disable-console-interactive \
+        >"$TMP/guidellm.log" 2>&1 || { tail -40 "$TMP/guidellm.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$TMP/guidellm/benchmarks.json" "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" guidellm "* ]]; then
+    venv guidellm "guidellm==$GUIDELLM_VERSION"
+    guidellm_run 1024 fixtures/imports/guidellm/clean ""
+    guidellm_run 256 fixtures/imports/guidellm/failures "prompt_tokens_stdev=90,prompt_tokens_min=20,prompt_tokens_max=400,"
 fi

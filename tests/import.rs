@@ -350,3 +350,110 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
         run.stderr
     );
 }
+
+const REPORT: &str = "benchmarks.json";
+
+#[test]
+fn guidellm_clean_run_recomputes_every_distribution() {
+    let run = verify_from("guidellm", &imports("guidellm", "clean"));
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    assert!(!run.has("import.failed-requests"));
+    assert!(!run.has("import.failed-as-zero"));
+    let r = run.json();
+    let keys: Vec<&str> = r["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["key"].as_str().unwrap())
+        .collect();
+    for k in [
+        "guidellm.0.time_to_first_token_ms.successful.percentiles.p99",
+        "guidellm.0.inter_token_latency_ms.successful.mean",
+        "guidellm.0.time_per_output_token_ms.total.count",
+        "guidellm.0.request_latency.successful.std_dev",
+    ] {
+        assert!(keys.contains(&k), "{k} not recomputed");
+    }
+}
+
+#[test]
+fn guidellm_errored_request_of_the_real_run_is_named_and_detected() {
+    let dir = imports("guidellm", "failures");
+    let run = rigaudit(&[
+        "verify",
+        dir.join(REPORT).to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
+    let msg = f[0]["message"].as_str().unwrap();
+    assert!(msg.contains("1 of 12 requests errored"), "{msg}");
+    assert!(msg.contains("400 Bad Request"), "{msg}");
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+}
+
+#[test]
+fn guidellm_hidden_error_and_a_changed_aggregate_are_caught() {
+    let c = Files::of("guidellm", "failures");
+    c.set(
+        REPORT,
+        "/benchmarks/0/metrics/request_totals/errored",
+        json!(0),
+    );
+    let run = verify_from("guidellm", c.path());
+    let f = run.findings("import.failed-hidden");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(
+        f[0]["pointer"],
+        "/benchmarks/0/metrics/request_totals/errored"
+    );
+
+    let c = Files::of("guidellm", "clean");
+    c.set(
+        REPORT,
+        "/benchmarks/0/metrics/time_to_first_token_ms/successful/percentiles/p50",
+        json!(1.0),
+    );
+    let run = verify_from("guidellm", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(
+        f[0]["pointer"],
+        "/benchmarks/0/metrics/time_to_first_token_ms/successful/percentiles/p50"
+    );
+}
+
+#[test]
+fn guidellm_success_without_tokens_or_usage_is_caught() {
+    let c = Files::of("guidellm", "clean");
+    c.set(
+        REPORT,
+        "/benchmarks/0/requests/successful/3/output_tokens",
+        json!(0),
+    );
+    c.set(
+        REPORT,
+        "/benchmarks/0/requests/successful/5/output_metrics/text_tokens",
+        Value::Null,
+    );
+    let run = verify_from("guidellm", c.path());
+    let f = run.findings("import.failed-as-zero");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "/benchmarks/0/requests/successful/3");
+    // The printed token distribution counted 24 there: it no longer matches.
+    assert!(run
+        .findings("speed.recompute-mismatch")
+        .iter()
+        .any(|x| x["pointer"]
+            .as_str()
+            .unwrap()
+            .contains("output_token_count/successful")));
+    let t = run.findings("speed.token-source");
+    assert_eq!(t.len(), 1, "{}", run.stdout);
+    assert!(t[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("1 of 12 requests have no usage"));
+}

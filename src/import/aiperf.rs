@@ -18,15 +18,16 @@ use std::collections::BTreeMap;
 
 /// Whether a source is one of AIPerf's files (its summary, by content).
 pub fn looks_like(s: &Source) -> bool {
-    let head = &s.bytes[..s.bytes.len().min(4096)];
-    let text = String::from_utf8_lossy(head);
-    text.contains("\"aiperf_version\"")
-        || (s.name.ends_with(".jsonl") && text.contains("\"benchmark_phase\""))
+    is_summary(s) || (s.name.ends_with(".jsonl") && super::holds(&s.bytes, "\"benchmark_phase\""))
+}
+
+fn is_summary(s: &Source) -> bool {
+    s.name.ends_with(".json") && super::holds(&s.bytes, "\"aiperf_version\"")
 }
 
 /// Reads the summary and the records and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let si = find(sources, |s| s.name.ends_with(".json") && String::from_utf8_lossy(&s.bytes[..s.bytes.len().min(4096)]).contains("\"aiperf_version\""))
+    let si = find(sources, is_summary)
         .ok_or_else(|| fatal(format!("{}: no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version)", names(sources))))?;
     let ri = find(sources, |s| s.name.ends_with(".jsonl"))
         .ok_or_else(|| fatal(format!("{}: no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)", names(sources))))?;

@@ -10,6 +10,7 @@
 //! the digests and runs the format's checks again on the copied sources.
 
 pub mod aiperf;
+pub mod guidellm;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;
@@ -31,6 +32,8 @@ pub const IMPORTER_VERSION: &str = concat!(
 pub enum Format {
     /// AIPerf: profile_export_aiperf.json and profile_export.jsonl.
     Aiperf,
+    /// GuideLLM: benchmarks.json.
+    Guidellm,
 }
 
 impl Format {
@@ -38,11 +41,14 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Aiperf => "aiperf",
+            Format::Guidellm => "guidellm",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Format::Aiperf].into_iter().find(|f| f.name() == s)
+        [Format::Aiperf, Format::Guidellm]
+            .into_iter()
+            .find(|f| f.name() == s)
     }
 }
 
@@ -130,6 +136,11 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
     Ok(out)
 }
 
+/// Whether `needle` occurs in `hay` (the formats are told apart by a key only they write).
+pub fn holds(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -138,6 +149,9 @@ fn hex(bytes: &[u8]) -> String {
 pub fn detect(sources: &[Source]) -> Option<Format> {
     if sources.iter().any(aiperf::looks_like) {
         return Some(Format::Aiperf);
+    }
+    if sources.iter().any(guidellm::looks_like) {
+        return Some(Format::Guidellm);
     }
     None
 }
@@ -151,6 +165,7 @@ pub fn detect_files(files: &[PathBuf]) -> Option<Format> {
 pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal> {
     match format {
         Format::Aiperf => aiperf::import(sources),
+        Format::Guidellm => guidellm::import(sources),
     }
 }
 
@@ -165,7 +180,7 @@ pub fn load(
         None => detect(&sources).ok_or_else(|| {
             let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
             fatal(format!(
-                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf); name it with --from",
+                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf, guidellm); name it with --from",
                 names.join(", ")
             ))
         })?,
@@ -337,7 +352,7 @@ pub fn verify_bundle(
     let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
     let format = Format::parse(from).ok_or_else(|| {
         fatal(format!(
-            "{}: at /from: expected a format rigaudit imports (aiperf), found '{}'",
+            "{}: at /from: expected a format rigaudit imports (aiperf, guidellm), found '{}'",
             input::shown_path(&rec_path),
             input::shown(from)
         ))
