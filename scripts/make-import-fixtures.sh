@@ -122,3 +122,27 @@ if [[ " ${FORMATS[*]} " == *" guidellm "* ]]; then
     guidellm_run 1024 fixtures/imports/guidellm/clean ""
     guidellm_run 256 fixtures/imports/guidellm/failures "prompt_tokens_stdev=90,prompt_tokens_min=20,prompt_tokens_max=400,"
 fi
+
+# lm-evaluation-harness: the project's 24 arithmetic questions as a local task
+# (fixtures/imports/lm-eval/tasks/), through the chat endpoint, with samples logged; the clean run
+# with an 8-token answer limit, the failing one with 2 (answers cut off). A refused request is not
+# a way to make a failure here: lm-eval retries it, then aborts and writes nothing.
+LM_EVAL_VERSION=0.4.13
+lm_eval_run() { # lm_eval_run TASK OUTDIR
+    start_engine 1024
+    rm -rf "$TMP/lm-eval"
+    "$TOOLS/lm-eval/bin/lm_eval" --model local-chat-completions \
+        --model_args "model=smollm2,base_url=$URL/v1/chat/completions,num_concurrent=1,max_retries=1,tokenized_requests=False" \
+        --tasks "$1" --include_path fixtures/imports/lm-eval/tasks --apply_chat_template \
+        --log_samples --output_path "$TMP/lm-eval" >"$TMP/lm-eval.log" 2>&1 ||
+        { tail -40 "$TMP/lm-eval.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$TMP"/lm-eval/smollm2/results_*.json "$TMP"/lm-eval/smollm2/samples_*.jsonl "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" lm-eval "* ]]; then
+    venv lm-eval "lm-eval[api]==$LM_EVAL_VERSION"
+    lm_eval_run rigaudit_arith fixtures/imports/lm-eval/clean
+    lm_eval_run rigaudit_arith_tight fixtures/imports/lm-eval/failures
+fi

@@ -457,3 +457,114 @@ fn guidellm_success_without_tokens_or_usage_is_caught() {
         .unwrap()
         .contains("1 of 12 requests have no usage"));
 }
+
+/// The one file of a fixture copy whose name starts with `prefix`.
+fn named(dir: &Path, prefix: &str) -> String {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}
+
+#[test]
+fn lm_eval_run_is_rescored_and_its_unextractable_replies_named() {
+    for run_name in ["clean", "failures"] {
+        let dir = imports("lm-eval", run_name);
+        let run = rigaudit(&["verify", dir.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        assert!(!run.has("quality.pct-mismatch"), "{}", run.stdout);
+        assert!(!run.has("import.stderr-mismatch"), "{}", run.stdout);
+        assert!(!run.has("quality.scoring-disagrees"), "{}", run.stdout);
+        let f = run.findings("import.unscorable-reply");
+        assert_eq!(f.len(), 1, "{}", run.stdout);
+        assert!(f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("3 of 24 replies gave the filter no answer"));
+        let keys: Vec<String> = run.json()["recomputed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["key"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            keys.iter().any(|k| k.ends_with("exact_match,letter")),
+            "{keys:?}"
+        );
+        assert!(
+            keys.iter().any(|k| k.ends_with("margin95.wilson")),
+            "{keys:?}"
+        );
+    }
+}
+
+#[test]
+fn lm_eval_empty_reply_scored_wrong_is_caught() {
+    let c = Files::of("lm-eval", "clean");
+    let samples = named(c.path(), "samples_");
+    c.edit_line(&samples, 2, |v| {
+        v["resps"] = json!([[""]]);
+        v["filtered_resps"] = json!(["[invalid]"]);
+    });
+    let run = verify_from("lm-eval", c.path());
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.empty-scored-wrong");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "line 2");
+    let msg = f[0]["message"].as_str().unwrap();
+    assert!(msg.contains("1 of 24 replies are empty"), "{msg}");
+    // 5 right of the 23 answered.
+    assert!(
+        msg.contains("exact_match 0.2174 over the 23 answered"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn lm_eval_printed_score_stderr_count_and_marks_that_disagree_are_caught() {
+    let c = Files::of("lm-eval", "clean");
+    let results = named(c.path(), "results_");
+    c.set(
+        &results,
+        "/results/rigaudit_arith/exact_match,letter",
+        json!(0.25),
+    );
+    c.set(
+        &results,
+        "/results/rigaudit_arith/exact_match_stderr,letter",
+        json!(0.05),
+    );
+    c.set(&results, "/n-samples/rigaudit_arith/effective", json!(30));
+    let run = verify_from("lm-eval", c.path());
+    assert_eq!(
+        run.findings("quality.pct-mismatch").len(),
+        1,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.findings("import.stderr-mismatch").len(),
+        1,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.findings("import.failed-hidden").len(),
+        1,
+        "{}",
+        run.stdout
+    );
+
+    // A wrong answer marked right: the re-scoring disagrees, and the mean moves.
+    let c = Files::of("lm-eval", "clean");
+    let samples = named(c.path(), "samples_");
+    c.edit_line(&samples, 1, |v| v["exact_match"] = json!(1.0));
+    let run = verify_from("lm-eval", c.path());
+    let f = run.findings("quality.scoring-disagrees");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "line 1");
+    assert!(run.has("quality.pct-mismatch"));
+}

@@ -11,6 +11,7 @@
 
 pub mod aiperf;
 pub mod guidellm;
+pub mod lm_eval;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;
@@ -34,6 +35,8 @@ pub enum Format {
     Aiperf,
     /// GuideLLM: benchmarks.json.
     Guidellm,
+    /// lm-evaluation-harness: results_<date>.json and samples_<task>_<date>.jsonl.
+    LmEval,
 }
 
 impl Format {
@@ -42,6 +45,7 @@ impl Format {
         match self {
             Format::Aiperf => "aiperf",
             Format::Guidellm => "guidellm",
+            Format::LmEval => "lm-eval",
         }
     }
 
@@ -153,6 +157,9 @@ pub fn detect(sources: &[Source]) -> Option<Format> {
     if sources.iter().any(guidellm::looks_like) {
         return Some(Format::Guidellm);
     }
+    if sources.iter().any(lm_eval::looks_like) {
+        return Some(Format::LmEval);
+    }
     None
 }
 
@@ -166,6 +173,7 @@ pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal>
     match format {
         Format::Aiperf => aiperf::import(sources),
         Format::Guidellm => guidellm::import(sources),
+        Format::LmEval => lm_eval::import(sources),
     }
 }
 
@@ -180,7 +188,7 @@ pub fn load(
         None => detect(&sources).ok_or_else(|| {
             let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
             fatal(format!(
-                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf, guidellm); name it with --from",
+                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf, guidellm, lm-eval); name it with --from",
                 names.join(", ")
             ))
         })?,
@@ -352,7 +360,7 @@ pub fn verify_bundle(
     let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
     let format = Format::parse(from).ok_or_else(|| {
         fatal(format!(
-            "{}: at /from: expected a format rigaudit imports (aiperf, guidellm), found '{}'",
+            "{}: at /from: expected a format rigaudit imports (aiperf, guidellm, lm-eval), found '{}'",
             input::shown_path(&rec_path),
             input::shown(from)
         ))

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 pub mod aiperf;
 pub mod guidellm;
+pub mod lm_eval;
 
 /// `import.*` checks.
 pub const CHECKS: &[Check] = &[
@@ -43,6 +44,21 @@ pub const CHECKS: &[Check] = &[
         id: "import.ttft-empty-chunk",
         severity: Severity::Warning,
         doc: "A time to first token was taken at a streamed chunk that carried no generated text.",
+    },
+    Check {
+        id: "import.empty-scored-wrong",
+        severity: Severity::Error,
+        doc: "An empty reply (a null or unparsable answer) is scored as a wrong answer; it is no answer and belongs out of the total.",
+    },
+    Check {
+        id: "import.unscorable-reply",
+        severity: Severity::Warning,
+        doc: "Replies from which the task's filter extracted no answer are scored as wrong, and the file cannot tell which were cut off at the answer limit.",
+    },
+    Check {
+        id: "import.stderr-mismatch",
+        severity: Severity::Error,
+        doc: "A printed standard error is not the scores' sample standard deviation / sqrt(n).",
     },
     Check {
         id: "import.not-recomputable",
