@@ -146,3 +146,24 @@ if [[ " ${FORMATS[*]} " == *" lm-eval "* ]]; then
     lm_eval_run rigaudit_arith fixtures/imports/lm-eval/clean
     lm_eval_run rigaudit_arith_tight fixtures/imports/lm-eval/failures
 fi
+
+# MLPerf LoadGen: the Server scenario through a small system under test (scripts/loadgen_sut.py)
+# that sends the project's arithmetic questions to the engine; at 0.5 queries/s the latency
+# targets hold (clean), at 4 queries/s the 2-core engine queues and LoadGen declares the run
+# INVALID (failures).
+LOADGEN_VERSION=6.0.17
+loadgen_run() { # loadgen_run QPS OUTDIR
+    start_engine 1024
+    rm -rf "$TMP/loadgen" && mkdir -p "$TMP/loadgen"
+    "$TOOLS/loadgen/bin/python" scripts/loadgen_sut.py "$URL" fixtures/imports/lm-eval/tasks/arith.jsonl \
+        "$TMP/loadgen" "$1" >"$TMP/loadgen.log" 2>&1 || { tail -40 "$TMP/loadgen.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$TMP/loadgen/mlperf_log_summary.txt" "$TMP/loadgen/mlperf_log_detail.txt" "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" loadgen "* ]]; then
+    venv loadgen "mlcommons-loadgen==$LOADGEN_VERSION"
+    loadgen_run 0.5 fixtures/imports/loadgen/clean
+    loadgen_run 4 fixtures/imports/loadgen/failures
+fi

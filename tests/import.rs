@@ -568,3 +568,112 @@ fn lm_eval_printed_score_stderr_count_and_marks_that_disagree_are_caught() {
     assert_eq!(f[0]["pointer"], "line 1");
     assert!(run.has("quality.pct-mismatch"));
 }
+
+const DETAIL: &str = "mlperf_log_detail.txt";
+const LG_SUMMARY: &str = "mlperf_log_summary.txt";
+
+/// Rewrites the value of one `:::MLLOG` key in a detail log copy.
+fn set_mllog(c: &Files, key: &str, value: Value) {
+    let p = c.file(DETAIL);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut hit = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| match l.strip_prefix(":::MLLOG ") {
+            Some(j) => {
+                let mut v: Value = serde_json::from_str(j).unwrap();
+                if v["key"] == key {
+                    v["value"] = value.clone();
+                    hit = true;
+                }
+                format!(":::MLLOG {}", serde_json::to_string(&v).unwrap())
+            }
+            None => l.to_string(),
+        })
+        .collect();
+    assert!(hit, "{key}");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn loadgen_runs_are_judged_by_their_own_rules() {
+    let run = rigaudit(&[
+        "verify",
+        imports("loadgen", "clean").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let f = run.findings("import.run-incomplete");
+    assert_eq!(f.len(), 1);
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("not met: early stopping"),
+        "{}",
+        f[0]["message"]
+    );
+    assert!(run.has_at("import.settings-below-rules", "warning"));
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    assert!(!run.has("import.tool-errors"));
+    assert!(run.json()["recomputed"].as_array().unwrap().len() >= 30);
+
+    // The overloaded run ended on its query cap before its minimum duration: LoadGen says so.
+    let run = verify_from("loadgen", &imports("loadgen", "failures"));
+    let f = run.findings("import.run-incomplete");
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("minimum duration"),
+        "{}",
+        f[0]["message"]
+    );
+    let e = run.findings("import.tool-errors");
+    assert_eq!(e.len(), 1, "{}", run.stdout);
+    assert!(e[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Max query count reached"));
+}
+
+#[test]
+fn loadgen_valid_verdict_over_unmet_rules_and_a_changed_summary_are_caught() {
+    let c = Files::of("loadgen", "failures");
+    set_mllog(&c, "result_validity", json!("VALID"));
+    set_mllog(&c, "result_min_duration_met", json!(true));
+    let run = verify_from("loadgen", c.path());
+    let f = run.findings("import.validity-mismatch");
+    let msgs: Vec<&str> = f.iter().map(|x| x["message"].as_str().unwrap()).collect();
+    assert_eq!(f.len(), 2, "{msgs:?}");
+    assert!(msgs[0].contains("VALID though"), "{msgs:?}");
+    assert!(msgs[1].contains("minimum duration is said met"), "{msgs:?}");
+    // The summary still prints INVALID and NO: it disagrees with the (changed) detail log.
+    assert!(
+        run.findings("speed.recompute-mismatch").len() >= 2,
+        "{}",
+        run.stdout
+    );
+
+    let c = Files::of("loadgen", "clean");
+    let p = c.file(LG_SUMMARY);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("99.00 percentile first token latency"))
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        &p,
+        text.replace(&line, "99.00 percentile first token latency (ns)   : 100"),
+    )
+    .unwrap();
+    let run = verify_from("loadgen", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("result_first_token_99.00_percentile_latency_ns is printed as 100"));
+}

@@ -12,6 +12,7 @@
 pub mod aiperf;
 pub mod guidellm;
 pub mod lm_eval;
+pub mod loadgen;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;
@@ -37,6 +38,8 @@ pub enum Format {
     Guidellm,
     /// lm-evaluation-harness: results_<date>.json and samples_<task>_<date>.jsonl.
     LmEval,
+    /// MLPerf LoadGen: mlperf_log_detail.txt and mlperf_log_summary.txt.
+    Loadgen,
 }
 
 impl Format {
@@ -46,6 +49,7 @@ impl Format {
             Format::Aiperf => "aiperf",
             Format::Guidellm => "guidellm",
             Format::LmEval => "lm-eval",
+            Format::Loadgen => "loadgen",
         }
     }
 
@@ -160,6 +164,9 @@ pub fn detect(sources: &[Source]) -> Option<Format> {
     if sources.iter().any(lm_eval::looks_like) {
         return Some(Format::LmEval);
     }
+    if sources.iter().any(loadgen::looks_like) {
+        return Some(Format::Loadgen);
+    }
     None
 }
 
@@ -174,6 +181,7 @@ pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal>
         Format::Aiperf => aiperf::import(sources),
         Format::Guidellm => guidellm::import(sources),
         Format::LmEval => lm_eval::import(sources),
+        Format::Loadgen => loadgen::import(sources),
     }
 }
 
@@ -188,7 +196,7 @@ pub fn load(
         None => detect(&sources).ok_or_else(|| {
             let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
             fatal(format!(
-                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf, guidellm, lm-eval); name it with --from",
+                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf, guidellm, lm-eval, loadgen); name it with --from",
                 names.join(", ")
             ))
         })?,
@@ -360,7 +368,7 @@ pub fn verify_bundle(
     let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
     let format = Format::parse(from).ok_or_else(|| {
         fatal(format!(
-            "{}: at /from: expected a format rigaudit imports (aiperf, guidellm, lm-eval), found '{}'",
+            "{}: at /from: expected a format rigaudit imports (aiperf, guidellm, lm-eval, loadgen), found '{}'",
             input::shown_path(&rec_path),
             input::shown(from)
         ))

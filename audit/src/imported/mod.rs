@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 pub mod aiperf;
 pub mod guidellm;
 pub mod lm_eval;
+pub mod loadgen;
 
 /// `import.*` checks.
 pub const CHECKS: &[Check] = &[
@@ -59,6 +60,21 @@ pub const CHECKS: &[Check] = &[
         id: "import.stderr-mismatch",
         severity: Severity::Error,
         doc: "A printed standard error is not the scores' sample standard deviation / sqrt(n).",
+    },
+    Check {
+        id: "import.validity-mismatch",
+        severity: Severity::Error,
+        doc: "A tool's verdict (VALID, a rule said met) disagrees with the parts or the measured duration and count it rests on.",
+    },
+    Check {
+        id: "import.tool-errors",
+        severity: Severity::Error,
+        doc: "The tool logged errors (error) or warnings (warning) during the run.",
+    },
+    Check {
+        id: "import.settings-below-rules",
+        severity: Severity::Warning,
+        doc: "A run's own settings are below the rules its tool's benchmark asks for (MLPerf: 600 s minimum duration).",
     },
     Check {
         id: "import.not-recomputable",
