@@ -62,30 +62,14 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         };
         sources[si].role = format!("samples of {name}");
         let all = samples(&sources[si])?;
-        let mut filters: Vec<&str> = metrics.iter().map(|m| m.filter.as_str()).collect();
-        filters.dedup();
-        for f in filters {
-            tasks.push(Task {
-                name: name.clone(),
-                file: src.name.clone(),
-                samples_file: Some(sources[si].name.clone()),
-                metrics: metrics.iter().filter(|m| m.filter == f).cloned().collect(),
-                effective: v
-                    .pointer(&format!("/n-samples/{}/effective", pointer_escape(name)))
-                    .and_then(|x| x.as_f64()),
-                max_gen_toks: v
-                    .pointer(&format!(
-                        "/configs/{}/generation_kwargs/max_gen_toks",
-                        pointer_escape(name)
-                    ))
-                    .and_then(|x| x.as_f64()),
-                samples: all
-                    .iter()
-                    .filter(|(filter, _)| filter == f)
-                    .map(|(_, s)| s.clone())
-                    .collect(),
-            });
-        }
+        tasks.extend(by_filter(
+            &v,
+            name,
+            &src.name,
+            &sources[si].name,
+            &metrics,
+            &all,
+        ));
         imp.taken.push(format!(
             "{name}: {} metrics of {} and the {} document records of {}",
             metrics.len(),
@@ -107,6 +91,40 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     }
     imp.checked = check(&tasks);
     Ok(imp)
+}
+
+/// One task record per filter its metrics use, each with that filter's samples.
+fn by_filter(
+    v: &Value,
+    name: &str,
+    results_file: &str,
+    samples_file: &str,
+    metrics: &[Metric],
+    all: &[(String, Sample)],
+) -> Vec<Task> {
+    let mut filters: Vec<&str> = metrics.iter().map(|m| m.filter.as_str()).collect();
+    filters.sort_unstable();
+    filters.dedup();
+    let at = |tail: &str| {
+        v.pointer(&format!("/{}", tail.replace("{}", &pointer_escape(name))))
+            .and_then(|x| x.as_f64())
+    };
+    filters
+        .into_iter()
+        .map(|f| Task {
+            name: name.to_string(),
+            file: results_file.to_string(),
+            samples_file: Some(samples_file.to_string()),
+            metrics: metrics.iter().filter(|m| m.filter == f).cloned().collect(),
+            effective: at("n-samples/{}/effective"),
+            max_gen_toks: at("configs/{}/generation_kwargs/max_gen_toks"),
+            samples: all
+                .iter()
+                .filter(|(filter, _)| filter == f)
+                .map(|(_, s)| s.clone())
+                .collect(),
+        })
+        .collect()
 }
 
 /// Whether a file name is `samples_<task>_<date>.jsonl` for this task (the date starts with a
