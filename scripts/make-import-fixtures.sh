@@ -91,6 +91,7 @@ aiperf_run() { # aiperf_run WINDOW OUTDIR ISL_STDDEV
     rm -rf "$2" && mkdir -p "$2"
     cp "$(find "$TMP/aiperf" -name profile_export_aiperf.json | head -1)" "$2/"
     cp "$(find "$TMP/aiperf" -name profile_export.jsonl | head -1)" "$2/"
+    cp "$(find "$TMP/aiperf" -name profile_export_raw.jsonl | head -1)" "$2/"
 }
 
 if [[ " ${FORMATS[*]} " == *" aiperf "* ]]; then

@@ -271,7 +271,7 @@ fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
     assert_eq!(v.code, 1, "{}", v.stderr);
     assert!(v.has("import.failed-requests"));
     assert!(!v.has("schema.digest-mismatch"));
-    assert_eq!(v.json()["artifacts"].as_array().unwrap().len(), 3);
+    assert_eq!(v.json()["artifacts"].as_array().unwrap().len(), 4);
     // A source changed after the import: its digest no longer holds.
     let p = b.join("sources").join(RECORDS);
     let text = std::fs::read_to_string(&p).unwrap().replacen(
@@ -676,4 +676,32 @@ fn loadgen_valid_verdict_over_unmet_rules_and_a_changed_summary_are_caught() {
         .as_str()
         .unwrap()
         .contains("result_first_token_99.00_percentile_latency_ns is printed as 100"));
+}
+
+#[test]
+fn aiperf_ttft_taken_at_the_empty_first_chunk_is_caught() {
+    let c = Files::of("aiperf", "clean");
+    let raw = std::fs::read_to_string(c.file("profile_export_raw.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(raw.lines().next().unwrap()).unwrap();
+    let start = first["start_perf_ns"].as_i64().unwrap();
+    // The stream's first chunk carries only the role: its time is what a careless TTFT takes.
+    let chunk = first["responses"][0]["perf_ns"].as_i64().unwrap();
+    assert!(first["responses"][0]["packets"][0]["value"]
+        .as_str()
+        .unwrap()
+        .contains("\"content\":\"\""));
+    let id = first["metadata"]["x_request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let text = std::fs::read_to_string(c.file(RECORDS)).unwrap();
+    let n = text.lines().position(|l| l.contains(&id)).unwrap() + 1;
+    c.edit_line(RECORDS, n, |v| {
+        v["metrics"]["time_to_first_token"]["value"] = json!((chunk - start) as f64 / 1e6);
+    });
+    let run = verify_from("aiperf", c.path());
+    let f = run.findings("import.ttft-empty-chunk");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "line 1");
+    assert_eq!(f[0]["data"]["record_line"], n);
 }

@@ -12,7 +12,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
-use rigaudit_audit::imported::aiperf::{check, Record, Stat, Summary};
+use rigaudit_audit::imported::aiperf::{check, RawRecord, Record, Stat, Summary};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -29,25 +29,41 @@ fn is_summary(s: &Source) -> bool {
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     let si = find(sources, is_summary)
         .ok_or_else(|| fatal(format!("{}: no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version)", names(sources))))?;
-    let ri = find(sources, |s| s.name.ends_with(".jsonl"))
+    let ri = find(sources, |s| s.name.ends_with(".jsonl") && !is_raw(s))
         .ok_or_else(|| fatal(format!("{}: no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)", names(sources))))?;
     sources[si].role = "summary".into();
     sources[ri].role = "records".into();
     let (summary, model) = summary(&sources[si])?;
     let records = records(&sources[ri])?;
+    let raw_i = find(sources, is_raw);
+    let raw = match raw_i {
+        Some(i) => {
+            sources[i].role = "raw records".into();
+            Some(raw_records(&sources[i])?)
+        }
+        None => None,
+    };
     let mut imp = Imported {
         tool_version: summary.version.clone(),
         model,
         ..Default::default()
     };
     notes(&summary, &records, &sources[ri].name, &mut imp);
+    if raw.is_some() {
+        imp.taken.push(
+            "the raw records' chunk times, against which each TTFT's anchor is checked".into(),
+        );
+        imp.not_taken.retain(|n| !n.starts_with("whether a TTFT"));
+    }
     for (i, s) in sources.iter().enumerate() {
-        if i != si && i != ri {
+        if i != si && i != ri && Some(i) != raw_i {
             imp.not_taken
                 .push(format!("{}: not an AIPerf file the importer reads", s.name));
         }
     }
-    imp.checked = check(&summary, &records, &sources[ri].name);
+    let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
+    let raw = raw.as_deref().map(|r| (raw_file.as_str(), r));
+    imp.checked = check(&summary, &records, &sources[ri].name, raw);
     Ok(imp)
 }
 
@@ -223,5 +239,97 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
         start_ns: meta.get("request_start_ns").and_then(|x| x.as_i64()),
         end_ns: meta.get("request_end_ns").and_then(|x| x.as_i64()),
         metrics: out,
+        request_id: meta
+            .get("x_request_id")
+            .and_then(|x| x.as_str())
+            .map(String::from),
     })
+}
+
+fn is_raw(s: &Source) -> bool {
+    s.name.ends_with("_raw.jsonl")
+}
+
+/// The raw records: each request's start and its chunks' times, and whether each carried text.
+fn raw_records(src: &Source) -> Result<Vec<RawRecord>, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                src.shown,
+                i + 1,
+                e.column()
+            ))
+        })?;
+        let start_ns = v
+            .get("start_perf_ns")
+            .and_then(|x| x.as_i64())
+            .ok_or_else(|| {
+                fatal(format!(
+                    "{}: line {}: expected start_perf_ns, a number",
+                    src.shown,
+                    i + 1
+                ))
+            })?;
+        let mut chunks = Vec::new();
+        for r in v
+            .get("responses")
+            .and_then(|x| x.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let Some(t) = r.get("perf_ns").and_then(|x| x.as_i64()) else {
+                continue;
+            };
+            let packets = r
+                .get("packets")
+                .and_then(|x| x.as_array())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            chunks.push((t, packets.iter().any(carries_text)));
+        }
+        let request_id = v
+            .pointer("/metadata/x_request_id")
+            .and_then(|x| x.as_str())
+            .map(String::from);
+        out.push(RawRecord {
+            line: i + 1,
+            request_id,
+            start_ns,
+            chunks,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether an SSE packet's JSON carries generated text (content or reasoning).
+fn carries_text(p: &Value) -> bool {
+    let Some(body) = p.get("value").and_then(|x| x.as_str()) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<Value>(body) else {
+        return false;
+    };
+    v.get("choices")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            ["content", "reasoning_content", "reasoning"]
+                .iter()
+                .any(|k| {
+                    c.pointer(&format!("/delta/{k}"))
+                        .and_then(|x| x.as_str())
+                        .is_some_and(|t| !t.is_empty())
+                })
+                || c.get("text")
+                    .and_then(|x| x.as_str())
+                    .is_some_and(|t| !t.is_empty())
+        })
 }

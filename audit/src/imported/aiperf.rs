@@ -69,6 +69,22 @@ pub struct Record {
     pub end_ns: Option<i64>,
     /// Every metric of the record: one value, or the list a list metric holds.
     pub metrics: BTreeMap<String, Vec<f64>>,
+    /// `metadata.x_request_id`: what ties it to its raw record.
+    pub request_id: Option<String>,
+}
+
+/// One record of `profile_export_raw.jsonl` (`--export-level raw`): the request's start and
+/// every streamed chunk's time and whether it carried generated text.
+#[derive(Debug, Clone, Default)]
+pub struct RawRecord {
+    /// Line number in the raw file, from 1.
+    pub line: usize,
+    /// `metadata.x_request_id`.
+    pub request_id: Option<String>,
+    /// `start_perf_ns`.
+    pub start_ns: i64,
+    /// Each chunk: its `perf_ns` and whether its delta carried text (content or reasoning).
+    pub chunks: Vec<(i64, bool)>,
 }
 
 impl Record {
@@ -99,7 +115,12 @@ const FIELDS: &[&str] = &[
 ];
 
 /// Runs every AIPerf check.
-pub fn check(s: &Summary, records: &[Record], records_file: &str) -> Checked {
+pub fn check(
+    s: &Summary,
+    records: &[Record],
+    records_file: &str,
+    raw: Option<(&str, &[RawRecord])>,
+) -> Checked {
     let mut out = Checked::default();
     let counted: Vec<&Record> = records.iter().filter(|r| r.phase == "profiling").collect();
     check_run_complete(s, &mut out);
@@ -111,7 +132,58 @@ pub fn check(s: &Summary, records: &[Record], records_file: &str) -> Checked {
     check_failed_as_zero(s, &counted, records_file, &mut out);
     check_token_source(&counted, records_file, &mut out);
     check_cached_tokens(s, &counted, records_file, &mut out);
+    if let Some((raw_file, raw)) = raw {
+        check_ttft_anchor(&counted, raw_file, raw, &mut out);
+    }
     out
+}
+
+/// `import.ttft-empty-chunk` (and `speed.recompute-mismatch`): each record's TTFT against its
+/// raw chunks: it must be the first chunk that carried text, less the request's start; a TTFT
+/// at an earlier, empty chunk (the role-only first chunk of a chat stream) is named.
+pub fn check_ttft_anchor(
+    records: &[&Record],
+    raw_file: &str,
+    raw: &[RawRecord],
+    out: &mut Checked,
+) {
+    out.ran("import.ttft-empty-chunk");
+    out.ran("speed.recompute-mismatch");
+    let by_id: BTreeMap<&str, &Record> = records
+        .iter()
+        .filter_map(|r| r.request_id.as_deref().map(|id| (id, *r)))
+        .collect();
+    let ms = |t: i64, start: i64| (t - start) as f64 / 1e6;
+    for x in raw {
+        let Some(rec) = x.request_id.as_deref().and_then(|id| by_id.get(id)) else {
+            continue;
+        };
+        let Some(ttft) = rec.one("time_to_first_token") else {
+            continue;
+        };
+        let Some(text) = x.chunks.iter().find(|c| c.1).map(|c| ms(c.0, x.start_ns)) else {
+            continue;
+        };
+        if (ttft - text).abs() <= 0.01 {
+            continue;
+        }
+        let empty = x
+            .chunks
+            .iter()
+            .take_while(|c| !c.1)
+            .any(|c| (ms(c.0, x.start_ns) - ttft).abs() <= 0.01);
+        let (id, sev, msg) = if empty {
+            ("import.ttft-empty-chunk", Severity::Warning, format!("the TTFT of {ttft} ms is the time of a chunk with no text; the first text came at {text} ms"))
+        } else {
+            ("speed.recompute-mismatch", Severity::Error, format!("the TTFT of {ttft} ms is not the first text chunk's time in the raw record ({text} ms)"))
+        };
+        out.push(
+            Finding::new(id, sev, msg)
+                .file(raw_file)
+                .pointer(format!("line {}", x.line))
+                .data(json!({"record_line": rec.line, "ttft_ms": ttft, "first_text_ms": text})),
+        );
+    }
 }
 
 /// `import.run-incomplete`: AIPerf says the run was cancelled or did not complete.
