@@ -104,7 +104,12 @@ fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy
 }
 
 fn diff_report(args: &diff::Args, out: &ReportArgs) -> ExitCode {
-    match diff::run(args, out.fail_on.severity()) {
+    let run = if import::diff::applies(args) {
+        import::diff::run(args, out.fail_on.severity())
+    } else {
+        diff::run(args, out.fail_on.severity())
+    };
+    match run {
         Ok(r) => emit(&r, out),
         Err(e) => {
             eprintln!("rigaudit: {}", input::escaped(&e.to_string()));

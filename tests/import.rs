@@ -93,6 +93,13 @@ fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
     assert!(!run.has("import.failed-as-zero"));
     // The engine serves the chat template's prefix from its cache: a real finding.
     assert!(run.has_at("speed.cached-tokens", "error"));
+    // The time-sliced figures have no per-request records: named, not checked.
+    let n = run.findings("import.not-recomputable");
+    assert_eq!(n.len(), 1);
+    assert!(n[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("effective_concurrency"));
     let keys: Vec<&str> = r["recomputed"]
         .as_array()
         .unwrap()
@@ -704,4 +711,81 @@ fn aiperf_ttft_taken_at_the_empty_first_chunk_is_caught() {
     assert_eq!(f.len(), 1, "{}", run.stdout);
     assert_eq!(f[0]["pointer"], "line 1");
     assert_eq!(f[0]["data"]["record_line"], n);
+}
+
+#[test]
+fn diff_of_two_aiperf_runs_names_the_changed_setting_and_a_moved_latency() {
+    let c = Files::of("aiperf", "clean");
+    // Every request 60 % slower to its first token (records and summary alike).
+    let p = c.file(RECORDS);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let n = text.lines().count();
+    for i in 1..=n {
+        c.edit_line(RECORDS, i, |v| {
+            if let Some(x) = v["metrics"]["time_to_first_token"]["value"].as_f64() {
+                v["metrics"]["time_to_first_token"]["value"] = json!(x * 1.6);
+            }
+        });
+    }
+    c.set(SUMMARY, "/input_config/phases/0/concurrency", json!(4));
+    let clean = imports("aiperf", "clean");
+    let run = rigaudit(&[
+        "diff",
+        clean.to_str().unwrap(),
+        c.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let r = run.json();
+    let setup = r["setup_changes"].as_array().unwrap();
+    assert_eq!(setup.len(), 1, "{setup:?}");
+    assert_eq!(setup[0]["what"], "input_config/phases/0/concurrency");
+    assert_eq!(
+        (setup[0]["a"].as_str(), setup[0]["b"].as_str()),
+        (Some("2"), Some("4"))
+    );
+    let moved = run.findings("diff.moved");
+    assert_eq!(moved.len(), 1, "{}", run.stdout);
+    assert!(moved[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("aiperf.time_to_first_token: moved +60.0 %"));
+    // The same run against itself: nothing differs, nothing moved.
+    let run = rigaudit(&[
+        "diff",
+        clean.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!run.has("diff.moved") && !run.has("diff.setup-differs"));
+}
+
+#[test]
+fn diff_of_an_imported_bundle_and_files_and_of_two_tools() {
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    let lm = imports("lm-eval", "clean");
+    let run = rigaudit(&["import", lm.to_str().unwrap(), "--out", b.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = rigaudit(&[
+        "diff",
+        b.to_str().unwrap(),
+        lm.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let rows = run.json()["comparisons"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["test"], "two-proportion-z");
+    let run = rigaudit(&[
+        "diff",
+        lm.to_str().unwrap(),
+        imports("guidellm", "clean").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("is lm-eval and"), "{}", run.stderr);
 }

@@ -13,6 +13,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
 use rigaudit_audit::imported::aiperf::{check, RawRecord, Record, Stat, Summary};
+use rigaudit_audit::imported::compare::{Sample, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -33,7 +34,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         .ok_or_else(|| fatal(format!("{}: no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)", names(sources))))?;
     sources[si].role = "summary".into();
     sources[ri].role = "records".into();
-    let (summary, model) = summary(&sources[si])?;
+    let (summary, model, config) = summary(&sources[si])?;
     let records = records(&sources[ri])?;
     let raw_i = find(sources, is_raw);
     let raw = match raw_i {
@@ -64,6 +65,22 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
     let raw = raw.as_deref().map(|r| (raw_file.as_str(), r));
     imp.checked = check(&summary, &records, &sources[ri].name, raw);
+    let skip = [
+        "artifacts",
+        "urls",
+        "url",
+        "runtime",
+        "gpu_telemetry",
+        "server_metrics",
+    ];
+    super::flatten(
+        &config,
+        "/input_config",
+        &sources[si].name,
+        &skip,
+        &mut imp.settings,
+    );
+    imp.series = series(&summary, &records);
     Ok(imp)
 }
 
@@ -98,7 +115,7 @@ fn notes(s: &Summary, records: &[Record], records_file: &str, imp: &mut Imported
     );
 }
 
-fn summary(src: &Source) -> Result<(Summary, Option<String>), Fatal> {
+fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
     let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -150,7 +167,45 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>), Fatal> {
         .pointer("/input_config/models/items/0/name")
         .and_then(|x| x.as_str())
         .map(String::from);
-    Ok((s, model))
+    let config = v.get("input_config").cloned().unwrap_or(Value::Null);
+    Ok((s, model, config))
+}
+
+/// The figures `diff` compares: per-request values of the latency and rate metrics over the
+/// valid profiling records, and the run-wide throughputs as printed.
+fn series(s: &Summary, records: &[Record]) -> Vec<Series> {
+    let ok: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.phase == "profiling" && r.error.is_none())
+        .collect();
+    let mut out = Vec::new();
+    for tag in [
+        "time_to_first_token",
+        "request_latency",
+        "inter_token_latency",
+        "output_token_throughput_per_user",
+        "prefill_throughput_per_user",
+    ] {
+        let v: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| r.metrics.get(tag).and_then(|x| x.first().copied()))
+            .collect();
+        if !v.is_empty() {
+            out.push(Series {
+                key: format!("aiperf.{tag}"),
+                sample: Sample::Values(v),
+            });
+        }
+    }
+    for tag in ["request_throughput", "output_token_throughput"] {
+        if let Some(x) = s.metrics.get(tag).and_then(|m| m.fields.get("avg")) {
+            out.push(Series {
+                key: format!("aiperf.{tag}"),
+                sample: Sample::Headline(*x),
+            });
+        }
+    }
+    out
 }
 
 fn records(src: &Source) -> Result<Vec<Record>, Fatal> {

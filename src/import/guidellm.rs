@@ -8,6 +8,7 @@
 
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::imported::compare::{Sample, Series};
 use rigaudit_audit::imported::guidellm::{check, Benchmark, Printed, Request};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -78,6 +79,17 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         }
     }
     imp.checked = check(&sources[i].name, &benchmarks);
+    let skip = ["target", "tokenizer", "output", "api_routes", "api_key"];
+    if let Some(spec) = v.pointer("/config/spec") {
+        super::flatten(
+            spec,
+            "/config/spec",
+            &sources[i].name,
+            &skip,
+            &mut imp.settings,
+        );
+    }
+    imp.series = series(&benchmarks);
     Ok(imp)
 }
 
@@ -183,4 +195,31 @@ fn request(r: &Value, status: &str, index: usize) -> Result<Request, String> {
             .and_then(|x| x.as_str())
             .map_or(0, |s| s.chars().count()),
     })
+}
+
+/// The figures `diff` compares: per benchmark, the successful requests' latencies and rates.
+fn series(benchmarks: &[Benchmark]) -> Vec<Series> {
+    let mut out = Vec::new();
+    for b in benchmarks {
+        let ok: Vec<&Request> = b
+            .requests
+            .iter()
+            .filter(|r| r.status == "successful")
+            .collect();
+        for f in [
+            "time_to_first_token_ms",
+            "inter_token_latency_ms",
+            "request_latency",
+            "output_tokens_per_second",
+        ] {
+            let v: Vec<f64> = ok.iter().filter_map(|r| r.values.get(f).copied()).collect();
+            if !v.is_empty() {
+                out.push(Series {
+                    key: format!("guidellm.{}.{f}", b.index),
+                    sample: Sample::Values(v),
+                });
+            }
+        }
+    }
+    out
 }

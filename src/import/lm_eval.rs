@@ -8,6 +8,7 @@
 
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
 use rigaudit_audit::imported::lm_eval::{check, Metric, Sample, Task};
 use serde_json::Value;
 
@@ -90,6 +91,22 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         ));
     }
     imp.checked = check(&tasks);
+    let skip = [
+        "dataset_kwargs",
+        "model_args",
+        "date",
+        "time",
+        "git_hash",
+        "pretty_env_info",
+        "task_hashes",
+        "sha",
+    ];
+    for k in ["configs", "config"] {
+        if let Some(c) = v.get(k) {
+            super::flatten(c, &format!("/{k}"), &src.name, &skip, &mut imp.settings);
+        }
+    }
+    imp.series = series(&tasks);
     Ok(imp)
 }
 
@@ -268,4 +285,35 @@ fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
 fn score(v: &Value) -> Option<f64> {
     v.as_f64()
         .or_else(|| v.as_bool().map(|b| if b { 1.0 } else { 0.0 }))
+}
+
+/// The figures `diff` compares: each metric as right of n when its scores are 0 or 1, else its
+/// per-document scores.
+fn series(tasks: &[Task]) -> Vec<Series> {
+    let mut out = Vec::new();
+    for t in tasks {
+        for m in &t.metrics {
+            let scores: Vec<f64> = t
+                .samples
+                .iter()
+                .filter_map(|s| s.scores.get(&m.name).copied())
+                .collect();
+            let sample = if scores.is_empty() {
+                Drawn::Headline(m.value)
+            } else if scores.iter().all(|x| *x == 0.0 || *x == 1.0) {
+                let right = scores.iter().filter(|x| **x == 1.0).count() as u64;
+                Drawn::Proportion {
+                    right,
+                    n: scores.len() as u64,
+                }
+            } else {
+                Drawn::Values(scores)
+            };
+            out.push(Series {
+                key: format!("lm-eval.{}.{},{}", t.name, m.name, m.filter),
+                sample,
+            });
+        }
+    }
+    out
 }

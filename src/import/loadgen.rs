@@ -9,6 +9,8 @@
 
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::diff::Subject;
+use rigaudit_audit::imported::compare::{Sample, Series, Setting};
 use rigaudit_audit::imported::loadgen::{check, Detail, Summary};
 use serde_json::Value;
 
@@ -65,6 +67,33 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             .push(format!("{}: not a LoadGen file the importer reads", s.name));
     }
     imp.checked = check(summary.as_ref(), &detail);
+    for (k, (line, v)) in detail
+        .values
+        .iter()
+        .filter(|(k, _)| k.starts_with("effective_"))
+    {
+        let value = v
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| v.to_string());
+        imp.settings.push(Setting {
+            name: k.clone(),
+            value,
+            at: format!("{} line {line}", detail.file),
+            subject: Subject::Contract,
+        });
+    }
+    for (k, (_, v)) in detail.values.iter().filter(|(k, _)| {
+        k.starts_with("result_")
+            && (k.ends_with("_ns") || k.ends_with("_per_sec") || k.ends_with("_per_second"))
+    }) {
+        if let Some(x) = v.as_f64() {
+            imp.series.push(Series {
+                key: format!("loadgen.{k}"),
+                sample: Sample::Headline(x),
+            });
+        }
+    }
     Ok(imp)
 }
 

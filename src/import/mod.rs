@@ -10,12 +10,15 @@
 //! the digests and runs the format's checks again on the copied sources.
 
 pub mod aiperf;
+pub mod diff;
 pub mod guidellm;
 pub mod lm_eval;
 pub mod loadgen;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;
+use rigaudit_audit::diff::Subject;
+use rigaudit_audit::imported::compare::{Series, Setting};
 use rigaudit_audit::imported::Checked;
 use rigaudit_audit::{Report, Severity};
 use serde_json::{json, Value};
@@ -53,7 +56,8 @@ impl Format {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
+    /// The format of a name as `import.json` records it.
+    pub fn parse(s: &str) -> Option<Self> {
         [Format::Aiperf, Format::Guidellm]
             .into_iter()
             .find(|f| f.name() == s)
@@ -88,6 +92,58 @@ pub struct Imported {
     pub not_taken: Vec<String>,
     /// The checks' output.
     pub checked: Checked,
+    /// The figures `diff` compares, with the per-request values behind them where there are.
+    pub series: Vec<Series>,
+    /// The run's settings as the tool recorded them, for `diff`.
+    pub settings: Vec<Setting>,
+}
+
+/// Flattens a JSON value into settings (`name` = its pointer under `prefix`), leaving out the
+/// pointers that contain one of `skip` (paths, addresses, times: what differs run to run).
+pub fn flatten(v: &Value, prefix: &str, file: &str, skip: &[&str], out: &mut Vec<Setting>) {
+    if skip.iter().any(|k| prefix.contains(k)) {
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                flatten(x, &format!("{prefix}/{k}"), file, skip, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten(x, &format!("{prefix}/{i}"), file, skip, out);
+            }
+        }
+        Value::Null => {}
+        x => out.push(Setting {
+            name: prefix.trim_start_matches('/').to_string(),
+            value: x
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| x.to_string()),
+            at: format!("{file} {prefix}"),
+            subject: Subject::Contract,
+        }),
+    }
+}
+
+/// The settings every format has: the tool's version and the model the file names.
+fn common_settings(imp: &mut Imported, format: Format) {
+    let rows = [
+        ("tool version", imp.tool_version.clone(), Subject::Contract),
+        ("model", imp.model.clone(), Subject::Checkpoint),
+    ];
+    for (name, v, subject) in rows {
+        if let Some(v) = v {
+            imp.settings.push(Setting {
+                name: name.into(),
+                value: v,
+                at: format!("{} files", format.name()),
+                subject,
+            });
+        }
+    }
 }
 
 /// Reads the given files (a folder stands for the files directly inside it).
@@ -201,7 +257,8 @@ pub fn load(
             ))
         })?,
     };
-    let imported = import(format, &mut sources)?;
+    let mut imported = import(format, &mut sources)?;
+    common_settings(&mut imported, format);
     Ok((format, sources, imported))
 }
 

@@ -15,6 +15,7 @@ use crate::stats::{agrees, written_decimals};
 use std::collections::BTreeSet;
 
 pub mod aiperf;
+pub mod compare;
 pub mod guidellm;
 pub mod lm_eval;
 pub mod loadgen;
