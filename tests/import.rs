@@ -789,3 +789,48 @@ fn diff_of_an_imported_bundle_and_files_and_of_two_tools() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("is lm-eval and"), "{}", run.stderr);
 }
+
+#[test]
+fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
+    for (format, run_name) in [
+        ("aiperf", "failures"),
+        ("guidellm", "failures"),
+        ("lm-eval", "clean"),
+        ("loadgen", "failures"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let b = out.path().join("b");
+        let src = imports(format, run_name);
+        let direct = verify_from(format, &src);
+        let run = rigaudit(&[
+            "import",
+            "--from",
+            format,
+            src.to_str().unwrap(),
+            "--out",
+            b.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        assert_eq!(run.code, direct.code, "{format}: {}", run.stderr);
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+        assert_eq!(rec["from"], format);
+        assert!(rec["tool_version"].is_string(), "{format}: {rec}");
+        assert!(!rec["taken"].as_array().unwrap().is_empty());
+        assert!(!rec["not_taken"].as_array().unwrap().is_empty());
+        let v = common::verify(&b);
+        let checks = |r: &Run| {
+            let mut c: Vec<String> = r.json()["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| format!("{} {}", f["check"], f["message"]))
+                .collect();
+            c.sort();
+            c
+        };
+        assert_eq!(checks(&v), checks(&direct), "{format}");
+        assert_eq!(v.code, direct.code, "{format}");
+    }
+}

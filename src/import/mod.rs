@@ -56,10 +56,20 @@ impl Format {
         }
     }
 
+    /// Every format's name, comma-separated (for messages).
+    pub fn all_names() -> String {
+        let v: Vec<&str> = <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|f| f.name())
+            .collect();
+        v.join(", ")
+    }
+
     /// The format of a name as `import.json` records it.
     pub fn parse(s: &str) -> Option<Self> {
-        [Format::Aiperf, Format::Guidellm]
-            .into_iter()
+        <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .copied()
             .find(|f| f.name() == s)
     }
 }
@@ -252,8 +262,9 @@ pub fn load(
         None => detect(&sources).ok_or_else(|| {
             let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
             fatal(format!(
-                "{}: not a bundle, and not a result file of a format rigaudit imports (aiperf, guidellm, lm-eval, loadgen); name it with --from",
-                names.join(", ")
+                "{}: not a bundle, and not a result file of a format rigaudit imports ({}); name it with --from",
+                names.join(", "),
+                Format::all_names()
             ))
         })?,
     };
@@ -425,8 +436,9 @@ pub fn verify_bundle(
     let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
     let format = Format::parse(from).ok_or_else(|| {
         fatal(format!(
-            "{}: at /from: expected a format rigaudit imports (aiperf, guidellm, lm-eval, loadgen), found '{}'",
+            "{}: at /from: expected a format rigaudit imports ({}), found '{}'",
             input::shown_path(&rec_path),
+            Format::all_names(),
             input::shown(from)
         ))
     })?;
