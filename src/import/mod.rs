@@ -32,6 +32,9 @@ pub const IMPORTER_VERSION: &str = concat!(
     ")"
 );
 
+/// The most files one import reads (a folder of more is refused, not cut).
+const SOURCES_MAX: usize = 64;
+
 /// A format rigaudit imports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -202,7 +205,14 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
                 .filter(|p| p.is_file())
                 .collect();
             inner.sort();
-            out.extend(inner.into_iter().take(64));
+            if inner.len() > SOURCES_MAX {
+                return Err(fatal(format!(
+                    "{}: the folder holds {} files, more than the {SOURCES_MAX} a run of a tool writes; give the files themselves",
+                    input::shown_path(f),
+                    inner.len()
+                )));
+            }
+            out.extend(inner);
         } else {
             out.push(f.clone());
         }
