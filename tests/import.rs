@@ -399,6 +399,14 @@ fn guidellm_errored_request_of_the_real_run_is_named_and_detected() {
     assert!(msg.contains("1 of 12 requests errored"), "{msg}");
     assert!(msg.contains("400 Bad Request"), "{msg}");
     assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    // GuideLLM's total distributions take the errored request's missing values as zero.
+    let z = run.findings("import.failed-as-zero");
+    let at: Vec<&str> = z.iter().map(|x| x["pointer"].as_str().unwrap()).collect();
+    assert!(
+        at.contains(&"/benchmarks/0/metrics/request_latency/total"),
+        "{at:?}"
+    );
+    assert!(z.iter().all(|x| x["severity"] == "warning"));
 }
 
 #[test]

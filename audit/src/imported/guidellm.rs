@@ -114,6 +114,7 @@ pub fn check(file: &str, benchmarks: &[Benchmark]) -> Checked {
         }
         check_failed_requests(file, b, &mut out);
         check_failed_as_zero(file, b, &mut out);
+        check_failed_in_totals(file, b, &mut out);
         check_token_source(file, b, &mut out);
         check_cached_tokens(file, b, &mut out);
     }
@@ -343,6 +344,40 @@ pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
                 "/benchmarks/{}/requests/successful/{}",
                 b.index, r.index
             )),
+        );
+    }
+}
+
+/// `import.failed-as-zero` (warning): errored and incomplete requests lack most values, and
+/// GuideLLM's `or 0.0` counts each missing one as zero in the `total` (and `errored`,
+/// `incomplete`) distributions: a failed request shows as a 0 s latency and a 0-token reply.
+pub fn check_failed_in_totals(file: &str, b: &Benchmark, out: &mut Checked) {
+    for (name, field, w) in DISTS {
+        if !matches!(w, Weight::One)
+            || !b
+                .metrics
+                .get(*name)
+                .is_some_and(|m| m.contains_key("total"))
+        {
+            continue;
+        }
+        let zeros = b
+            .requests
+            .iter()
+            .filter(|r| r.status != "successful" && !r.values.contains_key(*field))
+            .count();
+        if zeros == 0 {
+            continue;
+        }
+        out.push(
+            Finding::new(
+                "import.failed-as-zero",
+                Severity::Warning,
+                format!("benchmark {}: {zeros} failed requests without a {field} are counted as 0 in the total {name} distribution", b.index),
+            )
+            .file(file)
+            .pointer(format!("/benchmarks/{}/metrics/{name}/total", b.index))
+            .data(json!({"requests": zeros})),
         );
     }
 }
