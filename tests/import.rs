@@ -842,3 +842,17 @@ fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
         assert_eq!(v.code, direct.code, "{format}");
     }
 }
+
+#[test]
+fn a_fifo_given_as_a_result_file_is_refused_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("profile_export_aiperf.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let run = verify_from("aiperf", &fifo);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+}

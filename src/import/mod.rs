@@ -292,7 +292,7 @@ pub fn report(command: &str, id: &str, imp: &Imported, fail_on: Option<Severity>
         fail_on,
         ran,
         imp.checked.recomputed.clone(),
-        imp.checked.findings.clone(),
+        imp.checked.listed(),
     )
 }
 

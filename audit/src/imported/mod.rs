@@ -12,7 +12,7 @@
 use crate::catalogue::Check;
 use crate::report::{Finding, Recomputed, Severity};
 use crate::stats::{agrees, written_decimals};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub mod aiperf;
 pub mod compare;
@@ -93,7 +93,12 @@ pub struct Checked {
     pub recomputed: Vec<Recomputed>,
     /// Findings.
     pub findings: Vec<Finding>,
+    /// Findings left out past [`FINDINGS_PER_CHECK`] of one check: id -> (count, severity).
+    pub dropped: BTreeMap<String, (usize, Severity)>,
 }
+
+/// The most findings one check lists for one import; past it they are counted, not listed.
+pub const FINDINGS_PER_CHECK: usize = 200;
 
 impl Checked {
     /// Marks a check as run.
@@ -101,10 +106,30 @@ impl Checked {
         self.checks_run.insert(id.to_string());
     }
 
-    /// Adds a finding (and marks its check as run).
+    /// Adds a finding (and marks its check as run); past [`FINDINGS_PER_CHECK`] of its check it
+    /// is counted in `dropped` instead.
     pub fn push(&mut self, f: Finding) {
         self.checks_run.insert(f.check.clone());
+        let listed = self.findings.iter().filter(|x| x.check == f.check).count();
+        if listed >= FINDINGS_PER_CHECK {
+            let e = self
+                .dropped
+                .entry(f.check.clone())
+                .or_insert((0, f.severity));
+            e.0 += 1;
+            e.1 = e.1.max(f.severity);
+            return;
+        }
         self.findings.push(f);
+    }
+
+    /// The findings with one more per check that dropped some, saying how many.
+    pub fn listed(&self) -> Vec<Finding> {
+        let mut out = self.findings.clone();
+        for (id, (n, sev)) in &self.dropped {
+            out.push(Finding::new(id, *sev, format!("{n} more findings of this check are not listed (the first {FINDINGS_PER_CHECK} are)")));
+        }
+        out
     }
 
     /// Compares a printed aggregate with the value recomputed from the records; a finding under
@@ -194,6 +219,27 @@ mod tests {
         assert_eq!(percentile_linear(&v, 100.0), Some(4.0));
         assert!((percentile_linear(&v, 90.0).unwrap() - 3.7).abs() < 1e-12);
         assert_eq!(percentile_linear(&[], 50.0), None);
+    }
+
+    #[test]
+    fn findings_of_one_check_are_counted_past_the_bound() {
+        let mut c = Checked::default();
+        for i in 0..FINDINGS_PER_CHECK + 5 {
+            c.push(Finding::new(
+                "import.failed-as-zero",
+                Severity::Error,
+                format!("{i}"),
+            ));
+        }
+        c.push(Finding::new("import.tool-errors", Severity::Warning, "x"));
+        assert_eq!(c.findings.len(), FINDINGS_PER_CHECK + 1);
+        let listed = c.listed();
+        assert_eq!(listed.len(), FINDINGS_PER_CHECK + 2);
+        assert!(listed
+            .last()
+            .unwrap()
+            .message
+            .starts_with("5 more findings"));
     }
 
     #[test]
