@@ -155,9 +155,9 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
-    /// Import another tool's result files (AIPerf) as a bundle: the sources copied with their
-    /// sha256, the importer's record, notes of what was taken and what could not; prints the
-    /// checks' report.
+    /// Import another tool's result files (AIPerf, GuideLLM, lm-eval, MLPerf LoadGen) as a bundle:
+    /// the sources copied with their sha256, the importer's record, notes of what was taken and
+    /// what could not; prints the checks' report.
     Import {
         /// The format (detected from the content when not given).
         #[arg(long, value_enum)]
@@ -329,24 +329,7 @@ fn main() -> ExitCode {
             files,
             out,
             report,
-        } => match import::run(from, &files, &out) {
-            Ok((format, imp)) => {
-                eprintln!(
-                    "rigaudit: imported {} files into {}",
-                    format.name(),
-                    input::shown_path(&out)
-                );
-                let id = out.display().to_string();
-                emit(
-                    &import::report("import", &id, &imp, report.fail_on.severity()),
-                    &report,
-                )
-            }
-            Err(e) => {
-                eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
-                ExitCode::from(2)
-            }
-        },
+        } => import_report(from, &files, &out, &report),
         Command::Diff { mut args, out } => {
             if let Ok(Some(p)) = load_policy(&out) {
                 tune_diff(&mut args, &p);
@@ -506,6 +489,31 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
             }
+        }
+    }
+}
+
+/// `rigaudit import`: writes the bundle and prints the report of its checks.
+fn import_report(
+    from: Option<import::Format>,
+    files: &[PathBuf],
+    out: &std::path::Path,
+    report: &ReportArgs,
+) -> ExitCode {
+    match import::run(from, files, out) {
+        Ok((format, imp)) => {
+            eprintln!(
+                "rigaudit: imported {} files into {}",
+                format.name(),
+                input::shown_path(out)
+            );
+            let id = out.display().to_string();
+            let r = import::report("import", &id, &imp, report.fail_on.severity());
+            emit(&r, report)
+        }
+        Err(e) => {
+            eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+            ExitCode::from(2)
         }
     }
 }
