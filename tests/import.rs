@@ -150,6 +150,10 @@ fn aiperf_format_is_detected_from_the_content() {
         run.stdout,
         run.stderr
     );
+    // The files read are the report's artifacts, with their digests.
+    let arts = run.json()["artifacts"].as_array().unwrap().clone();
+    let names: Vec<&str> = arts.iter().map(|a| a["path"].as_str().unwrap()).collect();
+    assert_eq!(names, [SUMMARY, RECORDS]);
 }
 
 #[test]

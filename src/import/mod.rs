@@ -302,10 +302,19 @@ pub fn verify_files(
     files: &[PathBuf],
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
-    let (_, _, imp) = load(format, files)?;
+    let (_, sources, imp) = load(format, files)?;
     let shown: Vec<String> = files.iter().map(|f| input::shown_path(f)).collect();
     let id = shown.join(" ");
-    Ok(report("verify", &id, &imp, fail_on))
+    let mut r = report("verify", &id, &imp, fail_on);
+    // The files read, with the digests of what was read: the subjects of an attestation.
+    r.artifacts = sources
+        .iter()
+        .map(|s| rigaudit_audit::report::Artifact {
+            path: s.name.clone(),
+            sha256: s.sha256.clone(),
+        })
+        .collect();
+    Ok(r)
 }
 
 /// Whether a path is a bundle (a folder with `bundle.json`, or a packed one), as opposed to files
