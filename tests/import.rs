@@ -860,3 +860,25 @@ fn a_fifo_given_as_a_result_file_is_refused_with_exit_2() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
 }
+
+#[test]
+fn loadgen_summary_is_compared_at_the_decimals_it_prints() {
+    // 0.49 printed for 0.4906 agrees; 0.52 (a move that rounds away at two decimals) does not.
+    let c = Files::of("loadgen", "clean");
+    let p = c.file(LG_SUMMARY);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Completed samples per second"))
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        &p,
+        text.replace(&line, "Completed samples per second    : 0.52"),
+    )
+    .unwrap();
+    let run = verify_from("loadgen", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "line 7");
+}

@@ -313,15 +313,10 @@ pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
         let at = format!("line {line}");
         let key = format!("loadgen.{dk}");
         match (v.trim().parse::<f64>(), dv) {
-            (Ok(shown), Value::Number(n)) => {
+            (Ok(_), Value::Number(n)) => {
                 if let Some(exact) = n.as_f64() {
-                    out.compare(
-                        "speed.recompute-mismatch",
-                        (&s.file, &at),
-                        &key,
-                        exact,
-                        shown,
-                    );
+                    let id = "speed.recompute-mismatch";
+                    out.compare_text(id, (&s.file, &at), &key, exact, v);
                 }
             }
             (_, Value::Bool(b)) => {

@@ -152,6 +152,29 @@ impl Checked {
         if close(exact, shown) {
             return true;
         }
+        self.mismatch(id, at, key, exact, shown);
+        false
+    }
+
+    /// [`Checked::compare`] for a figure printed as text: compared at the decimals the text
+    /// shows (`0.50` at two), not those of its shortest float form.
+    pub fn compare_text(&mut self, id: &str, at: (&str, &str), key: &str, exact: f64, text: &str) {
+        let Ok(shown) = text.trim().parse::<f64>() else {
+            return;
+        };
+        self.ran(id);
+        self.recomputed.push(Recomputed {
+            key: key.to_string(),
+            value: Some(exact),
+            file: Some(shown),
+            page: None,
+        });
+        if !agrees(exact, shown, crate::stats::printed_decimals(text.trim())) {
+            self.mismatch(id, at, key, exact, shown);
+        }
+    }
+
+    fn mismatch(&mut self, id: &str, at: (&str, &str), key: &str, exact: f64, shown: f64) {
         self.push(
             Finding::new(
                 id,
@@ -162,7 +185,6 @@ impl Checked {
             .pointer(at.1)
             .data(serde_json::json!({"printed": shown, "recomputed": exact})),
         );
-        false
     }
 }
 
