@@ -105,8 +105,8 @@ fn settings(a: &[Setting], b: &[Setting], policy: &SetupPolicy, d: &mut Diffed) 
             what: n.to_string(),
             a: val(x),
             b: val(y),
-            where_a: x.map_or(String::new(), |s| s.at.clone()),
-            where_b: y.map_or(String::new(), |s| s.at.clone()),
+            where_a: x.map_or("not recorded".to_string(), |s| s.at.clone()),
+            where_b: y.map_or("not recorded".to_string(), |s| s.at.clone()),
         };
         let sev = if policy.fail.contains(&subject) {
             Severity::Error
