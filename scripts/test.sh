@@ -13,6 +13,8 @@ python3 -c "import xllamacpp" 2>/dev/null ||
 # Python's xmlschema validates the JUnit reports against tests/schemas/junit.xsd (tests/reports.rs).
 python3 -c "import xmlschema" 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check "xmlschema==4.1.0"
+# tests/import.rs needs none of the tools whose files it reads: their fixtures are committed
+# (fixtures/imports/, made by scripts/make-import-fixtures.sh, which installs each tool itself).
 # Debian's Chromium renders the HTML report in tests/reports.rs (a screenshot whose plots are checked).
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -30,9 +30,13 @@ pub struct Args {
     /// text.
     #[arg(long, value_name = "SUBJECTS")]
     pub setup_fails_on: Option<String>,
+    /// A and B are result files of another tool in this format (detected when not given, and
+    /// for bundles `rigaudit import` wrote); see `rigaudit import`.
+    #[arg(long, value_enum)]
+    pub from: Option<crate::import::Format>,
 }
 
-fn policy(a: &Args) -> Result<SetupPolicy, Fatal> {
+pub(crate) fn policy(a: &Args) -> Result<SetupPolicy, Fatal> {
     let Some(list) = &a.setup_fails_on else {
         return Ok(SetupPolicy::default());
     };

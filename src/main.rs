@@ -18,6 +18,7 @@ mod fetch;
 #[cfg(test)]
 mod fuzz;
 mod host;
+mod import;
 mod input;
 mod measure;
 mod output;
@@ -135,10 +136,32 @@ fn tune_diff(a: &mut diff::Args, p: &rigaudit_audit::policy::Policy) {
 enum Command {
     /// Verify a published bundle: schemas, recomputed figures, invalid steps, setup consistency.
     Verify {
-        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar); or another
+        /// tool's result file (or folder of files), its format detected or named with --from.
         bundle: PathBuf,
+        /// More result files of the same run (with --from, or detected).
+        more: Vec<PathBuf>,
+        /// The format of another tool's result files (see `rigaudit import`).
+        #[arg(long, value_enum)]
+        from: Option<import::Format>,
         #[command(flatten)]
         out: ReportArgs,
+    },
+    /// Import another tool's result files (AIPerf, GuideLLM, lm-eval, MLPerf LoadGen) as a bundle:
+    /// the sources copied with their sha256, the importer's record, notes of what was taken and
+    /// what could not; prints the checks' report.
+    Import {
+        /// The format (detected from the content when not given).
+        #[arg(long, value_enum)]
+        from: Option<import::Format>,
+        /// The tool's result files, or a folder holding them.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The bundle folder to write (must not exist, or be empty).
+        #[arg(long, value_name = "BUNDLE")]
+        out: PathBuf,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// The main job: verify a bundle, rehash what the given roots hold, and replay the recorded
     /// command (the bundled engine by default) to see whether the page reproduces. One report.
@@ -270,14 +293,31 @@ fn main() -> ExitCode {
 /// Runs one command.
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
-        Command::Verify { bundle, out } => {
-            emit(verify::run(&bundle, out.fail_on.severity())?, &out)
-        }
+        Command::Verify {
+            bundle,
+            more,
+            from,
+            out,
+        } => emit(
+            verify_any(bundle, more, from, out.fail_on.severity())?,
+            &out,
+        ),
+        Command::Import {
+            from,
+            files,
+            out,
+            report,
+        } => import_report(from, &files, &out, &report),
         Command::Diff { mut args, out } => {
             if let Some(p) = load_policy(&out)? {
                 tune_diff(&mut args, &p);
             }
-            emit(diff::run(&args, out.fail_on.severity())?, &out)
+            let r = if import::diff::applies(&args) {
+                import::diff::run(&args, out.fail_on.severity())?
+            } else {
+                diff::run(&args, out.fail_on.severity())?
+            };
+            emit(r, &out)
         }
         Command::Replay {
             bundle,
@@ -390,6 +430,46 @@ fn measured(m: &measure::Measured) -> Result<ExitCode, Fatal> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `rigaudit import`: writes the bundle and prints the report of its checks.
+fn import_report(
+    from: Option<import::Format>,
+    files: &[PathBuf],
+    out: &std::path::Path,
+    report: &ReportArgs,
+) -> Result<ExitCode, Fatal> {
+    let (format, imp) = import::run(from, files, out)?;
+    eprintln!(
+        "rigaudit: imported {} files into {}",
+        format.name(),
+        input::shown_path(out)
+    );
+    let id = out.display().to_string();
+    emit(
+        import::report("import", &id, &imp, report.fail_on.severity()),
+        report,
+    )
+}
+
+/// `verify`: a bundle, or another tool's result files (named with `--from`, or detected when the
+/// path is not a bundle).
+fn verify_any(
+    bundle: PathBuf,
+    more: Vec<PathBuf>,
+    from: Option<import::Format>,
+    fail_on: Option<Severity>,
+) -> Result<Report, Fatal> {
+    let plain = from.is_none() && more.is_empty();
+    if plain && (!bundle.exists() || import::is_bundle(&bundle)) {
+        return verify::run(&bundle, fail_on);
+    }
+    let mut files = vec![bundle.clone()];
+    files.extend(more);
+    if plain && import::detect_files(&files).is_none() {
+        return verify::run(&bundle, fail_on);
+    }
+    import::verify_files(from, &files, fail_on)
 }
 
 /// The speed steps of a written measurement in which no request got an answer (HTTP 2xx with no

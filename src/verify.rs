@@ -19,8 +19,12 @@ pub struct Verified {
 /// The verify stage: opens and reads a bundle and runs every bundle check. `Err` when the bundle
 /// cannot be read at all.
 pub fn check(path: &Path) -> Result<Verified, Fatal> {
-    let opened = bundle::open(path)?;
-    let read = bundle::load(&opened);
+    Ok(check_opened(&bundle::open(path)?))
+}
+
+/// The verify stage on a bundle already opened.
+fn check_opened(opened: &bundle::Opened) -> Verified {
+    let read = bundle::load(opened);
     // A file refused as hostile (not a regular file, over its bound) is said here too, as the
     // reason the result is incomplete.
     for r in read.refused() {
@@ -29,16 +33,20 @@ pub fn check(path: &Path) -> Result<Verified, Fatal> {
             crate::input::shown_n(&r, crate::input::MESSAGE_MAX)
         );
     }
-    Ok(Verified {
+    Verified {
         id: opened.manifest.id.clone(),
         found: rigaudit_audit::verify(&read),
         artifacts: read.verified(),
-    })
+    }
 }
 
 /// Verifies a bundle. `Err` when the bundle cannot be read at all.
 pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let v = check(path)?;
+    let opened = bundle::open(path)?;
+    if crate::import::is_imported(&opened.manifest) {
+        return crate::import::verify_bundle(&opened, fail_on);
+    }
+    let v = check_opened(&opened);
     let mut report = Report::new("verify", &v.id, fail_on, v.found);
     report.artifacts = v.artifacts;
     Ok(report)

@@ -19,6 +19,7 @@ pub mod claims;
 pub mod consistency;
 pub mod diff;
 pub mod fit;
+pub mod imported;
 pub mod policy;
 pub mod quality;
 pub mod records;

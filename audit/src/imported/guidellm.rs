@@ -1,0 +1,458 @@
+//! GuideLLM (`guidellm run --output kind=json`): `benchmarks.json`, one entry per benchmark
+//! (per concurrency level or rate), each with its distributions (`metrics`) and its requests
+//! by status (`requests.successful`, `requests.incomplete`, `requests.errored`).
+//!
+//! Definitions, as GuideLLM 0.8 writes them (`guidellm/schemas/base/request_stats.py`,
+//! `guidellm/schemas/base/statistics.py`, `guidellm/benchmark/schemas/metrics.py`):
+//! - units: as each name says: `*_ms` in milliseconds, `request_latency` in seconds, token
+//!   counts in tokens, `*_per_second` per second;
+//! - TTFT anchor: `time_to_first_token_ms` = first token iteration (the first streamed chunk
+//!   that carried a token) - request start;
+//! - token counts: `output_tokens` is the server's usage (`output_metrics.text_tokens`) and falls
+//!   back to the number of streamed iterations (one token each assumed) when usage is missing;
+//!   `prompt_tokens` likewise from usage, else the client's count;
+//! - TPOT: `time_per_output_token_ms` = (last token - request start) / output tokens (it
+//!   includes the TTFT), weighted by output tokens; `inter_token_latency_ms` = (last - first
+//!   token) / (output tokens - 1), weighted by output tokens - 1;
+//! - which requests the aggregates include: every distribution is computed per status
+//!   (successful, incomplete, errored, and all together as total) from the requests' values,
+//!   each missing value taken as **0.0** (`req.request_latency or 0.0`), except the TTFT ones,
+//!   which leave out a request that never got a first token. Percentiles are the first
+//!   value whose cumulative weight reaches the quantile; mean and variance are weighted (ddof 0);
+//!   `mode` is the value of largest weight; `count` and `total_sum` are the weights' sum and the
+//!   weighted sum. The rate distributions (`requests_per_second`, `*_tokens_per_second`,
+//!   `request_concurrency`) are over time and are not recomputed.
+
+use super::Checked;
+use crate::report::{Finding, Severity};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// One request as the file records it.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// Its status list: `successful`, `incomplete` or `errored`.
+    pub status: String,
+    /// Its index in that list.
+    pub index: usize,
+    /// Every numeric field of the request (the computed ones included), by name.
+    pub values: BTreeMap<String, f64>,
+    /// `output_metrics.text_tokens` (the server's usage), when present.
+    pub usage_output: Option<f64>,
+    /// `input_metrics.cached_tokens`.
+    pub cached: Option<f64>,
+    /// `info.timings.request_iterations`.
+    pub iterations: Option<f64>,
+    /// `info.error`.
+    pub error: Option<String>,
+    /// Characters of the reply text.
+    pub output_chars: usize,
+}
+
+/// One printed distribution: its fields (`mean`, `median`, `p50`, ...).
+pub type Printed = BTreeMap<String, f64>;
+
+/// One benchmark of the file.
+#[derive(Debug, Clone, Default)]
+pub struct Benchmark {
+    /// Its index in `benchmarks`.
+    pub index: usize,
+    /// `metrics.request_totals`: status -> count.
+    pub totals: BTreeMap<String, f64>,
+    /// `metrics.NAME.STATUS`: the printed distributions.
+    pub metrics: BTreeMap<String, BTreeMap<String, Printed>>,
+    /// The requests, every status.
+    pub requests: Vec<Request>,
+}
+
+/// The distributions recomputed, with the request field each takes and its weight.
+const DISTS: &[(&str, &str, Weight)] = &[
+    ("request_latency", "request_latency", Weight::One),
+    ("prompt_token_count", "prompt_tokens", Weight::One),
+    ("output_token_count", "output_tokens", Weight::One),
+    ("total_token_count", "total_tokens", Weight::One),
+    (
+        "time_to_first_token_ms",
+        "time_to_first_token_ms",
+        Weight::OneIfPresent,
+    ),
+    (
+        "time_to_first_output_token_ms",
+        "time_to_first_output_token_ms",
+        Weight::OneIfPresent,
+    ),
+    (
+        "time_per_output_token_ms",
+        "time_per_output_token_ms",
+        Weight::Tokens,
+    ),
+    (
+        "inter_token_latency_ms",
+        "inter_token_latency_ms",
+        Weight::TokensAfterFirst,
+    ),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum Weight {
+    One,
+    /// One for a request that has the value; a request without it (no first token) is left out.
+    OneIfPresent,
+    Tokens,
+    TokensAfterFirst,
+}
+
+const STATUSES: &[&str] = &["successful", "incomplete", "errored"];
+
+/// Runs every GuideLLM check over every benchmark of the file.
+pub fn check(file: &str, benchmarks: &[Benchmark]) -> Checked {
+    let mut out = Checked::default();
+    for b in benchmarks {
+        let complete = check_counts(file, b, &mut out);
+        if complete {
+            check_distributions(file, b, &mut out);
+        }
+        check_failed_requests(file, b, &mut out);
+        check_failed_as_zero(file, b, &mut out);
+        check_failed_in_totals(file, b, &mut out);
+        check_token_source(file, b, &mut out);
+        check_cached_tokens(file, b, &mut out);
+    }
+    out
+}
+
+fn count(b: &Benchmark, status: &str) -> usize {
+    b.requests.iter().filter(|r| r.status == status).count()
+}
+
+/// `import.failed-hidden`: the printed request totals against the requests the file lists. A
+/// list shorter than its total (GuideLLM samples requests when told to) leaves the distributions
+/// unrecomputable; returns whether every list is complete.
+pub fn check_counts(file: &str, b: &Benchmark, out: &mut Checked) -> bool {
+    out.ran("import.failed-hidden");
+    let mut complete = true;
+    for status in STATUSES {
+        let listed = count(b, status) as f64;
+        let printed = b.totals.get(*status).copied().unwrap_or(0.0);
+        let at = format!("/benchmarks/{}/metrics/request_totals/{status}", b.index);
+        if listed > printed {
+            out.push(
+                Finding::new(
+                    "import.failed-hidden",
+                    Severity::Error,
+                    format!("benchmark {} lists {listed} {status} requests but its totals count {printed}", b.index),
+                )
+                .file(file)
+                .pointer(at)
+                .data(json!({"listed": listed, "printed": printed})),
+            );
+        } else if listed < printed {
+            complete = false;
+            out.push(
+                Finding::new(
+                    "import.not-recomputable",
+                    Severity::Info,
+                    format!("benchmark {} lists {listed} of its {printed} {status} requests (a sample), so its distributions are not recomputed", b.index),
+                )
+                .file(file)
+                .pointer(at),
+            );
+        }
+    }
+    complete
+}
+
+/// The weighted values of one distribution over the requests of one status (or all).
+fn weighted(b: &Benchmark, status: Option<&str>, field: &str, w: Weight) -> Vec<(f64, f64)> {
+    b.requests
+        .iter()
+        .filter(|r| status.is_none_or(|s| r.status == s))
+        .filter(|r| !matches!(w, Weight::OneIfPresent) || r.values.contains_key(field))
+        .map(|r| {
+            let v = r.values.get(field).copied().unwrap_or(0.0);
+            let tokens = r.values.get("output_tokens").copied();
+            let weight = match w {
+                Weight::One | Weight::OneIfPresent => 1.0,
+                Weight::Tokens => tokens.unwrap_or(0.0),
+                Weight::TokensAfterFirst => tokens.unwrap_or(1.0) - 1.0,
+            };
+            (v, weight)
+        })
+        .collect()
+}
+
+/// GuideLLM's summary of weighted values: duplicates merged, zero weights dropped, percentiles
+/// by the first value whose cumulative probability reaches the quantile.
+pub fn summarize(values: &[(f64, f64)]) -> Printed {
+    let mut out = Printed::new();
+    let count: f64 = values.iter().map(|(_, w)| w).sum();
+    out.insert("count".into(), count.round());
+    let mut merged: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+    for &(v, w) in values {
+        let e = merged.entry(order_key(v)).or_insert((v, 0.0));
+        e.1 += w;
+    }
+    let pdf: Vec<(f64, f64)> = merged.into_values().filter(|(_, w)| *w > 0.0).collect();
+    let total: f64 = pdf.iter().map(|(_, w)| w).sum();
+    if pdf.is_empty() || total <= 1e-6 {
+        return out;
+    }
+    let mean = pdf.iter().map(|(v, w)| v * w / total).sum::<f64>();
+    let var = pdf
+        .iter()
+        .map(|(v, w)| (v - mean).powi(2) * w / total)
+        .sum::<f64>();
+    out.insert("mean".into(), mean);
+    out.insert("variance".into(), var);
+    out.insert("std_dev".into(), var.sqrt());
+    out.insert("min".into(), pdf[0].0);
+    out.insert("max".into(), pdf[pdf.len() - 1].0);
+    out.insert("total_sum".into(), mean * count);
+    let mode = pdf
+        .iter()
+        .fold(pdf[0], |best, &x| if x.1 > best.1 { x } else { best });
+    out.insert("mode".into(), mode.0);
+    for (name, q) in PERCENTILES {
+        let mut cdf = 0.0;
+        let at = pdf.iter().position(|(_, w)| {
+            cdf += w / total;
+            cdf >= *q
+        });
+        let v = pdf[at.unwrap_or(pdf.len() - 1)].0;
+        out.insert(format!("percentiles.{name}"), v);
+        if *name == "p50" {
+            out.insert("median".into(), v);
+        }
+    }
+    out
+}
+
+/// A key that orders f64 values like numbers (for the merge of duplicates).
+fn order_key(v: f64) -> u64 {
+    let b = v.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+const PERCENTILES: &[(&str, f64)] = &[
+    ("p001", 0.001),
+    ("p01", 0.01),
+    ("p05", 0.05),
+    ("p10", 0.1),
+    ("p25", 0.25),
+    ("p50", 0.5),
+    ("p75", 0.75),
+    ("p90", 0.9),
+    ("p95", 0.95),
+    ("p99", 0.99),
+    ("p999", 0.999),
+];
+
+/// `speed.recompute-mismatch`: every field of every per-request distribution, per status and
+/// in total, recomputed from the listed requests.
+pub fn check_distributions(file: &str, b: &Benchmark, out: &mut Checked) {
+    for (name, field, w) in DISTS {
+        let Some(by_status) = b.metrics.get(*name) else {
+            continue;
+        };
+        for (status, printed) in by_status {
+            let filter = (status != "total").then_some(status.as_str());
+            let exact = summarize(&weighted(b, filter, field, *w));
+            for (k, shown) in printed {
+                let Some(&x) = exact.get(k) else {
+                    continue;
+                };
+                let at = format!(
+                    "/benchmarks/{}/metrics/{name}/{status}/{}",
+                    b.index,
+                    k.replace('.', "/")
+                );
+                let key = format!("guidellm.{}.{name}.{status}.{k}", b.index);
+                out.compare("speed.recompute-mismatch", (file, &at), &key, x, *shown);
+            }
+        }
+    }
+}
+
+/// `import.failed-requests`: errored and incomplete requests with their errors.
+pub fn check_failed_requests(file: &str, b: &Benchmark, out: &mut Checked) {
+    out.ran("import.failed-requests");
+    let failed: Vec<&Request> = b
+        .requests
+        .iter()
+        .filter(|r| r.status != "successful")
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    let mut why: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &failed {
+        let e = r.error.as_deref().unwrap_or("no error recorded");
+        *why.entry(format!(
+            "{}: {}",
+            r.status,
+            e.chars().take(160).collect::<String>()
+        ))
+        .or_default() += 1;
+    }
+    let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
+    out.push(
+        Finding::new(
+            "import.failed-requests",
+            Severity::Warning,
+            format!(
+                "benchmark {}: {} of {} requests errored or did not complete ({}); the successful figures are over the other {}",
+                b.index,
+                failed.len(),
+                b.requests.len(),
+                list.join("; "),
+                b.requests.len() - failed.len()
+            ),
+        )
+        .file(file)
+        .pointer(format!("/benchmarks/{}/requests", b.index))
+        .data(json!({"failed": failed.len(), "total": b.requests.len()})),
+    );
+}
+
+/// `import.failed-as-zero`: a successful request with no reply token (GuideLLM's `or 0.0` puts it
+/// into the token distributions at zero) or no first token (a success with nothing streamed).
+pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
+    out.ran("import.failed-as-zero");
+    for r in b.requests.iter().filter(|r| r.status == "successful") {
+        let ttft = r.values.get("time_to_first_token_ms").copied();
+        let tokens = r.values.get("output_tokens").copied();
+        let what = match (ttft, tokens) {
+            (None, _) => "no first token: it is counted as a success (in the request counts and rates) though nothing was streamed",
+            (_, None | Some(0.0)) => "no reply token, so it enters the token distributions as 0",
+            _ => continue,
+        };
+        out.push(
+            Finding::new(
+                "import.failed-as-zero",
+                Severity::Error,
+                format!(
+                    "benchmark {}: successful request {} has {what}",
+                    b.index, r.index
+                ),
+            )
+            .file(file)
+            .pointer(format!(
+                "/benchmarks/{}/requests/successful/{}",
+                b.index, r.index
+            )),
+        );
+    }
+}
+
+/// `import.failed-as-zero` (warning): errored and incomplete requests lack most values, and
+/// GuideLLM's `or 0.0` counts each missing one as zero in the `total` (and `errored`,
+/// `incomplete`) distributions: a failed request shows as a 0 s latency and a 0-token reply.
+pub fn check_failed_in_totals(file: &str, b: &Benchmark, out: &mut Checked) {
+    for (name, field, w) in DISTS {
+        if !matches!(w, Weight::One)
+            || !b
+                .metrics
+                .get(*name)
+                .is_some_and(|m| m.contains_key("total"))
+        {
+            continue;
+        }
+        let zeros = b
+            .requests
+            .iter()
+            .filter(|r| r.status != "successful" && !r.values.contains_key(*field))
+            .count();
+        if zeros == 0 {
+            continue;
+        }
+        out.push(
+            Finding::new(
+                "import.failed-as-zero",
+                Severity::Warning,
+                format!("benchmark {}: {zeros} failed requests without a {field} are counted as 0 in the total {name} distribution", b.index),
+            )
+            .file(file)
+            .pointer(format!("/benchmarks/{}/metrics/{name}/total", b.index))
+            .data(json!({"requests": zeros})),
+        );
+    }
+}
+
+/// `speed.token-source`: reply tokens counted from streamed iterations, not the server's usage.
+pub fn check_token_source(file: &str, b: &Benchmark, out: &mut Checked) {
+    out.ran("speed.token-source");
+    let from_chunks: Vec<&Request> = b
+        .requests
+        .iter()
+        .filter(|r| {
+            r.usage_output.is_none() && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
+        })
+        .collect();
+    if from_chunks.is_empty() {
+        return;
+    }
+    out.push(
+        Finding::new(
+            "speed.token-source",
+            Severity::Warning,
+            format!(
+                "benchmark {}: {} of {} requests have no usage from the server; GuideLLM counted their reply tokens as streamed iterations (one token each assumed)",
+                b.index,
+                from_chunks.len(),
+                b.requests.len()
+            ),
+        )
+        .file(file)
+        .pointer(format!("/benchmarks/{}/requests", b.index)),
+    );
+}
+
+/// `speed.cached-tokens`: prompt tokens the server served from its cache.
+pub fn check_cached_tokens(file: &str, b: &Benchmark, out: &mut Checked) {
+    out.ran("speed.cached-tokens");
+    let cached: Vec<&Request> = b
+        .requests
+        .iter()
+        .filter(|r| r.cached.is_some_and(|c| c > 0.0))
+        .collect();
+    if cached.is_empty() {
+        return;
+    }
+    let n: f64 = cached.iter().filter_map(|r| r.cached).sum();
+    out.push(
+        Finding::new(
+            "speed.cached-tokens",
+            Severity::Error,
+            format!("benchmark {}: {} requests were served with cached prompt tokens ({n} in all), inside its TTFT and prompt-rate figures", b.index, cached.len()),
+        )
+        .file(file)
+        .pointer(format!("/benchmarks/{}/requests", b.index)),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_the_first_value_reaching_the_quantile() {
+        let s = summarize(&[(3.0, 1.0), (1.0, 1.0), (2.0, 1.0), (2.0, 1.0)]);
+        assert_eq!(s["count"], 4.0);
+        assert_eq!(s["percentiles.p25"], 1.0);
+        assert_eq!(s["percentiles.p50"], 2.0);
+        assert_eq!(s["median"], 2.0);
+        assert_eq!(s["mode"], 2.0);
+        assert_eq!(s["max"], 3.0);
+        assert_eq!(s["mean"], 2.0);
+        assert!((s["variance"] - 0.5).abs() < 1e-12);
+        // Zero weights are dropped; weights count.
+        let s = summarize(&[(5.0, 0.0), (1.0, 3.0), (9.0, 1.0)]);
+        assert_eq!(s["count"], 4.0);
+        assert_eq!(s["min"], 1.0);
+        assert_eq!(s["percentiles.p90"], 9.0);
+    }
+}

@@ -1,0 +1,348 @@
+//! MLPerf LoadGen: `mlperf_log_summary.txt` (the printed summary, `Key : value` lines) beside
+//! `mlperf_log_detail.txt` (one `:::MLLOG {json}` entry per line: the settings requested and in
+//! effect, the result's every figure, errors and warnings flagged `is_error`/`is_warning`).
+//!
+//! Definitions, as LoadGen 6.0 writes them (`loadgen/results.cc`):
+//! - units: latencies in ns, rates per second, durations in ms (settings) or ns (measured);
+//! - TTFT anchor: the SUT's own `FirstTokenComplete` call (LoadGen sees no stream: the SUT says
+//!   when its first token came); TPOT = (latency - TTFT) / (tokens - 1);
+//! - token counts: what the SUT reports in `QuerySampleResponse` (any source it likes);
+//! - which requests: every query issued in the timed run; LoadGen has no notion of a failed
+//!   request (a SUT completes a failed one like any other), and writes no per-query records
+//!   outside its trace and accuracy logs, so its latency figures are not recomputable here;
+//! - validity (Server): VALID only when the performance constraints (latency percentiles
+//!   within target), the minimum duration, the minimum query count and early stopping are all
+//!   met; the MLPerf rules also ask for a 600 s minimum duration, which a run may override.
+
+use super::Checked;
+use crate::report::{Finding, Severity};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The minimum run duration the MLPerf inference rules ask for, in ms.
+pub const RULES_MIN_DURATION_MS: f64 = 600_000.0;
+
+/// The summary: `(line, key, value)` of every `Key : value` line.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Its file name.
+    pub file: String,
+    /// Every entry, in order.
+    pub entries: Vec<(usize, String, String)>,
+}
+
+/// The detail log: the last value of each key with its line, and the flagged entries.
+#[derive(Debug, Clone, Default)]
+pub struct Detail {
+    /// Its file name.
+    pub file: String,
+    /// Key -> (line, value).
+    pub values: BTreeMap<String, (usize, Value)>,
+    /// Entries flagged as errors: (line, key, value).
+    pub errors: Vec<(usize, String, String)>,
+    /// Entries flagged as warnings.
+    pub warnings: Vec<(usize, String, String)>,
+}
+
+impl Detail {
+    fn num(&self, k: &str) -> Option<f64> {
+        self.values.get(k).and_then(|(_, v)| v.as_f64())
+    }
+    fn flag(&self, k: &str) -> Option<bool> {
+        self.values.get(k).and_then(|(_, v)| v.as_bool())
+    }
+    fn text(&self, k: &str) -> Option<&str> {
+        self.values.get(k).and_then(|(_, v)| v.as_str())
+    }
+}
+
+/// Runs every LoadGen check.
+pub fn check(s: Option<&Summary>, d: &Detail) -> Checked {
+    let mut out = Checked::default();
+    check_validity(d, &mut out);
+    check_constraints(d, &mut out);
+    check_errors(d, &mut out);
+    check_rules(d, &mut out);
+    if let Some(s) = s {
+        check_summary(s, d, &mut out);
+    }
+    out
+}
+
+/// `import.run-incomplete`: LoadGen's own verdict INVALID, with every unmet rule named.
+pub fn check_validity(d: &Detail, out: &mut Checked) {
+    out.ran("import.run-incomplete");
+    let Some(v) = d.text("result_validity") else {
+        return;
+    };
+    if v == "VALID" {
+        return;
+    }
+    let mut why = Vec::new();
+    for (k, what) in [
+        ("result_perf_constraints_met", "latency constraints"),
+        ("result_min_duration_met", "minimum duration"),
+        ("result_min_queries_met", "minimum query count"),
+        ("early_stopping_met", "early stopping"),
+    ] {
+        if d.flag(k) == Some(false) {
+            why.push(what);
+        }
+    }
+    let reason = d.text("result_invalid_reason").filter(|r| !r.is_empty());
+    let line = d.values.get("result_validity").map_or(0, |(l, _)| *l);
+    out.push(
+        Finding::new(
+            "import.run-incomplete",
+            Severity::Error,
+            format!(
+                "LoadGen declares the run {v}: not met: {}{}",
+                if why.is_empty() {
+                    "(none named)".to_string()
+                } else {
+                    why.join(", ")
+                },
+                reason.map_or(String::new(), |r| format!(" ({r})"))
+            ),
+        )
+        .file(&d.file)
+        .pointer(format!("line {line}"))
+        .data(json!({"unmet": why})),
+    );
+}
+
+/// `import.validity-mismatch`: the verdict against its parts, and the duration and query-count
+/// flags against the measured duration and count.
+pub fn check_constraints(d: &Detail, out: &mut Checked) {
+    out.ran("import.validity-mismatch");
+    let parts = [
+        "result_perf_constraints_met",
+        "result_min_duration_met",
+        "result_min_queries_met",
+        "early_stopping_met",
+    ];
+    let all = parts.iter().all(|k| d.flag(k) != Some(false));
+    if d.text("result_validity") == Some("VALID") && !all {
+        mismatch(
+            d,
+            "result_validity",
+            "the run is VALID though one of its rules is not met".into(),
+            out,
+        );
+    }
+    // The run's length as LoadGen measures it: samples / completed samples per second.
+    let samples = d
+        .num("result_query_count")
+        .map(|q| q * d.num("effective_samples_per_query").unwrap_or(1.0));
+    let rate = d
+        .num("result_completed_samples_per_sec")
+        .filter(|r| *r > 0.0);
+    let dur = samples.zip(rate).map(|(n, r)| 1000.0 * n / r);
+    if let (Some(ms), Some(min), Some(true)) = (
+        dur,
+        d.num("effective_min_duration_ms"),
+        d.flag("result_min_duration_met"),
+    ) {
+        if ms < min {
+            mismatch(d, "result_min_duration_met", format!("the minimum duration is said met, but the run lasted {ms:.0} ms (samples / completed samples per second) of the {min:.0} ms asked"), out);
+        }
+    }
+    let n = d.num("result_query_count");
+    if let (Some(n), Some(min), Some(true)) = (
+        n,
+        d.num("effective_min_query_count"),
+        d.flag("result_min_queries_met"),
+    ) {
+        if n < min {
+            mismatch(
+                d,
+                "result_min_queries_met",
+                format!(
+                    "the minimum query count is said met, but {n} queries ran of the {min} asked"
+                ),
+                out,
+            );
+        }
+    }
+}
+
+fn mismatch(d: &Detail, key: &str, msg: String, out: &mut Checked) {
+    let line = d.values.get(key).map_or(0, |(l, _)| *l);
+    out.push(
+        Finding::new("import.validity-mismatch", Severity::Error, msg)
+            .file(&d.file)
+            .pointer(format!("line {line}")),
+    );
+}
+
+/// `import.tool-errors`: errors (and warnings) LoadGen logged during the run.
+pub fn check_errors(d: &Detail, out: &mut Checked) {
+    out.ran("import.tool-errors");
+    let n = d.num("num_errors").unwrap_or(0.0) as usize;
+    for (list, sev, what) in [
+        (&d.errors, Severity::Error, "errors"),
+        (&d.warnings, Severity::Warning, "warnings"),
+    ] {
+        let count = if what == "errors" {
+            list.len().max(n)
+        } else {
+            list.len()
+        };
+        if count == 0 {
+            continue;
+        }
+        let lines: Vec<String> = list.iter().map(|(l, _, _)| l.to_string()).collect();
+        let first: Vec<String> = list
+            .iter()
+            .take(3)
+            .map(|(_, k, v)| format!("{k}: {}", v.chars().take(120).collect::<String>()))
+            .collect();
+        out.push(
+            Finding::new(
+                "import.tool-errors",
+                sev,
+                format!(
+                    "LoadGen logged {count} {what} during the run ({})",
+                    first.join("; ")
+                ),
+            )
+            .file(&d.file)
+            .pointer(format!("line {}", lines.join(", ")))
+            .data(json!({ what: count })),
+        );
+    }
+}
+
+/// `import.settings-below-rules`: a run whose minimum duration is below the 600 s the MLPerf
+/// inference rules ask for: valid or not, it is not a result under those rules.
+pub fn check_rules(d: &Detail, out: &mut Checked) {
+    out.ran("import.settings-below-rules");
+    let Some(min) = d.num("effective_min_duration_ms") else {
+        return;
+    };
+    if min >= RULES_MIN_DURATION_MS {
+        return;
+    }
+    let line = d
+        .values
+        .get("effective_min_duration_ms")
+        .map_or(0, |(l, _)| *l);
+    out.push(
+        Finding::new(
+            "import.settings-below-rules",
+            Severity::Warning,
+            format!("the run's minimum duration is {} s, below the 600 s of the MLPerf inference rules (set by the run's own settings)", min / 1000.0),
+        )
+        .file(&d.file)
+        .pointer(format!("line {line}")),
+    );
+}
+
+/// The detail key of a summary line's key.
+fn detail_key(k: &str) -> Option<String> {
+    let fixed = [
+        (
+            "Completed samples per second",
+            "result_completed_samples_per_sec",
+        ),
+        (
+            "Completed tokens per second",
+            "result_completed_tokens_per_second",
+        ),
+        (
+            "Scheduled samples per second",
+            "result_scheduled_samples_per_sec",
+        ),
+        ("Min latency (ns)", "result_min_latency_ns"),
+        ("Max latency (ns)", "result_max_latency_ns"),
+        ("Mean latency (ns)", "result_mean_latency_ns"),
+        (
+            "Min First Token latency (ns)",
+            "result_first_token_min_latency_ns",
+        ),
+        (
+            "Max First Token latency (ns)",
+            "result_first_token_max_latency_ns",
+        ),
+        (
+            "Mean First Token latency (ns)",
+            "result_first_token_mean_latency_ns",
+        ),
+        (
+            "Min Time per Output Token (ns)",
+            "result_time_to_output_token_min",
+        ),
+        (
+            "Max Time per Output Token (ns)",
+            "result_time_to_output_token_max",
+        ),
+        (
+            "Mean Time per Output Token (ns)",
+            "result_time_to_output_token_mean",
+        ),
+        ("Result is", "result_validity"),
+        (
+            "Performance constraints satisfied",
+            "result_perf_constraints_met",
+        ),
+        ("Min duration satisfied", "result_min_duration_met"),
+        ("Min queries satisfied", "result_min_queries_met"),
+        ("Early stopping satisfied", "early_stopping_met"),
+    ];
+    if let Some((_, d)) = fixed.iter().find(|(s, _)| *s == k) {
+        return Some(d.to_string());
+    }
+    let (p, rest) = k.split_once(" percentile ")?;
+    let name = match rest {
+        "latency (ns)" => format!("result_{p}_percentile_latency_ns"),
+        "first token latency (ns)" => format!("result_first_token_{p}_percentile_latency_ns"),
+        "time to output token (ns)" => format!("result_time_per_output_token_{p}_percentile_ns"),
+        _ => return None,
+    };
+    Some(name)
+}
+
+/// `speed.recompute-mismatch`: every figure and verdict the summary prints against the detail
+/// log's value, at the summary's printed precision.
+pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
+    for (line, k, v) in &s.entries {
+        let Some(dk) = detail_key(k) else { continue };
+        let Some((_, dv)) = d.values.get(&dk) else {
+            continue;
+        };
+        let at = format!("line {line}");
+        let key = format!("loadgen.{dk}");
+        match (v.trim().parse::<f64>(), dv) {
+            (Ok(_), Value::Number(n)) => {
+                if let Some(exact) = n.as_f64() {
+                    let id = "speed.recompute-mismatch";
+                    out.compare_text(id, (&s.file, &at), &key, exact, v);
+                }
+            }
+            (_, Value::Bool(b)) => {
+                let said = v.trim().eq_ignore_ascii_case("yes");
+                text_agrees(s, &at, k, v, said == *b, &dv.to_string(), out);
+            }
+            (_, Value::String(t)) => text_agrees(s, &at, k, v, v.trim() == t, t, out),
+            _ => {}
+        }
+    }
+}
+
+fn text_agrees(s: &Summary, at: &str, k: &str, v: &str, ok: bool, detail: &str, out: &mut Checked) {
+    out.ran("speed.recompute-mismatch");
+    if !ok {
+        out.push(
+            Finding::new(
+                "speed.recompute-mismatch",
+                Severity::Error,
+                format!(
+                    "the summary prints '{k}: {}' but the detail log says {detail}",
+                    v.trim()
+                ),
+            )
+            .file(&s.file)
+            .pointer(at),
+        );
+    }
+}

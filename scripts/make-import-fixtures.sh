@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Makes the fixtures of fixtures/imports/: runs the field's own benchmark tools against the bundled
+# engine (SmolLM2-135M-Instruct, CPU) on loopback and keeps what they write.
+#
+#   bash scripts/make-import-fixtures.sh [aiperf|guidellm|lm-eval|loadgen ...]
+#
+# Each tool is installed from PyPI into its own virtual environment under
+# ${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/import-tools (pinned versions below). The tokenizer the
+# tools need comes from the engine itself (`/tokenizer.json`), written into a local HF-style
+# folder; nothing is fetched from a model hub (HF_HUB_OFFLINE=1).
+#
+# For every format two runs: a clean one (window 1,024) and one with real failures (the engine
+# started with a 256-token window, so the longer prompts are refused with HTTP 400).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CACHE=${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}
+TOOLS=$CACHE/import-tools
+AIPERF_VERSION=0.13.0
+GUIDELLM_VERSION=0.8.1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 NO_COLOR=1
+FORMATS=("$@")
+[ ${#FORMATS[@]} -gt 0 ] || FORMATS=(aiperf guidellm)
+
+cargo build --release --quiet -p rigaudit-engine
+ENGINE_BIN=$ROOT/target/release/rigaudit-engine
+MODEL="$(bash scripts/fetch-model.sh)"
+TMP="$(mktemp -d)"
+ENGINE=
+stop_engine() {
+    if [ -n "$ENGINE" ]; then
+        kill "$ENGINE" 2>/dev/null || true
+        wait "$ENGINE" 2>/dev/null || true
+        ENGINE=
+    fi
+}
+trap 'stop_engine; rm -rf "$TMP"' EXIT
+
+# start_engine WINDOW: starts the engine with that window on a free port; sets PORT and URL.
+start_engine() {
+    PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    URL=http://127.0.0.1:$PORT
+    "$ENGINE_BIN" serve "$MODEL" --name smollm2 --parallel 4 --context "$1" \
+        --host 127.0.0.1 --port "$PORT" --threads 2 >"$TMP/engine.log" 2>&1 &
+    ENGINE=$!
+    for _ in $(seq 1 300); do
+        if curl -sf "$URL/v1/models" >/dev/null; then
+            return 0
+        fi
+        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/engine.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    echo "the engine did not get ready" >&2
+    exit 1
+}
+
+# The engine's own tokenizer.json as a local model-hub cache entry `local/smollm2` (some tools
+# resolve a tokenizer only through the hub's cache when offline). Sets TOK (the name) and
+# TOK_DIR (the folder).
+tokenizer_dir() {
+    export HF_HOME=$TMP/hf
+    local rev=0000000000000000000000000000000000000000
+    local repo=$HF_HOME/hub/models--local--smollm2
+    TOK=local/smollm2
+    TOK_DIR=$repo/snapshots/$rev
+    mkdir -p "$TOK_DIR" "$repo/refs"
+    printf '%s' "$rev" >"$repo/refs/main"
+    curl -sf "$URL/tokenizer.json" -o "$TOK_DIR/tokenizer.json"
+    printf '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 8192, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>", "pad_token": "<|im_end|>"}\n' >"$TOK_DIR/tokenizer_config.json"
+}
+
+venv() { # venv NAME SPEC
+    if [ ! -x "$TOOLS/$1/bin/python" ]; then
+        python3 -m venv "$TOOLS/$1"
+        "$TOOLS/$1/bin/pip" install --quiet --disable-pip-version-check "$2"
+    fi
+}
+
+# AIPerf: 12 chat requests, 2 at a time, streamed; synthetic prompts of ~100 tokens (stddev 60 in
+# the failing run, so some prompt + reply caps pass a 256-token window and are refused).
+aiperf_run() { # aiperf_run WINDOW OUTDIR ISL_STDDEV
+    start_engine "$1"
+    tokenizer_dir
+    rm -rf "$TMP/aiperf"
+    "$TOOLS/aiperf/bin/aiperf" profile --model smollm2 --url "$URL" --endpoint-type chat \
+        --streaming --tokenizer "$TOK" --concurrency 2 --request-count 12 \
+        --isl 100 --isl-stddev "$3" --osl 24 --osl-stddev 0 --random-seed 7 \
+        --output-artifact-dir "$TMP/aiperf" --ui-type none --export-level raw >"$TMP/aiperf.log" 2>&1 ||
+        { tail -40 "$TMP/aiperf.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$(find "$TMP/aiperf" -name profile_export_aiperf.json | head -1)" "$2/"
+    cp "$(find "$TMP/aiperf" -name profile_export.jsonl | head -1)" "$2/"
+    cp "$(find "$TMP/aiperf" -name profile_export_raw.jsonl | head -1)" "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" aiperf "* ]]; then
+    venv aiperf "aiperf==$AIPERF_VERSION"
+    aiperf_run 1024 fixtures/imports/aiperf/clean 0
+    aiperf_run 256 fixtures/imports/aiperf/failures 60
+fi
+
+# GuideLLM: 12 chat requests, 2 streams at a time, synthetic prompts of ~100 tokens (stddev 60 and
+# a 256-token window in the failing run), 24 reply tokens.
+guidellm_run() { # guidellm_run WINDOW OUTDIR EXTRA_DATA_ARGS
+    start_engine "$1"
+    tokenizer_dir
+    rm -rf "$TMP/guidellm" && mkdir -p "$TMP/guidellm"
+    "$TOOLS/guidellm/bin/guidellm" run \
+        --backend "kind=openai_http,target=$URL,model=smollm2,request_format=/v1/chat/completions" \
+        --profile kind=concurrent,streams=2 --constraint kind=max_requests,count=12 \
+        --data "kind=synthetic_text,prompt_tokens=100,$3output_tokens=24" \
+        --tokenizer "kind=huggingface_auto,model=$TOK_DIR" --seed kind=static,value=7 \
+        --output "kind=json,path=$TMP/guidellm/benchmarks.json" --disable-console-interactive \
+        >"$TMP/guidellm.log" 2>&1 || { tail -40 "$TMP/guidellm.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$TMP/guidellm/benchmarks.json" "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" guidellm "* ]]; then
+    venv guidellm "guidellm==$GUIDELLM_VERSION"
+    guidellm_run 1024 fixtures/imports/guidellm/clean ""
+    guidellm_run 256 fixtures/imports/guidellm/failures "prompt_tokens_stdev=90,prompt_tokens_min=20,prompt_tokens_max=400,"
+fi
+
+# lm-evaluation-harness: the project's 24 arithmetic questions as a local task
+# (fixtures/imports/lm-eval/tasks/), through the chat endpoint, with samples logged; the clean run
+# with an 8-token answer limit, the failing one with 2 (answers cut off). A refused request is not
+# a way to make a failure here: lm-eval retries it, then aborts and writes nothing.
+LM_EVAL_VERSION=0.4.13
+lm_eval_run() { # lm_eval_run TASK OUTDIR
+    start_engine 1024
+    rm -rf "$TMP/lm-eval"
+    "$TOOLS/lm-eval/bin/lm_eval" --model local-chat-completions \
+        --model_args "model=smollm2,base_url=$URL/v1/chat/completions,num_concurrent=1,max_retries=1,tokenized_requests=False" \
+        --tasks "$1" --include_path fixtures/imports/lm-eval/tasks --apply_chat_template \
+        --log_samples --output_path "$TMP/lm-eval" >"$TMP/lm-eval.log" 2>&1 ||
+        { tail -40 "$TMP/lm-eval.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$TMP"/lm-eval/smollm2/results_*.json "$TMP"/lm-eval/smollm2/samples_*.jsonl "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" lm-eval "* ]]; then
+    venv lm-eval "lm-eval[api]==$LM_EVAL_VERSION"
+    lm_eval_run rigaudit_arith fixtures/imports/lm-eval/clean
+    lm_eval_run rigaudit_arith_tight fixtures/imports/lm-eval/failures
+fi
+
+# MLPerf LoadGen: the Server scenario through a small system under test (scripts/loadgen_sut.py)
+# that sends the project's arithmetic questions to the engine; at 0.5 queries/s the latency
+# targets hold (clean), at 4 queries/s the 2-core engine queues and LoadGen declares the run
+# INVALID (failures).
+LOADGEN_VERSION=6.0.17
+loadgen_run() { # loadgen_run QPS OUTDIR
+    start_engine 1024
+    rm -rf "$TMP/loadgen" && mkdir -p "$TMP/loadgen"
+    "$TOOLS/loadgen/bin/python" scripts/loadgen_sut.py "$URL" fixtures/imports/lm-eval/tasks/arith.jsonl \
+        "$TMP/loadgen" "$1" >"$TMP/loadgen.log" 2>&1 || { tail -40 "$TMP/loadgen.log" >&2; exit 1; }
+    stop_engine
+    rm -rf "$2" && mkdir -p "$2"
+    cp "$TMP/loadgen/mlperf_log_summary.txt" "$TMP/loadgen/mlperf_log_detail.txt" "$2/"
+}
+
+if [[ " ${FORMATS[*]} " == *" loadgen "* ]]; then
+    venv loadgen "mlcommons-loadgen==$LOADGEN_VERSION"
+    loadgen_run 0.5 fixtures/imports/loadgen/clean
+    loadgen_run 4 fixtures/imports/loadgen/failures
+fi

@@ -1,0 +1,390 @@
+//! AIPerf's `profile_export_aiperf.json` (summary) and `profile_export.jsonl` (per-request
+//! records), read into `rigaudit_audit::imported::aiperf`'s records.
+//!
+//! Definitions (AIPerf 0.13; the checks' file `audit/src/imported/aiperf.rs` has them in full):
+//! - units: as each value states (`ms`, `sec`, `tokens`, `tokens/sec`, `requests`, ...);
+//! - TTFT: first content chunk - request start (reasoning text counts as content);
+//! - token counts: the client's tokenizer on the prompt and reply text (`input_sequence_length`,
+//!   `output_sequence_length`); the server's usage is kept beside them (`usage_*`);
+//! - aggregates: over the profiling-phase records without an error; errors are counted apart
+//!   (`error_request_count`); warm-up records are not in the figures.
+
+use super::{Imported, Source};
+use crate::fatal::{fatal, Fatal};
+use crate::input::shown;
+use rigaudit_audit::imported::aiperf::{check, RawRecord, Record, Stat, Summary};
+use rigaudit_audit::imported::compare::{Sample, Series};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Whether a source is one of AIPerf's files (its summary, by content).
+pub fn looks_like(s: &Source) -> bool {
+    is_summary(s) || (s.name.ends_with(".jsonl") && super::holds(&s.bytes, "\"benchmark_phase\""))
+}
+
+fn is_summary(s: &Source) -> bool {
+    s.name.ends_with(".json") && super::holds(&s.bytes, "\"aiperf_version\"")
+}
+
+/// Reads the summary and the records and runs the checks.
+pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+    let si = find(sources, is_summary)
+        .ok_or_else(|| fatal(format!("{}: no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version)", names(sources))))?;
+    let ri = find(sources, |s| s.name.ends_with(".jsonl") && !is_raw(s))
+        .ok_or_else(|| fatal(format!("{}: no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)", names(sources))))?;
+    sources[si].role = "summary".into();
+    sources[ri].role = "records".into();
+    let (summary, model, config) = summary(&sources[si])?;
+    let records = records(&sources[ri])?;
+    let raw_i = find(sources, is_raw);
+    let raw = match raw_i {
+        Some(i) => {
+            sources[i].role = "raw records".into();
+            Some(raw_records(&sources[i])?)
+        }
+        None => None,
+    };
+    let mut imp = Imported {
+        tool_version: summary.version.clone(),
+        model,
+        ..Default::default()
+    };
+    notes(&summary, &records, &sources[ri].name, &mut imp);
+    if raw.is_some() {
+        imp.taken.push(
+            "the raw records' chunk times, against which each TTFT's anchor is checked".into(),
+        );
+        imp.not_taken.retain(|n| !n.starts_with("whether a TTFT"));
+    }
+    for (i, s) in sources.iter().enumerate() {
+        if i != si && i != ri && Some(i) != raw_i {
+            imp.not_taken
+                .push(format!("{}: not an AIPerf file the importer reads", s.name));
+        }
+    }
+    let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
+    let raw = raw.as_deref().map(|r| (raw_file.as_str(), r));
+    imp.checked = check(&summary, &records, &sources[ri].name, raw);
+    let skip = [
+        "artifacts",
+        "urls",
+        "url",
+        "runtime",
+        "gpu_telemetry",
+        "server_metrics",
+    ];
+    super::flatten(
+        &config,
+        "/input_config",
+        &sources[si].name,
+        &skip,
+        &mut imp.settings,
+    );
+    imp.series = series(&summary, &records);
+    Ok(imp)
+}
+
+fn find(sources: &[Source], f: impl Fn(&Source) -> bool) -> Option<usize> {
+    sources.iter().position(f)
+}
+
+fn names(sources: &[Source]) -> String {
+    sources
+        .iter()
+        .map(|s| s.shown.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn notes(s: &Summary, records: &[Record], records_file: &str, imp: &mut Imported) {
+    let profiling = records.iter().filter(|r| r.phase == "profiling").count();
+    imp.taken.push(format!(
+        "{profiling} profiling-phase request records of {records_file} (latencies, TTFT, client and usage token counts, errors) and the {} metrics the summary prints",
+        s.metrics.len()
+    ));
+    let other = records.len() - profiling;
+    if other > 0 {
+        imp.not_taken.push(format!("{other} records of other phases (warm-up): AIPerf leaves them out of its figures, and so does the check"));
+    }
+    imp.not_taken.push("the time-sliced figures (effective_*, active_*, tokens_in_flight) and the adj_* percentiles: the records hold no per-slice data".into());
+    imp.not_taken.push(
+        "the server's setup (engine, window, slots, hardware): AIPerf does not record it".into(),
+    );
+    imp.not_taken.push(
+        "whether a TTFT was taken at an empty chunk: the records file holds no chunks".into(),
+    );
+}
+
+fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
+    let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            src.shown,
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| fatal(format!("{}: expected a JSON object at the top", src.shown)))?;
+    let mut metrics = BTreeMap::new();
+    for (k, m) in obj {
+        let Some(unit) = m.get("unit").and_then(|u| u.as_str()) else {
+            continue;
+        };
+        let fields = m
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(f, x)| x.as_f64().map(|x| (f.clone(), x)))
+            .collect();
+        metrics.insert(
+            k.clone(),
+            Stat {
+                unit: unit.to_string(),
+                fields,
+            },
+        );
+    }
+    let s = Summary {
+        file: src.name.clone(),
+        version: v
+            .get("aiperf_version")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        metrics,
+        was_cancelled: v.get("was_cancelled").and_then(|x| x.as_bool()),
+        is_complete: v.get("is_complete").and_then(|x| x.as_bool()),
+        incomplete_reason: v
+            .get("incomplete_reason")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        streaming: v
+            .pointer("/input_config/endpoint/streaming")
+            .and_then(|x| x.as_bool()),
+    };
+    let model = v
+        .pointer("/input_config/models/items/0/name")
+        .and_then(|x| x.as_str())
+        .map(String::from);
+    let config = v.get("input_config").cloned().unwrap_or(Value::Null);
+    Ok((s, model, config))
+}
+
+/// The figures `diff` compares: per-request values of the latency and rate metrics over the
+/// valid profiling records, and the run-wide throughputs as printed.
+fn series(s: &Summary, records: &[Record]) -> Vec<Series> {
+    let ok: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.phase == "profiling" && r.error.is_none())
+        .collect();
+    let mut out = Vec::new();
+    for tag in [
+        "time_to_first_token",
+        "request_latency",
+        "inter_token_latency",
+        "output_token_throughput_per_user",
+        "prefill_throughput_per_user",
+    ] {
+        let v: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| r.metrics.get(tag).and_then(|x| x.first().copied()))
+            .collect();
+        if !v.is_empty() {
+            out.push(Series {
+                key: format!("aiperf.{tag}"),
+                sample: Sample::Values(v),
+            });
+        }
+    }
+    for tag in ["request_throughput", "output_token_throughput"] {
+        if let Some(x) = s.metrics.get(tag).and_then(|m| m.fields.get("avg")) {
+            out.push(Series {
+                key: format!("aiperf.{tag}"),
+                sample: Sample::Headline(*x),
+            });
+        }
+    }
+    out
+}
+
+fn records(src: &Source) -> Result<Vec<Record>, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > crate::input::ANSWERS_LINE_MAX {
+            return Err(fatal(format!(
+                "{}: line {}: longer than the bound for one record; refused",
+                src.shown,
+                i + 1
+            )));
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                src.shown,
+                i + 1,
+                e.column()
+            ))
+        })?;
+        out.push(
+            record(&v, i + 1)
+                .map_err(|what| fatal(format!("{}: line {}: {what}", src.shown, i + 1)))?,
+        );
+    }
+    if out.is_empty() {
+        return Err(fatal(format!(
+            "{}: no request record in it (expected one JSON object per line)",
+            src.shown
+        )));
+    }
+    Ok(out)
+}
+
+fn record(v: &Value, line: usize) -> Result<Record, String> {
+    let meta = v
+        .get("metadata")
+        .and_then(|m| m.as_object())
+        .ok_or("expected an object with 'metadata'")?;
+    let metrics = v
+        .get("metrics")
+        .and_then(|m| m.as_object())
+        .ok_or("expected an object with 'metrics'")?;
+    let mut out = BTreeMap::new();
+    for (k, m) in metrics {
+        let val = m
+            .get("value")
+            .ok_or_else(|| format!("at /metrics/{}: expected a 'value'", shown(k)))?;
+        let list: Vec<f64> = match val {
+            Value::Array(a) => a.iter().filter_map(|x| x.as_f64()).collect(),
+            x => vec![x.as_f64().ok_or_else(|| {
+                format!(
+                    "at /metrics/{}/value: expected a number or a list of numbers",
+                    shown(k)
+                )
+            })?],
+        };
+        out.insert(k.clone(), list);
+    }
+    let error = v.get("error").filter(|e| !e.is_null()).map(|e| {
+        let code = e.get("code").and_then(|c| c.as_i64());
+        let msg = e
+            .get("message")
+            .and_then(|m| m.as_str())
+            .unwrap_or("")
+            .to_string();
+        (code, msg)
+    });
+    Ok(Record {
+        line,
+        phase: meta
+            .get("benchmark_phase")
+            .and_then(|p| p.as_str())
+            .unwrap_or("profiling")
+            .to_string(),
+        cancelled: meta
+            .get("was_cancelled")
+            .and_then(|c| c.as_bool())
+            .unwrap_or(false),
+        error,
+        start_ns: meta.get("request_start_ns").and_then(|x| x.as_i64()),
+        end_ns: meta.get("request_end_ns").and_then(|x| x.as_i64()),
+        metrics: out,
+        request_id: meta
+            .get("x_request_id")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+    })
+}
+
+fn is_raw(s: &Source) -> bool {
+    s.name.ends_with("_raw.jsonl")
+}
+
+/// The raw records: each request's start and its chunks' times, and whether each carried text.
+fn raw_records(src: &Source) -> Result<Vec<RawRecord>, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                src.shown,
+                i + 1,
+                e.column()
+            ))
+        })?;
+        let start_ns = v
+            .get("start_perf_ns")
+            .and_then(|x| x.as_i64())
+            .ok_or_else(|| {
+                fatal(format!(
+                    "{}: line {}: expected start_perf_ns, a number",
+                    src.shown,
+                    i + 1
+                ))
+            })?;
+        let mut chunks = Vec::new();
+        for r in v
+            .get("responses")
+            .and_then(|x| x.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let Some(t) = r.get("perf_ns").and_then(|x| x.as_i64()) else {
+                continue;
+            };
+            let packets = r
+                .get("packets")
+                .and_then(|x| x.as_array())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            chunks.push((t, packets.iter().any(carries_text)));
+        }
+        let request_id = v
+            .pointer("/metadata/x_request_id")
+            .and_then(|x| x.as_str())
+            .map(String::from);
+        out.push(RawRecord {
+            line: i + 1,
+            request_id,
+            start_ns,
+            chunks,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether an SSE packet's JSON carries generated text (content or reasoning).
+fn carries_text(p: &Value) -> bool {
+    let Some(body) = p.get("value").and_then(|x| x.as_str()) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<Value>(body) else {
+        return false;
+    };
+    v.get("choices")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            ["content", "reasoning_content", "reasoning"]
+                .iter()
+                .any(|k| {
+                    c.pointer(&format!("/delta/{k}"))
+                        .and_then(|x| x.as_str())
+                        .is_some_and(|t| !t.is_empty())
+                })
+                || c.get("text")
+                    .and_then(|x| x.as_str())
+                    .is_some_and(|t| !t.is_empty())
+        })
+}

@@ -1,0 +1,225 @@
+//! GuideLLM's `benchmarks.json`, read into `rigaudit_audit::imported::guidellm`'s records.
+//!
+//! Definitions (GuideLLM 0.8; in full in `audit/src/imported/guidellm.rs`):
+//! - units: `*_ms` milliseconds, `request_latency` seconds, tokens, per-second rates;
+//! - TTFT: first streamed token iteration - request start;
+//! - token counts: the server's usage, else streamed iterations (one token each assumed);
+//! - aggregates: per status (successful, incomplete, errored, total), missing values as 0.0.
+
+use super::{Imported, Source};
+use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::imported::compare::{Sample, Series};
+use rigaudit_audit::imported::guidellm::{check, Benchmark, Printed, Request};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Whether a source is GuideLLM's report (by content).
+pub fn looks_like(s: &Source) -> bool {
+    super::holds(&s.bytes, "\"guidellm_version\"")
+}
+
+/// Reads the report and runs the checks.
+pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+    let i = sources.iter().position(looks_like).ok_or_else(|| {
+        let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
+        fatal(format!("{}: no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version)", names.join(", ")))
+    })?;
+    sources[i].role = "report".into();
+    let src = &sources[i];
+    let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            src.shown,
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let list = v
+        .get("benchmarks")
+        .and_then(|b| b.as_array())
+        .ok_or_else(|| {
+            fatal(format!(
+                "{}: at /benchmarks: expected a list of benchmarks",
+                src.shown
+            ))
+        })?;
+    let mut benchmarks = Vec::new();
+    for (n, b) in list.iter().enumerate() {
+        benchmarks.push(
+            benchmark(b, n).map_err(|w| fatal(format!("{}: at /benchmarks/{n}{w}", src.shown)))?,
+        );
+    }
+    let mut imp = Imported {
+        tool_version: v
+            .pointer("/metadata/guidellm_version")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        model: v
+            .pointer("/config/spec/backend/model")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        ..Default::default()
+    };
+    let listed: usize = benchmarks.iter().map(|b| b.requests.len()).sum();
+    imp.taken.push(format!(
+        "{} benchmarks of {} with {listed} listed requests (successful, incomplete, errored) and their per-request distributions",
+        benchmarks.len(),
+        src.name
+    ));
+    imp.not_taken.push("the rate distributions over time (requests_per_second, *_tokens_per_second, request_concurrency) and the confidence intervals: not recomputed".into());
+    imp.not_taken.push(
+        "the server's setup (engine, window, slots, hardware): GuideLLM does not record it".into(),
+    );
+    for (k, s) in sources.iter().enumerate() {
+        if k != i {
+            imp.not_taken.push(format!(
+                "{}: not a GuideLLM file the importer reads",
+                s.name
+            ));
+        }
+    }
+    imp.checked = check(&sources[i].name, &benchmarks);
+    let skip = ["target", "tokenizer", "output", "api_routes", "api_key"];
+    if let Some(spec) = v.pointer("/config/spec") {
+        super::flatten(
+            spec,
+            "/config/spec",
+            &sources[i].name,
+            &skip,
+            &mut imp.settings,
+        );
+    }
+    imp.series = series(&benchmarks);
+    Ok(imp)
+}
+
+fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {
+    let metrics = b
+        .get("metrics")
+        .and_then(|m| m.as_object())
+        .ok_or("/metrics: expected an object")?;
+    let totals = metrics
+        .get("request_totals")
+        .and_then(|t| t.as_object())
+        .ok_or("/metrics/request_totals: expected an object")?
+        .iter()
+        .filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x)))
+        .collect();
+    let mut dists = BTreeMap::new();
+    for (name, m) in metrics {
+        let Some(by) = m.as_object() else { continue };
+        let mut statuses = BTreeMap::new();
+        for (status, d) in by {
+            if let Some(p) = printed(d) {
+                statuses.insert(status.clone(), p);
+            }
+        }
+        if !statuses.is_empty() {
+            dists.insert(name.clone(), statuses);
+        }
+    }
+    let reqs = b
+        .get("requests")
+        .and_then(|r| r.as_object())
+        .ok_or("/requests: expected an object")?;
+    let mut requests = Vec::new();
+    for status in ["successful", "incomplete", "errored"] {
+        let list = reqs
+            .get(status)
+            .and_then(|l| l.as_array())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for (i, r) in list.iter().enumerate() {
+            requests.push(request(r, status, i).map_err(|w| format!("/requests/{status}/{i}{w}"))?);
+        }
+    }
+    Ok(Benchmark {
+        index,
+        totals,
+        metrics: dists,
+        requests,
+    })
+}
+
+/// A printed distribution: an object with `mean` and `count`, its percentiles flattened.
+fn printed(d: &Value) -> Option<Printed> {
+    let o = d.as_object()?;
+    o.get("mean")?.as_f64()?;
+    o.get("count")?.as_f64()?;
+    let mut p = Printed::new();
+    for (k, v) in o {
+        if let Some(x) = v.as_f64() {
+            p.insert(k.clone(), x);
+        }
+    }
+    for (k, v) in o
+        .get("percentiles")
+        .and_then(|x| x.as_object())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(x) = v.as_f64() {
+            p.insert(format!("percentiles.{k}"), x);
+        }
+    }
+    Some(p)
+}
+
+fn request(r: &Value, status: &str, index: usize) -> Result<Request, String> {
+    let o = r.as_object().ok_or(": expected an object")?;
+    let values = o
+        .iter()
+        .filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x)))
+        .collect();
+    let error = r.pointer("/info/error").filter(|e| !e.is_null()).map(|e| {
+        e.as_str()
+            .map(String::from)
+            .unwrap_or_else(|| e.to_string())
+    });
+    Ok(Request {
+        status: status.to_string(),
+        index,
+        values,
+        usage_output: r
+            .pointer("/output_metrics/text_tokens")
+            .and_then(|x| x.as_f64()),
+        cached: r
+            .pointer("/input_metrics/cached_tokens")
+            .and_then(|x| x.as_f64()),
+        iterations: r
+            .pointer("/info/timings/request_iterations")
+            .and_then(|x| x.as_f64()),
+        error,
+        output_chars: r
+            .get("output")
+            .and_then(|x| x.as_str())
+            .map_or(0, |s| s.chars().count()),
+    })
+}
+
+/// The figures `diff` compares: per benchmark, the successful requests' latencies and rates.
+fn series(benchmarks: &[Benchmark]) -> Vec<Series> {
+    let mut out = Vec::new();
+    for b in benchmarks {
+        let ok: Vec<&Request> = b
+            .requests
+            .iter()
+            .filter(|r| r.status == "successful")
+            .collect();
+        for f in [
+            "time_to_first_token_ms",
+            "inter_token_latency_ms",
+            "request_latency",
+            "output_tokens_per_second",
+        ] {
+            let v: Vec<f64> = ok.iter().filter_map(|r| r.values.get(f).copied()).collect();
+            if !v.is_empty() {
+                out.push(Series {
+                    key: format!("guidellm.{}.{f}", b.index),
+                    sample: Sample::Values(v),
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,319 @@
+//! lm-evaluation-harness's `results_<date>.json` and `samples_<task>_<date>.jsonl`, read into
+//! `rigaudit_audit::imported::lm_eval`'s records.
+//!
+//! Definitions (lm-eval 0.4; in full in `audit/src/imported/lm_eval.rs`):
+//! - units: fractions (0-1), stderr alike;
+//! - no TTFT and no token counts are recorded (nor any `finish_reason`);
+//! - aggregates: over every document, empty and unextractable replies scored 0.
+
+use super::{Imported, Source};
+use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
+use rigaudit_audit::imported::lm_eval::{check, Metric, Sample, Task};
+use serde_json::Value;
+
+/// Whether a source is an lm-eval results file (by content).
+pub fn looks_like(s: &Source) -> bool {
+    s.name.ends_with(".json") && super::holds(&s.bytes, "\"lm_eval_version\"")
+}
+
+/// Reads the results and the samples of each task, and runs the checks.
+pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+    let ri = sources.iter().position(looks_like).ok_or_else(|| {
+        let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
+        fatal(format!("{}: no lm-eval results among them (expected results_<date>.json, a JSON object with lm_eval_version)", names.join(", ")))
+    })?;
+    sources[ri].role = "results".into();
+    let src = sources[ri].clone();
+    let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            src.shown,
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let results = v
+        .get("results")
+        .and_then(|r| r.as_object())
+        .ok_or_else(|| {
+            fatal(format!(
+                "{}: at /results: expected an object of tasks",
+                src.shown
+            ))
+        })?;
+    let mut tasks = Vec::new();
+    let mut imp = Imported {
+        tool_version: v
+            .get("lm_eval_version")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        model: v
+            .get("model_name")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        ..Default::default()
+    };
+    for (name, r) in results {
+        let metrics = metrics(&v, name, r);
+        let si = sources.iter().position(|s| is_samples_of(&s.name, name));
+        let Some(si) = si else {
+            imp.not_taken.push(format!("{name}: no samples file (samples_{name}_<date>.jsonl, written with --log_samples): its figures are not re-scored"));
+            continue;
+        };
+        sources[si].role = format!("samples of {name}");
+        let all = samples(&sources[si])?;
+        tasks.extend(by_filter(
+            &v,
+            name,
+            &src.name,
+            &sources[si].name,
+            &metrics,
+            &all,
+        ));
+        imp.taken.push(format!(
+            "{name}: {} metrics of {} and the {} document records of {}",
+            metrics.len(),
+            src.name,
+            all.len(),
+            sources[si].name
+        ));
+    }
+    imp.not_taken.push(
+        "why each reply ended (finish_reason) and its token count: lm-eval does not record them"
+            .into(),
+    );
+    imp.not_taken.push("metrics aggregated otherwise than by the mean of per-document scores are shown, not re-scored".into());
+    for s in sources.iter().filter(|s| s.role.is_empty()) {
+        imp.not_taken.push(format!(
+            "{}: not an lm-eval file the importer reads",
+            s.name
+        ));
+    }
+    imp.checked = check(&tasks);
+    let skip = [
+        "dataset_kwargs",
+        "model_args",
+        "date",
+        "time",
+        "git_hash",
+        "pretty_env_info",
+        "task_hashes",
+        "sha",
+    ];
+    for k in ["configs", "config"] {
+        if let Some(c) = v.get(k) {
+            super::flatten(c, &format!("/{k}"), &src.name, &skip, &mut imp.settings);
+        }
+    }
+    imp.series = series(&tasks);
+    Ok(imp)
+}
+
+/// One task record per filter its metrics use, each with that filter's samples.
+fn by_filter(
+    v: &Value,
+    name: &str,
+    results_file: &str,
+    samples_file: &str,
+    metrics: &[Metric],
+    all: &[(String, Sample)],
+) -> Vec<Task> {
+    let mut filters: Vec<&str> = metrics.iter().map(|m| m.filter.as_str()).collect();
+    filters.sort_unstable();
+    filters.dedup();
+    let at = |tail: &str| {
+        v.pointer(&format!("/{}", tail.replace("{}", &pointer_escape(name))))
+            .and_then(|x| x.as_f64())
+    };
+    filters
+        .into_iter()
+        .map(|f| Task {
+            name: name.to_string(),
+            file: results_file.to_string(),
+            samples_file: Some(samples_file.to_string()),
+            metrics: metrics.iter().filter(|m| m.filter == f).cloned().collect(),
+            effective: at("n-samples/{}/effective"),
+            max_gen_toks: at("configs/{}/generation_kwargs/max_gen_toks"),
+            samples: all
+                .iter()
+                .filter(|(filter, _)| filter == f)
+                .map(|(_, s)| s.clone())
+                .collect(),
+        })
+        .collect()
+}
+
+/// Whether a file name is `samples_<task>_<date>.jsonl` for this task (the date starts with a
+/// digit, so `samples_a_b_<date>` is not taken for task `a`).
+fn is_samples_of(file: &str, task: &str) -> bool {
+    file.strip_prefix("samples_")
+        .and_then(|r| r.strip_prefix(task))
+        .and_then(|r| r.strip_prefix('_'))
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && r.ends_with(".jsonl"))
+}
+
+fn pointer_escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// The metrics of one task: every `METRIC,FILTER` number, its stderr and its config.
+fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
+    let mut out = Vec::new();
+    let configs = v
+        .pointer(&format!("/configs/{}/metric_list", pointer_escape(task)))
+        .and_then(|x| x.as_array());
+    for (k, x) in r.as_object().into_iter().flatten() {
+        let (Some((name, filter)), Some(value)) = (k.split_once(','), x.as_f64()) else {
+            continue;
+        };
+        if name.ends_with("_stderr") {
+            continue;
+        }
+        let stderr = r
+            .get(format!("{name}_stderr,{filter}"))
+            .and_then(|e| e.as_f64());
+        let conf = configs.and_then(|c| {
+            c.iter()
+                .find(|m| m.get("metric").and_then(|n| n.as_str()) == Some(name))
+        });
+        let flag = |f: &str| {
+            conf.and_then(|c| c.get(f))
+                .and_then(|b| b.as_bool())
+                .unwrap_or(false)
+        };
+        out.push(Metric {
+            name: name.to_string(),
+            filter: filter.to_string(),
+            value,
+            stderr,
+            aggregation: conf
+                .and_then(|c| c.get("aggregation"))
+                .and_then(|a| a.as_str())
+                .map(String::from),
+            ignore_case: flag("ignore_case"),
+            ignore_punctuation: flag("ignore_punctuation"),
+        });
+    }
+    out
+}
+
+/// The document records of a samples file, each with its filter.
+fn samples(src: &Source) -> Result<Vec<(String, Sample)>, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > crate::input::ANSWERS_LINE_MAX {
+            return Err(fatal(format!(
+                "{}: line {}: longer than the bound for one record; refused",
+                src.shown,
+                i + 1
+            )));
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                src.shown,
+                i + 1,
+                e.column()
+            ))
+        })?;
+        out.push(
+            sample(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
+        );
+    }
+    Ok(out)
+}
+
+fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
+    let o = v.as_object().ok_or("expected a JSON object")?;
+    let resps = o
+        .get("resps")
+        .and_then(|r| r.as_array())
+        .ok_or("at /resps: expected a list of replies")?;
+    let replies = resps
+        .iter()
+        .map(|r| match r {
+            Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or("").to_string(),
+            Value::String(s) => s.clone(),
+            _ => String::new(),
+        })
+        .collect();
+    let metrics: Vec<&str> = o
+        .get("metrics")
+        .and_then(|m| m.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    let scores = metrics
+        .iter()
+        .filter_map(|m| o.get(*m).and_then(score).map(|x| (m.to_string(), x)))
+        .collect();
+    let filtered = o
+        .get("filtered_resps")
+        .and_then(|f| f.as_array())
+        .and_then(|a| a.first())
+        .map(|x| match x {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+    let target = o.get("target").map(|t| match t {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let filter = o
+        .get("filter")
+        .and_then(|f| f.as_str())
+        .unwrap_or("none")
+        .to_string();
+    Ok((
+        filter,
+        Sample {
+            line,
+            replies,
+            filtered,
+            target,
+            scores,
+        },
+    ))
+}
+
+/// A per-document score: a number or a boolean.
+fn score(v: &Value) -> Option<f64> {
+    v.as_f64()
+        .or_else(|| v.as_bool().map(|b| if b { 1.0 } else { 0.0 }))
+}
+
+/// The figures `diff` compares: each metric as right of n when its scores are 0 or 1, else its
+/// per-document scores.
+fn series(tasks: &[Task]) -> Vec<Series> {
+    let mut out = Vec::new();
+    for t in tasks {
+        for m in &t.metrics {
+            let scores: Vec<f64> = t
+                .samples
+                .iter()
+                .filter_map(|s| s.scores.get(&m.name).copied())
+                .collect();
+            let sample = if scores.is_empty() {
+                Drawn::Headline(m.value)
+            } else if scores.iter().all(|x| *x == 0.0 || *x == 1.0) {
+                let right = scores.iter().filter(|x| **x == 1.0).count() as u64;
+                Drawn::Proportion {
+                    right,
+                    n: scores.len() as u64,
+                }
+            } else {
+                Drawn::Values(scores)
+            };
+            out.push(Series {
+                key: format!("lm-eval.{}.{},{}", t.name, m.name, m.filter),
+                sample,
+            });
+        }
+    }
+    out
+}

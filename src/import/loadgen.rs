@@ -1,0 +1,170 @@
+//! MLPerf LoadGen's `mlperf_log_detail.txt` and `mlperf_log_summary.txt`, read into
+//! `rigaudit_audit::imported::loadgen`'s records.
+//!
+//! Definitions (LoadGen 6.0; in full in `audit/src/imported/loadgen.rs`):
+//! - units: latencies in ns, rates per second, settings' durations in ms;
+//! - TTFT: when the system under test called `FirstTokenComplete`;
+//! - token counts: what the system under test reported;
+//! - aggregates: every query of the timed run; no per-query records are written.
+
+use super::{Imported, Source};
+use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::diff::Subject;
+use rigaudit_audit::imported::compare::{Sample, Series, Setting};
+use rigaudit_audit::imported::loadgen::{check, Detail, Summary};
+use serde_json::Value;
+
+/// Whether a source is one of LoadGen's logs (by content).
+pub fn looks_like(s: &Source) -> bool {
+    super::holds(&s.bytes, ":::MLLOG") || super::holds(&s.bytes, "MLPerf Results Summary")
+}
+
+/// Reads the detail log (required) and the summary (if given), and runs the checks.
+pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+    let di = sources.iter().position(|s| super::holds(&s.bytes, ":::MLLOG")).ok_or_else(|| {
+        let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
+        fatal(format!("{}: no LoadGen detail log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {{json}}')", names.join(", ")))
+    })?;
+    sources[di].role = "detail log".into();
+    let detail = detail(&sources[di])?;
+    let si = sources
+        .iter()
+        .position(|s| super::holds(&s.bytes, "MLPerf Results Summary"));
+    let summary = match si {
+        Some(i) => {
+            sources[i].role = "summary".into();
+            Some(summary(&sources[i])?)
+        }
+        None => None,
+    };
+    let text = |k: &str| {
+        detail
+            .values
+            .get(k)
+            .and_then(|(_, v)| v.as_str())
+            .map(String::from)
+    };
+    let mut imp = Imported {
+        tool_version: text("loadgen_version"),
+        model: text("sut_name"),
+        ..Default::default()
+    };
+    imp.taken.push(format!("{} entries of {} (settings requested and in effect, the result's figures and verdict, errors and warnings)", detail.values.len(), sources[di].name));
+    match &summary {
+        Some(s) => imp.taken.push(format!(
+            "{} printed lines of {}, each compared with the detail log",
+            s.entries.len(),
+            sources[si.unwrap_or(0)].name
+        )),
+        None => imp.not_taken.push(
+            "mlperf_log_summary.txt was not given: the printed summary is not compared".into(),
+        ),
+    }
+    imp.not_taken.push("per-query latencies: LoadGen writes none outside its trace and accuracy logs, so its percentiles are compared, not recomputed".into());
+    imp.not_taken.push("whether a query failed: LoadGen has no notion of it; the system under test completes a failed query like any other".into());
+    for s in sources.iter().filter(|s| s.role.is_empty()) {
+        imp.not_taken
+            .push(format!("{}: not a LoadGen file the importer reads", s.name));
+    }
+    imp.checked = check(summary.as_ref(), &detail);
+    for (k, (line, v)) in detail
+        .values
+        .iter()
+        .filter(|(k, _)| k.starts_with("effective_"))
+    {
+        let value = v
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| v.to_string());
+        imp.settings.push(Setting {
+            name: k.clone(),
+            value,
+            at: format!("{} line {line}", detail.file),
+            subject: Subject::Contract,
+        });
+    }
+    for (k, (_, v)) in detail.values.iter().filter(|(k, _)| {
+        k.starts_with("result_")
+            && (k.ends_with("_ns") || k.ends_with("_per_sec") || k.ends_with("_per_second"))
+    }) {
+        if let Some(x) = v.as_f64() {
+            imp.series.push(Series {
+                key: format!("loadgen.{k}"),
+                sample: Sample::Headline(x),
+            });
+        }
+    }
+    Ok(imp)
+}
+
+fn detail(src: &Source) -> Result<Detail, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut d = Detail {
+        file: src.name.clone(),
+        ..Default::default()
+    };
+    for (i, line) in text.lines().enumerate() {
+        let Some(json) = line.strip_prefix(":::MLLOG ") else {
+            continue;
+        };
+        let v: Value = serde_json::from_str(json).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON after ':::MLLOG ': {e}",
+                src.shown,
+                i + 1,
+                e.column() + 9
+            ))
+        })?;
+        let key = v
+            .get("key")
+            .and_then(|k| k.as_str())
+            .ok_or_else(|| {
+                fatal(format!(
+                    "{}: line {}: expected a 'key' in the entry",
+                    src.shown,
+                    i + 1
+                ))
+            })?
+            .to_string();
+        let value = v.get("value").cloned().unwrap_or(Value::Null);
+        let shown = value
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| value.to_string());
+        let flag = |f: &str| {
+            v.pointer(&format!("/metadata/{f}"))
+                .and_then(|x| x.as_bool())
+                .unwrap_or(false)
+        };
+        if flag("is_error") {
+            d.errors.push((i + 1, key.clone(), shown.clone()));
+        }
+        if flag("is_warning") {
+            d.warnings.push((i + 1, key.clone(), shown));
+        }
+        d.values.insert(key, (i + 1, value));
+    }
+    if d.values.is_empty() {
+        return Err(fatal(format!("{}: no ':::MLLOG' entry in it", src.shown)));
+    }
+    Ok(d)
+}
+
+fn summary(src: &Source) -> Result<Summary, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut s = Summary {
+        file: src.name.clone(),
+        ..Default::default()
+    };
+    for (i, line) in text.lines().enumerate() {
+        if let Some((k, v)) = line.split_once(':') {
+            let k = k.trim();
+            if !k.is_empty() && !k.starts_with('*') {
+                s.entries.push((i + 1, k.to_string(), v.trim().to_string()));
+            }
+        }
+    }
+    Ok(s)
+}

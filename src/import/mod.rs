@@ -1,0 +1,498 @@
+//! `rigaudit import --from FORMAT FILE... --out BUNDLE`, and `verify --from FORMAT FILE...`: the
+//! result files of the field's own benchmark tools, read and checked.
+//!
+//! One file per format (its definitions at its top: units, the TTFT anchor, where token counts
+//! come from, which requests its aggregates include); the checks are in the audit crate
+//! (`audit/src/imported/`). An imported bundle is a `rigaudit-bundle/1` folder whose manifest lists
+//! the source files, copied as they were under `sources/` with their sha256, and `import.json`: the
+//! format, the tool's version the file states, the importer's version, each source's name, role
+//! and digest, and notes of what was taken and what could not be. `verify` on such a bundle checks
+//! the digests and runs the format's checks again on the copied sources.
+
+pub mod aiperf;
+pub mod diff;
+pub mod guidellm;
+pub mod lm_eval;
+pub mod loadgen;
+
+use crate::fatal::{fatal, Fatal};
+use crate::input;
+use rigaudit_audit::diff::Subject;
+use rigaudit_audit::imported::compare::{Series, Setting};
+use rigaudit_audit::imported::Checked;
+use rigaudit_audit::{Findings, Report, Severity};
+use serde_json::{json, Value};
+use sha2::Digest as _;
+use std::path::{Path, PathBuf};
+
+/// The version of the importers; recorded in every imported bundle.
+pub const IMPORTER_VERSION: &str = concat!(
+    "rigaudit-import/1 (rigaudit ",
+    env!("CARGO_PKG_VERSION"),
+    ")"
+);
+
+/// The most files one import reads (a folder of more is refused, not cut).
+const SOURCES_MAX: usize = 64;
+
+/// A format rigaudit imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// AIPerf: profile_export_aiperf.json and profile_export.jsonl.
+    Aiperf,
+    /// GuideLLM: benchmarks.json.
+    Guidellm,
+    /// lm-evaluation-harness: results_<date>.json and samples_<task>_<date>.jsonl.
+    LmEval,
+    /// MLPerf LoadGen: mlperf_log_detail.txt and mlperf_log_summary.txt.
+    Loadgen,
+}
+
+impl Format {
+    /// The name used on the command line and in `import.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Aiperf => "aiperf",
+            Format::Guidellm => "guidellm",
+            Format::LmEval => "lm-eval",
+            Format::Loadgen => "loadgen",
+        }
+    }
+
+    /// Every format's name, comma-separated (for messages).
+    pub fn all_names() -> String {
+        let v: Vec<&str> = <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|f| f.name())
+            .collect();
+        v.join(", ")
+    }
+
+    /// The format of a name as `import.json` records it.
+    pub fn parse(s: &str) -> Option<Self> {
+        <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .copied()
+            .find(|f| f.name() == s)
+    }
+}
+
+/// One source file, read (bounded) and hashed.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Its file name (the name it keeps in an imported bundle).
+    pub name: String,
+    /// Where it was read from, as shown in messages.
+    pub shown: String,
+    /// Its content.
+    pub bytes: Vec<u8>,
+    /// Its sha256, hex.
+    pub sha256: String,
+    /// What the importer took it as (`summary`, `records`, ...); set by the format's reader.
+    pub role: String,
+}
+
+/// What a format's reader made of its sources.
+#[derive(Debug, Clone, Default)]
+pub struct Imported {
+    /// The tool's version as the file states it.
+    pub tool_version: Option<String>,
+    /// The served model as the file names it.
+    pub model: Option<String>,
+    /// What was taken from the files.
+    pub taken: Vec<String>,
+    /// What could not be taken or checked, and why.
+    pub not_taken: Vec<String>,
+    /// The checks' output.
+    pub checked: Checked,
+    /// The figures `diff` compares, with the per-request values behind them where there are.
+    pub series: Vec<Series>,
+    /// The run's settings as the tool recorded them, for `diff`.
+    pub settings: Vec<Setting>,
+}
+
+/// Flattens a JSON value into settings (`name` = its pointer under `prefix`), leaving out the
+/// pointers that contain one of `skip` (paths, addresses, times: what differs run to run).
+pub fn flatten(v: &Value, prefix: &str, file: &str, skip: &[&str], out: &mut Vec<Setting>) {
+    if skip.iter().any(|k| prefix.contains(k)) {
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                flatten(x, &format!("{prefix}/{k}"), file, skip, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten(x, &format!("{prefix}/{i}"), file, skip, out);
+            }
+        }
+        Value::Null => {}
+        x => out.push(Setting {
+            name: prefix.trim_start_matches('/').to_string(),
+            value: x
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| x.to_string()),
+            at: format!("{file} {prefix}"),
+            subject: Subject::Contract,
+        }),
+    }
+}
+
+/// The settings every format has: the tool's version and the model the file names.
+fn common_settings(imp: &mut Imported, format: Format) {
+    let rows = [
+        ("tool version", imp.tool_version.clone(), Subject::Contract),
+        ("model", imp.model.clone(), Subject::Checkpoint),
+    ];
+    for (name, v, subject) in rows {
+        if let Some(v) = v {
+            imp.settings.push(Setting {
+                name: name.into(),
+                value: v,
+                at: format!("{} files", format.name()),
+                subject,
+            });
+        }
+    }
+}
+
+/// Reads the given files (a folder stands for the files directly inside it).
+pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
+    let mut out: Vec<Source> = Vec::new();
+    for p in expand(files)? {
+        let bytes = input::read_bounded(&p, input::RECORD_MAX, "imported file")?;
+        let name = p.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            fatal(format!(
+                "{}: the file name is not UTF-8",
+                input::shown_path(&p)
+            ))
+        })?;
+        let name = input::safe_name(name, "imported file name")?.to_string();
+        if out.iter().any(|s| s.name == name) {
+            return Err(fatal(format!(
+                "{}: two sources are named '{name}'; give each file once",
+                input::shown_path(&p)
+            )));
+        }
+        let sha256 = hex(&sha2::Sha256::digest(&bytes));
+        let shown = input::shown_path(&p);
+        out.push(Source {
+            name,
+            shown,
+            bytes,
+            sha256,
+            role: String::new(),
+        });
+    }
+    if out.is_empty() {
+        return Err(fatal("no file to import was given"));
+    }
+    Ok(out)
+}
+
+fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
+    let mut out = Vec::new();
+    for f in files {
+        if f.is_dir() {
+            let rd = std::fs::read_dir(f)
+                .map_err(|e| fatal(format!("{}: cannot list: {e}", input::shown_path(f))))?;
+            let mut inner: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
+            inner.sort();
+            if inner.len() > SOURCES_MAX {
+                return Err(fatal(format!(
+                    "{}: the folder holds {} files, more than the {SOURCES_MAX} a run of a tool writes; give the files themselves",
+                    input::shown_path(f),
+                    inner.len()
+                )));
+            }
+            out.extend(inner);
+        } else {
+            out.push(f.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `needle` occurs in `hay` (the formats are told apart by a key only they write).
+pub fn holds(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The format of the sources, detected from their content when not given.
+pub fn detect(sources: &[Source]) -> Option<Format> {
+    if sources.iter().any(aiperf::looks_like) {
+        return Some(Format::Aiperf);
+    }
+    if sources.iter().any(guidellm::looks_like) {
+        return Some(Format::Guidellm);
+    }
+    if sources.iter().any(lm_eval::looks_like) {
+        return Some(Format::LmEval);
+    }
+    if sources.iter().any(loadgen::looks_like) {
+        return Some(Format::Loadgen);
+    }
+    None
+}
+
+/// The format of files, detected from their content; `None` when unreadable or not recognised.
+pub fn detect_files(files: &[PathBuf]) -> Option<Format> {
+    read_sources(files).ok().and_then(|s| detect(&s))
+}
+
+/// Runs the format's reader and checks over the sources (their roles are set).
+pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal> {
+    match format {
+        Format::Aiperf => aiperf::import(sources),
+        Format::Guidellm => guidellm::import(sources),
+        Format::LmEval => lm_eval::import(sources),
+        Format::Loadgen => loadgen::import(sources),
+    }
+}
+
+/// Reads, detects (unless given) and imports the files.
+pub fn load(
+    format: Option<Format>,
+    files: &[PathBuf],
+) -> Result<(Format, Vec<Source>, Imported), Fatal> {
+    let mut sources = read_sources(files)?;
+    let format = match format {
+        Some(f) => f,
+        None => detect(&sources).ok_or_else(|| {
+            let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
+            fatal(format!(
+                "{}: not a bundle, and not a result file of a format rigaudit imports ({}); name it with --from",
+                names.join(", "),
+                Format::all_names()
+            ))
+        })?,
+    };
+    let mut imported = import(format, &mut sources)?;
+    common_settings(&mut imported, format);
+    Ok((format, sources, imported))
+}
+
+/// The report of an import: its checks, recomputed values and findings.
+pub fn report(command: &str, id: &str, imp: &Imported, fail_on: Option<Severity>) -> Report {
+    Report::new(command, id, fail_on, found(imp))
+}
+
+/// What the import's checks found, as the one findings model.
+fn found(imp: &Imported) -> Findings {
+    Findings {
+        ran: imp.checked.checks_run.iter().cloned().collect(),
+        recomputed: imp.checked.recomputed.clone(),
+        findings: imp.checked.listed(),
+        ..Findings::default()
+    }
+}
+
+/// `verify --from FORMAT FILE...` (or files whose format is detected).
+pub fn verify_files(
+    format: Option<Format>,
+    files: &[PathBuf],
+    fail_on: Option<Severity>,
+) -> Result<Report, Fatal> {
+    let (_, sources, imp) = load(format, files)?;
+    let shown: Vec<String> = files.iter().map(|f| input::shown_path(f)).collect();
+    let id = shown.join(" ");
+    let mut r = report("verify", &id, &imp, fail_on);
+    // The files read, with the digests of what was read: the subjects of an attestation.
+    r.artifacts = sources
+        .iter()
+        .map(|s| rigaudit_audit::report::Artifact {
+            path: s.name.clone(),
+            sha256: s.sha256.clone(),
+        })
+        .collect();
+    Ok(r)
+}
+
+/// Whether a path is a bundle (a folder with `bundle.json`, or a packed one), as opposed to files
+/// of another tool.
+pub fn is_bundle(path: &Path) -> bool {
+    if path.is_dir() {
+        return path.join("bundle.json").is_file();
+    }
+    let n = path.to_string_lossy().to_lowercase();
+    n.ends_with(".tar.gz") || n.ends_with(".tgz") || n.ends_with(".tar")
+}
+
+/// `rigaudit import`: writes the bundle; returns the import for the report.
+pub fn run(
+    format: Option<Format>,
+    files: &[PathBuf],
+    out: &Path,
+) -> Result<(Format, Imported), Fatal> {
+    let (format, sources, imp) = load(format, files)?;
+    write_bundle(format, &sources, &imp, out)?;
+    Ok((format, imp))
+}
+
+fn write_bundle(
+    format: Format,
+    sources: &[Source],
+    imp: &Imported,
+    out: &Path,
+) -> Result<(), Fatal> {
+    if out.exists()
+        && std::fs::read_dir(out)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(fatal(format!(
+            "{}: the output folder exists and is not empty; refused",
+            input::shown_path(out)
+        )));
+    }
+    let src = out.join("sources");
+    std::fs::create_dir_all(&src).map_err(|e| {
+        fatal(format!(
+            "{}: cannot make the folder: {e}",
+            input::shown_path(&src)
+        ))
+    })?;
+    for s in sources {
+        crate::output::write_atomic(&src.join(&s.name), &s.bytes)?;
+    }
+    let record = import_record(format, sources, imp);
+    let text = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    crate::output::write_atomic(&out.join("import.json"), text.as_bytes())?;
+    let manifest = manifest(
+        format,
+        sources,
+        imp,
+        &hex(&sha2::Sha256::digest(text.as_bytes())),
+    );
+    let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
+    crate::output::write_atomic(&out.join("bundle.json"), text.as_bytes())
+}
+
+fn import_record(format: Format, sources: &[Source], imp: &Imported) -> Value {
+    let list: Vec<Value> = sources
+        .iter()
+        .map(|s| json!({"name": s.name, "path": format!("sources/{}", s.name), "role": s.role, "sha256": s.sha256, "bytes": s.bytes.len()}))
+        .collect();
+    json!({
+        "format": "rigaudit-import/1",
+        "from": format.name(),
+        "tool_version": imp.tool_version,
+        "importer": IMPORTER_VERSION,
+        "model": imp.model,
+        "sources": list,
+        "taken": imp.taken,
+        "not_taken": imp.not_taken,
+    })
+}
+
+fn manifest(format: Format, sources: &[Source], imp: &Imported, record_sha: &str) -> Value {
+    let mut files = vec![
+        json!({"kind": "log", "path": "import.json", "sha256": record_sha, "published": false, "reconstructed": false, "note": "the importer's record: format, versions, sources and their digests, what was taken"}),
+    ];
+    for s in sources {
+        files.push(json!({"kind": "log", "path": format!("sources/{}", s.name), "sha256": s.sha256, "published": true, "reconstructed": false, "note": format!("{} {} ({}), as the tool wrote it", format.name(), s.role, s.name)}));
+    }
+    let first = sources
+        .first()
+        .map(|s| s.sha256[..12].to_string())
+        .unwrap_or_default();
+    let tool = format!(
+        "{} {}",
+        format.name(),
+        imp.tool_version
+            .as_deref()
+            .unwrap_or("(version not stated)")
+    );
+    let mut notes = vec![format!("imported by {IMPORTER_VERSION} from {tool}")];
+    notes.extend(imp.taken.iter().map(|t| format!("taken: {t}")));
+    notes.extend(imp.not_taken.iter().map(|t| format!("not taken: {t}")));
+    json!({
+        "format": "rigaudit-bundle/1",
+        "id": format!("{}-import-{first}", format.name()),
+        "title": format!("{tool} result of {}, imported", imp.model.as_deref().unwrap_or("an unnamed model")),
+        "source": tool,
+        "setup": {
+            "engine": "not stated by the imported files",
+            "checkpoint": imp.model.clone().unwrap_or_else(|| "not stated by the imported files".into()),
+            "hardware": "not stated by the imported files",
+        },
+        "files": files,
+        "notes": notes,
+    })
+}
+
+/// Whether an opened bundle is an imported one (its manifest lists `import.json`).
+pub fn is_imported(m: &rigaudit_audit::records::Manifest) -> bool {
+    m.files.iter().any(|f| f.path == "import.json")
+}
+
+/// `verify` of an imported bundle: the digests of every file (the bundle loader), then the
+/// format's checks again on the copied sources.
+pub fn verify_bundle(
+    opened: &crate::bundle::Opened,
+    fail_on: Option<Severity>,
+) -> Result<Report, Fatal> {
+    let read = crate::bundle::load(opened);
+    let rec_path = opened.root.join("import.json");
+    let text = input::read_text(&rec_path, input::MANIFEST_MAX, "import record")?;
+    let rec: Value = serde_json::from_str(&text).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            input::shown_path(&rec_path),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
+    let format = Format::parse(from).ok_or_else(|| {
+        fatal(format!(
+            "{}: at /from: expected a format rigaudit imports ({}), found '{}'",
+            input::shown_path(&rec_path),
+            Format::all_names(),
+            input::shown(from)
+        ))
+    })?;
+    let mut files = Vec::new();
+    for (i, s) in rec
+        .get("sources")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = s.get("path").and_then(|v| v.as_str()).ok_or_else(|| {
+            fatal(format!(
+                "{}: at /sources/{i}/path: expected the source's path in the bundle",
+                input::shown_path(&rec_path)
+            ))
+        })?;
+        files.push(input::inside(&opened.root, p).map_err(|m| {
+            fatal(format!(
+                "{}: at /sources/{i}/path: {m}",
+                input::shown_path(&rec_path)
+            ))
+        })?);
+    }
+    let mut sources = read_sources(&files)?;
+    let imp = import(format, &mut sources)?;
+    // The bundle's own files (present, digests) by the schema checks, then the format's checks.
+    let mut all = Findings::default();
+    rigaudit_audit::schema::run(&read, &mut all);
+    all.merge(found(&imp));
+    all.ran.sort();
+    all.ran.dedup();
+    let mut r = Report::new("verify", &opened.manifest.id, fail_on, all);
+    r.artifacts = read.verified();
+    Ok(r)
+}
