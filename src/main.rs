@@ -244,6 +244,7 @@ enum Command {
 /// Applies the policy, prints the report in its format, writes every `--report` and `--output`
 /// file (each atomically, from the same report), and maps the verdict to the exit code.
 fn emit(mut report: Report, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    report.rules_version = rigaudit_audit::catalogue::version();
     if let Some(p) = load_policy(out)? {
         report.apply_policy(&p);
     }

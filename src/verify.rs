@@ -36,7 +36,7 @@ fn check_opened(opened: &bundle::Opened) -> Verified {
     Verified {
         id: opened.manifest.id.clone(),
         found: rigaudit_audit::verify(&read),
-        artifacts: read.verified(),
+        artifacts: rigaudit_audit::schema::verified(&read),
     }
 }
 

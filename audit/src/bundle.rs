@@ -77,30 +77,6 @@ impl Bundle {
         }
     }
 
-    /// The raw files whose sha256 matched the manifest's in full: the subjects of an attestation.
-    pub fn verified(&self) -> Vec<crate::report::Artifact> {
-        use crate::schema::{compare_digest, DigestMatch};
-        let mut v = Vec::new();
-        for f in &self.files {
-            let (
-                Seen::Present {
-                    sha256: Some(got), ..
-                },
-                Some(ent),
-            ) = (&f.seen, self.manifest.files.get(f.index))
-            else {
-                continue;
-            };
-            if ent.sha256.as_deref().map(|w| compare_digest(w, got)) == Some(DigestMatch::Full) {
-                v.push(crate::report::Artifact {
-                    path: ent.path.clone(),
-                    sha256: got.clone(),
-                });
-            }
-        }
-        v
-    }
-
     /// What was refused as hostile, one line each (`path: why`).
     pub fn refused(&self) -> Vec<String> {
         let mut v = Vec::new();

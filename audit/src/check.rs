@@ -213,3 +213,17 @@ impl std::ops::DerefMut for Out {
         &mut self.0
     }
 }
+
+/// Up to `n` items joined with ", ", with "and N more" when there are more.
+pub fn list<T: std::fmt::Display>(items: &[T], n: usize) -> String {
+    let mut s = items
+        .iter()
+        .take(n)
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > n {
+        s.push_str(&format!(" and {} more", items.len() - n));
+    }
+    s
+}

@@ -24,7 +24,7 @@
 //! ```
 
 use crate::diff::Subject;
-use crate::report::{Finding, Severity};
+use crate::report::{Counts, Finding, Severity, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -118,25 +118,7 @@ pub struct Policy {
     pub diff: DiffRules,
 }
 
-/// What a policy did, for the report.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Applied {
-    /// The policy file.
-    pub file: String,
-    /// Per ignored check: how many findings it left out, and why.
-    pub ignored: Vec<Ignored>,
-}
-
-/// Findings a policy left out.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Ignored {
-    /// The check.
-    pub check: String,
-    /// How many findings.
-    pub findings: usize,
-    /// The policy's reason.
-    pub reason: String,
-}
+pub use crate::report::{Applied, Ignored};
 
 impl Policy {
     /// Check ids the policy names that the catalogue does not have.
@@ -179,6 +161,31 @@ impl Policy {
             })
             .collect();
         (kept, ignored)
+    }
+}
+
+/// A policy over a report.
+impl crate::report::Report {
+    /// Applies a policy: per check a severity or `ignore` (the finding leaves the findings and its
+    /// reason is listed in `policy`), and the fail level; then counts and the verdict again. An
+    /// incomplete report stays incomplete.
+    pub fn apply_policy(&mut self, p: &Policy) {
+        let (kept, ignored) = p.apply(std::mem::take(&mut self.findings));
+        self.findings = kept;
+        if let Some(f) = p.fail_on {
+            self.fail_on = f.severity();
+        }
+        self.policy = Some(Applied {
+            file: p.file.clone(),
+            ignored,
+        });
+        self.counts = Counts::of(&self.findings);
+        if self.verdict != Verdict::Incomplete {
+            let failed = self
+                .fail_on
+                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
+            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
+        }
     }
 }
 

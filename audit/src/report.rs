@@ -177,13 +177,14 @@ pub struct Report {
     pub artifacts: Vec<Artifact>,
     /// The policy applied, if any: its file and the findings it ignored, with its reasons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<crate::policy::Applied>,
-    /// The version of the rules (the catalogue) the report was judged by.
+    pub policy: Option<Applied>,
+    /// The version of the rules (the catalogue) the report was judged by: `catalogue::version()`,
+    /// set where a report leaves the tool (the report model sits below the catalogue).
     #[serde(default)]
     pub rules_version: String,
     /// The setup differences of two bundles (`diff` only; absent when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub setup_changes: Vec<crate::diff::SetupChange>,
+    pub setup_changes: Vec<crate::verdict::SetupChange>,
     /// The comparison rows counted by verdict (`replay` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_summary: Option<ReplaySummary>,
@@ -341,32 +342,10 @@ impl Report {
             findings,
             replay_summary: (!comparisons.is_empty()).then(|| ReplaySummary::of(&comparisons)),
             comparisons,
-            rules_version: crate::catalogue::version(),
+            rules_version: String::new(),
             policy: None,
             artifacts: Vec::new(),
             setup_changes: Vec::new(),
-        }
-    }
-
-    /// Applies a policy: per check a severity or `ignore` (the finding leaves the findings and its
-    /// reason is listed in `policy`), and the fail level; then counts and the verdict again. An
-    /// incomplete report stays incomplete.
-    pub fn apply_policy(&mut self, p: &crate::policy::Policy) {
-        let (kept, ignored) = p.apply(std::mem::take(&mut self.findings));
-        self.findings = kept;
-        if let Some(f) = p.fail_on {
-            self.fail_on = f.severity();
-        }
-        self.policy = Some(crate::policy::Applied {
-            file: p.file.clone(),
-            ignored,
-        });
-        self.counts = Counts::of(&self.findings);
-        if self.verdict != Verdict::Incomplete {
-            let failed = self
-                .fail_on
-                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
-            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
         }
     }
 
@@ -378,4 +357,24 @@ impl Report {
             Verdict::Incomplete => 2,
         }
     }
+}
+
+/// What a policy did, for the report.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Applied {
+    /// The policy file.
+    pub file: String,
+    /// Per ignored check: how many findings it left out, and why.
+    pub ignored: Vec<Ignored>,
+}
+
+/// Findings a policy left out.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Ignored {
+    /// The check.
+    pub check: String,
+    /// How many findings.
+    pub findings: usize,
+    /// The policy's reason.
+    pub reason: String,
 }

@@ -108,6 +108,29 @@ pub fn nothing_checked(out: &mut Findings) {
         .finding("no raw file of the bundle could be read, so nothing was checked");
 }
 
+/// The raw files whose sha256 matched the manifest's in full: the subjects of an attestation.
+pub fn verified(b: &Bundle) -> Vec<crate::report::Artifact> {
+    let mut v = Vec::new();
+    for f in &b.files {
+        let (
+            Seen::Present {
+                sha256: Some(got), ..
+            },
+            Some(ent),
+        ) = (&f.seen, b.manifest.files.get(f.index))
+        else {
+            continue;
+        };
+        if ent.sha256.as_deref().map(|w| compare_digest(w, got)) == Some(DigestMatch::Full) {
+            v.push(crate::report::Artifact {
+                path: ent.path.clone(),
+                sha256: got.clone(),
+            });
+        }
+    }
+    v
+}
+
 /// The manifest's entry of a file.
 fn entry<'a>(b: &'a Bundle, f: &FileFacts) -> Option<&'a FileEntry> {
     b.manifest.files.get(f.index)

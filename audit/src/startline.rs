@@ -119,6 +119,43 @@ pub fn models_ids(models: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The window a refusal text names, in the wordings of the common engines.
+pub fn named_window(text: &str) -> Option<u64> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i)(?:maximum context length is (\d+)",
+            r"|context length \((\d+) tokens?\)",
+            r"|context size \((\d+) tokens?\)",
+            r"|max_new_tokens`?\s+must be <= (\d+)",
+            r"|\bn_ctx(?:_slot)?\s*[=:]?\s*(\d+)",
+            r"|context (?:length|size|window) (?:is|of) (\d+))",
+        ))
+        .expect("static pattern")
+    });
+    let c = re.captures(text)?;
+    c.iter().skip(1).flatten().next()?.as_str().parse().ok()
+}
+
+/// The build hash the start lines name, if any.
+pub fn start_build(lines: &[String]) -> Option<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i)(?:\bcommit\s*[=:]?\s*([0-9a-f]{7,40})\b",
+            r"|\bbuild\s*[=:]?\s*\d*\s*\(([0-9a-f]{7,40})\)",
+            r"|\(([0-9a-f]{7,40})\)",
+            r"|^\S+(?: \S+)? ([0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b)",
+        ))
+        .expect("static pattern")
+    });
+    lines.iter().find_map(|l| {
+        let c = re.captures(l)?;
+        let h = c.iter().skip(1).flatten().next()?.as_str();
+        (7..=40).contains(&h.len()).then(|| h.to_lowercase())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,3 +85,61 @@ pub struct Comparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sd_replayed: Option<f64>,
 }
+
+/// The subjects a setup difference belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Subject {
+    /// Engine name, version, commit, patches, digests.
+    Engine,
+    /// NCCL version and digests.
+    Nccl,
+    /// Checkpoint repo, revision, digests.
+    Checkpoint,
+    /// A rank's command: executable, flags, positional arguments, environment.
+    Command,
+    /// What the server said at start: window, slots, KV cache, drafts, build.
+    Server,
+    /// Sampling defaults and what was sent.
+    Sampling,
+    /// Hardware, driver, kernel.
+    Hardware,
+    /// Speed and quality contracts.
+    Contract,
+    /// Free text: descriptions, deviations, notes, recipe.
+    Text,
+}
+
+impl Subject {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subject::Engine => "engine",
+            Subject::Nccl => "nccl",
+            Subject::Checkpoint => "checkpoint",
+            Subject::Command => "command",
+            Subject::Server => "server",
+            Subject::Sampling => "sampling",
+            Subject::Hardware => "hardware",
+            Subject::Contract => "contract",
+            Subject::Text => "text",
+        }
+    }
+}
+
+/// One difference of setup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupChange {
+    /// What it is about.
+    pub subject: Subject,
+    /// What differs, for a person (`engine commit`, `rank 0 flag --parallel`).
+    pub what: String,
+    /// A's value (`absent` when A has none).
+    pub a: String,
+    /// B's value.
+    pub b: String,
+    /// Where A records it: file and JSON pointer.
+    pub where_a: String,
+    /// Where B records it.
+    pub where_b: String,
+}

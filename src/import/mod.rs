@@ -493,6 +493,6 @@ pub fn verify_bundle(
     all.ran.sort();
     all.ran.dedup();
     let mut r = Report::new("verify", &opened.manifest.id, fail_on, all);
-    r.artifacts = read.verified();
+    r.artifacts = rigaudit_audit::schema::verified(&read);
     Ok(r)
 }

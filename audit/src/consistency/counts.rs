@@ -17,9 +17,9 @@
 //! - fit: a memory-fit step's prompt fills its size by the result's `fill`, less
 //!   max(2 % of that, 8 tokens).
 
-use super::list;
 use crate::bundle::Bundle;
 use crate::bundle::Run;
+use crate::check::list;
 use crate::check::{Check, Emit, Ran};
 use crate::records::speed::{ConcPart, SpeedContract, SpeedRequest, SpeedResult};
 use crate::report::Severity;

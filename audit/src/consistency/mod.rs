@@ -6,10 +6,11 @@
 //! and the engine build and the sessions' times.
 //!
 //! Each file holds one subject; each check is one row of that file's `CHECKS` and one function
-//! `check_*(b, emit)`. A function that reports under an existing id of another family says so in
-//! its doc, has no row here, and is called by that id's row (`speed.load-guard` in speed.rs,
-//! `quality.scoring-disagrees` in quality.rs, `setup.window-mismatch` and
-//! `setup.version-mismatch` in setup.rs).
+//! `check_*(b, emit)`. What reports under an existing id of another family lives with that family:
+//! the guard's summary and coverage in `speed/guard.rs` (`speed.load-guard`), cut-off answers
+//! marked right in `quality/scoring.rs` (`quality.scoring-disagrees`), refusal windows and the
+//! engine build in `setup/refusals.rs` and `setup/build.rs` (`setup.window-mismatch`,
+//! `setup.version-mismatch`).
 
 use crate::bundle::Run;
 use crate::check::Check;
@@ -17,10 +18,8 @@ use crate::check::Check;
 pub mod backing;
 pub mod counts;
 pub mod excluded;
-pub mod guard;
 pub mod impossible;
 pub mod provenance;
-pub mod scoring;
 pub mod window;
 
 /// The `CHECKS` of every file, in catalogue order.
@@ -32,20 +31,6 @@ pub const LISTS: &[&[Check<Run>]] = &[
     backing::CHECKS,
     provenance::CHECKS,
 ];
-
-/// Up to `n` items joined with ", ", with "and N more" when there are more.
-pub(crate) fn list<T: std::fmt::Display>(items: &[T], n: usize) -> String {
-    let mut s = items
-        .iter()
-        .take(n)
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    if items.len() > n {
-        s.push_str(&format!(" and {} more", items.len() - n));
-    }
-    s
-}
 
 #[cfg(test)]
 mod tests;

@@ -17,8 +17,6 @@ use crate::bundle::Run;
 use crate::check::{Check, Emit, Ran};
 use crate::report::Severity;
 use chrono::{DateTime, Duration, FixedOffset};
-use regex::Regex;
-use std::sync::OnceLock;
 
 const OVERLAP: &str = "setup.sessions-overlap";
 const OUTSIDE: &str = "setup.outside-session";
@@ -38,45 +36,6 @@ pub const CHECKS: &[Check<Run>] = &[
         run: check_inside_session,
     },
 ];
-
-/// The build hash the start lines name, if any.
-pub fn start_build(lines: &[String]) -> Option<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"(?i)(?:\bcommit\s*[=:]?\s*([0-9a-f]{7,40})\b",
-            r"|\bbuild\s*[=:]?\s*\d*\s*\(([0-9a-f]{7,40})\)",
-            r"|\(([0-9a-f]{7,40})\)",
-            r"|^\S+(?: \S+)? ([0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b)",
-        ))
-        .expect("static pattern")
-    });
-    lines.iter().find_map(|l| {
-        let c = re.captures(l)?;
-        let h = c.iter().skip(1).flatten().next()?.as_str();
-        (7..=40).contains(&h.len()).then(|| h.to_lowercase())
-    })
-}
-
-/// `setup.version-mismatch` (setup.rs): the start line's build hash against the card's commit.
-pub(crate) fn check_engine_build(b: &Bundle, e: &mut Emit) -> Ran {
-    let (Some(card), Some(r)) = (&b.card, &b.speed_result) else {
-        return None;
-    };
-    let commit = card.value.engine.commit.as_deref().map(str::to_lowercase)?;
-    let build = start_build(&r.value.server.start_lines)?;
-    if !(commit.starts_with(&build) || build.starts_with(&commit)) {
-        e.finding(
-                format!(
-                    "the card says {} was built from commit {commit}, but the start line names build {build}",
-                    card.value.engine.name
-                ),
-            )
-            .file(&card.path)
-            .pointer("/engine/commit");
-    }
-    Some(())
-}
 
 type Time = DateTime<FixedOffset>;
 

@@ -416,7 +416,7 @@ fn a_window_claimed_larger_than_the_refusals_say_is_caught() {
 
 #[test]
 fn refusal_wordings_of_the_engines_are_read() {
-    use super::window::named_window as w;
+    use crate::startline::named_window as w;
     assert_eq!(w("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens"), Some(8192));
     assert_eq!(w("request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it"), Some(4096));
     assert_eq!(
@@ -540,19 +540,19 @@ fn another_engine_build_than_the_card_says_is_caught() {
     r.server.start_lines[0] = r.server.start_lines[0].replace("93a2e93e", "5c0ffee1");
     caught(&b, "setup.version-mismatch", Severity::Error);
     assert_eq!(
-        super::provenance::start_build(&[
+        crate::startline::start_build(&[
             "rigaudit-engine start version=0.1.0 commit=450f12732141 sha256=ab".into()
         ])
         .as_deref(),
         Some("450f12732141")
     );
     assert_eq!(
-        super::provenance::start_build(&["TensorFold native f350cd3e (Zig 0.17.0)".into()])
+        crate::startline::start_build(&["TensorFold native f350cd3e (Zig 0.17.0)".into()])
             .as_deref(),
         Some("f350cd3e")
     );
     assert_eq!(
-        super::provenance::start_build(&["main: build = 4567 (abc1234)".into()]).as_deref(),
+        crate::startline::start_build(&["main: build = 4567 (abc1234)".into()]).as_deref(),
         Some("abc1234")
     );
 }

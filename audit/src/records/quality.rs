@@ -295,7 +295,7 @@ impl AnswerTally {
         }
     }
 
-    /// The counts the consistency checks read (`crate::consistency`).
+    /// The counts the consistency checks read (`consistency/`).
     fn add_consistency(&mut self, a: AnswerView<'_>, line: u64) {
         fn bump(c: &mut (u64, Option<u64>), line: u64) {
             c.0 += 1;
@@ -309,7 +309,7 @@ impl AnswerTally {
             if a.finish_reason == Some("length") && a.correct {
                 bump(&mut self.cutoffs_right, line);
             }
-        } else if let Some(w) = a.error.and_then(crate::consistency::window::named_window) {
+        } else if let Some(w) = a.error.and_then(crate::startline::named_window) {
             *self.refusal_windows.entry(w).or_default() += 1;
             if need.is_some_and(|n| n <= w) {
                 bump(&mut self.refusals_that_fit, line);

@@ -1,6 +1,9 @@
 //! `setup.*`: the recorded command, the start line, `/v1/models`, the contracts and the card
 //! checked against each other, and the dates put in order.
 
+mod build;
+pub(crate) mod refusals;
+
 use crate::bundle::{Bundle, Loaded, Run};
 use crate::check::{Check, Emit, Ran};
 use crate::records::card::{Card, Nccl, RankCommand};
@@ -213,7 +216,7 @@ fn slots_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 /// (consistency/window.rs).
 fn window_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     let sources = window_sources_disagree(b, e);
-    let refusals = crate::consistency::window::check_refusal_windows(b, e);
+    let refusals = refusals::check_refusal_windows(b, e);
     sources.or(refusals)
 }
 
@@ -323,7 +326,7 @@ fn sampling_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 /// the card's commit (consistency/provenance.rs).
 fn version_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     let versions = versions_disagree(b, e);
-    let build = crate::consistency::provenance::check_engine_build(b, e);
+    let build = build::check_engine_build(b, e);
     versions.or(build)
 }
 

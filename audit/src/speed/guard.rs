@@ -5,8 +5,8 @@
 //!
 //! Both checks report under `speed.load-guard` (speed.rs).
 
-use super::list;
 use crate::bundle::Bundle;
+use crate::check::list;
 use crate::check::{Emit, Ran};
 use crate::records::speed::SpeedRequest;
 use std::collections::{BTreeMap, BTreeSet};

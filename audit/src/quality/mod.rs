@@ -7,6 +7,8 @@
 //! Every check reads one test; [`run`] runs the table over each test in manifest order, then
 //! records the test's recomputed percentage and margin.
 
+mod scoring;
+
 use crate::bundle::{Bundle, QualityTest};
 use crate::check::{Check, Emit, Ran};
 use crate::records::manifest::PageQuality;
@@ -155,7 +157,7 @@ fn limit_mismatch(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
 /// repeated ids, and cut-off answers marked right against the contract (consistency/scoring.rs).
 fn scoring_disagrees(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
     let marks = marks_disagree(b, t, e);
-    let cutoffs = crate::consistency::scoring::check_cutoffs_marked_right(t, e);
+    let cutoffs = scoring::check_cutoffs_marked_right(t, e);
     marks.or(cutoffs)
 }
 

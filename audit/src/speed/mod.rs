@@ -13,6 +13,8 @@
 //! - `acceptance_pct` = accepted / drafted; `mean_accepted_len` = 1 + accepted / drafts;
 //! - `ctx_decode.<depth>`, `ctx_prefill.<depth>`: medians at each context step; `l1_decode`.
 
+mod guard;
+
 use crate::bundle::{Bundle, Loaded, Run};
 use crate::check::{Check, Emit, Ran};
 use crate::records::speed::{SpeedContract, SpeedRequest, SpeedResult};
@@ -553,8 +555,8 @@ fn requests_exceeding(
 /// steps the guard did not watch (the last two in consistency/guard.rs).
 fn load_guard(b: &Bundle, e: &mut Emit) -> Ran {
     let kept = kept_under_load(b, e);
-    let present = crate::consistency::guard::check_guard_present(b, e);
-    let coverage = crate::consistency::guard::check_guard_coverage(b, e);
+    let present = guard::check_guard_present(b, e);
+    let coverage = guard::check_guard_coverage(b, e);
     kept.or(present).or(coverage)
 }
 
