@@ -64,6 +64,12 @@ impl<R> Check<R> {
     }
 }
 
+impl<R> From<&Check<R>> for About {
+    fn from(c: &Check<R>) -> About {
+        c.about()
+    }
+}
+
 /// The catalogue rows of a table.
 pub fn about<R>(table: &[Check<R>]) -> impl Iterator<Item = About> + '_ {
     table.iter().map(Check::about)

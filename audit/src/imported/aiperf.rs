@@ -20,7 +20,10 @@
 //!   first request; the throughputs divide totals by the phase's observation window.
 
 use super::{percentile_linear, std_population, Checked};
-use crate::report::{Finding, Severity};
+use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::{RUN_INCOMPLETE, TTFT_EMPTY_CHUNK};
+use crate::check::About;
+use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -147,8 +150,8 @@ pub fn check_ttft_anchor(
     raw: &[RawRecord],
     out: &mut Checked,
 ) {
-    out.ran("import.ttft-empty-chunk");
-    out.ran("speed.recompute-mismatch");
+    out.ran(&TTFT_EMPTY_CHUNK);
+    out.ran(&speed::RECOMPUTE_MISMATCH);
     let by_id: BTreeMap<&str, &Record> = records
         .iter()
         .filter_map(|r| r.request_id.as_deref().map(|id| (id, *r)))
@@ -172,47 +175,42 @@ pub fn check_ttft_anchor(
             .iter()
             .take_while(|c| !c.1)
             .any(|c| (ms(c.0, x.start_ns) - ttft).abs() <= 0.01);
-        let (id, sev, msg) = if empty {
-            ("import.ttft-empty-chunk", Severity::Warning, format!("the TTFT of {ttft} ms is the time of a chunk with no text; the first text came at {text} ms"))
+        let (row, msg): (About, _) = if empty {
+            (TTFT_EMPTY_CHUNK.about(), format!("the TTFT of {ttft} ms is the time of a chunk with no text; the first text came at {text} ms"))
         } else {
-            ("speed.recompute-mismatch", Severity::Error, format!("the TTFT of {ttft} ms is not the first text chunk's time in the raw record ({text} ms)"))
+            (speed::RECOMPUTE_MISMATCH.about(), format!("the TTFT of {ttft} ms is not the first text chunk's time in the raw record ({text} ms)"))
         };
-        out.push(
-            Finding::new(id, sev, msg)
-                .file(raw_file)
-                .pointer(format!("line {}", x.line))
-                .data(json!({"record_line": rec.line, "ttft_ms": ttft, "first_text_ms": text})),
-        );
+        out.finding(row, msg)
+            .file(raw_file)
+            .pointer(format!("line {}", x.line))
+            .data(json!({"record_line": rec.line, "ttft_ms": ttft, "first_text_ms": text}));
     }
 }
 
 /// `import.run-incomplete`: AIPerf says the run was cancelled or did not complete.
 pub fn check_run_complete(s: &Summary, out: &mut Checked) {
-    out.ran("import.run-incomplete");
+    out.ran(&RUN_INCOMPLETE);
     let cancelled = s.was_cancelled == Some(true);
     if cancelled || s.is_complete == Some(false) {
         let why = s.incomplete_reason.clone().unwrap_or_default();
-        out.push(
-            Finding::new(
-                "import.run-incomplete",
-                Severity::Error,
-                format!(
-                    "AIPerf marks the run {}{}: its figures cover only what ran before it stopped",
-                    if cancelled { "cancelled" } else { "incomplete" },
-                    if why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({why})")
-                    }
-                ),
-            )
-            .file(&s.file)
-            .pointer(if cancelled {
-                "/was_cancelled"
-            } else {
-                "/is_complete"
-            }),
-        );
+        out.finding(
+            &RUN_INCOMPLETE,
+            format!(
+                "AIPerf marks the run {}{}: its figures cover only what ran before it stopped",
+                if cancelled { "cancelled" } else { "incomplete" },
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({why})")
+                }
+            ),
+        )
+        .file(&s.file)
+        .pointer(if cancelled {
+            "/was_cancelled"
+        } else {
+            "/is_complete"
+        });
     }
 }
 
@@ -264,7 +262,7 @@ pub fn check_distributions(s: &Summary, records: &[&Record], out: &mut Checked) 
             };
             let at = format!("/{tag}/{name}");
             let key = format!("aiperf.{tag}.{name}");
-            let id = "speed.recompute-mismatch";
+            let id = &speed::RECOMPUTE_MISMATCH;
             out.compare(id, (&s.file, &at), &key, exact, shown);
         }
     }
@@ -274,23 +272,20 @@ pub fn check_distributions(s: &Summary, records: &[&Record], out: &mut Checked) 
 /// `import.not-recomputable`: the printed distributions no record carries (time-sliced figures,
 /// `adj_*` percentiles), in one finding.
 fn not_recomputable(s: &Summary, tags: &[&str], out: &mut Checked) {
-    out.ran("import.not-recomputable");
+    out.ran(&NOT_RECOMPUTABLE);
     if tags.is_empty() {
         return;
     }
-    out.push(
-        Finding::new(
-            "import.not-recomputable",
-            Severity::Info,
-            format!(
-                "{} printed distributions are not checked, since no request record carries them: {}",
-                tags.len(),
-                tags.join(", ")
-            ),
-        )
-        .file(&s.file)
-        .data(json!({ "metrics": tags })),
-    );
+    out.finding(
+        &NOT_RECOMPUTABLE,
+        format!(
+            "{} printed distributions are not checked, since no request record carries them: {}",
+            tags.len(),
+            tags.join(", ")
+        ),
+    )
+    .file(&s.file)
+    .data(json!({ "metrics": tags }));
 }
 
 /// `speed.recompute-mismatch`: the printed totals are the sums of their record metrics.
@@ -303,7 +298,7 @@ pub fn check_totals(s: &Summary, records: &[&Record], out: &mut Checked) {
         let at = format!("/{total}/avg");
         let key = format!("aiperf.{total}");
         out.compare(
-            "speed.recompute-mismatch",
+            &speed::RECOMPUTE_MISMATCH,
             (&s.file, &at),
             &key,
             exact,
@@ -320,7 +315,7 @@ pub fn check_totals(s: &Summary, records: &[&Record], out: &mut Checked) {
             / prompt;
         let at = "/overall_usage_prompt_cache_read_pct/avg";
         out.compare(
-            "speed.recompute-mismatch",
+            &speed::RECOMPUTE_MISMATCH,
             (&s.file, at),
             "aiperf.overall_usage_prompt_cache_read_pct",
             exact,
@@ -332,35 +327,32 @@ pub fn check_totals(s: &Summary, records: &[&Record], out: &mut Checked) {
 /// `import.failed-hidden` (and `speed.recompute-mismatch` for the other counts): the request
 /// counts against the records: valid, errored, all, and the error rate.
 pub fn check_counts(s: &Summary, records: &[&Record], records_file: &str, out: &mut Checked) {
-    out.ran("import.failed-hidden");
+    out.ran(&FAILED_HIDDEN);
     let errors = records.iter().filter(|r| r.error.is_some()).count() as f64;
     let all = records.len() as f64;
     let printed = |k: &str| s.metrics.get(k).and_then(|m| m.fields.get("avg")).copied();
     let shown_errors = printed("error_request_count");
     if errors > 0.0 && shown_errors.unwrap_or(0.0) < errors {
-        out.push(
-            Finding::new(
-                "import.failed-hidden",
-                Severity::Error,
-                format!(
-                    "{records_file} holds {errors} failed requests but the summary counts {}: they are dropped from every figure",
-                    shown_errors.map_or("none".to_string(), |v| v.to_string())
-                ),
-            )
-            .file(&s.file)
-            .pointer("/error_request_count")
-            .data(json!({"records": errors, "printed": shown_errors})),
-        );
+        out.finding(
+            &FAILED_HIDDEN,
+            format!(
+                "{records_file} holds {errors} failed requests but the summary counts {}: they are dropped from every figure",
+                shown_errors.map_or("none".to_string(), |v| v.to_string())
+            ),
+        )
+        .file(&s.file)
+        .pointer("/error_request_count")
+        .data(json!({"records": errors, "printed": shown_errors}));
     } else if let Some(shown) = shown_errors {
         out.compare(
-            "import.failed-hidden",
+            &FAILED_HIDDEN,
             (&s.file, "/error_request_count/avg"),
             "aiperf.error_request_count",
             errors,
             shown,
         );
     }
-    let id = "speed.recompute-mismatch";
+    let id = &speed::RECOMPUTE_MISMATCH;
     if let Some(v) = printed("request_count") {
         out.compare(
             id,
@@ -401,7 +393,7 @@ pub fn check_throughputs(s: &Summary, records: &[&Record], out: &mut Checked) {
         return;
     };
     let span = (end - start) as f64 / 1e9;
-    let id = "speed.recompute-mismatch";
+    let id = &speed::RECOMPUTE_MISMATCH;
     let printed = |k: &str| s.metrics.get(k).and_then(|m| m.fields.get("avg")).copied();
     out.ran(id);
     if let Some(d) = printed("benchmark_duration") {
@@ -412,14 +404,15 @@ pub fn check_throughputs(s: &Summary, records: &[&Record], out: &mut Checked) {
             page: None,
         });
         if (d - span).abs() > 0.001f64.max(0.001 * span) {
-            out.push(mismatch(
+            mismatch(
+                out,
                 &s.file,
                 "/benchmark_duration/avg",
                 "benchmark_duration",
                 d,
                 span,
                 "the records' span (last end - first start)",
-            ));
+            );
         }
     }
     let total = |k: &str| printed(k);
@@ -445,33 +438,32 @@ pub fn check_throughputs(s: &Summary, records: &[&Record], out: &mut Checked) {
         if window < span * (1.0 - 1e-6) - 0.001 {
             let what =
                 format!("a window of {window:.6} s, shorter than the records' span of {span:.6} s");
-            out.push(mismatch(
+            mismatch(
+                out,
                 &s.file,
                 &format!("/{rate}/avg"),
                 rate,
                 r,
                 a / span,
                 &what,
-            ));
+            );
         }
     }
 }
 
-fn mismatch(file: &str, at: &str, key: &str, shown: f64, exact: f64, why: &str) -> Finding {
-    Finding::new(
-        "speed.recompute-mismatch",
-        Severity::Error,
+fn mismatch(out: &mut Checked, file: &str, at: &str, key: &str, shown: f64, exact: f64, why: &str) {
+    out.finding(
+        &speed::RECOMPUTE_MISMATCH,
         format!("{key} is printed as {shown} but its records give {exact} ({why})"),
     )
-    .file(file)
-    .pointer(at)
-    .data(json!({"printed": shown, "recomputed": exact}))
+    .at(file, at)
+    .data(json!({"printed": shown, "recomputed": exact}));
 }
 
 /// `import.failed-requests`: failed and cancelled requests named with their errors, since every
 /// success figure of AIPerf leaves them out.
 pub fn check_failed_requests(records: &[&Record], records_file: &str, out: &mut Checked) {
-    out.ran("import.failed-requests");
+    out.ran(&FAILED_REQUESTS);
     let failed: Vec<&&Record> = records
         .iter()
         .filter(|r| r.error.is_some() || r.cancelled)
@@ -493,22 +485,19 @@ pub fn check_failed_requests(records: &[&Record], records_file: &str, out: &mut 
     }
     let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
-    out.push(
-        Finding::new(
-            "import.failed-requests",
-            Severity::Warning,
-            format!(
-                "{} of {} requests failed or were cancelled ({}); AIPerf's latency and throughput figures are over the other {} only",
-                failed.len(),
-                records.len(),
-                list.join("; "),
-                records.len() - failed.len()
-            ),
-        )
-        .file(records_file)
-        .pointer(format!("line {}", lines.join(", ")))
-        .data(json!({"failed": failed.len(), "total": records.len(), "lines": lines})),
-    );
+    out.finding(
+        &FAILED_REQUESTS,
+        format!(
+            "{} of {} requests failed or were cancelled ({}); AIPerf's latency and throughput figures are over the other {} only",
+            failed.len(),
+            records.len(),
+            list.join("; "),
+            records.len() - failed.len()
+        ),
+    )
+    .file(records_file)
+    .pointer(format!("line {}", lines.join(", ")))
+    .data(json!({"failed": failed.len(), "total": records.len(), "lines": lines}));
 }
 
 /// The gist of an error message: a JSON error body's own message, cut to 160 characters.
@@ -532,25 +521,22 @@ pub fn check_failed_as_zero(
     records_file: &str,
     out: &mut Checked,
 ) {
-    out.ran("import.failed-as-zero");
+    out.ran(&FAILED_AS_ZERO);
     for r in records.iter().filter(|r| r.error.is_none() && !r.cancelled) {
         let osl = r.one("output_sequence_length");
         let usage = r.one("usage_completion_tokens");
         let no_ttft = s.streaming == Some(true) && r.one("time_to_first_token").is_none();
         let zero = osl == Some(0.0) || usage == Some(0.0) || (osl.is_none() && usage.is_none());
         if zero || no_ttft {
-            out.push(
-                Finding::new(
-                    "import.failed-as-zero",
-                    Severity::Error,
-                    format!(
-                        "a request with {} is counted as valid (no error), so it enters the request count and throughput as a success",
-                        if zero { "no reply tokens" } else { "no first token" }
-                    ),
-                )
-                .file(records_file)
-                .pointer(format!("line {}", r.line)),
-            );
+            out.finding(
+                &FAILED_AS_ZERO,
+                format!(
+                    "a request with {} is counted as valid (no error), so it enters the request count and throughput as a success",
+                    if zero { "no reply tokens" } else { "no first token" }
+                ),
+            )
+            .file(records_file)
+            .pointer(format!("line {}", r.line));
         }
     }
 }
@@ -558,7 +544,7 @@ pub fn check_failed_as_zero(
 /// `speed.token-source`: the reply and prompt token counts AIPerf's figures use are the client's
 /// tokenizer counts; where the server's usage disagrees, say by how much.
 pub fn check_token_source(records: &[&Record], records_file: &str, out: &mut Checked) {
-    out.ran("speed.token-source");
+    out.ran(&speed::TOKEN_SOURCE);
     for (client, usage, what) in [
         ("output_sequence_length", "usage_completion_tokens", "reply"),
         ("input_sequence_length", "usage_prompt_tokens", "prompt"),
@@ -580,20 +566,17 @@ pub fn check_token_source(records: &[&Record], records_file: &str, out: &mut Che
         if differ.is_empty() {
             continue;
         }
-        out.push(
-            Finding::new(
-                "speed.token-source",
-                Severity::Warning,
-                format!(
-                    "{} of {} requests' {what} token counts ({client}, counted by the client's tokenizer, which AIPerf's figures use) differ from the server's usage ({usage}), by up to {worst:.1} %",
-                    differ.len(),
-                    records.len()
-                ),
-            )
-            .file(records_file)
-            .pointer(format!("line {}", differ.join(", ")))
-            .data(json!({"requests": differ.len(), "worst_pct": worst})),
-        );
+        out.finding(
+            &speed::TOKEN_SOURCE,
+            format!(
+                "{} of {} requests' {what} token counts ({client}, counted by the client's tokenizer, which AIPerf's figures use) differ from the server's usage ({usage}), by up to {worst:.1} %",
+                differ.len(),
+                records.len()
+            ),
+        )
+        .file(records_file)
+        .pointer(format!("line {}", differ.join(", ")))
+        .data(json!({"requests": differ.len(), "worst_pct": worst}));
     }
 }
 
@@ -605,7 +588,7 @@ pub fn check_cached_tokens(
     records_file: &str,
     out: &mut Checked,
 ) {
-    out.ran("speed.cached-tokens");
+    out.ran(&speed::CACHED_TOKENS);
     let cached: Vec<&&Record> = records
         .iter()
         .filter(|r| {
@@ -622,23 +605,20 @@ pub fn check_cached_tokens(
         .sum();
     let lines: Vec<String> = cached.iter().map(|r| r.line.to_string()).collect();
     let prefill = s.metrics.contains_key("prefill_throughput_per_user");
-    out.push(
-        Finding::new(
-            "speed.cached-tokens",
-            Severity::Error,
-            format!(
-                "{} of {} requests were served with cached prompt tokens ({tokens} in all){}",
-                cached.len(),
-                records.len(),
-                if prefill {
-                    ": prefill_throughput_per_user and the TTFT figures include prompts the server did not compute"
-                } else {
-                    ""
-                }
-            ),
-        )
-        .file(records_file)
-        .pointer(format!("line {}", lines.join(", ")))
-        .data(json!({"requests": cached.len(), "cached_tokens": tokens})),
-    );
+    out.finding(
+        &speed::CACHED_TOKENS,
+        format!(
+            "{} of {} requests were served with cached prompt tokens ({tokens} in all){}",
+            cached.len(),
+            records.len(),
+            if prefill {
+                ": prefill_throughput_per_user and the TTFT figures include prompts the server did not compute"
+            } else {
+                ""
+            }
+        ),
+    )
+    .file(records_file)
+    .pointer(format!("line {}", lines.join(", ")))
+    .data(json!({"requests": cached.len(), "cached_tokens": tokens}));
 }

@@ -23,8 +23,8 @@
 //!   weighted sum. The rate distributions (`requests_per_second`, `*_tokens_per_second`,
 //!   `request_concurrency`) are over time and are not recomputed.
 
-use super::Checked;
-use crate::report::{Finding, Severity};
+use super::{Checked, FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -129,34 +129,31 @@ fn count(b: &Benchmark, status: &str) -> usize {
 /// list shorter than its total (GuideLLM samples requests when told to) leaves the distributions
 /// unrecomputable; returns whether every list is complete.
 pub fn check_counts(file: &str, b: &Benchmark, out: &mut Checked) -> bool {
-    out.ran("import.failed-hidden");
+    out.ran(&FAILED_HIDDEN);
     let mut complete = true;
     for status in STATUSES {
         let listed = count(b, status) as f64;
         let printed = b.totals.get(*status).copied().unwrap_or(0.0);
         let at = format!("/benchmarks/{}/metrics/request_totals/{status}", b.index);
         if listed > printed {
-            out.push(
-                Finding::new(
-                    "import.failed-hidden",
-                    Severity::Error,
-                    format!("benchmark {} lists {listed} {status} requests but its totals count {printed}", b.index),
-                )
-                .file(file)
-                .pointer(at)
-                .data(json!({"listed": listed, "printed": printed})),
-            );
+            out.finding(
+                &FAILED_HIDDEN,
+                format!(
+                    "benchmark {} lists {listed} {status} requests but its totals count {printed}",
+                    b.index
+                ),
+            )
+            .file(file)
+            .pointer(at)
+            .data(json!({"listed": listed, "printed": printed}));
         } else if listed < printed {
             complete = false;
-            out.push(
-                Finding::new(
-                    "import.not-recomputable",
-                    Severity::Info,
-                    format!("benchmark {} lists {listed} of its {printed} {status} requests (a sample), so its distributions are not recomputed", b.index),
-                )
-                .file(file)
-                .pointer(at),
-            );
+            out.finding(
+                &NOT_RECOMPUTABLE,
+                format!("benchmark {} lists {listed} of its {printed} {status} requests (a sample), so its distributions are not recomputed", b.index),
+            )
+            .file(file)
+            .pointer(at);
         }
     }
     complete
@@ -271,7 +268,7 @@ pub fn check_distributions(file: &str, b: &Benchmark, out: &mut Checked) {
                     k.replace('.', "/")
                 );
                 let key = format!("guidellm.{}.{name}.{status}.{k}", b.index);
-                out.compare("speed.recompute-mismatch", (file, &at), &key, x, *shown);
+                out.compare(&speed::RECOMPUTE_MISMATCH, (file, &at), &key, x, *shown);
             }
         }
     }
@@ -279,7 +276,7 @@ pub fn check_distributions(file: &str, b: &Benchmark, out: &mut Checked) {
 
 /// `import.failed-requests`: errored and incomplete requests with their errors.
 pub fn check_failed_requests(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran("import.failed-requests");
+    out.ran(&FAILED_REQUESTS);
     let failed: Vec<&Request> = b
         .requests
         .iter()
@@ -299,29 +296,26 @@ pub fn check_failed_requests(file: &str, b: &Benchmark, out: &mut Checked) {
         .or_default() += 1;
     }
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
-    out.push(
-        Finding::new(
-            "import.failed-requests",
-            Severity::Warning,
-            format!(
-                "benchmark {}: {} of {} requests errored or did not complete ({}); the successful figures are over the other {}",
-                b.index,
-                failed.len(),
-                b.requests.len(),
-                list.join("; "),
-                b.requests.len() - failed.len()
-            ),
-        )
-        .file(file)
-        .pointer(format!("/benchmarks/{}/requests", b.index))
-        .data(json!({"failed": failed.len(), "total": b.requests.len()})),
-    );
+    out.finding(
+        &FAILED_REQUESTS,
+        format!(
+            "benchmark {}: {} of {} requests errored or did not complete ({}); the successful figures are over the other {}",
+            b.index,
+            failed.len(),
+            b.requests.len(),
+            list.join("; "),
+            b.requests.len() - failed.len()
+        ),
+    )
+    .file(file)
+    .pointer(format!("/benchmarks/{}/requests", b.index))
+    .data(json!({"failed": failed.len(), "total": b.requests.len()}));
 }
 
 /// `import.failed-as-zero`: a successful request with no reply token (GuideLLM's `or 0.0` puts it
 /// into the token distributions at zero) or no first token (a success with nothing streamed).
 pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran("import.failed-as-zero");
+    out.ran(&FAILED_AS_ZERO);
     for r in b.requests.iter().filter(|r| r.status == "successful") {
         let ttft = r.values.get("time_to_first_token_ms").copied();
         let tokens = r.values.get("output_tokens").copied();
@@ -330,21 +324,18 @@ pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
             (_, None | Some(0.0)) => "no reply token, so it enters the token distributions as 0",
             _ => continue,
         };
-        out.push(
-            Finding::new(
-                "import.failed-as-zero",
-                Severity::Error,
-                format!(
-                    "benchmark {}: successful request {} has {what}",
-                    b.index, r.index
-                ),
-            )
-            .file(file)
-            .pointer(format!(
-                "/benchmarks/{}/requests/successful/{}",
+        out.finding(
+            &FAILED_AS_ZERO,
+            format!(
+                "benchmark {}: successful request {} has {what}",
                 b.index, r.index
-            )),
-        );
+            ),
+        )
+        .file(file)
+        .pointer(format!(
+            "/benchmarks/{}/requests/successful/{}",
+            b.index, r.index
+        ));
     }
 }
 
@@ -369,22 +360,19 @@ pub fn check_failed_in_totals(file: &str, b: &Benchmark, out: &mut Checked) {
         if zeros == 0 {
             continue;
         }
-        out.push(
-            Finding::new(
-                "import.failed-as-zero",
-                Severity::Warning,
-                format!("benchmark {}: {zeros} failed requests without a {field} are counted as 0 in the total {name} distribution", b.index),
-            )
-            .file(file)
-            .pointer(format!("/benchmarks/{}/metrics/{name}/total", b.index))
-            .data(json!({"requests": zeros})),
-        );
+        out.warning(
+            &FAILED_AS_ZERO,
+            format!("benchmark {}: {zeros} failed requests without a {field} are counted as 0 in the total {name} distribution", b.index),
+        )
+        .file(file)
+        .pointer(format!("/benchmarks/{}/metrics/{name}/total", b.index))
+        .data(json!({"requests": zeros}));
     }
 }
 
 /// `speed.token-source`: reply tokens counted from streamed iterations, not the server's usage.
 pub fn check_token_source(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran("speed.token-source");
+    out.ran(&speed::TOKEN_SOURCE);
     let from_chunks: Vec<&Request> = b
         .requests
         .iter()
@@ -395,25 +383,22 @@ pub fn check_token_source(file: &str, b: &Benchmark, out: &mut Checked) {
     if from_chunks.is_empty() {
         return;
     }
-    out.push(
-        Finding::new(
-            "speed.token-source",
-            Severity::Warning,
-            format!(
-                "benchmark {}: {} of {} requests have no usage from the server; GuideLLM counted their reply tokens as streamed iterations (one token each assumed)",
-                b.index,
-                from_chunks.len(),
-                b.requests.len()
-            ),
-        )
-        .file(file)
-        .pointer(format!("/benchmarks/{}/requests", b.index)),
-    );
+    out.finding(
+        &speed::TOKEN_SOURCE,
+        format!(
+            "benchmark {}: {} of {} requests have no usage from the server; GuideLLM counted their reply tokens as streamed iterations (one token each assumed)",
+            b.index,
+            from_chunks.len(),
+            b.requests.len()
+        ),
+    )
+    .file(file)
+    .pointer(format!("/benchmarks/{}/requests", b.index));
 }
 
 /// `speed.cached-tokens`: prompt tokens the server served from its cache.
 pub fn check_cached_tokens(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran("speed.cached-tokens");
+    out.ran(&speed::CACHED_TOKENS);
     let cached: Vec<&Request> = b
         .requests
         .iter()
@@ -423,15 +408,12 @@ pub fn check_cached_tokens(file: &str, b: &Benchmark, out: &mut Checked) {
         return;
     }
     let n: f64 = cached.iter().filter_map(|r| r.cached).sum();
-    out.push(
-        Finding::new(
-            "speed.cached-tokens",
-            Severity::Error,
-            format!("benchmark {}: {} requests were served with cached prompt tokens ({n} in all), inside its TTFT and prompt-rate figures", b.index, cached.len()),
-        )
-        .file(file)
-        .pointer(format!("/benchmarks/{}/requests", b.index)),
-    );
+    out.finding(
+        &speed::CACHED_TOKENS,
+        format!("benchmark {}: {} requests were served with cached prompt tokens ({n} in all), inside its TTFT and prompt-rate figures", b.index, cached.len()),
+    )
+    .file(file)
+    .pointer(format!("/benchmarks/{}/requests", b.index));
 }
 
 #[cfg(test)]

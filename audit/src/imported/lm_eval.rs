@@ -16,7 +16,8 @@
 //!   per-document scores; its stderr is the sample standard deviation (ddof 1) / sqrt(n).
 
 use super::{std_sample, Checked};
-use crate::report::{Finding, Severity};
+use super::{EMPTY_SCORED_WRONG, FAILED_HIDDEN, STDERR_MISMATCH, UNSCORABLE_REPLY};
+use crate::quality;
 use crate::stats::{margin_pts, MarginMethod};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -98,22 +99,19 @@ pub fn check(tasks: &[Task]) -> Checked {
 
 /// `import.failed-hidden`: the documents the results count against the samples file.
 pub fn check_counts(t: &Task, out: &mut Checked) {
-    out.ran("import.failed-hidden");
+    out.ran(&FAILED_HIDDEN);
     let n = t.samples.len() as f64;
     if let Some(e) = t.effective.filter(|e| *e != n) {
-        out.push(
-            Finding::new(
-                "import.failed-hidden",
-                Severity::Error,
-                format!(
-                    "{}: the results count {e} documents but the samples file holds {n}",
-                    t.name
-                ),
-            )
-            .file(&t.file)
-            .pointer(format!("/n-samples/{}/effective", t.name))
-            .data(json!({"printed": e, "samples": n})),
-        );
+        out.finding(
+            &FAILED_HIDDEN,
+            format!(
+                "{}: the results count {e} documents but the samples file holds {n}",
+                t.name
+            ),
+        )
+        .file(&t.file)
+        .pointer(format!("/n-samples/{}/effective", t.name))
+        .data(json!({"printed": e, "samples": n}));
     }
 }
 
@@ -133,7 +131,7 @@ pub fn check_rescore(t: &Task, m: &Metric, out: &mut Checked) {
     let mean = scores.iter().sum::<f64>() / scores.len() as f64;
     let key = format!("lm-eval.{}.{},{}", t.name, m.name, m.filter);
     let at = format!("/results/{}/{},{}", t.name, m.name, m.filter);
-    out.compare("quality.pct-mismatch", (&t.file, &at), &key, mean, m.value);
+    out.compare(&quality::PCT_MISMATCH, (&t.file, &at), &key, mean, m.value);
 }
 
 /// The reply as `exact_match` compares it: case and punctuation dropped when the config says so.
@@ -154,7 +152,7 @@ pub fn check_scores(t: &Task, m: &Metric, out: &mut Checked) {
     if m.name != "exact_match" {
         return;
     }
-    out.ran("quality.scoring-disagrees");
+    out.ran(&quality::SCORING_DISAGREES);
     let samples_file = t.samples_file.as_deref().unwrap_or_default();
     for s in &t.samples {
         let (Some(f), Some(target), Some(&score)) = (&s.filtered, &s.target, s.scores.get(&m.name))
@@ -163,15 +161,18 @@ pub fn check_scores(t: &Task, m: &Metric, out: &mut Checked) {
         };
         let right = normal(f, m) == normal(target, m);
         if right != (score >= 1.0) {
-            out.push(
-                Finding::new(
-                    "quality.scoring-disagrees",
-                    Severity::Error,
-                    format!("{}: the reply '{}' against the target '{}' is {}, but it is scored {score}", t.name, short(f), short(target), if right { "right" } else { "wrong" }),
-                )
-                .file(samples_file)
-                .pointer(format!("line {}", s.line)),
-            );
+            out.finding(
+                &quality::SCORING_DISAGREES,
+                format!(
+                    "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
+                    t.name,
+                    short(f),
+                    short(target),
+                    if right { "right" } else { "wrong" }
+                ),
+            )
+            .file(samples_file)
+            .pointer(format!("line {}", s.line));
         }
     }
 }
@@ -195,7 +196,7 @@ pub fn check_stderr(t: &Task, m: &Metric, out: &mut Checked) {
     let exact = sd / n.sqrt();
     let key = format!("lm-eval.{}.{}_stderr,{}", t.name, m.name, m.filter);
     let at = format!("/results/{}/{}_stderr,{}", t.name, m.name, m.filter);
-    if !out.compare("import.stderr-mismatch", (&t.file, &at), &key, exact, shown) {
+    if !out.compare(&STDERR_MISMATCH, (&t.file, &at), &key, exact, shown) {
         return;
     }
     let binary = scores.iter().all(|s| *s == 0.0 || *s == 1.0);
@@ -228,7 +229,7 @@ fn empty(s: &Sample) -> bool {
 /// as wrong answers: they are no answer, and belong out of the total; the result over the
 /// answered documents is given.
 pub fn check_empty_scored(t: &Task, out: &mut Checked) {
-    out.ran("import.empty-scored-wrong");
+    out.ran(&EMPTY_SCORED_WRONG);
     let empties: Vec<&Sample> = t.samples.iter().filter(|s| empty(s)).collect();
     if empties.is_empty() {
         return;
@@ -252,29 +253,26 @@ pub fn check_empty_scored(t: &Task, out: &mut Checked) {
             ));
         }
     }
-    out.push(
-        Finding::new(
-            "import.empty-scored-wrong",
-            Severity::Error,
-            format!(
-                "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
-                t.name,
-                empties.len(),
-                t.samples.len(),
-                if over.is_empty() { "nothing was answered".to_string() } else { over.join(", ") }
-            ),
-        )
-        .file(t.samples_file.as_deref().unwrap_or_default())
-        .pointer(format!("line {}", lines.join(", ")))
-        .data(json!({"empty": empties.len(), "total": t.samples.len()})),
-    );
+    out.finding(
+        &EMPTY_SCORED_WRONG,
+        format!(
+            "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
+            t.name,
+            empties.len(),
+            t.samples.len(),
+            if over.is_empty() { "nothing was answered".to_string() } else { over.join(", ") }
+        ),
+    )
+    .file(t.samples_file.as_deref().unwrap_or_default())
+    .pointer(format!("line {}", lines.join(", ")))
+    .data(json!({"empty": empties.len(), "total": t.samples.len()}));
 }
 
 /// `import.unscorable-reply`: non-empty replies from which the filter extracted no answer
 /// (`[invalid]`), scored as wrong; lm-eval keeps no `finish_reason`, so those cut off at
 /// `max_gen_toks` cannot be told apart.
 pub fn check_unscorable(t: &Task, out: &mut Checked) {
-    out.ran("import.unscorable-reply");
+    out.ran(&UNSCORABLE_REPLY);
     let bad: Vec<&Sample> = t
         .samples
         .iter()
@@ -297,20 +295,17 @@ pub fn check_unscorable(t: &Task, out: &mut Checked) {
     let limit = t.max_gen_toks.map_or("its answer limit".to_string(), |n| {
         format!("max_gen_toks = {n}")
     });
-    out.push(
-        Finding::new(
-            "import.unscorable-reply",
-            Severity::Warning,
-            format!(
-                "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
-                t.name,
-                bad.len(),
-                t.samples.len(),
-                examples.join(", ")
-            ),
-        )
-        .file(t.samples_file.as_deref().unwrap_or_default())
-        .pointer(format!("line {}", lines.join(", ")))
-        .data(json!({"unscorable": bad.len(), "total": t.samples.len()})),
-    );
+    out.finding(
+        &UNSCORABLE_REPLY,
+        format!(
+            "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
+            t.name,
+            bad.len(),
+            t.samples.len(),
+            examples.join(", ")
+        ),
+    )
+    .file(t.samples_file.as_deref().unwrap_or_default())
+    .pointer(format!("line {}", lines.join(", ")))
+    .data(json!({"unscorable": bad.len(), "total": t.samples.len()}));
 }

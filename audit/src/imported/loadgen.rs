@@ -14,8 +14,9 @@
 //!   within target), the minimum duration, the minimum query count and early stopping are all
 //!   met; the MLPerf rules also ask for a 600 s minimum duration, which a run may override.
 
-use super::Checked;
-use crate::report::{Finding, Severity};
+use super::{Checked, RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH};
+use crate::report::Severity;
+use crate::speed;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -71,7 +72,7 @@ pub fn check(s: Option<&Summary>, d: &Detail) -> Checked {
 
 /// `import.run-incomplete`: LoadGen's own verdict INVALID, with every unmet rule named.
 pub fn check_validity(d: &Detail, out: &mut Checked) {
-    out.ran("import.run-incomplete");
+    out.ran(&RUN_INCOMPLETE);
     let Some(v) = d.text("result_validity") else {
         return;
     };
@@ -91,30 +92,27 @@ pub fn check_validity(d: &Detail, out: &mut Checked) {
     }
     let reason = d.text("result_invalid_reason").filter(|r| !r.is_empty());
     let line = d.values.get("result_validity").map_or(0, |(l, _)| *l);
-    out.push(
-        Finding::new(
-            "import.run-incomplete",
-            Severity::Error,
-            format!(
-                "LoadGen declares the run {v}: not met: {}{}",
-                if why.is_empty() {
-                    "(none named)".to_string()
-                } else {
-                    why.join(", ")
-                },
-                reason.map_or(String::new(), |r| format!(" ({r})"))
-            ),
-        )
-        .file(&d.file)
-        .pointer(format!("line {line}"))
-        .data(json!({"unmet": why})),
-    );
+    out.finding(
+        &RUN_INCOMPLETE,
+        format!(
+            "LoadGen declares the run {v}: not met: {}{}",
+            if why.is_empty() {
+                "(none named)".to_string()
+            } else {
+                why.join(", ")
+            },
+            reason.map_or(String::new(), |r| format!(" ({r})"))
+        ),
+    )
+    .file(&d.file)
+    .pointer(format!("line {line}"))
+    .data(json!({"unmet": why}));
 }
 
 /// `import.validity-mismatch`: the verdict against its parts, and the duration and query-count
 /// flags against the measured duration and count.
 pub fn check_constraints(d: &Detail, out: &mut Checked) {
-    out.ran("import.validity-mismatch");
+    out.ran(&VALIDITY_MISMATCH);
     let parts = [
         "result_perf_constraints_met",
         "result_min_duration_met",
@@ -168,16 +166,14 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
 
 fn mismatch(d: &Detail, key: &str, msg: String, out: &mut Checked) {
     let line = d.values.get(key).map_or(0, |(l, _)| *l);
-    out.push(
-        Finding::new("import.validity-mismatch", Severity::Error, msg)
-            .file(&d.file)
-            .pointer(format!("line {line}")),
-    );
+    out.finding(&VALIDITY_MISMATCH, msg)
+        .file(&d.file)
+        .pointer(format!("line {line}"));
 }
 
 /// `import.tool-errors`: errors (and warnings) LoadGen logged during the run.
 pub fn check_errors(d: &Detail, out: &mut Checked) {
-    out.ran("import.tool-errors");
+    out.ran(&TOOL_ERRORS);
     let n = d.num("num_errors").unwrap_or(0.0) as usize;
     for (list, sev, what) in [
         (&d.errors, Severity::Error, "errors"),
@@ -197,26 +193,24 @@ pub fn check_errors(d: &Detail, out: &mut Checked) {
             .take(3)
             .map(|(_, k, v)| format!("{k}: {}", v.chars().take(120).collect::<String>()))
             .collect();
-        out.push(
-            Finding::new(
-                "import.tool-errors",
-                sev,
-                format!(
-                    "LoadGen logged {count} {what} during the run ({})",
-                    first.join("; ")
-                ),
-            )
-            .file(&d.file)
-            .pointer(format!("line {}", lines.join(", ")))
-            .data(json!({ what: count })),
-        );
+        out.at_severity(
+            &TOOL_ERRORS,
+            sev,
+            format!(
+                "LoadGen logged {count} {what} during the run ({})",
+                first.join("; ")
+            ),
+        )
+        .file(&d.file)
+        .pointer(format!("line {}", lines.join(", ")))
+        .data(json!({ what: count }));
     }
 }
 
 /// `import.settings-below-rules`: a run whose minimum duration is below the 600 s the MLPerf
 /// inference rules ask for: valid or not, it is not a result under those rules.
 pub fn check_rules(d: &Detail, out: &mut Checked) {
-    out.ran("import.settings-below-rules");
+    out.ran(&SETTINGS_BELOW_RULES);
     let Some(min) = d.num("effective_min_duration_ms") else {
         return;
     };
@@ -227,15 +221,12 @@ pub fn check_rules(d: &Detail, out: &mut Checked) {
         .values
         .get("effective_min_duration_ms")
         .map_or(0, |(l, _)| *l);
-    out.push(
-        Finding::new(
-            "import.settings-below-rules",
-            Severity::Warning,
-            format!("the run's minimum duration is {} s, below the 600 s of the MLPerf inference rules (set by the run's own settings)", min / 1000.0),
-        )
-        .file(&d.file)
-        .pointer(format!("line {line}")),
-    );
+    out.finding(
+        &SETTINGS_BELOW_RULES,
+        format!("the run's minimum duration is {} s, below the 600 s of the MLPerf inference rules (set by the run's own settings)", min / 1000.0),
+    )
+    .file(&d.file)
+    .pointer(format!("line {line}"));
 }
 
 /// The detail key of a summary line's key.
@@ -315,7 +306,7 @@ pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
         match (v.trim().parse::<f64>(), dv) {
             (Ok(_), Value::Number(n)) => {
                 if let Some(exact) = n.as_f64() {
-                    let id = "speed.recompute-mismatch";
+                    let id = &speed::RECOMPUTE_MISMATCH;
                     out.compare_text(id, (&s.file, &at), &key, exact, v);
                 }
             }
@@ -330,19 +321,16 @@ pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
 }
 
 fn text_agrees(s: &Summary, at: &str, k: &str, v: &str, ok: bool, detail: &str, out: &mut Checked) {
-    out.ran("speed.recompute-mismatch");
+    out.ran(&speed::RECOMPUTE_MISMATCH);
     if !ok {
-        out.push(
-            Finding::new(
-                "speed.recompute-mismatch",
-                Severity::Error,
-                format!(
-                    "the summary prints '{k}: {}' but the detail log says {detail}",
-                    v.trim()
-                ),
-            )
-            .file(&s.file)
-            .pointer(at),
-        );
+        out.finding(
+            &speed::RECOMPUTE_MISMATCH,
+            format!(
+                "the summary prints '{k}: {}' but the detail log says {detail}",
+                v.trim()
+            ),
+        )
+        .file(&s.file)
+        .pointer(at);
     }
 }

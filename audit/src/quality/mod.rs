@@ -21,6 +21,22 @@ use serde_json::json;
 /// What a quality check reads: the bundle and one of its tests.
 pub type Run = fn(&Bundle, &QualityTest, &mut Emit) -> Ran;
 
+/// `quality.scoring-disagrees`.
+pub const SCORING_DISAGREES: Check<Run> = Check {
+    id: "quality.scoring-disagrees",
+    severity: Severity::Error,
+    doc: "An answer's right/wrong mark disagrees with its extracted answer and gold, or a refused request is marked right.",
+    run: scoring_disagrees,
+};
+
+/// `quality.pct-mismatch`.
+pub const PCT_MISMATCH: Check<Run> = Check {
+    id: "quality.pct-mismatch",
+    severity: Severity::Error,
+    doc: "The percentage shown is not right / total at the rounding it is shown with.",
+    run: pct_mismatch,
+};
+
 /// `quality.*` checks, in the order they run over each test.
 pub const CHECKS: &[Check<Run>] = &[
     Check {
@@ -29,12 +45,7 @@ pub const CHECKS: &[Check<Run>] = &[
         doc: "Answers were asked with another answer limit than the contract states.",
         run: limit_mismatch,
     },
-    Check {
-        id: "quality.scoring-disagrees",
-        severity: Severity::Error,
-        doc: "An answer's right/wrong mark disagrees with its extracted answer and gold, or a refused request is marked right.",
-        run: scoring_disagrees,
-    },
+    SCORING_DISAGREES,
     Check {
         id: "quality.cutoffs",
         severity: Severity::Info,
@@ -59,16 +70,12 @@ pub const CHECKS: &[Check<Run>] = &[
         doc: "A test with no answered question shows a percentage or a margin.",
         run: no_result_has_value,
     },
-    Check {
-        id: "quality.pct-mismatch",
-        severity: Severity::Error,
-        doc: "The percentage shown is not right / total at the rounding it is shown with.",
-        run: pct_mismatch,
-    },
+    PCT_MISMATCH,
     Check {
         id: "quality.margin-mismatch",
         severity: Severity::Error,
-        doc: "The 95 % margin shown is not the contract's method (normal or Wilson) at its rounding.",
+        doc:
+            "The 95 % margin shown is not the contract's method (normal or Wilson) at its rounding.",
         run: margin_mismatch,
     },
     Check {

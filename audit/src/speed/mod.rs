@@ -32,20 +32,34 @@ pub const LOAD_GUARD: Check<Run> = Check {
     run: load_guard,
 };
 
+/// `speed.cached-tokens`.
+pub const CACHED_TOKENS: Check<Run> = Check {
+    id: "speed.cached-tokens",
+    severity: Severity::Error,
+    doc: "A speed request was served with cached prompt tokens.",
+    run: cached_tokens,
+};
+
+/// `speed.token-source`.
+pub const TOKEN_SOURCE: Check<Run> = Check {
+    id: "speed.token-source",
+    severity: Severity::Warning,
+    doc: "Reply tokens were counted from chunks or the requested cap, not the server's usage.",
+    run: token_source,
+};
+
+/// `speed.recompute-mismatch`.
+pub const RECOMPUTE_MISMATCH: Check<Run> = Check {
+    id: "speed.recompute-mismatch",
+    severity: Severity::Error,
+    doc: "A speed figure differs from the value recomputed from the per-request records.",
+    run: recompute_mismatch,
+};
+
 /// `speed.*` checks, in the order they run.
 pub const CHECKS: &[Check<Run>] = &[
-    Check {
-        id: "speed.cached-tokens",
-        severity: Severity::Error,
-        doc: "A speed request was served with cached prompt tokens.",
-        run: cached_tokens,
-    },
-    Check {
-        id: "speed.token-source",
-        severity: Severity::Warning,
-        doc: "Reply tokens were counted from chunks or the requested cap, not the server's usage.",
-        run: token_source,
-    },
+    CACHED_TOKENS,
+    TOKEN_SOURCE,
     Check {
         id: "speed.reply-not-at-limit",
         severity: Severity::Warning,
@@ -72,12 +86,7 @@ pub const CHECKS: &[Check<Run>] = &[
         run: step_exceeds_window,
     },
     LOAD_GUARD,
-    Check {
-        id: "speed.recompute-mismatch",
-        severity: Severity::Error,
-        doc: "A speed figure differs from the value recomputed from the per-request records.",
-        run: recompute_mismatch,
-    },
+    RECOMPUTE_MISMATCH,
     Check {
         id: "speed.not-recomputable",
         severity: Severity::Info,
