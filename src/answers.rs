@@ -49,6 +49,23 @@ pub struct Tallied {
     pub refused: Option<String>,
 }
 
+impl Tallied {
+    /// How many bad lines the listed problems name: a line that breaks the schema in several
+    /// places lists several problems, so the problems are not the lines.
+    pub fn lines_listed(&self) -> usize {
+        let line = |p: &Problem| {
+            p.pointer
+                .trim_start_matches("line ")
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .map(str::to_string)
+        };
+        let lines: std::collections::BTreeSet<Option<String>> =
+            self.problems.iter().map(line).collect();
+        lines.len()
+    }
+}
+
 const CHUNK: usize = 1 << 20;
 const KEEP: usize = 25;
 
@@ -456,6 +473,32 @@ mod tests {
             agreed += 1;
         }
         assert!(agreed > 200);
+    }
+
+    /// Found by the `answers` fuzz target: a line that breaks the schema in several places lists
+    /// several problems, so "N more bad lines" counts lines, not problems.
+    #[test]
+    fn bad_lines_not_listed_are_counted_as_lines() {
+        let v = crate::schemas::validator(FileKind::QualityAnswers).unwrap();
+        let mut text = String::new();
+        for i in 0..40 {
+            let mut c = base();
+            c["id"] = json!(i);
+            c["correct"] = json!("yes");
+            c["status"] = json!("ok");
+            text.push_str(&serde_json::to_string(&c).unwrap());
+            text.push('\n');
+        }
+        let t = tally(text.as_bytes(), v);
+        assert_eq!(t.problem_count, 40);
+        assert!(t.problems.len() > t.lines_listed(), "{:?}", t.problems);
+        assert!(t.lines_listed() < 40);
+        let listed: std::collections::BTreeSet<&str> = t
+            .problems
+            .iter()
+            .map(|p| p.pointer.split('/').next().unwrap())
+            .collect();
+        assert_eq!(listed.len(), t.lines_listed());
     }
 
     #[test]

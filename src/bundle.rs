@@ -479,8 +479,8 @@ fn load_answers(
         let detail = format!("{}: {}", p.pointer, p.message);
         cx.problem(p.unreadable, Some(p.pointer.clone()), detail);
     }
-    if result.problem_count > result.problems.len() {
-        let more = result.problem_count - result.problems.len();
+    let more = result.problem_count.saturating_sub(result.lines_listed());
+    if more > 0 {
         cx.problem(false, None, format!("{more} more bad lines not listed"));
     }
     if let Some(why) = &result.refused {
