@@ -52,3 +52,32 @@ def gguf(kv):
 
 
 put("gguf", "header-only", gguf([("general.architecture", "llama"), ("general.name", "seed")]))
+
+
+# A streamed reply as the bundled engine sends it, and one with an error event.
+events = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+    {"choices": [{"index": 0, "delta": {"content": "Hello"}}]},
+    {"choices": [{"index": 0, "delta": {"content": " world"}, "finish_reason": "length"}]},
+    {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 2,
+                              "prompt_tokens_details": {"cached_tokens": 0}},
+     "timings": {"predicted_n": 2, "predicted_ms": 20.0, "prompt_n": 12, "prompt_ms": 5.0}},
+]
+put("sse", "reply", "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n")
+put("sse", "error", b'data: {"error": {"message": "maximum context length is 1024 tokens"}}\n\n')
+
+# Packages: a wheel-like zip, a tar and a tar.gz, each holding bin/engine.
+import zipfile
+z = io.BytesIO()
+with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as f:
+    f.writestr("pkg-1.0.dist-info/METADATA", "Name: pkg\n")
+    f.writestr("bin/engine", b"\x7fELF" + b"\0" * 60)
+put("package", "zip", b"\x00" + z.getvalue())
+for k, mode in [(1, "w"), (2, "w:gz")]:
+    t = io.BytesIO()
+    with tarfile.open(fileobj=t, mode=mode, format=tarfile.USTAR_FORMAT) as f:
+        data = b"\x7fELF" + b"\0" * 60
+        info = tarfile.TarInfo("bin/engine")
+        info.size = len(data)
+        f.addfile(info, io.BytesIO(data))
+    put("package", f"tar{k}", bytes([k]) + t.getvalue())

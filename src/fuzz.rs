@@ -227,7 +227,7 @@ fn fuzz_start_line_parser() {
 fn fuzz_sse_lines() {
     let seed = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n".to_vec();
     run("sse", &[seed], |input| {
-        let _ = crate::measure::client::parse_sse_for_test(input);
+        let _ = crate::measure::sse::parse(input);
     });
 }
 

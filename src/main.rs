@@ -309,52 +309,20 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             out,
             report,
         } => import_report(from, &files, &out, &report),
-        Command::Diff { mut args, out } => {
-            if let Some(p) = load_policy(&out)? {
-                tune_diff(&mut args, &p);
-            }
-            let r = if import::diff::applies(&args) {
-                import::diff::run(&args, out.fail_on.severity())?
-            } else {
-                diff::run(&args, out.fail_on.severity())?
-            };
-            emit(r, &out)
-        }
-        Command::Replay {
-            bundle,
-            mut args,
-            out,
-        } => {
-            if let Some(p) = load_policy(&out)? {
-                tune_replay(&mut args, &p);
-            }
-            let r = replay::run(&bundle, &args)?;
-            eprintln!(
-                "rigaudit: replayed bundle written to {}",
-                input::shown_path(&r.bundle)
-            );
-            emit(
-                Report::new("replay", &r.id, out.fail_on.severity(), r.found),
-                &out,
-            )
-        }
+        Command::Diff { args, out } => diff_report(args, &out),
+        Command::Replay { bundle, args, out } => replay_report(&bundle, args, &out),
         Command::Audit {
             bundle,
             roots,
             files,
             no_replay,
-            mut replay,
+            replay,
             out,
         } => {
-            if let Some(p) = load_policy(&out)? {
-                tune_replay(&mut replay, &p);
-            }
             // A --root BOX=DIR of a box mapped with --box is read on that box (replay's ssh options).
             let ssh = replay.boxes.ssh.clone();
             let artifacts = audit::Artifacts { roots, files, ssh };
-            let replay = (!no_replay).then_some(&replay);
-            let r = audit::run(&bundle, artifacts, replay, out.fail_on.severity())?;
-            emit(r, &out)
+            audit_report(&bundle, artifacts, (!no_replay).then_some(replay), &out)
         }
         Command::Measure(a) => measured(&measure::run(&a)?),
         Command::Rehash { args, out } => emit(rehash::run(&args, out.fail_on.severity())?, &out),
@@ -383,6 +351,54 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         }
         Command::Schema { kind } => printed(schema_text(&kind)?.as_bytes()),
     }
+}
+
+/// `diff`: two bundles, or two runs of another tool, with the policy's tolerances.
+fn diff_report(mut args: diff::Args, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    if let Some(p) = load_policy(out)? {
+        tune_diff(&mut args, &p);
+    }
+    let r = if import::diff::applies(&args) {
+        import::diff::run(&args, out.fail_on.severity())?
+    } else {
+        diff::run(&args, out.fail_on.severity())?
+    };
+    emit(r, out)
+}
+
+/// `replay`, with the policy's tolerances.
+fn replay_report(
+    bundle: &std::path::Path,
+    mut args: replay::Args,
+    out: &ReportArgs,
+) -> Result<ExitCode, Fatal> {
+    if let Some(p) = load_policy(out)? {
+        tune_replay(&mut args, &p);
+    }
+    let r = replay::run(bundle, &args)?;
+    eprintln!(
+        "rigaudit: replayed bundle written to {}",
+        input::shown_path(&r.bundle)
+    );
+    emit(
+        Report::new("replay", &r.id, out.fail_on.severity(), r.found),
+        out,
+    )
+}
+
+/// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's tolerances.
+fn audit_report(
+    bundle: &std::path::Path,
+    artifacts: audit::Artifacts,
+    replay: Option<replay::Args>,
+    out: &ReportArgs,
+) -> Result<ExitCode, Fatal> {
+    let mut replay = replay;
+    if let (Some(p), Some(a)) = (load_policy(out)?, replay.as_mut()) {
+        tune_replay(a, &p);
+    }
+    let r = audit::run(bundle, artifacts, replay.as_ref(), out.fail_on.severity())?;
+    emit(r, out)
 }
 
 /// The JSON Schema of a file kind (`rigaudit schema KIND`).

@@ -16,3 +16,9 @@ pub mod host;
 pub mod input;
 #[path = "../../src/schemas.rs"]
 pub mod schemas;
+#[path = "../../src/rehash/archive.rs"]
+pub mod archive;
+#[path = "../../src/rehash/hash.rs"]
+pub mod hash;
+#[path = "../../src/measure/sse.rs"]
+pub mod sse;

@@ -79,6 +79,15 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             sources[si].name
         ));
     }
+    not_taken(sources, &mut imp);
+    imp.checked = check(&tasks);
+    settings(&v, &src.name, &mut imp);
+    imp.series = series(&tasks);
+    Ok(imp)
+}
+
+/// What the import leaves out: what lm-eval does not record, and the files it does not read.
+fn not_taken(sources: &[Source], imp: &mut Imported) {
     imp.not_taken.push(
         "why each reply ended (finish_reason) and its token count: lm-eval does not record them"
             .into(),
@@ -90,7 +99,10 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             s.name
         ));
     }
-    imp.checked = check(&tasks);
+}
+
+/// The run's settings from its task configurations (dates, hashes and environment left out).
+fn settings(v: &Value, file: &str, imp: &mut Imported) {
     let skip = [
         "dataset_kwargs",
         "model_args",
@@ -103,11 +115,9 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     ];
     for k in ["configs", "config"] {
         if let Some(c) = v.get(k) {
-            super::flatten(c, &format!("/{k}"), &src.name, &skip, &mut imp.settings);
+            super::flatten(c, &format!("/{k}"), file, &skip, &mut imp.settings);
         }
     }
-    imp.series = series(&tasks);
-    Ok(imp)
 }
 
 /// One task record per filter its metrics use, each with that filter's samples.

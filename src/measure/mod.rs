@@ -19,6 +19,7 @@ pub mod guard;
 pub mod prompts;
 pub mod quality;
 pub mod run;
+pub mod sse;
 pub mod write;
 
 use crate::fatal::{fatal, At, Fatal};

@@ -8,7 +8,7 @@ use crate::diff::{Diffed, SetupChange, SetupPolicy, Subject};
 use crate::diff::{INCONCLUSIVE, MOVED, NOT_COMPARABLE, SETUP_DIFFERS};
 use crate::replay::{Comparison, Inconclusive, ReplayVerdict, Tolerance};
 use crate::report::Findings;
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+use crate::stats::{two_proportion_p, welch_p};
 use std::collections::BTreeMap;
 
 /// What one side gives for a figure.
@@ -257,39 +257,6 @@ fn speed(r: &mut Comparison, x: &[f64], y: &[f64], tol: &Tolerance) {
             100.0 * tol.rel_floor
         );
     }
-}
-
-/// Two-sided p of Welch's t-test; `None` without spread.
-pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (ma, mb) = (a.iter().sum::<f64>() / na, b.iter().sum::<f64>() / nb);
-    let var = |xs: &[f64], m: f64| {
-        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
-    };
-    let (sa, sb) = (var(a, ma) / na, var(b, mb) / nb);
-    let se2 = sa + sb;
-    if !se2.is_finite() || se2.sqrt() <= 1e-12 * ma.abs().max(mb.abs()).max(f64::MIN_POSITIVE) {
-        return None;
-    }
-    let t = ((mb - ma) / se2.sqrt()).abs();
-    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
-    let tail = match StudentsT::new(0.0, 1.0, df) {
-        Ok(d) if df.is_finite() => d.sf(t),
-        _ => Normal::standard().sf(t),
-    };
-    Some((2.0 * tail).clamp(0.0, 1.0))
-}
-
-/// Two-sided p of the pooled two-proportion z-test.
-pub fn two_proportion_p(r1: u64, n1: u64, r2: u64, n2: u64) -> f64 {
-    let (n1f, n2f) = (n1 as f64, n2 as f64);
-    let pooled = (r1 + r2) as f64 / (n1f + n2f);
-    let se = (pooled * (1.0 - pooled) * (1.0 / n1f + 1.0 / n2f)).sqrt();
-    if se <= 0.0 || !se.is_finite() {
-        return 1.0;
-    }
-    let z = ((r2 as f64 / n2f - r1 as f64 / n1f) / se).abs();
-    (2.0 * Normal::standard().sf(z)).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]
