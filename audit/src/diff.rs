@@ -176,7 +176,7 @@ fn relabel(mut r: Comparison) -> Comparison {
 }
 
 /// The finding a figure row gives, through its row's emitter (none when it reproduced).
-fn row_finding(r: &Comparison, found: &mut Findings) {
+pub(crate) fn row_finding(r: &Comparison, found: &mut Findings) {
     let check = match r.verdict {
         ReplayVerdict::Reproduced => return,
         ReplayVerdict::Drifted => &MOVED,

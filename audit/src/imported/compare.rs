@@ -7,7 +7,6 @@
 use crate::diff::{Diffed, SetupChange, SetupPolicy, Subject};
 use crate::diff::{INCONCLUSIVE, MOVED, NOT_COMPARABLE, SETUP_DIFFERS};
 use crate::replay::{Comparison, Inconclusive, ReplayVerdict, Tolerance};
-use crate::report::Findings;
 use crate::stats::{two_proportion_p, welch_p};
 use std::collections::BTreeMap;
 
@@ -116,21 +115,8 @@ fn settings(a: &[Setting], b: &[Setting], policy: &SetupPolicy, d: &mut Diffed) 
 
 /// A figure row, with the finding of its row of the diff family (none when it reproduced).
 fn push_row(row: Comparison, d: &mut Diffed) {
-    push_finding(&row, &mut d.found);
+    crate::diff::row_finding(&row, &mut d.found);
     d.found.comparisons.push(row);
-}
-
-fn push_finding(row: &Comparison, found: &mut Findings) {
-    let check = match row.verdict {
-        ReplayVerdict::Reproduced => return,
-        ReplayVerdict::Drifted => &MOVED,
-        ReplayVerdict::Inconclusive => &INCONCLUSIVE,
-        ReplayVerdict::NotComparable => &NOT_COMPARABLE,
-    };
-    found
-        .emitter(check)
-        .finding(format!("{}: {}", row.key, row.why))
-        .data(serde_json::to_value(row).unwrap_or_default());
 }
 
 fn mean_of(s: &Sample) -> Option<f64> {
