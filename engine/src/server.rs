@@ -18,6 +18,11 @@
 //! log-probabilities of the tokens whose text they carry. The values are the
 //! raw model distribution's (log-softmax of the logits at temperature 1,
 //! before any sampling transform); see [`crate::engine`].
+//!
+//! A legacy completions request may carry several prompts (an array of strings
+//! or of token-id arrays, as lm-evaluation-harness batches them): one choice
+//! per prompt, in prompt order, usage added up; every prompt is checked against
+//! the window before any starts, and several prompts are not streamed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -671,8 +676,98 @@ async fn completions(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Resp
     c.echo = echo;
     c.params.logprobs = top_count(&m, "logprobs")?;
     c.params.prompt_logprobs = echo && c.params.logprobs.is_some();
-    let (prompt, text) = completion_prompt(&s, &m)?;
-    run(s, prompt, text, c, false).await
+    let mut prompts = completion_prompts(&s, &m)?;
+    if prompts.len() == 1 {
+        let (prompt, text) = prompts.remove(0);
+        return run(s, prompt, text, c, false).await;
+    }
+    if c.stream {
+        return Err(ApiError::param(
+            "stream",
+            "several prompts in one request are answered whole, not streamed: send them one by one to stream",
+        ));
+    }
+    run_many(s, prompts, c).await
+}
+
+/// The prompts of a legacy completion request: one (a string, a one-string array, token ids, one
+/// array of token ids in a list) or several (an array of strings, an array of token-id arrays),
+/// each with its token ids and its text.
+fn completion_prompts(
+    s: &AppState,
+    m: &Map<String, Value>,
+) -> Result<Vec<(Vec<u32>, String)>, ApiError> {
+    match m.get("prompt") {
+        Some(Value::Array(a)) if a.len() > 1 && a.iter().all(Value::is_string) => Ok(a
+            .iter()
+            .map(|p| {
+                let p = p.as_str().unwrap_or_default();
+                (s.tok.encode_prompt(p), p.to_string())
+            })
+            .collect()),
+        Some(Value::Array(a)) if a.len() > 1 && a.iter().all(Value::is_array) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let ids = token_array(Some(v), "prompt", s.tok.vocab_size())?.ok_or_else(|| {
+                    ApiError::param(
+                        "prompt",
+                        format!("`prompt[{i}]` must be an array of token ids"),
+                    )
+                })?;
+                let t = s.tok.decode(&ids);
+                Ok((ids, t))
+            })
+            .collect(),
+        _ => Ok(vec![completion_prompt(s, m)?]),
+    }
+}
+
+/// Several prompts of one non-streamed completions request: each checked against the window
+/// before any is started (the whole request is refused if one does not fit), all submitted at
+/// once (the scheduler batches them), one choice per prompt in prompt order, usage added up.
+async fn run_many(
+    s: Arc<AppState>,
+    prompts: Vec<(Vec<u32>, String)>,
+    c: Common,
+) -> Result<Response, ApiError> {
+    let mut limits = Vec::with_capacity(prompts.len());
+    for (p, _) in &prompts {
+        limits.push(check_window(&s, p.len(), c.max_tokens)?);
+    }
+    let mut pending = Vec::with_capacity(prompts.len());
+    for ((prompt, text), max_tokens) in prompts.into_iter().zip(limits) {
+        let mut params = c.params.clone();
+        params.max_tokens = max_tokens;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        s.engine
+            .submit(Request { prompt, params, tx })
+            .map_err(|e| ApiError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: e,
+                code: None,
+                param: None,
+            })?;
+        pending.push((text, rx));
+    }
+    let (mut choices, mut total) = (Vec::new(), Usage::default());
+    for (i, (text, mut rx)) in pending.into_iter().enumerate() {
+        let (got, u) = collect(&mut rx).await?;
+        let mut choice = choice_json(&s, &c, &text, got, &u, false);
+        choice["index"] = json!(i);
+        choices.push(choice);
+        total.prompt_tokens += u.prompt_tokens;
+        total.completion_tokens += u.completion_tokens;
+        total.cached_tokens += u.cached_tokens;
+        total.drafted += u.drafted;
+        total.accepted += u.accepted;
+    }
+    let n = s.ids.fetch_add(1, Ordering::Relaxed);
+    Ok(axum::Json(json!({
+        "id": format!("cmpl-{n}"), "object": "text_completion", "created": now(),
+        "model": s.name.clone(), "choices": choices, "usage": usage_json(&total),
+    }))
+    .into_response())
 }
 
 /// The prompt of a legacy completion request: its token ids and its text.

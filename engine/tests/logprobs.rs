@@ -283,3 +283,54 @@ fn echo_scores_the_prompt() {
     let ssum: f64 = stl[1..].iter().map(f).sum();
     assert!((ssum - se).abs() < 1e-4);
 }
+
+/// Several prompts in one completions request (lm-evaluation-harness batches them this way): one
+/// choice per prompt in prompt order, each what the prompt alone gives, usage added up; echo
+/// scoring of several token-id prompts; streaming several refused with a clear error.
+#[test]
+fn several_prompts_in_one_completions_request() {
+    let _g = lock();
+    let Some(m) = model_path() else { return };
+    let s = Server::start(&m, &["--context", "512", "--parallel", "2"]);
+    let prompts = ["The capital of France is", "Two plus two is", "The sky is"];
+    let one = |p: &str| {
+        let body = json!({"prompt": p, "max_tokens": 6, "temperature": 0, "ignore_eos": true});
+        let (st, v) = s.post_json("/v1/completions", &body);
+        assert_eq!(st, 200, "{v}");
+        v
+    };
+    let alone: Vec<Value> = prompts.iter().map(|p| one(p)).collect();
+    let body = json!({"prompt": prompts, "max_tokens": 6, "temperature": 0, "ignore_eos": true});
+    let (st, v) = s.post_json("/v1/completions", &body);
+    assert_eq!(st, 200, "{v}");
+    let choices = v["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 3, "{v}");
+    let mut prompt_tokens = 0;
+    for (i, c) in choices.iter().enumerate() {
+        assert_eq!(c["index"], i, "{v}");
+        assert_eq!(c["text"], alone[i]["choices"][0]["text"], "{v}");
+        prompt_tokens += alone[i]["usage"]["prompt_tokens"].as_u64().unwrap();
+    }
+    assert_eq!(v["usage"]["prompt_tokens"], prompt_tokens, "{v}");
+    assert_eq!(v["usage"]["completion_tokens"], 18, "{v}");
+    // Echo scoring of two token-id prompts: each choice scores its own prompt.
+    let ids = [vec![504u32, 3575, 282, 4649, 314], vec![9235, 1463, 827]];
+    let body = json!({"prompt": ids, "max_tokens": 0, "echo": true, "logprobs": 1});
+    let (st, v) = s.post_json("/v1/completions", &body);
+    assert_eq!(st, 200, "{v}");
+    for (i, c) in v["choices"].as_array().unwrap().iter().enumerate() {
+        let lps = c["logprobs"]["token_logprobs"].as_array().unwrap();
+        assert_eq!(lps.len(), ids[i].len(), "{c}");
+        assert!(lps[0].is_null(), "{c}");
+        assert!(lps[1..].iter().all(|l| f(l) <= 0.0), "{c}");
+    }
+    // A prompt that does not fit refuses the whole request; several prompts do not stream.
+    let long = "word ".repeat(600);
+    let body = json!({"prompt": ["short", long], "max_tokens": 4});
+    let (st, v) = s.post_json("/v1/completions", &body);
+    assert_eq!(st, 400, "{v}");
+    let body = json!({"prompt": ["a", "b"], "max_tokens": 4, "stream": true});
+    let (st, v) = s.post_json("/v1/completions", &body);
+    assert_eq!(st, 400, "{v}");
+    assert!(v.to_string().contains("stream"), "{v}");
+}
