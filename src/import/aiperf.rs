@@ -116,14 +116,7 @@ fn notes(s: &Summary, records: &[Record], records_file: &str, imp: &mut Imported
 }
 
 fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
-    let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: not valid JSON: {e}",
-            src.shown,
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let v: Value = super::json_of(src)?;
     let obj = v
         .as_object()
         .ok_or_else(|| fatal(format!("{}: expected a JSON object at the top", src.shown)))?;
@@ -209,33 +202,7 @@ fn series(s: &Summary, records: &[Record]) -> Vec<Series> {
 }
 
 fn records(src: &Source) -> Result<Vec<Record>, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if line.len() > crate::input::ANSWERS_LINE_MAX {
-            return Err(fatal(format!(
-                "{}: line {}: longer than the bound for one record; refused",
-                src.shown,
-                i + 1
-            )));
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            fatal(format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                src.shown,
-                i + 1,
-                e.column()
-            ))
-        })?;
-        out.push(
-            record(&v, i + 1)
-                .map_err(|what| fatal(format!("{}: line {}: {what}", src.shown, i + 1)))?,
-        );
-    }
+    let out = super::json_lines(src, record)?;
     if out.is_empty() {
         return Err(fatal(format!(
             "{}: no request record in it (expected one JSON object per line)",

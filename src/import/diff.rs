@@ -29,15 +29,7 @@ fn side(path: &Path, from: Option<Format>) -> Result<(Format, Imported), Fatal> 
         return Ok((f, imp));
     }
     let rec_path = path.join("import.json");
-    let text = input::read_text(&rec_path, input::MANIFEST_MAX, "import record")?;
-    let rec: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: not valid JSON: {e}",
-            input::shown_path(&rec_path),
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let rec = super::read_import_record(path)?;
     let mut files: Vec<PathBuf> = Vec::new();
     for (i, s) in rec
         .get("sources")

@@ -26,14 +26,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     })?;
     sources[i].role = "report".into();
     let src = &sources[i];
-    let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: not valid JSON: {e}",
-            src.shown,
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let v: Value = super::json_of(src)?;
     let list = v
         .get("benchmarks")
         .and_then(|b| b.as_array())

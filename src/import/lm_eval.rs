@@ -25,14 +25,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     })?;
     sources[ri].role = "results".into();
     let src = sources[ri].clone();
-    let v: Value = serde_json::from_slice(&src.bytes).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: not valid JSON: {e}",
-            src.shown,
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let v: Value = super::json_of(&src)?;
     let results = v
         .get("results")
         .and_then(|r| r.as_object())
@@ -210,33 +203,7 @@ fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
 
 /// The document records of a samples file, each with its filter.
 fn samples(src: &Source) -> Result<Vec<(String, Sample)>, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if line.len() > crate::input::ANSWERS_LINE_MAX {
-            return Err(fatal(format!(
-                "{}: line {}: longer than the bound for one record; refused",
-                src.shown,
-                i + 1
-            )));
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            fatal(format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                src.shown,
-                i + 1,
-                e.column()
-            ))
-        })?;
-        out.push(
-            sample(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
-        );
-    }
-    Ok(out)
+    super::json_lines(src, sample)
 }
 
 fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {

@@ -220,6 +220,67 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
     Ok(out)
 }
 
+/// A source's JSON document; an error names the file, line and column.
+pub fn json_of(src: &Source) -> Result<Value, Fatal> {
+    serde_json::from_slice(&src.bytes).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            src.shown,
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// A source's JSON Lines, each line through `each` (its value and 1-based number): blank lines
+/// skipped, a line over [`input::ANSWERS_LINE_MAX`] refused; an error names the file and line.
+pub fn json_lines<T>(
+    src: &Source,
+    each: impl Fn(&Value, usize) -> Result<T, String>,
+) -> Result<Vec<T>, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > input::ANSWERS_LINE_MAX {
+            return Err(fatal(format!(
+                "{}: line {}: longer than the bound for one record; refused",
+                src.shown,
+                i + 1
+            )));
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                src.shown,
+                i + 1,
+                e.column()
+            ))
+        })?;
+        out.push(
+            each(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
+        );
+    }
+    Ok(out)
+}
+
+/// The `import.json` of an imported bundle's folder.
+pub fn read_import_record(dir: &Path) -> Result<Value, Fatal> {
+    let rec_path = dir.join("import.json");
+    let text = input::read_text(&rec_path, input::MANIFEST_MAX, "import record")?;
+    serde_json::from_str(&text).map_err(|e| {
+        fatal(format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            input::shown_path(&rec_path),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
 /// Whether `needle` occurs in `hay` (the formats are told apart by a key only they write).
 pub fn holds(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
@@ -445,15 +506,7 @@ pub fn verify_bundle(
 ) -> Result<Report, Fatal> {
     let read = crate::bundle::load(opened);
     let rec_path = opened.root.join("import.json");
-    let text = input::read_text(&rec_path, input::MANIFEST_MAX, "import record")?;
-    let rec: Value = serde_json::from_str(&text).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: not valid JSON: {e}",
-            input::shown_path(&rec_path),
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let rec = read_import_record(&opened.root)?;
     let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
     let format = Format::parse(from).ok_or_else(|| {
         fatal(format!(
