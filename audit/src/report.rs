@@ -223,6 +223,9 @@ pub struct ReplaySummary {
     pub sessions_disagree: usize,
     /// Inconclusive: only a headline figure on a side.
     pub headline_only: usize,
+    /// Inconclusive: a drift the machine's speed reference explains.
+    #[serde(default)]
+    pub machine_speed: usize,
 }
 
 impl ReplaySummary {
@@ -244,6 +247,7 @@ impl ReplaySummary {
                 Some(I::TooFewRuns) => s.too_few_runs += 1,
                 Some(I::SessionsDisagree) => s.sessions_disagree += 1,
                 Some(I::HeadlineOnly) => s.headline_only += 1,
+                Some(I::MachineSpeed) => s.machine_speed += 1,
                 None => {}
             }
         }
@@ -259,6 +263,7 @@ impl ReplaySummary {
             (self.too_few_runs, "too few runs"),
             (self.sessions_disagree, "sessions disagree"),
             (self.headline_only, "headline only"),
+            (self.machine_speed, "machine speed"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)

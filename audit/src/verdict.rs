@@ -19,6 +19,8 @@ pub enum Inconclusive {
     ForeignLoad,
     /// A drift the confirming session did not repeat.
     SessionsDisagree,
+    /// A drift the machine's speed reference explains: the machine ran slower or faster as a whole.
+    MachineSpeed,
 }
 
 /// What the comparison of one figure concluded.

@@ -18,6 +18,7 @@ pub mod gguf;
 pub mod kernels;
 pub mod model;
 pub mod pool;
+pub mod reference;
 pub mod server;
 pub mod tiled;
 pub mod tokenizer;

@@ -18,6 +18,7 @@ pub mod client;
 pub mod guard;
 pub mod prompts;
 pub mod quality;
+pub mod reference;
 pub mod run;
 pub mod sse;
 pub mod write;

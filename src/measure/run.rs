@@ -74,6 +74,8 @@ pub struct Run<'a> {
     pub guard: Option<Guard>,
     /// The window the server reports.
     pub window: u64,
+    /// The machine's speed reference, probed before every counted step.
+    pub reference: super::reference::Reference,
 }
 
 fn nonce(seq: &mut u64) -> String {
@@ -109,6 +111,7 @@ impl<'a> Run<'a> {
             stopped: None,
             guard: None,
             window: c.server.window,
+            reference: Default::default(),
         }
     }
 
@@ -251,6 +254,7 @@ impl<'a> Run<'a> {
     /// tries; the last is kept whatever the guard saw, and its row says so.
     fn guarded(&mut self, step: &str, mut try_once: impl FnMut(&mut Self)) {
         let max = self.guard.as_ref().map_or(1, Guard::max_tries);
+        self.reference.sample(step);
         for attempt in 1..=max {
             let (reqs, drafts) = (self.requests.len(), self.drafts.len());
             let t0 = Instant::now();

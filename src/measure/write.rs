@@ -95,6 +95,7 @@ fn speed_result(p: &Plan, r: &Run, models: &Value, run_label: &str, started: Tim
         fits: r.fits.clone(),
         values: BTreeMap::new(),
         load_guard: r.guard.as_ref().map(|g| g.summary()),
+        machine_reference: r.reference.record(),
     };
     result.values = rigaudit_audit::speed::recompute(r.c, &result);
     result

@@ -166,6 +166,38 @@ pub struct SpeedResult {
     /// The foreign-load guard's summary.
     #[serde(default)]
     pub load_guard: Option<LoadGuard>,
+    /// The machine's speed reference, probed before every counted step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_reference: Option<MachineReference>,
+}
+
+/// The figures of a fixed kernel run on the measuring machine before every counted step, so that a
+/// replay can tell a machine that runs slower or faster as a whole from an engine that does.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MachineReference {
+    /// The kernel's name, version and SIMD level; figures compare only under one name.
+    pub kernel: String,
+    /// Threads the kernel ran on.
+    pub threads: u32,
+    /// One figure per counted step, in order.
+    pub samples: Vec<ReferenceSample>,
+}
+
+/// One probe of the machine's speed reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceSample {
+    /// The step the probe ran before (`decode/code/1`).
+    pub step: String,
+    /// Bytes of weights streamed per second, in GB/s.
+    pub gbps: f64,
+}
+
+impl MachineReference {
+    /// The median of its figures (none without one).
+    pub fn median(&self) -> Option<f64> {
+        let xs: Vec<f64> = self.samples.iter().map(|s| s.gbps).collect();
+        crate::stats::median(&xs)
+    }
 }
 
 /// What the server said about itself.

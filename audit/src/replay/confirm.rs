@@ -4,14 +4,18 @@
 use super::*;
 
 /// The speed keys a confirming session should measure again: rows that drifted (on the same
-/// hardware: an informational drift needs no confirming) and rows too noisy to judge.
+/// hardware: an informational drift needs no confirming), rows too noisy to judge and drifts the
+/// machine's speed reference explained.
 pub fn keys_to_confirm(c: &Compared) -> Vec<String> {
     c.rows
         .iter()
         .filter(|r| !r.key.starts_with("quality."))
         .filter(|r| {
             (r.verdict == ReplayVerdict::Drifted && !r.informational)
-                || r.inconclusive == Some(Inconclusive::TooNoisy)
+                || matches!(
+                    r.inconclusive,
+                    Some(Inconclusive::TooNoisy | Inconclusive::MachineSpeed)
+                )
         })
         .map(|r| r.key.clone())
         .collect()
@@ -24,7 +28,10 @@ pub fn keys_to_confirm(c: &Compared) -> Vec<String> {
 ///   inconclusive and says both moves (one session of a shared machine can run slow or fast as a
 ///   whole, which the runs inside it do not show);
 /// - a row too noisy to judge takes the pooled row when the pooled runs are no longer too noisy
-///   (more runs, a tighter estimate); otherwise it stays too noisy.
+///   (more runs, a tighter estimate); otherwise it stays too noisy;
+/// - a drift the machine's speed reference explained takes the confirming session's row when
+///   that one is judged (reproduced, or drifted the same way with its own reference not
+///   explaining it): that session's machine ran at the speed the figure needs to be told apart.
 pub fn confirm(first: &mut Compared, second: &Compared, pooled: Option<&Compared>) {
     let keys = keys_to_confirm(first);
     for key in keys {
@@ -32,11 +39,15 @@ pub fn confirm(first: &mut Compared, second: &Compared, pooled: Option<&Compared
             continue;
         };
         let row = first.rows[i].clone();
+        let again = second.rows.iter().find(|r| r.key == key);
         let new = if row.verdict == ReplayVerdict::Drifted {
-            let Some(again) = second.rows.iter().find(|r| r.key == key) else {
-                continue;
-            };
+            let Some(again) = again else { continue };
             confirmed_drift(row, again)
+        } else if row.inconclusive == Some(Inconclusive::MachineSpeed) {
+            match again.and_then(|a| judged_again(&row, a)) {
+                Some(r) => r,
+                None => continue,
+            }
         } else {
             match pooled.and_then(|p| p.rows.iter().find(|r| r.key == key)) {
                 Some(p) if p.inconclusive != Some(Inconclusive::TooNoisy) => {
@@ -55,6 +66,22 @@ pub fn confirm(first: &mut Compared, second: &Compared, pooled: Option<&Compared
         }
         first.rows[i] = new;
     }
+}
+
+/// The confirming session's row for a drift the machine explained, when that session judged it:
+/// reproduced, or drifted the same way.
+fn judged_again(first: &Comparison, again: &Comparison) -> Option<Comparison> {
+    let judged = again.verdict == ReplayVerdict::Reproduced
+        || (again.verdict == ReplayVerdict::Drifted && again.direction == first.direction);
+    judged.then(|| {
+        let mut r = again.clone();
+        r.why = format!(
+            "{} (a confirming session; in the first the machine's own change of speed explained a move of {})",
+            r.why,
+            first.change_pct.map_or("-".to_string(), |c| format!("{c:+.1} %"))
+        );
+        r
+    })
 }
 
 pub(super) fn confirmed_drift(mut row: Comparison, again: &Comparison) -> Comparison {

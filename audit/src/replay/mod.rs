@@ -38,6 +38,9 @@
 //!   else *reproduced*. The floor is the larger of [`Tolerance::rel_floor`] and
 //!   [`Tolerance::noise_factor`] times the larger side's run-to-run CV. With no spread on either side the test is not run: equal means are
 //!   reproduced, different ones are decided by the floor alone.
+//! - **Machine speed**: a drift on the same hardware that the machine's speed reference explains
+//!   (the machine ran slower or faster as a whole; see [`machine`]) is *inconclusive*, never
+//!   reproduced.
 //! - **Quality**: the pooled two-proportion z-test over answered questions; *drifted* when
 //!   p < alpha, else *reproduced* (no floor; the why gives the move in points).
 //! - **Hardware**: when the two cards' hardware differs (accelerator, box count, box models,
@@ -62,12 +65,15 @@ pub use crate::verdict::{Comparison, Inconclusive, ReplayVerdict};
 
 mod confirm;
 mod failed;
+mod machine;
 mod quality;
 mod setup;
 mod speed;
 
 pub use confirm::{confirm, keys_to_confirm, pool};
 pub use failed::failed_steps;
+pub use machine::MachineMove;
+use machine::*;
 use quality::*;
 use setup::*;
 use speed::*;
@@ -97,8 +103,7 @@ pub const DRIFTED: Check<Part> = Check {
 pub const INCONCLUSIVE: Check<Part> = Check {
     id: "replay.inconclusive",
     severity: Severity::Info,
-    doc:
-        "A replayed figure could not be tested: too few runs on a side, or only a headline figure.",
+    doc: "A replayed figure could not be judged: too few runs on a side, only a headline figure, runs too noisy, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
     run: Part::Compare,
 };
 
@@ -123,6 +128,14 @@ pub const SETUP_DIFFERS: Check<Part> = Check {
     id: "replay.setup-differs",
     severity: Severity::Error,
     doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
+    run: Part::Compare,
+};
+
+/// `replay.machine-speed`.
+pub const MACHINE_SPEED: Check<Part> = Check {
+    id: "replay.machine-speed",
+    severity: Severity::Info,
+    doc: "The machine's speed reference (a fixed kernel probed before every counted step) moved between recording and replay: the machine ran slower or faster as a whole, and drifts that move explains are inconclusive.",
     run: Part::Compare,
 };
 
@@ -157,6 +170,7 @@ pub const CHECKS: &[Check<Part>] = &[
     NOT_COMPARABLE,
     HARDWARE_DIFFERS,
     SETUP_DIFFERS,
+    MACHINE_SPEED,
     NOT_RUN,
     NOTE,
     STEP_FAILED,
@@ -244,7 +258,18 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
         ran.insert(SETUP_DIFFERS.id);
         setup(a, b, &mut findings);
     }
-    let mut rows = speed_rows(recorded, replayed, opts, differs);
+    let results = (
+        recorded.speed_result.as_ref().map(|l| &l.value),
+        replayed.speed_result.as_ref().map(|l| &l.value),
+    );
+    let machine = MachineMove::of(results.0, results.1);
+    if let Some(m) = &machine {
+        ran.insert(MACHINE_SPEED.id);
+        let file = replayed.speed_result.as_ref().map(|l| l.path.as_str());
+        findings.extend(machine_finding(m, file));
+    }
+    let machine = machine.filter(|_| !differs);
+    let mut rows = speed_rows(recorded, replayed, opts, differs, machine.as_ref());
     rows.extend(quality_rows(recorded, replayed, opts));
     if !rows.is_empty() {
         ran.extend([DRIFTED.id, INCONCLUSIVE.id, NOT_COMPARABLE.id]);
@@ -312,6 +337,7 @@ fn speed_rows(
     replayed: &Bundle,
     opts: &Tolerance,
     informational: bool,
+    machine: Option<&MachineMove>,
 ) -> Vec<(Comparison, Option<String>)> {
     let mut rows = Vec::new();
     let rec = SpeedSide::new(recorded, replayed);
@@ -322,7 +348,8 @@ fn speed_rows(
     let file = rep.loaded.or(rec.loaded).map(|l| l.path.clone());
     for key in rec.keys().union(&rep.keys()) {
         let Some(step) = step_of(key) else { continue };
-        let mut row = speed_row(key, rec.measure(key, &step), rep.measure(key, &step), opts);
+        let (a, b) = (rec.measure(key, &step), rep.measure(key, &step));
+        let mut row = speed_row(key, a, b, opts, machine);
         row.informational = informational;
         rows.push((row, file.clone()));
     }
@@ -475,6 +502,7 @@ mod tests {
             fits: vec![],
             values: BTreeMap::new(),
             load_guard: None,
+            machine_reference: None,
         }
     }
 
@@ -1191,5 +1219,104 @@ mod tests {
         // Pooled two-proportion z: 80/100 vs 40/100 gives z = 5.84.
         assert!(two_proportion_p(80, 100, 40, 100) < 1e-7);
         assert_eq!(two_proportion_p(10, 10, 10, 10), 1.0);
+    }
+
+    fn with_reference(mut b: Bundle, kernel: &str, gbps: f64) -> Bundle {
+        let samples: Vec<serde_json::Value> = (0..8)
+            .map(|i| json!({"step": format!("decode/code/{i}"), "gbps": gbps * (1.0 + 0.01 * (i % 3) as f64)}))
+            .collect();
+        b.speed_result.as_mut().unwrap().value.machine_reference = Some(
+            serde_json::from_value(json!({"kernel": kernel, "threads": 2, "samples": samples}))
+                .expect("reference"),
+        );
+        b
+    }
+
+    const KERNEL: &str = "engine-q4_1-matvec-64MiB-v1-avx2";
+
+    /// A replay on a machine running at `machine` times its recorded speed, whose engine ran at
+    /// `engine` times: decode rates scale with it, TTFTs inversely.
+    fn slowed(machine: f64, engine: f64, kernel: &str) -> Compared {
+        let a = with_reference(speed_bundle(REC, TTFT), KERNEL, 10.0);
+        let rates: Vec<f64> = REC.iter().map(|r| r * engine).collect();
+        let ttfts: Vec<f64> = TTFT.iter().map(|t| t / engine).collect();
+        let b = with_reference(speed_bundle(&rates, &ttfts), kernel, 10.0 * machine);
+        compare(&a, &b, &Tolerance::default())
+    }
+
+    #[test]
+    fn a_drift_the_machine_reference_explains_is_inconclusive_never_reproduced() {
+        let c = slowed(0.6, 0.6, KERNEL);
+        for key in ["decode", "decode.code", "prefill.512", "ttft.512"] {
+            let r = row(&c, key);
+            assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{key}: {}", r.why);
+            assert_eq!(r.inconclusive, Some(Inconclusive::MachineSpeed), "{key}");
+            assert!(r.why.starts_with("machine speed: "), "{}", r.why);
+            assert!(r.why.contains("% slower in the replay"), "{}", r.why);
+        }
+        assert!(
+            of_check(&c, "replay.drifted").is_empty(),
+            "{:?}",
+            c.findings
+        );
+        let m = of_check(&c, "replay.machine-speed");
+        assert_eq!(m.len(), 1, "{:?}", c.findings);
+        assert!((m[0].data["change_pct"].as_f64().unwrap() + 40.0).abs() < 1.0);
+        assert!(c.checks_run.iter().any(|id| id == "replay.machine-speed"));
+        let summary = crate::report::ReplaySummary::of(&c.rows);
+        assert_eq!(summary.machine_speed, 4);
+        assert!(
+            summary.line().contains("4 machine speed"),
+            "{}",
+            summary.line()
+        );
+        // The same figures with the machine faster than recorded: explained the same way.
+        let c = slowed(1.5, 1.5, KERNEL);
+        assert_eq!(
+            row(&c, "decode.code").inconclusive,
+            Some(Inconclusive::MachineSpeed)
+        );
+    }
+
+    #[test]
+    fn a_drift_the_machine_reference_does_not_explain_stands() {
+        // The machine did not move: the engine did.
+        let c = slowed(1.0, 0.6, KERNEL);
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+        assert!(of_check(&c, "replay.machine-speed").is_empty());
+        // The machine moved the other way.
+        let c = slowed(1.3, 0.6, KERNEL);
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
+        assert!(r.why.contains("with that taken out"), "{}", r.why);
+        // The machine moved, but far less than the figure.
+        let c = slowed(0.9, 0.5, KERNEL);
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+        // Another kernel (another SIMD level, another version): no comparison at all.
+        let c = slowed(0.6, 0.6, "engine-q4_1-matvec-64MiB-v1-avx512vnni");
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+        assert!(!c.checks_run.iter().any(|id| id == "replay.machine-speed"));
+        // A reproduced row stays reproduced whatever the machine did.
+        let c = slowed(0.6, 1.0, KERNEL);
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn a_confirming_session_judges_a_drift_the_machine_explained() {
+        let mut first = slowed(0.6, 0.6, KERNEL);
+        assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
+        // The confirming session ran at the recorded speed and matched the record.
+        let second = slowed(1.0, 1.0, KERNEL);
+        confirm(&mut first, &second, None);
+        let r = row(&first, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
+        assert!(r.why.contains("a confirming session"), "{}", r.why);
+        // A confirming session still on a slow machine leaves the row inconclusive.
+        let mut first = slowed(0.6, 0.6, KERNEL);
+        confirm(&mut first, &slowed(0.6, 0.6, KERNEL), None);
+        assert_eq!(
+            row(&first, "decode.code").inconclusive,
+            Some(Inconclusive::MachineSpeed)
+        );
     }
 }

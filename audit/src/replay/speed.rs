@@ -454,7 +454,15 @@ impl Move {
     }
 }
 
-pub(super) fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Tolerance) -> Comparison {
+/// One speed row: not comparable, inconclusive (foreign load, headline only, too few runs, too
+/// noisy, or a drift the machine's speed reference explains), else Welch's test and the floor.
+pub(super) fn speed_row(
+    key: &str,
+    rec: Measured,
+    rep: Measured,
+    opts: &Tolerance,
+    machine: Option<&MachineMove>,
+) -> Comparison {
     let (recorded, replayed) = (rec.value(), rep.value());
     let change = change_pct(recorded, replayed);
     let mut row = Comparison {
@@ -507,7 +515,7 @@ pub(super) fn speed_row(key: &str, rec: Measured, rep: Measured, opts: &Toleranc
         );
         return inconclusive(row, Inconclusive::TooNoisy, why);
     }
-    tested_row(row, a, b, &mv, opts)
+    explained(tested_row(row, a, b, &mv, opts), mv.floor, machine)
 }
 
 pub(super) fn inconclusive(mut row: Comparison, kind: Inconclusive, why: String) -> Comparison {
