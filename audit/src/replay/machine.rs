@@ -73,12 +73,12 @@ impl MachineMove {
         self.change_pct().abs() > MIN_MOVE_PCT
     }
 
-    /// `ran 31.2 % slower in the replay than at recording (9.80 -> 6.74 GB/s, medians of 40 and
-    /// 38 probes of engine-q4_1-...)`.
+    /// `ran 31.2 % slower on the replayed side than on the recorded side (9.80 -> 6.74 GB/s,
+    /// medians of 40 and 38 probes of engine-q4_1-...)`; a diff reads the sides as B and A.
     pub fn text(&self) -> String {
         let c = self.change_pct();
         format!(
-            "ran {:.1} % {} in the replay than at recording ({:.2} -> {:.2} GB/s, medians of {} and {} probes of {})",
+            "ran {:.1} % {} on the replayed side than on the recorded side ({:.2} -> {:.2} GB/s, medians of {} and {} probes of {})",
             c.abs(),
             if c < 0.0 { "slower" } else { "faster" },
             self.recorded,

@@ -1252,7 +1252,7 @@ mod tests {
             assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{key}: {}", r.why);
             assert_eq!(r.inconclusive, Some(Inconclusive::MachineSpeed), "{key}");
             assert!(r.why.starts_with("machine speed: "), "{}", r.why);
-            assert!(r.why.contains("% slower in the replay"), "{}", r.why);
+            assert!(r.why.contains("% slower on the replayed side"), "{}", r.why);
         }
         assert!(
             of_check(&c, "replay.drifted").is_empty(),
