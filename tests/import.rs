@@ -1064,3 +1064,121 @@ fn llama_runs_diff_and_import_like_the_other_formats() {
         );
     }
 }
+
+const VLLM: &str = "openai-infqps-concurrency2-smollm2.json";
+
+#[test]
+fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
+    let run = verify_from("vllm", &imports("vllm", "clean"));
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let keys: Vec<String> = run.json()["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["key"].as_str().unwrap().to_string())
+        .collect();
+    for k in [
+        "vllm.completed",
+        "vllm.p99_ttft_ms",
+        "vllm.std_tpot_ms",
+        "vllm.median_itl_ms",
+        "vllm.p90_e2el_ms",
+        "vllm.total_token_throughput",
+        "vllm.max_concurrent_requests",
+        "vllm.max_output_tokens_per_s",
+    ] {
+        assert!(keys.iter().any(|x| x == k), "{k} not recomputed");
+    }
+}
+
+#[test]
+fn vllm_refused_requests_of_the_real_run_are_named_and_detected() {
+    let dir = imports("vllm", "failures");
+    let run = rigaudit(&[
+        "verify",
+        dir.join(VLLM).to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("3 of 12 requests failed (3 x Bad Request)"));
+    assert_eq!(f[0]["pointer"], "/errors/3,7,11");
+    assert!(!run.has("import.failed-hidden") && !run.has("speed.recompute-mismatch"));
+}
+
+#[test]
+fn vllm_failed_requests_inside_success_figures_and_a_changed_aggregate_are_caught() {
+    let dir = imports("vllm", "failures");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(VLLM)).unwrap()).unwrap();
+    let ttfts: Vec<f64> = v["ttfts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    // The mean TTFT over all 12 requests, the 3 refused ones at 0 s; and no failure counted.
+    let over_all = 1000.0 * ttfts.iter().sum::<f64>() / ttfts.len() as f64;
+    let c = Files::of("vllm", "failures");
+    c.set(VLLM, "/mean_ttft_ms", json!(over_all));
+    c.set(VLLM, "/failed", json!(0));
+    c.set(VLLM, "/p99_e2el_ms", json!(1.0));
+    let run = verify_from("vllm", c.path());
+    assert_eq!(run.code, 1);
+    let z = run.findings("import.failed-as-zero");
+    assert_eq!(z.len(), 1, "{}", run.stdout);
+    assert_eq!(z[0]["pointer"], "/mean_ttft_ms");
+    assert!(run.has("import.failed-hidden"));
+    let m = run.findings("speed.recompute-mismatch");
+    assert_eq!(m.len(), 1, "{}", run.stdout);
+    assert_eq!(m[0]["pointer"], "/p99_e2el_ms");
+    // A refused request rewritten as a success with no reply.
+    let c = Files::of("vllm", "clean");
+    c.set(VLLM, "/ttfts/5", json!(0.0));
+    c.set(VLLM, "/generated_texts/5", json!(""));
+    let run = verify_from("vllm", c.path());
+    let z = run.findings("import.failed-as-zero");
+    assert_eq!(z.len(), 1, "{}", run.stdout);
+    assert_eq!(z[0]["pointer"], "/ttfts/5");
+}
+
+#[test]
+fn vllm_results_diff_import_and_refuse_a_summary_without_its_requests() {
+    let clean = imports("vllm", "clean");
+    let run = rigaudit(&[
+        "diff",
+        clean.to_str().unwrap(),
+        imports("vllm", "failures").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(run.code < 2, "{}{}", run.stdout, run.stderr);
+    let rows = run.json()["comparisons"].as_array().unwrap().clone();
+    assert!(rows.iter().any(|r| r["key"] == "vllm.ttft_ms"));
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    let run = rigaudit(&[
+        "import",
+        clean.to_str().unwrap(),
+        "--out",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(common::verify(&b).code, 0);
+    // Without --save-detailed the per-request lists are absent: refused, naming what is missing.
+    let c = Files::of("vllm", "clean");
+    let p = c.file(VLLM);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("ttfts");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let run = verify_from("vllm", c.path());
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("at /ttfts: expected a list"),
+        "{}",
+        run.stderr
+    );
+}

@@ -16,6 +16,7 @@ pub mod llama_bench;
 pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
+pub mod vllm;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;
@@ -53,6 +54,8 @@ pub enum Format {
     /// llama.cpp's server: saved /completion or /v1/chat/completions responses (JSON Lines) with
     /// their `timings`.
     LlamaServer,
+    /// vLLM: the result of `vllm bench serve --save-result --save-detailed`.
+    Vllm,
 }
 
 impl Format {
@@ -65,6 +68,7 @@ impl Format {
             Format::Loadgen => "loadgen",
             Format::LlamaBench => "llama-bench",
             Format::LlamaServer => "llama-server",
+            Format::Vllm => "vllm",
         }
     }
 
@@ -328,6 +332,9 @@ pub fn detect(sources: &[Source]) -> Option<Format> {
     if sources.iter().any(llama_server::looks_like) {
         return Some(Format::LlamaServer);
     }
+    if sources.iter().any(vllm::looks_like) {
+        return Some(Format::Vllm);
+    }
     None
 }
 
@@ -345,6 +352,7 @@ pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal>
         Format::Loadgen => loadgen::import(sources),
         Format::LlamaBench => llama_bench::import(sources),
         Format::LlamaServer => llama_server::import(sources),
+        Format::Vllm => vllm::import(sources),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod llama_bench;
 pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
+pub mod vllm;
 
 /// Which part of an imported run a row's check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
