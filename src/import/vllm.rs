@@ -130,17 +130,8 @@ fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
         })
     };
     let ttfts = need("ttfts")?;
-    let itls = obj
-        .get("itls")
-        .and_then(|x| x.as_array())
-        .ok_or_else(|| err("itls", "a list of lists of seconds (--save-detailed)"))?
-        .iter()
-        .map(|l| {
-            l.as_array()
-                .and_then(|a| a.iter().map(|x| x.as_f64()).collect::<Option<Vec<f64>>>())
-        })
-        .collect::<Option<Vec<Vec<f64>>>>()
-        .ok_or_else(|| err("itls", "a list of lists of seconds"))?;
+    let itls =
+        itls(obj).ok_or_else(|| err("itls", "a list of lists of seconds (--save-detailed)"))?;
     let strings = |k: &str| -> Option<Vec<String>> {
         obj.get(k)?.as_array().map(|a| {
             a.iter()
@@ -172,6 +163,15 @@ fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
     };
     lengths_agree(&r, src)?;
     Ok(r)
+}
+
+/// `itls`: one list of seconds per request.
+fn itls(obj: &Map<String, Value>) -> Option<Vec<Vec<f64>>> {
+    obj.get("itls")?
+        .as_array()?
+        .iter()
+        .map(|l| l.as_array()?.iter().map(|x| x.as_f64()).collect())
+        .collect()
 }
 
 fn lengths_agree(r: &Run, src: &Source) -> Result<(), Fatal> {

@@ -290,6 +290,32 @@ pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
     if ok.is_empty() {
         return;
     }
+    let Some((peak, per_second, tokens)) = peaks(r, &ok, st, lat) else {
+        unchecked.extend(keys.iter().map(|k| k.to_string()));
+        return;
+    };
+    let concurrent = match r.printed.get(keys[0]) {
+        Some(x) if (per_second - x).abs() < (peak - x).abs() => per_second,
+        _ => peak,
+    };
+    for (k, exact) in keys.iter().zip([concurrent, tokens]) {
+        if let Some(shown) = r.printed.get(*k) {
+            let at = format!("/{k}");
+            let key = format!("vllm.{k}");
+            out.compare(
+                &speed::RECOMPUTE_MISMATCH,
+                (&r.file, &at),
+                &key,
+                exact,
+                *shown,
+            );
+        }
+    }
+}
+
+/// The successes' exact peak concurrency, vLLM 0.34's per-second one, and the most token times
+/// in one whole second from the first start.
+fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f64)> {
     let mut events: Vec<(f64, i32)> = ok
         .iter()
         .flat_map(|&i| [(st[i], 1), (st[i] + lat[i], -1)])
@@ -305,8 +331,12 @@ pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
         .iter()
         .map(|&i| st[i] + lat[i])
         .fold(f64::NEG_INFINITY, f64::max);
+    // Whole-second buckets: a span past a day (or not a number) is not a benchmark run's.
+    if !(0.0..=86_400.0).contains(&(end - t0)) {
+        return None;
+    }
     let mut buckets = vec![0.0; (end - t0).ceil() as usize + 1];
-    for &i in &ok {
+    for &i in ok {
         let mut t = st[i] + r.ttfts[i];
         for k in 0..=r.itls[i].len() {
             if k > 0 {
@@ -322,7 +352,7 @@ pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
     // vLLM 0.34: the most requests active in one whole second (a request counts in every second
     // from its start's to its end's, both included); later vLLM: the exact sweep-line peak.
     let mut active = vec![0.0; buckets.len() + 1];
-    for &i in &ok {
+    for &i in ok {
         for sec in (st[i] - t0) as usize..=(st[i] + lat[i] - t0) as usize {
             if let Some(x) = active.get_mut(sec) {
                 *x += 1.0;
@@ -330,23 +360,7 @@ pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
         }
     }
     let per_second = active.iter().copied().fold(0.0, f64::max);
-    let concurrent = match r.printed.get(keys[0]) {
-        Some(x) if (per_second - x).abs() < (peak as f64 - x).abs() => per_second,
-        _ => peak as f64,
-    };
-    for (k, exact) in keys.iter().zip([concurrent, tokens]) {
-        if let Some(shown) = r.printed.get(*k) {
-            let at = format!("/{k}");
-            let key = format!("vllm.{k}");
-            out.compare(
-                &speed::RECOMPUTE_MISMATCH,
-                (&r.file, &at),
-                &key,
-                exact,
-                *shown,
-            );
-        }
-    }
+    Some((peak as f64, per_second, tokens))
 }
 
 /// `import.not-recomputable`: printed figures the file's records cannot give (goodput: its SLOs
