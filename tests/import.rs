@@ -882,3 +882,303 @@ fn loadgen_summary_is_compared_at_the_decimals_it_prints() {
     assert_eq!(f.len(), 1, "{}", run.stdout);
     assert_eq!(f[0]["pointer"], "line 7");
 }
+
+const BENCH: &str = "llama-bench.json";
+
+#[test]
+fn llama_bench_clean_run_recomputes_every_mean_and_spread() {
+    for run_name in ["clean", "jsonl"] {
+        let run = verify_from("llama-bench", &imports("llama-bench", run_name));
+        assert_eq!(run.code, 0, "{run_name}: {}{}", run.stdout, run.stderr);
+        let keys: Vec<String> = run.json()["recomputed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["key"].as_str().unwrap().to_string())
+            .collect();
+        for k in [
+            "llama-bench.pp64.avg_ts",
+            "llama-bench.pp64.stddev_ts",
+            "llama-bench.tg16.avg_ns",
+            "llama-bench.tg16.stddev_ns",
+            "llama-bench.tg16.samples_ts.2",
+        ] {
+            assert!(
+                keys.iter().any(|x| x == k),
+                "{run_name}: {k} not recomputed"
+            );
+        }
+    }
+}
+
+#[test]
+fn llama_bench_run_stopped_by_a_failed_test_is_incomplete() {
+    // The real run: the q4_0 V cache without flash attention cannot make a context; llama-bench
+    // stops and leaves its array unclosed after the two f16 tests.
+    let run = rigaudit(&[
+        "verify",
+        imports("llama-bench", "failures")
+            .join(BENCH)
+            .to_str()
+            .unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.run-incomplete");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ends unclosed after 2 complete tests"));
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+}
+
+#[test]
+fn llama_bench_overflowed_stddev_of_the_real_run_is_named() {
+    let run = verify_from("llama-bench", &imports("llama-bench", "overflow"));
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "/0/stddev_ns");
+    assert!(f[0]["message"].as_str().unwrap().contains("wrapped"));
+    assert_eq!(f[0]["data"]["printed"], 3434407237u64);
+}
+
+#[test]
+fn llama_bench_printed_mean_that_disagrees_with_its_samples_is_caught() {
+    let c = Files::of("llama-bench", "clean");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(c.file(BENCH)).unwrap()).unwrap();
+    let ts = v[1]["avg_ts"].as_f64().unwrap();
+    c.set(BENCH, "/1/avg_ts", json!(ts + 0.01));
+    c.set(BENCH, "/0/samples_ts/1", json!(999.0));
+    let run = verify_from("llama-bench", c.path());
+    assert_eq!(run.code, 1);
+    let at: Vec<String> = run
+        .findings("speed.recompute-mismatch")
+        .iter()
+        .map(|f| f["pointer"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(at, ["/0/samples_ts/1", "/1/avg_ts"], "{}", run.stdout);
+}
+
+const RESPONSES: &str = "responses.jsonl";
+
+#[test]
+fn llama_server_clean_timings_recompute_and_the_cached_prompt_is_named() {
+    let run = verify_from("llama-server", &imports("llama-server", "clean"));
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    assert!(!run.has("import.failed-requests"));
+    assert!(!run.has("speed.token-source"), "{}", run.stdout);
+    // The same prompt asked twice: the second answer took 4 of its 5 tokens from the cache.
+    let f = run.findings("speed.cached-tokens");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "line 2 /timings/cache_n");
+    let n = run.json()["recomputed"].as_array().unwrap().len();
+    assert_eq!(n, 16);
+}
+
+#[test]
+fn llama_server_refused_and_empty_responses_of_the_real_run_are_named() {
+    let dir = imports("llama-server", "failures");
+    let run = rigaudit(&[
+        "verify",
+        dir.join(RESPONSES).to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("exceeds the available context size (256 tokens)"));
+    assert_eq!(f[0]["pointer"], "line 6");
+    let e = run.findings("import.failed-as-zero");
+    assert_eq!(e.len(), 1, "{}", run.stdout);
+    assert_eq!(e[0]["severity"], "warning");
+    assert!(e[0]["message"].as_str().unwrap().contains("an empty reply"));
+}
+
+#[test]
+fn llama_server_rate_that_disagrees_with_its_counts_is_caught() {
+    let c = Files::of("llama-server", "clean");
+    c.edit_line(RESPONSES, 3, |v| {
+        let x = v["timings"]["predicted_per_second"].as_f64().unwrap();
+        v["timings"]["predicted_per_second"] = json!(x * 1.2);
+    });
+    c.edit_line(RESPONSES, 4, |v| {
+        v["usage"]["completion_tokens"] = json!(16);
+    });
+    let run = verify_from("llama-server", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], "line 3 /timings/predicted_per_second");
+    let t = run.findings("speed.token-source");
+    assert_eq!(t.len(), 1, "{}", run.stdout);
+    assert!(t[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 4: usage.completion_tokens is 16"));
+}
+
+#[test]
+fn llama_runs_diff_and_import_like_the_other_formats() {
+    // Two real llama-bench runs of one command: the tests line up, settings that differ named.
+    let run = rigaudit(&[
+        "diff",
+        imports("llama-bench", "clean").to_str().unwrap(),
+        imports("llama-bench", "jsonl").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(run.code < 2, "{}{}", run.stdout, run.stderr);
+    let rows = run.json()["comparisons"].as_array().unwrap().clone();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "llama-bench.pp64.prefill_tokens_per_s",
+            "llama-bench.tg16.decode_tokens_per_s"
+        ]
+    );
+    for (format, dir) in [("llama-bench", "failures"), ("llama-server", "failures")] {
+        let out = tempfile::tempdir().unwrap();
+        let b = out.path().join("b");
+        let src = imports(format, dir);
+        let run = rigaudit(&[
+            "import",
+            src.to_str().unwrap(),
+            "--out",
+            b.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{format}: {}", run.stderr);
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+        assert_eq!(rec["from"], format);
+        let v = common::verify(&b);
+        assert_eq!(v.code, 1, "{format}: {}", v.stdout);
+        assert_eq!(
+            v.findings("import.failed-requests").len() + v.findings("import.run-incomplete").len(),
+            1
+        );
+    }
+}
+
+const VLLM: &str = "openai-infqps-concurrency2-smollm2.json";
+
+#[test]
+fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
+    let run = verify_from("vllm", &imports("vllm", "clean"));
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let keys: Vec<String> = run.json()["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["key"].as_str().unwrap().to_string())
+        .collect();
+    for k in [
+        "vllm.completed",
+        "vllm.p99_ttft_ms",
+        "vllm.std_tpot_ms",
+        "vllm.median_itl_ms",
+        "vllm.p90_e2el_ms",
+        "vllm.total_token_throughput",
+        "vllm.max_concurrent_requests",
+        "vllm.max_output_tokens_per_s",
+    ] {
+        assert!(keys.iter().any(|x| x == k), "{k} not recomputed");
+    }
+}
+
+#[test]
+fn vllm_refused_requests_of_the_real_run_are_named_and_detected() {
+    let dir = imports("vllm", "failures");
+    let run = rigaudit(&[
+        "verify",
+        dir.join(VLLM).to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("3 of 12 requests failed (3 x Bad Request)"));
+    assert_eq!(f[0]["pointer"], "/errors/3,7,11");
+    assert!(!run.has("import.failed-hidden") && !run.has("speed.recompute-mismatch"));
+}
+
+#[test]
+fn vllm_failed_requests_inside_success_figures_and_a_changed_aggregate_are_caught() {
+    let dir = imports("vllm", "failures");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(VLLM)).unwrap()).unwrap();
+    let ttfts: Vec<f64> = v["ttfts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    // The mean TTFT over all 12 requests, the 3 refused ones at 0 s; and no failure counted.
+    let over_all = 1000.0 * ttfts.iter().sum::<f64>() / ttfts.len() as f64;
+    let c = Files::of("vllm", "failures");
+    c.set(VLLM, "/mean_ttft_ms", json!(over_all));
+    c.set(VLLM, "/failed", json!(0));
+    c.set(VLLM, "/p99_e2el_ms", json!(1.0));
+    let run = verify_from("vllm", c.path());
+    assert_eq!(run.code, 1);
+    let z = run.findings("import.failed-as-zero");
+    assert_eq!(z.len(), 1, "{}", run.stdout);
+    assert_eq!(z[0]["pointer"], "/mean_ttft_ms");
+    assert!(run.has("import.failed-hidden"));
+    let m = run.findings("speed.recompute-mismatch");
+    assert_eq!(m.len(), 1, "{}", run.stdout);
+    assert_eq!(m[0]["pointer"], "/p99_e2el_ms");
+    // A refused request rewritten as a success with no reply.
+    let c = Files::of("vllm", "clean");
+    c.set(VLLM, "/ttfts/5", json!(0.0));
+    c.set(VLLM, "/generated_texts/5", json!(""));
+    let run = verify_from("vllm", c.path());
+    let z = run.findings("import.failed-as-zero");
+    assert_eq!(z.len(), 1, "{}", run.stdout);
+    assert_eq!(z[0]["pointer"], "/ttfts/5");
+}
+
+#[test]
+fn vllm_results_diff_import_and_refuse_a_summary_without_its_requests() {
+    let clean = imports("vllm", "clean");
+    let run = rigaudit(&[
+        "diff",
+        clean.to_str().unwrap(),
+        imports("vllm", "failures").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(run.code < 2, "{}{}", run.stdout, run.stderr);
+    let rows = run.json()["comparisons"].as_array().unwrap().clone();
+    assert!(rows.iter().any(|r| r["key"] == "vllm.ttft_ms"));
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    let run = rigaudit(&[
+        "import",
+        clean.to_str().unwrap(),
+        "--out",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(common::verify(&b).code, 0);
+    // Without --save-detailed the per-request lists are absent: refused, naming what is missing.
+    let c = Files::of("vllm", "clean");
+    let p = c.file(VLLM);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("ttfts");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let run = verify_from("vllm", c.path());
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("at /ttfts: expected a list"),
+        "{}",
+        run.stderr
+    );
+}

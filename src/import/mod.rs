@@ -12,8 +12,11 @@
 pub mod aiperf;
 pub mod diff;
 pub mod guidellm;
+pub mod llama_bench;
+pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
+pub mod vllm;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;
@@ -46,6 +49,13 @@ pub enum Format {
     LmEval,
     /// MLPerf LoadGen: mlperf_log_detail.txt and mlperf_log_summary.txt.
     Loadgen,
+    /// llama.cpp's llama-bench: the output of `-o json` or `-o jsonl`.
+    LlamaBench,
+    /// llama.cpp's server: saved /completion or /v1/chat/completions responses (JSON Lines) with
+    /// their `timings`.
+    LlamaServer,
+    /// vLLM: the result of `vllm bench serve --save-result --save-detailed`.
+    Vllm,
 }
 
 impl Format {
@@ -56,6 +66,9 @@ impl Format {
             Format::Guidellm => "guidellm",
             Format::LmEval => "lm-eval",
             Format::Loadgen => "loadgen",
+            Format::LlamaBench => "llama-bench",
+            Format::LlamaServer => "llama-server",
+            Format::Vllm => "vllm",
         }
     }
 
@@ -281,6 +294,15 @@ pub fn read_import_record(dir: &Path) -> Result<Value, Fatal> {
     })
 }
 
+/// The sources as shown, comma-separated (for messages).
+pub fn names(sources: &[Source]) -> String {
+    sources
+        .iter()
+        .map(|s| s.shown.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether `needle` occurs in `hay` (the formats are told apart by a key only they write).
 pub fn holds(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
@@ -304,6 +326,15 @@ pub fn detect(sources: &[Source]) -> Option<Format> {
     if sources.iter().any(loadgen::looks_like) {
         return Some(Format::Loadgen);
     }
+    if sources.iter().any(llama_bench::looks_like) {
+        return Some(Format::LlamaBench);
+    }
+    if sources.iter().any(llama_server::looks_like) {
+        return Some(Format::LlamaServer);
+    }
+    if sources.iter().any(vllm::looks_like) {
+        return Some(Format::Vllm);
+    }
     None
 }
 
@@ -319,6 +350,9 @@ pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal>
         Format::Guidellm => guidellm::import(sources),
         Format::LmEval => lm_eval::import(sources),
         Format::Loadgen => loadgen::import(sources),
+        Format::LlamaBench => llama_bench::import(sources),
+        Format::LlamaServer => llama_server::import(sources),
+        Format::Vllm => vllm::import(sources),
     }
 }
 

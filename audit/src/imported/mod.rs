@@ -1,5 +1,5 @@
 //! Checks of result files written by the field's own benchmark tools (AIPerf, GuideLLM,
-//! lm-evaluation-harness, MLPerf LoadGen), as `rigaudit import` and `verify --from` read them.
+//! lm-evaluation-harness, MLPerf LoadGen, llama.cpp's llama-bench and server, vLLM's bench serve), as `rigaudit import` and `verify --from` read them.
 //!
 //! One file per tool, each with the tool's definitions at its top and one function per check.
 //! Where a finding means the same as a bundle check (a printed aggregate that its records do not
@@ -22,8 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 pub mod aiperf;
 pub mod compare;
 pub mod guidellm;
+pub mod llama_bench;
+pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
+pub mod vllm;
 
 /// Which part of an imported run a row's check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

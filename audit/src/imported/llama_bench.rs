@@ -1,0 +1,264 @@
+//! llama.cpp's `llama-bench -o json` (a JSON array, one object per test) or `-o jsonl` (one object
+//! a line): each test's samples per repetition beside the mean and standard deviation it prints.
+//!
+//! Definitions, as llama-bench writes them (`tools/llama-bench/llama-bench.cpp`):
+//! - units: `samples_ns`, `avg_ns`, `stddev_ns` in nanoseconds (unsigned 64-bit integers);
+//!   `samples_ts`, `avg_ts`, `stddev_ts` in tokens per second;
+//! - a test: `n_prompt` prompt tokens processed in batches (`pp`, a prefill figure: no request,
+//!   no TTFT), then `n_gen` tokens generated one at a time (`tg`, a decode figure), after `n_depth`
+//!   tokens already in the context (not timed, not counted); a repetition's tokens/s is
+//!   `1e9 * (n_prompt + n_gen) / ns`;
+//! - token counts: the test's own `n_prompt` and `n_gen`, as asked (llama-bench generates exactly
+//!   `n_gen`, whatever the text; no server and no usage);
+//! - which repetitions: every one of `-r` after one untimed warm-up run; `avg_*` is their mean,
+//!   `stddev_*` their sample standard deviation (n - 1), computed in the samples' own type: for
+//!   `*_ns` unsigned 64-bit integers (integer divisions, and a sum of squares that wraps past 2^64
+//!   when the samples reach about 2.5 s each), for `*_ts` doubles.
+//!
+//! A test that fails (a context that cannot be made, a model that does not load) ends the run:
+//! with `-o json` the array is left unclosed after the tests that ran.
+
+use super::{std_sample, Checked, RUN_INCOMPLETE};
+use crate::speed;
+use serde_json::json;
+
+/// One test of the file.
+#[derive(Debug, Clone, Default)]
+pub struct Test {
+    /// Where it is: `/0` (its index in the array) or `line 3` (JSON Lines).
+    pub at: String,
+    /// `n_prompt`.
+    pub n_prompt: u64,
+    /// `n_gen`.
+    pub n_gen: u64,
+    /// `n_depth` (0 when the file has none).
+    pub n_depth: u64,
+    /// `samples_ns`.
+    pub samples_ns: Vec<u64>,
+    /// `samples_ts`.
+    pub samples_ts: Vec<f64>,
+    /// `avg_ns`.
+    pub avg_ns: Option<u64>,
+    /// `stddev_ns`.
+    pub stddev_ns: Option<u64>,
+    /// `avg_ts`.
+    pub avg_ts: Option<f64>,
+    /// `stddev_ts`.
+    pub stddev_ts: Option<f64>,
+}
+
+impl Test {
+    /// The test's name as llama-bench prints it: `pp64`, `tg16`, `pp64+tg16`, with `@d512`.
+    pub fn name(&self) -> String {
+        let mut n = match (self.n_prompt, self.n_gen) {
+            (p, 0) => format!("pp{p}"),
+            (0, g) => format!("tg{g}"),
+            (p, g) => format!("pp{p}+tg{g}"),
+        };
+        if self.n_depth > 0 {
+            n.push_str(&format!(" @ d{}", self.n_depth));
+        }
+        n
+    }
+
+    /// What its tokens/s measure: prefill (pp), decode (tg) or both.
+    pub fn phase(&self) -> &'static str {
+        match (self.n_prompt, self.n_gen) {
+            (_, 0) => "prefill",
+            (0, _) => "decode",
+            _ => "prefill+decode",
+        }
+    }
+
+    /// Each repetition's tokens/s, from its nanoseconds.
+    pub fn ts(&self) -> Vec<f64> {
+        let tokens = (self.n_prompt + self.n_gen) as f64;
+        self.samples_ns
+            .iter()
+            .map(|ns| 1e9 * tokens / *ns as f64)
+            .collect()
+    }
+
+    fn pointer(&self, field: &str) -> String {
+        if self.at.starts_with('/') {
+            format!("{}/{field}", self.at)
+        } else {
+            format!("{} /{field}", self.at)
+        }
+    }
+}
+
+/// The file, typed.
+#[derive(Debug, Clone, Default)]
+pub struct Bench {
+    /// Its name (findings point into it).
+    pub file: String,
+    /// Every complete test, in order.
+    pub tests: Vec<Test>,
+    /// Whether a `-o json` array ends unclosed (the run stopped).
+    pub truncated: bool,
+}
+
+/// Runs every llama-bench check.
+pub fn check(b: &Bench) -> Checked {
+    let mut out = Checked::default();
+    check_stopped(b, &mut out);
+    for t in &b.tests {
+        check_samples_ts(b, t, &mut out);
+        check_means(b, t, &mut out);
+        check_stddev_ns(b, t, &mut out);
+    }
+    out
+}
+
+/// `import.run-incomplete`: a `-o json` array left unclosed: llama-bench stopped at a failed test.
+pub fn check_stopped(b: &Bench, out: &mut Checked) {
+    out.ran(&RUN_INCOMPLETE);
+    if !b.truncated {
+        return;
+    }
+    let last = b.tests.last().map_or("none".to_string(), Test::name);
+    out.finding(
+        &RUN_INCOMPLETE,
+        format!(
+            "the JSON array ends unclosed after {} complete tests (the last: {last}): llama-bench stopped at a test that failed (its error went to stderr, which the file does not hold); the tests asked for after it were not run",
+            b.tests.len()
+        ),
+    )
+    .file(&b.file)
+    .data(json!({"complete_tests": b.tests.len()}));
+}
+
+/// `speed.recompute-mismatch`: each repetition's printed tokens/s against its nanoseconds and the
+/// test's token count.
+pub fn check_samples_ts(b: &Bench, t: &Test, out: &mut Checked) {
+    let id = &speed::RECOMPUTE_MISMATCH;
+    out.ran(id);
+    if t.samples_ts.len() != t.samples_ns.len() {
+        out.finding(
+            id,
+            format!(
+                "{}: {} samples_ts for {} samples_ns; one each per repetition is expected",
+                t.name(),
+                t.samples_ts.len(),
+                t.samples_ns.len()
+            ),
+        )
+        .at(&b.file, t.pointer("samples_ts"));
+        return;
+    }
+    for (i, (exact, shown)) in t.ts().iter().zip(&t.samples_ts).enumerate() {
+        let key = format!("llama-bench.{}.samples_ts.{i}", t.name());
+        let at = t.pointer(&format!("samples_ts/{i}"));
+        out.compare(id, (&b.file, &at), &key, *exact, *shown);
+    }
+}
+
+/// `speed.recompute-mismatch`: `avg_ns` (llama-bench's integer mean), `avg_ts` and `stddev_ts`
+/// (mean and sample standard deviation of the repetitions' tokens/s).
+pub fn check_means(b: &Bench, t: &Test, out: &mut Checked) {
+    let id = &speed::RECOMPUTE_MISMATCH;
+    let n = t.samples_ns.len() as u64;
+    if n == 0 {
+        return;
+    }
+    let name = t.name();
+    if let Some(shown) = t.avg_ns {
+        let sum = t.samples_ns.iter().fold(0u64, |a, x| a.wrapping_add(*x));
+        let at = t.pointer("avg_ns");
+        let key = format!("llama-bench.{name}.avg_ns");
+        out.compare(id, (&b.file, &at), &key, (sum / n) as f64, shown as f64);
+    }
+    let ts = t.ts();
+    if let Some(shown) = t.avg_ts {
+        let mean = ts.iter().sum::<f64>() / ts.len() as f64;
+        let at = t.pointer("avg_ts");
+        let key = format!("llama-bench.{name}.avg_ts");
+        out.compare(id, (&b.file, &at), &key, mean, shown);
+    }
+    if let Some(shown) = t.stddev_ts {
+        let sd = std_sample(&ts).unwrap_or(0.0);
+        let at = t.pointer("stddev_ts");
+        let key = format!("llama-bench.{name}.stddev_ts");
+        out.compare(id, (&b.file, &at), &key, sd, shown);
+    }
+}
+
+/// `stddev_ns` as llama-bench computes it: `sqrt(sum_sq / (n - 1) - mean * mean * n / (n - 1))`
+/// in unsigned 64-bit integers (each operation wrapping), the square root of the result as a
+/// double, truncated; and whether an operation wrapped (past 2^64, or below 0).
+pub fn llama_bench_stddev_ns(v: &[u64]) -> (u64, bool) {
+    if v.len() <= 1 {
+        return (0, false);
+    }
+    let n = v.len() as u64;
+    let mut wrapped = false;
+    let mut sum = 0u64;
+    let mut sq = 0u64;
+    for x in v {
+        let (s1, o1) = sum.overflowing_add(*x);
+        let (m, o2) = x.overflowing_mul(*x);
+        let (s2, o3) = sq.overflowing_add(m);
+        (sum, sq) = (s1, s2);
+        wrapped |= o1 || o2 || o3;
+    }
+    let mean = sum / n;
+    let (mm, o1) = mean.overflowing_mul(mean);
+    let (mmn, o2) = mm.overflowing_mul(n);
+    let (inner, o3) = (sq / (n - 1)).overflowing_sub(mmn / (n - 1));
+    ((inner as f64).sqrt() as u64, wrapped || o1 || o2 || o3)
+}
+
+/// `speed.recompute-mismatch`: `stddev_ns` against llama-bench's own integer formula over the
+/// samples (whose integer rounding is some ns off the exact sample standard deviation); when
+/// that formula wrapped past 2^64 the printed value describes nothing, and the finding says so.
+pub fn check_stddev_ns(b: &Bench, t: &Test, out: &mut Checked) {
+    let Some(shown) = t.stddev_ns else {
+        return;
+    };
+    let id = &speed::RECOMPUTE_MISMATCH;
+    out.ran(id);
+    let values: Vec<f64> = t.samples_ns.iter().map(|x| *x as f64).collect();
+    let exact = std_sample(&values).unwrap_or(0.0);
+    let (tool, wrapped) = llama_bench_stddev_ns(&t.samples_ns);
+    let key = format!("llama-bench.{}.stddev_ns", t.name());
+    out.recomputed.push(crate::report::Recomputed {
+        key: key.clone(),
+        value: Some(if wrapped { exact } else { tool as f64 }),
+        file: Some(shown as f64),
+        page: None,
+    });
+    let near = (exact - shown as f64).abs() <= (1e-6 * exact).max(1.0);
+    if near || (tool == shown && !wrapped) {
+        return;
+    }
+    let why = if tool == shown {
+        ": it is what llama-bench's unsigned 64-bit arithmetic gives, and that wrapped (the samples' sum of squares passes 2^64), so the printed spread describes nothing"
+    } else {
+        ""
+    };
+    out.finding(
+        id,
+        format!("{key} is printed as {shown} but its samples give {exact:.0}{why}"),
+    )
+    .at(&b.file, t.pointer("stddev_ns"))
+    .data(json!({"printed": shown, "recomputed": exact, "llama_bench_integer": tool, "wrapped": wrapped}));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_integer_stddev_is_llama_bench_s_and_wraps() {
+        // Samples of a real run under load (fixtures/imports/llama-bench/overflow).
+        let v = [740_069_036, 3_941_222_400, 2_168_001_670];
+        assert_eq!(llama_bench_stddev_ns(&v), (3_434_407_237, true));
+        let f: Vec<f64> = v.iter().map(|x| *x as f64).collect();
+        assert!((std_sample(&f).unwrap() - 1.6037e9).abs() < 1e6);
+        assert_eq!(llama_bench_stddev_ns(&[168_824_990]), (0, false));
+        // A clean run's tg16: the integer formula is 28 ns off the exact value, and not wrapped.
+        let v = [168_824_990, 157_425_176, 162_469_222];
+        assert_eq!(llama_bench_stddev_ns(&v), (5_712_499, false));
+    }
+}

@@ -1,0 +1,242 @@
+//! llama.cpp's server (`llama-server`): the `timings` object it puts in each `/completion` and
+//! `/v1/chat/completions` response, read from a JSON Lines file of saved response bodies (one
+//! response a line; an error body `{"error": {...}}` for a refused request).
+//!
+//! Definitions, as llama-server writes them (`tools/server/`):
+//! - units: `*_ms` in milliseconds, `*_per_second` in tokens per second, `*_n` in tokens;
+//! - TTFT: none is written; `prompt_ms` is the prompt's processing time on the slot (from the
+//!   task's start to its last prompt batch), not a client's time to first token;
+//! - token counts: the server's own: `prompt_n` prompt tokens computed, `cache_n` prompt tokens
+//!   taken from the slot's cache (not computed), `predicted_n` tokens generated; the response's
+//!   `tokens_evaluated` (`/completion`) or `usage.prompt_tokens` (chat) is `prompt_n + cache_n`;
+//! - the rates: `prompt_per_token_ms = prompt_ms / prompt_n`, `prompt_per_second = 1e3 *
+//!   prompt_n / prompt_ms`; for generation, older servers divide by `predicted_n`, newer ones
+//!   (`server_slot_stats`) by the decode steps `predicted_n - 1` (the first token comes from the
+//!   prompt's last batch) and print 0 when there is none; the file does not say which server it
+//!   is, so a value that either gives is accepted and the recomputed key names the one;
+//! - which requests: each response is one request; there is no aggregate over them in the file.
+
+use super::{Checked, FAILED_AS_ZERO, FAILED_REQUESTS};
+use crate::speed;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// The `timings` of one response (each field as printed, absent when not).
+#[derive(Debug, Clone, Default)]
+pub struct Timings {
+    /// Every numeric field of the object, by name.
+    pub fields: BTreeMap<String, f64>,
+}
+
+impl Timings {
+    fn get(&self, k: &str) -> Option<f64> {
+        self.fields.get(k).copied()
+    }
+}
+
+/// One saved response.
+#[derive(Debug, Clone, Default)]
+pub struct Response {
+    /// Its line in the file, from 1.
+    pub line: usize,
+    /// `error`: its code and message (a refused request).
+    pub error: Option<(Option<i64>, String)>,
+    /// `timings`.
+    pub timings: Option<Timings>,
+    /// The reply's text (`content`, or the chat message's content).
+    pub text: Option<String>,
+    /// The prompt tokens the response states beside its timings (`tokens_evaluated`, or
+    /// `usage.prompt_tokens`), and which field.
+    pub prompt_tokens: Option<(f64, &'static str)>,
+    /// The reply tokens it states (`tokens_predicted`, or `usage.completion_tokens`).
+    pub reply_tokens: Option<(f64, &'static str)>,
+}
+
+/// Runs every llama-server check over the responses of `file`.
+pub fn check(file: &str, responses: &[Response]) -> Checked {
+    let mut out = Checked::default();
+    for r in responses {
+        if let Some(t) = &r.timings {
+            check_prompt_rates(file, r.line, t, &mut out);
+            check_predicted_rates(file, r.line, t, &mut out);
+            check_token_counts(file, r, t, &mut out);
+        }
+    }
+    check_cached(file, responses, &mut out);
+    check_failed(file, responses, &mut out);
+    check_empty(file, responses, &mut out);
+    out
+}
+
+fn at(line: usize, field: &str) -> String {
+    format!("line {line} /timings/{field}")
+}
+
+/// `speed.recompute-mismatch`: `prompt_per_token_ms` and `prompt_per_second` from `prompt_n`
+/// and `prompt_ms`.
+pub fn check_prompt_rates(file: &str, line: usize, t: &Timings, out: &mut Checked) {
+    let (Some(n), Some(ms)) = (t.get("prompt_n"), t.get("prompt_ms")) else {
+        return;
+    };
+    let id = &speed::RECOMPUTE_MISMATCH;
+    let per_token = if n > 0.0 { ms / n } else { 0.0 };
+    let per_second = if ms > 0.0 { 1e3 * n / ms } else { 0.0 };
+    for (k, exact) in [
+        ("prompt_per_token_ms", per_token),
+        ("prompt_per_second", per_second),
+    ] {
+        if let Some(shown) = t.get(k) {
+            let key = format!("llama-server.line{line}.{k}");
+            out.compare(id, (file, &at(line, k)), &key, exact, shown);
+        }
+    }
+}
+
+/// `speed.recompute-mismatch`: `predicted_per_token_ms` and `predicted_per_second` from
+/// `predicted_n` and `predicted_ms`, over the tokens or over the decode steps (n - 1).
+pub fn check_predicted_rates(file: &str, line: usize, t: &Timings, out: &mut Checked) {
+    let (Some(n), Some(ms)) = (t.get("predicted_n"), t.get("predicted_ms")) else {
+        return;
+    };
+    let id = &speed::RECOMPUTE_MISMATCH;
+    out.ran(id);
+    for k in ["predicted_per_token_ms", "predicted_per_second"] {
+        let Some(shown) = t.get(k) else {
+            continue;
+        };
+        let rate = |count: f64| match (k, count > 0.0, ms > 0.0) {
+            ("predicted_per_token_ms", true, _) => ms / count,
+            ("predicted_per_second", _, true) => 1e3 * count / ms,
+            _ => 0.0,
+        };
+        let (over_tokens, over_steps) = (rate(n), rate((n - 1.0).max(0.0)));
+        let (exact, what) = if (over_steps - shown).abs() < (over_tokens - shown).abs() {
+            (over_steps, "steps")
+        } else {
+            (over_tokens, "tokens")
+        };
+        out.recomputed.push(crate::report::Recomputed {
+            key: format!("llama-server.line{line}.{k} (over {what})"),
+            value: Some(exact),
+            file: Some(shown),
+            page: None,
+        });
+        if super::close(exact, shown) {
+            continue;
+        }
+        out.finding(id, format!("{k} of line {line} is printed as {shown} but predicted_n {n} and predicted_ms {ms} give {over_tokens} (over the tokens) or {over_steps} (over the decode steps, n - 1)"))
+            .at(file, at(line, k))
+            .data(json!({"printed": shown, "over_tokens": over_tokens, "over_steps": over_steps}));
+    }
+}
+
+/// `speed.token-source`: the prompt and reply tokens a response states beside its timings
+/// (`tokens_evaluated`/`usage.prompt_tokens` = prompt_n + cache_n, `tokens_predicted`/
+/// `usage.completion_tokens` = predicted_n); a figure over one count is not over the other.
+pub fn check_token_counts(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
+    out.ran(&speed::TOKEN_SOURCE);
+    let prompt = t
+        .get("prompt_n")
+        .map(|p| p + t.get("cache_n").unwrap_or(0.0));
+    let pairs = [
+        (r.prompt_tokens, prompt, "prompt_n + cache_n"),
+        (r.reply_tokens, t.get("predicted_n"), "predicted_n"),
+    ];
+    for (stated, timed, what) in pairs {
+        let (Some((stated, field)), Some(timed)) = (stated, timed) else {
+            continue;
+        };
+        if stated != timed {
+            out.finding(
+                &speed::TOKEN_SOURCE,
+                format!("line {}: {field} is {stated} but the timings count {timed} ({what}): a rate over one is not over the other", r.line),
+            )
+            .at(file, format!("line {}", r.line))
+            .data(json!({"stated": stated, "timings": timed}));
+        }
+    }
+}
+
+/// `speed.cached-tokens`: responses whose prompt was partly taken from the slot's cache
+/// (`cache_n` > 0): their `prompt_ms` is not the whole prompt's prefill, and a prefill figure
+/// over `prompt_n + cache_n` counts tokens that were not computed.
+pub fn check_cached(file: &str, responses: &[Response], out: &mut Checked) {
+    out.ran(&speed::CACHED_TOKENS);
+    for r in responses {
+        let Some(t) = &r.timings else {
+            continue;
+        };
+        let cached = t.get("cache_n").unwrap_or(0.0);
+        if cached <= 0.0 {
+            continue;
+        }
+        let computed = t.get("prompt_n").unwrap_or(0.0);
+        out.finding(
+            &speed::CACHED_TOKENS,
+            format!(
+                "line {}: {cached} of the prompt's {} tokens came from the cache (cache_n), {computed} were computed: its prompt_ms and prompt_per_second are not a prefill of the prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
+                r.line,
+                cached + computed,
+                cached + computed
+            ),
+        )
+        .at(file, at(r.line, "cache_n"))
+        .data(json!({"cache_n": cached, "prompt_n": computed}));
+    }
+}
+
+/// `import.failed-requests`: responses that are errors (a refused request): no timings, no reply.
+pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
+    out.ran(&FAILED_REQUESTS);
+    let failed: Vec<&Response> = responses.iter().filter(|r| r.error.is_some()).collect();
+    if failed.is_empty() {
+        return;
+    }
+    let why: Vec<String> = failed
+        .iter()
+        .filter_map(|r| r.error.as_ref())
+        .map(|(c, m)| format!("{} {}", c.map_or("-".into(), |c| c.to_string()), m))
+        .collect();
+    let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
+    out.finding(
+        &FAILED_REQUESTS,
+        format!(
+            "{} of {} responses are errors ({}); a figure over the responses' timings describes only the other {}",
+            failed.len(),
+            responses.len(),
+            why.join("; "),
+            responses.len() - failed.len()
+        ),
+    )
+    .file(file)
+    .pointer(format!("line {}", lines.join(", ")))
+    .data(json!({"failed": failed.len(), "total": responses.len()}));
+}
+
+/// `import.failed-as-zero` (as a warning): a response with timings but no reply text or no
+/// decode step (one token or none): its generation rate is 0 or undefined, not a speed, and an
+/// average over responses that keeps it is pulled down by a request that generated nothing.
+pub fn check_empty(file: &str, responses: &[Response], out: &mut Checked) {
+    out.ran(&FAILED_AS_ZERO);
+    for r in responses.iter().filter(|r| r.error.is_none()) {
+        let Some(t) = &r.timings else {
+            continue;
+        };
+        let n = t.get("predicted_n").unwrap_or(0.0);
+        let empty = r.text.as_deref().is_some_and(|x| x.trim().is_empty());
+        if !empty && n > 1.0 {
+            continue;
+        }
+        out.warning(
+            &FAILED_AS_ZERO,
+            format!(
+                "line {}: {} ({n} token{}): its predicted_per_second ({}) is no generation speed; an average over the responses must leave it out",
+                r.line,
+                if empty { "an empty reply" } else { "no decode step" },
+                if n == 1.0 { "" } else { "s" },
+                t.get("predicted_per_second").unwrap_or(0.0)
+            ),
+        )
+        .at(file, at(r.line, "predicted_n"));
+    }
+}

@@ -1,0 +1,389 @@
+//! vLLM's `vllm bench serve --save-result --save-detailed` result: one JSON object with the run's
+//! setup, its aggregates and, per request in order, `input_lens`, `output_lens`, `ttfts`, `itls`,
+//! `latencies`, `start_times`, `queue_times`, `generated_texts` and `errors`.
+//!
+//! Definitions, as vLLM 0.34 writes them (`vllm/benchmarks/serve.py`, `calculate_metrics`):
+//! - units: per-request times in seconds; aggregates `*_ms` in milliseconds; `duration` in s;
+//!   throughputs per second; lengths in tokens;
+//! - TTFT anchor: the first streamed chunk that carries text, less the request's start;
+//!   a failed request keeps the default 0.0;
+//! - token counts: `output_lens` is the server's usage `completion_tokens` when the stream ends
+//!   with usage, else the client's tokenizer on the generated text (the file does not say which);
+//!   0 for a failed request; `input_lens` is the dataset's prompt length (the client's count);
+//! - which requests: every aggregate is over the successful requests (no error): `completed`,
+//!   `total_input_tokens`, each mean/median/std (numpy, ddof 0)/percentile (numpy's linear rule)
+//!   of TTFT, TPOT (`(latency - ttft) / (output_len - 1)`, requests with more than one output
+//!   token), ITL (every gap of every success) and E2EL; `total_output_tokens` adds every
+//!   `output_lens` (0 for failures); throughputs divide by `duration` (the whole run's wall time);
+//!   an empty list counts as `[0]`. `max_concurrent_requests` and `max_output_tokens_per_s` come
+//!   from the successes' start times, TTFTs, ITLs and latencies, in whole-second buckets from the
+//!   first start (0.34's "peak concurrent requests" counts every request active at any time in a
+//!   second, so it can exceed `max_concurrency`; later versions take the exact peak).
+
+use super::{percentile_linear, std_population, Checked};
+use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use crate::speed;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// The result file, typed.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    /// Its name (findings point into it).
+    pub file: String,
+    /// `duration`, s.
+    pub duration: f64,
+    /// `ttfts`, s.
+    pub ttfts: Vec<f64>,
+    /// `itls`, s, per request.
+    pub itls: Vec<Vec<f64>>,
+    /// `input_lens`.
+    pub input_lens: Vec<f64>,
+    /// `output_lens`.
+    pub output_lens: Vec<f64>,
+    /// `latencies`, s (absent in files of older vLLM).
+    pub latencies: Option<Vec<f64>>,
+    /// `start_times`, s.
+    pub start_times: Option<Vec<f64>>,
+    /// `queue_times`, s.
+    pub queue_times: Option<Vec<f64>>,
+    /// `generated_texts`.
+    pub texts: Option<Vec<String>>,
+    /// `errors` ("" for a success).
+    pub errors: Vec<String>,
+    /// Every top-level number the file prints, by key.
+    pub printed: BTreeMap<String, f64>,
+}
+
+impl Run {
+    /// Whether request `i` succeeded (no error), as vLLM's aggregates take it.
+    pub fn ok(&self, i: usize) -> bool {
+        self.errors.get(i).is_none_or(|e| e.is_empty())
+    }
+
+    fn ok_idx(&self) -> Vec<usize> {
+        (0..self.ttfts.len()).filter(|i| self.ok(*i)).collect()
+    }
+}
+
+/// The per-request values (ms) behind a distribution, over the requests `idx`.
+pub fn values(r: &Run, metric: &str, idx: &[usize]) -> Option<Vec<f64>> {
+    let lat = |i: usize| r.latencies.as_ref().map(|l| l[i]);
+    let q = |i: usize| r.queue_times.as_ref().map(|l| l[i]);
+    let mut v = Vec::new();
+    for &i in idx {
+        match metric {
+            "ttft" => v.push(r.ttfts[i]),
+            "itl" => v.extend(&r.itls[i]),
+            "e2el" => v.push(lat(i)?),
+            "client_queue_time" => v.push(q(i)?),
+            "e2el_including_client_queue" => v.push(lat(i)? + q(i)?),
+            "tpot" if r.output_lens[i] > 1.0 => {
+                v.push((lat(i)? - r.ttfts[i]) / (r.output_lens[i] - 1.0))
+            }
+            "tpot" => {}
+            _ => return None,
+        }
+    }
+    Some(v.iter().map(|x| x * 1000.0).collect())
+}
+
+/// One statistic as numpy gives it (an empty list as `[0]`).
+fn stat(v: &[f64], name: &str) -> Option<f64> {
+    let mut s: Vec<f64> = if v.is_empty() { vec![0.0] } else { v.to_vec() };
+    s.sort_by(f64::total_cmp);
+    match name {
+        "mean" => Some(s.iter().sum::<f64>() / s.len() as f64),
+        "std" => std_population(&s),
+        "median" => percentile_linear(&s, 50.0),
+        p => p
+            .strip_prefix('p')
+            .and_then(|q| q.parse::<f64>().ok())
+            .and_then(|q| percentile_linear(&s, q)),
+    }
+}
+
+/// Splits `p99_ttft_ms` into (`p99`, `ttft`).
+fn split_key(k: &str) -> Option<(&str, &str)> {
+    let body = k.strip_suffix("_ms")?;
+    let (s, m) = body.split_once('_')?;
+    let stat_ok = matches!(s, "mean" | "median" | "std")
+        || s.strip_prefix('p')
+            .is_some_and(|q| q.parse::<f64>().is_ok());
+    stat_ok.then_some((s, m))
+}
+
+/// Runs every vLLM check.
+pub fn check(r: &Run) -> Checked {
+    let mut out = Checked::default();
+    check_counts(r, &mut out);
+    check_failed_requests(r, &mut out);
+    check_failed_as_zero(r, &mut out);
+    let mut unchecked = check_distributions(r, &mut out);
+    check_totals(r, &mut out);
+    check_peaks(r, &mut out, &mut unchecked);
+    not_recomputable(r, &unchecked, &mut out);
+    out
+}
+
+/// `import.failed-hidden` (and `speed.recompute-mismatch`): `completed` and `failed` against
+/// the requests with and without an error.
+pub fn check_counts(r: &Run, out: &mut Checked) {
+    out.ran(&FAILED_HIDDEN);
+    let n = r.ttfts.len() as f64;
+    let ok = r.ok_idx().len() as f64;
+    let shown_failed = r.printed.get("failed").copied();
+    if n - ok > shown_failed.unwrap_or(0.0) {
+        out.finding(
+            &FAILED_HIDDEN,
+            format!("{} of the {n} requests carry an error but `failed` says {}: they are left out of every figure unsaid", n - ok, shown_failed.map_or("nothing".into(), |x| x.to_string())),
+        )
+        .at(&r.file, "/failed")
+        .data(json!({"errors": n - ok, "printed": shown_failed}));
+    }
+    if let Some(c) = r.printed.get("completed") {
+        let id = &speed::RECOMPUTE_MISMATCH;
+        out.compare(id, (&r.file, "/completed"), "vllm.completed", ok, *c);
+    }
+}
+
+/// `import.failed-requests`: the requests that failed, with their errors' last lines.
+pub fn check_failed_requests(r: &Run, out: &mut Checked) {
+    out.ran(&FAILED_REQUESTS);
+    let failed: Vec<usize> = (0..r.ttfts.len()).filter(|i| !r.ok(*i)).collect();
+    if failed.is_empty() {
+        return;
+    }
+    let mut why: BTreeMap<String, usize> = BTreeMap::new();
+    for &i in &failed {
+        let last = r.errors[i].trim().lines().last().unwrap_or("").trim();
+        *why.entry(last.chars().take(160).collect()).or_default() += 1;
+    }
+    let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
+    let idx: Vec<String> = failed.iter().map(|i| i.to_string()).collect();
+    out.finding(
+        &FAILED_REQUESTS,
+        format!(
+            "{} of {} requests failed ({}); vLLM's figures are over the other {}, its throughputs over the whole run's duration",
+            failed.len(),
+            r.ttfts.len(),
+            list.join("; "),
+            r.ttfts.len() - failed.len()
+        ),
+    )
+    .at(&r.file, format!("/errors/{}", idx.join(",")))
+    .data(json!({"failed": failed.len(), "total": r.ttfts.len(), "requests": failed}));
+}
+
+/// `import.failed-as-zero`: a request counted as a success (no error) that looks failed (no
+/// first token, no text, no output token), or a failed request whose output tokens are added to
+/// `total_output_tokens`.
+pub fn check_failed_as_zero(r: &Run, out: &mut Checked) {
+    out.ran(&FAILED_AS_ZERO);
+    for i in 0..r.ttfts.len() {
+        let empty = r
+            .texts
+            .as_ref()
+            .is_some_and(|t| t.get(i).is_some_and(|x| x.is_empty()));
+        let what = if r.ok(i) && (r.ttfts[i] <= 0.0 || empty || r.output_lens[i] <= 0.0) {
+            "has no error but no first token, text or output token, and is counted as a success in every figure"
+        } else if !r.ok(i) && r.output_lens[i] > 0.0 {
+            "failed, yet its output tokens are added to total_output_tokens and the throughputs"
+        } else {
+            continue;
+        };
+        out.finding(&FAILED_AS_ZERO, format!("request {i} {what}"))
+            .at(&r.file, format!("/ttfts/{i}"))
+            .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
+    }
+}
+
+/// `speed.recompute-mismatch` (`import.failed-as-zero` when the printed value is the one over
+/// every request, failed ones at 0): each printed `{mean,median,std,pXX}_{metric}_ms` from the
+/// successes' per-request values. Returns the printed keys it could not recompute.
+pub fn check_distributions(r: &Run, out: &mut Checked) -> Vec<String> {
+    let ok = r.ok_idx();
+    let all: Vec<usize> = (0..r.ttfts.len()).collect();
+    let mut unchecked = Vec::new();
+    for (k, shown) in &r.printed {
+        let Some((s, m)) = split_key(k) else {
+            continue;
+        };
+        let Some(exact) = values(r, m, &ok).and_then(|v| stat(&v, s)) else {
+            unchecked.push(k.clone());
+            continue;
+        };
+        let at = format!("/{k}");
+        let key = format!("vllm.{k}");
+        if super::close(exact, *shown) || ok.len() == all.len() {
+            out.compare(
+                &speed::RECOMPUTE_MISMATCH,
+                (&r.file, &at),
+                &key,
+                exact,
+                *shown,
+            );
+            continue;
+        }
+        let over_all = values(r, m, &all).and_then(|v| stat(&v, s));
+        if over_all.is_some_and(|x| super::close(x, *shown)) {
+            out.finding(&FAILED_AS_ZERO, format!("{k} is printed as {shown}, its value over all {} requests with the failed ones at 0; over the {} successes it is {exact}", all.len(), ok.len()))
+                .at(&r.file, &at)
+                .data(json!({"printed": shown, "recomputed": exact}));
+        } else {
+            out.compare(
+                &speed::RECOMPUTE_MISMATCH,
+                (&r.file, &at),
+                &key,
+                exact,
+                *shown,
+            );
+        }
+    }
+    unchecked
+}
+
+/// `speed.recompute-mismatch`: the token totals and the throughputs over `duration`.
+pub fn check_totals(r: &Run, out: &mut Checked) {
+    let ok = r.ok_idx();
+    let input: f64 = ok.iter().map(|i| r.input_lens[*i]).sum();
+    let output: f64 = r.output_lens.iter().sum();
+    let d = r.duration;
+    let rows = [
+        ("total_input_tokens", input),
+        ("total_output_tokens", output),
+        ("request_throughput", ok.len() as f64 / d),
+        ("output_throughput", output / d),
+        ("total_token_throughput", (input + output) / d),
+    ];
+    for (k, exact) in rows {
+        if let Some(shown) = r.printed.get(k) {
+            let at = format!("/{k}");
+            let key = format!("vllm.{k}");
+            out.compare(
+                &speed::RECOMPUTE_MISMATCH,
+                (&r.file, &at),
+                &key,
+                exact,
+                *shown,
+            );
+        }
+    }
+}
+
+/// `speed.recompute-mismatch`: `max_concurrent_requests` (vLLM 0.34: the most successes active
+/// in one whole second from the first start, which counts requests that only follow each other in
+/// that second; later versions: the most overlapping [start, start + latency) intervals; either is
+/// accepted) and `max_output_tokens_per_s` (the most token times, first token then each ITL, in
+/// one whole second from the first start), as vLLM computes them.
+pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
+    let keys = ["max_concurrent_requests", "max_output_tokens_per_s"];
+    let (Some(st), Some(lat)) = (&r.start_times, &r.latencies) else {
+        unchecked.extend(
+            keys.iter()
+                .filter(|k| r.printed.contains_key(**k))
+                .map(|k| k.to_string()),
+        );
+        return;
+    };
+    let ok = r.ok_idx();
+    if ok.is_empty() {
+        return;
+    }
+    let Some((peak, per_second, tokens)) = peaks(r, &ok, st, lat) else {
+        unchecked.extend(keys.iter().map(|k| k.to_string()));
+        return;
+    };
+    let concurrent = match r.printed.get(keys[0]) {
+        Some(x) if (per_second - x).abs() < (peak - x).abs() => per_second,
+        _ => peak,
+    };
+    for (k, exact) in keys.iter().zip([concurrent, tokens]) {
+        if let Some(shown) = r.printed.get(*k) {
+            let at = format!("/{k}");
+            let key = format!("vllm.{k}");
+            out.compare(
+                &speed::RECOMPUTE_MISMATCH,
+                (&r.file, &at),
+                &key,
+                exact,
+                *shown,
+            );
+        }
+    }
+}
+
+/// The successes' exact peak concurrency, vLLM 0.34's per-second one, and the most token times
+/// in one whole second from the first start.
+fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f64)> {
+    let mut events: Vec<(f64, i32)> = ok
+        .iter()
+        .flat_map(|&i| [(st[i], 1), (st[i] + lat[i], -1)])
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut peak) = (0, 0);
+    for (_, d) in events {
+        now += d;
+        peak = peak.max(now);
+    }
+    let t0 = ok.iter().map(|&i| st[i]).fold(f64::INFINITY, f64::min);
+    let end = ok
+        .iter()
+        .map(|&i| st[i] + lat[i])
+        .fold(f64::NEG_INFINITY, f64::max);
+    // Whole-second buckets: a span past a day (or not a number) is not a benchmark run's.
+    if !(0.0..=86_400.0).contains(&(end - t0)) {
+        return None;
+    }
+    let mut buckets = vec![0.0; (end - t0).ceil() as usize + 1];
+    for &i in ok {
+        let mut t = st[i] + r.ttfts[i];
+        for k in 0..=r.itls[i].len() {
+            if k > 0 {
+                t += r.itls[i][k - 1];
+            }
+            let b = (t - t0) as usize;
+            if let Some(x) = buckets.get_mut(b) {
+                *x += 1.0;
+            }
+        }
+    }
+    let tokens = buckets.iter().copied().fold(0.0, f64::max);
+    // vLLM 0.34: the most requests active in one whole second (a request counts in every second
+    // from its start's to its end's, both included); later vLLM: the exact sweep-line peak.
+    let mut active = vec![0.0; buckets.len() + 1];
+    for &i in ok {
+        for sec in (st[i] - t0) as usize..=(st[i] + lat[i] - t0) as usize {
+            if let Some(x) = active.get_mut(sec) {
+                *x += 1.0;
+            }
+        }
+    }
+    let per_second = active.iter().copied().fold(0.0, f64::max);
+    Some((peak as f64, per_second, tokens))
+}
+
+/// `import.not-recomputable`: printed figures the file's records cannot give (goodput: its SLOs
+/// are not saved; an unknown metric).
+fn not_recomputable(r: &Run, unchecked: &[String], out: &mut Checked) {
+    out.ran(&NOT_RECOMPUTABLE);
+    let mut keys: Vec<String> = unchecked.to_vec();
+    for k in ["request_goodput", "rtfx"] {
+        if r.printed.get(k).is_some_and(|x| *x != 0.0) {
+            keys.push(k.to_string());
+        }
+    }
+    if keys.is_empty() {
+        return;
+    }
+    out.finding(
+        &NOT_RECOMPUTABLE,
+        format!(
+            "{} printed figures are not checked, since the per-request lists do not give them: {}",
+            keys.len(),
+            keys.join(", ")
+        ),
+    )
+    .file(&r.file)
+    .data(json!({ "keys": keys }));
+}

@@ -1,0 +1,198 @@
+//! vLLM's `vllm bench serve --save-result --save-detailed` JSON, read into
+//! `rigaudit_audit::imported::vllm`'s record.
+//!
+//! Definitions (vLLM 0.34; in full in `audit/src/imported/vllm.rs`):
+//! - units: per-request seconds, aggregates in ms, throughputs per second;
+//! - TTFT: the first streamed chunk with text, less the request's start (0.0 for a failure);
+//! - token counts: `output_lens` from the server's usage, else the client's tokenizer;
+//! - aggregates: over the requests without an error; throughputs over the run's `duration`.
+
+use super::{Imported, Source};
+use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::imported::compare::{Sample, Series};
+use rigaudit_audit::imported::vllm::{check, values, Run};
+use serde_json::{Map, Value};
+
+/// The setup keys `vllm bench serve` writes before its results (the run's settings for `diff`).
+const SETUP: &[&str] = &[
+    "backend",
+    "endpoint_type",
+    "label",
+    "model_id",
+    "tokenizer_id",
+    "num_prompts",
+    "request_rate",
+    "burstiness",
+    "max_concurrency",
+];
+
+/// Whether a source is a vLLM bench serve result (by content).
+pub fn looks_like(s: &Source) -> bool {
+    ["\"request_throughput\"", "\"duration\"", "\"completed\""]
+        .iter()
+        .all(|k| super::holds(&s.bytes, k))
+}
+
+/// Reads the result (one file; more are refused) and runs the checks.
+pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+    let i = sources.iter().position(looks_like).ok_or_else(|| {
+        fatal(format!(
+            "{}: no vLLM bench serve result among them (expected the JSON of --save-result, with duration and request_throughput)",
+            super::names(sources)
+        ))
+    })?;
+    sources[i].role = "result".into();
+    let src = &sources[i];
+    let v = super::json_of(src)?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| fatal(format!("{}: expected a JSON object at the top", src.shown)))?;
+    let run = run(obj, src)?;
+    let mut imp = Imported {
+        tool_version: None,
+        model: obj
+            .get("model_id")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+        ..Default::default()
+    };
+    imp.taken.push(format!(
+        "the {} requests of {} (TTFT, ITLs, latency, start and queue times, input and output lengths, text, error) and the {} figures it prints",
+        run.ttfts.len(),
+        src.name,
+        run.printed.len()
+    ));
+    imp.not_taken
+        .push("vLLM's version: the result file does not record it".into());
+    imp.not_taken.push("where output_lens came from: the server's usage, or the client's tokenizer on the text when the stream carried no usage; the file does not say".into());
+    imp.not_taken
+        .push("the server's setup: vLLM's client records only its own settings".into());
+    for s in sources.iter().filter(|s| s.role.is_empty()) {
+        imp.not_taken.push(format!(
+            "{}: one vLLM result is read at a time; not read",
+            s.name
+        ));
+    }
+    imp.checked = check(&run);
+    let setup: Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| SETUP.contains(&k.as_str()))
+        .map(|(k, x)| (k.clone(), x.clone()))
+        .collect();
+    super::flatten(&Value::Object(setup), "", &src.name, &[], &mut imp.settings);
+    imp.series = series(&run);
+    Ok(imp)
+}
+
+fn series(r: &Run) -> Vec<Series> {
+    let ok: Vec<usize> = (0..r.ttfts.len()).filter(|i| r.ok(*i)).collect();
+    let mut out = Vec::new();
+    for m in ["ttft", "tpot", "itl", "e2el"] {
+        if let Some(v) = values(r, m, &ok).filter(|v| !v.is_empty()) {
+            out.push(Series {
+                key: format!("vllm.{m}_ms"),
+                sample: Sample::Values(v),
+            });
+        }
+    }
+    for k in ["request_throughput", "output_throughput"] {
+        if let Some(x) = r.printed.get(k) {
+            out.push(Series {
+                key: format!("vllm.{k}"),
+                sample: Sample::Headline(*x),
+            });
+        }
+    }
+    out
+}
+
+/// The typed result; every per-request list must hold one entry per request.
+fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
+    let err = |k: &str, what: &str| fatal(format!("{}: at /{k}: expected {what}", src.shown));
+    let nums = |k: &str| -> Result<Option<Vec<f64>>, Fatal> {
+        match obj.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_f64())
+                .collect::<Option<Vec<f64>>>()
+                .map(Some)
+                .ok_or_else(|| err(k, "a list of numbers, one per request")),
+            Some(_) => Err(err(k, "a list of numbers, one per request")),
+        }
+    };
+    let need = |k: &str| {
+        nums(k)?.ok_or_else(|| {
+            err(
+                k,
+                "a list, one per request (the file must be written with --save-detailed)",
+            )
+        })
+    };
+    let ttfts = need("ttfts")?;
+    let itls =
+        itls(obj).ok_or_else(|| err("itls", "a list of lists of seconds (--save-detailed)"))?;
+    let strings = |k: &str| -> Option<Vec<String>> {
+        obj.get(k)?.as_array().map(|a| {
+            a.iter()
+                .map(|x| x.as_str().unwrap_or("").to_string())
+                .collect()
+        })
+    };
+    let r = Run {
+        file: src.name.clone(),
+        duration: obj
+            .get("duration")
+            .and_then(|x| x.as_f64())
+            .filter(|d| *d > 0.0)
+            .ok_or_else(|| err("duration", "the run's duration in seconds, above 0"))?,
+        itls,
+        input_lens: need("input_lens")?,
+        output_lens: need("output_lens")?,
+        latencies: nums("latencies")?,
+        start_times: nums("start_times")?,
+        queue_times: nums("queue_times")?,
+        texts: strings("generated_texts"),
+        errors: strings("errors").unwrap_or_default(),
+        printed: obj
+            .iter()
+            .filter(|(k, _)| !SETUP.contains(&k.as_str()))
+            .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
+            .collect(),
+        ttfts,
+    };
+    lengths_agree(&r, src)?;
+    Ok(r)
+}
+
+/// `itls`: one list of seconds per request.
+fn itls(obj: &Map<String, Value>) -> Option<Vec<Vec<f64>>> {
+    obj.get("itls")?
+        .as_array()?
+        .iter()
+        .map(|l| l.as_array()?.iter().map(|x| x.as_f64()).collect())
+        .collect()
+}
+
+fn lengths_agree(r: &Run, src: &Source) -> Result<(), Fatal> {
+    let n = r.ttfts.len();
+    let lists = [
+        ("itls", Some(r.itls.len())),
+        ("input_lens", Some(r.input_lens.len())),
+        ("output_lens", Some(r.output_lens.len())),
+        ("latencies", r.latencies.as_ref().map(Vec::len)),
+        ("start_times", r.start_times.as_ref().map(Vec::len)),
+        ("queue_times", r.queue_times.as_ref().map(Vec::len)),
+        ("generated_texts", r.texts.as_ref().map(Vec::len)),
+        ("errors", Some(r.errors.len()).filter(|x| *x > 0)),
+    ];
+    for (k, len) in lists {
+        if let Some(len) = len.filter(|l| *l != n) {
+            return Err(fatal(format!(
+                "{}: at /{k}: {len} entries, but ttfts has {n}: expected one per request",
+                src.shown
+            )));
+        }
+    }
+    Ok(())
+}
