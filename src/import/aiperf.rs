@@ -237,15 +237,7 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
         };
         out.insert(k.clone(), list);
     }
-    let error = v.get("error").filter(|e| !e.is_null()).map(|e| {
-        let code = e.get("code").and_then(|c| c.as_i64());
-        let msg = e
-            .get("message")
-            .and_then(|m| m.as_str())
-            .unwrap_or("")
-            .to_string();
-        (code, msg)
-    });
+    let error = super::error_of(v);
     Ok(Record {
         line,
         phase: meta

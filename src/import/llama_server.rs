@@ -97,15 +97,7 @@ fn response(v: &Value, line: usize) -> Result<(Response, Value), String> {
     let obj = v
         .as_object()
         .ok_or("expected a JSON object (a response body)")?;
-    let error = obj.get("error").filter(|e| !e.is_null()).map(|e| {
-        let code = e.get("code").and_then(|c| c.as_i64());
-        let msg = e
-            .get("message")
-            .and_then(|m| m.as_str())
-            .unwrap_or("")
-            .to_string();
-        (code, msg)
-    });
+    let error = super::error_of(v);
     let timings = match obj.get("timings") {
         Some(Value::Object(t)) => Some(Timings {
             fields: t

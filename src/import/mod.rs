@@ -294,6 +294,20 @@ pub fn read_import_record(dir: &Path) -> Result<Value, Fatal> {
     })
 }
 
+/// The `error` object of a response or record, when it has one: its `code` and `message`
+/// (OpenAI's error shape, which AIPerf and llama.cpp's server both write).
+pub fn error_of(v: &Value) -> Option<(Option<i64>, String)> {
+    v.get("error").filter(|e| !e.is_null()).map(|e| {
+        let code = e.get("code").and_then(|c| c.as_i64());
+        let msg = e
+            .get("message")
+            .and_then(|m| m.as_str())
+            .unwrap_or("")
+            .to_string();
+        (code, msg)
+    })
+}
+
 /// The sources as shown, comma-separated (for messages).
 pub fn names(sources: &[Source]) -> String {
     sources

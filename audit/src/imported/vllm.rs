@@ -257,17 +257,21 @@ pub fn check_totals(r: &Run, out: &mut Checked) {
         ("total_token_throughput", (input + output) / d),
     ];
     for (k, exact) in rows {
-        if let Some(shown) = r.printed.get(k) {
-            let at = format!("/{k}");
-            let key = format!("vllm.{k}");
-            out.compare(
-                &speed::RECOMPUTE_MISMATCH,
-                (&r.file, &at),
-                &key,
-                exact,
-                *shown,
-            );
-        }
+        compare_printed(r, out, k, exact);
+    }
+}
+
+/// `speed.recompute-mismatch` of the figure the file prints under `k`, when it prints one,
+/// against the value recomputed from its requests.
+fn compare_printed(r: &Run, out: &mut Checked, k: &str, exact: f64) {
+    if let Some(shown) = r.printed.get(k) {
+        out.compare(
+            &speed::RECOMPUTE_MISMATCH,
+            (&r.file, &format!("/{k}")),
+            &format!("vllm.{k}"),
+            exact,
+            *shown,
+        );
     }
 }
 
@@ -299,17 +303,7 @@ pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
         _ => peak,
     };
     for (k, exact) in keys.iter().zip([concurrent, tokens]) {
-        if let Some(shown) = r.printed.get(*k) {
-            let at = format!("/{k}");
-            let key = format!("vllm.{k}");
-            out.compare(
-                &speed::RECOMPUTE_MISMATCH,
-                (&r.file, &at),
-                &key,
-                exact,
-                *shown,
-            );
-        }
+        compare_printed(r, out, k, exact);
     }
 }
 
