@@ -395,3 +395,59 @@ fn a_page_row_with_no_result_and_its_question_count() {
     );
     assert_eq!(run.json()["verdict"], "pass");
 }
+
+/// Gives the fixture's speed result a machine-speed reference: one probe before each counted
+/// decode run, at the figures `gbps` gives by probe number.
+fn with_reference(c: &Copy, gbps: impl Fn(usize) -> f64, extra_step: Option<&str>) {
+    let mut r = c.read_json(SPEED);
+    let mut steps: Vec<String> = r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["step"] == "decode" && q["warmup"] != true)
+        .map(|q| format!("decode/{}/{}", q["prompt_id"].as_str().unwrap(), q["run"]))
+        .collect();
+    steps.dedup();
+    steps.extend(extra_step.map(String::from));
+    let samples: Vec<Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| json!({"step": s, "gbps": gbps(i)}))
+        .collect();
+    assert!(samples.len() >= 4, "{samples:?}");
+    r["machine_reference"] =
+        json!({"kernel": "engine-q4_1-matvec-64MiB-v1-avx2", "threads": 2, "samples": samples});
+    c.write_json(SPEED, &r);
+    c.rehash();
+}
+
+#[test]
+fn a_recording_on_a_machine_whose_speed_moved_is_named() {
+    // Steady within a few percent: nothing to say.
+    let steady = Copy::of(RUN);
+    with_reference(&steady, |i| 10.0 + 0.2 * (i % 3) as f64, None);
+    let run = verify(steady.path());
+    assert!(
+        !run.has("speed.machine-unsteady"),
+        "{:?}",
+        run.findings("speed.machine-unsteady")
+    );
+    assert_eq!(run.json()["verdict"], "pass");
+    // Two probes 40 % below the rest: the machine ran slower for those steps.
+    let slowed = Copy::of(RUN);
+    with_reference(&slowed, |i| if i == 1 || i == 2 { 6.0 } else { 10.0 }, None);
+    let run = caught(&slowed, "speed.machine-unsteady", "warning");
+    let f = &run.findings("speed.machine-unsteady")[0];
+    let msg = f["message"].as_str().unwrap();
+    assert!(msg.contains("2 of "), "{msg}");
+    assert!(msg.contains("median of 10.00 GB/s"), "{msg}");
+    assert_eq!(f["pointer"], "/machine_reference/samples/1");
+    // A probe named for a step the result never measured.
+    let stray = Copy::of(RUN);
+    with_reference(&stray, |_| 10.0, Some("decode/code/99"));
+    let run = caught(&stray, "speed.machine-unsteady", "warning");
+    assert!(run.findings("speed.machine-unsteady")[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("'decode/code/99'"));
+}

@@ -8,7 +8,7 @@
 use crate::bundle::Bundle;
 use crate::check::list;
 use crate::check::{Emit, Ran};
-use crate::records::speed::SpeedRequest;
+use crate::records::speed::{SpeedRequest, SpeedResult};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The guard's name of the step a counted request belongs to; `nth` is its 1-based place among
@@ -28,6 +28,24 @@ pub fn step_name(q: &SpeedRequest, nth: u32) -> Option<String> {
         "l1" => "l1".to_string(),
         _ => return None,
     })
+}
+
+/// The guard's names of the counted steps of a result, each once, in the order first met.
+pub fn counted_step_names(r: &SpeedResult) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut nth: BTreeMap<(&str, Option<&str>, Option<u64>), u32> = BTreeMap::new();
+    for q in r.requests.iter().filter(|q| !q.warmup) {
+        let k = nth
+            .entry((q.step.as_str(), q.prompt_id.as_deref(), q.depth))
+            .or_default();
+        *k += 1;
+        if let Some(name) = step_name(q, *k) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 /// `speed.load-guard` (speed.rs): a contract's guard rule with no guard summary in the result.
@@ -60,19 +78,10 @@ pub(crate) fn check_guard_coverage(b: &Bundle, e: &mut Emit) -> Ran {
         .filter(|s| s.kept)
         .map(|s| s.step.as_str())
         .collect();
-    let mut missing: Vec<String> = Vec::new();
-    let mut nth: BTreeMap<(&str, Option<&str>, Option<u64>), u32> = BTreeMap::new();
-    for q in rl.value.requests.iter().filter(|q| !q.warmup) {
-        let k = nth
-            .entry((q.step.as_str(), q.prompt_id.as_deref(), q.depth))
-            .or_default();
-        *k += 1;
-        if let Some(name) = step_name(q, *k) {
-            if !kept.contains(name.as_str()) && !missing.contains(&name) {
-                missing.push(name);
-            }
-        }
-    }
+    let missing: Vec<String> = counted_step_names(&rl.value)
+        .into_iter()
+        .filter(|name| !kept.contains(name.as_str()))
+        .collect();
     if !missing.is_empty() {
         e.finding(format!(
             "{} counted steps have no kept guard row, so the guard did not watch them: {}",

@@ -14,6 +14,7 @@
 //! - `ctx_decode.<depth>`, `ctx_prefill.<depth>`: medians at each context step; `l1_decode`.
 
 mod guard;
+mod reference;
 
 use crate::bundle::{Bundle, Loaded, Run};
 use crate::check::{Check, Emit, Ran};
@@ -86,6 +87,12 @@ pub const CHECKS: &[Check<Run>] = &[
         run: step_exceeds_window,
     },
     LOAD_GUARD,
+    Check {
+        id: "speed.machine-unsteady",
+        severity: Severity::Warning,
+        doc: "The machine's speed reference recorded with the result moved more than 25 % from its median during the recording (the machine ran slower or faster as a whole), or a probe names a step never measured.",
+        run: reference::check_machine_steady,
+    },
     RECOMPUTE_MISMATCH,
     Check {
         id: "speed.not-recomputable",
