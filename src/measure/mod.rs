@@ -269,17 +269,37 @@ fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
 /// port the base URL points at.
 fn server_processes(p: &Plan) -> Vec<u32> {
     let mut pids = p.server_pids.clone();
-    let url = p.base_url.trim_start_matches("http://");
-    let hostport = url.split('/').next().unwrap_or("");
-    if let Some((host, port)) = hostport.rsplit_once(':') {
-        let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
-        if let (true, Ok(port)) = (local, port.parse::<u16>()) {
-            pids.extend(guard::port_owners(port));
-        }
+    if let Some(port) = loopback_port(&p.base_url) {
+        pids.extend(guard::port_owners(port));
     }
     pids.sort_unstable();
     pids.dedup();
     pids
+}
+
+/// The port of a base URL on this machine's loopback (`localhost`, `127.x.x.x`, `[::1]`), if it is
+/// one: a server this machine runs.
+fn loopback_port(base_url: &str) -> Option<u16> {
+    let url = base_url.trim_start_matches("http://");
+    let hostport = url.split('/').next().unwrap_or("");
+    let (host, port) = hostport.rsplit_once(':')?;
+    let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
+    local.then(|| port.parse().ok()).flatten()
+}
+
+/// Turns the machine's speed reference on when the server runs on this machine (its probes would
+/// measure another machine than the engine's otherwise), and says so in the log.
+fn start_reference(p: &Plan, r: &mut Run) {
+    let here = loopback_port(&p.base_url).is_some();
+    r.reference = reference::Reference::new(here);
+    r.log.push(if here {
+        "machine reference: a fixed kernel probed before every counted step".to_string()
+    } else {
+        format!(
+            "machine reference: not probed: the server ({}) is not on this machine's loopback",
+            p.base_url
+        )
+    });
 }
 
 /// Starts the guard the plan asks for, and says in the log what it watches.
@@ -342,6 +362,7 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
         .to_string(),
     );
     start_guard(p, &mut r);
+    start_reference(p, &mut r);
     let save = write::Saver {
         plan: p,
         models,
@@ -404,5 +425,20 @@ fn measure_part(
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_port;
+
+    #[test]
+    fn only_a_server_on_this_machine_s_loopback_has_a_loopback_port() {
+        assert_eq!(loopback_port("http://127.0.0.1:8080/v1"), Some(8080));
+        assert_eq!(loopback_port("http://localhost:9/v1"), Some(9));
+        assert_eq!(loopback_port("http://[::1]:18000/v1"), Some(18000));
+        assert_eq!(loopback_port("http://10.0.0.7:8080/v1"), None);
+        assert_eq!(loopback_port("http://box-1.example:8080/v1"), None);
+        assert_eq!(loopback_port("http://127.0.0.1/v1"), None);
     }
 }
