@@ -1182,6 +1182,12 @@ fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
     );
     // The rest of the set is still checked.
     assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 12);
+    // Cut inside the closing `data: [DONE]`, after the final chunk: nothing is missing.
+    let d = Files::of("llama-server", "stream-clean");
+    let chat = std::fs::read(d.file("4-chat.sse")).unwrap();
+    std::fs::write(d.file("4-chat.sse"), &chat[..chat.len() - 6]).unwrap();
+    let run = verify_from("llama-server", d.path());
+    assert!(!run.has("import.run-incomplete"), "{}", run.stdout);
     // A broken event inside a stream (not at its end) is bad input: exit 2, file, line and byte.
     let mut broken = bytes[..last + 40].to_vec();
     broken.extend_from_slice(b"\n\ndata: [DONE]\n\n");

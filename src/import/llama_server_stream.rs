@@ -195,7 +195,7 @@ fn stream(src: &Source, start: usize) -> Result<(Response, Option<Value>), Fatal
         ..Default::default()
     };
     if let Some(e) = t.error.clone() {
-        stopped(src, end, &e, &mut r)?;
+        stopped(src, end, &e, t.timed_chunk.is_some(), &mut r)?;
     }
     if let Some(v) = &t.timed_chunk {
         finished(src, v, &t, &mut r)?;
@@ -236,8 +236,15 @@ fn last_line_holding(bytes: &[u8], needle: &str) -> Option<usize> {
 }
 
 /// The parser stopped at the line that ends at `end`: an `error` event (a failed request), a
-/// last event cut before its end (an incomplete stream), or a line that is no event (refused).
-fn stopped(src: &Source, end: usize, why: &str, r: &mut Response) -> Result<(), Fatal> {
+/// last event cut before its end (an incomplete stream; after the final chunk, only the closing
+/// `[DONE]` was cut, and nothing is missing), or a line that is no event (refused).
+fn stopped(
+    src: &Source,
+    end: usize,
+    why: &str,
+    timed: bool,
+    r: &mut Response,
+) -> Result<(), Fatal> {
     let from = src.bytes[..end.saturating_sub(1)]
         .iter()
         .rposition(|b| *b == b'\n')
@@ -255,6 +262,9 @@ fn stopped(src: &Source, end: usize, why: &str, r: &mut Response) -> Result<(), 
     }
     let cut = end == src.bytes.len() && !src.bytes.ends_with(b"\n");
     if cut && why.starts_with("malformed SSE chunk") {
+        if timed {
+            return Ok(());
+        }
         r.incomplete = Some(format!(
             "its last event, at line {line} (byte {from}), ends after {} bytes without closing its JSON ({})",
             end - from,
