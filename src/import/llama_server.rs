@@ -6,6 +6,9 @@
 //! - TTFT: none; `prompt_ms` is the server's prompt processing time;
 //! - token counts: the server's (`prompt_n` computed, `cache_n` from the cache, `predicted_n`);
 //! - aggregates: none across responses; each response's rates are over its own counts.
+//!
+//! Streamed responses (saved server-sent events, one stream a file) are read by
+//! [`super::llama_server_stream`], whose top defines that input.
 
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
@@ -14,13 +17,18 @@ use rigaudit_audit::imported::compare::{Sample, Series};
 use rigaudit_audit::imported::llama_server::{check, Response, Timings};
 use serde_json::Value;
 
-/// Whether a source is saved llama-server responses (by content).
+/// Whether a source is saved llama-server responses or a saved stream (by content).
 pub fn looks_like(s: &Source) -> bool {
-    super::holds(&s.bytes, "\"timings\"") && super::holds(&s.bytes, "\"predicted_per_second\"")
+    (super::holds(&s.bytes, "\"timings\"") && super::holds(&s.bytes, "\"predicted_per_second\""))
+        || super::llama_server_stream::looks_like(s)
 }
 
-/// Reads the responses file (one; more are refused) and runs the checks.
+/// Reads the responses file (one; more are refused) and runs the checks; saved streams, when
+/// the sources hold any, are read instead ([`super::llama_server_stream`]).
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+    if sources.iter().any(super::llama_server_stream::is_stream) {
+        return super::llama_server_stream::import(sources);
+    }
     let i = sources.iter().position(looks_like).ok_or_else(|| {
         fatal(format!(
             "{}: no saved llama-server responses among them (expected JSON Lines, one response body a line, with 'timings')",
@@ -68,7 +76,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
 }
 
 /// The responses' rates, for `diff`: every response with a prompt or generation to time.
-fn series(responses: &[Response]) -> Vec<Series> {
+pub(super) fn series(responses: &[Response]) -> Vec<Series> {
     let mut out = Vec::new();
     for (k, min) in [("prompt_per_second", 0.0), ("predicted_per_second", 1.0)] {
         let n_key = if k.starts_with("prompt") {
@@ -93,7 +101,7 @@ fn series(responses: &[Response]) -> Vec<Series> {
 }
 
 /// One response line: the typed record and its JSON (for the model and build it names).
-fn response(v: &Value, line: usize) -> Result<(Response, Value), String> {
+pub(super) fn response(v: &Value, line: usize) -> Result<(Response, Value), String> {
     let obj = v
         .as_object()
         .ok_or("expected a JSON object (a response body)")?;
@@ -136,6 +144,7 @@ fn response(v: &Value, line: usize) -> Result<(Response, Value), String> {
         text,
         prompt_tokens,
         reply_tokens,
+        ..Default::default()
     };
     Ok((r, v.clone()))
 }

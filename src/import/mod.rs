@@ -14,6 +14,7 @@ pub mod diff;
 pub mod guidellm;
 pub mod llama_bench;
 pub mod llama_server;
+pub mod llama_server_stream;
 pub mod lm_eval;
 pub mod loadgen;
 pub mod vllm;
@@ -52,7 +53,7 @@ pub enum Format {
     /// llama.cpp's llama-bench: the output of `-o json` or `-o jsonl`.
     LlamaBench,
     /// llama.cpp's server: saved /completion or /v1/chat/completions responses (JSON Lines) with
-    /// their `timings`.
+    /// their `timings`, or saved streams (`curl -N` output, one `*.sse` file a stream).
     LlamaServer,
     /// vLLM: the result of `vllm bench serve --save-result --save-detailed`.
     Vllm,

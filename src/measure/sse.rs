@@ -1,6 +1,6 @@
 //! The server-sent events of one streamed reply, read into a [`Timed`]: the text, the time of
-//! the first chunk that carries generated text (`delta.content` or `text`; a chunk with only the
-//! role is no first token), the finish reason, the engine's own `timings`, and the token counts
+//! the first chunk that carries generated text (`delta.content` or `text`, or llama.cpp's
+//! `/completion` stream's top-level `content`; a chunk with only the role is no first token), the finish reason, the engine's own `timings`, and the token counts
 //! from `usage`. Every line is bounded ([`crate::input::SSE_LINE_MAX`]), every quoted error too.
 //! Pure over its bytes (the clock is passed in), so the fuzz targets read it as the client does.
 
@@ -35,6 +35,9 @@ pub struct Timed {
     pub text: String,
     /// The engine's own `timings`, when a chunk carries them.
     pub server_timings: Option<rigaudit_audit::records::speed::ServerTimings>,
+    /// The last chunk that carried `timings`, whole (llama.cpp's server puts its counts, model
+    /// and stop reason beside them; the importer of saved streams reads them there).
+    pub timed_chunk: Option<Value>,
 }
 
 /// One line of at most `max` bytes (its end included); a longer one is an error.
@@ -111,6 +114,7 @@ fn event(v: &Value, t: &mut Timed, now: &dyn Fn() -> f64) -> bool {
     let choice = v.pointer("/choices/0");
     let piece = choice
         .and_then(|c| c.pointer("/delta/content").or_else(|| c.get("text")))
+        .or_else(|| v.get("content").filter(|_| choice.is_none()))
         .and_then(|x| x.as_str())
         .unwrap_or("");
     if !piece.is_empty() {
@@ -132,6 +136,7 @@ fn event(v: &Value, t: &mut Timed, now: &dyn Fn() -> f64) -> bool {
             prompt_n: tm.get("prompt_n").and_then(Value::as_u64),
             prompt_ms: tm.get("prompt_ms").and_then(Value::as_f64),
         });
+        t.timed_chunk = Some(v.clone());
     }
     if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
         t.prompt_tokens = u.get("prompt_tokens").and_then(|x| x.as_u64());

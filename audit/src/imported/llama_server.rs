@@ -15,8 +15,14 @@
 //!   prompt's last batch) and print 0 when there is none; the file does not say which server it
 //!   is, so a value that either gives is accepted and the recomputed key names the one;
 //! - which requests: each response is one request; there is no aggregate over them in the file.
+//!
+//! A streamed response (`"stream": true`, saved as its server-sent events, one stream a file) is
+//! read into the same record: the timings and counts of its final chunk, its text joined from its
+//! chunks, and the number of chunks that carried text; the chunk count is checked against
+//! `predicted_n` (a tool that counts chunks as tokens counts that many), and a stream cut before
+//! its final chunk is named (`import.run-incomplete`).
 
-use super::{Checked, FAILED_AS_ZERO, FAILED_REQUESTS};
+use super::{Checked, FAILED_AS_ZERO, FAILED_REQUESTS, RUN_INCOMPLETE};
 use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -37,8 +43,15 @@ impl Timings {
 /// One saved response.
 #[derive(Debug, Clone, Default)]
 pub struct Response {
-    /// Its line in the file, from 1.
+    /// Its line in the file, from 1 (a stream's: the line of its final chunk, or of its error).
     pub line: usize,
+    /// The file of a streamed response (each stream is its own file); `None` for a line of the
+    /// checked JSON Lines file.
+    pub file: Option<String>,
+    /// A stream's chunks that carried text (`None` for a whole body).
+    pub chunks: Option<u64>,
+    /// Where and how a stream was cut before its final chunk.
+    pub incomplete: Option<String>,
     /// `error`: its code and message (a refused request).
     pub error: Option<(Option<i64>, String)>,
     /// `timings`.
@@ -52,19 +65,21 @@ pub struct Response {
     pub reply_tokens: Option<(f64, &'static str)>,
 }
 
-/// Runs every llama-server check over the responses of `file`.
+/// Runs every llama-server check over the responses of `file` (or of their own files: streams).
 pub fn check(file: &str, responses: &[Response]) -> Checked {
     let mut out = Checked::default();
     for r in responses {
         if let Some(t) = &r.timings {
-            check_prompt_rates(file, r.line, t, &mut out);
-            check_predicted_rates(file, r.line, t, &mut out);
+            check_prompt_rates(file, r, t, &mut out);
+            check_predicted_rates(file, r, t, &mut out);
             check_token_counts(file, r, t, &mut out);
+            check_chunks(file, r, t, &mut out);
         }
     }
     check_cached(file, responses, &mut out);
     check_failed(file, responses, &mut out);
     check_empty(file, responses, &mut out);
+    check_incomplete(file, responses, &mut out);
     out
 }
 
@@ -72,9 +87,30 @@ fn at(line: usize, field: &str) -> String {
     format!("line {line} /timings/{field}")
 }
 
+/// The file a response is in: its own (a stream) or the checked one.
+fn file_of<'a>(file: &'a str, r: &'a Response) -> &'a str {
+    r.file.as_deref().unwrap_or(file)
+}
+
+/// A response as messages name it: `line N`, or `FILE line N` for a stream.
+fn named(r: &Response) -> String {
+    match &r.file {
+        Some(f) => format!("{f} line {}", r.line),
+        None => format!("line {}", r.line),
+    }
+}
+
+/// The prefix of a response's recomputed keys: `llama-server.lineN` or `llama-server.FILE.lineN`.
+fn key(r: &Response, k: &str) -> String {
+    match &r.file {
+        Some(f) => format!("llama-server.{f}.line{}.{k}", r.line),
+        None => format!("llama-server.line{}.{k}", r.line),
+    }
+}
+
 /// `speed.recompute-mismatch`: `prompt_per_token_ms` and `prompt_per_second` from `prompt_n`
 /// and `prompt_ms`.
-pub fn check_prompt_rates(file: &str, line: usize, t: &Timings, out: &mut Checked) {
+pub fn check_prompt_rates(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
     let (Some(n), Some(ms)) = (t.get("prompt_n"), t.get("prompt_ms")) else {
         return;
     };
@@ -86,15 +122,15 @@ pub fn check_prompt_rates(file: &str, line: usize, t: &Timings, out: &mut Checke
         ("prompt_per_second", per_second),
     ] {
         if let Some(shown) = t.get(k) {
-            let key = format!("llama-server.line{line}.{k}");
-            out.compare(id, (file, &at(line, k)), &key, exact, shown);
+            let at = at(r.line, k);
+            out.compare(id, (file_of(file, r), &at), &key(r, k), exact, shown);
         }
     }
 }
 
 /// `speed.recompute-mismatch`: `predicted_per_token_ms` and `predicted_per_second` from
 /// `predicted_n` and `predicted_ms`, over the tokens or over the decode steps (n - 1).
-pub fn check_predicted_rates(file: &str, line: usize, t: &Timings, out: &mut Checked) {
+pub fn check_predicted_rates(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
     let (Some(n), Some(ms)) = (t.get("predicted_n"), t.get("predicted_ms")) else {
         return;
     };
@@ -116,7 +152,7 @@ pub fn check_predicted_rates(file: &str, line: usize, t: &Timings, out: &mut Che
             (over_tokens, "tokens")
         };
         out.recomputed.push(crate::report::Recomputed {
-            key: format!("llama-server.line{line}.{k} (over {what})"),
+            key: format!("{} (over {what})", key(r, k)),
             value: Some(exact),
             file: Some(shown),
             page: None,
@@ -124,8 +160,8 @@ pub fn check_predicted_rates(file: &str, line: usize, t: &Timings, out: &mut Che
         if super::close(exact, shown) {
             continue;
         }
-        out.finding(id, format!("{k} of line {line} is printed as {shown} but predicted_n {n} and predicted_ms {ms} give {over_tokens} (over the tokens) or {over_steps} (over the decode steps, n - 1)"))
-            .at(file, at(line, k))
+        out.finding(id, format!("{k} of {} is printed as {shown} but predicted_n {n} and predicted_ms {ms} give {over_tokens} (over the tokens) or {over_steps} (over the decode steps, n - 1)", named(r)))
+            .at(file_of(file, r), at(r.line, k))
             .data(json!({"printed": shown, "over_tokens": over_tokens, "over_steps": over_steps}));
     }
 }
@@ -149,9 +185,9 @@ pub fn check_token_counts(file: &str, r: &Response, t: &Timings, out: &mut Check
         if stated != timed {
             out.finding(
                 &speed::TOKEN_SOURCE,
-                format!("line {}: {field} is {stated} but the timings count {timed} ({what}): a rate over one is not over the other", r.line),
+                format!("{}: {field} is {stated} but the timings count {timed} ({what}): a rate over one is not over the other", named(r)),
             )
-            .at(file, format!("line {}", r.line))
+            .at(file_of(file, r), format!("line {}", r.line))
             .data(json!({"stated": stated, "timings": timed}));
         }
     }
@@ -174,13 +210,13 @@ pub fn check_cached(file: &str, responses: &[Response], out: &mut Checked) {
         out.finding(
             &speed::CACHED_TOKENS,
             format!(
-                "line {}: {cached} of the prompt's {} tokens came from the cache (cache_n), {computed} were computed: its prompt_ms and prompt_per_second are not a prefill of the prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
-                r.line,
+                "{}: {cached} of the prompt's {} tokens came from the cache (cache_n), {computed} were computed: its prompt_ms and prompt_per_second are not a prefill of the prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
+                named(r),
                 cached + computed,
                 cached + computed
             ),
         )
-        .at(file, at(r.line, "cache_n"))
+        .at(file_of(file, r), at(r.line, "cache_n"))
         .data(json!({"cache_n": cached, "prompt_n": computed}));
     }
 }
@@ -194,10 +230,15 @@ pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
     }
     let why: Vec<String> = failed
         .iter()
-        .filter_map(|r| r.error.as_ref())
-        .map(|(c, m)| format!("{} {}", c.map_or("-".into(), |c| c.to_string()), m))
+        .filter_map(|r| r.error.as_ref().map(|e| (r, e)))
+        .map(|(r, (c, m))| {
+            let w = format!("{} {}", c.map_or("-".into(), |c| c.to_string()), m);
+            r.file.as_ref().map_or(w.clone(), |f| format!("{f}: {w}"))
+        })
         .collect();
     let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
+    let mut files: Vec<&str> = failed.iter().map(|r| file_of(file, r)).collect();
+    files.dedup();
     out.finding(
         &FAILED_REQUESTS,
         format!(
@@ -208,7 +249,7 @@ pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
             responses.len() - failed.len()
         ),
     )
-    .file(file)
+    .file(files.join(", "))
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"failed": failed.len(), "total": responses.len()}));
 }
@@ -230,13 +271,57 @@ pub fn check_empty(file: &str, responses: &[Response], out: &mut Checked) {
         out.warning(
             &FAILED_AS_ZERO,
             format!(
-                "line {}: {} ({n} token{}): its predicted_per_second ({}) is no generation speed; an average over the responses must leave it out",
-                r.line,
+                "{}: {} ({n} token{}): its predicted_per_second ({}) is no generation speed; an average over the responses must leave it out",
+                named(r),
                 if empty { "an empty reply" } else { "no decode step" },
                 if n == 1.0 { "" } else { "s" },
                 t.get("predicted_per_second").unwrap_or(0.0)
             ),
         )
-        .at(file, at(r.line, "predicted_n"));
+        .at(file_of(file, r), at(r.line, "predicted_n"));
+    }
+}
+
+/// `speed.token-source`, streams only: the chunks that carried text against `predicted_n`. A
+/// tool that counts chunks as tokens counts the chunks; the server counts its end-of-generation
+/// token (which sends no text) and sends a token cut inside a character with the next one.
+pub fn check_chunks(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
+    let (Some(chunks), Some(n)) = (r.chunks, t.get("predicted_n")) else {
+        return;
+    };
+    out.ran(&speed::TOKEN_SOURCE);
+    if chunks as f64 == n {
+        return;
+    }
+    out.finding(
+        &speed::TOKEN_SOURCE,
+        format!(
+            "{}: the stream sent {chunks} chunks of text but the timings count {n} generated token(s) (predicted_n): a tool that counts chunks as tokens counts {chunks}, and a rate over that count is not over the server's (the end-of-generation token sends no text; a token cut inside a character is sent with the next)",
+            named(r)
+        ),
+    )
+    .at(file_of(file, r), at(r.line, "predicted_n"))
+    .data(json!({"chunks": chunks, "predicted_n": n}));
+}
+
+/// `import.run-incomplete`, streams only: a stream cut before its final chunk (no timings, no
+/// stop): whatever it generated is not timed, and a count over it is short.
+pub fn check_incomplete(file: &str, responses: &[Response], out: &mut Checked) {
+    if responses.iter().all(|r| r.chunks.is_none()) {
+        return;
+    }
+    out.ran(&RUN_INCOMPLETE);
+    for r in responses {
+        let Some(how) = &r.incomplete else {
+            continue;
+        };
+        out.finding(
+            &RUN_INCOMPLETE,
+            format!(
+                "{}: the stream is cut: {how}; what it sent has no timings, and where the request ended is not known",
+                file_of(file, r)
+            ),
+        )
+        .at(file_of(file, r), format!("line {}", r.line));
     }
 }
