@@ -52,6 +52,9 @@ pub struct Response {
     pub chunks: Option<u64>,
     /// Where and how a stream was cut before its final chunk.
     pub incomplete: Option<String>,
+    /// Whether a stream ended on the model's end-of-generation token (`stop_type` `eos`, or a chat
+    /// `finish_reason` `stop`): that token is counted in `predicted_n` but sends no text.
+    pub ended_on_eos: bool,
     /// `error`: its code and message (a refused request).
     pub error: Option<(Option<i64>, String)>,
     /// `timings`.
@@ -290,13 +293,14 @@ pub fn check_chunks(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
         return;
     };
     out.ran(&speed::TOKEN_SOURCE);
-    if chunks as f64 == n {
+    let eos = u64::from(r.ended_on_eos) as f64;
+    if chunks as f64 == n || chunks as f64 + eos == n {
         return;
     }
     out.finding(
         &speed::TOKEN_SOURCE,
         format!(
-            "{}: the stream sent {chunks} chunks of text but the timings count {n} generated token(s) (predicted_n): a tool that counts chunks as tokens counts {chunks}, and a rate over that count is not over the server's (the end-of-generation token sends no text; a token cut inside a character is sent with the next)",
+            "{}: the stream sent {chunks} chunks of text but the timings count {n} generated token(s) (predicted_n): a tool that counts chunks as tokens counts {chunks}, and a rate over that count is not over the server's (the end-of-generation token, allowed for, sends no text; a token cut inside a character is sent with the next, and a stop word's tokens are not sent)",
             named(r)
         ),
     )
