@@ -913,3 +913,48 @@ fn the_engine_does_not_outlive_a_killed_replay() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn a_vllm_result_whose_requests_each_span_a_day_ends_quickly() {
+    // vLLM's per-second concurrency counts every request in every second it spans; 100,000
+    // requests of a day each must not cost 100,000 x 86,400 steps (over a minute here; the
+    // difference array takes about 2 s in a debug build).
+    let src =
+        common::root().join("fixtures/imports/vllm/clean/openai-infqps-concurrency2-smollm2.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    let n = 100_000;
+    for key in [
+        "input_lens",
+        "output_lens",
+        "ttfts",
+        "queue_times",
+        "errors",
+    ] {
+        let first = v[key][0].clone();
+        v[key] = Value::Array(vec![first; n]);
+    }
+    v["itls"] = json!(vec![Vec::<f64>::new(); n]);
+    v["generated_texts"] = json!(vec!["x"; n]);
+    v["latencies"] = json!(vec![85_000.0; n]);
+    v["start_times"] = json!((0..n).map(|i| i as f64 * 0.01).collect::<Vec<_>>());
+    v["completed"] = json!(n);
+    v["num_prompts"] = json!(n);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vllm-day-long.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let run = run_within(
+        &["verify", file.to_str().unwrap(), "--format", "json"],
+        Duration::from_secs(60),
+    );
+    assert!(
+        run.code == 0 || run.code == 1,
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("vllm.max_concurrent_requests"),
+        "{}",
+        run.stdout
+    );
+}

@@ -345,15 +345,24 @@ fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f6
     let tokens = buckets.iter().copied().fold(0.0, f64::max);
     // vLLM 0.34: the most requests active in one whole second (a request counts in every second
     // from its start's to its end's, both included); later vLLM: the exact sweep-line peak.
-    let mut active = vec![0.0; buckets.len() + 1];
+    // A difference array (+1 at a request's first second, -1 after its last), so the work is one
+    // pass over the requests and one over the seconds, whatever the spans a file states.
+    let mut change = vec![0i64; buckets.len() + 2];
     for &i in ok {
-        for sec in (st[i] - t0) as usize..=(st[i] + lat[i] - t0) as usize {
-            if let Some(x) = active.get_mut(sec) {
-                *x += 1.0;
-            }
+        let (from, to) = ((st[i] - t0) as usize, (st[i] + lat[i] - t0) as usize);
+        if from <= to && from < buckets.len() + 1 {
+            change[from] += 1;
+            change[(to + 1).min(buckets.len() + 1)] -= 1;
         }
     }
-    let per_second = active.iter().copied().fold(0.0, f64::max);
+    let mut now = 0i64;
+    let per_second = change[..buckets.len() + 1]
+        .iter()
+        .map(|d| {
+            now += d;
+            now as f64
+        })
+        .fold(0.0, f64::max);
     Some((peak as f64, per_second, tokens))
 }
 
