@@ -971,3 +971,139 @@ fn rehash_reads_a_box_root_over_ssh() {
         "{nccl:#?}"
     );
 }
+
+impl Sshd {
+    /// A policy file's `[boxes]` and `[ssh]` that reach this sshd as box `name` (at `dest`, or
+    /// this sshd's own address) and trust only its key.
+    fn policy(&self, name: &str, dest: Option<&str>) -> String {
+        let d = self.dir.path().display();
+        let here = format!("{}@127.0.0.1:{}", self.user, self.port);
+        format!(
+            "fail_on = \"error\"\n\n[boxes]\n{name} = \"{}\"\n\n[ssh]\nconfig = \"/dev/null\"\n\
+             options = [\"IdentityFile={d}/user_key\", \"IdentitiesOnly=yes\", \
+             \"UserKnownHostsFile={d}/known_hosts\", \"GlobalKnownHostsFile=/dev/null\", \
+             \"StrictHostKeyChecking=yes\", \"LogLevel=ERROR\"]\n",
+            dest.unwrap_or(&here)
+        )
+    }
+}
+
+/// A nightly gate's replay: the box map and the ssh options come only from `--policy`; rank 1
+/// reaches the box through the test sshd as with `--box` flags.
+#[test]
+fn a_replay_takes_its_boxes_from_the_policy_file() {
+    let Some(sshd) = sshd_or_skip("a_replay_takes_its_boxes_from_the_policy_file") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let policy = s.tmp.path().join("gate.toml");
+    std::fs::write(&policy, sshd.policy("second", None)).unwrap();
+    let extra: Vec<String> = [
+        "--allow-env",
+        "LD_LIBRARY_PATH",
+        "--policy",
+        policy.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let run = s.run(&s.args("ok", "2", &extra));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    check_argv_and_env(&s);
+    let place = format!(
+        "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
+        sshd.user, sshd.port
+    );
+    let notes = notes(&run);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&place) && n.contains("matches the card's")),
+        "{notes:#?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("wins over")), "{notes:#?}");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// A `--box` for a box the policy file maps wins over the file's entry (which points at a closed
+/// port), and a replay note says so; an `--ssh-option` of a key the file sets is noted too.
+#[test]
+fn a_box_flag_overrides_the_policy_files_entry() {
+    let Some(sshd) = sshd_or_skip("a_box_flag_overrides_the_policy_files_entry") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let policy = s.tmp.path().join("gate.toml");
+    let closed = format!("nobody@127.0.0.1:{}", free_port());
+    std::fs::write(&policy, sshd.policy("second", Some(&closed))).unwrap();
+    let mut extra: Vec<String> = ["--allow-env", "LD_LIBRARY_PATH", "--policy"]
+        .map(String::from)
+        .to_vec();
+    extra.push(policy.display().to_string());
+    extra.extend(sshd.args("second"));
+    let run = s.run(&s.args("ok", "2", &extra));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    check_argv_and_env(&s);
+    let here = format!("{}@127.0.0.1:{}", sshd.user, sshd.port);
+    let want = format!(
+        "box second: --box second={here} ({here}) wins over {}: at /boxes/second ({closed})",
+        policy.display()
+    );
+    let notes = notes(&run);
+    assert!(notes.iter().any(|n| n == &want), "{want}\n{notes:#?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("--ssh-option LogLevel=ERROR wins over")
+                && n.contains(": at /ssh/options/5 (LogLevel=ERROR)")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("--ssh-config /dev/null wins over")),
+        "{notes:#?}"
+    );
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// Malformed `[boxes]` and `[ssh]` entries of a policy file are refused (exit 2) with the file,
+/// the JSON pointer of the entry and what was expected; nothing is started.
+#[test]
+fn malformed_policy_boxes_are_refused_with_their_pointer() {
+    let s = Setup::new(None);
+    let policy = s.tmp.path().join("gate.toml");
+    let f = policy.display().to_string();
+    for (text, want) in [
+        (
+            "[boxes]\nsecond = \"auditor@spark b\"\n",
+            format!("{f}: at /boxes/second: 'auditor@spark b': the host must be a name or an address; expected [USER@]HOST[:PORT]"),
+        ),
+        (
+            "[boxes]\nsecond = \"h:99999\"\n",
+            format!("{f}: at /boxes/second: 'h:99999': \"99999\" is not a port; expected [USER@]HOST[:PORT]"),
+        ),
+        (
+            "[boxes]\nthird = \"spark-c\"\n",
+            format!("{f}: at /boxes/third: the card names no box 'third'; its boxes: head, second"),
+        ),
+        (
+            "[ssh]\noptions = [\"LogLevel=ERROR\", \"ProxyCommand=sh -c id\"]\n",
+            format!("{f}: at /ssh/options/1: 'ProxyCommand' is not an ssh option rigaudit passes; expected one of: "),
+        ),
+        (
+            "[boxes]\nsecond = 22\n",
+            format!("{f}: does not follow the policy schema (rigaudit schema policy): at /boxes/second: "),
+        ),
+        (
+            "[ssh]\nconfig = \"x\"\nproxy = \"y\"\n",
+            format!("{f}: does not follow the policy schema (rigaudit schema policy): at /ssh: "),
+        ),
+    ] {
+        std::fs::write(&policy, text).unwrap();
+        let extra = ["--policy".to_string(), f.clone(), "--plan".into()];
+        let run = s.run(&s.args("ok", "0", &extra));
+        assert_eq!(run.code, 2, "{text}\n{}\n{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(&want), "{want}\nnot in\n{}", run.stderr);
+        assert!(s.argv_info(0).is_none(), "rank 0 started");
+    }
+}

@@ -399,7 +399,9 @@ fn plan_jobs(
     card: &Card,
     m: Measured,
 ) -> Result<Plan, Fatal> {
-    // A root on a box mapped with --box is read there over ssh.
+    // A root on a box mapped with --box (or the policy's [boxes]) is read there over ssh.
+    args.ssh
+        .check_names(&crate::replay::remote::card_boxes(card))?;
     let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
     let roots: Vec<Root> = local_roots
         .iter()
