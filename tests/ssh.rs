@@ -1107,3 +1107,111 @@ fn malformed_policy_boxes_are_refused_with_their_pointer() {
         assert!(s.argv_info(0).is_none(), "rank 0 started");
     }
 }
+
+/// A small checkpoint folder made by the test; the card records three of its files.
+fn checkpoint_bundle(s: &Setup, ckpt: &Path) -> PathBuf {
+    std::fs::create_dir_all(ckpt.join(".cache/huggingface")).unwrap();
+    std::fs::create_dir_all(ckpt.join("sub dir")).unwrap();
+    std::fs::write(ckpt.join("config.json"), b"{\"layers\": 2}").unwrap();
+    std::fs::write(
+        ckpt.join("model.safetensors"),
+        b"weights as hashed on the box",
+    )
+    .unwrap();
+    // An odd name: it reaches sha256sum as data (stdin), never as shell words.
+    std::fs::write(ckpt.join("sub dir/it's $(touch x); `id`.json"), b"{}").unwrap();
+    std::fs::write(
+        ckpt.join(".cache/huggingface/lock"),
+        b"not a checkpoint file",
+    )
+    .unwrap();
+    // A link to a file counts as the file (a hub client's snapshot is made of links).
+    std::os::unix::fs::symlink("config.json", ckpt.join("linked.json")).unwrap();
+    let mut card: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
+            .unwrap();
+    card["checkpoint"]["files"] = json!([
+        {"path": "config.json", "sha256": sha("{\"layers\": 2}")},
+        {"path": "model.safetensors", "sha256": sha("the weights the page ran")},
+        {"path": "tokenizer.json", "sha256": sha("{}")},
+    ]);
+    let b = s.tmp.path().join("with-checkpoint");
+    std::fs::create_dir_all(&b).unwrap();
+    write_bundle(&b, &card);
+    b
+}
+
+/// The checkpoint-files finding's message and data of a rehash.
+fn checkpoint_finding(run: &Run) -> (String, Value) {
+    let f = run.findings("rehash.checkpoint-files");
+    assert_eq!(f.len(), 1, "{f:#?}\n{}", run.stderr);
+    (
+        f[0]["message"].as_str().unwrap().to_string(),
+        f[0]["data"].clone(),
+    )
+}
+
+/// `rehash --root second=DIR` hashes the checkpoint folder in DIR on the box: the same files and
+/// digests as a local rehash of that folder; one file matches the card, one changed, one missing.
+#[test]
+fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
+    let Some(sshd) = sshd_or_skip("rehash_reads_a_checkpoint_folder_on_a_box_over_ssh") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let boxroot = s.tmp.path().join("box root");
+    let bundle = checkpoint_bundle(&s, &boxroot.join("models/GLM"));
+    let rehash = |root: String, extra: Vec<String>| {
+        let mut args: Vec<String> = vec![
+            "rehash".into(),
+            bundle.display().to_string(),
+            "--root".into(),
+            root,
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(extra);
+        s.run(&args)
+    };
+    let remote = rehash(format!("second={}", boxroot.display()), sshd.args("second"));
+    assert_eq!(remote.code, 1, "{}\n{}", remote.stdout, remote.stderr);
+    let (msg, data) = checkpoint_finding(&remote);
+    let at = format!(
+        "{}@127.0.0.1:{}:{}/models/GLM",
+        sshd.user,
+        sshd.port,
+        boxroot.display()
+    );
+    assert!(msg.contains(&at), "{msg}");
+    assert_eq!(data["matched_full"], 1, "{data:#}");
+    let differ: Vec<String> = data["differ"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["path"].as_str().unwrap(),
+                d["kind"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        differ,
+        [
+            "model.safetensors changed",
+            "linked.json only-here",
+            "sub dir/it's $(touch x); `id`.json only-here",
+            "tokenizer.json missing",
+        ],
+        "{data:#}"
+    );
+    assert!(
+        !boxroot.join("models/GLM/x").exists(),
+        "a name ran as a command"
+    );
+    // The local rehash of the same folder finds the same files with the same digests.
+    let local = rehash(format!("second={}", boxroot.display()), Vec::new());
+    let (local_msg, local_data) = checkpoint_finding(&local);
+    assert_eq!(local_data, data, "{local_msg}\n{msg}");
+}

@@ -299,7 +299,7 @@ pub fn manifest_text(m: &FileManifest) -> String {
 }
 
 /// The revision a hub client's cache folder names (`.../snapshots/<40 hex>`).
-fn hub_revision(dir: &Path) -> Option<String> {
+pub(crate) fn hub_revision(dir: &Path) -> Option<String> {
     let name = dir.file_name()?.to_str()?;
     let parent = dir.parent()?.file_name()?.to_str()?;
     (parent == "snapshots" && name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()))

@@ -419,36 +419,90 @@ impl Ssh {
         script: &str,
         args: &[&str],
     ) -> Result<Output, String> {
+        let bounds = Bounds {
+            input: Vec::new(),
+            out_max: OUT_MAX,
+            timeout: CHECK_TIMEOUT,
+        };
+        self.run_script_with(t, script, args, bounds)
+    }
+
+    /// [`Ssh::run_script`] with `input` on the script's stdin (written as it reads) and other
+    /// bounds: stdout past `out_max` bytes is not read (`Output::cut`), and past `timeout` the
+    /// client is killed and waited for.
+    pub(crate) fn run_script_with(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+        b: Bounds,
+    ) -> Result<Output, String> {
         let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
         words.extend_from_slice(args);
         let line = command_line(&words)?;
         let mut child = Command::new("ssh")
             .args(self.argv(t, line))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start ssh: {e}"))?;
-        let out = read_bounded(child.stdout.take());
-        let err = read_bounded(child.stderr.take());
-        let t0 = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if t0.elapsed() > CHECK_TIMEOUT => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("no answer within {} s", CHECK_TIMEOUT.as_secs()));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(format!("cannot wait for ssh: {e}")),
+        let stdin = child.stdin.take();
+        let input = b.input;
+        let writer = std::thread::spawn(move || {
+            if let Some(mut w) = stdin {
+                let _ = std::io::Write::write_all(&mut w, &input);
             }
-        };
+        });
+        let out = read_bounded(child.stdout.take(), b.out_max);
+        let err = read_bounded(child.stderr.take(), OUT_MAX);
+        let status = wait_bounded(&mut child, b.timeout);
+        let _ = writer.join();
+        let (stdout, cut) = out.join().unwrap_or_default();
+        let (stderr, _) = err.join().unwrap_or_default();
         Ok(Output {
-            code: status.code(),
-            stdout: out.join().unwrap_or_default(),
-            stderr: err.join().unwrap_or_default(),
+            code: status?.code(),
+            stdout,
+            stderr,
+            cut,
         })
+    }
+}
+
+/// What a script on a box is given and how long and much it may answer.
+pub(crate) struct Bounds {
+    /// Its stdin.
+    pub(crate) input: Vec<u8>,
+    /// The most stdout read.
+    pub(crate) out_max: u64,
+    /// The longest it may run.
+    pub(crate) timeout: Duration,
+}
+
+/// The most of a check's stdout or stderr that is read.
+const OUT_MAX: u64 = 64 * 1024;
+
+/// Waits for `child` up to `timeout`; past it the child is killed and reaped.
+fn wait_bounded(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> Result<std::process::ExitStatus, String> {
+    let t0 = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(s),
+            Ok(None) if t0.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {} s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("cannot wait for ssh: {e}"));
+            }
+        }
     }
 }
 
@@ -457,15 +511,23 @@ pub(crate) struct Output {
     pub(crate) code: Option<i32>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
+    /// Whether stdout went past its bound (the rest was not read).
+    pub(crate) cut: bool,
 }
 
-fn read_bounded(s: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+/// Reads at most `max` bytes; `true` when there was more (the pipe is then closed).
+fn read_bounded(
+    s: Option<impl Read + Send + 'static>,
+    max: u64,
+) -> std::thread::JoinHandle<(String, bool)> {
     std::thread::spawn(move || {
         let mut buf = Vec::new();
         if let Some(s) = s {
-            let _ = s.take(64 * 1024).read_to_end(&mut buf);
+            let _ = s.take(max + 1).read_to_end(&mut buf);
         }
-        String::from_utf8_lossy(&buf).into_owned()
+        let cut = buf.len() as u64 > max;
+        buf.truncate(max as usize);
+        (String::from_utf8_lossy(&buf).into_owned(), cut)
     })
 }
 
