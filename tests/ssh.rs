@@ -1215,3 +1215,114 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
     let (local_msg, local_data) = checkpoint_finding(&local);
     assert_eq!(local_data, data, "{local_msg}\n{msg}");
 }
+
+/// A bundle whose card records a package `file` (digest `pkg`) holding the binary
+/// `tensorfold-native` (digest `bin`).
+fn package_bundle(s: &Setup, name: &str, file: &str, pkg: &str, bin: &str) -> PathBuf {
+    let mut card: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
+            .unwrap();
+    card["engine"]["package"] = json!({"file": file, "sha256": pkg});
+    card["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin});
+    card["nccl"] = Value::Null;
+    let b = s.tmp.path().join(name);
+    std::fs::create_dir_all(&b).unwrap();
+    write_bundle(&b, &card);
+    b
+}
+
+/// `rehash --root second=DIR`: a package on the box is streamed (`cat` over ssh) into the local
+/// member reader: the package's digest and its binary member's, a tar.gz that matches the card
+/// and a zip whose member changed; nothing is copied beside it.
+#[test]
+fn rehash_reads_the_binary_inside_a_package_on_a_box() {
+    let Some(sshd) = sshd_or_skip("rehash_reads_the_binary_inside_a_package_on_a_box") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let boxroot = s.tmp.path().join("box root");
+    std::fs::create_dir_all(boxroot.join("dl")).unwrap();
+    let exe = std::fs::read(python3()).unwrap();
+    let tgz = boxroot.join("dl/tensorfold-1.2.7.tar.gz");
+    {
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&tgz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut t = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(exe.len() as u64);
+        h.set_mode(0o755);
+        h.set_cksum();
+        t.append_data(&mut h, "tensorfold-1.2.7/tensorfold-native", &exe[..])
+            .unwrap();
+        t.into_inner().unwrap().finish().unwrap();
+    }
+    let zip_path = boxroot.join("dl/engine.zip");
+    {
+        use std::io::Write;
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("engine/tensorfold-native", opts).unwrap();
+        z.write_all(b"not the engine the page ran").unwrap();
+        z.finish().unwrap();
+    }
+    let exe_sha = sha_file(&python3());
+    let rehash = |bundle: &Path| {
+        let mut args: Vec<String> = vec![
+            "rehash".into(),
+            bundle.display().to_string(),
+            "--root".into(),
+            format!("second={}", boxroot.display()),
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(sshd.args("second"));
+        s.run(&args)
+    };
+    let at = format!(
+        "{}@127.0.0.1:{}:{}/dl/",
+        sshd.user,
+        sshd.port,
+        boxroot.display()
+    );
+    let b = package_bundle(
+        &s,
+        "tgz",
+        "tensorfold-1.2.7.tar.gz",
+        &sha_file(&tgz),
+        &exe_sha,
+    );
+    let run = rehash(&b);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let pkg = about(&run, "rehash.package-digest");
+    assert!(
+        pkg.iter().any(|f| f.starts_with("\"info\"")
+            && f.contains(&format!("{at}tensorfold-1.2.7.tar.gz"))
+            && f.contains("matches the full digest")),
+        "{pkg:#?}"
+    );
+    let bin = about(&run, "rehash.binary-digest");
+    assert!(
+        bin.iter().any(|f| f.starts_with("\"info\"")
+            && f.contains("tensorfold-1.2.7.tar.gz!tensorfold-1.2.7/tensorfold-native")
+            && f.contains("matches the full digest")),
+        "{bin:#?}"
+    );
+    let b = package_bundle(&s, "zip", "engine.zip", &sha_file(&zip_path), &exe_sha);
+    let run = rehash(&b);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let bin = about(&run, "rehash.binary-digest");
+    assert!(
+        bin.iter().any(|f| f.starts_with("\"error\"")
+            && f.contains(&format!("{at}engine.zip!engine/tensorfold-native"))),
+        "{bin:#?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(boxroot.join("dl"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}

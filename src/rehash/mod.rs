@@ -727,7 +727,7 @@ fn hashed(at: &Location, sha256: Result<String, String>) -> Hashed {
 }
 
 /// A package read as an archive: its own digest, and the binary member's (or why there is none).
-fn package_read(
+pub(crate) fn package_read(
     at: &Location,
     r: archive::PackageRead,
     binary_path: Option<&str>,

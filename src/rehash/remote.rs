@@ -15,10 +15,13 @@
 //! 4. the digests go into the same [`Measured`] the local stages fill, and the same checks run.
 //!
 //! The NCCL library's version is read from its text on the box (never loaded), and a checkpoint's
-//! revision file (at most 4 KiB) with `head -c`. Not read there: the binary inside a package.
+//! revision file (at most 4 KiB) with `head -c`. A package whose binary member the card names
+//! (`.tar.gz`, `.tgz`, `.tar`, `.zip`) is streamed whole with `cat` into the local member reader
+//! ([`archive::hash_members_from`]: the same bounds; a zip is held in memory, at most 2 GiB), which
+//! gives the package's digest and the member's in one pass; nothing is copied to disk.
 
 use crate::fatal::{fatal, Fatal};
-use crate::rehash::discover;
+use crate::rehash::{archive, discover, hash::Progress};
 use crate::replay::remote::{quote, said, Bounds, Output, Ssh, SshArgs, Target, NCCL_CHECK};
 use rigaudit_audit::records::Card;
 use rigaudit_audit::rehash::{
@@ -26,7 +29,9 @@ use rigaudit_audit::rehash::{
     RevisionFileSeen,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 /// The fixed listing: `$1` is the folder; prints `SIZE PATH` and a NUL for every regular file and
@@ -44,6 +49,10 @@ xargs -0 sha256sum --
 c=$?
 if [ "$c" -eq 123 ]; then exit 0; fi
 exit "$c""#;
+
+/// The fixed read of a package, streamed to the local member reader: `$1` is its path.
+const CAT: &str = r#"if [ ! -f "$1" ]; then echo "not a regular file" >&2; exit 3; fi
+exec cat -- "$1""#;
 
 /// The fixed read of a revision file: `$1` is its path; its first 4 KiB and one byte more.
 const READ: &str = r#"exec head -c 4097 -- "$1""#;
@@ -90,6 +99,18 @@ struct Names {
     package: Option<String>,
     binary: Option<String>,
     nccl: Option<String>,
+    /// The binary's path inside the package (`engine.binary.path`).
+    member: Option<String>,
+}
+
+impl Names {
+    /// The archive kind of a package at `p` whose binary member is read, if it is one.
+    fn streamed(&self, p: &str) -> Option<archive::Kind> {
+        self.member.as_ref()?;
+        (self.package.as_deref() == Some(base(p)))
+            .then(|| archive::kind_of(base(p)))
+            .flatten()
+    }
 }
 
 fn base(p: &str) -> &str {
@@ -113,6 +134,7 @@ pub fn measure(
         package: card.engine.package.as_ref().map(|p| base(&p.file).into()),
         binary: card.engine.binary.as_ref().map(|b| base(&b.path).into()),
         nccl: card.nccl.as_ref().map(|n| base(&n.file).into()),
+        member: card.engine.binary.as_ref().map(|b| b.path.clone()),
     };
     for r in roots {
         let t = &r.target;
@@ -193,6 +215,12 @@ struct RootPlan {
     checkpoints: Vec<(String, Vec<String>)>,
     /// Every path to hash, once.
     all: Vec<String>,
+    /// The size the listing gave of each named file.
+    sizes: BTreeMap<String, u64>,
+}
+
+fn listed_size(plan: &RootPlan, p: &str) -> u64 {
+    plan.sizes.get(p).copied().unwrap_or(0)
 }
 
 /// Picks the named artifacts and the checkpoint folders from a listing, by the local rules.
@@ -228,11 +256,17 @@ fn plan_root(listed: &BTreeMap<String, u64>, names: &Names) -> RootPlan {
         })
         .cloned()
         .collect();
-    let mut all: BTreeSet<String> = named.iter().cloned().collect();
+    // A package read into for its binary is streamed whole, not hashed by `sha256sum`.
+    let mut all: BTreeSet<String> = named
+        .iter()
+        .filter(|p| names.streamed(p).is_none())
+        .cloned()
+        .collect();
     for (d, files) in &checkpoints {
         all.extend(files.iter().map(|f| join(d, f)));
     }
     RootPlan {
+        sizes: named.iter().map(|p| (p.clone(), listed[p])).collect(),
         named,
         checkpoints,
         all: all.into_iter().collect(),
@@ -384,6 +418,12 @@ fn record_named(
 ) {
     for p in &plan.named {
         let name = Some(base(p));
+        if let Some(kind) = names.streamed(p) {
+            let member = names.member.as_deref().unwrap_or_default();
+            let read = stream_package(ssh, r, p, kind, member, listed_size(plan, p));
+            super::package_read(&location(r, p), read, Some(member), m);
+            continue;
+        }
         let file = Hashed {
             at: location(r, p),
             sha256: sums.of(p),
@@ -399,6 +439,68 @@ fn record_named(
             m.nccl.push(NcclSeen { file, version });
         }
     }
+}
+
+/// Streams the package `p` from the box (`cat`, over ssh) through the local member reader, with
+/// its bounds; the client is killed past two minutes and one second per 20 MiB, and reaped.
+fn stream_package(
+    ssh: &Ssh,
+    r: &RemoteRoot,
+    p: &str,
+    kind: archive::Kind,
+    member: &str,
+    packed: u64,
+) -> archive::PackageRead {
+    let failed = |e: String| archive::PackageRead {
+        whole: Some(Err(io::Error::other(format!("on the box: {e}")))),
+        ..archive::PackageRead::default()
+    };
+    let mut child = match ssh.spawn_script(&r.target, CAT, &[&on_box(&r.dir, p)]) {
+        Ok(c) => c,
+        Err(e) => return failed(e),
+    };
+    let stdout = child.stdout.take();
+    let err = crate::replay::remote::read_bounded(child.stderr.take(), 64 * 1024);
+    let child = Arc::new(Mutex::new(child));
+    let (done, watch) = watchdog(&child, Duration::from_secs(120 + packed / (20 << 20)));
+    let read = match stdout {
+        Some(s) => archive::hash_members_from(s, packed, kind, member, &Progress::none()),
+        None => failed("no output".into()),
+    };
+    let _ = done.send(());
+    let timed_out = watch.join().unwrap_or(true);
+    let status = child.lock().map(|mut c| c.wait());
+    let said = err.join().map(|(s, _)| s).unwrap_or_default();
+    let ended = matches!(status, Ok(Ok(s)) if s.success());
+    // The reader's own refusal (it stopped reading, so `cat` ended on a closed pipe) stands.
+    let refused = read.whole.as_ref().is_some_and(|w| w.is_err());
+    if timed_out {
+        failed("no end within its time; stopped".into())
+    } else if ended || refused {
+        read
+    } else {
+        failed(format!("cat failed: {}", crate::input::shown(said.trim())))
+    }
+}
+
+/// Kills `child` when nothing is sent on the returned channel within `limit`; the thread
+/// answers whether it did.
+fn watchdog(
+    child: &Arc<Mutex<std::process::Child>>,
+    limit: Duration,
+) -> (mpsc::Sender<()>, std::thread::JoinHandle<bool>) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let child = Arc::clone(child);
+    let watch = std::thread::spawn(move || match rx.recv_timeout(limit) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            if let Ok(mut c) = child.lock() {
+                let _ = c.kill();
+            }
+            true
+        }
+        _ => false,
+    });
+    (tx, watch)
 }
 
 /// Each checkpoint folder found, with its files' digests, as the local stage records one.
@@ -529,6 +631,7 @@ mod tests {
             package: None,
             binary: Some("engine".into()),
             nccl: Some("libnccl.so.2".into()),
+            member: None,
         };
         let p = plan_root(&listed, &names);
         assert_eq!(p.named, ["lib/libnccl.so.2", "opt/bin/engine"]);

@@ -427,6 +427,37 @@ impl Ssh {
         self.run_script_with(t, script, args, bounds)
     }
 
+    /// Starts a fixed script on `t` with `args` whose stdout the caller reads as a stream (no
+    /// stdin; stderr piped). The caller waits for the child.
+    pub(crate) fn spawn_script(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+    ) -> Result<std::process::Child, String> {
+        self.spawn_with(t, script, args, Stdio::null())
+    }
+
+    /// `ssh` running the fixed `script` with `args` (every word quoted), stdout and stderr piped.
+    fn spawn_with(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+        stdin: Stdio,
+    ) -> Result<std::process::Child, String> {
+        let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
+        words.extend_from_slice(args);
+        let line = command_line(&words)?;
+        Command::new("ssh")
+            .args(self.argv(t, line))
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start ssh: {e}"))
+    }
+
     /// [`Ssh::run_script`] with `input` on the script's stdin (written as it reads) and other
     /// bounds: stdout past `out_max` bytes is not read (`Output::cut`), and past `timeout` the
     /// client is killed and waited for.
@@ -437,16 +468,7 @@ impl Ssh {
         args: &[&str],
         b: Bounds,
     ) -> Result<Output, String> {
-        let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
-        words.extend_from_slice(args);
-        let line = command_line(&words)?;
-        let mut child = Command::new("ssh")
-            .args(self.argv(t, line))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start ssh: {e}"))?;
+        let mut child = self.spawn_with(t, script, args, Stdio::piped())?;
         let stdin = child.stdin.take();
         let input = b.input;
         let writer = std::thread::spawn(move || {
@@ -483,7 +505,7 @@ pub(crate) struct Bounds {
 const OUT_MAX: u64 = 64 * 1024;
 
 /// Waits for `child` up to `timeout`; past it the child is killed and reaped.
-fn wait_bounded(
+pub(crate) fn wait_bounded(
     child: &mut std::process::Child,
     timeout: Duration,
 ) -> Result<std::process::ExitStatus, String> {
@@ -516,7 +538,7 @@ pub(crate) struct Output {
 }
 
 /// Reads at most `max` bytes; `true` when there was more (the pipe is then closed).
-fn read_bounded(
+pub(crate) fn read_bounded(
     s: Option<impl Read + Send + 'static>,
     max: u64,
 ) -> std::thread::JoinHandle<(String, bool)> {
