@@ -347,12 +347,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             audit_report(&bundle, artifacts, (!no_replay).then_some(replay), &out)
         }
         Command::Measure(a) => measured(&measure::run(&a)?),
-        Command::Rehash { mut args, out } => {
-            if let Some(p) = load_policy(&out)? {
-                tune_boxes(&mut args.ssh, &p)?;
-            }
-            emit(rehash::run(&args, out.fail_on.severity())?, &out)
-        }
+        Command::Rehash { args, out } => rehash_report(args, &out),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -412,6 +407,14 @@ fn replay_report(
         Report::new("replay", &r.id, out.fail_on.severity(), r.found),
         out,
     )
+}
+
+/// `rehash`, with the policy's boxes.
+fn rehash_report(mut args: rehash::Args, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    if let Some(p) = load_policy(out)? {
+        tune_boxes(&mut args.ssh, &p)?;
+    }
+    emit(rehash::run(&args, out.fail_on.severity())?, out)
 }
 
 /// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's tolerances.

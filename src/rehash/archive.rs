@@ -250,25 +250,7 @@ fn tar_stream(
                     if !member_matches(&name, wanted) {
                         continue;
                     }
-                    let kind = entry.header().entry_type();
-                    let r = if kind.is_file() {
-                        hash_reader(&mut entry, &Progress::none())
-                            .map(|(d, _)| d)
-                            .map_err(|e| e.to_string())
-                    } else if kind.is_symlink() || kind.is_hard_link() {
-                        let target = entry
-                            .link_name()
-                            .ok()
-                            .flatten()
-                            .map(|t| t.to_string_lossy().to_string());
-                        Err(format!(
-                            "the member is a link to {}, not a file",
-                            target.unwrap_or_default()
-                        ))
-                    } else {
-                        Err("the member is not a regular file".to_string())
-                    };
-                    out.members.push((name, r));
+                    out.members.push((name, entry_digest(&mut entry)));
                 }
             }
         }
@@ -278,6 +260,28 @@ fn tar_stream(
     progress.add(tee.progress_bytes);
     out.whole = Some(rest.map(|_| hex(&tee.hash.finalize())));
     out
+}
+
+/// The sha256 of a tar member that is a regular file, or why it is not one.
+fn entry_digest(entry: &mut tar::Entry<impl Read>) -> Result<String, String> {
+    let kind = entry.header().entry_type();
+    if kind.is_file() {
+        hash_reader(entry, &Progress::none())
+            .map(|(d, _)| d)
+            .map_err(|e| e.to_string())
+    } else if kind.is_symlink() || kind.is_hard_link() {
+        let target = entry
+            .link_name()
+            .ok()
+            .flatten()
+            .map(|t| t.to_string_lossy().to_string());
+        Err(format!(
+            "the member is a link to {}, not a file",
+            target.unwrap_or_default()
+        ))
+    } else {
+        Err("the member is not a regular file".to_string())
+    }
 }
 
 fn zip_members(path: &Path, wanted: &str) -> PackageRead {
