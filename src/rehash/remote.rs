@@ -39,6 +39,9 @@ use std::time::Duration;
 const LIST: &str = r#"d=$1
 if [ ! -d "$d" ]; then echo "not a folder" >&2; exit 3; fi
 cd -- "$d" || exit 3
+if ! find . -maxdepth 0 -xtype d -printf '' 2>/dev/null; then
+    echo "find there lacks -printf and -xtype (GNU findutils is needed)" >&2; exit 3
+fi
 find . -maxdepth 17 -name .git -prune -o -type f -printf '%s %P\0' \
     -o -xtype f -exec stat -L --printf '%s %n\0' -- {} + 2>/dev/null
 exit 0"#;
