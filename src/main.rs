@@ -90,13 +90,25 @@ struct ReportArgs {
     policy: Option<PathBuf>,
 }
 
-/// Reads `--policy`: a TOML file of at most a few MiB whose check ids must be in the catalogue.
+/// Reads `--policy`: a TOML file of at most a few MiB that follows `schemas/policy.schema.json`,
+/// whose check ids are in the catalogue and whose boxes and ssh options are well formed.
 fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy>, Fatal> {
     let Some(path) = &out.policy else {
         return Ok(None);
     };
     let text = input::read_text(path, input::CONTRACT_MAX, "policy")?;
-    let mut p: rigaudit_audit::policy::Policy = toml::from_str(&text)
+    let value: serde_json::Value = toml::from_str(&text)
+        .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
+    let errs = schemas::errors(schemas::policy(), &value, 10);
+    if !errs.is_empty() {
+        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
+        return Err(fatal(format!(
+            "{}: does not follow the policy schema (rigaudit schema policy): {}",
+            path.display(),
+            list.join("; ")
+        )));
+    }
+    let mut p: rigaudit_audit::policy::Policy = serde_json::from_value(value)
         .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
     let unknown = p.unknown_checks();
     if !unknown.is_empty() {
@@ -107,7 +119,17 @@ fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy
         )));
     }
     p.file = path.display().to_string();
+    replay::boxmap::PolicyBoxes::from_policy(&p)?;
     Ok(Some(p))
+}
+
+/// The policy's boxes and ssh options under the command line's.
+fn tune_boxes(
+    ssh: &mut replay::remote::SshArgs,
+    p: &rigaudit_audit::policy::Policy,
+) -> Result<(), Fatal> {
+    ssh.policy = Some(replay::boxmap::PolicyBoxes::from_policy(p)?);
+    Ok(())
 }
 
 /// The policy's tolerances over replay's options.
@@ -234,7 +256,7 @@ enum Command {
     /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
     Man,
     /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
-    /// quality-contract, quality-summary, quality-answers, fit-result, report).
+    /// quality-contract, quality-summary, quality-answers, fit-result, report, policy).
     Schema {
         /// The kind.
         kind: String,
@@ -325,7 +347,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             audit_report(&bundle, artifacts, (!no_replay).then_some(replay), &out)
         }
         Command::Measure(a) => measured(&measure::run(&a)?),
-        Command::Rehash { args, out } => emit(rehash::run(&args, out.fail_on.severity())?, &out),
+        Command::Rehash { args, out } => rehash_report(args, &out),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -374,6 +396,7 @@ fn replay_report(
 ) -> Result<ExitCode, Fatal> {
     if let Some(p) = load_policy(out)? {
         tune_replay(&mut args, &p);
+        tune_boxes(&mut args.boxes.ssh, &p)?;
     }
     let r = replay::run(bundle, &args)?;
     eprintln!(
@@ -386,6 +409,14 @@ fn replay_report(
     )
 }
 
+/// `rehash`, with the policy's boxes.
+fn rehash_report(mut args: rehash::Args, out: &ReportArgs) -> Result<ExitCode, Fatal> {
+    if let Some(p) = load_policy(out)? {
+        tune_boxes(&mut args.ssh, &p)?;
+    }
+    emit(rehash::run(&args, out.fail_on.severity())?, out)
+}
+
 /// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's tolerances.
 fn audit_report(
     bundle: &std::path::Path,
@@ -393,9 +424,13 @@ fn audit_report(
     replay: Option<replay::Args>,
     out: &ReportArgs,
 ) -> Result<ExitCode, Fatal> {
-    let mut replay = replay;
-    if let (Some(p), Some(a)) = (load_policy(out)?, replay.as_mut()) {
-        tune_replay(a, &p);
+    let (mut artifacts, mut replay) = (artifacts, replay);
+    if let Some(p) = load_policy(out)? {
+        tune_boxes(&mut artifacts.ssh, &p)?;
+        if let Some(a) = replay.as_mut() {
+            tune_replay(a, &p);
+            tune_boxes(&mut a.boxes.ssh, &p)?;
+        }
     }
     let r = audit::run(bundle, artifacts, replay.as_ref(), out.fail_on.severity())?;
     emit(r, out)
@@ -406,6 +441,7 @@ fn schema_text(kind: &str) -> Result<&'static str, Fatal> {
     let text = match kind {
         "bundle" => Some(schemas::BUNDLE),
         "report" => Some(schemas::REPORT),
+        "policy" => Some(schemas::POLICY),
         k => serde_json::from_value(serde_json::Value::String(k.into()))
             .ok()
             .and_then(schemas::text),

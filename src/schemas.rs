@@ -22,6 +22,8 @@ pub fn text(kind: FileKind) -> Option<&'static str> {
 pub const BUNDLE: &str = include_str!("../schemas/bundle.schema.json");
 /// The report's schema text.
 pub const REPORT: &str = include_str!("../schemas/report.schema.json");
+/// The policy file's schema text (its TOML read as JSON).
+pub const POLICY: &str = include_str!("../schemas/policy.schema.json");
 
 fn compile(text: &str) -> jsonschema::Validator {
     let schema: Value = serde_json::from_str(text).expect("embedded schema is JSON");
@@ -39,6 +41,12 @@ pub fn validator(kind: FileKind) -> Option<&'static jsonschema::Validator> {
 pub fn bundle() -> &'static jsonschema::Validator {
     static CELL: OnceLock<jsonschema::Validator> = OnceLock::new();
     CELL.get_or_init(|| compile(BUNDLE))
+}
+
+/// The policy file's compiled validator.
+pub fn policy() -> &'static jsonschema::Validator {
+    static CELL: OnceLock<jsonschema::Validator> = OnceLock::new();
+    CELL.get_or_init(|| compile(POLICY))
 }
 
 /// Every schema error of `value`: (JSON pointer, message), at most `limit`.
@@ -78,5 +86,6 @@ mod tests {
             assert!(validator(k).is_some(), "{k:?}");
         }
         let _ = bundle();
+        let _ = policy();
     }
 }

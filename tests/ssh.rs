@@ -971,3 +971,358 @@ fn rehash_reads_a_box_root_over_ssh() {
         "{nccl:#?}"
     );
 }
+
+impl Sshd {
+    /// A policy file's `[boxes]` and `[ssh]` that reach this sshd as box `name` (at `dest`, or
+    /// this sshd's own address) and trust only its key.
+    fn policy(&self, name: &str, dest: Option<&str>) -> String {
+        let d = self.dir.path().display();
+        let here = format!("{}@127.0.0.1:{}", self.user, self.port);
+        format!(
+            "fail_on = \"error\"\n\n[boxes]\n{name} = \"{}\"\n\n[ssh]\nconfig = \"/dev/null\"\n\
+             options = [\"IdentityFile={d}/user_key\", \"IdentitiesOnly=yes\", \
+             \"UserKnownHostsFile={d}/known_hosts\", \"GlobalKnownHostsFile=/dev/null\", \
+             \"StrictHostKeyChecking=yes\", \"LogLevel=ERROR\"]\n",
+            dest.unwrap_or(&here)
+        )
+    }
+}
+
+/// A nightly gate's replay: the box map and the ssh options come only from `--policy`; rank 1
+/// reaches the box through the test sshd as with `--box` flags.
+#[test]
+fn a_replay_takes_its_boxes_from_the_policy_file() {
+    let Some(sshd) = sshd_or_skip("a_replay_takes_its_boxes_from_the_policy_file") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let policy = s.tmp.path().join("gate.toml");
+    std::fs::write(&policy, sshd.policy("second", None)).unwrap();
+    let extra: Vec<String> = [
+        "--allow-env",
+        "LD_LIBRARY_PATH",
+        "--policy",
+        policy.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let run = s.run(&s.args("ok", "2", &extra));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    check_argv_and_env(&s);
+    let place = format!(
+        "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
+        sshd.user, sshd.port
+    );
+    let notes = notes(&run);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&place) && n.contains("matches the card's")),
+        "{notes:#?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("wins over")), "{notes:#?}");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// A `--box` for a box the policy file maps wins over the file's entry (which points at a closed
+/// port), and a replay note says so; an `--ssh-option` of a key the file sets is noted too.
+#[test]
+fn a_box_flag_overrides_the_policy_files_entry() {
+    let Some(sshd) = sshd_or_skip("a_box_flag_overrides_the_policy_files_entry") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let policy = s.tmp.path().join("gate.toml");
+    let closed = format!("nobody@127.0.0.1:{}", free_port());
+    std::fs::write(&policy, sshd.policy("second", Some(&closed))).unwrap();
+    let mut extra: Vec<String> = ["--allow-env", "LD_LIBRARY_PATH", "--policy"]
+        .map(String::from)
+        .to_vec();
+    extra.push(policy.display().to_string());
+    extra.extend(sshd.args("second"));
+    let run = s.run(&s.args("ok", "2", &extra));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    check_argv_and_env(&s);
+    let here = format!("{}@127.0.0.1:{}", sshd.user, sshd.port);
+    let want = format!(
+        "box second: --box second={here} ({here}) wins over {}: at /boxes/second ({closed})",
+        policy.display()
+    );
+    let notes = notes(&run);
+    assert!(notes.iter().any(|n| n == &want), "{want}\n{notes:#?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("--ssh-option LogLevel=ERROR wins over")
+                && n.contains(": at /ssh/options/5 (LogLevel=ERROR)")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("--ssh-config /dev/null wins over")),
+        "{notes:#?}"
+    );
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// Malformed `[boxes]` and `[ssh]` entries of a policy file are refused (exit 2) with the file,
+/// the JSON pointer of the entry and what was expected; nothing is started.
+#[test]
+fn malformed_policy_boxes_are_refused_with_their_pointer() {
+    let s = Setup::new(None);
+    let policy = s.tmp.path().join("gate.toml");
+    let f = policy.display().to_string();
+    for (text, want) in [
+        (
+            "[boxes]\nsecond = \"auditor@spark b\"\n",
+            format!("{f}: at /boxes/second: 'auditor@spark b': the host must be a name or an address; expected [USER@]HOST[:PORT]"),
+        ),
+        (
+            "[boxes]\nsecond = \"h:99999\"\n",
+            format!("{f}: at /boxes/second: 'h:99999': \"99999\" is not a port; expected [USER@]HOST[:PORT]"),
+        ),
+        (
+            "[boxes]\nthird = \"spark-c\"\n",
+            format!("{f}: at /boxes/third: the card names no box 'third'; its boxes: head, second"),
+        ),
+        (
+            "[ssh]\noptions = [\"LogLevel=ERROR\", \"ProxyCommand=sh -c id\"]\n",
+            format!("{f}: at /ssh/options/1: 'ProxyCommand' is not an ssh option rigaudit passes; expected one of: "),
+        ),
+        (
+            "[boxes]\nsecond = 22\n",
+            format!("{f}: does not follow the policy schema (rigaudit schema policy): at /boxes/second: "),
+        ),
+        (
+            "[ssh]\nconfig = \"x\"\nproxy = \"y\"\n",
+            format!("{f}: does not follow the policy schema (rigaudit schema policy): at /ssh: "),
+        ),
+    ] {
+        std::fs::write(&policy, text).unwrap();
+        let extra = ["--policy".to_string(), f.clone(), "--plan".into()];
+        let run = s.run(&s.args("ok", "0", &extra));
+        assert_eq!(run.code, 2, "{text}\n{}\n{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(&want), "{want}\nnot in\n{}", run.stderr);
+        assert!(s.argv_info(0).is_none(), "rank 0 started");
+    }
+}
+
+/// A small checkpoint folder made by the test; the card records three of its files.
+fn checkpoint_bundle(s: &Setup, ckpt: &Path) -> PathBuf {
+    std::fs::create_dir_all(ckpt.join(".cache/huggingface")).unwrap();
+    std::fs::create_dir_all(ckpt.join("sub dir")).unwrap();
+    std::fs::write(ckpt.join("config.json"), b"{\"layers\": 2}").unwrap();
+    std::fs::write(
+        ckpt.join("model.safetensors"),
+        b"weights as hashed on the box",
+    )
+    .unwrap();
+    // An odd name: it reaches sha256sum as data (stdin), never as shell words.
+    std::fs::write(ckpt.join("sub dir/it's $(touch x); `id`.json"), b"{}").unwrap();
+    std::fs::write(
+        ckpt.join(".cache/huggingface/lock"),
+        b"not a checkpoint file",
+    )
+    .unwrap();
+    // A link to a file counts as the file (a hub client's snapshot is made of links).
+    std::os::unix::fs::symlink("config.json", ckpt.join("linked.json")).unwrap();
+    let mut card: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
+            .unwrap();
+    card["checkpoint"]["files"] = json!([
+        {"path": "config.json", "sha256": sha("{\"layers\": 2}")},
+        {"path": "model.safetensors", "sha256": sha("the weights the page ran")},
+        {"path": "tokenizer.json", "sha256": sha("{}")},
+    ]);
+    let b = s.tmp.path().join("with-checkpoint");
+    std::fs::create_dir_all(&b).unwrap();
+    write_bundle(&b, &card);
+    b
+}
+
+/// The checkpoint-files finding's message and data of a rehash.
+fn checkpoint_finding(run: &Run) -> (String, Value) {
+    let f = run.findings("rehash.checkpoint-files");
+    assert_eq!(f.len(), 1, "{f:#?}\n{}", run.stderr);
+    (
+        f[0]["message"].as_str().unwrap().to_string(),
+        f[0]["data"].clone(),
+    )
+}
+
+/// `rehash --root second=DIR` hashes the checkpoint folder in DIR on the box: the same files and
+/// digests as a local rehash of that folder; one file matches the card, one changed, one missing.
+#[test]
+fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
+    let Some(sshd) = sshd_or_skip("rehash_reads_a_checkpoint_folder_on_a_box_over_ssh") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let boxroot = s.tmp.path().join("box root");
+    let bundle = checkpoint_bundle(&s, &boxroot.join("models/GLM"));
+    let rehash = |root: String, extra: Vec<String>| {
+        let mut args: Vec<String> = vec![
+            "rehash".into(),
+            bundle.display().to_string(),
+            "--root".into(),
+            root,
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(extra);
+        s.run(&args)
+    };
+    let remote = rehash(format!("second={}", boxroot.display()), sshd.args("second"));
+    assert_eq!(remote.code, 1, "{}\n{}", remote.stdout, remote.stderr);
+    let (msg, data) = checkpoint_finding(&remote);
+    let at = format!(
+        "{}@127.0.0.1:{}:{}/models/GLM",
+        sshd.user,
+        sshd.port,
+        boxroot.display()
+    );
+    assert!(msg.contains(&at), "{msg}");
+    assert_eq!(data["matched_full"], 1, "{data:#}");
+    let differ: Vec<String> = data["differ"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["path"].as_str().unwrap(),
+                d["kind"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        differ,
+        [
+            "model.safetensors changed",
+            "linked.json only-here",
+            "sub dir/it's $(touch x); `id`.json only-here",
+            "tokenizer.json missing",
+        ],
+        "{data:#}"
+    );
+    assert!(
+        !boxroot.join("models/GLM/x").exists(),
+        "a name ran as a command"
+    );
+    // The local rehash of the same folder finds the same files with the same digests.
+    let local = rehash(format!("second={}", boxroot.display()), Vec::new());
+    let (local_msg, local_data) = checkpoint_finding(&local);
+    assert_eq!(local_data, data, "{local_msg}\n{msg}");
+}
+
+/// A bundle whose card records a package `file` (digest `pkg`) holding the binary
+/// `tensorfold-native` (digest `bin`).
+fn package_bundle(s: &Setup, name: &str, file: &str, pkg: &str, bin: &str) -> PathBuf {
+    let mut card: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
+            .unwrap();
+    card["engine"]["package"] = json!({"file": file, "sha256": pkg});
+    card["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin});
+    card["nccl"] = Value::Null;
+    let b = s.tmp.path().join(name);
+    std::fs::create_dir_all(&b).unwrap();
+    write_bundle(&b, &card);
+    b
+}
+
+/// `rehash --root second=DIR`: a package on the box is streamed (`cat` over ssh) into the local
+/// member reader: the package's digest and its binary member's, a tar.gz that matches the card
+/// and a zip whose member changed; nothing is copied beside it.
+#[test]
+fn rehash_reads_the_binary_inside_a_package_on_a_box() {
+    let Some(sshd) = sshd_or_skip("rehash_reads_the_binary_inside_a_package_on_a_box") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let boxroot = s.tmp.path().join("box root");
+    std::fs::create_dir_all(boxroot.join("dl")).unwrap();
+    let exe = std::fs::read(python3()).unwrap();
+    let tgz = boxroot.join("dl/tensorfold-1.2.7.tar.gz");
+    {
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&tgz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut t = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(exe.len() as u64);
+        h.set_mode(0o755);
+        h.set_cksum();
+        t.append_data(&mut h, "tensorfold-1.2.7/tensorfold-native", &exe[..])
+            .unwrap();
+        t.into_inner().unwrap().finish().unwrap();
+    }
+    let zip_path = boxroot.join("dl/engine.zip");
+    {
+        use std::io::Write;
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("engine/tensorfold-native", opts).unwrap();
+        z.write_all(b"not the engine the page ran").unwrap();
+        z.finish().unwrap();
+    }
+    let exe_sha = sha_file(&python3());
+    let rehash = |bundle: &Path| {
+        let mut args: Vec<String> = vec![
+            "rehash".into(),
+            bundle.display().to_string(),
+            "--root".into(),
+            format!("second={}", boxroot.display()),
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(sshd.args("second"));
+        s.run(&args)
+    };
+    let at = format!(
+        "{}@127.0.0.1:{}:{}/dl/",
+        sshd.user,
+        sshd.port,
+        boxroot.display()
+    );
+    let b = package_bundle(
+        &s,
+        "tgz",
+        "tensorfold-1.2.7.tar.gz",
+        &sha_file(&tgz),
+        &exe_sha,
+    );
+    let run = rehash(&b);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let pkg = about(&run, "rehash.package-digest");
+    assert!(
+        pkg.iter().any(|f| f.starts_with("\"info\"")
+            && f.contains(&format!("{at}tensorfold-1.2.7.tar.gz"))
+            && f.contains("matches the full digest")),
+        "{pkg:#?}"
+    );
+    let bin = about(&run, "rehash.binary-digest");
+    assert!(
+        bin.iter().any(|f| f.starts_with("\"info\"")
+            && f.contains("tensorfold-1.2.7.tar.gz!tensorfold-1.2.7/tensorfold-native")
+            && f.contains("matches the full digest")),
+        "{bin:#?}"
+    );
+    let b = package_bundle(&s, "zip", "engine.zip", &sha_file(&zip_path), &exe_sha);
+    let run = rehash(&b);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let bin = about(&run, "rehash.binary-digest");
+    assert!(
+        bin.iter().any(|f| f.starts_with("\"error\"")
+            && f.contains(&format!("{at}engine.zip!engine/tensorfold-native"))),
+        "{bin:#?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(boxroot.join("dl"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}

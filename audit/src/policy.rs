@@ -21,6 +21,15 @@
 //!
 //! [diff]
 //! setup_fails_on = ["engine", "checkpoint", "command", "server"]
+//!
+//! # Where the card's boxes are reached (replay, rehash, audit); a `--box` wins.
+//! [boxes]
+//! atom = "auditor@spark-a"
+//! pgx = "auditor@spark-b:2222"
+//!
+//! [ssh]
+//! config = "ssh_config"
+//! options = ["StrictHostKeyChecking=yes", "UserKnownHostsFile=/ci/known_hosts"]
 //! ```
 
 use crate::diff::Subject;
@@ -98,6 +107,17 @@ pub struct DiffRules {
     pub setup_fails_on: Option<Vec<Subject>>,
 }
 
+/// The ssh client's options for every box.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SshRules {
+    /// An ssh_config file (`ssh -F`), relative to the policy file's folder unless absolute.
+    pub config: Option<String>,
+    /// `KEY=VALUE` options (`ssh -o`), each KEY on the CLI's allowed list.
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
 /// A parsed policy file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +136,12 @@ pub struct Policy {
     /// What fails a diff.
     #[serde(default)]
     pub diff: DiffRules,
+    /// The card's box names mapped to `[USER@]HOST[:PORT]` (checked by the CLI).
+    #[serde(default)]
+    pub boxes: BTreeMap<String, String>,
+    /// The ssh client's options for those boxes.
+    #[serde(default)]
+    pub ssh: SshRules,
 }
 
 pub use crate::report::{Applied, Ignored};

@@ -135,18 +135,84 @@ pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) 
     }
 }
 
-fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> PackageRead {
+/// Reads a package that arrives as a stream of `packed` bytes (`cat` on a box): a tar package
+/// through the same reader and bounds as a local file; a zip package, whose directory is at its
+/// end, into memory first (at most [`ZIP_STREAM_MAX`]), then through the same reader.
+pub fn hash_members_from(
+    stream: impl Read,
+    packed: u64,
+    kind: Kind,
+    wanted: &str,
+    progress: &Progress,
+) -> PackageRead {
+    match kind {
+        Kind::Tar | Kind::TarGz => tar_stream(stream, packed, kind, wanted, progress),
+        Kind::Zip => zip_stream(stream, packed, wanted, progress),
+    }
+}
+
+/// The largest zip package read from a stream (it is held in memory).
+pub const ZIP_STREAM_MAX: u64 = 2 << 30;
+
+fn zip_stream(stream: impl Read, packed: u64, wanted: &str, progress: &Progress) -> PackageRead {
+    let mut tee = Tee {
+        inner: stream.take(ZIP_STREAM_MAX + 1),
+        hash: Sha256::new(),
+        progress_bytes: 0,
+    };
+    let mut bytes = Vec::with_capacity(packed.min(ZIP_STREAM_MAX) as usize);
+    let read = tee.read_to_end(&mut bytes);
+    progress.add(tee.progress_bytes);
     let mut out = PackageRead::default();
+    if let Err(e) = read {
+        out.whole = Some(Err(e));
+        return out;
+    }
+    if bytes.len() as u64 > ZIP_STREAM_MAX {
+        out.whole = Some(Err(io::Error::other(format!(
+            "a zip package read from a stream is held in memory: more than {} refused",
+            crate::input::size(ZIP_STREAM_MAX)
+        ))));
+        return out;
+    }
+    let packed = bytes.len() as u64;
+    let mut out = zip_read(io::Cursor::new(bytes), packed, wanted);
+    out.whole = Some(Ok(hex(&tee.hash.finalize())));
+    out
+}
+
+fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> PackageRead {
     let f = match crate::input::open_regular(path, "package") {
         Ok(f) => f,
         Err(e) => {
-            out.whole = Some(Err(io::Error::new(io::ErrorKind::InvalidInput, e.0)));
-            return out;
+            return PackageRead {
+                whole: Some(Err(io::Error::new(io::ErrorKind::InvalidInput, e.0))),
+                ..PackageRead::default()
+            }
         }
     };
     let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
+    tar_stream(
+        BufReader::with_capacity(CHUNK, f),
+        packed,
+        kind,
+        wanted,
+        progress,
+    )
+}
+
+/// Reads a tar package from `stream` (`packed` bytes long, for the inflation bound): the wanted
+/// members' digests and the whole stream's, in one pass.
+fn tar_stream(
+    stream: impl Read,
+    packed: u64,
+    kind: Kind,
+    wanted: &str,
+    progress: &Progress,
+) -> PackageRead {
+    let mut out = PackageRead::default();
     let mut tee = Tee {
-        inner: BufReader::with_capacity(CHUNK, f),
+        inner: stream,
         hash: Sha256::new(),
         progress_bytes: 0,
     };
@@ -184,25 +250,7 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Pa
                     if !member_matches(&name, wanted) {
                         continue;
                     }
-                    let kind = entry.header().entry_type();
-                    let r = if kind.is_file() {
-                        hash_reader(&mut entry, &Progress::none())
-                            .map(|(d, _)| d)
-                            .map_err(|e| e.to_string())
-                    } else if kind.is_symlink() || kind.is_hard_link() {
-                        let target = entry
-                            .link_name()
-                            .ok()
-                            .flatten()
-                            .map(|t| t.to_string_lossy().to_string());
-                        Err(format!(
-                            "the member is a link to {}, not a file",
-                            target.unwrap_or_default()
-                        ))
-                    } else {
-                        Err("the member is not a regular file".to_string())
-                    };
-                    out.members.push((name, r));
+                    out.members.push((name, entry_digest(&mut entry)));
                 }
             }
         }
@@ -214,17 +262,46 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Pa
     out
 }
 
+/// The sha256 of a tar member that is a regular file, or why it is not one.
+fn entry_digest(entry: &mut tar::Entry<impl Read>) -> Result<String, String> {
+    let kind = entry.header().entry_type();
+    if kind.is_file() {
+        hash_reader(entry, &Progress::none())
+            .map(|(d, _)| d)
+            .map_err(|e| e.to_string())
+    } else if kind.is_symlink() || kind.is_hard_link() {
+        let target = entry
+            .link_name()
+            .ok()
+            .flatten()
+            .map(|t| t.to_string_lossy().to_string());
+        Err(format!(
+            "the member is a link to {}, not a file",
+            target.unwrap_or_default()
+        ))
+    } else {
+        Err("the member is not a regular file".to_string())
+    }
+}
+
 fn zip_members(path: &Path, wanted: &str) -> PackageRead {
-    let mut out = PackageRead::default();
     let f = match crate::input::open_regular(path, "package") {
         Ok(f) => f,
         Err(e) => {
-            out.error = Some(e.0);
-            return out;
+            return PackageRead {
+                error: Some(e.0),
+                ..PackageRead::default()
+            }
         }
     };
     let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut z = match zip::ZipArchive::new(BufReader::with_capacity(CHUNK, f)) {
+    zip_read(BufReader::with_capacity(CHUNK, f), packed, wanted)
+}
+
+/// The wanted members of a zip package of `packed` bytes, within the inflation bound.
+fn zip_read(source: impl Read + io::Seek, packed: u64, wanted: &str) -> PackageRead {
+    let mut out = PackageRead::default();
+    let mut z = match zip::ZipArchive::new(source) {
         Ok(z) => z,
         Err(e) => {
             out.error = Some(format!("not a readable zip archive: {e}"));
@@ -484,5 +561,48 @@ mod tests {
         let r = hash_members(&pkg, Kind::TarGz, "tensorfold-native", &Progress::none());
         let e = r.members[0].1.as_ref().expect_err("bounded");
         assert!(e.contains("archive bomb"), "{e}");
+        // The same package arriving as a stream (from a box) has the same bound.
+        let stream = File::open(&pkg).expect("open");
+        let r = hash_members_from(
+            stream,
+            packed,
+            Kind::TarGz,
+            "tensorfold-native",
+            &Progress::none(),
+        );
+        let e = r.members[0].1.as_ref().expect_err("bounded");
+        assert!(e.contains("archive bomb"), "{e}");
+    }
+
+    /// A zip package read from a stream gives what reading the file gives.
+    #[test]
+    fn zip_from_a_stream_reads_as_the_file() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().expect("tmp");
+        let pkg = dir.path().join("w.zip");
+        {
+            let mut z = zip::ZipWriter::new(File::create(&pkg).expect("create"));
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            z.start_file("w/tensorfold-native", opts).expect("start");
+            z.write_all(&b"engine".repeat(999)).expect("write");
+            z.finish().expect("finish");
+        }
+        let from_file = hash_members(&pkg, Kind::Zip, "tensorfold-native", &Progress::none());
+        let stream = File::open(&pkg).expect("open");
+        let packed = std::fs::metadata(&pkg).expect("meta").len();
+        let from_stream = hash_members_from(
+            stream,
+            packed,
+            Kind::Zip,
+            "tensorfold-native",
+            &Progress::none(),
+        );
+        assert_eq!(from_stream.members, from_file.members);
+        assert_eq!(
+            from_stream.whole.expect("whole").expect("ok"),
+            from_file.whole.expect("whole").expect("ok")
+        );
+        assert!(from_stream.error.is_none());
     }
 }

@@ -85,7 +85,8 @@ fn box_of(root: &Root, path: &Path, boxes: &[String]) -> Option<String> {
         .map(String::from)
 }
 
-fn looks_like_checkpoint(names: &[String]) -> bool {
+/// Whether a folder whose files have these names holds a checkpoint (weights or `config.json`).
+pub fn looks_like_checkpoint(names: &[String]) -> bool {
     names.iter().any(|n| {
         let l = n.to_ascii_lowercase();
         l.ends_with(".safetensors")
@@ -147,14 +148,7 @@ pub fn walk(roots: &[Root], boxes: &[String]) -> Result<Found, String> {
                 ckpt_dirs.push(dir);
             }
         }
-        ckpt_dirs.sort();
-        let mut kept: Vec<PathBuf> = Vec::new();
-        for d in ckpt_dirs {
-            if !kept.iter().any(|k| d.starts_with(k)) {
-                kept.push(d);
-            }
-        }
-        for d in kept {
+        for d in topmost(ckpt_dirs) {
             found.checkpoints.push(FoundDir {
                 box_name: box_of(root, &d, boxes),
                 path: d,
@@ -162,6 +156,26 @@ pub fn walk(roots: &[Root], boxes: &[String]) -> Result<Found, String> {
         }
     }
     Ok(found)
+}
+
+/// The topmost of these folders: one inside another is left out (a checkpoint's sub-folder).
+pub fn topmost(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+    dirs.sort();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        if !kept.iter().any(|k| d.starts_with(k)) {
+            kept.push(d);
+        }
+    }
+    kept
+}
+
+/// Whether a path inside a checkpoint folder is one of its files: not under `.git` or the hub
+/// client's `.cache`, at most [`MAX_DEPTH`] folders down (as [`checkpoint_files`] reads).
+pub fn in_checkpoint_listing(rel: &str) -> bool {
+    let folders: Vec<&str> = rel.split('/').collect();
+    let folders = &folders[..folders.len().saturating_sub(1)];
+    folders.len() <= MAX_DEPTH && !folders.iter().any(|f| *f == ".git" || *f == ".cache")
 }
 
 impl Found {

@@ -299,7 +299,7 @@ pub fn manifest_text(m: &FileManifest) -> String {
 }
 
 /// The revision a hub client's cache folder names (`.../snapshots/<40 hex>`).
-fn hub_revision(dir: &Path) -> Option<String> {
+pub(crate) fn hub_revision(dir: &Path) -> Option<String> {
     let name = dir.file_name()?.to_str()?;
     let parent = dir.parent()?.file_name()?.to_str()?;
     (parent == "snapshots" && name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -399,7 +399,9 @@ fn plan_jobs(
     card: &Card,
     m: Measured,
 ) -> Result<Plan, Fatal> {
-    // A root on a box mapped with --box is read there over ssh.
+    // A root on a box mapped with --box (or the policy's [boxes]) is read there over ssh.
+    args.ssh
+        .check_names(&crate::replay::remote::card_boxes(card))?;
     let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
     let roots: Vec<Root> = local_roots
         .iter()
@@ -725,7 +727,7 @@ fn hashed(at: &Location, sha256: Result<String, String>) -> Hashed {
 }
 
 /// A package read as an archive: its own digest, and the binary member's (or why there is none).
-fn package_read(
+pub(crate) fn package_read(
     at: &Location,
     r: archive::PackageRead,
     binary_path: Option<&str>,

@@ -11,6 +11,7 @@
 //! `<model>`, `<checkpoint file>`) with the checkpoint's weight file, fetched on first use from the
 //! package the card names (see [`crate::fetch`]) and checked against the card's digest.
 
+pub mod boxmap;
 pub mod command;
 pub mod launch;
 pub mod remote;

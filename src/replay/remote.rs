@@ -83,6 +83,9 @@ pub struct SshArgs {
     /// The ssh client configuration file to use (`ssh -F FILE`).
     #[arg(long = "ssh-config", value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
+    /// The policy file's `[boxes]` and `[ssh]` (`--policy`), under the flags above.
+    #[arg(skip)]
+    pub policy: Option<super::boxmap::PolicyBoxes>,
 }
 
 /// Where ranks run: `replay` and `audit` options.
@@ -104,10 +107,26 @@ pub struct BoxArgs {
 /// The most a `--box-file` may hold.
 const BOX_FILE_MAX: u64 = 64 * 1024;
 
+/// One box mapping and where it was given.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    /// Where the box is.
+    pub target: Target,
+    /// `--box SPEC`, `FILE:LINE` of a `--box-file`, or `FILE: at /boxes/NAME` of the policy.
+    pub from: String,
+}
+
 impl SshArgs {
-    /// Every box mapping: the `--box-file` lines first, then the `--box`es (a later one wins).
-    pub fn specs(&self) -> Result<Vec<String>, Fatal> {
+    /// Every box mapping in the order they apply: the policy file's, the `--box-file` lines, the
+    /// `--box`es (a later one wins).
+    pub fn mapped(&self) -> Result<Vec<Mapped>, Fatal> {
         let mut v = Vec::new();
+        if let Some(p) = &self.policy {
+            v.extend(p.boxes.iter().map(|(t, ptr)| Mapped {
+                target: t.clone(),
+                from: format!("{}: at {ptr}", p.file),
+            }));
+        }
         if let Some(f) = &self.box_file {
             let text = crate::input::read_text(f, BOX_FILE_MAX, "box file")?;
             for (i, line) in text.lines().enumerate() {
@@ -115,30 +134,71 @@ impl SshArgs {
                 if line.is_empty() {
                     continue;
                 }
-                parse_box(line)
-                    .map_err(|e| fatal(format!("{}:{}: {}", f.display(), i + 1, e.0)))?;
-                v.push(line.to_string());
+                let from = format!("{}:{}", f.display(), i + 1);
+                let target = parse_box(line).map_err(|e| fatal(format!("{from}: {}", e.0)))?;
+                v.push(Mapped { target, from });
             }
         }
-        v.extend(self.boxes.iter().cloned());
+        for b in &self.boxes {
+            v.push(Mapped {
+                target: parse_box(b)?,
+                from: format!("--box {}", shown(b)),
+            });
+        }
         Ok(v)
+    }
+
+    /// The mapped boxes by name (a later mapping wins), and a note for each mapping replaced.
+    pub fn resolved(&self) -> Result<(BTreeMap<String, Mapped>, Vec<String>), Fatal> {
+        let mut by_name: BTreeMap<String, Mapped> = BTreeMap::new();
+        let mut notes = Vec::new();
+        for m in self.mapped()? {
+            let name = m.target.box_name.clone();
+            if let Some(old) = by_name.insert(name.clone(), m.clone()) {
+                notes.push(format!(
+                    "box {}: {} ({}) wins over {} ({})",
+                    shown(&name),
+                    m.from,
+                    m.target,
+                    old.from,
+                    old.target
+                ));
+            }
+        }
+        Ok((by_name, notes))
     }
 
     /// The mapped boxes by name (a later mapping wins).
     pub fn targets(&self) -> Result<BTreeMap<String, Target>, Fatal> {
-        let mut targets = BTreeMap::new();
-        for spec in &self.specs()? {
-            let t = parse_box(spec)?;
-            targets.insert(t.box_name.clone(), t);
+        let (by_name, _) = self.resolved()?;
+        Ok(by_name.into_iter().map(|(k, m)| (k, m.target)).collect())
+    }
+
+    /// Refuses a mapping of a box the card does not name, saying where it was given.
+    pub fn check_names(&self, known: &[String]) -> Result<(), Fatal> {
+        let (by_name, _) = self.resolved()?;
+        match by_name
+            .values()
+            .find(|m| !known.contains(&m.target.box_name))
+        {
+            Some(m) => Err(fatal(format!(
+                "{}: the card names no box {}; its boxes: {}",
+                m.from,
+                quote(&m.target.box_name),
+                known.join(", ")
+            ))),
+            None => Ok(()),
         }
-        Ok(targets)
     }
 }
 
 impl BoxArgs {
     /// Whether any rank may run on a box (or a box option was given).
     fn any(&self) -> bool {
-        !self.ssh.boxes.is_empty() || !self.box_engines.is_empty() || self.ssh.box_file.is_some()
+        !self.ssh.boxes.is_empty()
+            || !self.box_engines.is_empty()
+            || self.ssh.box_file.is_some()
+            || self.ssh.policy.as_ref().is_some_and(|p| p.any())
     }
 }
 
@@ -241,8 +301,13 @@ pub fn parse_box(spec: &str) -> Result<Target, Fatal> {
     let (name, dest) = spec
         .split_once('=')
         .ok_or_else(|| bad("expected NAME=[USER@]HOST[:PORT]"))?;
+    parse_target(name, dest).map_err(|why| bad(&why))
+}
+
+/// Box `name` at `[USER@]HOST[:PORT]`; `Err` says what is wrong.
+pub fn parse_target(name: &str, dest: &str) -> Result<Target, String> {
     if name.is_empty() {
-        return Err(bad("the box name is empty"));
+        return Err("the box name is empty".into());
     }
     let (user, hostport) = match dest.rsplit_once('@') {
         Some((u, h)) => (Some(u.to_string()), h),
@@ -252,11 +317,9 @@ pub fn parse_box(spec: &str) -> Result<Target, Fatal> {
         .as_deref()
         .is_some_and(|u| !plain_name(u, &['.', '_', '-']))
     {
-        return Err(bad(
-            "the user name must be letters, digits, '.', '_' or '-'",
-        ));
+        return Err("the user name must be letters, digits, '.', '_' or '-'".into());
     }
-    let (host, port) = split_port(hostport).map_err(|e| bad(&e))?;
+    let (host, port) = split_port(hostport)?;
     let ok_host = if host.contains(':') {
         host.chars()
             .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
@@ -264,7 +327,7 @@ pub fn parse_box(spec: &str) -> Result<Target, Fatal> {
         plain_name(&host, &['.', '_', '-'])
     };
     if !ok_host {
-        return Err(bad("the host must be a name or an address"));
+        return Err("the host must be a name or an address".into());
     }
     Ok(Target {
         box_name: name.to_string(),
@@ -304,23 +367,20 @@ pub struct Ssh {
 }
 
 impl Ssh {
-    /// Checks the user's `--ssh-option KEY=VALUE`s.
+    /// Checks the user's `--ssh-option KEY=VALUE`s; the policy file's options follow them (the
+    /// first value of an option wins), and `--ssh-config` wins over the file's `config`.
     pub fn new(a: &SshArgs) -> Result<Ssh, Fatal> {
         for o in &a.ssh_options {
-            let ok = o
-                .split_once('=')
-                .is_some_and(|(k, v)| plain_name(k, &[]) && !v.contains(['\n', '\r', '\0']));
-            if !ok {
-                return Err(fatal(format!(
-                    "--ssh-option {}: expected KEY=VALUE (an ssh_config keyword, a value on one line)",
-                    crate::input::shown(o)
-                )));
-            }
+            super::boxmap::check_option(o)
+                .map_err(|why| fatal(format!("--ssh-option {}: {why}", crate::input::shown(o))))?;
         }
-        Ok(Ssh {
-            options: a.ssh_options.clone(),
-            config: a.ssh_config.clone(),
-        })
+        let mut options = a.ssh_options.clone();
+        let mut config = a.ssh_config.clone();
+        if let Some(p) = &a.policy {
+            options.extend(p.options.iter().cloned());
+            config = config.or_else(|| p.config.clone());
+        }
+        Ok(Ssh { options, config })
     }
 
     /// The arguments of `ssh` that run `line` on `t`. `BatchMode` comes first (the first value of
@@ -359,36 +419,112 @@ impl Ssh {
         script: &str,
         args: &[&str],
     ) -> Result<Output, String> {
+        let bounds = Bounds {
+            input: Vec::new(),
+            out_max: OUT_MAX,
+            timeout: CHECK_TIMEOUT,
+        };
+        self.run_script_with(t, script, args, bounds)
+    }
+
+    /// Starts a fixed script on `t` with `args` whose stdout the caller reads as a stream (no
+    /// stdin; stderr piped). The caller waits for the child.
+    pub(crate) fn spawn_script(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+    ) -> Result<std::process::Child, String> {
+        self.spawn_with(t, script, args, Stdio::null())
+    }
+
+    /// `ssh` running the fixed `script` with `args` (every word quoted), stdout and stderr piped.
+    fn spawn_with(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+        stdin: Stdio,
+    ) -> Result<std::process::Child, String> {
         let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
         words.extend_from_slice(args);
         let line = command_line(&words)?;
-        let mut child = Command::new("ssh")
+        Command::new("ssh")
             .args(self.argv(t, line))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start ssh: {e}"))?;
-        let out = read_bounded(child.stdout.take());
-        let err = read_bounded(child.stderr.take());
-        let t0 = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if t0.elapsed() > CHECK_TIMEOUT => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("no answer within {} s", CHECK_TIMEOUT.as_secs()));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(format!("cannot wait for ssh: {e}")),
+            .map_err(|e| format!("cannot start ssh: {e}"))
+    }
+
+    /// [`Ssh::run_script`] with `input` on the script's stdin (written as it reads) and other
+    /// bounds: stdout past `out_max` bytes is not read (`Output::cut`), and past `timeout` the
+    /// client is killed and waited for.
+    pub(crate) fn run_script_with(
+        &self,
+        t: &Target,
+        script: &str,
+        args: &[&str],
+        b: Bounds,
+    ) -> Result<Output, String> {
+        let mut child = self.spawn_with(t, script, args, Stdio::piped())?;
+        let stdin = child.stdin.take();
+        let input = b.input;
+        let writer = std::thread::spawn(move || {
+            if let Some(mut w) = stdin {
+                let _ = std::io::Write::write_all(&mut w, &input);
             }
-        };
+        });
+        let out = read_bounded(child.stdout.take(), b.out_max);
+        let err = read_bounded(child.stderr.take(), OUT_MAX);
+        let status = wait_bounded(&mut child, b.timeout);
+        let _ = writer.join();
+        let (stdout, cut) = out.join().unwrap_or_default();
+        let (stderr, _) = err.join().unwrap_or_default();
         Ok(Output {
-            code: status.code(),
-            stdout: out.join().unwrap_or_default(),
-            stderr: err.join().unwrap_or_default(),
+            code: status?.code(),
+            stdout,
+            stderr,
+            cut,
         })
+    }
+}
+
+/// What a script on a box is given and how long and much it may answer.
+pub(crate) struct Bounds {
+    /// Its stdin.
+    pub(crate) input: Vec<u8>,
+    /// The most stdout read.
+    pub(crate) out_max: u64,
+    /// The longest it may run.
+    pub(crate) timeout: Duration,
+}
+
+/// The most of a check's stdout or stderr that is read.
+const OUT_MAX: u64 = 64 * 1024;
+
+/// Waits for `child` up to `timeout`; past it the child is killed and reaped.
+pub(crate) fn wait_bounded(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> Result<std::process::ExitStatus, String> {
+    let t0 = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(s),
+            Ok(None) if t0.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {} s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("cannot wait for ssh: {e}"));
+            }
+        }
     }
 }
 
@@ -397,15 +533,23 @@ pub(crate) struct Output {
     pub(crate) code: Option<i32>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
+    /// Whether stdout went past its bound (the rest was not read).
+    pub(crate) cut: bool,
 }
 
-fn read_bounded(s: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+/// Reads at most `max` bytes; `true` when there was more (the pipe is then closed).
+pub(crate) fn read_bounded(
+    s: Option<impl Read + Send + 'static>,
+    max: u64,
+) -> std::thread::JoinHandle<(String, bool)> {
     std::thread::spawn(move || {
         let mut buf = Vec::new();
         if let Some(s) = s {
-            let _ = s.take(64 * 1024).read_to_end(&mut buf);
+            let _ = s.take(max + 1).read_to_end(&mut buf);
         }
-        String::from_utf8_lossy(&buf).into_owned()
+        let cut = buf.len() as u64 > max;
+        buf.truncate(max as usize);
+        (String::from_utf8_lossy(&buf).into_owned(), cut)
     })
 }
 
@@ -514,7 +658,7 @@ pub fn box_of(card: &Card, rank: u32) -> Option<String> {
 }
 
 /// Every box name the card uses.
-fn card_boxes(card: &Card) -> Vec<String> {
+pub fn card_boxes(card: &Card) -> Vec<String> {
     let mut names: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
     for c in &card.commands {
         if let Some(b) = &c.box_name {
@@ -535,18 +679,8 @@ struct Mappings {
 /// The `--box` and `--box-engine` mappings, checked against the card's box names.
 fn mappings(card: &Card, a: &BoxArgs) -> Result<Mappings, Fatal> {
     let known = card_boxes(card);
-    let unknown = |flag: &str, name: &str| {
-        fatal(format!(
-            "{flag} {}: the card names no box {}; its boxes: {}",
-            crate::input::shown(name),
-            quote(name),
-            known.join(", ")
-        ))
-    };
+    a.ssh.check_names(&known)?;
     let targets = a.ssh.targets()?;
-    if let Some(t) = targets.keys().find(|t| !known.contains(t)) {
-        return Err(unknown("--box", t));
-    }
     let mut engines = BTreeMap::new();
     for spec in &a.box_engines {
         let Some((name, path)) = spec.split_once('=') else {
@@ -579,6 +713,8 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
     }
     let ssh = Ssh::new(&a.ssh)?;
     let Mappings { targets, engines } = mappings(card, a)?;
+    p.notes.extend(a.ssh.resolved()?.1);
+    p.notes.extend(super::boxmap::ssh_overrides(&a.ssh));
     let expected = expected(card, bundled)?;
     let mut checked: BTreeMap<(String, String), String> = BTreeMap::new();
     for (l, how) in p.launches.iter_mut().zip(p.launchers.iter_mut()) {
@@ -755,14 +891,7 @@ fn nccl_note(ssh: &Ssh, card: &Card, t: &Target, l: &Launch) -> Option<String> {
 /// to reach (none, or a wildcard): that box's host.
 pub fn rank0_host(card: &Card, a: &BoxArgs, rank0: u32) -> Option<String> {
     let name = box_of(card, rank0)?;
-    let spec = a
-        .ssh
-        .specs()
-        .ok()?
-        .iter()
-        .rev()
-        .filter_map(|s| parse_box(s).ok())
-        .find(|t| t.box_name == name)?;
+    let spec = a.ssh.targets().ok()?.remove(&name)?;
     Some(if spec.host.contains(':') {
         format!("[{}]", spec.host)
     } else {
