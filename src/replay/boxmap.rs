@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 /// The `-o` keywords a box's ssh client may be given (`--ssh-option`, the policy's
 /// `ssh.options`): where and as whom to connect, which keys and host keys to trust, time-outs,
-/// logging, ciphers and connection sharing. Left out: whatever runs a command or loads code here
+/// logging, ciphers, connection sharing and hops through a bastion (`ProxyJump`: ssh itself
+/// connects through it; no command of the option's runs). Left out: whatever runs a command or loads code here
 /// (`ProxyCommand`, `LocalCommand`, `KnownHostsCommand`, `PKCS11Provider`, ...), replaces or
 /// changes the command or environment on the box (`RemoteCommand`, `SetEnv`, `SendEnv`,
 /// `RequestTTY`), forwards anything, or reads more configuration (`Include`).
@@ -50,6 +51,7 @@ pub const ALLOWED_OPTIONS: &[&str] = &[
     "PasswordAuthentication",
     "Port",
     "PreferredAuthentications",
+    "ProxyJump",
     "PubkeyAcceptedAlgorithms",
     "PubkeyAuthentication",
     "ServerAliveCountMax",
