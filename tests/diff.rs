@@ -171,3 +171,47 @@ fn a_bundle_that_cannot_be_read_is_exit_2() {
     assert_eq!(run.code, 2, "{}", run.stdout);
     assert!(run.stderr.contains("nothing-here"), "{}", run.stderr);
 }
+
+/// A copy of the recorded run whose speed result carries a machine-speed reference at `gbps`.
+fn with_reference(gbps: f64) -> Copy {
+    let c = Copy::of("../runs/smollm2-cpu");
+    let file = "speed/speed-result.json";
+    let mut r = c.read_json(file);
+    let samples: Vec<Value> = (1..=6)
+        .map(|i| serde_json::json!({"step": format!("decode/code/{i}"), "gbps": gbps}))
+        .collect();
+    r["machine_reference"] = serde_json::json!({
+        "kernel": "engine-q4_1-matvec-64MiB-v1-avx2", "threads": 2, "samples": samples
+    });
+    c.write_json(file, &r);
+    c.rehash();
+    c
+}
+
+#[test]
+fn two_runs_on_a_machine_whose_speed_moved_say_so() {
+    let (a, b) = (with_reference(10.0), with_reference(6.0));
+    let (run, report) = diff(a.path(), b.path(), &[]);
+    let f: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "diff.machine-speed")
+        .collect();
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("ran 40.0 % slower on B than on A (10.00 -> 6.00 GB/s"),
+        "{m}"
+    );
+    assert_eq!(f[0]["severity"], "info");
+    // The figures are the same on both sides: nothing moved, and the run passes.
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    // The same references on both sides: nothing to say.
+    let (_, same) = diff(a.path(), with_reference(10.0).path(), &[]);
+    assert!(!same["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["check"] == "diff.machine-speed"));
+}

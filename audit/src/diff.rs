@@ -72,8 +72,22 @@ pub const NOT_COMPARABLE: Check<Part> = Check {
     run: Part::Figures,
 };
 
+/// `diff.machine-speed`.
+pub const MACHINE_SPEED: Check<Part> = Check {
+    id: "diff.machine-speed",
+    severity: Severity::Info,
+    doc: "The two bundles' machine-speed references (a fixed kernel probed before every counted step) differ: the machine ran slower or faster as a whole on one side, and speed moves that explains are inconclusive.",
+    run: Part::Figures,
+};
+
 /// `diff.*` checks.
-pub const CHECKS: &[Check<Part>] = &[SETUP_DIFFERS, MOVED, INCONCLUSIVE, NOT_COMPARABLE];
+pub const CHECKS: &[Check<Part>] = &[
+    SETUP_DIFFERS,
+    MOVED,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    MACHINE_SPEED,
+];
 
 pub use crate::verdict::{SetupChange, Subject};
 
@@ -121,7 +135,12 @@ pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Di
         same_hardware: Some(true),
         ..*tol
     };
-    let Compared { rows, .. } = compare(a, b, &tol);
+    let Compared {
+        rows,
+        findings,
+        checks_run,
+    } = compare(a, b, &tol);
+    machine_speed(a, b, &checks_run, &findings, &mut found);
     for row in rows.into_iter().map(relabel) {
         row_finding(&row, &mut found);
         found.comparisons.push(row);
@@ -160,19 +179,60 @@ fn setup_finding(c: &SetupChange, policy: &SetupPolicy, e: &mut Emit) {
     m.data(serde_json::to_value(c).unwrap_or_default());
 }
 
+/// `diff.machine-speed`: the two sides' machine-speed references, when both have one of the same
+/// kernel, and a finding when they differ by more than replay's smallest move.
+fn machine_speed(
+    a: &Bundle,
+    b: &Bundle,
+    checks_run: &[String],
+    findings: &[crate::report::Finding],
+    found: &mut Findings,
+) {
+    if !checks_run
+        .iter()
+        .any(|id| id == crate::replay::MACHINE_SPEED.id)
+    {
+        return;
+    }
+    found.mark_ran(&MACHINE_SPEED);
+    let results = (
+        a.speed_result.as_ref().map(|l| &l.value),
+        b.speed_result.as_ref().map(|l| &l.value),
+    );
+    let Some(m) = crate::replay::MachineMove::of(results.0, results.1) else {
+        return;
+    };
+    let Some(f) = findings
+        .iter()
+        .find(|f| f.check == crate::replay::MACHINE_SPEED.id)
+    else {
+        return;
+    };
+    found
+        .emitter(&MACHINE_SPEED)
+        .info(format!(
+            "the machine's speed reference {}: speed moves it explains are inconclusive",
+            relabel_text(&m.text())
+        ))
+        .data(f.data.clone());
+}
+
 /// A replay row's words for a diff: A and B in the place of recorded and replayed.
 fn relabel(mut r: Comparison) -> Comparison {
-    r.why = r
-        .why
-        .replace("the recorded side", "A")
+    r.why = relabel_text(&r.why);
+    r
+}
+
+/// Replay's words with A and B in the place of recorded and replayed.
+fn relabel_text(text: &str) -> String {
+    text.replace("the recorded side", "A")
         .replace("the replayed side", "B")
         .replace("the replay", "B")
         .replace(" recorded, ", " A, ")
         .replace(" recorded;", " A;")
         .replace(" replayed)", " B)")
         .replace("recorded ", "A ")
-        .replace("replayed ", "B ");
-    r
+        .replace("replayed ", "B ")
 }
 
 /// The finding a figure row gives, through its row's emitter (none when it reproduced).

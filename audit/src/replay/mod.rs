@@ -268,7 +268,9 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
         let file = replayed.speed_result.as_ref().map(|l| l.path.as_str());
         findings.extend(machine_finding(m, file));
     }
-    let machine = machine.filter(|_| !differs);
+    // Other hardware (told, or as the cards say) moves the figures by itself: the machine's
+    // reference does not explain a move then, even where a diff compares the figures as judged.
+    let machine = machine.filter(|_| !differs && !cards_differ(cards));
     let mut rows = speed_rows(recorded, replayed, opts, differs, machine.as_ref());
     rows.extend(quality_rows(recorded, replayed, opts));
     if !rows.is_empty() {
@@ -282,6 +284,16 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
         rows: rows.into_iter().map(|(r, _)| r).collect(),
         findings,
         checks_run: ran.into_iter().map(String::from).collect(),
+    }
+}
+
+/// Whether both cards are there and name other hardware.
+fn cards_differ(cards: (Option<&Loaded<Card>>, Option<&Loaded<Card>>)) -> bool {
+    match cards {
+        (Some(a), Some(b)) => {
+            !hardware_differences(&hw_key(&a.value.hardware), &hw_key(&b.value.hardware)).is_empty()
+        }
+        _ => false,
     }
 }
 
@@ -1316,6 +1328,32 @@ mod tests {
         confirm(&mut first, &slowed(0.6, 0.6, KERNEL), None);
         assert_eq!(
             row(&first, "decode.code").inconclusive,
+            Some(Inconclusive::MachineSpeed)
+        );
+    }
+
+    #[test]
+    fn on_other_hardware_the_machine_reference_explains_nothing_even_when_judged() {
+        // A diff of two machines judges their figures as on one machine (same_hardware); the
+        // kernel's move is then the hardware's, and the figures' move is reported, not explained.
+        let mut a = with_reference(speed_bundle(REC, TTFT), KERNEL, 10.0);
+        a.card = Some(loaded("card.json", card("1x H200", "H200", 1)));
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.6).collect();
+        let mut b = with_reference(speed_bundle(&slow, TTFT), KERNEL, 6.0);
+        b.card = Some(loaded("card.json", card("1x L40S", "L40S", 1)));
+        let judged = Tolerance {
+            same_hardware: Some(true),
+            ..Tolerance::default()
+        };
+        let c = compare(&a, &b, &judged);
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
+        assert!(!r.informational);
+        // The same two sides on one machine's cards: the move is the machine's.
+        b.card = Some(loaded("card.json", card("1x H200", "H200", 1)));
+        let c = compare(&a, &b, &judged);
+        assert_eq!(
+            row(&c, "decode.code").inconclusive,
             Some(Inconclusive::MachineSpeed)
         );
     }
