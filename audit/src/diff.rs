@@ -60,7 +60,7 @@ pub const MOVED: Check<Part> = Check {
 pub const INCONCLUSIVE: Check<Part> = Check {
     id: "diff.inconclusive",
     severity: Severity::Info,
-    doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load.",
+    doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load, or a move the machine's own change of speed explains.",
     run: Part::Figures,
 };
 
