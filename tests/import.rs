@@ -1203,6 +1203,35 @@ fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
     );
 }
 
+#[test]
+fn llama_server_stream_that_fails_mid_reply_is_a_failed_request_not_a_cut_one() {
+    // llama.cpp's server ends a stream that fails after it started with one `data:` event holding
+    // an OpenAI-shaped error object (`format_oai_sse` of `{"error": {...}}`). The real stream is
+    // kept up to its tenth chunk of text and ended that way.
+    let c = Files::of("llama-server", "stream-clean");
+    let p = c.file("3-completion.sse");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut kept: Vec<&str> = text.split('\n').take(20).collect();
+    let error = r#"data: {"error":{"code":500,"message":"failed to decode the batch","type":"server_error"}}"#;
+    kept.extend([error, "", ""]);
+    std::fs::write(&p, kept.join("\n")).unwrap();
+    let run = verify_from("llama-server", c.path());
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.failed-requests");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["file"], "3-completion.sse");
+    assert_eq!(f[0]["pointer"], "line 21");
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(m.starts_with("1 of 4 responses"), "{m}");
+    assert!(
+        m.contains("3-completion.sse: 500 failed to decode the batch, after 10 chunks of text"),
+        "{m}"
+    );
+    // A failed stream is not a cut one, and the other three are still recomputed.
+    assert!(!run.has("import.run-incomplete"), "{}", run.stdout);
+    assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 12);
+}
+
 const VLLM: &str = "openai-infqps-concurrency2-smollm2.json";
 
 #[test]

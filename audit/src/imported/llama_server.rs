@@ -224,7 +224,8 @@ pub fn check_cached(file: &str, responses: &[Response], out: &mut Checked) {
     }
 }
 
-/// `import.failed-requests`: responses that are errors (a refused request): no timings, no reply.
+/// `import.failed-requests`: responses that are errors (a refused request, or a stream that ended
+/// on an `error` event, perhaps after some text): no timings, no finished reply.
 pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
     out.ran(&FAILED_REQUESTS);
     let failed: Vec<&Response> = responses.iter().filter(|r| r.error.is_some()).collect();
@@ -235,7 +236,12 @@ pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
         .iter()
         .filter_map(|r| r.error.as_ref().map(|e| (r, e)))
         .map(|(r, (c, m))| {
-            let w = format!("{} {}", c.map_or("-".into(), |c| c.to_string()), m);
+            let mut w = format!("{} {}", c.map_or("-".into(), |c| c.to_string()), m);
+            // A stream that failed after sending text: a client that kept those chunks counted
+            // tokens of a reply that never finished.
+            if let Some(n) = r.chunks.filter(|n| *n > 0) {
+                w.push_str(&format!(", after {n} chunks of text"));
+            }
             r.file.as_ref().map_or(w.clone(), |f| format!("{f}: {w}"))
         })
         .collect();
