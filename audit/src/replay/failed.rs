@@ -29,44 +29,55 @@ pub fn failed_steps(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>)
             .data(json!({"stopped": why})),
         );
     }
-    let failed = |q: &SpeedRequest| q.status != 200 || q.error.is_some();
-    if let Some(rep) = &replayed.speed_result {
-        let rec_ok: BTreeSet<String> = recorded
-            .speed_result
-            .as_ref()
-            .map(|r| {
-                r.value
-                    .requests
-                    .iter()
-                    .filter(|q| !failed(q))
-                    .map(step_label)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut by_step: BTreeMap<String, Vec<&SpeedRequest>> = BTreeMap::new();
-        for q in rep.value.requests.iter().filter(|q| failed(q)) {
-            by_step.entry(step_label(q)).or_default().push(q);
-        }
-        for (step, qs) in by_step {
-            if !rec_ok.contains(&step) {
-                continue;
-            }
-            let first = qs[0];
-            out.push(
-                Finding::new(STEP_FAILED.id,
-                    Severity::Error,
-                    format!(
-                        "{step}: {} request(s) of the replay got no answer (first: HTTP {}{}) where the recorded run was answered",
-                        qs.len(),
-                        first.status,
-                        first.error.as_deref().map(|e| format!(", {e}")).unwrap_or_default()
-                    ),
-                )
-                .file(&rep.path)
-                .data(json!({"step": step, "failed": qs.len(), "status": first.status, "error": first.error})),
-            );
-        }
+    out.extend(failed_speed_steps(recorded, replayed));
+    out.extend(unanswered_quality(recorded, replayed));
+    out
+}
+
+/// Whether a speed request got no answer.
+fn failed(q: &SpeedRequest) -> bool {
+    q.status != 200 || q.error.is_some()
+}
+
+/// The speed steps whose replayed requests failed where the recorded run answered that step.
+fn failed_speed_steps(recorded: &Bundle, replayed: &Bundle) -> Vec<Finding> {
+    let Some(rep) = &replayed.speed_result else {
+        return Vec::new();
+    };
+    let rec_ok: BTreeSet<String> = recorded
+        .speed_result
+        .iter()
+        .flat_map(|r| r.value.requests.iter())
+        .filter(|q| !failed(q))
+        .map(step_label)
+        .collect();
+    let mut by_step: BTreeMap<String, Vec<&SpeedRequest>> = BTreeMap::new();
+    for q in rep.value.requests.iter().filter(|q| failed(q)) {
+        by_step.entry(step_label(q)).or_default().push(q);
     }
+    by_step
+        .into_iter()
+        .filter(|(step, _)| rec_ok.contains(step))
+        .map(|(step, qs)| {
+            let first = qs[0];
+            Finding::new(STEP_FAILED.id,
+                Severity::Error,
+                format!(
+                    "{step}: {} request(s) of the replay got no answer (first: HTTP {}{}) where the recorded run was answered",
+                    qs.len(),
+                    first.status,
+                    first.error.as_deref().map(|e| format!(", {e}")).unwrap_or_default()
+                ),
+            )
+            .file(&rep.path)
+            .data(json!({"step": step, "failed": qs.len(), "status": first.status, "error": first.error}))
+        })
+        .collect()
+}
+
+/// The quality tests with questions unanswered on replay where the recorded run answered all.
+fn unanswered_quality(recorded: &Bundle, replayed: &Bundle) -> Vec<Finding> {
+    let mut out = Vec::new();
     for t in &replayed.quality {
         let Some(a) = &t.answers else { continue };
         let rec = recorded
