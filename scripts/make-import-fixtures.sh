@@ -209,23 +209,31 @@ llama_bench_runs() {
     fi
 }
 
+# llama.cpp's llama-server on a free loopback port, one slot with a 256-token window, started
+# afresh (its prompt cache empty); waits until it answers /health. Sets ENGINE and LLAMA_URL.
+start_llama_server() {
+    local port
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    LLAMA_URL=http://127.0.0.1:$port
+    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 256 -np 1 \
+        >"$TMP/llama-server.log" 2>&1 &
+    ENGINE=$!
+    for _ in $(seq 1 300); do
+        curl -sf "$LLAMA_URL/health" >/dev/null && break
+        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
+        sleep 0.2
+    done
+}
+
 # llama-server: one slot with a 256-token window; /completion and /v1/chat/completions requests,
 # each response body saved as one line. The clean file: two prompts, the first asked twice (its
 # second answer reuses the cached prompt: cache_n > 0) and one chat request; the failures file:
 # the same, a prompt the model answers with nothing, and a prompt longer than the window, which the
 # server refuses.
 llama_server_runs() {
-    local out=fixtures/imports/llama-server port url long
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    url=http://127.0.0.1:$port
-    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 256 -np 1 \
-        >"$TMP/llama-server.log" 2>&1 &
-    ENGINE=$!
-    for _ in $(seq 1 300); do
-        curl -sf "$url/health" >/dev/null && break
-        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
-        sleep 0.2
-    done
+    local out=fixtures/imports/llama-server url long
+    start_llama_server
+    url=$LLAMA_URL
     rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
     local f=$out/clean/responses.jsonl
     post() { curl -s "$url$1" -H 'Content-Type: application/json' -d "$2" |
@@ -251,17 +259,9 @@ llama_server_runs() {
 # stream-failures/: the same, a prompt the model answers with nothing, a prompt longer than the
 # window (refused: the file holds the HTTP 400 error body instead of a stream), one more short one.
 llama_server_stream_runs() {
-    local out=fixtures/imports/llama-server port url long
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    url=http://127.0.0.1:$port
-    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 256 -np 1 \
-        >"$TMP/llama-server.log" 2>&1 &
-    ENGINE=$!
-    for _ in $(seq 1 300); do
-        curl -sf "$url/health" >/dev/null && break
-        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
-        sleep 0.2
-    done
+    local out=fixtures/imports/llama-server url long
+    start_llama_server
+    url=$LLAMA_URL
     rm -rf "$out/stream-clean" "$out/stream-failures" && mkdir -p "$out/stream-clean" "$out/stream-failures"
     local c=$out/stream-clean f=$out/stream-failures
     stream() { curl -sN "$url$1" -H 'Content-Type: application/json' -d "$2" >"$3"; }

@@ -67,6 +67,13 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             .push(format!("{}: not a LoadGen file the importer reads", s.name));
     }
     imp.checked = check(summary.as_ref(), &detail);
+    settings_and_figures(&detail, &mut imp);
+    Ok(imp)
+}
+
+/// The settings in effect (`effective_*`, for diff) and the result's figures (`result_*` times
+/// and rates, headlines only: LoadGen prints no per-query values).
+fn settings_and_figures(detail: &Detail, imp: &mut Imported) {
     for (k, (line, v)) in detail
         .values
         .iter()
@@ -94,7 +101,6 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             });
         }
     }
-    Ok(imp)
 }
 
 fn detail(src: &Source) -> Result<Detail, Fatal> {
