@@ -36,6 +36,18 @@ if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || ! command -v s
         exit 1
     fi
 fi
+# fish and tcsh: the login-shell probe's unit test (src/replay/login_shell.rs) shows that a box
+# whose login shell is one of them is refused; with them installed the test requires them.
+if ! command -v fish >/dev/null 2>&1 || ! command -v tcsh >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fish tcsh >/dev/null
+    else
+        echo "scripts/test.sh: the login-shell probe's test needs fish and tcsh: apt-get install fish tcsh" >&2
+        exit 1
+    fi
+fi
+export RIGAUDIT_REQUIRE_SHELLS=1
 # With sshd installed, a test that cannot start it fails instead of skipping.
 export RIGAUDIT_REQUIRE_SSHD=1
 cargo test --workspace "$@"

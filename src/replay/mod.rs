@@ -14,6 +14,7 @@
 pub mod boxmap;
 pub mod command;
 pub mod launch;
+pub mod login_shell;
 pub mod remote;
 
 use crate::bundle;

@@ -364,6 +364,9 @@ fn split_port(s: &str) -> Result<(String, Option<u16>), String> {
 pub struct Ssh {
     options: Vec<String>,
     config: Option<PathBuf>,
+    /// The boxes (as `[USER@]HOST[:PORT]`) whose login shell passed the probe
+    /// ([`super::login_shell`]); shared by the clones of one `Ssh`.
+    posix: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl Ssh {
@@ -380,7 +383,23 @@ impl Ssh {
             options.extend(p.options.iter().cloned());
             config = config.or_else(|| p.config.clone());
         }
-        Ok(Ssh { options, config })
+        Ok(Ssh {
+            options,
+            config,
+            ..Ssh::default()
+        })
+    }
+
+    /// Whether the box `key` passed the login-shell probe.
+    pub(crate) fn posix_known(&self, key: &str) -> bool {
+        self.posix.lock().is_ok_and(|s| s.contains(key))
+    }
+
+    /// Keeps that the box `key` passed the login-shell probe.
+    pub(crate) fn posix_learned(&self, key: String) {
+        if let Ok(mut s) = self.posix.lock() {
+            s.insert(key);
+        }
     }
 
     /// The arguments of `ssh` that run `line` on `t`. `BatchMode` comes first (the first value of
@@ -446,9 +465,19 @@ impl Ssh {
         args: &[&str],
         stdin: Stdio,
     ) -> Result<std::process::Child, String> {
+        super::login_shell::ensure(self, t)?;
         let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
         words.extend_from_slice(args);
-        let line = command_line(&words)?;
+        self.spawn_line(t, command_line(&words)?, stdin)
+    }
+
+    /// `ssh` running `line` on `t` as it is, stdout and stderr piped.
+    pub(crate) fn spawn_line(
+        &self,
+        t: &Target,
+        line: String,
+        stdin: Stdio,
+    ) -> Result<std::process::Child, String> {
         Command::new("ssh")
             .args(self.argv(t, line))
             .stdin(stdin)

@@ -1,0 +1,126 @@
+//! Whether a box's login shell reads POSIX quoting.
+//!
+//! `ssh HOST LINE` has the account's login shell run `LINE` (`$SHELL -c LINE`), and every line
+//! rigaudit sends is made of words single-quoted by [`super::remote::quote`], which only a POSIX
+//! shell (sh, dash, bash, ksh, zsh) reads back as sent. csh and tcsh expand `!` inside single
+//! quotes and refuse a newline in them; fish reads `\\` and `\'` inside them as escapes. So before
+//! the first script runs on a box, a probe sends words that tell them apart and checks that they
+//! come back byte for byte; a box whose shell changes them is refused with its shell's answer.
+//! Checked with each of those shells in the unit test below (through `SHELL -c`, as sshd runs it).
+
+use super::remote::{command_line, read_bounded, wait_bounded, Ssh, Target};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// The probe's fixed script: prints its arguments between markers (a login script that prints a
+/// banner on stdout does not break it).
+const SCRIPT: &str = "printf 'rigaudit-probe:'; printf '%s|' \"$@\"; printf ':end\\n'";
+
+/// Words a POSIX shell passes through single quotes unchanged and the others do not: a quote
+/// (sent as `'\''`), two backslashes (fish keeps one), `!` (csh's history), a newline (csh: an
+/// unmatched quote), `$`, `~` and `*` (expanded by any shell that does not quote them).
+const WORDS: [&str; 7] = ["a'b", "c\\\\d", "e!f", "g\nh", "$HOME", "~", "*"];
+
+/// How long the probe may take (a connection's time-out is ssh's own, 15 s by default).
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The line sent: `exec /bin/sh -c SCRIPT rigaudit-probe WORDS...`, every word quoted.
+pub(crate) fn line() -> String {
+    let mut words = vec!["/bin/sh", "-c", SCRIPT, "rigaudit-probe"];
+    words.extend(WORDS);
+    command_line(&words).expect("the probe's words hold no NUL")
+}
+
+/// What a POSIX shell prints for [`line`].
+fn expected() -> String {
+    let joined: String = WORDS.iter().map(|w| format!("{w}|")).collect();
+    format!("rigaudit-probe:{joined}:end\n")
+}
+
+/// Whether `stdout` holds the probe's words as sent.
+pub(crate) fn reads_posix(stdout: &str) -> bool {
+    stdout.contains(&expected())
+}
+
+/// Probes `t` once per [`Ssh`] (the answer is kept): `Ok` when its login shell read the words as
+/// sent, or when ssh itself failed (exit 255: the script that follows says why in its own words);
+/// an error naming the shell's answer otherwise.
+pub(crate) fn ensure(ssh: &Ssh, t: &Target) -> Result<(), String> {
+    let key = t.to_string();
+    if ssh.posix_known(&key) {
+        return Ok(());
+    }
+    let mut child = ssh.spawn_line(t, line(), Stdio::null())?;
+    let out = read_bounded(child.stdout.take(), 64 * 1024);
+    let err = read_bounded(child.stderr.take(), 64 * 1024);
+    let status = wait_bounded(&mut child, TIMEOUT);
+    let (stdout, _) = out.join().unwrap_or_default();
+    let (stderr, _) = err.join().unwrap_or_default();
+    let code = status
+        .map_err(|e| format!("probing its login shell: {e}"))?
+        .code();
+    if code == Some(255) || reads_posix(&stdout) {
+        if code != Some(255) {
+            ssh.posix_learned(key);
+        }
+        return Ok(());
+    }
+    let answer = if stdout.trim().is_empty() {
+        stderr
+    } else {
+        stdout
+    };
+    Err(format!(
+        "its login shell does not read POSIX quoting: a probe of single-quoted words should print {}, it printed {} (exit {}); \
+         rigaudit's commands need the account's login shell to be sh, dash, bash, ksh or zsh, not csh, tcsh or fish: \
+         map a user whose shell is one of them, or change the shell (chsh -s /bin/sh)",
+        crate::input::shown(expected().trim()),
+        crate::input::shown_n(answer.trim(), 200),
+        code.map_or("by a signal".into(), |c| c.to_string())
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// What `shell -c LINE` prints: sshd runs the command of `ssh HOST LINE` that way.
+    fn through(shell: &str) -> Option<String> {
+        let o = Command::new(shell).arg("-c").arg(line()).output().ok()?;
+        Some(String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+
+    #[test]
+    fn posix_shells_pass_the_probe_and_csh_tcsh_fish_fail_it() {
+        let mut seen = Vec::new();
+        for sh in ["/bin/sh", "/bin/dash", "/bin/bash", "/bin/zsh", "/bin/ksh"] {
+            if let Some(out) = through(sh) {
+                assert!(reads_posix(&out), "{sh}: {out:?}");
+                seen.push(sh);
+            }
+        }
+        assert!(seen.contains(&"/bin/sh"), "{seen:?}");
+        for sh in ["/usr/bin/fish", "/bin/tcsh", "/bin/csh"] {
+            if let Some(out) = through(sh) {
+                assert!(!reads_posix(&out), "{sh} passed: {out:?}");
+                seen.push(sh);
+            }
+        }
+        // scripts/test.sh installs fish and tcsh, so CI runs the refusals too.
+        if std::env::var_os("RIGAUDIT_REQUIRE_SHELLS").is_some() {
+            for sh in ["/usr/bin/fish", "/bin/tcsh"] {
+                assert!(seen.contains(&sh), "{sh} is not installed: {seen:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_banner_before_the_answer_does_not_fail_the_probe() {
+        let out = format!("Welcome to the box\n{}", expected());
+        assert!(reads_posix(&out));
+        assert!(!reads_posix(
+            "rigaudit-probe:a'b|c\\d|e!f|g\nh|$HOME|~|*|:end\n"
+        ));
+    }
+}
