@@ -27,21 +27,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     sources[i].role = "report".into();
     let src = &sources[i];
     let v: Value = super::json_of(src)?;
-    let list = v
-        .get("benchmarks")
-        .and_then(|b| b.as_array())
-        .ok_or_else(|| {
-            fatal(format!(
-                "{}: at /benchmarks: expected a list of benchmarks",
-                src.shown
-            ))
-        })?;
-    let mut benchmarks = Vec::new();
-    for (n, b) in list.iter().enumerate() {
-        benchmarks.push(
-            benchmark(b, n).map_err(|w| fatal(format!("{}: at /benchmarks/{n}{w}", src.shown)))?,
-        );
-    }
+    let benchmarks = benchmarks_of(src, &v)?;
     let mut imp = Imported {
         tool_version: v
             .pointer("/metadata/guidellm_version")
@@ -84,6 +70,25 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     }
     imp.series = series(&benchmarks);
     Ok(imp)
+}
+
+/// The report's `/benchmarks`, each read; an error names the benchmark and the place in it.
+fn benchmarks_of(src: &Source, v: &Value) -> Result<Vec<Benchmark>, Fatal> {
+    let list = v
+        .get("benchmarks")
+        .and_then(|b| b.as_array())
+        .ok_or_else(|| {
+            fatal(format!(
+                "{}: at /benchmarks: expected a list of benchmarks",
+                src.shown
+            ))
+        })?;
+    list.iter()
+        .enumerate()
+        .map(|(n, b)| {
+            benchmark(b, n).map_err(|w| fatal(format!("{}: at /benchmarks/{n}{w}", src.shown)))
+        })
+        .collect()
 }
 
 fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {

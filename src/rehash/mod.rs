@@ -221,73 +221,81 @@ pub fn read_manifest_file(path: &Path) -> Result<FileManifest, String> {
         .map_err(|e| e.0)?;
     let origin = format!("the manifest {}", path.display());
     let t = text.trim_start();
-    if t.starts_with('[') || t.starts_with('{') {
-        let v: serde_json::Value = serde_json::from_str(t).map_err(|e| {
+    let entries = if t.starts_with('[') || t.starts_with('{') {
+        json_entries(path, t)?
+    } else {
+        sha256sum_entries(path, &text)?
+    };
+    Ok(FileManifest { origin, entries })
+}
+
+/// A JSON manifest's entries: `[{path, sha256}]` or `{"files": [...]}`.
+fn json_entries(path: &Path, t: &str) -> Result<Vec<ManifestEntry>, String> {
+    let v: serde_json::Value = serde_json::from_str(t).map_err(|e| {
+        format!(
+            "{}: line {}, column {}: not valid JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    let arr = v
+        .as_array()
+        .or_else(|| v.get("files").and_then(|f| f.as_array()))
+        .ok_or_else(|| {
             format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                path.display(),
-                e.line(),
-                e.column()
+                "{}: expected a list of {{path, sha256}} or {{\"files\": [...]}}",
+                path.display()
             )
         })?;
-        let arr = v
-            .as_array()
-            .or_else(|| v.get("files").and_then(|f| f.as_array()))
-            .ok_or_else(|| {
-                format!(
-                    "{}: expected a list of {{path, sha256}} or {{\"files\": [...]}}",
-                    path.display()
-                )
-            })?;
-        let mut entries = Vec::new();
-        for (i, e) in arr.iter().enumerate() {
+    arr.iter()
+        .enumerate()
+        .map(|(i, e)| {
             let p = e.get("path").and_then(|x| x.as_str());
             let d = e.get("sha256").and_then(|x| x.as_str());
             match (p, d) {
-                (Some(p), Some(d)) => entries.push(ManifestEntry {
+                (Some(p), Some(d)) => Ok(ManifestEntry {
                     path: p.to_string(),
                     sha256: d.to_string(),
                 }),
-                _ => {
-                    return Err(format!(
-                        "{}: entry {i} needs a path and a sha256",
-                        path.display()
-                    ))
-                }
+                _ => Err(format!(
+                    "{}: entry {i} needs a path and a sha256",
+                    path.display()
+                )),
             }
-        }
-        return Ok(FileManifest { origin, entries });
-    }
+        })
+        .collect()
+}
+
+/// A sha256sum manifest's entries (`HEX  PATH`, `HEX *PATH`; `#` comments and blank lines skipped).
+fn sha256sum_entries(path: &Path, text: &str) -> Result<Vec<ManifestEntry>, String> {
     let mut entries = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim_end();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (d, p) = line.split_once(' ').ok_or_else(|| {
+        let bad = || {
             format!(
                 "{}: line {}: expected 'SHA256  PATH'",
                 path.display(),
                 i + 1
             )
-        })?;
+        };
+        let (d, p) = line.split_once(' ').ok_or_else(bad)?;
         let p = p
             .strip_prefix(' ')
             .or_else(|| p.strip_prefix('*'))
             .unwrap_or(p);
         if d.len() < 8 || !d.bytes().all(|b| b.is_ascii_hexdigit()) || p.is_empty() {
-            return Err(format!(
-                "{}: line {}: expected 'SHA256  PATH'",
-                path.display(),
-                i + 1
-            ));
+            return Err(bad());
         }
         entries.push(ManifestEntry {
             path: p.trim_start_matches("./").to_string(),
             sha256: d.to_ascii_lowercase(),
         });
     }
-    Ok(FileManifest { origin, entries })
+    Ok(entries)
 }
 
 /// The sha256sum text of a manifest (`sha256sum -c` can check it inside the folder).
@@ -864,4 +872,54 @@ fn run_job(j: &Job, progress: &Progress) -> Done {
             "reading it failed inside rigaudit (a panic); please report this file".into(),
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<(String, String)>, String> {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("m");
+        std::fs::write(&p, text).expect("write");
+        read_manifest_file(&p).map(|m| m.entries.into_iter().map(|e| (e.path, e.sha256)).collect())
+    }
+
+    #[test]
+    fn manifests_in_sha256sum_and_json_shapes_read_alike() {
+        let d = "ab".repeat(32);
+        let want = vec![
+            ("a.safetensors".to_string(), d.clone()),
+            ("dir/b.json".to_string(), d.clone()),
+        ];
+        let text = format!(
+            "# made by sha256sum\n{}  ./a.safetensors\n\n{} *dir/b.json\n",
+            d.to_uppercase(),
+            d
+        );
+        assert_eq!(read(&text).unwrap(), want);
+        let list = format!(
+            r#"[{{"path": "a.safetensors", "sha256": "{d}"}}, {{"path": "dir/b.json", "sha256": "{d}"}}]"#
+        );
+        assert_eq!(read(&list).unwrap(), want);
+        assert_eq!(read(&format!(r#"{{"files": {list}}}"#)).unwrap(), want);
+    }
+
+    #[test]
+    fn a_bad_manifest_names_its_line_or_entry() {
+        let d = "ab".repeat(32);
+        let e = read(&format!("{d}  a\nnot-a-digest  b\n")).unwrap_err();
+        assert!(e.ends_with(": line 2: expected 'SHA256  PATH'"), "{e}");
+        let e = read(&format!("{d}\n")).unwrap_err();
+        assert!(e.ends_with(": line 1: expected 'SHA256  PATH'"), "{e}");
+        let e = read(&format!(
+            r#"[{{"path": "a", "sha256": "{d}"}}, {{"path": "b"}}]"#
+        ))
+        .unwrap_err();
+        assert!(e.ends_with(": entry 1 needs a path and a sha256"), "{e}");
+        let e = read(r#"{"weights": []}"#).unwrap_err();
+        assert!(e.contains("expected a list of {path, sha256}"), "{e}");
+        let e = read("[{").unwrap_err();
+        assert!(e.contains("line 1, column 2: not valid JSON"), "{e}");
+    }
 }
