@@ -426,6 +426,18 @@ fn map_changes(
         .collect()
 }
 
+/// One changed part of a rank's command, with where each side records it (`wa`/`wb` + `pa`/`pb`).
+fn command_change(what: String, x: String, y: String, wa: &str, wb: &str, at: &str) -> SetupChange {
+    SetupChange {
+        subject: Subject::Command,
+        what,
+        a: x,
+        b: y,
+        where_a: format!("{wa}{at}"),
+        where_b: format!("{wb}{at}"),
+    }
+}
+
 fn command_changes(
     rank: u32,
     a: Option<&RankCommand>,
@@ -433,46 +445,12 @@ fn command_changes(
     wa: &str,
     wb: &str,
 ) -> Vec<SetupChange> {
-    let change = |what: String, x: String, y: String, pa: &str, pb: &str| SetupChange {
-        subject: Subject::Command,
-        what,
-        a: x,
-        b: y,
-        where_a: format!("{wa}{pa}"),
-        where_b: format!("{wb}{pb}"),
-    };
     let (Some(a), Some(b)) = (a, b) else {
         let has = |c: Option<&RankCommand>| c.map_or("absent".into(), |c| c.argv.join(" "));
-        return vec![change(
-            format!("rank {rank} command"),
-            has(a),
-            has(b),
-            "",
-            "",
-        )];
+        let what = format!("rank {rank} command");
+        return vec![command_change(what, has(a), has(b), wa, wb, "")];
     };
-    let mut out = Vec::new();
-    let (ea, eb) = (a.argv.first(), b.argv.first());
-    if ea != eb {
-        let s = |x: Option<&String>| x.cloned().unwrap_or_else(|| "absent".into());
-        out.push(change(
-            format!("rank {rank} executable"),
-            s(ea),
-            s(eb),
-            "/argv/0",
-            "/argv/0",
-        ));
-    }
-    if a.box_name != b.box_name {
-        let s = |x: &Option<String>| x.clone().unwrap_or_else(|| "absent".into());
-        out.push(change(
-            format!("rank {rank} box"),
-            s(&a.box_name),
-            s(&b.box_name),
-            "/box",
-            "/box",
-        ));
-    }
+    let mut out = where_it_runs(rank, a, b, wa, wb);
     let ((fa, pa), (fb, pb)) = (flags(&a.argv), flags(&b.argv));
     let argv = (format!("{wa}/argv"), format!("{wb}/argv"));
     out.extend(map_changes(
@@ -482,11 +460,13 @@ fn command_changes(
         (&argv.0, &argv.1),
     ));
     if pa != pb {
-        out.push(change(
-            format!("rank {rank} positional arguments"),
+        let what = format!("rank {rank} positional arguments");
+        out.push(command_change(
+            what,
             pa.join(" "),
             pb.join(" "),
-            "/argv",
+            wa,
+            wb,
             "/argv",
         ));
     }
@@ -497,6 +477,42 @@ fn command_changes(
         &b.env,
         (&env.0, &env.1),
     ));
+    out
+}
+
+/// A rank's executable and box, when they differ.
+fn where_it_runs(
+    rank: u32,
+    a: &RankCommand,
+    b: &RankCommand,
+    wa: &str,
+    wb: &str,
+) -> Vec<SetupChange> {
+    let absent = |x: Option<&String>| x.cloned().unwrap_or_else(|| "absent".into());
+    let mut out = Vec::new();
+    let (ea, eb) = (a.argv.first(), b.argv.first());
+    if ea != eb {
+        let what = format!("rank {rank} executable");
+        out.push(command_change(
+            what,
+            absent(ea),
+            absent(eb),
+            wa,
+            wb,
+            "/argv/0",
+        ));
+    }
+    if a.box_name != b.box_name {
+        let (x, y) = (absent(a.box_name.as_ref()), absent(b.box_name.as_ref()));
+        out.push(command_change(
+            format!("rank {rank} box"),
+            x,
+            y,
+            wa,
+            wb,
+            "/box",
+        ));
+    }
     out
 }
 
