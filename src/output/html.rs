@@ -340,14 +340,9 @@ fn is_prefill(key: &str) -> bool {
     key.starts_with("prefill.") || key.starts_with("ctx_prefill.")
 }
 
-fn plots(r: &Report) -> String {
-    let f = figures(r);
-    let group = |k: &str, a, b, ea, eb| Group {
-        label: k.to_string(),
-        bars: [Bar { value: a, err: ea }, Bar { value: b, err: eb }],
-    };
-    let mut o = String::new();
-    let mut series: Vec<(String, Vec<(u32, f64)>)> = Vec::new();
+/// The throughput at each number of requests at once, total and per request, one line per side.
+fn concurrency_series(f: &Figures) -> Vec<(String, Vec<(u32, f64)>)> {
+    let mut series = Vec::new();
     for (prefix, what) in [
         ("conc_total.", "total"),
         ("conc_per_request.", "per request"),
@@ -367,6 +362,17 @@ fn plots(r: &Report) -> String {
             }
         }
     }
+    series
+}
+
+fn plots(r: &Report) -> String {
+    let f = figures(r);
+    let group = |k: &str, a, b, ea, eb| Group {
+        label: k.to_string(),
+        bars: [Bar { value: a, err: ea }, Bar { value: b, err: eb }],
+    };
+    let mut o = String::new();
+    let series = concurrency_series(&f);
     if !series.is_empty() {
         o.push_str(&line_chart(
             "Throughput against requests at once",

@@ -601,71 +601,81 @@ impl Running {
         let mut already = Vec::new();
         for &i in &pending {
             let p = &mut self.procs[i];
-            if p.status.is_none() {
-                if let Ok(Some(s)) = p.child.try_wait() {
-                    p.status = Some(s);
-                }
-            }
+            reap(p);
             already.push(p.status.is_some());
             // Also when the rank itself has ended: what it left in its group goes too.
             let _ = signal(-p.pgid, libc::SIGTERM);
         }
-        let deadline = Instant::now() + GRACE;
+        self.wait_for_groups(&pending, Instant::now() + GRACE);
+        pending
+            .iter()
+            .zip(&already)
+            .map(|(&i, &already)| finish(&mut self.procs[i], already && !closed.contains(&i)))
+            .collect()
+    }
+
+    /// Waits until every rank in `pending` has ended and its group is gone, or `deadline`.
+    fn wait_for_groups(&mut self, pending: &[usize], deadline: Instant) {
         loop {
             let mut all_gone = true;
-            for &i in &pending {
+            for &i in pending {
                 let p = &mut self.procs[i];
-                if p.status.is_none() {
-                    if let Ok(Some(s)) = p.child.try_wait() {
-                        p.status = Some(s);
-                    }
-                }
+                reap(p);
                 if p.status.is_none() || group_alive(p.pgid) {
                     all_gone = false;
                 }
             }
             if all_gone || Instant::now() >= deadline {
-                break;
+                return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let mut notes = Vec::new();
-        for (&i, &already) in pending.iter().zip(&already) {
-            let p = &mut self.procs[i];
-            let killed = p.status.is_none() || group_alive(p.pgid);
-            if killed {
-                let _ = signal(-p.pgid, libc::SIGKILL);
-                // The leader too, in case it left its group (setpgid/setsid): `wait` below must
-                // not hang.
-                if p.status.is_none() {
-                    let _ = signal(p.pgid, libc::SIGKILL);
-                }
-            }
-            if p.status.is_none() {
-                p.status = p.child.wait().ok();
-            }
-            notes.push(if killed {
-                format!(
-                    "rank {} did not stop within {} s of SIGTERM; its process group was killed (SIGKILL)",
-                    p.rank,
-                    GRACE.as_secs()
-                )
-            } else if already && !closed.contains(&i) {
-                format!("rank {} had already ended ({})", p.rank, describe(p.status))
-            } else {
-                format!("rank {} stopped ({})", p.rank, describe(p.status))
-            });
-            // SIGKILL cannot be refused; give the group a moment to be gone before forgetting it.
-            let until = Instant::now() + Duration::from_secs(1);
-            while group_alive(p.pgid) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            lock(&LIVE).remove(&p.pgid);
-            p.done = true;
-            drain(p);
-        }
-        notes
     }
+}
+
+/// Keeps the rank's exit status once it has one (without waiting).
+fn reap(p: &mut Proc) {
+    if p.status.is_none() {
+        if let Ok(Some(s)) = p.child.try_wait() {
+            p.status = Some(s);
+        }
+    }
+}
+
+/// After the grace: SIGKILL to a group still there, the rank waited for and forgotten; the note
+/// says how it ended (`ended_before`: it had ended by itself before the stop).
+fn finish(p: &mut Proc, ended_before: bool) -> String {
+    let killed = p.status.is_none() || group_alive(p.pgid);
+    if killed {
+        let _ = signal(-p.pgid, libc::SIGKILL);
+        // The leader too, in case it left its group (setpgid/setsid): `wait` below must not hang.
+        if p.status.is_none() {
+            let _ = signal(p.pgid, libc::SIGKILL);
+        }
+    }
+    if p.status.is_none() {
+        p.status = p.child.wait().ok();
+    }
+    let note = if killed {
+        format!(
+            "rank {} did not stop within {} s of SIGTERM; its process group was killed (SIGKILL)",
+            p.rank,
+            GRACE.as_secs()
+        )
+    } else if ended_before {
+        format!("rank {} had already ended ({})", p.rank, describe(p.status))
+    } else {
+        format!("rank {} stopped ({})", p.rank, describe(p.status))
+    };
+    // SIGKILL cannot be refused; give the group a moment to be gone before forgetting it.
+    let until = Instant::now() + Duration::from_secs(1);
+    while group_alive(p.pgid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    lock(&LIVE).remove(&p.pgid);
+    p.done = true;
+    drain(p);
+    note
 }
 
 impl Running {
@@ -1038,5 +1048,8 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
         assert_eq!(rank, 5);
         assert!(what.starts_with("exit code 4"), "{what}");
         assert!(what.contains("dying now"), "{what}");
+        // Stopping it then says it had ended by itself; a second stop does nothing more.
+        assert_eq!(r.stop(), vec!["rank 5 had already ended (exit code 4)"]);
+        assert!(r.stop().is_empty());
     }
 }
