@@ -82,6 +82,10 @@ fn replays_the_fixture_on_llama_cpp() {
         "--quiet",
         "--ready-timeout",
         "120",
+        // One session: nothing here is about confirming a drift (llama.cpp is another engine and
+        // the card names other hardware), and a second session doubled the test's time.
+        "--confirm",
+        "false",
     ]);
     assert!(
         run.code == 0 || run.code == 1,
