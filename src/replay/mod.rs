@@ -78,7 +78,9 @@ pub struct Args {
     /// `PYTHONPATH`, `PATH`, ...) to the engine; refused otherwise. Repeatable.
     #[arg(long = "allow-env", value_name = "NAME")]
     pub allow_env: Vec<String>,
-    /// Confirm a speed drift in a second session before calling it drift (default on).
+    /// Confirm a speed drift in a second session before calling it drift, and judge a value too
+    /// noisy to judge again over both sessions (default on; only where the card names this
+    /// machine's hardware: values for information only need no second session).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub confirm: bool,
     /// Where ranks run (`--box`, `--ssh-option`, ...): see [`remote`].

@@ -3,15 +3,16 @@
 
 use super::*;
 
-/// The speed keys a confirming session should measure again: rows that drifted (on the same
-/// hardware: an informational drift needs no confirming), rows too noisy to judge and drifts the
-/// machine's speed reference explained.
+/// The speed keys a confirming session should measure again: rows that drifted, rows too noisy
+/// to judge and drifts the machine's speed reference explained, on the same hardware only (an
+/// informational row's verdict counts for nothing, so a second session would cost its time and
+/// decide nothing).
 pub fn keys_to_confirm(c: &Compared) -> Vec<String> {
     c.rows
         .iter()
-        .filter(|r| !r.key.starts_with("quality."))
+        .filter(|r| !r.key.starts_with("quality.") && !r.informational)
         .filter(|r| {
-            (r.verdict == ReplayVerdict::Drifted && !r.informational)
+            r.verdict == ReplayVerdict::Drifted
                 || matches!(
                     r.inconclusive,
                     Some(Inconclusive::TooNoisy | Inconclusive::MachineSpeed)

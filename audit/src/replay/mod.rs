@@ -736,6 +736,18 @@ mod tests {
             Some(Inconclusive::TooNoisy)
         );
         assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
+        // On other hardware the row is for information only: no second session is asked for.
+        let other = Tolerance {
+            same_hardware: Some(false),
+            ..Tolerance::default()
+        };
+        let info = compare(&a, &b, &other);
+        assert!(row(&info, "decode.code").informational);
+        assert_eq!(
+            row(&info, "decode.code").inconclusive,
+            Some(Inconclusive::TooNoisy)
+        );
+        assert!(keys_to_confirm(&info).is_empty());
         // A quiet second session: pooled, the spread falls below the ceiling.
         let quiet = speed_bundle(
             &[28.0, 28.1, 27.9, 28.0, 28.1, 27.9, 28.0, 28.0, 28.1],
