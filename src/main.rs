@@ -169,9 +169,9 @@ enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
-    /// Import another tool's result files (AIPerf, GuideLLM, lm-eval, MLPerf LoadGen) as a bundle:
-    /// the sources copied with their sha256, the importer's record, notes of what was taken and
-    /// what could not; prints the checks' report.
+    /// Import another tool's result files (AIPerf, GuideLLM, lm-eval, MLPerf LoadGen, llama-bench,
+    /// llama-server, vLLM bench serve) as a bundle: the sources copied with their sha256, the
+    /// importer's record, notes of what was taken and what could not; prints the checks' report.
     Import {
         /// The format (detected from the content when not given).
         #[arg(long, value_enum)]
