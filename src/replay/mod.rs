@@ -225,25 +225,14 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     })?;
     let mut notes = Vec::new();
     let filled = fill_placeholders(&card.value, a, &mut notes, &mut say)?;
-    let resolved = command::resolve(
-        &card.value,
-        &ResolveOpts {
-            engine: engine_choice(a),
-            sets: filled.sets,
-            trust_executable: a.trust_executable,
-            allow_env: a.allow_env.clone(),
-        },
-    )?;
-    notes.extend(resolved.notes.iter().cloned());
-    // Where each rank runs: here, or on the box `--box` maps its card box to (over ssh).
-    let planned = remote::plan(&card.value, &resolved.launches, a)?;
-    notes.extend(planned.notes.iter().cloned());
+    let port = filled.port.clone();
+    let (resolved, planned) = launches(&card.value, a, filled.sets, &mut notes)?;
     let rank0 = resolved
         .launches
         .first()
         .ok_or_else(|| fatal("the card records no command"))?;
     let box_host = remote::rank0_host(&card.value, &a.boxes, rank0.rank);
-    let base_url = base_url(a, rank0, filled.port, box_host)?;
+    let base_url = base_url(a, rank0, port, box_host)?;
     let out = out_dir(a, &opened)?;
     let inputs = plan(
         path,
@@ -282,6 +271,29 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         found: report(&sides, compared, &measured, &notes),
         bundle: measured.dir,
     })
+}
+
+/// Stage 1b: each rank's command resolved (placeholders filled, the executable checked), and where
+/// each runs: here, or on the box `--box` maps its card box to (over ssh).
+fn launches(
+    card: &rigaudit_audit::records::Card,
+    a: &Args,
+    sets: BTreeMap<String, String>,
+    notes: &mut Vec<String>,
+) -> Result<(command::Resolved, remote::Planned), Fatal> {
+    let resolved = command::resolve(
+        card,
+        &ResolveOpts {
+            engine: engine_choice(a),
+            sets,
+            trust_executable: a.trust_executable,
+            allow_env: a.allow_env.clone(),
+        },
+    )?;
+    notes.extend(resolved.notes.iter().cloned());
+    let planned = remote::plan(card, &resolved.launches, a)?;
+    notes.extend(planned.notes.iter().cloned());
+    Ok((resolved, planned))
 }
 
 /// The placeholders filled: the values to put in, the port and the model file when known.
