@@ -230,34 +230,40 @@ fn line_chart(title: &str, unit: &str, series: &[(String, Vec<(u32, f64)>)]) -> 
         (W + LEFT) / 2.0,
         H - BOTTOM + 32.0
     );
-    let palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759"];
     for (k, (name, pts)) in series.iter().enumerate() {
-        let color = palette[k % palette.len()];
         let path: Vec<String> = pts
             .iter()
             .map(|(lv, v)| format!("{:.1},{:.1}", x_of(*lv), H - BOTTOM - plot_h * v / top))
             .collect();
-        let _ = write!(
-            o,
-            r##"<polyline class="series" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"##,
-            path.join(" ")
-        );
-        for p in &path {
-            let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-            let _ = write!(o, r##"<circle cx="{x}" cy="{y}" r="3" fill="{color}"/>"##);
-        }
-        let _ = write!(
-            o,
-            r##"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"##,
-            LEFT + 10.0,
-            6.0 + 14.0 * k as f64,
-            LEFT + 24.0,
-            15.0 + 14.0 * k as f64,
-            esc(name)
-        );
+        draw_series(&mut o, k, name, &path);
     }
     o.push_str("</svg></figure>\n");
     o
+}
+
+/// The `k`th series of a line chart: its polyline through `path` (`x,y` points), a dot at each
+/// point, and its name in the legend.
+fn draw_series(o: &mut String, k: usize, name: &str, path: &[String]) {
+    let palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759"];
+    let color = palette[k % palette.len()];
+    let _ = write!(
+        o,
+        r##"<polyline class="series" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"##,
+        path.join(" ")
+    );
+    for p in path {
+        let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+        let _ = write!(o, r##"<circle cx="{x}" cy="{y}" r="3" fill="{color}"/>"##);
+    }
+    let _ = write!(
+        o,
+        r##"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"##,
+        LEFT + 10.0,
+        6.0 + 14.0 * k as f64,
+        LEFT + 24.0,
+        15.0 + 14.0 * k as f64,
+        esc(name)
+    );
 }
 
 /// Every figure of the report as (key, side A value, side B value, A spread, B spread): the
