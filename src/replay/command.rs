@@ -25,6 +25,7 @@
 
 use crate::bundle::sha256_file;
 use crate::fatal::{fatal, Fatal};
+use rigaudit_audit::records::card::RankCommand;
 use rigaudit_audit::records::Card;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -280,6 +281,38 @@ fn known_sets(card: &Card, opts: &ResolveOpts) -> Result<(), Fatal> {
 /// One rank's command filled: its rank, argv and environment.
 type Filled = (u32, Vec<String>, BTreeMap<String, String>);
 
+/// A rank's recorded environment filled; a placeholder with no value goes to `unfilled`, a
+/// variable that loads code and that `--allow-env` does not name to `refused`.
+fn fill_env(
+    c: &RankCommand,
+    opts: &ResolveOpts,
+    unfilled: &mut Vec<String>,
+    refused: &mut Vec<String>,
+) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for (k, v) in &c.env {
+        if loads_code(k) && !opts.allow_env.iter().any(|a| a == k) {
+            refused.push(format!(
+                "rank {} env {}={}",
+                c.rank,
+                crate::input::shown(k),
+                crate::input::shown(v)
+            ));
+            continue;
+        }
+        let (s, missing) = fill(v, &opts.sets);
+        for name in missing {
+            unfilled.push(format!(
+                "<{name}> in rank {} env {k} ({})",
+                c.rank,
+                quoted(v)
+            ));
+        }
+        env.insert(k.clone(), s);
+    }
+    env
+}
+
 /// Fills every placeholder; an error lists each one left unfilled with where it is. A recorded
 /// variable that loads code is left out unless `--allow-env` names it, and said in `notes`.
 fn fill_commands(
@@ -303,27 +336,7 @@ fn fill_commands(
             }
             argv.push(s);
         }
-        let mut env = BTreeMap::new();
-        for (k, v) in &c.env {
-            if loads_code(k) && !opts.allow_env.iter().any(|a| a == k) {
-                refused_env.push(format!(
-                    "rank {} env {}={}",
-                    c.rank,
-                    crate::input::shown(k),
-                    crate::input::shown(v)
-                ));
-                continue;
-            }
-            let (s, missing) = fill(v, &opts.sets);
-            for name in missing {
-                unfilled.push(format!(
-                    "<{name}> in rank {} env {k} ({})",
-                    c.rank,
-                    quoted(v)
-                ));
-            }
-            env.insert(k.clone(), s);
-        }
+        let env = fill_env(c, opts, &mut unfilled, &mut refused_env);
         if argv.is_empty() {
             return Err(fatal(format!(
                 "the card's command for rank {} has an empty argv (no executable)",
