@@ -80,35 +80,41 @@ fn left_out(c: &SpeedContract, r: &SpeedResult, part: &str, depth: u64, cap: u64
     sent == 0 && (unsent || depth.saturating_add(cap) > window)
 }
 
+/// Decode's warm-ups (in all, or per prompt) and counted runs per prompt against the contract.
+fn decode_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
+    let mut bad = Vec::new();
+    let counted = |q: &SpeedRequest| q.step == "decode" && !q.warmup;
+    let w = count(r, |q| q.step == "decode" && q.warmup);
+    let per_prompt = c.prompt_ids.iter().all(|pid| {
+        count(r, |q| {
+            q.step == "decode" && q.warmup && q.prompt_id.as_ref() == Some(pid)
+        }) == u64::from(c.warmups)
+    });
+    if w != u64::from(c.warmups) && !per_prompt {
+        bad.push(format!(
+            "{w} decode warm-ups, the contract states {}",
+            c.warmups
+        ));
+    }
+    for pid in &c.prompt_ids {
+        let n = count(r, |q| counted(q) && q.prompt_id.as_ref() == Some(pid));
+        if n != u64::from(c.runs) {
+            bad.push(format!(
+                "decode {pid}: {n} counted runs, the contract states {}",
+                c.runs
+            ));
+        }
+    }
+    bad
+}
+
 /// Problems with the counts of a speed result against its contract, one line each.
 fn run_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
     let mut bad = Vec::new();
     let has = |p: &str| c.parts.iter().any(|x| x == p);
     let counted = |step: &'static str| move |q: &SpeedRequest| q.step == step && !q.warmup;
     if has("decode") {
-        let w = count(r, |q| q.step == "decode" && q.warmup);
-        let per_prompt = c.prompt_ids.iter().all(|pid| {
-            count(r, |q| {
-                q.step == "decode" && q.warmup && q.prompt_id.as_ref() == Some(pid)
-            }) == u64::from(c.warmups)
-        });
-        if w != u64::from(c.warmups) && !per_prompt {
-            bad.push(format!(
-                "{w} decode warm-ups, the contract states {}",
-                c.warmups
-            ));
-        }
-        for pid in &c.prompt_ids {
-            let n = count(r, |q| {
-                counted("decode")(q) && q.prompt_id.as_ref() == Some(pid)
-            });
-            if n != u64::from(c.runs) {
-                bad.push(format!(
-                    "decode {pid}: {n} counted runs, the contract states {}",
-                    c.runs
-                ));
-            }
-        }
+        bad.extend(decode_problems(c, r));
     }
     let sized = [
         (
