@@ -5,7 +5,9 @@
 //! shell (sh, dash, bash, ksh, zsh) reads back as sent. csh and tcsh expand `!` inside single
 //! quotes and refuse a newline in them; fish reads `\\` and `\'` inside them as escapes. So before
 //! the first script runs on a box, a probe sends words that tell them apart and checks that they
-//! come back byte for byte; a box whose shell changes them is refused with its shell's answer.
+//! come back byte for byte; a box whose shell changes them is refused with its shell's answer,
+//! and one whose start-up files print on standard output (where rigaudit reads its scripts'
+//! answers) is refused naming that text.
 //! Checked with each of those shells in the unit test below (through `SHELL -c`, as sshd runs it).
 
 use super::remote::{command_line, read_bounded, wait_bounded, Ssh, Target};
@@ -37,14 +39,35 @@ fn expected() -> String {
     format!("rigaudit-probe:{joined}:end\n")
 }
 
-/// Whether `stdout` holds the probe's words as sent.
-pub(crate) fn reads_posix(stdout: &str) -> bool {
-    stdout.contains(&expected())
+/// What a box's answer to the probe says of its login shell.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// The words came back as sent, and nothing else: a POSIX shell.
+    Posix,
+    /// The words came back, after this text: the account's start-up files print on standard
+    /// output, where rigaudit reads its scripts' answers (a digest, a listing).
+    Banner(String),
+    /// The words did not come back as sent.
+    NotPosix,
+}
+
+/// Judges the probe's standard output.
+pub(crate) fn judge(stdout: &str) -> Answer {
+    let want = expected();
+    match stdout.find(&want) {
+        Some(0) if stdout.len() == want.len() => Answer::Posix,
+        Some(at) => {
+            let mut extra = stdout[..at].to_string();
+            extra.push_str(&stdout[at + want.len()..]);
+            Answer::Banner(extra)
+        }
+        None => Answer::NotPosix,
+    }
 }
 
 /// Probes `t` once per [`Ssh`] (the answer is kept): `Ok` when its login shell read the words as
-/// sent, or when ssh itself failed (exit 255: the script that follows says why in its own words);
-/// an error naming the shell's answer otherwise.
+/// sent and printed nothing else, or when ssh itself failed (exit 255: the script that follows
+/// says why in its own words); an error naming the shell's answer otherwise.
 pub(crate) fn ensure(ssh: &Ssh, t: &Target) -> Result<(), String> {
     let key = t.to_string();
     if ssh.posix_known(&key) {
@@ -59,25 +82,37 @@ pub(crate) fn ensure(ssh: &Ssh, t: &Target) -> Result<(), String> {
     let code = status
         .map_err(|e| format!("probing its login shell: {e}"))?
         .code();
-    if code == Some(255) || reads_posix(&stdout) {
-        if code != Some(255) {
-            ssh.posix_learned(key);
-        }
+    if code == Some(255) {
         return Ok(());
     }
-    let answer = if stdout.trim().is_empty() {
-        stderr
-    } else {
-        stdout
-    };
-    Err(format!(
-        "its login shell does not read POSIX quoting: a probe of single-quoted words should print {}, it printed {} (exit {}); \
-         rigaudit's commands need the account's login shell to be sh, dash, bash, ksh or zsh, not csh, tcsh or fish: \
-         map a user whose shell is one of them, or change the shell (chsh -s /bin/sh)",
-        crate::input::shown(expected().trim()),
-        crate::input::shown_n(answer.trim(), 200),
-        code.map_or("by a signal".into(), |c| c.to_string())
-    ))
+    match judge(&stdout) {
+        Answer::Posix => {
+            ssh.posix_learned(key);
+            Ok(())
+        }
+        Answer::Banner(extra) => Err(format!(
+            "its login prints \"{}\" on standard output besides a command's own output; rigaudit reads \
+             what its commands print there (a digest, a listing), so that text would be taken for \
+             theirs: remove it from the account's start-up files for commands run over ssh (~/.bashrc \
+             is read by bash for them)",
+            crate::input::shown_n(extra.trim(), 200)
+        )),
+        Answer::NotPosix => {
+            let answer = if stdout.trim().is_empty() {
+                stderr
+            } else {
+                stdout
+            };
+            Err(format!(
+                "its login shell does not read POSIX quoting: a probe of single-quoted words should print {}, it printed {} (exit {}); \
+                 rigaudit's commands need the account's login shell to be sh, dash, bash, ksh or zsh, not csh, tcsh or fish: \
+                 map a user whose shell is one of them, or change the shell (chsh -s /bin/sh)",
+                crate::input::shown(expected().trim()),
+                crate::input::shown_n(answer.trim(), 200),
+                code.map_or("by a signal".into(), |c| c.to_string())
+            ))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -97,14 +132,14 @@ mod tests {
         // By name, looked up on PATH: where a package installs a shell differs between systems.
         for sh in ["sh", "dash", "bash", "zsh", "ksh"] {
             if let Some(out) = through(sh) {
-                assert!(reads_posix(&out), "{sh}: {out:?}");
+                assert_eq!(judge(&out), Answer::Posix, "{sh}: {out:?}");
                 seen.push(sh);
             }
         }
         assert!(seen.contains(&"sh"), "{seen:?}");
         for sh in ["fish", "tcsh", "csh"] {
             if let Some(out) = through(sh) {
-                assert!(!reads_posix(&out), "{sh} passed: {out:?}");
+                assert_eq!(judge(&out), Answer::NotPosix, "{sh} passed: {out:?}");
                 seen.push(sh);
             }
         }
@@ -117,11 +152,19 @@ mod tests {
     }
 
     #[test]
-    fn a_banner_before_the_answer_does_not_fail_the_probe() {
-        let out = format!("Welcome to the box\n{}", expected());
-        assert!(reads_posix(&out));
-        assert!(!reads_posix(
-            "rigaudit-probe:a'b|c\\d|e!f|g\nh|$HOME|~|*|:end\n"
-        ));
+    fn text_around_the_answer_is_named_and_a_changed_word_is_no_posix_shell() {
+        let with = |before: &str, after: &str| judge(&format!("{before}{}{after}", expected()));
+        assert_eq!(with("", ""), Answer::Posix);
+        assert_eq!(
+            with("Welcome to the box\n", ""),
+            Answer::Banner("Welcome to the box\n".into())
+        );
+        assert_eq!(with("", "bye\n"), Answer::Banner("bye\n".into()));
+        // fish keeps one of the two backslashes.
+        assert_eq!(
+            judge("rigaudit-probe:a'b|c\\d|e!f|g\nh|$HOME|~|*|:end\n"),
+            Answer::NotPosix
+        );
+        assert_eq!(judge(""), Answer::NotPosix);
     }
 }
