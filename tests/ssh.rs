@@ -1161,6 +1161,12 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
     let s = Setup::new(None);
     let boxroot = s.tmp.path().join("box root");
     let bundle = checkpoint_bundle(&s, &boxroot.join("models/GLM"));
+    // A file name that is not UTF-8 (a name on Linux is bytes): named to the box by its bytes.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"bad\xffname.json");
+        std::fs::write(boxroot.join("models/GLM").join(name), b"{}").unwrap();
+    }
     let rehash = |root: String, extra: Vec<String>| {
         let mut args: Vec<String> = vec![
             "rehash".into(),
@@ -1200,6 +1206,7 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
         differ,
         [
             "model.safetensors changed",
+            "bad\u{fffd}name.json only-here",
             "linked.json only-here",
             "sub dir/it's $(touch x); `id`.json only-here",
             "tokenizer.json missing",

@@ -143,9 +143,9 @@ pub fn measure(
         let t = &r.target;
         m.searched
             .push(format!("{} (box {}, on {t} over ssh)", r.dir, t.box_name));
-        let listed = list(&ssh, r)?;
+        let (listed, raw) = list(&ssh, r)?;
         let plan = plan_root(&listed, &names);
-        let sums = hash(&ssh, r, &plan.all, &listed)?;
+        let sums = hash(&ssh, r, &plan.all, &listed, &raw)?;
         record_named(&ssh, r, &plan, &sums, &names, m);
         record_checkpoints(card, &ssh, r, &plan, &sums, &listed, m);
     }
@@ -175,8 +175,9 @@ fn failed(r: &RemoteRoot, doing: &str, o: &Output) -> Fatal {
     }
 }
 
-/// Runs [`LIST`]: every file below the root by its path inside it, with its size.
-fn list(ssh: &Ssh, r: &RemoteRoot) -> Result<BTreeMap<String, u64>, Fatal> {
+/// Runs [`LIST`]: every file below the root by its path inside it, with its size, and the bytes
+/// of the paths that are not UTF-8.
+fn list(ssh: &Ssh, r: &RemoteRoot) -> Result<(BTreeMap<String, u64>, RawNames), Fatal> {
     let bounds = Bounds {
         input: Vec::new(),
         out_max: LIST_MAX,
@@ -196,18 +197,41 @@ fn list(ssh: &Ssh, r: &RemoteRoot) -> Result<BTreeMap<String, u64>, Fatal> {
             LIST_MAX >> 20
         )));
     }
-    Ok(parse_listing(&o.stdout))
+    Ok(parse_listing(&o.raw))
 }
 
-/// `SIZE PATH\0` records; a path printed as `./x` (a link, by `stat`) is `x`.
-fn parse_listing(out: &str) -> BTreeMap<String, u64> {
-    out.split('\0')
-        .filter_map(|rec| {
-            let (size, path) = rec.split_once(' ')?;
-            let path = path.strip_prefix("./").unwrap_or(path);
-            (!path.is_empty()).then(|| (path.to_string(), size.parse().unwrap_or(0)))
-        })
-        .collect()
+/// The paths of a listing that are not UTF-8, by the path as shown (each byte sequence that is
+/// not UTF-8 as U+FFFD, as every other listing and message shows it): the bytes that name the
+/// file to the box, or `None` when two paths are shown alike (neither can then be named).
+type RawNames = BTreeMap<String, Option<Vec<u8>>>;
+
+/// `SIZE PATH\0` records; a path printed as `./x` (a link, by `stat`) is `x`. Paths are bytes on
+/// the box: one that is not UTF-8 is kept by its shown form, with its bytes in the [`RawNames`].
+fn parse_listing(out: &[u8]) -> (BTreeMap<String, u64>, RawNames) {
+    let mut sizes = BTreeMap::new();
+    let mut raw = RawNames::new();
+    for rec in out.split(|b| *b == 0) {
+        let Some(sp) = rec.iter().position(|b| *b == b' ') else {
+            continue;
+        };
+        let path = &rec[sp + 1..];
+        let path = path.strip_prefix(b"./").unwrap_or(path);
+        if path.is_empty() {
+            continue;
+        }
+        let shown = String::from_utf8_lossy(path).into_owned();
+        let size = std::str::from_utf8(&rec[..sp])
+            .ok()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        if sizes.insert(shown.clone(), size).is_some() {
+            // `find` lists each path once: a second one shown alike differs in bytes.
+            raw.insert(shown, None);
+        } else if std::str::from_utf8(path).is_err() {
+            raw.insert(shown, Some(path.to_vec()));
+        }
+    }
+    (sizes, raw)
 }
 
 /// What one root holds of the card's artifacts, by path inside the root.
@@ -317,14 +341,23 @@ fn hash(
     r: &RemoteRoot,
     paths: &[String],
     listed: &BTreeMap<String, u64>,
+    raw: &RawNames,
 ) -> Result<Sums, Fatal> {
     if paths.is_empty() {
         return Ok(Sums::default());
     }
     let total: u64 = paths.iter().filter_map(|p| listed.get(p)).sum();
     let mut input = Vec::new();
+    let mut unnamed = BTreeSet::new();
     for p in paths {
-        input.extend_from_slice(p.as_bytes());
+        match raw.get(p) {
+            Some(Some(bytes)) => input.extend_from_slice(bytes),
+            Some(None) => {
+                unnamed.insert(p.clone());
+                continue;
+            }
+            None => input.extend_from_slice(p.as_bytes()),
+        }
         input.push(0);
     }
     // Two minutes, and one more second for every 20 MiB (a slow disk).
@@ -342,6 +375,7 @@ fn hash(
     Ok(Sums {
         digests: parse_sums(&o.stdout),
         said: o.stderr,
+        unnamed,
     })
 }
 
@@ -350,6 +384,8 @@ fn hash(
 struct Sums {
     digests: BTreeMap<String, String>,
     said: String,
+    /// Paths not sent: shown alike with another (see [`RawNames`]).
+    unnamed: BTreeSet<String>,
 }
 
 impl Sums {
@@ -357,6 +393,9 @@ impl Sums {
     fn of(&self, p: &str) -> Result<String, String> {
         if let Some(d) = self.digests.get(p) {
             return Ok(d.clone());
+        }
+        if self.unnamed.contains(p) {
+            return Err("its name on the box is not UTF-8 and reads the same as another file's once the bytes that are not are shown as U+FFFD, so neither can be told apart; rehash the folder through a local --root".into());
         }
         let why = self.said.lines().find_map(|l| {
             l.split_once(&format!(": {p}: "))
@@ -620,8 +659,8 @@ mod tests {
 
     #[test]
     fn a_listing_is_planned_as_the_local_walk_plans() {
-        let listed = parse_listing(
-            "10 opt/bin/engine\0\
+        let (listed, raw) = parse_listing(
+            b"10 opt/bin/engine\0\
              20 models/GLM/config.json\0\
              30 models/GLM/model.safetensors\0\
              5 models/GLM/.cache/huggingface/x.lock\0\
@@ -636,6 +675,7 @@ mod tests {
             nccl: Some("libnccl.so.2".into()),
             member: None,
         };
+        assert!(raw.is_empty());
         let p = plan_root(&listed, &names);
         assert_eq!(p.named, ["lib/libnccl.so.2", "opt/bin/engine"]);
         assert_eq!(p.checkpoints.len(), 1, "{:?}", p.checkpoints);
@@ -654,6 +694,7 @@ mod tests {
         let s = Sums {
             digests: parse_sums(&out),
             said: "sha256sum: gone: No such file or directory\n".into(),
+            ..Sums::default()
         };
         assert_eq!(s.of("a b"), Ok(d.clone()));
         assert_eq!(s.of("x\\y\nz"), Ok(d));
@@ -661,5 +702,30 @@ mod tests {
             s.of("gone").unwrap_err(),
             "sha256sum on the box: No such file or directory"
         );
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_keeps_its_bytes_and_two_shown_alike_are_named() {
+        let (listed, raw) = parse_listing(
+            b"3 m/bad\xffname.json\x004 m/ok.json\x005 m/x\xfe.bin\x006 m/x\xfd.bin\x00",
+        );
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert_eq!(listed["m/bad\u{fffd}name.json"], 3);
+        assert_eq!(
+            raw["m/bad\u{fffd}name.json"].as_deref(),
+            Some(&b"m/bad\xffname.json"[..])
+        );
+        assert!(!raw.contains_key("m/ok.json"));
+        assert_eq!(raw["m/x\u{fffd}.bin"], None);
+        // sha256sum prints the name's bytes as they are; read as text they are the shown name.
+        let d = "cd".repeat(32);
+        let out = [format!("{d}  ").as_bytes(), b"m/bad\xffname.json\n"].concat();
+        let s = Sums {
+            digests: parse_sums(&String::from_utf8_lossy(&out)),
+            unnamed: ["m/x\u{fffd}.bin".to_string()].into(),
+            ..Sums::default()
+        };
+        assert_eq!(s.of("m/bad\u{fffd}name.json"), Ok(d));
+        assert!(s.of("m/x\u{fffd}.bin").unwrap_err().contains("not UTF-8"));
     }
 }

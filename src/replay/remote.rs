@@ -505,15 +505,16 @@ impl Ssh {
                 let _ = std::io::Write::write_all(&mut w, &input);
             }
         });
-        let out = read_bounded(child.stdout.take(), b.out_max);
+        let out = read_bounded_bytes(child.stdout.take(), b.out_max);
         let err = read_bounded(child.stderr.take(), OUT_MAX);
         let status = wait_bounded(&mut child, b.timeout);
         let _ = writer.join();
-        let (stdout, cut) = out.join().unwrap_or_default();
+        let (raw, cut) = out.join().unwrap_or_default();
         let (stderr, _) = err.join().unwrap_or_default();
         Ok(Output {
             code: status?.code(),
-            stdout,
+            stdout: String::from_utf8_lossy(&raw).into_owned(),
+            raw,
             stderr,
             cut,
         })
@@ -560,26 +561,42 @@ pub(crate) fn wait_bounded(
 /// What a script on a box gave.
 pub(crate) struct Output {
     pub(crate) code: Option<i32>,
+    /// Standard output as text (a byte sequence that is not UTF-8 shown as U+FFFD).
     pub(crate) stdout: String,
+    /// Standard output as the box sent it (file names need not be UTF-8).
+    pub(crate) raw: Vec<u8>,
     pub(crate) stderr: String,
     /// Whether stdout went past its bound (the rest was not read).
     pub(crate) cut: bool,
 }
 
-/// Reads at most `max` bytes; `true` when there was more (the pipe is then closed).
+/// Reads at most `max` bytes as text; `true` when there was more (the pipe is then closed).
 pub(crate) fn read_bounded(
     s: Option<impl Read + Send + 'static>,
     max: u64,
 ) -> std::thread::JoinHandle<(String, bool)> {
     std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = s {
-            let _ = s.take(max + 1).read_to_end(&mut buf);
-        }
-        let cut = buf.len() as u64 > max;
-        buf.truncate(max as usize);
+        let (buf, cut) = read_at_most(s, max);
         (String::from_utf8_lossy(&buf).into_owned(), cut)
     })
+}
+
+/// [`read_bounded`], the bytes as they came.
+pub(crate) fn read_bounded_bytes(
+    s: Option<impl Read + Send + 'static>,
+    max: u64,
+) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
+    std::thread::spawn(move || read_at_most(s, max))
+}
+
+fn read_at_most(s: Option<impl Read>, max: u64) -> (Vec<u8>, bool) {
+    let mut buf = Vec::new();
+    if let Some(s) = s {
+        let _ = s.take(max + 1).read_to_end(&mut buf);
+    }
+    let cut = buf.len() as u64 > max;
+    buf.truncate(max as usize);
+    (buf, cut)
 }
 
 /// The last few lines of what ssh or the script said, for a message.
