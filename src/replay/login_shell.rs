@@ -10,8 +10,7 @@
 //! answers) is refused naming that text.
 //! Checked with each of those shells in the unit test below (through `SHELL -c`, as sshd runs it).
 
-use super::remote::{command_line, read_bounded, wait_bounded, Ssh, Target};
-use std::process::Stdio;
+use super::remote::{command_line, Bounds, Output, Ssh, Target};
 use std::time::Duration;
 
 /// The probe's fixed script: prints its arguments between markers (a login script that prints a
@@ -73,15 +72,19 @@ pub(crate) fn ensure(ssh: &Ssh, t: &Target) -> Result<(), String> {
     if ssh.posix_known(&key) {
         return Ok(());
     }
-    let mut child = ssh.spawn_line(t, line(), Stdio::null())?;
-    let out = read_bounded(child.stdout.take(), 64 * 1024);
-    let err = read_bounded(child.stderr.take(), 64 * 1024);
-    let status = wait_bounded(&mut child, TIMEOUT);
-    let (stdout, _) = out.join().unwrap_or_default();
-    let (stderr, _) = err.join().unwrap_or_default();
-    let code = status
-        .map_err(|e| format!("probing its login shell: {e}"))?
-        .code();
+    let bounds = Bounds {
+        input: Vec::new(),
+        out_max: 64 * 1024,
+        timeout: TIMEOUT,
+    };
+    let Output {
+        code,
+        stdout,
+        stderr,
+        ..
+    } = ssh
+        .run_line(t, line(), bounds)
+        .map_err(|e| format!("probing its login shell: {e}"))?;
     if code == Some(255) {
         return Ok(());
     }

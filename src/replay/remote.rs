@@ -466,9 +466,7 @@ impl Ssh {
         stdin: Stdio,
     ) -> Result<std::process::Child, String> {
         super::login_shell::ensure(self, t)?;
-        let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
-        words.extend_from_slice(args);
-        self.spawn_line(t, command_line(&words)?, stdin)
+        self.spawn_line(t, script_line(script, args)?, stdin)
     }
 
     /// `ssh` running `line` on `t` as it is, stdout and stderr piped.
@@ -497,7 +495,14 @@ impl Ssh {
         args: &[&str],
         b: Bounds,
     ) -> Result<Output, String> {
-        let mut child = self.spawn_with(t, script, args, Stdio::piped())?;
+        super::login_shell::ensure(self, t)?;
+        self.run_line(t, script_line(script, args)?, b)
+    }
+
+    /// `ssh` running `line` on `t` as it is, within the bounds `b` (stdin written as it reads,
+    /// stdout up to `out_max`, killed and reaped past `timeout`).
+    pub(crate) fn run_line(&self, t: &Target, line: String, b: Bounds) -> Result<Output, String> {
+        let mut child = self.spawn_line(t, line, Stdio::piped())?;
         let stdin = child.stdin.take();
         let input = b.input;
         let writer = std::thread::spawn(move || {
@@ -519,6 +524,13 @@ impl Ssh {
             cut,
         })
     }
+}
+
+/// The line that runs the fixed `script` with `args` under `/bin/sh`, every word quoted.
+fn script_line(script: &str, args: &[&str]) -> Result<String, String> {
+    let mut words = vec!["/bin/sh", "-c", script, "rigaudit-check"];
+    words.extend_from_slice(args);
+    command_line(&words)
 }
 
 /// What a script on a box is given and how long and much it may answer.
