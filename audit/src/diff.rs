@@ -426,7 +426,7 @@ fn map_changes(
         .collect()
 }
 
-/// One changed part of a rank's command, with where each side records it (`wa`/`wb` + `pa`/`pb`).
+/// One changed part of a rank's command, with where each side records it (`wa`/`wb` + `at`).
 fn command_change(what: String, x: String, y: String, wa: &str, wb: &str, at: &str) -> SetupChange {
     SetupChange {
         subject: Subject::Command,

@@ -281,6 +281,16 @@ fn known_sets(card: &Card, opts: &ResolveOpts) -> Result<(), Fatal> {
 /// One rank's command filled: its rank, argv and environment.
 type Filled = (u32, Vec<String>, BTreeMap<String, String>);
 
+/// `s` with its placeholders filled; each one with no value goes to `unfilled`, with `place`
+/// (`rank 0 argv[1]`, `rank 0 env NAME`) and the recorded text.
+fn fill_noted(s: &str, opts: &ResolveOpts, place: &str, unfilled: &mut Vec<String>) -> String {
+    let (filled, missing) = fill(s, &opts.sets);
+    for name in missing {
+        unfilled.push(format!("<{name}> in {place} ({})", quoted(s)));
+    }
+    filled
+}
+
 /// A rank's recorded environment filled; a placeholder with no value goes to `unfilled`, a
 /// variable that loads code and that `--allow-env` does not name to `refused`.
 fn fill_env(
@@ -300,15 +310,8 @@ fn fill_env(
             ));
             continue;
         }
-        let (s, missing) = fill(v, &opts.sets);
-        for name in missing {
-            unfilled.push(format!(
-                "<{name}> in rank {} env {k} ({})",
-                c.rank,
-                quoted(v)
-            ));
-        }
-        env.insert(k.clone(), s);
+        let place = format!("rank {} env {k}", c.rank);
+        env.insert(k.clone(), fill_noted(v, opts, &place, unfilled));
     }
     env
 }
@@ -326,15 +329,8 @@ fn fill_commands(
     for c in &card.commands {
         let mut argv = Vec::with_capacity(c.argv.len());
         for (i, item) in c.argv.iter().enumerate() {
-            let (s, missing) = fill(item, &opts.sets);
-            for name in missing {
-                unfilled.push(format!(
-                    "<{name}> in rank {} argv[{i}] ({})",
-                    c.rank,
-                    quoted(item)
-                ));
-            }
-            argv.push(s);
+            let place = format!("rank {} argv[{i}]", c.rank);
+            argv.push(fill_noted(item, opts, &place, &mut unfilled));
         }
         let env = fill_env(c, opts, &mut unfilled, &mut refused_env);
         if argv.is_empty() {
