@@ -28,15 +28,11 @@ fn is_summary(s: &Source) -> bool {
 
 /// Reads the summary and the records and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let si = find(sources, is_summary)
-        .ok_or_else(|| fatal(format!("{}: no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version)", names(sources))))?;
-    let ri = find(sources, |s| s.name.ends_with(".jsonl") && !is_raw(s))
-        .ok_or_else(|| fatal(format!("{}: no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)", names(sources))))?;
-    sources[si].role = "summary".into();
-    sources[ri].role = "records".into();
+    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version)")?;
+    let ri = super::take(sources, |s| s.name.ends_with(".jsonl") && !is_raw(s), "records", "no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)")?;
     let (summary, model, config) = summary(&sources[si])?;
     let records = records(&sources[ri])?;
-    let raw_i = find(sources, is_raw);
+    let raw_i = sources.iter().position(is_raw);
     let raw = match raw_i {
         Some(i) => {
             sources[i].role = "raw records".into();
@@ -82,18 +78,6 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     );
     imp.series = series(&summary, &records);
     Ok(imp)
-}
-
-fn find(sources: &[Source], f: impl Fn(&Source) -> bool) -> Option<usize> {
-    sources.iter().position(f)
-}
-
-fn names(sources: &[Source]) -> String {
-    sources
-        .iter()
-        .map(|s| s.shown.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn notes(s: &Summary, records: &[Record], records_file: &str, imp: &mut Imported) {

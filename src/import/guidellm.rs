@@ -20,11 +20,7 @@ pub fn looks_like(s: &Source) -> bool {
 
 /// Reads the report and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = sources.iter().position(looks_like).ok_or_else(|| {
-        let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
-        fatal(format!("{}: no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version)", names.join(", ")))
-    })?;
-    sources[i].role = "report".into();
+    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version)")?;
     let src = &sources[i];
     let v: Value = super::json_of(src)?;
     let benchmarks = benchmarks_of(src, &v)?;

@@ -34,13 +34,7 @@ pub fn looks_like(s: &Source) -> bool {
 
 /// Reads the file (one; more are refused) and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = sources.iter().position(looks_like).ok_or_else(|| {
-        fatal(format!(
-            "{}: not llama-bench output (expected the JSON of `llama-bench -o json` or `-o jsonl`: tests with samples_ns and n_prompt)",
-            super::names(sources)
-        ))
-    })?;
-    sources[i].role = "results".into();
+    let i = super::take(sources, looks_like, "results", "not llama-bench output (expected the JSON of `llama-bench -o json` or `-o jsonl`: tests with samples_ns and n_prompt)")?;
     let src = &sources[i];
     let (values, truncated) = values(src)?;
     let mut tests = Vec::new();

@@ -29,13 +29,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     if sources.iter().any(super::llama_server_stream::is_stream) {
         return super::llama_server_stream::import(sources);
     }
-    let i = sources.iter().position(looks_like).ok_or_else(|| {
-        fatal(format!(
-            "{}: no saved llama-server responses among them (expected JSON Lines, one response body a line, with 'timings')",
-            super::names(sources)
-        ))
-    })?;
-    sources[i].role = "responses".into();
+    let i = super::take(sources, looks_like, "responses", "no saved llama-server responses among them (expected JSON Lines, one response body a line, with 'timings')")?;
     let src = &sources[i];
     let responses = super::json_lines(src, response)?;
     if responses.is_empty() {

@@ -19,11 +19,7 @@ pub fn looks_like(s: &Source) -> bool {
 
 /// Reads the results and the samples of each task, and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let ri = sources.iter().position(looks_like).ok_or_else(|| {
-        let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
-        fatal(format!("{}: no lm-eval results among them (expected results_<date>.json, a JSON object with lm_eval_version)", names.join(", ")))
-    })?;
-    sources[ri].role = "results".into();
+    let ri = super::take(sources, looks_like, "results", "no lm-eval results among them (expected results_<date>.json, a JSON object with lm_eval_version)")?;
     let src = sources[ri].clone();
     let v: Value = super::json_of(&src)?;
     let results = v

@@ -21,11 +21,7 @@ pub fn looks_like(s: &Source) -> bool {
 
 /// Reads the detail log (required) and the summary (if given), and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let di = sources.iter().position(|s| super::holds(&s.bytes, ":::MLLOG")).ok_or_else(|| {
-        let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
-        fatal(format!("{}: no LoadGen detail log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {{json}}')", names.join(", ")))
-    })?;
-    sources[di].role = "detail log".into();
+    let di = super::take(sources, |s| super::holds(&s.bytes, ":::MLLOG"), "detail log", "no LoadGen detail log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {json}')")?;
     let detail = detail(&sources[di])?;
     let si = sources
         .iter()

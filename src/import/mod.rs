@@ -309,6 +309,22 @@ pub fn error_of(v: &Value) -> Option<(Option<i64>, String)> {
     })
 }
 
+/// The index of the source `is` picks, its role set to `role`; when none is, an error naming
+/// every source given and then `missing` (what was expected).
+pub fn take(
+    sources: &mut [Source],
+    is: impl Fn(&Source) -> bool,
+    role: &str,
+    missing: &str,
+) -> Result<usize, Fatal> {
+    let i = sources
+        .iter()
+        .position(is)
+        .ok_or_else(|| fatal(format!("{}: {missing}", names(sources))))?;
+    sources[i].role = role.into();
+    Ok(i)
+}
+
 /// The sources as shown, comma-separated (for messages).
 pub fn names(sources: &[Source]) -> String {
     sources

@@ -35,13 +35,7 @@ pub fn looks_like(s: &Source) -> bool {
 
 /// Reads the result (one file; more are refused) and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = sources.iter().position(looks_like).ok_or_else(|| {
-        fatal(format!(
-            "{}: no vLLM bench serve result among them (expected the JSON of --save-result, with duration and request_throughput)",
-            super::names(sources)
-        ))
-    })?;
-    sources[i].role = "result".into();
+    let i = super::take(sources, looks_like, "result", "no vLLM bench serve result among them (expected the JSON of --save-result, with duration and request_throughput)")?;
     let src = &sources[i];
     let v = super::json_of(src)?;
     let obj = v
