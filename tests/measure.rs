@@ -66,6 +66,42 @@ fn measures_a_server_and_writes_a_bundle_verify_accepts() {
     assert_eq!(reqs.iter().filter(|q| q["step"] == "ctx").count(), 1);
     assert!(reqs.iter().all(|q| q["status"] == 200), "{reqs:?}");
     assert!(!reqs.iter().any(|q| q["depth"] == 100000));
+    // Counted tries go in rounds: every step's first run, then every step's second (a step's
+    // runs back to back would sample one moment of the machine).
+    let counted: Vec<String> = reqs
+        .iter()
+        .filter(|q| q["warmup"] != true)
+        .map(|q| {
+            let n = q["run"].as_u64().or(q["round"].as_u64()).unwrap();
+            let what = match q["step"].as_str().unwrap() {
+                "decode" => q["prompt_id"].as_str().unwrap().to_string(),
+                "conc" => q["level"].to_string(),
+                _ => q["depth"].to_string(),
+            };
+            format!("{}/{what}/{n}", q["step"].as_str().unwrap())
+        })
+        .collect();
+    let mut seen = counted.clone();
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [
+            "decode/code/1",
+            "decode/prose/1",
+            "prefill/64/1",
+            "conc/1/1",
+            "conc/2/1",
+            "conc/4/1",
+            "ctx/128/1",
+            "decode/code/2",
+            "decode/prose/2",
+            "prefill/64/2",
+            "conc/1/2",
+            "conc/2/2",
+            "conc/4/2"
+        ],
+        "{counted:?}"
+    );
     let fits = r["fits"].as_array().unwrap();
     assert!(fits.iter().any(|f| f["part"] == "ctx"
         && f["depth"] == 100000

@@ -20,6 +20,7 @@ pub mod prompts;
 pub mod quality;
 pub mod reference;
 pub mod run;
+pub mod schedule;
 pub mod sse;
 pub mod write;
 
@@ -368,13 +369,7 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
         models,
         started,
     };
-    for part in Part::ALL {
-        if r.halted() || !c.parts.iter().any(|x| x == part.name()) {
-            continue;
-        }
-        bar.set_message(part.name());
-        measure_part(&mut r, part, tok, p, &save)?;
-    }
+    speed_part(&mut r, tok, p, &save)?;
     for qp in &p.quality {
         if r.stopped(p) {
             break;
@@ -390,42 +385,58 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     })
 }
 
-/// Measures one part of the contract (a part the contract lists but does not define is skipped).
-fn measure_part(
+/// The speed part: decode's warm-ups, the prompts of the sized steps, the counted tries of every step the contract lists in
+/// rounds ([`schedule`]), then the long answer.
+fn speed_part(
     r: &mut Run,
-    part: Part,
     tok: Option<&tokenizers::Tokenizer>,
     p: &Plan,
     save: &write::Saver,
 ) -> Result<(), Fatal> {
     let c = r.c;
+    let has = |part: Part| c.parts.iter().any(|x| x == part.name());
     let sized = |depths, runs, max_tokens| SizedSteps {
         depths,
         runs,
         max_tokens,
         tokenizer: tok,
     };
-    match part {
-        Part::Decode => r.decode(p, save),
-        Part::Prefill => match &c.prefill {
-            Some(pf) => r.sized_steps(part, sized(&pf.depths, pf.runs, pf.max_tokens), p, save),
-            None => Ok(()),
-        },
-        Part::Conc => match &c.conc {
-            Some(cc) => r.conc(cc, p, save),
-            None => Ok(()),
-        },
-        Part::Ctx => match &c.ctx {
-            Some(cx) => r.sized_steps(part, sized(&cx.depths, cx.runs, cx.max_tokens), p, save),
-            None => Ok(()),
-        },
-        Part::L1 => {
-            if let Some(l1) = &c.l1 {
-                r.long_answer(l1.max_tokens);
-            }
-            Ok(())
-        }
+    let (mut steps, mut not_sized) = (Vec::new(), None);
+    if has(Part::Decode) {
+        steps.extend(schedule::decode_steps(r, p)?);
+        r.warm_up();
     }
+    if let (true, Some(pf)) = (has(Part::Prefill), &c.prefill) {
+        let s = sized(&pf.depths, pf.runs, pf.max_tokens);
+        steps.extend(schedule::sized_steps(
+            r,
+            Part::Prefill.name(),
+            s,
+            &mut not_sized,
+        ));
+    }
+    if let (true, Some(cc)) = (has(Part::Conc), &c.conc) {
+        steps.extend(schedule::conc_steps(cc));
+    }
+    if let (true, Some(cx)) = (has(Part::Ctx), &c.ctx) {
+        let s = sized(&cx.depths, cx.runs, cx.max_tokens);
+        steps.extend(schedule::sized_steps(
+            r,
+            Part::Ctx.name(),
+            s,
+            &mut not_sized,
+        ));
+    }
+    schedule::run_rounds(r, &steps, p, save)?;
+    // A prompt that could not be sized stops the run once the steps sized before it are measured.
+    if let (Some(why), false) = (not_sized, r.halted()) {
+        r.stop(why);
+    }
+    if let (true, false, Some(l1)) = (has(Part::L1), r.stopped(p), &c.l1) {
+        r.bar.set_message("l1");
+        r.long_answer(l1.max_tokens);
+    }
+    save.save(r, false)
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 
 use super::client::{Client, Timed};
 use super::guard::Guard;
-use super::write::Saver;
 use super::{prompts, quality, Plan};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::records::quality::Answer;
@@ -12,7 +11,8 @@ use rigaudit_audit::records::speed::{DraftCount, FitRow, SpeedContract, SpeedReq
 use serde_json::{json, Value};
 use std::time::Instant;
 
-/// The parts of a speed contract, in the order they are measured.
+/// The parts of a speed contract (their counted tries are taken in rounds, see
+/// [`super::schedule`]; the long answer last).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     /// Single-request decode per prompt.
@@ -28,9 +28,6 @@ pub enum Part {
 }
 
 impl Part {
-    /// Every part, in measuring order.
-    pub const ALL: [Part; 5] = [Part::Decode, Part::Prefill, Part::Conc, Part::Ctx, Part::L1];
-
     /// The contract's name of the part.
     pub fn name(self) -> &'static str {
         match self {
@@ -130,7 +127,7 @@ impl<'a> Run<'a> {
         self.stopped.is_some()
     }
 
-    fn stop(&mut self, why: String) {
+    pub(super) fn stop(&mut self, why: String) {
         self.log.push(format!("stopped: {why}"));
         self.stopped = Some(why);
     }
@@ -252,7 +249,7 @@ impl<'a> Run<'a> {
     /// Runs one counted try of `step` (`decode/code/1`, `conc/4/2`) under the guard: a try the
     /// guard finds disturbed is thrown away (its records removed) and repeated, up to the rule's
     /// tries; the last is kept whatever the guard saw, and its row says so.
-    fn guarded(&mut self, step: &str, mut try_once: impl FnMut(&mut Self)) {
+    pub(super) fn guarded(&mut self, step: &str, mut try_once: impl FnMut(&mut Self)) {
         let max = self.guard.as_ref().map_or(1, Guard::max_tries);
         self.reference.sample(step);
         for attempt in 1..=max {
@@ -287,8 +284,8 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Decode: the warm-ups, then each prompt's counted runs, with draft counters around each.
-    pub fn decode(&mut self, p: &Plan, save: &Saver) -> Result<(), Fatal> {
+    /// Decode's warm-ups (not counted): the first prompt of the contract.
+    pub fn warm_up(&mut self) {
         let c = self.c;
         let first = c
             .prompt_ids
@@ -309,27 +306,9 @@ impl<'a> Run<'a> {
                 },
             );
         }
-        for pid in &c.prompt_ids {
-            let Some(prompt) = prompts::builtin(pid) else {
-                return Err(fatal(format!(
-                    "{}: no built-in prompt '{pid}' (built in: code, prose)",
-                    p.contract_origin
-                )));
-            };
-            for run in 1..=c.runs {
-                self.guarded(&format!("decode/{pid}/{run}"), |r| {
-                    r.decode_run(pid, prompt, run)
-                });
-                save.save(self, false)?;
-                if self.stopped(p) {
-                    return Ok(());
-                }
-            }
-        }
-        Ok(())
     }
 
-    fn decode_run(&mut self, pid: &str, prompt: &str, run: u32) {
+    pub(super) fn decode_run(&mut self, pid: &str, prompt: &str, run: u32) {
         let before = self.metrics();
         let max = self.c.max_tokens;
         self.send("decode", "chat/completions", chat(prompt), max, |q| {
@@ -349,83 +328,45 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Prefill or context steps: per depth, a prompt of exactly that many tokens (when prompt
-    /// plus reply fit the window; else a fits row says it cannot and nothing is sent), then the
-    /// counted runs. Context steps record a fits row for every depth, prefill only for those that
-    /// do not fit.
-    pub fn sized_steps(
-        &mut self,
-        part: Part,
-        sized: SizedSteps<'_>,
-        p: &Plan,
-        save: &Saver,
-    ) -> Result<(), Fatal> {
-        let step = part.name();
-        for &depth in sized.depths {
-            let fits = depth.saturating_add(sized.max_tokens) <= self.window;
-            if !fits || part == Part::Ctx {
-                self.fits.push(FitRow {
-                    part: step.into(),
-                    depth,
-                    max_tokens: sized.max_tokens,
-                    window: self.window,
-                    fits,
-                    sent: fits,
-                });
-            }
-            if !fits {
-                self.log.push(format!(
-                    "{step} {depth}: {depth} + {} > window {}: not sent",
-                    sized.max_tokens, self.window
-                ));
-                continue;
-            }
-            let prompt = match self.sized_prompt(sized.tokenizer, depth) {
-                Ok(x) => x,
-                Err(e) => {
-                    self.stop(e.0);
-                    return Ok(());
-                }
-            };
-            for run in 1..=sized.runs {
-                self.guarded(&format!("{step}/{depth}/{run}"), |r| {
-                    r.send(step, "completions", json!(prompt), sized.max_tokens, |q| {
-                        q.depth = Some(depth);
-                        q.run = Some(run);
-                    })
-                });
-            }
-            save.save(self, false)?;
-            if self.stopped(p) {
-                return Ok(());
-            }
+    /// Whether a prefill or context step's prompt and reply fit the window; records its fits
+    /// row (context steps: always; prefill: only when it does not fit) and logs a step not sent.
+    pub(super) fn fits_window(&mut self, part: &str, depth: u64, max_tokens: u64) -> bool {
+        let fits = depth.saturating_add(max_tokens) <= self.window;
+        if !fits || part == Part::Ctx.name() {
+            self.fits.push(FitRow {
+                part: part.into(),
+                depth,
+                max_tokens,
+                window: self.window,
+                fits,
+                sent: fits,
+            });
         }
-        Ok(())
+        if !fits {
+            self.log.push(format!(
+                "{part} {depth}: {depth} + {max_tokens} > window {}: not sent",
+                self.window
+            ));
+        }
+        fits
     }
 
-    /// Concurrency: per level, rounds of `level` requests released together.
-    pub fn conc(
+    /// One counted run of a prefill or context step.
+    pub(super) fn sized_run(
         &mut self,
-        cc: &rigaudit_audit::records::speed::ConcPart,
-        p: &Plan,
-        save: &Saver,
-    ) -> Result<(), Fatal> {
-        let prompt = prompts::builtin(&cc.prompt).unwrap_or("Write a long essay.");
-        for &level in &cc.levels {
-            for round in 1..=cc.rounds {
-                self.guarded(&format!("conc/{level}/{round}"), |r| {
-                    r.conc_round(cc, prompt, level, round)
-                });
-            }
-            save.save(self, false)?;
-            if self.stopped(p) {
-                return Ok(());
-            }
-        }
-        Ok(())
+        part: &str,
+        depth: u64,
+        prompt: &str,
+        max_tokens: u64,
+        run: u32,
+    ) {
+        self.send(part, "completions", json!(prompt), max_tokens, |q| {
+            q.depth = Some(depth);
+            q.run = Some(run);
+        })
     }
 
-    fn conc_round(
+    pub(super) fn conc_round(
         &mut self,
         cc: &rigaudit_audit::records::speed::ConcPart,
         prompt: &str,
@@ -522,7 +463,7 @@ impl<'a> Run<'a> {
     /// A completion prompt of exactly `depth` tokens as the server counts them (its `usage`):
     /// built with the tokenizer when there is one, else found by probing with one-token replies
     /// (the closest size at or under `depth` when no filler hits it).
-    fn sized_prompt(
+    pub(super) fn sized_prompt(
         &mut self,
         tok: Option<&tokenizers::Tokenizer>,
         depth: u64,
