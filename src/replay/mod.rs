@@ -513,7 +513,7 @@ fn compare_confirmed(
             let c2 = replay::compare(sides.recorded, &second, &tol);
             let both = replay::pool(sides.replayed, &second);
             let pooled = replay::compare(sides.recorded, &both, &tol);
-            replay::confirm(&mut compared, &c2, Some(&pooled));
+            replay::confirm(&mut compared, &c2, Some(&pooled), &tol);
         }
         Err(e) => notes.push(format!("the confirming session could not run: {e}")),
     }

@@ -70,7 +70,7 @@ mod quality;
 mod setup;
 mod speed;
 
-pub use confirm::{confirm, keys_to_confirm, pool};
+pub use confirm::{confirm, keys_to_confirm, pool, SessionSpread};
 pub use failed::failed_steps;
 pub use machine::MachineMove;
 use machine::*;
@@ -694,7 +694,9 @@ mod tests {
     fn a_drift_stands_only_when_the_confirming_session_drifts_the_same_way() {
         let a = speed_bundle(REC, TTFT);
         let slow: Vec<f64> = REC.iter().map(|r| r * 0.6).collect();
-        let slow_ttft: Vec<f64> = TTFT.iter().map(|t| t * 1.5).collect();
+        // TTFT 20 % slower in the first session only: the two sessions differ by 9.1 % (one
+        // session's spread over four figures), a 22 % floor, under the 25 % ceiling.
+        let slow_ttft: Vec<f64> = TTFT.iter().map(|t| t * 1.2).collect();
         let first_b = speed_bundle(&slow, &slow_ttft);
         let mut first = compare(&a, &first_b, &Tolerance::default());
         assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
@@ -702,15 +704,21 @@ mod tests {
         // The second session repeats the decode drift but not the TTFT one.
         let second_b = speed_bundle(&slow, TTFT);
         let second = compare(&a, &second_b, &Tolerance::default());
-        confirm(&mut first, &second, None);
+        confirm(&mut first, &second, None, &Tolerance::default());
         let d = row(&first, "decode.code");
         assert_eq!(d.verdict, ReplayVerdict::Drifted);
         assert!(d.why.contains("confirmed by a second session"), "{}", d.why);
+        assert!(
+            d.why.contains("beyond the floor between sessions too"),
+            "{}",
+            d.why
+        );
+        assert!(d.why.contains("differ by 9.1 %"), "{}", d.why);
         let t = row(&first, "ttft.512");
         assert_eq!(t.verdict, ReplayVerdict::Inconclusive);
         assert_eq!(t.inconclusive, Some(Inconclusive::SessionsDisagree));
         assert!(
-            t.why.contains("+50.0 %") && t.why.contains("+0.0 %"),
+            t.why.contains("+20.0 %") && t.why.contains("+0.0 %"),
             "{}",
             t.why
         );
@@ -722,6 +730,54 @@ mod tests {
         assert!(of_check(&first, "replay.inconclusive")
             .iter()
             .any(|f| f.message.starts_with("ttft.512")));
+    }
+
+    /// The first replay session and a confirming one: decode runs at `decode` of the recording in
+    /// both; TTFT at `ttft_first` and `ttft_second` of the recording's.
+    fn two_sessions(decode: f64, ttft_first: f64, ttft_second: f64) -> (Compared, Compared) {
+        let a = speed_bundle(REC, TTFT);
+        let rates: Vec<f64> = REC.iter().map(|r| r * decode).collect();
+        let session = |f: f64| {
+            let t: Vec<f64> = TTFT.iter().map(|t| t * f).collect();
+            compare(&a, &speed_bundle(&rates, &t), &Tolerance::default())
+        };
+        (session(ttft_first), session(ttft_second))
+    }
+
+    #[test]
+    fn a_confirmed_drift_is_judged_against_the_spread_between_the_replay_s_sessions() {
+        // Sessions whose TTFT differs by a factor 1.5: one session's spread 20.3 %, a floor of
+        // 50 %: a 40 % decode drift in both sessions cannot be told from noise.
+        let (mut first, second) = two_sessions(0.6, 1.5, 1.0);
+        let s = SessionSpread::of(&first, &second).unwrap();
+        assert_eq!(s.rows, 4);
+        assert!((s.cv_pct - 20.27).abs() < 0.01, "{s:?}");
+        assert!((s.floor_pct(&Tolerance::default()) - 49.66).abs() < 0.01);
+        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
+        confirm(&mut first, &second, None, &Tolerance::default());
+        let d = row(&first, "decode.code");
+        assert_eq!(d.verdict, ReplayVerdict::Inconclusive, "{}", d.why);
+        assert_eq!(d.inconclusive, Some(Inconclusive::TooNoisy));
+        assert!(d.why.starts_with("too noisy between sessions"), "{}", d.why);
+        assert!(of_check(&first, "replay.drifted").is_empty());
+        // Sessions 12 % apart on TTFT (a 14 % floor): a 13 % decode move seen in both sessions
+        // is within it, and reproduced; a 30 % move is not.
+        let (mut first, second) = two_sessions(0.87, 1.12, 1.0);
+        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
+        confirm(&mut first, &second, None, &Tolerance::default());
+        let d = row(&first, "decode.code");
+        assert_eq!(d.verdict, ReplayVerdict::Reproduced, "{}", d.why);
+        assert!(d
+            .why
+            .contains("within the floor set by the spread between sessions"));
+        let (mut first, second) = two_sessions(0.7, 1.12, 1.0);
+        confirm(&mut first, &second, None, &Tolerance::default());
+        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
+        // Identical sessions: no spread, the drift stands on the runs' own floor.
+        let (mut first, second) = two_sessions(0.6, 1.0, 1.0);
+        assert_eq!(SessionSpread::of(&first, &second).unwrap().cv_pct, 0.0);
+        confirm(&mut first, &second, None, &Tolerance::default());
+        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
     }
 
     #[test]
@@ -761,7 +817,7 @@ mod tests {
                 + quiet.speed_result.as_ref().unwrap().value.requests.len()
         );
         let pooled = compare(&a, &both, &Tolerance::default());
-        confirm(&mut first, &second, Some(&pooled));
+        confirm(&mut first, &second, Some(&pooled), &Tolerance::default());
         let r = row(&first, "decode.code");
         assert_eq!(r.n_replayed, 12);
         assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
@@ -1331,13 +1387,18 @@ mod tests {
         assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
         // The confirming session ran at the recorded speed and matched the record.
         let second = slowed(1.0, 1.0, KERNEL);
-        confirm(&mut first, &second, None);
+        confirm(&mut first, &second, None, &Tolerance::default());
         let r = row(&first, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
         assert!(r.why.contains("a confirming session"), "{}", r.why);
         // A confirming session still on a slow machine leaves the row inconclusive.
         let mut first = slowed(0.6, 0.6, KERNEL);
-        confirm(&mut first, &slowed(0.6, 0.6, KERNEL), None);
+        confirm(
+            &mut first,
+            &slowed(0.6, 0.6, KERNEL),
+            None,
+            &Tolerance::default(),
+        );
         assert_eq!(
             row(&first, "decode.code").inconclusive,
             Some(Inconclusive::MachineSpeed)

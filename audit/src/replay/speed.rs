@@ -506,7 +506,7 @@ pub(super) fn speed_row(
     }
     if mv.floor > 100.0 * opts.max_floor {
         let why = format!(
-            "too noisy (CV {:.1} % on the recorded side, {:.1} % on the replay): a floor of {:.0} % is above the {:.0} % ceiling, so drift cannot be told from noise; the figure {}",
+            "too noisy (CV {:.1} % on the recorded side, {:.1} % on the replay): a floor of {:.1} % is above the {:.0} % ceiling, so drift cannot be told from noise; the figure {}",
             side_cv(&rec),
             side_cv(&rep),
             mv.floor,
