@@ -385,7 +385,7 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     })
 }
 
-/// The speed part: decode's warm-ups, the prompts of the sized steps, the counted tries of every step the contract lists in
+/// The speed part: decode's warm-ups, the counted tries of every step the contract lists in
 /// rounds ([`schedule`]), then the long answer.
 fn speed_part(
     r: &mut Run,
@@ -401,37 +401,23 @@ fn speed_part(
         max_tokens,
         tokenizer: tok,
     };
-    let (mut steps, mut not_sized) = (Vec::new(), None);
+    let mut steps = Vec::new();
     if has(Part::Decode) {
         steps.extend(schedule::decode_steps(r, p)?);
         r.warm_up();
     }
     if let (true, Some(pf)) = (has(Part::Prefill), &c.prefill) {
         let s = sized(&pf.depths, pf.runs, pf.max_tokens);
-        steps.extend(schedule::sized_steps(
-            r,
-            Part::Prefill.name(),
-            s,
-            &mut not_sized,
-        ));
+        steps.extend(schedule::sized_steps(r, Part::Prefill.name(), s));
     }
     if let (true, Some(cc)) = (has(Part::Conc), &c.conc) {
         steps.extend(schedule::conc_steps(cc));
     }
     if let (true, Some(cx)) = (has(Part::Ctx), &c.ctx) {
         let s = sized(&cx.depths, cx.runs, cx.max_tokens);
-        steps.extend(schedule::sized_steps(
-            r,
-            Part::Ctx.name(),
-            s,
-            &mut not_sized,
-        ));
+        steps.extend(schedule::sized_steps(r, Part::Ctx.name(), s));
     }
-    schedule::run_rounds(r, &steps, p, save)?;
-    // A prompt that could not be sized stops the run once the steps sized before it are measured.
-    if let (Some(why), false) = (not_sized, r.halted()) {
-        r.stop(why);
-    }
+    schedule::run_rounds(r, &mut steps, p, save)?;
     if let (true, false, Some(l1)) = (has(Part::L1), r.stopped(p), &c.l1) {
         r.bar.set_message("l1");
         r.long_answer(l1.max_tokens);

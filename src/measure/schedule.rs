@@ -15,7 +15,7 @@ use super::{prompts, Plan};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::records::speed::ConcPart;
 
-/// One step of the contract, ready to be tried: its prompt built, its window checked.
+/// One step of the contract, its window checked.
 pub enum Counted<'c> {
     /// Single-request decode of a built-in prompt.
     Decode {
@@ -23,11 +23,13 @@ pub enum Counted<'c> {
         prompt: &'static str,
         runs: u32,
     },
-    /// A prefill or context step: a completion prompt of exactly `depth` tokens.
+    /// A prefill or context step: a completion prompt of exactly `depth` tokens, sized before
+    /// the step's first try (so a server that fails then has the steps before it measured).
     Sized {
         part: &'static str,
         depth: u64,
-        prompt: String,
+        prompt: Option<String>,
+        tokenizer: Option<&'c tokenizers::Tokenizer>,
         max_tokens: u64,
         runs: u32,
     },
@@ -67,37 +69,27 @@ pub fn decode_steps<'c>(r: &Run<'c>, p: &Plan) -> Result<Vec<Counted<'c>>, Fatal
         .collect()
 }
 
-/// The prefill or context steps whose prompt and reply fit the window, each with its prompt
-/// sized; a step that does not fit gets its fits row and is not sent (context steps record a fits
-/// row for every depth, prefill only for those that do not fit). A prompt that cannot be sized
-/// ends the sizing: `failed` takes why, the steps sized so far are still measured, and the run
-/// stops after them (see [`run_rounds`]'s caller).
+/// The prefill or context steps whose prompt and reply fit the window; a step that does not fit
+/// gets its fits row and is not sent (context steps record a fits row for every depth, prefill
+/// only for those that do not fit).
 pub fn sized_steps<'c>(
-    r: &mut Run<'c>,
+    r: &mut Run<'_>,
     part: &'static str,
-    sized: SizedSteps<'_>,
-    failed: &mut Option<String>,
+    sized: SizedSteps<'c>,
 ) -> Vec<Counted<'c>> {
-    let mut steps = Vec::new();
-    for &depth in sized.depths {
-        if failed.is_some() {
-            break;
-        }
-        if !r.fits_window(part, depth, sized.max_tokens) {
-            continue;
-        }
-        match r.sized_prompt(sized.tokenizer, depth) {
-            Ok(prompt) => steps.push(Counted::Sized {
-                part,
-                depth,
-                prompt,
-                max_tokens: sized.max_tokens,
-                runs: sized.runs,
-            }),
-            Err(e) => *failed = Some(e.0),
-        }
-    }
-    steps
+    sized
+        .depths
+        .iter()
+        .filter(|&&depth| r.fits_window(part, depth, sized.max_tokens))
+        .map(|&depth| Counted::Sized {
+            part,
+            depth,
+            prompt: None,
+            tokenizer: sized.tokenizer,
+            max_tokens: sized.max_tokens,
+            runs: sized.runs,
+        })
+        .collect()
 }
 
 /// The concurrency steps: one per level.
@@ -115,11 +107,12 @@ pub fn conc_steps(cc: &ConcPart) -> Vec<Counted<'_>> {
 
 /// Tries the steps in rounds: round `n` tries every step that has an `n`th run, in the order
 /// given; the bundle is saved after every round, and a run that stops keeps what it measured.
-pub fn run_rounds(r: &mut Run, steps: &[Counted], p: &Plan, save: &Saver) -> Result<(), Fatal> {
+pub fn run_rounds(r: &mut Run, steps: &mut [Counted], p: &Plan, save: &Saver) -> Result<(), Fatal> {
     let rounds = steps.iter().map(Counted::runs).max().unwrap_or(0);
     for n in 1..=rounds {
-        for step in steps.iter().filter(|s| s.runs() >= n) {
+        for step in steps.iter_mut().filter(|s| s.runs() >= n) {
             r.bar.set_message(step_name(step, n));
+            size_prompt(r, step, p);
             try_step(r, step, n);
             if r.stopped(p) {
                 save.save(r, false)?;
@@ -140,8 +133,38 @@ pub fn step_name(step: &Counted, n: u32) -> String {
     }
 }
 
-/// One counted try of a step, under the load guard.
+/// Sizes a prefill or context step's prompt before its first try; a prompt that cannot be sized
+/// stops the run, with the plan's liveness check asked first for half a second (an engine that
+/// exited during a sizing request is why, not the request).
+fn size_prompt(r: &mut Run, step: &mut Counted, p: &Plan) {
+    if let Counted::Sized {
+        depth,
+        prompt: prompt @ None,
+        tokenizer,
+        ..
+    } = step
+    {
+        match r.sized_prompt(*tokenizer, *depth) {
+            Ok(text) => *prompt = Some(text),
+            Err(e) => {
+                for _ in 0..5 {
+                    if r.stopped(p) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                r.stop(e.0)
+            }
+        }
+    }
+}
+
+/// One counted try of a step, under the load guard (none for a step whose prompt is unsized, or
+/// once the run has stopped).
 fn try_step(r: &mut Run, step: &Counted, n: u32) {
+    if r.halted() {
+        return;
+    }
     let name = step_name(step, n);
     match step {
         Counted::Decode {
@@ -150,10 +173,11 @@ fn try_step(r: &mut Run, step: &Counted, n: u32) {
         Counted::Sized {
             part,
             depth,
-            prompt,
+            prompt: Some(prompt),
             max_tokens,
             ..
         } => r.guarded(&name, |r| r.sized_run(part, *depth, prompt, *max_tokens, n)),
+        Counted::Sized { prompt: None, .. } => {}
         Counted::Conc {
             part,
             prompt,
