@@ -408,14 +408,14 @@ fn speed_part(
     }
     if let (true, Some(pf)) = (has(Part::Prefill), &c.prefill) {
         let s = sized(&pf.depths, pf.runs, pf.max_tokens);
-        steps.extend(schedule::sized_steps(r, Part::Prefill.name(), s));
+        steps.extend(schedule::sized_steps(r, Part::Prefill, s));
     }
     if let (true, Some(cc)) = (has(Part::Conc), &c.conc) {
         steps.extend(schedule::conc_steps(cc));
     }
     if let (true, Some(cx)) = (has(Part::Ctx), &c.ctx) {
         let s = sized(&cx.depths, cx.runs, cx.max_tokens);
-        steps.extend(schedule::sized_steps(r, Part::Ctx.name(), s));
+        steps.extend(schedule::sized_steps(r, Part::Ctx, s));
     }
     schedule::run_rounds(r, &mut steps, p, save)?;
     if let (true, false, Some(l1)) = (has(Part::L1), r.stopped(p), &c.l1) {

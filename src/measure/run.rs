@@ -330,11 +330,11 @@ impl<'a> Run<'a> {
 
     /// Whether a prefill or context step's prompt and reply fit the window; records its fits
     /// row (context steps: always; prefill: only when it does not fit) and logs a step not sent.
-    pub(super) fn fits_window(&mut self, part: &str, depth: u64, max_tokens: u64) -> bool {
+    pub(super) fn fits_window(&mut self, part: Part, depth: u64, max_tokens: u64) -> bool {
         let fits = depth.saturating_add(max_tokens) <= self.window;
-        if !fits || part == Part::Ctx.name() {
+        if !fits || part == Part::Ctx {
             self.fits.push(FitRow {
-                part: part.into(),
+                part: part.name().into(),
                 depth,
                 max_tokens,
                 window: self.window,
@@ -344,7 +344,8 @@ impl<'a> Run<'a> {
         }
         if !fits {
             self.log.push(format!(
-                "{part} {depth}: {depth} + {max_tokens} > window {}: not sent",
+                "{} {depth}: {depth} + {max_tokens} > window {}: not sent",
+                part.name(),
                 self.window
             ));
         }

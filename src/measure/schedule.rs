@@ -3,13 +3,13 @@
 //! round), not one step's runs back to back.
 //!
 //! Why: on a shared machine speed moves with a correlation time of seconds (on the 2-core VM of
-//! issue 9 a step's three back-to-back decode runs agreed within 5 % while the same step ran
+//! issue 9 a step's three back-to-back runs agreed within 7-8 % (CV) while the same step ran
 //! 200 tok/s in one session and 340 in the next). Runs taken back to back sample one moment of
 //! the machine: their spread understates the noise, so replay's floor (twice the runs' CV) was too
 //! tight and its Welch's test too sure. Runs spread over the whole session sample as many moments
 //! as the session lasts, and their spread carries that noise into the floor.
 
-use super::run::{Run, SizedSteps};
+use super::run::{Part, Run, SizedSteps};
 use super::write::Saver;
 use super::{prompts, Plan};
 use crate::fatal::{fatal, Fatal};
@@ -26,7 +26,7 @@ pub enum Counted<'c> {
     /// A prefill or context step: a completion prompt of exactly `depth` tokens, sized before
     /// the step's first try (so a server that fails then has the steps before it measured).
     Sized {
-        part: &'static str,
+        part: Part,
         depth: u64,
         prompt: Option<String>,
         tokenizer: Option<&'c tokenizers::Tokenizer>,
@@ -72,11 +72,7 @@ pub fn decode_steps<'c>(r: &Run<'c>, p: &Plan) -> Result<Vec<Counted<'c>>, Fatal
 /// The prefill or context steps whose prompt and reply fit the window; a step that does not fit
 /// gets its fits row and is not sent (context steps record a fits row for every depth, prefill
 /// only for those that do not fit).
-pub fn sized_steps<'c>(
-    r: &mut Run<'_>,
-    part: &'static str,
-    sized: SizedSteps<'c>,
-) -> Vec<Counted<'c>> {
+pub fn sized_steps<'c>(r: &mut Run<'_>, part: Part, sized: SizedSteps<'c>) -> Vec<Counted<'c>> {
     sized
         .depths
         .iter()
@@ -111,9 +107,10 @@ pub fn run_rounds(r: &mut Run, steps: &mut [Counted], p: &Plan, save: &Saver) ->
     let rounds = steps.iter().map(Counted::runs).max().unwrap_or(0);
     for n in 1..=rounds {
         for step in steps.iter_mut().filter(|s| s.runs() >= n) {
-            r.bar.set_message(step_name(step, n));
+            let name = step_name(step, n);
+            r.bar.set_message(name.clone());
             size_prompt(r, step, p);
-            try_step(r, step, n);
+            try_step(r, step, &name, n);
             if r.stopped(p) {
                 save.save(r, false)?;
                 return Ok(());
@@ -128,7 +125,7 @@ pub fn run_rounds(r: &mut Run, steps: &mut [Counted], p: &Plan, save: &Saver) ->
 pub fn step_name(step: &Counted, n: u32) -> String {
     match step {
         Counted::Decode { prompt_id, .. } => format!("decode/{prompt_id}/{n}"),
-        Counted::Sized { part, depth, .. } => format!("{part}/{depth}/{n}"),
+        Counted::Sized { part, depth, .. } => format!("{}/{depth}/{n}", part.name()),
         Counted::Conc { level, .. } => format!("conc/{level}/{n}"),
     }
 }
@@ -159,30 +156,31 @@ fn size_prompt(r: &mut Run, step: &mut Counted, p: &Plan) {
     }
 }
 
-/// One counted try of a step, under the load guard (none for a step whose prompt is unsized, or
-/// once the run has stopped).
-fn try_step(r: &mut Run, step: &Counted, n: u32) {
+/// One counted try of a step, `name` for the load guard (none for a step whose prompt is
+/// unsized, or once the run has stopped).
+fn try_step(r: &mut Run, step: &Counted, name: &str, n: u32) {
     if r.halted() {
         return;
     }
-    let name = step_name(step, n);
     match step {
         Counted::Decode {
             prompt_id, prompt, ..
-        } => r.guarded(&name, |r| r.decode_run(prompt_id, prompt, n)),
+        } => r.guarded(name, |r| r.decode_run(prompt_id, prompt, n)),
         Counted::Sized {
             part,
             depth,
             prompt: Some(prompt),
             max_tokens,
             ..
-        } => r.guarded(&name, |r| r.sized_run(part, *depth, prompt, *max_tokens, n)),
+        } => r.guarded(name, |r| {
+            r.sized_run(part.name(), *depth, prompt, *max_tokens, n)
+        }),
         Counted::Sized { prompt: None, .. } => {}
         Counted::Conc {
             part,
             prompt,
             level,
-        } => r.guarded(&name, |r| r.conc_round(part, prompt, *level, n)),
+        } => r.guarded(name, |r| r.conc_round(part, prompt, *level, n)),
     }
 }
 

@@ -175,9 +175,9 @@ impl SessionSpread {
     /// The fewest rows the spread is pooled over.
     pub const MIN_ROWS: usize = 3;
 
-    /// The spread of the two sessions' replayed values, over the rows both judged.
+    /// The spread of the two sessions' replayed values, over the rows both measured.
     pub fn of(first: &Compared, second: &Compared) -> Option<SessionSpread> {
-        let judged = |r: &Comparison| {
+        let measured = |r: &Comparison| {
             !r.key.starts_with("quality.")
                 && !r.informational
                 && r.verdict != ReplayVerdict::NotComparable
@@ -186,9 +186,9 @@ impl SessionSpread {
         let logs: Vec<f64> = first
             .rows
             .iter()
-            .filter(|r| judged(r))
+            .filter(|r| measured(r))
             .filter_map(|a| {
-                let b = second.rows.iter().find(|b| b.key == a.key && judged(b))?;
+                let b = second.rows.iter().find(|b| b.key == a.key && measured(b))?;
                 let (x, y) = (a.replayed?, b.replayed?);
                 (x > 0.0 && y > 0.0).then(|| (y / x).ln())
             })
