@@ -113,18 +113,95 @@ pub fn catalogue(f: Format) -> String {
 }
 
 /// Writes `content` to `path` atomically: a temporary file in the same folder, then a rename, so a
-/// reader never sees half a report and an existing report is never lost to a crash.
+/// reader never sees half a report and an existing report is never lost to a crash. The file gets
+/// the mode a plain create would give it (an existing file's mode, else 0666 less the umask), not
+/// the temporary file's 0600.
 pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), Fatal> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(fatal(format!(
+            "{}: cannot write: the folder {} does not exist (create it first, or name another)",
+            path.display(),
+            dir.display()
+        )));
+    }
+    let mode = mode_for(path);
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .at(format_args!("{}: cannot write", path.display()))?;
     tmp.write_all(content)
+        .and_then(|_| set_mode(tmp.as_file(), mode))
         .and_then(|_| tmp.as_file().sync_all())
         .at(format_args!("{}: cannot write", path.display()))?;
     tmp.persist(path)
         .map_err(|e| fatal(format!("{}: cannot write: {}", path.display(), e.error)))?;
     Ok(())
+}
+
+/// The mode a new file at `path` gets: the existing file's permission bits, else 0666 less the
+/// process's umask (read from /proc without changing it; 022 where /proc does not say).
+fn mode_for(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        return meta.permissions().mode() & 0o7777;
+    }
+    0o666 & !umask()
+}
+
+/// The process's umask, from `/proc/self/status` (Linux 4.7 and later); 022 when it is not there.
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+fn set_mode(file: &std::fs::File, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_new_report_gets_the_umask_mode_not_the_temp_files_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("report.json");
+        write_atomic(&p, b"{}").unwrap();
+        assert_eq!(mode(&p), 0o666 & !umask());
+        assert_eq!(std::fs::read(&p).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_rewritten_report_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("report.json");
+        std::fs::write(&p, b"old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(mode(&p), 0o640);
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_missing_folder_is_named_without_the_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("no-such-folder").join("report.json");
+        let err = write_atomic(&p, b"{}").unwrap_err().to_string();
+        assert!(err.contains("no-such-folder does not exist"), "{err}");
+        assert!(!err.contains("no-such-folder/.tmp"), "{err}");
+    }
 }
