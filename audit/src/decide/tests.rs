@@ -1,0 +1,141 @@
+//! Tests of the decision rule, and the seeded calibration of issue 25.
+
+use super::ratio::{log_ratio, runs_needed, runs_to_tell, Runs};
+use super::sim::{self, Rule, Scenario};
+use super::*;
+
+fn decode_tol(band: f64, session_sd: f64) -> Tolerance {
+    Tolerance { band, session_sd }
+}
+
+fn one(a: &[f64], b: &[f64], tol: &Tolerance) -> Judgement {
+    let e = log_ratio(
+        FigureKind::Decode,
+        Runs::one_session(a),
+        Runs::one_session(b),
+        tol,
+        &Moderated::NONE,
+    );
+    decide_family(vec![e], Multiplicity::Holm).remove(0)
+}
+
+#[test]
+fn three_verdicts_from_the_interval() {
+    let tol = decode_tol(0.10, 0.0);
+    let a = [100.0, 101.0, 99.0, 100.5];
+    let same = one(&a, &[100.2, 99.5, 100.8, 99.9], &tol);
+    assert_eq!(same.decision, Decision::Reproduced, "{}", same.reason);
+    assert!(
+        same.reason.contains("inside the ±10 % band"),
+        "{}",
+        same.reason
+    );
+    let slower = one(&a, &[70.0, 71.0, 69.5, 70.4], &tol);
+    assert_eq!(slower.decision, Decision::Drifted, "{}", slower.reason);
+    assert!(slower.reason.contains("-29.9 %"), "{}", slower.reason);
+    assert!(slower.reason.contains("Holm"), "{}", slower.reason);
+    let noisy = one(&a, &[80.0, 120.0, 95.0, 105.0], &tol);
+    assert_eq!(noisy.decision, Decision::Inconclusive, "{}", noisy.reason);
+    assert!(noisy.reason.contains("runs a side"), "{}", noisy.reason);
+}
+
+#[test]
+fn a_rate_and_its_time_get_one_verdict() {
+    let tol = decode_tol(0.15, 0.03);
+    let a = [50.0, 53.0, 48.0];
+    let b = [58.0, 61.0, 55.0];
+    let inv = |xs: &[f64]| xs.iter().map(|x| 1.0 / x).collect::<Vec<_>>();
+    let rate = one(&a, &b, &tol);
+    let time = one(&inv(&a), &inv(&b), &tol);
+    assert_eq!(rate.decision, time.decision);
+    assert!((rate.evidence.estimate + time.evidence.estimate).abs() < 1e-12);
+    assert_eq!(rate.evidence.p_zero, time.evidence.p_zero);
+}
+
+#[test]
+fn session_spread_widens_the_interval_and_bounds_what_runs_can_do() {
+    let a = [100.0, 101.0, 99.0, 100.5];
+    let b = [100.2, 99.5, 100.8, 99.9];
+    let quiet = one(&a, &b, &decode_tol(0.10, 0.0));
+    let shared = one(&a, &b, &decode_tol(0.10, 0.07));
+    assert!(shared.evidence.hi90 - shared.evidence.lo90 > 0.2);
+    assert_eq!(quiet.decision, Decision::Reproduced);
+    assert_eq!(shared.decision, Decision::Inconclusive);
+    assert!(
+        shared.reason.contains("no number of runs"),
+        "{}",
+        shared.reason
+    );
+    // 8 % runs, no session term: ±10 % takes n with 1.645 √(2 σ²/n) <= ln 1.1.
+    let var = 0.08f64.powi(2);
+    assert_eq!(runs_to_tell(0.10, var, 0.0), RunsNeeded::Runs(4));
+    assert_eq!(runs_to_tell(0.05, var, 0.0), RunsNeeded::Runs(15));
+    assert_eq!(runs_needed(0.0, 0.1, var, 0.01), RunsNeeded::NotByRuns);
+}
+
+#[test]
+fn one_run_without_a_prior_is_inconclusive_with_a_note() {
+    let j = one(&[100.0], &[50.0, 51.0, 49.0], &decode_tol(0.1, 0.0));
+    assert_eq!(j.decision, Decision::Inconclusive);
+    assert!(j.reason.contains("too few runs"), "{}", j.reason);
+    assert_eq!(j.p_adjusted, None);
+}
+
+#[test]
+fn moderation_lets_one_noisy_looking_row_borrow_the_family_spread() {
+    // 16 rows at 3 % CV and one whose 3 runs happen to spread 12 %: with the prior the row's
+    // variance is pulled toward 3 % and its interval fits the band.
+    let tol = decode_tol(0.15, 0.0);
+    let mut rng = rng::SplitMix64::new(21);
+    let mut sides: Vec<Vec<f64>> = (0..32)
+        .map(|_| {
+            (0..3)
+                .map(|_| 100.0 * (0.03 * rng.normal()).exp())
+                .collect()
+        })
+        .collect();
+    sides[0] = vec![88.0, 100.0, 112.0];
+    sides[1] = vec![100.0, 100.5, 99.5];
+    let refs: Vec<&[f64]> = sides.iter().map(|v| v.as_slice()).collect();
+    let (vars, dfs) = ratio::variances_of(&refs);
+    let prior = Moderated::fit(&vars, &dfs);
+    assert!(prior.prior_df > 4.0, "{prior:?}");
+    let row = |p: &Moderated| {
+        log_ratio(
+            FigureKind::Decode,
+            Runs::one_session(refs[0]),
+            Runs::one_session(refs[1]),
+            &tol,
+            p,
+        )
+    };
+    assert!(!row(&Moderated::NONE).inside_band());
+    assert!(row(&prior).inside_band());
+}
+
+#[test]
+fn holm_controls_the_family_and_the_report_names_it() {
+    let tol = decode_tol(0.10, 0.0);
+    let rows: Vec<Evidence> = (0..17)
+        .map(|i| {
+            let shift = if i == 0 { 0.8 } else { 1.0 };
+            let a = [100.0, 104.0, 96.0];
+            let b: Vec<f64> = a
+                .iter()
+                .map(|x| x * shift * (1.0 + 0.001 * i as f64))
+                .collect();
+            log_ratio(
+                FigureKind::Decode,
+                Runs::one_session(&a),
+                Runs::one_session(&b),
+                &tol,
+                &Moderated::NONE,
+            )
+        })
+        .collect();
+    let holm = decide_family(rows.clone(), Multiplicity::Holm);
+    let bh = decide_family(rows, Multiplicity::BenjaminiHochberg);
+    assert!(holm[0].p_adjusted.unwrap() >= holm[0].evidence.p_zero.unwrap() * 17.0 - 1e-12);
+    assert!(bh[0].reason.contains("Benjamini-Hochberg") || bh[0].decision != Decision::Drifted);
+    assert!(holm.iter().skip(1).all(|j| j.decision != Decision::Drifted));
+}
