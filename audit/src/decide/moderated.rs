@@ -12,7 +12,8 @@ use statrs::function::gamma::digamma;
 pub struct Moderated {
     /// s0²: the prior variance.
     pub prior_var: f64,
-    /// d0: its degrees of freedom (0: no shrinkage; infinite: every variance is the prior).
+    /// d0: its degrees of freedom (0: no shrinkage), at most the pooled degrees of freedom of the
+    /// variances it was fitted to.
     pub prior_df: f64,
 }
 
@@ -46,17 +47,21 @@ impl Moderated {
         let spread = e.iter().map(|x| (x - e_mean).powi(2)).sum::<f64>() / (g - 1.0);
         let sampling = used.iter().map(|(_, d)| trigamma(d / 2.0)).sum::<f64>() / g;
         let excess = spread - sampling; // trigamma(d0/2) (eq. 7)
+                                        // The prior is itself estimated from the pooled degrees of freedom: it is never given
+                                        // more (limma would give infinity here, and the p of a 17-row family's smallest row
+                                        // would then come from the normal instead of t on that many df: too small by a third).
+        let pooled_df: f64 = used.iter().map(|(_, d)| d).sum();
         if excess <= 0.0 {
             return Moderated {
                 prior_var: e_mean.exp(),
-                prior_df: f64::INFINITY,
+                prior_df: pooled_df,
             };
         }
         let d0 = 2.0 * trigamma_inverse(excess);
         let prior_var = (e_mean + digamma(d0 / 2.0) - (d0 / 2.0).ln()).exp(); // eq. 8
         Moderated {
             prior_var,
-            prior_df: d0,
+            prior_df: d0.min(pooled_df),
         }
     }
 
