@@ -4,8 +4,9 @@
 //!
 //!     cargo run -p rigaudit-audit --example decide_curves --release
 
+use rigaudit_audit::decide::ratio::runs_to_tell;
 use rigaudit_audit::decide::sim::{run, Rule, Scenario, Tally};
-use rigaudit_audit::decide::{Decision, Multiplicity, Setting, Tolerances};
+use rigaudit_audit::decide::{Decision, Multiplicity, RunsNeeded, Setting, Tolerances};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -52,6 +53,7 @@ fn main() {
     before_after(&mut md, vm);
     calibration(&mut md, Setting::SharedVm, &[0.0, 0.06]);
     calibration(&mut md, Setting::Dedicated, &[0.0, 0.02]);
+    runs_to_tell_table(&mut md);
     let svg = curves(vm);
     std::fs::write(root.join("docs/statistics.svg"), svg).expect("write the SVG");
     let doc_path = root.join("docs/statistics.md");
@@ -67,9 +69,10 @@ fn main() {
 
 /// The figures beside the new rule's, on the same kind of simulated pairs.
 fn before_after(md: &mut String, vm: Rule) {
-    let _ = writeln!(md, "### Before and after (shared-VM defaults, Holm; {REPORTS} reports of {ROWS} rows a cell)\n");
-    let _ = writeln!(md, "| case | runs a side | before: called same | before: report fails | after: reproduced | after: drifted | after: inconclusive | after: report fails |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let dedicated = Rule::Decide(Tolerances::defaults(Setting::Dedicated), Multiplicity::Holm);
+    let _ = writeln!(md, "### Before and after (the new rule: shared-VM defaults, and dedicated; Holm; {REPORTS} reports of {ROWS} rows a cell; percent)\n");
+    let _ = writeln!(md, "| case | runs a side | before: called same | before: report fails | after: reproduced | after: drifted | after: inconclusive | after: report fails | dedicated (±7 %): reproduced / drifted / report fails |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
     let cases = [
         ("CV 8 %, drift 20 %, no session noise", 0.08, 0.20, 0.0),
         ("CV 3 %, drift 10 %, no session noise", 0.03, 0.10, 0.0),
@@ -86,16 +89,19 @@ fn before_after(md: &mut String, vm: Rule) {
     for (name, cv, drift, session) in cases {
         for runs in [3, 4, 8] {
             let s = scenario(cv, runs, drift, session);
-            let (old, new) = (cell(&s, Rule::Legacy), cell(&s, vm));
+            let (old, new, ded) = (cell(&s, Rule::Legacy), cell(&s, vm), cell(&s, dedicated));
             let _ = writeln!(
                 md,
-                "| {name} | {runs} | {} | {} | {} | {} | {} | {} |",
+                "| {name} | {runs} | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
                 pct(old.row_rate(Decision::Reproduced)),
                 pct(old.failed_rate()),
                 pct(new.row_rate(Decision::Reproduced)),
                 pct(new.row_rate(Decision::Drifted)),
                 pct(new.row_rate(Decision::Inconclusive)),
                 pct(new.failed_rate()),
+                pct(ded.row_rate(Decision::Reproduced)),
+                pct(ded.row_rate(Decision::Drifted)),
+                pct(ded.failed_rate()),
             );
         }
     }
@@ -129,6 +135,35 @@ fn calibration(md: &mut String, setting: Setting, sessions: &[f64]) {
                 );
             }
         }
+    }
+    let _ = writeln!(md);
+}
+
+/// Runs a step needs for a 90 % interval of ±5 % and ±10 % (runs_to_tell), by CV and session
+/// spread.
+fn runs_to_tell_table(md: &mut String) {
+    let _ = writeln!(
+        md,
+        "### How many runs a side a step needs (90 % interval of the change within ±5 % / ±10 %)\n"
+    );
+    let _ = writeln!(
+        md,
+        "| session spread (each side) | CV 3 % | CV 8 % | CV 15 % |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|");
+    for session in [0.0, 0.02, 0.07] {
+        let cells: Vec<String> = CVS
+            .iter()
+            .map(|cv| {
+                let var = (1.0 + cv * cv).ln();
+                let show = |effect: f64| match runs_to_tell(effect, var, 2.0 * session * session) {
+                    RunsNeeded::Runs(n) => n.to_string(),
+                    RunsNeeded::NotByRuns => "no number".to_string(),
+                };
+                format!("{} / {}", show(0.05), show(0.10))
+            })
+            .collect();
+        let _ = writeln!(md, "| {:.0} % | {} |", 100.0 * session, cells.join(" | "));
     }
     let _ = writeln!(md);
 }

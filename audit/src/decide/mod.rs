@@ -23,6 +23,18 @@
 //! fitted to every variance of the report ([`Moderated`], Smyth 2004), and the declared session
 //! spread is added, since runs of one session share its machine. See [`ratio`] for the interval,
 //! [`quality`] for points, [`percentile`] for order-statistic intervals, [`steady`] for warm-up.
+//!
+//! # Using it
+//!
+//! One report is one family, so the rule runs in two passes: first every row's [`Evidence`]
+//! (speed: fit [`Moderated::fit`] on [`ratio::variances_of`] over both sides of every speed row,
+//! then [`ratio::log_ratio`] per row with [`Tolerances::of`] its [`FigureKind::of_key`];
+//! quality: [`quality::paired_evidence`] on [`quality::Paired::by_id`] when both sides have
+//! per-question answers, else [`quality::unpaired_evidence`]; a row with nothing to test:
+//! [`Evidence::unbounded`]), then [`decide_family`] with the report's [`Multiplicity`]. The
+//! report prints [`Tolerances::describe`] and [`Multiplicity::name`]. Calibration: [`sim`], the
+//! tests, and `cargo run -p rigaudit-audit --example decide_curves --release`
+//! (docs/statistics.md).
 
 pub mod moderated;
 pub mod multiplicity;

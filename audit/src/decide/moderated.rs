@@ -52,8 +52,11 @@ impl Moderated {
                                         // would then come from the normal instead of t on that many df: too small by a third).
         let pooled_df: f64 = used.iter().map(|(_, d)| d).sum();
         if excess <= 0.0 {
+            // No spread beyond sampling: one common variance, best estimated by the pooled
+            // sample variance Σ d s² / Σ d (unbiased; exp(mean e) would be low by Jensen).
+            let pooled_var = used.iter().map(|(v, d)| v * d).sum::<f64>() / pooled_df;
             return Moderated {
-                prior_var: e_mean.exp(),
+                prior_var: pooled_var,
                 prior_df: pooled_df,
             };
         }

@@ -49,6 +49,21 @@ impl Paired {
         t
     }
 
+    /// The tally of two runs' answers matched by question id (`(id, right)`); questions only
+    /// one side answered are left out and counted (the second value).
+    pub fn by_id<'a>(a: &[(&'a str, bool)], b: &[(&'a str, bool)]) -> (Paired, usize) {
+        let on_b: std::collections::BTreeMap<&str, bool> = b.iter().copied().collect();
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for (id, right) in a {
+            if let Some(other) = on_b.get(id) {
+                xs.push(*right);
+                ys.push(*other);
+            }
+        }
+        let unmatched = a.len() + b.len() - 2 * xs.len();
+        (Paired::tally(&xs, &ys), unmatched)
+    }
+
     /// Questions in all.
     pub fn n(&self) -> u64 {
         self.both_right + self.only_a + self.only_b + self.both_wrong
@@ -207,6 +222,18 @@ mod tests {
         }
         let coverage = covered as f64 / trials as f64;
         assert!((0.87..0.94).contains(&coverage), "coverage {coverage}");
+    }
+
+    #[test]
+    fn answers_pair_by_question_id() {
+        let a = [("q1", true), ("q2", false), ("q3", true), ("q9", true)];
+        let b = [("q3", false), ("q1", true), ("q2", true), ("q7", false)];
+        let (t, unmatched) = Paired::by_id(&a, &b);
+        assert_eq!(
+            (t.both_right, t.only_a, t.only_b, t.both_wrong),
+            (1, 1, 1, 0)
+        );
+        assert_eq!(unmatched, 2);
     }
 
     #[test]

@@ -44,7 +44,11 @@ pub fn per_reference(values: &[f64], reference: f64) -> Vec<f64> {
 
 /// Mean and sample variance of the logs of positive values; the variance is `None` below two.
 pub fn log_moments(values: &[f64]) -> Option<(f64, Option<f64>)> {
-    if values.is_empty() || values.iter().any(|v| !(*v > 0.0) || !v.is_finite()) {
+    if values.is_empty()
+        || values
+            .iter()
+            .any(|v| v.is_nan() || *v <= 0.0 || !v.is_finite())
+    {
         return None;
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
