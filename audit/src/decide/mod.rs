@@ -42,12 +42,14 @@ pub mod percentile;
 pub mod quality;
 pub mod ratio;
 pub mod rng;
+pub mod rule;
 pub mod sim;
 pub mod steady;
 pub mod tolerance;
 
 pub use moderated::Moderated;
 pub use multiplicity::Multiplicity;
+pub use rule::DecisionRule;
 pub use tolerance::{FigureKind, Setting, Tolerance, Tolerances};
 
 use serde::Serialize;
