@@ -24,6 +24,7 @@ fn scenario(cv: f64, runs: usize, drift: f64, session_sd: f64) -> Scenario {
         drift,
         session_sd,
         rows: ROWS,
+        sessions_b: 1,
     }
 }
 

@@ -27,6 +27,21 @@ pub fn min_samples_for(q: f64) -> usize {
     (1.0 / tail - 1e-9).ceil() as usize
 }
 
+/// What verify says of a q-percentile printed from `n` samples, when they are too few
+/// ([`min_samples_for`]): the percentile is the largest (or smallest) sample in disguise.
+pub fn too_few_samples(q: f64, n: usize) -> Option<String> {
+    let need = min_samples_for(q);
+    if n >= need {
+        return None;
+    }
+    let name = format!("p{}", (100.0 * q).round());
+    Some(format!(
+        "{name} printed from {n} samples: a {name} needs at least {need} (below that it is the {} sample in disguise), and a 90 % interval for it needs {}",
+        if q >= 0.5 { "largest" } else { "smallest" },
+        min_samples_for_interval(q, 0.90)
+    ))
+}
+
 /// The fewest samples for a two-sided distribution-free interval at `confidence` to have both
 /// ends: q^n <= (1 - c)/2 and (1 - q)^n <= (1 - c)/2. p99 at 90 %: 299.
 pub fn min_samples_for_interval(q: f64, confidence: f64) -> usize {
@@ -117,6 +132,12 @@ mod tests {
         assert_eq!(min_samples_for(0.5), 2);
         // 0.99^299 = 0.0495 <= 0.05 < 0.99^298.
         assert_eq!(min_samples_for_interval(0.99, 0.90), 299);
+        let why = too_few_samples(0.99, 12).unwrap();
+        assert!(
+            why.starts_with("p99 printed from 12 samples: a p99 needs at least 100"),
+            "{why}"
+        );
+        assert_eq!(too_few_samples(0.95, 20), None);
     }
 
     #[test]

@@ -22,6 +22,23 @@ pub struct Scenario {
     pub session_sd: f64,
     /// Rows in a report.
     pub rows: usize,
+    /// Sessions side B's runs come from, each with its own session factor (2: a replay with its
+    /// confirming session pooled; `runs` a session then).
+    pub sessions_b: usize,
+}
+
+impl Default for Scenario {
+    /// CV 8 %, 4 runs, no drift, no session spread, 17 rows, one session a side.
+    fn default() -> Self {
+        Scenario {
+            cv: 0.08,
+            runs: 4,
+            drift: 0.0,
+            session_sd: 0.0,
+            rows: 17,
+            sessions_b: 1,
+        }
+    }
 }
 
 /// The rows of one simulated report: each row's runs on side A and side B.
@@ -35,25 +52,35 @@ pub fn is_time(r: usize) -> bool {
 /// Draws one report of `s`.
 pub fn draw(rng: &mut SplitMix64, s: &Scenario) -> Report {
     let within = (1.0 + s.cv * s.cv).ln().sqrt();
-    let (session_a, session_b) = (s.session_sd * rng.normal(), s.session_sd * rng.normal());
+    let session_a = s.session_sd * rng.normal();
+    let sessions_b: Vec<f64> = (0..s.sessions_b.max(1))
+        .map(|_| s.session_sd * rng.normal())
+        .collect();
+    let drift = s.drift.ln_1p();
     (0..s.rows)
         .map(|r| {
             let base = (1.0 + r as f64).ln() + 2.0;
             let sign = if is_time(r) { -1.0 } else { 1.0 };
-            let mut side = |shift: f64| -> Vec<f64> {
-                (0..s.runs)
-                    .map(|_| (base + sign * shift + within * rng.normal()).exp())
-                    .collect()
-            };
-            let a = side(session_a);
-            let b = side(session_b + s.drift.ln_1p());
+            let mut run = |shift: f64| (base + sign * shift + within * rng.normal()).exp();
+            let a: Vec<f64> = (0..s.runs).map(|_| run(session_a)).collect();
+            let b: Vec<f64> = sessions_b
+                .iter()
+                .flat_map(|f| vec![*f; s.runs])
+                .map(|f| run(f + drift))
+                .collect();
             (a, b)
         })
         .collect()
 }
 
-/// The new rule's verdicts on a report, every row judged with the decode tolerance.
-pub fn judge(report: &Report, tol: &Tolerances, rule: Multiplicity) -> Vec<Decision> {
+/// The new rule's verdicts on a report, every row judged with the decode tolerance; side B's
+/// runs came from `sessions_b` sessions.
+pub fn judge(
+    report: &Report,
+    tol: &Tolerances,
+    rule: Multiplicity,
+    sessions_b: usize,
+) -> Vec<Decision> {
     let sides: Vec<&[f64]> = report
         .iter()
         .flat_map(|(a, b)| [a.as_slice(), b.as_slice()])
@@ -64,7 +91,11 @@ pub fn judge(report: &Report, tol: &Tolerances, rule: Multiplicity) -> Vec<Decis
     let evidence = report
         .iter()
         .map(|(a, b)| {
-            let (a, b) = (Runs::one_session(a), Runs::one_session(b));
+            let b = Runs {
+                values: b,
+                sessions: sessions_b.max(1),
+            };
+            let a = Runs::one_session(a);
             log_ratio(FigureKind::Decode, a, b, &tol, &prior)
         })
         .collect();
@@ -158,7 +189,7 @@ pub fn run(s: &Scenario, rule: Rule, reports: usize, seed: u64) -> Tally {
     for _ in 0..reports {
         let report = draw(&mut rng, s);
         let verdicts = match rule {
-            Rule::Decide(tol, m) => judge(&report, &tol, m),
+            Rule::Decide(tol, m) => judge(&report, &tol, m, s.sessions_b),
             Rule::Legacy => legacy(&report),
         };
         tally.add(&verdicts);
