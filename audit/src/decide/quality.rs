@@ -165,7 +165,10 @@ pub fn paired_evidence(t: &Paired, tol: &Tolerance) -> Evidence {
 pub fn unpaired_evidence(ra: u64, na: u64, rb: u64, nb: u64, tol: &Tolerance) -> Evidence {
     let band = tol.band_in_estimate_units(FigureKind::Quality);
     if na == 0 || nb == 0 {
-        return Evidence::unbounded(FigureKind::Quality, f64::NAN, band, "no question answered");
+        let mut e =
+            Evidence::unbounded(FigureKind::Quality, f64::NAN, band, "no question answered");
+        e.sizes = (na as usize, nb as usize);
+        return e;
     }
     let (lo, hi) = newcombe_unpaired(ra, na, rb, nb, Z90);
     let d = rb as f64 / nb as f64 - ra as f64 / na as f64;

@@ -126,7 +126,9 @@ pub fn log_ratio(
             (Some(x), Some(y)) => y.0 - x.0,
             _ => f64::NAN,
         };
-        return Evidence::unbounded(kind, d, band, "too few runs to estimate a spread");
+        let mut e = Evidence::unbounded(kind, d, band, "too few runs to estimate a spread");
+        e.sizes = (a.values.len(), b.values.len());
+        return e;
     };
     let d = sb.mean - sa.mean;
     let runs_var = sa.var_of_mean + sb.var_of_mean;

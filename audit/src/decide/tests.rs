@@ -78,6 +78,7 @@ fn one_run_without_a_prior_is_inconclusive_with_a_note() {
     let j = one(&[100.0], &[50.0, 51.0, 49.0], &decode_tol(0.1, 0.0));
     assert_eq!(j.decision, Decision::Inconclusive);
     assert!(j.reason.contains("too few runs"), "{}", j.reason);
+    assert!(j.reason.contains("(1 and 3 samples)"), "{}", j.reason);
     assert_eq!(j.p_adjusted, None);
 }
 
