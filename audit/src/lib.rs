@@ -17,6 +17,7 @@ pub mod catalogue;
 pub mod check;
 pub mod claims;
 pub mod consistency;
+pub mod decide;
 pub mod diff;
 pub mod fit;
 pub mod imported;
