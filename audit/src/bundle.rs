@@ -9,9 +9,6 @@ use crate::records::{
     SpeedResult,
 };
 
-/// Migration only: the collector adapter checks in the earlier shape take (`crate::bundle::Out`).
-pub use crate::check::Out;
-
 /// What most checks read: the bundle. A family's table is a `&[Check<Run>]`.
 pub type Run = fn(&Bundle, &mut Emit) -> Ran;
 

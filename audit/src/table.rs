@@ -5,7 +5,6 @@
 //! names its family, so the id leads to its row and the row to its function. Adding a check is
 //! one row and one function in the family's file.
 
-use crate::bundle::{Bundle, Out};
 use crate::check::{about, About, Check};
 use crate::{claims, consistency, diff, fit, quality, rehash, replay, schema, setup, speed};
 
@@ -24,28 +23,13 @@ pub const BUNDLE: &[&[Check<crate::bundle::Run>]] = &[
     consistency::provenance::CHECKS,
 ];
 
-/// Migration only: a family written in the earlier shape, its catalogue rows beside the one
-/// function that reports them through [`Out`]. `verify` runs it after the bundle families.
-pub struct Legacy {
-    /// Its catalogue rows.
-    pub checks: &'static [About],
-    /// The function that runs them all.
-    pub run: fn(&Bundle, &mut Out),
-}
-
-/// Migration only: families in the earlier shape, until they are rewritten as rows.
-pub const LEGACY: &[Legacy] = &[];
-
 /// Every check rigaudit knows, in catalogue order: schema, quality, speed, setup, fit, claims,
-/// families in the earlier shape, rehash, replay.
+/// consistency, rehash, replay, diff, imported.
 pub fn all() -> Vec<About> {
     let mut v: Vec<About> = about(schema::CHECKS).collect();
     v.extend(about(quality::CHECKS));
     for t in BUNDLE {
         v.extend(about(t));
-    }
-    for l in LEGACY {
-        v.extend(l.checks.iter().copied());
     }
     v.extend(about(rehash::CHECKS));
     v.extend(about(replay::CHECKS));
