@@ -116,21 +116,18 @@ impl ManifestDiff {
 
 /// Compares a folder's manifest with a reference (another revision's folder, a manifest file, or the
 /// files the card records).
-pub fn compare_manifests(
-    found: &FileManifest,
-    reference: &FileManifest,
+pub fn compare_manifests<'a>(
+    found: &'a FileManifest,
+    reference: &'a FileManifest,
     marker: Option<&str>,
 ) -> ManifestDiff {
-    let here: BTreeMap<&str, &str> = found
-        .entries
-        .iter()
-        .map(|e| (e.path.as_str(), e.sha256.as_str()))
-        .collect();
-    let there: BTreeMap<&str, &str> = reference
-        .entries
-        .iter()
-        .map(|e| (e.path.as_str(), e.sha256.as_str()))
-        .collect();
+    let by_path = |m: &'a FileManifest| -> BTreeMap<&'a str, &'a str> {
+        m.entries
+            .iter()
+            .map(|e| (e.path.as_str(), e.sha256.as_str()))
+            .collect()
+    };
+    let (here, there) = (by_path(found), by_path(reference));
     let mut d = ManifestDiff::default();
     for (p, want) in &there {
         let class = classify(p, marker);

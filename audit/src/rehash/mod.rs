@@ -790,15 +790,20 @@ mod tests {
         v.iter().map(|(p, d)| (*p, d.as_str())).collect()
     }
 
+    /// The snapshot folder `snap` (revision 76c0b517) checked against the pinned revision's
+    /// three shards, given with `--compare` as `origin`.
+    fn snapshot_against_pin(snap: Vec<(&'static str, String)>, origin: &str) -> Findings {
+        let pin = three_shards(A, A);
+        let mut m = measured();
+        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
+        m.reference = Some(mf(origin, &as_refs(&pin)));
+        check(&card(), &m)
+    }
+
     #[test]
     fn snapshot_weights_equal_when_only_the_model_card_differs() {
         // 078455ff vs 76c0b517: same weights and config, another README.
-        let pin = three_shards(A, A);
-        let snap = three_shards(B, A);
-        let mut m = measured();
-        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
-        m.reference = Some(mf("folder of revision 76c0b517", &as_refs(&pin)));
-        let c = check(&card(), &m);
+        let c = snapshot_against_pin(three_shards(B, A), "folder of revision 76c0b517");
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info, "{}", f[0].message);
@@ -813,12 +818,7 @@ mod tests {
 
     #[test]
     fn changed_config_breaks_weights_equality_and_is_listed() {
-        let pin = three_shards(A, A);
-        let snap = three_shards(A, B);
-        let mut m = measured();
-        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
-        m.reference = Some(mf("pin", &as_refs(&pin)));
-        let c = check(&card(), &m);
+        let c = snapshot_against_pin(three_shards(A, B), "pin");
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f[0].severity, Severity::Error);
         assert!(

@@ -125,20 +125,10 @@ pub fn pool(a: &Bundle, b: &Bundle) -> Bundle {
     let (Some(ra), Some(rb)) = (out.speed_result.as_mut(), b.speed_result.as_ref()) else {
         return out;
     };
-    let last_run = ra
-        .value
-        .requests
-        .iter()
-        .filter_map(|q| q.run)
-        .max()
-        .unwrap_or(0);
-    let last_round = ra
-        .value
-        .requests
-        .iter()
-        .filter_map(|q| q.round)
-        .max()
-        .unwrap_or(0);
+    let last = |of: fn(&SpeedRequest) -> Option<u32>| {
+        ra.value.requests.iter().filter_map(of).max().unwrap_or(0)
+    };
+    let (last_run, last_round) = (last(|q| q.run), last(|q| q.round));
     for q in &rb.value.requests {
         let mut q = q.clone();
         q.run = q.run.map(|r| r + last_run);

@@ -615,6 +615,16 @@ mod tests {
         }
     }
 
+    /// Two bundles with only quality tests, compared by default.
+    fn compare_quality(recorded: Vec<QualityTest>, replayed: Vec<QualityTest>) -> Findings {
+        let tol = Tolerance::default();
+        compare(
+            &bundle(None, &[], recorded),
+            &bundle(None, &[], replayed),
+            &tol,
+        )
+    }
+
     fn row<'a>(c: &'a Findings, key: &str) -> &'a Comparison {
         c.comparisons
             .iter()
@@ -1087,10 +1097,9 @@ mod tests {
     #[test]
     fn quality_small_move_reproduced_large_move_drifted() {
         let run = |a: u64, b: u64| {
-            compare(
-                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, a)]),
-                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, b)]),
-                &Tolerance::default(),
+            compare_quality(
+                vec![quality("mmlu-pro", 100, 100, a)],
+                vec![quality("mmlu-pro", 100, 100, b)],
             )
         };
         let c = run(60, 58);
@@ -1115,10 +1124,9 @@ mod tests {
     #[test]
     fn quality_counts_answered_questions_only() {
         // 60 of 100 answered right, 20 more refused: 60 / 80 = 75 %.
-        let c = compare(
-            &bundle(None, &[], vec![quality("gpqa", 100, 80, 60)]),
-            &bundle(None, &[], vec![quality("gpqa", 100, 100, 75)]),
-            &Tolerance::default(),
+        let c = compare_quality(
+            vec![quality("gpqa", 100, 80, 60)],
+            vec![quality("gpqa", 100, 100, 75)],
         );
         let r = row(&c, "quality.gpqa.pct");
         assert_eq!(r.recorded, Some(75.0));
@@ -1134,10 +1142,9 @@ mod tests {
 
     #[test]
     fn quality_refused_on_both_sides_is_not_comparable() {
-        let c = compare(
-            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
-            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
-            &Tolerance::default(),
+        let c = compare_quality(
+            vec![quality("livecodebench", 40, 0, 0)],
+            vec![quality("livecodebench", 40, 0, 0)],
         );
         let r = row(&c, "quality.livecodebench.pct");
         assert_eq!(r.verdict, ReplayVerdict::NotComparable);
@@ -1148,11 +1155,7 @@ mod tests {
         assert_eq!((r.recorded, r.replayed, r.p_value), (None, None, None));
         assert_eq!(of(&c, "replay.not-comparable").len(), 1);
         // A test the replay did not run.
-        let c = compare(
-            &bundle(None, &[], vec![quality("ifeval", 10, 10, 5)]),
-            &bundle(None, &[], vec![]),
-            &Tolerance::default(),
-        );
+        let c = compare_quality(vec![quality("ifeval", 10, 10, 5)], vec![]);
         assert_eq!(
             row(&c, "quality.ifeval.pct").why,
             "not measured on the replayed side"
@@ -1291,11 +1294,7 @@ mod tests {
 
     #[test]
     fn rows_round_trip_and_name_their_verdict_in_kebab_case() {
-        let c = compare(
-            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
-            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
-            &Tolerance::default(),
-        );
+        let c = compare_quality(vec![quality("x", 4, 0, 0)], vec![quality("x", 4, 0, 0)]);
         let v = serde_json::to_value(&c.comparisons[0]).unwrap();
         assert_eq!(v["verdict"], "not-comparable");
         let back: Comparison = serde_json::from_value(v).unwrap();

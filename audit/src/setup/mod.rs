@@ -176,6 +176,14 @@ fn command_source(b: &Bundle, flags: &[&str], env: &[&str]) -> Option<Source> {
     ))
 }
 
+/// What the recorded start lines state (`pick` chooses the number), as a source.
+fn start_line_source(b: &Bundle, pick: fn(&startline::StartInfo) -> Option<u64>) -> Option<Source> {
+    let r = b.speed_result.as_ref()?;
+    let v = pick(&startline::parse(&r.value.server.start_lines))?;
+    let at = format!("{}#/server/start_lines", r.path);
+    Some(("start line".into(), at, v))
+}
+
 /// Runs `agree` when at least two sources state the number.
 fn agree_if_two(e: &mut Emit, what: &str, sources: &[Source]) -> Ran {
     (sources.len() >= 2).then(|| agree(e, what, sources))
@@ -184,15 +192,7 @@ fn agree_if_two(e: &mut Emit, what: &str, sources: &[Source]) -> Ran {
 fn slots_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     let mut slots: Vec<Source> = Vec::new();
     slots.extend(command_source(b, SLOT_FLAGS, SLOT_ENV));
-    if let Some(r) = &b.speed_result {
-        if let Some(v) = startline::parse(&r.value.server.start_lines).slots {
-            slots.push((
-                "start line".into(),
-                format!("{}#/server/start_lines", r.path),
-                v,
-            ));
-        }
-    }
+    slots.extend(start_line_source(b, |s| s.slots));
     if let Some(c) = &b.speed_contract {
         slots.push((
             "speed contract".into(),
@@ -224,14 +224,8 @@ fn window_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 fn window_sources_disagree(b: &Bundle, e: &mut Emit) -> Ran {
     let mut win: Vec<Source> = Vec::new();
     win.extend(command_source(b, WINDOW_FLAGS, WINDOW_ENV));
+    win.extend(start_line_source(b, |s| s.window));
     if let Some(r) = &b.speed_result {
-        if let Some(v) = startline::parse(&r.value.server.start_lines).window {
-            win.push((
-                "start line".into(),
-                format!("{}#/server/start_lines", r.path),
-                v,
-            ));
-        }
         if let Some(v) = startline::models_window(&r.value.server.models) {
             win.push(("/v1/models".into(), format!("{}#/server/models", r.path), v));
         }
