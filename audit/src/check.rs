@@ -14,8 +14,10 @@
 //! each such row holds [`Staged`] (the stage's name) in place of a function of its own, and the
 //! stage writes through a [`StageOut`], which refuses a row the stage did not declare. "Ran" is
 //! recorded only by the runners: [`Findings::check`] for a row with its own function,
-//! [`Findings::stage`] for the rows its stage says it decided. The catalogue (`rigaudit checks`,
-//! the SARIF rules) reads every row as [`About`].
+//! [`Findings::stage`] for the rows its stage says it decided. A collector made with
+//! [`Findings::capped`] lists at most a number of findings per check and counts the rest (an
+//! import, a bundle's schema). The catalogue (`rigaudit checks`, the SARIF rules) reads every
+//! row as [`About`].
 
 use crate::report::{Finding, Findings, Recomputed, Severity};
 use crate::verdict::Comparison;

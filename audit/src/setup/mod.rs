@@ -176,6 +176,14 @@ fn command_source(b: &Bundle, flags: &[&str], env: &[&str]) -> Option<Source> {
     ))
 }
 
+/// What the recorded start lines state (nothing without a speed result).
+fn start_info(b: &Bundle) -> startline::StartInfo {
+    b.speed_result
+        .as_ref()
+        .map(|r| startline::parse(&r.value.server.start_lines))
+        .unwrap_or_default()
+}
+
 /// What the recorded start lines state (`pick` chooses the number), as a source.
 fn start_line_source(b: &Bundle, pick: fn(&startline::StartInfo) -> Option<u64>) -> Option<Source> {
     let r = b.speed_result.as_ref()?;
@@ -272,11 +280,7 @@ fn model_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 fn sampling_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     let card = b.card.as_ref()?;
     let cv = &card.value;
-    let start = b
-        .speed_result
-        .as_ref()
-        .map(|r| startline::parse(&r.value.server.start_lines))
-        .unwrap_or_default();
+    let start = start_info(b);
     for (k, v) in &start.sampling {
         match cv.sampling.defaults.get(k) {
             Some(d) if (d - v).abs() > 1e-9 => {
@@ -328,11 +332,7 @@ fn version_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 fn versions_disagree(b: &Bundle, e: &mut Emit) -> Ran {
     let card = b.card.as_ref()?;
     let cv = &card.value;
-    let start = b
-        .speed_result
-        .as_ref()
-        .map(|r| startline::parse(&r.value.server.start_lines))
-        .unwrap_or_default();
+    let start = start_info(b);
     let engine = cv
         .engine
         .version
