@@ -25,6 +25,18 @@ pub struct Loaded<T> {
     pub value: T,
 }
 
+impl<T> Loaded<T> {
+    /// A file the page published, as read (not reconstructed).
+    pub fn new(path: impl Into<String>, value: T) -> Self {
+        Loaded {
+            path: path.into(),
+            published: true,
+            reconstructed: false,
+            value,
+        }
+    }
+}
+
 /// The files of one quality test.
 #[derive(Debug, Clone, Default)]
 pub struct QualityTest {

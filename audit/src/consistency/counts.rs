@@ -190,9 +190,7 @@ pub(crate) fn check_speed_runs(b: &Bundle, e: &mut Emit) -> Ran {
 
 /// `speed.prompt-size-mismatch`: each prefill and context prompt against its depth.
 pub(crate) fn check_prompt_sizes(b: &Bundle, e: &mut Emit) -> Ran {
-    let Some(rl) = &b.speed_result else {
-        return None;
-    };
+    let rl = b.speed_result.as_ref()?;
     for (i, q) in rl.value.requests.iter().enumerate() {
         let (Some(d), Some(p)) = (q.depth, q.prompt_tokens) else {
             continue;

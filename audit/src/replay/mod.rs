@@ -539,12 +539,7 @@ mod tests {
     }
 
     fn loaded<T>(path: &str, value: T) -> Loaded<T> {
-        Loaded {
-            path: path.into(),
-            published: true,
-            reconstructed: false,
-            value,
-        }
+        Loaded::new(path, value)
     }
 
     fn bundle(speed: Option<SpeedResult>, depths: &[u64], quality: Vec<QualityTest>) -> Bundle {
