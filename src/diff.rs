@@ -67,10 +67,12 @@ fn unreadable(side: &str, path: &Path, b: &rigaudit_audit::Bundle, into: &mut Fi
         .filter(|f| f.severity == Severity::Error)
         .count();
     if bad > 0 {
-        into.emitter(&rigaudit_audit::diff::NOT_COMPARABLE).warning(format!(
-            "{side} ({}): {bad} file problem(s) (run `rigaudit verify` on it); what they hold is not compared",
-            path.display()
-        ));
+        into.stage(&rigaudit_audit::diff::DIFF, |s| {
+            s.row(&rigaudit_audit::diff::NOT_COMPARABLE).warning(format!(
+                "{side} ({}): {bad} file problem(s) (run `rigaudit verify` on it); what they hold is not compared",
+                path.display()
+            ));
+        });
     }
 }
 

@@ -9,9 +9,6 @@ use crate::records::{
     SpeedResult,
 };
 
-/// Migration only: the collector adapter checks in the earlier shape take (`crate::bundle::Out`).
-pub use crate::check::Out;
-
 /// What most checks read: the bundle. A family's table is a `&[Check<Run>]`.
 pub type Run = fn(&Bundle, &mut Emit) -> Ran;
 
@@ -26,6 +23,18 @@ pub struct Loaded<T> {
     pub reconstructed: bool,
     /// The parsed content.
     pub value: T,
+}
+
+impl<T> Loaded<T> {
+    /// A file the page published, as read (not reconstructed).
+    pub fn new(path: impl Into<String>, value: T) -> Self {
+        Loaded {
+            path: path.into(),
+            published: true,
+            reconstructed: false,
+            value,
+        }
+    }
 }
 
 /// The files of one quality test.

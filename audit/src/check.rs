@@ -9,21 +9,15 @@
 //! `?`) when it did not; the runner records the id of each check that ran.
 //!
 //! A row's `run` is generic: bundle checks read a [`crate::Bundle`], a schema check one file's
-//! facts, a quality check one test. Rehash and replay keep their own inputs: a rehash row's
-//! function reads the card and what was measured and reports about one artifact, also through
-//! the emitters of rows it concerns ([`Findings::emitter`]); replay rows name the part of the
-//! replay that reports them. Functions there that return findings (`digest_finding`,
-//! `failed_steps`, `compare`) build them with their row's `id`. The catalogue (`rigaudit checks`,
-//! the SARIF rules) reads every row as [`About`].
-//!
-//! # Migration only
-//!
-//! Checks written in the earlier shape (a `pub(crate) fn check_x(b: &Bundle, out: &mut Out)` that
-//! calls `out.ran("id")` and `out.push(Finding::new("id", Severity::X, msg))`, with a
-//! `CHECKS: &[catalogue::Check]` slice of `{ id, severity, doc }`) still compile and still work:
-//! [`Out`] is a thin adapter over [`Findings`], `catalogue::Check` is [`About`], and
-//! `table::LEGACY` lists such a slice with its function. Both exist only until those checks are
-//! rewritten as rows; new checks are rows.
+//! facts, a quality check one test. A pass that decides several rows at once (rehash's artifact
+//! check, replay's comparison, diff's figures) is a [`Stage`]: it declares the rows it may emit,
+//! each such row holds [`Staged`] (the stage's name) in place of a function of its own, and the
+//! stage writes through a [`StageOut`], which refuses a row the stage did not declare. "Ran" is
+//! recorded only by the runners: [`Findings::check`] for a row with its own function,
+//! [`Findings::stage`] for the rows its stage says it decided. A collector made with
+//! [`Findings::capped`] lists at most a number of findings per check and counts the rest (an
+//! import, a bundle's schema). The catalogue (`rigaudit checks`, the SARIF rules) reads every
+//! row as [`About`].
 
 use crate::report::{Finding, Findings, Recomputed, Severity};
 use crate::verdict::Comparison;
@@ -99,10 +93,107 @@ impl Findings {
         }
     }
 
-    /// Records that the checks of a table ran (a stage that ran them elsewhere, such as a
-    /// replay that compared every figure).
-    pub fn mark_ran<R>(&mut self, c: &Check<R>) {
-        self.ran(c.id);
+    /// Runs a stage: `run` writes through a [`StageOut`] that refuses rows `stage` does not
+    /// declare; the rows it says it decided ([`StageOut::decided`]) are recorded as run when it
+    /// returns.
+    pub fn stage<T>(&mut self, stage: &'static Stage, run: impl FnOnce(&mut StageOut) -> T) -> T {
+        let mut out = StageOut {
+            stage,
+            out: self,
+            decided: Vec::new(),
+        };
+        let value = run(&mut out);
+        let decided = std::mem::take(&mut out.decided);
+        for id in decided {
+            self.ran(id);
+        }
+        value
+    }
+}
+
+/// A pass that decides several rows at once (replay's comparison, diff's figures, rehash's
+/// artifact check): its name and the rows it may emit. Its rows hold [`Staged`] with its name.
+#[derive(Debug, Clone, Copy)]
+pub struct Stage {
+    /// The stage's name, as its rows' [`Staged`] give it.
+    pub name: &'static str,
+    /// The rows it may emit (rows of other families included).
+    pub rows: &'static [About],
+}
+
+impl Stage {
+    /// Whether the stage declares the row `id`.
+    pub fn declares(&self, id: &str) -> bool {
+        self.rows.iter().any(|r| r.id == id)
+    }
+
+    fn row(&self, id: &str) -> &'static About {
+        let found = self.rows.iter().find(|r| r.id == id);
+        debug_assert!(
+            found.is_some(),
+            "stage {} emits {id}, a row it does not declare",
+            self.name
+        );
+        found.unwrap_or(&UNDECLARED)
+    }
+}
+
+/// What a row decided by a [`Stage`] holds in place of a function of its own: the stage's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Staged(pub &'static str);
+
+/// The row a release build falls back to for an undeclared id (a debug build panics first).
+const UNDECLARED: About = About {
+    id: "undeclared",
+    severity: Severity::Error,
+    doc: "",
+};
+
+/// What a stage writes through: emitters of its declared rows only.
+pub struct StageOut<'a> {
+    stage: &'static Stage,
+    out: &'a mut Findings,
+    decided: Vec<&'static str>,
+}
+
+impl StageOut<'_> {
+    /// An emitter of one of the stage's declared rows.
+    pub fn row(&mut self, row: impl Into<About>) -> Emit<'_> {
+        let declared = self.stage.row(row.into().id);
+        Emit {
+            id: declared.id,
+            severity: declared.severity,
+            out: self.out,
+        }
+    }
+
+    /// Says that a declared row had what it needs: the stage's runner records it as run.
+    pub fn decided(&mut self, row: impl Into<About>) {
+        let id = self.stage.row(row.into().id).id;
+        if !self.decided.contains(&id) {
+            self.decided.push(id);
+        }
+    }
+
+    /// Adds a finding built elsewhere (its check must be a declared row).
+    pub fn push(&mut self, f: Finding) -> Mark<'_> {
+        self.stage.row(&f.check);
+        self.out.push(f)
+    }
+
+    /// A value recomputed from raw records.
+    pub fn recomputed(&mut self, r: Recomputed) {
+        self.out.recomputed.push(r);
+    }
+
+    /// A row comparing two bundles' figure.
+    pub fn comparison(&mut self, row: Comparison) {
+        self.out.comparisons.push(row);
+    }
+
+    /// The comparison rows emitted so far.
+    pub fn comparisons(&mut self) -> &mut Vec<Comparison> {
+        &mut self.out.comparisons
     }
 }
 
@@ -136,10 +227,7 @@ impl Emit<'_> {
 
     /// A finding at a severity the check decides (never above its catalogue severity).
     pub fn at_severity(&mut self, severity: Severity, message: impl Into<String>) -> Mark<'_> {
-        self.out
-            .findings
-            .push(Finding::new(self.id, severity, message));
-        Mark(self.out.findings.last_mut().expect("just pushed"))
+        self.out.push(Finding::new(self.id, severity, message))
     }
 
     /// A value recomputed from raw records.
@@ -153,8 +241,9 @@ impl Emit<'_> {
     }
 }
 
-/// A finding just emitted, to place and detail.
-pub struct Mark<'a>(&'a mut Finding);
+/// A finding just emitted, to place and detail; nothing when the collector only counted it (past
+/// its per-check cap).
+pub struct Mark<'a>(pub(crate) Option<&'a mut Finding>);
 
 impl Mark<'_> {
     /// Sets the file and the pointer inside it.
@@ -164,14 +253,12 @@ impl Mark<'_> {
 
     /// Sets the file.
     pub fn file(self, file: impl Into<String>) -> Self {
-        self.0.file = Some(file.into());
-        self
+        self.with(|f| f.file = Some(file.into()))
     }
 
     /// Sets the pointer.
     pub fn pointer(self, pointer: impl Into<String>) -> Self {
-        self.0.pointer = Some(pointer.into());
-        self
+        self.with(|f| f.pointer = Some(pointer.into()))
     }
 
     /// Sets the file when there is one.
@@ -184,39 +271,14 @@ impl Mark<'_> {
 
     /// Sets the machine-readable details.
     pub fn data(self, data: serde_json::Value) -> Self {
-        self.0.data = data;
+        self.with(|f| f.data = data)
+    }
+
+    fn with(mut self, set: impl FnOnce(&mut Finding)) -> Self {
+        if let Some(f) = self.0.as_deref_mut() {
+            set(f);
+        }
         self
-    }
-}
-
-/// Migration only: today's `out.ran(id)` + `out.push(Finding)` shape over a [`Findings`]
-/// (`out.recomputed` reaches the collector's field). Used by legacy checks listed in
-/// `table::LEGACY`; new checks are [`Check`] rows.
-#[derive(Debug, Default)]
-pub struct Out(pub Findings);
-
-impl Out {
-    /// Records that a check ran.
-    pub fn ran(&mut self, id: &'static str) {
-        self.0.ran(id);
-    }
-
-    /// Adds a finding.
-    pub fn push(&mut self, f: Finding) {
-        self.0.findings.push(f);
-    }
-}
-
-impl std::ops::Deref for Out {
-    type Target = Findings;
-    fn deref(&self) -> &Findings {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Out {
-    fn deref_mut(&mut self) -> &mut Findings {
-        &mut self.0
     }
 }
 
@@ -232,4 +294,111 @@ pub fn list<T: std::fmt::Display>(items: &[T], n: usize) -> String {
         s.push_str(&format!(" and {} more", items.len() - n));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Cap, FINDINGS_PER_CHECK};
+
+    const BY_TEST: Staged = Staged("test");
+    const DECLARED: Check<Staged> = Check {
+        id: "test.declared",
+        severity: Severity::Warning,
+        doc: "A row the test stage declares.",
+        run: BY_TEST,
+    };
+    const OTHER: Check<Staged> = Check {
+        id: "test.other",
+        severity: Severity::Error,
+        doc: "A row it does not.",
+        run: BY_TEST,
+    };
+    const STAGE: Stage = Stage {
+        name: BY_TEST.0,
+        rows: &[DECLARED.about()],
+    };
+
+    #[test]
+    fn a_stage_records_as_run_only_the_rows_it_decided() {
+        let mut found = Findings::default();
+        found.stage(&STAGE, |s| {
+            s.row(&DECLARED).finding("seen").at("f.json", "/x");
+        });
+        assert!(found.ran.is_empty());
+        assert_eq!(found.findings[0].severity, Severity::Warning);
+        assert_eq!(found.findings[0].pointer.as_deref(), Some("/x"));
+        found.stage(&STAGE, |s| s.decided(&DECLARED));
+        assert_eq!(found.ran, vec!["test.declared".to_string()]);
+        assert!(STAGE.declares(DECLARED.id) && !STAGE.declares(OTHER.id));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "a row it does not declare")]
+    fn a_stage_refuses_a_row_it_did_not_declare() {
+        Findings::default().stage(&STAGE, |s| {
+            s.row(&OTHER).finding("not mine");
+        });
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "a row it does not declare")]
+    fn a_stage_refuses_a_finding_built_for_another_row() {
+        Findings::default().stage(&STAGE, |s| {
+            s.push(Finding::new(OTHER.id, Severity::Error, "not mine"));
+        });
+    }
+
+    #[test]
+    fn findings_of_one_check_are_counted_past_the_cap() {
+        let mut found = Findings::capped(Cap::PER_CHECK);
+        let c = Check {
+            id: DECLARED.id,
+            severity: DECLARED.severity,
+            doc: DECLARED.doc,
+            run: (),
+        };
+        for i in 0..FINDINGS_PER_CHECK + 5 {
+            let severity = if i == FINDINGS_PER_CHECK + 1 {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            found.check(&c, |_, e| {
+                e.at_severity(severity, format!("{i}")).file("past.json");
+                Some(())
+            });
+        }
+        found.emitter(&OTHER).finding("x");
+        assert_eq!(found.findings.len(), FINDINGS_PER_CHECK + 1);
+        assert!(found.findings.iter().all(|f| f.message != "201"));
+        assert_eq!(found.dropped["test.declared"], (5, Severity::Warning));
+        let report = crate::report::Report::new("t", "b", None, found);
+        let last = report.findings.last().unwrap();
+        assert_eq!(report.findings.len(), FINDINGS_PER_CHECK + 2);
+        assert_eq!(last.check, "test.declared");
+        assert_eq!(last.severity, Severity::Warning);
+        assert_eq!(
+            last.message,
+            "5 more findings of this check are not listed (the first 200 are)"
+        );
+    }
+
+    #[test]
+    fn a_merged_stage_lists_its_dropped_counts_at_its_end() {
+        let mut stage = Findings::capped(Cap {
+            per_check: 1,
+            note: |id, more, _| format!("{more} more {id}"),
+        });
+        for _ in 0..3 {
+            stage.emitter(&DECLARED).finding("again");
+        }
+        let mut all = Findings::default();
+        all.merge(stage);
+        all.emitter(&OTHER).finding("after");
+        let messages: Vec<&str> = all.findings.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(messages, ["again", "2 more test.declared", "after"]);
+    }
 }

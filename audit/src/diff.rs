@@ -22,66 +22,73 @@
 //!   a figure moved beyond noise is `diff.moved` (error).
 
 use crate::bundle::{Bundle, Loaded};
-use crate::check::{Check, Emit};
+use crate::check::{Check, Emit, Stage, StageOut, Staged};
 use crate::records::card::{Card, RankCommand};
-use crate::replay::{compare, Compared, Comparison, ReplayVerdict, Tolerance};
+use crate::replay::{compare, Comparison, ReplayVerdict, Tolerance};
 use crate::report::{Findings, Severity};
 use crate::startline;
 use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Which part of a diff reports a row: the setup, or the figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// The cards, commands, start lines and contracts ([`setup_changes`]).
-    Setup,
-    /// The figures, with replay's statistics ([`crate::replay::compare`]).
-    Figures,
-}
+/// What every `diff.*` row holds: [`DIFF`] decides them.
+const BY_DIFF: Staged = Staged("diff");
 
 /// `diff.setup-differs`.
-pub const SETUP_DIFFERS: Check<Part> = Check {
+pub const SETUP_DIFFERS: Check<Staged> = Check {
     id: "diff.setup-differs",
     severity: Severity::Error,
     doc: "The two bundles differ in their setup (engine, checkpoint, command, server, hardware, sampling, contracts): named with both values and where each side records them.",
-    run: Part::Setup,
+    run: BY_DIFF,
 };
 
 /// `diff.moved`.
-pub const MOVED: Check<Part> = Check {
+pub const MOVED: Check<Staged> = Check {
     id: "diff.moved",
     severity: Severity::Error,
     doc: "A figure moved between the two bundles beyond chance and, for speed, beyond the tolerance floor.",
-    run: Part::Figures,
+    run: BY_DIFF,
 };
 
 /// `diff.inconclusive`.
-pub const INCONCLUSIVE: Check<Part> = Check {
+pub const INCONCLUSIVE: Check<Staged> = Check {
     id: "diff.inconclusive",
     severity: Severity::Info,
     doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load, or a move the machine's own change of speed explains.",
-    run: Part::Figures,
+    run: BY_DIFF,
 };
 
 /// `diff.not-comparable`.
-pub const NOT_COMPARABLE: Check<Part> = Check {
+pub const NOT_COMPARABLE: Check<Staged> = Check {
     id: "diff.not-comparable",
     severity: Severity::Warning,
     doc: "A figure cannot be compared: its step is invalid on a side (refused, not fitting, cached, cut) or only one side has it.",
-    run: Part::Figures,
+    run: BY_DIFF,
 };
 
 /// `diff.machine-speed`.
-pub const MACHINE_SPEED: Check<Part> = Check {
+pub const MACHINE_SPEED: Check<Staged> = Check {
     id: "diff.machine-speed",
     severity: Severity::Info,
     doc: "The two bundles' machine-speed references (a fixed kernel probed before every counted step) differ: the machine ran slower or faster as a whole on one side, and speed moves that explains are inconclusive.",
-    run: Part::Figures,
+    run: BY_DIFF,
+};
+
+/// The diff of two bundles (or of two imported runs): the setup, then the figures with replay's
+/// statistics ([`crate::replay::compare`]).
+pub const DIFF: Stage = Stage {
+    name: BY_DIFF.0,
+    rows: &[
+        SETUP_DIFFERS.about(),
+        MOVED.about(),
+        INCONCLUSIVE.about(),
+        NOT_COMPARABLE.about(),
+        MACHINE_SPEED.about(),
+    ],
 };
 
 /// `diff.*` checks.
-pub const CHECKS: &[Check<Part>] = &[
+pub const CHECKS: &[Check<Staged>] = &[
     SETUP_DIFFERS,
     MOVED,
     INCONCLUSIVE,
@@ -125,31 +132,27 @@ pub struct Diffed {
 pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
     let setup = setup_changes(a, b);
     let mut found = Findings::default();
-    found.check(&SETUP_DIFFERS, |_, e| {
+    found.stage(&DIFF, |s| {
+        s.decided(&SETUP_DIFFERS);
         for c in &setup {
-            setup_finding(c, policy, e);
+            setup_finding(c, policy, &mut s.row(&SETUP_DIFFERS));
         }
-        Some(())
+        let tol = Tolerance {
+            same_hardware: Some(true),
+            ..*tol
+        };
+        let compared = compare(a, b, &tol);
+        machine_speed(a, b, &compared, s);
+        for row in compared.comparisons.into_iter().map(relabel) {
+            figure_finding(&row, s);
+            s.comparison(row);
+        }
+        if !s.comparisons().is_empty() {
+            for c in [&MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
+                s.decided(c);
+            }
+        }
     });
-    let tol = Tolerance {
-        same_hardware: Some(true),
-        ..*tol
-    };
-    let Compared {
-        rows,
-        findings,
-        checks_run,
-    } = compare(a, b, &tol);
-    machine_speed(a, b, &checks_run, &findings, &mut found);
-    for row in rows.into_iter().map(relabel) {
-        row_finding(&row, &mut found);
-        found.comparisons.push(row);
-    }
-    if !found.comparisons.is_empty() {
-        for c in [&MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
-            found.mark_ran(c);
-        }
-    }
     Diffed { setup, found }
 }
 
@@ -181,20 +184,15 @@ fn setup_finding(c: &SetupChange, policy: &SetupPolicy, e: &mut Emit) {
 
 /// `diff.machine-speed`: the two sides' machine-speed references, when both have one of the same
 /// kernel, and a finding when they differ by more than replay's smallest move.
-fn machine_speed(
-    a: &Bundle,
-    b: &Bundle,
-    checks_run: &[String],
-    findings: &[crate::report::Finding],
-    found: &mut Findings,
-) {
-    if !checks_run
+fn machine_speed(a: &Bundle, b: &Bundle, compared: &Findings, found: &mut StageOut) {
+    if !compared
+        .ran
         .iter()
         .any(|id| id == crate::replay::MACHINE_SPEED.id)
     {
         return;
     }
-    found.mark_ran(&MACHINE_SPEED);
+    found.decided(&MACHINE_SPEED);
     let results = (
         a.speed_result.as_ref().map(|l| &l.value),
         b.speed_result.as_ref().map(|l| &l.value),
@@ -202,14 +200,15 @@ fn machine_speed(
     let Some(m) = crate::replay::MachineMove::of(results.0, results.1) else {
         return;
     };
-    let Some(f) = findings
+    let Some(f) = compared
+        .findings
         .iter()
         .find(|f| f.check == crate::replay::MACHINE_SPEED.id)
     else {
         return;
     };
     found
-        .emitter(&MACHINE_SPEED)
+        .row(&MACHINE_SPEED)
         .info(format!(
             "the machine's speed reference {}: speed moves it explains are inconclusive",
             relabel_text(&m.text())
@@ -237,6 +236,10 @@ fn relabel_text(text: &str) -> String {
 
 /// The finding a figure row gives, through its row's emitter (none when it reproduced).
 pub(crate) fn row_finding(r: &Comparison, found: &mut Findings) {
+    found.stage(&DIFF, |s| figure_finding(r, s));
+}
+
+fn figure_finding(r: &Comparison, found: &mut StageOut) {
     let check = match r.verdict {
         ReplayVerdict::Reproduced => return,
         ReplayVerdict::Drifted => &MOVED,
@@ -244,7 +247,7 @@ pub(crate) fn row_finding(r: &Comparison, found: &mut Findings) {
         ReplayVerdict::NotComparable => &NOT_COMPARABLE,
     };
     found
-        .emitter(check)
+        .row(check)
         .finding(format!("{}: {}", r.key, r.why))
         .data(serde_json::to_value(r).unwrap_or_default());
 }

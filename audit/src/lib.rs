@@ -7,7 +7,7 @@
 //! Layers, each importing only those below it:
 //! - ground: [`records`], [`report`] (the report model and the [`Findings`] collector),
 //!   [`verdict`] (a replay's comparison rows), [`check`] ([`Check`] rows, the [`check::Emit`]ter),
-//!   [`stats`], [`startline`], and [`catalogue`] (migration only);
+//!   [`stats`], [`startline`], and [`catalogue`] (its version);
 //! - [`bundle`]: the parsed bundle;
 //! - the check families, each with its table of rows: [`schema`], [`quality`], [`speed`],
 //!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`];
@@ -39,7 +39,7 @@ pub mod verify;
 pub mod bundle;
 pub use bundle::{Bundle, QualityTest};
 pub use check::{Check, Ran};
-pub use replay::{Compared, Tolerance};
+pub use replay::Tolerance;
 pub use report::{Finding, Findings, Recomputed, Report, Severity, Verdict};
 pub use verdict::{Comparison, Inconclusive, ReplayVerdict};
 pub use verify::verify;

@@ -1,7 +1,9 @@
 //! The one report model every command produces and every renderer reads.
 
+use crate::check::Mark;
 use crate::verdict::Comparison;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -95,6 +97,35 @@ pub struct Findings {
     /// Why the job could not be done (nothing could be checked, a stage could not run), when so:
     /// the report is then incomplete whatever it found.
     pub incomplete: Option<String>,
+    /// The bound on the findings one check lists, when this collector has one.
+    pub cap: Option<Cap>,
+    /// Findings left out past the cap, per check: how many, and the highest severity among them.
+    pub dropped: BTreeMap<String, (usize, Severity)>,
+}
+
+/// The most findings one check lists in a capped collector (an import, a bundle's schema); past
+/// it they are counted, not listed.
+pub const FINDINGS_PER_CHECK: usize = 200;
+
+/// A bound on the findings one check lists: past `per_check` they are counted, and
+/// [`Findings::list_dropped`] adds one finding per such check, worded by `note(id, more,
+/// per_check)`, at the highest severity it left out.
+#[derive(Debug, Clone, Copy)]
+pub struct Cap {
+    /// The most findings one check lists.
+    pub per_check: usize,
+    /// The words of the finding that counts the rest.
+    pub note: fn(&str, usize, usize) -> String,
+}
+
+impl Cap {
+    /// [`FINDINGS_PER_CHECK`], counted as "N more findings of this check are not listed".
+    pub const PER_CHECK: Cap = Cap {
+        per_check: FINDINGS_PER_CHECK,
+        note: |_, more, per_check| {
+            format!("{more} more findings of this check are not listed (the first {per_check} are)")
+        },
+    };
 }
 
 impl Findings {
@@ -105,8 +136,42 @@ impl Findings {
         }
     }
 
-    /// Adds what another stage found after what this one holds.
-    pub fn merge(&mut self, other: Findings) {
+    /// A collector that lists at most `cap.per_check` findings of one check.
+    pub fn capped(cap: Cap) -> Self {
+        Findings {
+            cap: Some(cap),
+            ..Findings::default()
+        }
+    }
+
+    /// Adds a finding; past the cap of its check it is counted in `dropped` instead.
+    pub fn push(&mut self, f: Finding) -> Mark<'_> {
+        if let Some(cap) = self.cap {
+            let listed = self.findings.iter().filter(|x| x.check == f.check).count();
+            if listed >= cap.per_check {
+                let e = self.dropped.entry(f.check).or_insert((0, f.severity));
+                e.0 += 1;
+                e.1 = e.1.max(f.severity);
+                return Mark(None);
+            }
+        }
+        self.findings.push(f);
+        Mark(self.findings.last_mut())
+    }
+
+    /// Adds one finding per check that dropped some past the cap, saying how many.
+    pub fn list_dropped(&mut self) {
+        let Some(cap) = self.cap else { return };
+        for (id, (n, severity)) in std::mem::take(&mut self.dropped) {
+            let message = (cap.note)(&id, n, cap.per_check);
+            self.findings.push(Finding::new(&id, severity, message));
+        }
+    }
+
+    /// Adds what another stage found after what this one holds (the other's dropped counts
+    /// listed at its end).
+    pub fn merge(&mut self, mut other: Findings) {
+        other.list_dropped();
         for id in other.ran {
             if !self.ran.contains(&id) {
                 self.ran.push(id);
@@ -318,13 +383,20 @@ impl Report {
     /// place: incomplete when no check ran or a stage could not do its job
     /// ([`Findings::incomplete`]), else fail when a finding reaches `fail_on` (`None` never
     /// fails), else pass.
-    pub fn new(command: &str, bundle: &str, fail_on: Option<Severity>, found: Findings) -> Self {
+    pub fn new(
+        command: &str,
+        bundle: &str,
+        fail_on: Option<Severity>,
+        mut found: Findings,
+    ) -> Self {
+        found.list_dropped();
         let Findings {
             ran,
             recomputed,
             findings,
             comparisons,
             incomplete,
+            ..
         } = found;
         let counts = Counts::of(&findings);
         let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));

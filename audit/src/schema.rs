@@ -9,7 +9,7 @@
 use crate::bundle::{Bundle, FileFacts, Problem, Seen};
 use crate::check::{Check, Emit, Ran};
 use crate::records::FileEntry;
-use crate::report::{Findings, Severity};
+use crate::report::{Cap, Findings, Severity, FINDINGS_PER_CHECK};
 
 /// What a schema check reads: the bundle and what the CLI saw of one of its files.
 pub type Run = fn(&Bundle, &FileFacts, &mut Emit) -> Ran;
@@ -57,46 +57,28 @@ pub const CHECKS: &[Check<Run>] = &[
     },
 ];
 
-/// At most this many findings of one schema check are listed; the rest are counted in one line
-/// (a manifest of 100,000 missing files is one finding's worth of news, not 100,000).
-pub const FINDINGS_PER_CHECK: usize = 200;
+/// At most [`FINDINGS_PER_CHECK`] findings of one schema check are listed; the rest are counted
+/// in one line (a manifest of 100,000 missing files is one finding's worth of news, not 100,000).
+const CAP: Cap = Cap {
+    per_check: FINDINGS_PER_CHECK,
+    note: |id, more, per_check| {
+        format!("{more} more {id} findings not listed (at most {per_check} are kept)")
+    },
+};
 
 /// Runs every schema check over each file the CLI saw, in manifest order. A file refused as
 /// hostile makes the result incomplete: the bundle could not be read as a whole.
 pub fn run(b: &Bundle, out: &mut Findings) {
+    let cap = out.cap.replace(CAP);
     for f in &b.files {
         for c in CHECKS {
             out.check(c, |run, e| run(b, f, e));
         }
     }
-    bound_findings(out);
+    out.list_dropped();
+    out.cap = cap;
     if let Some(first) = b.refused().first() {
         out.incomplete = Some(format!("a file was refused: {first}"));
-    }
-}
-
-/// Keeps the first [`FINDINGS_PER_CHECK`] findings of each check, and says how many more there
-/// were.
-fn bound_findings(out: &mut Findings) {
-    let mut kept: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut dropped: std::collections::BTreeMap<String, (usize, Severity)> = Default::default();
-    out.findings.retain(|f| {
-        let n = kept.entry(f.check.clone()).or_default();
-        *n += 1;
-        if *n <= FINDINGS_PER_CHECK {
-            return true;
-        }
-        let d = dropped.entry(f.check.clone()).or_insert((0, f.severity));
-        d.0 += 1;
-        d.1 = d.1.max(f.severity);
-        false
-    });
-    for (id, (n, severity)) in dropped {
-        out.findings.push(crate::report::Finding::new(
-            &id,
-            severity,
-            format!("{n} more {id} findings not listed (at most {FINDINGS_PER_CHECK} are kept)"),
-        ));
     }
 }
 

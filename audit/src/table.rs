@@ -1,51 +1,52 @@
 //! The table of every check, read by the runner ([`crate::verify()`]), `rigaudit checks` and the
 //! SARIF rules alike.
 //!
-//! Each family keeps its rows in its own module (`speed::CHECKS` in `speed.rs`, ...); a check id
-//! names its family, so the id leads to its row and the row to its function. Adding a check is
-//! one row and one function in the family's file.
+//! Each family keeps its rows in its own module (`speed::CHECKS` in `speed/mod.rs`, ...); a check
+//! id names its family, so the id leads to its row ([`families`]) and the row to its function or
+//! to the [`Stage`] that decides it ([`STAGES`]). Adding a check is one row and one function in
+//! the family's file.
 
-use crate::bundle::{Bundle, Out};
-use crate::check::{about, About, Check};
-use crate::{claims, consistency, diff, fit, quality, rehash, replay, schema, setup, speed};
+use crate::bundle::Run;
+use crate::check::{about, About, Check, Stage};
+use crate::{claims, diff, fit, quality, rehash, replay, schema, setup, speed};
 
 /// The bundle families `verify` runs over the whole bundle, in the order it runs them (after
 /// `schema` over each file and `quality` over each test).
-pub const BUNDLE: &[&[Check<crate::bundle::Run>]] = &[
+pub const BUNDLE: &[&[Check<Run>]] = &[
     speed::CHECKS,
     setup::CHECKS,
     fit::CHECKS,
     claims::CHECKS,
-    consistency::counts::CHECKS,
-    consistency::window::CHECKS,
-    consistency::excluded::CHECKS,
-    consistency::impossible::CHECKS,
-    consistency::backing::CHECKS,
-    consistency::provenance::CHECKS,
+    ACROSS_FILES,
 ];
 
-/// Migration only: a family written in the earlier shape, its catalogue rows beside the one
-/// function that reports them through [`Out`]. `verify` runs it after the bundle families.
-pub struct Legacy {
-    /// Its catalogue rows.
-    pub checks: &'static [About],
-    /// The function that runs them all.
-    pub run: fn(&Bundle, &mut Out),
-}
-
-/// Migration only: families in the earlier shape, until they are rewritten as rows.
-pub const LEGACY: &[Legacy] = &[];
+/// The rows whose functions compare a bundle's files with each other (subject files under
+/// `consistency/`), each in its family's `ACROSS_FILES`, in the order `verify` runs them: by
+/// subject (counts, window, excluded, impossible, backing, provenance).
+pub const ACROSS_FILES: &[Check<Run>] = &[
+    speed::RUNS_MISMATCH,
+    speed::PROMPT_SIZE_MISMATCH,
+    quality::QUESTIONS_MISMATCH,
+    fit::PROMPT_UNDERFILLS,
+    speed::ANSWERED_BEYOND_WINDOW,
+    quality::ANSWERED_BEYOND_WINDOW,
+    quality::REFUSAL_FITS_WINDOW,
+    quality::EXCLUDED_UNEARNED,
+    speed::IMPOSSIBLE_RECORD,
+    quality::IMPOSSIBLE_RECORD,
+    claims::NO_MEASUREMENT,
+    claims::UNBACKED,
+    setup::SESSIONS_OVERLAP,
+    setup::OUTSIDE_SESSION,
+];
 
 /// Every check rigaudit knows, in catalogue order: schema, quality, speed, setup, fit, claims,
-/// families in the earlier shape, rehash, replay.
+/// consistency, rehash, replay, diff, imported.
 pub fn all() -> Vec<About> {
     let mut v: Vec<About> = about(schema::CHECKS).collect();
     v.extend(about(quality::CHECKS));
     for t in BUNDLE {
         v.extend(about(t));
-    }
-    for l in LEGACY {
-        v.extend(l.checks.iter().copied());
     }
     v.extend(about(rehash::CHECKS));
     v.extend(about(replay::CHECKS));
@@ -54,7 +55,116 @@ pub fn all() -> Vec<About> {
     v
 }
 
+/// Every stage that decides rows of the table (the rows hold its name as their `Staged`).
+pub const STAGES: &[&Stage] = &[
+    &rehash::ARTIFACTS,
+    &replay::COMPARISON,
+    &replay::COMMAND,
+    &replay::FAILED_STEPS,
+    &diff::DIFF,
+];
+
+/// Every family's table: the prefix of its ids and its rows, in catalogue order within it.
+pub fn families() -> Vec<(&'static str, Vec<About>)> {
+    let of =
+        |tables: &[&[Check<Run>]]| -> Vec<About> { tables.iter().flat_map(|t| about(t)).collect() };
+    vec![
+        ("schema", about(schema::CHECKS).collect()),
+        (
+            "quality",
+            about(quality::CHECKS)
+                .chain(about(quality::ACROSS_FILES))
+                .collect(),
+        ),
+        ("speed", of(&[speed::CHECKS, speed::ACROSS_FILES])),
+        ("setup", of(&[setup::CHECKS, setup::ACROSS_FILES])),
+        ("fit", of(&[fit::CHECKS, fit::ACROSS_FILES])),
+        ("claims", of(&[claims::CHECKS, claims::ACROSS_FILES])),
+        ("rehash", about(rehash::CHECKS).collect()),
+        ("replay", about(replay::CHECKS).collect()),
+        ("diff", about(diff::CHECKS).collect()),
+        ("import", about(crate::imported::CHECKS).collect()),
+    ]
+}
+
 /// Looks a check up by id.
 pub fn find(id: &str) -> Option<About> {
     all().into_iter().find(|c| c.id == id)
+}
+
+/// The row of a bundle check (one `verify` runs over the whole bundle) by id, to run it.
+pub fn bundle_check(id: &str) -> Option<&'static Check<Run>> {
+    BUNDLE.iter().flat_map(|t| t.iter()).find(|c| c.id == id)
+}
+
+/// The row of a quality check (one `verify` runs over each test) by id, to run it.
+pub fn quality_check(id: &str) -> Option<&'static Check<quality::Run>> {
+    quality::CHECKS.iter().find(|c| c.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_row_sits_in_the_table_of_the_family_its_id_names() {
+        for (family, rows) in families() {
+            for r in rows {
+                assert_eq!(r.id.split('.').next(), Some(family), "{} in {family}", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn ids_are_unique_and_the_catalogue_is_every_family_s_rows() {
+        let all = all();
+        let ids: BTreeSet<&str> = all.iter().map(|c| c.id).collect();
+        assert_eq!(ids.len(), all.len(), "an id is written twice");
+        let in_families: BTreeSet<&str> = families()
+            .into_iter()
+            .flat_map(|(_, rows)| rows.into_iter().map(|r| r.id))
+            .collect();
+        assert_eq!(ids, in_families);
+    }
+
+    /// Every row is run by a runner (schema over each file, quality over each test, the bundle
+    /// families over the bundle) or declared by a stage, and each staged row by the stage it
+    /// names. `import.*` rows are still run by the imported formats' own collector.
+    #[test]
+    fn every_row_is_reached_by_a_runner_or_a_declared_stage() {
+        let mut reached: BTreeSet<&str> = schema::CHECKS.iter().map(|c| c.id).collect();
+        reached.extend(quality::CHECKS.iter().map(|c| c.id));
+        reached.extend(BUNDLE.iter().flat_map(|t| t.iter().map(|c| c.id)));
+        for s in STAGES {
+            reached.extend(s.rows.iter().map(|r| r.id));
+        }
+        for (family, rows) in families() {
+            for r in rows.iter().filter(|_| family != "import") {
+                assert!(reached.contains(r.id), "{} is reached by nothing", r.id);
+            }
+        }
+        let staged = rehash::CHECKS
+            .iter()
+            .map(|c| (c.id, c.run))
+            .chain(replay::CHECKS.iter().map(|c| (c.id, c.run)))
+            .chain(diff::CHECKS.iter().map(|c| (c.id, c.run)));
+        for (id, by) in staged {
+            let stage = STAGES.iter().find(|s| s.name == by.0);
+            assert!(stage.is_some_and(|s| s.declares(id)), "{id}: {by:?}");
+        }
+    }
+
+    #[test]
+    fn a_bundle_check_is_found_and_run_by_id() {
+        assert!(BUNDLE.iter().all(|t| !t.is_empty()));
+        let c = bundle_check("speed.runs-mismatch").expect("in the table");
+        assert_eq!(c.id, speed::RUNS_MISMATCH.id);
+        assert!(bundle_check("rehash.not-found").is_none());
+        assert_eq!(
+            quality_check("quality.cutoffs").map(|c| c.id),
+            Some("quality.cutoffs")
+        );
+        assert_eq!(find("replay.drifted").map(|c| c.id), Some("replay.drifted"));
+    }
 }

@@ -37,6 +37,48 @@ pub enum ReplayVerdict {
     NotComparable,
 }
 
+impl Comparison {
+    /// A row of `key` with its two figures and sample counts, their change and direction, not
+    /// judged yet (not comparable, by no test, with no why).
+    pub fn untested(
+        key: impl Into<String>,
+        (recorded, replayed): (Option<f64>, Option<f64>),
+        (n_recorded, n_replayed): (usize, usize),
+    ) -> Comparison {
+        let change = change_pct(recorded, replayed);
+        Comparison {
+            key: key.into(),
+            recorded,
+            replayed,
+            n_recorded,
+            n_replayed,
+            change_pct: change,
+            p_value: None,
+            test: "none".into(),
+            verdict: ReplayVerdict::NotComparable,
+            direction: direction(change),
+            why: String::new(),
+            informational: false,
+            inconclusive: None,
+            sd_recorded: None,
+            sd_replayed: None,
+        }
+    }
+}
+
+/// 100 (b - a) / a, when both exist and `a` is not 0.
+pub fn change_pct(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    (a != 0.0).then(|| 100.0 * (b - a) / a)
+}
+
+/// `up` or `down` by the sign of a change, when it moved.
+pub fn direction(change: Option<f64>) -> Option<String> {
+    change
+        .filter(|c| *c != 0.0)
+        .map(|c| if c > 0.0 { "up" } else { "down" }.to_string())
+}
+
 impl ReplayVerdict {
     /// The kebab-case name.
     pub fn name(self) -> &'static str {

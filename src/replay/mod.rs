@@ -22,7 +22,7 @@ use crate::fatal::{fatal, At, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
 use rigaudit_audit::records::FileKind;
-use rigaudit_audit::replay::{self, Compared, Tolerance};
+use rigaudit_audit::replay::{self, Tolerance};
 use rigaudit_audit::{Findings, Severity};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -193,10 +193,11 @@ pub fn not_run(e: &Fatal) -> Findings {
         incomplete: Some(format!("the replay could not run: {e}")),
         ..Findings::default()
     };
-    found.mark_ran(&replay::NOT_RUN);
-    found
-        .emitter(&replay::NOT_RUN)
-        .finding(format!("the replay could not run: {e}"));
+    found.stage(&replay::COMMAND, |s| {
+        s.decided(&replay::NOT_RUN);
+        s.row(&replay::NOT_RUN)
+            .finding(format!("the replay could not run: {e}"));
+    });
     found
 }
 
@@ -485,7 +486,7 @@ fn compare_confirmed(
     out: &Path,
     measured: &measure::Measured,
     notes: &mut Vec<String>,
-) -> Compared {
+) -> Findings {
     let tol = Tolerance {
         rel_floor: a.rel_floor,
         alpha: a.alpha,
@@ -524,17 +525,18 @@ fn compare_confirmed(
 /// replayed bundle's own invalid steps as verify sees them.
 fn report(
     sides: &Sides,
-    compared: Compared,
+    compared: Findings,
     measured: &measure::Measured,
     notes: &[String],
 ) -> Findings {
     let mut found = Findings::default();
-    for n in notes {
-        found.emitter(&replay::NOTE).finding(n.clone());
-    }
+    found.stage(&replay::COMMAND, |s| {
+        for n in notes {
+            s.row(&replay::NOTE).finding(n.clone());
+        }
+    });
     let stopped = measured.stopped.as_deref();
-    let failed = replay::failed_steps(sides.recorded, sides.replayed, stopped);
-    found.findings.extend(failed);
+    replay::failed_steps(sides.recorded, sides.replayed, stopped, &mut found);
     found.findings.extend(compared.findings);
     for mut f in rigaudit_audit::verify(sides.replayed).findings {
         // Foreign load during the replay is the comparison's to judge (its rows say
@@ -550,10 +552,9 @@ fn report(
         f.message = format!("replay: {}", f.message);
         found.findings.push(f);
     }
-    found.comparisons = compared.rows;
-    for id in &compared.checks_run {
+    found.comparisons = compared.comparisons;
+    for id in &compared.ran {
         found.ran(id);
     }
-    found.mark_ran(&replay::STEP_FAILED);
     found
 }

@@ -11,30 +11,9 @@
 //! memory-fit figure the page prints for a test the bundle has no file of is an error too.
 
 use crate::bundle::Bundle;
-use crate::bundle::Run;
-use crate::check::{Check, Emit, Ran};
+use crate::check::{Emit, Ran};
 use crate::records::speed::{SpeedContract, SpeedResult};
 use crate::records::FileKind;
-use crate::report::Severity;
-
-const NONE: &str = "claims.no-measurement";
-const UNBACKED: &str = "claims.unbacked";
-
-/// Checks of this file.
-pub const CHECKS: &[Check<Run>] = &[
-    Check {
-        id: NONE,
-        severity: Severity::Error,
-        doc: "A figure of a known kind (prefill.N, ctx_decode.N, conc_total.N, decode.<prompt>, a quality row, ...) names a step the contracts do not; no step measured it.",
-        run: check_no_measurement,
-    },
-    Check {
-        id: UNBACKED,
-        severity: Severity::Warning,
-        doc: "A figure has no definition and nothing in the bundle measures it: the claim is unbacked.",
-        run: check_unbacked,
-    },
-];
 
 /// Whether the contract names the step of `key`: `Some(true)` it does, `Some(false)` it does
 /// not, `None` when `key` is of no known family.

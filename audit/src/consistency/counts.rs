@@ -18,46 +18,11 @@
 //!   max(2 % of that, 8 tokens).
 
 use crate::bundle::Bundle;
-use crate::bundle::Run;
 use crate::check::list;
-use crate::check::{Check, Emit, Ran};
+use crate::check::{Emit, Ran};
 use crate::records::speed::{ConcPart, SpeedContract, SpeedRequest, SpeedResult};
-use crate::report::Severity;
 use serde_json::json;
 use std::collections::BTreeSet;
-
-const RUNS: &str = "speed.runs-mismatch";
-const SIZE: &str = "speed.prompt-size-mismatch";
-const QUESTIONS: &str = "quality.questions-mismatch";
-const FILL: &str = "fit.prompt-underfills";
-
-/// Checks of this file.
-pub const CHECKS: &[Check<Run>] = &[
-    Check {
-        id: RUNS,
-        severity: Severity::Error,
-        doc: "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.",
-        run: check_speed_runs,
-    },
-    Check {
-        id: SIZE,
-        severity: Severity::Error,
-        doc: "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).",
-        run: check_prompt_sizes,
-    },
-    Check {
-        id: QUESTIONS,
-        severity: Severity::Error,
-        doc: "A quality test's answer records, or its summary's total + excluded, differ from the contract's question count.",
-        run: check_questions,
-    },
-    Check {
-        id: FILL,
-        severity: Severity::Error,
-        doc: "A memory-fit step's prompt does not fill its size by the result's stated share.",
-        run: check_fit_fill,
-    },
-];
 
 /// The tolerance of a sized prompt of `n` tokens: max(2 % of n, 8 tokens).
 pub fn size_tolerance(n: f64) -> f64 {
@@ -225,9 +190,7 @@ pub(crate) fn check_speed_runs(b: &Bundle, e: &mut Emit) -> Ran {
 
 /// `speed.prompt-size-mismatch`: each prefill and context prompt against its depth.
 pub(crate) fn check_prompt_sizes(b: &Bundle, e: &mut Emit) -> Ran {
-    let Some(rl) = &b.speed_result else {
-        return None;
-    };
+    let rl = b.speed_result.as_ref()?;
     for (i, q) in rl.value.requests.iter().enumerate() {
         let (Some(d), Some(p)) = (q.depth, q.prompt_tokens) else {
             continue;

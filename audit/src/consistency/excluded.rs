@@ -4,20 +4,8 @@
 //! total, which raises the percentage. (Fewer is `quality.refused-counted-as-wrong`.)
 
 use crate::bundle::Bundle;
-use crate::bundle::Run;
-use crate::check::{Check, Emit, Ran};
-use crate::report::Severity;
+use crate::check::{Emit, Ran};
 use serde_json::json;
-
-const EXCLUDED: &str = "quality.excluded-unearned";
-
-/// Checks of this file.
-pub const CHECKS: &[Check<Run>] = &[Check {
-    id: EXCLUDED,
-    severity: Severity::Error,
-    doc: "A summary excludes more requests than its answers file shows as not answered (answered answers moved out of the total).",
-    run: check_excluded,
-}];
 
 /// `quality.excluded-unearned`: a summary's `excluded` against the unanswered records.
 pub(crate) fn check_excluded(b: &Bundle, e: &mut Emit) -> Ran {

@@ -10,29 +10,8 @@
 //! below zero or not a number; a percentage outside 0-100; right answers above the total.
 
 use crate::bundle::Bundle;
-use crate::bundle::Run;
-use crate::check::{Check, Emit, Ran};
+use crate::check::{Emit, Ran};
 use crate::records::speed::SpeedRequest;
-use crate::report::Severity;
-
-const SPEED: &str = "speed.impossible-record";
-const QUALITY: &str = "quality.impossible-record";
-
-/// Checks of this file.
-pub const CHECKS: &[Check<Run>] = &[
-    Check {
-        id: SPEED,
-        severity: Severity::Error,
-        doc: "A speed record cannot be: times out of order, more tokens than the cap, accepted above drafted, a rate or percentage out of range.",
-        run: check_speed_records,
-    },
-    Check {
-        id: QUALITY,
-        severity: Severity::Error,
-        doc: "A quality record cannot be: right above total, a percentage out of range, more reply tokens than the limit, negative seconds.",
-        run: check_quality_records,
-    },
-];
 
 /// Why one speed request cannot be, if it cannot.
 pub fn request_problem(q: &SpeedRequest) -> Option<String> {

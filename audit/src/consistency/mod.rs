@@ -5,15 +5,14 @@
 //! the load guard against the steps, impossible records, figures with no measurement behind them,
 //! and the engine build and the sessions' times.
 //!
-//! Each file holds one subject; each check is one row of that file's `CHECKS` and one function
-//! `check_*(b, emit)`. What reports under an existing id of another family lives with that family:
+//! Each file holds one subject and the functions `check_*(b, emit)` of its checks; each check's
+//! row sits in the table of the family its id names (`speed.runs-mismatch` is
+//! `speed::RUNS_MISMATCH`, in `speed::ACROSS_FILES`), and `table::ACROSS_FILES` gives the order
+//! `verify` runs them in. What reports under an existing id of another family lives with that family:
 //! the guard's summary and coverage in `speed/guard.rs` (`speed.load-guard`), cut-off answers
 //! marked right in `quality/scoring.rs` (`quality.scoring-disagrees`), refusal windows and the
 //! engine build in `setup/refusals.rs` and `setup/build.rs` (`setup.window-mismatch`,
 //! `setup.version-mismatch`).
-
-use crate::bundle::Run;
-use crate::check::Check;
 
 pub mod backing;
 pub mod counts;
@@ -21,16 +20,6 @@ pub mod excluded;
 pub mod impossible;
 pub mod provenance;
 pub mod window;
-
-/// The `CHECKS` of every file, in catalogue order.
-pub const LISTS: &[&[Check<Run>]] = &[
-    counts::CHECKS,
-    window::CHECKS,
-    excluded::CHECKS,
-    impossible::CHECKS,
-    backing::CHECKS,
-    provenance::CHECKS,
-];
 
 #[cfg(test)]
 mod tests;

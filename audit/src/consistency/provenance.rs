@@ -13,29 +13,8 @@
 //! `check_engine_build` reports under `setup.version-mismatch` (setup.rs).
 
 use crate::bundle::Bundle;
-use crate::bundle::Run;
-use crate::check::{Check, Emit, Ran};
-use crate::report::Severity;
+use crate::check::{Emit, Ran};
 use chrono::{DateTime, Duration, FixedOffset};
-
-const OVERLAP: &str = "setup.sessions-overlap";
-const OUTSIDE: &str = "setup.outside-session";
-
-/// Checks of this file.
-pub const CHECKS: &[Check<Run>] = &[
-    Check {
-        id: OVERLAP,
-        severity: Severity::Error,
-        doc: "Two measurements on one server overlap in time (a speed run inside a quality run's span).",
-        run: check_sessions_overlap,
-    },
-    Check {
-        id: OUTSIDE,
-        severity: Severity::Error,
-        doc: "A result's timestamps lie outside the span of its session in the manifest.",
-        run: check_inside_session,
-    },
-];
 
 type Time = DateTime<FixedOffset>;
 

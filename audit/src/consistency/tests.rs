@@ -9,12 +9,7 @@ use crate::report::Severity;
 use crate::stats::{margin_pts, MarginMethod};
 
 fn loaded<T>(path: &str, value: T) -> Loaded<T> {
-    Loaded {
-        path: path.into(),
-        published: true,
-        reconstructed: false,
-        value,
-    }
+    Loaded::new(path, value)
 }
 
 fn parse<T: serde::de::DeserializeOwned>(s: &str) -> T {

@@ -15,36 +15,8 @@
 //! (`setup/refusals.rs`).
 
 use crate::bundle::Bundle;
-use crate::bundle::Run;
-use crate::check::{Check, Emit, Ran};
-use crate::report::Severity;
+use crate::check::{Emit, Ran};
 use serde_json::json;
-
-const SPEED: &str = "speed.answered-beyond-window";
-const QUALITY: &str = "quality.answered-beyond-window";
-const FITS: &str = "quality.refusal-fits-window";
-
-/// Checks of this file.
-pub const CHECKS: &[Check<Run>] = &[
-    Check {
-        id: SPEED,
-        severity: Severity::Error,
-        doc: "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.",
-        run: check_answered_speed,
-    },
-    Check {
-        id: QUALITY,
-        severity: Severity::Error,
-        doc: "A quality answer recorded as answered needs more tokens (prompt + answer limit) than the server's window.",
-        run: check_answered_quality,
-    },
-    Check {
-        id: FITS,
-        severity: Severity::Error,
-        doc: "A request recorded as refused for its length fits the window its own refusal text names.",
-        run: check_refusals_that_fit,
-    },
-];
 
 /// `speed.answered-beyond-window`: answered speed requests that cannot fit the window.
 pub(crate) fn check_answered_speed(b: &Bundle, e: &mut Emit) -> Ran {

@@ -60,9 +60,11 @@ pub struct Side<'a> {
 /// Compares two imported runs of one tool.
 pub fn compare(a: Side, b: Side, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
     let mut d = Diffed::default();
-    for c in [&SETUP_DIFFERS, &MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
-        d.found.mark_ran(c);
-    }
+    d.found.stage(&crate::diff::DIFF, |s| {
+        for c in [&SETUP_DIFFERS, &MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
+            s.decided(c);
+        }
+    });
     settings(a.settings, b.settings, policy, &mut d);
     let sb: BTreeMap<&str, &Sample> = b
         .series

@@ -6,7 +6,7 @@ use super::*;
 /// Compares one computed digest with a recorded one and words the result. A match is info (a prefix
 /// match says how many digits were published), a difference or an unreadable file an error.
 pub fn digest_finding(
-    row: &Check<Option<Run>>,
+    row: &Check<Staged>,
     what: &str,
     recorded: &str,
     h: &Hashed,
@@ -124,7 +124,7 @@ pub fn copies_agree(
 /// The engine package and the binary inside it: one check of two artifacts.
 struct EngineArtifact {
     /// Its row.
-    row: &'static Check<Option<Run>>,
+    row: &'static Check<Staged>,
     /// Words for a report (`engine package`).
     what: &'static str,
     /// The card's field (`/engine/package`).
@@ -150,33 +150,33 @@ fn engine_artifact(
     (name, recorded): (&str, &str),
     found: &[Hashed],
     m: &Measured,
-    out: &mut Findings,
+    out: &mut StageOut,
 ) {
     if found.is_empty() {
         let what = format!("the {} {name}", a.what);
         not_found(m, &what, a.pointer, "its sha256", out);
         return;
     }
-    out.mark_ran(a.row);
+    out.decided(a.row);
     let pointer = format!("{}/sha256", a.pointer);
     for h in found {
         let f = digest_finding(a.row, a.what, recorded, h, &m.card_file, &pointer);
-        out.findings.push(f);
+        out.push(f);
     }
     let copies: Vec<&Hashed> = found.iter().collect();
-    out.mark_ran(&BOXES_DIFFER);
+    out.decided(&BOXES_DIFFER);
     if let Some(f) = copies_agree(name, &copies, None) {
-        out.findings.push(f);
+        out.push(f);
     }
 }
 
-pub(super) fn check_package(card: &Card, m: &Measured, out: &mut Findings) {
+pub(super) fn check_package(card: &Card, m: &Measured, out: &mut StageOut) {
     if let Some(p) = &card.engine.package {
         engine_artifact(&PACKAGE, (&p.file, &p.sha256), &m.package, m, out);
     }
 }
 
-pub(super) fn check_binary(card: &Card, m: &Measured, out: &mut Findings) {
+pub(super) fn check_binary(card: &Card, m: &Measured, out: &mut StageOut) {
     if let Some(b) = &card.engine.binary {
         engine_artifact(&BINARY, (&b.path, &b.sha256), &m.binary, m, out);
     }

@@ -116,21 +116,18 @@ impl ManifestDiff {
 
 /// Compares a folder's manifest with a reference (another revision's folder, a manifest file, or the
 /// files the card records).
-pub fn compare_manifests(
-    found: &FileManifest,
-    reference: &FileManifest,
+pub fn compare_manifests<'a>(
+    found: &'a FileManifest,
+    reference: &'a FileManifest,
     marker: Option<&str>,
 ) -> ManifestDiff {
-    let here: BTreeMap<&str, &str> = found
-        .entries
-        .iter()
-        .map(|e| (e.path.as_str(), e.sha256.as_str()))
-        .collect();
-    let there: BTreeMap<&str, &str> = reference
-        .entries
-        .iter()
-        .map(|e| (e.path.as_str(), e.sha256.as_str()))
-        .collect();
+    let by_path = |m: &'a FileManifest| -> BTreeMap<&'a str, &'a str> {
+        m.entries
+            .iter()
+            .map(|e| (e.path.as_str(), e.sha256.as_str()))
+            .collect()
+    };
+    let (here, there) = (by_path(found), by_path(reference));
     let mut d = ManifestDiff::default();
     for (p, want) in &there {
         let class = classify(p, marker);
@@ -285,7 +282,7 @@ fn series_numbers(name: &str) -> Option<(u32, u32)> {
     Some((n.parse().ok()?, of.parse().ok()?))
 }
 
-pub(super) fn check_checkpoints(card: &Card, m: &Measured, out: &mut Findings) {
+pub(super) fn check_checkpoints(card: &Card, m: &Measured, out: &mut StageOut) {
     let ck = &card.checkpoint;
     if m.checkpoints.is_empty() {
         not_found(
@@ -326,7 +323,7 @@ fn one_checkpoint(
     m: &Measured,
     seen: &CheckpointSeen,
     recorded: Option<&FileManifest>,
-    out: &mut Findings,
+    out: &mut StageOut,
 ) {
     let ck = &card.checkpoint;
     let file = &m.card_file;
@@ -338,7 +335,7 @@ fn one_checkpoint(
         && ck.revision_file.is_none()
         && seen.hub_revision.is_none()
     {
-        out.emitter(&CHECKPOINT_FILES)
+        out.row(&CHECKPOINT_FILES)
             .info(format!(
                 "{what}: {} files hashed, but the card records no files, shard count or revision file and no --compare was given, so there is nothing to compare them with",
                 seen.manifest.entries.len()
@@ -346,19 +343,18 @@ fn one_checkpoint(
             .at(file, "/checkpoint");
     }
     for (p, e) in &seen.unreadable {
-        out.mark_ran(&CHECKPOINT_FILES);
-        out.emitter(&CHECKPOINT_FILES)
+        out.decided(&CHECKPOINT_FILES);
+        out.row(&CHECKPOINT_FILES)
             .finding(format!("{what}: {p} cannot be read: {e}"))
             .at(file, "/checkpoint");
     }
     for reference in recorded.into_iter().chain(m.reference.iter()) {
-        out.mark_ran(&CHECKPOINT_FILES);
+        out.decided(&CHECKPOINT_FILES);
         let d = compare_manifests(&seen.manifest, reference, marker);
-        out.findings
-            .push(diff_finding(&what, &reference.origin, &d, file));
+        out.push(diff_finding(&what, &reference.origin, &d, file));
     }
     if let Some(want) = ck.shards {
-        out.mark_ran(&CHECKPOINT_SHARDS);
+        out.decided(&CHECKPOINT_SHARDS);
         shards(&what, want, &seen.manifest, file, out);
     }
     if let Some(rf) = &ck.revision_file {
@@ -370,25 +366,25 @@ fn one_checkpoint(
 }
 
 /// The revision the hub client downloaded against the card's snapshot (or revision).
-fn hub_revision(ck: &Checkpoint, h: &str, what: &str, file: &str, out: &mut Findings) {
-    out.mark_ran(&REVISION_FILE);
+fn hub_revision(ck: &Checkpoint, h: &str, what: &str, file: &str, out: &mut StageOut) {
+    out.decided(&REVISION_FILE);
     let (want, which) = match &ck.snapshot {
         Some(s) => (s.as_str(), "snapshot"),
         None => (ck.revision.as_str(), "revision"),
     };
     if !same_revision(h, want) {
-        out.emitter(&REVISION_FILE)
+        out.row(&REVISION_FILE)
             .finding(format!("{what} is the hub client's download of revision {h}, but the card's {which} is {want}"))
             .at(file, if which == "snapshot" { "/checkpoint/snapshot" } else { "/checkpoint/revision" });
     }
 }
 
 /// The same checkpoint on several boxes: every file must agree.
-fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut Findings) {
+fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut StageOut) {
     if m.checkpoints.len() < 2 {
         return;
     }
-    out.mark_ran(&BOXES_DIFFER);
+    out.decided(&BOXES_DIFFER);
     let first = &m.checkpoints[0];
     for other in &m.checkpoints[1..] {
         let d = compare_manifests(&other.manifest, &first.manifest, marker);
@@ -405,7 +401,7 @@ fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut Findings) 
         } else {
             Severity::Error
         };
-        out.emitter(&BOXES_DIFFER)
+        out.row(&BOXES_DIFFER)
             .at_severity(
                 sev,
                 format!(
@@ -421,7 +417,7 @@ fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut Findings) 
     }
 }
 
-fn shards(what: &str, want: u32, manifest: &FileManifest, file: &str, out: &mut Findings) {
+fn shards(what: &str, want: u32, manifest: &FileManifest, file: &str, out: &mut StageOut) {
     let (n, of, missing) = shard_series(manifest);
     let mut wrong = Vec::new();
     if n != want as usize {
@@ -454,8 +450,7 @@ fn shards(what: &str, want: u32, manifest: &FileManifest, file: &str, out: &mut 
             format!("{what}: {}", wrong.join("; ")),
         )
     };
-    out.findings
-        .push(f.file(file).pointer("/checkpoint/shards").data(data));
+    out.push(f.file(file).pointer("/checkpoint/shards").data(data));
 }
 
 fn revision_file(
@@ -464,7 +459,7 @@ fn revision_file(
     seen: &CheckpointSeen,
     what: &str,
     file: &str,
-    out: &mut Findings,
+    out: &mut StageOut,
 ) {
     let (sev, msg) = match &seen.revision_file {
         None => return,
@@ -492,9 +487,9 @@ fn revision_file(
         Some(RevisionFileSeen::Content(text)) => revision_named(&card.checkpoint, rf, text, what),
     };
     if !matches!(seen.revision_file, Some(RevisionFileSeen::NotLocatable(_))) {
-        out.mark_ran(&REVISION_FILE);
+        out.decided(&REVISION_FILE);
     }
-    out.emitter(&REVISION_FILE)
+    out.row(&REVISION_FILE)
         .at_severity(sev, msg)
         .at(file, "/checkpoint/revision_file");
 }

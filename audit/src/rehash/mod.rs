@@ -5,17 +5,16 @@
 //! version; it hands what it measured to [`check`] as a [`Measured`]. Everything here is pure: no
 //! file is read and no library is loaded.
 //!
-//! The rows are [`CHECKS`]; [`check`] runs their functions in table order, one per artifact:
-//! `artifact` (the engine package and its binary, one check of two artifacts), `nccl`,
-//! `checkpoint`, `bundle_files`, and the files named with `--file` that cannot be opened. Rows
-//! without a function of their own (`rehash.boxes-differ`, `rehash.nccl-version`,
-//! `rehash.checkpoint-shards`, `rehash.revision-file`) are reported through their emitters by the
-//! function of the artifact they concern.
+//! The rows are [`CHECKS`], all decided by one stage, [`ARTIFACTS`]: [`check`] runs its passes
+//! ([`PASSES`]) in order, one per artifact: `artifact` (the engine package and its binary, one
+//! check of two artifacts), `nccl`, `checkpoint`, `bundle_files`, and the files named with
+//! `--file` that cannot be opened. A pass reports under every row its artifact concerns (an NCCL
+//! library's digest, its version, its copies on several boxes, the artifact not found).
 //!
 //! A recorded digest may be full (64 hex digits) or the prefix a page shows (at least 8); a prefix
 //! match is always reported as "matches the N published digits", never as a full match.
 
-use crate::check::Check;
+use crate::check::{Check, Stage, StageOut, Staged};
 use crate::records::Card;
 use crate::report::{Finding, Findings, Severity};
 
@@ -38,94 +37,122 @@ pub use checkpoint::{
 use nccl::check_nccl;
 pub use nccl::{nccl_code, nccl_dotted};
 
-/// What a rehash check reads: the card and what the CLI measured. The function of a row reports
-/// about one artifact (the engine package, its binary, NCCL, checkpoints, the bundle's files) and
-/// also through the emitters of the rows with no function of their own, which concern every
-/// artifact (`rehash.boxes-differ`, `rehash.not-found`) or are part of another's comparison.
-pub type Run = fn(&Card, &Measured, &mut Findings);
+/// One pass of the rehash stage: it reads the card and what the CLI measured and reports about
+/// one artifact, under any row of [`ARTIFACTS`].
+pub type Pass = fn(&Card, &Measured, &mut StageOut);
+
+/// What every `rehash.*` row holds: the stage that decides it.
+const BY_ARTIFACTS: Staged = Staged("rehash.artifacts");
 
 /// `rehash.package-digest`.
-pub const PACKAGE_DIGEST: Check<Option<Run>> = Check {
+pub const PACKAGE_DIGEST: Check<Staged> = Check {
     id: "rehash.package-digest",
     severity: Severity::Error,
     doc: "The engine package's sha256 differs from the card's (a match on the published digits only is said so).",
-    run: Some(check_package),
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.binary-digest`.
-pub const BINARY_DIGEST: Check<Option<Run>> = Check {
+pub const BINARY_DIGEST: Check<Staged> = Check {
     id: "rehash.binary-digest",
     severity: Severity::Error,
     doc: "The binary inside the package (or a copy on a box) differs from the sha256 the card records.",
-    run: Some(check_binary),
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.nccl-digest`.
-pub const NCCL_DIGEST: Check<Option<Run>> = Check {
+pub const NCCL_DIGEST: Check<Staged> = Check {
     id: "rehash.nccl-digest",
     severity: Severity::Error,
     doc: "An NCCL library file differs from the sha256 the card records for its box.",
-    run: Some(check_nccl),
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.nccl-version`.
-pub const NCCL_VERSION: Check<Option<Run>> = Check {
+pub const NCCL_VERSION: Check<Staged> = Check {
     id: "rehash.nccl-version",
     severity: Severity::Error,
     doc: "The version the NCCL file itself reports differs from the card or the engine's start line (warning: not queried, and why).",
-    run: None,
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.boxes-differ`.
-pub const BOXES_DIFFER: Check<Option<Run>> = Check {
+pub const BOXES_DIFFER: Check<Staged> = Check {
     id: "rehash.boxes-differ",
     severity: Severity::Error,
     doc: "Copies of one artifact on several boxes or ranks have different digests; names the one that differs.",
-    run: None,
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.checkpoint-files`.
-pub const CHECKPOINT_FILES: Check<Option<Run>> = Check {
+pub const CHECKPOINT_FILES: Check<Staged> = Check {
     id: "rehash.checkpoint-files",
     severity: Severity::Error,
     doc: "A weight or config file of a checkpoint differs from the recorded or compared manifest (not weights-equal).",
-    run: Some(check_checkpoints),
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.checkpoint-shards`.
-pub const CHECKPOINT_SHARDS: Check<Option<Run>> = Check {
+pub const CHECKPOINT_SHARDS: Check<Staged> = Check {
     id: "rehash.checkpoint-shards",
     severity: Severity::Error,
     doc: "The number of weight shards differs from the card, or the numbered series has gaps.",
-    run: None,
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.revision-file`.
-pub const REVISION_FILE: Check<Option<Run>> = Check {
+pub const REVISION_FILE: Check<Staged> = Check {
     id: "rehash.revision-file",
     severity: Severity::Error,
     doc: "The checkpoint's revision file is missing or names another revision than the card.",
-    run: None,
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.bundle-file-digest`.
-pub const BUNDLE_FILE_DIGEST: Check<Option<Run>> = Check {
+pub const BUNDLE_FILE_DIGEST: Check<Staged> = Check {
     id: "rehash.bundle-file-digest",
     severity: Severity::Error,
     doc: "A raw file of the bundle differs from the sha256 its manifest records.",
-    run: Some(check_bundle_files),
+    run: BY_ARTIFACTS,
 };
 
 /// `rehash.not-found`.
-pub const NOT_FOUND: Check<Option<Run>> = Check {
+pub const NOT_FOUND: Check<Staged> = Check {
     id: "rehash.not-found",
     severity: Severity::Error,
     doc: "An artifact the card records was not found, so it was not checked (error when named with --file).",
-    run: Some(check_missing),
+    run: BY_ARTIFACTS,
 };
 
-/// `rehash.*` checks; [`check`] runs the functions in this order.
-pub const CHECKS: &[Check<Option<Run>>] = &[
+/// The rehash stage: every artifact the card records, against what was measured.
+pub const ARTIFACTS: Stage = Stage {
+    name: BY_ARTIFACTS.0,
+    rows: &[
+        PACKAGE_DIGEST.about(),
+        BINARY_DIGEST.about(),
+        NCCL_DIGEST.about(),
+        NCCL_VERSION.about(),
+        BOXES_DIFFER.about(),
+        CHECKPOINT_FILES.about(),
+        CHECKPOINT_SHARDS.about(),
+        REVISION_FILE.about(),
+        BUNDLE_FILE_DIGEST.about(),
+        NOT_FOUND.about(),
+    ],
+};
+
+/// The passes of [`ARTIFACTS`], in the order [`check`] runs them.
+pub const PASSES: &[Pass] = &[
+    check_package,
+    check_binary,
+    check_nccl,
+    check_checkpoints,
+    check_bundle_files,
+    check_missing,
+];
+
+/// `rehash.*` checks.
+pub const CHECKS: &[Check<Staged>] = &[
     PACKAGE_DIGEST,
     BINARY_DIGEST,
     NCCL_DIGEST,
@@ -324,32 +351,24 @@ pub struct Measured {
     pub missing: Vec<MissingFile>,
 }
 
-/// What [`check`] found.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Checked {
-    /// Ids of the checks that compared something. Empty when nothing was checked.
-    pub checks_run: Vec<String>,
-    /// Findings, matches included (as info), so a reader sees what was verified.
-    pub findings: Vec<Finding>,
-}
-
-/// Runs every `rehash.*` check over what was measured.
-pub fn check(card: &Card, m: &Measured) -> Checked {
+/// Runs the rehash stage over what was measured: the ids of the rows that compared something
+/// are its `ran` (empty when nothing was checked), and matches are findings too (as info), so a
+/// reader sees what was verified.
+pub fn check(card: &Card, m: &Measured) -> Findings {
     let mut out = Findings::default();
-    for run in CHECKS.iter().filter_map(|row| row.run) {
-        run(card, m, &mut out);
-    }
-    Checked {
-        checks_run: out.ran,
-        findings: out.findings,
-    }
+    out.stage(&ARTIFACTS, |s| {
+        for pass in PASSES {
+            pass(card, m, s);
+        }
+    });
+    out
 }
 
 /// Artifacts named with `--file` that cannot be opened.
-fn check_missing(_: &Card, m: &Measured, out: &mut Findings) {
+fn check_missing(_: &Card, m: &Measured, out: &mut StageOut) {
     for miss in &m.missing {
-        out.mark_ran(&NOT_FOUND);
-        out.emitter(&NOT_FOUND)
+        out.decided(&NOT_FOUND);
+        out.row(&NOT_FOUND)
             .finding(format!(
                 "{} given with --file cannot be opened: {}",
                 miss.at.describe(),
@@ -359,34 +378,29 @@ fn check_missing(_: &Card, m: &Measured, out: &mut Findings) {
     }
 }
 
-/// [`check`] as a stage's [`Findings`]: when no artifact the card records was found (only the
+/// [`check`] as a command's [`Findings`]: when no artifact the card records was found (only the
 /// bundle's own files were checked), an error says so and no check counts as run.
 pub fn findings(card: &Card, m: &Measured) -> Findings {
     let checked = check(card, m);
+    if checked.ran.iter().any(|c| c != BUNDLE_FILE_DIGEST.id) {
+        return checked;
+    }
     let mut found = Findings {
         findings: checked.findings,
         ..Findings::default()
     };
-    let artifact_ran = checked
-        .checks_run
-        .iter()
-        .any(|c| c != BUNDLE_FILE_DIGEST.id);
-    if artifact_ran {
-        for id in &checked.checks_run {
-            found.ran(id);
-        }
+    let searched = if m.searched.is_empty() {
+        "give --root DIR or --file NAME=PATH".to_string()
     } else {
-        let searched = if m.searched.is_empty() {
-            "give --root DIR or --file NAME=PATH".to_string()
-        } else {
-            m.searched.join(", ")
-        };
-        found.emitter(&NOT_FOUND)
+        m.searched.join(", ")
+    };
+    found.stage(&ARTIFACTS, |s| {
+        s.row(&NOT_FOUND)
             .finding(format!(
                 "no artifact the card records was found ({searched}), so nothing but the bundle's own files was checked"
             ))
             .file(&m.card_file);
-    }
+    });
     found
 }
 
@@ -398,8 +412,8 @@ fn searched(m: &Measured) -> String {
     }
 }
 
-fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut Findings) {
-    out.emitter(&NOT_FOUND)
+fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut StageOut) {
+    out.row(&NOT_FOUND)
         .warning(format!(
             "{what} was not found ({}), so {tail} went unchecked",
             searched(m)
@@ -451,11 +465,11 @@ mod tests {
         }
     }
 
-    fn of<'a>(c: &'a Checked, id: &str) -> Vec<&'a Finding> {
+    fn of<'a>(c: &'a Findings, id: &str) -> Vec<&'a Finding> {
         c.findings.iter().filter(|f| f.check == id).collect()
     }
 
-    fn errors(c: &Checked) -> Vec<&Finding> {
+    fn errors(c: &Findings) -> Vec<&Finding> {
         c.findings
             .iter()
             .filter(|f| f.severity == Severity::Error)
@@ -478,7 +492,7 @@ mod tests {
         );
         assert!(!f[0].message.contains("full digest"));
         assert_eq!(f[0].data["match"], "prefix");
-        assert!(c.checks_run.contains(&"rehash.package-digest".to_string()));
+        assert!(c.ran.contains(&"rehash.package-digest".to_string()));
     }
 
     #[test]
@@ -547,7 +561,7 @@ mod tests {
     #[test]
     fn nothing_found_warns_and_runs_nothing() {
         let c = check(&card(), &measured());
-        assert!(c.checks_run.is_empty(), "{:?}", c.checks_run);
+        assert!(c.ran.is_empty(), "{:?}", c.ran);
         let nf = of(&c, "rehash.not-found");
         assert_eq!(nf.len(), 4, "{nf:?}");
         assert!(nf.iter().all(|f| f.severity == Severity::Warning));
@@ -776,15 +790,20 @@ mod tests {
         v.iter().map(|(p, d)| (*p, d.as_str())).collect()
     }
 
+    /// The snapshot folder `snap` (revision 76c0b517) checked against the pinned revision's
+    /// three shards, given with `--compare` as `origin`.
+    fn snapshot_against_pin(snap: Vec<(&'static str, String)>, origin: &str) -> Findings {
+        let pin = three_shards(A, A);
+        let mut m = measured();
+        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
+        m.reference = Some(mf(origin, &as_refs(&pin)));
+        check(&card(), &m)
+    }
+
     #[test]
     fn snapshot_weights_equal_when_only_the_model_card_differs() {
         // 078455ff vs 76c0b517: same weights and config, another README.
-        let pin = three_shards(A, A);
-        let snap = three_shards(B, A);
-        let mut m = measured();
-        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
-        m.reference = Some(mf("folder of revision 76c0b517", &as_refs(&pin)));
-        let c = check(&card(), &m);
+        let c = snapshot_against_pin(three_shards(B, A), "folder of revision 76c0b517");
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info, "{}", f[0].message);
@@ -799,12 +818,7 @@ mod tests {
 
     #[test]
     fn changed_config_breaks_weights_equality_and_is_listed() {
-        let pin = three_shards(A, A);
-        let snap = three_shards(A, B);
-        let mut m = measured();
-        m.checkpoints.push(ckpt(&as_refs(&snap), Some("76c0b517")));
-        m.reference = Some(mf("pin", &as_refs(&pin)));
-        let c = check(&card(), &m);
+        let c = snapshot_against_pin(three_shards(A, B), "pin");
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f[0].severity, Severity::Error);
         assert!(

@@ -32,7 +32,7 @@ pub fn nccl_dotted(code: i64) -> String {
     }
 }
 
-pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut Findings) {
+pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut StageOut) {
     let Some(n) = &card.nccl else { return };
     let file = &m.card_file;
     per_box_records_agree(n, file, out);
@@ -40,9 +40,9 @@ pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut Findings) {
     let card_code = nccl_code(&n.version);
     let start_code = m.start_line_nccl.as_deref().and_then(nccl_code);
     if let (Some(c), Some(s)) = (card_code, start_code) {
-        out.mark_ran(&NCCL_VERSION);
+        out.decided(&NCCL_VERSION);
         if c != s {
-            out.emitter(&NCCL_VERSION)
+            out.row(&NCCL_VERSION)
                 .finding(format!(
                     "the card says NCCL {} ({c}) but the engine's recorded start line reports {} ({s})",
                     n.version,
@@ -67,15 +67,15 @@ pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut Findings) {
     }
     boxes_without_library(n, m, out);
     let copies: Vec<&Hashed> = m.nccl.iter().map(|s| &s.file).collect();
-    out.mark_ran(&BOXES_DIFFER);
+    out.decided(&BOXES_DIFFER);
     if let Some(f) = copies_agree(&n.file, &copies, Some((file, "/nccl/per_box"))) {
-        out.findings.push(f);
+        out.push(f);
     }
 }
 
 /// The card's own per-box record must agree with itself before any file is looked at. Two
 /// records agree when one is a prefix of the other (a page may show 8 digits of one).
-fn per_box_records_agree(n: &Nccl, file: &str, out: &mut Findings) {
+fn per_box_records_agree(n: &Nccl, file: &str, out: &mut StageOut) {
     let norm = |d: &str| d.trim().to_ascii_lowercase();
     let conflict = n.per_box.iter().any(|a| {
         n.per_box.iter().any(|b| {
@@ -84,13 +84,13 @@ fn per_box_records_agree(n: &Nccl, file: &str, out: &mut Findings) {
         })
     });
     if conflict {
-        out.mark_ran(&BOXES_DIFFER);
+        out.decided(&BOXES_DIFFER);
         let list: Vec<String> = n
             .per_box
             .iter()
             .map(|b| format!("{} {}", b.box_name, b.sha256))
             .collect();
-        out.emitter(&BOXES_DIFFER)
+        out.row(&BOXES_DIFFER)
             .finding(format!(
                 "the card records different NCCL digests per box: {}",
                 list.join(", ")
@@ -100,7 +100,7 @@ fn per_box_records_agree(n: &Nccl, file: &str, out: &mut Findings) {
 }
 
 /// Every box the card lists should have had its library found, once any box-tagged copy was.
-fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut Findings) {
+fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut StageOut) {
     let found_boxes: BTreeSet<&str> = m
         .nccl
         .iter()
@@ -111,7 +111,7 @@ fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut Findings) {
     }
     for (i, b) in n.per_box.iter().enumerate() {
         if !found_boxes.contains(b.box_name.as_str()) {
-            out.emitter(&NOT_FOUND)
+            out.row(&NOT_FOUND)
                 .warning(format!(
                     "no NCCL library was found for box {} ({}), so its copy was not checked",
                     b.box_name,
@@ -122,11 +122,11 @@ fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut Findings) {
     }
 }
 
-fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
+fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut StageOut) {
     let h = &seen.file;
     if let Err(e) = &h.sha256 {
-        out.mark_ran(&NCCL_DIGEST);
-        out.emitter(&NCCL_DIGEST)
+        out.decided(&NCCL_DIGEST);
+        out.row(&NCCL_DIGEST)
             .finding(format!(
                 "NCCL library {}: cannot be read: {e}",
                 h.at.describe()
@@ -151,7 +151,7 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
             }
             _ => "the card records no NCCL digest".to_string(),
         };
-        out.emitter(&NCCL_DIGEST)
+        out.row(&NCCL_DIGEST)
             .warning(format!(
                 "NCCL library {}: sha256 {} not compared: {why}",
                 h.at.describe(),
@@ -160,13 +160,13 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Findings) {
             .at(file, "/nccl/per_box");
         return;
     }
-    out.mark_ran(&NCCL_DIGEST);
+    out.decided(&NCCL_DIGEST);
     // One finding per distinct recorded digest (both boxes usually record the same one).
     let mut done = BTreeSet::new();
     for (i, r) in records {
         if done.insert(r.sha256.trim().to_ascii_lowercase()) {
             let what = format!("NCCL library (recorded for box {})", r.box_name);
-            out.findings.push(digest_finding(
+            out.push(digest_finding(
                 &NCCL_DIGEST,
                 &what,
                 &r.sha256,
@@ -188,7 +188,7 @@ struct Codes<'a> {
 
 /// The version code a file reports (queried, or named in its text), with how it was learnt; a
 /// warning when there is none.
-fn version_of(seen: &NcclSeen, file: &str, out: &mut Findings) -> Option<(i64, String)> {
+fn version_of(seen: &NcclSeen, file: &str, out: &mut StageOut) -> Option<(i64, String)> {
     let at = seen.file.at.describe();
     match &seen.version {
         NcclVersion::Queried { code } => {
@@ -200,14 +200,14 @@ fn version_of(seen: &NcclSeen, file: &str, out: &mut Findings) -> Option<(i64, S
                 format!("not queried ({why}); the file's own text names version"),
             )),
             None => {
-                out.emitter(&NCCL_VERSION)
+                out.row(&NCCL_VERSION)
                     .warning(format!("NCCL library {at}: version not queried: {why}; its text names '{version}', which is no version"))
                     .at(file, "/nccl/version");
                 None
             }
         },
         NcclVersion::NotQueried { why } => {
-            out.emitter(&NCCL_VERSION)
+            out.row(&NCCL_VERSION)
                 .warning(format!("NCCL library {at}: version not queried: {why}"))
                 .at(file, "/nccl/version")
                 .data(json!({"at": seen.file.at.data(), "queried": false, "why": why}));
@@ -216,11 +216,11 @@ fn version_of(seen: &NcclSeen, file: &str, out: &mut Findings) -> Option<(i64, S
     }
 }
 
-fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut Findings) {
+fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut StageOut) {
     let Some((code, how)) = version_of(seen, file, out) else {
         return;
     };
-    out.mark_ran(&NCCL_VERSION);
+    out.decided(&NCCL_VERSION);
     let (at, dotted) = (seen.file.at.describe(), nccl_dotted(code));
     let mut wrong = Vec::new();
     match codes.card {
@@ -246,7 +246,7 @@ fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut 
         "start_line": codes.start,
         "queried": matches!(seen.version, NcclVersion::Queried { .. }),
     });
-    let mut e = out.emitter(&NCCL_VERSION);
+    let mut e = out.row(&NCCL_VERSION);
     let mark = if wrong.is_empty() {
         let also = if codes.start.is_some() {
             " and with the engine's recorded start line"

@@ -7,8 +7,8 @@ use super::*;
 /// to judge and drifts the machine's speed reference explained, on the same hardware only (an
 /// informational row's verdict counts for nothing, so a second session would cost its time and
 /// decide nothing).
-pub fn keys_to_confirm(c: &Compared) -> Vec<String> {
-    c.rows
+pub fn keys_to_confirm(c: &Findings) -> Vec<String> {
+    c.comparisons
         .iter()
         .filter(|r| !r.key.starts_with("quality.") && !r.informational)
         .filter(|r| {
@@ -37,22 +37,22 @@ pub fn keys_to_confirm(c: &Compared) -> Vec<String> {
 ///   that one is judged (reproduced, or drifted the same way with its own reference not
 ///   explaining it): that session's machine ran at the speed the figure needs to be told apart.
 pub fn confirm(
-    first: &mut Compared,
-    second: &Compared,
-    pooled: Option<&Compared>,
+    first: &mut Findings,
+    second: &Findings,
+    pooled: Option<&Findings>,
     opts: &Tolerance,
 ) {
     let keys = keys_to_confirm(first);
     let spread = SessionSpread::of(first, second);
     for key in keys {
-        let Some(i) = first.rows.iter().position(|r| r.key == key) else {
+        let Some(i) = first.comparisons.iter().position(|r| r.key == key) else {
             continue;
         };
-        let row = first.rows[i].clone();
-        let again = second.rows.iter().find(|r| r.key == key);
+        let row = first.comparisons[i].clone();
+        let again = second.comparisons.iter().find(|r| r.key == key);
         let new = if row.verdict == ReplayVerdict::Drifted {
             let Some(again) = again else { continue };
-            let pooled_row = pooled.and_then(|p| p.rows.iter().find(|r| r.key == key));
+            let pooled_row = pooled.and_then(|p| p.comparisons.iter().find(|r| r.key == key));
             let row = confirmed_drift(row, again);
             match (&spread, row.verdict) {
                 (Some(s), ReplayVerdict::Drifted) => s.judge(row, pooled_row, opts),
@@ -64,7 +64,7 @@ pub fn confirm(
                 None => continue,
             }
         } else {
-            match pooled.and_then(|p| p.rows.iter().find(|r| r.key == key)) {
+            match pooled.and_then(|p| p.comparisons.iter().find(|r| r.key == key)) {
                 Some(p) if p.inconclusive != Some(Inconclusive::TooNoisy) => {
                     let mut p = p.clone();
                     p.why = format!("{} (replay runs of two sessions pooled)", p.why);
@@ -79,7 +79,7 @@ pub fn confirm(
         if let Some(f) = row_finding(&new, None) {
             first.findings.push(f);
         }
-        first.rows[i] = new;
+        first.comparisons[i] = new;
     }
 }
 
@@ -125,20 +125,10 @@ pub fn pool(a: &Bundle, b: &Bundle) -> Bundle {
     let (Some(ra), Some(rb)) = (out.speed_result.as_mut(), b.speed_result.as_ref()) else {
         return out;
     };
-    let last_run = ra
-        .value
-        .requests
-        .iter()
-        .filter_map(|q| q.run)
-        .max()
-        .unwrap_or(0);
-    let last_round = ra
-        .value
-        .requests
-        .iter()
-        .filter_map(|q| q.round)
-        .max()
-        .unwrap_or(0);
+    let last = |of: fn(&SpeedRequest) -> Option<u32>| {
+        ra.value.requests.iter().filter_map(of).max().unwrap_or(0)
+    };
+    let (last_run, last_round) = (last(|q| q.run), last(|q| q.round));
     for q in &rb.value.requests {
         let mut q = q.clone();
         q.run = q.run.map(|r| r + last_run);
@@ -176,7 +166,7 @@ impl SessionSpread {
     pub const MIN_ROWS: usize = 3;
 
     /// The spread of the two sessions' replayed values, over the rows both measured.
-    pub fn of(first: &Compared, second: &Compared) -> Option<SessionSpread> {
+    pub fn of(first: &Findings, second: &Findings) -> Option<SessionSpread> {
         let measured = |r: &Comparison| {
             !r.key.starts_with("quality.")
                 && !r.informational
@@ -184,11 +174,14 @@ impl SessionSpread {
                 && r.inconclusive != Some(Inconclusive::ForeignLoad)
         };
         let logs: Vec<f64> = first
-            .rows
+            .comparisons
             .iter()
             .filter(|r| measured(r))
             .filter_map(|a| {
-                let b = second.rows.iter().find(|b| b.key == a.key && measured(b))?;
+                let b = second
+                    .comparisons
+                    .iter()
+                    .find(|b| b.key == a.key && measured(b))?;
                 let (x, y) = (a.replayed?, b.replayed?);
                 (x > 0.0 && y > 0.0).then(|| (y / x).ln())
             })

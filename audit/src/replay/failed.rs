@@ -14,8 +14,23 @@ pub(super) fn step_label(q: &SpeedRequest) -> String {
 
 /// `replay.step-failed`: requests of the replay that got no answer where the recorded run's same
 /// step was answered (a refusal on both sides is [`compare`]'s not-comparable, not a failure), and
-/// a replay that stopped before its end (`stopped`, the reason the replay gives).
-pub fn failed_steps(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>) -> Vec<Finding> {
+/// a replay that stopped before its end (`stopped`, the reason the replay gives): the
+/// [`FAILED_STEPS`] stage, which always decides its row.
+pub fn failed_steps(
+    recorded: &Bundle,
+    replayed: &Bundle,
+    stopped: Option<&str>,
+    found: &mut Findings,
+) {
+    found.stage(&FAILED_STEPS, |s| {
+        s.decided(&STEP_FAILED);
+        for f in step_failures(recorded, replayed, stopped) {
+            s.push(f);
+        }
+    });
+}
+
+fn step_failures(recorded: &Bundle, replayed: &Bundle, stopped: Option<&str>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(why) = stopped {
         out.push(

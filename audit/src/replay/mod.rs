@@ -50,10 +50,10 @@
 //!   (warning), as their start lines and `/v1/models` say, must agree.
 
 use crate::bundle::{Bundle, Loaded, QualityTest};
-use crate::check::Check;
+use crate::check::{Check, Stage, StageOut, Staged};
 use crate::records::card::{Card, Hardware};
 use crate::records::speed::{SpeedRequest, SpeedResult};
-use crate::report::{Finding, Severity};
+use crate::report::{Finding, Findings, Severity};
 use crate::speed::{counted, recompute, samples};
 use crate::startline;
 use crate::stats::{two_proportion_p, welch_p};
@@ -78,93 +78,115 @@ use quality::*;
 use setup::*;
 use speed::*;
 
-/// Which part of a replay reports a row: the comparison of the two bundles ([`compare`]), the
-/// steps the replayed run failed ([`failed_steps`]), or the replay command itself (what it did,
-/// whether it could run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// [`compare`] (and [`confirm`]).
-    Compare,
-    /// [`failed_steps`].
-    FailedSteps,
-    /// The `replay` command.
-    Command,
-}
+/// What the rows of the comparison hold: [`COMPARISON`] decides them.
+const BY_COMPARISON: Staged = Staged("replay.comparison");
+
+/// What the rows of the replay command hold: [`COMMAND`] decides them.
+const BY_COMMAND: Staged = Staged("replay.command");
+
+/// What `replay.step-failed` holds: [`FAILED_STEPS`] decides it.
+const BY_FAILED_STEPS: Staged = Staged("replay.failed-steps");
 
 /// `replay.drifted`.
-pub const DRIFTED: Check<Part> = Check {
+pub const DRIFTED: Check<Staged> = Check {
     id: "replay.drifted",
     severity: Severity::Error,
     doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
-    run: Part::Compare,
+    run: BY_COMPARISON,
 };
 
 /// `replay.inconclusive`.
-pub const INCONCLUSIVE: Check<Part> = Check {
+pub const INCONCLUSIVE: Check<Staged> = Check {
     id: "replay.inconclusive",
     severity: Severity::Info,
     doc: "A replayed figure could not be judged: too few runs on a side, only a headline figure, runs too noisy, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
-    run: Part::Compare,
+    run: BY_COMPARISON,
 };
 
 /// `replay.not-comparable`.
-pub const NOT_COMPARABLE: Check<Part> = Check {
+pub const NOT_COMPARABLE: Check<Staged> = Check {
     id: "replay.not-comparable",
     severity: Severity::Warning,
     doc: "A figure cannot be compared: its step is invalid or missing on a side (refused, not fitting the window, cached tokens, cut replies).",
-    run: Part::Compare,
+    run: BY_COMPARISON,
 };
 
 /// `replay.hardware-differs`.
-pub const HARDWARE_DIFFERS: Check<Part> = Check {
+pub const HARDWARE_DIFFERS: Check<Staged> = Check {
     id: "replay.hardware-differs",
     severity: Severity::Warning,
     doc: "The replay ran on other hardware than the recorded card names; its speed rows are informational.",
-    run: Part::Compare,
+    run: BY_COMPARISON,
 };
 
 /// `replay.setup-differs`.
-pub const SETUP_DIFFERS: Check<Part> = Check {
+pub const SETUP_DIFFERS: Check<Staged> = Check {
     id: "replay.setup-differs",
     severity: Severity::Error,
     doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
-    run: Part::Compare,
+    run: BY_COMPARISON,
 };
 
 /// `replay.machine-speed`.
-pub const MACHINE_SPEED: Check<Part> = Check {
+pub const MACHINE_SPEED: Check<Staged> = Check {
     id: "replay.machine-speed",
     severity: Severity::Info,
     doc: "The machine's speed reference (a fixed kernel probed before every counted step) moved between recording and replay: the machine ran slower or faster as a whole, and drifts that move explains are inconclusive.",
-    run: Part::Compare,
+    run: BY_COMPARISON,
 };
 
 /// `replay.not-run`.
-pub const NOT_RUN: Check<Part> = Check {
+pub const NOT_RUN: Check<Staged> = Check {
     id: "replay.not-run",
     severity: Severity::Error,
     doc: "The replay could not run: the recorded command, its executable or the engine failed before anything was measured.",
-    run: Part::Command,
+    run: BY_COMMAND,
 };
 
 /// `replay.note`.
-pub const NOTE: Check<Part> = Check {
+pub const NOTE: Check<Staged> = Check {
     id: "replay.note",
     severity: Severity::Info,
     doc: "What the replay did: placeholders it filled, how the executable's digest compared, how the engine stopped.",
-    run: Part::Command,
+    run: BY_COMMAND,
 };
 
 /// `replay.step-failed`.
-pub const STEP_FAILED: Check<Part> = Check {
+pub const STEP_FAILED: Check<Staged> = Check {
     id: "replay.step-failed",
     severity: Severity::Error,
     doc: "A step the recorded run answered got no answer on replay (engine exited, hung, HTTP 5xx, malformed stream), or the replay stopped before its end.",
-    run: Part::FailedSteps,
+    run: BY_FAILED_STEPS,
+};
+
+/// [`compare`] (and [`confirm`]): the two bundles, figure by figure, with their hardware, server
+/// setup and machine speed.
+pub const COMPARISON: Stage = Stage {
+    name: BY_COMPARISON.0,
+    rows: &[
+        DRIFTED.about(),
+        INCONCLUSIVE.about(),
+        NOT_COMPARABLE.about(),
+        HARDWARE_DIFFERS.about(),
+        SETUP_DIFFERS.about(),
+        MACHINE_SPEED.about(),
+    ],
+};
+
+/// The `replay` command itself: what it did, whether it could run (the CLI reports them).
+pub const COMMAND: Stage = Stage {
+    name: BY_COMMAND.0,
+    rows: &[NOT_RUN.about(), NOTE.about()],
+};
+
+/// [`failed_steps`]: the steps the replayed run failed.
+pub const FAILED_STEPS: Stage = Stage {
+    name: BY_FAILED_STEPS.0,
+    rows: &[STEP_FAILED.about()],
 };
 
 /// `replay.*` checks.
-pub const CHECKS: &[Check<Part>] = &[
+pub const CHECKS: &[Check<Staged>] = &[
     DRIFTED,
     INCONCLUSIVE,
     NOT_COMPARABLE,
@@ -210,17 +232,6 @@ impl Default for Tolerance {
     }
 }
 
-/// What [`compare`] found.
-#[derive(Debug, Clone, Default)]
-pub struct Compared {
-    /// One row per compared figure: speed rows first, then quality rows.
-    pub rows: Vec<Comparison>,
-    /// Findings (`replay.*`), each with its row or values as `data`.
-    pub findings: Vec<Finding>,
-    /// Ids of the checks that had what they needed and ran.
-    pub checks_run: Vec<String>,
-}
-
 /// The finding a row gives, if any: drift (info when informational), inconclusive, not
 /// comparable; the row itself as `data`.
 fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
@@ -246,16 +257,22 @@ fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
 /// Compares a recorded bundle with its replay: one [`Comparison`] per speed figure and quality
 /// test, and `replay.*` findings for drift, inconclusive and not comparable rows, other hardware
 /// and a different server setup. See the module docs for the definitions and the decision rule.
-pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compared {
-    let mut ran: BTreeSet<&'static str> = BTreeSet::new();
+/// What it found is the stage's [`Findings`]: its comparisons are the rows, speed rows first.
+pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Findings {
+    let mut found = Findings::default();
+    found.stage(&COMPARISON, |s| compare_into(recorded, replayed, opts, s));
+    found
+}
+
+fn compare_into(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance, out: &mut StageOut) {
     let mut findings = Vec::new();
     let cards = (recorded.card.as_ref(), replayed.card.as_ref());
     if (cards.0.is_some() && cards.1.is_some()) || opts.same_hardware.is_some() {
-        ran.insert(HARDWARE_DIFFERS.id);
+        out.decided(&HARDWARE_DIFFERS);
     }
     let differs = hardware(cards, opts, &mut findings);
     if let (Some(a), Some(b)) = (&recorded.speed_result, &replayed.speed_result) {
-        ran.insert(SETUP_DIFFERS.id);
+        out.decided(&SETUP_DIFFERS);
         setup(a, b, &mut findings);
     }
     let results = (
@@ -264,7 +281,7 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
     );
     let machine = MachineMove::of(results.0, results.1);
     if let Some(m) = &machine {
-        ran.insert(MACHINE_SPEED.id);
+        out.decided(&MACHINE_SPEED);
         let file = replayed.speed_result.as_ref().map(|l| l.path.as_str());
         findings.extend(machine_finding(m, file));
     }
@@ -274,16 +291,19 @@ pub fn compare(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance) -> Compar
     let mut rows = speed_rows(recorded, replayed, opts, differs, machine.as_ref());
     rows.extend(quality_rows(recorded, replayed, opts));
     if !rows.is_empty() {
-        ran.extend([DRIFTED.id, INCONCLUSIVE.id, NOT_COMPARABLE.id]);
+        for row in [&DRIFTED, &INCONCLUSIVE, &NOT_COMPARABLE] {
+            out.decided(row);
+        }
     }
     findings.extend(
         rows.iter()
             .filter_map(|(row, file)| row_finding(row, file.as_deref())),
     );
-    Compared {
-        rows: rows.into_iter().map(|(r, _)| r).collect(),
-        findings,
-        checks_run: ran.into_iter().map(String::from).collect(),
+    for f in findings {
+        out.push(f);
+    }
+    for (row, _) in rows {
+        out.comparison(row);
     }
 }
 
@@ -519,12 +539,7 @@ mod tests {
     }
 
     fn loaded<T>(path: &str, value: T) -> Loaded<T> {
-        Loaded {
-            path: path.into(),
-            published: true,
-            reconstructed: false,
-            value,
-        }
+        Loaded::new(path, value)
     }
 
     fn bundle(speed: Option<SpeedResult>, depths: &[u64], quality: Vec<QualityTest>) -> Bundle {
@@ -595,21 +610,31 @@ mod tests {
         }
     }
 
-    fn row<'a>(c: &'a Compared, key: &str) -> &'a Comparison {
-        c.rows
-            .iter()
-            .find(|r| r.key == key)
-            .unwrap_or_else(|| panic!("no row {key} in {:#?}", c.rows))
+    /// Two bundles with only quality tests, compared by default.
+    fn compare_quality(recorded: Vec<QualityTest>, replayed: Vec<QualityTest>) -> Findings {
+        let tol = Tolerance::default();
+        compare(
+            &bundle(None, &[], recorded),
+            &bundle(None, &[], replayed),
+            &tol,
+        )
     }
 
-    fn of<'a>(c: &'a Compared, id: &str) -> Vec<&'a Finding> {
+    fn row<'a>(c: &'a Findings, key: &str) -> &'a Comparison {
+        c.comparisons
+            .iter()
+            .find(|r| r.key == key)
+            .unwrap_or_else(|| panic!("no row {key} in {:#?}", c.comparisons))
+    }
+
+    fn of<'a>(c: &'a Findings, id: &str) -> Vec<&'a Finding> {
         c.findings.iter().filter(|f| f.check == id).collect()
     }
 
     const REC: &[f64] = &[28.0, 28.2, 27.9, 28.1];
     const TTFT: &[f64] = &[0.50, 0.51, 0.49, 0.50];
 
-    fn of_check<'a>(c: &'a Compared, check: &str) -> Vec<&'a Finding> {
+    fn of_check<'a>(c: &'a Findings, check: &str) -> Vec<&'a Finding> {
         c.findings.iter().filter(|f| f.check == check).collect()
     }
 
@@ -734,7 +759,7 @@ mod tests {
 
     /// The first replay session and a confirming one: decode runs at `decode` of the recording in
     /// both; TTFT at `ttft_first` and `ttft_second` of the recording's.
-    fn two_sessions(decode: f64, ttft_first: f64, ttft_second: f64) -> (Compared, Compared) {
+    fn two_sessions(decode: f64, ttft_first: f64, ttft_second: f64) -> (Findings, Findings) {
         let a = speed_bundle(REC, TTFT);
         let rates: Vec<f64> = REC.iter().map(|r| r * decode).collect();
         let session = |f: f64| {
@@ -828,9 +853,9 @@ mod tests {
     fn identical_samples_are_reproduced() {
         let a = speed_bundle(REC, TTFT);
         let c = compare(&a, &a.clone(), &Tolerance::default());
-        let keys: Vec<&str> = c.rows.iter().map(|r| r.key.as_str()).collect();
+        let keys: Vec<&str> = c.comparisons.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["decode", "decode.code", "prefill.512", "ttft.512"]);
-        for r in &c.rows {
+        for r in &c.comparisons {
             assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{r:?}");
             assert_eq!(r.test, "welch");
             assert!(r.p_value.unwrap() > 0.99, "{r:?}");
@@ -841,10 +866,10 @@ mod tests {
         }
         assert!(c.findings.is_empty(), "{:?}", c.findings);
         for id in ["replay.drifted", "replay.setup-differs"] {
-            assert!(c.checks_run.iter().any(|x| x == id), "{:?}", c.checks_run);
+            assert!(c.ran.iter().any(|x| x == id), "{:?}", c.ran);
         }
         // No cards and no word from the caller: the hardware check had nothing to run on.
-        assert!(!c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+        assert!(!c.ran.iter().any(|x| x == "replay.hardware-differs"));
     }
 
     #[test]
@@ -971,7 +996,7 @@ mod tests {
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Drifted);
         assert!(r.why.contains("no spread"), "{}", r.why);
-        assert!(serde_json::to_string(&c.rows)
+        assert!(serde_json::to_string(&c.comparisons)
             .unwrap()
             .find("NaN")
             .is_none());
@@ -1067,10 +1092,9 @@ mod tests {
     #[test]
     fn quality_small_move_reproduced_large_move_drifted() {
         let run = |a: u64, b: u64| {
-            compare(
-                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, a)]),
-                &bundle(None, &[], vec![quality("mmlu-pro", 100, 100, b)]),
-                &Tolerance::default(),
+            compare_quality(
+                vec![quality("mmlu-pro", 100, 100, a)],
+                vec![quality("mmlu-pro", 100, 100, b)],
             )
         };
         let c = run(60, 58);
@@ -1095,10 +1119,9 @@ mod tests {
     #[test]
     fn quality_counts_answered_questions_only() {
         // 60 of 100 answered right, 20 more refused: 60 / 80 = 75 %.
-        let c = compare(
-            &bundle(None, &[], vec![quality("gpqa", 100, 80, 60)]),
-            &bundle(None, &[], vec![quality("gpqa", 100, 100, 75)]),
-            &Tolerance::default(),
+        let c = compare_quality(
+            vec![quality("gpqa", 100, 80, 60)],
+            vec![quality("gpqa", 100, 100, 75)],
         );
         let r = row(&c, "quality.gpqa.pct");
         assert_eq!(r.recorded, Some(75.0));
@@ -1114,10 +1137,9 @@ mod tests {
 
     #[test]
     fn quality_refused_on_both_sides_is_not_comparable() {
-        let c = compare(
-            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
-            &bundle(None, &[], vec![quality("livecodebench", 40, 0, 0)]),
-            &Tolerance::default(),
+        let c = compare_quality(
+            vec![quality("livecodebench", 40, 0, 0)],
+            vec![quality("livecodebench", 40, 0, 0)],
         );
         let r = row(&c, "quality.livecodebench.pct");
         assert_eq!(r.verdict, ReplayVerdict::NotComparable);
@@ -1128,11 +1150,7 @@ mod tests {
         assert_eq!((r.recorded, r.replayed, r.p_value), (None, None, None));
         assert_eq!(of(&c, "replay.not-comparable").len(), 1);
         // A test the replay did not run.
-        let c = compare(
-            &bundle(None, &[], vec![quality("ifeval", 10, 10, 5)]),
-            &bundle(None, &[], vec![]),
-            &Tolerance::default(),
-        );
+        let c = compare_quality(vec![quality("ifeval", 10, 10, 5)], vec![]);
         assert_eq!(
             row(&c, "quality.ifeval.pct").why,
             "not measured on the replayed side"
@@ -1181,7 +1199,7 @@ mod tests {
         let c = compare(&a, &b, &same);
         assert!(!row(&c, "decode.code").informational);
         assert!(of(&c, "replay.hardware-differs").is_empty());
-        assert!(c.checks_run.iter().any(|x| x == "replay.hardware-differs"));
+        assert!(c.ran.iter().any(|x| x == "replay.hardware-differs"));
     }
 
     fn cpu_card(description: &str, model: &str, extra: serde_json::Value) -> Card {
@@ -1271,15 +1289,11 @@ mod tests {
 
     #[test]
     fn rows_round_trip_and_name_their_verdict_in_kebab_case() {
-        let c = compare(
-            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
-            &bundle(None, &[], vec![quality("x", 4, 0, 0)]),
-            &Tolerance::default(),
-        );
-        let v = serde_json::to_value(&c.rows[0]).unwrap();
+        let c = compare_quality(vec![quality("x", 4, 0, 0)], vec![quality("x", 4, 0, 0)]);
+        let v = serde_json::to_value(&c.comparisons[0]).unwrap();
         assert_eq!(v["verdict"], "not-comparable");
         let back: Comparison = serde_json::from_value(v).unwrap();
-        assert_eq!(back, c.rows[0]);
+        assert_eq!(back, c.comparisons[0]);
         assert_eq!(ReplayVerdict::NotComparable.name(), "not-comparable");
     }
 
@@ -1316,7 +1330,7 @@ mod tests {
 
     /// A replay on a machine running at `machine` times its recorded speed, whose engine ran at
     /// `engine` times: decode rates scale with it, TTFTs inversely.
-    fn slowed(machine: f64, engine: f64, kernel: &str) -> Compared {
+    fn slowed(machine: f64, engine: f64, kernel: &str) -> Findings {
         let a = with_reference(speed_bundle(REC, TTFT), KERNEL, 10.0);
         let rates: Vec<f64> = REC.iter().map(|r| r * engine).collect();
         let ttfts: Vec<f64> = TTFT.iter().map(|t| t / engine).collect();
@@ -1342,8 +1356,8 @@ mod tests {
         let m = of_check(&c, "replay.machine-speed");
         assert_eq!(m.len(), 1, "{:?}", c.findings);
         assert!((m[0].data["change_pct"].as_f64().unwrap() + 40.0).abs() < 1.0);
-        assert!(c.checks_run.iter().any(|id| id == "replay.machine-speed"));
-        let summary = crate::report::ReplaySummary::of(&c.rows);
+        assert!(c.ran.iter().any(|id| id == "replay.machine-speed"));
+        let summary = crate::report::ReplaySummary::of(&c.comparisons);
         assert_eq!(summary.machine_speed, 4);
         assert!(
             summary.line().contains("4 machine speed"),
@@ -1375,7 +1389,7 @@ mod tests {
         // Another kernel (another SIMD level, another version): no comparison at all.
         let c = slowed(0.6, 0.6, "engine-q4_1-matvec-64MiB-v1-avx512vnni");
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
-        assert!(!c.checks_run.iter().any(|id| id == "replay.machine-speed"));
+        assert!(!c.ran.iter().any(|id| id == "replay.machine-speed"));
         // A reproduced row stays reproduced whatever the machine did.
         let c = slowed(0.6, 1.0, KERNEL);
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);

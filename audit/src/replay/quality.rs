@@ -61,26 +61,15 @@ pub(super) fn quality_row(
     let sides = (rec.and_then(quality_side), rep.and_then(quality_side));
     let pct =
         |s: &QualitySide| (s.answered > 0).then(|| 100.0 * s.right as f64 / s.answered as f64);
-    let recorded = sides.0.as_ref().and_then(pct);
-    let replayed = sides.1.as_ref().and_then(pct);
-    let change = change_pct(recorded, replayed);
-    let mut row = Comparison {
-        key: format!("quality.{test}.pct"),
-        recorded,
-        replayed,
-        n_recorded: sides.0.as_ref().map_or(0, |s| s.answered as usize),
-        n_replayed: sides.1.as_ref().map_or(0, |s| s.answered as usize),
-        change_pct: change,
-        p_value: None,
-        test: "none".into(),
-        verdict: ReplayVerdict::NotComparable,
-        direction: direction(change),
-        why: String::new(),
-        informational: false,
-        inconclusive: None,
-        sd_recorded: None,
-        sd_replayed: None,
-    };
+    let answered = |s: &Option<QualitySide>| s.as_ref().map_or(0, |s| s.answered as usize);
+    let mut row = Comparison::untested(
+        format!("quality.{test}.pct"),
+        (
+            sides.0.as_ref().and_then(pct),
+            sides.1.as_ref().and_then(pct),
+        ),
+        (answered(&sides.0), answered(&sides.1)),
+    );
     match not_comparable(&sides, (rec, rep)) {
         Some(why) => row.why = why,
         None => {

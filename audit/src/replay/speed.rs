@@ -372,17 +372,6 @@ pub(super) fn refusals(reqs: &[&SpeedRequest]) -> String {
     set.into_iter().collect::<Vec<_>>().join("; ")
 }
 
-pub(super) fn change_pct(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    let (a, b) = (a?, b?);
-    (a != 0.0).then(|| 100.0 * (b - a) / a)
-}
-
-pub(super) fn direction(change: Option<f64>) -> Option<String> {
-    change
-        .filter(|c| *c != 0.0)
-        .map(|c| if c > 0.0 { "up" } else { "down" }.to_string())
-}
-
 pub(super) fn p_text(p: f64) -> String {
     if p < 0.001 {
         "p < 0.001".into()
@@ -463,24 +452,10 @@ pub(super) fn speed_row(
     opts: &Tolerance,
     machine: Option<&MachineMove>,
 ) -> Comparison {
-    let (recorded, replayed) = (rec.value(), rep.value());
-    let change = change_pct(recorded, replayed);
     let mut row = Comparison {
-        key: key.to_string(),
-        recorded,
-        replayed,
-        n_recorded: rec.n(),
-        n_replayed: rep.n(),
-        change_pct: change,
-        p_value: None,
-        test: "none".into(),
-        verdict: ReplayVerdict::NotComparable,
-        direction: direction(change),
-        why: String::new(),
-        informational: false,
-        inconclusive: None,
         sd_recorded: side_sd(&rec),
         sd_replayed: side_sd(&rep),
+        ..Comparison::untested(key, (rec.value(), rep.value()), (rec.n(), rep.n()))
     };
     let bad = |m: &Measured| match m {
         Measured::Invalid(i) => Some(i.clone()),

@@ -176,6 +176,22 @@ fn command_source(b: &Bundle, flags: &[&str], env: &[&str]) -> Option<Source> {
     ))
 }
 
+/// What the recorded start lines state (nothing without a speed result).
+fn start_info(b: &Bundle) -> startline::StartInfo {
+    b.speed_result
+        .as_ref()
+        .map(|r| startline::parse(&r.value.server.start_lines))
+        .unwrap_or_default()
+}
+
+/// What the recorded start lines state (`pick` chooses the number), as a source.
+fn start_line_source(b: &Bundle, pick: fn(&startline::StartInfo) -> Option<u64>) -> Option<Source> {
+    let r = b.speed_result.as_ref()?;
+    let v = pick(&startline::parse(&r.value.server.start_lines))?;
+    let at = format!("{}#/server/start_lines", r.path);
+    Some(("start line".into(), at, v))
+}
+
 /// Runs `agree` when at least two sources state the number.
 fn agree_if_two(e: &mut Emit, what: &str, sources: &[Source]) -> Ran {
     (sources.len() >= 2).then(|| agree(e, what, sources))
@@ -184,15 +200,7 @@ fn agree_if_two(e: &mut Emit, what: &str, sources: &[Source]) -> Ran {
 fn slots_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     let mut slots: Vec<Source> = Vec::new();
     slots.extend(command_source(b, SLOT_FLAGS, SLOT_ENV));
-    if let Some(r) = &b.speed_result {
-        if let Some(v) = startline::parse(&r.value.server.start_lines).slots {
-            slots.push((
-                "start line".into(),
-                format!("{}#/server/start_lines", r.path),
-                v,
-            ));
-        }
-    }
+    slots.extend(start_line_source(b, |s| s.slots));
     if let Some(c) = &b.speed_contract {
         slots.push((
             "speed contract".into(),
@@ -224,14 +232,8 @@ fn window_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 fn window_sources_disagree(b: &Bundle, e: &mut Emit) -> Ran {
     let mut win: Vec<Source> = Vec::new();
     win.extend(command_source(b, WINDOW_FLAGS, WINDOW_ENV));
+    win.extend(start_line_source(b, |s| s.window));
     if let Some(r) = &b.speed_result {
-        if let Some(v) = startline::parse(&r.value.server.start_lines).window {
-            win.push((
-                "start line".into(),
-                format!("{}#/server/start_lines", r.path),
-                v,
-            ));
-        }
         if let Some(v) = startline::models_window(&r.value.server.models) {
             win.push(("/v1/models".into(), format!("{}#/server/models", r.path), v));
         }
@@ -278,11 +280,7 @@ fn model_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 fn sampling_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     let card = b.card.as_ref()?;
     let cv = &card.value;
-    let start = b
-        .speed_result
-        .as_ref()
-        .map(|r| startline::parse(&r.value.server.start_lines))
-        .unwrap_or_default();
+    let start = start_info(b);
     for (k, v) in &start.sampling {
         match cv.sampling.defaults.get(k) {
             Some(d) if (d - v).abs() > 1e-9 => {
@@ -334,11 +332,7 @@ fn version_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
 fn versions_disagree(b: &Bundle, e: &mut Emit) -> Ran {
     let card = b.card.as_ref()?;
     let cv = &card.value;
-    let start = b
-        .speed_result
-        .as_ref()
-        .map(|r| startline::parse(&r.value.server.start_lines))
-        .unwrap_or_default();
+    let start = start_info(b);
     let engine = cv
         .engine
         .version
@@ -628,6 +622,27 @@ fn session_order(b: &Bundle, e: &mut Emit) {
         prev = Some((s.name.clone(), t));
     }
 }
+
+/// `setup.sessions-overlap` (its function reads across files: `consistency/provenance.rs`).
+pub const SESSIONS_OVERLAP: Check<crate::bundle::Run> = Check {
+    id: "setup.sessions-overlap",
+    severity: Severity::Error,
+    doc:
+        "Two measurements on one server overlap in time (a speed run inside a quality run's span).",
+    run: crate::consistency::provenance::check_sessions_overlap,
+};
+
+/// `setup.outside-session` (its function reads across files: `consistency/provenance.rs`).
+pub const OUTSIDE_SESSION: Check<crate::bundle::Run> = Check {
+    id: "setup.outside-session",
+    severity: Severity::Error,
+    doc: "A result's timestamps lie outside the span of its session in the manifest.",
+    run: crate::consistency::provenance::check_inside_session,
+};
+
+/// `setup.*` rows whose functions compare a bundle's files with each other (subject files under
+/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
+pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[SESSIONS_OVERLAP, OUTSIDE_SESSION];
 
 #[cfg(test)]
 mod tests {

@@ -66,12 +66,8 @@ pub(crate) fn check_guard_present(b: &Bundle, e: &mut Emit) -> Ran {
 
 /// `speed.load-guard` (speed.rs): counted steps with no kept guard row.
 pub(crate) fn check_guard_coverage(b: &Bundle, e: &mut Emit) -> Ran {
-    let Some(rl) = &b.speed_result else {
-        return None;
-    };
-    let Some(g) = &rl.value.load_guard else {
-        return None;
-    };
+    let rl = b.speed_result.as_ref()?;
+    let g = rl.value.load_guard.as_ref()?;
     let kept: BTreeSet<&str> = g
         .steps
         .iter()

@@ -724,3 +724,44 @@ fn compare(key: &str, exact: Option<f64>, s: &Shown, e: &mut Emit) {
         _ => {}
     }
 }
+
+/// `speed.runs-mismatch` (its function reads across files: `consistency/counts.rs`).
+pub const RUNS_MISMATCH: Check<crate::bundle::Run> = Check {
+    id: "speed.runs-mismatch",
+    severity: Severity::Error,
+    doc: "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.",
+    run: crate::consistency::counts::check_speed_runs,
+};
+
+/// `speed.prompt-size-mismatch` (its function reads across files: `consistency/counts.rs`).
+pub const PROMPT_SIZE_MISMATCH: Check<crate::bundle::Run> = Check {
+    id: "speed.prompt-size-mismatch",
+    severity: Severity::Error,
+    doc: "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).",
+    run: crate::consistency::counts::check_prompt_sizes,
+};
+
+/// `speed.answered-beyond-window` (its function reads across files: `consistency/window.rs`).
+pub const ANSWERED_BEYOND_WINDOW: Check<crate::bundle::Run> = Check {
+    id: "speed.answered-beyond-window",
+    severity: Severity::Error,
+    doc: "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.",
+    run: crate::consistency::window::check_answered_speed,
+};
+
+/// `speed.impossible-record` (its function reads across files: `consistency/impossible.rs`).
+pub const IMPOSSIBLE_RECORD: Check<crate::bundle::Run> = Check {
+    id: "speed.impossible-record",
+    severity: Severity::Error,
+    doc: "A speed record cannot be: times out of order, more tokens than the cap, accepted above drafted, a rate or percentage out of range.",
+    run: crate::consistency::impossible::check_speed_records,
+};
+
+/// `speed.*` rows whose functions compare a bundle's files with each other (subject files under
+/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
+pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[
+    RUNS_MISMATCH,
+    PROMPT_SIZE_MISMATCH,
+    ANSWERED_BEYOND_WINDOW,
+    IMPOSSIBLE_RECORD,
+];
