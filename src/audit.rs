@@ -15,7 +15,7 @@ pub struct Artifacts {
     /// `--file NAME[@BOX]=PATH` values.
     pub files: Vec<String>,
     /// The boxes mapped with `--box` and the ssh options: a root on such a box is read there.
-    pub ssh: replay::remote::SshArgs,
+    pub ssh: crate::ssh::SshArgs,
 }
 
 /// Runs the stages and builds the one report.

@@ -25,6 +25,7 @@ mod output;
 mod rehash;
 mod replay;
 mod schemas;
+mod ssh;
 mod verify;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -119,16 +120,13 @@ fn load_policy(out: &ReportArgs) -> Result<Option<rigaudit_audit::policy::Policy
         )));
     }
     p.file = path.display().to_string();
-    replay::boxmap::PolicyBoxes::from_policy(&p)?;
+    ssh::boxmap::PolicyBoxes::from_policy(&p)?;
     Ok(Some(p))
 }
 
 /// The policy's boxes and ssh options under the command line's.
-fn tune_boxes(
-    ssh: &mut replay::remote::SshArgs,
-    p: &rigaudit_audit::policy::Policy,
-) -> Result<(), Fatal> {
-    ssh.policy = Some(replay::boxmap::PolicyBoxes::from_policy(p)?);
+fn tune_boxes(ssh: &mut ssh::SshArgs, p: &rigaudit_audit::policy::Policy) -> Result<(), Fatal> {
+    ssh.policy = Some(ssh::boxmap::PolicyBoxes::from_policy(p)?);
     Ok(())
 }
 
