@@ -20,12 +20,15 @@ mod fuzz;
 mod host;
 mod import;
 mod input;
+#[cfg(test)]
+mod layers;
 mod measure;
 mod output;
 mod rehash;
 mod replay;
 mod schemas;
 mod ssh;
+mod subject;
 mod verify;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -34,6 +37,7 @@ use output::Format;
 use rigaudit_audit::{Report, Severity};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use subject::Subject;
 
 /// Audits published LLM-inference benchmark results.
 #[derive(Parser)]
@@ -378,12 +382,7 @@ fn diff_report(mut args: diff::Args, out: &ReportArgs) -> Result<ExitCode, Fatal
     if let Some(p) = load_policy(out)? {
         tune_diff(&mut args, &p);
     }
-    let r = if import::diff::applies(&args) {
-        import::diff::run(&args, out.fail_on.severity())?
-    } else {
-        diff::run(&args, out.fail_on.severity())?
-    };
-    emit(r, out)
+    emit(diff::run(&args, out.fail_on.severity())?, out)
 }
 
 /// `replay`, with the policy's tolerances.
@@ -430,7 +429,14 @@ fn audit_report(
             tune_boxes(&mut a.boxes.ssh, &p)?;
         }
     }
-    let r = audit::run(bundle, artifacts, replay.as_ref(), out.fail_on.severity())?;
+    let subject = Subject::open(&[bundle.to_path_buf()], None)?;
+    let r = audit::run(
+        subject,
+        bundle,
+        artifacts,
+        replay.as_ref(),
+        out.fail_on.severity(),
+    )?;
     emit(r, out)
 }
 
@@ -490,7 +496,17 @@ fn import_report(
     out: &std::path::Path,
     report: &ReportArgs,
 ) -> Result<ExitCode, Fatal> {
-    let (format, imp) = import::run(from, files, out)?;
+    let format = match Subject::open(files, from)? {
+        Subject::Other(o) if o.imported.is_none() => o.format,
+        s => {
+            return Err(fatal(format!(
+                "{}: {}; import reads another tool's result files (verify or audit it as it is)",
+                input::shown_path(&files[0]),
+                s.kind()
+            )))
+        }
+    };
+    let (format, imp) = import::run(Some(format), files, out)?;
     eprintln!(
         "rigaudit: imported {} files into {}",
         format.name(),
@@ -511,16 +527,9 @@ fn verify_any(
     from: Option<import::Format>,
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
-    let plain = from.is_none() && more.is_empty();
-    if plain && (!bundle.exists() || import::is_bundle(&bundle)) {
-        return verify::run(&bundle, fail_on);
-    }
-    let mut files = vec![bundle.clone()];
-    files.extend(more);
-    if plain && import::detect_files(&files).is_none() {
-        return verify::run(&bundle, fail_on);
-    }
-    import::verify_files(from, &files, fail_on)
+    let mut paths = vec![bundle];
+    paths.extend(more);
+    verify::run(&Subject::open(&paths, from)?, fail_on)
 }
 
 /// The speed steps of a written measurement in which no request got an answer (HTTP 2xx with no
