@@ -141,3 +141,39 @@ fn bundles(
     report.setup_changes = d.setup;
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        diff: Args,
+    }
+
+    fn fixture(rel: &str) -> String {
+        format!("{}/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn a_bundle_and_a_tools_run_are_not_compared_and_say_what_each_is() {
+        let (bundle, tool) = (
+            fixture("runs/smollm2-cpu"),
+            fixture("imports/lm-eval/clean"),
+        );
+        let flags = Flags::parse_from(["diff", bundle.as_str(), tool.as_str()]);
+        let e = run(&flags.diff, None).err().unwrap().0;
+        assert!(e.contains("smollm2-cpu is a rigaudit bundle and"), "{e}");
+        assert!(e.contains("clean is lm-eval result files"), "{e}");
+        let flags = Flags::parse_from(["diff", tool.as_str(), tool.as_str()]);
+        let r = run(&flags.diff, None).unwrap();
+        assert_eq!(r.command, "diff");
+        assert_eq!(
+            r.comparisons.len(),
+            1,
+            "one figure of the same run, compared"
+        );
+    }
+}
