@@ -36,7 +36,7 @@ if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || ! command -v s
         exit 1
     fi
 fi
-# fish and tcsh: the login-shell probe's unit test (src/replay/login_shell.rs) shows that a box
+# fish and tcsh: the login-shell probe's unit test (src/ssh/login_shell.rs) shows that a box
 # whose login shell is one of them is refused; with them installed the test requires them.
 if ! command -v fish >/dev/null 2>&1 || ! command -v tcsh >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

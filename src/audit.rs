@@ -1,9 +1,11 @@
 //! `rigaudit audit BUNDLE`: the main job as a pipeline of stages, verify, then rehash when roots
 //! or files are given, then replay unless told not to, merged into one report. A replay that
 //! cannot run at all makes the report incomplete (exit 2), with the verify (and rehash) findings
-//! kept.
+//! kept. Another tool's files (a bundle `rigaudit import` wrote) are verified, and the report says
+//! that replay does not apply to them.
 
 use crate::fatal::Fatal;
+use crate::subject::{Other, Subject};
 use crate::{rehash, replay, verify};
 use rigaudit_audit::{Findings, Report, Severity};
 use std::path::Path;
@@ -15,17 +17,23 @@ pub struct Artifacts {
     /// `--file NAME[@BOX]=PATH` values.
     pub files: Vec<String>,
     /// The boxes mapped with `--box` and the ssh options: a root on such a box is read there.
-    pub ssh: replay::remote::SshArgs,
+    pub ssh: crate::ssh::SshArgs,
 }
 
-/// Runs the stages and builds the one report.
+/// Runs the stages and builds the one report. `bundle` is the path `subject` was opened from
+/// (rehash and replay read it again).
 pub fn run(
+    subject: Subject,
     bundle: &Path,
     artifacts: Artifacts,
     replay_args: Option<&replay::Args>,
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
-    let v = verify::check(bundle)?;
+    let opened = match subject {
+        Subject::Bundle(opened) => opened,
+        Subject::Other(other) => return other_files(&other, &artifacts, replay_args, fail_on),
+    };
+    let v = verify::check_opened(&opened);
     let mut found = v.found;
     if !artifacts.roots.is_empty() || !artifacts.files.is_empty() {
         found.merge(rehash_stage(bundle, artifacts)?);
@@ -36,6 +44,38 @@ pub fn run(
     // The audit lists the checks of all its stages sorted.
     found.ran.sort();
     Ok(Report::new("audit", &v.id, fail_on, found))
+}
+
+/// The audit of another tool's files (most often a bundle `rigaudit import` wrote): verify, and
+/// a note that says plainly what does not apply to them. They record no command to launch and no
+/// card whose artifacts could be hashed, so replay and rehash have nothing to work on.
+fn other_files(
+    other: &Other,
+    artifacts: &Artifacts,
+    replay_args: Option<&replay::Args>,
+    fail_on: Option<Severity>,
+) -> Result<Report, Fatal> {
+    let verified = verify::other_files(other, fail_on)?;
+    let mut found = Findings {
+        ran: verified.checks_run,
+        recomputed: verified.recomputed,
+        findings: verified.findings,
+        ..Findings::default()
+    };
+    let tool = other.format.name();
+    if replay_args.is_some() {
+        found.emitter(&rigaudit_audit::replay::NOTE).finding(format!(
+            "replay does not apply to another tool's files ({tool}): they record no command to launch; the audit verified them"
+        ));
+    }
+    if !artifacts.roots.is_empty() || !artifacts.files.is_empty() {
+        eprintln!(
+            "rigaudit: rehash does not apply to another tool's files ({tool}): they record no card whose artifacts --root or --file could be hashed against; not rehashed"
+        );
+    }
+    let mut report = Report::new("audit", &verified.bundle, fail_on, found);
+    report.artifacts = verified.artifacts;
+    Ok(report)
 }
 
 /// The rehash stage, quiet.
@@ -62,5 +102,52 @@ fn replay_stage(bundle: &Path, a: &replay::Args) -> Findings {
             r.found
         }
         Err(e) => replay::not_run(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct ReplayFlags {
+        #[command(flatten)]
+        replay: replay::Args,
+    }
+
+    /// An imported bundle is verified, and the report says that replay does not apply to it.
+    #[test]
+    fn an_imported_bundle_is_verified_and_replay_said_not_to_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("b");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/imports/lm-eval/clean");
+        crate::import::run(None, &[src], &out).unwrap();
+        let subject = Subject::open(std::slice::from_ref(&out), None).unwrap();
+        let flags = ReplayFlags::parse_from(["audit"]);
+        let none = Artifacts {
+            roots: vec![],
+            files: vec![],
+            ssh: crate::ssh::SshArgs::default(),
+        };
+        let r = run(subject, &out, none, Some(&flags.replay), None).unwrap();
+        assert_eq!(r.command, "audit");
+        assert_eq!(r.verdict, rigaudit_audit::report::Verdict::Pass);
+        assert!(
+            r.checks_run.iter().any(|c| c.starts_with("import.")),
+            "{:?}",
+            r.checks_run
+        );
+        let note = r
+            .findings
+            .iter()
+            .find(|f| f.check == rigaudit_audit::replay::NOTE.id)
+            .expect("a replay note");
+        assert!(
+            note.message.contains("replay does not apply"),
+            "{}",
+            note.message
+        );
+        assert_eq!(r.artifacts.len(), 3, "import.json and the two sources");
     }
 }

@@ -1,9 +1,13 @@
 //! `rigaudit diff A B`: two bundles of one setup (folders or packed), the setup differences first,
 //! then every figure with the statistics replay uses. The decisions are
-//! [`rigaudit_audit::diff`]'s; this module reads the two bundles and builds the report.
+//! [`rigaudit_audit::diff`]'s; this module reads the two bundles and builds the report. Two runs
+//! of another tool (what [`crate::subject`] opens them as) are diffed by [`crate::import::diff`].
 
 use crate::bundle;
 use crate::fatal::{fatal, Fatal};
+use crate::import::diff as import_diff;
+use crate::input;
+use crate::subject;
 use rigaudit_audit::diff::{SetupPolicy, Subject};
 use rigaudit_audit::replay::Tolerance;
 use rigaudit_audit::{Findings, Report, Severity};
@@ -76,17 +80,53 @@ fn unreadable(side: &str, path: &Path, b: &rigaudit_audit::Bundle, into: &mut Fi
     }
 }
 
-/// Diffs two bundles. `Err` when either cannot be read at all (exit 2).
+/// Diffs what A and B are: two bundles, or two runs of one tool (its files, or bundles `rigaudit
+/// import` wrote). `Err` when a side cannot be read at all, or the two are not of one kind (exit 2).
 pub fn run(a: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let (oa, ob) = (bundle::open(&a.a)?, bundle::open(&a.b)?);
-    let (ba, bb) = (bundle::load(&oa), bundle::load(&ob));
+    let sa = subject::Subject::open(std::slice::from_ref(&a.a), a.from)?;
+    let sb = subject::Subject::open(std::slice::from_ref(&a.b), a.from)?;
     let tol = Tolerance {
         rel_floor: a.rel_floor,
         alpha: a.alpha,
         max_floor: a.max_floor,
         ..Tolerance::default()
     };
-    let d = rigaudit_audit::diff::diff(&ba, &bb, &tol, &policy(a)?);
+    match (sa, sb) {
+        (subject::Subject::Bundle(oa), subject::Subject::Bundle(ob)) => bundles(a, [&oa, &ob], &tol, fail_on),
+        (subject::Subject::Other(oa), subject::Subject::Other(ob)) => import_diff::run(
+            import_diff::Side {
+                shown: input::shown_path(&a.a),
+                format: oa.format,
+                files: &oa.files,
+            },
+            import_diff::Side {
+                shown: input::shown_path(&a.b),
+                format: ob.format,
+                files: &ob.files,
+            },
+            &tol,
+            &policy(a)?,
+            fail_on,
+        ),
+        (sa, sb) => Err(fatal(format!(
+            "{} is {} and {} is {}: a bundle is compared with a bundle, a tool's run with a run of the same tool",
+            input::shown_path(&a.a),
+            sa.kind(),
+            input::shown_path(&a.b),
+            sb.kind()
+        ))),
+    }
+}
+
+/// Diffs two bundles.
+fn bundles(
+    a: &Args,
+    [oa, ob]: [&bundle::Opened; 2],
+    tol: &Tolerance,
+    fail_on: Option<Severity>,
+) -> Result<Report, Fatal> {
+    let (ba, bb) = (bundle::load(oa), bundle::load(ob));
+    let d = rigaudit_audit::diff::diff(&ba, &bb, tol, &policy(a)?);
     let mut found = Findings::default();
     unreadable("A", &a.a, &ba, &mut found);
     unreadable("B", &a.b, &bb, &mut found);
@@ -102,4 +142,40 @@ pub fn run(a: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let mut report = Report::new("diff", &name, fail_on, found);
     report.setup_changes = d.setup;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        diff: Args,
+    }
+
+    fn fixture(rel: &str) -> String {
+        format!("{}/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn a_bundle_and_a_tools_run_are_not_compared_and_say_what_each_is() {
+        let (bundle, tool) = (
+            fixture("runs/smollm2-cpu"),
+            fixture("imports/lm-eval/clean"),
+        );
+        let flags = Flags::parse_from(["diff", bundle.as_str(), tool.as_str()]);
+        let e = run(&flags.diff, None).err().unwrap().0;
+        assert!(e.contains("smollm2-cpu is a rigaudit bundle and"), "{e}");
+        assert!(e.contains("clean is lm-eval result files"), "{e}");
+        let flags = Flags::parse_from(["diff", tool.as_str(), tool.as_str()]);
+        let r = run(&flags.diff, None).unwrap();
+        assert_eq!(r.command, "diff");
+        assert_eq!(
+            r.comparisons.len(),
+            1,
+            "one figure of the same run, compared"
+        );
+    }
 }

@@ -3,8 +3,9 @@
 
 use crate::bundle;
 use crate::fatal::Fatal;
+use crate::import;
+use crate::subject::{Other, Subject};
 use rigaudit_audit::{Findings, Report, Severity};
-use std::path::Path;
 
 /// What verifying a bundle found, with the bundle's id.
 pub struct Verified {
@@ -16,14 +17,8 @@ pub struct Verified {
     pub artifacts: Vec<rigaudit_audit::report::Artifact>,
 }
 
-/// The verify stage: opens and reads a bundle and runs every bundle check. `Err` when the bundle
-/// cannot be read at all.
-pub fn check(path: &Path) -> Result<Verified, Fatal> {
-    Ok(check_opened(&bundle::open(path)?))
-}
-
-/// The verify stage on a bundle already opened.
-fn check_opened(opened: &bundle::Opened) -> Verified {
+/// The verify stage on a bundle already opened: reads it and runs every bundle check.
+pub fn check_opened(opened: &bundle::Opened) -> Verified {
     let read = bundle::load(opened);
     // A file refused as hostile (not a regular file, over its bound) is said here too, as the
     // reason the result is incomplete.
@@ -40,14 +35,25 @@ fn check_opened(opened: &bundle::Opened) -> Verified {
     }
 }
 
-/// Verifies a bundle. `Err` when the bundle cannot be read at all.
-pub fn run(path: &Path, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let opened = bundle::open(path)?;
-    if crate::import::is_imported(&opened.manifest) {
-        return crate::import::verify_bundle(&opened, fail_on);
+/// Verifies what the user's paths are: a bundle, or another tool's files (given, or copied into a
+/// bundle `rigaudit import` wrote). `Err` when what they hold cannot be read at all.
+pub fn run(subject: &Subject, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+    match subject {
+        Subject::Bundle(opened) => {
+            let v = check_opened(opened);
+            let mut report = Report::new("verify", &v.id, fail_on, v.found);
+            report.artifacts = v.artifacts;
+            Ok(report)
+        }
+        Subject::Other(other) => other_files(other, fail_on),
     }
-    let v = check_opened(&opened);
-    let mut report = Report::new("verify", &v.id, fail_on, v.found);
-    report.artifacts = v.artifacts;
-    Ok(report)
+}
+
+/// `verify` of another tool's files: an imported bundle's digests and its sources' checks, or the
+/// files themselves.
+pub fn other_files(other: &Other, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+    match &other.imported {
+        Some(opened) => import::verify_bundle(opened, other.format, &other.files, fail_on),
+        None => import::verify_files(Some(other.format), &other.files, fail_on),
+    }
 }

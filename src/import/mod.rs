@@ -369,11 +369,6 @@ pub fn detect(sources: &[Source]) -> Option<Format> {
     None
 }
 
-/// The format of files, detected from their content; `None` when unreadable or not recognised.
-pub fn detect_files(files: &[PathBuf]) -> Option<Format> {
-    read_sources(files).ok().and_then(|s| detect(&s))
-}
-
 /// Runs the format's reader and checks over the sources (their roles are set).
 pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal> {
     match format {
@@ -443,16 +438,6 @@ pub fn verify_files(
         })
         .collect();
     Ok(r)
-}
-
-/// Whether a path is a bundle (a folder with `bundle.json`, or a packed one), as opposed to files
-/// of another tool.
-pub fn is_bundle(path: &Path) -> bool {
-    if path.is_dir() {
-        return path.join("bundle.json").is_file();
-    }
-    let n = path.to_string_lossy().to_lowercase();
-    n.ends_with(".tar.gz") || n.ends_with(".tgz") || n.ends_with(".tar")
 }
 
 /// `rigaudit import`: writes the bundle; returns the import for the report.
@@ -558,51 +543,17 @@ fn manifest(format: Format, sources: &[Source], imp: &Imported, record_sha: &str
     })
 }
 
-/// Whether an opened bundle is an imported one (its manifest lists `import.json`).
-pub fn is_imported(m: &rigaudit_audit::records::Manifest) -> bool {
-    m.files.iter().any(|f| f.path == "import.json")
-}
-
 /// `verify` of an imported bundle: the digests of every file (the bundle loader), then the
-/// format's checks again on the copied sources.
+/// format's checks again on the copied sources (`files`, read from its `import.json` by
+/// `crate::subject`).
 pub fn verify_bundle(
     opened: &crate::bundle::Opened,
+    format: Format,
+    files: &[PathBuf],
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
     let read = crate::bundle::load(opened);
-    let rec_path = opened.root.join("import.json");
-    let rec = read_import_record(&opened.root)?;
-    let from = rec.get("from").and_then(|v| v.as_str()).unwrap_or("");
-    let format = Format::parse(from).ok_or_else(|| {
-        fatal(format!(
-            "{}: at /from: expected a format rigaudit imports ({}), found '{}'",
-            input::shown_path(&rec_path),
-            Format::all_names(),
-            input::shown(from)
-        ))
-    })?;
-    let mut files = Vec::new();
-    for (i, s) in rec
-        .get("sources")
-        .and_then(|v| v.as_array())
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let p = s.get("path").and_then(|v| v.as_str()).ok_or_else(|| {
-            fatal(format!(
-                "{}: at /sources/{i}/path: expected the source's path in the bundle",
-                input::shown_path(&rec_path)
-            ))
-        })?;
-        files.push(input::inside(&opened.root, p).map_err(|m| {
-            fatal(format!(
-                "{}: at /sources/{i}/path: {m}",
-                input::shown_path(&rec_path)
-            ))
-        })?);
-    }
-    let mut sources = read_sources(&files)?;
+    let mut sources = read_sources(files)?;
     let imp = import(format, &mut sources)?;
     // The bundle's own files (present, digests) by the schema checks, then the format's checks.
     let mut all = Findings::default();

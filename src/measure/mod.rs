@@ -26,7 +26,7 @@ pub mod write;
 
 use crate::fatal::{fatal, At, Fatal};
 use client::Client;
-use rigaudit_audit::records::speed::{LoadGuardRule, SpeedContract};
+use rigaudit_audit::records::speed::{LoadGuardRule, SpeedContract, SpeedRequest};
 use rigaudit_audit::startline;
 use run::{Part, Run, SizedSteps};
 use serde_json::Value;
@@ -182,6 +182,31 @@ pub struct Measured {
     pub dir: PathBuf,
     /// Why the run stopped before its end, if it did.
     pub stopped: Option<String>,
+    /// The speed steps in which no request got an answer (HTTP 2xx with no error), in the order
+    /// they were first measured.
+    pub unanswered: Vec<String>,
+    /// Whether no step got an answer (at least one was measured).
+    pub none_answered: bool,
+}
+
+/// The speed steps of `requests` in which no request got an answer (HTTP 2xx with no error), and
+/// whether that is every step.
+fn unanswered_steps(requests: &[SpeedRequest]) -> (Vec<String>, bool) {
+    let mut steps: Vec<(&str, bool)> = Vec::new();
+    for q in requests {
+        let ok = (200..300).contains(&q.status) && q.error.is_none();
+        match steps.iter_mut().find(|(s, _)| *s == q.step) {
+            Some((_, any)) => *any |= ok,
+            None => steps.push((&q.step, ok)),
+        }
+    }
+    let none: Vec<String> = steps
+        .iter()
+        .filter(|(_, any)| !any)
+        .map(|(s, _)| s.to_string())
+        .collect();
+    let all = !steps.is_empty() && none.len() == steps.len();
+    (none, all)
 }
 
 fn read_json(path: &Path) -> Result<Value, Fatal> {
@@ -379,9 +404,12 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     }
     bar.finish_and_clear();
     save.save(&r, true)?;
+    let (unanswered, none_answered) = unanswered_steps(&r.requests);
     Ok(Measured {
         dir: p.out.clone(),
         stopped: r.stopped.clone(),
+        unanswered,
+        none_answered,
     })
 }
 
@@ -427,7 +455,33 @@ fn speed_part(
 
 #[cfg(test)]
 mod tests {
-    use super::loopback_port;
+    use super::{loopback_port, unanswered_steps};
+    use rigaudit_audit::records::speed::SpeedRequest;
+
+    fn request(step: &str, status: u16, error: Option<&str>) -> SpeedRequest {
+        serde_json::from_value(serde_json::json!({
+            "step": step, "status": status, "error": error, "max_tokens": 8, "sent_s": 0.0,
+            "prompt_tokens_source": "usage", "completion_tokens_source": "usage"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_step_is_unanswered_when_none_of_its_requests_got_an_answer() {
+        let rs = [
+            request("decode", 200, None),
+            request("prefill", 400, Some("too long")),
+            request("conc", 200, Some("stream broke")),
+            request("prefill", 503, None),
+            request("conc", 200, None),
+        ];
+        assert_eq!(unanswered_steps(&rs), (vec!["prefill".to_string()], false));
+        assert_eq!(
+            unanswered_steps(&rs[1..3]),
+            (vec!["prefill".to_string(), "conc".to_string()], true)
+        );
+        assert_eq!(unanswered_steps(&[]), (vec![], false));
+    }
 
     #[test]
     fn only_a_server_on_this_machine_s_loopback_has_a_loopback_port() {

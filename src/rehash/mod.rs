@@ -63,7 +63,7 @@ pub struct Args {
     /// Boxes reached over ssh (`--box BOX=[USER@]HOST[:PORT]`): a `--root BOX=DIR` of such a box
     /// is searched and hashed on it (see `rehash/remote.rs`).
     #[command(flatten)]
-    pub ssh: crate::replay::remote::SshArgs,
+    pub ssh: crate::ssh::SshArgs,
 }
 
 /// What an artifact named with `--file` is.
@@ -409,7 +409,7 @@ fn plan_jobs(
 ) -> Result<Plan, Fatal> {
     // A root on a box mapped with --box (or the policy's [boxes]) is read there over ssh.
     args.ssh
-        .check_names(&crate::replay::remote::card_boxes(card))?;
+        .check_names(&crate::ssh::target::card_boxes(card))?;
     let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
     let roots: Vec<Root> = local_roots
         .iter()

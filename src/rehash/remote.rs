@@ -1,6 +1,6 @@
 //! `rehash --root BOX=DIR` for a box mapped with `--box` (or the policy's `[boxes]`): the card's
 //! artifacts are looked for in DIR on that box and hashed there, over the same ssh channel as a
-//! replay's remote ranks (see [`crate::replay::remote`]: the same client options, fixed scripts,
+//! replay's remote ranks (see [`crate::ssh`]: the same client options, fixed scripts,
 //! every word quoted).
 //!
 //! The stages are the local rehash's, with only the listing and the hashing on the box:
@@ -22,7 +22,10 @@
 
 use crate::fatal::{fatal, Fatal};
 use crate::rehash::{archive, discover, hash::Progress};
-use crate::replay::remote::{quote, said, Bounds, Output, Ssh, SshArgs, Target, NCCL_CHECK};
+use crate::ssh::client::{digest_of, read_bounded, said, Bounds};
+use crate::ssh::script::NCCL_CHECK;
+use crate::ssh::words::quote;
+use crate::ssh::{Output, Ssh, SshArgs, Target};
 use rigaudit_audit::records::Card;
 use rigaudit_audit::rehash::{
     CheckpointSeen, FileManifest, Hashed, Location, ManifestEntry, Measured, NcclSeen, NcclVersion,
@@ -416,7 +419,7 @@ fn parse_sums(out: &str) -> BTreeMap<String, String> {
                 Some(rest) => (true, rest),
                 None => (false, l),
             };
-            let d = crate::replay::remote::digest_of(l)?;
+            let d = digest_of(l)?;
             let p = l.get(66..)?;
             Some((if escaped { unescape(p) } else { p.to_string() }, d))
         })
@@ -502,7 +505,7 @@ fn stream_package(
         Err(e) => return failed(e),
     };
     let stdout = child.stdout.take();
-    let err = crate::replay::remote::read_bounded(child.stderr.take(), 64 * 1024);
+    let err = read_bounded(child.stderr.take(), 64 * 1024);
     let child = Arc::new(Mutex::new(child));
     let (done, watch) = watchdog(&child, Duration::from_secs(120 + packed / (20 << 20)));
     let read = match stdout {

@@ -689,7 +689,7 @@ impl Running {
                 closed.push(i);
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(2 * super::remote::GRACE_SECS + 3);
+        let deadline = Instant::now() + Duration::from_secs(2 * crate::ssh::GRACE_SECS + 3);
         loop {
             let mut running = false;
             for &i in &closed {

@@ -11,10 +11,10 @@
 //! `<model>`, `<checkpoint file>`) with the checkpoint's weight file, fetched on first use from the
 //! package the card names (see [`crate::fetch`]) and checked against the card's digest.
 
-pub mod boxmap;
 pub mod command;
 pub mod launch;
-pub mod login_shell;
+pub mod plan_text;
+pub mod probe;
 pub mod remote;
 
 use crate::bundle;
@@ -320,7 +320,7 @@ fn fill_placeholders(
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
     if a.boxes.plan {
-        let plan = remote::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?;
+        let plan = plan_text::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?;
         print!("{plan}");
         std::process::exit(0);
     }

@@ -1,13 +1,13 @@
 //! Box mappings and ssh options from the policy file (`--policy FILE`): a CI gate that replays
 //! the same page every night keeps `[boxes]` and `[ssh]` there instead of `--box` flags.
 //!
-//! Every entry is checked as the flags are ([`remote::parse_target`], [`check_option`]); a bad
+//! Every entry is checked as the flags are ([`parse_target`], [`check_option`]); a bad
 //! one is an error naming the file, the JSON pointer of the entry and what was expected. The
 //! command line wins: a `--box` or `--box-file` line for a box the file maps replaces the file's
 //! entry, `--ssh-config` replaces the file's `config`, and `--ssh-option`s come before the file's
 //! options (ssh takes the first value of an option). A replay note says each time it happened.
 
-use super::remote::{self, Target};
+use super::target::{parse_target, Target};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
 use rigaudit_audit::policy::Policy;
@@ -111,7 +111,7 @@ impl PolicyBoxes {
         let mut boxes = Vec::new();
         for (name, dest) in &p.boxes {
             let ptr = pointer(&["boxes", name]);
-            let t = remote::parse_target(name, dest).map_err(|why| {
+            let t = parse_target(name, dest).map_err(|why| {
                 at(
                     &ptr,
                     format!("'{}': {why}; expected [USER@]HOST[:PORT]", shown(dest)),
@@ -139,34 +139,6 @@ impl PolicyBoxes {
     pub fn any(&self) -> bool {
         !self.boxes.is_empty()
     }
-}
-
-/// What the ssh flags replace of the policy file's `[ssh]`, one note each.
-pub fn ssh_overrides(a: &remote::SshArgs) -> Vec<String> {
-    let Some(p) = &a.policy else {
-        return Vec::new();
-    };
-    let mut notes = Vec::new();
-    if let (Some(flag), Some(file)) = (&a.ssh_config, &p.config) {
-        notes.push(format!(
-            "--ssh-config {} wins over {}: at /ssh/config ({})",
-            flag.display(),
-            p.file,
-            file.display()
-        ));
-    }
-    let key = |o: &str| o.split('=').next().unwrap_or_default().to_ascii_lowercase();
-    for (i, o) in p.options.iter().enumerate() {
-        if let Some(flag) = a.ssh_options.iter().find(|f| key(f) == key(o)) {
-            notes.push(format!(
-                "--ssh-option {} wins over {}: at /ssh/options/{i} ({})",
-                shown(flag),
-                p.file,
-                shown(o)
-            ));
-        }
-    }
-    notes
 }
 
 #[cfg(test)]

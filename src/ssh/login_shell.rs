@@ -1,7 +1,7 @@
 //! Whether a box's login shell reads POSIX quoting.
 //!
 //! `ssh HOST LINE` has the account's login shell run `LINE` (`$SHELL -c LINE`), and every line
-//! rigaudit sends is made of words single-quoted by [`super::remote::quote`], which only a POSIX
+//! rigaudit sends is made of words single-quoted by [`super::words::quote`], which only a POSIX
 //! shell (sh, dash, bash, ksh, zsh) reads back as sent. csh and tcsh expand `!` inside single
 //! quotes and refuse a newline in them; fish reads `\\` and `\'` inside them as escapes. So before
 //! the first script runs on a box, a probe sends words that tell them apart and checks that they
@@ -10,7 +10,9 @@
 //! answers) is refused naming that text.
 //! Checked with each of those shells in the unit test below (through `SHELL -c`, as sshd runs it).
 
-use super::remote::{command_line, Bounds, Output, Ssh, Target};
+use super::client::{Bounds, Output, Ssh};
+use super::target::Target;
+use super::words::command_line;
 use std::time::Duration;
 
 /// The probe's fixed script: prints its arguments between markers (a login script that prints a

@@ -1,0 +1,212 @@
+//! A test that the modules of `src/` import in layers: no circle between top-level modules
+//! (`crate::X` in one, `crate::Y` in the other and back), nor between the modules of one folder
+//! (`super::x`, `crate::folder::x`). Comments and unit tests are left out: a doc link or a test's
+//! fixture is no dependency.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Circles between the modules of one folder that are older than this test, by folder: each is
+/// to be broken, and none may be added.
+const KNOWN: &[(&str, &[&str])] = &[
+    ("import", &["llama_server", "llama_server_stream"]),
+    ("measure", &["run", "schedule", "write"]),
+];
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// The `.rs` files below `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rust_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A file's code: without its unit tests and its comments.
+fn code_of(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let code = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The names `prefix` is followed by in `code`: `crate::a::...`, and each name of a group
+/// `crate::{a, b::c}`.
+fn named_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                out.extend(group.split(',').map(|n| ident(n.trim())));
+            }
+            None => {
+                out.insert(ident(rest));
+            }
+        }
+    }
+    out.retain(|n| !n.is_empty() && n != "self");
+    out
+}
+
+/// The module a file is in, one level below `base` (`a.rs` or `a/...` is `a`), and its name.
+fn module_of(base: &Path, file: &Path) -> (String, bool) {
+    let rel = file.strip_prefix(base).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name, rel.components().count() == 1)
+}
+
+/// The top-level modules' imports of each other (`main.rs`, the root, left out).
+fn top_level(src: &Path) -> Graph {
+    let mut g = Graph::new();
+    let files = rust_files(src);
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(src, f).0).collect();
+    for f in &files {
+        let (me, _) = module_of(src, f);
+        if me == "main" {
+            continue;
+        }
+        let used = named_after(&code_of(f), "crate::");
+        let edges = g.entry(me.clone()).or_default();
+        edges.extend(used.into_iter().filter(|u| *u != me && modules.contains(u)));
+    }
+    g
+}
+
+/// The imports between the modules of the folder `dir` (its `mod.rs`, the parent, left out).
+fn in_folder(dir: &Path) -> Graph {
+    let folder = dir.file_name().unwrap().to_string_lossy().to_string();
+    let files = rust_files(dir);
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(dir, f).0).collect();
+    let mut g = Graph::new();
+    for f in &files {
+        let (me, direct) = module_of(dir, f);
+        if me == "mod" {
+            continue;
+        }
+        let code = code_of(f);
+        let mut used = named_after(&code, &format!("crate::{folder}::"));
+        if direct {
+            used.extend(named_after(&code, "super::"));
+        }
+        let edges = g.entry(me.clone()).or_default();
+        edges.extend(used.into_iter().filter(|u| *u != me && modules.contains(u)));
+    }
+    g
+}
+
+/// The modules each module reaches.
+fn reach(g: &Graph, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(m) = todo.pop() {
+        for n in g.get(&m).into_iter().flatten() {
+            if seen.insert(n.clone()) {
+                todo.push(n.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// The circles of a graph: each set of modules that reach each other, sorted.
+fn circles(g: &Graph) -> Vec<Vec<String>> {
+    let reached: BTreeMap<&String, BTreeSet<String>> = g.keys().map(|m| (m, reach(g, m))).collect();
+    let mut out: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (m, r) in &reached {
+        if !r.contains(*m) {
+            continue;
+        }
+        let circle: Vec<String> = r
+            .iter()
+            .filter(|n| reached.get(n).is_some_and(|back| back.contains(*m)))
+            .cloned()
+            .collect();
+        out.insert(circle);
+    }
+    out.into_iter().collect()
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn no_circle_between_top_level_modules() {
+    let g = top_level(&src());
+    assert_eq!(circles(&g), Vec::<Vec<String>>::new(), "{g:?}");
+    // rehash and audit reach boxes through the ssh room, not through replay.
+    assert!(
+        g["rehash"].contains("ssh") && !g["rehash"].contains("replay"),
+        "{g:?}"
+    );
+    let audit = code_of(&src().join("audit.rs"));
+    assert!(audit.contains("crate::ssh::") && !audit.contains("replay::remote"));
+}
+
+#[test]
+fn no_new_circle_between_the_modules_of_a_folder() {
+    let src = src();
+    let mut seen_a_folder = false;
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let dir = e.path();
+        if !dir.is_dir() {
+            continue;
+        }
+        seen_a_folder = true;
+        let folder = dir.file_name().unwrap().to_string_lossy().to_string();
+        let known: Vec<&[&str]> = KNOWN
+            .iter()
+            .filter(|(f, _)| *f == folder)
+            .map(|(_, c)| *c)
+            .collect();
+        for circle in circles(&in_folder(&dir)) {
+            assert!(
+                known.iter().any(|k| *k == circle.as_slice()),
+                "src/{folder}: a new circle {circle:?}"
+            );
+        }
+    }
+    assert!(seen_a_folder);
+}
+
+#[test]
+fn a_circle_is_found() {
+    let g: Graph = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]
+        .iter()
+        .fold(Graph::new(), |mut g, (x, y)| {
+            g.entry(x.to_string()).or_default().insert(y.to_string());
+            g
+        });
+    assert_eq!(circles(&g), vec![vec!["a", "b", "c"]]);
+    let code = "use crate::{a, b::c};\nlet x = crate::d::e();\n";
+    assert_eq!(
+        named_after(code, "crate::"),
+        ["a", "b", "d"].map(String::from).into()
+    );
+}

@@ -1,0 +1,85 @@
+//! A gate's policy (`--policy FILE`), read and checked once per run, then handed to what it tunes:
+//! replay's and diff's tolerances, diff's setup subjects, the boxes and ssh options, and the
+//! report it judges (`Report::apply_policy`).
+
+use crate::fatal::{fatal, Fatal};
+use crate::ssh::boxmap::PolicyBoxes;
+use crate::ssh::SshArgs;
+use crate::{diff, input, replay, schemas};
+use rigaudit_audit::policy::Policy;
+use std::path::Path;
+
+/// A policy file, read and checked.
+pub struct Loaded {
+    /// What the file says.
+    pub rules: Policy,
+    /// Its `[boxes]` and `[ssh]`, checked as the flags are.
+    pub boxes: PolicyBoxes,
+}
+
+/// Reads `--policy`: a TOML file of at most a few MiB that follows `schemas/policy.schema.json`,
+/// whose check ids are in the catalogue and whose boxes and ssh options are well formed.
+pub fn load(path: Option<&Path>) -> Result<Option<Loaded>, Fatal> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = input::read_text(path, input::CONTRACT_MAX, "policy")?;
+    let value: serde_json::Value = toml::from_str(&text)
+        .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
+    let errs = schemas::errors(schemas::policy(), &value, 10);
+    if !errs.is_empty() {
+        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
+        return Err(fatal(format!(
+            "{}: does not follow the policy schema (rigaudit schema policy): {}",
+            path.display(),
+            list.join("; ")
+        )));
+    }
+    let mut rules: Policy = serde_json::from_value(value)
+        .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
+    let unknown = rules.unknown_checks();
+    if !unknown.is_empty() {
+        return Err(fatal(format!(
+            "{}: no such check in the catalogue: {} (rigaudit checks lists them)",
+            path.display(),
+            unknown.join(", ")
+        )));
+    }
+    rules.file = path.display().to_string();
+    let boxes = PolicyBoxes::from_policy(&rules)?;
+    Ok(Some(Loaded { rules, boxes }))
+}
+
+impl Loaded {
+    /// The policy's boxes and ssh options under the command line's.
+    pub fn tune_boxes(&self, ssh: &mut SshArgs) {
+        ssh.policy = Some(self.boxes.clone());
+    }
+
+    /// The policy's tolerances over replay's options.
+    pub fn tune_replay(&self, a: &mut replay::Args) {
+        self.tune_tolerances([&mut a.rel_floor, &mut a.alpha, &mut a.max_floor]);
+    }
+
+    /// The policy's tolerances and setup subjects over diff's options.
+    pub fn tune_diff(&self, a: &mut diff::Args) {
+        self.tune_tolerances([&mut a.rel_floor, &mut a.alpha, &mut a.max_floor]);
+        if let Some(s) = &self.rules.diff.setup_fails_on {
+            let names: Vec<&str> = s.iter().map(|x| x.name()).collect();
+            a.setup_fails_on = Some(if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(",")
+            });
+        }
+    }
+
+    /// The policy's `[replay]` tolerances (which diff shares) over `rel_floor`, `alpha` and
+    /// `max_floor`, where it sets them.
+    fn tune_tolerances(&self, [rel_floor, alpha, max_floor]: [&mut f64; 3]) {
+        let p = &self.rules.replay;
+        *rel_floor = p.rel_floor.unwrap_or(*rel_floor);
+        *alpha = p.alpha.unwrap_or(*alpha);
+        *max_floor = p.max_floor.unwrap_or(*max_floor);
+    }
+}
