@@ -17,9 +17,8 @@
 
 mod common;
 
-use common::{rigaudit, root};
+use common::{copy_with_card, read_json, rigaudit, root};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -29,43 +28,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
 /// A copy of the fixture whose card's hardware is `hardware`, its digest re-recorded.
 fn fixture_on(tmp: &Path, hardware: Value) -> PathBuf {
     let dir = tmp.join("fixture");
-    copy_dir(&root().join("fixtures/runs/smollm2-cpu"), &dir);
-    let mut card = read_json(&dir.join("card.json"));
-    card["hardware"] = hardware;
-    let text = serde_json::to_string_pretty(&card).unwrap() + "\n";
-    std::fs::write(dir.join("card.json"), &text).unwrap();
-    let mut m = read_json(&dir.join("bundle.json"));
-    for f in m["files"].as_array_mut().unwrap() {
-        if f["path"] == "card.json" {
-            let d = Sha256::digest(text.as_bytes());
-            f["sha256"] = json!(d.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        }
-    }
-    std::fs::write(
-        dir.join("bundle.json"),
-        serde_json::to_string_pretty(&m).unwrap(),
-    )
-    .unwrap();
+    let from = root().join("fixtures/runs/smollm2-cpu");
+    copy_with_card(&from, &dir, |card| card["hardware"] = hardware);
     dir
 }
 
@@ -125,27 +92,8 @@ fn assert_cpu_independent_rows(report: &Value) {
 
 /// Decode as rigaudit measures it, against the engine's own timing of the same requests.
 fn assert_decode_agrees_with_the_engines_timing(replayed: &Path) {
-    let res = read_json(&replayed.join("bundle/speed/speed-result.json"));
-    let mut compared = 0;
-    for q in res["requests"].as_array().unwrap() {
-        if q["step"] != "decode" || q["warmup"] == true {
-            continue;
-        }
-        let n = q["completion_tokens"].as_f64().unwrap();
-        let ours =
-            (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
-        let t = &q["server_timings"];
-        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0)
-            / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
-        let off = (ours - theirs).abs() / theirs;
-        assert!(
-            off < 0.005,
-            "decode {ours:.2} vs the engine's {theirs:.2}: {:.2} % apart",
-            off * 100.0
-        );
-        compared += 1;
-    }
-    assert_eq!(compared, 10, "5 runs of 2 prompts");
+    let result = replayed.join("bundle/speed/speed-result.json");
+    common::assert_decode_agrees_with_the_engines_timing(&result, "the engine");
 }
 
 #[test]

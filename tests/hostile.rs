@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{fixture, Copy, Run};
+use common::{decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex};
+use common::{write_bundle, Copy, Run};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -358,13 +359,7 @@ fn rehash_never_hashes_a_link_out_of_the_bundle() {
     let c = Copy::of(PAGE);
     let secret = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret.path(), b"secret outside the bundle\n").unwrap();
-    let digest: String = {
-        use sha2::Digest;
-        sha2::Sha256::digest(b"secret outside the bundle\n")
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    };
+    let digest = sha_hex(b"secret outside the bundle\n");
     let mut m = c.read_json("bundle.json");
     m["files"]
         .as_array_mut()
@@ -560,14 +555,6 @@ fn fixture_still_verifies() {
     assert!(r.code == 1, "{}", r.stderr);
 }
 
-fn sha_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
 /// A card whose rank env sets LD_PRELOAD to a library that writes a marker file when loaded:
 /// replay refuses the variable (no marker), says so in the report, and runs the rest.
 #[test]
@@ -590,66 +577,34 @@ fn recorded_ld_preload_is_refused_on_replay() {
         .arg(&src)
         .status()
         .is_ok_and(|s| s.success());
-    let script = d.path().join("fake_engine.py");
-    std::fs::copy(
-        common::root().join("tests/fixtures/fake_engine.py"),
-        &script,
-    )
-    .unwrap();
+    let script = fake_engine(d.path(), "fake_engine.py");
     let b = d.path().join("bundle");
-    std::fs::create_dir_all(&b).unwrap();
-    let card = json!({
-        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 1,
-        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
-            "--mode", "ok"], "env": {"LD_PRELOAD": lib.to_str().unwrap(), "PYTHONSTARTUP": "/x"}}],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
-    });
-    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
-        "runs": 1, "warmups": 0, "max_tokens": 4,
-        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(&card).unwrap();
-    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
-    std::fs::write(b.join("card.json"), &card_t).unwrap();
-    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
-    let manifest = json!({"format": "rigaudit-bundle/1", "id": "evil", "title": "evil",
-    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-    "files": [
-        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
-        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
-    ]});
-    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
-    let py = Command::new("sh")
-        .args(["-c", "command -v python3"])
-        .output()
-        .unwrap();
-    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
-    let out = d.path().join("out");
-    let r = run_within(
-        &[
+    let env = json!({"LD_PRELOAD": lib.to_str().unwrap(), "PYTHONSTARTUP": "/x"});
+    let card = fake_engine_card(&script, &["--mode", "ok"], env);
+    write_bundle(&b, ("evil", "evil"), &card, &decode_contract(1, 4));
+    let replay = |out: &str, allow: &[&str]| {
+        let py = python3();
+        let out = d.path().join(out);
+        let mut args = vec![
             "replay",
             b.to_str().unwrap(),
             "--engine",
-            &py,
-            "--trust-executable",
+            py.to_str().unwrap(),
+        ];
+        args.push("--trust-executable");
+        args.extend_from_slice(allow);
+        args.extend([
             "--out",
             out.to_str().unwrap(),
             "--format",
             "json",
             "--quiet",
-            "--request-timeout",
-            "10",
-            "--ready-timeout",
-            "30",
-            "--confirm",
-            "false",
-        ],
-        Duration::from_secs(120),
-    );
+        ]);
+        args.extend(["--request-timeout", "10", "--ready-timeout", "30"]);
+        args.extend(["--confirm", "false"]);
+        run_within(&args, Duration::from_secs(120))
+    };
+    let r = replay("out", &[]);
     assert!(!marker.exists(), "the recorded LD_PRELOAD library ran");
     let all = format!("{}{}", r.stdout, r.stderr);
     assert!(
@@ -661,29 +616,7 @@ fn recorded_ld_preload_is_refused_on_replay() {
         return;
     }
     // The control: allowed by name, the library is loaded (so the test above could see it).
-    let r = run_within(
-        &[
-            "replay",
-            b.to_str().unwrap(),
-            "--engine",
-            &py,
-            "--trust-executable",
-            "--allow-env",
-            "LD_PRELOAD",
-            "--out",
-            d.path().join("out2").to_str().unwrap(),
-            "--format",
-            "json",
-            "--quiet",
-            "--request-timeout",
-            "10",
-            "--ready-timeout",
-            "30",
-            "--confirm",
-            "false",
-        ],
-        Duration::from_secs(120),
-    );
+    let r = replay("out2", &["--allow-env", "LD_PRELOAD"]);
     assert!(
         marker.exists(),
         "--allow-env LD_PRELOAD did not pass it: {}{}",
@@ -832,50 +765,17 @@ fn pids_with(needle: &str) -> Vec<i32> {
 #[test]
 fn the_engine_does_not_outlive_a_killed_replay() {
     let d = tempfile::tempdir().unwrap();
-    let script = d.path().join("fake_engine_pdeathsig.py");
-    std::fs::copy(
-        common::root().join("tests/fixtures/fake_engine.py"),
-        &script,
-    )
-    .unwrap();
+    let script = fake_engine(d.path(), "fake_engine_pdeathsig.py");
     let b = d.path().join("bundle");
-    std::fs::create_dir_all(&b).unwrap();
-    let card = json!({
-        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 1,
-        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
-            "--mode", "hang", "--after", "0"], "env": {}}],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
-    });
-    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
-        "runs": 1, "warmups": 0, "max_tokens": 4,
-        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(&card).unwrap();
-    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
-    std::fs::write(b.join("card.json"), &card_t).unwrap();
-    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
-    let manifest = json!({"format": "rigaudit-bundle/1", "id": "hang", "title": "hang",
-    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-    "files": [
-        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
-        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
-    ]});
-    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
-    let py = Command::new("sh")
-        .args(["-c", "command -v python3"])
-        .output()
-        .unwrap();
-    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
+    let card = fake_engine_card(&script, &["--mode", "hang", "--after", "0"], json!({}));
+    write_bundle(&b, ("hang", "hang"), &card, &decode_contract(1, 4));
+    let py = python3();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
         .args([
             "replay",
             b.to_str().unwrap(),
             "--engine",
-            &py,
+            py.to_str().unwrap(),
             "--trust-executable",
             "--out",
             d.path().join("out").to_str().unwrap(),

@@ -6,8 +6,10 @@
 //! `RIGAUDIT_NCCL_LIB`, then in `${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/nccl/*/libnccl.so.2`;
 //! without it they fail when `CI` is set and are skipped with a note otherwise.
 
+mod common;
+
+use common::{sha_file, sha_hex as sha};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,20 +17,6 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rigaudit");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn sha_file(p: &Path) -> String {
-    let mut h = Sha256::new();
-    let mut f = fs::File::open(p).expect("open");
-    std::io::copy(&mut f, &mut h).expect("read");
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// A bundle made from the seed page's card with `edit` applied, and optionally a speed result
 /// whose start line reports an NCCL version.
@@ -134,25 +122,14 @@ fn release_tar_gz(path: &Path) -> String {
     let exe = fs::read("/usr/bin/env")
         .or_else(|_| fs::read(BIN))
         .expect("a real executable");
-    let gz = flate2::write::GzEncoder::new(
-        fs::File::create(path).expect("create"),
-        flate2::Compression::default(),
-    );
-    let mut t = tar::Builder::new(gz);
-    let mut h = tar::Header::new_gnu();
-    h.set_size(exe.len() as u64);
-    h.set_mode(0o755);
-    h.set_cksum();
-    t.append_data(&mut h, "tensorfold-1.2.7/tensorfold-native", &exe[..])
-        .expect("append");
-    for name in ["card.schema.json", "bundle.schema.json"] {
-        t.append_path_with_name(
-            Path::new(ROOT).join("schemas").join(name),
-            format!("tensorfold-1.2.7/schemas/{name}"),
-        )
-        .expect("append");
-    }
-    t.into_inner().expect("tar").finish().expect("gz");
+    let schema = |name: &str| fs::read(Path::new(ROOT).join("schemas").join(name)).unwrap();
+    let (card, bundle) = (schema("card.schema.json"), schema("bundle.schema.json"));
+    let members: [(&str, &[u8]); 3] = [
+        ("tensorfold-1.2.7/tensorfold-native", &exe),
+        ("tensorfold-1.2.7/schemas/card.schema.json", &card),
+        ("tensorfold-1.2.7/schemas/bundle.schema.json", &bundle),
+    ];
+    common::write_tar_gz(path, &members, flate2::Compression::default());
     sha(&exe)
 }
 
