@@ -112,3 +112,7 @@ fn reconstructed(b: &Bundle, e: &mut Emit) -> Ran {
     }
     Some(())
 }
+
+#[cfg(test)]
+#[path = "claims_tests.rs"]
+mod tests;

@@ -151,3 +151,7 @@ fn against_page(b: &Bundle, r: &FitResult, fig: &Figures, e: &mut Emit) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "fit_tests.rs"]
+mod tests;

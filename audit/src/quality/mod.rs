@@ -498,3 +498,6 @@ fn margin_message(
         fmt(exact, d.max(1) + 1)
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -644,3 +644,6 @@ mod tests {
         assert_eq!(flag(&argv, NAME_FLAGS), None);
     }
 }
+
+#[cfg(test)]
+mod row_tests;

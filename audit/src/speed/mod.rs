@@ -724,3 +724,6 @@ fn compare(key: &str, exact: Option<f64>, s: &Shown, e: &mut Emit) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests;
