@@ -45,6 +45,38 @@ fn result(out: &std::path::Path) -> Value {
         .unwrap()
 }
 
+/// The counted requests' steps in the order sent, named `<step>/<what>/<run or round>`.
+fn counted_steps(reqs: &[Value]) -> Vec<String> {
+    let name = |q: &Value| {
+        let n = q["run"].as_u64().or(q["round"].as_u64()).unwrap();
+        let what = match q["step"].as_str().unwrap() {
+            "decode" => q["prompt_id"].as_str().unwrap().to_string(),
+            "conc" => q["level"].to_string(),
+            _ => q["depth"].to_string(),
+        };
+        format!("{}/{what}/{n}", q["step"].as_str().unwrap())
+    };
+    reqs.iter()
+        .filter(|q| q["warmup"] != true)
+        .map(name)
+        .collect()
+}
+
+/// Decode as timed against the good fake (30 ms to the first text chunk, then 4 ms a token).
+fn assert_decode_timed_as_the_fake_paces(r: &Value) {
+    let reqs = r["requests"].as_array().unwrap();
+    // TTFT is the first text chunk, after the fake's 30 ms delay (a role-only chunk comes at once).
+    for q in reqs.iter().filter(|q| q["step"] == "decode") {
+        let ttft = q["first_token_s"].as_f64().unwrap() - q["sent_s"].as_f64().unwrap();
+        assert!(ttft >= 0.029, "ttft {ttft}");
+        assert_eq!(q["completion_tokens_source"], "usage");
+        assert_eq!(q["finish_reason"], "length");
+    }
+    // The fake paces 4 ms a token: the decode rate cannot be above 250 tok/s.
+    let decode = r["values"]["decode"].as_f64().unwrap();
+    assert!(decode > 0.0 && decode <= 250.0 * 1.02, "{decode}");
+}
+
 #[test]
 fn measures_a_server_and_writes_a_bundle_verify_accepts() {
     let tmp = tempfile::tempdir().unwrap();
@@ -68,19 +100,7 @@ fn measures_a_server_and_writes_a_bundle_verify_accepts() {
     assert!(!reqs.iter().any(|q| q["depth"] == 100000));
     // Counted tries go in rounds: every step's first run, then every step's second (a step's
     // runs back to back would sample one moment of the machine).
-    let counted: Vec<String> = reqs
-        .iter()
-        .filter(|q| q["warmup"] != true)
-        .map(|q| {
-            let n = q["run"].as_u64().or(q["round"].as_u64()).unwrap();
-            let what = match q["step"].as_str().unwrap() {
-                "decode" => q["prompt_id"].as_str().unwrap().to_string(),
-                "conc" => q["level"].to_string(),
-                _ => q["depth"].to_string(),
-            };
-            format!("{}/{what}/{n}", q["step"].as_str().unwrap())
-        })
-        .collect();
+    let counted = counted_steps(reqs);
     let mut seen = counted.clone();
     seen.dedup();
     assert_eq!(
@@ -115,16 +135,7 @@ fn measures_a_server_and_writes_a_bundle_verify_accepts() {
             .all(|q| q["prompt_tokens"] == 64),
         "{reqs:?}"
     );
-    // TTFT is the first text chunk, after the fake's 30 ms delay (a role-only chunk comes at once).
-    for q in reqs.iter().filter(|q| q["step"] == "decode") {
-        let ttft = q["first_token_s"].as_f64().unwrap() - q["sent_s"].as_f64().unwrap();
-        assert!(ttft >= 0.029, "ttft {ttft}");
-        assert_eq!(q["completion_tokens_source"], "usage");
-        assert_eq!(q["finish_reason"], "length");
-    }
-    // The fake paces 4 ms a token: the decode rate cannot be above 250 tok/s.
-    let decode = r["values"]["decode"].as_f64().unwrap();
-    assert!(decode > 0.0 && decode <= 250.0 * 1.02, "{decode}");
+    assert_decode_timed_as_the_fake_paces(&r);
     // Draft counters come from /metrics deltas (the fake's counters do not move).
     assert!(r["drafts"]
         .as_array()
