@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::{copy_with_card, read_json, rigaudit, root};
+use common::{copy_with_card, read_json, rigaudit, rigaudit_line, root};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -43,27 +43,20 @@ fn this_machine() -> Value {
     run.json()
 }
 
-fn audit(bundle: &Path, out: &Path) -> (common::Run, Value) {
-    let run = rigaudit(&[
-        "audit",
-        bundle.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-    ]);
+/// `rigaudit COMMAND BUNDLE --out OUT` (`audit` or `replay`) as JSON: the run and its report.
+fn run_to(command: &str, bundle: &Path, out: &Path) -> (common::Run, Value) {
+    let (bundle, out) = (bundle.to_str().unwrap(), out.to_str().unwrap());
+    let run = rigaudit(&[command, bundle, "--out", out, "--format", "json", "--quiet"]);
     let report = run.json();
     (run, report)
 }
 
+fn audit(bundle: &Path, out: &Path) -> (common::Run, Value) {
+    run_to("audit", bundle, out)
+}
+
 fn row<'a>(report: &'a Value, key: &str) -> &'a Value {
-    report["comparisons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["key"] == key)
-        .unwrap_or_else(|| panic!("no row {key}"))
+    common::entry(report, "comparisons", "key", key)
 }
 
 fn speed_rows(report: &Value) -> Vec<&Value> {
@@ -247,22 +240,21 @@ fn record_and_replay() -> (common::Run, Value) {
     std::fs::write(&contract_path, contract.to_string()).unwrap();
     let engine = start_engine(&card, &tmp.path().join("start.log"));
     let bundle = tmp.path().join("recorded");
-    let m = rigaudit(&[
-        "measure",
-        "--base-url",
-        &format!("http://127.0.0.1:{}/v1", engine.port),
-        "--contract",
-        contract_path.to_str().unwrap(),
-        "--card",
-        inputs.join("card.json").to_str().unwrap(),
-        "--start-log",
-        tmp.path().join("start.log").to_str().unwrap(),
-        "--out",
-        bundle.to_str().unwrap(),
-        "--quiet",
-        "--id",
-        "here",
-    ]);
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let base = format!("http://127.0.0.1:{}/v1", engine.port);
+    let card_path = inputs.join("card.json");
+    let log = tmp.path().join("start.log");
+    let values = [
+        base,
+        path(&contract_path),
+        path(&card_path),
+        path(&log),
+        path(&bundle),
+    ];
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    let line =
+        "measure --base-url {} --contract {} --card {} --start-log {} --out {} --quiet --id here";
+    let m = rigaudit_line(line, &values);
     drop(engine);
     assert_eq!(m.code, 0, "{}{}", m.stdout, m.stderr);
     let res = read_json(&bundle.join("speed/speed-result.json"));
@@ -272,16 +264,7 @@ fn record_and_replay() -> (common::Run, Value) {
     assert!(probes.len() >= 8, "{}", res["machine_reference"]);
     assert!(probes.iter().all(|p| p["gbps"].as_f64().unwrap() > 0.0));
     let out = tmp.path().join("replay");
-    let run = rigaudit(&[
-        "replay",
-        bundle.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-    ]);
-    let report = run.json();
+    let (run, report) = run_to("replay", &bundle, &out);
     // The speed rows, one line each, whatever the outcome: what a flaky run looked like.
     for r in speed_rows(&report) {
         eprintln!(

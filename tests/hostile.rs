@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex};
+use common::{argv, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex};
 use common::{write_bundle, Copy, Run};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Runs `rigaudit ARGS` with a wall-clock deadline (the child is killed past it, and the test
 /// fails) and checks the peak memory of the children so far stays under 256 MiB.
-fn run_within(args: &[&str], deadline: Duration) -> Run {
+fn run_within<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], deadline: Duration) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
         .args(args)
         .stdin(Stdio::null())
@@ -82,11 +82,7 @@ fn fifo_manifest_is_refused_not_waited_on() {
     mkfifo(&d.path().join("bundle.json"));
     let r = verify(d.path());
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("not a regular file (a FIFO)"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("not a regular file (a FIFO)");
 }
 
 #[test]
@@ -95,7 +91,7 @@ fn dev_zero_manifest_is_refused() {
     std::os::unix::fs::symlink("/dev/zero", d.path().join("bundle.json")).unwrap();
     let r = verify(d.path());
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("a device"), "{}", r.stderr);
+    r.assert_stderr_has("a device");
 }
 
 #[test]
@@ -107,12 +103,7 @@ fn manifest_over_its_bound_is_refused() {
     f.write_all(b"\"}").unwrap();
     let r = verify(d.path());
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("larger than 8 MiB, the bound for a manifest"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("larger than 8 MiB, the bound for a manifest");
 }
 
 #[test]
@@ -214,7 +205,7 @@ fn tar_with_a_fifo_member_is_refused() {
     );
     let r = verify(&d.path().join("b.tar"));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("FIFO"), "{}", r.stderr);
+    r.assert_stderr_has("FIFO");
 }
 
 #[test]
@@ -234,7 +225,7 @@ fn deeply_nested_tar_member_is_refused_quickly() {
     let t = Instant::now();
     let r = verify(&d.path().join("b.tar"));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("bound"), "{}", r.stderr);
+    r.assert_stderr_has("bound");
     assert!(t.elapsed() < Duration::from_secs(10));
 }
 
@@ -246,7 +237,7 @@ fn gzip_bomb_stops_before_writing() {
     assert!(packed < 1 << 20, "{packed}");
     let r = verify(&d.path().join("b.tar.gz"));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("archive bomb"), "{}", r.stderr);
+    r.assert_stderr_has("archive bomb");
 }
 
 #[test]
@@ -288,11 +279,7 @@ fn quality_test_id_with_dotdot_writes_nothing_outside() {
         Duration::from_secs(30),
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("cannot be used in a file name"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("cannot be used in a file name");
     assert!(!d.path().join("a/escaped").exists());
     assert!(!d.path().join("escaped").exists());
 }
@@ -472,21 +459,13 @@ fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
     std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
     let out = d.path().join("out");
     let t = Instant::now();
-    let r = run_within(
-        &[
-            "measure",
-            "--base-url",
-            &base,
-            "--contract",
-            d.path().join("c.json").to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--timeout",
-            "3",
-            "--quiet",
-        ],
-        Duration::from_secs(90),
+    let contract = d.path().join("c.json");
+    let line = "measure --base-url {} --contract {} --out {} --timeout 3 --quiet";
+    let args = argv(
+        line,
+        &[&base, contract.to_str().unwrap(), out.to_str().unwrap()],
     );
+    let r = run_within(&args, Duration::from_secs(90));
     let took = t.elapsed();
     let errors = std::fs::read_to_string(out.join("speed/speed-result.json"))
         .ok()
@@ -507,7 +486,7 @@ fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
 fn a_server_sending_a_byte_at_a_time_meets_the_total_deadline() {
     let (r, took, errors) = measure_against("slow");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("got no answer: decode"), "{}", r.stderr);
+    r.assert_stderr_has("got no answer: decode");
     assert!(
         errors.iter().any(|e| e.contains("total deadline")),
         "{errors:?}"
@@ -541,11 +520,7 @@ fn an_endless_error_body_is_bounded() {
 fn an_endless_models_reply_is_a_clear_error() {
     let (r, _, _) = measure_against("endless-models");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("the bound for a /v1/models reply"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("the bound for a /v1/models reply");
 }
 
 #[test]
@@ -582,29 +557,20 @@ fn recorded_ld_preload_is_refused_on_replay() {
     let env = json!({"LD_PRELOAD": lib.to_str().unwrap(), "PYTHONSTARTUP": "/x"});
     let card = fake_engine_card(&script, &["--mode", "ok"], env);
     write_bundle(&b, ("evil", "evil"), &card, &decode_contract(1, 4));
-    let replay = |out: &str, allow: &[&str]| {
-        let py = python3();
-        let out = d.path().join(out);
-        let mut args = vec![
-            "replay",
+    let replay = |out: &str, allow: &str| {
+        let (py, out) = (python3(), d.path().join(out));
+        let line = format!(
+            "replay {{}} --engine {{}} --trust-executable {allow} --out {{}} --format json --quiet \
+            --request-timeout 10 --ready-timeout 30 --confirm false"
+        );
+        let values = [
             b.to_str().unwrap(),
-            "--engine",
             py.to_str().unwrap(),
-        ];
-        args.push("--trust-executable");
-        args.extend_from_slice(allow);
-        args.extend([
-            "--out",
             out.to_str().unwrap(),
-            "--format",
-            "json",
-            "--quiet",
-        ]);
-        args.extend(["--request-timeout", "10", "--ready-timeout", "30"]);
-        args.extend(["--confirm", "false"]);
-        run_within(&args, Duration::from_secs(120))
+        ];
+        run_within(&argv(&line, &values), Duration::from_secs(120))
     };
-    let r = replay("out", &[]);
+    let r = replay("out", "");
     assert!(!marker.exists(), "the recorded LD_PRELOAD library ran");
     let all = format!("{}{}", r.stdout, r.stderr);
     assert!(
@@ -616,7 +582,7 @@ fn recorded_ld_preload_is_refused_on_replay() {
         return;
     }
     // The control: allowed by name, the library is loaded (so the test above could see it).
-    let r = replay("out2", &["--allow-env", "LD_PRELOAD"]);
+    let r = replay("out2", "--allow-env LD_PRELOAD");
     assert!(
         marker.exists(),
         "--allow-env LD_PRELOAD did not pass it: {}{}",
@@ -640,7 +606,7 @@ fn huge_tar_long_name_is_refused_at_its_header() {
     std::fs::write(d.path().join("b.tar"), &bytes).unwrap();
     let r = verify(&d.path().join("b.tar"));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("metadata entry"), "{}", r.stderr);
+    r.assert_stderr_has("metadata entry");
 }
 
 /// A manifest just under its bound, holding ~100,000 entries: bounded time and memory.
@@ -684,7 +650,7 @@ fn tar_of_too_many_entries_is_refused() {
     }
     let r = verify(&d.path().join("b.tar"));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("more than 10000 entries"), "{}", r.stderr);
+    r.assert_stderr_has("more than 10000 entries");
 }
 
 #[test]
@@ -706,7 +672,7 @@ fn endless_or_fifo_side_inputs_are_refused() {
             Duration::from_secs(60),
         );
         assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+        r.assert_stderr_has("not a regular file");
         // measure --contract, and --quality questions
         let r = run_within(
             &[
@@ -721,7 +687,7 @@ fn endless_or_fifo_side_inputs_are_refused() {
             Duration::from_secs(30),
         );
         assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+        r.assert_stderr_has("not a regular file");
     }
     assert!(!d.path().join("o").exists());
 }
@@ -770,21 +736,16 @@ fn the_engine_does_not_outlive_a_killed_replay() {
     let card = fake_engine_card(&script, &["--mode", "hang", "--after", "0"], json!({}));
     write_bundle(&b, ("hang", "hang"), &card, &decode_contract(1, 4));
     let py = python3();
+    let out = d.path().join("out");
+    let line = "replay {} --engine {} --trust-executable --out {} --quiet \
+        --request-timeout 120 --ready-timeout 30";
+    let values = [
+        b.to_str().unwrap(),
+        py.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ];
     let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-        .args([
-            "replay",
-            b.to_str().unwrap(),
-            "--engine",
-            py.to_str().unwrap(),
-            "--trust-executable",
-            "--out",
-            d.path().join("out").to_str().unwrap(),
-            "--quiet",
-            "--request-timeout",
-            "120",
-            "--ready-timeout",
-            "30",
-        ])
+        .args(argv(line, &values))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

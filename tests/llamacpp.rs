@@ -9,7 +9,7 @@
 mod common;
 
 use common::{
-    assert_decode_agrees_with_the_engines_timing, copy_with_card, python3, rigaudit, root,
+    assert_decode_agrees_with_the_engines_timing, copy_with_card, python3, rigaudit_line, root,
 };
 use serde_json::{json, Value};
 
@@ -33,26 +33,18 @@ fn replays_the_fixture_on_llama_cpp() {
     let python = python3();
     let script = root().join("engine/benches/llamacpp_server.py");
     let out = tmp.path().join("replay");
-    let run = rigaudit(&[
-        "replay",
+    // One session (`--confirm false`): nothing here is about confirming a drift (llama.cpp is
+    // another engine and the card names other hardware), and a second session doubled the time.
+    let line = "replay {} --engine {} --trust-executable --set {} --out {} --format json --quiet \
+        --ready-timeout 120 --confirm false";
+    let set = format!("script={}", script.display());
+    let values = [
         b.to_str().unwrap(),
-        "--engine",
         python.to_str().unwrap(),
-        "--trust-executable",
-        "--set",
-        &format!("script={}", script.display()),
-        "--out",
+        &set,
         out.to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-        "--ready-timeout",
-        "120",
-        // One session: nothing here is about confirming a drift (llama.cpp is another engine and
-        // the card names other hardware), and a second session doubled the test's time.
-        "--confirm",
-        "false",
-    ]);
+    ];
+    let run = rigaudit_line(line, &values);
     assert!(
         run.code == 0 || run.code == 1,
         "{}\n{}",

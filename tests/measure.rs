@@ -4,7 +4,7 @@
 mod common;
 
 use common::fake_server::{Fake, Mode};
-use common::{rigaudit, verify};
+use common::{rigaudit, rigaudit_line, verify};
 use serde_json::{json, Value};
 
 fn contract(dir: &std::path::Path, window: u64) -> std::path::PathBuf {
@@ -24,19 +24,12 @@ fn contract(dir: &std::path::Path, window: u64) -> std::path::PathBuf {
 fn measure(fake: &Fake, dir: &std::path::Path) -> (common::Run, std::path::PathBuf) {
     let out = dir.join("bundle");
     let c = contract(dir, fake.window);
-    let run = rigaudit(&[
-        "measure",
-        "--base-url",
-        &fake.base(),
-        "--contract",
-        c.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--timeout",
-        "30",
-        // These tests are about what is measured, not about foreign load (see the guard's tests).
-        "--no-load-guard",
-    ]);
+    // These tests are about what is measured, not about foreign load (see the guard's tests).
+    let line = "measure --base-url {} --contract {} --out {} --timeout 30 --no-load-guard";
+    let run = rigaudit_line(
+        line,
+        &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
+    );
     (run, out)
 }
 
@@ -238,17 +231,11 @@ fn a_cpu_hog_beside_the_server_throws_tries_away_and_the_guard_rows_show_it() {
     std::fs::write(&cp, c.to_string()).unwrap();
     let out = tmp.path().join("bundle");
     let hog = Hog::start();
-    let run = rigaudit(&[
-        "measure",
-        "--base-url",
-        &fake.base(),
-        "--contract",
-        cp.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--timeout",
-        "30",
-    ]);
+    let line = "measure --base-url {} --contract {} --out {} --timeout 30";
+    let run = rigaudit_line(
+        line,
+        &[&fake.base(), cp.to_str().unwrap(), out.to_str().unwrap()],
+    );
     let hog_pid = hog.0;
     drop(hog);
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -167,24 +167,18 @@ fn a_faultless_fake_replays_as_reproduced() {
     assert!(s.leftovers().is_empty());
 }
 
+/// An engine that exits during a step, hangs, answers HTTP 500 or sends a malformed stream: each
+/// an invalid step, reported, and what was measured before it kept.
 #[test]
-fn engine_exiting_during_a_step_is_reported_and_nothing_is_lost() {
-    mid_run_fault("exit-mid-stream", "1", "exited");
-}
-
-#[test]
-fn an_engine_that_hangs_is_timed_out() {
-    mid_run_fault("hang", "1", "no answer");
-}
-
-#[test]
-fn http_500_is_an_invalid_step() {
-    mid_run_fault("http500", "1", "HTTP 500");
-}
-
-#[test]
-fn a_malformed_stream_is_an_invalid_step() {
-    mid_run_fault("malformed-sse", "1", "malformed");
+fn a_fault_mid_run_is_an_invalid_step_and_nothing_is_lost() {
+    for (mode, says) in [
+        ("exit-mid-stream", "exited"),
+        ("hang", "no answer"),
+        ("http500", "HTTP 500"),
+        ("malformed-sse", "malformed"),
+    ] {
+        mid_run_fault(mode, "1", says);
+    }
 }
 
 #[test]
@@ -236,7 +230,7 @@ fn an_unfilled_placeholder_and_an_unverified_executable_are_refused() {
     // No --set mode=...: the placeholder is named.
     let (run, _) = s.replay(&t, "unfilled", &["after=2", "delay=0"], &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("<mode>"), "{}", run.stderr);
+    run.assert_stderr_has("<mode>");
     // Without --trust-executable, python3 does not match the card's (absent) binary digest.
     let out = s.tmp.path().join("untrusted");
     let run = rigaudit(&[
@@ -255,6 +249,6 @@ fn an_unfilled_placeholder_and_an_unverified_executable_are_refused() {
         "--quiet",
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("--trust-executable"), "{}", run.stderr);
+    run.assert_stderr_has("--trust-executable");
     assert!(s.leftovers().is_empty());
 }

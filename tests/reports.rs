@@ -274,11 +274,7 @@ fn markdown_escapes_table_cells_and_an_unknown_output_name_is_exit_2() {
         &[tmp.path().join("report.weird").to_str().unwrap()],
     );
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("cannot tell the format"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("cannot tell the format");
 }
 
 /// The browser the HTML test renders with: Debian's Chromium (`scripts/test.sh` installs it).
@@ -339,13 +335,12 @@ fn screenshot(html: &Path, png_path: &Path) {
 fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let html = tmp.path().join("diff.html");
-    let run = rigaudit(&[
-        "diff",
-        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
-        fixture("mia-recipe-1104-2x").to_str().unwrap(),
-        "--output",
-        html.to_str().unwrap(),
-    ]);
+    let pages = [
+        fixture("tensorfold-127-stock-2x"),
+        fixture("mia-recipe-1104-2x"),
+    ];
+    let [tf, mia] = pages.each_ref().map(|p| p.to_str().unwrap());
+    let run = rigaudit(&["diff", tf, mia, "--output", html.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let text = std::fs::read_to_string(&html).unwrap();
     // Self-contained: nothing to fetch at view time.
@@ -447,5 +442,5 @@ fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
     let made_up = "[checks.\"speed.made-up\"]\nseverity = \"ignore\"\nreason = \"x\"\n";
     let run = verify_under(&page, &policy, made_up, &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("speed.made-up"), "{}", run.stderr);
+    run.assert_stderr_has("speed.made-up");
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, rigaudit, verify, Copy};
+use common::{fixture, rigaudit, rigaudit_line, verify, Copy};
 use serde_json::{json, Value};
 
 const TF: &str = "tensorfold-127-stock-2x";
@@ -157,23 +157,18 @@ fn sarif_output_has_a_rule_per_check_and_a_result_per_finding() {
 fn fail_on_and_report_file() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report.json");
-    let run = rigaudit(&[
-        "verify",
-        fixture(MIA).to_str().unwrap(),
-        "--fail-on",
-        "warning",
-        "--report",
-        out.to_str().unwrap(),
-    ]);
+    let line = "verify {} --fail-on warning --report {}";
+    let run = rigaudit_line(
+        line,
+        &[fixture(MIA).to_str().unwrap(), out.to_str().unwrap()],
+    );
     assert_eq!(run.code, 1);
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(saved["verdict"], "fail");
-    let run = rigaudit(&[
-        "verify",
-        fixture(TF).to_str().unwrap(),
-        "--fail-on",
-        "never",
-    ]);
+    let run = rigaudit_line(
+        "verify {} --fail-on never",
+        &[fixture(TF).to_str().unwrap()],
+    );
     assert_eq!(run.code, 0);
 }
 
@@ -777,7 +772,7 @@ fn claims_reconstructed() {
 fn unreadable_bundles_exit_2_with_the_file_and_place() {
     let run = rigaudit(&["verify", "/nonexistent/bundle"]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("/nonexistent/bundle"), "{}", run.stderr);
+    run.assert_stderr_has("/nonexistent/bundle");
     let c = Copy::of(MIA);
     std::fs::write(
         c.path().join("bundle.json"),
@@ -786,12 +781,12 @@ fn unreadable_bundles_exit_2_with_the_file_and_place() {
     .unwrap();
     let run = verify(c.path());
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("bundle.json: line 2"), "{}", run.stderr);
+    run.assert_stderr_has("bundle.json: line 2");
     let c = Copy::of(MIA);
     c.set("bundle.json", "/files/0/published", json!("yes"));
     let run = verify(c.path());
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("/files/0/published"), "{}", run.stderr);
+    run.assert_stderr_has("/files/0/published");
     assert!(!run.stderr.contains("panicked"));
 }
 
@@ -842,7 +837,7 @@ fn packed_bundle_that_leaves_its_folder_is_refused() {
     b.finish().unwrap();
     let run = verify(&packed);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("leaves the bundle"), "{}", run.stderr);
+    run.assert_stderr_has("leaves the bundle");
     assert!(!tmp.path().join("escape.txt").exists());
 }
 

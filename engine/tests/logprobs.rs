@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Mutex;
 
-use common::{chat, model_path, sse_events, Server};
+use common::{chat, model_path, refusal, sse_events, Server};
 use rigaudit_engine::engine::token_logprob;
 use rigaudit_engine::gguf::Gguf;
 use rigaudit_engine::model::{Chunk, KvCache, Model};
@@ -92,12 +92,10 @@ fn assert_logprob_options_are_checked(s: &Server) {
         (json!({"logprobs": 2}), "`logprobs` must be a boolean"),
         (json!({"max_tokens": 0}), "at least 1"),
     ] {
-        let (st, v) = s.post_json("/v1/chat/completions", &chat("Hi", extra));
-        assert_eq!(st, 400, "{v}");
-        assert!(
-            v["error"]["message"].as_str().unwrap().contains(want),
-            "{v}"
-        );
+        let body = chat("Hi", extra).to_string();
+        let (st, msg) = refusal(s, "/v1/chat/completions", &body);
+        assert_eq!(st, 400, "{msg}");
+        assert!(msg.contains(want), "{msg}");
     }
 }
 

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{chat, model_path, sse_events, Server};
+use common::{chat, model_path, refusal, sse_events, Server};
 use serde_json::{json, Value};
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -122,13 +122,8 @@ const BAD_CHAT_FIELDS: &[(&str, &str)] = &[
 
 /// Asserts the server answers `body` at `path` with a 4xx whose JSON error message has `want`.
 fn assert_refused(s: &Server, path: &str, body: &str, want: &str) {
-    let (st, b) = s.request("POST", path, Some(body));
-    assert!((400..500).contains(&st), "{body} -> {st} {b}");
-    let v: Value =
-        serde_json::from_str(&b).unwrap_or_else(|e| panic!("{body} -> non-JSON error {e}: {b}"));
-    let msg = v["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{body} -> no error.message: {b}"));
+    let (st, msg) = refusal(s, path, body);
+    assert!((400..500).contains(&st), "{body} -> {st} {msg}");
     assert!(
         msg.contains(want),
         "{body} -> message {msg:?} lacks {want:?}"

@@ -275,6 +275,11 @@ impl Run {
             .collect()
     }
 
+    /// Asserts stderr says `text` (and shows stderr when it does not).
+    pub fn assert_stderr_has(&self, text: &str) {
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+
     pub fn has(&self, check: &str) -> bool {
         !self.findings(check).is_empty()
     }
@@ -284,6 +289,35 @@ impl Run {
             .iter()
             .any(|f| f["severity"] == severity)
     }
+}
+
+/// A command line's arguments written as one template: its words split at spaces, each `{}`
+/// replaced by the next of `values` (which may hold spaces).
+pub fn argv(template: &str, values: &[&str]) -> Vec<String> {
+    let mut values = values.iter();
+    let word = |w: &str| match w {
+        "{}" => values.next().expect("a value for each {}").to_string(),
+        _ => w.to_string(),
+    };
+    let all: Vec<String> = template.split_whitespace().map(word).collect();
+    assert!(
+        values.next().is_none(),
+        "more values than {{}} in {template}"
+    );
+    all
+}
+
+/// Runs `rigaudit` with the arguments of a template (see [`argv`]).
+pub fn rigaudit_line(template: &str, values: &[&str]) -> Run {
+    let args = argv(template, values);
+    rigaudit(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The element of the array `report[array]` whose `field` is `value`.
+pub fn entry<'a>(report: &'a Value, array: &str, field: &str, value: &str) -> &'a Value {
+    let all = report[array].as_array().unwrap();
+    let found = all.iter().find(|e| e[field] == value);
+    found.unwrap_or_else(|| panic!("no {array} entry with {field} {value}: {:#}", report[array]))
 }
 
 /// Runs `rigaudit ARGS`.
