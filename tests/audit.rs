@@ -109,12 +109,7 @@ fn on_other_hardware_speed_is_informational_and_the_rest_reproduces() {
         run.stderr
     );
     assert_eq!(report["command"], "audit");
-    let hw: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "replay.hardware-differs")
-        .collect();
+    let hw = common::findings_in(&report, "replay.hardware-differs");
     assert_eq!(hw.len(), 1, "{:#?}", report["findings"]);
     assert!(hw[0]["message"]
         .as_str()

@@ -173,12 +173,7 @@ fn with_reference(gbps: f64) -> Copy {
 fn two_runs_on_a_machine_whose_speed_moved_say_so() {
     let (a, b) = (with_reference(10.0), with_reference(6.0));
     let (run, report) = diff(a.path(), b.path(), &[]);
-    let f: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "diff.machine-speed")
-        .collect();
+    let f = common::findings_in(&report, "diff.machine-speed");
     assert_eq!(f.len(), 1, "{}", run.stdout);
     let m = f[0]["message"].as_str().unwrap();
     assert!(

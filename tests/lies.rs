@@ -13,6 +13,22 @@ const MIA: &str = "mia-recipe-1104-2x";
 const SPEED: &str = "speed/speed-result.json";
 const ARITH: &str = "quality/arith/summary.json";
 
+/// Changes the speed result of the copy by `edit` and re-records its digest.
+fn edit_speed(c: &Copy, edit: impl FnOnce(&mut Value)) {
+    let mut r = c.read_json(SPEED);
+    edit(&mut r);
+    c.write_json(SPEED, &r);
+    c.rehash();
+}
+
+/// A copy of the recorded run whose speed result `edit` changed, its figures recomputed.
+fn lie_in_speed(edit: impl FnOnce(&mut Value)) -> Copy {
+    let c = Copy::of(RUN);
+    edit_speed(&c, edit);
+    recompute_speed(&c);
+    c
+}
+
 /// Writes back into the speed result's `values` what `verify` recomputes from the records, so
 /// the figures agree with the (changed) records as an honest tool would write them.
 fn recompute_speed(c: &Copy) {
@@ -103,25 +119,21 @@ fn honest_fixtures_stay_clean_of_the_new_errors() {
 
 #[test]
 fn dropped_slowest_decode_run() {
-    let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    r["requests"].as_array_mut().unwrap().remove(3);
-    c.write_json(SPEED, &r);
-    recompute_speed(&c);
+    let c = lie_in_speed(|r| {
+        r["requests"].as_array_mut().unwrap().remove(3);
+    });
     caught(&c, "speed.runs-mismatch", "error");
 }
 
 #[test]
 fn prefill_at_512_measured_with_256_token_prompts() {
-    let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    for q in r["requests"].as_array_mut().unwrap() {
-        if q["step"] == "prefill" && q["depth"] == 512 {
-            q["prompt_tokens"] = json!(256);
+    let c = lie_in_speed(|r| {
+        for q in r["requests"].as_array_mut().unwrap() {
+            if q["step"] == "prefill" && q["depth"] == 512 {
+                q["prompt_tokens"] = json!(256);
+            }
         }
-    }
-    c.write_json(SPEED, &r);
-    recompute_speed(&c);
+    });
     caught(&c, "speed.prompt-size-mismatch", "error");
 }
 
@@ -150,13 +162,11 @@ fn fit_step_with_half_its_prompt() {
 
 #[test]
 fn long_answer_answered_beyond_the_window() {
-    let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    let q = r["requests"].as_array_mut().unwrap().last_mut().unwrap();
-    assert_eq!(q["step"], "l1");
-    q["prompt_tokens"] = json!(700);
-    c.write_json(SPEED, &r);
-    recompute_speed(&c);
+    let c = lie_in_speed(|r| {
+        let q = r["requests"].as_array_mut().unwrap().last_mut().unwrap();
+        assert_eq!(q["step"], "l1");
+        q["prompt_tokens"] = json!(700);
+    });
     caught(&c, "speed.answered-beyond-window", "error");
 }
 
@@ -281,10 +291,9 @@ fn more_right_than_asked() {
 #[test]
 fn a_figure_no_step_measured() {
     let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    r["values"]["prefill.2048"] = json!(390.2);
-    c.write_json(SPEED, &r);
-    c.rehash();
+    edit_speed(&c, |r| {
+        r["values"]["prefill.2048"] = json!(390.2);
+    });
     let run = caught(&c, "claims.no-measurement", "error");
     assert!(run.findings("claims.no-measurement")[0]["message"]
         .as_str()
@@ -389,26 +398,25 @@ fn a_page_row_with_no_result_and_its_question_count() {
 /// Gives the fixture's speed result a machine-speed reference: one probe before each counted
 /// decode run, at the figures `gbps` gives by probe number.
 fn with_reference(c: &Copy, gbps: impl Fn(usize) -> f64, extra_step: Option<&str>) {
-    let mut r = c.read_json(SPEED);
-    let mut steps: Vec<String> = r["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|q| q["step"] == "decode" && q["warmup"] != true)
-        .map(|q| format!("decode/{}/{}", q["prompt_id"].as_str().unwrap(), q["run"]))
-        .collect();
-    steps.dedup();
-    steps.extend(extra_step.map(String::from));
-    let samples: Vec<Value> = steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| json!({"step": s, "gbps": gbps(i)}))
-        .collect();
-    assert!(samples.len() >= 4, "{samples:?}");
-    r["machine_reference"] =
-        json!({"kernel": "engine-q4_1-matvec-64MiB-v1-avx2", "threads": 2, "samples": samples});
-    c.write_json(SPEED, &r);
-    c.rehash();
+    edit_speed(c, |r| {
+        let mut steps: Vec<String> = r["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|q| q["step"] == "decode" && q["warmup"] != true)
+            .map(|q| format!("decode/{}/{}", q["prompt_id"].as_str().unwrap(), q["run"]))
+            .collect();
+        steps.dedup();
+        steps.extend(extra_step.map(String::from));
+        let samples: Vec<Value> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"step": s, "gbps": gbps(i)}))
+            .collect();
+        assert!(samples.len() >= 4, "{samples:?}");
+        r["machine_reference"] =
+            json!({"kernel": "engine-q4_1-matvec-64MiB-v1-avx2", "threads": 2, "samples": samples});
+    });
 }
 
 #[test]

@@ -280,6 +280,18 @@ impl Run {
         assert!(self.stderr.contains(text), "{}", self.stderr);
     }
 
+    /// Asserts the run exited with `code` and stderr says `text`.
+    pub fn assert_exit_saying(&self, code: i32, text: &str) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        self.assert_stderr_has(text);
+    }
+
+    /// Asserts a finding of `check` names the place `pointer`.
+    pub fn assert_finding_at(&self, check: &str, pointer: &str) {
+        let at = |f: &Value| f["pointer"] == pointer;
+        assert!(self.findings(check).iter().any(at), "{}", self.stdout);
+    }
+
     pub fn has(&self, check: &str) -> bool {
         !self.findings(check).is_empty()
     }
@@ -318,6 +330,12 @@ pub fn entry<'a>(report: &'a Value, array: &str, field: &str, value: &str) -> &'
     let all = report[array].as_array().unwrap();
     let found = all.iter().find(|e| e[field] == value);
     found.unwrap_or_else(|| panic!("no {array} entry with {field} {value}: {:#}", report[array]))
+}
+
+/// The findings of `check` in a report.
+pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
+    let all = report["findings"].as_array().unwrap().iter();
+    all.filter(|f| f["check"] == check).collect()
 }
 
 /// Runs `rigaudit ARGS`.
