@@ -76,6 +76,22 @@ fn mkfifo(p: &Path) {
 
 const PAGE: &str = "tensorfold-127-stock-2x";
 
+/// Writes a speed contract of one 4-token decode run, no load guard, at `path`.
+fn write_small_contract(path: &Path) {
+    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
+        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
+        "enable_thinking": false, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}, "load_guard": null});
+    std::fs::write(path, contract.to_string()).unwrap();
+}
+
+/// The path of the manifest's first file of `kind`.
+fn path_of_kind(manifest: &Value, kind: &str) -> String {
+    let files = manifest["files"].as_array().unwrap();
+    let file = files.iter().find(|f| f["kind"] == kind).unwrap();
+    file["path"].as_str().unwrap().to_string()
+}
+
 #[test]
 fn fifo_manifest_is_refused_not_waited_on() {
     let d = tempfile::tempdir().unwrap();
@@ -108,15 +124,7 @@ fn fifo_card_and_contract_are_refused_with_exit_2() {
     let c = Copy::of(PAGE);
     let m = c.read_json("bundle.json");
     for kind in ["card", "speed-contract"] {
-        let path = m["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["kind"] == kind)
-            .unwrap()["path"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let path = path_of_kind(&m, kind);
         std::fs::remove_file(c.path().join(&path)).unwrap();
         mkfifo(&c.path().join(&path));
     }
@@ -141,15 +149,7 @@ fn card_over_its_bound_is_refused() {
 fn answers_line_over_its_bound_is_an_error_not_memory() {
     let c = Copy::of(PAGE);
     let m = c.read_json("bundle.json");
-    let path = m["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "quality-answers")
-        .unwrap()["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let path = path_of_kind(&m, "quality-answers");
     // 64 MiB with no line end.
     let mut f = std::fs::File::create(c.path().join(&path)).unwrap();
     let block = vec![b'x'; 1 << 20];
@@ -233,11 +233,7 @@ fn gzip_bomb_stops_before_writing() {
 #[test]
 fn quality_test_id_with_dotdot_writes_nothing_outside() {
     let d = tempfile::tempdir().unwrap();
-    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
-        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
-        "enable_thinking": false, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}, "load_guard": null});
-    std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
+    write_small_contract(&d.path().join("c.json"));
     let q = common::root().join("fixtures/runs/smollm2-cpu/quality");
     let qc = std::fs::read_dir(&q)
         .unwrap()
@@ -281,15 +277,7 @@ fn control_characters_and_huge_values_are_escaped_and_cut() {
         "path": "evil\u{1b}]0;pwned\u{7}\u{1b}[2J.txt", "sha256": null, "published": true, "reconstructed": false}));
     c.write_json("bundle.json", &m);
     // A 20 MB string where the speed result wants an object.
-    let sr = m["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "speed-result")
-        .unwrap()["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sr = path_of_kind(&m, "speed-result");
     let mut v: Value =
         serde_json::from_str(&std::fs::read_to_string(c.path().join(&sr)).unwrap()).unwrap();
     v["server"] = json!("y".repeat(20 << 20));
@@ -352,6 +340,16 @@ fn rehash_never_hashes_a_link_out_of_the_bundle() {
     assert!(!r.stderr.contains(&digest));
 }
 
+/// The head of a 200 event-stream reply.
+const SSE_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// Writes `head`, then `chunk` again and again until the client goes away.
+fn endless(s: &mut std::net::TcpStream, head: &[u8], chunk: &[u8]) {
+    let _ = s.write_all(head);
+    while s.write_all(chunk).is_ok() {}
+}
+
 /// A loopback server whose every answer is hostile in one way.
 fn hostile_server(mode: &'static str) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -372,12 +370,8 @@ fn hostile_server(mode: &'static str) -> String {
                 let models = r#"{"object":"list","data":[{"id":"m","context_window":4096}]}"#;
                 if head.starts_with("GET /v1/models") {
                     if mode == "endless-models" {
-                        let _ = s.write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n[",
-                        );
-                        let chunk = vec![b' '; 65536];
-                        while s.write_all(&chunk).is_ok() {}
-                        return;
+                        let head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n[";
+                        return endless(&mut s, head, &[b' '; 65536]);
                     }
                     let _ = s.write_all(
                         format!(
@@ -391,38 +385,28 @@ fn hostile_server(mode: &'static str) -> String {
                 if head.starts_with("POST") {
                     match mode {
                         "slow" => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-                            );
+                            let _ = s.write_all(SSE_HEAD);
                             // One byte every half second, forever.
                             while s.write_all(b":").is_ok() {
                                 std::thread::sleep(Duration::from_millis(500));
                             }
                         }
                         "endless-stream" => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-                            );
                             let event = format!(
                                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
                                 "x".repeat(4000)
                             )
                             .repeat(16);
-                            while s.write_all(event.as_bytes()).is_ok() {}
+                            endless(&mut s, SSE_HEAD, event.as_bytes());
                         }
                         "endless-line" => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ",
-                            );
-                            let chunk = vec![b'x'; 65536];
-                            while s.write_all(&chunk).is_ok() {}
+                            let head = [SSE_HEAD, b"data: "].concat();
+                            endless(&mut s, &head, &[b'x'; 65536]);
                         }
                         _ => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\n\r\n",
-                            );
-                            let chunk = vec![b'e'; 65536];
-                            while s.write_all(&chunk).is_ok() {}
+                            let head =
+                                b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\n\r\n";
+                            endless(&mut s, head, &[b'e'; 65536]);
                         }
                     }
                     return;
@@ -441,11 +425,7 @@ fn hostile_server(mode: &'static str) -> String {
 fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
     let base = hostile_server(mode);
     let d = tempfile::tempdir().unwrap();
-    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
-        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
-        "enable_thinking": false, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}, "load_guard": null});
-    std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
+    write_small_contract(&d.path().join("c.json"));
     let out = d.path().join("out");
     let t = Instant::now();
     let contract = d.path().join("c.json");

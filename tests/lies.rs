@@ -281,11 +281,7 @@ fn more_right_than_asked() {
     c.write_json(ARITH, &s);
     c.rehash();
     let run = verify(c.path());
-    assert!(
-        run.has_at("quality.impossible-record", "error"),
-        "{}",
-        run.stdout
-    );
+    run.assert_has_at("quality.impossible-record", "error");
 }
 
 #[test]

@@ -287,7 +287,7 @@ fn a_cpu_hog_beside_the_server_throws_tries_away_and_the_guard_rows_show_it() {
     // verify names the tries kept under load.
     let v = verify(&out);
     assert_eq!(v.code, 1, "{}", v.stdout);
-    assert!(v.has_at("speed.load-guard", "error"), "{}", v.stdout);
+    v.assert_has_at("speed.load-guard", "error");
 }
 
 #[test]

@@ -292,6 +292,11 @@ impl Run {
         assert!(self.findings(check).iter().any(at), "{}", self.stdout);
     }
 
+    /// Asserts a finding of `check` at `severity` (and shows stdout when there is none).
+    pub fn assert_has_at(&self, check: &str, severity: &str) {
+        assert!(self.has_at(check, severity), "{}", self.stdout);
+    }
+
     pub fn has(&self, check: &str) -> bool {
         !self.findings(check).is_empty()
     }
