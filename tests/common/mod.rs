@@ -297,6 +297,11 @@ impl Run {
         assert!(self.has_at(check, severity), "{}", self.stdout);
     }
 
+    /// Asserts no finding of `check` (and shows those there are).
+    pub fn assert_lacks(&self, check: &str) {
+        assert!(!self.has(check), "{:?}", self.findings(check));
+    }
+
     pub fn has(&self, check: &str) -> bool {
         !self.findings(check).is_empty()
     }
