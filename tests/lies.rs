@@ -101,11 +101,14 @@ fn caught(c: &Copy, check: &str, severity: &str) -> common::Run {
     run
 }
 
+/// A builder of a lie: a copy of a fixture changed into it.
+type Lie = fn() -> Copy;
+
 /// Each lie kept internally consistent (figures recomputed, digests rewritten) is caught at error
 /// by its check.
 #[test]
 fn each_consistent_lie_is_caught() {
-    let lies: [(&str, fn() -> Copy); 11] = [
+    let lies: [(&str, Lie); 11] = [
         ("speed.runs-mismatch", dropped_slowest_decode_run),
         (
             "speed.prompt-size-mismatch",
