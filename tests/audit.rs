@@ -17,9 +17,8 @@
 
 mod common;
 
-use common::{rigaudit, root};
+use common::{copy_with_card, read_json, rigaudit, rigaudit_line, root};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -29,43 +28,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
 /// A copy of the fixture whose card's hardware is `hardware`, its digest re-recorded.
 fn fixture_on(tmp: &Path, hardware: Value) -> PathBuf {
     let dir = tmp.join("fixture");
-    copy_dir(&root().join("fixtures/runs/smollm2-cpu"), &dir);
-    let mut card = read_json(&dir.join("card.json"));
-    card["hardware"] = hardware;
-    let text = serde_json::to_string_pretty(&card).unwrap() + "\n";
-    std::fs::write(dir.join("card.json"), &text).unwrap();
-    let mut m = read_json(&dir.join("bundle.json"));
-    for f in m["files"].as_array_mut().unwrap() {
-        if f["path"] == "card.json" {
-            let d = Sha256::digest(text.as_bytes());
-            f["sha256"] = json!(d.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        }
-    }
-    std::fs::write(
-        dir.join("bundle.json"),
-        serde_json::to_string_pretty(&m).unwrap(),
-    )
-    .unwrap();
+    let from = root().join("fixtures/runs/smollm2-cpu");
+    copy_with_card(&from, &dir, |card| card["hardware"] = hardware);
     dir
 }
 
@@ -76,27 +43,20 @@ fn this_machine() -> Value {
     run.json()
 }
 
-fn audit(bundle: &Path, out: &Path) -> (common::Run, Value) {
-    let run = rigaudit(&[
-        "audit",
-        bundle.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-    ]);
+/// `rigaudit COMMAND BUNDLE --out OUT` (`audit` or `replay`) as JSON: the run and its report.
+fn run_to(command: &str, bundle: &Path, out: &Path) -> (common::Run, Value) {
+    let (bundle, out) = (bundle.to_str().unwrap(), out.to_str().unwrap());
+    let run = rigaudit(&[command, bundle, "--out", out, "--format", "json", "--quiet"]);
     let report = run.json();
     (run, report)
 }
 
+fn audit(bundle: &Path, out: &Path) -> (common::Run, Value) {
+    run_to("audit", bundle, out)
+}
+
 fn row<'a>(report: &'a Value, key: &str) -> &'a Value {
-    report["comparisons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["key"] == key)
-        .unwrap_or_else(|| panic!("no row {key}"))
+    common::entry(report, "comparisons", "key", key)
 }
 
 fn speed_rows(report: &Value) -> Vec<&Value> {
@@ -125,27 +85,8 @@ fn assert_cpu_independent_rows(report: &Value) {
 
 /// Decode as rigaudit measures it, against the engine's own timing of the same requests.
 fn assert_decode_agrees_with_the_engines_timing(replayed: &Path) {
-    let res = read_json(&replayed.join("bundle/speed/speed-result.json"));
-    let mut compared = 0;
-    for q in res["requests"].as_array().unwrap() {
-        if q["step"] != "decode" || q["warmup"] == true {
-            continue;
-        }
-        let n = q["completion_tokens"].as_f64().unwrap();
-        let ours =
-            (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
-        let t = &q["server_timings"];
-        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0)
-            / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
-        let off = (ours - theirs).abs() / theirs;
-        assert!(
-            off < 0.005,
-            "decode {ours:.2} vs the engine's {theirs:.2}: {:.2} % apart",
-            off * 100.0
-        );
-        compared += 1;
-    }
-    assert_eq!(compared, 10, "5 runs of 2 prompts");
+    let result = replayed.join("bundle/speed/speed-result.json");
+    common::assert_decode_agrees_with_the_engines_timing(&result, "the engine");
 }
 
 #[test]
@@ -168,12 +109,7 @@ fn on_other_hardware_speed_is_informational_and_the_rest_reproduces() {
         run.stderr
     );
     assert_eq!(report["command"], "audit");
-    let hw: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "replay.hardware-differs")
-        .collect();
+    let hw = common::findings_in(&report, "replay.hardware-differs");
     assert_eq!(hw.len(), 1, "{:#?}", report["findings"]);
     assert!(hw[0]["message"]
         .as_str()
@@ -299,22 +235,21 @@ fn record_and_replay() -> (common::Run, Value) {
     std::fs::write(&contract_path, contract.to_string()).unwrap();
     let engine = start_engine(&card, &tmp.path().join("start.log"));
     let bundle = tmp.path().join("recorded");
-    let m = rigaudit(&[
-        "measure",
-        "--base-url",
-        &format!("http://127.0.0.1:{}/v1", engine.port),
-        "--contract",
-        contract_path.to_str().unwrap(),
-        "--card",
-        inputs.join("card.json").to_str().unwrap(),
-        "--start-log",
-        tmp.path().join("start.log").to_str().unwrap(),
-        "--out",
-        bundle.to_str().unwrap(),
-        "--quiet",
-        "--id",
-        "here",
-    ]);
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let base = format!("http://127.0.0.1:{}/v1", engine.port);
+    let card_path = inputs.join("card.json");
+    let log = tmp.path().join("start.log");
+    let values = [
+        base,
+        path(&contract_path),
+        path(&card_path),
+        path(&log),
+        path(&bundle),
+    ];
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    let line =
+        "measure --base-url {} --contract {} --card {} --start-log {} --out {} --quiet --id here";
+    let m = rigaudit_line(line, &values);
     drop(engine);
     assert_eq!(m.code, 0, "{}{}", m.stdout, m.stderr);
     let res = read_json(&bundle.join("speed/speed-result.json"));
@@ -324,16 +259,7 @@ fn record_and_replay() -> (common::Run, Value) {
     assert!(probes.len() >= 8, "{}", res["machine_reference"]);
     assert!(probes.iter().all(|p| p["gbps"].as_f64().unwrap() > 0.0));
     let out = tmp.path().join("replay");
-    let run = rigaudit(&[
-        "replay",
-        bundle.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-    ]);
-    let report = run.json();
+    let (run, report) = run_to("replay", &bundle, &out);
     // The speed rows, one line each, whatever the outcome: what a flaky run looked like.
     for r in speed_rows(&report) {
         eprintln!(

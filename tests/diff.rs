@@ -8,13 +8,8 @@ use common::{fixture, rigaudit, root, Copy};
 use serde_json::Value;
 
 fn diff(a: &std::path::Path, b: &std::path::Path, extra: &[&str]) -> (common::Run, Value) {
-    let mut args = vec![
-        "diff",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["diff", a.to_str().unwrap(), b.to_str().unwrap()];
+    args.extend(["--format", "json"]);
     args.extend_from_slice(extra);
     let run = rigaudit(&args);
     let report = run.json();
@@ -22,21 +17,11 @@ fn diff(a: &std::path::Path, b: &std::path::Path, extra: &[&str]) -> (common::Ru
 }
 
 fn change<'a>(report: &'a Value, what: &str) -> &'a Value {
-    report["setup_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["what"] == what)
-        .unwrap_or_else(|| panic!("no setup change {what}: {:#}", report["setup_changes"]))
+    common::entry(report, "setup_changes", "what", what)
 }
 
 fn row<'a>(report: &'a Value, key: &str) -> &'a Value {
-    report["comparisons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["key"] == key)
-        .unwrap_or_else(|| panic!("no row {key}"))
+    common::entry(report, "comparisons", "key", key)
 }
 
 #[test]
@@ -153,11 +138,7 @@ fn a_changed_flag_is_a_setup_difference_and_the_policy_decides_whether_it_fails(
         (),
     );
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("'colour' is not a subject"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("'colour' is not a subject");
 }
 
 #[test]
@@ -169,7 +150,7 @@ fn a_bundle_that_cannot_be_read_is_exit_2() {
         tmp.path().join("nothing-here").to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(run.stderr.contains("nothing-here"), "{}", run.stderr);
+    run.assert_stderr_has("nothing-here");
 }
 
 /// A copy of the recorded run whose speed result carries a machine-speed reference at `gbps`.
@@ -192,12 +173,7 @@ fn with_reference(gbps: f64) -> Copy {
 fn two_runs_on_a_machine_whose_speed_moved_say_so() {
     let (a, b) = (with_reference(10.0), with_reference(6.0));
     let (run, report) = diff(a.path(), b.path(), &[]);
-    let f: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "diff.machine-speed")
-        .collect();
+    let f = common::findings_in(&report, "diff.machine-speed");
     assert_eq!(f.len(), 1, "{}", run.stdout);
     let m = f[0]["message"].as_str().unwrap();
     assert!(

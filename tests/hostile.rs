@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{fixture, Copy, Run};
+use common::{argv, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex};
+use common::{write_bundle, Copy, Run};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Runs `rigaudit ARGS` with a wall-clock deadline (the child is killed past it, and the test
 /// fails) and checks the peak memory of the children so far stays under 256 MiB.
-fn run_within(args: &[&str], deadline: Duration) -> Run {
+fn run_within<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], deadline: Duration) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
         .args(args)
         .stdin(Stdio::null())
@@ -75,17 +76,28 @@ fn mkfifo(p: &Path) {
 
 const PAGE: &str = "tensorfold-127-stock-2x";
 
+/// Writes a speed contract of one 4-token decode run, no load guard, at `path`.
+fn write_small_contract(path: &Path) {
+    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
+        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
+        "enable_thinking": false, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}, "load_guard": null});
+    std::fs::write(path, contract.to_string()).unwrap();
+}
+
+/// The path of the manifest's first file of `kind`.
+fn path_of_kind(manifest: &Value, kind: &str) -> String {
+    let files = manifest["files"].as_array().unwrap();
+    let file = files.iter().find(|f| f["kind"] == kind).unwrap();
+    file["path"].as_str().unwrap().to_string()
+}
+
 #[test]
 fn fifo_manifest_is_refused_not_waited_on() {
     let d = tempfile::tempdir().unwrap();
     mkfifo(&d.path().join("bundle.json"));
     let r = verify(d.path());
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("not a regular file (a FIFO)"),
-        "{}",
-        r.stderr
-    );
+    r.assert_exit_saying(2, "not a regular file (a FIFO)");
 }
 
 #[test]
@@ -93,8 +105,7 @@ fn dev_zero_manifest_is_refused() {
     let d = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink("/dev/zero", d.path().join("bundle.json")).unwrap();
     let r = verify(d.path());
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("a device"), "{}", r.stderr);
+    r.assert_exit_saying(2, "a device");
 }
 
 #[test]
@@ -105,13 +116,7 @@ fn manifest_over_its_bound_is_refused() {
     f.write_all(&vec![b'x'; 9 << 20]).unwrap();
     f.write_all(b"\"}").unwrap();
     let r = verify(d.path());
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("larger than 8 MiB, the bound for a manifest"),
-        "{}",
-        r.stderr
-    );
+    r.assert_exit_saying(2, "larger than 8 MiB, the bound for a manifest");
 }
 
 #[test]
@@ -119,15 +124,7 @@ fn fifo_card_and_contract_are_refused_with_exit_2() {
     let c = Copy::of(PAGE);
     let m = c.read_json("bundle.json");
     for kind in ["card", "speed-contract"] {
-        let path = m["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["kind"] == kind)
-            .unwrap()["path"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let path = path_of_kind(&m, kind);
         std::fs::remove_file(c.path().join(&path)).unwrap();
         mkfifo(&c.path().join(&path));
     }
@@ -152,15 +149,7 @@ fn card_over_its_bound_is_refused() {
 fn answers_line_over_its_bound_is_an_error_not_memory() {
     let c = Copy::of(PAGE);
     let m = c.read_json("bundle.json");
-    let path = m["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "quality-answers")
-        .unwrap()["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let path = path_of_kind(&m, "quality-answers");
     // 64 MiB with no line end.
     let mut f = std::fs::File::create(c.path().join(&path)).unwrap();
     let block = vec![b'x'; 1 << 20];
@@ -170,12 +159,8 @@ fn answers_line_over_its_bound_is_an_error_not_memory() {
     drop(f);
     let r = verify(c.path());
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stdout
-            .contains("longer than 1 MiB, the bound for one line of an answers file"),
-        "{}",
-        r.stdout
-    );
+    let bound = "longer than 1 MiB, the bound for one line of an answers file";
+    assert!(r.stdout.contains(bound), "{}", r.stdout);
 }
 
 fn tar_with(entries: &[(&str, tar::EntryType, &[u8])], gz: bool) -> tempfile::TempDir {
@@ -212,8 +197,7 @@ fn tar_with_a_fifo_member_is_refused() {
         false,
     );
     let r = verify(&d.path().join("b.tar"));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("FIFO"), "{}", r.stderr);
+    r.assert_exit_saying(2, "FIFO");
 }
 
 #[test]
@@ -232,8 +216,7 @@ fn deeply_nested_tar_member_is_refused_quickly() {
     }
     let t = Instant::now();
     let r = verify(&d.path().join("b.tar"));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("bound"), "{}", r.stderr);
+    r.assert_exit_saying(2, "bound");
     assert!(t.elapsed() < Duration::from_secs(10));
 }
 
@@ -244,18 +227,13 @@ fn gzip_bomb_stops_before_writing() {
     let packed = std::fs::metadata(d.path().join("b.tar.gz")).unwrap().len();
     assert!(packed < 1 << 20, "{packed}");
     let r = verify(&d.path().join("b.tar.gz"));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("archive bomb"), "{}", r.stderr);
+    r.assert_exit_saying(2, "archive bomb");
 }
 
 #[test]
 fn quality_test_id_with_dotdot_writes_nothing_outside() {
     let d = tempfile::tempdir().unwrap();
-    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
-        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
-        "enable_thinking": false, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}, "load_guard": null});
-    std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
+    write_small_contract(&d.path().join("c.json"));
     let q = common::root().join("fixtures/runs/smollm2-cpu/quality");
     let qc = std::fs::read_dir(&q)
         .unwrap()
@@ -286,12 +264,7 @@ fn quality_test_id_with_dotdot_writes_nothing_outside() {
         ],
         Duration::from_secs(30),
     );
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("cannot be used in a file name"),
-        "{}",
-        r.stderr
-    );
+    r.assert_exit_saying(2, "cannot be used in a file name");
     assert!(!d.path().join("a/escaped").exists());
     assert!(!d.path().join("escaped").exists());
 }
@@ -304,15 +277,7 @@ fn control_characters_and_huge_values_are_escaped_and_cut() {
         "path": "evil\u{1b}]0;pwned\u{7}\u{1b}[2J.txt", "sha256": null, "published": true, "reconstructed": false}));
     c.write_json("bundle.json", &m);
     // A 20 MB string where the speed result wants an object.
-    let sr = m["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "speed-result")
-        .unwrap()["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sr = path_of_kind(&m, "speed-result");
     let mut v: Value =
         serde_json::from_str(&std::fs::read_to_string(c.path().join(&sr)).unwrap()).unwrap();
     v["server"] = json!("y".repeat(20 << 20));
@@ -358,13 +323,7 @@ fn rehash_never_hashes_a_link_out_of_the_bundle() {
     let c = Copy::of(PAGE);
     let secret = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret.path(), b"secret outside the bundle\n").unwrap();
-    let digest: String = {
-        use sha2::Digest;
-        sha2::Sha256::digest(b"secret outside the bundle\n")
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    };
+    let digest = sha_hex(b"secret outside the bundle\n");
     let mut m = c.read_json("bundle.json");
     m["files"]
         .as_array_mut()
@@ -379,6 +338,16 @@ fn rehash_never_hashes_a_link_out_of_the_bundle() {
     );
     assert!(!r.stdout.contains(&digest), "{}", r.stdout);
     assert!(!r.stderr.contains(&digest));
+}
+
+/// The head of a 200 event-stream reply.
+const SSE_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// Writes `head`, then `chunk` again and again until the client goes away.
+fn endless(s: &mut std::net::TcpStream, head: &[u8], chunk: &[u8]) {
+    let _ = s.write_all(head);
+    while s.write_all(chunk).is_ok() {}
 }
 
 /// A loopback server whose every answer is hostile in one way.
@@ -401,12 +370,8 @@ fn hostile_server(mode: &'static str) -> String {
                 let models = r#"{"object":"list","data":[{"id":"m","context_window":4096}]}"#;
                 if head.starts_with("GET /v1/models") {
                     if mode == "endless-models" {
-                        let _ = s.write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n[",
-                        );
-                        let chunk = vec![b' '; 65536];
-                        while s.write_all(&chunk).is_ok() {}
-                        return;
+                        let head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n[";
+                        return endless(&mut s, head, &[b' '; 65536]);
                     }
                     let _ = s.write_all(
                         format!(
@@ -420,38 +385,28 @@ fn hostile_server(mode: &'static str) -> String {
                 if head.starts_with("POST") {
                     match mode {
                         "slow" => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-                            );
+                            let _ = s.write_all(SSE_HEAD);
                             // One byte every half second, forever.
                             while s.write_all(b":").is_ok() {
                                 std::thread::sleep(Duration::from_millis(500));
                             }
                         }
                         "endless-stream" => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-                            );
                             let event = format!(
                                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
                                 "x".repeat(4000)
                             )
                             .repeat(16);
-                            while s.write_all(event.as_bytes()).is_ok() {}
+                            endless(&mut s, SSE_HEAD, event.as_bytes());
                         }
                         "endless-line" => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ",
-                            );
-                            let chunk = vec![b'x'; 65536];
-                            while s.write_all(&chunk).is_ok() {}
+                            let head = [SSE_HEAD, b"data: "].concat();
+                            endless(&mut s, &head, &[b'x'; 65536]);
                         }
                         _ => {
-                            let _ = s.write_all(
-                                b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\n\r\n",
-                            );
-                            let chunk = vec![b'e'; 65536];
-                            while s.write_all(&chunk).is_ok() {}
+                            let head =
+                                b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\n\r\n";
+                            endless(&mut s, head, &[b'e'; 65536]);
                         }
                     }
                     return;
@@ -470,28 +425,16 @@ fn hostile_server(mode: &'static str) -> String {
 fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
     let base = hostile_server(mode);
     let d = tempfile::tempdir().unwrap();
-    let contract = json!({"parts": ["decode"], "model": "m", "prompt_ids": ["code"], "runs": 1,
-        "warmups": 0, "max_tokens": 4, "sampling": {"temperature": 0.0}, "seed": 42,
-        "enable_thinking": false, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}, "load_guard": null});
-    std::fs::write(d.path().join("c.json"), contract.to_string()).unwrap();
+    write_small_contract(&d.path().join("c.json"));
     let out = d.path().join("out");
     let t = Instant::now();
-    let r = run_within(
-        &[
-            "measure",
-            "--base-url",
-            &base,
-            "--contract",
-            d.path().join("c.json").to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--timeout",
-            "3",
-            "--quiet",
-        ],
-        Duration::from_secs(90),
+    let contract = d.path().join("c.json");
+    let line = "measure --base-url {} --contract {} --out {} --timeout 3 --quiet";
+    let args = argv(
+        line,
+        &[&base, contract.to_str().unwrap(), out.to_str().unwrap()],
     );
+    let r = run_within(&args, Duration::from_secs(90));
     let took = t.elapsed();
     let errors = std::fs::read_to_string(out.join("speed/speed-result.json"))
         .ok()
@@ -512,7 +455,7 @@ fn measure_against(mode: &'static str) -> (Run, Duration, Vec<String>) {
 fn a_server_sending_a_byte_at_a_time_meets_the_total_deadline() {
     let (r, took, errors) = measure_against("slow");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("got no answer: decode"), "{}", r.stderr);
+    r.assert_stderr_has("got no answer: decode");
     assert!(
         errors.iter().any(|e| e.contains("total deadline")),
         "{errors:?}"
@@ -546,11 +489,7 @@ fn an_endless_error_body_is_bounded() {
 fn an_endless_models_reply_is_a_clear_error() {
     let (r, _, _) = measure_against("endless-models");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("the bound for a /v1/models reply"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("the bound for a /v1/models reply");
 }
 
 #[test]
@@ -558,14 +497,6 @@ fn fixture_still_verifies() {
     // The bounds do not touch an honest bundle.
     let r = verify(&fixture(PAGE));
     assert!(r.code == 1, "{}", r.stderr);
-}
-
-fn sha_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
 }
 
 /// A card whose rank env sets LD_PRELOAD to a library that writes a marker file when loaded:
@@ -590,66 +521,25 @@ fn recorded_ld_preload_is_refused_on_replay() {
         .arg(&src)
         .status()
         .is_ok_and(|s| s.success());
-    let script = d.path().join("fake_engine.py");
-    std::fs::copy(
-        common::root().join("tests/fixtures/fake_engine.py"),
-        &script,
-    )
-    .unwrap();
+    let script = fake_engine(d.path(), "fake_engine.py");
     let b = d.path().join("bundle");
-    std::fs::create_dir_all(&b).unwrap();
-    let card = json!({
-        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 1,
-        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
-            "--mode", "ok"], "env": {"LD_PRELOAD": lib.to_str().unwrap(), "PYTHONSTARTUP": "/x"}}],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
-    });
-    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
-        "runs": 1, "warmups": 0, "max_tokens": 4,
-        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(&card).unwrap();
-    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
-    std::fs::write(b.join("card.json"), &card_t).unwrap();
-    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
-    let manifest = json!({"format": "rigaudit-bundle/1", "id": "evil", "title": "evil",
-    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-    "files": [
-        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
-        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
-    ]});
-    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
-    let py = Command::new("sh")
-        .args(["-c", "command -v python3"])
-        .output()
-        .unwrap();
-    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
-    let out = d.path().join("out");
-    let r = run_within(
-        &[
-            "replay",
+    let env = json!({"LD_PRELOAD": lib.to_str().unwrap(), "PYTHONSTARTUP": "/x"});
+    let card = fake_engine_card(&script, &["--mode", "ok"], env);
+    write_bundle(&b, ("evil", "evil"), &card, &decode_contract(1, 4));
+    let replay = |out: &str, allow: &str| {
+        let (py, out) = (python3(), d.path().join(out));
+        let line = format!(
+            "replay {{}} --engine {{}} --trust-executable {allow} --out {{}} --format json --quiet \
+            --request-timeout 10 --ready-timeout 30 --confirm false"
+        );
+        let values = [
             b.to_str().unwrap(),
-            "--engine",
-            &py,
-            "--trust-executable",
-            "--out",
+            py.to_str().unwrap(),
             out.to_str().unwrap(),
-            "--format",
-            "json",
-            "--quiet",
-            "--request-timeout",
-            "10",
-            "--ready-timeout",
-            "30",
-            "--confirm",
-            "false",
-        ],
-        Duration::from_secs(120),
-    );
+        ];
+        run_within(&argv(&line, &values), Duration::from_secs(120))
+    };
+    let r = replay("out", "");
     assert!(!marker.exists(), "the recorded LD_PRELOAD library ran");
     let all = format!("{}{}", r.stdout, r.stderr);
     assert!(
@@ -661,29 +551,7 @@ fn recorded_ld_preload_is_refused_on_replay() {
         return;
     }
     // The control: allowed by name, the library is loaded (so the test above could see it).
-    let r = run_within(
-        &[
-            "replay",
-            b.to_str().unwrap(),
-            "--engine",
-            &py,
-            "--trust-executable",
-            "--allow-env",
-            "LD_PRELOAD",
-            "--out",
-            d.path().join("out2").to_str().unwrap(),
-            "--format",
-            "json",
-            "--quiet",
-            "--request-timeout",
-            "10",
-            "--ready-timeout",
-            "30",
-            "--confirm",
-            "false",
-        ],
-        Duration::from_secs(120),
-    );
+    let r = replay("out2", "--allow-env LD_PRELOAD");
     assert!(
         marker.exists(),
         "--allow-env LD_PRELOAD did not pass it: {}{}",
@@ -706,8 +574,7 @@ fn huge_tar_long_name_is_refused_at_its_header() {
     bytes.extend(vec![b'a'; 1 << 20]);
     std::fs::write(d.path().join("b.tar"), &bytes).unwrap();
     let r = verify(&d.path().join("b.tar"));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("metadata entry"), "{}", r.stderr);
+    r.assert_exit_saying(2, "metadata entry");
 }
 
 /// A manifest just under its bound, holding ~100,000 entries: bounded time and memory.
@@ -750,8 +617,7 @@ fn tar_of_too_many_entries_is_refused() {
         b.finish().unwrap();
     }
     let r = verify(&d.path().join("b.tar"));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("more than 10000 entries"), "{}", r.stderr);
+    r.assert_exit_saying(2, "more than 10000 entries");
 }
 
 #[test]
@@ -772,8 +638,7 @@ fn endless_or_fifo_side_inputs_are_refused() {
             ],
             Duration::from_secs(60),
         );
-        assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+        r.assert_exit_saying(2, "not a regular file");
         // measure --contract, and --quality questions
         let r = run_within(
             &[
@@ -787,8 +652,7 @@ fn endless_or_fifo_side_inputs_are_refused() {
             ],
             Duration::from_secs(30),
         );
-        assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+        r.assert_exit_saying(2, "not a regular file");
     }
     assert!(!d.path().join("o").exists());
 }
@@ -832,59 +696,21 @@ fn pids_with(needle: &str) -> Vec<i32> {
 #[test]
 fn the_engine_does_not_outlive_a_killed_replay() {
     let d = tempfile::tempdir().unwrap();
-    let script = d.path().join("fake_engine_pdeathsig.py");
-    std::fs::copy(
-        common::root().join("tests/fixtures/fake_engine.py"),
-        &script,
-    )
-    .unwrap();
+    let script = fake_engine(d.path(), "fake_engine_pdeathsig.py");
     let b = d.path().join("bundle");
-    std::fs::create_dir_all(&b).unwrap();
-    let card = json!({
-        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 1,
-        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
-            "--mode", "hang", "--after", "0"], "env": {}}],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
-    });
-    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
-        "runs": 1, "warmups": 0, "max_tokens": 4,
-        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(&card).unwrap();
-    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
-    std::fs::write(b.join("card.json"), &card_t).unwrap();
-    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
-    let manifest = json!({"format": "rigaudit-bundle/1", "id": "hang", "title": "hang",
-    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-    "files": [
-        {"kind": "card", "path": "card.json", "sha256": sha_hex(card_t.as_bytes()), "published": true, "reconstructed": false},
-        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(contract_t.as_bytes()), "published": true, "reconstructed": false}
-    ]});
-    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
-    let py = Command::new("sh")
-        .args(["-c", "command -v python3"])
-        .output()
-        .unwrap();
-    let py = String::from_utf8_lossy(&py.stdout).trim().to_string();
+    let card = fake_engine_card(&script, &["--mode", "hang", "--after", "0"], json!({}));
+    write_bundle(&b, ("hang", "hang"), &card, &decode_contract(1, 4));
+    let py = python3();
+    let out = d.path().join("out");
+    let line = "replay {} --engine {} --trust-executable --out {} --quiet \
+        --request-timeout 120 --ready-timeout 30";
+    let values = [
+        b.to_str().unwrap(),
+        py.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ];
     let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-        .args([
-            "replay",
-            b.to_str().unwrap(),
-            "--engine",
-            &py,
-            "--trust-executable",
-            "--out",
-            d.path().join("out").to_str().unwrap(),
-            "--quiet",
-            "--request-timeout",
-            "120",
-            "--ready-timeout",
-            "30",
-        ])
+        .args(argv(line, &values))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

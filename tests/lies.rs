@@ -13,6 +13,22 @@ const MIA: &str = "mia-recipe-1104-2x";
 const SPEED: &str = "speed/speed-result.json";
 const ARITH: &str = "quality/arith/summary.json";
 
+/// Changes the speed result of the copy by `edit` and re-records its digest.
+fn edit_speed(c: &Copy, edit: impl FnOnce(&mut Value)) {
+    let mut r = c.read_json(SPEED);
+    edit(&mut r);
+    c.write_json(SPEED, &r);
+    c.rehash();
+}
+
+/// A copy of the recorded run whose speed result `edit` changed, its figures recomputed.
+fn lie_in_speed(edit: impl FnOnce(&mut Value)) -> Copy {
+    let c = Copy::of(RUN);
+    edit_speed(&c, edit);
+    recompute_speed(&c);
+    c
+}
+
 /// Writes back into the speed result's `values` what `verify` recomputes from the records, so
 /// the figures agree with the (changed) records as an honest tool would write them.
 fn recompute_speed(c: &Copy) {
@@ -85,58 +101,93 @@ fn caught(c: &Copy, check: &str, severity: &str) -> common::Run {
     run
 }
 
+/// A builder of a lie: a copy of a fixture changed into it.
+type Lie = fn() -> Copy;
+
+/// Each lie kept internally consistent (figures recomputed, digests rewritten) is caught at error
+/// by its check.
+#[test]
+fn each_consistent_lie_is_caught() {
+    let lies: [(&str, Lie); 11] = [
+        ("speed.runs-mismatch", dropped_slowest_decode_run),
+        (
+            "speed.prompt-size-mismatch",
+            prefill_at_512_measured_with_256_token_prompts,
+        ),
+        (
+            "quality.questions-mismatch",
+            wrong_answers_dropped_and_recounted,
+        ),
+        ("fit.prompt-underfills", fit_step_with_half_its_prompt),
+        (
+            "speed.answered-beyond-window",
+            long_answer_answered_beyond_the_window,
+        ),
+        (
+            "quality.answered-beyond-window",
+            refusals_rewritten_as_answered_wrong_replies,
+        ),
+        (
+            "quality.refusal-fits-window",
+            wrong_answers_rewritten_as_refusals,
+        ),
+        (
+            "quality.excluded-unearned",
+            wrong_answers_moved_into_excluded,
+        ),
+        ("quality.scoring-disagrees", a_cut_off_answer_marked_right),
+        (
+            "speed.impossible-record",
+            a_first_token_before_the_request_was_sent,
+        ),
+        (
+            "setup.outside-session",
+            a_quality_run_dated_outside_its_session,
+        ),
+    ];
+    for (check, lie) in lies {
+        caught(&lie(), check, "error");
+    }
+}
+
 #[test]
 fn honest_fixtures_stay_clean_of_the_new_errors() {
-    let ids = [
-        "speed.runs-mismatch",
-        "speed.prompt-size-mismatch",
-        "quality.questions-mismatch",
-        "fit.prompt-underfills",
-        "speed.answered-beyond-window",
-        "quality.answered-beyond-window",
-        "quality.refusal-fits-window",
-        "quality.excluded-unearned",
-        "speed.impossible-record",
-        "quality.impossible-record",
-        "claims.no-measurement",
-        "setup.sessions-overlap",
-        "setup.outside-session",
-    ];
+    let ids = "speed.runs-mismatch speed.prompt-size-mismatch quality.questions-mismatch \
+        fit.prompt-underfills speed.answered-beyond-window quality.answered-beyond-window \
+        quality.refusal-fits-window quality.excluded-unearned speed.impossible-record \
+        quality.impossible-record claims.no-measurement setup.sessions-overlap \
+        setup.outside-session";
     for name in [RUN, TF, MIA] {
         let run = verify(&fixture(name));
-        for id in ids {
+        for id in ids.split_whitespace() {
             assert!(!run.has(id), "{name}: {id}: {:?}", run.findings(id));
         }
     }
     assert!(verify(&fixture(RUN)).json()["verdict"] == "pass");
 }
 
-#[test]
-fn dropped_slowest_decode_run() {
-    let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    r["requests"].as_array_mut().unwrap().remove(3);
-    c.write_json(SPEED, &r);
-    recompute_speed(&c);
-    caught(&c, "speed.runs-mismatch", "error");
+/// The lie: dropped slowest decode run, kept consistent.
+fn dropped_slowest_decode_run() -> Copy {
+    let c = lie_in_speed(|r| {
+        r["requests"].as_array_mut().unwrap().remove(3);
+    });
+    c
 }
 
-#[test]
-fn prefill_at_512_measured_with_256_token_prompts() {
-    let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    for q in r["requests"].as_array_mut().unwrap() {
-        if q["step"] == "prefill" && q["depth"] == 512 {
-            q["prompt_tokens"] = json!(256);
+/// The lie: prefill at 512 measured with 256 token prompts, kept consistent.
+fn prefill_at_512_measured_with_256_token_prompts() -> Copy {
+    let c = lie_in_speed(|r| {
+        for q in r["requests"].as_array_mut().unwrap() {
+            if q["step"] == "prefill" && q["depth"] == 512 {
+                q["prompt_tokens"] = json!(256);
+            }
         }
-    }
-    c.write_json(SPEED, &r);
-    recompute_speed(&c);
-    caught(&c, "speed.prompt-size-mismatch", "error");
+    });
+    c
 }
 
-#[test]
-fn wrong_answers_dropped_and_recounted() {
+/// The lie: wrong answers dropped and recounted, kept consistent.
+fn wrong_answers_dropped_and_recounted() -> Copy {
     let c = Copy::of(RUN);
     rewrite_lines(&c, "quality/arith/answers.jsonl", |v| {
         let mut n = 0;
@@ -148,30 +199,28 @@ fn wrong_answers_dropped_and_recounted() {
         });
     });
     resummarize(&c, ARITH, 5, 20, 0);
-    caught(&c, "quality.questions-mismatch", "error");
+    c
 }
 
-#[test]
-fn fit_step_with_half_its_prompt() {
+/// The lie: fit step with half its prompt, kept consistent.
+fn fit_step_with_half_its_prompt() -> Copy {
     let c = Copy::of(MIA);
     c.set("fit/result.json", "/steps/5/prompt_tokens", json!(65000));
-    caught(&c, "fit.prompt-underfills", "error");
+    c
 }
 
-#[test]
-fn long_answer_answered_beyond_the_window() {
-    let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    let q = r["requests"].as_array_mut().unwrap().last_mut().unwrap();
-    assert_eq!(q["step"], "l1");
-    q["prompt_tokens"] = json!(700);
-    c.write_json(SPEED, &r);
-    recompute_speed(&c);
-    caught(&c, "speed.answered-beyond-window", "error");
+/// The lie: long answer answered beyond the window, kept consistent.
+fn long_answer_answered_beyond_the_window() -> Copy {
+    let c = lie_in_speed(|r| {
+        let q = r["requests"].as_array_mut().unwrap().last_mut().unwrap();
+        assert_eq!(q["step"], "l1");
+        q["prompt_tokens"] = json!(700);
+    });
+    c
 }
 
-#[test]
-fn refusals_rewritten_as_answered_wrong_replies() {
+/// The lie: refusals rewritten as answered wrong replies, kept consistent.
+fn refusals_rewritten_as_answered_wrong_replies() -> Copy {
     let c = Copy::of(RUN);
     rewrite_lines(&c, "quality/arith-long/answers.jsonl", |v| {
         for x in v.iter_mut() {
@@ -201,11 +250,11 @@ fn refusals_rewritten_as_answered_wrong_replies() {
     );
     c.write_json(s, &v);
     c.rehash();
-    caught(&c, "quality.answered-beyond-window", "error");
+    c
 }
 
-#[test]
-fn wrong_answers_rewritten_as_refusals() {
+/// The lie: wrong answers rewritten as refusals, kept consistent.
+fn wrong_answers_rewritten_as_refusals() -> Copy {
     let c = Copy::of(RUN);
     rewrite_lines(&c, "quality/arith/answers.jsonl", |v| {
         for x in v
@@ -221,18 +270,18 @@ fn wrong_answers_rewritten_as_refusals() {
         }
     });
     resummarize(&c, ARITH, 5, 20, 4);
-    caught(&c, "quality.refusal-fits-window", "error");
+    c
 }
 
-#[test]
-fn wrong_answers_moved_into_excluded() {
+/// The lie: wrong answers moved into excluded, kept consistent.
+fn wrong_answers_moved_into_excluded() -> Copy {
     let c = Copy::of(RUN);
     resummarize(&c, ARITH, 5, 19, 5);
-    caught(&c, "quality.excluded-unearned", "error");
+    c
 }
 
-#[test]
-fn a_cut_off_answer_marked_right() {
+/// The lie: a cut off answer marked right, kept consistent.
+fn a_cut_off_answer_marked_right() -> Copy {
     let c = Copy::of(RUN);
     rewrite_lines(&c, "quality/arith/answers.jsonl", |v| {
         let x = v
@@ -243,7 +292,7 @@ fn a_cut_off_answer_marked_right() {
         x["extracted"] = x["gold"].clone();
     });
     resummarize(&c, ARITH, 6, 24, 0);
-    caught(&c, "quality.scoring-disagrees", "error");
+    c
 }
 
 #[test]
@@ -263,12 +312,12 @@ fn an_unwatched_concurrency_round() {
         .contains("conc/8/2"));
 }
 
-#[test]
-fn a_first_token_before_the_request_was_sent() {
+/// The lie: a first token before the request was sent, kept consistent.
+fn a_first_token_before_the_request_was_sent() -> Copy {
     let c = Copy::of(RUN);
     c.set(SPEED, "/requests/2/first_token_s", json!(5.0));
     recompute_speed(&c);
-    caught(&c, "speed.impossible-record", "error");
+    c
 }
 
 #[test]
@@ -281,20 +330,15 @@ fn more_right_than_asked() {
     c.write_json(ARITH, &s);
     c.rehash();
     let run = verify(c.path());
-    assert!(
-        run.has_at("quality.impossible-record", "error"),
-        "{}",
-        run.stdout
-    );
+    run.assert_has_at("quality.impossible-record", "error");
 }
 
 #[test]
 fn a_figure_no_step_measured() {
     let c = Copy::of(RUN);
-    let mut r = c.read_json(SPEED);
-    r["values"]["prefill.2048"] = json!(390.2);
-    c.write_json(SPEED, &r);
-    c.rehash();
+    edit_speed(&c, |r| {
+        r["values"]["prefill.2048"] = json!(390.2);
+    });
     let run = caught(&c, "claims.no-measurement", "error");
     assert!(run.findings("claims.no-measurement")[0]["message"]
         .as_str()
@@ -318,11 +362,7 @@ fn the_stock_pages_window_1_figure_is_unbacked() {
 fn a_larger_window_claimed_than_the_refusals_name() {
     let c = Copy::of(RUN);
     let mut r = c.read_json(SPEED);
-    let line = r["server"]["start_lines"][0]
-        .as_str()
-        .unwrap()
-        .replace("window=1024", "window=2048");
-    r["server"]["start_lines"][0] = json!(line);
+    replace_in_start_line(&mut r, "window=1024", "window=2048");
     r["server"]["models"]["data"][0]["max_model_len"] = json!(2048);
     r["server"]["models"]["data"][0]["context_window"] = json!(2048);
     r["server"]["models"]["data"][0]["meta"]["n_ctx"] = json!(2048);
@@ -342,11 +382,7 @@ fn an_engine_build_other_than_the_cards() {
     let c = Copy::of(TF);
     let p = "speed/speed-result.json";
     let mut r = c.read_json(p);
-    let line = r["server"]["start_lines"][0]
-        .as_str()
-        .unwrap()
-        .replace("93a2e93e", "5c0ffee1");
-    r["server"]["start_lines"][0] = json!(line);
+    replace_in_start_line(&mut r, "93a2e93e", "5c0ffee1");
     c.write_json(p, &r);
     c.rehash();
     let run = verify(c.path());
@@ -366,19 +402,15 @@ fn a_speed_run_inside_a_quality_run() {
         json!("2026-12-03T04:03:10Z"),
     );
     let run = caught(&c, "setup.sessions-overlap", "error");
-    assert!(
-        !run.has("setup.outside-session"),
-        "{:?}",
-        run.findings("setup.outside-session")
-    );
+    run.assert_lacks("setup.outside-session");
 }
 
-#[test]
-fn a_quality_run_dated_outside_its_session() {
+/// The lie: a quality run dated outside its session, kept consistent.
+fn a_quality_run_dated_outside_its_session() -> Copy {
     let c = Copy::of(RUN);
     c.set(ARITH, "/started", json!("2026-12-03T05:04:20Z"));
     c.set(ARITH, "/ended", json!("2026-12-03T05:04:25Z"));
-    caught(&c, "setup.outside-session", "error");
+    c
 }
 
 #[test]
@@ -388,37 +420,38 @@ fn a_page_row_with_no_result_and_its_question_count() {
     m["page"] = json!({"quality": [{"test": "arith-long", "total": 24}]});
     c.write_json("bundle.json", &m);
     let run = verify(c.path());
-    assert!(
-        !run.has("quality.count-mismatch"),
-        "{:?}",
-        run.findings("quality.count-mismatch")
-    );
+    run.assert_lacks("quality.count-mismatch");
     assert_eq!(run.json()["verdict"], "pass");
+}
+
+/// Replaces `from` with `to` in a speed result's first start line.
+fn replace_in_start_line(r: &mut Value, from: &str, to: &str) {
+    let line = &mut r["server"]["start_lines"][0];
+    *line = json!(line.as_str().unwrap().replace(from, to));
 }
 
 /// Gives the fixture's speed result a machine-speed reference: one probe before each counted
 /// decode run, at the figures `gbps` gives by probe number.
 fn with_reference(c: &Copy, gbps: impl Fn(usize) -> f64, extra_step: Option<&str>) {
-    let mut r = c.read_json(SPEED);
-    let mut steps: Vec<String> = r["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|q| q["step"] == "decode" && q["warmup"] != true)
-        .map(|q| format!("decode/{}/{}", q["prompt_id"].as_str().unwrap(), q["run"]))
-        .collect();
-    steps.dedup();
-    steps.extend(extra_step.map(String::from));
-    let samples: Vec<Value> = steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| json!({"step": s, "gbps": gbps(i)}))
-        .collect();
-    assert!(samples.len() >= 4, "{samples:?}");
-    r["machine_reference"] =
-        json!({"kernel": "engine-q4_1-matvec-64MiB-v1-avx2", "threads": 2, "samples": samples});
-    c.write_json(SPEED, &r);
-    c.rehash();
+    edit_speed(c, |r| {
+        let mut steps: Vec<String> = r["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|q| q["step"] == "decode" && q["warmup"] != true)
+            .map(|q| format!("decode/{}/{}", q["prompt_id"].as_str().unwrap(), q["run"]))
+            .collect();
+        steps.dedup();
+        steps.extend(extra_step.map(String::from));
+        let samples: Vec<Value> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"step": s, "gbps": gbps(i)}))
+            .collect();
+        assert!(samples.len() >= 4, "{samples:?}");
+        r["machine_reference"] =
+            json!({"kernel": "engine-q4_1-matvec-64MiB-v1-avx2", "threads": 2, "samples": samples});
+    });
 }
 
 #[test]
@@ -427,11 +460,7 @@ fn a_recording_on_a_machine_whose_speed_moved_is_named() {
     let steady = Copy::of(RUN);
     with_reference(&steady, |i| 10.0 + 0.2 * (i % 3) as f64, None);
     let run = verify(steady.path());
-    assert!(
-        !run.has("speed.machine-unsteady"),
-        "{:?}",
-        run.findings("speed.machine-unsteady")
-    );
+    run.assert_lacks("speed.machine-unsteady");
     assert_eq!(run.json()["verdict"], "pass");
     // Two probes 40 % below the rest: the machine ran slower for those steps.
     let slowed = Copy::of(RUN);

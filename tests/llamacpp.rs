@@ -8,85 +8,43 @@
 
 mod common;
 
-use common::{rigaudit, root};
+use common::{
+    assert_decode_agrees_with_the_engines_timing, copy_with_card, python3, rigaudit_line, root,
+};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use std::path::Path;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let t = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
 
 #[test]
 fn replays_the_fixture_on_llama_cpp() {
     let tmp = tempfile::tempdir().unwrap();
     let b = tmp.path().join("bundle");
-    copy_dir(&root().join("fixtures/runs/smollm2-cpu"), &b);
-    let mut card: Value =
-        serde_json::from_str(&std::fs::read_to_string(b.join("card.json")).unwrap()).unwrap();
-    card["engine"] = json!({"name": "llama.cpp server (PyPI xllamacpp)", "version": null});
-    card["commands"][0]["argv"] = json!([
-        "python3",
-        "<script>",
-        "<model file>",
-        "<port>",
-        "4",
-        "1024",
-        "2",
-        "smollm2"
-    ]);
-    let text = serde_json::to_string_pretty(&card).unwrap();
-    std::fs::write(b.join("card.json"), &text).unwrap();
-    let mut m: Value =
-        serde_json::from_str(&std::fs::read_to_string(b.join("bundle.json")).unwrap()).unwrap();
-    let digest: String = Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect();
-    for f in m["files"].as_array_mut().unwrap() {
-        if f["path"] == "card.json" {
-            f["sha256"] = json!(digest);
-        }
-    }
-    std::fs::write(b.join("bundle.json"), m.to_string()).unwrap();
-
-    let python = std::env::var_os("PATH")
-        .and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("python3"))
-                .find(|p| p.is_file())
-        })
-        .expect("python3 on PATH");
+    copy_with_card(&root().join("fixtures/runs/smollm2-cpu"), &b, |card| {
+        card["engine"] = json!({"name": "llama.cpp server (PyPI xllamacpp)", "version": null});
+        card["commands"][0]["argv"] = json!([
+            "python3",
+            "<script>",
+            "<model file>",
+            "<port>",
+            "4",
+            "1024",
+            "2",
+            "smollm2"
+        ]);
+    });
+    let python = python3();
     let script = root().join("engine/benches/llamacpp_server.py");
     let out = tmp.path().join("replay");
-    let run = rigaudit(&[
-        "replay",
+    // One session (`--confirm false`): nothing here is about confirming a drift (llama.cpp is
+    // another engine and the card names other hardware), and a second session doubled the time.
+    let line = "replay {} --engine {} --trust-executable --set {} --out {} --format json --quiet \
+        --ready-timeout 120 --confirm false";
+    let set = format!("script={}", script.display());
+    let values = [
         b.to_str().unwrap(),
-        "--engine",
         python.to_str().unwrap(),
-        "--trust-executable",
-        "--set",
-        &format!("script={}", script.display()),
-        "--out",
+        &set,
         out.to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-        "--ready-timeout",
-        "120",
-        // One session: nothing here is about confirming a drift (llama.cpp is another engine and
-        // the card names other hardware), and a second session doubled the test's time.
-        "--confirm",
-        "false",
-    ]);
+    ];
+    let run = rigaudit_line(line, &values);
     assert!(
         run.code == 0 || run.code == 1,
         "{}\n{}",
@@ -118,28 +76,6 @@ fn replays_the_fixture_on_llama_cpp() {
         assert!(a["extracted"].is_null());
     }
 
-    let res: Value = serde_json::from_str(
-        &std::fs::read_to_string(replayed.join("speed/speed-result.json")).unwrap(),
-    )
-    .unwrap();
-    let mut compared = 0;
-    for q in res["requests"].as_array().unwrap() {
-        if q["step"] != "decode" || q["warmup"] == true {
-            continue;
-        }
-        let n = q["completion_tokens"].as_f64().unwrap();
-        let ours =
-            (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
-        let t = &q["server_timings"];
-        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0)
-            / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
-        let off = (ours - theirs).abs() / theirs;
-        assert!(
-            off < 0.005,
-            "decode {ours:.2} vs llama.cpp's {theirs:.2}: {:.2} % apart",
-            off * 100.0
-        );
-        compared += 1;
-    }
-    assert_eq!(compared, 10);
+    let result = replayed.join("speed/speed-result.json");
+    assert_decode_agrees_with_the_engines_timing(&result, "llama.cpp");
 }

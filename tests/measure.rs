@@ -4,7 +4,7 @@
 mod common;
 
 use common::fake_server::{Fake, Mode};
-use common::{rigaudit, verify};
+use common::{rigaudit, rigaudit_line, verify};
 use serde_json::{json, Value};
 
 fn contract(dir: &std::path::Path, window: u64) -> std::path::PathBuf {
@@ -24,25 +24,50 @@ fn contract(dir: &std::path::Path, window: u64) -> std::path::PathBuf {
 fn measure(fake: &Fake, dir: &std::path::Path) -> (common::Run, std::path::PathBuf) {
     let out = dir.join("bundle");
     let c = contract(dir, fake.window);
-    let run = rigaudit(&[
-        "measure",
-        "--base-url",
-        &fake.base(),
-        "--contract",
-        c.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--timeout",
-        "30",
-        // These tests are about what is measured, not about foreign load (see the guard's tests).
-        "--no-load-guard",
-    ]);
+    // These tests are about what is measured, not about foreign load (see the guard's tests).
+    let line = "measure --base-url {} --contract {} --out {} --timeout 30 --no-load-guard";
+    let run = rigaudit_line(
+        line,
+        &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
+    );
     (run, out)
 }
 
 fn result(out: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("speed/speed-result.json")).unwrap())
         .unwrap()
+}
+
+/// The counted requests' steps in the order sent, named `<step>/<what>/<run or round>`.
+fn counted_steps(reqs: &[Value]) -> Vec<String> {
+    let name = |q: &Value| {
+        let n = q["run"].as_u64().or(q["round"].as_u64()).unwrap();
+        let what = match q["step"].as_str().unwrap() {
+            "decode" => q["prompt_id"].as_str().unwrap().to_string(),
+            "conc" => q["level"].to_string(),
+            _ => q["depth"].to_string(),
+        };
+        format!("{}/{what}/{n}", q["step"].as_str().unwrap())
+    };
+    reqs.iter()
+        .filter(|q| q["warmup"] != true)
+        .map(name)
+        .collect()
+}
+
+/// Decode as timed against the good fake (30 ms to the first text chunk, then 4 ms a token).
+fn assert_decode_timed_as_the_fake_paces(r: &Value) {
+    let reqs = r["requests"].as_array().unwrap();
+    // TTFT is the first text chunk, after the fake's 30 ms delay (a role-only chunk comes at once).
+    for q in reqs.iter().filter(|q| q["step"] == "decode") {
+        let ttft = q["first_token_s"].as_f64().unwrap() - q["sent_s"].as_f64().unwrap();
+        assert!(ttft >= 0.029, "ttft {ttft}");
+        assert_eq!(q["completion_tokens_source"], "usage");
+        assert_eq!(q["finish_reason"], "length");
+    }
+    // The fake paces 4 ms a token: the decode rate cannot be above 250 tok/s.
+    let decode = r["values"]["decode"].as_f64().unwrap();
+    assert!(decode > 0.0 && decode <= 250.0 * 1.02, "{decode}");
 }
 
 #[test]
@@ -68,19 +93,7 @@ fn measures_a_server_and_writes_a_bundle_verify_accepts() {
     assert!(!reqs.iter().any(|q| q["depth"] == 100000));
     // Counted tries go in rounds: every step's first run, then every step's second (a step's
     // runs back to back would sample one moment of the machine).
-    let counted: Vec<String> = reqs
-        .iter()
-        .filter(|q| q["warmup"] != true)
-        .map(|q| {
-            let n = q["run"].as_u64().or(q["round"].as_u64()).unwrap();
-            let what = match q["step"].as_str().unwrap() {
-                "decode" => q["prompt_id"].as_str().unwrap().to_string(),
-                "conc" => q["level"].to_string(),
-                _ => q["depth"].to_string(),
-            };
-            format!("{}/{what}/{n}", q["step"].as_str().unwrap())
-        })
-        .collect();
+    let counted = counted_steps(reqs);
     let mut seen = counted.clone();
     seen.dedup();
     assert_eq!(
@@ -115,16 +128,7 @@ fn measures_a_server_and_writes_a_bundle_verify_accepts() {
             .all(|q| q["prompt_tokens"] == 64),
         "{reqs:?}"
     );
-    // TTFT is the first text chunk, after the fake's 30 ms delay (a role-only chunk comes at once).
-    for q in reqs.iter().filter(|q| q["step"] == "decode") {
-        let ttft = q["first_token_s"].as_f64().unwrap() - q["sent_s"].as_f64().unwrap();
-        assert!(ttft >= 0.029, "ttft {ttft}");
-        assert_eq!(q["completion_tokens_source"], "usage");
-        assert_eq!(q["finish_reason"], "length");
-    }
-    // The fake paces 4 ms a token: the decode rate cannot be above 250 tok/s.
-    let decode = r["values"]["decode"].as_f64().unwrap();
-    assert!(decode > 0.0 && decode <= 250.0 * 1.02, "{decode}");
+    assert_decode_timed_as_the_fake_paces(&r);
     // Draft counters come from /metrics deltas (the fake's counters do not move).
     assert!(r["drafts"]
         .as_array()
@@ -227,17 +231,11 @@ fn a_cpu_hog_beside_the_server_throws_tries_away_and_the_guard_rows_show_it() {
     std::fs::write(&cp, c.to_string()).unwrap();
     let out = tmp.path().join("bundle");
     let hog = Hog::start();
-    let run = rigaudit(&[
-        "measure",
-        "--base-url",
-        &fake.base(),
-        "--contract",
-        cp.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--timeout",
-        "30",
-    ]);
+    let line = "measure --base-url {} --contract {} --out {} --timeout 30";
+    let run = rigaudit_line(
+        line,
+        &[&fake.base(), cp.to_str().unwrap(), out.to_str().unwrap()],
+    );
     let hog_pid = hog.0;
     drop(hog);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -289,7 +287,7 @@ fn a_cpu_hog_beside_the_server_throws_tries_away_and_the_guard_rows_show_it() {
     // verify names the tries kept under load.
     let v = verify(&out);
     assert_eq!(v.code, 1, "{}", v.stdout);
-    assert!(v.has_at("speed.load-guard", "error"), "{}", v.stdout);
+    v.assert_has_at("speed.load-guard", "error");
 }
 
 #[test]

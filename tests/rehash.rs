@@ -6,8 +6,10 @@
 //! `RIGAUDIT_NCCL_LIB`, then in `${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/nccl/*/libnccl.so.2`;
 //! without it they fail when `CI` is set and are skipped with a note otherwise.
 
+mod common;
+
+use common::{sha_file, sha_hex as sha};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,20 +17,6 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rigaudit");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn sha_file(p: &Path) -> String {
-    let mut h = Sha256::new();
-    let mut f = fs::File::open(p).expect("open");
-    std::io::copy(&mut f, &mut h).expect("read");
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// A bundle made from the seed page's card with `edit` applied, and optionally a speed result
 /// whose start line reports an NCCL version.
@@ -71,6 +59,17 @@ impl Case {
         .expect("write");
         fs::create_dir_all(dir.path().join("root")).expect("mkdir");
         Case { dir }
+    }
+
+    /// A case whose card records only what `edit` sets (see [`only`]), with no speed result.
+    fn only(edit: impl FnOnce(&mut Value)) -> Case {
+        Case::new(
+            |c| {
+                only(c);
+                edit(c);
+            },
+            None,
+        )
     }
 
     fn bundle(&self) -> PathBuf {
@@ -134,25 +133,14 @@ fn release_tar_gz(path: &Path) -> String {
     let exe = fs::read("/usr/bin/env")
         .or_else(|_| fs::read(BIN))
         .expect("a real executable");
-    let gz = flate2::write::GzEncoder::new(
-        fs::File::create(path).expect("create"),
-        flate2::Compression::default(),
-    );
-    let mut t = tar::Builder::new(gz);
-    let mut h = tar::Header::new_gnu();
-    h.set_size(exe.len() as u64);
-    h.set_mode(0o755);
-    h.set_cksum();
-    t.append_data(&mut h, "tensorfold-1.2.7/tensorfold-native", &exe[..])
-        .expect("append");
-    for name in ["card.schema.json", "bundle.schema.json"] {
-        t.append_path_with_name(
-            Path::new(ROOT).join("schemas").join(name),
-            format!("tensorfold-1.2.7/schemas/{name}"),
-        )
-        .expect("append");
-    }
-    t.into_inner().expect("tar").finish().expect("gz");
+    let schema = |name: &str| fs::read(Path::new(ROOT).join("schemas").join(name)).unwrap();
+    let (card, bundle) = (schema("card.schema.json"), schema("bundle.schema.json"));
+    let members: [(&str, &[u8]); 3] = [
+        ("tensorfold-1.2.7/tensorfold-native", &exe),
+        ("tensorfold-1.2.7/schemas/card.schema.json", &card),
+        ("tensorfold-1.2.7/schemas/bundle.schema.json", &bundle),
+    ];
+    common::write_tar_gz(path, &members, flate2::Compression::default());
     sha(&exe)
 }
 
@@ -162,14 +150,11 @@ fn package_and_binary_inside_pass_on_published_prefix() {
     let pkg = tmp.path().join("tensorfold-1.2.7-linux-aarch64.tar.gz");
     let bin_digest = release_tar_gz(&pkg);
     let pkg_digest = sha_file(&pkg);
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["engine"]["package"] = json!({"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": &pkg_digest[..8]});
-            c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin_digest});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["engine"]["package"] =
+            json!({"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": &pkg_digest[..8]});
+        c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin_digest});
+    });
     fs::copy(
         &pkg,
         case.root().join("tensorfold-1.2.7-linux-aarch64.tar.gz"),
@@ -207,15 +192,11 @@ fn package_and_binary_fail_when_they_differ() {
     let tmp = tempfile::tempdir().expect("tmp");
     let pkg = tmp.path().join("tensorfold-1.2.7-linux-aarch64.tar.gz");
     release_tar_gz(&pkg);
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["engine"]["package"] =
-                json!({"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": "250b7cd3"});
-            c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": "441a3847"});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["engine"]["package"] =
+            json!({"file": "tensorfold-1.2.7-linux-aarch64.tar.gz", "sha256": "250b7cd3"});
+        c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": "441a3847"});
+    });
     let (code, r, err) = case.run(&["--file", &format!("package={}", pkg.display())]);
     assert_eq!(code, 1, "{r:#}\n{err}");
     let p = with_severity(&r, "rehash.package-digest", "error");
@@ -249,28 +230,20 @@ fn zip_package_member_is_read_as_a_stream() {
         z.finish().expect("finish");
     }
     let good = sha(&exe);
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["engine"]["package"] = json!({"file": "engine.zip", "sha256": sha_file(&pkg)});
-            c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": good});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["engine"]["package"] = json!({"file": "engine.zip", "sha256": sha_file(&pkg)});
+        c["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": good});
+    });
     let (code, r, err) = case.run(&["--file", &format!("package={}", pkg.display())]);
     assert_eq!(code, 0, "{r:#}\n{err}");
     assert!(msg(findings(&r, "rehash.package-digest")[0]).contains("matches the full digest"));
     assert!(msg(findings(&r, "rehash.binary-digest")[0])
         .contains("engine.zip!engine/tensorfold-native"));
     // A package without the member fails the binary check with a reason.
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["engine"]["package"] = json!({"file": "engine.zip", "sha256": sha_file(&pkg)});
-            c["engine"]["binary"] = json!({"path": "tensorfold-other", "sha256": good});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["engine"]["package"] = json!({"file": "engine.zip", "sha256": sha_file(&pkg)});
+        c["engine"]["binary"] = json!({"path": "tensorfold-other", "sha256": good});
+    });
     let (code, r, _) = case.run(&["--file", &format!("package={}", pkg.display())]);
     assert_eq!(code, 1, "{r:#}");
     assert!(msg(with_severity(&r, "rehash.binary-digest", "error")[0])
@@ -299,16 +272,12 @@ fn write_checkpoint(dir: &Path, shards: usize, readme: &str, config: &str, revis
 
 #[test]
 fn snapshot_is_weights_equal_to_the_pin_when_only_the_model_card_differs() {
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["checkpoint"]["snapshot"] = json!("078455ff");
-            c["checkpoint"]["shards"] = json!(3);
-            c["checkpoint"]["revision_file"] =
-                json!({"path": "revision", "content": "76c0b517", "written_by": "hand"});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["checkpoint"]["snapshot"] = json!("078455ff");
+        c["checkpoint"]["shards"] = json!(3);
+        c["checkpoint"]["revision_file"] =
+            json!({"path": "revision", "content": "76c0b517", "written_by": "hand"});
+    });
     let pin = case.dir.path().join("pin-76c0b517");
     write_checkpoint(
         &pin,
@@ -377,13 +346,9 @@ fn changed_config_is_not_weights_equal_and_is_listed() {
 
 #[test]
 fn written_manifest_is_sha256sum_compatible_and_compares() {
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["checkpoint"]["shards"] = json!(2);
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["checkpoint"]["shards"] = json!(2);
+    });
     let snap = case.root().join("GLM");
     write_checkpoint(&snap, 2, "# card", "{}", None);
     let manifest = case.dir.path().join("pin.sha256");
@@ -430,15 +395,11 @@ fn written_manifest_is_sha256sum_compatible_and_compares() {
 
 #[test]
 fn shard_count_and_revision_file_fail_against_the_card() {
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["checkpoint"]["shards"] = json!(83);
-            c["checkpoint"]["revision_file"] =
-                json!({"path": "revision", "content": "76c0b517", "written_by": "download"});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["checkpoint"]["shards"] = json!(83);
+        c["checkpoint"]["revision_file"] =
+            json!({"path": "revision", "content": "76c0b517", "written_by": "download"});
+    });
     let ck = case.root().join("GLM");
     write_checkpoint(&ck, 3, "# card", "{}", Some("078455ff"));
     fs::remove_file(ck.join("model-00002-of-00003.safetensors")).expect("rm");
@@ -458,15 +419,11 @@ fn shard_count_and_revision_file_fail_against_the_card() {
     let rf = with_severity(&r, "rehash.revision-file", "error");
     assert!(msg(rf[0]).contains("names '078455ff'"), "{}", msg(rf[0]));
     // The right revision and count pass.
-    let case = Case::new(
-        |c| {
-            only(c);
-            c["checkpoint"]["shards"] = json!(3);
-            c["checkpoint"]["revision_file"] =
-                json!({"path": "revision", "content": "76c0b517", "written_by": "download"});
-        },
-        None,
-    );
+    let case = Case::only(|c| {
+        c["checkpoint"]["shards"] = json!(3);
+        c["checkpoint"]["revision_file"] =
+            json!({"path": "revision", "content": "76c0b517", "written_by": "download"});
+    });
     write_checkpoint(
         &case.root().join("GLM"),
         3,

@@ -5,59 +5,32 @@
 
 mod common;
 
-use common::{rigaudit, root, Run};
+use common::{fake_engine, fake_engine_card, python3, rigaudit, write_bundle, Run};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-
-fn python3() -> PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("python3"))
-                .find(|p| p.is_file())
-        })
-        .expect("python3 on PATH")
-}
-
-fn sha(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 /// A bundle with only a card and a speed contract, whose recorded command starts the fake engine
 /// copied to `script` (a path unique to the test, so its processes can be found).
 fn template(dir: &Path, script: &Path) -> PathBuf {
     let b = dir.join("template");
-    std::fs::create_dir_all(&b).unwrap();
-    let card = json!({
-        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 1,
-        "commands": [{"rank": 0, "argv": ["python3", script.to_str().unwrap(), "--port", "<port>",
-            "--mode", "<mode>", "--after", "<after>", "--start-delay", "<delay>"], "env": {}}],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
-    });
+    let card = fake_engine_card(
+        script,
+        &[
+            "--mode",
+            "<mode>",
+            "--after",
+            "<after>",
+            "--start-delay",
+            "<delay>",
+        ],
+        json!({}),
+    );
     let contract = json!({"parts": ["decode", "prefill"], "model": "fake", "prompt_ids": ["code"],
         "runs": 3, "warmups": 0, "max_tokens": 16,
         "prefill": {"depths": [64], "runs": 3, "max_tokens": 1},
         "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
         "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(&card).unwrap();
-    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
-    std::fs::write(b.join("card.json"), &card_t).unwrap();
-    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
-    let manifest = json!({"format": "rigaudit-bundle/1", "id": "fake-template", "title": "fake",
-    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-    "files": [
-        {"kind": "card", "path": "card.json", "sha256": sha(&card_t), "published": true, "reconstructed": false},
-        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
-    ]});
-    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+    write_bundle(&b, ("fake-template", "fake"), &card, &contract);
     b
 }
 
@@ -69,8 +42,7 @@ struct Setup {
 impl Setup {
     fn new() -> Setup {
         let tmp = tempfile::tempdir().unwrap();
-        let script = tmp.path().join("fake_engine.py");
-        std::fs::copy(root().join("tests/fixtures/fake_engine.py"), &script).unwrap();
+        let script = fake_engine(tmp.path(), "fake_engine.py");
         Setup { tmp, script }
     }
 
@@ -195,24 +167,18 @@ fn a_faultless_fake_replays_as_reproduced() {
     assert!(s.leftovers().is_empty());
 }
 
+/// An engine that exits during a step, hangs, answers HTTP 500 or sends a malformed stream: each
+/// an invalid step, reported, and what was measured before it kept.
 #[test]
-fn engine_exiting_during_a_step_is_reported_and_nothing_is_lost() {
-    mid_run_fault("exit-mid-stream", "1", "exited");
-}
-
-#[test]
-fn an_engine_that_hangs_is_timed_out() {
-    mid_run_fault("hang", "1", "no answer");
-}
-
-#[test]
-fn http_500_is_an_invalid_step() {
-    mid_run_fault("http500", "1", "HTTP 500");
-}
-
-#[test]
-fn a_malformed_stream_is_an_invalid_step() {
-    mid_run_fault("malformed-sse", "1", "malformed");
+fn a_fault_mid_run_is_an_invalid_step_and_nothing_is_lost() {
+    for (mode, says) in [
+        ("exit-mid-stream", "exited"),
+        ("hang", "no answer"),
+        ("http500", "HTTP 500"),
+        ("malformed-sse", "malformed"),
+    ] {
+        mid_run_fault(mode, "1", says);
+    }
 }
 
 #[test]
@@ -228,11 +194,8 @@ fn a_port_already_taken_is_a_clear_error() {
         &[],
     );
     assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stderr.to_lowercase().contains("address already in use"),
-        "{}",
-        run.stderr
-    );
+    let says = run.stderr.to_lowercase();
+    assert!(says.contains("address already in use"), "{}", run.stderr);
     assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
 }
 
@@ -264,7 +227,7 @@ fn an_unfilled_placeholder_and_an_unverified_executable_are_refused() {
     // No --set mode=...: the placeholder is named.
     let (run, _) = s.replay(&t, "unfilled", &["after=2", "delay=0"], &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("<mode>"), "{}", run.stderr);
+    run.assert_stderr_has("<mode>");
     // Without --trust-executable, python3 does not match the card's (absent) binary digest.
     let out = s.tmp.path().join("untrusted");
     let run = rigaudit(&[
@@ -282,7 +245,6 @@ fn an_unfilled_placeholder_and_an_unverified_executable_are_refused() {
         out.to_str().unwrap(),
         "--quiet",
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("--trust-executable"), "{}", run.stderr);
+    run.assert_exit_saying(2, "--trust-executable");
     assert!(s.leftovers().is_empty());
 }

@@ -274,11 +274,7 @@ fn markdown_escapes_table_cells_and_an_unknown_output_name_is_exit_2() {
         &[tmp.path().join("report.weird").to_str().unwrap()],
     );
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("cannot tell the format"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("cannot tell the format");
 }
 
 /// The browser the HTML test renders with: Debian's Chromium (`scripts/test.sh` installs it).
@@ -339,13 +335,12 @@ fn screenshot(html: &Path, png_path: &Path) {
 fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let html = tmp.path().join("diff.html");
-    let run = rigaudit(&[
-        "diff",
-        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
-        fixture("mia-recipe-1104-2x").to_str().unwrap(),
-        "--output",
-        html.to_str().unwrap(),
-    ]);
+    let pages = [
+        fixture("tensorfold-127-stock-2x"),
+        fixture("mia-recipe-1104-2x"),
+    ];
+    let [tf, mia] = pages.each_ref().map(|p| p.to_str().unwrap());
+    let run = rigaudit(&["diff", tf, mia, "--output", html.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let text = std::fs::read_to_string(&html).unwrap();
     // Self-contained: nothing to fetch at view time.
@@ -379,6 +374,30 @@ fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser()
     }
 }
 
+/// A gate policy that ignores each check of `ids` with a reason and raises cut-off notes to
+/// warnings.
+fn reweighing(ids: &[String]) -> String {
+    let mut toml = String::new();
+    for id in ids {
+        toml.push_str(&format!(
+            "[checks.\"{id}\"]\nseverity = \"ignore\"\nreason = \"known on this page: {id}\"\n"
+        ));
+    }
+    toml.push_str(
+        "[checks.\"quality.cutoffs\"]\nseverity = \"warning\"\nreason = \"cut-offs matter here\"\n",
+    );
+    toml
+}
+
+/// `rigaudit verify PAGE --policy POLICY ARGS` with the policy file holding `toml`.
+fn verify_under(page: &Path, policy: &Path, toml: &str, args: &[&str]) -> common::Run {
+    std::fs::write(policy, toml).unwrap();
+    let (page, policy) = (page.to_str().unwrap(), policy.to_str().unwrap());
+    let mut all = vec!["verify", page, "--policy", policy];
+    all.extend_from_slice(args);
+    rigaudit(&all)
+}
+
 #[test]
 fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
     let tmp = tempfile::tempdir().unwrap();
@@ -393,78 +412,35 @@ fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
         .map(|f| f["check"].as_str().unwrap().to_string())
         .collect();
     // Ignore every check that found an error, with a reason; raise a note to a warning.
-    let mut toml = String::new();
     let mut ids = errors.clone();
     ids.sort();
     ids.dedup();
-    for id in &ids {
-        toml.push_str(&format!(
-            "[checks.\"{id}\"]\nseverity = \"ignore\"\nreason = \"known on this page: {id}\"\n"
-        ));
-    }
-    toml.push_str(
-        "[checks.\"quality.cutoffs\"]\nseverity = \"warning\"\nreason = \"cut-offs matter here\"\n",
-    );
+    let toml = reweighing(&ids);
     let policy = tmp.path().join("gate.toml");
-    std::fs::write(&policy, &toml).unwrap();
-    let run = rigaudit(&[
-        "verify",
-        page.to_str().unwrap(),
-        "--format",
-        "json",
-        "--policy",
-        policy.to_str().unwrap(),
-    ]);
+    let run = verify_under(&page, &policy, &toml, &["--format", "json"]);
     let r = run.json();
     assert_eq!(r["counts"]["error"], 0, "{}", run.stdout);
     let ignored = r["policy"]["ignored"].as_array().unwrap();
     assert_eq!(ignored.len(), ids.len());
-    assert_eq!(
-        ignored
-            .iter()
-            .map(|i| i["findings"].as_u64().unwrap() as usize)
-            .sum::<usize>(),
-        errors.len()
-    );
-    assert!(ignored[0]["reason"]
-        .as_str()
-        .unwrap()
-        .starts_with("known on this page"));
-    assert!(r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "quality.cutoffs")
-        .all(|f| f["severity"] == "warning"));
+    let count = |i: &Value| i["findings"].as_u64().unwrap() as usize;
+    assert_eq!(ignored.iter().map(count).sum::<usize>(), errors.len());
+    let reason = ignored[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("known on this page"));
+    let cutoffs = run.findings("quality.cutoffs");
+    assert!(cutoffs.iter().all(|f| f["severity"] == "warning"));
     // The raised cut-off notes now fail at a warning fail level set by the policy.
-    std::fs::write(&policy, format!("fail_on = \"warning\"\n{toml}")).unwrap();
-    let run = rigaudit(&[
-        "verify",
-        page.to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-    ]);
+    let run = verify_under(
+        &page,
+        &policy,
+        &format!("fail_on = \"warning\"\n{toml}"),
+        &[],
+    );
     assert_eq!(run.code, 1, "{}", run.stdout);
-    std::fs::write(&policy, format!("fail_on = \"never\"\n{toml}")).unwrap();
-    let run = rigaudit(&[
-        "verify",
-        page.to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-    ]);
+    let run = verify_under(&page, &policy, &format!("fail_on = \"never\"\n{toml}"), &[]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     // A check the catalogue does not have is a usage error, not a silent pass.
-    std::fs::write(
-        &policy,
-        "[checks.\"speed.made-up\"]\nseverity = \"ignore\"\nreason = \"x\"\n",
-    )
-    .unwrap();
-    let run = rigaudit(&[
-        "verify",
-        page.to_str().unwrap(),
-        "--policy",
-        policy.to_str().unwrap(),
-    ]);
+    let made_up = "[checks.\"speed.made-up\"]\nseverity = \"ignore\"\nreason = \"x\"\n";
+    let run = verify_under(&page, &policy, made_up, &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("speed.made-up"), "{}", run.stderr);
+    run.assert_stderr_has("speed.made-up");
 }

@@ -11,9 +11,9 @@
 
 mod common;
 
-use common::{rigaudit, root, Run};
+use common::{decode_contract, python3_executable as python3, rigaudit, root, Run};
+use common::{sha_file, sha_hex as sha, write_tar_gz};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -29,29 +29,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn sha_file(p: &Path) -> String {
-    Sha256::digest(std::fs::read(p).unwrap())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn sha(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The real python3 (not a shim), so the box runs the very file whose digest is checked.
-fn python3() -> PathBuf {
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 /// Installs openssh-server once if `sshd` is missing; the reason when it cannot be had.
@@ -309,21 +286,7 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
 
 /// Writes the card, a small speed contract and the manifest into the bundle folder `b`.
 fn write_bundle(b: &Path, card: &Value) {
-    let contract = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
-        "runs": 3, "warmups": 0, "max_tokens": 8,
-        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
-        "server": {"slots": 1, "window": 4096}});
-    let card_t = serde_json::to_string_pretty(card).unwrap();
-    let contract_t = serde_json::to_string_pretty(&contract).unwrap();
-    std::fs::write(b.join("card.json"), &card_t).unwrap();
-    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
-    let manifest = json!({"format": "rigaudit-bundle/1", "id": "fake-two-box", "title": "fake",
-    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
-    "files": [
-        {"kind": "card", "path": "card.json", "sha256": sha(&card_t), "published": true, "reconstructed": false},
-        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha(&contract_t), "published": true, "reconstructed": false}
-    ]});
-    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+    common::write_bundle(b, ("fake-two-box", "fake"), card, &decode_contract(3, 8));
 }
 
 /// One test's files: a copy of the fake engine at a path unique to the test (its marker in
@@ -1256,20 +1219,8 @@ fn rehash_reads_the_binary_inside_a_package_on_a_box() {
     std::fs::create_dir_all(boxroot.join("dl")).unwrap();
     let exe = std::fs::read(python3()).unwrap();
     let tgz = boxroot.join("dl/tensorfold-1.2.7.tar.gz");
-    {
-        let gz = flate2::write::GzEncoder::new(
-            std::fs::File::create(&tgz).unwrap(),
-            flate2::Compression::fast(),
-        );
-        let mut t = tar::Builder::new(gz);
-        let mut h = tar::Header::new_gnu();
-        h.set_size(exe.len() as u64);
-        h.set_mode(0o755);
-        h.set_cksum();
-        t.append_data(&mut h, "tensorfold-1.2.7/tensorfold-native", &exe[..])
-            .unwrap();
-        t.into_inner().unwrap().finish().unwrap();
-    }
+    let member = ("tensorfold-1.2.7/tensorfold-native", &exe[..]);
+    write_tar_gz(&tgz, &[member], flate2::Compression::fast());
     let zip_path = boxroot.join("dl/engine.zip");
     {
         use std::io::Write;

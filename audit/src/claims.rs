@@ -132,3 +132,7 @@ pub const UNBACKED: Check<crate::bundle::Run> = Check {
 /// `claims.*` rows whose functions compare a bundle's files with each other (subject files under
 /// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
 pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[NO_MEASUREMENT, UNBACKED];
+
+#[cfg(test)]
+#[path = "claims_tests.rs"]
+mod tests;

@@ -163,3 +163,7 @@ pub const PROMPT_UNDERFILLS: Check<crate::bundle::Run> = Check {
 /// `fit.*` rows whose functions compare a bundle's files with each other (subject files under
 /// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
 pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[PROMPT_UNDERFILLS];
+
+#[cfg(test)]
+#[path = "fit_tests.rs"]
+mod tests;

@@ -36,6 +36,9 @@ pub mod table;
 pub mod verdict;
 pub mod verify;
 
+#[cfg(test)]
+mod testkit;
+
 pub mod bundle;
 pub use bundle::{Bundle, QualityTest};
 pub use check::{Check, Ran};

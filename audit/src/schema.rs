@@ -338,3 +338,7 @@ mod tests {
         assert!(!DigestMatch::Prefix(8).describe().contains("full"));
     }
 }
+
+#[cfg(test)]
+#[path = "schema_tests.rs"]
+mod row_tests;

@@ -37,41 +37,7 @@ enum DraftArg {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve MODEL (a GGUF file) over HTTP.
-    Serve {
-        /// GGUF model file.
-        model: PathBuf,
-        /// Model name reported by the API.
-        #[arg(long)]
-        name: String,
-        /// Streams served at once (slots); more requests wait in a queue.
-        #[arg(long, default_value_t = 1)]
-        parallel: usize,
-        /// Context window per request (tokens); picked from memory when absent.
-        #[arg(long)]
-        context: Option<usize>,
-        /// Listen address.
-        #[arg(long, default_value = "127.0.0.1")]
-        host: String,
-        /// Listen port (0 picks a free one; the start line says which).
-        #[arg(long, default_value_t = 8080)]
-        port: u16,
-        /// Compute threads (default: all cores).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Draft tokens: `copies` (prompt lookup) or `off`.
-        #[arg(long, value_enum, default_value = "off")]
-        draft: DraftArg,
-        /// Max draft tokens per step.
-        #[arg(long, default_value_t = 8)]
-        draft_max: usize,
-        /// Max prompt tokens evaluated per batched step.
-        #[arg(long, default_value_t = 512)]
-        batch: usize,
-        /// Exit when standard input closes (lets a supervising process, such
-        /// as a test, take the engine down with it however it ends).
-        #[arg(long)]
-        exit_with_stdin: bool,
-    },
+    Serve(ServeArgs),
     /// Write the tokenizer built from MODEL's metadata as tokenizer.json.
     Tokenizer {
         /// GGUF model file.
@@ -124,31 +90,7 @@ where
 fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.cmd {
         Cmd::Tokenizer { model, out } => write_tokenizer(&model, &out),
-        Cmd::Serve {
-            model,
-            name,
-            parallel,
-            context,
-            host,
-            port,
-            threads,
-            draft,
-            draft_max,
-            batch,
-            exit_with_stdin,
-        } => serve(ServeArgs {
-            model,
-            name,
-            parallel,
-            context,
-            host,
-            port,
-            threads,
-            draft,
-            draft_max,
-            batch,
-            exit_with_stdin,
-        }),
+        Cmd::Serve(args) => serve(args),
     }
 }
 
@@ -165,17 +107,40 @@ fn write_tokenizer(
 }
 
 /// The options of `serve`, as parsed.
+#[derive(clap::Args)]
 struct ServeArgs {
+    /// GGUF model file.
     model: PathBuf,
+    /// Model name reported by the API.
+    #[arg(long)]
     name: String,
+    /// Streams served at once (slots); more requests wait in a queue.
+    #[arg(long, default_value_t = 1)]
     parallel: usize,
+    /// Context window per request (tokens); picked from memory when absent.
+    #[arg(long)]
     context: Option<usize>,
+    /// Listen address.
+    #[arg(long, default_value = "127.0.0.1")]
     host: String,
+    /// Listen port (0 picks a free one; the start line says which).
+    #[arg(long, default_value_t = 8080)]
     port: u16,
+    /// Compute threads (default: all cores).
+    #[arg(long)]
     threads: Option<usize>,
+    /// Draft tokens: `copies` (prompt lookup) or `off`.
+    #[arg(long, value_enum, default_value = "off")]
     draft: DraftArg,
+    /// Max draft tokens per step.
+    #[arg(long, default_value_t = 8)]
     draft_max: usize,
+    /// Max prompt tokens evaluated per batched step.
+    #[arg(long, default_value_t = 512)]
     batch: usize,
+    /// Exit when standard input closes (lets a supervising process, such
+    /// as a test, take the engine down with it however it ends).
+    #[arg(long)]
     exit_with_stdin: bool,
 }
 

@@ -171,61 +171,18 @@ type MetricRow = (
 );
 
 /// The engine's counters on `/metrics`, in their order there (the `slots` gauge follows).
+#[rustfmt::skip]
 const METRIC_ROWS: [MetricRow; 10] = [
-    (
-        "prompt_tokens_total",
-        "counter",
-        "Prompt tokens evaluated (cache hits excluded).",
-        |m| &m.prompt_tokens,
-    ),
-    (
-        "prompt_tokens_cached_total",
-        "counter",
-        "Prompt tokens reused from the prompt cache.",
-        |m| &m.cached_tokens,
-    ),
-    (
-        "generation_tokens_total",
-        "counter",
-        "Tokens generated.",
-        |m| &m.generated_tokens,
-    ),
-    (
-        "draft_tokens_total",
-        "counter",
-        "Draft tokens proposed.",
-        |m| &m.drafted,
-    ),
-    (
-        "draft_accepted_tokens_total",
-        "counter",
-        "Draft tokens accepted.",
-        |m| &m.accepted,
-    ),
-    ("requests_total", "counter", "Requests finished.", |m| {
-        &m.requests
-    }),
-    (
-        "requests_cancelled_total",
-        "counter",
-        "Requests abandoned by the client.",
-        |m| &m.cancelled,
-    ),
-    (
-        "decode_steps_total",
-        "counter",
-        "Batched forward passes run.",
-        |m| &m.steps,
-    ),
-    ("busy_slots", "gauge", "Slots serving a request now.", |m| {
-        &m.busy_slots
-    }),
-    (
-        "queued_requests",
-        "gauge",
-        "Requests waiting for a slot.",
-        |m| &m.queued,
-    ),
+    ("prompt_tokens_total", "counter", "Prompt tokens evaluated (cache hits excluded).", |m| &m.prompt_tokens),
+    ("prompt_tokens_cached_total", "counter", "Prompt tokens reused from the prompt cache.", |m| &m.cached_tokens),
+    ("generation_tokens_total", "counter", "Tokens generated.", |m| &m.generated_tokens),
+    ("draft_tokens_total", "counter", "Draft tokens proposed.", |m| &m.drafted),
+    ("draft_accepted_tokens_total", "counter", "Draft tokens accepted.", |m| &m.accepted),
+    ("requests_total", "counter", "Requests finished.", |m| &m.requests),
+    ("requests_cancelled_total", "counter", "Requests abandoned by the client.", |m| &m.cancelled),
+    ("decode_steps_total", "counter", "Batched forward passes run.", |m| &m.steps),
+    ("busy_slots", "gauge", "Slots serving a request now.", |m| &m.busy_slots),
+    ("queued_requests", "gauge", "Requests waiting for a slot.", |m| &m.queued),
 ];
 
 /// `/metrics`: the engine's counters and the slot count in Prometheus text format.
@@ -737,17 +694,7 @@ async fn run_many(
     }
     let mut pending = Vec::with_capacity(prompts.len());
     for ((prompt, text), max_tokens) in prompts.into_iter().zip(limits) {
-        let mut params = c.params.clone();
-        params.max_tokens = max_tokens;
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        s.engine
-            .submit(Request { prompt, params, tx })
-            .map_err(|e| ApiError {
-                status: StatusCode::SERVICE_UNAVAILABLE,
-                message: e,
-                code: None,
-                param: None,
-            })?;
+        let rx = submit(&s, prompt, &c.params, max_tokens)?;
         pending.push((text, rx));
     }
     let (mut choices, mut total) = (Vec::new(), Usage::default());
@@ -940,17 +887,17 @@ fn choice_json(
     json!({"index": 0, "text": text, "logprobs": lp, "finish_reason": u.finish_reason})
 }
 
-async fn run(
-    s: Arc<AppState>,
+/// Hands `prompt` to the engine with `params` capped at `max_tokens`: the receiver of its events,
+/// or 503 when the engine has stopped.
+fn submit(
+    s: &AppState,
     prompt: Vec<u32>,
-    prompt_text: String,
-    c: Common,
-    chat: bool,
-) -> Result<Response, ApiError> {
-    let max_tokens = check_window(&s, prompt.len(), c.max_tokens)?;
-    let mut params = c.params.clone();
+    params: &GenParams,
+    max_tokens: usize,
+) -> Result<tokio::sync::mpsc::UnboundedReceiver<Event>, ApiError> {
+    let mut params = params.clone();
     params.max_tokens = max_tokens;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     s.engine
         .submit(Request { prompt, params, tx })
         .map_err(|e| ApiError {
@@ -959,6 +906,18 @@ async fn run(
             code: None,
             param: None,
         })?;
+    Ok(rx)
+}
+
+async fn run(
+    s: Arc<AppState>,
+    prompt: Vec<u32>,
+    prompt_text: String,
+    c: Common,
+    chat: bool,
+) -> Result<Response, ApiError> {
+    let max_tokens = check_window(&s, prompt.len(), c.max_tokens)?;
+    let mut rx = submit(&s, prompt, &c.params, max_tokens)?;
     let n = s.ids.fetch_add(1, Ordering::Relaxed);
     let id = if chat {
         format!("chatcmpl-{n}")

@@ -11,10 +11,8 @@ mod common;
 
 use std::time::Instant;
 
-use rigaudit_engine::gguf::Gguf;
 use rigaudit_engine::model::{Chunk, KvCache, Model};
 use rigaudit_engine::pool::Pool;
-use rigaudit_engine::tokenizer::EngineTokenizer;
 
 /// The fixed text.
 pub const TEXT: &str = include_str!("fixtures/declaration-of-independence.txt");
@@ -90,12 +88,9 @@ fn optimized(m: &Model, ids: &[u32]) -> Vec<f32> {
 
 #[test]
 fn optimized_perplexity_matches_f32_reference() {
-    let Some(path) = common::model_path() else {
+    let Some((tk, m)) = common::load_model() else {
         return;
     };
-    let g = Gguf::open(&path).expect("open gguf");
-    let tk = EngineTokenizer::from_gguf(&g).expect("tokenizer");
-    let m = Model::load(g).expect("load model");
     let all = tk.encode(TEXT);
     assert!(all.len() > N, "text has only {} tokens", all.len());
     let ids = &all[..N];

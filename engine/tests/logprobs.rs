@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Mutex;
 
-use common::{chat, model_path, sse_events, Server};
+use common::{chat, model_path, refusal, sse_events, Server};
 use rigaudit_engine::engine::token_logprob;
 use rigaudit_engine::gguf::Gguf;
 use rigaudit_engine::model::{Chunk, KvCache, Model};
@@ -40,28 +40,15 @@ fn streamed_chat(s: &Server, body: &Value) -> (Vec<Value>, String) {
     (lps, text)
 }
 
-#[test]
-fn chat_logprobs_greedy_top1_and_streaming_agree() {
-    let _g = lock();
-    let Some(m) = model_path() else { return };
-    let s = Server::start(&m, &["--context", "512"]);
-    let extra = json!({"max_tokens": 16, "temperature": 0, "logprobs": true, "top_logprobs": 5});
-    let body = chat("Name three colours of the rainbow.", extra);
-    let (st, v) = s.post_json("/v1/chat/completions", &body);
-    assert_eq!(st, 200, "{v}");
-    let content = v["choices"][0]["logprobs"]["content"]
-        .as_array()
-        .expect("logprobs.content");
-    assert_eq!(
-        content.len() as u64,
-        v["usage"]["completion_tokens"].as_u64().unwrap()
-    );
+/// Each token's entry of a greedy reply: a log-probability of at most 0, `top` alternatives in
+/// falling order led by the token itself. The reply's bytes, token by token.
+fn greedy_token_bytes(content: &[Value], top_n: usize) -> Vec<u8> {
     let mut bytes = Vec::new();
     for e in content {
         let lp = f(&e["logprob"]);
         assert!(lp <= 0.0, "{e}");
         let top = e["top_logprobs"].as_array().expect("top_logprobs");
-        assert_eq!(top.len(), 5, "{e}");
+        assert_eq!(top.len(), top_n, "{e}");
         // Greedy: the sampled token is the most likely one.
         assert_eq!(top[0]["token"], e["token"], "{e}");
         assert_eq!(f(&top[0]["logprob"]), lp);
@@ -76,27 +63,12 @@ fn chat_logprobs_greedy_top1_and_streaming_agree() {
                 .map(|b| b.as_u64().unwrap() as u8),
         );
     }
-    let text = v["choices"][0]["message"]["content"].as_str().unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&bytes),
-        text,
-        "token bytes spell the reply"
-    );
+    bytes
+}
 
-    // Streaming carries the same tokens and log-probabilities, chunk by chunk.
-    let mut sb = body.clone();
-    sb["stream"] = json!(true);
-    let (slps, stext) = streamed_chat(&s, &sb);
-    assert_eq!(stext, text);
-    assert_eq!(slps.len(), content.len());
-    for (a, b) in slps.iter().zip(content) {
-        assert_eq!(a["token"], b["token"]);
-        assert!(
-            (f(&a["logprob"]) - f(&b["logprob"])).abs() < 1e-5,
-            "{a} vs {b}"
-        );
-    }
-
+/// Without `logprobs` a reply has none, `top_logprobs` needs `logprobs` and is 0 to 20, and
+/// `max_tokens: 0` is refused.
+fn assert_logprob_options_are_checked(s: &Server) {
     // Without `logprobs`: null; `top_logprobs: 0`: no alternatives.
     let (_, v) = s.post_json(
         "/v1/chat/completions",
@@ -120,13 +92,52 @@ fn chat_logprobs_greedy_top1_and_streaming_agree() {
         (json!({"logprobs": 2}), "`logprobs` must be a boolean"),
         (json!({"max_tokens": 0}), "at least 1"),
     ] {
-        let (st, v) = s.post_json("/v1/chat/completions", &chat("Hi", extra));
-        assert_eq!(st, 400, "{v}");
+        let body = chat("Hi", extra).to_string();
+        let (st, msg) = refusal(s, "/v1/chat/completions", &body);
+        assert_eq!(st, 400, "{msg}");
+        assert!(msg.contains(want), "{msg}");
+    }
+}
+
+#[test]
+fn chat_logprobs_greedy_top1_and_streaming_agree() {
+    let _g = lock();
+    let Some(m) = model_path() else { return };
+    let s = Server::start(&m, &["--context", "512"]);
+    let extra = json!({"max_tokens": 16, "temperature": 0, "logprobs": true, "top_logprobs": 5});
+    let body = chat("Name three colours of the rainbow.", extra);
+    let (st, v) = s.post_json("/v1/chat/completions", &body);
+    assert_eq!(st, 200, "{v}");
+    let content = v["choices"][0]["logprobs"]["content"]
+        .as_array()
+        .expect("logprobs.content");
+    assert_eq!(
+        content.len() as u64,
+        v["usage"]["completion_tokens"].as_u64().unwrap()
+    );
+    let bytes = greedy_token_bytes(content, 5);
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&bytes),
+        text,
+        "token bytes spell the reply"
+    );
+
+    // Streaming carries the same tokens and log-probabilities, chunk by chunk.
+    let mut sb = body.clone();
+    sb["stream"] = json!(true);
+    let (slps, stext) = streamed_chat(&s, &sb);
+    assert_eq!(stext, text);
+    assert_eq!(slps.len(), content.len());
+    for (a, b) in slps.iter().zip(content) {
+        assert_eq!(a["token"], b["token"]);
         assert!(
-            v["error"]["message"].as_str().unwrap().contains(want),
-            "{v}"
+            (f(&a["logprob"]) - f(&b["logprob"])).abs() < 1e-5,
+            "{a} vs {b}"
         );
     }
+
+    assert_logprob_options_are_checked(&s);
 }
 
 #[test]

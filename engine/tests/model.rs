@@ -3,10 +3,8 @@
 
 mod common;
 
-use rigaudit_engine::gguf::Gguf;
-use rigaudit_engine::model::{Chunk, KvCache, Model};
+use rigaudit_engine::model::{Chunk, KvCache};
 use rigaudit_engine::pool::Pool;
-use rigaudit_engine::tokenizer::EngineTokenizer;
 
 fn one(toks: &[u32], pos: usize, slot: usize) -> Chunk<'_> {
     Chunk {
@@ -30,12 +28,9 @@ fn argmax(v: &[f32]) -> usize {
 
 #[test]
 fn optimized_forward_matches_reference_and_is_batch_invariant() {
-    let Some(path) = common::model_path() else {
+    let Some((tk, m)) = common::load_model() else {
         return;
     };
-    let g = Gguf::open(&path).expect("open gguf");
-    let tk = EngineTokenizer::from_gguf(&g).expect("tokenizer");
-    let m = Model::load(g).expect("load model");
     let pool = Pool::new(2);
     let ids = tk.encode("<|im_start|>user\nThe capital of France is<|im_end|>\n");
     let other = tk.encode("def add(a, b):\n    return");

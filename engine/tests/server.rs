@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{chat, model_path, sse_events, Server};
+use common::{chat, model_path, refusal, sse_events, Server};
 use serde_json::{json, Value};
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -90,137 +90,57 @@ fn start_line_models_and_refusal() {
     assert_eq!(s.metric("rigaudit_engine_busy_slots"), 0.0);
 }
 
-#[test]
-fn bad_requests_get_4xx_and_server_survives() {
-    let _g = lock();
-    let Some(m) = model_path() else { return };
-    let s = Server::start(&m, &["--context", "512"]);
-    let cases: Vec<(&str, String, &str)> = vec![
-        (
-            "/v1/chat/completions",
-            "{\"messages\": [".into(),
-            "not valid JSON",
-        ),
-        ("/v1/chat/completions", "[1,2,3]".into(), "JSON object"),
-        (
-            "/v1/chat/completions",
-            json!({"messages": []}).to_string(),
-            "must not be empty",
-        ),
-        (
-            "/v1/chat/completions",
-            json!({"messages": "hi"}).to_string(),
-            "must be an array",
-        ),
-        (
-            "/v1/chat/completions",
-            json!({}).to_string(),
-            "`messages` is required",
-        ),
-        (
-            "/v1/chat/completions",
-            json!({"messages": [{"role": 5, "content": "x"}]}).to_string(),
-            "role",
-        ),
-        (
-            "/v1/chat/completions",
-            json!({"messages": [{"role": "user", "content": 7}]}).to_string(),
-            "content",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"max_tokens": "ten"})).to_string(),
-            "`max_tokens` must be an integer",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"max_tokens": -5})).to_string(),
-            "non-negative",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"max_tokens": 1e30})).to_string(),
-            "max_tokens",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"max_tokens": u64::MAX})).to_string(),
-            "maximum context length is 512 tokens",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"temperature": "hot"})).to_string(),
-            "`temperature` must be a number",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"top_p": 3})).to_string(),
-            "top_p",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"stream": "yes"})).to_string(),
-            "`stream` must be a boolean",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"stop": [1, 2]})).to_string(),
-            "stop",
-        ),
-        (
-            "/v1/chat/completions",
-            chat("hi", json!({"seed": "x"})).to_string(),
-            "seed",
-        ),
-        (
-            "/v1/chat/completions",
-            chat(
-                "hi",
-                json!({"chat_template_kwargs": {"enable_thinking": "no"}}),
-            )
-            .to_string(),
-            "enable_thinking",
-        ),
-        (
-            "/v1/completions",
-            json!({"prompt": 12}).to_string(),
-            "prompt",
-        ),
-        (
-            "/v1/completions",
-            json!({"prompt": [1, 999999]}).to_string(),
-            "outside the vocabulary",
-        ),
-        (
-            "/v1/completions",
-            json!({"prompt": ""}).to_string(),
-            "empty",
-        ),
-    ];
-    for (path, body, want) in &cases {
-        let (st, b) = s.request("POST", path, Some(body));
-        assert!((400..500).contains(&st), "{body} -> {st} {b}");
-        let v: Value = serde_json::from_str(&b)
-            .unwrap_or_else(|e| panic!("{body} -> non-JSON error {e}: {b}"));
-        let msg = v["error"]["message"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{body} -> no error.message: {b}"));
-        assert!(
-            msg.contains(want),
-            "{body} -> message {msg:?} lacks {want:?}"
-        );
-    }
-    // enable_thinking as a boolean is accepted.
-    let (st, v) = s.post_json(
-        "/v1/chat/completions",
-        &chat(
-            "hi",
-            json!({"max_tokens": 2, "chat_template_kwargs": {"enable_thinking": false}}),
-        ),
-    );
-    assert_eq!(st, 200, "{v}");
+/// Bodies a server must refuse with a 4xx naming what is wrong: `(path, body, in the message)`.
+#[rustfmt::skip]
+const BAD_BODIES: &[(&str, &str, &str)] = &[
+    ("/v1/chat/completions", r#"{"messages": ["#, "not valid JSON"),
+    ("/v1/chat/completions", "[1,2,3]", "JSON object"),
+    ("/v1/chat/completions", r#"{"messages": []}"#, "must not be empty"),
+    ("/v1/chat/completions", r#"{"messages": "hi"}"#, "must be an array"),
+    ("/v1/chat/completions", "{}", "`messages` is required"),
+    ("/v1/chat/completions", r#"{"messages": [{"role": 5, "content": "x"}]}"#, "role"),
+    ("/v1/chat/completions", r#"{"messages": [{"role": "user", "content": 7}]}"#, "content"),
+    ("/v1/completions", r#"{"prompt": 12}"#, "prompt"),
+    ("/v1/completions", r#"{"prompt": [1, 999999]}"#, "outside the vocabulary"),
+    ("/v1/completions", r#"{"prompt": ""}"#, "empty"),
+];
 
-    // Client disconnects mid-stream: the slot is freed.
+/// Fields of a chat request ("hi") a server must refuse: `(fields, in the message)`.
+#[rustfmt::skip]
+const BAD_CHAT_FIELDS: &[(&str, &str)] = &[
+    (r#"{"max_tokens": "ten"}"#, "`max_tokens` must be an integer"),
+    (r#"{"max_tokens": -5}"#, "non-negative"),
+    (r#"{"max_tokens": 1e30}"#, "max_tokens"),
+    (r#"{"max_tokens": 18446744073709551615}"#, "maximum context length is 512 tokens"),
+    (r#"{"temperature": "hot"}"#, "`temperature` must be a number"),
+    (r#"{"top_p": 3}"#, "top_p"),
+    (r#"{"stream": "yes"}"#, "`stream` must be a boolean"),
+    (r#"{"stop": [1, 2]}"#, "stop"),
+    (r#"{"seed": "x"}"#, "seed"),
+    (r#"{"chat_template_kwargs": {"enable_thinking": "no"}}"#, "enable_thinking"),
+];
+
+/// Asserts the server answers `body` at `path` with a 4xx whose JSON error message has `want`.
+fn assert_refused(s: &Server, path: &str, body: &str, want: &str) {
+    let (st, msg) = refusal(s, path, body);
+    assert!((400..500).contains(&st), "{body} -> {st} {msg}");
+    assert!(
+        msg.contains(want),
+        "{body} -> message {msg:?} lacks {want:?}"
+    );
+}
+
+/// Waits up to 20 s for the busy-slot gauge to read `busy`; fails with `why` past that.
+fn wait_busy_slots(s: &Server, busy: f64, every: Duration, why: &str) {
+    let t = Instant::now();
+    while s.metric("rigaudit_engine_busy_slots") != busy {
+        assert!(t.elapsed() < Duration::from_secs(20), "{why}");
+        std::thread::sleep(every);
+    }
+}
+
+/// A client that disconnects mid-stream: its slot is freed and generation stops.
+fn assert_a_disconnect_frees_the_slot(s: &Server) {
     let mut c = TcpStream::connect(&s.addr).expect("connect");
     let body = chat(
         "Write a long story about a dragon.",
@@ -236,28 +156,41 @@ fn bad_requests_get_4xx_and_server_survives() {
     let mut buf = [0u8; 2048];
     let n = c.read(&mut buf).expect("read first bytes");
     assert!(n > 0 && String::from_utf8_lossy(&buf[..n]).contains("200"));
-    let t = Instant::now();
-    while s.metric("rigaudit_engine_busy_slots") != 1.0 {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "streaming request never took a slot"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let taken = "streaming request never took a slot";
+    wait_busy_slots(s, 1.0, Duration::from_millis(10), taken);
     drop(c);
-    let t = Instant::now();
-    while s.metric("rigaudit_engine_busy_slots") != 0.0 {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "slot not freed after client disconnect"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let freed = "slot not freed after client disconnect";
+    wait_busy_slots(s, 0.0, Duration::from_millis(50), freed);
     assert!(s.metric("rigaudit_engine_requests_cancelled_total") >= 1.0);
     assert!(
         s.metric("rigaudit_engine_generation_tokens_total") < 400.0,
         "generation was not stopped"
     );
+}
+
+#[test]
+fn bad_requests_get_4xx_and_server_survives() {
+    let _g = lock();
+    let Some(m) = model_path() else { return };
+    let s = Server::start(&m, &["--context", "512"]);
+    for (path, body, want) in BAD_BODIES {
+        assert_refused(&s, path, body, want);
+    }
+    for (fields, want) in BAD_CHAT_FIELDS {
+        let body = chat("hi", serde_json::from_str(fields).unwrap()).to_string();
+        assert_refused(&s, "/v1/chat/completions", &body, want);
+    }
+    // enable_thinking as a boolean is accepted.
+    let (st, v) = s.post_json(
+        "/v1/chat/completions",
+        &chat(
+            "hi",
+            json!({"max_tokens": 2, "chat_template_kwargs": {"enable_thinking": false}}),
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    // Client disconnects mid-stream: the slot is freed.
+    assert_a_disconnect_frees_the_slot(&s);
     // Still healthy and serving.
     let (st, _) = s.request("GET", "/health", None);
     assert_eq!(st, 200);
@@ -269,15 +202,9 @@ fn bad_requests_get_4xx_and_server_survives() {
     assert!(v["usage"]["completion_tokens"].as_u64().unwrap_or(0) >= 1);
 }
 
-#[test]
-fn streaming_usage_cache_and_determinism() {
-    let _g = lock();
-    let Some(m) = model_path() else { return };
-    let s = Server::start(&m, &["--context", "2048", "--parallel", "2"]);
-    let body = chat(
-        "List three colors.",
-        json!({"stream": true, "max_tokens": 12, "temperature": 0, "ignore_eos": true}),
-    );
+/// Streams `body` (temperature 0, 12 tokens): the events end in `[DONE]`, the role comes first,
+/// usage and the finish reason only in the last chunk. The text streamed and the prompt tokens.
+fn streamed(s: &Server, body: &Value) -> (String, u64) {
     let (st, raw) = s.request("POST", "/v1/chat/completions", Some(&body.to_string()));
     assert_eq!(st, 200, "{raw}");
     let ev = sse_events(&raw);
@@ -307,6 +234,49 @@ fn streaming_usage_cache_and_determinism() {
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
         .collect();
+    (streamed, p)
+}
+
+/// Sampling with a fixed seed gives the same text twice; other seeds change it.
+fn assert_seeds_decide_sampling(s: &Server) {
+    let seeded = json!({"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 1234, "ignore_eos": true});
+    let (_, a) = s.post_json("/v1/completions", &seeded);
+    let (_, b) = s.post_json("/v1/completions", &seeded);
+    let ta = a["choices"][0]["text"].as_str().expect("text").to_string();
+    assert_eq!(ta, b["choices"][0]["text"].as_str().expect("text"));
+    assert_eq!(a["usage"]["completion_tokens"], 16);
+    // Several other seeds: at least one differs (sampling is really on).
+    let mut differs = false;
+    for seed in [1, 2, 3, 4] {
+        let mut r = seeded.clone();
+        r["seed"] = json!(seed);
+        let (_, c) = s.post_json("/v1/completions", &r);
+        differs |= c["choices"][0]["text"].as_str() != Some(ta.as_str());
+    }
+    assert!(differs, "different seeds never changed the output");
+}
+
+/// Stop strings end generation with finish_reason stop and are not emitted.
+fn assert_stop_strings_end_generation(s: &Server) {
+    let (_, v) = s.post_json(
+        "/v1/completions",
+        &json!({"prompt": "1, 2, 3, 4, 5,", "max_tokens": 30, "temperature": 0, "stop": [" 8"]}),
+    );
+    let t = v["choices"][0]["text"].as_str().expect("text");
+    assert_eq!(v["choices"][0]["finish_reason"], "stop", "{v}");
+    assert!(!t.contains(" 8"), "{t:?}");
+}
+
+#[test]
+fn streaming_usage_cache_and_determinism() {
+    let _g = lock();
+    let Some(m) = model_path() else { return };
+    let s = Server::start(&m, &["--context", "2048", "--parallel", "2"]);
+    let body = chat(
+        "List three colors.",
+        json!({"stream": true, "max_tokens": 12, "temperature": 0, "ignore_eos": true}),
+    );
+    let (streamed, p) = streamed(&s, &body);
 
     // The same request without streaming gives the same text at temperature 0.
     let mut b2 = body.clone();
@@ -346,30 +316,9 @@ fn streaming_usage_cache_and_determinism() {
     );
 
     // Fixed seed with sampling: same text twice; completions endpoint too.
-    let seeded = json!({"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 1234, "ignore_eos": true});
-    let (_, a) = s.post_json("/v1/completions", &seeded);
-    let (_, b) = s.post_json("/v1/completions", &seeded);
-    let ta = a["choices"][0]["text"].as_str().expect("text").to_string();
-    assert_eq!(ta, b["choices"][0]["text"].as_str().expect("text"));
-    assert_eq!(a["usage"]["completion_tokens"], 16);
-    // Several other seeds: at least one differs (sampling is really on).
-    let mut differs = false;
-    for seed in [1, 2, 3, 4] {
-        let mut r = seeded.clone();
-        r["seed"] = json!(seed);
-        let (_, c) = s.post_json("/v1/completions", &r);
-        differs |= c["choices"][0]["text"].as_str() != Some(ta.as_str());
-    }
-    assert!(differs, "different seeds never changed the output");
-
+    assert_seeds_decide_sampling(&s);
     // Stop strings end generation with finish_reason stop and are not emitted.
-    let (_, v) = s.post_json(
-        "/v1/completions",
-        &json!({"prompt": "1, 2, 3, 4, 5,", "max_tokens": 30, "temperature": 0, "stop": [" 8"]}),
-    );
-    let t = v["choices"][0]["text"].as_str().expect("text");
-    assert_eq!(v["choices"][0]["finish_reason"], "stop", "{v}");
-    assert!(!t.contains(" 8"), "{t:?}");
+    assert_stop_strings_end_generation(&s);
 
     // Metrics moved.
     assert!(s.metric("rigaudit_engine_prompt_tokens_total") > 0.0);
@@ -481,16 +430,14 @@ fn copies_drafting_moves_counters_and_keeps_greedy_output() {
     assert!(s.metric("rigaudit_engine_decode_steps_total") < 40.0);
 }
 
-#[test]
-fn tokenizer_json_matches_engine_and_llamacpp() {
-    let _g = lock();
-    let Some(m) = model_path() else { return };
+/// The tokenizer.json `rigaudit-engine tokenizer` writes for the model `m`, loaded.
+fn written_tokenizer(m: &std::path::Path) -> tokenizers::Tokenizer {
     let dir = std::env::temp_dir().join(format!("rigaudit-engine-tok-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let out = dir.join("tokenizer.json");
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
         .arg("tokenizer")
-        .arg(&m)
+        .arg(m)
         .arg("--out")
         .arg(&out)
         .status()
@@ -498,26 +445,28 @@ fn tokenizer_json_matches_engine_and_llamacpp() {
     assert!(st.success());
     let tk = tokenizers::Tokenizer::from_file(&out).expect("load tokenizer.json");
     let _ = std::fs::remove_dir_all(&dir);
+    tk
+}
+
+/// Token ids of a JSON array.
+fn ids(v: &Value) -> Vec<u64> {
+    let ids = v.as_array().expect("ids").iter();
+    ids.map(|x| x.as_u64().expect("id")).collect()
+}
+
+/// The texts to tokenize: llama.cpp's cases with its ids, then edge cases without.
+fn tokenizer_texts() -> Vec<(String, Option<Vec<u64>>)> {
     let fx: Value =
         serde_json::from_str(include_str!("fixtures/llamacpp_tokens.json")).expect("fixture");
-    let s = Server::start(&m, &["--context", "256"]);
-    let mut texts: Vec<(String, Option<Vec<u64>>)> = fx["cases"]
+    let case = |c: &Value| {
+        let text = c["text"].as_str().expect("text").to_string();
+        (text, Some(ids(&c["ids"])))
+    };
+    let mut texts: Vec<_> = fx["cases"]
         .as_array()
         .expect("cases")
         .iter()
-        .map(|c| {
-            (
-                c["text"].as_str().expect("text").to_string(),
-                Some(
-                    c["ids"]
-                        .as_array()
-                        .expect("ids")
-                        .iter()
-                        .map(|x| x.as_u64().expect("id"))
-                        .collect(),
-                ),
-            )
-        })
+        .map(case)
         .collect();
     for extra in [
         "",
@@ -530,15 +479,19 @@ fn tokenizer_json_matches_engine_and_llamacpp() {
     ] {
         texts.push((extra.to_string(), None));
     }
-    for (text, want) in &texts {
+    texts
+}
+
+#[test]
+fn tokenizer_json_matches_engine_and_llamacpp() {
+    let _g = lock();
+    let Some(m) = model_path() else { return };
+    let tk = written_tokenizer(&m);
+    let s = Server::start(&m, &["--context", "256"]);
+    for (text, want) in &tokenizer_texts() {
         let (st, v) = s.post_json("/tokenize", &json!({"content": text}));
         assert_eq!(st, 200);
-        let engine: Vec<u64> = v["tokens"]
-            .as_array()
-            .expect("tokens")
-            .iter()
-            .map(|x| x.as_u64().expect("id"))
-            .collect();
+        let engine = ids(&v["tokens"]);
         let file: Vec<u64> = tk
             .encode(text.as_str(), false)
             .expect("encode")

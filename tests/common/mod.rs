@@ -4,7 +4,7 @@
 
 pub mod fake_server;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +19,8 @@ pub fn fixture(name: &str) -> PathBuf {
     root().join("fixtures/pages").join(name)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies the folder `from` to `to`, sub-folders included.
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -31,6 +32,159 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(&p, &t).unwrap();
         }
     }
+}
+
+/// A JSON file's value.
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// The sha256 of `bytes` as lowercase hex, as manifests record it.
+pub fn sha_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex(&Sha256::digest(bytes.as_ref()))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sha256 of a file's bytes as lowercase hex, read as a stream.
+pub fn sha_file(p: &Path) -> String {
+    let mut hasher = Sha256::new();
+    let mut f = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    std::io::copy(&mut f, &mut hasher).unwrap();
+    hex(&hasher.finalize())
+}
+
+/// The python3 the `PATH` names first (what `command -v python3` prints).
+pub fn python3() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("python3"))
+                .find(|p| p.is_file())
+        })
+        .expect("python3 on PATH")
+}
+
+/// The real python3 executable (not a shim): `sys.executable`.
+pub fn python3_executable() -> PathBuf {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// A copy of the fake engine (tests/fixtures/fake_engine.py) at `dir/name`: a path unique to the
+/// test, so its processes can be found by their command line.
+pub fn fake_engine(dir: &Path, name: &str) -> PathBuf {
+    let script = dir.join(name);
+    std::fs::copy(root().join("tests/fixtures/fake_engine.py"), &script).unwrap();
+    script
+}
+
+/// The card of one local box whose rank 0 runs `python3 SCRIPT --port <port> ARGS` with `env`.
+pub fn fake_engine_card(script: &Path, args: &[&str], env: Value) -> Value {
+    let mut argv = vec![
+        json!("python3"),
+        json!(script.to_str().unwrap()),
+        json!("--port"),
+        json!("<port>"),
+    ];
+    argv.extend(args.iter().map(|a| json!(a)));
+    json!({
+        "hardware": {"description": "a test machine", "boxes": [{"name": "local"}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 1,
+        "commands": [{"rank": 0, "argv": argv, "env": env}],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    })
+}
+
+/// A speed contract of decode only, `runs` runs of `max_tokens` tokens, one slot.
+pub fn decode_contract(runs: u64, max_tokens: u64) -> Value {
+    json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": runs, "warmups": 0, "max_tokens": max_tokens,
+        "sampling": {"temperature": 0.0}, "seed": 1, "cache_prompt": false,
+        "server": {"slots": 1, "window": 4096}})
+}
+
+/// Writes a bundle of a card and a speed contract into the folder `b` (made if missing): both
+/// files and the manifest `id`/`title` that records their digests.
+pub fn write_bundle(b: &Path, (id, title): (&str, &str), card: &Value, contract: &Value) {
+    std::fs::create_dir_all(b).unwrap();
+    let card_t = serde_json::to_string_pretty(card).unwrap();
+    let contract_t = serde_json::to_string_pretty(contract).unwrap();
+    std::fs::write(b.join("card.json"), &card_t).unwrap();
+    std::fs::write(b.join("speed-contract.json"), &contract_t).unwrap();
+    let manifest = json!({"format": "rigaudit-bundle/1", "id": id, "title": title,
+    "setup": {"engine": "fake-engine", "checkpoint": "fake", "hardware": "test"},
+    "files": [
+        {"kind": "card", "path": "card.json", "sha256": sha_hex(&card_t), "published": true, "reconstructed": false},
+        {"kind": "speed-contract", "path": "speed-contract.json", "sha256": sha_hex(&contract_t), "published": true, "reconstructed": false}
+    ]});
+    std::fs::write(b.join("bundle.json"), manifest.to_string()).unwrap();
+}
+
+/// Writes a gzipped tar of `(name, bytes)` members, each a regular file of mode 0755.
+pub fn write_tar_gz(path: &Path, members: &[(&str, &[u8])], level: flate2::Compression) {
+    let gz = flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), level);
+    let mut t = tar::Builder::new(gz);
+    for (name, bytes) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o755);
+        h.set_cksum();
+        t.append_data(&mut h, name, *bytes).unwrap();
+    }
+    t.into_inner().unwrap().finish().unwrap();
+}
+
+/// Copies the bundle `from` to `to` with its card changed by `edit`, the card's digest
+/// re-recorded in the manifest.
+pub fn copy_with_card(from: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
+    copy_dir(from, to);
+    let mut card = read_json(&to.join("card.json"));
+    edit(&mut card);
+    let text = serde_json::to_string_pretty(&card).unwrap() + "\n";
+    std::fs::write(to.join("card.json"), &text).unwrap();
+    let mut manifest = read_json(&to.join("bundle.json"));
+    for f in manifest["files"].as_array_mut().unwrap() {
+        if f["path"] == "card.json" {
+            f["sha256"] = json!(sha_hex(&text));
+        }
+    }
+    let text = serde_json::to_string_pretty(&manifest).unwrap();
+    std::fs::write(to.join("bundle.json"), text).unwrap();
+}
+
+/// Decode as rigaudit measured it in the speed result `result`, against the `engine`'s own timing
+/// of the same requests (`server_timings`): within 0.5 % for each of the 10 counted decode runs.
+pub fn assert_decode_agrees_with_the_engines_timing(result: &Path, engine: &str) {
+    let res = read_json(result);
+    let mut compared = 0;
+    for q in res["requests"].as_array().unwrap() {
+        if q["step"] != "decode" || q["warmup"] == true {
+            continue;
+        }
+        let n = q["completion_tokens"].as_f64().unwrap();
+        let ours =
+            (n - 1.0) / (q["end_s"].as_f64().unwrap() - q["first_token_s"].as_f64().unwrap());
+        let t = &q["server_timings"];
+        let theirs = (t["predicted_n"].as_f64().unwrap() - 1.0)
+            / (t["predicted_ms"].as_f64().unwrap() / 1000.0);
+        let off = (ours - theirs).abs() / theirs;
+        assert!(
+            off < 0.005,
+            "decode {ours:.2} vs {engine}'s {theirs:.2}: {:.2} % apart",
+            off * 100.0
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, 10, "5 runs of 2 prompts");
 }
 
 /// A copy of a fixture in a temporary folder.
@@ -50,7 +204,7 @@ impl Copy {
     }
 
     pub fn read_json(&self, file: &str) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.path().join(file)).unwrap()).unwrap()
+        read_json(&self.path().join(file))
     }
 
     pub fn write_json(&self, file: &str, v: &Value) {
@@ -90,8 +244,7 @@ impl Copy {
         for f in m["files"].as_array_mut().unwrap() {
             let p = self.path().join(f["path"].as_str().unwrap());
             if f["sha256"].is_string() && p.is_file() {
-                let d = Sha256::digest(std::fs::read(&p).unwrap());
-                f["sha256"] = Value::String(d.iter().map(|b| format!("{b:02x}")).collect());
+                f["sha256"] = Value::String(sha_file(&p));
             }
         }
         self.write_json("bundle.json", &m);
@@ -122,6 +275,33 @@ impl Run {
             .collect()
     }
 
+    /// Asserts stderr says `text` (and shows stderr when it does not).
+    pub fn assert_stderr_has(&self, text: &str) {
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+
+    /// Asserts the run exited with `code` and stderr says `text`.
+    pub fn assert_exit_saying(&self, code: i32, text: &str) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        self.assert_stderr_has(text);
+    }
+
+    /// Asserts a finding of `check` names the place `pointer`.
+    pub fn assert_finding_at(&self, check: &str, pointer: &str) {
+        let at = |f: &Value| f["pointer"] == pointer;
+        assert!(self.findings(check).iter().any(at), "{}", self.stdout);
+    }
+
+    /// Asserts a finding of `check` at `severity` (and shows stdout when there is none).
+    pub fn assert_has_at(&self, check: &str, severity: &str) {
+        assert!(self.has_at(check, severity), "{}", self.stdout);
+    }
+
+    /// Asserts no finding of `check` (and shows those there are).
+    pub fn assert_lacks(&self, check: &str) {
+        assert!(!self.has(check), "{:?}", self.findings(check));
+    }
+
     pub fn has(&self, check: &str) -> bool {
         !self.findings(check).is_empty()
     }
@@ -131,6 +311,41 @@ impl Run {
             .iter()
             .any(|f| f["severity"] == severity)
     }
+}
+
+/// A command line's arguments written as one template: its words split at spaces, each `{}`
+/// replaced by the next of `values` (which may hold spaces).
+pub fn argv(template: &str, values: &[&str]) -> Vec<String> {
+    let mut values = values.iter();
+    let word = |w: &str| match w {
+        "{}" => values.next().expect("a value for each {}").to_string(),
+        _ => w.to_string(),
+    };
+    let all: Vec<String> = template.split_whitespace().map(word).collect();
+    assert!(
+        values.next().is_none(),
+        "more values than {{}} in {template}"
+    );
+    all
+}
+
+/// Runs `rigaudit` with the arguments of a template (see [`argv`]).
+pub fn rigaudit_line(template: &str, values: &[&str]) -> Run {
+    let args = argv(template, values);
+    rigaudit(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The element of the array `report[array]` whose `field` is `value`.
+pub fn entry<'a>(report: &'a Value, array: &str, field: &str, value: &str) -> &'a Value {
+    let all = report[array].as_array().unwrap();
+    let found = all.iter().find(|e| e[field] == value);
+    found.unwrap_or_else(|| panic!("no {array} entry with {field} {value}: {:#}", report[array]))
+}
+
+/// The findings of `check` in a report.
+pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
+    let all = report["findings"].as_array().unwrap().iter();
+    all.filter(|f| f["check"] == check).collect()
 }
 
 /// Runs `rigaudit ARGS`.

@@ -548,3 +548,6 @@ pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[
     EXCLUDED_UNEARNED,
     IMPOSSIBLE_RECORD,
 ];
+
+#[cfg(test)]
+mod tests;

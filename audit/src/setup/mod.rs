@@ -659,3 +659,6 @@ mod tests {
         assert_eq!(flag(&argv, NAME_FLAGS), None);
     }
 }
+
+#[cfg(test)]
+mod row_tests;

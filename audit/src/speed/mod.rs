@@ -765,3 +765,6 @@ pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[
     ANSWERED_BEYOND_WINDOW,
     IMPOSSIBLE_RECORD,
 ];
+
+#[cfg(test)]
+mod tests;

@@ -45,6 +45,31 @@ pub fn model_path() -> Option<PathBuf> {
 }
 
 /// A running engine; the process is killed when this is dropped.
+/// The model of the cache with its tokenizer, loaded; `None` when the cache has no model.
+pub fn load_model() -> Option<(
+    rigaudit_engine::tokenizer::EngineTokenizer,
+    rigaudit_engine::model::Model,
+)> {
+    let path = model_path()?;
+    let g = rigaudit_engine::gguf::Gguf::open(&path).expect("open gguf");
+    let tk = rigaudit_engine::tokenizer::EngineTokenizer::from_gguf(&g).expect("tokenizer");
+    Some((
+        tk,
+        rigaudit_engine::model::Model::load(g).expect("load model"),
+    ))
+}
+
+/// A request the server refuses: its status and its JSON error message.
+pub fn refusal(s: &Server, path: &str, body: &str) -> (u16, String) {
+    let (st, b) = s.request("POST", path, Some(body));
+    let v: Value =
+        serde_json::from_str(&b).unwrap_or_else(|e| panic!("{body} -> non-JSON error {e}: {b}"));
+    let msg = v["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{body} -> no error.message: {b}"));
+    (st, msg.to_string())
+}
+
 pub struct Server {
     child: Child,
     /// Held open: the engine (started with `--exit-with-stdin`) exits when
