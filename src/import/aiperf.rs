@@ -12,7 +12,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
-use rigaudit_audit::imported::aiperf::{check, RawRecord, Record, Stat, Summary};
+use rigaudit_audit::imported::aiperf::{Export, RawRecord, Record, Stat, Summary, CHECKS};
 use rigaudit_audit::imported::compare::{Sample, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -59,8 +59,13 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         }
     }
     let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
-    let raw = raw.as_deref().map(|r| (raw_file.as_str(), r));
-    imp.checked = check(&summary, &records, &sources[ri].name, raw);
+    let export = Export {
+        summary,
+        records,
+        records_file: sources[ri].name.clone(),
+        raw: raw.map(|r| (raw_file, r)),
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &export);
     let skip = [
         "artifacts",
         "urls",
@@ -76,7 +81,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         &skip,
         &mut imp.settings,
     );
-    imp.series = series(&summary, &records);
+    imp.series = series(&export.summary, &export.records);
     Ok(imp)
 }
 

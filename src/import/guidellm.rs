@@ -9,7 +9,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::guidellm::{check, Benchmark, Printed, Request};
+use rigaudit_audit::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -53,7 +53,11 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             ));
         }
     }
-    imp.checked = check(&sources[i].name, &benchmarks);
+    let report = Report {
+        file: sources[i].name.clone(),
+        benchmarks,
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &report);
     let skip = ["target", "tokenizer", "output", "api_routes", "api_key"];
     if let Some(spec) = v.pointer("/config/spec") {
         super::flatten(
@@ -64,7 +68,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             &mut imp.settings,
         );
     }
-    imp.series = series(&benchmarks);
+    imp.series = series(&report.benchmarks);
     Ok(imp)
 }
 

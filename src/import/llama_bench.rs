@@ -12,7 +12,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::llama_bench::{check, Bench, Test};
+use rigaudit_audit::imported::llama_bench::{Bench, Test, CHECKS};
 use serde_json::Value;
 
 /// What the file's tests print but the checks do not read (the run's settings are the rest).
@@ -69,7 +69,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             s.name
         ));
     }
-    imp.checked = check(&bench);
+    imp.found = rigaudit_audit::imported::run(CHECKS, &bench);
     for (at, v) in &values {
         let skip: Vec<&str> = MEASURED.to_vec();
         let mut obj = v.clone();

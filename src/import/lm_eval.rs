@@ -9,7 +9,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
-use rigaudit_audit::imported::lm_eval::{check, Metric, Sample, Task};
+use rigaudit_audit::imported::lm_eval::{Metric, Results, Sample, Task, CHECKS};
 use serde_json::Value;
 
 /// Whether a source is an lm-eval results file (by content).
@@ -69,9 +69,10 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         ));
     }
     not_taken(sources, &mut imp);
-    imp.checked = check(&tasks);
+    let results = Results { tasks };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &results);
     settings(&v, &src.name, &mut imp);
-    imp.series = series(&tasks);
+    imp.series = series(&results.tasks);
     Ok(imp)
 }
 

@@ -11,7 +11,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Sample, Series, Setting};
-use rigaudit_audit::imported::loadgen::{check, Detail, Summary};
+use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, CHECKS};
 use serde_json::Value;
 
 /// Whether a source is one of LoadGen's logs (by content).
@@ -62,8 +62,9 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         imp.not_taken
             .push(format!("{}: not a LoadGen file the importer reads", s.name));
     }
-    imp.checked = check(summary.as_ref(), &detail);
-    settings_and_figures(&detail, &mut imp);
+    let logs = Logs { summary, detail };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &logs);
+    settings_and_figures(&logs.detail, &mut imp);
     Ok(imp)
 }
 

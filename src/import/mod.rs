@@ -23,7 +23,6 @@ use crate::fatal::{fatal, Fatal};
 use crate::input;
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Series, Setting};
-use rigaudit_audit::imported::Checked;
 use rigaudit_audit::{Findings, Report, Severity};
 use serde_json::{json, Value};
 use sha2::Digest as _;
@@ -117,8 +116,8 @@ pub struct Imported {
     pub taken: Vec<String>,
     /// What could not be taken or checked, and why.
     pub not_taken: Vec<String>,
-    /// The checks' output.
-    pub checked: Checked,
+    /// What the format's checks found.
+    pub found: Findings,
     /// The figures `diff` compares, with the per-request values behind them where there are.
     pub series: Vec<Series>,
     /// The run's settings as the tool recorded them, for `diff`.
@@ -414,14 +413,9 @@ pub fn report(command: &str, id: &str, imp: &Imported, fail_on: Option<Severity>
     Report::new(command, id, fail_on, found(imp))
 }
 
-/// What the import's checks found, as the one findings model.
+/// What the import's checks found.
 fn found(imp: &Imported) -> Findings {
-    Findings {
-        ran: imp.checked.checks_run.iter().cloned().collect(),
-        recomputed: imp.checked.recomputed.clone(),
-        findings: imp.checked.listed(),
-        ..Findings::default()
-    }
+    imp.found.clone()
 }
 
 /// `verify --from FORMAT FILE...` (or files whose format is detected).

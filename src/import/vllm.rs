@@ -10,7 +10,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::vllm::{check, values, Run};
+use rigaudit_audit::imported::vllm::{values, Run, CHECKS};
 use serde_json::{Map, Value};
 
 /// The setup keys `vllm bench serve` writes before its results (the run's settings for `diff`).
@@ -67,7 +67,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             s.name
         ));
     }
-    imp.checked = check(&run);
+    imp.found = rigaudit_audit::imported::run(CHECKS, &run);
     let setup: Map<String, Value> = obj
         .iter()
         .filter(|(k, _)| SETUP.contains(&k.as_str()))

@@ -18,7 +18,8 @@
 //! A test that fails (a context that cannot be made, a model that does not load) ends the run:
 //! with `-o json` the array is left unclosed after the tests that ran.
 
-use super::{std_sample, Checked, RUN_INCOMPLETE};
+use super::{compare, record, row, std_sample, Row, RUN_INCOMPLETE};
+use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
 
@@ -99,65 +100,59 @@ pub struct Bench {
     pub truncated: bool,
 }
 
-/// Runs every llama-bench check.
-pub fn check(b: &Bench) -> Checked {
-    let mut out = Checked::default();
-    check_stopped(b, &mut out);
+/// Every llama-bench check, in the order they run.
+pub const CHECKS: &[Row<Bench>] = &[
+    row(RUN_INCOMPLETE, stopped),
+    row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+];
+
+/// `speed.recompute-mismatch`: per test, each repetition's tokens/s, the means and spreads.
+fn recompute(b: &Bench, emit: &mut Emit) -> Ran {
     for t in &b.tests {
-        check_samples_ts(b, t, &mut out);
-        check_means(b, t, &mut out);
-        check_stddev_ns(b, t, &mut out);
+        samples_ts(b, t, emit);
+        means(b, t, emit);
+        stddev_ns(b, t, emit);
     }
-    out
+    (!b.tests.is_empty()).then_some(())
 }
 
 /// `import.run-incomplete`: a `-o json` array left unclosed: llama-bench stopped at a failed test.
-pub fn check_stopped(b: &Bench, out: &mut Checked) {
-    out.ran(&RUN_INCOMPLETE);
+fn stopped(b: &Bench, emit: &mut Emit) -> Ran {
     if !b.truncated {
-        return;
+        return Some(());
     }
     let last = b.tests.last().map_or("none".to_string(), Test::name);
-    out.finding(
-        &RUN_INCOMPLETE,
-        format!(
-            "the JSON array ends unclosed after {} complete tests (the last: {last}): llama-bench stopped at a test that failed (its error went to stderr, which the file does not hold); the tests asked for after it were not run",
-            b.tests.len()
-        ),
-    )
+    emit.finding(format!(
+        "the JSON array ends unclosed after {} complete tests (the last: {last}): llama-bench stopped at a test that failed (its error went to stderr, which the file does not hold); the tests asked for after it were not run",
+        b.tests.len()
+    ))
     .file(&b.file)
     .data(json!({"complete_tests": b.tests.len()}));
+    Some(())
 }
 
-/// `speed.recompute-mismatch`: each repetition's printed tokens/s against its nanoseconds and the
-/// test's token count.
-pub fn check_samples_ts(b: &Bench, t: &Test, out: &mut Checked) {
-    let id = &speed::RECOMPUTE_MISMATCH;
-    out.ran(id);
+/// Each repetition's printed tokens/s against its nanoseconds and the test's token count.
+fn samples_ts(b: &Bench, t: &Test, emit: &mut Emit) {
     if t.samples_ts.len() != t.samples_ns.len() {
-        out.finding(
-            id,
-            format!(
-                "{}: {} samples_ts for {} samples_ns; one each per repetition is expected",
-                t.name(),
-                t.samples_ts.len(),
-                t.samples_ns.len()
-            ),
-        )
+        emit.finding(format!(
+            "{}: {} samples_ts for {} samples_ns; one each per repetition is expected",
+            t.name(),
+            t.samples_ts.len(),
+            t.samples_ns.len()
+        ))
         .at(&b.file, t.pointer("samples_ts"));
         return;
     }
     for (i, (exact, shown)) in t.ts().iter().zip(&t.samples_ts).enumerate() {
         let key = format!("llama-bench.{}.samples_ts.{i}", t.name());
         let at = t.pointer(&format!("samples_ts/{i}"));
-        out.compare(id, (&b.file, &at), &key, *exact, *shown);
+        compare(emit, (&b.file, &at), &key, *exact, *shown);
     }
 }
 
-/// `speed.recompute-mismatch`: `avg_ns` (llama-bench's integer mean), `avg_ts` and `stddev_ts`
-/// (mean and sample standard deviation of the repetitions' tokens/s).
-pub fn check_means(b: &Bench, t: &Test, out: &mut Checked) {
-    let id = &speed::RECOMPUTE_MISMATCH;
+/// `avg_ns` (llama-bench's integer mean), `avg_ts` and `stddev_ts` (mean and sample standard
+/// deviation of the repetitions' tokens/s).
+fn means(b: &Bench, t: &Test, emit: &mut Emit) {
     let n = t.samples_ns.len() as u64;
     if n == 0 {
         return;
@@ -167,20 +162,20 @@ pub fn check_means(b: &Bench, t: &Test, out: &mut Checked) {
         let sum = t.samples_ns.iter().fold(0u64, |a, x| a.wrapping_add(*x));
         let at = t.pointer("avg_ns");
         let key = format!("llama-bench.{name}.avg_ns");
-        out.compare(id, (&b.file, &at), &key, (sum / n) as f64, shown as f64);
+        compare(emit, (&b.file, &at), &key, (sum / n) as f64, shown as f64);
     }
     let ts = t.ts();
     if let Some(shown) = t.avg_ts {
         let mean = ts.iter().sum::<f64>() / ts.len() as f64;
         let at = t.pointer("avg_ts");
         let key = format!("llama-bench.{name}.avg_ts");
-        out.compare(id, (&b.file, &at), &key, mean, shown);
+        compare(emit, (&b.file, &at), &key, mean, shown);
     }
     if let Some(shown) = t.stddev_ts {
         let sd = std_sample(&ts).unwrap_or(0.0);
         let at = t.pointer("stddev_ts");
         let key = format!("llama-bench.{name}.stddev_ts");
-        out.compare(id, (&b.file, &at), &key, sd, shown);
+        compare(emit, (&b.file, &at), &key, sd, shown);
     }
 }
 
@@ -209,25 +204,19 @@ pub fn llama_bench_stddev_ns(v: &[u64]) -> (u64, bool) {
     ((inner as f64).sqrt() as u64, wrapped || o1 || o2 || o3)
 }
 
-/// `speed.recompute-mismatch`: `stddev_ns` against llama-bench's own integer formula over the
-/// samples (whose integer rounding is some ns off the exact sample standard deviation); when
-/// that formula wrapped past 2^64 the printed value describes nothing, and the finding says so.
-pub fn check_stddev_ns(b: &Bench, t: &Test, out: &mut Checked) {
+/// `stddev_ns` against llama-bench's own integer formula over the samples (whose integer
+/// rounding is some ns off the exact sample standard deviation); when that formula wrapped past
+/// 2^64 the printed value describes nothing, and the finding says so.
+fn stddev_ns(b: &Bench, t: &Test, emit: &mut Emit) {
     let Some(shown) = t.stddev_ns else {
         return;
     };
-    let id = &speed::RECOMPUTE_MISMATCH;
-    out.ran(id);
     let values: Vec<f64> = t.samples_ns.iter().map(|x| *x as f64).collect();
     let exact = std_sample(&values).unwrap_or(0.0);
     let (tool, wrapped) = llama_bench_stddev_ns(&t.samples_ns);
     let key = format!("llama-bench.{}.stddev_ns", t.name());
-    out.recomputed.push(crate::report::Recomputed {
-        key: key.clone(),
-        value: Some(if wrapped { exact } else { tool as f64 }),
-        file: Some(shown as f64),
-        page: None,
-    });
+    let value = if wrapped { exact } else { tool as f64 };
+    record(emit, &key, value, shown as f64);
     let near = (exact - shown as f64).abs() <= (1e-6 * exact).max(1.0);
     if near || (tool == shown && !wrapped) {
         return;
@@ -237,10 +226,9 @@ pub fn check_stddev_ns(b: &Bench, t: &Test, out: &mut Checked) {
     } else {
         ""
     };
-    out.finding(
-        id,
-        format!("{key} is printed as {shown} but its samples give {exact:.0}{why}"),
-    )
+    emit.finding(format!(
+        "{key} is printed as {shown} but its samples give {exact:.0}{why}"
+    ))
     .at(&b.file, t.pointer("stddev_ns"))
     .data(json!({"printed": shown, "recomputed": exact, "llama_bench_integer": tool, "wrapped": wrapped}));
 }

@@ -15,8 +15,9 @@
 //! - the aggregate of `exact_match` (and any metric aggregated with `mean`) is the mean of the
 //!   per-document scores; its stderr is the sample standard deviation (ddof 1) / sqrt(n).
 
-use super::{std_sample, Checked};
+use super::{compare, row, std_sample, Row};
 use super::{EMPTY_SCORED_WRONG, FAILED_HIDDEN, STDERR_MISMATCH, UNSCORABLE_REPLY};
+use crate::check::{Emit, Ran};
 use crate::quality;
 use crate::stats::{margin_pts, MarginMethod};
 use serde_json::json;
@@ -78,60 +79,80 @@ pub struct Task {
     pub samples: Vec<Sample>,
 }
 
-/// Runs every lm-eval check over every task.
-pub fn check(tasks: &[Task]) -> Checked {
-    let mut out = Checked::default();
-    for t in tasks {
-        if t.samples_file.is_none() {
-            continue;
-        }
-        check_counts(t, &mut out);
-        for m in &t.metrics {
-            check_rescore(t, m, &mut out);
-            check_scores(t, m, &mut out);
-            check_stderr(t, m, &mut out);
-        }
-        check_empty_scored(t, &mut out);
-        check_unscorable(t, &mut out);
-    }
-    out
+/// The tasks of one results file as the checks read them.
+#[derive(Debug, Clone, Default)]
+pub struct Results {
+    /// One entry per task and filter.
+    pub tasks: Vec<Task>,
 }
+
+impl Results {
+    /// The tasks whose samples were given: those the checks can re-score.
+    fn sampled(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| t.samples_file.is_some())
+    }
+
+    /// Ran when some task has its samples.
+    fn any(&self) -> Ran {
+        self.sampled().next().map(|_| ())
+    }
+}
+
+/// Every lm-eval check, in the order they run; each goes over every task with samples.
+pub const CHECKS: &[Row<Results>] = &[
+    row(FAILED_HIDDEN, failed_hidden),
+    row(quality::PCT_MISMATCH.about(), rescore),
+    row(quality::SCORING_DISAGREES.about(), scoring_disagrees),
+    row(STDERR_MISMATCH, stderr_mismatch),
+    row(EMPTY_SCORED_WRONG, empty_scored_wrong),
+    row(UNSCORABLE_REPLY, unscorable),
+];
 
 /// `import.failed-hidden`: the documents the results count against the samples file.
-pub fn check_counts(t: &Task, out: &mut Checked) {
-    out.ran(&FAILED_HIDDEN);
-    let n = t.samples.len() as f64;
-    if let Some(e) = t.effective.filter(|e| *e != n) {
-        out.finding(
-            &FAILED_HIDDEN,
-            format!(
+fn failed_hidden(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        let n = t.samples.len() as f64;
+        if let Some(e) = t.effective.filter(|e| *e != n) {
+            emit.finding(format!(
                 "{}: the results count {e} documents but the samples file holds {n}",
                 t.name
-            ),
-        )
-        .file(&t.file)
-        .pointer(format!("/n-samples/{}/effective", t.name))
-        .data(json!({"printed": e, "samples": n}));
+            ))
+            .file(&t.file)
+            .pointer(format!("/n-samples/{}/effective", t.name))
+            .data(json!({"printed": e, "samples": n}));
+        }
     }
+    x.any()
 }
 
-/// `quality.pct-mismatch`: a mean-aggregated metric recomputed as the mean of its scores.
-pub fn check_rescore(t: &Task, m: &Metric, out: &mut Checked) {
-    if m.aggregation.as_deref().is_some_and(|a| a != "mean") {
-        return;
-    }
-    let scores: Vec<f64> = t
-        .samples
+/// The per-document scores of one metric.
+fn scores(t: &Task, m: &Metric) -> Vec<f64> {
+    t.samples
         .iter()
         .filter_map(|s| s.scores.get(&m.name).copied())
-        .collect();
-    if scores.is_empty() {
-        return;
+        .collect()
+}
+
+/// `quality.pct-mismatch`: each mean-aggregated metric recomputed as the mean of its scores.
+fn rescore(x: &Results, emit: &mut Emit) -> Ran {
+    let mut compared = false;
+    for t in x.sampled() {
+        for m in &t.metrics {
+            if m.aggregation.as_deref().is_some_and(|a| a != "mean") {
+                continue;
+            }
+            let scores = scores(t, m);
+            if scores.is_empty() {
+                continue;
+            }
+            let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+            let key = format!("lm-eval.{}.{},{}", t.name, m.name, m.filter);
+            let at = format!("/results/{}/{},{}", t.name, m.name, m.filter);
+            compare(emit, (&t.file, &at), &key, mean, m.value);
+            compared = true;
+        }
     }
-    let mean = scores.iter().sum::<f64>() / scores.len() as f64;
-    let key = format!("lm-eval.{}.{},{}", t.name, m.name, m.filter);
-    let at = format!("/results/{}/{},{}", t.name, m.name, m.filter);
-    out.compare(&quality::PCT_MISMATCH, (&t.file, &at), &key, mean, m.value);
+    compared.then_some(())
 }
 
 /// The reply as `exact_match` compares it: case and punctuation dropped when the config says so.
@@ -147,12 +168,19 @@ fn normal(s: &str, m: &Metric) -> String {
 }
 
 /// `quality.scoring-disagrees`: every `exact_match` score re-scored from the filtered reply and
-/// the target.
-pub fn check_scores(t: &Task, m: &Metric, out: &mut Checked) {
-    if m.name != "exact_match" {
-        return;
+/// the target. Ran when some task has an `exact_match`.
+fn scoring_disagrees(x: &Results, emit: &mut Emit) -> Ran {
+    let mut ran = false;
+    for t in x.sampled() {
+        for m in t.metrics.iter().filter(|m| m.name == "exact_match") {
+            ran = true;
+            rescore_exact_match(t, m, emit);
+        }
     }
-    out.ran(&quality::SCORING_DISAGREES);
+    ran.then_some(())
+}
+
+fn rescore_exact_match(t: &Task, m: &Metric, emit: &mut Emit) {
     let samples_file = t.samples_file.as_deref().unwrap_or_default();
     for s in &t.samples {
         let (Some(f), Some(target), Some(&score)) = (&s.filtered, &s.target, s.scores.get(&m.name))
@@ -161,16 +189,13 @@ pub fn check_scores(t: &Task, m: &Metric, out: &mut Checked) {
         };
         let right = normal(f, m) == normal(target, m);
         if right != (score >= 1.0) {
-            out.finding(
-                &quality::SCORING_DISAGREES,
-                format!(
-                    "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
-                    t.name,
-                    short(f),
-                    short(target),
-                    if right { "right" } else { "wrong" }
-                ),
-            )
+            emit.finding(format!(
+                "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
+                t.name,
+                short(f),
+                short(target),
+                if right { "right" } else { "wrong" }
+            ))
             .file(samples_file)
             .pointer(format!("line {}", s.line));
         }
@@ -181,43 +206,51 @@ fn short(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
-/// `import.stderr-mismatch`: the printed stderr against the sample standard deviation of the
+/// `import.stderr-mismatch`: each printed stderr against the sample standard deviation of the
 /// scores / sqrt(n); beside it, the 95 % margins by the normal approximation and by Wilson.
-pub fn check_stderr(t: &Task, m: &Metric, out: &mut Checked) {
-    let scores: Vec<f64> = t
-        .samples
-        .iter()
-        .filter_map(|s| s.scores.get(&m.name).copied())
-        .collect();
+fn stderr_mismatch(x: &Results, emit: &mut Emit) -> Ran {
+    let mut compared = false;
+    for t in x.sampled() {
+        for m in &t.metrics {
+            compared |= stderr_of(t, m, emit);
+        }
+    }
+    compared.then_some(())
+}
+
+/// One metric's stderr and margins. Returns whether it compared one.
+fn stderr_of(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
+    let scores = scores(t, m);
     let (Some(shown), Some(sd)) = (m.stderr, std_sample(&scores)) else {
-        return;
+        return false;
     };
     let n = scores.len() as f64;
     let exact = sd / n.sqrt();
     let key = format!("lm-eval.{}.{}_stderr,{}", t.name, m.name, m.filter);
     let at = format!("/results/{}/{}_stderr,{}", t.name, m.name, m.filter);
-    if !out.compare(&STDERR_MISMATCH, (&t.file, &at), &key, exact, shown) {
-        return;
+    if !compare(emit, (&t.file, &at), &key, exact, shown) {
+        return true;
     }
     let binary = scores.iter().all(|s| *s == 0.0 || *s == 1.0);
     if !binary {
-        return;
+        return true;
     }
     let right = scores.iter().filter(|s| **s == 1.0).count() as u64;
     let normal = margin_pts(right, n as u64, 1.96, MarginMethod::Normal);
     let wilson = margin_pts(right, n as u64, 1.96, MarginMethod::Wilson);
-    out.recomputed.push(crate::report::Recomputed {
+    emit.recomputed(crate::report::Recomputed {
         key: format!("lm-eval.{}.{}.margin95.normal", t.name, m.name),
         value: normal,
         file: Some(196.0 * shown),
         page: None,
     });
-    out.recomputed.push(crate::report::Recomputed {
+    emit.recomputed(crate::report::Recomputed {
         key: format!("lm-eval.{}.{}.margin95.wilson", t.name, m.name),
         value: wilson,
         file: None,
         page: None,
     });
+    true
 }
 
 /// Whether a reply is empty (nothing, or whitespace only).
@@ -228,8 +261,14 @@ fn empty(s: &Sample) -> bool {
 /// `import.empty-scored-wrong`: empty replies (a null or unparsable answer becomes `""`) scored
 /// as wrong answers: they are no answer, and belong out of the total; the result over the
 /// answered documents is given.
-pub fn check_empty_scored(t: &Task, out: &mut Checked) {
-    out.ran(&EMPTY_SCORED_WRONG);
+fn empty_scored_wrong(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        empty_scored_of(t, emit);
+    }
+    x.any()
+}
+
+fn empty_scored_of(t: &Task, emit: &mut Emit) {
     let empties: Vec<&Sample> = t.samples.iter().filter(|s| empty(s)).collect();
     if empties.is_empty() {
         return;
@@ -253,16 +292,13 @@ pub fn check_empty_scored(t: &Task, out: &mut Checked) {
             ));
         }
     }
-    out.finding(
-        &EMPTY_SCORED_WRONG,
-        format!(
-            "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
-            t.name,
-            empties.len(),
-            t.samples.len(),
-            if over.is_empty() { "nothing was answered".to_string() } else { over.join(", ") }
-        ),
-    )
+    emit.finding(format!(
+        "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
+        t.name,
+        empties.len(),
+        t.samples.len(),
+        if over.is_empty() { "nothing was answered".to_string() } else { over.join(", ") }
+    ))
     .file(t.samples_file.as_deref().unwrap_or_default())
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"empty": empties.len(), "total": t.samples.len()}));
@@ -271,8 +307,14 @@ pub fn check_empty_scored(t: &Task, out: &mut Checked) {
 /// `import.unscorable-reply`: non-empty replies from which the filter extracted no answer
 /// (`[invalid]`), scored as wrong; lm-eval keeps no `finish_reason`, so those cut off at
 /// `max_gen_toks` cannot be told apart.
-pub fn check_unscorable(t: &Task, out: &mut Checked) {
-    out.ran(&UNSCORABLE_REPLY);
+fn unscorable(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        unscorable_of(t, emit);
+    }
+    x.any()
+}
+
+fn unscorable_of(t: &Task, emit: &mut Emit) {
     let bad: Vec<&Sample> = t
         .samples
         .iter()
@@ -295,16 +337,13 @@ pub fn check_unscorable(t: &Task, out: &mut Checked) {
     let limit = t.max_gen_toks.map_or("its answer limit".to_string(), |n| {
         format!("max_gen_toks = {n}")
     });
-    out.finding(
-        &UNSCORABLE_REPLY,
-        format!(
-            "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
-            t.name,
-            bad.len(),
-            t.samples.len(),
-            examples.join(", ")
-        ),
-    )
+    emit.finding(format!(
+        "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
+        t.name,
+        bad.len(),
+        t.samples.len(),
+        examples.join(", ")
+    ))
     .file(t.samples_file.as_deref().unwrap_or_default())
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"unscorable": bad.len(), "total": t.samples.len()}));

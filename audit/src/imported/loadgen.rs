@@ -14,7 +14,9 @@
 //!   within target), the minimum duration, the minimum query count and early stopping are all
 //!   met; the MLPerf rules also ask for a 600 s minimum duration, which a run may override.
 
-use super::{Checked, RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH};
+use super::{compare_text, row, Row};
+use super::{RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH};
+use crate::check::{Emit, Ran};
 use crate::report::Severity;
 use crate::speed;
 use serde_json::{json, Value};
@@ -57,27 +59,32 @@ impl Detail {
     }
 }
 
-/// Runs every LoadGen check.
-pub fn check(s: Option<&Summary>, d: &Detail) -> Checked {
-    let mut out = Checked::default();
-    check_validity(d, &mut out);
-    check_constraints(d, &mut out);
-    check_errors(d, &mut out);
-    check_rules(d, &mut out);
-    if let Some(s) = s {
-        check_summary(s, d, &mut out);
-    }
-    out
+/// LoadGen's logs as the checks read them: the detail log and the summary when given.
+#[derive(Debug, Clone, Default)]
+pub struct Logs {
+    /// `mlperf_log_summary.txt`, when given.
+    pub summary: Option<Summary>,
+    /// `mlperf_log_detail.txt`.
+    pub detail: Detail,
 }
 
+/// Every LoadGen check, in the order they run.
+pub const CHECKS: &[Row<Logs>] = &[
+    row(RUN_INCOMPLETE, validity),
+    row(VALIDITY_MISMATCH, constraints),
+    row(TOOL_ERRORS, errors),
+    row(SETTINGS_BELOW_RULES, rules),
+    row(speed::RECOMPUTE_MISMATCH.about(), summary_against_detail),
+];
+
 /// `import.run-incomplete`: LoadGen's own verdict INVALID, with every unmet rule named.
-pub fn check_validity(d: &Detail, out: &mut Checked) {
-    out.ran(&RUN_INCOMPLETE);
+fn validity(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let Some(v) = d.text("result_validity") else {
-        return;
+        return Some(());
     };
     if v == "VALID" {
-        return;
+        return Some(());
     }
     let mut why = Vec::new();
     for (k, what) in [
@@ -92,27 +99,25 @@ pub fn check_validity(d: &Detail, out: &mut Checked) {
     }
     let reason = d.text("result_invalid_reason").filter(|r| !r.is_empty());
     let line = d.values.get("result_validity").map_or(0, |(l, _)| *l);
-    out.finding(
-        &RUN_INCOMPLETE,
-        format!(
-            "LoadGen declares the run {v}: not met: {}{}",
-            if why.is_empty() {
-                "(none named)".to_string()
-            } else {
-                why.join(", ")
-            },
-            reason.map_or(String::new(), |r| format!(" ({r})"))
-        ),
-    )
+    emit.finding(format!(
+        "LoadGen declares the run {v}: not met: {}{}",
+        if why.is_empty() {
+            "(none named)".to_string()
+        } else {
+            why.join(", ")
+        },
+        reason.map_or(String::new(), |r| format!(" ({r})"))
+    ))
     .file(&d.file)
     .pointer(format!("line {line}"))
     .data(json!({"unmet": why}));
+    Some(())
 }
 
 /// `import.validity-mismatch`: the verdict against its parts, and the duration and query-count
 /// flags against the measured duration and count.
-pub fn check_constraints(d: &Detail, out: &mut Checked) {
-    out.ran(&VALIDITY_MISMATCH);
+fn constraints(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let parts = [
         "result_perf_constraints_met",
         "result_min_duration_met",
@@ -125,7 +130,7 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
             d,
             "result_validity",
             "the run is VALID though one of its rules is not met".into(),
-            out,
+            emit,
         );
     }
     // The run's length as LoadGen measures it: samples / completed samples per second.
@@ -142,7 +147,7 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
         d.flag("result_min_duration_met"),
     ) {
         if ms < min {
-            mismatch(d, "result_min_duration_met", format!("the minimum duration is said met, but the run lasted {ms:.0} ms (samples / completed samples per second) of the {min:.0} ms asked"), out);
+            mismatch(d, "result_min_duration_met", format!("the minimum duration is said met, but the run lasted {ms:.0} ms (samples / completed samples per second) of the {min:.0} ms asked"), emit);
         }
     }
     let n = d.num("result_query_count");
@@ -158,22 +163,23 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
                 format!(
                     "the minimum query count is said met, but {n} queries ran of the {min} asked"
                 ),
-                out,
+                emit,
             );
         }
     }
+    Some(())
 }
 
-fn mismatch(d: &Detail, key: &str, msg: String, out: &mut Checked) {
+fn mismatch(d: &Detail, key: &str, msg: String, emit: &mut Emit) {
     let line = d.values.get(key).map_or(0, |(l, _)| *l);
-    out.finding(&VALIDITY_MISMATCH, msg)
+    emit.finding(msg)
         .file(&d.file)
         .pointer(format!("line {line}"));
 }
 
 /// `import.tool-errors`: errors (and warnings) LoadGen logged during the run.
-pub fn check_errors(d: &Detail, out: &mut Checked) {
-    out.ran(&TOOL_ERRORS);
+fn errors(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let n = d.num("num_errors").unwrap_or(0.0) as usize;
     for (list, sev, what) in [
         (&d.errors, Severity::Error, "errors"),
@@ -193,8 +199,7 @@ pub fn check_errors(d: &Detail, out: &mut Checked) {
             .take(3)
             .map(|(_, k, v)| format!("{k}: {}", v.chars().take(120).collect::<String>()))
             .collect();
-        out.at_severity(
-            &TOOL_ERRORS,
+        emit.at_severity(
             sev,
             format!(
                 "LoadGen logged {count} {what} during the run ({})",
@@ -205,28 +210,29 @@ pub fn check_errors(d: &Detail, out: &mut Checked) {
         .pointer(format!("line {}", lines.join(", ")))
         .data(json!({ what: count }));
     }
+    Some(())
 }
 
 /// `import.settings-below-rules`: a run whose minimum duration is below the 600 s the MLPerf
 /// inference rules ask for: valid or not, it is not a result under those rules.
-pub fn check_rules(d: &Detail, out: &mut Checked) {
-    out.ran(&SETTINGS_BELOW_RULES);
+fn rules(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let Some(min) = d.num("effective_min_duration_ms") else {
-        return;
+        return Some(());
     };
     if min >= RULES_MIN_DURATION_MS {
-        return;
+        return Some(());
     }
     let line = d
         .values
         .get("effective_min_duration_ms")
         .map_or(0, |(l, _)| *l);
-    out.finding(
-        &SETTINGS_BELOW_RULES,
+    emit.finding(
         format!("the run's minimum duration is {} s, below the 600 s of the MLPerf inference rules (set by the run's own settings)", min / 1000.0),
     )
     .file(&d.file)
     .pointer(format!("line {line}"));
+    Some(())
 }
 
 /// The detail key of a summary line's key.
@@ -294,8 +300,10 @@ fn detail_key(k: &str) -> Option<String> {
 }
 
 /// `speed.recompute-mismatch`: every figure and verdict the summary prints against the detail
-/// log's value, at the summary's printed precision.
-pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
+/// log's value, at the summary's printed precision. Ran when it compared one.
+fn summary_against_detail(x: &Logs, emit: &mut Emit) -> Ran {
+    let (s, d) = (x.summary.as_ref()?, &x.detail);
+    let mut compared = false;
     for (line, k, v) in &s.entries {
         let Some(dk) = detail_key(k) else { continue };
         let Some((_, dv)) = d.values.get(&dk) else {
@@ -303,34 +311,31 @@ pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
         };
         let at = format!("line {line}");
         let key = format!("loadgen.{dk}");
-        match (v.trim().parse::<f64>(), dv) {
-            (Ok(_), Value::Number(n)) => {
-                if let Some(exact) = n.as_f64() {
-                    let id = &speed::RECOMPUTE_MISMATCH;
-                    out.compare_text(id, (&s.file, &at), &key, exact, v);
+        let agrees = match (v.trim().parse::<f64>(), dv) {
+            (Ok(_), Value::Number(n)) => match n.as_f64() {
+                Some(exact) => {
+                    compared |= compare_text(emit, (&s.file, &at), &key, exact, v).is_some();
+                    continue;
                 }
-            }
+                None => continue,
+            },
             (_, Value::Bool(b)) => {
                 let said = v.trim().eq_ignore_ascii_case("yes");
-                text_agrees(s, &at, k, v, said == *b, &dv.to_string(), out);
+                (said == *b, dv.to_string())
             }
-            (_, Value::String(t)) => text_agrees(s, &at, k, v, v.trim() == t, t, out),
-            _ => {}
+            (_, Value::String(t)) => (v.trim() == t, t.clone()),
+            _ => continue,
+        };
+        compared = true;
+        if !agrees.0 {
+            emit.finding(format!(
+                "the summary prints '{k}: {}' but the detail log says {}",
+                v.trim(),
+                agrees.1
+            ))
+            .file(&s.file)
+            .pointer(at);
         }
     }
-}
-
-fn text_agrees(s: &Summary, at: &str, k: &str, v: &str, ok: bool, detail: &str, out: &mut Checked) {
-    out.ran(&speed::RECOMPUTE_MISMATCH);
-    if !ok {
-        out.finding(
-            &speed::RECOMPUTE_MISMATCH,
-            format!(
-                "the summary prints '{k}: {}' but the detail log says {detail}",
-                v.trim()
-            ),
-        )
-        .file(&s.file)
-        .pointer(at);
-    }
+    compared.then_some(())
 }
