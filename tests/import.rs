@@ -1202,6 +1202,68 @@ const LOADGEN_CASES: &[Case] = &[
         code: Some(1),
         expect: &[one("speed.recompute-mismatch").at(&["line 7"])],
     },
+    Case {
+        // The shape of every published Server run above 10,000 tokens/s: the detail log writes
+        // doubles at six significant digits (21028.2), the summary two decimals (21028.23).
+        // Edited fixture: only the two values changed, to reproduce that shape.
+        what: "a figure compared at the coarser of the detail log's and the summary's precision",
+        format: "loadgen",
+        run: "clean",
+        edit: |c| {
+            set_mllog(c, "result_completed_tokens_per_second", json!(21028.2));
+            set_summary_line(
+                c,
+                "Completed tokens per second: 3.34",
+                "Completed tokens per second: 21028.23",
+            );
+            set_summary_line(
+                c,
+                "Completed tokens per second   ",
+                "Completed tokens per second : 21028.26",
+            );
+        },
+        code: Some(1),
+        // 21028.23 agrees with 21028.2 (at most 0.05 + 0.005 apart); 21028.26 does not.
+        expect: &[one("speed.recompute-mismatch").at(&["line 38"])],
+    },
+    Case {
+        what: "the summary given alone is read and judged by itself",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| std::fs::remove_file(c.file(DETAIL)).unwrap(),
+        code: Some(1),
+        expect: &[
+            one("import.run-incomplete")
+                .says(&["not met: latency constraints, minimum duration, early stopping"]),
+            none("import.impossible-aggregate"),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "a summary alone whose mean latency is below its min, after 2 warnings",
+        format: "loadgen",
+        run: "clean",
+        edit: |c| {
+            std::fs::remove_file(c.file(DETAIL)).unwrap();
+            set_summary_line(
+                c,
+                "Mean latency (ns)",
+                "Mean latency (ns)               : 100",
+            );
+            set_summary_line(
+                c,
+                "No warnings encountered",
+                "2 warnings encountered. See detailed log.",
+            );
+        },
+        code: Some(1),
+        expect: &[
+            one("import.impossible-aggregate").says(&["the mean latency (100) is outside its min"]),
+            one("import.tool-errors")
+                .severity("warning")
+                .says(&["LoadGen logged 2 warnings"]),
+        ],
+    },
 ];
 
 #[test]

@@ -169,6 +169,55 @@ pub const NOT_RECOMPUTABLE: About = About {
     doc: "An aggregate of an imported file that its records cannot give (they lack what it is made of); shown, not checked.",
 };
 
+/// `import.impossible-aggregate`.
+pub const IMPOSSIBLE_AGGREGATE: About = About {
+    id: "import.impossible-aggregate",
+    severity: Severity::Error,
+    doc: "Aggregates a file prints of one set of requests cannot all hold (a mean outside its min and max, percentiles out of order, more completed than sent, a peak concurrency above the client's cap).",
+};
+
+/// `import.records-missing`.
+pub const RECORDS_MISSING: About = About {
+    id: "import.records-missing",
+    severity: Severity::Error,
+    doc: "The per-request or per-document records given are fewer than the figures count: the evidence for the rest is absent, so those figures cannot be recomputed.",
+};
+
+/// `import.subset-of-dataset`.
+pub const SUBSET_OF_DATASET: About = About {
+    id: "import.subset-of-dataset",
+    severity: Severity::Warning,
+    doc: "A score is over part of its task's documents (a --limit, or fewer effective than original documents): it is not the benchmark's score.",
+};
+
+/// `import.zero-unparseable`.
+pub const ZERO_UNPARSEABLE: About = About {
+    id: "import.zero-unparseable",
+    severity: Severity::Error,
+    doc: "A score of 0 where no reply could be parsed (percent_parseable 0): a format failure, not a measured score.",
+};
+
+/// `import.non-finite-score`.
+pub const NON_FINITE_SCORE: About = About {
+    id: "import.non-finite-score",
+    severity: Severity::Error,
+    doc: "A printed score is not a finite number (NaN, Infinity): replies its metric could not score, not a measured score.",
+};
+
+/// `import.cached-responses`.
+pub const CACHED_RESPONSES: About = About {
+    id: "import.cached-responses",
+    severity: Severity::Warning,
+    doc: "The run answered requests from a response cache (lm-eval's use_cache): the file cannot say which replies the model gave in this run.",
+};
+
+/// `import.not-rescored`.
+pub const NOT_RESCORED: About = About {
+    id: "import.not-rescored",
+    severity: Severity::Info,
+    doc: "A task scores by its own code (process_results, a custom filter or metric): its per-document scores are taken as the task gives them, not re-scored.",
+};
+
 /// The `import.*` checks, in catalogue order (each format's table pairs them with its functions).
 pub const CHECKS: &[About] = &[
     FAILED_HIDDEN,
@@ -183,6 +232,13 @@ pub const CHECKS: &[About] = &[
     TOOL_ERRORS,
     SETTINGS_BELOW_RULES,
     NOT_RECOMPUTABLE,
+    IMPOSSIBLE_AGGREGATE,
+    RECORDS_MISSING,
+    SUBSET_OF_DATASET,
+    ZERO_UNPARSEABLE,
+    NON_FINITE_SCORE,
+    CACHED_RESPONSES,
+    NOT_RESCORED,
 ];
 
 /// Compares a printed aggregate with the value recomputed from the records: records the pair,
