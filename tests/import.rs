@@ -38,8 +38,16 @@ impl Files {
     fn set(&self, name: &str, pointer: &str, value: Value) -> &Self {
         let p = self.file(name);
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-        *v.pointer_mut(pointer)
-            .unwrap_or_else(|| panic!("{name} has no {pointer}")) = value;
+        match v.pointer_mut(pointer) {
+            Some(x) => *x = value,
+            None => {
+                // A key added to an object that exists.
+                let (parent, key) = pointer.rsplit_once('/').unwrap();
+                let obj = v.pointer_mut(parent).and_then(Value::as_object_mut);
+                let obj = obj.unwrap_or_else(|| panic!("{name} has no {parent}"));
+                obj.insert(key.to_string(), value);
+            }
+        }
         std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
         self
     }
@@ -1091,6 +1099,113 @@ const LM_EVAL_CASES: &[Case] = &[
         expect: &[
             one("quality.scoring-disagrees").at(&["line 1"]),
             one("quality.pct-mismatch"),
+        ],
+    },
+    Case {
+        what: "a results file of lm-eval 0.4.0-0.4.8 (no lm_eval_version) is read",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let results = named(c.path(), "results_");
+            let p = c.file(&results);
+            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            v.as_object_mut().unwrap().remove("lm_eval_version");
+            std::fs::write(&p, v.to_string()).unwrap();
+        },
+        code: Some(0),
+        expect: &[one("import.unscorable-reply"), none("quality.pct-mismatch")],
+    },
+    Case {
+        // Python's json writes an undefined float bare; edited fixture, only that value changed.
+        what: "a score printed as Infinity (NaN stderr) is read and named",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(&named(c.path(), "results_"));
+            let text = std::fs::read_to_string(&p).unwrap();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let r = &v["results"]["rigaudit_arith"];
+            let (score, stderr) = (
+                r["exact_match,letter"].to_string(),
+                r["exact_match_stderr,letter"].to_string(),
+            );
+            let text = text
+                .replacen(&score, "Infinity", 1)
+                .replacen(&stderr, "NaN", 1);
+            std::fs::write(&p, text).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("import.non-finite-score").at(&["/results/rigaudit_arith/exact_match,letter"]),
+            none("quality.pct-mismatch"),
+            none("import.stderr-mismatch"),
+        ],
+    },
+    Case {
+        what: "a multiple-choice sample's [loglikelihood, is_greedy] responses are no empty reply",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            c.edit_line(&named(c.path(), "samples_"), 3, |v| {
+                v["resps"] = json!([[["-4.5", "False"]], [["-0.25", "True"]]]);
+            });
+        },
+        code: Some(0),
+        expect: &[none("import.empty-scored-wrong")],
+    },
+    Case {
+        what: "a task with its own process_results is not re-scored by exact match",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let results = named(c.path(), "results_");
+            c.set(
+                &results,
+                "/configs/rigaudit_arith/process_results",
+                json!("def process_results(doc, results): ..."),
+            );
+            c.edit_line(&named(c.path(), "samples_"), 1, |v| {
+                v["exact_match"] = json!(1.0)
+            });
+            c.set(
+                &results,
+                "/results/rigaudit_arith/exact_match,letter",
+                json!(6.0 / 24.0),
+            );
+        },
+        // Its printed stderr is now the old one: not what this case is about.
+        code: None,
+        expect: &[
+            none("quality.scoring-disagrees"),
+            one("import.not-rescored").severity("info"),
+        ],
+    },
+    Case {
+        what: "results alone: a part of the documents, a response cache, a 0 where nothing parsed",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            std::fs::remove_file(c.file(&named(c.path(), "samples_"))).unwrap();
+            let results = named(c.path(), "results_");
+            c.set(&results, "/n-samples/rigaudit_arith/original", json!(100));
+            c.set(&results, "/config/use_cache", json!("cache/smollm2"));
+            c.set(
+                &results,
+                "/results/rigaudit_arith/exact_match,letter",
+                json!(0.0),
+            );
+            c.set(
+                &results,
+                "/results/rigaudit_arith/percent_parseable,letter",
+                json!(0.0),
+            );
+        },
+        code: Some(1),
+        expect: &[
+            one("import.subset-of-dataset").says(&["rigaudit_arith 24 of 100"]),
+            one("import.cached-responses").severity("warning"),
+            one("import.zero-unparseable")
+                .says(&["exact_match printed as 0 with percent_parseable 0"]),
         ],
     },
 ];

@@ -245,6 +245,73 @@ pub fn json_of(src: &Source) -> Result<Value, Fatal> {
     })
 }
 
+/// A source's JSON as Python's `json` writes it: bare `NaN`, `Infinity` and `-Infinity` (which
+/// it writes for undefined floats) are read as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`
+/// ([`non_finite`] reads them back); anything else invalid is refused as by [`json_of`].
+pub fn json_of_python(src: &Source) -> Result<Value, Fatal> {
+    match json_of(src) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let quoted = quote_non_finite(&src.bytes).ok_or(e)?;
+            serde_json::from_slice(&quoted).map_err(|e| {
+                fatal(format!(
+                    "{}: line {}, column {}: not valid JSON: {e}",
+                    src.shown,
+                    e.line(),
+                    e.column()
+                ))
+            })
+        }
+    }
+}
+
+/// The text with every bare `NaN`, `Infinity`, `-Infinity` outside a string quoted; `None`
+/// when it holds none.
+fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let (mut in_string, mut escaped, mut found) = (false, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            (escaped, in_string) = (!escaped && b == b'\\', escaped || b != b'"');
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let word = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|w| bytes[i..].starts_with(w.as_bytes()));
+        match (b, word) {
+            (b'"', _) => {
+                in_string = true;
+                out.push(b);
+                i += 1;
+            }
+            (_, Some(w)) => {
+                found = true;
+                out.extend_from_slice(format!("\"{w}\"").as_bytes());
+                i += w.len();
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    found.then_some(out)
+}
+
+/// A number, or one [`json_of_python`] read from a bare `NaN`, `Infinity` or `-Infinity`.
+pub fn non_finite(v: &Value) -> Option<f64> {
+    v.as_f64().or_else(|| match v.as_str()? {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    })
+}
+
 /// A source's JSON Lines, each line through `each` (its value and 1-based number): blank lines
 /// skipped, a line over [`input::ANSWERS_LINE_MAX`] refused; an error names the file and line.
 pub fn json_lines<T>(

@@ -16,6 +16,9 @@
 //!   per-document scores; its stderr is the sample standard deviation (ddof 1) / sqrt(n).
 
 use super::{compare, row, std_sample, Row};
+use super::{
+    CACHED_RESPONSES, NON_FINITE_SCORE, NOT_RESCORED, SUBSET_OF_DATASET, ZERO_UNPARSEABLE,
+};
 use super::{EMPTY_SCORED_WRONG, FAILED_HIDDEN, STDERR_MISMATCH, UNSCORABLE_REPLY};
 use crate::check::{Emit, Ran};
 use crate::quality;
@@ -31,8 +34,11 @@ pub const INVALID: &str = "[invalid]";
 pub struct Sample {
     /// Line in the samples file, from 1.
     pub line: usize,
-    /// The raw replies (first of each response).
+    /// The raw replies (first of each response) of a generation task.
     pub replies: Vec<String>,
+    /// A loglikelihood or multiple-choice task's responses: per choice, its log-likelihood and
+    /// whether it is the greedy continuation (empty for a generation task).
+    pub loglikelihoods: Vec<(f64, bool)>,
     /// What the filter kept.
     pub filtered: Option<String>,
     /// The target.
@@ -58,6 +64,8 @@ pub struct Metric {
     pub ignore_case: bool,
     /// `ignore_punctuation` of the metric's config.
     pub ignore_punctuation: bool,
+    /// `regexes_to_ignore` of the metric's config (removed from reply and target first).
+    pub regexes_to_ignore: Vec<String>,
 }
 
 /// One task: its metrics, counts and samples.
@@ -77,13 +85,36 @@ pub struct Task {
     pub max_gen_toks: Option<f64>,
     /// The samples of the filter the metrics use.
     pub samples: Vec<Sample>,
+    /// Why the task's scores cannot be re-scored here, when so (its own `process_results`).
+    pub own_scoring: Option<String>,
 }
 
-/// The tasks of one results file as the checks read them.
+/// One task as the results file prints it (with or without its samples).
+#[derive(Debug, Clone, Default)]
+pub struct Printed {
+    /// The task name.
+    pub name: String,
+    /// Its metrics as printed (a value may be NaN or infinite: Python's json writes them).
+    pub metrics: Vec<Metric>,
+    /// `n-samples.original`: the task's documents.
+    pub original: Option<f64>,
+    /// `n-samples.effective`: the documents scored.
+    pub effective: Option<f64>,
+}
+
+/// One results file (and the samples given with it) as the checks read it.
 #[derive(Debug, Clone, Default)]
 pub struct Results {
-    /// One entry per task and filter.
+    /// The results file's name.
+    pub file: String,
+    /// One entry per task and filter whose samples were given.
     pub tasks: Vec<Task>,
+    /// Every task the results print.
+    pub printed: Vec<Printed>,
+    /// `config.limit`: the documents per task the run was told to take.
+    pub limit: Option<f64>,
+    /// `config.use_cache`: the response cache the run answered from.
+    pub use_cache: Option<String>,
 }
 
 impl Results {
@@ -96,6 +127,11 @@ impl Results {
     fn any(&self) -> Ran {
         self.sampled().next().map(|_| ())
     }
+
+    /// The tasks with samples that lm-eval scores by a rule rigaudit can apply.
+    fn rescorable(&self) -> impl Iterator<Item = &Task> {
+        self.sampled().filter(|t| t.own_scoring.is_none())
+    }
 }
 
 /// Every lm-eval check, in the order they run; each goes over every task with samples.
@@ -106,6 +142,11 @@ pub const CHECKS: &[Row<Results>] = &[
     row(STDERR_MISMATCH, stderr_mismatch),
     row(EMPTY_SCORED_WRONG, empty_scored_wrong),
     row(UNSCORABLE_REPLY, unscorable),
+    row(NOT_RESCORED, not_rescored),
+    row(SUBSET_OF_DATASET, subset_of_dataset),
+    row(ZERO_UNPARSEABLE, zero_unparseable),
+    row(NON_FINITE_SCORE, non_finite_score),
+    row(CACHED_RESPONSES, cached_responses),
 ];
 
 /// `import.failed-hidden`: the documents the results count against the samples file.
@@ -142,7 +183,7 @@ fn rescore(x: &Results, emit: &mut Emit) -> Ran {
                 continue;
             }
             let scores = scores(t, m);
-            if scores.is_empty() {
+            if scores.is_empty() || !m.value.is_finite() {
                 continue;
             }
             let mean = scores.iter().sum::<f64>() / scores.len() as f64;
@@ -158,6 +199,11 @@ fn rescore(x: &Results, emit: &mut Emit) -> Ran {
 /// The reply as `exact_match` compares it: case and punctuation dropped when the config says so.
 fn normal(s: &str, m: &Metric) -> String {
     let mut s = s.to_string();
+    for r in &m.regexes_to_ignore {
+        if let Ok(re) = regex::Regex::new(r) {
+            s = re.replace_all(&s, "").into_owned();
+        }
+    }
     if m.ignore_case {
         s = s.to_lowercase();
     }
@@ -171,13 +217,48 @@ fn normal(s: &str, m: &Metric) -> String {
 /// the target. Ran when some task has an `exact_match`.
 fn scoring_disagrees(x: &Results, emit: &mut Emit) -> Ran {
     let mut ran = false;
-    for t in x.sampled() {
-        for m in t.metrics.iter().filter(|m| m.name == "exact_match") {
+    for t in x.rescorable() {
+        for m in &t.metrics {
+            match m.name.as_str() {
+                "exact_match" => rescore_exact_match(t, m, emit),
+                "acc" => rescore_choice(t, m, emit),
+                _ => continue,
+            }
             ran = true;
-            rescore_exact_match(t, m, emit);
         }
     }
     ran.then_some(())
+}
+
+/// A multiple-choice task's `acc`: right when the choice of highest log-likelihood is the target
+/// (its index), as lm-eval's `process_results` for `multiple_choice` scores it.
+fn rescore_choice(t: &Task, m: &Metric, emit: &mut Emit) {
+    let samples_file = t.samples_file.as_deref().unwrap_or_default();
+    for s in t.samples.iter().filter(|s| !s.loglikelihoods.is_empty()) {
+        let (Some(target), Some(&score)) = (s.target.as_deref(), s.scores.get(&m.name)) else {
+            continue;
+        };
+        let Ok(gold) = target.trim().parse::<usize>() else {
+            continue;
+        };
+        let chosen = s
+            .loglikelihoods
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+            .map(|(i, _)| i);
+        let right = chosen == Some(gold);
+        if right != (score >= 1.0) {
+            emit.finding(format!(
+                "{}: the choice of highest log-likelihood is {} and the target {gold}, so the answer is {}, but it is scored {score}",
+                t.name,
+                chosen.map_or("none".into(), |c| c.to_string()),
+                if right { "right" } else { "wrong" }
+            ))
+            .file(samples_file)
+            .pointer(format!("line {}", s.line));
+        }
+    }
 }
 
 fn rescore_exact_match(t: &Task, m: &Metric, emit: &mut Emit) {
@@ -221,7 +302,7 @@ fn stderr_mismatch(x: &Results, emit: &mut Emit) -> Ran {
 /// One metric's stderr and margins. Returns whether it compared one.
 fn stderr_of(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
     let scores = scores(t, m);
-    let (Some(shown), Some(sd)) = (m.stderr, std_sample(&scores)) else {
+    let (Some(shown), Some(sd)) = (m.stderr.filter(|e| e.is_finite()), std_sample(&scores)) else {
         return false;
     };
     let n = scores.len() as f64;
@@ -253,9 +334,10 @@ fn stderr_of(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
     true
 }
 
-/// Whether a reply is empty (nothing, or whitespace only).
+/// Whether a generation task's reply is empty (nothing, or whitespace only); a choice task's
+/// responses are log-likelihoods, never empty.
 fn empty(s: &Sample) -> bool {
-    s.replies.iter().all(|r| r.trim().is_empty())
+    s.loglikelihoods.is_empty() && s.replies.iter().all(|r| r.trim().is_empty())
 }
 
 /// `import.empty-scored-wrong`: empty replies (a null or unparsable answer becomes `""`) scored
@@ -347,4 +429,107 @@ fn unscorable_of(t: &Task, emit: &mut Emit) {
     .file(t.samples_file.as_deref().unwrap_or_default())
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"unscorable": bad.len(), "total": t.samples.len()}));
+}
+
+/// Whether a metric config's regexes can be applied here (Rust's regex syntax reads Python's for
+/// those lm-eval's tasks use; one it cannot read leaves the task not re-scored).
+pub fn regexes_apply(m: &Metric) -> bool {
+    m.regexes_to_ignore
+        .iter()
+        .all(|r| regex::Regex::new(r).is_ok())
+}
+
+/// `import.not-rescored` (info): tasks that score by their own code, whose per-document scores
+/// are taken as they are.
+fn not_rescored(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        if let Some(why) = &t.own_scoring {
+            emit.finding(format!("{}: not re-scored: {why}; its per-document scores are taken as the task gives them", t.name))
+                .file(&t.file)
+                .pointer(format!("/configs/{}", t.name));
+        }
+    }
+    x.any()
+}
+
+/// `import.subset-of-dataset`: tasks scored on part of their documents (`--limit`, or fewer
+/// effective than original documents).
+fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
+    let part: Vec<String> = x
+        .printed
+        .iter()
+        .filter_map(|t| match (t.effective, t.original) {
+            (Some(e), Some(o)) if e < o => Some(format!("{} {e} of {o}", t.name)),
+            _ => None,
+        })
+        .collect();
+    // A --limit at or above a task's documents takes them all: it cuts only where the file
+    // shows fewer effective than original documents, or does not say.
+    let counted = !x.printed.is_empty()
+        && x.printed
+            .iter()
+            .all(|t| t.effective.is_some() && t.original.is_some());
+    let limit = x
+        .limit
+        .filter(|l| *l > 0.0 && !(counted && part.is_empty()));
+    if part.is_empty() && limit.is_none() {
+        return Some(());
+    }
+    let told = limit.map_or(String::new(), |l| format!("the run was told --limit {l}; "));
+    let which = if part.is_empty() {
+        "the file does not say how many documents each task has".to_string()
+    } else {
+        format!("documents scored of each task's: {}", part.join(", "))
+    };
+    emit.finding(format!("{told}{which}: a score over part of a task's documents is not the benchmark's score (lm-eval says --limit is for testing only)"))
+        .file(&x.file)
+        .pointer(if limit.is_some() { "/config/limit" } else { "/n-samples" })
+        .data(json!({"limit": limit, "tasks": part}));
+    Some(())
+}
+
+/// `import.zero-unparseable`: a task whose printed score is 0 with `percent_parseable` 0: no
+/// reply could be parsed, so the 0 measures the format, not the model.
+fn zero_unparseable(x: &Results, emit: &mut Emit) -> Ran {
+    for t in &x.printed {
+        let parseable = t.metrics.iter().find(|m| m.name == "percent_parseable");
+        let Some(p) = parseable.filter(|p| p.value == 0.0) else {
+            continue;
+        };
+        let zeros: Vec<&str> = t
+            .metrics
+            .iter()
+            .filter(|m| m.name != "percent_parseable" && m.value == 0.0)
+            .map(|m| m.name.as_str())
+            .collect();
+        if zeros.is_empty() {
+            continue;
+        }
+        emit.finding(format!("{}: {} printed as 0 with percent_parseable 0: no reply could be parsed, so the 0 is a format failure, not a measured score", t.name, zeros.join(", ")))
+            .file(&x.file)
+            .pointer(format!("/results/{}/percent_parseable,{}", t.name, p.filter));
+    }
+    Some(())
+}
+
+/// `import.non-finite-score`: a printed metric that is NaN or infinite.
+fn non_finite_score(x: &Results, emit: &mut Emit) -> Ran {
+    for t in &x.printed {
+        for m in t.metrics.iter().filter(|m| !m.value.is_finite()) {
+            emit.finding(format!("{}: {},{} is printed as {}: replies its metric could not score, not a measured score", t.name, m.name, m.filter, m.value))
+                .file(&x.file)
+                .pointer(format!("/results/{}/{},{}", t.name, m.name, m.filter));
+        }
+    }
+    Some(())
+}
+
+/// `import.cached-responses`: the run answered from a response cache (`use_cache`).
+fn cached_responses(x: &Results, emit: &mut Emit) -> Ran {
+    if let Some(cache) = &x.use_cache {
+        emit.finding(format!("the run answered from the response cache {cache} (use_cache): every request found there was answered without calling the model, and the file does not say how many were"))
+            .file(&x.file)
+            .pointer("/config/use_cache");
+    }
+    Some(())
 }
