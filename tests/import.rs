@@ -710,7 +710,7 @@ fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
 }
 
 #[test]
-fn vllm_results_diff_import_and_refuse_a_summary_without_its_requests() {
+fn vllm_results_diff_and_import() {
     let clean = imports("vllm", "clean");
     let run = rigaudit(&[
         "diff",
@@ -732,19 +732,6 @@ fn vllm_results_diff_import_and_refuse_a_summary_without_its_requests() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(common::verify(&b).code, 0);
-    // Without --save-detailed the per-request lists are absent: refused, naming what is missing.
-    let c = Files::of("vllm", "clean");
-    let p = c.file(VLLM);
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    v.as_object_mut().unwrap().remove("ttfts");
-    std::fs::write(&p, v.to_string()).unwrap();
-    let run = verify_from("vllm", c.path());
-    assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("at /ttfts: expected a list"),
-        "{}",
-        run.stderr
-    );
 }
 
 // --- Hand-changed copies (and real runs) and the findings their verify must raise: tables of
@@ -1416,6 +1403,28 @@ const LLAMA_BENCH_CASES: &[Case] = &[
         code: Some(1),
         expect: &[found("speed.recompute-mismatch", 2).at(&["/0/samples_ts/1", "/1/avg_ts"])],
     },
+    Case {
+        // Samples of 6 s: llama-bench's unsigned sum of squares passes 2^64, and its subtraction
+        // cancels the wrap, so 83248 is its formula's value (integer mean and all). Edited
+        // fixture: the pp64 test's samples and the figures llama-bench derives from them.
+        what: "a stddev_ns whose wrap cancels is llama-bench's value, not a meaningless one",
+        format: "llama-bench",
+        run: "clean",
+        edit: |c| {
+            let ns = [6_000_000_000u64, 6_000_030_000, 6_000_061_000];
+            let ts: Vec<f64> = ns.iter().map(|x| 1e9 * 64.0 / *x as f64).collect();
+            let mean = ts.iter().sum::<f64>() / 3.0;
+            let sd = (ts.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+            c.set(BENCH, "/0/samples_ns", json!(ns));
+            c.set(BENCH, "/0/samples_ts", json!(ts));
+            c.set(BENCH, "/0/avg_ns", json!(ns.iter().sum::<u64>() / 3));
+            c.set(BENCH, "/0/avg_ts", json!(mean));
+            c.set(BENCH, "/0/stddev_ts", json!(sd));
+            c.set(BENCH, "/0/stddev_ns", json!(83248));
+        },
+        code: Some(0),
+        expect: &[none("speed.recompute-mismatch")],
+    },
 ];
 
 #[test]
@@ -1560,6 +1569,66 @@ const VLLM_CASES: &[Case] = &[
         },
         code: Some(1),
         expect: &[one("import.failed-as-zero").at(&["/ttfts/5"])],
+    },
+    Case {
+        // Without --save-detailed the per-request lists are absent: the aggregates are read and
+        // checked against each other. Edited fixture: the lists removed, one throughput changed.
+        what: "a result saved without --save-detailed is read, its aggregates checked together",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(VLLM);
+            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
+                o.remove(k);
+            }
+            let t = o["output_throughput"].as_f64().unwrap();
+            o.insert("output_throughput".into(), json!(t * 1.1));
+            std::fs::write(&p, v.to_string()).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("speed.recompute-mismatch").at(&["/output_throughput"]),
+            one("import.not-recomputable").says(&["no per-request lists"]),
+            none("import.impossible-aggregate"),
+        ],
+    },
+    Case {
+        // --append-result writes one result a line. Edited fixture: the result twice, the second
+        // with ITLs timed per chunk of about 9 tokens and a p99 TTFT below its median.
+        what: "a JSON Lines file of appended results: each line read and named",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(VLLM);
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut w = v.clone();
+            let o = w.as_object_mut().unwrap();
+            for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
+                o.remove(k);
+            }
+            let tpot = o["mean_tpot_ms"].as_f64().unwrap();
+            o.insert("mean_itl_ms".into(), json!(tpot * 9.0));
+            o.insert("p99_ttft_ms".into(), json!(0.001));
+            std::fs::write(&p, format!("{v}\n{w}\n")).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("speed.token-source").at(&["line 2 /mean_itl_ms"]).severity("warning").says(&["9.0 times mean_tpot_ms"]),
+            one("import.impossible-aggregate").at(&["line 2 /p90_ttft_ms"]).says(&["above p99_ttft_ms (0.001)"]),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "more requests in flight than the client's own cap",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            c.set(VLLM, "/max_concurrency", json!(1));
+        },
+        code: Some(1),
+        expect: &[one("import.impossible-aggregate").says(&["above the client's own cap max_concurrency = 1"])],
     },
 ];
 

@@ -233,5 +233,10 @@ fn test(v: &Value, at: &str) -> Result<Test, String> {
         stddev_ns: uint("stddev_ns")?,
         avg_ts: v.get("avg_ts").and_then(|x| x.as_f64()),
         stddev_ts: v.get("stddev_ts").and_then(|x| x.as_f64()),
+        build_number: v.get("build_number").and_then(|x| x.as_u64()),
+        keys: v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default(),
     })
 }

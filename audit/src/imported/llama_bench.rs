@@ -18,7 +18,7 @@
 //! A test that fails (a context that cannot be made, a model that does not load) ends the run:
 //! with `-o json` the array is left unclosed after the tests that ran.
 
-use super::{compare, record, row, std_sample, Row, RUN_INCOMPLETE};
+use super::{compare, record, row, std_sample, Row, EDITED_OUTPUT, RUN_INCOMPLETE};
 use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
@@ -46,7 +46,91 @@ pub struct Test {
     pub avg_ts: Option<f64>,
     /// `stddev_ts`.
     pub stddev_ts: Option<f64>,
+    /// `build_number`, when a whole number.
+    pub build_number: Option<u64>,
+    /// Every key of the test's object.
+    pub keys: Vec<String>,
 }
+
+/// The keys llama-bench's JSON output holds at builds whose output has been seen as written:
+/// build 1275 (llama.cpp's README at 3469684, 2023-09-23) and build 5163 (8cf427ff, 2025-04-24),
+/// as `fixtures/published/llama-bench/VERSIONS.md` lists them.
+pub const KEYS_AT_BUILD: &[(u64, &[&str])] = &[
+    (
+        1275,
+        &[
+            "avg_ns",
+            "avg_ts",
+            "blas",
+            "build_commit",
+            "build_number",
+            "cpu_info",
+            "cuda",
+            "f16_kv",
+            "gpu_blas",
+            "gpu_info",
+            "main_gpu",
+            "metal",
+            "model_filename",
+            "model_n_params",
+            "model_size",
+            "model_type",
+            "mul_mat_q",
+            "n_batch",
+            "n_gen",
+            "n_gpu_layers",
+            "n_prompt",
+            "n_threads",
+            "opencl",
+            "samples_ns",
+            "samples_ts",
+            "stddev_ns",
+            "stddev_ts",
+            "tensor_split",
+            "test_time",
+        ],
+    ),
+    (
+        5163,
+        &[
+            "avg_ns",
+            "avg_ts",
+            "backends",
+            "build_commit",
+            "build_number",
+            "cpu_info",
+            "cpu_mask",
+            "cpu_strict",
+            "embeddings",
+            "flash_attn",
+            "gpu_info",
+            "main_gpu",
+            "model_filename",
+            "model_n_params",
+            "model_size",
+            "model_type",
+            "n_batch",
+            "n_depth",
+            "n_gen",
+            "n_gpu_layers",
+            "n_prompt",
+            "n_threads",
+            "n_ubatch",
+            "no_kv_offload",
+            "poll",
+            "samples_ns",
+            "samples_ts",
+            "split_mode",
+            "stddev_ns",
+            "stddev_ts",
+            "tensor_split",
+            "test_time",
+            "type_k",
+            "type_v",
+            "use_mmap",
+        ],
+    ),
+];
 
 impl Test {
     /// The test's name as llama-bench prints it: `pp64`, `tg16`, `pp64+tg16`, with `@d512`.
@@ -104,7 +188,57 @@ pub struct Bench {
 pub const CHECKS: &[Row<Bench>] = &[
     row(RUN_INCOMPLETE, stopped),
     row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(EDITED_OUTPUT, edited_output),
 ];
+
+/// `import.edited-output`: a test that states a build whose output has been seen as written, with
+/// other keys than that build prints (keys added later, or one it printed missing).
+fn edited_output(b: &Bench, emit: &mut Emit) -> Ran {
+    for t in &b.tests {
+        let Some((build, known)) = t
+            .build_number
+            .and_then(|n| KEYS_AT_BUILD.iter().find(|(b, _)| *b == n))
+        else {
+            continue;
+        };
+        let later: Vec<&str> = t
+            .keys
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect();
+        let missing: Vec<&str> = known
+            .iter()
+            .copied()
+            .filter(|k| !t.keys.iter().any(|x| x == k))
+            .collect();
+        if later.is_empty() && missing.is_empty() {
+            continue;
+        }
+        let mut why = Vec::new();
+        if !later.is_empty() {
+            why.push(format!(
+                "it carries keys that build does not print ({})",
+                later.join(", ")
+            ));
+        }
+        if !missing.is_empty() {
+            why.push(format!(
+                "it lacks keys that build prints ({})",
+                missing.join(", ")
+            ));
+        }
+        emit.finding(format!(
+            "{}: it says build {build}, but {}: the file was edited or rewritten after the run, so it is not the tool's output as written",
+            t.name(),
+            why.join(", and ")
+        ))
+        .at(&b.file, t.pointer("build_number"))
+        .data(json!({"build": build, "keys_not_of_the_build": later, "keys_missing": missing}));
+        return Some(());
+    }
+    Some(())
+}
 
 /// `speed.recompute-mismatch`: per test, each repetition's tokens/s, the means and spreads.
 fn recompute(b: &Bench, emit: &mut Emit) -> Ran {
@@ -181,27 +315,30 @@ fn means(b: &Bench, t: &Test, emit: &mut Emit) {
 
 /// `stddev_ns` as llama-bench computes it: `sqrt(sum_sq / (n - 1) - mean * mean * n / (n - 1))`
 /// in unsigned 64-bit integers (each operation wrapping), the square root of the result as a
-/// double, truncated; and whether an operation wrapped (past 2^64, or below 0).
+/// double, truncated; and whether the wrapping changed it: the same formula in integers that do
+/// not wrap gives another value (a sum of squares past 2^64 whose wrap the subtraction cancels
+/// leaves it unchanged).
 pub fn llama_bench_stddev_ns(v: &[u64]) -> (u64, bool) {
     if v.len() <= 1 {
         return (0, false);
     }
     let n = v.len() as u64;
-    let mut wrapped = false;
-    let mut sum = 0u64;
-    let mut sq = 0u64;
-    for x in v {
-        let (s1, o1) = sum.overflowing_add(*x);
-        let (m, o2) = x.overflowing_mul(*x);
-        let (s2, o3) = sq.overflowing_add(m);
-        (sum, sq) = (s1, s2);
-        wrapped |= o1 || o2 || o3;
-    }
+    let sum = v.iter().fold(0u64, |a, x| a.wrapping_add(*x));
+    let sq = v
+        .iter()
+        .fold(0u64, |a, x| a.wrapping_add(x.wrapping_mul(*x)));
     let mean = sum / n;
-    let (mm, o1) = mean.overflowing_mul(mean);
-    let (mmn, o2) = mm.overflowing_mul(n);
-    let (inner, o3) = (sq / (n - 1)).overflowing_sub(mmn / (n - 1));
-    ((inner as f64).sqrt() as u64, wrapped || o1 || o2 || o3)
+    let mmn = mean.wrapping_mul(mean).wrapping_mul(n);
+    let inner = (sq / (n - 1)).wrapping_sub(mmn / (n - 1));
+    let value = (inner as f64).sqrt() as u64;
+    // The same formula over integers wide enough not to wrap.
+    let (n, wide) = (n as i128, v.iter().map(|x| *x as i128));
+    let sum: i128 = wide.clone().sum();
+    let sq: i128 = wide.map(|x| x * x).sum();
+    let mean = sum / n;
+    let exact_inner = sq / (n - 1) - mean * mean * n / (n - 1);
+    let unwrapped = (exact_inner >= 0).then(|| (exact_inner as f64).sqrt() as u64);
+    (value, unwrapped != Some(value))
 }
 
 /// `stddev_ns` against llama-bench's own integer formula over the samples (whose integer
@@ -248,5 +385,8 @@ mod tests {
         // A clean run's tg16: the integer formula is 28 ns off the exact value, and not wrapped.
         let v = [168_824_990, 157_425_176, 162_469_222];
         assert_eq!(llama_bench_stddev_ns(&v), (5_712_499, false));
+        // Samples of 6 s: the sum of squares passes 2^64, but the subtraction cancels the wrap.
+        let v = [6_000_000_000, 6_000_030_000, 6_000_061_000];
+        assert_eq!(llama_bench_stddev_ns(&v), (83_248, false));
     }
 }

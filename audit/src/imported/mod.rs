@@ -218,6 +218,13 @@ pub const NOT_RESCORED: About = About {
     doc: "A task scores by its own code (process_results, a custom filter or metric): its per-document scores are taken as the task gives them, not re-scored.",
 };
 
+/// `import.edited-output`.
+pub const EDITED_OUTPUT: About = About {
+    id: "import.edited-output",
+    severity: Severity::Warning,
+    doc: "A file is not the tool's output as written: its keys are not those the version it states prints (keys added later, or one it always printed missing).",
+};
+
 /// The `import.*` checks, in catalogue order (each format's table pairs them with its functions).
 pub const CHECKS: &[About] = &[
     FAILED_HIDDEN,
@@ -239,6 +246,7 @@ pub const CHECKS: &[About] = &[
     NON_FINITE_SCORE,
     CACHED_RESPONSES,
     NOT_RESCORED,
+    EDITED_OUTPUT,
 ];
 
 /// Compares a printed aggregate with the value recomputed from the records: records the pair,

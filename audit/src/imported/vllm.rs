@@ -21,7 +21,9 @@
 //!   second, so it can exceed `max_concurrency`; later versions take the exact peak).
 
 use super::{compare, percentile_linear, row, std_population, Row};
-use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::{
+    FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE,
+};
 use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
@@ -32,8 +34,13 @@ use std::collections::BTreeMap;
 pub struct Run {
     /// Its name (findings point into it).
     pub file: String,
-    /// `duration`, s.
-    pub duration: f64,
+    /// Its line, for one result of a JSON Lines file (`--append-result`).
+    pub line: Option<usize>,
+    /// Whether it holds the per-request lists (`--save-detailed`); without them only its
+    /// aggregates are checked, against each other.
+    pub detailed: bool,
+    /// `duration`, s (not saved by every writer).
+    pub duration: Option<f64>,
     /// `ttfts`, s.
     pub ttfts: Vec<f64>,
     /// `itls`, s, per request.
@@ -60,6 +67,14 @@ impl Run {
     /// Whether request `i` succeeded (no error), as vLLM's aggregates take it.
     pub fn ok(&self, i: usize) -> bool {
         self.errors.get(i).is_none_or(|e| e.is_empty())
+    }
+
+    /// A pointer into the result: `/key`, or `line N /key` for a line of a JSON Lines file.
+    pub fn at(&self, pointer: impl AsRef<str>) -> String {
+        match self.line {
+            Some(n) => format!("line {n} {}", pointer.as_ref()),
+            None => pointer.as_ref().to_string(),
+        }
     }
 
     fn ok_idx(&self) -> Vec<usize> {
@@ -121,16 +136,21 @@ pub const CHECKS: &[Row<Run>] = &[
     row(FAILED_REQUESTS, failed_requests),
     row(FAILED_AS_ZERO, failed_as_zero),
     row(NOT_RECOMPUTABLE, not_recomputable),
+    row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
+    row(speed::TOKEN_SOURCE.about(), itl_per_chunk),
 ];
 
 /// `import.failed-hidden`: `failed` against the requests with an error.
 fn failed_hidden(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return None;
+    }
     let n = r.ttfts.len() as f64;
     let ok = r.ok_idx().len() as f64;
     let shown_failed = r.printed.get("failed").copied();
     if n - ok > shown_failed.unwrap_or(0.0) {
         emit.finding(format!("{} of the {n} requests carry an error but `failed` says {}: they are left out of every figure unsaid", n - ok, shown_failed.map_or("nothing".into(), |x| x.to_string())))
-        .at(&r.file, "/failed")
+        .at(&r.file, r.at("/failed"))
         .data(json!({"errors": n - ok, "printed": shown_failed}));
     }
     Some(())
@@ -139,10 +159,19 @@ fn failed_hidden(r: &Run, emit: &mut Emit) -> Ran {
 /// `speed.recompute-mismatch`: `completed`, every distribution (but one printed over every
 /// request, failed ones at 0: `import.failed-as-zero`), the totals and throughputs, and the peaks.
 fn recompute(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return aggregates(r, emit).then_some(());
+    }
     let mut compared = false;
     if let Some(c) = r.printed.get("completed") {
         let ok = r.ok_idx().len() as f64;
-        compare(emit, (&r.file, "/completed"), "vllm.completed", ok, *c);
+        compare(
+            emit,
+            (&r.file, &r.at("/completed")),
+            "vllm.completed",
+            ok,
+            *c,
+        );
         compared = true;
     }
     compared |= distributions(r, emit);
@@ -153,6 +182,9 @@ fn recompute(r: &Run, emit: &mut Emit) -> Ran {
 
 /// `import.failed-requests`: the requests that failed, with their errors' last lines.
 fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return None;
+    }
     let failed: Vec<usize> = (0..r.ttfts.len()).filter(|i| !r.ok(*i)).collect();
     if failed.is_empty() {
         return Some(());
@@ -171,7 +203,7 @@ fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
         list.join("; "),
         r.ttfts.len() - failed.len()
     ))
-    .at(&r.file, format!("/errors/{}", idx.join(",")))
+    .at(&r.file, r.at(format!("/errors/{}", idx.join(","))))
     .data(json!({"failed": failed.len(), "total": r.ttfts.len(), "requests": failed}));
     Some(())
 }
@@ -181,6 +213,9 @@ fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
 /// `total_output_tokens`, and a printed distribution that is the value over every request with
 /// the failed ones at 0.
 fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return None;
+    }
     for i in 0..r.ttfts.len() {
         let empty = r
             .texts
@@ -194,14 +229,14 @@ fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
             continue;
         };
         emit.finding(format!("request {i} {what}"))
-            .at(&r.file, format!("/ttfts/{i}"))
+            .at(&r.file, r.at(format!("/ttfts/{i}")))
             .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
     }
     let (ok, all) = (r.ok_idx().len(), r.ttfts.len());
     for (k, shown, exact) in printed_distributions(r) {
         if let Some(Judged::OverAll(exact)) = exact.map(|x| judge(r, k, x, *shown)) {
             emit.finding(format!("{k} is printed as {shown}, its value over all {all} requests with the failed ones at 0; over the {ok} successes it is {exact}"))
-                .at(&r.file, format!("/{k}"))
+                .at(&r.file, r.at(format!("/{k}")))
                 .data(json!({"printed": shown, "recomputed": exact}));
         }
     }
@@ -254,7 +289,7 @@ fn distributions(r: &Run, emit: &mut Emit) -> bool {
             continue;
         };
         if let Judged::OverSuccesses = judge(r, k, exact, *shown) {
-            let at = format!("/{k}");
+            let at = r.at(format!("/{k}"));
             compare(emit, (&r.file, &at), &format!("vllm.{k}"), exact, *shown);
             compared = true;
         }
@@ -267,7 +302,9 @@ fn totals(r: &Run, emit: &mut Emit) -> bool {
     let ok = r.ok_idx();
     let input: f64 = ok.iter().map(|i| r.input_lens[*i]).sum();
     let output: f64 = r.output_lens.iter().sum();
-    let d = r.duration;
+    let Some(d) = r.duration else {
+        return false;
+    };
     let rows = [
         ("total_input_tokens", input),
         ("total_output_tokens", output),
@@ -290,7 +327,7 @@ fn compare_printed(r: &Run, emit: &mut Emit, k: &str, exact: f64) -> bool {
     };
     compare(
         emit,
-        (&r.file, &format!("/{k}")),
+        (&r.file, &r.at(format!("/{k}"))),
         &format!("vllm.{k}"),
         exact,
         *shown,
@@ -402,6 +439,18 @@ fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f6
 /// `import.not-recomputable`: printed figures the file's records cannot give (goodput: its SLOs
 /// are not saved; an unknown metric).
 fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        let keys: Vec<&str> = r
+            .printed
+            .keys()
+            .filter(|k| split_key(k).is_some())
+            .map(String::as_str)
+            .collect();
+        emit.finding(format!("{} printed distributions are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its aggregates are checked against each other", keys.len()))
+            .file(&r.file)
+            .data(json!({ "keys": keys }));
+        return Some(());
+    }
     let mut keys: Vec<String> = printed_distributions(r)
         .into_iter()
         .filter(|(_, _, exact)| exact.is_none())
@@ -423,5 +472,112 @@ fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
     ))
     .file(&r.file)
     .data(json!({ "keys": keys }));
+    Some(())
+}
+
+/// Without per-request lists: each throughput against its total over `duration`, where the file
+/// prints both. Returns whether it compared any.
+fn aggregates(r: &Run, emit: &mut Emit) -> bool {
+    let (Some(d), p) = (r.duration.filter(|d| *d > 0.0), &r.printed) else {
+        return false;
+    };
+    let get = |k: &str| p.get(k).copied();
+    let input = get("total_input_tokens");
+    let output = get("total_output_tokens");
+    let rows = [
+        ("request_throughput", get("completed").map(|c| c / d)),
+        ("output_throughput", output.map(|o| o / d)),
+        (
+            "total_token_throughput",
+            input.zip(output).map(|(i, o)| (i + o) / d),
+        ),
+    ];
+    let mut compared = false;
+    for (k, exact) in rows {
+        if let Some(exact) = exact {
+            compared |= compare_printed(r, emit, k, exact);
+        }
+    }
+    compared
+}
+
+/// `import.impossible-aggregate`: figures of one run that cannot all hold: a metric's median and
+/// percentiles out of order or a negative spread; more completed and failed than sent; and,
+/// from the per-request lists, more requests in flight at once than the client's own cap.
+fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
+    let mut by_metric: BTreeMap<&str, Vec<(f64, &str, f64)>> = BTreeMap::new();
+    for (k, v) in &r.printed {
+        let Some((s, m)) = split_key(k) else { continue };
+        let q = match s {
+            "median" => 50.0,
+            "std" if *v < 0.0 => {
+                emit.finding(format!("{k} is {v}: a spread is never negative"))
+                    .at(&r.file, r.at(format!("/{k}")));
+                continue;
+            }
+            p => match p.strip_prefix('p').and_then(|q| q.parse::<f64>().ok()) {
+                Some(q) => q,
+                None => continue,
+            },
+        };
+        by_metric.entry(m).or_default().push((q, k.as_str(), *v));
+    }
+    for points in by_metric.values_mut() {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some(w) = points.windows(2).find(|w| w[0].2 > w[1].2 * (1.0 + 1e-9)) {
+            emit.finding(format!(
+                "{} ({}) is above {} ({}): one set of requests cannot give these",
+                w[0].1, w[0].2, w[1].1, w[1].2
+            ))
+            .at(&r.file, r.at(format!("/{}", w[0].1)));
+        }
+    }
+    let get = |k: &str| r.printed.get(k).copied();
+    if let (Some(c), Some(f), Some(n)) = (get("completed"), get("failed"), get("num_prompts")) {
+        if c + f > n {
+            emit.finding(format!("completed ({c}) and failed ({f}) add to more than the {n} requests sent (num_prompts)"))
+                .at(&r.file, r.at("/completed"));
+        }
+    }
+    over_cap(r, emit);
+    Some(())
+}
+
+/// More successes in flight at once (from their start times and latencies) than the client's
+/// `max_concurrency`.
+fn over_cap(r: &Run, emit: &mut Emit) {
+    let (Some(cap), Some(st), Some(lat)) = (get_cap(r), &r.start_times, &r.latencies) else {
+        return;
+    };
+    let ok = r.ok_idx();
+    let Some((peak, _, _)) = peaks(r, &ok, st, lat) else {
+        return;
+    };
+    if peak > cap {
+        emit.finding(format!("{peak} requests were in flight at once (from their start times and latencies), above the client's own cap max_concurrency = {cap}"))
+            .at(&r.file, r.at("/start_times"))
+            .data(json!({"peak": peak, "max_concurrency": cap}));
+    }
+}
+
+fn get_cap(r: &Run) -> Option<f64> {
+    r.printed
+        .get("max_concurrency")
+        .copied()
+        .filter(|c| *c > 0.0)
+}
+
+/// `speed.token-source` (warning): a mean ITL well above the mean TPOT: the gaps were timed per
+/// streamed chunk of several tokens, not per token (vLLM's ITL assumes one token a chunk).
+fn itl_per_chunk(r: &Run, emit: &mut Emit) -> Ran {
+    let (Some(itl), Some(tpot)) = (r.printed.get("mean_itl_ms"), r.printed.get("mean_tpot_ms"))
+    else {
+        return None;
+    };
+    if *tpot > 0.0 && *itl > 2.0 * tpot {
+        emit.warning(format!("mean_itl_ms ({itl}) is {:.1} times mean_tpot_ms ({tpot}): the inter-token gaps were timed per streamed chunk of about that many tokens, not per token, so the ITL figures are per chunk", itl / tpot))
+            .at(&r.file, r.at("/mean_itl_ms"))
+            .data(json!({"ratio": itl / tpot}));
+    }
     Some(())
 }
