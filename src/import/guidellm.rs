@@ -15,12 +15,14 @@ use std::collections::BTreeMap;
 
 /// Whether a source is GuideLLM's report (by content).
 pub fn looks_like(s: &Source) -> bool {
-    super::holds(&s.bytes, "\"guidellm_version\"")
+    let has = |k: &str| super::holds(&s.bytes, k);
+    has("\"guidellm_version\"")
+        || (has("\"benchmarks\"") && has("\"request_totals\"") && has("\"run_stats\""))
 }
 
 /// Reads the report and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version)")?;
+    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version, or, before it, benchmarks with run_stats and request_totals; GuideLLM's YAML and CSV reports are not read: give its JSON report)")?;
     let src = &sources[i];
     let v: Value = super::json_of(src)?;
     let benchmarks = benchmarks_of(src, &v)?;
@@ -96,8 +98,10 @@ fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {
         .get("metrics")
         .and_then(|m| m.as_object())
         .ok_or("/metrics: expected an object")?;
+    // Before 0.8 the totals sit beside the metrics.
     let totals = metrics
         .get("request_totals")
+        .or_else(|| b.get("request_totals"))
         .and_then(|t| t.as_object())
         .ok_or("/metrics/request_totals: expected an object")?
         .iter()
@@ -133,6 +137,7 @@ fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {
     }
     Ok(Benchmark {
         index,
+        stripped: b.get("request_samples").is_some_and(|x| x.is_null()),
         totals,
         metrics: dists,
         requests,
@@ -181,6 +186,7 @@ fn request(r: &Value, status: &str, index: usize) -> Result<Request, String> {
         usage_output: r
             .pointer("/output_metrics/text_tokens")
             .and_then(|x| x.as_f64()),
+        usage_recorded: r.get("output_metrics").is_some(),
         cached: r
             .pointer("/input_metrics/cached_tokens")
             .and_then(|x| x.as_f64()),

@@ -61,6 +61,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             metrics: metrics.clone(),
             original: n("original"),
             effective: n("effective"),
+            declared: declared(&v, name),
         });
         let si = sources.iter().position(|s| is_samples_of(&s.name, name));
         let Some(si) = si else {
@@ -168,6 +169,19 @@ fn by_filter(
                 .map(|(_, s)| s.clone())
                 .collect(),
         })
+        .collect()
+}
+
+/// The metric names a task's config declares (`metric_list[].metric`, names only: a metric
+/// given as code is left out).
+fn declared(v: &Value, name: &str) -> Vec<String> {
+    v.pointer(&format!("/configs/{}/metric_list", pointer_escape(name)))
+        .and_then(|l| l.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("metric").and_then(|x| x.as_str()))
+        .filter(|m| m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(String::from)
         .collect()
 }
 

@@ -332,14 +332,20 @@ pub fn json_lines<T>(
                 i + 1
             )));
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            fatal(format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                src.shown,
-                i + 1,
-                e.column()
-            ))
-        })?;
+        // Python's json writes undefined floats as bare NaN / Infinity: read as strings.
+        let v: Value = serde_json::from_str(line)
+            .or_else(|e| {
+                let quoted = quote_non_finite(line.as_bytes()).ok_or(e)?;
+                serde_json::from_slice(&quoted)
+            })
+            .map_err(|e| {
+                fatal(format!(
+                    "{}: line {}, column {}: not valid JSON: {e}",
+                    src.shown,
+                    i + 1,
+                    e.column()
+                ))
+            })?;
         out.push(
             each(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
         );

@@ -19,8 +19,9 @@
 //!   valid requests, `completed_request_count` all of them; `benchmark_duration` = last response -
 //!   first request; the throughputs divide totals by the phase's observation window.
 
+use super::REASONING_ONLY;
 use super::{compare, percentile_linear, record, row, std_population, Row};
-use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE, RECORDS_MISSING};
 use super::{RUN_INCOMPLETE, TTFT_EMPTY_CHUNK};
 use crate::check::{Emit, Ran};
 use crate::speed;
@@ -53,6 +54,8 @@ pub struct Summary {
     pub incomplete_reason: Option<String>,
     /// Whether the endpoint was streamed (`input_config.endpoint.streaming`).
     pub streaming: Option<bool>,
+    /// `error_summary`: each kind of error, as `count x code type: message`.
+    pub errors: Vec<String>,
 }
 
 /// One per-request record of `profile_export.jsonl`.
@@ -139,6 +142,20 @@ impl Export {
             .filter(|r| r.phase == "profiling")
             .collect()
     }
+
+    /// The valid requests the records hold against those the summary counts, when they are
+    /// fewer (records missing).
+    fn short(&self) -> Option<(f64, f64)> {
+        let valid = self.counted().iter().filter(|r| r.error.is_none()).count() as f64;
+        let counted = printed(&self.summary, "request_count")?;
+        (!self.records.is_empty() && valid < counted).then_some((valid, counted))
+    }
+
+    /// Whether the records hold every request the summary counts (so its aggregates can be
+    /// recomputed from them).
+    fn complete(&self) -> bool {
+        !self.records.is_empty() && self.short().is_none()
+    }
 }
 
 /// Every AIPerf check, in the order they run.
@@ -152,11 +169,55 @@ pub const CHECKS: &[Row<Export>] = &[
     row(speed::TOKEN_SOURCE.about(), token_source),
     row(speed::CACHED_TOKENS.about(), cached_tokens),
     row(TTFT_EMPTY_CHUNK, ttft_empty_chunk),
+    row(RECORDS_MISSING, records_missing),
+    row(REASONING_ONLY, reasoning_only),
 ];
+
+/// `import.records-missing`: fewer valid records than the summary's request count.
+fn records_missing(x: &Export, emit: &mut Emit) -> Ran {
+    if x.records.is_empty() {
+        return None;
+    }
+    if let Some((valid, counted)) = x.short() {
+        emit.finding(format!("the summary counts {counted} valid requests but {} holds {valid}: the records of the rest are absent, so no aggregate is recomputed", x.records_file))
+            .file(&x.records_file)
+            .data(json!({"records": valid, "request_count": counted}));
+    }
+    Some(())
+}
+
+/// `import.reasoning-only-replies`: fewer requests with answer tokens (`output_token_count`'s
+/// count) than valid requests, where reasoning tokens are counted: the other replies are
+/// reasoning only, cut before any answer, yet their tokens are in the output figures.
+fn reasoning_only(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
+    let reasoning = s.metrics.get("reasoning_token_count")?;
+    let answered = s
+        .metrics
+        .get("output_token_count")?
+        .fields
+        .get("count")
+        .copied()?;
+    let requests = printed(s, "request_count")?;
+    if answered < requests {
+        emit.finding(format!(
+            "{} of the {requests} valid requests carried reasoning tokens only (output_token_count counts {answered} with answer tokens; reasoning_token_count {}): replies cut inside their reasoning, yet counted in the output token figures",
+            requests - answered,
+            reasoning.fields.get("count").map_or("-".into(), |c| c.to_string())
+        ))
+        .file(&s.file)
+        .pointer("/output_token_count/count")
+        .data(json!({"answered": answered, "requests": requests}));
+    }
+    Some(())
+}
 
 /// `speed.recompute-mismatch`: every distribution, total, count and throughput the summary
 /// prints against the records, and (with the raw records) each TTFT against its chunks.
 fn recompute(x: &Export, emit: &mut Emit) -> Ran {
+    if !x.complete() {
+        return None;
+    }
     let counted = x.counted();
     let s = &x.summary;
     let mut compared = distributions(s, &counted, emit);
@@ -380,6 +441,9 @@ fn printed(s: &Summary, k: &str) -> Option<f64> {
 /// `import.failed-hidden`: failed records the summary's error count leaves out (or a count the
 /// records do not give).
 fn failed_hidden(x: &Export, emit: &mut Emit) -> Ran {
+    if !x.complete() {
+        return None;
+    }
     let s = &x.summary;
     let (errors, shown) = errors(s, &x.counted());
     if errors > 0.0 && shown.unwrap_or(0.0) < errors {
@@ -500,6 +564,9 @@ fn mismatch(emit: &mut Emit, file: &str, at: &str, key: &str, shown: f64, exact:
 /// `import.failed-requests`: failed and cancelled requests named with their errors, since every
 /// success figure of AIPerf leaves them out.
 fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
+    if x.records.is_empty() {
+        return failed_in_summary(&x.summary, emit);
+    }
     let records = x.counted();
     let failed: Vec<&&Record> = records
         .iter()
@@ -532,6 +599,28 @@ fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
     .file(&x.records_file)
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"failed": failed.len(), "total": records.len(), "lines": lines}));
+    Some(())
+}
+
+/// Without records: the failed requests the summary counts, with its `error_summary`.
+fn failed_in_summary(s: &Summary, emit: &mut Emit) -> Ran {
+    let errors = printed(s, "error_request_count")?;
+    if errors > 0.0 {
+        let valid = printed(s, "request_count").map_or(String::new(), |n| {
+            format!("; its figures are over the other {n}")
+        });
+        let why = if s.errors.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", s.errors.join("; "))
+        };
+        emit.finding(format!(
+            "the summary counts {errors} failed or cancelled requests{why}{valid}"
+        ))
+        .file(&s.file)
+        .pointer("/error_request_count")
+        .data(json!({"failed": errors}));
+    }
     Some(())
 }
 

@@ -23,6 +23,7 @@
 //!   weighted sum. The rate distributions (`requests_per_second`, `*_tokens_per_second`,
 //!   `request_concurrency`) are over time and are not recomputed.
 
+use super::RECORDS_MISSING;
 use super::{compare, row, Row, FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
 use crate::check::{Emit, Ran};
 use crate::speed;
@@ -40,6 +41,9 @@ pub struct Request {
     pub values: BTreeMap<String, f64>,
     /// `output_metrics.text_tokens` (the server's usage), when present.
     pub usage_output: Option<f64>,
+    /// Whether the request records the server's usage at all (`output_metrics`, GuideLLM 0.8;
+    /// earlier versions do not say where a count came from).
+    pub usage_recorded: bool,
     /// `input_metrics.cached_tokens`.
     pub cached: Option<f64>,
     /// `info.timings.request_iterations`.
@@ -58,6 +62,9 @@ pub type Printed = BTreeMap<String, f64>;
 pub struct Benchmark {
     /// Its index in `benchmarks`.
     pub index: usize,
+    /// Whether the file says no sampling was asked (`request_samples` null, before 0.8), so
+    /// every request should be listed.
+    pub stripped: bool,
     /// `metrics.request_totals`: status -> count.
     pub totals: BTreeMap<String, f64>,
     /// `metrics.NAME.STATUS`: the printed distributions.
@@ -118,6 +125,7 @@ pub struct Report {
 pub const CHECKS: &[Row<Report>] = &[
     row(FAILED_HIDDEN, failed_hidden),
     row(NOT_RECOMPUTABLE, sampled_lists),
+    row(RECORDS_MISSING, stripped_lists),
     row(speed::RECOMPUTE_MISMATCH.about(), recompute),
     row(FAILED_REQUESTS, failed_requests),
     row(FAILED_AS_ZERO, failed_as_zero),
@@ -171,7 +179,7 @@ fn sampled_lists(x: &Report, emit: &mut Emit) -> Ran {
     let mut named = false;
     for b in &x.benchmarks {
         for (status, listed, printed, at) in listed_and_printed(b) {
-            if listed < printed {
+            if listed < printed && !b.stripped {
                 named = true;
                 emit.finding(format!("benchmark {} lists {listed} of its {printed} {status} requests (a sample), so its distributions are not recomputed", b.index))
                     .file(&x.file)
@@ -180,6 +188,24 @@ fn sampled_lists(x: &Report, emit: &mut Emit) -> Ran {
         }
     }
     named.then_some(())
+}
+
+/// `import.records-missing`: lists shorter than their totals where no sampling was asked
+/// (`request_samples` null): the requests were stripped from the file.
+fn stripped_lists(x: &Report, emit: &mut Emit) -> Ran {
+    for b in x.benchmarks.iter().filter(|b| b.stripped) {
+        let short: Vec<String> = listed_and_printed(b)
+            .into_iter()
+            .filter(|(_, l, p, _)| l < p)
+            .map(|(status, l, p, _)| format!("{l} of {p} {status}"))
+            .collect();
+        if !short.is_empty() {
+            emit.finding(format!("benchmark {} lists {} requests, though no sampling was asked (request_samples null): the rest were stripped from the file, so its distributions are not recomputed", b.index, short.join(", ")))
+                .file(&x.file)
+                .pointer(format!("/benchmarks/{}/requests", b.index));
+        }
+    }
+    any(x)
 }
 
 /// `speed.recompute-mismatch`: the distributions of every benchmark whose lists are complete.
@@ -429,7 +455,9 @@ fn token_source_of(file: &str, b: &Benchmark, emit: &mut Emit) {
         .requests
         .iter()
         .filter(|r| {
-            r.usage_output.is_none() && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
+            r.usage_recorded
+                && r.usage_output.is_none()
+                && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
         })
         .collect();
     if from_chunks.is_empty() {

@@ -15,6 +15,7 @@
 //! - the aggregate of `exact_match` (and any metric aggregated with `mean`) is the mean of the
 //!   per-document scores; its stderr is the sample standard deviation (ddof 1) / sqrt(n).
 
+use super::DECLARED_METRIC_MISSING;
 use super::{compare, row, std_sample, Row};
 use super::{
     CACHED_RESPONSES, NON_FINITE_SCORE, NOT_RESCORED, SUBSET_OF_DATASET, ZERO_UNPARSEABLE,
@@ -100,6 +101,8 @@ pub struct Printed {
     pub original: Option<f64>,
     /// `n-samples.effective`: the documents scored.
     pub effective: Option<f64>,
+    /// The metrics its config's `metric_list` declares.
+    pub declared: Vec<String>,
 }
 
 /// One results file (and the samples given with it) as the checks read it.
@@ -147,6 +150,7 @@ pub const CHECKS: &[Row<Results>] = &[
     row(ZERO_UNPARSEABLE, zero_unparseable),
     row(NON_FINITE_SCORE, non_finite_score),
     row(CACHED_RESPONSES, cached_responses),
+    row(DECLARED_METRIC_MISSING, declared_metric_missing),
 ];
 
 /// `import.failed-hidden`: the documents the results count against the samples file.
@@ -530,6 +534,26 @@ fn cached_responses(x: &Results, emit: &mut Emit) -> Ran {
         emit.finding(format!("the run answered from the response cache {cache} (use_cache): every request found there was answered without calling the model, and the file does not say how many were"))
             .file(&x.file)
             .pointer("/config/use_cache");
+    }
+    Some(())
+}
+
+/// `import.declared-metric-missing`: a metric the task's `metric_list` declares with no value in
+/// its results.
+fn declared_metric_missing(x: &Results, emit: &mut Emit) -> Ran {
+    for t in &x.printed {
+        let missing: Vec<&str> = t
+            .declared
+            .iter()
+            .filter(|d| !t.metrics.iter().any(|m| &m.name == *d))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        emit.finding(format!("{}: its config declares {} but the results hold no value of it: the task's scoring never produced it", t.name, missing.join(", ")))
+            .file(&x.file)
+            .pointer(format!("/configs/{}/metric_list", t.name));
     }
     Some(())
 }

@@ -225,6 +225,20 @@ pub const EDITED_OUTPUT: About = About {
     doc: "A file is not the tool's output as written: its keys are not those the version it states prints (keys added later, or one it always printed missing).",
 };
 
+/// `import.reasoning-only-replies`.
+pub const REASONING_ONLY: About = About {
+    id: "import.reasoning-only-replies",
+    severity: Severity::Warning,
+    doc: "Replies that carried reasoning tokens only (cut before any answer) are counted in the output token figures.",
+};
+
+/// `import.declared-metric-missing`.
+pub const DECLARED_METRIC_MISSING: About = About {
+    id: "import.declared-metric-missing",
+    severity: Severity::Warning,
+    doc: "A metric the task's configuration declares has no value in the results: the task's own scoring never produced it.",
+};
+
 /// The `import.*` checks, in catalogue order (each format's table pairs them with its functions).
 pub const CHECKS: &[About] = &[
     FAILED_HIDDEN,
@@ -247,6 +261,8 @@ pub const CHECKS: &[About] = &[
     CACHED_RESPONSES,
     NOT_RESCORED,
     EDITED_OUTPUT,
+    REASONING_ONLY,
+    DECLARED_METRIC_MISSING,
 ];
 
 /// Compares a printed aggregate with the value recomputed from the records: records the pair,
