@@ -1695,3 +1695,20 @@ fn every_format_is_detected_from_the_content_of_its_files() {
         assert!(named.code < 2, "{format}: {}", named.stderr);
     }
 }
+
+#[test]
+fn a_git_lfs_pointer_in_place_of_a_result_file_is_refused_naming_it() {
+    // What a repository holds for a large samples file not fetched (`git lfs pointer` output).
+    let c = Files::of("aiperf", "clean");
+    let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
+    std::fs::write(c.file(RECORDS), pointer).unwrap();
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("size 12345"), "{}", run.stderr);
+}

@@ -184,6 +184,12 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
             ))
         })?;
         let name = input::safe_name(name, "imported file name")?.to_string();
+        if let Some(pointer) = lfs_pointer(&bytes) {
+            return Err(fatal(format!(
+                "{}: a Git LFS pointer ({pointer}), not the file it stands for: fetch the file (git lfs pull) and give it",
+                input::shown_path(&p)
+            )));
+        }
         if out.iter().any(|s| s.name == name) {
             return Err(fatal(format!(
                 "{}: two sources are named '{name}'; give each file once",
@@ -204,6 +210,25 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
         return Err(fatal("no file to import was given"));
     }
     Ok(out)
+}
+
+/// The object a Git LFS pointer file names (`oid sha256:..., size N`), when the bytes are one:
+/// what a repository holds in place of a large file not fetched.
+fn lfs_pointer(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes.get(..bytes.len().min(1024))?).ok()?;
+    if !text.starts_with("version https://git-lfs.github.com/spec/") {
+        return None;
+    }
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| input::shown(v.trim()))
+    };
+    Some(format!(
+        "oid {}, size {}",
+        field("oid ").unwrap_or_else(|| "not stated".into()),
+        field("size ").unwrap_or_else(|| "not stated".into())
+    ))
 }
 
 fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
