@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 
 /// Whether a source is one of AIPerf's files (its summary, by content).
 pub fn looks_like(s: &Source) -> bool {
-    is_summary(s) || (s.name.ends_with(".jsonl") && super::holds(&s.bytes, "\"benchmark_phase\""))
+    let records = super::holds(&s.bytes, "\"benchmark_phase\"") || super::holds(&s.bytes, "\"credit_phase\"");
+    is_summary(s) || (s.name.ends_with(".jsonl") && records)
 }
 
 /// AIPerf's summary: `aiperf_version` (0.3 on), or, as every earlier export writes them,
@@ -277,8 +278,10 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
     let error = super::error_of(v);
     Ok(Record {
         line,
+        // `credit_phase` before 0.1.x's flat export (43b78902) renamed it.
         phase: meta
             .get("benchmark_phase")
+            .or_else(|| meta.get("credit_phase"))
             .and_then(|p| p.as_str())
             .unwrap_or("profiling")
             .to_string(),
