@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 
 /// Whether a source is one of AIPerf's files (its summary, by content).
 pub fn looks_like(s: &Source) -> bool {
-    let records = super::holds(&s.bytes, "\"benchmark_phase\"") || super::holds(&s.bytes, "\"credit_phase\"");
+    let records =
+        super::holds(&s.bytes, "\"benchmark_phase\"") || super::holds(&s.bytes, "\"credit_phase\"");
     is_summary(s) || (s.name.ends_with(".jsonl") && records)
 }
 
