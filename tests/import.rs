@@ -979,6 +979,20 @@ const AIPERF_CASES: &[Case] = &[
         ],
     },
     Case {
+        what: "a summary whose p90 is above its max and whose mean is below its min",
+        format: "aiperf",
+        run: "clean",
+        edit: |c| {
+            let max = summary_value(c, "/request_latency/max");
+            c.set(SUMMARY, "/request_latency/p90", json!(max * 2.0));
+            let min = summary_value(c, "/time_to_first_token/min");
+            c.set(SUMMARY, "/time_to_first_token/avg", json!(min / 2.0));
+        },
+        code: Some(1),
+        expect: &[found("import.impossible-aggregate", 2)
+            .at(&["/request_latency/p90", "/time_to_first_token/avg"])],
+    },
+    Case {
         what: "a cancelled run",
         format: "aiperf",
         run: "clean",
@@ -1654,7 +1668,7 @@ const VLLM_CASES: &[Case] = &[
         code: Some(1),
         expect: &[
             one("speed.token-source").at(&["line 2 /mean_itl_ms"]).severity("warning").says(&["9.0 times mean_tpot_ms"]),
-            one("import.impossible-aggregate").at(&["line 2 /p90_ttft_ms"]).says(&["above p99_ttft_ms (0.001)"]),
+            one("import.impossible-aggregate").at(&["line 2 /p90_ttft_ms"]).says(&["is above its p99_ttft_ms (0.001)"]),
             none("speed.recompute-mismatch"),
         ],
     },

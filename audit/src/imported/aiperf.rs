@@ -19,8 +19,8 @@
 //!   valid requests, `completed_request_count` all of them; `benchmark_duration` = last response -
 //!   first request; the throughputs divide totals by the phase's observation window.
 
-use super::REASONING_ONLY;
 use super::{compare, percentile_linear, record, row, std_population, Row};
+use super::{impossible, Spread, IMPOSSIBLE_AGGREGATE, REASONING_ONLY};
 use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE, RECORDS_MISSING};
 use super::{RUN_INCOMPLETE, TTFT_EMPTY_CHUNK};
 use crate::check::{Emit, Ran};
@@ -171,7 +171,37 @@ pub const CHECKS: &[Row<Export>] = &[
     row(TTFT_EMPTY_CHUNK, ttft_empty_chunk),
     row(RECORDS_MISSING, records_missing),
     row(REASONING_ONLY, reasoning_only),
+    row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
 ];
+
+/// `import.impossible-aggregate`: per printed distribution, its avg within its min and max, and
+/// its percentiles in order between them.
+fn impossible_aggregates(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
+    for (tag, stat) in printed_distributions(s) {
+        let f = |k: &str| stat.fields.get(k).copied();
+        let percentiles = stat
+            .fields
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix('p')?.parse::<f64>().ok()?, k.clone(), *v)))
+            .collect();
+        let spread = Spread {
+            min: f("min"),
+            mean: f("avg"),
+            max: f("max"),
+            percentiles,
+        };
+        if let Some((msg, figure)) = impossible(tag, &spread) {
+            let field = if figure == "mean" {
+                "avg"
+            } else {
+                figure.as_str()
+            };
+            emit.finding(msg).at(&s.file, format!("/{tag}/{field}"));
+        }
+    }
+    Some(())
+}
 
 /// `import.records-missing`: fewer valid records than the summary's request count.
 fn records_missing(x: &Export, emit: &mut Emit) -> Ran {

@@ -14,7 +14,7 @@
 //!   within target), the minimum duration, the minimum query count and early stopping are all
 //!   met; the MLPerf rules also ask for a 600 s minimum duration, which a run may override.
 
-use super::{record, row, Row, IMPOSSIBLE_AGGREGATE};
+use super::{impossible, record, row, Row, Spread, IMPOSSIBLE_AGGREGATE};
 use super::{RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH};
 use crate::check::{Emit, Ran};
 use crate::report::Severity;
@@ -473,40 +473,37 @@ fn impossible_aggregates(x: &Logs, emit: &mut Emit) -> Ran {
     let d = &x.detail;
     let mut ran = false;
     for f in &FAMILIES {
-        let mut points: Vec<(String, f64)> = d
+        let percentiles = d
             .values
             .iter()
             .filter_map(|(k, (_, v))| {
                 let p = k.strip_prefix(f.prefix)?.strip_suffix(f.suffix)?;
-                p.parse::<f64>().ok()?;
-                Some((format!("p{p}"), v.as_f64()?))
+                Some((p.parse::<f64>().ok()?, format!("p{p}"), v.as_f64()?))
             })
             .collect();
-        points.sort_by(|a, b| percentile_of(&a.0).total_cmp(&percentile_of(&b.0)));
-        let (Some(min), Some(max)) = (d.num(f.min), d.num(f.max)) else {
+        let spread = Spread {
+            min: d.num(f.min),
+            mean: d.num(f.mean),
+            max: d.num(f.max),
+            percentiles,
+        };
+        if spread.min.is_none() || spread.max.is_none() {
+            continue;
+        }
+        ran = true;
+        let Some((msg, figure)) = impossible(f.what, &spread) else {
             continue;
         };
-        ran = true;
-        let mut ordered = vec![("min".to_string(), min)];
-        ordered.extend(points);
-        ordered.push(("max".to_string(), max));
-        let broken = ordered.windows(2).find(|w| w[0].1 > w[1].1);
-        let mean = d.num(f.mean).filter(|m| *m < min || *m > max);
-        let msg = match (mean, broken) {
-            (Some(m), _) => format!("the mean {} ({m}) is outside its min ({min}) and max ({max}): one set of queries cannot give these; a sum that overflowed gives such a mean", f.what),
-            (None, Some(w)) => format!("the {} {} ({}) is above its {} ({}): one set of queries cannot give these", f.what, w[0].0, w[0].1, w[1].0, w[1].1),
-            (None, None) => continue,
+        let key = match figure.as_str() {
+            "mean" => f.mean.to_string(),
+            "min" => f.min.to_string(),
+            "max" => f.max.to_string(),
+            p => format!("{}{}{}", f.prefix, p.trim_start_matches('p'), f.suffix),
         };
-        let key = if mean.is_some() { f.mean } else { f.max };
-        let line = d.values.get(key).map_or(0, |(l, _)| *l);
+        let line = d.values.get(&key).map_or(0, |(l, _)| *l);
         emit.finding(msg)
             .file(&d.file)
             .pointer(format!("line {line}"));
     }
     ran.then_some(())
-}
-
-/// The percentile of `p99.90`.
-fn percentile_of(name: &str) -> f64 {
-    name.trim_start_matches('p').parse().unwrap_or(0.0)
 }

@@ -265,6 +265,49 @@ pub const CHECKS: &[About] = &[
     DECLARED_METRIC_MISSING,
 ];
 
+/// The figures of one distribution a file prints: its min, mean and max when printed, and its
+/// percentiles (percentile, name as printed, value).
+#[derive(Debug, Clone, Default)]
+pub struct Spread {
+    /// The smallest value.
+    pub min: Option<f64>,
+    /// The mean.
+    pub mean: Option<f64>,
+    /// The largest value.
+    pub max: Option<f64>,
+    /// The percentiles: (percentile, name, value), in any order.
+    pub percentiles: Vec<(f64, String, f64)>,
+}
+
+/// What in a [`Spread`] one set of values cannot give, when anything: the mean outside the min
+/// and the max, or two figures out of order (min, the percentiles in order, max). `what` names
+/// the distribution in the sentence. Returns the sentence and the name of the figure it is about
+/// (`mean`, or the first of the two out of order).
+pub fn impossible(what: &str, s: &Spread) -> Option<(String, String)> {
+    if let (Some(m), Some(lo), Some(hi)) = (s.mean, s.min, s.max) {
+        if m < lo || m > hi {
+            let msg = format!("the mean {what} ({m}) is outside its min ({lo}) and max ({hi}): one set of values cannot give these; a sum that overflowed gives such a mean");
+            return Some((msg, "mean".into()));
+        }
+    }
+    let mut ordered: Vec<(f64, &str, f64)> = s
+        .percentiles
+        .iter()
+        .map(|(q, n, v)| (*q, n.as_str(), *v))
+        .collect();
+    ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ordered.extend(s.max.map(|v| (101.0, "max", v)));
+    ordered.splice(0..0, s.min.map(|v| (-1.0, "min", v)));
+    let w = ordered
+        .windows(2)
+        .find(|w| w[0].2 > w[1].2 * (1.0 + 1e-9) + 1e-12)?;
+    let msg = format!(
+        "the {what} {} ({}) is above its {} ({}): one set of values cannot give these",
+        w[0].1, w[0].2, w[1].1, w[1].2
+    );
+    Some((msg, w[0].1.to_string()))
+}
+
 /// Compares a printed aggregate with the value recomputed from the records: records the pair,
 /// and reports a mismatch through `emit` when they differ beyond the printed precision
 /// ([`close`]). Returns whether they agree.

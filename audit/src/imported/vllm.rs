@@ -20,7 +20,7 @@
 //!   first start (0.34's "peak concurrent requests" counts every request active at any time in a
 //!   second, so it can exceed `max_concurrency`; later versions take the exact peak).
 
-use super::{compare, percentile_linear, row, std_population, Row};
+use super::{compare, impossible, percentile_linear, row, std_population, Row, Spread};
 use super::{
     FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE,
 };
@@ -505,7 +505,7 @@ fn aggregates(r: &Run, emit: &mut Emit) -> bool {
 /// percentiles out of order or a negative spread; more completed and failed than sent; and,
 /// from the per-request lists, more requests in flight at once than the client's own cap.
 fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
-    let mut by_metric: BTreeMap<&str, Vec<(f64, &str, f64)>> = BTreeMap::new();
+    let mut by_metric: BTreeMap<&str, Spread> = BTreeMap::new();
     for (k, v) in &r.printed {
         let Some((s, m)) = split_key(k) else { continue };
         let q = match s {
@@ -520,16 +520,12 @@ fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
                 None => continue,
             },
         };
-        by_metric.entry(m).or_default().push((q, k.as_str(), *v));
+        let spread = by_metric.entry(m).or_default();
+        spread.percentiles.push((q, k.clone(), *v));
     }
-    for points in by_metric.values_mut() {
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some(w) = points.windows(2).find(|w| w[0].2 > w[1].2 * (1.0 + 1e-9)) {
-            emit.finding(format!(
-                "{} ({}) is above {} ({}): one set of requests cannot give these",
-                w[0].1, w[0].2, w[1].1, w[1].2
-            ))
-            .at(&r.file, r.at(format!("/{}", w[0].1)));
+    for (m, spread) in &by_metric {
+        if let Some((msg, figure)) = impossible(&format!("{m} (ms)"), spread) {
+            emit.finding(msg).at(&r.file, r.at(format!("/{figure}")));
         }
     }
     let get = |k: &str| r.printed.get(k).copied();
