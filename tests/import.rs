@@ -1726,3 +1726,42 @@ fn a_git_lfs_pointer_in_place_of_a_result_file_is_refused_naming_it() {
     );
     assert!(run.stderr.contains("size 12345"), "{}", run.stderr);
 }
+
+/// Checks whose only real example is a published file (`fixtures/published/`, judged by hand in
+/// its `expected.json`): each is raised on it, at its severity.
+#[test]
+fn checks_seen_only_in_published_files_are_raised_on_them() {
+    let published = root().join("fixtures/published");
+    for (format, case, file, id, severity) in [
+        (
+            "llama-bench",
+            "readme-b1275-json",
+            "llama-bench.json",
+            "import.edited-output",
+            "warning",
+        ),
+        (
+            "aiperf",
+            "examples-run1-cancellation-0.1",
+            SUMMARY,
+            "import.reasoning-only-replies",
+            "warning",
+        ),
+        (
+            "lm-eval",
+            "nl2foam-gen-judge-qwen3-nanmean",
+            "",
+            "import.declared-metric-missing",
+            "warning",
+        ),
+    ] {
+        let dir = published.join(format).join(case);
+        let run = verify_from(format, &dir.join(file));
+        assert!(
+            run.has_at(id, severity),
+            "{case}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+}
