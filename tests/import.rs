@@ -1765,3 +1765,24 @@ fn checks_seen_only_in_published_files_are_raised_on_them() {
         );
     }
 }
+
+#[test]
+fn vllm_json_lines_with_a_broken_line_is_refused_naming_the_line() {
+    // Two appended results and a third cut short (edited fixture copy).
+    let c = Files::of("vllm", "clean");
+    let p = c.file(VLLM);
+    let one = std::fs::read_to_string(&p).unwrap();
+    let text = format!(
+        "{}\n{}\n{{\"backend\": \"vllm\", \"dur",
+        one.trim(),
+        one.trim()
+    );
+    std::fs::write(&p, text).unwrap();
+    let run = verify_from("vllm", c.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains(&format!("{VLLM}: line 3, column")),
+        "{}",
+        run.stderr
+    );
+}

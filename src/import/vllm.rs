@@ -55,14 +55,22 @@ fn results_of(src: &Source) -> Result<Vec<Result1>, Fatal> {
     match super::json_of(src) {
         Ok(v) => Ok(vec![object(v, None)?]),
         Err(e) => {
-            let lines = super::json_lines(src, |v, n| Ok((v.clone(), n))).map_err(|_| e)?;
-            if lines.len() < 2 {
-                return Err(fatal(format!(
-                    "{}: not valid JSON, nor JSON Lines of results",
-                    src.shown
-                )));
+            // A first line that is a whole result, and more lines: JSON Lines, whose reader
+            // names the line that is broken. Else the JSON reader's error stands.
+            let mut lines = src
+                .bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.trim_ascii().is_empty());
+            let first = lines.next().unwrap_or_default();
+            let whole = serde_json::from_slice::<Value>(first).is_ok_and(|v| v.is_object());
+            if !whole || lines.next().is_none() {
+                return Err(e);
             }
-            lines.into_iter().map(|(v, n)| object(v, Some(n))).collect()
+            let results = super::json_lines(src, |v, n| Ok((v.clone(), n)))?;
+            results
+                .into_iter()
+                .map(|(v, n)| object(v, Some(n)))
+                .collect()
         }
     }
 }
