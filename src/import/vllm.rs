@@ -39,11 +39,11 @@ pub fn looks_like(s: &Source) -> bool {
 }
 
 /// One result object of a file, with its line when the file holds one a line.
-type Result1 = (Option<usize>, Map<String, Value>);
+type LineResult = (Option<usize>, Map<String, Value>);
 
 /// The result objects of the file: one JSON object, or one a line (`--append-result` adds a
 /// line per run), each with its line.
-fn results_of(src: &Source) -> Result<Vec<Result1>, Fatal> {
+fn results_of(src: &Source) -> Result<Vec<LineResult>, Fatal> {
     let object = |v: Value, line: Option<usize>| match v {
         Value::Object(o) => Ok((line, o)),
         _ => Err(fatal(format!(
