@@ -38,8 +38,16 @@ impl Files {
     fn set(&self, name: &str, pointer: &str, value: Value) -> &Self {
         let p = self.file(name);
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-        *v.pointer_mut(pointer)
-            .unwrap_or_else(|| panic!("{name} has no {pointer}")) = value;
+        match v.pointer_mut(pointer) {
+            Some(x) => *x = value,
+            None => {
+                // A key added to an object that exists.
+                let (parent, key) = pointer.rsplit_once('/').unwrap();
+                let obj = v.pointer_mut(parent).and_then(Value::as_object_mut);
+                let obj = obj.unwrap_or_else(|| panic!("{name} has no {parent}"));
+                obj.insert(key.to_string(), value);
+            }
+        }
         std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
         self
     }
@@ -70,17 +78,6 @@ fn verify_from(format: &str, path: &Path) -> Run {
 
 const SUMMARY: &str = "profile_export_aiperf.json";
 const RECORDS: &str = "profile_export.jsonl";
-
-/// The line of the failed request in the failures run.
-fn failed_line(dir: &Path) -> usize {
-    let text = std::fs::read_to_string(dir.join(RECORDS)).unwrap();
-    let n = text
-        .lines()
-        .position(|l| l.contains("\"error\":{"))
-        .expect("a failed record")
-        + 1;
-    n
-}
 
 #[test]
 fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
@@ -120,21 +117,6 @@ fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
 }
 
 #[test]
-fn aiperf_failed_request_of_the_real_run_is_named() {
-    let dir = imports("aiperf", "failures");
-    let run = verify_from("aiperf", &dir);
-    let f = run.findings("import.failed-requests");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    let msg = f[0]["message"].as_str().unwrap();
-    assert!(msg.starts_with("1 of 12 requests failed"), "{msg}");
-    assert!(msg.contains("maximum context length is 256"), "{msg}");
-    assert_eq!(f[0]["pointer"], format!("line {}", failed_line(&dir)));
-    // AIPerf counted it honestly: no hidden failure, every aggregate recomputes.
-    assert!(!run.has("import.failed-hidden"));
-    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
-}
-
-#[test]
 fn aiperf_format_is_detected_from_the_content() {
     let dir = imports("aiperf", "failures");
     let run = rigaudit(&[
@@ -154,85 +136,6 @@ fn aiperf_format_is_detected_from_the_content() {
     let arts = run.json()["artifacts"].as_array().unwrap().clone();
     let names: Vec<&str> = arts.iter().map(|a| a["path"].as_str().unwrap()).collect();
     assert_eq!(names, [SUMMARY, RECORDS]);
-}
-
-#[test]
-fn aiperf_dropped_failed_request_is_caught() {
-    // The summary says no request failed; the records still hold the refused one.
-    let c = Files::of("aiperf", "failures");
-    c.set(SUMMARY, "/error_request_count/avg", json!(0.0));
-    let run = verify_from("aiperf", c.path());
-    assert_eq!(run.code, 1);
-    let f = run.findings("import.failed-hidden");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert!(f[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("1 failed requests but the summary counts 0"));
-}
-
-#[test]
-fn aiperf_aggregate_that_does_not_match_its_records_is_caught() {
-    let c = Files::of("aiperf", "clean");
-    let p50: f64 = {
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
-        v["time_to_first_token"]["p50"].as_f64().unwrap()
-    };
-    c.set(SUMMARY, "/time_to_first_token/p50", json!(p50 * 0.9));
-    c.set(SUMMARY, "/request_count/avg", json!(13.0));
-    let run = verify_from("aiperf", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    let at: Vec<&str> = f.iter().map(|x| x["pointer"].as_str().unwrap()).collect();
-    assert_eq!(
-        at,
-        ["/time_to_first_token/p50", "/request_count/avg"],
-        "{}",
-        run.stdout
-    );
-    assert_eq!(f[0]["data"]["recomputed"].as_f64().unwrap(), p50);
-}
-
-#[test]
-fn aiperf_throughput_over_a_window_shorter_than_the_run_is_caught() {
-    let c = Files::of("aiperf", "clean");
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
-    let t = v["output_token_throughput"]["avg"].as_f64().unwrap();
-    c.set(SUMMARY, "/output_token_throughput/avg", json!(t * 1.5));
-    let run = verify_from("aiperf", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], "/output_token_throughput/avg");
-}
-
-#[test]
-fn aiperf_failed_request_counted_as_a_zero_token_success_is_caught() {
-    // The refused request rewritten as a success with no reply: no error, zero tokens.
-    let c = Files::of("aiperf", "failures");
-    let n = failed_line(c.path());
-    c.edit_line(RECORDS, n, |v| {
-        v.as_object_mut().unwrap().remove("error");
-        v["metrics"]["output_sequence_length"] = json!({"value": 0, "unit": "tokens"});
-    });
-    let run = verify_from("aiperf", c.path());
-    let f = run.findings("import.failed-as-zero");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], format!("line {n}"));
-    // And the summary's counts no longer match the records.
-    assert!(run.has("import.failed-hidden") || run.has("speed.recompute-mismatch"));
-}
-
-#[test]
-fn aiperf_cancelled_run_is_an_error() {
-    let c = Files::of("aiperf", "clean");
-    c.set(SUMMARY, "/was_cancelled", json!(true));
-    let run = verify_from("aiperf", c.path());
-    assert!(
-        run.has_at("import.run-incomplete", "error"),
-        "{}",
-        run.stdout
-    );
 }
 
 #[test]
@@ -320,14 +223,16 @@ fn aiperf_bad_input_is_exit_2_naming_the_file_and_line() {
         "{}",
         run.stderr
     );
+    // Without its records the summary is read alone (as AIPerf before --export-level records):
+    // nothing is recomputed from requests, and that is said.
     std::fs::remove_file(&p).unwrap();
     let run = verify_from("aiperf", c.path());
-    assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("no AIPerf records among them"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.code < 2, "{}", run.stderr);
+    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
+    assert!(run.findings("import.not-recomputable")[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("time_to_first_token"));
 }
 
 #[test]
@@ -389,106 +294,6 @@ fn guidellm_clean_run_recomputes_every_distribution() {
 }
 
 #[test]
-fn guidellm_errored_request_of_the_real_run_is_named_and_detected() {
-    let dir = imports("guidellm", "failures");
-    let run = rigaudit(&[
-        "verify",
-        dir.join(REPORT).to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let f = run.findings("import.failed-requests");
-    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
-    let msg = f[0]["message"].as_str().unwrap();
-    assert!(msg.contains("1 of 12 requests errored"), "{msg}");
-    assert!(msg.contains("400 Bad Request"), "{msg}");
-    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
-    // GuideLLM's total distributions take the errored request's missing values as zero.
-    let z = run.findings("import.failed-as-zero");
-    let at: Vec<&str> = z.iter().map(|x| x["pointer"].as_str().unwrap()).collect();
-    assert!(
-        at.contains(&"/benchmarks/0/metrics/request_latency/total"),
-        "{at:?}"
-    );
-    assert!(z.iter().all(|x| x["severity"] == "warning"));
-}
-
-#[test]
-fn guidellm_hidden_error_and_a_changed_aggregate_are_caught() {
-    let c = Files::of("guidellm", "failures");
-    c.set(
-        REPORT,
-        "/benchmarks/0/metrics/request_totals/errored",
-        json!(0),
-    );
-    let run = verify_from("guidellm", c.path());
-    let f = run.findings("import.failed-hidden");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(
-        f[0]["pointer"],
-        "/benchmarks/0/metrics/request_totals/errored"
-    );
-
-    let c = Files::of("guidellm", "clean");
-    c.set(
-        REPORT,
-        "/benchmarks/0/metrics/time_to_first_token_ms/successful/percentiles/p50",
-        json!(1.0),
-    );
-    let run = verify_from("guidellm", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(
-        f[0]["pointer"],
-        "/benchmarks/0/metrics/time_to_first_token_ms/successful/percentiles/p50"
-    );
-}
-
-#[test]
-fn guidellm_success_without_tokens_or_usage_is_caught() {
-    let c = Files::of("guidellm", "clean");
-    c.set(
-        REPORT,
-        "/benchmarks/0/requests/successful/3/output_tokens",
-        json!(0),
-    );
-    c.set(
-        REPORT,
-        "/benchmarks/0/requests/successful/5/output_metrics/text_tokens",
-        Value::Null,
-    );
-    let run = verify_from("guidellm", c.path());
-    let f = run.findings("import.failed-as-zero");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], "/benchmarks/0/requests/successful/3");
-    // The printed token distribution counted 24 there: it no longer matches.
-    assert!(run
-        .findings("speed.recompute-mismatch")
-        .iter()
-        .any(|x| x["pointer"]
-            .as_str()
-            .unwrap()
-            .contains("output_token_count/successful")));
-    let t = run.findings("speed.token-source");
-    assert_eq!(t.len(), 1, "{}", run.stdout);
-    assert!(t[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("1 of 12 requests have no usage"));
-}
-
-/// The one file of a fixture copy whose name starts with `prefix`.
-fn named(dir: &Path, prefix: &str) -> String {
-    let mut found: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with(prefix))
-        .collect();
-    assert_eq!(found.len(), 1, "{found:?}");
-    found.pop().unwrap()
-}
-
-#[test]
 fn lm_eval_run_is_rescored_and_its_unextractable_replies_named() {
     for run_name in ["clean", "failures"] {
         let dir = imports("lm-eval", run_name);
@@ -518,183 +323,6 @@ fn lm_eval_run_is_rescored_and_its_unextractable_replies_named() {
             "{keys:?}"
         );
     }
-}
-
-#[test]
-fn lm_eval_empty_reply_scored_wrong_is_caught() {
-    let c = Files::of("lm-eval", "clean");
-    let samples = named(c.path(), "samples_");
-    c.edit_line(&samples, 2, |v| {
-        v["resps"] = json!([[""]]);
-        v["filtered_resps"] = json!(["[invalid]"]);
-    });
-    let run = verify_from("lm-eval", c.path());
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
-    let f = run.findings("import.empty-scored-wrong");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], "line 2");
-    let msg = f[0]["message"].as_str().unwrap();
-    assert!(msg.contains("1 of 24 replies are empty"), "{msg}");
-    // 5 right of the 23 answered.
-    assert!(
-        msg.contains("exact_match 0.2174 over the 23 answered"),
-        "{msg}"
-    );
-}
-
-#[test]
-fn lm_eval_printed_score_stderr_count_and_marks_that_disagree_are_caught() {
-    let c = Files::of("lm-eval", "clean");
-    let results = named(c.path(), "results_");
-    c.set(
-        &results,
-        "/results/rigaudit_arith/exact_match,letter",
-        json!(0.25),
-    );
-    c.set(
-        &results,
-        "/results/rigaudit_arith/exact_match_stderr,letter",
-        json!(0.05),
-    );
-    c.set(&results, "/n-samples/rigaudit_arith/effective", json!(30));
-    let run = verify_from("lm-eval", c.path());
-    assert_eq!(
-        run.findings("quality.pct-mismatch").len(),
-        1,
-        "{}",
-        run.stdout
-    );
-    assert_eq!(
-        run.findings("import.stderr-mismatch").len(),
-        1,
-        "{}",
-        run.stdout
-    );
-    assert_eq!(
-        run.findings("import.failed-hidden").len(),
-        1,
-        "{}",
-        run.stdout
-    );
-
-    // A wrong answer marked right: the re-scoring disagrees, and the mean moves.
-    let c = Files::of("lm-eval", "clean");
-    let samples = named(c.path(), "samples_");
-    c.edit_line(&samples, 1, |v| v["exact_match"] = json!(1.0));
-    let run = verify_from("lm-eval", c.path());
-    let f = run.findings("quality.scoring-disagrees");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], "line 1");
-    assert!(run.has("quality.pct-mismatch"));
-}
-
-const DETAIL: &str = "mlperf_log_detail.txt";
-const LG_SUMMARY: &str = "mlperf_log_summary.txt";
-
-/// Rewrites the value of one `:::MLLOG` key in a detail log copy.
-fn set_mllog(c: &Files, key: &str, value: Value) {
-    let p = c.file(DETAIL);
-    let text = std::fs::read_to_string(&p).unwrap();
-    let mut hit = false;
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| match l.strip_prefix(":::MLLOG ") {
-            Some(j) => {
-                let mut v: Value = serde_json::from_str(j).unwrap();
-                if v["key"] == key {
-                    v["value"] = value.clone();
-                    hit = true;
-                }
-                format!(":::MLLOG {}", serde_json::to_string(&v).unwrap())
-            }
-            None => l.to_string(),
-        })
-        .collect();
-    assert!(hit, "{key}");
-    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-}
-
-#[test]
-fn loadgen_runs_are_judged_by_their_own_rules() {
-    let run = rigaudit(&[
-        "verify",
-        imports("loadgen", "clean").to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let f = run.findings("import.run-incomplete");
-    assert_eq!(f.len(), 1);
-    assert!(
-        f[0]["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("not met: early stopping"),
-        "{}",
-        f[0]["message"]
-    );
-    assert!(run.has_at("import.settings-below-rules", "warning"));
-    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
-    assert!(!run.has("import.tool-errors"));
-    assert!(run.json()["recomputed"].as_array().unwrap().len() >= 30);
-
-    // The overloaded run ended on its query cap before its minimum duration: LoadGen says so.
-    let run = verify_from("loadgen", &imports("loadgen", "failures"));
-    let f = run.findings("import.run-incomplete");
-    assert!(
-        f[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("minimum duration"),
-        "{}",
-        f[0]["message"]
-    );
-    let e = run.findings("import.tool-errors");
-    assert_eq!(e.len(), 1, "{}", run.stdout);
-    assert!(e[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("Max query count reached"));
-}
-
-#[test]
-fn loadgen_valid_verdict_over_unmet_rules_and_a_changed_summary_are_caught() {
-    let c = Files::of("loadgen", "failures");
-    set_mllog(&c, "result_validity", json!("VALID"));
-    set_mllog(&c, "result_min_duration_met", json!(true));
-    let run = verify_from("loadgen", c.path());
-    let f = run.findings("import.validity-mismatch");
-    let msgs: Vec<&str> = f.iter().map(|x| x["message"].as_str().unwrap()).collect();
-    assert_eq!(f.len(), 2, "{msgs:?}");
-    assert!(msgs[0].contains("VALID though"), "{msgs:?}");
-    assert!(msgs[1].contains("minimum duration is said met"), "{msgs:?}");
-    // The summary still prints INVALID and NO: it disagrees with the (changed) detail log.
-    assert!(
-        run.findings("speed.recompute-mismatch").len() >= 2,
-        "{}",
-        run.stdout
-    );
-
-    let c = Files::of("loadgen", "clean");
-    let p = c.file(LG_SUMMARY);
-    let text = std::fs::read_to_string(&p).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("99.00 percentile first token latency"))
-        .unwrap()
-        .to_string();
-    std::fs::write(
-        &p,
-        text.replace(&line, "99.00 percentile first token latency (ns)   : 100"),
-    )
-    .unwrap();
-    let run = verify_from("loadgen", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert!(f[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("result_first_token_99.00_percentile_latency_ns is printed as 100"));
 }
 
 #[test]
@@ -875,30 +503,6 @@ fn a_fifo_given_as_a_result_file_is_refused_with_exit_2() {
 }
 
 #[test]
-fn loadgen_summary_is_compared_at_the_decimals_it_prints() {
-    // 0.49 printed for 0.4906 agrees; 0.52 (a move that rounds away at two decimals) does not.
-    let c = Files::of("loadgen", "clean");
-    let p = c.file(LG_SUMMARY);
-    let text = std::fs::read_to_string(&p).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("Completed samples per second"))
-        .unwrap()
-        .to_string();
-    std::fs::write(
-        &p,
-        text.replace(&line, "Completed samples per second    : 0.52"),
-    )
-    .unwrap();
-    let run = verify_from("loadgen", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], "line 7");
-}
-
-const BENCH: &str = "llama-bench.json";
-
-#[test]
 fn llama_bench_clean_run_recomputes_every_mean_and_spread() {
     for run_name in ["clean", "jsonl"] {
         let run = verify_from("llama-bench", &imports("llama-bench", run_name));
@@ -925,29 +529,6 @@ fn llama_bench_clean_run_recomputes_every_mean_and_spread() {
 }
 
 #[test]
-fn llama_bench_run_stopped_by_a_failed_test_is_incomplete() {
-    // The real run: the q4_0 V cache without flash attention cannot make a context; llama-bench
-    // stops and leaves its array unclosed after the two f16 tests.
-    let run = rigaudit(&[
-        "verify",
-        imports("llama-bench", "failures")
-            .join(BENCH)
-            .to_str()
-            .unwrap(),
-        "--format",
-        "json",
-    ]);
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
-    let f = run.findings("import.run-incomplete");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert!(f[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("ends unclosed after 2 complete tests"));
-    assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
-}
-
-#[test]
 fn llama_bench_overflowed_stddev_of_the_real_run_is_named() {
     let run = verify_from("llama-bench", &imports("llama-bench", "overflow"));
     let f = run.findings("speed.recompute-mismatch");
@@ -956,25 +537,6 @@ fn llama_bench_overflowed_stddev_of_the_real_run_is_named() {
     assert!(f[0]["message"].as_str().unwrap().contains("wrapped"));
     assert_eq!(f[0]["data"]["printed"], 3434407237u64);
 }
-
-#[test]
-fn llama_bench_printed_mean_that_disagrees_with_its_samples_is_caught() {
-    let c = Files::of("llama-bench", "clean");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(c.file(BENCH)).unwrap()).unwrap();
-    let ts = v[1]["avg_ts"].as_f64().unwrap();
-    c.set(BENCH, "/1/avg_ts", json!(ts + 0.01));
-    c.set(BENCH, "/0/samples_ts/1", json!(999.0));
-    let run = verify_from("llama-bench", c.path());
-    assert_eq!(run.code, 1);
-    let at: Vec<String> = run
-        .findings("speed.recompute-mismatch")
-        .iter()
-        .map(|f| f["pointer"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(at, ["/0/samples_ts/1", "/1/avg_ts"], "{}", run.stdout);
-}
-
-const RESPONSES: &str = "responses.jsonl";
 
 #[test]
 fn llama_server_clean_timings_recompute_and_the_cached_prompt_is_named() {
@@ -989,50 +551,6 @@ fn llama_server_clean_timings_recompute_and_the_cached_prompt_is_named() {
     assert_eq!(f[0]["pointer"], "line 2 /timings/cache_n");
     let n = run.json()["recomputed"].as_array().unwrap().len();
     assert_eq!(n, 16);
-}
-
-#[test]
-fn llama_server_refused_and_empty_responses_of_the_real_run_are_named() {
-    let dir = imports("llama-server", "failures");
-    let run = rigaudit(&[
-        "verify",
-        dir.join(RESPONSES).to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let f = run.findings("import.failed-requests");
-    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
-    assert!(f[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("exceeds the available context size (256 tokens)"));
-    assert_eq!(f[0]["pointer"], "line 6");
-    let e = run.findings("import.failed-as-zero");
-    assert_eq!(e.len(), 1, "{}", run.stdout);
-    assert_eq!(e[0]["severity"], "warning");
-    assert!(e[0]["message"].as_str().unwrap().contains("an empty reply"));
-}
-
-#[test]
-fn llama_server_rate_that_disagrees_with_its_counts_is_caught() {
-    let c = Files::of("llama-server", "clean");
-    c.edit_line(RESPONSES, 3, |v| {
-        let x = v["timings"]["predicted_per_second"].as_f64().unwrap();
-        v["timings"]["predicted_per_second"] = json!(x * 1.2);
-    });
-    c.edit_line(RESPONSES, 4, |v| {
-        v["usage"]["completion_tokens"] = json!(16);
-    });
-    let run = verify_from("llama-server", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    assert_eq!(f.len(), 1, "{}", run.stdout);
-    assert_eq!(f[0]["pointer"], "line 3 /timings/predicted_per_second");
-    let t = run.findings("speed.token-source");
-    assert_eq!(t.len(), 1, "{}", run.stdout);
-    assert!(t[0]["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("line 4: usage.completion_tokens is 16"));
 }
 
 #[test]
@@ -1078,17 +596,6 @@ fn llama_runs_diff_and_import_like_the_other_formats() {
     }
 }
 
-/// Rewrites the `data: {...}` event on line `n` (1-based) of a saved stream with `f`.
-fn edit_event(c: &Files, name: &str, n: usize, f: impl FnOnce(&mut Value)) {
-    let p = c.file(name);
-    let text = std::fs::read_to_string(&p).unwrap();
-    let mut lines: Vec<String> = text.split('\n').map(String::from).collect();
-    let mut v: Value = serde_json::from_str(lines[n - 1].strip_prefix("data: ").unwrap()).unwrap();
-    f(&mut v);
-    lines[n - 1] = format!("data: {}", serde_json::to_string(&v).unwrap());
-    std::fs::write(&p, lines.join("\n")).unwrap();
-}
-
 #[test]
 fn llama_server_clean_streams_recompute_and_name_the_cached_prompt_and_the_chunk_count() {
     let dir = imports("llama-server", "stream-clean");
@@ -1108,58 +615,6 @@ fn llama_server_clean_streams_recompute_and_name_the_cached_prompt_and_the_chunk
     let chat = std::fs::read_to_string(dir.join("4-chat.sse")).unwrap();
     assert!(chat.contains("\"finish_reason\":\"stop\""));
     assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 16);
-}
-
-#[test]
-fn llama_server_refused_and_empty_streams_of_the_real_run_are_named() {
-    let run = verify_from("llama-server", &imports("llama-server", "stream-failures"));
-    let f = run.findings("import.failed-requests");
-    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
-    let m = f[0]["message"].as_str().unwrap();
-    assert!(m.contains("6-completion-refused.sse: 400 request (690 tokens) exceeds the available context size (256 tokens)"), "{m}");
-    assert!(m.starts_with("1 of 7 responses"), "{m}");
-    let e = run.findings("import.failed-as-zero");
-    assert_eq!(e.len(), 1, "{}", run.stdout);
-    assert_eq!(e[0]["file"], "5-completion-empty.sse");
-    assert!(e[0]["message"].as_str().unwrap().contains("an empty reply"));
-}
-
-#[test]
-fn llama_server_stream_whose_timings_disagree_with_its_counts_is_caught() {
-    let c = Files::of("llama-server", "stream-clean");
-    // The final chunk's printed rate, its stated token count, and one chunk of text dropped.
-    edit_event(&c, "3-completion.sse", 49, |v| {
-        let x = v["timings"]["predicted_per_second"].as_f64().unwrap();
-        v["timings"]["predicted_per_second"] = json!(x * 1.2);
-    });
-    edit_event(&c, "1-completion.sse", 33, |v| {
-        v["tokens_predicted"] = json!(15)
-    });
-    let p = c.file("1-completion.sse");
-    let text = std::fs::read_to_string(&p).unwrap();
-    let mut lines: Vec<&str> = text.split('\n').collect();
-    lines.drain(2..4); // the second event and its blank line
-    std::fs::write(&p, lines.join("\n")).unwrap();
-    let run = verify_from("llama-server", c.path());
-    let f = run.findings("speed.recompute-mismatch");
-    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
-    assert_eq!(f[0]["file"], "3-completion.sse");
-    assert_eq!(f[0]["pointer"], "line 49 /timings/predicted_per_second");
-    let t = run.findings("speed.token-source");
-    let msgs: Vec<&str> = t.iter().map(|x| x["message"].as_str().unwrap()).collect();
-    assert_eq!(t.len(), 2, "{msgs:?}");
-    assert!(
-        msgs.iter().any(|m| m.starts_with(
-            "1-completion.sse line 31: tokens_predicted is 15 but the timings count 16"
-        )),
-        "{msgs:?}"
-    );
-    assert!(
-        msgs.iter().any(|m| m.starts_with(
-            "1-completion.sse line 31: the stream sent 15 chunks of text but the timings count 16"
-        )),
-        "{msgs:?}"
-    );
 }
 
 #[test]
@@ -1232,8 +687,6 @@ fn llama_server_stream_that_fails_mid_reply_is_a_failed_request_not_a_cut_one() 
     assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 12);
 }
 
-const VLLM: &str = "openai-infqps-concurrency2-smollm2.json";
-
 #[test]
 fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
     let run = verify_from("vllm", &imports("vllm", "clean"));
@@ -1259,61 +712,7 @@ fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
 }
 
 #[test]
-fn vllm_refused_requests_of_the_real_run_are_named_and_detected() {
-    let dir = imports("vllm", "failures");
-    let run = rigaudit(&[
-        "verify",
-        dir.join(VLLM).to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let f = run.findings("import.failed-requests");
-    assert_eq!(f.len(), 1, "{}{}", run.stdout, run.stderr);
-    assert!(f[0]["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("3 of 12 requests failed (3 x Bad Request)"));
-    assert_eq!(f[0]["pointer"], "/errors/3,7,11");
-    assert!(!run.has("import.failed-hidden") && !run.has("speed.recompute-mismatch"));
-}
-
-#[test]
-fn vllm_failed_requests_inside_success_figures_and_a_changed_aggregate_are_caught() {
-    let dir = imports("vllm", "failures");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(VLLM)).unwrap()).unwrap();
-    let ttfts: Vec<f64> = v["ttfts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect();
-    // The mean TTFT over all 12 requests, the 3 refused ones at 0 s; and no failure counted.
-    let over_all = 1000.0 * ttfts.iter().sum::<f64>() / ttfts.len() as f64;
-    let c = Files::of("vllm", "failures");
-    c.set(VLLM, "/mean_ttft_ms", json!(over_all));
-    c.set(VLLM, "/failed", json!(0));
-    c.set(VLLM, "/p99_e2el_ms", json!(1.0));
-    let run = verify_from("vllm", c.path());
-    assert_eq!(run.code, 1);
-    let z = run.findings("import.failed-as-zero");
-    assert_eq!(z.len(), 1, "{}", run.stdout);
-    assert_eq!(z[0]["pointer"], "/mean_ttft_ms");
-    assert!(run.has("import.failed-hidden"));
-    let m = run.findings("speed.recompute-mismatch");
-    assert_eq!(m.len(), 1, "{}", run.stdout);
-    assert_eq!(m[0]["pointer"], "/p99_e2el_ms");
-    // A refused request rewritten as a success with no reply.
-    let c = Files::of("vllm", "clean");
-    c.set(VLLM, "/ttfts/5", json!(0.0));
-    c.set(VLLM, "/generated_texts/5", json!(""));
-    let run = verify_from("vllm", c.path());
-    let z = run.findings("import.failed-as-zero");
-    assert_eq!(z.len(), 1, "{}", run.stdout);
-    assert_eq!(z[0]["pointer"], "/ttfts/5");
-}
-
-#[test]
-fn vllm_results_diff_import_and_refuse_a_summary_without_its_requests() {
+fn vllm_results_diff_and_import() {
     let clean = imports("vllm", "clean");
     let run = rigaudit(&[
         "diff",
@@ -1335,16 +734,1054 @@ fn vllm_results_diff_import_and_refuse_a_summary_without_its_requests() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(common::verify(&b).code, 0);
-    // Without --save-detailed the per-request lists are absent: refused, naming what is missing.
+}
+
+// --- Hand-changed copies (and real runs) and the findings their verify must raise: tables of
+// cases, one driver. ---
+
+/// What one check must report in a case.
+struct Expect {
+    /// The check's id.
+    id: &'static str,
+    /// How many findings of it (exactly).
+    n: usize,
+    /// Their pointers, in order (checked when not empty).
+    at: &'static [&'static str],
+    /// Texts that each appear in one of its findings' messages.
+    says: &'static [&'static str],
+    /// The severity every one of its findings has, when said.
+    severity: Option<&'static str>,
+}
+
+/// `n` findings of `id`.
+const fn found(id: &'static str, n: usize) -> Expect {
+    Expect {
+        id,
+        n,
+        at: &[],
+        says: &[],
+        severity: None,
+    }
+}
+
+/// One finding of `id`.
+const fn one(id: &'static str) -> Expect {
+    found(id, 1)
+}
+
+/// One finding of `id` or more.
+const fn some(id: &'static str) -> Expect {
+    found(id, usize::MAX)
+}
+
+/// No finding of `id`.
+const fn none(id: &'static str) -> Expect {
+    found(id, 0)
+}
+
+impl Expect {
+    const fn at(mut self, at: &'static [&'static str]) -> Self {
+        self.at = at;
+        self
+    }
+
+    const fn says(mut self, says: &'static [&'static str]) -> Self {
+        self.says = says;
+        self
+    }
+
+    const fn severity(mut self, severity: &'static str) -> Self {
+        self.severity = Some(severity);
+        self
+    }
+
+    /// What is wrong with a run's findings of this check, if anything.
+    fn wrong(&self, run: &Run) -> Option<String> {
+        let f = run.findings(self.id);
+        let pointers: Vec<&str> = f.iter().filter_map(|x| x["pointer"].as_str()).collect();
+        let messages: Vec<&str> = f.iter().filter_map(|x| x["message"].as_str()).collect();
+        let count_ok = match self.n {
+            usize::MAX => !f.is_empty(),
+            n => f.len() == n,
+        };
+        if !count_ok {
+            return Some(format!(
+                "{} findings of {}, expected {}",
+                f.len(),
+                self.id,
+                self.n
+            ));
+        }
+        if !self.at.is_empty() && pointers != self.at {
+            return Some(format!(
+                "{} at {pointers:?}, expected {:?}",
+                self.id, self.at
+            ));
+        }
+        if let Some(s) = self
+            .says
+            .iter()
+            .find(|s| !messages.iter().any(|m| m.contains(**s)))
+        {
+            return Some(format!("no {} says '{s}': {messages:?}", self.id));
+        }
+        let severity = self.severity?;
+        f.iter()
+            .find(|x| x["severity"] != severity)
+            .map(|x| format!("{} at {}, expected {severity}", self.id, x["severity"]))
+    }
+}
+
+/// A copy of a fixture run, changed by `edit`, verified with `--from`.
+struct Case {
+    /// What the case shows.
+    what: &'static str,
+    /// The format and the fixture run copied.
+    format: &'static str,
+    run: &'static str,
+    /// The change made to the copy (none for the real run).
+    edit: fn(&Files),
+    /// The exit code, when said.
+    code: Option<i32>,
+    /// What each check must report.
+    expect: &'static [Expect],
+}
+
+fn unchanged(_: &Files) {}
+
+/// Runs every case and fails naming each one whose verify did not report what it expects.
+fn run_cases(cases: &[Case]) {
+    let mut wrong = Vec::new();
+    for c in cases {
+        let files = Files::of(c.format, c.run);
+        (c.edit)(&files);
+        let run = verify_from(c.format, files.path());
+        if c.code.is_some_and(|code| code != run.code) {
+            wrong.push(format!("{}: exit {}\n{}", c.what, run.code, run.stderr));
+            continue;
+        }
+        for e in c.expect {
+            if let Some(w) = e.wrong(&run) {
+                wrong.push(format!("{}: {w}\n{}", c.what, run.stdout));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// A summary figure's `avg` (or any field) as the copy prints it.
+fn summary_value(c: &Files, pointer: &str) -> f64 {
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
+    v.pointer(pointer).and_then(Value::as_f64).unwrap()
+}
+
+const AIPERF_CASES: &[Case] = &[
+    Case {
+        what: "the real run's refused request, counted honestly",
+        format: "aiperf",
+        run: "failures",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.failed-requests")
+                .at(&["line 9"])
+                .says(&["1 of 12 requests failed", "maximum context length is 256"]),
+            none("import.failed-hidden"),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "the summary says no request failed; the records still hold the refused one",
+        format: "aiperf",
+        run: "failures",
+        edit: |c| {
+            c.set(SUMMARY, "/error_request_count/avg", json!(0.0));
+        },
+        code: Some(1),
+        expect: &[one("import.failed-hidden").says(&["1 failed requests but the summary counts 0"])],
+    },
+    Case {
+        what: "a percentile and a count (11 of 12 valid) that the records do not give",
+        format: "aiperf",
+        run: "clean",
+        edit: |c| {
+            let p50 = summary_value(c, "/time_to_first_token/p50");
+            c.set(SUMMARY, "/time_to_first_token/p50", json!(p50 * 0.9));
+            c.set(SUMMARY, "/request_count/avg", json!(11.0));
+        },
+        code: Some(1),
+        expect: &[found("speed.recompute-mismatch", 3).at(&[
+            "/time_to_first_token/p50",
+            "/request_count/avg",
+            // 11 requests over the run's window is a lower rate than the printed one.
+            "/request_throughput/avg",
+        ])],
+    },
+    Case {
+        what: "a throughput over a window shorter than the run",
+        format: "aiperf",
+        run: "clean",
+        edit: |c| {
+            let t = summary_value(c, "/output_token_throughput/avg");
+            c.set(SUMMARY, "/output_token_throughput/avg", json!(t * 1.5));
+        },
+        code: Some(1),
+        expect: &[one("speed.recompute-mismatch").at(&["/output_token_throughput/avg"])],
+    },
+    Case {
+        what: "the refused request rewritten as a success with no reply",
+        format: "aiperf",
+        run: "failures",
+        edit: |c| {
+            c.edit_line(RECORDS, 9, |v| {
+                v.as_object_mut().unwrap().remove("error");
+                v["metrics"]["output_sequence_length"] = json!({"value": 0, "unit": "tokens"});
+            });
+        },
+        code: Some(1),
+        // The summary's error count (1) no longer matches the records (0) either.
+        expect: &[
+            one("import.failed-as-zero").at(&["line 9"]),
+            one("import.failed-hidden").at(&["/error_request_count/avg"]),
+        ],
+    },
+    Case {
+        // AIPerf 0.1-0.2 wrote no aiperf_version and kept its metrics under `records`. Edited
+        // fixture: the clean summary in that shape, the records file cut to 5 of its 12 lines.
+        what: "a summary without aiperf_version, and records that are fewer than it counts",
+        format: "aiperf",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(SUMMARY);
+            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("aiperf_version");
+            let metrics: serde_json::Map<String, Value> = o
+                .iter()
+                .filter(|(_, m)| m.get("unit").is_some())
+                .map(|(k, m)| (k.clone(), m.clone()))
+                .collect();
+            o.retain(|_, m| m.get("unit").is_none());
+            o.insert("records".into(), Value::Object(metrics));
+            std::fs::write(&p, v.to_string()).unwrap();
+            let r = c.file(RECORDS);
+            let text = std::fs::read_to_string(&r).unwrap();
+            let kept: Vec<&str> = text.lines().take(5).collect();
+            std::fs::write(&r, kept.join("\n") + "\n").unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("import.records-missing")
+                .says(&["counts 12 valid requests but profile_export.jsonl holds 5"]),
+            none("speed.recompute-mismatch"),
+            none("import.failed-hidden"),
+        ],
+    },
+    Case {
+        what: "a summary whose p90 is above its max and whose mean is below its min",
+        format: "aiperf",
+        run: "clean",
+        edit: |c| {
+            let max = summary_value(c, "/request_latency/max");
+            c.set(SUMMARY, "/request_latency/p90", json!(max * 2.0));
+            let min = summary_value(c, "/time_to_first_token/min");
+            c.set(SUMMARY, "/time_to_first_token/avg", json!(min / 2.0));
+        },
+        code: Some(1),
+        expect: &[found("import.impossible-aggregate", 2)
+            .at(&["/request_latency/p90", "/time_to_first_token/avg"])],
+    },
+    Case {
+        what: "a cancelled run",
+        format: "aiperf",
+        run: "clean",
+        edit: |c| {
+            c.set(SUMMARY, "/was_cancelled", json!(true));
+        },
+        code: Some(1),
+        expect: &[one("import.run-incomplete").severity("error")],
+    },
+];
+
+#[test]
+fn aiperf_cases() {
+    run_cases(AIPERF_CASES);
+}
+
+const GUIDELLM_CASES: &[Case] = &[
+    Case {
+        what: "the real run's errored request, and its missing values counted as 0 in the totals",
+        format: "guidellm",
+        run: "failures",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.failed-requests").says(&["1 of 12 requests errored", "400 Bad Request"]),
+            none("speed.recompute-mismatch"),
+            found("import.failed-as-zero", 2)
+                .says(&["counted as 0 in the total request_latency distribution"])
+                .severity("warning"),
+        ],
+    },
+    Case {
+        what: "the errored request left out of the totals",
+        format: "guidellm",
+        run: "failures",
+        edit: |c| {
+            c.set(
+                REPORT,
+                "/benchmarks/0/metrics/request_totals/errored",
+                json!(0),
+            );
+        },
+        code: Some(1),
+        expect: &[one("import.failed-hidden").at(&["/benchmarks/0/metrics/request_totals/errored"])],
+    },
+    Case {
+        what: "a percentile the requests do not give",
+        format: "guidellm",
+        run: "clean",
+        edit: |c| {
+            let p = "/benchmarks/0/metrics/time_to_first_token_ms/successful/percentiles/p50";
+            c.set(REPORT, p, json!(1.0));
+        },
+        code: Some(1),
+        expect: &[one("speed.recompute-mismatch")
+            .at(&["/benchmarks/0/metrics/time_to_first_token_ms/successful/percentiles/p50"])],
+    },
+    Case {
+        what: "a success without reply tokens, and one without usage",
+        format: "guidellm",
+        run: "clean",
+        edit: |c| {
+            let at = "/benchmarks/0/requests/successful/";
+            c.set(REPORT, &format!("{at}3/output_tokens"), json!(0));
+            c.set(
+                REPORT,
+                &format!("{at}5/output_metrics/text_tokens"),
+                Value::Null,
+            );
+        },
+        code: Some(1),
+        // The printed token distribution counted 24 there: it no longer matches.
+        expect: &[
+            one("import.failed-as-zero").at(&["/benchmarks/0/requests/successful/3"]),
+            one("speed.token-source").says(&["1 of 12 requests have no usage"]),
+            some("speed.recompute-mismatch").says(&["guidellm.0.output_token_count.successful"]),
+        ],
+    },
+];
+
+#[test]
+fn guidellm_cases() {
+    run_cases(GUIDELLM_CASES);
+}
+
+/// The one file of a fixture copy whose name starts with `prefix`.
+fn named(dir: &Path, prefix: &str) -> String {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}
+
+const LM_EVAL_CASES: &[Case] = &[
+    Case {
+        what: "an empty reply scored as a wrong answer",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            c.edit_line(&named(c.path(), "samples_"), 2, |v| {
+                v["resps"] = json!([[""]]);
+                v["filtered_resps"] = json!(["[invalid]"]);
+            });
+        },
+        code: Some(1),
+        // 5 right of the 23 answered.
+        expect: &[one("import.empty-scored-wrong").at(&["line 2"]).says(&[
+            "1 of 24 replies are empty",
+            "exact_match 0.2174 over the 23 answered",
+        ])],
+    },
+    Case {
+        what: "a printed score, stderr and count the samples do not give",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let results = named(c.path(), "results_");
+            let at = "/results/rigaudit_arith/exact_match";
+            c.set(&results, &format!("{at},letter"), json!(0.25));
+            c.set(&results, &format!("{at}_stderr,letter"), json!(0.05));
+            c.set(&results, "/n-samples/rigaudit_arith/effective", json!(30));
+        },
+        code: Some(1),
+        expect: &[
+            one("quality.pct-mismatch"),
+            one("import.stderr-mismatch"),
+            one("import.failed-hidden"),
+        ],
+    },
+    Case {
+        what: "a wrong answer marked right: the re-scoring disagrees, and the mean moves",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            c.edit_line(&named(c.path(), "samples_"), 1, |v| {
+                v["exact_match"] = json!(1.0)
+            });
+        },
+        code: Some(1),
+        expect: &[
+            one("quality.scoring-disagrees").at(&["line 1"]),
+            one("quality.pct-mismatch"),
+        ],
+    },
+    Case {
+        what: "a results file of lm-eval 0.4.0-0.4.8 (no lm_eval_version) is read",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let results = named(c.path(), "results_");
+            let p = c.file(&results);
+            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            v.as_object_mut().unwrap().remove("lm_eval_version");
+            std::fs::write(&p, v.to_string()).unwrap();
+        },
+        code: Some(0),
+        expect: &[one("import.unscorable-reply"), none("quality.pct-mismatch")],
+    },
+    Case {
+        // Python's json writes an undefined float bare; edited fixture, only that value changed.
+        what: "a score printed as Infinity (NaN stderr) is read and named",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(&named(c.path(), "results_"));
+            let text = std::fs::read_to_string(&p).unwrap();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let r = &v["results"]["rigaudit_arith"];
+            let (score, stderr) = (
+                r["exact_match,letter"].to_string(),
+                r["exact_match_stderr,letter"].to_string(),
+            );
+            let text = text
+                .replacen(&score, "Infinity", 1)
+                .replacen(&stderr, "NaN", 1);
+            std::fs::write(&p, text).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("import.non-finite-score").at(&["/results/rigaudit_arith/exact_match,letter"]),
+            none("quality.pct-mismatch"),
+            none("import.stderr-mismatch"),
+        ],
+    },
+    Case {
+        what: "a multiple-choice sample's [loglikelihood, is_greedy] responses are no empty reply",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            c.edit_line(&named(c.path(), "samples_"), 3, |v| {
+                v["resps"] = json!([[["-4.5", "False"]], [["-0.25", "True"]]]);
+            });
+        },
+        code: Some(0),
+        expect: &[none("import.empty-scored-wrong")],
+    },
+    Case {
+        what: "a task with its own process_results is not re-scored by exact match",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            let results = named(c.path(), "results_");
+            c.set(
+                &results,
+                "/configs/rigaudit_arith/process_results",
+                json!("def process_results(doc, results): ..."),
+            );
+            c.edit_line(&named(c.path(), "samples_"), 1, |v| {
+                v["exact_match"] = json!(1.0)
+            });
+            c.set(
+                &results,
+                "/results/rigaudit_arith/exact_match,letter",
+                json!(6.0 / 24.0),
+            );
+        },
+        // Its printed stderr is now the old one: not what this case is about.
+        code: None,
+        expect: &[
+            none("quality.scoring-disagrees"),
+            one("import.not-rescored").severity("info"),
+        ],
+    },
+    Case {
+        what: "results alone: a part of the documents, a response cache, a 0 where nothing parsed",
+        format: "lm-eval",
+        run: "clean",
+        edit: |c| {
+            std::fs::remove_file(c.file(&named(c.path(), "samples_"))).unwrap();
+            let results = named(c.path(), "results_");
+            c.set(&results, "/n-samples/rigaudit_arith/original", json!(100));
+            c.set(&results, "/config/use_cache", json!("cache/smollm2"));
+            c.set(
+                &results,
+                "/results/rigaudit_arith/exact_match,letter",
+                json!(0.0),
+            );
+            c.set(
+                &results,
+                "/results/rigaudit_arith/percent_parseable,letter",
+                json!(0.0),
+            );
+        },
+        code: Some(1),
+        expect: &[
+            one("import.subset-of-dataset").says(&["rigaudit_arith 24 of 100"]),
+            one("import.cached-responses").severity("warning"),
+            one("import.zero-unparseable")
+                .says(&["exact_match printed as 0 with percent_parseable 0"]),
+        ],
+    },
+];
+
+#[test]
+fn lm_eval_cases() {
+    run_cases(LM_EVAL_CASES);
+}
+
+const DETAIL: &str = "mlperf_log_detail.txt";
+const LG_SUMMARY: &str = "mlperf_log_summary.txt";
+
+/// Rewrites the value of one `:::MLLOG` key in a detail log copy.
+fn set_mllog(c: &Files, key: &str, value: Value) {
+    let p = c.file(DETAIL);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut hit = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| match l.strip_prefix(":::MLLOG ") {
+            Some(j) => {
+                let mut v: Value = serde_json::from_str(j).unwrap();
+                if v["key"] == key {
+                    v["value"] = value.clone();
+                    hit = true;
+                }
+                format!(":::MLLOG {}", serde_json::to_string(&v).unwrap())
+            }
+            None => l.to_string(),
+        })
+        .collect();
+    assert!(hit, "{key}");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+}
+
+/// Replaces the summary line that starts with `start` by `line`.
+fn set_summary_line(c: &Files, start: &str, line: &str) {
+    let p = c.file(LG_SUMMARY);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let old = text
+        .lines()
+        .find(|l| l.starts_with(start))
+        .unwrap()
+        .to_string();
+    std::fs::write(&p, text.replace(&old, line)).unwrap();
+}
+
+const LOADGEN_CASES: &[Case] = &[
+    Case {
+        what: "the clean run, INVALID by LoadGen's early stopping",
+        format: "loadgen",
+        run: "clean",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.run-incomplete").says(&["not met: early stopping"]),
+            one("import.settings-below-rules").severity("warning"),
+            none("speed.recompute-mismatch"),
+            none("import.tool-errors"),
+        ],
+    },
+    Case {
+        what: "the overloaded run, ended on its query cap before its minimum duration",
+        format: "loadgen",
+        run: "failures",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.run-incomplete").says(&["minimum duration"]),
+            one("import.tool-errors").says(&["Max query count reached"]),
+        ],
+    },
+    Case {
+        what: "a VALID verdict over unmet rules; the summary (INVALID, NO) then disagrees",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| {
+            set_mllog(c, "result_validity", json!("VALID"));
+            set_mllog(c, "result_min_duration_met", json!(true));
+        },
+        code: Some(1),
+        expect: &[
+            found("import.validity-mismatch", 2)
+                .says(&["VALID though", "minimum duration is said met"]),
+            some("speed.recompute-mismatch").says(&["Result is", "Min duration satisfied"]),
+        ],
+    },
+    Case {
+        what: "a summary percentile the detail log does not give",
+        format: "loadgen",
+        run: "clean",
+        edit: |c| {
+            let line = "99.00 percentile first token latency (ns)   : 100";
+            set_summary_line(c, "99.00 percentile first token latency", line);
+        },
+        code: Some(1),
+        expect: &[one("speed.recompute-mismatch")
+            .says(&["result_first_token_99.00_percentile_latency_ns is printed as 100"])],
+    },
+    Case {
+        // 0.49 printed for 0.4906 agrees; 0.52 (a move that rounds away at two decimals) does not.
+        what: "a summary figure compared at the decimals it prints",
+        format: "loadgen",
+        run: "clean",
+        edit: |c| {
+            let line = "Completed samples per second    : 0.52";
+            set_summary_line(c, "Completed samples per second", line);
+        },
+        code: Some(1),
+        expect: &[one("speed.recompute-mismatch").at(&["line 7"])],
+    },
+    Case {
+        // The shape of every published Server run above 10,000 tokens/s: the detail log writes
+        // doubles at six significant digits (21028.2), the summary two decimals (21028.23).
+        // Edited fixture: only the two values changed, to reproduce that shape.
+        what: "a figure compared at the coarser of the detail log's and the summary's precision",
+        format: "loadgen",
+        run: "clean",
+        edit: |c| {
+            set_mllog(c, "result_completed_tokens_per_second", json!(21028.2));
+            set_summary_line(
+                c,
+                "Completed tokens per second: 3.34",
+                "Completed tokens per second: 21028.23",
+            );
+            set_summary_line(
+                c,
+                "Completed tokens per second   ",
+                "Completed tokens per second : 21028.26",
+            );
+        },
+        code: Some(1),
+        // 21028.23 agrees with 21028.2 (at most 0.05 + 0.005 apart); 21028.26 does not.
+        expect: &[one("speed.recompute-mismatch").at(&["line 38"])],
+    },
+    Case {
+        what: "the summary given alone is read and judged by itself",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| std::fs::remove_file(c.file(DETAIL)).unwrap(),
+        code: Some(1),
+        expect: &[
+            one("import.run-incomplete")
+                .says(&["not met: latency constraints, minimum duration, early stopping"]),
+            none("import.impossible-aggregate"),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "a summary alone whose mean latency is below its min, after 2 warnings",
+        format: "loadgen",
+        run: "clean",
+        edit: |c| {
+            std::fs::remove_file(c.file(DETAIL)).unwrap();
+            set_summary_line(
+                c,
+                "Mean latency (ns)",
+                "Mean latency (ns)               : 100",
+            );
+            set_summary_line(
+                c,
+                "No warnings encountered",
+                "2 warnings encountered. See detailed log.",
+            );
+        },
+        code: Some(1),
+        expect: &[
+            one("import.impossible-aggregate").says(&["the mean latency (100) is outside its min"]),
+            one("import.tool-errors")
+                .severity("warning")
+                .says(&["LoadGen logged 2 warnings"]),
+        ],
+    },
+];
+
+#[test]
+fn loadgen_cases() {
+    run_cases(LOADGEN_CASES);
+}
+
+const BENCH: &str = "llama-bench.json";
+
+const LLAMA_BENCH_CASES: &[Case] = &[
+    Case {
+        // The q4_0 V cache without flash attention cannot make a context: llama-bench stops and
+        // leaves its array unclosed after the two f16 tests.
+        what: "the real run stopped by a failed test",
+        format: "llama-bench",
+        run: "failures",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.run-incomplete").says(&["ends unclosed after 2 complete tests"]),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "a printed mean and a repetition's rate that its samples do not give",
+        format: "llama-bench",
+        run: "clean",
+        edit: |c| {
+            let v: Value =
+                serde_json::from_str(&std::fs::read_to_string(c.file(BENCH)).unwrap()).unwrap();
+            let ts = v[1]["avg_ts"].as_f64().unwrap();
+            c.set(BENCH, "/1/avg_ts", json!(ts + 0.01));
+            c.set(BENCH, "/0/samples_ts/1", json!(999.0));
+        },
+        code: Some(1),
+        expect: &[found("speed.recompute-mismatch", 2).at(&["/0/samples_ts/1", "/1/avg_ts"])],
+    },
+    Case {
+        // Samples of 6 s: llama-bench's unsigned sum of squares passes 2^64, and its subtraction
+        // cancels the wrap, so 83248 is its formula's value (integer mean and all). Edited
+        // fixture: the pp64 test's samples and the figures llama-bench derives from them.
+        what: "a stddev_ns whose wrap cancels is llama-bench's value, not a meaningless one",
+        format: "llama-bench",
+        run: "clean",
+        edit: |c| {
+            let ns = [6_000_000_000u64, 6_000_030_000, 6_000_061_000];
+            let ts: Vec<f64> = ns.iter().map(|x| 1e9 * 64.0 / *x as f64).collect();
+            let mean = ts.iter().sum::<f64>() / 3.0;
+            let sd = (ts.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+            c.set(BENCH, "/0/samples_ns", json!(ns));
+            c.set(BENCH, "/0/samples_ts", json!(ts));
+            c.set(BENCH, "/0/avg_ns", json!(ns.iter().sum::<u64>() / 3));
+            c.set(BENCH, "/0/avg_ts", json!(mean));
+            c.set(BENCH, "/0/stddev_ts", json!(sd));
+            c.set(BENCH, "/0/stddev_ns", json!(83248));
+        },
+        code: Some(0),
+        expect: &[none("speed.recompute-mismatch")],
+    },
+];
+
+#[test]
+fn llama_bench_cases() {
+    run_cases(LLAMA_BENCH_CASES);
+}
+
+const RESPONSES: &str = "responses.jsonl";
+
+/// Rewrites the `data: {...}` event on line `n` (1-based) of a saved stream with `f`.
+fn edit_event(c: &Files, name: &str, n: usize, f: impl FnOnce(&mut Value)) {
+    let p = c.file(name);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(String::from).collect();
+    let mut v: Value = serde_json::from_str(lines[n - 1].strip_prefix("data: ").unwrap()).unwrap();
+    f(&mut v);
+    lines[n - 1] = format!("data: {}", serde_json::to_string(&v).unwrap());
+    std::fs::write(&p, lines.join("\n")).unwrap();
+}
+
+const LLAMA_SERVER_CASES: &[Case] = &[
+    Case {
+        what: "the real run's refused request and empty reply",
+        format: "llama-server",
+        run: "failures",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.failed-requests")
+                .at(&["line 6"])
+                .says(&["exceeds the available context size (256 tokens)"]),
+            one("import.failed-as-zero").severity("warning").says(&["an empty reply"]),
+        ],
+    },
+    Case {
+        what: "the real run's refused and empty streams",
+        format: "llama-server",
+        run: "stream-failures",
+        edit: unchanged,
+        code: Some(1),
+        expect: &[
+            one("import.failed-requests").says(&[
+                "1 of 7 responses",
+                "6-completion-refused.sse: 400 request (690 tokens) exceeds the available context size (256 tokens)",
+            ]),
+            one("import.failed-as-zero").says(&["5-completion-empty.sse line", "an empty reply"]),
+        ],
+    },
+    Case {
+        what: "a rate and a stated count that disagree with the timings",
+        format: "llama-server",
+        run: "clean",
+        edit: |c| {
+            c.edit_line(RESPONSES, 3, |v| {
+                let x = v["timings"]["predicted_per_second"].as_f64().unwrap();
+                v["timings"]["predicted_per_second"] = json!(x * 1.2);
+            });
+            c.edit_line(RESPONSES, 4, |v| v["usage"]["completion_tokens"] = json!(16));
+        },
+        code: Some(1),
+        expect: &[
+            one("speed.recompute-mismatch").at(&["line 3 /timings/predicted_per_second"]),
+            one("speed.token-source").says(&["line 4: usage.completion_tokens is 16"]),
+        ],
+    },
+    Case {
+        what: "a stream's final rate, its stated count and one chunk of text changed",
+        format: "llama-server",
+        run: "stream-clean",
+        edit: |c| {
+            edit_event(c, "3-completion.sse", 49, |v| {
+                let x = v["timings"]["predicted_per_second"].as_f64().unwrap();
+                v["timings"]["predicted_per_second"] = json!(x * 1.2);
+            });
+            edit_event(c, "1-completion.sse", 33, |v| v["tokens_predicted"] = json!(15));
+            let p = c.file("1-completion.sse");
+            let text = std::fs::read_to_string(&p).unwrap();
+            let mut lines: Vec<&str> = text.split('\n').collect();
+            lines.drain(2..4); // the second event and its blank line
+            std::fs::write(&p, lines.join("\n")).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("speed.recompute-mismatch").at(&["line 49 /timings/predicted_per_second"]),
+            found("speed.token-source", 2).says(&[
+                "1-completion.sse line 31: tokens_predicted is 15 but the timings count 16",
+                "1-completion.sse line 31: the stream sent 15 chunks of text but the timings count 16",
+            ]),
+        ],
+    },
+];
+
+#[test]
+fn llama_server_cases() {
+    run_cases(LLAMA_SERVER_CASES);
+}
+
+const VLLM: &str = "openai-infqps-concurrency2-smollm2.json";
+
+const VLLM_CASES: &[Case] = &[
+    Case {
+        what: "the real run's refused requests",
+        format: "vllm",
+        run: "failures",
+        edit: unchanged,
+        code: Some(0),
+        expect: &[
+            one("import.failed-requests")
+                .at(&["/errors/3,7,11"])
+                .says(&["3 of 12 requests failed (3 x Bad Request)"]),
+            none("import.failed-hidden"),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "the mean TTFT over every request (the refused at 0 s), no failure counted, a changed p99",
+        format: "vllm",
+        run: "failures",
+        edit: |c| {
+            let v: Value =
+                serde_json::from_str(&std::fs::read_to_string(c.file(VLLM)).unwrap()).unwrap();
+            let ttfts: Vec<f64> = v["ttfts"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+            let over_all = 1000.0 * ttfts.iter().sum::<f64>() / ttfts.len() as f64;
+            c.set(VLLM, "/mean_ttft_ms", json!(over_all));
+            c.set(VLLM, "/failed", json!(0));
+            c.set(VLLM, "/p99_e2el_ms", json!(1.0));
+        },
+        code: Some(1),
+        expect: &[
+            one("import.failed-as-zero").at(&["/mean_ttft_ms"]),
+            one("import.failed-hidden"),
+            one("speed.recompute-mismatch").at(&["/p99_e2el_ms"]),
+        ],
+    },
+    Case {
+        what: "a request rewritten as a success with no reply",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            c.set(VLLM, "/ttfts/5", json!(0.0));
+            c.set(VLLM, "/generated_texts/5", json!(""));
+        },
+        code: Some(1),
+        expect: &[one("import.failed-as-zero").at(&["/ttfts/5"])],
+    },
+    Case {
+        // Without --save-detailed the per-request lists are absent: the aggregates are read and
+        // checked against each other. Edited fixture: the lists removed, one throughput changed.
+        what: "a result saved without --save-detailed is read, its aggregates checked together",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(VLLM);
+            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
+                o.remove(k);
+            }
+            let t = o["output_throughput"].as_f64().unwrap();
+            o.insert("output_throughput".into(), json!(t * 1.1));
+            std::fs::write(&p, v.to_string()).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("speed.recompute-mismatch").at(&["/output_throughput"]),
+            one("import.not-recomputable").says(&["no per-request lists"]),
+            none("import.impossible-aggregate"),
+        ],
+    },
+    Case {
+        // --append-result writes one result a line. Edited fixture: the result twice, the second
+        // with ITLs timed per chunk of about 9 tokens and a p99 TTFT below its median.
+        what: "a JSON Lines file of appended results: each line read and named",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            let p = c.file(VLLM);
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut w = v.clone();
+            let o = w.as_object_mut().unwrap();
+            for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
+                o.remove(k);
+            }
+            let tpot = o["mean_tpot_ms"].as_f64().unwrap();
+            o.insert("mean_itl_ms".into(), json!(tpot * 9.0));
+            o.insert("p99_ttft_ms".into(), json!(0.001));
+            std::fs::write(&p, format!("{v}\n{w}\n")).unwrap();
+        },
+        code: Some(1),
+        expect: &[
+            one("speed.token-source").at(&["line 2 /mean_itl_ms"]).severity("warning").says(&["9.0 times mean_tpot_ms"]),
+            one("import.impossible-aggregate").at(&["line 2 /p90_ttft_ms"]).says(&["is above its p99_ttft_ms (0.001)"]),
+            none("speed.recompute-mismatch"),
+        ],
+    },
+    Case {
+        what: "more requests in flight than the client's own cap",
+        format: "vllm",
+        run: "clean",
+        edit: |c| {
+            c.set(VLLM, "/max_concurrency", json!(1));
+        },
+        code: Some(1),
+        expect: &[one("import.impossible-aggregate").says(&["above the client's own cap max_concurrency = 1"])],
+    },
+];
+
+#[test]
+fn vllm_cases() {
+    run_cases(VLLM_CASES);
+}
+
+#[test]
+fn every_format_is_detected_from_the_content_of_its_files() {
+    for (format, run_name, file) in [
+        ("guidellm", "failures", Some(REPORT)),
+        ("lm-eval", "clean", None),
+        ("loadgen", "failures", None),
+        ("llama-bench", "failures", Some(BENCH)),
+        ("llama-server", "failures", Some(RESPONSES)),
+        ("llama-server", "stream-failures", None),
+        ("vllm", "failures", Some(VLLM)),
+    ] {
+        let dir = imports(format, run_name);
+        let path = file.map_or(dir.clone(), |f| dir.join(f));
+        let detected = rigaudit(&["verify", path.to_str().unwrap(), "--format", "json"]);
+        let named = verify_from(format, &path);
+        assert_eq!(detected.code, named.code, "{format}: {}", detected.stderr);
+        assert_eq!(detected.stdout, named.stdout, "{format}");
+        assert!(named.code < 2, "{format}: {}", named.stderr);
+    }
+}
+
+#[test]
+fn a_git_lfs_pointer_in_place_of_a_result_file_is_refused_naming_it() {
+    // What a repository holds for a large samples file not fetched (`git lfs pointer` output).
+    let c = Files::of("aiperf", "clean");
+    let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
+    std::fs::write(c.file(RECORDS), pointer).unwrap();
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("size 12345"), "{}", run.stderr);
+}
+
+/// Checks whose only real example is a published file (`fixtures/published/`, judged by hand in
+/// its `expected.json`): each is raised on it, at its severity.
+#[test]
+fn checks_seen_only_in_published_files_are_raised_on_them() {
+    let published = root().join("fixtures/published");
+    for (format, case, file, id, severity) in [
+        (
+            "llama-bench",
+            "readme-b1275-json",
+            "llama-bench.json",
+            "import.edited-output",
+            "warning",
+        ),
+        (
+            "aiperf",
+            "examples-run1-cancellation-0.1",
+            SUMMARY,
+            "import.reasoning-only-replies",
+            "warning",
+        ),
+        (
+            "lm-eval",
+            "nl2foam-gen-judge-qwen3-nanmean",
+            "",
+            "import.declared-metric-missing",
+            "warning",
+        ),
+    ] {
+        let dir = published.join(format).join(case);
+        let run = verify_from(format, &dir.join(file));
+        assert!(
+            run.has_at(id, severity),
+            "{case}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn vllm_json_lines_with_a_broken_line_is_refused_naming_the_line() {
+    // Two appended results and a third cut short (edited fixture copy).
     let c = Files::of("vllm", "clean");
     let p = c.file(VLLM);
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    v.as_object_mut().unwrap().remove("ttfts");
-    std::fs::write(&p, v.to_string()).unwrap();
+    let one = std::fs::read_to_string(&p).unwrap();
+    let text = format!(
+        "{}\n{}\n{{\"backend\": \"vllm\", \"dur",
+        one.trim(),
+        one.trim()
+    );
+    std::fs::write(&p, text).unwrap();
     let run = verify_from("vllm", c.path());
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 2, "{}", run.stdout);
     assert!(
-        run.stderr.contains("at /ttfts: expected a list"),
+        run.stderr.contains(&format!("{VLLM}: line 3, column")),
         "{}",
         run.stderr
     );

@@ -51,7 +51,7 @@ pub fn all() -> Vec<About> {
     v.extend(about(rehash::CHECKS));
     v.extend(about(replay::CHECKS));
     v.extend(about(diff::CHECKS));
-    v.extend(about(crate::imported::CHECKS));
+    v.extend(crate::imported::CHECKS.iter().copied());
     v
 }
 

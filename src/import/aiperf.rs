@@ -12,26 +12,40 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
-use rigaudit_audit::imported::aiperf::{check, RawRecord, Record, Stat, Summary};
+use rigaudit_audit::imported::aiperf::{Export, RawRecord, Record, Stat, Summary, CHECKS};
 use rigaudit_audit::imported::compare::{Sample, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Whether a source is one of AIPerf's files (its summary, by content).
 pub fn looks_like(s: &Source) -> bool {
-    is_summary(s) || (s.name.ends_with(".jsonl") && super::holds(&s.bytes, "\"benchmark_phase\""))
+    let records =
+        super::holds(&s.bytes, "\"benchmark_phase\"") || super::holds(&s.bytes, "\"credit_phase\"");
+    is_summary(s) || (s.name.ends_with(".jsonl") && records)
 }
 
+/// AIPerf's summary: `aiperf_version` (0.3 on), or, as every earlier export writes them,
+/// `input_config` beside `was_cancelled`.
 fn is_summary(s: &Source) -> bool {
-    s.name.ends_with(".json") && super::holds(&s.bytes, "\"aiperf_version\"")
+    let has = |k: &str| super::holds(&s.bytes, k);
+    s.name.ends_with(".json")
+        && (has("\"aiperf_version\"") || (has("\"input_config\"") && has("\"was_cancelled\"")))
 }
 
 /// Reads the summary and the records and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version)")?;
-    let ri = super::take(sources, |s| s.name.ends_with(".jsonl") && !is_raw(s), "records", "no AIPerf records among them (expected profile_export.jsonl, written with --export-level records or raw)")?;
+    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version, or input_config and was_cancelled before 0.3)")?;
+    let ri = sources
+        .iter()
+        .position(|s| s.name.ends_with(".jsonl") && !is_raw(s));
     let (summary, model, config) = summary(&sources[si])?;
-    let records = records(&sources[ri])?;
+    let records = match ri {
+        Some(i) => {
+            sources[i].role = "records".into();
+            records(&sources[i])?
+        }
+        None => Vec::new(),
+    };
     let raw_i = sources.iter().position(is_raw);
     let raw = match raw_i {
         Some(i) => {
@@ -45,7 +59,8 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         model,
         ..Default::default()
     };
-    notes(&summary, &records, &sources[ri].name, &mut imp);
+    let records_file = ri.map(|i| sources[i].name.clone()).unwrap_or_default();
+    notes(&summary, &records, &records_file, &mut imp);
     if raw.is_some() {
         imp.taken.push(
             "the raw records' chunk times, against which each TTFT's anchor is checked".into(),
@@ -53,14 +68,19 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         imp.not_taken.retain(|n| !n.starts_with("whether a TTFT"));
     }
     for (i, s) in sources.iter().enumerate() {
-        if i != si && i != ri && Some(i) != raw_i {
+        if i != si && Some(i) != ri && Some(i) != raw_i {
             imp.not_taken
                 .push(format!("{}: not an AIPerf file the importer reads", s.name));
         }
     }
     let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
-    let raw = raw.as_deref().map(|r| (raw_file.as_str(), r));
-    imp.checked = check(&summary, &records, &sources[ri].name, raw);
+    let export = Export {
+        summary,
+        records,
+        records_file,
+        raw: raw.map(|r| (raw_file, r)),
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &export);
     let skip = [
         "artifacts",
         "urls",
@@ -76,11 +96,18 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         &skip,
         &mut imp.settings,
     );
-    imp.series = series(&summary, &records);
+    imp.series = series(&export.summary, &export.records);
     Ok(imp)
 }
 
 fn notes(s: &Summary, records: &[Record], records_file: &str, imp: &mut Imported) {
+    if records.is_empty() {
+        imp.taken.push(format!(
+            "the {} metrics the summary prints, read alone and checked against each other",
+            s.metrics.len()
+        ));
+        imp.not_taken.push("the per-request records (profile_export.jsonl, written with --export-level records or raw) were not given: no figure is recomputed from requests".into());
+    }
     let profiling = records.iter().filter(|r| r.phase == "profiling").count();
     imp.taken.push(format!(
         "{profiling} profiling-phase request records of {records_file} (latencies, TTFT, client and usage token counts, errors) and the {} metrics the summary prints",
@@ -105,7 +132,12 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
         .as_object()
         .ok_or_else(|| fatal(format!("{}: expected a JSON object at the top", src.shown)))?;
     let mut metrics = BTreeMap::new();
-    for (k, m) in obj {
+    // Before 0.3 the metrics sit under `records` (by tag, or by display name before 0.1).
+    let listed = obj
+        .get("records")
+        .and_then(|r| r.as_object())
+        .unwrap_or(obj);
+    for (k, m) in listed {
         let Some(unit) = m.get("unit").and_then(|u| u.as_str()) else {
             continue;
         };
@@ -139,6 +171,7 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
         streaming: v
             .pointer("/input_config/endpoint/streaming")
             .and_then(|x| x.as_bool()),
+        errors: error_summary(&v),
     };
     let model = v
         .pointer("/input_config/models/items/0/name")
@@ -146,6 +179,28 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
         .map(String::from);
     let config = v.get("input_config").cloned().unwrap_or(Value::Null);
     Ok((s, model, config))
+}
+
+/// `error_summary`: each kind of error the run met, as `count x code type: message`.
+fn error_summary(v: &Value) -> Vec<String> {
+    v.get("error_summary")
+        .and_then(|e| e.as_array())
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let d = |k: &str| {
+                e.pointer(&format!("/error_details/{k}"))
+                    .map(|x| {
+                        x.as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| x.to_string())
+                    })
+                    .unwrap_or_default()
+            };
+            let n = e.get("count").map(|c| c.to_string()).unwrap_or_default();
+            format!("{n} x {} {}: {}", d("code"), d("type"), d("message"))
+        })
+        .collect()
 }
 
 /// The figures `diff` compares: per-request values of the latency and rate metrics over the
@@ -224,8 +279,10 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
     let error = super::error_of(v);
     Ok(Record {
         line,
+        // `credit_phase` before 0.1.x's flat export (43b78902) renamed it.
         phase: meta
             .get("benchmark_phase")
+            .or_else(|| meta.get("credit_phase"))
             .and_then(|p| p.as_str())
             .unwrap_or("profiling")
             .to_string(),

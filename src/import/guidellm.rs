@@ -9,18 +9,23 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::guidellm::{check, Benchmark, Printed, Request};
+use rigaudit_audit::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Whether a source is GuideLLM's report (by content).
 pub fn looks_like(s: &Source) -> bool {
-    super::holds(&s.bytes, "\"guidellm_version\"")
+    let has = |k: &str| super::holds(&s.bytes, k);
+    has("\"guidellm_version\"")
+        || (has("\"benchmarks\"") && has("\"request_totals\"") && has("\"run_stats\""))
 }
 
 /// Reads the report and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version)")?;
+    if let Some(yaml) = sources.iter().find(|s| is_yaml_report(s)) {
+        return Err(fatal(format!("{}: GuideLLM's YAML rendering of its report, which rigaudit does not read: give the JSON report of the same run (benchmarks.json, --output kind=json)", yaml.shown)));
+    }
+    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version, or, before it, benchmarks with run_stats and request_totals; GuideLLM's YAML and CSV reports are not read: give its JSON report)")?;
     let src = &sources[i];
     let v: Value = super::json_of(src)?;
     let benchmarks = benchmarks_of(src, &v)?;
@@ -53,7 +58,11 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             ));
         }
     }
-    imp.checked = check(&sources[i].name, &benchmarks);
+    let report = Report {
+        file: sources[i].name.clone(),
+        benchmarks,
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &report);
     let skip = ["target", "tokenizer", "output", "api_routes", "api_key"];
     if let Some(spec) = v.pointer("/config/spec") {
         super::flatten(
@@ -64,8 +73,17 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             &mut imp.settings,
         );
     }
-    imp.series = series(&benchmarks);
+    imp.series = series(&report.benchmarks);
     Ok(imp)
+}
+
+/// Whether a source is GuideLLM's report rendered as YAML (`save_yaml`): a `.yaml`/`.yml` file
+/// with its `benchmarks:` and `request_totals:`.
+fn is_yaml_report(s: &Source) -> bool {
+    let name = s.name.to_ascii_lowercase();
+    (name.ends_with(".yaml") || name.ends_with(".yml"))
+        && super::holds(&s.bytes, "benchmarks:")
+        && super::holds(&s.bytes, "request_totals:")
 }
 
 /// The report's `/benchmarks`, each read; an error names the benchmark and the place in it.
@@ -92,8 +110,10 @@ fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {
         .get("metrics")
         .and_then(|m| m.as_object())
         .ok_or("/metrics: expected an object")?;
+    // Before 0.8 the totals sit beside the metrics.
     let totals = metrics
         .get("request_totals")
+        .or_else(|| b.get("request_totals"))
         .and_then(|t| t.as_object())
         .ok_or("/metrics/request_totals: expected an object")?
         .iter()
@@ -129,6 +149,7 @@ fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {
     }
     Ok(Benchmark {
         index,
+        stripped: b.get("request_samples").is_some_and(|x| x.is_null()),
         totals,
         metrics: dists,
         requests,
@@ -177,6 +198,7 @@ fn request(r: &Value, status: &str, index: usize) -> Result<Request, String> {
         usage_output: r
             .pointer("/output_metrics/text_tokens")
             .and_then(|x| x.as_f64()),
+        usage_recorded: r.get("output_metrics").is_some(),
         cached: r
             .pointer("/input_metrics/cached_tokens")
             .and_then(|x| x.as_f64()),

@@ -12,7 +12,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::llama_bench::{check, Bench, Test};
+use rigaudit_audit::imported::llama_bench::{Bench, Test, CHECKS};
 use serde_json::Value;
 
 /// What the file's tests print but the checks do not read (the run's settings are the rest).
@@ -69,7 +69,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             s.name
         ));
     }
-    imp.checked = check(&bench);
+    imp.found = rigaudit_audit::imported::run(CHECKS, &bench);
     for (at, v) in &values {
         let skip: Vec<&str> = MEASURED.to_vec();
         let mut obj = v.clone();
@@ -233,5 +233,10 @@ fn test(v: &Value, at: &str) -> Result<Test, String> {
         stddev_ns: uint("stddev_ns")?,
         avg_ts: v.get("avg_ts").and_then(|x| x.as_f64()),
         stddev_ts: v.get("stddev_ts").and_then(|x| x.as_f64()),
+        build_number: v.get("build_number").and_then(|x| x.as_u64()),
+        keys: v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default(),
     })
 }

@@ -14,7 +14,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::llama_server::{check, Response, Timings};
+use rigaudit_audit::imported::llama_server::{Response, Responses, Timings, CHECKS};
 use serde_json::Value;
 
 /// Whether a source is saved llama-server responses or a saved stream (by content).
@@ -64,8 +64,12 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             s.name
         ));
     }
-    imp.checked = check(&sources[i].name, &responses);
-    imp.series = series(&responses);
+    let responses = Responses {
+        file: sources[i].name.clone(),
+        responses,
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &responses);
+    imp.series = series(&responses.responses);
     Ok(imp)
 }
 

@@ -29,7 +29,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::{self, shown};
 use crate::measure::sse::{read_sse, Timed};
-use rigaudit_audit::imported::llama_server::{check, Response};
+use rigaudit_audit::imported::llama_server::{Response, Responses, CHECKS};
 use serde_json::Value;
 
 /// Fields only llama.cpp's server puts in a streamed chunk.
@@ -76,8 +76,12 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         ..Default::default()
     };
     notes(&mut imp, &responses, sources);
-    imp.checked = check("", &responses);
-    imp.series = super::llama_server::series(&responses);
+    let responses = Responses {
+        file: String::new(),
+        responses,
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &responses);
+    imp.series = super::llama_server::series(&responses.responses);
     Ok(imp)
 }
 

@@ -9,19 +9,25 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
-use rigaudit_audit::imported::lm_eval::{check, Metric, Sample, Task};
+use rigaudit_audit::imported::lm_eval::{Metric, Printed, Results, Sample, Task, CHECKS};
 use serde_json::Value;
 
-/// Whether a source is an lm-eval results file (by content).
+/// Whether a source is an lm-eval results file (by content): `lm_eval_version` (0.4.9 on), or,
+/// as every 0.4 file writes them, `results` beside `versions` and `n-shot` or `configs`.
 pub fn looks_like(s: &Source) -> bool {
-    s.name.ends_with(".json") && super::holds(&s.bytes, "\"lm_eval_version\"")
+    let has = |k: &str| super::holds(&s.bytes, k);
+    s.name.ends_with(".json")
+        && (has("\"lm_eval_version\"")
+            || (has("\"results\"")
+                && has("\"versions\"")
+                && (has("\"n-shot\"") || has("\"configs\""))))
 }
 
 /// Reads the results and the samples of each task, and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let ri = super::take(sources, looks_like, "results", "no lm-eval results among them (expected results_<date>.json, a JSON object with lm_eval_version)")?;
+    let ri = super::take(sources, looks_like, "results", "no lm-eval results among them (expected results_<date>.json, a JSON object with results, versions and configs or n-shot)")?;
     let src = sources[ri].clone();
-    let v: Value = super::json_of(&src)?;
+    let v: Value = super::json_of_python(&src)?;
     let results = v
         .get("results")
         .and_then(|r| r.as_object())
@@ -43,8 +49,20 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             .map(String::from),
         ..Default::default()
     };
+    let mut printed = Vec::new();
     for (name, r) in results {
         let metrics = metrics(&v, name, r);
+        let n = |k: &str| {
+            v.pointer(&format!("/n-samples/{}/{k}", pointer_escape(name)))
+                .and_then(|x| x.as_f64())
+        };
+        printed.push(Printed {
+            name: name.clone(),
+            metrics: metrics.clone(),
+            original: n("original"),
+            effective: n("effective"),
+            declared: declared(&v, name),
+        });
         let si = sources.iter().position(|s| is_samples_of(&s.name, name));
         let Some(si) = si else {
             imp.not_taken.push(format!("{name}: no samples file (samples_{name}_<date>.jsonl, written with --log_samples): its figures are not re-scored"));
@@ -69,9 +87,19 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         ));
     }
     not_taken(sources, &mut imp);
-    imp.checked = check(&tasks);
+    let results = Results {
+        file: src.name.clone(),
+        tasks,
+        printed,
+        limit: v.pointer("/config/limit").and_then(|x| x.as_f64()),
+        use_cache: v
+            .pointer("/config/use_cache")
+            .and_then(|x| x.as_str())
+            .map(String::from),
+    };
+    imp.found = rigaudit_audit::imported::run(CHECKS, &results);
     settings(&v, &src.name, &mut imp);
-    imp.series = series(&tasks);
+    imp.series = series(&results.tasks);
     Ok(imp)
 }
 
@@ -134,6 +162,7 @@ fn by_filter(
             metrics: metrics.iter().filter(|m| m.filter == f).cloned().collect(),
             effective: at("n-samples/{}/effective"),
             max_gen_toks: at("configs/{}/generation_kwargs/max_gen_toks"),
+            own_scoring: own_scoring(v, name, metrics),
             samples: all
                 .iter()
                 .filter(|(filter, _)| filter == f)
@@ -141,6 +170,32 @@ fn by_filter(
                 .collect(),
         })
         .collect()
+}
+
+/// The metric names a task's config declares (`metric_list[].metric`, names only: a metric
+/// given as code is left out).
+fn declared(v: &Value, name: &str) -> Vec<String> {
+    v.pointer(&format!("/configs/{}/metric_list", pointer_escape(name)))
+        .and_then(|l| l.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("metric").and_then(|x| x.as_str()))
+        .filter(|m| m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(String::from)
+        .collect()
+}
+
+/// Why a task's scores cannot be re-scored here: its config's own `process_results`, or a
+/// `regexes_to_ignore` this reader cannot apply.
+fn own_scoring(v: &Value, name: &str, metrics: &[Metric]) -> Option<String> {
+    let conf = v.pointer(&format!("/configs/{}", pointer_escape(name)))?;
+    if conf.get("process_results").is_some_and(|p| !p.is_null()) {
+        return Some("the task scores by its own process_results".into());
+    }
+    metrics
+        .iter()
+        .find(|m| !rigaudit_audit::imported::lm_eval::regexes_apply(m))
+        .map(|m| format!("{}'s regexes_to_ignore are not read here", m.name))
 }
 
 /// Whether a file name is `samples_<task>_<date>.jsonl` for this task (the date starts with a
@@ -163,7 +218,7 @@ fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
         .pointer(&format!("/configs/{}/metric_list", pointer_escape(task)))
         .and_then(|x| x.as_array());
     for (k, x) in r.as_object().into_iter().flatten() {
-        let (Some((name, filter)), Some(value)) = (k.split_once(','), x.as_f64()) else {
+        let (Some((name, filter)), Some(value)) = (k.split_once(','), super::non_finite(x)) else {
             continue;
         };
         if name.ends_with("_stderr") {
@@ -171,7 +226,7 @@ fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
         }
         let stderr = r
             .get(format!("{name}_stderr,{filter}"))
-            .and_then(|e| e.as_f64());
+            .and_then(super::non_finite);
         let conf = configs.and_then(|c| {
             c.iter()
                 .find(|m| m.get("metric").and_then(|n| n.as_str()) == Some(name))
@@ -192,6 +247,15 @@ fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
                 .map(String::from),
             ignore_case: flag("ignore_case"),
             ignore_punctuation: flag("ignore_punctuation"),
+            regexes_to_ignore: conf
+                .and_then(|c| c.get("regexes_to_ignore"))
+                .and_then(|r| r.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
         });
     }
     out
@@ -208,14 +272,24 @@ fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
         .get("resps")
         .and_then(|r| r.as_array())
         .ok_or("at /resps: expected a list of replies")?;
-    let replies = resps
-        .iter()
-        .map(|r| match r {
-            Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or("").to_string(),
-            Value::String(s) => s.clone(),
-            _ => String::new(),
-        })
-        .collect();
+    let loglikelihoods: Vec<(f64, bool)> = resps.iter().filter_map(choice).collect();
+    let replies = if loglikelihoods.len() == resps.len() && !resps.is_empty() {
+        Vec::new()
+    } else {
+        resps
+            .iter()
+            .map(|r| match r {
+                Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or("").to_string(),
+                Value::String(s) => s.clone(),
+                _ => String::new(),
+            })
+            .collect()
+    };
+    let loglikelihoods = if replies.is_empty() {
+        loglikelihoods
+    } else {
+        Vec::new()
+    };
     let metrics: Vec<&str> = o
         .get("metrics")
         .and_then(|m| m.as_array())
@@ -247,11 +321,29 @@ fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
         Sample {
             line,
             replies,
+            loglikelihoods,
             filtered,
             target,
             scores,
         },
     ))
+}
+
+/// One response of a loglikelihood request: `[[loglikelihood, is_greedy]]` (or the pair itself),
+/// the numbers as numbers or as the strings lm-eval's logger writes for them.
+fn choice(r: &Value) -> Option<(f64, bool)> {
+    let pair = match r.as_array()?.first()? {
+        Value::Array(inner) => inner.as_slice(),
+        _ => r.as_array()?.as_slice(),
+    };
+    let [ll, greedy] = pair else { return None };
+    let ll = ll.as_f64().or_else(|| ll.as_str()?.parse().ok())?;
+    let greedy = greedy.as_bool().or_else(|| match greedy.as_str()? {
+        "True" | "true" => Some(true),
+        "False" | "false" => Some(false),
+        _ => None,
+    })?;
+    Some((ll, greedy))
 }
 
 /// A per-document score: a number or a boolean.

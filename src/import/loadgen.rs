@@ -11,7 +11,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Sample, Series, Setting};
-use rigaudit_audit::imported::loadgen::{check, Detail, Summary};
+use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, CHECKS};
 use serde_json::Value;
 
 /// Whether a source is one of LoadGen's logs (by content).
@@ -19,13 +19,19 @@ pub fn looks_like(s: &Source) -> bool {
     super::holds(&s.bytes, ":::MLLOG") || super::holds(&s.bytes, "MLPerf Results Summary")
 }
 
-/// Reads the detail log (required) and the summary (if given), and runs the checks.
+/// Reads the detail log and the summary (either may be missing, not both), and runs the
+/// checks; a summary given alone is checked by itself (its verdict, rules, counts of errors and
+/// warnings, settings and the order of its figures).
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let di = super::take(sources, |s| super::holds(&s.bytes, ":::MLLOG"), "detail log", "no LoadGen detail log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {json}')")?;
-    let detail = detail(&sources[di])?;
+    let di = sources
+        .iter()
+        .position(|s| super::holds(&s.bytes, ":::MLLOG"));
     let si = sources
         .iter()
         .position(|s| super::holds(&s.bytes, "MLPerf Results Summary"));
+    if di.is_none() && si.is_none() {
+        return Err(fatal(format!("{}: no LoadGen log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {{json}}', and/or mlperf_log_summary.txt, which starts 'MLPerf Results Summary')", super::names(sources))));
+    }
     let summary = match si {
         Some(i) => {
             sources[i].role = "summary".into();
@@ -33,26 +39,59 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         }
         None => None,
     };
+    let detail = match di {
+        Some(i) => {
+            sources[i].role = "detail log".into();
+            Some(detail(&sources[i])?)
+        }
+        None => None,
+    };
+    let mut imp = Imported::default();
+    notes(sources, di, si, detail.as_ref(), summary.as_ref(), &mut imp);
+    let logs = match detail {
+        Some(detail) => Logs { summary, detail },
+        None => Logs {
+            detail: Detail::of_summary(summary.as_ref().expect("a summary when no detail log")),
+            summary: None,
+        },
+    };
     let text = |k: &str| {
-        detail
+        logs.detail
             .values
             .get(k)
             .and_then(|(_, v)| v.as_str())
             .map(String::from)
     };
-    let mut imp = Imported {
-        tool_version: text("loadgen_version"),
-        model: text("sut_name"),
-        ..Default::default()
-    };
-    imp.taken.push(format!("{} entries of {} (settings requested and in effect, the result's figures and verdict, errors and warnings)", detail.values.len(), sources[di].name));
-    match &summary {
-        Some(s) => imp.taken.push(format!(
+    imp.tool_version = text("loadgen_version");
+    imp.model = text("sut_name");
+    imp.found = rigaudit_audit::imported::run(CHECKS, &logs);
+    settings_and_figures(&logs.detail, &mut imp);
+    Ok(imp)
+}
+
+/// What was taken from which log, and what could not be.
+fn notes(
+    sources: &[Source],
+    di: Option<usize>,
+    si: Option<usize>,
+    detail: Option<&Detail>,
+    summary: Option<&Summary>,
+    imp: &mut Imported,
+) {
+    if let (Some(d), Some(i)) = (detail, di) {
+        imp.taken.push(format!("{} entries of {} (settings requested and in effect, the result's figures and verdict, errors and warnings)", d.values.len(), sources[i].name));
+    }
+    match (summary, si, detail.is_some()) {
+        (Some(s), Some(i), true) => imp.taken.push(format!(
             "{} printed lines of {}, each compared with the detail log",
             s.entries.len(),
-            sources[si.unwrap_or(0)].name
+            sources[i].name
         )),
-        None => imp.not_taken.push(
+        (Some(s), Some(i), false) => {
+            imp.taken.push(format!("{} printed lines of {}, read alone: its verdict and rules, the counts of errors and warnings it states, its test parameters and its figures against each other", s.entries.len(), sources[i].name));
+            imp.not_taken.push("mlperf_log_detail.txt was not given: LoadGen's version, the settings it put in effect, the text of the errors and warnings it logged and the measured query count are not known, and the summary is compared with nothing".into());
+        }
+        _ => imp.not_taken.push(
             "mlperf_log_summary.txt was not given: the printed summary is not compared".into(),
         ),
     }
@@ -62,9 +101,6 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         imp.not_taken
             .push(format!("{}: not a LoadGen file the importer reads", s.name));
     }
-    imp.checked = check(summary.as_ref(), &detail);
-    settings_and_figures(&detail, &mut imp);
-    Ok(imp)
 }
 
 /// The settings in effect (`effective_*`, for diff) and the result's figures (`result_*` times
@@ -161,7 +197,9 @@ fn summary(src: &Source) -> Result<Summary, Fatal> {
         ..Default::default()
     };
     for (i, line) in text.lines().enumerate() {
-        if let Some((k, v)) = line.split_once(':') {
+        if let Some((n, what)) = counted(line) {
+            s.counted.push((i + 1, what, n));
+        } else if let Some((k, v)) = line.split_once(':') {
             let k = k.trim();
             if !k.is_empty() && !k.starts_with('*') {
                 s.entries.push((i + 1, k.to_string(), v.trim().to_string()));
@@ -169,4 +207,22 @@ fn summary(src: &Source) -> Result<Summary, Fatal> {
         }
     }
     Ok(s)
+}
+
+/// `N warnings encountered. See detailed log.`, `1 error encountered...`, `No warnings
+/// encountered during test.`: the count and what it counts.
+fn counted(line: &str) -> Option<(u64, &'static str)> {
+    let (n, rest) = line.trim().split_once(' ')?;
+    let what = if rest.starts_with("warning") {
+        "warnings"
+    } else if rest.starts_with("error") {
+        "errors"
+    } else {
+        return None;
+    };
+    if !rest.contains(" encountered") {
+        return None;
+    }
+    let n = if n == "No" { 0 } else { n.parse().ok()? };
+    Some((n, what))
 }

@@ -23,7 +23,6 @@ use crate::fatal::{fatal, Fatal};
 use crate::input;
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Series, Setting};
-use rigaudit_audit::imported::Checked;
 use rigaudit_audit::{Findings, Report, Severity};
 use serde_json::{json, Value};
 use sha2::Digest as _;
@@ -117,8 +116,8 @@ pub struct Imported {
     pub taken: Vec<String>,
     /// What could not be taken or checked, and why.
     pub not_taken: Vec<String>,
-    /// The checks' output.
-    pub checked: Checked,
+    /// What the format's checks found.
+    pub found: Findings,
     /// The figures `diff` compares, with the per-request values behind them where there are.
     pub series: Vec<Series>,
     /// The run's settings as the tool recorded them, for `diff`.
@@ -185,6 +184,12 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
             ))
         })?;
         let name = input::safe_name(name, "imported file name")?.to_string();
+        if let Some(pointer) = lfs_pointer(&bytes) {
+            return Err(fatal(format!(
+                "{}: a Git LFS pointer ({pointer}), not the file it stands for: fetch the file (git lfs pull) and give it",
+                input::shown_path(&p)
+            )));
+        }
         if out.iter().any(|s| s.name == name) {
             return Err(fatal(format!(
                 "{}: two sources are named '{name}'; give each file once",
@@ -205,6 +210,25 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
         return Err(fatal("no file to import was given"));
     }
     Ok(out)
+}
+
+/// The object a Git LFS pointer file names (`oid sha256:..., size N`), when the bytes are one:
+/// what a repository holds in place of a large file not fetched.
+fn lfs_pointer(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes.get(..bytes.len().min(1024))?).ok()?;
+    if !text.starts_with("version https://git-lfs.github.com/spec/") {
+        return None;
+    }
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| input::shown(v.trim()))
+    };
+    Some(format!(
+        "oid {}, size {}",
+        field("oid ").unwrap_or_else(|| "not stated".into()),
+        field("size ").unwrap_or_else(|| "not stated".into())
+    ))
 }
 
 fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
@@ -246,6 +270,73 @@ pub fn json_of(src: &Source) -> Result<Value, Fatal> {
     })
 }
 
+/// A source's JSON as Python's `json` writes it: bare `NaN`, `Infinity` and `-Infinity` (which
+/// it writes for undefined floats) are read as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`
+/// ([`non_finite`] reads them back); anything else invalid is refused as by [`json_of`].
+pub fn json_of_python(src: &Source) -> Result<Value, Fatal> {
+    match json_of(src) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let quoted = quote_non_finite(&src.bytes).ok_or(e)?;
+            serde_json::from_slice(&quoted).map_err(|e| {
+                fatal(format!(
+                    "{}: line {}, column {}: not valid JSON: {e}",
+                    src.shown,
+                    e.line(),
+                    e.column()
+                ))
+            })
+        }
+    }
+}
+
+/// The text with every bare `NaN`, `Infinity`, `-Infinity` outside a string quoted; `None`
+/// when it holds none.
+fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let (mut in_string, mut escaped, mut found) = (false, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            (escaped, in_string) = (!escaped && b == b'\\', escaped || b != b'"');
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let word = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|w| bytes[i..].starts_with(w.as_bytes()));
+        match (b, word) {
+            (b'"', _) => {
+                in_string = true;
+                out.push(b);
+                i += 1;
+            }
+            (_, Some(w)) => {
+                found = true;
+                out.extend_from_slice(format!("\"{w}\"").as_bytes());
+                i += w.len();
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    found.then_some(out)
+}
+
+/// A number, or one [`json_of_python`] read from a bare `NaN`, `Infinity` or `-Infinity`.
+pub fn non_finite(v: &Value) -> Option<f64> {
+    v.as_f64().or_else(|| match v.as_str()? {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    })
+}
+
 /// A source's JSON Lines, each line through `each` (its value and 1-based number): blank lines
 /// skipped, a line over [`input::ANSWERS_LINE_MAX`] refused; an error names the file and line.
 pub fn json_lines<T>(
@@ -266,14 +357,20 @@ pub fn json_lines<T>(
                 i + 1
             )));
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            fatal(format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                src.shown,
-                i + 1,
-                e.column()
-            ))
-        })?;
+        // Python's json writes undefined floats as bare NaN / Infinity: read as strings.
+        let v: Value = serde_json::from_str(line)
+            .or_else(|e| {
+                let quoted = quote_non_finite(line.as_bytes()).ok_or(e)?;
+                serde_json::from_slice(&quoted)
+            })
+            .map_err(|e| {
+                fatal(format!(
+                    "{}: line {}, column {}: not valid JSON: {e}",
+                    src.shown,
+                    i + 1,
+                    e.column()
+                ))
+            })?;
         out.push(
             each(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
         );
@@ -409,14 +506,9 @@ pub fn report(command: &str, id: &str, imp: &Imported, fail_on: Option<Severity>
     Report::new(command, id, fail_on, found(imp))
 }
 
-/// What the import's checks found, as the one findings model.
+/// What the import's checks found.
 fn found(imp: &Imported) -> Findings {
-    Findings {
-        ran: imp.checked.checks_run.iter().cloned().collect(),
-        recomputed: imp.checked.recomputed.clone(),
-        findings: imp.checked.listed(),
-        ..Findings::default()
-    }
+    imp.found.clone()
 }
 
 /// `verify --from FORMAT FILE...` (or files whose format is detected).

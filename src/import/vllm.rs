@@ -10,7 +10,7 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::vllm::{check, values, Run};
+use rigaudit_audit::imported::vllm::{values, Run, CHECKS};
 use serde_json::{Map, Value};
 
 /// The setup keys `vllm bench serve` writes before its results (the run's settings for `diff`).
@@ -26,56 +26,122 @@ const SETUP: &[&str] = &[
     "max_concurrency",
 ];
 
-/// Whether a source is a vLLM bench serve result (by content).
+/// Whether a source is a vLLM bench serve result (by content): its run figures, or the setup
+/// keys it writes first beside a TTFT aggregate (a writer that keeps only the percentiles).
 pub fn looks_like(s: &Source) -> bool {
+    let has = |k: &str| super::holds(&s.bytes, k);
     ["\"request_throughput\"", "\"duration\"", "\"completed\""]
         .iter()
-        .all(|k| super::holds(&s.bytes, k))
+        .all(|k| has(k))
+        || (has("\"backend\"")
+            && has("\"model_id\"")
+            && (has("\"mean_ttft_ms\"") || has("\"median_ttft_ms\"")))
 }
 
-/// Reads the result (one file; more are refused) and runs the checks.
+/// One result object of a file, with its line when the file holds one a line.
+type LineResult = (Option<usize>, Map<String, Value>);
+
+/// The result objects of the file: one JSON object, or one a line (`--append-result` adds a
+/// line per run), each with its line.
+fn results_of(src: &Source) -> Result<Vec<LineResult>, Fatal> {
+    let object = |v: Value, line: Option<usize>| match v {
+        Value::Object(o) => Ok((line, o)),
+        _ => Err(fatal(format!(
+            "{}: {}expected a JSON object (a vLLM result)",
+            src.shown,
+            line.map_or(String::new(), |n| format!("line {n}: "))
+        ))),
+    };
+    match super::json_of(src) {
+        Ok(v) => Ok(vec![object(v, None)?]),
+        Err(e) => {
+            // A first line that is a whole result, and more lines: JSON Lines, whose reader
+            // names the line that is broken. Else the JSON reader's error stands.
+            let mut lines = src
+                .bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.trim_ascii().is_empty());
+            let first = lines.next().unwrap_or_default();
+            let whole = serde_json::from_slice::<Value>(first).is_ok_and(|v| v.is_object());
+            if !whole || lines.next().is_none() {
+                return Err(e);
+            }
+            let results = super::json_lines(src, |v, n| Ok((v.clone(), n)))?;
+            results
+                .into_iter()
+                .map(|(v, n)| object(v, Some(n)))
+                .collect()
+        }
+    }
+}
+
+/// Reads the result (one file; more are refused), each of its results when it holds one a line,
+/// and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = super::take(sources, looks_like, "result", "no vLLM bench serve result among them (expected the JSON of --save-result, with duration and request_throughput)")?;
+    let i = super::take(sources, looks_like, "result", "no vLLM bench serve result among them (expected the JSON of --save-result: its setup keys and its figures, with or without --save-detailed)")?;
     let src = &sources[i];
-    let v = super::json_of(src)?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| fatal(format!("{}: expected a JSON object at the top", src.shown)))?;
-    let run = run(obj, src)?;
+    let results = results_of(src)?;
+    let mut runs = Vec::new();
+    for (line, obj) in &results {
+        runs.push(run(obj, src, *line)?);
+    }
+    let first = &results[0].1;
     let mut imp = Imported {
         tool_version: None,
-        model: obj
+        model: first
             .get("model_id")
             .and_then(|x| x.as_str())
             .map(String::from),
         ..Default::default()
     };
-    imp.taken.push(format!(
-        "the {} requests of {} (TTFT, ITLs, latency, start and queue times, input and output lengths, text, error) and the {} figures it prints",
-        run.ttfts.len(),
-        src.name,
-        run.printed.len()
-    ));
-    imp.not_taken
-        .push("vLLM's version: the result file does not record it".into());
-    imp.not_taken.push("where output_lens came from: the server's usage, or the client's tokenizer on the text when the stream carried no usage; the file does not say".into());
-    imp.not_taken
-        .push("the server's setup: vLLM's client records only its own settings".into());
+    notes(&runs, &src.name, &mut imp);
     for s in sources.iter().filter(|s| s.role.is_empty()) {
         imp.not_taken.push(format!(
             "{}: one vLLM result is read at a time; not read",
             s.name
         ));
     }
-    imp.checked = check(&run);
-    let setup: Map<String, Value> = obj
+    for r in &runs {
+        imp.found.merge(rigaudit_audit::imported::run(CHECKS, r));
+    }
+    imp.found.ran.sort();
+    imp.found.ran.dedup();
+    let setup: Map<String, Value> = first
         .iter()
         .filter(|(k, _)| SETUP.contains(&k.as_str()))
         .map(|(k, x)| (k.clone(), x.clone()))
         .collect();
     super::flatten(&Value::Object(setup), "", &src.name, &[], &mut imp.settings);
-    imp.series = series(&run);
+    imp.series = series(&runs[0]);
     Ok(imp)
+}
+
+/// What was taken from the results and what could not be.
+fn notes(runs: &[Run], name: &str, imp: &mut Imported) {
+    for r in runs {
+        let at = r.line.map_or(String::new(), |n| format!(" line {n}"));
+        if r.detailed {
+            imp.taken.push(format!("the {} requests of {name}{at} (TTFT, ITLs, latency, start and queue times, input and output lengths, text, error) and the {} figures it prints", r.ttfts.len(), r.printed.len()));
+        } else {
+            imp.taken.push(format!(
+                "the {} figures {name}{at} prints, checked against each other",
+                r.printed.len()
+            ));
+        }
+    }
+    if runs.iter().any(|r| !r.detailed) {
+        imp.not_taken.push("the per-request lists: the result was saved without --save-detailed (or by a writer that keeps only aggregates), so no figure is recomputed from requests".into());
+    }
+    if runs.iter().any(|r| r.duration.is_none()) {
+        imp.not_taken.push(
+            "the run's duration, counts and throughputs: this writer did not save them".into(),
+        );
+    }
+    imp.not_taken
+        .push("vLLM's version: the result file does not record it".into());
+    imp.not_taken.push("where output_lens came from: the server's usage, or the client's tokenizer on the text when the stream carried no usage; the file does not say".into());
+    imp.not_taken
+        .push("the server's setup: vLLM's client records only its own settings".into());
 }
 
 fn series(r: &Run) -> Vec<Series> {
@@ -100,9 +166,12 @@ fn series(r: &Run) -> Vec<Series> {
     out
 }
 
-/// The typed result; every per-request list must hold one entry per request.
-fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
-    let err = |k: &str, what: &str| fatal(format!("{}: at /{k}: expected {what}", src.shown));
+/// The typed result; every per-request list, when there are (`--save-detailed`), must hold one
+/// entry per request; without `ttfts` the result is read as aggregates only.
+fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Run, Fatal> {
+    let place = line.map_or(String::new(), |n| format!("line {n}: "));
+    let err =
+        |k: &str, what: &str| fatal(format!("{}: {place}at /{k}: expected {what}", src.shown));
     let nums = |k: &str| -> Result<Option<Vec<f64>>, Fatal> {
         match obj.get(k) {
             None | Some(Value::Null) => Ok(None),
@@ -115,15 +184,31 @@ fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
             Some(_) => Err(err(k, "a list of numbers, one per request")),
         }
     };
-    let need = |k: &str| {
-        nums(k)?.ok_or_else(|| {
-            err(
-                k,
-                "a list, one per request (the file must be written with --save-detailed)",
-            )
-        })
+    let duration = match obj.get("duration") {
+        None | Some(Value::Null) => None,
+        Some(d) => Some(
+            d.as_f64()
+                .filter(|d| *d > 0.0)
+                .ok_or_else(|| err("duration", "the run's duration in seconds, above 0"))?,
+        ),
     };
-    let ttfts = need("ttfts")?;
+    let printed = obj
+        .iter()
+        .filter(|(k, _)| !SETUP.contains(&k.as_str()) || k.as_str() == "max_concurrency")
+        .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
+        .collect();
+    let Some(ttfts) = nums("ttfts")? else {
+        return Ok(Run {
+            file: src.name.clone(),
+            line,
+            duration,
+            printed,
+            ..Run::default()
+        });
+    };
+    let need = |k: &str| {
+        nums(k)?.ok_or_else(|| err(k, "a list, one per request, beside ttfts (--save-detailed)"))
+    };
     let itls =
         itls(obj).ok_or_else(|| err("itls", "a list of lists of seconds (--save-detailed)"))?;
     let strings = |k: &str| -> Option<Vec<String>> {
@@ -135,11 +220,9 @@ fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
     };
     let r = Run {
         file: src.name.clone(),
-        duration: obj
-            .get("duration")
-            .and_then(|x| x.as_f64())
-            .filter(|d| *d > 0.0)
-            .ok_or_else(|| err("duration", "the run's duration in seconds, above 0"))?,
+        line,
+        detailed: true,
+        duration,
         itls,
         input_lens: need("input_lens")?,
         output_lens: need("output_lens")?,
@@ -148,11 +231,7 @@ fn run(obj: &Map<String, Value>, src: &Source) -> Result<Run, Fatal> {
         queue_times: nums("queue_times")?,
         texts: strings("generated_texts"),
         errors: strings("errors").unwrap_or_default(),
-        printed: obj
-            .iter()
-            .filter(|(k, _)| !SETUP.contains(&k.as_str()))
-            .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
-            .collect(),
+        printed,
         ttfts,
     };
     lengths_agree(&r, src)?;

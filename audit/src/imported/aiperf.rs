@@ -19,10 +19,11 @@
 //!   valid requests, `completed_request_count` all of them; `benchmark_duration` = last response -
 //!   first request; the throughputs divide totals by the phase's observation window.
 
-use super::{percentile_linear, std_population, Checked};
-use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::{compare, percentile_linear, record, row, std_population, Row};
+use super::{impossible, Spread, IMPOSSIBLE_AGGREGATE, REASONING_ONLY};
+use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE, RECORDS_MISSING};
 use super::{RUN_INCOMPLETE, TTFT_EMPTY_CHUNK};
-use crate::check::About;
+use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -53,6 +54,8 @@ pub struct Summary {
     pub incomplete_reason: Option<String>,
     /// Whether the endpoint was streamed (`input_config.endpoint.streaming`).
     pub streaming: Option<bool>,
+    /// `error_summary`: each kind of error, as `count x code type: message`.
+    pub errors: Vec<String>,
 }
 
 /// One per-request record of `profile_export.jsonl`.
@@ -117,41 +120,174 @@ const FIELDS: &[&str] = &[
     "p95", "p99",
 ];
 
-/// Runs every AIPerf check.
-pub fn check(
-    s: &Summary,
-    records: &[Record],
-    records_file: &str,
-    raw: Option<(&str, &[RawRecord])>,
-) -> Checked {
-    let mut out = Checked::default();
-    let counted: Vec<&Record> = records.iter().filter(|r| r.phase == "profiling").collect();
-    check_run_complete(s, &mut out);
-    check_distributions(s, &counted, &mut out);
-    check_totals(s, &counted, &mut out);
-    check_counts(s, &counted, records_file, &mut out);
-    check_throughputs(s, &counted, &mut out);
-    check_failed_requests(&counted, records_file, &mut out);
-    check_failed_as_zero(s, &counted, records_file, &mut out);
-    check_token_source(&counted, records_file, &mut out);
-    check_cached_tokens(s, &counted, records_file, &mut out);
-    if let Some((raw_file, raw)) = raw {
-        check_ttft_anchor(&counted, raw_file, raw, &mut out);
-    }
-    out
+/// One AIPerf export as the checks read it: the summary, every request record, and the raw
+/// records when given.
+#[derive(Debug, Clone, Default)]
+pub struct Export {
+    /// The summary.
+    pub summary: Summary,
+    /// Every record of the records file, every phase.
+    pub records: Vec<Record>,
+    /// The records file's name.
+    pub records_file: String,
+    /// The raw records file's name and its records, when given.
+    pub raw: Option<(String, Vec<RawRecord>)>,
 }
 
-/// `import.ttft-empty-chunk` (and `speed.recompute-mismatch`): each record's TTFT against its
-/// raw chunks: it must be the first chunk that carried text, less the request's start; a TTFT
-/// at an earlier, empty chunk (the role-only first chunk of a chat stream) is named.
-pub fn check_ttft_anchor(
+impl Export {
+    /// The profiling-phase records: those AIPerf's figures are over.
+    pub fn counted(&self) -> Vec<&Record> {
+        self.records
+            .iter()
+            .filter(|r| r.phase == "profiling")
+            .collect()
+    }
+
+    /// The valid requests the records hold against those the summary counts, when they are
+    /// fewer (records missing).
+    fn short(&self) -> Option<(f64, f64)> {
+        let valid = self.counted().iter().filter(|r| r.error.is_none()).count() as f64;
+        let counted = printed(&self.summary, "request_count")?;
+        (!self.records.is_empty() && valid < counted).then_some((valid, counted))
+    }
+
+    /// Whether the records hold every request the summary counts (so its aggregates can be
+    /// recomputed from them).
+    fn complete(&self) -> bool {
+        !self.records.is_empty() && self.short().is_none()
+    }
+}
+
+/// Every AIPerf check, in the order they run.
+pub const CHECKS: &[Row<Export>] = &[
+    row(RUN_INCOMPLETE, run_complete),
+    row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(NOT_RECOMPUTABLE, not_recomputable),
+    row(FAILED_HIDDEN, failed_hidden),
+    row(FAILED_REQUESTS, failed_requests),
+    row(FAILED_AS_ZERO, failed_as_zero),
+    row(speed::TOKEN_SOURCE.about(), token_source),
+    row(speed::CACHED_TOKENS.about(), cached_tokens),
+    row(TTFT_EMPTY_CHUNK, ttft_empty_chunk),
+    row(RECORDS_MISSING, records_missing),
+    row(REASONING_ONLY, reasoning_only),
+    row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
+];
+
+/// `import.impossible-aggregate`: per printed distribution, its avg within its min and max, and
+/// its percentiles in order between them.
+fn impossible_aggregates(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
+    for (tag, stat) in printed_distributions(s) {
+        let f = |k: &str| stat.fields.get(k).copied();
+        let percentiles = stat
+            .fields
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix('p')?.parse::<f64>().ok()?, k.clone(), *v)))
+            .collect();
+        let spread = Spread {
+            min: f("min"),
+            mean: f("avg"),
+            max: f("max"),
+            percentiles,
+        };
+        if let Some((msg, figure)) = impossible(tag, &spread) {
+            let field = if figure == "mean" {
+                "avg"
+            } else {
+                figure.as_str()
+            };
+            emit.finding(msg).at(&s.file, format!("/{tag}/{field}"));
+        }
+    }
+    Some(())
+}
+
+/// `import.records-missing`: fewer valid records than the summary's request count.
+fn records_missing(x: &Export, emit: &mut Emit) -> Ran {
+    if x.records.is_empty() {
+        return None;
+    }
+    if let Some((valid, counted)) = x.short() {
+        emit.finding(format!("the summary counts {counted} valid requests but {} holds {valid}: the records of the rest are absent, so no aggregate is recomputed", x.records_file))
+            .file(&x.records_file)
+            .data(json!({"records": valid, "request_count": counted}));
+    }
+    Some(())
+}
+
+/// `import.reasoning-only-replies`: fewer requests with answer tokens (`output_token_count`'s
+/// count) than valid requests, where reasoning tokens are counted: the other replies are
+/// reasoning only, cut before any answer, yet their tokens are in the output figures.
+fn reasoning_only(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
+    let reasoning = s.metrics.get("reasoning_token_count")?;
+    let answered = s
+        .metrics
+        .get("output_token_count")?
+        .fields
+        .get("count")
+        .copied()?;
+    let requests = printed(s, "request_count")?;
+    if answered < requests {
+        emit.finding(format!(
+            "{} of the {requests} valid requests carried reasoning tokens only (output_token_count counts {answered} with answer tokens; reasoning_token_count {}): replies cut inside their reasoning, yet counted in the output token figures",
+            requests - answered,
+            reasoning.fields.get("count").map_or("-".into(), |c| c.to_string())
+        ))
+        .file(&s.file)
+        .pointer("/output_token_count/count")
+        .data(json!({"answered": answered, "requests": requests}));
+    }
+    Some(())
+}
+
+/// `speed.recompute-mismatch`: every distribution, total, count and throughput the summary
+/// prints against the records, and (with the raw records) each TTFT against its chunks.
+fn recompute(x: &Export, emit: &mut Emit) -> Ran {
+    if !x.complete() {
+        return None;
+    }
+    let counted = x.counted();
+    let s = &x.summary;
+    let mut compared = distributions(s, &counted, emit);
+    compared |= totals(s, &counted, emit);
+    compared |= counts(s, &counted, emit);
+    compared |= throughputs(s, &counted, emit);
+    if let Some((raw_file, raw)) = &x.raw {
+        ttft_anchor(&counted, raw_file, raw, Anchor::NotAtAChunk, emit);
+        compared = true;
+    }
+    compared.then_some(())
+}
+
+/// `import.ttft-empty-chunk`: with the raw records, a TTFT taken at an empty chunk.
+fn ttft_empty_chunk(x: &Export, emit: &mut Emit) -> Ran {
+    let (raw_file, raw) = x.raw.as_ref()?;
+    ttft_anchor(&x.counted(), raw_file, raw, Anchor::AtAnEmptyChunk, emit);
+    Some(())
+}
+
+/// Which TTFTs that are not the first text chunk's time [`ttft_anchor`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    /// Those at the time of an earlier chunk that carried no text (`import.ttft-empty-chunk`).
+    AtAnEmptyChunk,
+    /// Those at no chunk's time (`speed.recompute-mismatch`).
+    NotAtAChunk,
+}
+
+/// Each record's TTFT against its raw chunks: it must be the first chunk that carried text, less
+/// the request's start; a TTFT at an earlier, empty chunk (the role-only first chunk of a chat
+/// stream) is `import.ttft-empty-chunk`, one at no chunk's time `speed.recompute-mismatch`;
+/// `which` says which of the two this call names.
+fn ttft_anchor(
     records: &[&Record],
     raw_file: &str,
     raw: &[RawRecord],
-    out: &mut Checked,
+    which: Anchor,
+    emit: &mut Emit,
 ) {
-    out.ran(&TTFT_EMPTY_CHUNK);
-    out.ran(&speed::RECOMPUTE_MISMATCH);
     let by_id: BTreeMap<&str, &Record> = records
         .iter()
         .filter_map(|r| r.request_id.as_deref().map(|id| (id, *r)))
@@ -175,12 +311,12 @@ pub fn check_ttft_anchor(
             .iter()
             .take_while(|c| !c.1)
             .any(|c| (ms(c.0, x.start_ns) - ttft).abs() <= 0.01);
-        let (row, msg): (About, _) = if empty {
-            (TTFT_EMPTY_CHUNK.about(), format!("the TTFT of {ttft} ms is the time of a chunk with no text; the first text came at {text} ms"))
-        } else {
-            (speed::RECOMPUTE_MISMATCH.about(), format!("the TTFT of {ttft} ms is not the first text chunk's time in the raw record ({text} ms)"))
+        let msg = match (empty, which) {
+            (true, Anchor::AtAnEmptyChunk) => format!("the TTFT of {ttft} ms is the time of a chunk with no text; the first text came at {text} ms"),
+            (false, Anchor::NotAtAChunk) => format!("the TTFT of {ttft} ms is not the first text chunk's time in the raw record ({text} ms)"),
+            _ => continue,
         };
-        out.finding(row, msg)
+        emit.finding(msg)
             .file(raw_file)
             .pointer(format!("line {}", x.line))
             .data(json!({"record_line": rec.line, "ttft_ms": ttft, "first_text_ms": text}));
@@ -188,23 +324,20 @@ pub fn check_ttft_anchor(
 }
 
 /// `import.run-incomplete`: AIPerf says the run was cancelled or did not complete.
-pub fn check_run_complete(s: &Summary, out: &mut Checked) {
-    out.ran(&RUN_INCOMPLETE);
+fn run_complete(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
     let cancelled = s.was_cancelled == Some(true);
     if cancelled || s.is_complete == Some(false) {
         let why = s.incomplete_reason.clone().unwrap_or_default();
-        out.finding(
-            &RUN_INCOMPLETE,
-            format!(
-                "AIPerf marks the run {}{}: its figures cover only what ran before it stopped",
-                if cancelled { "cancelled" } else { "incomplete" },
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({why})")
-                }
-            ),
-        )
+        emit.finding(format!(
+            "AIPerf marks the run {}{}: its figures cover only what ran before it stopped",
+            if cancelled { "cancelled" } else { "incomplete" },
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({why})")
+            }
+        ))
         .file(&s.file)
         .pointer(if cancelled {
             "/was_cancelled"
@@ -212,6 +345,7 @@ pub fn check_run_complete(s: &Summary, out: &mut Checked) {
             "/is_complete"
         });
     }
+    Some(())
 }
 
 /// The values of one metric over the records that carry it (list metrics flattened).
@@ -242,17 +376,20 @@ fn field(sorted: &[f64], name: &str) -> Option<f64> {
     }
 }
 
-/// `speed.recompute-mismatch`: every distribution the summary prints (avg, min, max, std,
-/// percentiles, sum, count) recomputed from the records that carry the metric.
-pub fn check_distributions(s: &Summary, records: &[&Record], out: &mut Checked) {
-    let mut missing = Vec::new();
-    for (tag, stat) in &s.metrics {
-        if !stat.fields.contains_key("count") && !stat.fields.contains_key("p50") {
-            continue;
-        }
+/// The printed distributions: those with a `count` or a `p50`.
+fn printed_distributions(s: &Summary) -> impl Iterator<Item = (&String, &Stat)> {
+    s.metrics
+        .iter()
+        .filter(|(_, stat)| stat.fields.contains_key("count") || stat.fields.contains_key("p50"))
+}
+
+/// Every distribution the summary prints (avg, min, max, std, percentiles, sum, count)
+/// recomputed from the records that carry the metric. Returns whether it compared any.
+fn distributions(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
+    let mut compared = false;
+    for (tag, stat) in printed_distributions(s) {
         let mut v = values(records, tag);
         if v.is_empty() {
-            missing.push(tag.as_str());
             continue;
         }
         v.sort_by(f64::total_cmp);
@@ -262,34 +399,38 @@ pub fn check_distributions(s: &Summary, records: &[&Record], out: &mut Checked) 
             };
             let at = format!("/{tag}/{name}");
             let key = format!("aiperf.{tag}.{name}");
-            let id = &speed::RECOMPUTE_MISMATCH;
-            out.compare(id, (&s.file, &at), &key, exact, shown);
+            compare(emit, (&s.file, &at), &key, exact, shown);
+            compared = true;
         }
     }
-    not_recomputable(s, &missing, out);
+    compared
 }
 
 /// `import.not-recomputable`: the printed distributions no record carries (time-sliced figures,
 /// `adj_*` percentiles), in one finding.
-fn not_recomputable(s: &Summary, tags: &[&str], out: &mut Checked) {
-    out.ran(&NOT_RECOMPUTABLE);
+fn not_recomputable(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
+    let counted = x.counted();
+    let tags: Vec<&str> = printed_distributions(s)
+        .filter(|(tag, _)| values(&counted, tag).is_empty())
+        .map(|(tag, _)| tag.as_str())
+        .collect();
     if tags.is_empty() {
-        return;
+        return Some(());
     }
-    out.finding(
-        &NOT_RECOMPUTABLE,
-        format!(
-            "{} printed distributions are not checked, since no request record carries them: {}",
-            tags.len(),
-            tags.join(", ")
-        ),
-    )
+    emit.finding(format!(
+        "{} printed distributions are not checked, since no request record carries them: {}",
+        tags.len(),
+        tags.join(", ")
+    ))
     .file(&s.file)
     .data(json!({ "metrics": tags }));
+    Some(())
 }
 
-/// `speed.recompute-mismatch`: the printed totals are the sums of their record metrics.
-pub fn check_totals(s: &Summary, records: &[&Record], out: &mut Checked) {
+/// The printed totals are the sums of their record metrics. Returns whether it compared any.
+fn totals(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
+    let mut compared = false;
     for (total, tag) in TOTALS {
         let Some(shown) = s.metrics.get(*total).and_then(|m| m.fields.get("avg")) else {
             continue;
@@ -297,13 +438,8 @@ pub fn check_totals(s: &Summary, records: &[&Record], out: &mut Checked) {
         let exact: f64 = values(records, tag).iter().sum();
         let at = format!("/{total}/avg");
         let key = format!("aiperf.{total}");
-        out.compare(
-            &speed::RECOMPUTE_MISMATCH,
-            (&s.file, &at),
-            &key,
-            exact,
-            *shown,
-        );
+        compare(emit, (&s.file, &at), &key, exact, *shown);
+        compared = true;
     }
     let cached = s.metrics.get("overall_usage_prompt_cache_read_pct");
     let prompt: f64 = values(records, "usage_prompt_tokens").iter().sum();
@@ -314,98 +450,93 @@ pub fn check_totals(s: &Summary, records: &[&Record], out: &mut Checked) {
                 .sum::<f64>()
             / prompt;
         let at = "/overall_usage_prompt_cache_read_pct/avg";
-        out.compare(
-            &speed::RECOMPUTE_MISMATCH,
-            (&s.file, at),
-            "aiperf.overall_usage_prompt_cache_read_pct",
-            exact,
-            *shown,
-        );
+        let key = "aiperf.overall_usage_prompt_cache_read_pct";
+        compare(emit, (&s.file, at), key, exact, *shown);
+        compared = true;
     }
+    compared
 }
 
-/// `import.failed-hidden` (and `speed.recompute-mismatch` for the other counts): the request
-/// counts against the records: valid, errored, all, and the error rate.
-pub fn check_counts(s: &Summary, records: &[&Record], records_file: &str, out: &mut Checked) {
-    out.ran(&FAILED_HIDDEN);
+/// The failed requests among the records, and the count the summary prints.
+fn errors(s: &Summary, records: &[&Record]) -> (f64, Option<f64>) {
     let errors = records.iter().filter(|r| r.error.is_some()).count() as f64;
-    let all = records.len() as f64;
-    let printed = |k: &str| s.metrics.get(k).and_then(|m| m.fields.get("avg")).copied();
-    let shown_errors = printed("error_request_count");
-    if errors > 0.0 && shown_errors.unwrap_or(0.0) < errors {
-        out.finding(
-            &FAILED_HIDDEN,
-            format!(
-                "{records_file} holds {errors} failed requests but the summary counts {}: they are dropped from every figure",
-                shown_errors.map_or("none".to_string(), |v| v.to_string())
-            ),
-        )
+    (errors, printed(s, "error_request_count"))
+}
+
+/// A summary figure's `avg`.
+fn printed(s: &Summary, k: &str) -> Option<f64> {
+    s.metrics.get(k).and_then(|m| m.fields.get("avg")).copied()
+}
+
+/// `import.failed-hidden`: failed records the summary's error count leaves out (or a count the
+/// records do not give).
+fn failed_hidden(x: &Export, emit: &mut Emit) -> Ran {
+    if !x.complete() {
+        return None;
+    }
+    let s = &x.summary;
+    let (errors, shown) = errors(s, &x.counted());
+    if errors > 0.0 && shown.unwrap_or(0.0) < errors {
+        emit.finding(format!(
+            "{} holds {errors} failed requests but the summary counts {}: they are dropped from every figure",
+            x.records_file,
+            shown.map_or("none".to_string(), |v| v.to_string())
+        ))
         .file(&s.file)
         .pointer("/error_request_count")
-        .data(json!({"records": errors, "printed": shown_errors}));
-    } else if let Some(shown) = shown_errors {
-        out.compare(
-            &FAILED_HIDDEN,
-            (&s.file, "/error_request_count/avg"),
-            "aiperf.error_request_count",
-            errors,
-            shown,
-        );
+        .data(json!({"records": errors, "printed": shown}));
+    } else if let Some(shown) = shown {
+        let at = (s.file.as_str(), "/error_request_count/avg");
+        super::agrees_or_report(emit, at, "aiperf.error_request_count", errors, shown);
     }
-    let id = &speed::RECOMPUTE_MISMATCH;
-    if let Some(v) = printed("request_count") {
-        out.compare(
-            id,
-            (&s.file, "/request_count/avg"),
-            "aiperf.request_count",
-            all - errors,
-            v,
-        );
+    Some(())
+}
+
+/// The request counts against the records: the error count recorded (judged by
+/// `import.failed-hidden`), the valid and all requests and the error rate compared. Returns
+/// whether it compared any.
+fn counts(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
+    let (errors, shown_errors) = errors(s, records);
+    if let Some(shown) = shown_errors.filter(|v| !(errors > 0.0 && *v < errors)) {
+        record(emit, "aiperf.error_request_count", errors, shown);
     }
-    if let Some(v) = printed("completed_request_count") {
-        out.compare(
-            id,
-            (&s.file, "/completed_request_count/avg"),
-            "aiperf.completed_request_count",
-            all,
-            v,
-        );
+    let all = records.len() as f64;
+    let mut rows = vec![
+        ("request_count", all - errors),
+        ("completed_request_count", all),
+    ];
+    if all > 0.0 {
+        rows.push(("request_error_rate", 100.0 * errors / all));
     }
-    if let (Some(v), true) = (printed("request_error_rate"), all > 0.0) {
-        out.compare(
-            id,
-            (&s.file, "/request_error_rate/avg"),
-            "aiperf.request_error_rate",
-            100.0 * errors / all,
-            v,
-        );
+    let mut compared = false;
+    for (k, exact) in rows {
+        if let Some(v) = printed(s, k) {
+            let at = format!("/{k}/avg");
+            compare(emit, (&s.file, &at), &format!("aiperf.{k}"), exact, v);
+            compared = true;
+        }
     }
+    compared
 }
 
 /// `speed.recompute-mismatch`: the benchmark duration against the records' span (to 1 ms or
 /// 0.1 %), and every throughput against one observation window: request count, output, input
 /// and total tokens divided by their throughputs must give one duration, no shorter than the
-/// records' span (a shorter window inflates every rate).
-pub fn check_throughputs(s: &Summary, records: &[&Record], out: &mut Checked) {
+/// records' span (a shorter window inflates every rate). Returns whether the records give a
+/// span to compare with.
+fn throughputs(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
     let start = records.iter().filter_map(|r| r.start_ns).min();
     let end = records.iter().filter_map(|r| r.end_ns).max();
     let (Some(start), Some(end)) = (start, end) else {
-        return;
+        return false;
     };
     let span = (end - start) as f64 / 1e9;
-    let id = &speed::RECOMPUTE_MISMATCH;
-    let printed = |k: &str| s.metrics.get(k).and_then(|m| m.fields.get("avg")).copied();
-    out.ran(id);
+    let printed = |k: &str| printed(s, k);
     if let Some(d) = printed("benchmark_duration") {
-        out.recomputed.push(crate::report::Recomputed {
-            key: "aiperf.benchmark_duration".into(),
-            value: Some(span),
-            file: Some(d),
-            page: None,
-        });
+        record(emit, "aiperf.benchmark_duration", span, d);
         if (d - span).abs() > 0.001f64.max(0.001 * span) {
             mismatch(
-                out,
+                emit,
                 &s.file,
                 "/benchmark_duration/avg",
                 "benchmark_duration",
@@ -439,7 +570,7 @@ pub fn check_throughputs(s: &Summary, records: &[&Record], out: &mut Checked) {
             let what =
                 format!("a window of {window:.6} s, shorter than the records' span of {span:.6} s");
             mismatch(
-                out,
+                emit,
                 &s.file,
                 &format!("/{rate}/avg"),
                 rate,
@@ -449,27 +580,30 @@ pub fn check_throughputs(s: &Summary, records: &[&Record], out: &mut Checked) {
             );
         }
     }
+    true
 }
 
-fn mismatch(out: &mut Checked, file: &str, at: &str, key: &str, shown: f64, exact: f64, why: &str) {
-    out.finding(
-        &speed::RECOMPUTE_MISMATCH,
-        format!("{key} is printed as {shown} but its records give {exact} ({why})"),
-    )
+fn mismatch(emit: &mut Emit, file: &str, at: &str, key: &str, shown: f64, exact: f64, why: &str) {
+    emit.finding(format!(
+        "{key} is printed as {shown} but its records give {exact} ({why})"
+    ))
     .at(file, at)
     .data(json!({"printed": shown, "recomputed": exact}));
 }
 
 /// `import.failed-requests`: failed and cancelled requests named with their errors, since every
 /// success figure of AIPerf leaves them out.
-pub fn check_failed_requests(records: &[&Record], records_file: &str, out: &mut Checked) {
-    out.ran(&FAILED_REQUESTS);
+fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
+    if x.records.is_empty() {
+        return failed_in_summary(&x.summary, emit);
+    }
+    let records = x.counted();
     let failed: Vec<&&Record> = records
         .iter()
         .filter(|r| r.error.is_some() || r.cancelled)
         .collect();
     if failed.is_empty() {
-        return;
+        return Some(());
     }
     let mut why: BTreeMap<String, usize> = BTreeMap::new();
     for r in &failed {
@@ -485,19 +619,39 @@ pub fn check_failed_requests(records: &[&Record], records_file: &str, out: &mut 
     }
     let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
-    out.finding(
-        &FAILED_REQUESTS,
-        format!(
-            "{} of {} requests failed or were cancelled ({}); AIPerf's latency and throughput figures are over the other {} only",
-            failed.len(),
-            records.len(),
-            list.join("; "),
-            records.len() - failed.len()
-        ),
-    )
-    .file(records_file)
+    emit.finding(format!(
+        "{} of {} requests failed or were cancelled ({}); AIPerf's latency and throughput figures are over the other {} only",
+        failed.len(),
+        records.len(),
+        list.join("; "),
+        records.len() - failed.len()
+    ))
+    .file(&x.records_file)
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"failed": failed.len(), "total": records.len(), "lines": lines}));
+    Some(())
+}
+
+/// Without records: the failed requests the summary counts, with its `error_summary`.
+fn failed_in_summary(s: &Summary, emit: &mut Emit) -> Ran {
+    let errors = printed(s, "error_request_count")?;
+    if errors > 0.0 {
+        let valid = printed(s, "request_count").map_or(String::new(), |n| {
+            format!("; its figures are over the other {n}")
+        });
+        let why = if s.errors.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", s.errors.join("; "))
+        };
+        emit.finding(format!(
+            "the summary counts {errors} failed or cancelled requests{why}{valid}"
+        ))
+        .file(&s.file)
+        .pointer("/error_request_count")
+        .data(json!({"failed": errors}));
+    }
+    Some(())
 }
 
 /// The gist of an error message: a JSON error body's own message, cut to 160 characters.
@@ -515,43 +669,40 @@ fn short(msg: &str) -> String {
 
 /// `import.failed-as-zero`: a request counted as valid (no error) that got no reply: zero output
 /// tokens, or no first token on a streamed endpoint, yet inside the distributions.
-pub fn check_failed_as_zero(
-    s: &Summary,
-    records: &[&Record],
-    records_file: &str,
-    out: &mut Checked,
-) {
-    out.ran(&FAILED_AS_ZERO);
-    for r in records.iter().filter(|r| r.error.is_none() && !r.cancelled) {
+fn failed_as_zero(x: &Export, emit: &mut Emit) -> Ran {
+    let s = &x.summary;
+    for r in x
+        .counted()
+        .iter()
+        .filter(|r| r.error.is_none() && !r.cancelled)
+    {
         let osl = r.one("output_sequence_length");
         let usage = r.one("usage_completion_tokens");
         let no_ttft = s.streaming == Some(true) && r.one("time_to_first_token").is_none();
         let zero = osl == Some(0.0) || usage == Some(0.0) || (osl.is_none() && usage.is_none());
         if zero || no_ttft {
-            out.finding(
-                &FAILED_AS_ZERO,
-                format!(
-                    "a request with {} is counted as valid (no error), so it enters the request count and throughput as a success",
-                    if zero { "no reply tokens" } else { "no first token" }
-                ),
-            )
-            .file(records_file)
+            emit.finding(format!(
+                "a request with {} is counted as valid (no error), so it enters the request count and throughput as a success",
+                if zero { "no reply tokens" } else { "no first token" }
+            ))
+            .file(&x.records_file)
             .pointer(format!("line {}", r.line));
         }
     }
+    Some(())
 }
 
 /// `speed.token-source`: the reply and prompt token counts AIPerf's figures use are the client's
 /// tokenizer counts; where the server's usage disagrees, say by how much.
-pub fn check_token_source(records: &[&Record], records_file: &str, out: &mut Checked) {
-    out.ran(&speed::TOKEN_SOURCE);
+fn token_source(x: &Export, emit: &mut Emit) -> Ran {
+    let records = x.counted();
     for (client, usage, what) in [
         ("output_sequence_length", "usage_completion_tokens", "reply"),
         ("input_sequence_length", "usage_prompt_tokens", "prompt"),
     ] {
         let mut differ = Vec::new();
         let mut worst: f64 = 0.0;
-        for r in records {
+        for r in &records {
             if let (Some(c), Some(u)) = (r.one(client), r.one(usage)) {
                 if c != u {
                     differ.push(r.line.to_string());
@@ -566,29 +717,22 @@ pub fn check_token_source(records: &[&Record], records_file: &str, out: &mut Che
         if differ.is_empty() {
             continue;
         }
-        out.finding(
-            &speed::TOKEN_SOURCE,
-            format!(
-                "{} of {} requests' {what} token counts ({client}, counted by the client's tokenizer, which AIPerf's figures use) differ from the server's usage ({usage}), by up to {worst:.1} %",
-                differ.len(),
-                records.len()
-            ),
-        )
-        .file(records_file)
+        emit.finding(format!(
+            "{} of {} requests' {what} token counts ({client}, counted by the client's tokenizer, which AIPerf's figures use) differ from the server's usage ({usage}), by up to {worst:.1} %",
+            differ.len(),
+            records.len()
+        ))
+        .file(&x.records_file)
         .pointer(format!("line {}", differ.join(", ")))
         .data(json!({"requests": differ.len(), "worst_pct": worst}));
     }
+    Some(())
 }
 
 /// `speed.cached-tokens`: the server says prompt tokens were read from its cache, so
 /// `prefill_throughput_per_user` (prompt tokens / TTFT) counts tokens that were not computed.
-pub fn check_cached_tokens(
-    s: &Summary,
-    records: &[&Record],
-    records_file: &str,
-    out: &mut Checked,
-) {
-    out.ran(&speed::CACHED_TOKENS);
+fn cached_tokens(x: &Export, emit: &mut Emit) -> Ran {
+    let (s, records) = (&x.summary, x.counted());
     let cached: Vec<&&Record> = records
         .iter()
         .filter(|r| {
@@ -597,7 +741,7 @@ pub fn check_cached_tokens(
         })
         .collect();
     if cached.is_empty() {
-        return;
+        return Some(());
     }
     let tokens: f64 = cached
         .iter()
@@ -605,20 +749,18 @@ pub fn check_cached_tokens(
         .sum();
     let lines: Vec<String> = cached.iter().map(|r| r.line.to_string()).collect();
     let prefill = s.metrics.contains_key("prefill_throughput_per_user");
-    out.finding(
-        &speed::CACHED_TOKENS,
-        format!(
-            "{} of {} requests were served with cached prompt tokens ({tokens} in all){}",
-            cached.len(),
-            records.len(),
-            if prefill {
-                ": prefill_throughput_per_user and the TTFT figures include prompts the server did not compute"
-            } else {
-                ""
-            }
-        ),
-    )
-    .file(records_file)
+    emit.finding(format!(
+        "{} of {} requests were served with cached prompt tokens ({tokens} in all){}",
+        cached.len(),
+        records.len(),
+        if prefill {
+            ": prefill_throughput_per_user and the TTFT figures include prompts the server did not compute"
+        } else {
+            ""
+        }
+    ))
+    .file(&x.records_file)
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"requests": cached.len(), "cached_tokens": tokens}));
+    Some(())
 }

@@ -23,7 +23,9 @@
 //!   weighted sum. The rate distributions (`requests_per_second`, `*_tokens_per_second`,
 //!   `request_concurrency`) are over time and are not recomputed.
 
-use super::{Checked, FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::RECORDS_MISSING;
+use super::{compare, row, Row, FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -39,6 +41,9 @@ pub struct Request {
     pub values: BTreeMap<String, f64>,
     /// `output_metrics.text_tokens` (the server's usage), when present.
     pub usage_output: Option<f64>,
+    /// Whether the request records the server's usage at all (`output_metrics`, GuideLLM 0.8;
+    /// earlier versions do not say where a count came from).
+    pub usage_recorded: bool,
     /// `input_metrics.cached_tokens`.
     pub cached: Option<f64>,
     /// `info.timings.request_iterations`.
@@ -57,6 +62,9 @@ pub type Printed = BTreeMap<String, f64>;
 pub struct Benchmark {
     /// Its index in `benchmarks`.
     pub index: usize,
+    /// Whether the file says no sampling was asked (`request_samples` null, before 0.8), so
+    /// every request should be listed.
+    pub stripped: bool,
     /// `metrics.request_totals`: status -> count.
     pub totals: BTreeMap<String, f64>,
     /// `metrics.NAME.STATUS`: the printed distributions.
@@ -104,59 +112,112 @@ enum Weight {
 
 const STATUSES: &[&str] = &["successful", "incomplete", "errored"];
 
-/// Runs every GuideLLM check over every benchmark of the file.
-pub fn check(file: &str, benchmarks: &[Benchmark]) -> Checked {
-    let mut out = Checked::default();
-    for b in benchmarks {
-        let complete = check_counts(file, b, &mut out);
-        if complete {
-            check_distributions(file, b, &mut out);
-        }
-        check_failed_requests(file, b, &mut out);
-        check_failed_as_zero(file, b, &mut out);
-        check_failed_in_totals(file, b, &mut out);
-        check_token_source(file, b, &mut out);
-        check_cached_tokens(file, b, &mut out);
-    }
-    out
+/// The report as the checks read it: its file's name and every benchmark.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The file's name (findings point into it).
+    pub file: String,
+    /// Its benchmarks.
+    pub benchmarks: Vec<Benchmark>,
 }
+
+/// Every GuideLLM check, in the order they run; each goes over every benchmark of the file.
+pub const CHECKS: &[Row<Report>] = &[
+    row(FAILED_HIDDEN, failed_hidden),
+    row(NOT_RECOMPUTABLE, sampled_lists),
+    row(RECORDS_MISSING, stripped_lists),
+    row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(FAILED_REQUESTS, failed_requests),
+    row(FAILED_AS_ZERO, failed_as_zero),
+    row(speed::TOKEN_SOURCE.about(), token_source),
+    row(speed::CACHED_TOKENS.about(), cached_tokens),
+];
 
 fn count(b: &Benchmark, status: &str) -> usize {
     b.requests.iter().filter(|r| r.status == status).count()
 }
 
-/// `import.failed-hidden`: the printed request totals against the requests the file lists. A
-/// list shorter than its total (GuideLLM samples requests when told to) leaves the distributions
-/// unrecomputable; returns whether every list is complete.
-pub fn check_counts(file: &str, b: &Benchmark, out: &mut Checked) -> bool {
-    out.ran(&FAILED_HIDDEN);
-    let mut complete = true;
-    for status in STATUSES {
-        let listed = count(b, status) as f64;
-        let printed = b.totals.get(*status).copied().unwrap_or(0.0);
-        let at = format!("/benchmarks/{}/metrics/request_totals/{status}", b.index);
-        if listed > printed {
-            out.finding(
-                &FAILED_HIDDEN,
-                format!(
+/// Per status: the requests listed, the total printed, and the total's pointer.
+fn listed_and_printed(b: &Benchmark) -> Vec<(&'static str, f64, f64, String)> {
+    STATUSES
+        .iter()
+        .map(|status| {
+            let listed = count(b, status) as f64;
+            let printed = b.totals.get(*status).copied().unwrap_or(0.0);
+            let at = format!("/benchmarks/{}/metrics/request_totals/{status}", b.index);
+            (*status, listed, printed, at)
+        })
+        .collect()
+}
+
+/// Ran when the report holds a benchmark.
+fn any(x: &Report) -> Ran {
+    (!x.benchmarks.is_empty()).then_some(())
+}
+
+/// `import.failed-hidden`: the printed request totals against the requests the file lists.
+fn failed_hidden(x: &Report, emit: &mut Emit) -> Ran {
+    for b in &x.benchmarks {
+        for (status, listed, printed, at) in listed_and_printed(b) {
+            if listed > printed {
+                emit.finding(format!(
                     "benchmark {} lists {listed} {status} requests but its totals count {printed}",
                     b.index
-                ),
-            )
-            .file(file)
-            .pointer(at)
-            .data(json!({"listed": listed, "printed": printed}));
-        } else if listed < printed {
-            complete = false;
-            out.finding(
-                &NOT_RECOMPUTABLE,
-                format!("benchmark {} lists {listed} of its {printed} {status} requests (a sample), so its distributions are not recomputed", b.index),
-            )
-            .file(file)
-            .pointer(at);
+                ))
+                .file(&x.file)
+                .pointer(at)
+                .data(json!({"listed": listed, "printed": printed}));
+            }
         }
     }
-    complete
+    any(x)
+}
+
+/// `import.not-recomputable`: a list shorter than its total (GuideLLM samples requests when told
+/// to) leaves the benchmark's distributions unrecomputable. Ran only when it names one.
+fn sampled_lists(x: &Report, emit: &mut Emit) -> Ran {
+    let mut named = false;
+    for b in &x.benchmarks {
+        for (status, listed, printed, at) in listed_and_printed(b) {
+            if listed < printed && !b.stripped {
+                named = true;
+                emit.finding(format!("benchmark {} lists {listed} of its {printed} {status} requests (a sample), so its distributions are not recomputed", b.index))
+                    .file(&x.file)
+                    .pointer(at);
+            }
+        }
+    }
+    named.then_some(())
+}
+
+/// `import.records-missing`: lists shorter than their totals where no sampling was asked
+/// (`request_samples` null): the requests were stripped from the file.
+fn stripped_lists(x: &Report, emit: &mut Emit) -> Ran {
+    for b in x.benchmarks.iter().filter(|b| b.stripped) {
+        let short: Vec<String> = listed_and_printed(b)
+            .into_iter()
+            .filter(|(_, l, p, _)| l < p)
+            .map(|(status, l, p, _)| format!("{l} of {p} {status}"))
+            .collect();
+        if !short.is_empty() {
+            emit.finding(format!("benchmark {} lists {} requests, though no sampling was asked (request_samples null): the rest were stripped from the file, so its distributions are not recomputed", b.index, short.join(", ")))
+                .file(&x.file)
+                .pointer(format!("/benchmarks/{}/requests", b.index));
+        }
+    }
+    any(x)
+}
+
+/// `speed.recompute-mismatch`: the distributions of every benchmark whose lists are complete.
+fn recompute(x: &Report, emit: &mut Emit) -> Ran {
+    let mut compared = false;
+    for b in &x.benchmarks {
+        let complete = listed_and_printed(b).iter().all(|(_, l, p, _)| l >= p);
+        if complete {
+            compared |= distributions(&x.file, b, emit);
+        }
+    }
+    compared.then_some(())
 }
 
 /// The weighted values of one distribution over the requests of one status (or all).
@@ -248,9 +309,10 @@ const PERCENTILES: &[(&str, f64)] = &[
     ("p999", 0.999),
 ];
 
-/// `speed.recompute-mismatch`: every field of every per-request distribution, per status and
-/// in total, recomputed from the listed requests.
-pub fn check_distributions(file: &str, b: &Benchmark, out: &mut Checked) {
+/// Every field of every per-request distribution, per status and in total, recomputed from the
+/// listed requests. Returns whether it compared any.
+fn distributions(file: &str, b: &Benchmark, emit: &mut Emit) -> bool {
+    let mut compared = false;
     for (name, field, w) in DISTS {
         let Some(by_status) = b.metrics.get(*name) else {
             continue;
@@ -268,15 +330,23 @@ pub fn check_distributions(file: &str, b: &Benchmark, out: &mut Checked) {
                     k.replace('.', "/")
                 );
                 let key = format!("guidellm.{}.{name}.{status}.{k}", b.index);
-                out.compare(&speed::RECOMPUTE_MISMATCH, (file, &at), &key, x, *shown);
+                compare(emit, (file, &at), &key, x, *shown);
+                compared = true;
             }
         }
     }
+    compared
 }
 
 /// `import.failed-requests`: errored and incomplete requests with their errors.
-pub fn check_failed_requests(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran(&FAILED_REQUESTS);
+fn failed_requests(x: &Report, emit: &mut Emit) -> Ran {
+    for b in &x.benchmarks {
+        failed_requests_of(&x.file, b, emit);
+    }
+    any(x)
+}
+
+fn failed_requests_of(file: &str, b: &Benchmark, emit: &mut Emit) {
     let failed: Vec<&Request> = b
         .requests
         .iter()
@@ -296,26 +366,32 @@ pub fn check_failed_requests(file: &str, b: &Benchmark, out: &mut Checked) {
         .or_default() += 1;
     }
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
-    out.finding(
-        &FAILED_REQUESTS,
-        format!(
-            "benchmark {}: {} of {} requests errored or did not complete ({}); the successful figures are over the other {}",
-            b.index,
-            failed.len(),
-            b.requests.len(),
-            list.join("; "),
-            b.requests.len() - failed.len()
-        ),
-    )
+    emit.finding(format!(
+        "benchmark {}: {} of {} requests errored or did not complete ({}); the successful figures are over the other {}",
+        b.index,
+        failed.len(),
+        b.requests.len(),
+        list.join("; "),
+        b.requests.len() - failed.len()
+    ))
     .file(file)
     .pointer(format!("/benchmarks/{}/requests", b.index))
     .data(json!({"failed": failed.len(), "total": b.requests.len()}));
 }
 
-/// `import.failed-as-zero`: a successful request with no reply token (GuideLLM's `or 0.0` puts it
-/// into the token distributions at zero) or no first token (a success with nothing streamed).
-pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran(&FAILED_AS_ZERO);
+/// `import.failed-as-zero`: per benchmark, successes without a reply or a first token, then
+/// failed requests counted as zeros in the `total` distributions.
+fn failed_as_zero(x: &Report, emit: &mut Emit) -> Ran {
+    for b in &x.benchmarks {
+        empty_successes(&x.file, b, emit);
+        failed_in_totals(&x.file, b, emit);
+    }
+    any(x)
+}
+
+/// A successful request with no reply token (GuideLLM's `or 0.0` puts it into the token
+/// distributions at zero) or no first token (a success with nothing streamed).
+fn empty_successes(file: &str, b: &Benchmark, emit: &mut Emit) {
     for r in b.requests.iter().filter(|r| r.status == "successful") {
         let ttft = r.values.get("time_to_first_token_ms").copied();
         let tokens = r.values.get("output_tokens").copied();
@@ -324,13 +400,10 @@ pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
             (_, None | Some(0.0)) => "no reply token, so it enters the token distributions as 0",
             _ => continue,
         };
-        out.finding(
-            &FAILED_AS_ZERO,
-            format!(
-                "benchmark {}: successful request {} has {what}",
-                b.index, r.index
-            ),
-        )
+        emit.finding(format!(
+            "benchmark {}: successful request {} has {what}",
+            b.index, r.index
+        ))
         .file(file)
         .pointer(format!(
             "/benchmarks/{}/requests/successful/{}",
@@ -339,10 +412,10 @@ pub fn check_failed_as_zero(file: &str, b: &Benchmark, out: &mut Checked) {
     }
 }
 
-/// `import.failed-as-zero` (warning): errored and incomplete requests lack most values, and
-/// GuideLLM's `or 0.0` counts each missing one as zero in the `total` (and `errored`,
-/// `incomplete`) distributions: a failed request shows as a 0 s latency and a 0-token reply.
-pub fn check_failed_in_totals(file: &str, b: &Benchmark, out: &mut Checked) {
+/// As a warning: errored and incomplete requests lack most values, and GuideLLM's `or 0.0`
+/// counts each missing one as zero in the `total` (and `errored`, `incomplete`) distributions: a
+/// failed request shows as a 0 s latency and a 0-token reply.
+fn failed_in_totals(file: &str, b: &Benchmark, emit: &mut Emit) {
     for (name, field, w) in DISTS {
         if !matches!(w, Weight::One)
             || !b
@@ -360,8 +433,7 @@ pub fn check_failed_in_totals(file: &str, b: &Benchmark, out: &mut Checked) {
         if zeros == 0 {
             continue;
         }
-        out.warning(
-            &FAILED_AS_ZERO,
+        emit.warning(
             format!("benchmark {}: {zeros} failed requests without a {field} are counted as 0 in the total {name} distribution", b.index),
         )
         .file(file)
@@ -371,34 +443,45 @@ pub fn check_failed_in_totals(file: &str, b: &Benchmark, out: &mut Checked) {
 }
 
 /// `speed.token-source`: reply tokens counted from streamed iterations, not the server's usage.
-pub fn check_token_source(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran(&speed::TOKEN_SOURCE);
+fn token_source(x: &Report, emit: &mut Emit) -> Ran {
+    for b in &x.benchmarks {
+        token_source_of(&x.file, b, emit);
+    }
+    any(x)
+}
+
+fn token_source_of(file: &str, b: &Benchmark, emit: &mut Emit) {
     let from_chunks: Vec<&Request> = b
         .requests
         .iter()
         .filter(|r| {
-            r.usage_output.is_none() && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
+            r.usage_recorded
+                && r.usage_output.is_none()
+                && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
         })
         .collect();
     if from_chunks.is_empty() {
         return;
     }
-    out.finding(
-        &speed::TOKEN_SOURCE,
-        format!(
-            "benchmark {}: {} of {} requests have no usage from the server; GuideLLM counted their reply tokens as streamed iterations (one token each assumed)",
-            b.index,
-            from_chunks.len(),
-            b.requests.len()
-        ),
-    )
+    emit.finding(format!(
+        "benchmark {}: {} of {} requests have no usage from the server; GuideLLM counted their reply tokens as streamed iterations (one token each assumed)",
+        b.index,
+        from_chunks.len(),
+        b.requests.len()
+    ))
     .file(file)
     .pointer(format!("/benchmarks/{}/requests", b.index));
 }
 
 /// `speed.cached-tokens`: prompt tokens the server served from its cache.
-pub fn check_cached_tokens(file: &str, b: &Benchmark, out: &mut Checked) {
-    out.ran(&speed::CACHED_TOKENS);
+fn cached_tokens(x: &Report, emit: &mut Emit) -> Ran {
+    for b in &x.benchmarks {
+        cached_tokens_of(&x.file, b, emit);
+    }
+    any(x)
+}
+
+fn cached_tokens_of(file: &str, b: &Benchmark, emit: &mut Emit) {
     let cached: Vec<&Request> = b
         .requests
         .iter()
@@ -408,8 +491,7 @@ pub fn check_cached_tokens(file: &str, b: &Benchmark, out: &mut Checked) {
         return;
     }
     let n: f64 = cached.iter().filter_map(|r| r.cached).sum();
-    out.finding(
-        &speed::CACHED_TOKENS,
+    emit.finding(
         format!("benchmark {}: {} requests were served with cached prompt tokens ({n} in all), inside its TTFT and prompt-rate figures", b.index, cached.len()),
     )
     .file(file)

@@ -18,7 +18,8 @@
 //! A test that fails (a context that cannot be made, a model that does not load) ends the run:
 //! with `-o json` the array is left unclosed after the tests that ran.
 
-use super::{std_sample, Checked, RUN_INCOMPLETE};
+use super::{compare, record, row, std_sample, Row, EDITED_OUTPUT, RUN_INCOMPLETE};
+use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
 
@@ -45,7 +46,91 @@ pub struct Test {
     pub avg_ts: Option<f64>,
     /// `stddev_ts`.
     pub stddev_ts: Option<f64>,
+    /// `build_number`, when a whole number.
+    pub build_number: Option<u64>,
+    /// Every key of the test's object.
+    pub keys: Vec<String>,
 }
+
+/// The keys llama-bench's JSON output holds at builds whose output has been seen as written:
+/// build 1275 (llama.cpp's README at 3469684, 2023-09-23) and build 5163 (8cf427ff, 2025-04-24),
+/// as `fixtures/published/llama-bench/VERSIONS.md` lists them.
+pub const KEYS_AT_BUILD: &[(u64, &[&str])] = &[
+    (
+        1275,
+        &[
+            "avg_ns",
+            "avg_ts",
+            "blas",
+            "build_commit",
+            "build_number",
+            "cpu_info",
+            "cuda",
+            "f16_kv",
+            "gpu_blas",
+            "gpu_info",
+            "main_gpu",
+            "metal",
+            "model_filename",
+            "model_n_params",
+            "model_size",
+            "model_type",
+            "mul_mat_q",
+            "n_batch",
+            "n_gen",
+            "n_gpu_layers",
+            "n_prompt",
+            "n_threads",
+            "opencl",
+            "samples_ns",
+            "samples_ts",
+            "stddev_ns",
+            "stddev_ts",
+            "tensor_split",
+            "test_time",
+        ],
+    ),
+    (
+        5163,
+        &[
+            "avg_ns",
+            "avg_ts",
+            "backends",
+            "build_commit",
+            "build_number",
+            "cpu_info",
+            "cpu_mask",
+            "cpu_strict",
+            "embeddings",
+            "flash_attn",
+            "gpu_info",
+            "main_gpu",
+            "model_filename",
+            "model_n_params",
+            "model_size",
+            "model_type",
+            "n_batch",
+            "n_depth",
+            "n_gen",
+            "n_gpu_layers",
+            "n_prompt",
+            "n_threads",
+            "n_ubatch",
+            "no_kv_offload",
+            "poll",
+            "samples_ns",
+            "samples_ts",
+            "split_mode",
+            "stddev_ns",
+            "stddev_ts",
+            "tensor_split",
+            "test_time",
+            "type_k",
+            "type_v",
+            "use_mmap",
+        ],
+    ),
+];
 
 impl Test {
     /// The test's name as llama-bench prints it: `pp64`, `tg16`, `pp64+tg16`, with `@d512`.
@@ -99,65 +184,109 @@ pub struct Bench {
     pub truncated: bool,
 }
 
-/// Runs every llama-bench check.
-pub fn check(b: &Bench) -> Checked {
-    let mut out = Checked::default();
-    check_stopped(b, &mut out);
+/// Every llama-bench check, in the order they run.
+pub const CHECKS: &[Row<Bench>] = &[
+    row(RUN_INCOMPLETE, stopped),
+    row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(EDITED_OUTPUT, edited_output),
+];
+
+/// `import.edited-output`: a test that states a build whose output has been seen as written, with
+/// other keys than that build prints (keys added later, or one it printed missing).
+fn edited_output(b: &Bench, emit: &mut Emit) -> Ran {
     for t in &b.tests {
-        check_samples_ts(b, t, &mut out);
-        check_means(b, t, &mut out);
-        check_stddev_ns(b, t, &mut out);
+        let Some((build, known)) = t
+            .build_number
+            .and_then(|n| KEYS_AT_BUILD.iter().find(|(b, _)| *b == n))
+        else {
+            continue;
+        };
+        let later: Vec<&str> = t
+            .keys
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect();
+        let missing: Vec<&str> = known
+            .iter()
+            .copied()
+            .filter(|k| !t.keys.iter().any(|x| x == k))
+            .collect();
+        if later.is_empty() && missing.is_empty() {
+            continue;
+        }
+        let mut why = Vec::new();
+        if !later.is_empty() {
+            why.push(format!(
+                "it carries keys that build does not print ({})",
+                later.join(", ")
+            ));
+        }
+        if !missing.is_empty() {
+            why.push(format!(
+                "it lacks keys that build prints ({})",
+                missing.join(", ")
+            ));
+        }
+        emit.finding(format!(
+            "{}: it says build {build}, but {}: the file was edited or rewritten after the run, so it is not the tool's output as written",
+            t.name(),
+            why.join(", and ")
+        ))
+        .at(&b.file, t.pointer("build_number"))
+        .data(json!({"build": build, "keys_not_of_the_build": later, "keys_missing": missing}));
+        return Some(());
     }
-    out
+    Some(())
+}
+
+/// `speed.recompute-mismatch`: per test, each repetition's tokens/s, the means and spreads.
+fn recompute(b: &Bench, emit: &mut Emit) -> Ran {
+    for t in &b.tests {
+        samples_ts(b, t, emit);
+        means(b, t, emit);
+        stddev_ns(b, t, emit);
+    }
+    (!b.tests.is_empty()).then_some(())
 }
 
 /// `import.run-incomplete`: a `-o json` array left unclosed: llama-bench stopped at a failed test.
-pub fn check_stopped(b: &Bench, out: &mut Checked) {
-    out.ran(&RUN_INCOMPLETE);
+fn stopped(b: &Bench, emit: &mut Emit) -> Ran {
     if !b.truncated {
-        return;
+        return Some(());
     }
     let last = b.tests.last().map_or("none".to_string(), Test::name);
-    out.finding(
-        &RUN_INCOMPLETE,
-        format!(
-            "the JSON array ends unclosed after {} complete tests (the last: {last}): llama-bench stopped at a test that failed (its error went to stderr, which the file does not hold); the tests asked for after it were not run",
-            b.tests.len()
-        ),
-    )
+    emit.finding(format!(
+        "the JSON array ends unclosed after {} complete tests (the last: {last}): llama-bench stopped at a test that failed (its error went to stderr, which the file does not hold); the tests asked for after it were not run",
+        b.tests.len()
+    ))
     .file(&b.file)
     .data(json!({"complete_tests": b.tests.len()}));
+    Some(())
 }
 
-/// `speed.recompute-mismatch`: each repetition's printed tokens/s against its nanoseconds and the
-/// test's token count.
-pub fn check_samples_ts(b: &Bench, t: &Test, out: &mut Checked) {
-    let id = &speed::RECOMPUTE_MISMATCH;
-    out.ran(id);
+/// Each repetition's printed tokens/s against its nanoseconds and the test's token count.
+fn samples_ts(b: &Bench, t: &Test, emit: &mut Emit) {
     if t.samples_ts.len() != t.samples_ns.len() {
-        out.finding(
-            id,
-            format!(
-                "{}: {} samples_ts for {} samples_ns; one each per repetition is expected",
-                t.name(),
-                t.samples_ts.len(),
-                t.samples_ns.len()
-            ),
-        )
+        emit.finding(format!(
+            "{}: {} samples_ts for {} samples_ns; one each per repetition is expected",
+            t.name(),
+            t.samples_ts.len(),
+            t.samples_ns.len()
+        ))
         .at(&b.file, t.pointer("samples_ts"));
         return;
     }
     for (i, (exact, shown)) in t.ts().iter().zip(&t.samples_ts).enumerate() {
         let key = format!("llama-bench.{}.samples_ts.{i}", t.name());
         let at = t.pointer(&format!("samples_ts/{i}"));
-        out.compare(id, (&b.file, &at), &key, *exact, *shown);
+        compare(emit, (&b.file, &at), &key, *exact, *shown);
     }
 }
 
-/// `speed.recompute-mismatch`: `avg_ns` (llama-bench's integer mean), `avg_ts` and `stddev_ts`
-/// (mean and sample standard deviation of the repetitions' tokens/s).
-pub fn check_means(b: &Bench, t: &Test, out: &mut Checked) {
-    let id = &speed::RECOMPUTE_MISMATCH;
+/// `avg_ns` (llama-bench's integer mean), `avg_ts` and `stddev_ts` (mean and sample standard
+/// deviation of the repetitions' tokens/s).
+fn means(b: &Bench, t: &Test, emit: &mut Emit) {
     let n = t.samples_ns.len() as u64;
     if n == 0 {
         return;
@@ -167,67 +296,64 @@ pub fn check_means(b: &Bench, t: &Test, out: &mut Checked) {
         let sum = t.samples_ns.iter().fold(0u64, |a, x| a.wrapping_add(*x));
         let at = t.pointer("avg_ns");
         let key = format!("llama-bench.{name}.avg_ns");
-        out.compare(id, (&b.file, &at), &key, (sum / n) as f64, shown as f64);
+        compare(emit, (&b.file, &at), &key, (sum / n) as f64, shown as f64);
     }
     let ts = t.ts();
     if let Some(shown) = t.avg_ts {
         let mean = ts.iter().sum::<f64>() / ts.len() as f64;
         let at = t.pointer("avg_ts");
         let key = format!("llama-bench.{name}.avg_ts");
-        out.compare(id, (&b.file, &at), &key, mean, shown);
+        compare(emit, (&b.file, &at), &key, mean, shown);
     }
     if let Some(shown) = t.stddev_ts {
         let sd = std_sample(&ts).unwrap_or(0.0);
         let at = t.pointer("stddev_ts");
         let key = format!("llama-bench.{name}.stddev_ts");
-        out.compare(id, (&b.file, &at), &key, sd, shown);
+        compare(emit, (&b.file, &at), &key, sd, shown);
     }
 }
 
 /// `stddev_ns` as llama-bench computes it: `sqrt(sum_sq / (n - 1) - mean * mean * n / (n - 1))`
 /// in unsigned 64-bit integers (each operation wrapping), the square root of the result as a
-/// double, truncated; and whether an operation wrapped (past 2^64, or below 0).
+/// double, truncated; and whether the wrapping changed it: the same formula in integers that do
+/// not wrap gives another value (a sum of squares past 2^64 whose wrap the subtraction cancels
+/// leaves it unchanged).
 pub fn llama_bench_stddev_ns(v: &[u64]) -> (u64, bool) {
     if v.len() <= 1 {
         return (0, false);
     }
     let n = v.len() as u64;
-    let mut wrapped = false;
-    let mut sum = 0u64;
-    let mut sq = 0u64;
-    for x in v {
-        let (s1, o1) = sum.overflowing_add(*x);
-        let (m, o2) = x.overflowing_mul(*x);
-        let (s2, o3) = sq.overflowing_add(m);
-        (sum, sq) = (s1, s2);
-        wrapped |= o1 || o2 || o3;
-    }
+    let sum = v.iter().fold(0u64, |a, x| a.wrapping_add(*x));
+    let sq = v
+        .iter()
+        .fold(0u64, |a, x| a.wrapping_add(x.wrapping_mul(*x)));
     let mean = sum / n;
-    let (mm, o1) = mean.overflowing_mul(mean);
-    let (mmn, o2) = mm.overflowing_mul(n);
-    let (inner, o3) = (sq / (n - 1)).overflowing_sub(mmn / (n - 1));
-    ((inner as f64).sqrt() as u64, wrapped || o1 || o2 || o3)
+    let mmn = mean.wrapping_mul(mean).wrapping_mul(n);
+    let inner = (sq / (n - 1)).wrapping_sub(mmn / (n - 1));
+    let value = (inner as f64).sqrt() as u64;
+    // The same formula over integers wide enough not to wrap.
+    let (n, wide) = (n as i128, v.iter().map(|x| *x as i128));
+    let sum: i128 = wide.clone().sum();
+    let sq: i128 = wide.map(|x| x * x).sum();
+    let mean = sum / n;
+    let exact_inner = sq / (n - 1) - mean * mean * n / (n - 1);
+    let unwrapped = (exact_inner >= 0).then(|| (exact_inner as f64).sqrt() as u64);
+    (value, unwrapped != Some(value))
 }
 
-/// `speed.recompute-mismatch`: `stddev_ns` against llama-bench's own integer formula over the
-/// samples (whose integer rounding is some ns off the exact sample standard deviation); when
-/// that formula wrapped past 2^64 the printed value describes nothing, and the finding says so.
-pub fn check_stddev_ns(b: &Bench, t: &Test, out: &mut Checked) {
+/// `stddev_ns` against llama-bench's own integer formula over the samples (whose integer
+/// rounding is some ns off the exact sample standard deviation); when that formula wrapped past
+/// 2^64 the printed value describes nothing, and the finding says so.
+fn stddev_ns(b: &Bench, t: &Test, emit: &mut Emit) {
     let Some(shown) = t.stddev_ns else {
         return;
     };
-    let id = &speed::RECOMPUTE_MISMATCH;
-    out.ran(id);
     let values: Vec<f64> = t.samples_ns.iter().map(|x| *x as f64).collect();
     let exact = std_sample(&values).unwrap_or(0.0);
     let (tool, wrapped) = llama_bench_stddev_ns(&t.samples_ns);
     let key = format!("llama-bench.{}.stddev_ns", t.name());
-    out.recomputed.push(crate::report::Recomputed {
-        key: key.clone(),
-        value: Some(if wrapped { exact } else { tool as f64 }),
-        file: Some(shown as f64),
-        page: None,
-    });
+    let value = if wrapped { exact } else { tool as f64 };
+    record(emit, &key, value, shown as f64);
     let near = (exact - shown as f64).abs() <= (1e-6 * exact).max(1.0);
     if near || (tool == shown && !wrapped) {
         return;
@@ -237,10 +363,9 @@ pub fn check_stddev_ns(b: &Bench, t: &Test, out: &mut Checked) {
     } else {
         ""
     };
-    out.finding(
-        id,
-        format!("{key} is printed as {shown} but its samples give {exact:.0}{why}"),
-    )
+    emit.finding(format!(
+        "{key} is printed as {shown} but its samples give {exact:.0}{why}"
+    ))
     .at(&b.file, t.pointer("stddev_ns"))
     .data(json!({"printed": shown, "recomputed": exact, "llama_bench_integer": tool, "wrapped": wrapped}));
 }
@@ -260,5 +385,8 @@ mod tests {
         // A clean run's tg16: the integer formula is 28 ns off the exact value, and not wrapped.
         let v = [168_824_990, 157_425_176, 162_469_222];
         assert_eq!(llama_bench_stddev_ns(&v), (5_712_499, false));
+        // Samples of 6 s: the sum of squares passes 2^64, but the subtraction cancels the wrap.
+        let v = [6_000_000_000, 6_000_030_000, 6_000_061_000];
+        assert_eq!(llama_bench_stddev_ns(&v), (83_248, false));
     }
 }

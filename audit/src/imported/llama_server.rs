@@ -22,7 +22,8 @@
 //! `predicted_n` (a tool that counts chunks as tokens counts that many), and a stream cut before
 //! its final chunk is named (`import.run-incomplete`).
 
-use super::{Checked, FAILED_AS_ZERO, FAILED_REQUESTS, RUN_INCOMPLETE};
+use super::{compare, record, row, Row, FAILED_AS_ZERO, FAILED_REQUESTS, RUN_INCOMPLETE};
+use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -68,22 +69,55 @@ pub struct Response {
     pub reply_tokens: Option<(f64, &'static str)>,
 }
 
-/// Runs every llama-server check over the responses of `file` (or of their own files: streams).
-pub fn check(file: &str, responses: &[Response]) -> Checked {
-    let mut out = Checked::default();
-    for r in responses {
-        if let Some(t) = &r.timings {
-            check_prompt_rates(file, r, t, &mut out);
-            check_predicted_rates(file, r, t, &mut out);
-            check_token_counts(file, r, t, &mut out);
-            check_chunks(file, r, t, &mut out);
-        }
+/// The saved responses as the checks read them.
+#[derive(Debug, Clone, Default)]
+pub struct Responses {
+    /// The JSON Lines file of whole bodies (a stream names its own file in its response).
+    pub file: String,
+    /// Every response, in order.
+    pub responses: Vec<Response>,
+}
+
+impl Responses {
+    /// The responses with timings, each with them.
+    fn timed(&self) -> impl Iterator<Item = (&Response, &Timings)> {
+        self.responses
+            .iter()
+            .filter_map(|r| r.timings.as_ref().map(|t| (r, t)))
     }
-    check_cached(file, responses, &mut out);
-    check_failed(file, responses, &mut out);
-    check_empty(file, responses, &mut out);
-    check_incomplete(file, responses, &mut out);
-    out
+}
+
+/// Every llama-server check, in the order they run.
+pub const CHECKS: &[Row<Responses>] = &[
+    row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(speed::TOKEN_SOURCE.about(), token_source),
+    row(speed::CACHED_TOKENS.about(), cached),
+    row(FAILED_REQUESTS, failed),
+    row(FAILED_AS_ZERO, empty),
+    row(RUN_INCOMPLETE, incomplete),
+];
+
+/// `speed.recompute-mismatch`: each timed response's prompt and generation rates from its
+/// counts and times.
+fn recompute(x: &Responses, emit: &mut Emit) -> Ran {
+    let mut compared = false;
+    for (r, t) in x.timed() {
+        compared |= prompt_rates(&x.file, r, t, emit);
+        compared |= predicted_rates(&x.file, r, t, emit);
+    }
+    compared.then_some(())
+}
+
+/// `speed.token-source`: each timed response's stated counts against its timings, and a
+/// stream's chunks of text against `predicted_n`.
+fn token_source(x: &Responses, emit: &mut Emit) -> Ran {
+    let mut ran = false;
+    for (r, t) in x.timed() {
+        ran = true;
+        token_counts(&x.file, r, t, emit);
+        chunks(&x.file, r, t, emit);
+    }
+    ran.then_some(())
 }
 
 fn at(line: usize, field: &str) -> String {
@@ -111,13 +145,13 @@ fn key(r: &Response, k: &str) -> String {
     }
 }
 
-/// `speed.recompute-mismatch`: `prompt_per_token_ms` and `prompt_per_second` from `prompt_n`
-/// and `prompt_ms`.
-pub fn check_prompt_rates(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
+/// `prompt_per_token_ms` and `prompt_per_second` from `prompt_n` and `prompt_ms`. Returns
+/// whether it compared any.
+fn prompt_rates(file: &str, r: &Response, t: &Timings, emit: &mut Emit) -> bool {
     let (Some(n), Some(ms)) = (t.get("prompt_n"), t.get("prompt_ms")) else {
-        return;
+        return false;
     };
-    let id = &speed::RECOMPUTE_MISMATCH;
+    let mut compared = false;
     let per_token = if n > 0.0 { ms / n } else { 0.0 };
     let per_second = if ms > 0.0 { 1e3 * n / ms } else { 0.0 };
     for (k, exact) in [
@@ -126,19 +160,19 @@ pub fn check_prompt_rates(file: &str, r: &Response, t: &Timings, out: &mut Check
     ] {
         if let Some(shown) = t.get(k) {
             let at = at(r.line, k);
-            out.compare(id, (file_of(file, r), &at), &key(r, k), exact, shown);
+            compare(emit, (file_of(file, r), &at), &key(r, k), exact, shown);
+            compared = true;
         }
     }
+    compared
 }
 
-/// `speed.recompute-mismatch`: `predicted_per_token_ms` and `predicted_per_second` from
-/// `predicted_n` and `predicted_ms`, over the tokens or over the decode steps (n - 1).
-pub fn check_predicted_rates(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
+/// `predicted_per_token_ms` and `predicted_per_second` from `predicted_n` and `predicted_ms`,
+/// over the tokens or over the decode steps (n - 1). Returns whether the response has them.
+fn predicted_rates(file: &str, r: &Response, t: &Timings, emit: &mut Emit) -> bool {
     let (Some(n), Some(ms)) = (t.get("predicted_n"), t.get("predicted_ms")) else {
-        return;
+        return false;
     };
-    let id = &speed::RECOMPUTE_MISMATCH;
-    out.ran(id);
     for k in ["predicted_per_token_ms", "predicted_per_second"] {
         let Some(shown) = t.get(k) else {
             continue;
@@ -154,26 +188,21 @@ pub fn check_predicted_rates(file: &str, r: &Response, t: &Timings, out: &mut Ch
         } else {
             (over_tokens, "tokens")
         };
-        out.recomputed.push(crate::report::Recomputed {
-            key: format!("{} (over {what})", key(r, k)),
-            value: Some(exact),
-            file: Some(shown),
-            page: None,
-        });
+        record(emit, &format!("{} (over {what})", key(r, k)), exact, shown);
         if super::close(exact, shown) {
             continue;
         }
-        out.finding(id, format!("{k} of {} is printed as {shown} but predicted_n {n} and predicted_ms {ms} give {over_tokens} (over the tokens) or {over_steps} (over the decode steps, n - 1)", named(r)))
+        emit.finding(format!("{k} of {} is printed as {shown} but predicted_n {n} and predicted_ms {ms} give {over_tokens} (over the tokens) or {over_steps} (over the decode steps, n - 1)", named(r)))
             .at(file_of(file, r), at(r.line, k))
             .data(json!({"printed": shown, "over_tokens": over_tokens, "over_steps": over_steps}));
     }
+    true
 }
 
-/// `speed.token-source`: the prompt and reply tokens a response states beside its timings
-/// (`tokens_evaluated`/`usage.prompt_tokens` = prompt_n + cache_n, `tokens_predicted`/
-/// `usage.completion_tokens` = predicted_n); a figure over one count is not over the other.
-pub fn check_token_counts(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
-    out.ran(&speed::TOKEN_SOURCE);
+/// The prompt and reply tokens a response states beside its timings (`tokens_evaluated`/
+/// `usage.prompt_tokens` = prompt_n + cache_n, `tokens_predicted`/`usage.completion_tokens` =
+/// predicted_n); a figure over one count is not over the other.
+fn token_counts(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
     let prompt = t
         .get("prompt_n")
         .map(|p| p + t.get("cache_n").unwrap_or(0.0));
@@ -186,8 +215,7 @@ pub fn check_token_counts(file: &str, r: &Response, t: &Timings, out: &mut Check
             continue;
         };
         if stated != timed {
-            out.finding(
-                &speed::TOKEN_SOURCE,
+            emit.finding(
                 format!("{}: {field} is {stated} but the timings count {timed} ({what}): a rate over one is not over the other", named(r)),
             )
             .at(file_of(file, r), format!("line {}", r.line))
@@ -199,38 +227,33 @@ pub fn check_token_counts(file: &str, r: &Response, t: &Timings, out: &mut Check
 /// `speed.cached-tokens`: responses whose prompt was partly taken from the slot's cache
 /// (`cache_n` > 0): their `prompt_ms` is not the whole prompt's prefill, and a prefill figure
 /// over `prompt_n + cache_n` counts tokens that were not computed.
-pub fn check_cached(file: &str, responses: &[Response], out: &mut Checked) {
-    out.ran(&speed::CACHED_TOKENS);
-    for r in responses {
-        let Some(t) = &r.timings else {
-            continue;
-        };
+fn cached(x: &Responses, emit: &mut Emit) -> Ran {
+    let file = x.file.as_str();
+    for (r, t) in x.timed() {
         let cached = t.get("cache_n").unwrap_or(0.0);
         if cached <= 0.0 {
             continue;
         }
         let computed = t.get("prompt_n").unwrap_or(0.0);
-        out.finding(
-            &speed::CACHED_TOKENS,
-            format!(
-                "{}: {cached} of the prompt's {} tokens came from the cache (cache_n), {computed} were computed: its prompt_ms and prompt_per_second are not a prefill of the prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
-                named(r),
-                cached + computed,
-                cached + computed
-            ),
-        )
+        emit.finding(format!(
+            "{}: {cached} of the prompt's {} tokens came from the cache (cache_n), {computed} were computed: its prompt_ms and prompt_per_second are not a prefill of the prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
+            named(r),
+            cached + computed,
+            cached + computed
+        ))
         .at(file_of(file, r), at(r.line, "cache_n"))
         .data(json!({"cache_n": cached, "prompt_n": computed}));
     }
+    Some(())
 }
 
 /// `import.failed-requests`: responses that are errors (a refused request, or a stream that ended
 /// on an `error` event, perhaps after some text): no timings, no finished reply.
-pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
-    out.ran(&FAILED_REQUESTS);
+fn failed(x: &Responses, emit: &mut Emit) -> Ran {
+    let (file, responses) = (x.file.as_str(), &x.responses);
     let failed: Vec<&Response> = responses.iter().filter(|r| r.error.is_some()).collect();
     if failed.is_empty() {
-        return;
+        return Some(());
     }
     let why: Vec<String> = failed
         .iter()
@@ -248,90 +271,77 @@ pub fn check_failed(file: &str, responses: &[Response], out: &mut Checked) {
     let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
     let mut files: Vec<&str> = failed.iter().map(|r| file_of(file, r)).collect();
     files.dedup();
-    out.finding(
-        &FAILED_REQUESTS,
-        format!(
-            "{} of {} responses are errors ({}); a figure over the responses' timings describes only the other {}",
-            failed.len(),
-            responses.len(),
-            why.join("; "),
-            responses.len() - failed.len()
-        ),
-    )
+    emit.finding(format!(
+        "{} of {} responses are errors ({}); a figure over the responses' timings describes only the other {}",
+        failed.len(),
+        responses.len(),
+        why.join("; "),
+        responses.len() - failed.len()
+    ))
     .file(files.join(", "))
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"failed": failed.len(), "total": responses.len()}));
+    Some(())
 }
 
 /// `import.failed-as-zero` (as a warning): a response with timings but no reply text or no
 /// decode step (one token or none): its generation rate is 0 or undefined, not a speed, and an
 /// average over responses that keeps it is pulled down by a request that generated nothing.
-pub fn check_empty(file: &str, responses: &[Response], out: &mut Checked) {
-    out.ran(&FAILED_AS_ZERO);
-    for r in responses.iter().filter(|r| r.error.is_none()) {
-        let Some(t) = &r.timings else {
-            continue;
-        };
+fn empty(x: &Responses, emit: &mut Emit) -> Ran {
+    let file = x.file.as_str();
+    for (r, t) in x.timed().filter(|(r, _)| r.error.is_none()) {
         let n = t.get("predicted_n").unwrap_or(0.0);
         let empty = r.text.as_deref().is_some_and(|x| x.trim().is_empty());
         if !empty && n > 1.0 {
             continue;
         }
-        out.warning(
-            &FAILED_AS_ZERO,
-            format!(
-                "{}: {} ({n} token{}): its predicted_per_second ({}) is no generation speed; an average over the responses must leave it out",
-                named(r),
-                if empty { "an empty reply" } else { "no decode step" },
-                if n == 1.0 { "" } else { "s" },
-                t.get("predicted_per_second").unwrap_or(0.0)
-            ),
-        )
+        emit.warning(format!(
+            "{}: {} ({n} token{}): its predicted_per_second ({}) is no generation speed; an average over the responses must leave it out",
+            named(r),
+            if empty { "an empty reply" } else { "no decode step" },
+            if n == 1.0 { "" } else { "s" },
+            t.get("predicted_per_second").unwrap_or(0.0)
+        ))
         .at(file_of(file, r), at(r.line, "predicted_n"));
     }
+    Some(())
 }
 
-/// `speed.token-source`, streams only: the chunks that carried text against `predicted_n`. A
-/// tool that counts chunks as tokens counts the chunks; the server counts its end-of-generation
-/// token (which sends no text) and sends a token cut inside a character with the next one.
-pub fn check_chunks(file: &str, r: &Response, t: &Timings, out: &mut Checked) {
+/// Streams only: the chunks that carried text against `predicted_n`. A tool that counts chunks
+/// as tokens counts the chunks; the server counts its end-of-generation token (which sends no
+/// text) and sends a token cut inside a character with the next one.
+fn chunks(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
     let (Some(chunks), Some(n)) = (r.chunks, t.get("predicted_n")) else {
         return;
     };
-    out.ran(&speed::TOKEN_SOURCE);
     let eos = u64::from(r.ended_on_eos) as f64;
     if chunks as f64 == n || chunks as f64 + eos == n {
         return;
     }
-    out.finding(
-        &speed::TOKEN_SOURCE,
-        format!(
-            "{}: the stream sent {chunks} chunks of text but the timings count {n} generated token(s) (predicted_n): a tool that counts chunks as tokens counts {chunks}, and a rate over that count is not over the server's (the end-of-generation token, allowed for, sends no text; a token cut inside a character is sent with the next, and a stop word's tokens are not sent)",
-            named(r)
-        ),
-    )
+    emit.finding(format!(
+        "{}: the stream sent {chunks} chunks of text but the timings count {n} generated token(s) (predicted_n): a tool that counts chunks as tokens counts {chunks}, and a rate over that count is not over the server's (the end-of-generation token, allowed for, sends no text; a token cut inside a character is sent with the next, and a stop word's tokens are not sent)",
+        named(r)
+    ))
     .at(file_of(file, r), at(r.line, "predicted_n"))
     .data(json!({"chunks": chunks, "predicted_n": n}));
 }
 
 /// `import.run-incomplete`, streams only: a stream cut before its final chunk (no timings, no
 /// stop): whatever it generated is not timed, and a count over it is short.
-pub fn check_incomplete(file: &str, responses: &[Response], out: &mut Checked) {
+fn incomplete(x: &Responses, emit: &mut Emit) -> Ran {
+    let (file, responses) = (x.file.as_str(), &x.responses);
     if responses.iter().all(|r| r.chunks.is_none()) {
-        return;
+        return None;
     }
-    out.ran(&RUN_INCOMPLETE);
     for r in responses {
         let Some(how) = &r.incomplete else {
             continue;
         };
-        out.finding(
-            &RUN_INCOMPLETE,
-            format!(
-                "{}: the stream is cut: {how}; what it sent has no timings, and where the request ended is not known",
-                file_of(file, r)
-            ),
-        )
+        emit.finding(format!(
+            "{}: the stream is cut: {how}; what it sent has no timings, and where the request ended is not known",
+            file_of(file, r)
+        ))
         .at(file_of(file, r), format!("line {}", r.line));
     }
+    Some(())
 }

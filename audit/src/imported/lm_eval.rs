@@ -15,8 +15,13 @@
 //! - the aggregate of `exact_match` (and any metric aggregated with `mean`) is the mean of the
 //!   per-document scores; its stderr is the sample standard deviation (ddof 1) / sqrt(n).
 
-use super::{std_sample, Checked};
+use super::DECLARED_METRIC_MISSING;
+use super::{compare, row, std_sample, Row};
+use super::{
+    CACHED_RESPONSES, NON_FINITE_SCORE, NOT_RESCORED, SUBSET_OF_DATASET, ZERO_UNPARSEABLE,
+};
 use super::{EMPTY_SCORED_WRONG, FAILED_HIDDEN, STDERR_MISMATCH, UNSCORABLE_REPLY};
+use crate::check::{Emit, Ran};
 use crate::quality;
 use crate::stats::{margin_pts, MarginMethod};
 use serde_json::json;
@@ -30,8 +35,11 @@ pub const INVALID: &str = "[invalid]";
 pub struct Sample {
     /// Line in the samples file, from 1.
     pub line: usize,
-    /// The raw replies (first of each response).
+    /// The raw replies (first of each response) of a generation task.
     pub replies: Vec<String>,
+    /// A loglikelihood or multiple-choice task's responses: per choice, its log-likelihood and
+    /// whether it is the greedy continuation (empty for a generation task).
+    pub loglikelihoods: Vec<(f64, bool)>,
     /// What the filter kept.
     pub filtered: Option<String>,
     /// The target.
@@ -57,6 +65,8 @@ pub struct Metric {
     pub ignore_case: bool,
     /// `ignore_punctuation` of the metric's config.
     pub ignore_punctuation: bool,
+    /// `regexes_to_ignore` of the metric's config (removed from reply and target first).
+    pub regexes_to_ignore: Vec<String>,
 }
 
 /// One task: its metrics, counts and samples.
@@ -76,67 +86,128 @@ pub struct Task {
     pub max_gen_toks: Option<f64>,
     /// The samples of the filter the metrics use.
     pub samples: Vec<Sample>,
+    /// Why the task's scores cannot be re-scored here, when so (its own `process_results`).
+    pub own_scoring: Option<String>,
 }
 
-/// Runs every lm-eval check over every task.
-pub fn check(tasks: &[Task]) -> Checked {
-    let mut out = Checked::default();
-    for t in tasks {
-        if t.samples_file.is_none() {
-            continue;
-        }
-        check_counts(t, &mut out);
-        for m in &t.metrics {
-            check_rescore(t, m, &mut out);
-            check_scores(t, m, &mut out);
-            check_stderr(t, m, &mut out);
-        }
-        check_empty_scored(t, &mut out);
-        check_unscorable(t, &mut out);
-    }
-    out
+/// One task as the results file prints it (with or without its samples).
+#[derive(Debug, Clone, Default)]
+pub struct Printed {
+    /// The task name.
+    pub name: String,
+    /// Its metrics as printed (a value may be NaN or infinite: Python's json writes them).
+    pub metrics: Vec<Metric>,
+    /// `n-samples.original`: the task's documents.
+    pub original: Option<f64>,
+    /// `n-samples.effective`: the documents scored.
+    pub effective: Option<f64>,
+    /// The metrics its config's `metric_list` declares.
+    pub declared: Vec<String>,
 }
+
+/// One results file (and the samples given with it) as the checks read it.
+#[derive(Debug, Clone, Default)]
+pub struct Results {
+    /// The results file's name.
+    pub file: String,
+    /// One entry per task and filter whose samples were given.
+    pub tasks: Vec<Task>,
+    /// Every task the results print.
+    pub printed: Vec<Printed>,
+    /// `config.limit`: the documents per task the run was told to take.
+    pub limit: Option<f64>,
+    /// `config.use_cache`: the response cache the run answered from.
+    pub use_cache: Option<String>,
+}
+
+impl Results {
+    /// The tasks whose samples were given: those the checks can re-score.
+    fn sampled(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| t.samples_file.is_some())
+    }
+
+    /// Ran when some task has its samples.
+    fn any(&self) -> Ran {
+        self.sampled().next().map(|_| ())
+    }
+
+    /// The tasks with samples that lm-eval scores by a rule rigaudit can apply.
+    fn rescorable(&self) -> impl Iterator<Item = &Task> {
+        self.sampled().filter(|t| t.own_scoring.is_none())
+    }
+}
+
+/// Every lm-eval check, in the order they run; each goes over every task with samples.
+pub const CHECKS: &[Row<Results>] = &[
+    row(FAILED_HIDDEN, failed_hidden),
+    row(quality::PCT_MISMATCH.about(), rescore),
+    row(quality::SCORING_DISAGREES.about(), scoring_disagrees),
+    row(STDERR_MISMATCH, stderr_mismatch),
+    row(EMPTY_SCORED_WRONG, empty_scored_wrong),
+    row(UNSCORABLE_REPLY, unscorable),
+    row(NOT_RESCORED, not_rescored),
+    row(SUBSET_OF_DATASET, subset_of_dataset),
+    row(ZERO_UNPARSEABLE, zero_unparseable),
+    row(NON_FINITE_SCORE, non_finite_score),
+    row(CACHED_RESPONSES, cached_responses),
+    row(DECLARED_METRIC_MISSING, declared_metric_missing),
+];
 
 /// `import.failed-hidden`: the documents the results count against the samples file.
-pub fn check_counts(t: &Task, out: &mut Checked) {
-    out.ran(&FAILED_HIDDEN);
-    let n = t.samples.len() as f64;
-    if let Some(e) = t.effective.filter(|e| *e != n) {
-        out.finding(
-            &FAILED_HIDDEN,
-            format!(
+fn failed_hidden(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        let n = t.samples.len() as f64;
+        if let Some(e) = t.effective.filter(|e| *e != n) {
+            emit.finding(format!(
                 "{}: the results count {e} documents but the samples file holds {n}",
                 t.name
-            ),
-        )
-        .file(&t.file)
-        .pointer(format!("/n-samples/{}/effective", t.name))
-        .data(json!({"printed": e, "samples": n}));
+            ))
+            .file(&t.file)
+            .pointer(format!("/n-samples/{}/effective", t.name))
+            .data(json!({"printed": e, "samples": n}));
+        }
     }
+    x.any()
 }
 
-/// `quality.pct-mismatch`: a mean-aggregated metric recomputed as the mean of its scores.
-pub fn check_rescore(t: &Task, m: &Metric, out: &mut Checked) {
-    if m.aggregation.as_deref().is_some_and(|a| a != "mean") {
-        return;
-    }
-    let scores: Vec<f64> = t
-        .samples
+/// The per-document scores of one metric.
+fn scores(t: &Task, m: &Metric) -> Vec<f64> {
+    t.samples
         .iter()
         .filter_map(|s| s.scores.get(&m.name).copied())
-        .collect();
-    if scores.is_empty() {
-        return;
+        .collect()
+}
+
+/// `quality.pct-mismatch`: each mean-aggregated metric recomputed as the mean of its scores.
+fn rescore(x: &Results, emit: &mut Emit) -> Ran {
+    let mut compared = false;
+    for t in x.sampled() {
+        for m in &t.metrics {
+            if m.aggregation.as_deref().is_some_and(|a| a != "mean") {
+                continue;
+            }
+            let scores = scores(t, m);
+            if scores.is_empty() || !m.value.is_finite() {
+                continue;
+            }
+            let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+            let key = format!("lm-eval.{}.{},{}", t.name, m.name, m.filter);
+            let at = format!("/results/{}/{},{}", t.name, m.name, m.filter);
+            compare(emit, (&t.file, &at), &key, mean, m.value);
+            compared = true;
+        }
     }
-    let mean = scores.iter().sum::<f64>() / scores.len() as f64;
-    let key = format!("lm-eval.{}.{},{}", t.name, m.name, m.filter);
-    let at = format!("/results/{}/{},{}", t.name, m.name, m.filter);
-    out.compare(&quality::PCT_MISMATCH, (&t.file, &at), &key, mean, m.value);
+    compared.then_some(())
 }
 
 /// The reply as `exact_match` compares it: case and punctuation dropped when the config says so.
 fn normal(s: &str, m: &Metric) -> String {
     let mut s = s.to_string();
+    for r in &m.regexes_to_ignore {
+        if let Ok(re) = regex::Regex::new(r) {
+            s = re.replace_all(&s, "").into_owned();
+        }
+    }
     if m.ignore_case {
         s = s.to_lowercase();
     }
@@ -147,12 +218,54 @@ fn normal(s: &str, m: &Metric) -> String {
 }
 
 /// `quality.scoring-disagrees`: every `exact_match` score re-scored from the filtered reply and
-/// the target.
-pub fn check_scores(t: &Task, m: &Metric, out: &mut Checked) {
-    if m.name != "exact_match" {
-        return;
+/// the target. Ran when some task has an `exact_match`.
+fn scoring_disagrees(x: &Results, emit: &mut Emit) -> Ran {
+    let mut ran = false;
+    for t in x.rescorable() {
+        for m in &t.metrics {
+            match m.name.as_str() {
+                "exact_match" => rescore_exact_match(t, m, emit),
+                "acc" => rescore_choice(t, m, emit),
+                _ => continue,
+            }
+            ran = true;
+        }
     }
-    out.ran(&quality::SCORING_DISAGREES);
+    ran.then_some(())
+}
+
+/// A multiple-choice task's `acc`: right when the choice of highest log-likelihood is the target
+/// (its index), as lm-eval's `process_results` for `multiple_choice` scores it.
+fn rescore_choice(t: &Task, m: &Metric, emit: &mut Emit) {
+    let samples_file = t.samples_file.as_deref().unwrap_or_default();
+    for s in t.samples.iter().filter(|s| !s.loglikelihoods.is_empty()) {
+        let (Some(target), Some(&score)) = (s.target.as_deref(), s.scores.get(&m.name)) else {
+            continue;
+        };
+        let Ok(gold) = target.trim().parse::<usize>() else {
+            continue;
+        };
+        let chosen = s
+            .loglikelihoods
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+            .map(|(i, _)| i);
+        let right = chosen == Some(gold);
+        if right != (score >= 1.0) {
+            emit.finding(format!(
+                "{}: the choice of highest log-likelihood is {} and the target {gold}, so the answer is {}, but it is scored {score}",
+                t.name,
+                chosen.map_or("none".into(), |c| c.to_string()),
+                if right { "right" } else { "wrong" }
+            ))
+            .file(samples_file)
+            .pointer(format!("line {}", s.line));
+        }
+    }
+}
+
+fn rescore_exact_match(t: &Task, m: &Metric, emit: &mut Emit) {
     let samples_file = t.samples_file.as_deref().unwrap_or_default();
     for s in &t.samples {
         let (Some(f), Some(target), Some(&score)) = (&s.filtered, &s.target, s.scores.get(&m.name))
@@ -161,16 +274,13 @@ pub fn check_scores(t: &Task, m: &Metric, out: &mut Checked) {
         };
         let right = normal(f, m) == normal(target, m);
         if right != (score >= 1.0) {
-            out.finding(
-                &quality::SCORING_DISAGREES,
-                format!(
-                    "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
-                    t.name,
-                    short(f),
-                    short(target),
-                    if right { "right" } else { "wrong" }
-                ),
-            )
+            emit.finding(format!(
+                "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
+                t.name,
+                short(f),
+                short(target),
+                if right { "right" } else { "wrong" }
+            ))
             .file(samples_file)
             .pointer(format!("line {}", s.line));
         }
@@ -181,55 +291,70 @@ fn short(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
-/// `import.stderr-mismatch`: the printed stderr against the sample standard deviation of the
+/// `import.stderr-mismatch`: each printed stderr against the sample standard deviation of the
 /// scores / sqrt(n); beside it, the 95 % margins by the normal approximation and by Wilson.
-pub fn check_stderr(t: &Task, m: &Metric, out: &mut Checked) {
-    let scores: Vec<f64> = t
-        .samples
-        .iter()
-        .filter_map(|s| s.scores.get(&m.name).copied())
-        .collect();
-    let (Some(shown), Some(sd)) = (m.stderr, std_sample(&scores)) else {
-        return;
+fn stderr_mismatch(x: &Results, emit: &mut Emit) -> Ran {
+    let mut compared = false;
+    for t in x.sampled() {
+        for m in &t.metrics {
+            compared |= stderr_of(t, m, emit);
+        }
+    }
+    compared.then_some(())
+}
+
+/// One metric's stderr and margins. Returns whether it compared one.
+fn stderr_of(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
+    let scores = scores(t, m);
+    let (Some(shown), Some(sd)) = (m.stderr.filter(|e| e.is_finite()), std_sample(&scores)) else {
+        return false;
     };
     let n = scores.len() as f64;
     let exact = sd / n.sqrt();
     let key = format!("lm-eval.{}.{}_stderr,{}", t.name, m.name, m.filter);
     let at = format!("/results/{}/{}_stderr,{}", t.name, m.name, m.filter);
-    if !out.compare(&STDERR_MISMATCH, (&t.file, &at), &key, exact, shown) {
-        return;
+    if !compare(emit, (&t.file, &at), &key, exact, shown) {
+        return true;
     }
     let binary = scores.iter().all(|s| *s == 0.0 || *s == 1.0);
     if !binary {
-        return;
+        return true;
     }
     let right = scores.iter().filter(|s| **s == 1.0).count() as u64;
     let normal = margin_pts(right, n as u64, 1.96, MarginMethod::Normal);
     let wilson = margin_pts(right, n as u64, 1.96, MarginMethod::Wilson);
-    out.recomputed.push(crate::report::Recomputed {
+    emit.recomputed(crate::report::Recomputed {
         key: format!("lm-eval.{}.{}.margin95.normal", t.name, m.name),
         value: normal,
         file: Some(196.0 * shown),
         page: None,
     });
-    out.recomputed.push(crate::report::Recomputed {
+    emit.recomputed(crate::report::Recomputed {
         key: format!("lm-eval.{}.{}.margin95.wilson", t.name, m.name),
         value: wilson,
         file: None,
         page: None,
     });
+    true
 }
 
-/// Whether a reply is empty (nothing, or whitespace only).
+/// Whether a generation task's reply is empty (nothing, or whitespace only); a choice task's
+/// responses are log-likelihoods, never empty.
 fn empty(s: &Sample) -> bool {
-    s.replies.iter().all(|r| r.trim().is_empty())
+    s.loglikelihoods.is_empty() && s.replies.iter().all(|r| r.trim().is_empty())
 }
 
 /// `import.empty-scored-wrong`: empty replies (a null or unparsable answer becomes `""`) scored
 /// as wrong answers: they are no answer, and belong out of the total; the result over the
 /// answered documents is given.
-pub fn check_empty_scored(t: &Task, out: &mut Checked) {
-    out.ran(&EMPTY_SCORED_WRONG);
+fn empty_scored_wrong(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        empty_scored_of(t, emit);
+    }
+    x.any()
+}
+
+fn empty_scored_of(t: &Task, emit: &mut Emit) {
     let empties: Vec<&Sample> = t.samples.iter().filter(|s| empty(s)).collect();
     if empties.is_empty() {
         return;
@@ -253,16 +378,13 @@ pub fn check_empty_scored(t: &Task, out: &mut Checked) {
             ));
         }
     }
-    out.finding(
-        &EMPTY_SCORED_WRONG,
-        format!(
-            "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
-            t.name,
-            empties.len(),
-            t.samples.len(),
-            if over.is_empty() { "nothing was answered".to_string() } else { over.join(", ") }
-        ),
-    )
+    emit.finding(format!(
+        "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
+        t.name,
+        empties.len(),
+        t.samples.len(),
+        if over.is_empty() { "nothing was answered".to_string() } else { over.join(", ") }
+    ))
     .file(t.samples_file.as_deref().unwrap_or_default())
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"empty": empties.len(), "total": t.samples.len()}));
@@ -271,8 +393,14 @@ pub fn check_empty_scored(t: &Task, out: &mut Checked) {
 /// `import.unscorable-reply`: non-empty replies from which the filter extracted no answer
 /// (`[invalid]`), scored as wrong; lm-eval keeps no `finish_reason`, so those cut off at
 /// `max_gen_toks` cannot be told apart.
-pub fn check_unscorable(t: &Task, out: &mut Checked) {
-    out.ran(&UNSCORABLE_REPLY);
+fn unscorable(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        unscorable_of(t, emit);
+    }
+    x.any()
+}
+
+fn unscorable_of(t: &Task, emit: &mut Emit) {
     let bad: Vec<&Sample> = t
         .samples
         .iter()
@@ -295,17 +423,137 @@ pub fn check_unscorable(t: &Task, out: &mut Checked) {
     let limit = t.max_gen_toks.map_or("its answer limit".to_string(), |n| {
         format!("max_gen_toks = {n}")
     });
-    out.finding(
-        &UNSCORABLE_REPLY,
-        format!(
-            "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
-            t.name,
-            bad.len(),
-            t.samples.len(),
-            examples.join(", ")
-        ),
-    )
+    emit.finding(format!(
+        "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
+        t.name,
+        bad.len(),
+        t.samples.len(),
+        examples.join(", ")
+    ))
     .file(t.samples_file.as_deref().unwrap_or_default())
     .pointer(format!("line {}", lines.join(", ")))
     .data(json!({"unscorable": bad.len(), "total": t.samples.len()}));
+}
+
+/// Whether a metric config's regexes can be applied here (Rust's regex syntax reads Python's for
+/// those lm-eval's tasks use; one it cannot read leaves the task not re-scored).
+pub fn regexes_apply(m: &Metric) -> bool {
+    m.regexes_to_ignore
+        .iter()
+        .all(|r| regex::Regex::new(r).is_ok())
+}
+
+/// `import.not-rescored` (info): tasks that score by their own code, whose per-document scores
+/// are taken as they are.
+fn not_rescored(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        if let Some(why) = &t.own_scoring {
+            emit.finding(format!("{}: not re-scored: {why}; its per-document scores are taken as the task gives them", t.name))
+                .file(&t.file)
+                .pointer(format!("/configs/{}", t.name));
+        }
+    }
+    x.any()
+}
+
+/// `import.subset-of-dataset`: tasks scored on part of their documents (`--limit`, or fewer
+/// effective than original documents).
+fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
+    let part: Vec<String> = x
+        .printed
+        .iter()
+        .filter_map(|t| match (t.effective, t.original) {
+            (Some(e), Some(o)) if e < o => Some(format!("{} {e} of {o}", t.name)),
+            _ => None,
+        })
+        .collect();
+    // A --limit at or above a task's documents takes them all: it cuts only where the file
+    // shows fewer effective than original documents, or does not say.
+    let counted = !x.printed.is_empty()
+        && x.printed
+            .iter()
+            .all(|t| t.effective.is_some() && t.original.is_some());
+    let limit = x
+        .limit
+        .filter(|l| *l > 0.0 && !(counted && part.is_empty()));
+    if part.is_empty() && limit.is_none() {
+        return Some(());
+    }
+    let told = limit.map_or(String::new(), |l| format!("the run was told --limit {l}; "));
+    let which = if part.is_empty() {
+        "the file does not say how many documents each task has".to_string()
+    } else {
+        format!("documents scored of each task's: {}", part.join(", "))
+    };
+    emit.finding(format!("{told}{which}: a score over part of a task's documents is not the benchmark's score (lm-eval says --limit is for testing only)"))
+        .file(&x.file)
+        .pointer(if limit.is_some() { "/config/limit" } else { "/n-samples" })
+        .data(json!({"limit": limit, "tasks": part}));
+    Some(())
+}
+
+/// `import.zero-unparseable`: a task whose printed score is 0 with `percent_parseable` 0: no
+/// reply could be parsed, so the 0 measures the format, not the model.
+fn zero_unparseable(x: &Results, emit: &mut Emit) -> Ran {
+    for t in &x.printed {
+        let parseable = t.metrics.iter().find(|m| m.name == "percent_parseable");
+        let Some(p) = parseable.filter(|p| p.value == 0.0) else {
+            continue;
+        };
+        let zeros: Vec<&str> = t
+            .metrics
+            .iter()
+            .filter(|m| m.name != "percent_parseable" && m.value == 0.0)
+            .map(|m| m.name.as_str())
+            .collect();
+        if zeros.is_empty() {
+            continue;
+        }
+        emit.finding(format!("{}: {} printed as 0 with percent_parseable 0: no reply could be parsed, so the 0 is a format failure, not a measured score", t.name, zeros.join(", ")))
+            .file(&x.file)
+            .pointer(format!("/results/{}/percent_parseable,{}", t.name, p.filter));
+    }
+    Some(())
+}
+
+/// `import.non-finite-score`: a printed metric that is NaN or infinite.
+fn non_finite_score(x: &Results, emit: &mut Emit) -> Ran {
+    for t in &x.printed {
+        for m in t.metrics.iter().filter(|m| !m.value.is_finite()) {
+            emit.finding(format!("{}: {},{} is printed as {}: replies its metric could not score, not a measured score", t.name, m.name, m.filter, m.value))
+                .file(&x.file)
+                .pointer(format!("/results/{}/{},{}", t.name, m.name, m.filter));
+        }
+    }
+    Some(())
+}
+
+/// `import.cached-responses`: the run answered from a response cache (`use_cache`).
+fn cached_responses(x: &Results, emit: &mut Emit) -> Ran {
+    if let Some(cache) = &x.use_cache {
+        emit.finding(format!("the run answered from the response cache {cache} (use_cache): every request found there was answered without calling the model, and the file does not say how many were"))
+            .file(&x.file)
+            .pointer("/config/use_cache");
+    }
+    Some(())
+}
+
+/// `import.declared-metric-missing`: a metric the task's `metric_list` declares with no value in
+/// its results.
+fn declared_metric_missing(x: &Results, emit: &mut Emit) -> Ran {
+    for t in &x.printed {
+        let missing: Vec<&str> = t
+            .declared
+            .iter()
+            .filter(|d| !t.metrics.iter().any(|m| &m.name == *d))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        emit.finding(format!("{}: its config declares {} but the results hold no value of it: the task's scoring never produced it", t.name, missing.join(", ")))
+            .file(&x.file)
+            .pointer(format!("/configs/{}/metric_list", t.name));
+    }
+    Some(())
 }

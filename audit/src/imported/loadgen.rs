@@ -14,7 +14,9 @@
 //!   within target), the minimum duration, the minimum query count and early stopping are all
 //!   met; the MLPerf rules also ask for a 600 s minimum duration, which a run may override.
 
-use super::{Checked, RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH};
+use super::{impossible, record, row, Row, Spread, IMPOSSIBLE_AGGREGATE};
+use super::{RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH};
+use crate::check::{Emit, Ran};
 use crate::report::Severity;
 use crate::speed;
 use serde_json::{json, Value};
@@ -30,6 +32,33 @@ pub struct Summary {
     pub file: String,
     /// Every entry, in order.
     pub entries: Vec<(usize, String, String)>,
+    /// The errors and warnings it says LoadGen logged: `(line, "errors" or "warnings", count)`
+    /// (`N warnings encountered. See detailed log.`; `No errors encountered` is 0).
+    pub counted: Vec<(usize, &'static str, u64)>,
+}
+
+/// A summary value as the detail log types it: `Yes`/`No` as a flag, a number, else text.
+fn summary_value(v: &str) -> Value {
+    let v = v.trim();
+    match v {
+        "Yes" | "YES" | "yes" => Value::Bool(true),
+        "No" | "NO" | "no" => Value::Bool(false),
+        _ => v
+            .parse::<i64>()
+            .map(Value::from)
+            .or_else(|_| v.parse::<f64>().map(Value::from))
+            .unwrap_or_else(|_| Value::String(v.to_string())),
+    }
+}
+
+/// The detail key of a test parameter line (`min_duration (ms)` -> `effective_min_duration_ms`).
+fn setting_key(k: &str) -> Option<String> {
+    let (name, unit) = match k.split_once(" (") {
+        Some((n, u)) => (n, format!("_{}", u.trim_end_matches(')'))),
+        None => (k, String::new()),
+    };
+    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    plain.then(|| format!("effective_{name}{unit}"))
 }
 
 /// The detail log: the last value of each key with its line, and the flagged entries.
@@ -46,6 +75,27 @@ pub struct Detail {
 }
 
 impl Detail {
+    /// The detail log's view of a summary given alone: each printed figure and verdict under its
+    /// detail key (at the summary's line), the test parameters as `effective_*`, and the counts
+    /// of errors and warnings the summary states (`num_errors`, `num_warnings`).
+    pub fn of_summary(s: &Summary) -> Detail {
+        let mut d = Detail {
+            file: s.file.clone(),
+            ..Detail::default()
+        };
+        for (line, k, v) in &s.entries {
+            let Some(key) = detail_key(k).or_else(|| setting_key(k)) else {
+                continue;
+            };
+            d.values.insert(key, (*line, summary_value(v)));
+        }
+        for (line, what, n) in &s.counted {
+            let key = format!("num_{what}");
+            d.values.insert(key, (*line, Value::from(*n)));
+        }
+        d
+    }
+
     fn num(&self, k: &str) -> Option<f64> {
         self.values.get(k).and_then(|(_, v)| v.as_f64())
     }
@@ -57,27 +107,35 @@ impl Detail {
     }
 }
 
-/// Runs every LoadGen check.
-pub fn check(s: Option<&Summary>, d: &Detail) -> Checked {
-    let mut out = Checked::default();
-    check_validity(d, &mut out);
-    check_constraints(d, &mut out);
-    check_errors(d, &mut out);
-    check_rules(d, &mut out);
-    if let Some(s) = s {
-        check_summary(s, d, &mut out);
-    }
-    out
+/// LoadGen's logs as the checks read them: the detail log and the summary when given.
+#[derive(Debug, Clone, Default)]
+pub struct Logs {
+    /// `mlperf_log_summary.txt`, when given beside the detail log (compared with it).
+    pub summary: Option<Summary>,
+    /// `mlperf_log_detail.txt`, or, when only the summary is given, the summary's figures,
+    /// verdict, settings and counts of errors and warnings under the detail log's keys
+    /// ([`Detail::of_summary`]).
+    pub detail: Detail,
 }
 
+/// Every LoadGen check, in the order they run.
+pub const CHECKS: &[Row<Logs>] = &[
+    row(RUN_INCOMPLETE, validity),
+    row(VALIDITY_MISMATCH, constraints),
+    row(TOOL_ERRORS, errors),
+    row(SETTINGS_BELOW_RULES, rules),
+    row(speed::RECOMPUTE_MISMATCH.about(), summary_against_detail),
+    row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
+];
+
 /// `import.run-incomplete`: LoadGen's own verdict INVALID, with every unmet rule named.
-pub fn check_validity(d: &Detail, out: &mut Checked) {
-    out.ran(&RUN_INCOMPLETE);
+fn validity(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let Some(v) = d.text("result_validity") else {
-        return;
+        return Some(());
     };
     if v == "VALID" {
-        return;
+        return Some(());
     }
     let mut why = Vec::new();
     for (k, what) in [
@@ -92,27 +150,25 @@ pub fn check_validity(d: &Detail, out: &mut Checked) {
     }
     let reason = d.text("result_invalid_reason").filter(|r| !r.is_empty());
     let line = d.values.get("result_validity").map_or(0, |(l, _)| *l);
-    out.finding(
-        &RUN_INCOMPLETE,
-        format!(
-            "LoadGen declares the run {v}: not met: {}{}",
-            if why.is_empty() {
-                "(none named)".to_string()
-            } else {
-                why.join(", ")
-            },
-            reason.map_or(String::new(), |r| format!(" ({r})"))
-        ),
-    )
+    emit.finding(format!(
+        "LoadGen declares the run {v}: not met: {}{}",
+        if why.is_empty() {
+            "(none named)".to_string()
+        } else {
+            why.join(", ")
+        },
+        reason.map_or(String::new(), |r| format!(" ({r})"))
+    ))
     .file(&d.file)
     .pointer(format!("line {line}"))
     .data(json!({"unmet": why}));
+    Some(())
 }
 
 /// `import.validity-mismatch`: the verdict against its parts, and the duration and query-count
 /// flags against the measured duration and count.
-pub fn check_constraints(d: &Detail, out: &mut Checked) {
-    out.ran(&VALIDITY_MISMATCH);
+fn constraints(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let parts = [
         "result_perf_constraints_met",
         "result_min_duration_met",
@@ -125,7 +181,7 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
             d,
             "result_validity",
             "the run is VALID though one of its rules is not met".into(),
-            out,
+            emit,
         );
     }
     // The run's length as LoadGen measures it: samples / completed samples per second.
@@ -142,7 +198,7 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
         d.flag("result_min_duration_met"),
     ) {
         if ms < min {
-            mismatch(d, "result_min_duration_met", format!("the minimum duration is said met, but the run lasted {ms:.0} ms (samples / completed samples per second) of the {min:.0} ms asked"), out);
+            mismatch(d, "result_min_duration_met", format!("the minimum duration is said met, but the run lasted {ms:.0} ms (samples / completed samples per second) of the {min:.0} ms asked"), emit);
         }
     }
     let n = d.num("result_query_count");
@@ -158,43 +214,46 @@ pub fn check_constraints(d: &Detail, out: &mut Checked) {
                 format!(
                     "the minimum query count is said met, but {n} queries ran of the {min} asked"
                 ),
-                out,
+                emit,
             );
         }
     }
+    Some(())
 }
 
-fn mismatch(d: &Detail, key: &str, msg: String, out: &mut Checked) {
+fn mismatch(d: &Detail, key: &str, msg: String, emit: &mut Emit) {
     let line = d.values.get(key).map_or(0, |(l, _)| *l);
-    out.finding(&VALIDITY_MISMATCH, msg)
+    emit.finding(msg)
         .file(&d.file)
         .pointer(format!("line {line}"));
 }
 
 /// `import.tool-errors`: errors (and warnings) LoadGen logged during the run.
-pub fn check_errors(d: &Detail, out: &mut Checked) {
-    out.ran(&TOOL_ERRORS);
+fn errors(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let n = d.num("num_errors").unwrap_or(0.0) as usize;
-    for (list, sev, what) in [
-        (&d.errors, Severity::Error, "errors"),
-        (&d.warnings, Severity::Warning, "warnings"),
+    let n_warnings = d.num("num_warnings").unwrap_or(0.0) as usize;
+    for (list, sev, what, stated) in [
+        (&d.errors, Severity::Error, "errors", n),
+        (&d.warnings, Severity::Warning, "warnings", n_warnings),
     ] {
-        let count = if what == "errors" {
-            list.len().max(n)
-        } else {
-            list.len()
-        };
+        let count = list.len().max(stated);
         if count == 0 {
             continue;
         }
-        let lines: Vec<String> = list.iter().map(|(l, _, _)| l.to_string()).collect();
-        let first: Vec<String> = list
+        let mut first: Vec<String> = list
             .iter()
             .take(3)
             .map(|(_, k, v)| format!("{k}: {}", v.chars().take(120).collect::<String>()))
             .collect();
-        out.at_severity(
-            &TOOL_ERRORS,
+        let mut lines: Vec<String> = list.iter().map(|(l, _, _)| l.to_string()).collect();
+        if list.is_empty() {
+            // Only the summary's count: which they were is in the detail log.
+            first.push("the summary does not say which; the detail log names them".into());
+            let key = format!("num_{what}");
+            lines.extend(d.values.get(&key).map(|(l, _)| l.to_string()));
+        }
+        emit.at_severity(
             sev,
             format!(
                 "LoadGen logged {count} {what} during the run ({})",
@@ -205,28 +264,29 @@ pub fn check_errors(d: &Detail, out: &mut Checked) {
         .pointer(format!("line {}", lines.join(", ")))
         .data(json!({ what: count }));
     }
+    Some(())
 }
 
 /// `import.settings-below-rules`: a run whose minimum duration is below the 600 s the MLPerf
 /// inference rules ask for: valid or not, it is not a result under those rules.
-pub fn check_rules(d: &Detail, out: &mut Checked) {
-    out.ran(&SETTINGS_BELOW_RULES);
+fn rules(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
     let Some(min) = d.num("effective_min_duration_ms") else {
-        return;
+        return Some(());
     };
     if min >= RULES_MIN_DURATION_MS {
-        return;
+        return Some(());
     }
     let line = d
         .values
         .get("effective_min_duration_ms")
         .map_or(0, |(l, _)| *l);
-    out.finding(
-        &SETTINGS_BELOW_RULES,
+    emit.finding(
         format!("the run's minimum duration is {} s, below the 600 s of the MLPerf inference rules (set by the run's own settings)", min / 1000.0),
     )
     .file(&d.file)
     .pointer(format!("line {line}"));
+    Some(())
 }
 
 /// The detail key of a summary line's key.
@@ -271,6 +331,19 @@ fn detail_key(k: &str) -> Option<String> {
             "Mean Time per Output Token (ns)",
             "result_time_to_output_token_mean",
         ),
+        // LoadGen before 6.0 prints "Time to Output Token".
+        (
+            "Min Time to Output Token (ns)",
+            "result_time_to_output_token_min",
+        ),
+        (
+            "Max Time to Output Token (ns)",
+            "result_time_to_output_token_max",
+        ),
+        (
+            "Mean Time to Output Token (ns)",
+            "result_time_to_output_token_mean",
+        ),
         ("Result is", "result_validity"),
         (
             "Performance constraints satisfied",
@@ -294,8 +367,11 @@ fn detail_key(k: &str) -> Option<String> {
 }
 
 /// `speed.recompute-mismatch`: every figure and verdict the summary prints against the detail
-/// log's value, at the summary's printed precision.
-pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
+/// log's value, at the coarser of the two precisions (the summary's decimals; the detail log's
+/// six significant digits for a double). Ran when it compared one.
+fn summary_against_detail(x: &Logs, emit: &mut Emit) -> Ran {
+    let (s, d) = (x.summary.as_ref()?, &x.detail);
+    let mut compared = false;
     for (line, k, v) in &s.entries {
         let Some(dk) = detail_key(k) else { continue };
         let Some((_, dv)) = d.values.get(&dk) else {
@@ -303,34 +379,131 @@ pub fn check_summary(s: &Summary, d: &Detail, out: &mut Checked) {
         };
         let at = format!("line {line}");
         let key = format!("loadgen.{dk}");
-        match (v.trim().parse::<f64>(), dv) {
-            (Ok(_), Value::Number(n)) => {
-                if let Some(exact) = n.as_f64() {
-                    let id = &speed::RECOMPUTE_MISMATCH;
-                    out.compare_text(id, (&s.file, &at), &key, exact, v);
-                }
+        let (agrees, detail) = match (v.trim().parse::<f64>(), dv) {
+            (Ok(shown), Value::Number(n)) => {
+                let Some(exact) = n.as_f64() else { continue };
+                record(emit, &key, exact, shown);
+                (same_figure(n, v), None)
             }
-            (_, Value::Bool(b)) => {
-                let said = v.trim().eq_ignore_ascii_case("yes");
-                text_agrees(s, &at, k, v, said == *b, &dv.to_string(), out);
-            }
-            (_, Value::String(t)) => text_agrees(s, &at, k, v, v.trim() == t, t, out),
-            _ => {}
+            (_, Value::Bool(b)) => (
+                v.trim().eq_ignore_ascii_case("yes") == *b,
+                Some(dv.to_string()),
+            ),
+            (_, Value::String(t)) => (v.trim() == t, Some(t.clone())),
+            _ => continue,
+        };
+        compared = true;
+        if agrees {
+            continue;
         }
-    }
-}
-
-fn text_agrees(s: &Summary, at: &str, k: &str, v: &str, ok: bool, detail: &str, out: &mut Checked) {
-    out.ran(&speed::RECOMPUTE_MISMATCH);
-    if !ok {
-        out.finding(
-            &speed::RECOMPUTE_MISMATCH,
-            format!(
+        let msg = match detail {
+            Some(detail) => format!(
                 "the summary prints '{k}: {}' but the detail log says {detail}",
                 v.trim()
             ),
-        )
-        .file(&s.file)
-        .pointer(at);
+            None => format!(
+                "{key} is printed as {} but the detail log gives {dv}",
+                v.trim()
+            ),
+        };
+        let data = serde_json::json!({"printed": v.trim(), "detail": dv});
+        emit.finding(msg).file(&s.file).pointer(at).data(data);
     }
+    compared.then_some(())
+}
+
+/// Whether the summary's text and the detail log's number are one figure: each is the exact
+/// value rounded (the text at its decimals, a double of the detail log at six significant
+/// digits, an integer exactly), so they may differ by half a unit of each.
+pub fn same_figure(detail: &serde_json::Number, text: &str) -> bool {
+    let (Some(x), Ok(shown)) = (detail.as_f64(), text.trim().parse::<f64>()) else {
+        return false;
+    };
+    let text_unit = 10f64.powi(-(crate::stats::printed_decimals(text.trim()) as i32));
+    let detail_unit = if detail.is_f64() && x != 0.0 {
+        10f64.powi(x.abs().log10().floor() as i32 - 5)
+    } else {
+        0.0
+    };
+    (x - shown).abs() <= 0.5 * (text_unit + detail_unit) * (1.0 + 1e-9) + 1e-12 * x.abs()
+}
+
+/// The figures of one latency a log prints: min, mean, max and percentiles, by their keys.
+struct Family {
+    what: &'static str,
+    min: &'static str,
+    mean: &'static str,
+    max: &'static str,
+    /// The percentile keys are `{prefix}{p}{suffix}` (`result_90.00_percentile_latency_ns`).
+    prefix: &'static str,
+    suffix: &'static str,
+}
+
+const FAMILIES: [Family; 3] = [
+    Family {
+        what: "latency",
+        min: "result_min_latency_ns",
+        mean: "result_mean_latency_ns",
+        max: "result_max_latency_ns",
+        prefix: "result_",
+        suffix: "_percentile_latency_ns",
+    },
+    Family {
+        what: "first token latency",
+        min: "result_first_token_min_latency_ns",
+        mean: "result_first_token_mean_latency_ns",
+        max: "result_first_token_max_latency_ns",
+        prefix: "result_first_token_",
+        suffix: "_percentile_latency_ns",
+    },
+    Family {
+        what: "time per output token",
+        min: "result_time_to_output_token_min",
+        mean: "result_time_to_output_token_mean",
+        max: "result_time_to_output_token_max",
+        prefix: "result_time_per_output_token_",
+        suffix: "_percentile_ns",
+    },
+];
+
+/// `import.impossible-aggregate`: per latency, the mean and every percentile within the min and
+/// the max, and the percentiles in order: figures of one set of queries that cannot all hold
+/// (an overflowed sum gives a mean below the min).
+fn impossible_aggregates(x: &Logs, emit: &mut Emit) -> Ran {
+    let d = &x.detail;
+    let mut ran = false;
+    for f in &FAMILIES {
+        let percentiles = d
+            .values
+            .iter()
+            .filter_map(|(k, (_, v))| {
+                let p = k.strip_prefix(f.prefix)?.strip_suffix(f.suffix)?;
+                Some((p.parse::<f64>().ok()?, format!("p{p}"), v.as_f64()?))
+            })
+            .collect();
+        let spread = Spread {
+            min: d.num(f.min),
+            mean: d.num(f.mean),
+            max: d.num(f.max),
+            percentiles,
+        };
+        if spread.min.is_none() || spread.max.is_none() {
+            continue;
+        }
+        ran = true;
+        let Some((msg, figure)) = impossible(f.what, &spread) else {
+            continue;
+        };
+        let key = match figure.as_str() {
+            "mean" => f.mean.to_string(),
+            "min" => f.min.to_string(),
+            "max" => f.max.to_string(),
+            p => format!("{}{}{}", f.prefix, p.trim_start_matches('p'), f.suffix),
+        };
+        let line = d.values.get(&key).map_or(0, |(l, _)| *l);
+        emit.finding(msg)
+            .file(&d.file)
+            .pointer(format!("line {line}"));
+    }
+    ran.then_some(())
 }

@@ -20,8 +20,11 @@
 //!   first start (0.34's "peak concurrent requests" counts every request active at any time in a
 //!   second, so it can exceed `max_concurrency`; later versions take the exact peak).
 
-use super::{percentile_linear, std_population, Checked};
-use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::{compare, impossible, percentile_linear, row, std_population, Row, Spread};
+use super::{
+    FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE,
+};
+use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -31,8 +34,13 @@ use std::collections::BTreeMap;
 pub struct Run {
     /// Its name (findings point into it).
     pub file: String,
-    /// `duration`, s.
-    pub duration: f64,
+    /// Its line, for one result of a JSON Lines file (`--append-result`).
+    pub line: Option<usize>,
+    /// Whether it holds the per-request lists (`--save-detailed`); without them only its
+    /// aggregates are checked, against each other.
+    pub detailed: bool,
+    /// `duration`, s (not saved by every writer).
+    pub duration: Option<f64>,
     /// `ttfts`, s.
     pub ttfts: Vec<f64>,
     /// `itls`, s, per request.
@@ -59,6 +67,14 @@ impl Run {
     /// Whether request `i` succeeded (no error), as vLLM's aggregates take it.
     pub fn ok(&self, i: usize) -> bool {
         self.errors.get(i).is_none_or(|e| e.is_empty())
+    }
+
+    /// A pointer into the result: `/key`, or `line N /key` for a line of a JSON Lines file.
+    pub fn at(&self, pointer: impl AsRef<str>) -> String {
+        match self.line {
+            Some(n) => format!("line {n} {}", pointer.as_ref()),
+            None => pointer.as_ref().to_string(),
+        }
     }
 
     fn ok_idx(&self) -> Vec<usize> {
@@ -113,46 +129,65 @@ fn split_key(k: &str) -> Option<(&str, &str)> {
     stat_ok.then_some((s, m))
 }
 
-/// Runs every vLLM check.
-pub fn check(r: &Run) -> Checked {
-    let mut out = Checked::default();
-    check_counts(r, &mut out);
-    check_failed_requests(r, &mut out);
-    check_failed_as_zero(r, &mut out);
-    let mut unchecked = check_distributions(r, &mut out);
-    check_totals(r, &mut out);
-    check_peaks(r, &mut out, &mut unchecked);
-    not_recomputable(r, &unchecked, &mut out);
-    out
-}
+/// Every vLLM check, in the order they run.
+pub const CHECKS: &[Row<Run>] = &[
+    row(FAILED_HIDDEN, failed_hidden),
+    row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(FAILED_REQUESTS, failed_requests),
+    row(FAILED_AS_ZERO, failed_as_zero),
+    row(NOT_RECOMPUTABLE, not_recomputable),
+    row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
+    row(speed::TOKEN_SOURCE.about(), itl_per_chunk),
+];
 
-/// `import.failed-hidden` (and `speed.recompute-mismatch`): `completed` and `failed` against
-/// the requests with and without an error.
-pub fn check_counts(r: &Run, out: &mut Checked) {
-    out.ran(&FAILED_HIDDEN);
+/// `import.failed-hidden`: `failed` against the requests with an error.
+fn failed_hidden(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return None;
+    }
     let n = r.ttfts.len() as f64;
     let ok = r.ok_idx().len() as f64;
     let shown_failed = r.printed.get("failed").copied();
     if n - ok > shown_failed.unwrap_or(0.0) {
-        out.finding(
-            &FAILED_HIDDEN,
-            format!("{} of the {n} requests carry an error but `failed` says {}: they are left out of every figure unsaid", n - ok, shown_failed.map_or("nothing".into(), |x| x.to_string())),
-        )
-        .at(&r.file, "/failed")
+        emit.finding(format!("{} of the {n} requests carry an error but `failed` says {}: they are left out of every figure unsaid", n - ok, shown_failed.map_or("nothing".into(), |x| x.to_string())))
+        .at(&r.file, r.at("/failed"))
         .data(json!({"errors": n - ok, "printed": shown_failed}));
     }
-    if let Some(c) = r.printed.get("completed") {
-        let id = &speed::RECOMPUTE_MISMATCH;
-        out.compare(id, (&r.file, "/completed"), "vllm.completed", ok, *c);
+    Some(())
+}
+
+/// `speed.recompute-mismatch`: `completed`, every distribution (but one printed over every
+/// request, failed ones at 0: `import.failed-as-zero`), the totals and throughputs, and the peaks.
+fn recompute(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return aggregates(r, emit).then_some(());
     }
+    let mut compared = false;
+    if let Some(c) = r.printed.get("completed") {
+        let ok = r.ok_idx().len() as f64;
+        compare(
+            emit,
+            (&r.file, &r.at("/completed")),
+            "vllm.completed",
+            ok,
+            *c,
+        );
+        compared = true;
+    }
+    compared |= distributions(r, emit);
+    compared |= totals(r, emit);
+    compared |= peaks_compared(r, emit);
+    compared.then_some(())
 }
 
 /// `import.failed-requests`: the requests that failed, with their errors' last lines.
-pub fn check_failed_requests(r: &Run, out: &mut Checked) {
-    out.ran(&FAILED_REQUESTS);
+fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return None;
+    }
     let failed: Vec<usize> = (0..r.ttfts.len()).filter(|i| !r.ok(*i)).collect();
     if failed.is_empty() {
-        return;
+        return Some(());
     }
     let mut why: BTreeMap<String, usize> = BTreeMap::new();
     for &i in &failed {
@@ -161,25 +196,26 @@ pub fn check_failed_requests(r: &Run, out: &mut Checked) {
     }
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
     let idx: Vec<String> = failed.iter().map(|i| i.to_string()).collect();
-    out.finding(
-        &FAILED_REQUESTS,
-        format!(
-            "{} of {} requests failed ({}); vLLM's figures are over the other {}, its throughputs over the whole run's duration",
-            failed.len(),
-            r.ttfts.len(),
-            list.join("; "),
-            r.ttfts.len() - failed.len()
-        ),
-    )
-    .at(&r.file, format!("/errors/{}", idx.join(",")))
+    emit.finding(format!(
+        "{} of {} requests failed ({}); vLLM's figures are over the other {}, its throughputs over the whole run's duration",
+        failed.len(),
+        r.ttfts.len(),
+        list.join("; "),
+        r.ttfts.len() - failed.len()
+    ))
+    .at(&r.file, r.at(format!("/errors/{}", idx.join(","))))
     .data(json!({"failed": failed.len(), "total": r.ttfts.len(), "requests": failed}));
+    Some(())
 }
 
 /// `import.failed-as-zero`: a request counted as a success (no error) that looks failed (no
-/// first token, no text, no output token), or a failed request whose output tokens are added to
-/// `total_output_tokens`.
-pub fn check_failed_as_zero(r: &Run, out: &mut Checked) {
-    out.ran(&FAILED_AS_ZERO);
+/// first token, no text, no output token), a failed request whose output tokens are added to
+/// `total_output_tokens`, and a printed distribution that is the value over every request with
+/// the failed ones at 0.
+fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        return None;
+    }
     for i in 0..r.ttfts.len() {
         let empty = r
             .texts
@@ -192,63 +228,83 @@ pub fn check_failed_as_zero(r: &Run, out: &mut Checked) {
         } else {
             continue;
         };
-        out.finding(&FAILED_AS_ZERO, format!("request {i} {what}"))
-            .at(&r.file, format!("/ttfts/{i}"))
+        emit.finding(format!("request {i} {what}"))
+            .at(&r.file, r.at(format!("/ttfts/{i}")))
             .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
     }
-}
-
-/// `speed.recompute-mismatch` (`import.failed-as-zero` when the printed value is the one over
-/// every request, failed ones at 0): each printed `{mean,median,std,pXX}_{metric}_ms` from the
-/// successes' per-request values. Returns the printed keys it could not recompute.
-pub fn check_distributions(r: &Run, out: &mut Checked) -> Vec<String> {
-    let ok = r.ok_idx();
-    let all: Vec<usize> = (0..r.ttfts.len()).collect();
-    let mut unchecked = Vec::new();
-    for (k, shown) in &r.printed {
-        let Some((s, m)) = split_key(k) else {
-            continue;
-        };
-        let Some(exact) = values(r, m, &ok).and_then(|v| stat(&v, s)) else {
-            unchecked.push(k.clone());
-            continue;
-        };
-        let at = format!("/{k}");
-        let key = format!("vllm.{k}");
-        if super::close(exact, *shown) || ok.len() == all.len() {
-            out.compare(
-                &speed::RECOMPUTE_MISMATCH,
-                (&r.file, &at),
-                &key,
-                exact,
-                *shown,
-            );
-            continue;
-        }
-        let over_all = values(r, m, &all).and_then(|v| stat(&v, s));
-        if over_all.is_some_and(|x| super::close(x, *shown)) {
-            out.finding(&FAILED_AS_ZERO, format!("{k} is printed as {shown}, its value over all {} requests with the failed ones at 0; over the {} successes it is {exact}", all.len(), ok.len()))
-                .at(&r.file, &at)
+    let (ok, all) = (r.ok_idx().len(), r.ttfts.len());
+    for (k, shown, exact) in printed_distributions(r) {
+        if let Some(Judged::OverAll(exact)) = exact.map(|x| judge(r, k, x, *shown)) {
+            emit.finding(format!("{k} is printed as {shown}, its value over all {all} requests with the failed ones at 0; over the {ok} successes it is {exact}"))
+                .at(&r.file, r.at(format!("/{k}")))
                 .data(json!({"printed": shown, "recomputed": exact}));
-        } else {
-            out.compare(
-                &speed::RECOMPUTE_MISMATCH,
-                (&r.file, &at),
-                &key,
-                exact,
-                *shown,
-            );
         }
     }
-    unchecked
+    Some(())
 }
 
-/// `speed.recompute-mismatch`: the token totals and the throughputs over `duration`.
-pub fn check_totals(r: &Run, out: &mut Checked) {
+/// Each printed `{mean,median,std,pXX}_{metric}_ms` with its value over the successes (`None`
+/// when the lists cannot give it).
+fn printed_distributions(r: &Run) -> Vec<(&String, &f64, Option<f64>)> {
+    let ok = r.ok_idx();
+    r.printed
+        .iter()
+        .filter_map(|(k, shown)| {
+            let (s, m) = split_key(k)?;
+            Some((k, shown, values(r, m, &ok).and_then(|v| stat(&v, s))))
+        })
+        .collect()
+}
+
+/// How a printed distribution's value is judged.
+enum Judged {
+    /// Against the successes' value (`speed.recompute-mismatch`).
+    OverSuccesses,
+    /// It is the value over every request, the failed ones at 0 (`import.failed-as-zero`): the
+    /// successes' value is the one given.
+    OverAll(f64),
+}
+
+/// Whether a printed distribution (`k`, printed `shown`, `exact` over the successes) is the
+/// value over every request with the failed ones at 0.
+fn judge(r: &Run, k: &str, exact: f64, shown: f64) -> Judged {
+    let all: Vec<usize> = (0..r.ttfts.len()).collect();
+    if super::close(exact, shown) || r.ok_idx().len() == all.len() {
+        return Judged::OverSuccesses;
+    }
+    let over_all = split_key(k).and_then(|(s, m)| values(r, m, &all).and_then(|v| stat(&v, s)));
+    if over_all.is_some_and(|x| super::close(x, shown)) {
+        Judged::OverAll(exact)
+    } else {
+        Judged::OverSuccesses
+    }
+}
+
+/// Each printed distribution from the successes' per-request values (those printed over every
+/// request are `import.failed-as-zero`'s). Returns whether it compared any.
+fn distributions(r: &Run, emit: &mut Emit) -> bool {
+    let mut compared = false;
+    for (k, shown, exact) in printed_distributions(r) {
+        let Some(exact) = exact else {
+            continue;
+        };
+        if let Judged::OverSuccesses = judge(r, k, exact, *shown) {
+            let at = r.at(format!("/{k}"));
+            compare(emit, (&r.file, &at), &format!("vllm.{k}"), exact, *shown);
+            compared = true;
+        }
+    }
+    compared
+}
+
+/// The token totals and the throughputs over `duration`. Returns whether it compared any.
+fn totals(r: &Run, emit: &mut Emit) -> bool {
     let ok = r.ok_idx();
     let input: f64 = ok.iter().map(|i| r.input_lens[*i]).sum();
     let output: f64 = r.output_lens.iter().sum();
-    let d = r.duration;
+    let Some(d) = r.duration else {
+        return false;
+    };
     let rows = [
         ("total_input_tokens", input),
         ("total_output_tokens", output),
@@ -256,55 +312,69 @@ pub fn check_totals(r: &Run, out: &mut Checked) {
         ("output_throughput", output / d),
         ("total_token_throughput", (input + output) / d),
     ];
+    let mut compared = false;
     for (k, exact) in rows {
-        compare_printed(r, out, k, exact);
+        compared |= compare_printed(r, emit, k, exact);
     }
+    compared
 }
 
-/// `speed.recompute-mismatch` of the figure the file prints under `k`, when it prints one,
-/// against the value recomputed from its requests.
-fn compare_printed(r: &Run, out: &mut Checked, k: &str, exact: f64) {
-    if let Some(shown) = r.printed.get(k) {
-        out.compare(
-            &speed::RECOMPUTE_MISMATCH,
-            (&r.file, &format!("/{k}")),
-            &format!("vllm.{k}"),
-            exact,
-            *shown,
-        );
-    }
+/// The figure the file prints under `k`, when it prints one, against the value recomputed from
+/// its requests. Returns whether it prints one.
+fn compare_printed(r: &Run, emit: &mut Emit, k: &str, exact: f64) -> bool {
+    let Some(shown) = r.printed.get(k) else {
+        return false;
+    };
+    compare(
+        emit,
+        (&r.file, &r.at(format!("/{k}"))),
+        &format!("vllm.{k}"),
+        exact,
+        *shown,
+    );
+    true
 }
 
-/// `speed.recompute-mismatch`: `max_concurrent_requests` (vLLM 0.34: the most successes active
-/// in one whole second from the first start, which counts requests that only follow each other in
-/// that second; later versions: the most overlapping [start, start + latency) intervals; either is
-/// accepted) and `max_output_tokens_per_s` (the most token times, first token then each ITL, in
-/// one whole second from the first start), as vLLM computes them.
-pub fn check_peaks(r: &Run, out: &mut Checked, unchecked: &mut Vec<String>) {
-    let keys = ["max_concurrent_requests", "max_output_tokens_per_s"];
+const PEAK_KEYS: [&str; 2] = ["max_concurrent_requests", "max_output_tokens_per_s"];
+
+/// `max_concurrent_requests` (vLLM 0.34: the most successes active in one whole second from the
+/// first start, which counts requests that only follow each other in that second; later
+/// versions: the most overlapping [start, start + latency) intervals; either is accepted) and
+/// `max_output_tokens_per_s` (the most token times, first token then each ITL, in one whole
+/// second from the first start), as vLLM computes them: `Err` with the printed keys they cannot
+/// be recomputed for, `Ok(None)` when there is no success.
+fn peak_values(r: &Run) -> Result<Option<[f64; 2]>, Vec<String>> {
     let (Some(st), Some(lat)) = (&r.start_times, &r.latencies) else {
-        unchecked.extend(
-            keys.iter()
-                .filter(|k| r.printed.contains_key(**k))
-                .map(|k| k.to_string()),
-        );
-        return;
+        return Err(PEAK_KEYS
+            .iter()
+            .filter(|k| r.printed.contains_key(**k))
+            .map(|k| k.to_string())
+            .collect());
     };
     let ok = r.ok_idx();
     if ok.is_empty() {
-        return;
+        return Ok(None);
     }
     let Some((peak, per_second, tokens)) = peaks(r, &ok, st, lat) else {
-        unchecked.extend(keys.iter().map(|k| k.to_string()));
-        return;
+        return Err(PEAK_KEYS.iter().map(|k| k.to_string()).collect());
     };
-    let concurrent = match r.printed.get(keys[0]) {
+    let concurrent = match r.printed.get(PEAK_KEYS[0]) {
         Some(x) if (per_second - x).abs() < (peak - x).abs() => per_second,
         _ => peak,
     };
-    for (k, exact) in keys.iter().zip([concurrent, tokens]) {
-        compare_printed(r, out, k, exact);
+    Ok(Some([concurrent, tokens]))
+}
+
+/// The printed peaks against [`peak_values`]. Returns whether it compared any.
+fn peaks_compared(r: &Run, emit: &mut Emit) -> bool {
+    let Ok(Some(exact)) = peak_values(r) else {
+        return false;
+    };
+    let mut compared = false;
+    for (k, exact) in PEAK_KEYS.iter().zip(exact) {
+        compared |= compare_printed(r, emit, k, exact);
     }
+    compared
 }
 
 /// The successes' exact peak concurrency, vLLM 0.34's per-second one, and the most token times
@@ -368,25 +438,142 @@ fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f6
 
 /// `import.not-recomputable`: printed figures the file's records cannot give (goodput: its SLOs
 /// are not saved; an unknown metric).
-fn not_recomputable(r: &Run, unchecked: &[String], out: &mut Checked) {
-    out.ran(&NOT_RECOMPUTABLE);
-    let mut keys: Vec<String> = unchecked.to_vec();
+fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
+    if !r.detailed {
+        let keys: Vec<&str> = r
+            .printed
+            .keys()
+            .filter(|k| split_key(k).is_some())
+            .map(String::as_str)
+            .collect();
+        emit.finding(format!("{} printed distributions are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its aggregates are checked against each other", keys.len()))
+            .file(&r.file)
+            .data(json!({ "keys": keys }));
+        return Some(());
+    }
+    let mut keys: Vec<String> = printed_distributions(r)
+        .into_iter()
+        .filter(|(_, _, exact)| exact.is_none())
+        .map(|(k, _, _)| k.clone())
+        .collect();
+    keys.extend(peak_values(r).err().unwrap_or_default());
     for k in ["request_goodput", "rtfx"] {
         if r.printed.get(k).is_some_and(|x| *x != 0.0) {
             keys.push(k.to_string());
         }
     }
     if keys.is_empty() {
-        return;
+        return Some(());
     }
-    out.finding(
-        &NOT_RECOMPUTABLE,
-        format!(
-            "{} printed figures are not checked, since the per-request lists do not give them: {}",
-            keys.len(),
-            keys.join(", ")
-        ),
-    )
+    emit.finding(format!(
+        "{} printed figures are not checked, since the per-request lists do not give them: {}",
+        keys.len(),
+        keys.join(", ")
+    ))
     .file(&r.file)
     .data(json!({ "keys": keys }));
+    Some(())
+}
+
+/// Without per-request lists: each throughput against its total over `duration`, where the file
+/// prints both. Returns whether it compared any.
+fn aggregates(r: &Run, emit: &mut Emit) -> bool {
+    let (Some(d), p) = (r.duration.filter(|d| *d > 0.0), &r.printed) else {
+        return false;
+    };
+    let get = |k: &str| p.get(k).copied();
+    let input = get("total_input_tokens");
+    let output = get("total_output_tokens");
+    let rows = [
+        ("request_throughput", get("completed").map(|c| c / d)),
+        ("output_throughput", output.map(|o| o / d)),
+        (
+            "total_token_throughput",
+            input.zip(output).map(|(i, o)| (i + o) / d),
+        ),
+    ];
+    let mut compared = false;
+    for (k, exact) in rows {
+        if let Some(exact) = exact {
+            compared |= compare_printed(r, emit, k, exact);
+        }
+    }
+    compared
+}
+
+/// `import.impossible-aggregate`: figures of one run that cannot all hold: a metric's median and
+/// percentiles out of order or a negative spread; more completed and failed than sent; and,
+/// from the per-request lists, more requests in flight at once than the client's own cap.
+fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
+    let mut by_metric: BTreeMap<&str, Spread> = BTreeMap::new();
+    for (k, v) in &r.printed {
+        let Some((s, m)) = split_key(k) else { continue };
+        let q = match s {
+            "median" => 50.0,
+            "std" if *v < 0.0 => {
+                emit.finding(format!("{k} is {v}: a spread is never negative"))
+                    .at(&r.file, r.at(format!("/{k}")));
+                continue;
+            }
+            p => match p.strip_prefix('p').and_then(|q| q.parse::<f64>().ok()) {
+                Some(q) => q,
+                None => continue,
+            },
+        };
+        let spread = by_metric.entry(m).or_default();
+        spread.percentiles.push((q, k.clone(), *v));
+    }
+    for (m, spread) in &by_metric {
+        if let Some((msg, figure)) = impossible(&format!("{m} (ms)"), spread) {
+            emit.finding(msg).at(&r.file, r.at(format!("/{figure}")));
+        }
+    }
+    let get = |k: &str| r.printed.get(k).copied();
+    if let (Some(c), Some(f), Some(n)) = (get("completed"), get("failed"), get("num_prompts")) {
+        if c + f > n {
+            emit.finding(format!("completed ({c}) and failed ({f}) add to more than the {n} requests sent (num_prompts)"))
+                .at(&r.file, r.at("/completed"));
+        }
+    }
+    over_cap(r, emit);
+    Some(())
+}
+
+/// More successes in flight at once (from their start times and latencies) than the client's
+/// `max_concurrency`.
+fn over_cap(r: &Run, emit: &mut Emit) {
+    let (Some(cap), Some(st), Some(lat)) = (get_cap(r), &r.start_times, &r.latencies) else {
+        return;
+    };
+    let ok = r.ok_idx();
+    let Some((peak, _, _)) = peaks(r, &ok, st, lat) else {
+        return;
+    };
+    if peak > cap {
+        emit.finding(format!("{peak} requests were in flight at once (from their start times and latencies), above the client's own cap max_concurrency = {cap}"))
+            .at(&r.file, r.at("/start_times"))
+            .data(json!({"peak": peak, "max_concurrency": cap}));
+    }
+}
+
+fn get_cap(r: &Run) -> Option<f64> {
+    r.printed
+        .get("max_concurrency")
+        .copied()
+        .filter(|c| *c > 0.0)
+}
+
+/// `speed.token-source` (warning): a mean ITL well above the mean TPOT: the gaps were timed per
+/// streamed chunk of several tokens, not per token (vLLM's ITL assumes one token a chunk).
+fn itl_per_chunk(r: &Run, emit: &mut Emit) -> Ran {
+    let (Some(itl), Some(tpot)) = (r.printed.get("mean_itl_ms"), r.printed.get("mean_tpot_ms"))
+    else {
+        return None;
+    };
+    if *tpot > 0.0 && *itl > 2.0 * tpot {
+        emit.warning(format!("mean_itl_ms ({itl}) is {:.1} times mean_tpot_ms ({tpot}): the inter-token gaps were timed per streamed chunk of about that many tokens, not per token, so the ITL figures are per chunk", itl / tpot))
+            .at(&r.file, r.at("/mean_itl_ms"))
+            .data(json!({"ratio": itl / tpot}));
+    }
+    Some(())
 }
