@@ -62,6 +62,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             original: n("original"),
             effective: n("effective"),
             declared: declared(&v, name),
+            cut_in_code: cut_in_code(&v, name),
         });
         let si = sources.iter().position(|s| is_samples_of(&s.name, name));
         let Some(si) = si else {
@@ -183,6 +184,21 @@ fn declared(v: &Value, name: &str) -> Vec<String> {
         .filter(|m| m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .map(String::from)
         .collect()
+}
+
+/// The line of the task's own code (its config's `process_docs` or `custom_dataset`, which
+/// lm-eval saves as source text) that keeps part of the dataset with `.select(...)`, and the key
+/// that holds it.
+fn cut_in_code(v: &Value, name: &str) -> Option<(String, String)> {
+    let conf = v.pointer(&format!("/configs/{}", pointer_escape(name)))?;
+    ["process_docs", "custom_dataset"].iter().find_map(|key| {
+        let code = conf.get(*key)?.as_str()?;
+        let line = code.lines().find(|l| {
+            let code_part = l.split('#').next().unwrap_or_default();
+            code_part.contains(".select(")
+        })?;
+        Some((key.to_string(), line.trim().chars().take(160).collect()))
+    })
 }
 
 /// Why a task's scores cannot be re-scored here: its config's own `process_results`, or a

@@ -103,6 +103,10 @@ pub struct Printed {
     pub effective: Option<f64>,
     /// The metrics its config's `metric_list` declares.
     pub declared: Vec<String>,
+    /// The config key (`process_docs`, `custom_dataset`) whose code keeps part of the dataset
+    /// (`.select(...)`), with that line: the documents lm-eval counts as `original` are then
+    /// already a cut.
+    pub cut_in_code: Option<(String, String)>,
 }
 
 /// One results file (and the samples given with it) as the checks read it.
@@ -456,8 +460,8 @@ fn not_rescored(x: &Results, emit: &mut Emit) -> Ran {
     x.any()
 }
 
-/// `import.subset-of-dataset`: tasks scored on part of their documents (`--limit`, or fewer
-/// effective than original documents).
+/// `import.subset-of-dataset`: tasks scored on part of their documents (`--limit`, fewer
+/// effective than original documents, or the task's own code selecting rows of its dataset).
 fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
     let part: Vec<String> = x
         .printed
@@ -476,19 +480,27 @@ fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
     let limit = x
         .limit
         .filter(|l| *l > 0.0 && !(counted && part.is_empty()));
-    if part.is_empty() && limit.is_none() {
-        return Some(());
+    if !part.is_empty() || limit.is_some() {
+        let told = limit.map_or(String::new(), |l| format!("the run was told --limit {l}; "));
+        let which = if part.is_empty() {
+            "the file does not say how many documents each task has".to_string()
+        } else {
+            format!("documents scored of each task's: {}", part.join(", "))
+        };
+        emit.finding(format!("{told}{which}: a score over part of a task's documents is not the benchmark's score (lm-eval says --limit is for testing only)"))
+            .file(&x.file)
+            .pointer(if limit.is_some() { "/config/limit" } else { "/n-samples" })
+            .data(json!({"limit": limit, "tasks": part}));
     }
-    let told = limit.map_or(String::new(), |l| format!("the run was told --limit {l}; "));
-    let which = if part.is_empty() {
-        "the file does not say how many documents each task has".to_string()
-    } else {
-        format!("documents scored of each task's: {}", part.join(", "))
-    };
-    emit.finding(format!("{told}{which}: a score over part of a task's documents is not the benchmark's score (lm-eval says --limit is for testing only)"))
-        .file(&x.file)
-        .pointer(if limit.is_some() { "/config/limit" } else { "/n-samples" })
-        .data(json!({"limit": limit, "tasks": part}));
+    for t in &x.printed {
+        let Some((key, line)) = &t.cut_in_code else {
+            continue;
+        };
+        let of = t.original.map_or(String::new(), |o| format!(" ({o} documents)"));
+        emit.finding(format!("{}: the task's own {key} keeps part of its dataset (`{line}`), so lm-eval's n-samples{of} count the cut, not the benchmark: its scores are over a subset", t.name))
+            .file(&x.file)
+            .pointer(format!("/configs/{}/{key}", t.name));
+    }
     Some(())
 }
 

@@ -15,9 +15,8 @@
 //! (`src/import/`) parse the files into the typed records of each module.
 
 use crate::check::{About, Check, Emit, Ran};
-use crate::report::{Finding, Findings, Recomputed, Severity};
+use crate::report::{Cap, Findings, Recomputed, Severity};
 use crate::stats::{agrees, written_decimals};
-use std::collections::BTreeMap;
 
 pub mod aiperf;
 pub mod compare;
@@ -44,46 +43,13 @@ pub const fn row<F>(of: About, run: fn(&F, &mut Emit) -> Ran) -> Row<F> {
 
 /// Runs a format's table over its parsed input, in the table's order, into one collector.
 pub fn run<F>(table: &[Row<F>], input: &F) -> Findings {
-    let mut found = Findings::default();
+    let mut found = Findings::capped(Cap::PER_CHECK);
     for c in table {
         found.check(c, |check, emit| check(input, emit));
     }
-    cap_per_check(&mut found);
+    found.list_dropped();
     found
 }
-
-// --- Per-check cap: a private stand-in until `Findings` bounds the findings of a check itself
-// (being added on the `core` branch); the lead folds it there. ---
-
-/// The most findings one check lists for one import; past it they are counted, not listed.
-const FINDINGS_PER_CHECK: usize = 200;
-
-/// Keeps the first [`FINDINGS_PER_CHECK`] findings of each check and adds, after every finding,
-/// one per check that had more, saying how many are not listed (at the highest severity of those).
-fn cap_per_check(found: &mut Findings) {
-    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
-    let mut dropped: BTreeMap<String, (usize, Severity)> = BTreeMap::new();
-    found.findings.retain(|f| {
-        let n = listed.entry(f.check.clone()).or_default();
-        *n += 1;
-        if *n <= FINDINGS_PER_CHECK {
-            return true;
-        }
-        let e = dropped.entry(f.check.clone()).or_insert((0, f.severity));
-        e.0 += 1;
-        e.1 = e.1.max(f.severity);
-        false
-    });
-    for (id, (n, severity)) in dropped {
-        found.findings.push(Finding::new(
-            &id,
-            severity,
-            format!("{n} more findings of this check are not listed (the first {FINDINGS_PER_CHECK} are)"),
-        ));
-    }
-}
-
-// --- End of the per-check cap. ---
 
 /// `import.failed-hidden`.
 pub const FAILED_HIDDEN: About = About {
@@ -187,7 +153,7 @@ pub const RECORDS_MISSING: About = About {
 pub const SUBSET_OF_DATASET: About = About {
     id: "import.subset-of-dataset",
     severity: Severity::Warning,
-    doc: "A score is over part of its task's documents (a --limit, or fewer effective than original documents): it is not the benchmark's score.",
+    doc: "A score is over part of its task's documents (a --limit, fewer effective than original documents, or the task's own process_docs or custom_dataset selecting rows): it is not the benchmark's score.",
 };
 
 /// `import.zero-unparseable`.
@@ -411,6 +377,7 @@ pub fn std_sample(values: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::FINDINGS_PER_CHECK;
 
     #[test]
     fn percentiles_are_numpy_linear() {
@@ -422,23 +389,26 @@ mod tests {
         assert_eq!(percentile_linear(&[], 50.0), None);
     }
 
+    /// A format's row that reports one finding per value, at the severity the value asks.
+    fn one_per_value(values: &Vec<Severity>, emit: &mut Emit) -> Ran {
+        for (i, severity) in values.iter().enumerate() {
+            emit.at_severity(*severity, format!("{i}"));
+        }
+        Some(())
+    }
+
     #[test]
     fn findings_of_one_check_are_counted_past_the_bound() {
-        let mut found = Findings::default();
-        for i in 0..FINDINGS_PER_CHECK + 5 {
-            let severity = if i == FINDINGS_PER_CHECK + 1 {
-                Severity::Error
-            } else {
-                Severity::Warning
-            };
-            found
-                .findings
-                .push(Finding::new(FAILED_AS_ZERO.id, severity, format!("{i}")));
-        }
-        found
-            .findings
-            .push(Finding::new(TOOL_ERRORS.id, Severity::Warning, "x"));
-        cap_per_check(&mut found);
+        let table: [Row<Vec<Severity>>; 2] = [
+            row(FAILED_AS_ZERO, one_per_value),
+            row(TOOL_ERRORS, |_, emit| {
+                emit.warning("x");
+                Some(())
+            }),
+        ];
+        let mut values = vec![Severity::Warning; FINDINGS_PER_CHECK + 5];
+        values[FINDINGS_PER_CHECK + 1] = Severity::Error;
+        let found = run(&table, &values);
         assert_eq!(found.findings.len(), FINDINGS_PER_CHECK + 2);
         assert_eq!(found.findings[FINDINGS_PER_CHECK].check, TOOL_ERRORS.id);
         let last = found.findings.last().unwrap();
