@@ -1,0 +1,177 @@
+//! The rows of [`crate::imported::aiperf`].
+
+use super::{case, check_cases, quiet, Case};
+use crate::imported::aiperf::{Export, RawRecord, Record, Stat, Summary, CHECKS};
+use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE};
+use crate::imported::{NOT_RECOMPUTABLE, REASONING_ONLY, RECORDS_MISSING, RUN_INCOMPLETE};
+use crate::imported::TTFT_EMPTY_CHUNK;
+use crate::speed;
+
+fn stat(fields: &[(&str, f64)]) -> Stat {
+    Stat {
+        unit: String::new(),
+        fields: fields.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    }
+}
+
+/// A profiling record of one request: its TTFT (ms), reply tokens, and start and end (ns).
+fn record(line: usize, id: &str, ttft: f64, osl: f64, span: (i64, i64)) -> Record {
+    let metrics = [
+        ("time_to_first_token", ttft),
+        ("output_sequence_length", osl),
+        ("usage_completion_tokens", osl),
+        ("output_token_count", osl),
+        ("reasoning_token_count", 1.0),
+        ("input_sequence_length", 3.0),
+        ("usage_prompt_tokens", 3.0),
+    ];
+    Record {
+        line,
+        phase: "profiling".into(),
+        start_ns: Some(span.0),
+        end_ns: Some(span.1),
+        metrics: metrics.iter().map(|(k, v)| (k.to_string(), vec![*v])).collect(),
+        request_id: Some(id.into()),
+        ..Default::default()
+    }
+}
+
+/// A raw record whose chunks come at these ms after its start (and whether each carried text).
+fn raw(line: usize, id: &str, start_ns: i64, chunks: &[(f64, bool)]) -> RawRecord {
+    RawRecord {
+        line,
+        request_id: Some(id.into()),
+        start_ns,
+        chunks: chunks
+            .iter()
+            .map(|(ms, text)| (start_ns + (ms * 1e6) as i64, *text))
+            .collect(),
+    }
+}
+
+/// Two streamed requests over 2 s, their summary and raw records, all agreeing.
+fn clean() -> Export {
+    let metrics = [
+        ("request_count", stat(&[("avg", 2.0)])),
+        ("completed_request_count", stat(&[("avg", 2.0)])),
+        ("error_request_count", stat(&[("avg", 0.0)])),
+        ("benchmark_duration", stat(&[("avg", 2.0)])),
+        (
+            "time_to_first_token",
+            stat(&[("count", 2.0), ("avg", 15.0), ("min", 10.0), ("max", 20.0), ("p50", 15.0)]),
+        ),
+        ("output_token_count", stat(&[("count", 2.0), ("avg", 6.0)])),
+        ("reasoning_token_count", stat(&[("count", 2.0), ("avg", 1.0)])),
+    ];
+    Export {
+        summary: Summary {
+            file: "profile_export_aiperf.json".into(),
+            metrics: metrics.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            streaming: Some(true),
+            ..Default::default()
+        },
+        records: vec![
+            record(1, "a", 10.0, 5.0, (0, 1_000_000_000)),
+            record(2, "b", 20.0, 7.0, (500_000_000, 2_000_000_000)),
+        ],
+        records_file: "profile_export.jsonl".into(),
+        raw: Some((
+            "profile_export_raw.jsonl".into(),
+            vec![
+                raw(1, "a", 0, &[(10.0, true)]),
+                raw(2, "b", 500_000_000, &[(20.0, true)]),
+            ],
+        )),
+    }
+}
+
+/// No records: the summary alone (its distributions are then `import.not-recomputable`).
+fn summary_only() -> Export {
+    Export {
+        records: Vec::new(),
+        raw: None,
+        ..clean()
+    }
+}
+
+fn field(x: &mut Export, tag: &str, k: &str, v: f64) {
+    let stat = x.summary.metrics.entry(tag.into()).or_default();
+    stat.fields.insert(k.into(), v);
+}
+
+fn set(r: &mut Record, tag: &str, v: f64) {
+    r.metrics.insert(tag.into(), vec![v]);
+}
+
+fn failed_record(x: &mut Export) {
+    x.records.push(Record {
+        line: 3,
+        phase: "profiling".into(),
+        error: Some((Some(500), "server error".into())),
+        ..Default::default()
+    });
+}
+
+pub(super) fn cases() -> Vec<Case<Export>> {
+    vec![
+        case(RUN_INCOMPLETE.id, clean, |x| x.summary.was_cancelled = Some(true)),
+        case(RUN_INCOMPLETE.id, clean, |x| x.summary.is_complete = Some(false)),
+        // A printed percentile the records do not give.
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            field(x, "time_to_first_token", "p50", 16.0)
+        }),
+        // A throughput over a window shorter than the records' span.
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            field(x, "request_throughput", "avg", 4.0)
+        }),
+        // A TTFT at no chunk's time in the raw record.
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(12.0, true)])
+        }),
+        case(NOT_RECOMPUTABLE.id, clean, |x| {
+            field(x, "adj_time_to_first_token", "p50", 15.0)
+        }),
+        case(FAILED_HIDDEN.id, clean, failed_record),
+        case(FAILED_REQUESTS.id, clean, failed_record),
+        case(FAILED_REQUESTS.id, clean, |x| x.records[1].cancelled = true),
+        case(FAILED_REQUESTS.id, summary_only, |x| {
+            field(x, "error_request_count", "avg", 1.0)
+        }),
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            set(&mut x.records[0], "output_sequence_length", 0.0)
+        }),
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            x.records[0].metrics.remove("time_to_first_token");
+        }),
+        case(speed::TOKEN_SOURCE.id, clean, |x| {
+            set(&mut x.records[0], "usage_completion_tokens", 6.0)
+        }),
+        case(speed::CACHED_TOKENS.id, clean, |x| {
+            set(&mut x.records[0], "usage_prompt_cache_read_tokens", 2.0)
+        }),
+        // The role-only first chunk of a chat stream taken as the first token.
+        case(TTFT_EMPTY_CHUNK.id, clean, |x| {
+            x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(10.0, false), (12.0, true)])
+        }),
+        case(RECORDS_MISSING.id, clean, |x| field(x, "request_count", "avg", 3.0)),
+        case(REASONING_ONLY.id, clean, |x| {
+            field(x, "output_token_count", "count", 1.0)
+        }),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            field(x, "time_to_first_token", "avg", 25.0)
+        }),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            field(x, "time_to_first_token", "p90", 12.0)
+        }),
+    ]
+}
+
+#[test]
+fn each_row_raises_its_id_on_its_planted_problem_only() {
+    check_cases(CHECKS, &cases());
+}
+
+#[test]
+fn the_clean_export_raises_nothing() {
+    quiet(CHECKS, &clean());
+}
