@@ -1,8 +1,121 @@
 //! The rows of [`crate::imported::guidellm`].
 
-use super::Case;
-use crate::imported::guidellm::Report;
+use super::{case, check_cases, lowered, quiet, Case};
+use crate::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
+use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use crate::imported::RECORDS_MISSING;
+use crate::report::Severity;
+use crate::speed;
+
+/// A successful request of this latency (s), with a first token and 5 reply tokens from usage.
+fn request(index: usize, latency: f64) -> Request {
+    let values = [
+        ("request_latency", latency),
+        ("time_to_first_token_ms", 10.0),
+        ("output_tokens", 5.0),
+    ];
+    Request {
+        status: "successful".into(),
+        index,
+        values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        usage_output: Some(5.0),
+        usage_recorded: true,
+        output_chars: 20,
+        ..Default::default()
+    }
+}
+
+fn printed(fields: &[(&str, f64)]) -> Printed {
+    fields.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// One benchmark of two successful requests, its totals and latency distribution agreeing.
+fn clean() -> Report {
+    let latency = [("successful".to_string(), printed(&[("count", 2.0), ("mean", 1.5)]))];
+    let totals = [("successful", 2.0), ("incomplete", 0.0), ("errored", 0.0)];
+    Report {
+        file: "benchmarks.json".into(),
+        benchmarks: vec![Benchmark {
+            index: 0,
+            stripped: false,
+            totals: totals.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            metrics: [("request_latency".to_string(), latency.into_iter().collect())].into(),
+            requests: vec![request(0, 1.0), request(1, 2.0)],
+        }],
+    }
+}
+
+/// An errored request (with its latency), counted in the totals.
+fn errored(index: usize) -> Request {
+    Request {
+        status: "errored".into(),
+        error: Some("502 Bad Gateway".into()),
+        usage_output: None,
+        usage_recorded: false,
+        ..request(index, 0.5)
+    }
+}
+
+/// [`clean`] with an errored request, counted, and the latency distribution over all requests.
+fn with_errored() -> Report {
+    let mut x = clean();
+    let b = &mut x.benchmarks[0];
+    b.requests.push(errored(2));
+    b.totals.insert("errored".into(), 1.0);
+    let total = printed(&[("count", 3.0), ("mean", 3.5 / 3.0)]);
+    b.metrics.get_mut("request_latency").unwrap().insert("total".into(), total);
+    x
+}
+
+fn bench(x: &mut Report) -> &mut Benchmark {
+    &mut x.benchmarks[0]
+}
 
 pub(super) fn cases() -> Vec<Case<Report>> {
-    vec![]
+    vec![
+        // An errored request listed but left out of the totals.
+        case(FAILED_HIDDEN.id, clean, |x| bench(x).requests.push(errored(2))),
+        // Fewer requests listed than counted, by sampling (request_samples).
+        case(NOT_RECOMPUTABLE.id, clean, |x| {
+            bench(x).totals.insert("successful".into(), 3.0);
+        }),
+        // Fewer listed than counted though no sampling was asked.
+        case(RECORDS_MISSING.id, clean, |x| {
+            bench(x).stripped = true;
+            bench(x).totals.insert("successful".into(), 3.0);
+        }),
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            let m = bench(x).metrics.get_mut("request_latency").unwrap();
+            m.get_mut("successful").unwrap().insert("mean".into(), 1.6);
+        }),
+        case(FAILED_REQUESTS.id, clean, |x| {
+            bench(x).requests.push(errored(2));
+            bench(x).totals.insert("errored".into(), 1.0);
+        }),
+        // A success that never got a first token.
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            bench(x).requests[0].values.remove("time_to_first_token_ms");
+        }),
+        // A success of zero reply tokens.
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            bench(x).requests[0].values.insert("output_tokens".into(), 0.0);
+        }),
+        // A failed request without a latency, counted as 0 in the total distribution.
+        lowered(FAILED_AS_ZERO.id, Severity::Warning, with_errored, |x| {
+            bench(x).requests[2].values.remove("request_latency");
+        }),
+        // No usage from the server: reply tokens counted as streamed iterations.
+        case(speed::TOKEN_SOURCE.id, clean, |x| bench(x).requests[0].usage_output = None),
+        case(speed::CACHED_TOKENS.id, clean, |x| bench(x).requests[0].cached = Some(3.0)),
+    ]
+}
+
+#[test]
+fn each_row_raises_its_id_on_its_planted_problem_only() {
+    check_cases(CHECKS, &cases());
+}
+
+#[test]
+fn the_clean_report_raises_nothing() {
+    quiet(CHECKS, &clean());
 }
