@@ -1,8 +1,117 @@
 //! The rows of [`crate::imported::loadgen`].
 
-use super::Case;
-use crate::imported::loadgen::Logs;
+use super::{case, check_cases, lowered, quiet, Case};
+use crate::imported::loadgen::{Detail, Logs, Summary, CHECKS};
+use crate::imported::{IMPOSSIBLE_AGGREGATE, RUN_INCOMPLETE, SETTINGS_BELOW_RULES};
+use crate::imported::{TOOL_ERRORS, VALIDITY_MISMATCH};
+use crate::report::Severity;
+use crate::speed;
+use serde_json::{json, Value};
+
+/// Sets a detail log value (at a line of its own).
+fn set(d: &mut Detail, k: &str, v: Value) {
+    let line = d.values.get(k).map_or(d.values.len() + 1, |(l, _)| *l);
+    d.values.insert(k.into(), (line, v));
+}
+
+/// A VALID run of 100 queries over 1000 s (min duration 600 s, min 100 queries, every rule
+/// met), its latencies in order, and its summary agreeing with its detail log.
+fn clean() -> Logs {
+    let mut d = Detail {
+        file: "mlperf_log_detail.txt".into(),
+        ..Default::default()
+    };
+    for (k, v) in [
+        ("result_validity", json!("VALID")),
+        ("result_perf_constraints_met", json!(true)),
+        ("result_min_duration_met", json!(true)),
+        ("result_min_queries_met", json!(true)),
+        ("early_stopping_met", json!(true)),
+        ("result_query_count", json!(100)),
+        ("result_completed_samples_per_sec", json!(0.1)),
+        ("effective_min_duration_ms", json!(600_000)),
+        ("effective_min_query_count", json!(100)),
+        ("result_min_latency_ns", json!(100)),
+        ("result_mean_latency_ns", json!(150)),
+        ("result_max_latency_ns", json!(200)),
+        ("result_50.00_percentile_latency_ns", json!(150)),
+        ("result_99.00_percentile_latency_ns", json!(199)),
+    ] {
+        set(&mut d, k, v);
+    }
+    let entries = [
+        ("Result is", "VALID"),
+        ("Min latency (ns)", "100"),
+        ("Mean latency (ns)", "150"),
+        ("Max latency (ns)", "200"),
+        ("50.00 percentile latency (ns)", "150"),
+    ];
+    let summary = Summary {
+        file: "mlperf_log_summary.txt".into(),
+        entries: entries
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| (i + 1, k.to_string(), v.to_string()))
+            .collect(),
+        counted: Vec::new(),
+    };
+    Logs {
+        summary: Some(summary),
+        detail: d,
+    }
+}
+
+fn entry(x: &mut Logs, k: &str, v: &str) {
+    let s = x.summary.as_mut().unwrap();
+    let e = s.entries.iter_mut().find(|e| e.1 == k).unwrap();
+    e.2 = v.into();
+}
 
 pub(super) fn cases() -> Vec<Case<Logs>> {
-    vec![]
+    vec![
+        case(RUN_INCOMPLETE.id, clean, |x| {
+            set(&mut x.detail, "result_validity", json!("INVALID"));
+            set(&mut x.detail, "result_min_duration_met", json!(false));
+        }),
+        // VALID though a rule is not met; a minimum duration or query count said met but not.
+        case(VALIDITY_MISMATCH.id, clean, |x| {
+            set(&mut x.detail, "early_stopping_met", json!(false))
+        }),
+        case(VALIDITY_MISMATCH.id, clean, |x| {
+            set(&mut x.detail, "result_completed_samples_per_sec", json!(1.0))
+        }),
+        case(VALIDITY_MISMATCH.id, clean, |x| {
+            set(&mut x.detail, "result_query_count", json!(50))
+        }),
+        case(TOOL_ERRORS.id, clean, |x| {
+            x.detail.errors.push((20, "error_runtime".into(), "sample dropped".into()))
+        }),
+        // Only the summary's count of errors.
+        case(TOOL_ERRORS.id, clean, |x| set(&mut x.detail, "num_errors", json!(2))),
+        lowered(TOOL_ERRORS.id, Severity::Warning, clean, |x| {
+            x.detail.warnings.push((21, "warning_generic".into(), "slow".into()))
+        }),
+        case(SETTINGS_BELOW_RULES.id, clean, |x| {
+            set(&mut x.detail, "effective_min_duration_ms", json!(60_000))
+        }),
+        // The summary's figure, flag or verdict not the detail log's.
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| entry(x, "Mean latency (ns)", "160")),
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| entry(x, "Result is", "INVALID")),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            set(&mut x.detail, "result_mean_latency_ns", json!(250))
+        }),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            set(&mut x.detail, "result_99.00_percentile_latency_ns", json!(120))
+        }),
+    ]
+}
+
+#[test]
+fn each_row_raises_its_id_on_its_planted_problem_only() {
+    check_cases(CHECKS, &cases());
+}
+
+#[test]
+fn the_clean_logs_raise_nothing() {
+    quiet(CHECKS, &clean());
 }
