@@ -2,8 +2,8 @@
 
 use super::{case, check_cases, lowered, quiet, Case};
 use crate::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
-use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
 use crate::imported::RECORDS_MISSING;
+use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
 use crate::report::Severity;
 use crate::speed;
 
@@ -31,7 +31,10 @@ fn printed(fields: &[(&str, f64)]) -> Printed {
 
 /// One benchmark of two successful requests, its totals and latency distribution agreeing.
 fn clean() -> Report {
-    let latency = [("successful".to_string(), printed(&[("count", 2.0), ("mean", 1.5)]))];
+    let latency = [(
+        "successful".to_string(),
+        printed(&[("count", 2.0), ("mean", 1.5)]),
+    )];
     let totals = [("successful", 2.0), ("incomplete", 0.0), ("errored", 0.0)];
     Report {
         file: "benchmarks.json".into(),
@@ -63,7 +66,10 @@ fn with_errored() -> Report {
     b.requests.push(errored(2));
     b.totals.insert("errored".into(), 1.0);
     let total = printed(&[("count", 3.0), ("mean", 3.5 / 3.0)]);
-    b.metrics.get_mut("request_latency").unwrap().insert("total".into(), total);
+    b.metrics
+        .get_mut("request_latency")
+        .unwrap()
+        .insert("total".into(), total);
     x
 }
 
@@ -74,7 +80,9 @@ fn bench(x: &mut Report) -> &mut Benchmark {
 pub(super) fn cases() -> Vec<Case<Report>> {
     vec![
         // An errored request listed but left out of the totals.
-        case(FAILED_HIDDEN.id, clean, |x| bench(x).requests.push(errored(2))),
+        case(FAILED_HIDDEN.id, clean, |x| {
+            bench(x).requests.push(errored(2))
+        }),
         // Fewer requests listed than counted, by sampling (request_samples).
         case(NOT_RECOMPUTABLE.id, clean, |x| {
             bench(x).totals.insert("successful".into(), 3.0);
@@ -95,18 +103,27 @@ pub(super) fn cases() -> Vec<Case<Report>> {
         // A success that never got a first token.
         case(FAILED_AS_ZERO.id, clean, |x| {
             bench(x).requests[0].values.remove("time_to_first_token_ms");
-        }),
+        })
+        .saying("no first token"),
         // A success of zero reply tokens.
         case(FAILED_AS_ZERO.id, clean, |x| {
-            bench(x).requests[0].values.insert("output_tokens".into(), 0.0);
-        }),
+            bench(x).requests[0]
+                .values
+                .insert("output_tokens".into(), 0.0);
+        })
+        .saying("no reply token"),
         // A failed request without a latency, counted as 0 in the total distribution.
         lowered(FAILED_AS_ZERO.id, Severity::Warning, with_errored, |x| {
             bench(x).requests[2].values.remove("request_latency");
-        }),
+        })
+        .saying("counted as 0 in the total request_latency"),
         // No usage from the server: reply tokens counted as streamed iterations.
-        case(speed::TOKEN_SOURCE.id, clean, |x| bench(x).requests[0].usage_output = None),
-        case(speed::CACHED_TOKENS.id, clean, |x| bench(x).requests[0].cached = Some(3.0)),
+        case(speed::TOKEN_SOURCE.id, clean, |x| {
+            bench(x).requests[0].usage_output = None
+        }),
+        case(speed::CACHED_TOKENS.id, clean, |x| {
+            bench(x).requests[0].cached = Some(3.0)
+        }),
     ]
 }
 

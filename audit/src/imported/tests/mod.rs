@@ -6,12 +6,12 @@ use super::Row;
 use crate::report::{Findings, Severity};
 
 mod aiperf;
-mod shared;
 mod guidellm;
 mod llama_bench;
 mod llama_server;
 mod lm_eval;
 mod loadgen;
+mod shared;
 mod vllm;
 
 /// One planted problem of a format's input: the row `id` must raise it on `clean` with `plant`
@@ -25,6 +25,18 @@ pub(super) struct Case<F> {
     pub clean: fn() -> F,
     /// What turns the clean input into its bad twin.
     pub plant: fn(&mut F),
+    /// Words the finding must hold, where a row finds several problems (which one this is).
+    pub says: Option<&'static str>,
+}
+
+impl<F> Case<F> {
+    /// The case whose finding holds these words.
+    pub fn saying(self, words: &'static str) -> Self {
+        Case {
+            says: Some(words),
+            ..self
+        }
+    }
 }
 
 /// A case reported at the row's catalogue severity.
@@ -34,6 +46,7 @@ pub(super) fn case<F>(id: &'static str, clean: fn() -> F, plant: fn(&mut F)) -> 
         at: None,
         clean,
         plant,
+        says: None,
     }
 }
 
@@ -72,15 +85,20 @@ pub(super) fn check_cases<F: Clone>(table: &[Row<F>], cases: &[Case<F>]) {
             .map(|(s, m)| format!("{s:?}: {m}"))
             .collect();
         if !on_clean.is_empty() {
-            failed.push(format!("case {i} ({}) raised on the clean twin: {on_clean:?}", c.id));
+            failed.push(format!(
+                "case {i} ({}) raised on the clean twin: {on_clean:?}",
+                c.id
+            ));
         }
         let mut bad = clean;
         (c.plant)(&mut bad);
         let found = super::run(table, &bad);
         let want = c.at.unwrap_or(row.severity);
         let got: Vec<_> = raised(&found, c.id).collect();
-        if !got.iter().any(|(s, _)| *s == want) {
-            failed.push(format!("case {i} ({}): not raised at {want:?}: {got:?}", c.id));
+        let says = c.says.unwrap_or_default();
+        if !got.iter().any(|(s, m)| *s == want && m.contains(says)) {
+            let what = format!("at {want:?} saying {says:?}");
+            failed.push(format!("case {i} ({}): not raised {what}: {got:?}", c.id));
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
@@ -111,8 +129,16 @@ fn every_row_of_every_format_has_a_case() {
     let missing: Vec<String> = [
         uncovered("aiperf", super::aiperf::CHECKS, &aiperf::cases()),
         uncovered("guidellm", super::guidellm::CHECKS, &guidellm::cases()),
-        uncovered("llama_bench", super::llama_bench::CHECKS, &llama_bench::cases()),
-        uncovered("llama_server", super::llama_server::CHECKS, &llama_server::cases()),
+        uncovered(
+            "llama_bench",
+            super::llama_bench::CHECKS,
+            &llama_bench::cases(),
+        ),
+        uncovered(
+            "llama_server",
+            super::llama_server::CHECKS,
+            &llama_server::cases(),
+        ),
         uncovered("lm_eval", super::lm_eval::CHECKS, &lm_eval::cases()),
         uncovered("loadgen", super::loadgen::CHECKS, &loadgen::cases()),
         uncovered("vllm", super::vllm::CHECKS, &vllm::cases()),

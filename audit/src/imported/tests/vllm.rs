@@ -1,8 +1,129 @@
 //! The rows of [`crate::imported::vllm`].
 
-use super::Case;
-use crate::imported::vllm::Run;
+use super::{case, check_cases, quiet, Case};
+use crate::imported::vllm::{Run, CHECKS};
+use crate::imported::NOT_RECOMPUTABLE;
+use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE};
+use crate::speed;
+
+/// Two requests over 2 s (--save-detailed), overlapping, at most 2 at once: 10 prompt and 3
+/// reply tokens each; every printed figure what the lists give.
+fn clean() -> Run {
+    let printed = [
+        ("completed", 2.0),
+        ("failed", 0.0),
+        ("num_prompts", 2.0),
+        ("max_concurrency", 2.0),
+        ("total_input_tokens", 20.0),
+        ("total_output_tokens", 6.0),
+        ("request_throughput", 1.0),
+        ("output_throughput", 3.0),
+        ("total_token_throughput", 13.0),
+        ("mean_ttft_ms", 150.0),
+        ("median_ttft_ms", 150.0),
+        ("p99_ttft_ms", 199.0),
+        ("mean_tpot_ms", 200.0),
+        ("mean_itl_ms", 15.0),
+    ];
+    Run {
+        file: "vllm.json".into(),
+        line: None,
+        detailed: true,
+        duration: Some(2.0),
+        ttfts: vec![0.1, 0.2],
+        itls: vec![vec![0.01, 0.01], vec![0.02, 0.02]],
+        input_lens: vec![10.0, 10.0],
+        output_lens: vec![3.0, 3.0],
+        latencies: Some(vec![0.5, 0.6]),
+        start_times: Some(vec![0.0, 0.1]),
+        queue_times: None,
+        texts: Some(vec!["a b c".into(), "d e f".into()]),
+        errors: vec![String::new(), String::new()],
+        printed: printed.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    }
+}
+
+fn print(x: &mut Run, k: &str, v: f64) {
+    x.printed.insert(k.into(), v);
+}
+
+/// The second request failed (and, as vLLM records a failed one, has no output tokens).
+fn fail(x: &mut Run) {
+    x.errors[1] = "Traceback ...\naiohttp.ClientResponseError: 500".into();
+    x.output_lens[1] = 0.0;
+}
 
 pub(super) fn cases() -> Vec<Case<Run>> {
-    vec![]
+    vec![
+        // A request with an error that `failed` does not count.
+        case(FAILED_HIDDEN.id, clean, fail),
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            print(x, "mean_ttft_ms", 160.0)
+        })
+        .saying("vllm.mean_ttft_ms"),
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            print(x, "total_output_tokens", 7.0)
+        })
+        .saying("vllm.total_output_tokens"),
+        // Without per-request lists: the throughputs against the printed totals.
+        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+            x.detailed = false;
+            print(x, "request_throughput", 2.0);
+        })
+        .saying("vllm.request_throughput"),
+        case(FAILED_REQUESTS.id, clean, |x| {
+            fail(x);
+            print(x, "failed", 1.0);
+        }),
+        // A success with no text; a failure whose tokens are counted.
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            x.texts.as_mut().unwrap()[0] = String::new()
+        })
+        .saying("no first token, text or output token"),
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            fail(x);
+            x.output_lens[1] = 3.0;
+        })
+        .saying("yet its output tokens"),
+        // A figure printed over all requests, the failed one's included: mean_itl_ms stays the
+        // mean of both requests' gaps (15 ms) though only the first (10 ms) succeeded.
+        case(FAILED_AS_ZERO.id, clean, |x| {
+            fail(x);
+            print(x, "failed", 1.0);
+        })
+        .saying("mean_itl_ms is printed as 15, its value over all 2 requests"),
+        // No per-request lists; a figure the lists do not give.
+        case(NOT_RECOMPUTABLE.id, clean, |x| x.detailed = false).saying("no per-request lists"),
+        case(NOT_RECOMPUTABLE.id, clean, |x| print(x, "rtfx", 3.5)).saying(": rtfx"),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            print(x, "median_ttft_ms", 250.0)
+        })
+        .saying("median_ttft_ms (250) is above its p99_ttft_ms"),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            print(x, "std_ttft_ms", -1.0)
+        })
+        .saying("never negative"),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            print(x, "completed", 3.0)
+        })
+        .saying("more than the 2 requests sent"),
+        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+            print(x, "max_concurrency", 1.0)
+        })
+        .saying("above the client's own cap"),
+        // ITL timed per chunk of several tokens.
+        case(speed::TOKEN_SOURCE.id, clean, |x| {
+            print(x, "mean_itl_ms", 500.0)
+        }),
+    ]
+}
+
+#[test]
+fn each_row_raises_its_id_on_its_planted_problem_only() {
+    check_cases(CHECKS, &cases());
+}
+
+#[test]
+fn the_clean_run_raises_nothing() {
+    quiet(CHECKS, &clean());
 }
