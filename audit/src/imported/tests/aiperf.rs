@@ -127,79 +127,78 @@ fn failed_record(x: &mut Export) {
     });
 }
 
-pub(super) fn cases() -> Vec<Case<Export>> {
-    vec![
-        case(RUN_INCOMPLETE.id, clean, |x| {
-            x.summary.was_cancelled = Some(true)
-        })
-        .saying("cancelled"),
-        case(RUN_INCOMPLETE.id, clean, |x| {
-            x.summary.is_complete = Some(false)
-        })
-        .saying("incomplete"),
-        // A printed percentile the records do not give.
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            field(x, "time_to_first_token", "p50", 16.0)
-        })
-        .saying("aiperf.time_to_first_token.p50"),
-        // A throughput over a window shorter than the records' span.
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            field(x, "request_throughput", "avg", 4.0)
-        })
-        .saying("a window of"),
-        // A TTFT at no chunk's time in the raw record.
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(12.0, true)])
-        })
-        .saying("not the first text chunk's time"),
-        case(NOT_RECOMPUTABLE.id, clean, |x| {
-            field(x, "adj_time_to_first_token", "p50", 15.0)
-        }),
-        case(FAILED_HIDDEN.id, clean, failed_record),
-        case(FAILED_REQUESTS.id, clean, failed_record).saying("1 x 500 server error"),
-        case(FAILED_REQUESTS.id, clean, |x| x.records[1].cancelled = true).saying("1 x cancelled"),
-        case(FAILED_REQUESTS.id, summary_only, |x| {
-            field(x, "error_request_count", "avg", 1.0)
-        })
-        .saying("the summary counts 1 failed"),
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            set(&mut x.records[0], "output_sequence_length", 0.0)
-        })
-        .saying("no reply tokens"),
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            x.records[0].metrics.remove("time_to_first_token");
-        })
-        .saying("no first token"),
-        case(speed::TOKEN_SOURCE.id, clean, |x| {
-            set(&mut x.records[0], "usage_completion_tokens", 6.0)
-        }),
-        case(speed::CACHED_TOKENS.id, clean, |x| {
-            set(&mut x.records[0], "usage_prompt_cache_read_tokens", 2.0)
-        }),
-        // The role-only first chunk of a chat stream taken as the first token.
-        case(TTFT_EMPTY_CHUNK.id, clean, |x| {
-            x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(10.0, false), (12.0, true)])
-        }),
-        case(RECORDS_MISSING.id, clean, |x| {
-            field(x, "request_count", "avg", 3.0)
-        }),
-        case(REASONING_ONLY.id, clean, |x| {
-            field(x, "output_token_count", "count", 1.0)
-        }),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            field(x, "time_to_first_token", "avg", 25.0)
-        })
-        .saying("outside its min"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            field(x, "time_to_first_token", "p90", 12.0)
-        })
-        .saying("p50 (15) is above its p90 (12)"),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Export>] = &[
+    case(RUN_INCOMPLETE.id, clean, |x| {
+        x.summary.was_cancelled = Some(true)
+    })
+    .saying("cancelled"),
+    case(RUN_INCOMPLETE.id, clean, |x| {
+        x.summary.is_complete = Some(false)
+    })
+    .saying("incomplete"),
+    // A printed percentile the records do not give.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        field(x, "time_to_first_token", "p50", 16.0)
+    })
+    .saying("aiperf.time_to_first_token.p50"),
+    // A throughput over a window shorter than the records' span.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        field(x, "request_throughput", "avg", 4.0)
+    })
+    .saying("a window of"),
+    // A TTFT at no chunk's time in the raw record.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(12.0, true)])
+    })
+    .saying("not the first text chunk's time"),
+    case(NOT_RECOMPUTABLE.id, clean, |x| {
+        field(x, "adj_time_to_first_token", "p50", 15.0)
+    }),
+    case(FAILED_HIDDEN.id, clean, failed_record),
+    case(FAILED_REQUESTS.id, clean, failed_record).saying("1 x 500 server error"),
+    case(FAILED_REQUESTS.id, clean, |x| x.records[1].cancelled = true).saying("1 x cancelled"),
+    case(FAILED_REQUESTS.id, summary_only, |x| {
+        field(x, "error_request_count", "avg", 1.0)
+    })
+    .saying("the summary counts 1 failed"),
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        set(&mut x.records[0], "output_sequence_length", 0.0)
+    })
+    .saying("no reply tokens"),
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        x.records[0].metrics.remove("time_to_first_token");
+    })
+    .saying("no first token"),
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        set(&mut x.records[0], "usage_completion_tokens", 6.0)
+    }),
+    case(speed::CACHED_TOKENS.id, clean, |x| {
+        set(&mut x.records[0], "usage_prompt_cache_read_tokens", 2.0)
+    }),
+    // The role-only first chunk of a chat stream taken as the first token.
+    case(TTFT_EMPTY_CHUNK.id, clean, |x| {
+        x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(10.0, false), (12.0, true)])
+    }),
+    case(RECORDS_MISSING.id, clean, |x| {
+        field(x, "request_count", "avg", 3.0)
+    }),
+    case(REASONING_ONLY.id, clean, |x| {
+        field(x, "output_token_count", "count", 1.0)
+    }),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        field(x, "time_to_first_token", "avg", 25.0)
+    })
+    .saying("outside its min"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        field(x, "time_to_first_token", "p90", 12.0)
+    })
+    .saying("p50 (15) is above its p90 (12)"),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]

@@ -77,59 +77,58 @@ fn bench(x: &mut Report) -> &mut Benchmark {
     &mut x.benchmarks[0]
 }
 
-pub(super) fn cases() -> Vec<Case<Report>> {
-    vec![
-        // An errored request listed but left out of the totals.
-        case(FAILED_HIDDEN.id, clean, |x| {
-            bench(x).requests.push(errored(2))
-        }),
-        // Fewer requests listed than counted, by sampling (request_samples).
-        case(NOT_RECOMPUTABLE.id, clean, |x| {
-            bench(x).totals.insert("successful".into(), 3.0);
-        }),
-        // Fewer listed than counted though no sampling was asked.
-        case(RECORDS_MISSING.id, clean, |x| {
-            bench(x).stripped = true;
-            bench(x).totals.insert("successful".into(), 3.0);
-        }),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            let m = bench(x).metrics.get_mut("request_latency").unwrap();
-            m.get_mut("successful").unwrap().insert("mean".into(), 1.6);
-        }),
-        case(FAILED_REQUESTS.id, clean, |x| {
-            bench(x).requests.push(errored(2));
-            bench(x).totals.insert("errored".into(), 1.0);
-        }),
-        // A success that never got a first token.
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            bench(x).requests[0].values.remove("time_to_first_token_ms");
-        })
-        .saying("no first token"),
-        // A success of zero reply tokens.
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            bench(x).requests[0]
-                .values
-                .insert("output_tokens".into(), 0.0);
-        })
-        .saying("no reply token"),
-        // A failed request without a latency, counted as 0 in the total distribution.
-        lowered(FAILED_AS_ZERO.id, Severity::Warning, with_errored, |x| {
-            bench(x).requests[2].values.remove("request_latency");
-        })
-        .saying("counted as 0 in the total request_latency"),
-        // No usage from the server: reply tokens counted as streamed iterations.
-        case(speed::TOKEN_SOURCE.id, clean, |x| {
-            bench(x).requests[0].usage_output = None
-        }),
-        case(speed::CACHED_TOKENS.id, clean, |x| {
-            bench(x).requests[0].cached = Some(3.0)
-        }),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Report>] = &[
+    // An errored request listed but left out of the totals.
+    case(FAILED_HIDDEN.id, clean, |x| {
+        bench(x).requests.push(errored(2))
+    }),
+    // Fewer requests listed than counted, by sampling (request_samples).
+    case(NOT_RECOMPUTABLE.id, clean, |x| {
+        bench(x).totals.insert("successful".into(), 3.0);
+    }),
+    // Fewer listed than counted though no sampling was asked.
+    case(RECORDS_MISSING.id, clean, |x| {
+        bench(x).stripped = true;
+        bench(x).totals.insert("successful".into(), 3.0);
+    }),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        let m = bench(x).metrics.get_mut("request_latency").unwrap();
+        m.get_mut("successful").unwrap().insert("mean".into(), 1.6);
+    }),
+    case(FAILED_REQUESTS.id, clean, |x| {
+        bench(x).requests.push(errored(2));
+        bench(x).totals.insert("errored".into(), 1.0);
+    }),
+    // A success that never got a first token.
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        bench(x).requests[0].values.remove("time_to_first_token_ms");
+    })
+    .saying("no first token"),
+    // A success of zero reply tokens.
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        bench(x).requests[0]
+            .values
+            .insert("output_tokens".into(), 0.0);
+    })
+    .saying("no reply token"),
+    // A failed request without a latency, counted as 0 in the total distribution.
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, with_errored, |x| {
+        bench(x).requests[2].values.remove("request_latency");
+    })
+    .saying("counted as 0 in the total request_latency"),
+    // No usage from the server: reply tokens counted as streamed iterations.
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        bench(x).requests[0].usage_output = None
+    }),
+    case(speed::CACHED_TOKENS.id, clean, |x| {
+        bench(x).requests[0].cached = Some(3.0)
+    }),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]

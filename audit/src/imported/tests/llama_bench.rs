@@ -31,42 +31,41 @@ fn test(x: &mut Bench) -> &mut Test {
     &mut x.tests[0]
 }
 
-pub(super) fn cases() -> Vec<Case<Bench>> {
-    vec![
-        // The JSON array ends unclosed: llama-bench stopped at a failed test.
-        case(RUN_INCOMPLETE.id, clean, |x| x.truncated = true),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            test(x).avg_ts = Some(17.0)
-        })
-        .saying("avg_ts"),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            test(x).samples_ts[1] = 15.0
-        })
-        .saying("samples_ts.1"),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            test(x).samples_ts.pop();
-        })
-        .saying("1 samples_ts for 2 samples_ns"),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            test(x).stddev_ns = Some(5_000)
-        })
-        .saying("stddev_ns"),
-        // A key the stated build does not print.
-        case(EDITED_OUTPUT.id, clean, |x| {
-            test(x).keys.push("n_cpu_moe".into())
-        })
-        .saying("carries keys"),
-        // A key the stated build always prints, missing.
-        case(EDITED_OUTPUT.id, clean, |x| {
-            test(x).keys.retain(|k| k != "test_time");
-        })
-        .saying("lacks keys"),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Bench>] = &[
+    // The JSON array ends unclosed: llama-bench stopped at a failed test.
+    case(RUN_INCOMPLETE.id, clean, |x| x.truncated = true),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        test(x).avg_ts = Some(17.0)
+    })
+    .saying("avg_ts"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        test(x).samples_ts[1] = 15.0
+    })
+    .saying("samples_ts.1"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        test(x).samples_ts.pop();
+    })
+    .saying("1 samples_ts for 2 samples_ns"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        test(x).stddev_ns = Some(5_000)
+    })
+    .saying("stddev_ns"),
+    // A key the stated build does not print.
+    case(EDITED_OUTPUT.id, clean, |x| {
+        test(x).keys.push("n_cpu_moe".into())
+    })
+    .saying("carries keys"),
+    // A key the stated build always prints, missing.
+    case(EDITED_OUTPUT.id, clean, |x| {
+        test(x).keys.retain(|k| k != "test_time");
+    })
+    .saying("lacks keys"),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]

@@ -46,51 +46,50 @@ fn timing(x: &mut Responses, k: &str, v: f64) {
     t.fields.insert(k.into(), v);
 }
 
-pub(super) fn cases() -> Vec<Case<Responses>> {
-    vec![
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            timing(x, "prompt_per_second", 120.0)
-        })
-        .saying("prompt_per_second"),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            timing(x, "predicted_per_second", 150.0)
-        })
-        .saying("predicted_per_second of"),
-        // The usage's reply tokens are not the timings' predicted_n.
-        case(speed::TOKEN_SOURCE.id, clean, |x| {
-            response(x).reply_tokens = Some((6.0, "usage"))
-        })
-        .saying("usage is 6"),
-        // Fewer chunks of text than generated tokens: chunks counted as tokens undercount.
-        case(speed::TOKEN_SOURCE.id, clean, |x| {
-            response(x).chunks = Some(2)
-        })
-        .saying("sent 2 chunks"),
-        case(speed::CACHED_TOKENS.id, clean, |x| {
-            timing(x, "cache_n", 4.0)
-        }),
-        case(FAILED_REQUESTS.id, clean, |x| {
-            response(x).error = Some((Some(500), "context too long".into()))
-        }),
-        // An empty reply, or one token (no decode step): its rate is no generation speed.
-        lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
-            response(x).text = Some(String::new())
-        })
-        .saying("an empty reply"),
-        lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
-            timing(x, "predicted_n", 1.0)
-        })
-        .saying("no decode step"),
-        // A stream cut before its end.
-        case(RUN_INCOMPLETE.id, clean, |x| {
-            response(x).incomplete = Some("no final chunk".into())
-        }),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Responses>] = &[
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        timing(x, "prompt_per_second", 120.0)
+    })
+    .saying("prompt_per_second"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        timing(x, "predicted_per_second", 150.0)
+    })
+    .saying("predicted_per_second of"),
+    // The usage's reply tokens are not the timings' predicted_n.
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        response(x).reply_tokens = Some((6.0, "usage"))
+    })
+    .saying("usage is 6"),
+    // Fewer chunks of text than generated tokens: chunks counted as tokens undercount.
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        response(x).chunks = Some(2)
+    })
+    .saying("sent 2 chunks"),
+    case(speed::CACHED_TOKENS.id, clean, |x| {
+        timing(x, "cache_n", 4.0)
+    }),
+    case(FAILED_REQUESTS.id, clean, |x| {
+        response(x).error = Some((Some(500), "context too long".into()))
+    }),
+    // An empty reply, or one token (no decode step): its rate is no generation speed.
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
+        response(x).text = Some(String::new())
+    })
+    .saying("an empty reply"),
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
+        timing(x, "predicted_n", 1.0)
+    })
+    .saying("no decode step"),
+    // A stream cut before its end.
+    case(RUN_INCOMPLETE.id, clean, |x| {
+        response(x).incomplete = Some("no final chunk".into())
+    }),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]

@@ -89,74 +89,73 @@ fn printed(x: &mut Results) -> &mut Printed {
     &mut x.printed[0]
 }
 
-pub(super) fn cases() -> Vec<Case<Results>> {
-    vec![
-        // The results count more documents than the samples file holds.
-        case(FAILED_HIDDEN.id, clean, |x| {
-            x.tasks[0].effective = Some(3.0)
-        }),
-        case(quality::PCT_MISMATCH.id, clean, |x| {
-            x.tasks[0].metrics[0].value = 0.6
-        }),
-        // A reply equal to its target, scored wrong.
-        case(quality::SCORING_DISAGREES.id, clean, |x| {
-            sample(x, 1).filtered = Some("4".into())
-        })
-        .saying("the reply '4'"),
-        // The likelier choice is the target, scored wrong.
-        case(quality::SCORING_DISAGREES.id, multiple_choice, |x| {
-            sample(x, 1).target = Some("0".into())
-        })
-        .saying("highest log-likelihood"),
-        case(STDERR_MISMATCH.id, clean, |x| {
-            x.tasks[0].metrics[0].stderr = Some(0.3)
-        }),
-        case(EMPTY_SCORED_WRONG.id, clean, |x| {
-            sample(x, 1).replies = vec![" ".into()]
-        }),
-        case(UNSCORABLE_REPLY.id, clean, |x| {
-            sample(x, 1).filtered = Some(INVALID.into())
-        }),
-        case(NOT_RESCORED.id, clean, |x| {
-            x.tasks[0].own_scoring = Some("process_results".into())
-        }),
-        // Fewer effective than original documents; a --limit where the file gives no counts;
-        // the task's own process_docs selecting rows.
-        case(SUBSET_OF_DATASET.id, clean, |x| {
-            printed(x).effective = Some(1.0)
-        })
-        .saying("gsm8k 1 of 2"),
-        case(SUBSET_OF_DATASET.id, clean, |x| {
-            x.limit = Some(1.0);
-            printed(x).original = None;
-        })
-        .saying("--limit 1"),
-        case(SUBSET_OF_DATASET.id, clean, |x| {
-            let code = "dataset.select(range(100))";
-            printed(x).cut_in_code = Some(("process_docs".into(), code.into()));
-        })
-        .saying("own process_docs"),
-        case(ZERO_UNPARSEABLE.id, clean, |x| {
-            printed(x).metrics = vec![
-                metric("exact_match", 0.0, None),
-                metric("percent_parseable", 0.0, None),
-            ];
-        }),
-        case(NON_FINITE_SCORE.id, clean, |x| {
-            printed(x).metrics[0].value = f64::NAN
-        }),
-        case(CACHED_RESPONSES.id, clean, |x| {
-            x.use_cache = Some("lm_cache/run".into())
-        }),
-        case(DECLARED_METRIC_MISSING.id, clean, |x| {
-            printed(x).declared.push("f1".into())
-        }),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Results>] = &[
+    // The results count more documents than the samples file holds.
+    case(FAILED_HIDDEN.id, clean, |x| {
+        x.tasks[0].effective = Some(3.0)
+    }),
+    case(quality::PCT_MISMATCH.id, clean, |x| {
+        x.tasks[0].metrics[0].value = 0.6
+    }),
+    // A reply equal to its target, scored wrong.
+    case(quality::SCORING_DISAGREES.id, clean, |x| {
+        sample(x, 1).filtered = Some("4".into())
+    })
+    .saying("the reply '4'"),
+    // The likelier choice is the target, scored wrong.
+    case(quality::SCORING_DISAGREES.id, multiple_choice, |x| {
+        sample(x, 1).target = Some("0".into())
+    })
+    .saying("highest log-likelihood"),
+    case(STDERR_MISMATCH.id, clean, |x| {
+        x.tasks[0].metrics[0].stderr = Some(0.3)
+    }),
+    case(EMPTY_SCORED_WRONG.id, clean, |x| {
+        sample(x, 1).replies = vec![" ".into()]
+    }),
+    case(UNSCORABLE_REPLY.id, clean, |x| {
+        sample(x, 1).filtered = Some(INVALID.into())
+    }),
+    case(NOT_RESCORED.id, clean, |x| {
+        x.tasks[0].own_scoring = Some("process_results".into())
+    }),
+    // Fewer effective than original documents; a --limit where the file gives no counts;
+    // the task's own process_docs selecting rows.
+    case(SUBSET_OF_DATASET.id, clean, |x| {
+        printed(x).effective = Some(1.0)
+    })
+    .saying("gsm8k 1 of 2"),
+    case(SUBSET_OF_DATASET.id, clean, |x| {
+        x.limit = Some(1.0);
+        printed(x).original = None;
+    })
+    .saying("--limit 1"),
+    case(SUBSET_OF_DATASET.id, clean, |x| {
+        let code = "dataset.select(range(100))";
+        printed(x).cut_in_code = Some(("process_docs".into(), code.into()));
+    })
+    .saying("own process_docs"),
+    case(ZERO_UNPARSEABLE.id, clean, |x| {
+        printed(x).metrics = vec![
+            metric("exact_match", 0.0, None),
+            metric("percent_parseable", 0.0, None),
+        ];
+    }),
+    case(NON_FINITE_SCORE.id, clean, |x| {
+        printed(x).metrics[0].value = f64::NAN
+    }),
+    case(CACHED_RESPONSES.id, clean, |x| {
+        x.use_cache = Some("lm_cache/run".into())
+    }),
+    case(DECLARED_METRIC_MISSING.id, clean, |x| {
+        printed(x).declared.push("f1".into())
+    }),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]

@@ -67,76 +67,75 @@ fn entry(x: &mut Logs, k: &str, v: &str) {
     e.2 = v.into();
 }
 
-pub(super) fn cases() -> Vec<Case<Logs>> {
-    vec![
-        case(RUN_INCOMPLETE.id, clean, |x| {
-            set(&mut x.detail, "result_validity", json!("INVALID"));
-            set(&mut x.detail, "result_min_duration_met", json!(false));
-        }),
-        // VALID though a rule is not met; a minimum duration or query count said met but not.
-        case(VALIDITY_MISMATCH.id, clean, |x| {
-            set(&mut x.detail, "early_stopping_met", json!(false))
-        })
-        .saying("VALID though"),
-        case(VALIDITY_MISMATCH.id, clean, |x| {
-            set(
-                &mut x.detail,
-                "result_completed_samples_per_sec",
-                json!(1.0),
-            )
-        })
-        .saying("minimum duration is said met"),
-        case(VALIDITY_MISMATCH.id, clean, |x| {
-            set(&mut x.detail, "effective_min_query_count", json!(200))
-        })
-        .saying("minimum query count is said met"),
-        case(TOOL_ERRORS.id, clean, |x| {
-            x.detail
-                .errors
-                .push((20, "error_runtime".into(), "sample dropped".into()))
-        })
-        .saying("sample dropped"),
-        // Only the summary's count of errors.
-        case(TOOL_ERRORS.id, clean, |x| {
-            set(&mut x.detail, "num_errors", json!(2))
-        })
-        .saying("the summary does not say which"),
-        lowered(TOOL_ERRORS.id, Severity::Warning, clean, |x| {
-            x.detail
-                .warnings
-                .push((21, "warning_generic".into(), "slow".into()))
-        })
-        .saying("1 warnings"),
-        case(SETTINGS_BELOW_RULES.id, clean, |x| {
-            set(&mut x.detail, "effective_min_duration_ms", json!(60_000))
-        }),
-        // The summary's figure, flag or verdict not the detail log's.
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            entry(x, "Mean latency (ns)", "160")
-        })
-        .saying("loadgen.result_mean_latency_ns"),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            entry(x, "Result is", "INVALID")
-        })
-        .saying("'Result is: INVALID'"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            set(&mut x.detail, "result_mean_latency_ns", json!(250))
-        })
-        .saying("outside its min"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            set(
-                &mut x.detail,
-                "result_99.00_percentile_latency_ns",
-                json!(120),
-            )
-        })
-        .saying("is above its"),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Logs>] = &[
+    case(RUN_INCOMPLETE.id, clean, |x| {
+        set(&mut x.detail, "result_validity", json!("INVALID"));
+        set(&mut x.detail, "result_min_duration_met", json!(false));
+    }),
+    // VALID though a rule is not met; a minimum duration or query count said met but not.
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "early_stopping_met", json!(false))
+    })
+    .saying("VALID though"),
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(
+            &mut x.detail,
+            "result_completed_samples_per_sec",
+            json!(1.0),
+        )
+    })
+    .saying("minimum duration is said met"),
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "effective_min_query_count", json!(200))
+    })
+    .saying("minimum query count is said met"),
+    case(TOOL_ERRORS.id, clean, |x| {
+        x.detail
+            .errors
+            .push((20, "error_runtime".into(), "sample dropped".into()))
+    })
+    .saying("sample dropped"),
+    // Only the summary's count of errors.
+    case(TOOL_ERRORS.id, clean, |x| {
+        set(&mut x.detail, "num_errors", json!(2))
+    })
+    .saying("the summary does not say which"),
+    lowered(TOOL_ERRORS.id, Severity::Warning, clean, |x| {
+        x.detail
+            .warnings
+            .push((21, "warning_generic".into(), "slow".into()))
+    })
+    .saying("1 warnings"),
+    case(SETTINGS_BELOW_RULES.id, clean, |x| {
+        set(&mut x.detail, "effective_min_duration_ms", json!(60_000))
+    }),
+    // The summary's figure, flag or verdict not the detail log's.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        entry(x, "Mean latency (ns)", "160")
+    })
+    .saying("loadgen.result_mean_latency_ns"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        entry(x, "Result is", "INVALID")
+    })
+    .saying("'Result is: INVALID'"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        set(&mut x.detail, "result_mean_latency_ns", json!(250))
+    })
+    .saying("outside its min"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        set(
+            &mut x.detail,
+            "result_99.00_percentile_latency_ns",
+            json!(120),
+        )
+    })
+    .saying("is above its"),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub(super) struct Case<F> {
 
 impl<F> Case<F> {
     /// The case whose finding holds these words.
-    pub fn saying(self, words: &'static str) -> Self {
+    pub const fn saying(self, words: &'static str) -> Self {
         Case {
             says: Some(words),
             ..self
@@ -40,7 +40,7 @@ impl<F> Case<F> {
 }
 
 /// A case reported at the row's catalogue severity.
-pub(super) fn case<F>(id: &'static str, clean: fn() -> F, plant: fn(&mut F)) -> Case<F> {
+pub(super) const fn case<F>(id: &'static str, clean: fn() -> F, plant: fn(&mut F)) -> Case<F> {
     Case {
         id,
         at: None,
@@ -51,7 +51,7 @@ pub(super) fn case<F>(id: &'static str, clean: fn() -> F, plant: fn(&mut F)) -> 
 }
 
 /// A case the row reports below its catalogue severity.
-pub(super) fn lowered<F>(
+pub(super) const fn lowered<F>(
     id: &'static str,
     at: Severity,
     clean: fn() -> F,
@@ -127,21 +127,21 @@ pub(super) fn quiet<F>(table: &[Row<F>], input: &F) {
 #[test]
 fn every_row_of_every_format_has_a_case() {
     let missing: Vec<String> = [
-        uncovered("aiperf", super::aiperf::CHECKS, &aiperf::cases()),
-        uncovered("guidellm", super::guidellm::CHECKS, &guidellm::cases()),
+        uncovered("aiperf", super::aiperf::CHECKS, aiperf::CASES),
+        uncovered("guidellm", super::guidellm::CHECKS, guidellm::CASES),
         uncovered(
             "llama_bench",
             super::llama_bench::CHECKS,
-            &llama_bench::cases(),
+            llama_bench::CASES,
         ),
         uncovered(
             "llama_server",
             super::llama_server::CHECKS,
-            &llama_server::cases(),
+            llama_server::CASES,
         ),
-        uncovered("lm_eval", super::lm_eval::CHECKS, &lm_eval::cases()),
-        uncovered("loadgen", super::loadgen::CHECKS, &loadgen::cases()),
-        uncovered("vllm", super::vllm::CHECKS, &vllm::cases()),
+        uncovered("lm_eval", super::lm_eval::CHECKS, lm_eval::CASES),
+        uncovered("loadgen", super::loadgen::CHECKS, loadgen::CASES),
+        uncovered("vllm", super::vllm::CHECKS, vllm::CASES),
     ]
     .concat();
     assert!(missing.is_empty(), "rows without a unit test: {missing:?}");

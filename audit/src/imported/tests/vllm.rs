@@ -53,74 +53,73 @@ fn fail(x: &mut Run) {
     x.output_lens[1] = 0.0;
 }
 
-pub(super) fn cases() -> Vec<Case<Run>> {
-    vec![
-        // A request with an error that `failed` does not count.
-        case(FAILED_HIDDEN.id, clean, fail),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            print(x, "mean_ttft_ms", 160.0)
-        })
-        .saying("vllm.mean_ttft_ms"),
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            print(x, "total_output_tokens", 7.0)
-        })
-        .saying("vllm.total_output_tokens"),
-        // Without per-request lists: the throughputs against the printed totals.
-        case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
-            x.detailed = false;
-            print(x, "request_throughput", 2.0);
-        })
-        .saying("vllm.request_throughput"),
-        case(FAILED_REQUESTS.id, clean, |x| {
-            fail(x);
-            print(x, "failed", 1.0);
-        }),
-        // A success with no text; a failure whose tokens are counted.
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            x.texts.as_mut().unwrap()[0] = String::new()
-        })
-        .saying("no first token, text or output token"),
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            fail(x);
-            x.output_lens[1] = 3.0;
-        })
-        .saying("yet its output tokens"),
-        // A figure printed over all requests, the failed one's included: mean_itl_ms stays the
-        // mean of both requests' gaps (15 ms) though only the first (10 ms) succeeded.
-        case(FAILED_AS_ZERO.id, clean, |x| {
-            fail(x);
-            print(x, "failed", 1.0);
-        })
-        .saying("mean_itl_ms is printed as 15, its value over all 2 requests"),
-        // No per-request lists; a figure the lists do not give.
-        case(NOT_RECOMPUTABLE.id, clean, |x| x.detailed = false).saying("no per-request lists"),
-        case(NOT_RECOMPUTABLE.id, clean, |x| print(x, "rtfx", 3.5)).saying(": rtfx"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            print(x, "median_ttft_ms", 250.0)
-        })
-        .saying("median_ttft_ms (250) is above its p99_ttft_ms"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            print(x, "std_ttft_ms", -1.0)
-        })
-        .saying("never negative"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            print(x, "completed", 3.0)
-        })
-        .saying("more than the 2 requests sent"),
-        case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-            print(x, "max_concurrency", 1.0)
-        })
-        .saying("above the client's own cap"),
-        // ITL timed per chunk of several tokens.
-        case(speed::TOKEN_SOURCE.id, clean, |x| {
-            print(x, "mean_itl_ms", 500.0)
-        }),
-    ]
-}
+/// The planted problems, at least one per row of [`CHECKS`].
+pub(super) const CASES: &[Case<Run>] = &[
+    // A request with an error that `failed` does not count.
+    case(FAILED_HIDDEN.id, clean, fail),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        print(x, "mean_ttft_ms", 160.0)
+    })
+    .saying("vllm.mean_ttft_ms"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        print(x, "total_output_tokens", 7.0)
+    })
+    .saying("vllm.total_output_tokens"),
+    // Without per-request lists: the throughputs against the printed totals.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.detailed = false;
+        print(x, "request_throughput", 2.0);
+    })
+    .saying("vllm.request_throughput"),
+    case(FAILED_REQUESTS.id, clean, |x| {
+        fail(x);
+        print(x, "failed", 1.0);
+    }),
+    // A success with no text; a failure whose tokens are counted.
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        x.texts.as_mut().unwrap()[0] = String::new()
+    })
+    .saying("no first token, text or output token"),
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        fail(x);
+        x.output_lens[1] = 3.0;
+    })
+    .saying("yet its output tokens"),
+    // A figure printed over all requests, the failed one's included: mean_itl_ms stays the
+    // mean of both requests' gaps (15 ms) though only the first (10 ms) succeeded.
+    case(FAILED_AS_ZERO.id, clean, |x| {
+        fail(x);
+        print(x, "failed", 1.0);
+    })
+    .saying("mean_itl_ms is printed as 15, its value over all 2 requests"),
+    // No per-request lists; a figure the lists do not give.
+    case(NOT_RECOMPUTABLE.id, clean, |x| x.detailed = false).saying("no per-request lists"),
+    case(NOT_RECOMPUTABLE.id, clean, |x| print(x, "rtfx", 3.5)).saying(": rtfx"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        print(x, "median_ttft_ms", 250.0)
+    })
+    .saying("median_ttft_ms (250) is above its p99_ttft_ms"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        print(x, "std_ttft_ms", -1.0)
+    })
+    .saying("never negative"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        print(x, "completed", 3.0)
+    })
+    .saying("more than the 2 requests sent"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        print(x, "max_concurrency", 1.0)
+    })
+    .saying("above the client's own cap"),
+    // ITL timed per chunk of several tokens.
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        print(x, "mean_itl_ms", 500.0)
+    }),
+];
 
 #[test]
 fn each_row_raises_its_id_on_its_planted_problem_only() {
-    check_cases(CHECKS, &cases());
+    check_cases(CHECKS, CASES);
 }
 
 #[test]
