@@ -389,9 +389,12 @@ mod tests {
         assert_eq!(percentile_linear(&[], 50.0), None);
     }
 
+    /// A parsed input whose every value asks for one finding at that severity.
+    struct Asked(Vec<Severity>);
+
     /// A format's row that reports one finding per value, at the severity the value asks.
-    fn one_per_value(values: &Vec<Severity>, emit: &mut Emit) -> Ran {
-        for (i, severity) in values.iter().enumerate() {
+    fn one_per_value(values: &Asked, emit: &mut Emit) -> Ran {
+        for (i, severity) in values.0.iter().enumerate() {
             emit.at_severity(*severity, format!("{i}"));
         }
         Some(())
@@ -399,7 +402,7 @@ mod tests {
 
     #[test]
     fn findings_of_one_check_are_counted_past_the_bound() {
-        let table: [Row<Vec<Severity>>; 2] = [
+        let table: [Row<Asked>; 2] = [
             row(FAILED_AS_ZERO, one_per_value),
             row(TOOL_ERRORS, |_, emit| {
                 emit.warning("x");
@@ -408,7 +411,7 @@ mod tests {
         ];
         let mut values = vec![Severity::Warning; FINDINGS_PER_CHECK + 5];
         values[FINDINGS_PER_CHECK + 1] = Severity::Error;
-        let found = run(&table, &values);
+        let found = run(&table, &Asked(values));
         assert_eq!(found.findings.len(), FINDINGS_PER_CHECK + 2);
         assert_eq!(found.findings[FINDINGS_PER_CHECK].check, TOOL_ERRORS.id);
         let last = found.findings.last().unwrap();
