@@ -19,6 +19,7 @@
 //! import, a bundle's schema). The catalogue (`rigaudit checks`, the SARIF rules) reads every
 //! row as [`About`].
 
+pub use crate::report::Mark;
 use crate::report::{Finding, Findings, Recomputed, Severity};
 use crate::verdict::Comparison;
 
@@ -238,47 +239,6 @@ impl Emit<'_> {
     /// A row comparing a recorded figure with its replay.
     pub fn comparison(&mut self, row: Comparison) {
         self.out.comparisons.push(row);
-    }
-}
-
-/// A finding just emitted, to place and detail; nothing when the collector only counted it (past
-/// its per-check cap).
-pub struct Mark<'a>(pub(crate) Option<&'a mut Finding>);
-
-impl Mark<'_> {
-    /// Sets the file and the pointer inside it.
-    pub fn at(self, file: impl Into<String>, pointer: impl Into<String>) -> Self {
-        self.file(file).pointer(pointer)
-    }
-
-    /// Sets the file.
-    pub fn file(self, file: impl Into<String>) -> Self {
-        self.with(|f| f.file = Some(file.into()))
-    }
-
-    /// Sets the pointer.
-    pub fn pointer(self, pointer: impl Into<String>) -> Self {
-        self.with(|f| f.pointer = Some(pointer.into()))
-    }
-
-    /// Sets the file when there is one.
-    pub fn maybe_file(self, file: Option<&str>) -> Self {
-        match file {
-            Some(f) => self.file(f),
-            None => self,
-        }
-    }
-
-    /// Sets the machine-readable details.
-    pub fn data(self, data: serde_json::Value) -> Self {
-        self.with(|f| f.data = data)
-    }
-
-    fn with(mut self, set: impl FnOnce(&mut Finding)) -> Self {
-        if let Some(f) = self.0.as_deref_mut() {
-            set(f);
-        }
-        self
     }
 }
 

@@ -7,10 +7,13 @@
 //! Layers, each importing only those below it:
 //! - ground: [`records`], [`report`] (the report model and the [`Findings`] collector),
 //!   [`verdict`] (a replay's comparison rows), [`check`] ([`Check`] rows, the [`check::Emit`]ter),
-//!   [`stats`], [`startline`], and [`catalogue`] (its version);
+//!   [`stats`], [`startline`] (what servers print, a command line's flags), [`figures`] (a speed
+//!   result's figures recomputed from its records), and [`catalogue`] (its version);
 //! - [`bundle`]: the parsed bundle;
 //! - the check families, each with its table of rows: [`schema`], [`quality`], [`speed`],
-//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`];
+//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`imported`]; the rows
+//!   that read across a bundle's files sit in their families' tables, their functions in
+//!   [`consistency`], which imports no family;
 //! - on top: [`table`] (every family's rows: the catalogue) and [`verify()`].
 
 pub mod catalogue;
@@ -19,6 +22,7 @@ pub mod claims;
 pub mod consistency;
 pub mod decide;
 pub mod diff;
+pub mod figures;
 pub mod fit;
 pub mod imported;
 pub mod policy;

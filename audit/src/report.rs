@@ -1,6 +1,5 @@
 //! The one report model every command produces and every renderer reads.
 
-use crate::check::Mark;
 use crate::verdict::Comparison;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -454,4 +453,45 @@ pub struct Ignored {
     pub findings: usize,
     /// The policy's reason.
     pub reason: String,
+}
+
+/// A finding just emitted, to place and detail; nothing when the collector only counted it (past
+/// its per-check cap).
+pub struct Mark<'a>(pub(crate) Option<&'a mut Finding>);
+
+impl Mark<'_> {
+    /// Sets the file and the pointer inside it.
+    pub fn at(self, file: impl Into<String>, pointer: impl Into<String>) -> Self {
+        self.file(file).pointer(pointer)
+    }
+
+    /// Sets the file.
+    pub fn file(self, file: impl Into<String>) -> Self {
+        self.with(|f| f.file = Some(file.into()))
+    }
+
+    /// Sets the pointer.
+    pub fn pointer(self, pointer: impl Into<String>) -> Self {
+        self.with(|f| f.pointer = Some(pointer.into()))
+    }
+
+    /// Sets the file when there is one.
+    pub fn maybe_file(self, file: Option<&str>) -> Self {
+        match file {
+            Some(f) => self.file(f),
+            None => self,
+        }
+    }
+
+    /// Sets the machine-readable details.
+    pub fn data(self, data: serde_json::Value) -> Self {
+        self.with(|f| f.data = data)
+    }
+
+    fn with(mut self, set: impl FnOnce(&mut Finding)) -> Self {
+        if let Some(f) = self.0.as_deref_mut() {
+            set(f);
+        }
+        self
+    }
 }

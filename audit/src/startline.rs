@@ -156,6 +156,21 @@ pub fn start_build(lines: &[String]) -> Option<String> {
     })
 }
 
+/// The value of a flag in argv (`--flag V` or `--flag=V`).
+pub fn flag<'a>(argv: &'a [String], names: &[&str]) -> Option<&'a str> {
+    for (i, a) in argv.iter().enumerate() {
+        for n in names {
+            if a == n {
+                return argv.get(i + 1).map(String::as_str);
+            }
+            if let Some(v) = a.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

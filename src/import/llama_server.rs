@@ -10,12 +10,10 @@
 //! Streamed responses (saved server-sent events, one stream a file) are read by
 //! [`super::llama_server_stream`], whose top defines that input.
 
+use super::llama_server_body::{response, series};
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
-use crate::input::shown;
-use rigaudit_audit::imported::compare::{Sample, Series};
-use rigaudit_audit::imported::llama_server::{Response, Responses, Timings, CHECKS};
-use serde_json::Value;
+use rigaudit_audit::imported::llama_server::{Response, Responses, CHECKS};
 
 /// Whether a source is saved llama-server responses or a saved stream (by content).
 pub fn looks_like(s: &Source) -> bool {
@@ -71,78 +69,4 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     imp.found = rigaudit_audit::imported::run(CHECKS, &responses);
     imp.series = series(&responses.responses);
     Ok(imp)
-}
-
-/// The responses' rates, for `diff`: every response with a prompt or generation to time.
-pub(super) fn series(responses: &[Response]) -> Vec<Series> {
-    let mut out = Vec::new();
-    for (k, min) in [("prompt_per_second", 0.0), ("predicted_per_second", 1.0)] {
-        let n_key = if k.starts_with("prompt") {
-            "prompt_n"
-        } else {
-            "predicted_n"
-        };
-        let v: Vec<f64> = responses
-            .iter()
-            .filter_map(|r| r.timings.as_ref())
-            .filter(|t| t.fields.get(n_key).is_some_and(|n| *n > min))
-            .filter_map(|t| t.fields.get(k).copied())
-            .collect();
-        if !v.is_empty() {
-            out.push(Series {
-                key: format!("llama-server.{k}"),
-                sample: Sample::Values(v),
-            });
-        }
-    }
-    out
-}
-
-/// One response line: the typed record and its JSON (for the model and build it names).
-pub(super) fn response(v: &Value, line: usize) -> Result<(Response, Value), String> {
-    let obj = v
-        .as_object()
-        .ok_or("expected a JSON object (a response body)")?;
-    let error = super::error_of(v);
-    let timings = match obj.get("timings") {
-        Some(Value::Object(t)) => Some(Timings {
-            fields: t
-                .iter()
-                .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
-                .collect(),
-        }),
-        Some(x) if !x.is_null() => {
-            return Err(format!(
-                "at /timings: expected an object, found {}",
-                shown(&x.to_string())
-            ))
-        }
-        _ => None,
-    };
-    if error.is_none() && timings.is_none() {
-        return Err("expected a llama-server response with 'timings' (or an 'error')".into());
-    }
-    let num = |p: &str| v.pointer(p).and_then(|x| x.as_f64());
-    let prompt_tokens = num("/tokens_evaluated")
-        .map(|x| (x, "tokens_evaluated"))
-        .or(num("/usage/prompt_tokens").map(|x| (x, "usage.prompt_tokens")));
-    let reply_tokens = num("/tokens_predicted")
-        .map(|x| (x, "tokens_predicted"))
-        .or(num("/usage/completion_tokens").map(|x| (x, "usage.completion_tokens")));
-    let text = v
-        .get("content")
-        .or_else(|| v.pointer("/choices/0/message/content"))
-        .or_else(|| v.pointer("/choices/0/text"))
-        .and_then(|x| x.as_str())
-        .map(String::from);
-    let r = Response {
-        line,
-        error,
-        timings,
-        text,
-        prompt_tokens,
-        reply_tokens,
-        ..Default::default()
-    };
-    Ok((r, v.clone()))
 }

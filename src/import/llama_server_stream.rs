@@ -81,7 +81,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         responses,
     };
     imp.found = rigaudit_audit::imported::run(CHECKS, &responses);
-    imp.series = super::llama_server::series(&responses.responses);
+    imp.series = super::llama_server_body::series(&responses.responses);
     Ok(imp)
 }
 
@@ -169,7 +169,7 @@ fn whole(src: &Source, status: Option<u16>, body: &[u8], line: usize) -> Result<
             )))
         }
     };
-    let (mut r, _) = super::llama_server::response(&v, line)
+    let (mut r, _) = super::llama_server_body::response(&v, line)
         .map_err(|w| fatal(format!("{}: line {line}: {w}", src.shown)))?;
     r.file = Some(src.name.clone());
     Ok(r)
@@ -216,7 +216,7 @@ fn stream(src: &Source, start: usize) -> Result<(Response, Option<Value>), Fatal
 /// The final chunk's timings and stated counts into `r` (the text stays the chunks' joined text).
 fn finished(src: &Source, v: &Value, t: &Timed, r: &mut Response) -> Result<(), Fatal> {
     let line = last_line_holding(&src.bytes, "\"timings\"").unwrap_or(r.line);
-    let (whole, _) = super::llama_server::response(v, line)
+    let (whole, _) = super::llama_server_body::response(v, line)
         .map_err(|w| fatal(format!("{}: line {line}: {w}", src.shown)))?;
     r.line = line;
     r.timings = whole.timings;

@@ -14,6 +14,7 @@ pub mod diff;
 pub mod guidellm;
 pub mod llama_bench;
 pub mod llama_server;
+mod llama_server_body;
 pub mod llama_server_stream;
 pub mod lm_eval;
 pub mod loadgen;

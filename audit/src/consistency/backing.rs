@@ -117,7 +117,7 @@ pub(crate) fn check_unbacked(b: &Bundle, e: &mut Emit) -> Ran {
     let (Some(c), Some(r)) = (&b.speed_contract, &b.speed_result) else {
         return None;
     };
-    let defined = crate::speed::recompute(&c.value, &r.value);
+    let defined = crate::figures::recompute(&c.value, &r.value);
     let unbacked: Vec<String> = shown(b, &r.value)
         .into_iter()
         .map(|(k, _)| k)

@@ -41,7 +41,7 @@ fn left_out(c: &SpeedContract, r: &SpeedResult, part: &str, depth: u64, cap: u64
         .fits
         .iter()
         .any(|f| f.part == part && f.depth == depth && !f.sent);
-    let window = crate::speed::window(Some(c), r).unwrap_or(u64::MAX);
+    let window = crate::figures::window(Some(c), r).unwrap_or(u64::MAX);
     sent == 0 && (unsent || depth.saturating_add(cap) > window)
 }
 
@@ -152,7 +152,7 @@ fn conc_problems(cc: &ConcPart, r: &SpeedResult) -> Vec<String> {
 
 fn left_out_l1(c: &SpeedContract, r: &SpeedResult, cap: u64) -> bool {
     let unsent = r.fits.iter().any(|f| f.part == "l1" && !f.sent);
-    let window = crate::speed::window(Some(c), r).unwrap_or(u64::MAX);
+    let window = crate::figures::window(Some(c), r).unwrap_or(u64::MAX);
     unsent || cap > window
 }
 

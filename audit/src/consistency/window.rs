@@ -20,9 +20,7 @@ use serde_json::json;
 
 /// `speed.answered-beyond-window`: answered speed requests that cannot fit the window.
 pub(crate) fn check_answered_speed(b: &Bundle, e: &mut Emit) -> Ran {
-    let (Some(rl), Some((window, _))) =
-        (&b.speed_result, crate::setup::refusals::claimed_window(b))
-    else {
+    let (Some(rl), Some((window, _))) = (&b.speed_result, claimed_window(b)) else {
         return None;
     };
     for (i, q) in rl.value.requests.iter().enumerate() {
@@ -51,7 +49,7 @@ pub(crate) fn check_answered_speed(b: &Bundle, e: &mut Emit) -> Ran {
 /// `quality.answered-beyond-window`: answered quality records that cannot fit the window.
 pub(crate) fn check_answered_quality(b: &Bundle, e: &mut Emit) -> Ran {
     let mut ran = None;
-    let Some((window, _)) = crate::setup::refusals::claimed_window(b) else {
+    let Some((window, _)) = claimed_window(b) else {
         return ran;
     };
     for t in &b.quality {
@@ -92,4 +90,29 @@ pub(crate) fn check_refusals_that_fit(b: &Bundle, e: &mut Emit) -> Ran {
         }
     }
     ran
+}
+
+/// The server's window as the bundle claims it, with the file that says so: `/v1/models` or the
+/// start line (the speed result), else the speed contract, else the card's first command's flag.
+pub(crate) fn claimed_window(b: &Bundle) -> Option<(u64, String)> {
+    if let Some(r) = &b.speed_result {
+        let c = b.speed_contract.as_ref().map(|c| &c.value);
+        if let Some(w) = crate::figures::window(c, &r.value) {
+            return Some((w, r.path.clone()));
+        }
+    }
+    if let Some(c) = &b.speed_contract {
+        return Some((c.value.server.window, c.path.clone()));
+    }
+    let card = b.card.as_ref()?;
+    let cmd = card.value.commands.first()?;
+    let flags = [
+        "--context",
+        "--ctx-size",
+        "-c",
+        "--max-model-len",
+        "--context-length",
+    ];
+    let w = crate::startline::flag(&cmd.argv, &flags)?.parse().ok()?;
+    Some((w, card.path.clone()))
 }

@@ -9,6 +9,7 @@ use crate::check::{Check, Emit, Ran};
 use crate::records::card::{Card, Nccl, RankCommand};
 use crate::report::Severity;
 use crate::startline;
+pub use crate::startline::flag;
 use chrono::{DateTime, FixedOffset};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -88,21 +89,6 @@ const WINDOW_FLAGS: &[&str] = &[
 ];
 const WINDOW_ENV: &[&str] = &["CONTEXT", "CTX"];
 const NAME_FLAGS: &[&str] = &["--name", "--alias", "-a", "--served-model-name"];
-
-/// The value of a flag in argv (`--flag V` or `--flag=V`).
-pub fn flag<'a>(argv: &'a [String], names: &[&str]) -> Option<&'a str> {
-    for (i, a) in argv.iter().enumerate() {
-        for n in names {
-            if a == n {
-                return argv.get(i + 1).map(String::as_str);
-            }
-            if let Some(v) = a.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
-                return Some(v);
-            }
-        }
-    }
-    None
-}
 
 fn command_value(cmd: &RankCommand, flags: &[&str], env: &[&str]) -> Option<String> {
     flag(&cmd.argv, flags)

@@ -8,30 +8,6 @@ use crate::check::{Emit, Ran};
 use crate::startline;
 use serde_json::json;
 
-/// The server's window as the bundle claims it (see the module doc), with where it came from.
-pub(crate) fn claimed_window(b: &Bundle) -> Option<(u64, String)> {
-    if let Some(r) = &b.speed_result {
-        let c = b.speed_contract.as_ref().map(|c| &c.value);
-        if let Some(w) = crate::speed::window(c, &r.value) {
-            return Some((w, r.path.clone()));
-        }
-    }
-    if let Some(c) = &b.speed_contract {
-        return Some((c.value.server.window, c.path.clone()));
-    }
-    let card = b.card.as_ref()?;
-    let cmd = card.value.commands.first()?;
-    let flags = [
-        "--context",
-        "--ctx-size",
-        "-c",
-        "--max-model-len",
-        "--context-length",
-    ];
-    let w = crate::setup::flag(&cmd.argv, &flags)?.parse().ok()?;
-    Some((w, card.path.clone()))
-}
-
 /// Windows named by refusal texts: (window, file, pointer) of each distinct one.
 fn refusal_windows(b: &Bundle) -> Vec<(u64, String, String)> {
     let mut v: Vec<(u64, String, String)> = Vec::new();
@@ -78,7 +54,7 @@ fn claims(b: &Bundle) -> Vec<(String, u64)> {
     if let Some(f) = &b.fit {
         v.push(("the fit result".to_string(), f.value.window));
     }
-    if let Some((w, p)) = claimed_window(b).filter(|_| v.is_empty()) {
+    if let Some((w, p)) = crate::consistency::window::claimed_window(b).filter(|_| v.is_empty()) {
         v.push((p, w));
     }
     v

@@ -13,11 +13,12 @@ fn percentiles_are_numpy_linear() {
     assert_eq!(percentile_linear(&[], 50.0), None);
 }
 
-/// A format's row that reports one finding per value, at the severity the value asks (its
-/// input is the `Vec` the table's rows read, so not a slice).
-#[allow(clippy::ptr_arg)]
-fn one_per_value(values: &Vec<Severity>, emit: &mut Emit) -> Ran {
-    for (i, severity) in values.iter().enumerate() {
+/// A parsed input whose every value asks for one finding at that severity.
+struct Asked(Vec<Severity>);
+
+/// A format's row that reports one finding per value, at the severity the value asks.
+fn one_per_value(values: &Asked, emit: &mut Emit) -> Ran {
+    for (i, severity) in values.0.iter().enumerate() {
         emit.at_severity(*severity, format!("{i}"));
     }
     Some(())
@@ -25,7 +26,7 @@ fn one_per_value(values: &Vec<Severity>, emit: &mut Emit) -> Ran {
 
 #[test]
 fn findings_of_one_check_are_counted_past_the_bound() {
-    let table: [Row<Vec<Severity>>; 2] = [
+    let table: [Row<Asked>; 2] = [
         row(FAILED_AS_ZERO, one_per_value),
         row(TOOL_ERRORS, |_, emit| {
             emit.warning("x");
@@ -34,7 +35,7 @@ fn findings_of_one_check_are_counted_past_the_bound() {
     ];
     let mut values = vec![Severity::Warning; FINDINGS_PER_CHECK + 5];
     values[FINDINGS_PER_CHECK + 1] = Severity::Error;
-    let found = run(&table, &values);
+    let found = run(&table, &Asked(values));
     assert_eq!(found.findings.len(), FINDINGS_PER_CHECK + 2);
     assert_eq!(found.findings[FINDINGS_PER_CHECK].check, TOOL_ERRORS.id);
     let last = found.findings.last().unwrap();
