@@ -1418,6 +1418,32 @@ const LOADGEN_CASES: &[Case] = &[
                 .says(&["LoadGen logged 2 warnings"]),
         ],
     },
+    Case {
+        // A TEST06 verification output as compliance/nvidia/TEST06/run_verification.py writes
+        // it, written here with a failed check (the published ones all pass).
+        what: "a TEST06 compliance verdict with a failed check",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| {
+            let text = "First token check pass: Skipped\nEOS check pass: False\nSample length check pass: True\nTEST06 verification failed\n";
+            std::fs::write(c.file("verify_accuracy.txt"), text).unwrap();
+        },
+        code: Some(1),
+        expect: &[one("import.compliance-failed")
+            .at(&["line 2, 4"])
+            .says(&["EOS check pass: False"])],
+    },
+    Case {
+        what: "a passing TEST06 compliance verdict raises nothing",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| {
+            let text = "First token check pass: True\nEOS check pass: True\nSample length check pass: True\nTEST06 verification complete\n";
+            std::fs::write(c.file("verify_accuracy.txt"), text).unwrap();
+        },
+        code: Some(1),
+        expect: &[none("import.compliance-failed")],
+    },
 ];
 
 #[test]
