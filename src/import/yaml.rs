@@ -3,10 +3,12 @@
 //! dump of the JSON-able dict, so the trees are the same).
 //!
 //! The crate: `serde_yaml_ng`, the maintained fork of `serde_yaml` (archived in 2024), with the
-//! same libyaml parser and the same API; `serde_norway` is a second fork of the same code, and
-//! `serde-saphyr` (pure Rust) pulls in a dozen crates for this one reader. Its own bounds stay
-//! on: nesting deeper than 128 is refused, and an alias is replayed at most 100 times the
-//! document's events in all.
+//! same libyaml parser and the same API. It adds two crates to the lock (itself and
+//! `unsafe-libyaml`; indexmap, itoa, ryu and serde were already there). `serde_norway` is a
+//! second fork of the same code; `serde-saphyr` (a younger crate on its own parser,
+//! granit-parser) would add granit-parser, annotate-snippets, encoding_rs_io and more for this
+//! one reader. Its own bounds stay on: nesting deeper than 128 is refused, and an alias is
+//! replayed at most 100 times the document's events in all.
 //!
 //! Hostile input: an alias bomb (billion laughs: each anchor aliased ten times by the next) is
 //! not expanded. Every value the tree would hold is counted as it is built, and past
