@@ -13,17 +13,17 @@ use rigaudit_audit::imported::guidellm::{Benchmark, Printed, Report, Request, CH
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Whether a source is GuideLLM's report (by content).
+/// Whether a source is GuideLLM's report (by content), JSON or its YAML rendering.
 pub fn looks_like(s: &Source) -> bool {
     let has = |k: &str| super::holds(&s.bytes, k);
     has("\"guidellm_version\"")
         || (has("\"benchmarks\"") && has("\"request_totals\"") && has("\"run_stats\""))
+        || is_yaml_report(s)
 }
 
 /// Reads the report and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let is = |s: &Source| looks_like(s) || is_yaml_report(s);
-    let i = super::take(sources, is, "report", "no GuideLLM report among them (expected benchmarks.json or its YAML rendering benchmarks.yaml: an object whose metadata has guidellm_version, or, before it, benchmarks with run_stats and request_totals; GuideLLM's CSV report is not read: give its JSON or YAML report)")?;
+    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json or its YAML rendering benchmarks.yaml: an object whose metadata has guidellm_version, or, before it, benchmarks with run_stats and request_totals; GuideLLM's CSV report is not read: give its JSON or YAML report)")?;
     let src = &sources[i];
     let v: Value = match is_yaml_report(src) {
         true => super::yaml::parse(&src.bytes).map_err(|e| fatal(format!("{}: {e}", src.shown)))?,
