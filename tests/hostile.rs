@@ -887,3 +887,42 @@ fn mutated_files_of_every_imported_tool_end_in_a_verdict_or_a_clear_error() {
     }
     assert_eq!(tried, 320);
 }
+
+#[test]
+fn a_yaml_alias_bomb_is_refused_not_expanded() {
+    // Billion laughs in a GuideLLM YAML report: nine levels of ten aliases each, 10^9 values.
+    let mut y = String::from("---\nlol: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for (prev, name) in "abcdefgh".chars().zip("bcdefghi".chars()) {
+        let refs = vec![format!("*{prev}"); 10].join(", ");
+        y.push_str(&format!("l{name}: &{name} [{refs}]\n"));
+    }
+    y.push_str("benchmarks:\n- request_totals: *i\n");
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("benchmarks.yaml");
+    std::fs::write(&p, &y).unwrap();
+    let t = Instant::now();
+    let r = run_within(
+        &["verify", "--from", "guidellm", p.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    r.assert_exit_saying(2, "alias bomb");
+    assert!(r.stderr.contains("benchmarks.yaml"), "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_deeply_nested_yaml_report_is_refused() {
+    let y = format!(
+        "benchmarks:\n- request_totals: {}{}\n",
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("benchmarks.yaml");
+    std::fs::write(&p, &y).unwrap();
+    let r = run_within(
+        &["verify", "--from", "guidellm", p.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    r.assert_exit_saying(2, "recursion limit");
+}

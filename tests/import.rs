@@ -1418,6 +1418,32 @@ const LOADGEN_CASES: &[Case] = &[
                 .says(&["LoadGen logged 2 warnings"]),
         ],
     },
+    Case {
+        // A TEST06 verification output as compliance/nvidia/TEST06/run_verification.py writes
+        // it, written here with a failed check (the published ones all pass).
+        what: "a TEST06 compliance verdict with a failed check",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| {
+            let text = "First token check pass: Skipped\nEOS check pass: False\nSample length check pass: True\nTEST06 verification failed\n";
+            std::fs::write(c.file("verify_accuracy.txt"), text).unwrap();
+        },
+        code: Some(1),
+        expect: &[one("import.compliance-failed")
+            .at(&["line 2, 4"])
+            .says(&["EOS check pass: False"])],
+    },
+    Case {
+        what: "a passing TEST06 compliance verdict raises nothing",
+        format: "loadgen",
+        run: "failures",
+        edit: |c| {
+            let text = "First token check pass: True\nEOS check pass: True\nSample length check pass: True\nTEST06 verification complete\n";
+            std::fs::write(c.file("verify_accuracy.txt"), text).unwrap();
+        },
+        code: Some(1),
+        expect: &[none("import.compliance-failed")],
+    },
 ];
 
 #[test]
@@ -1785,4 +1811,30 @@ fn vllm_json_lines_with_a_broken_line_is_refused_naming_the_line() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_guidellm_yaml_report_is_read_like_its_json_twin_with_or_without_from() {
+    let published = root().join("fixtures/published/guidellm");
+    let yaml = published.join("stripped-sweep-0.3-yaml-twin/benchmarks_stripped.yaml");
+    let json = published.join("stripped-sweep-0.3-json-v2/benchmarks_stripped.json");
+    let ids = |run: &Run| -> Vec<String> {
+        let mut v: Vec<String> = run.json()["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] != "info")
+            .map(|f| f["check"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let twin = verify_from("guidellm", &json);
+    let from = verify_from("guidellm", &yaml);
+    let detected = rigaudit(&["verify", yaml.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(from.code, 1, "{}", from.stderr);
+    assert_eq!(detected.code, 1, "{}", detected.stderr);
+    assert_eq!(ids(&from), ids(&twin));
+    assert_eq!(ids(&detected), ids(&twin));
+    assert!(ids(&twin).contains(&"import.records-missing".to_string()));
 }

@@ -13,21 +13,22 @@ use rigaudit_audit::imported::guidellm::{Benchmark, Printed, Report, Request, CH
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Whether a source is GuideLLM's report (by content).
+/// Whether a source is GuideLLM's report (by content), JSON or its YAML rendering.
 pub fn looks_like(s: &Source) -> bool {
     let has = |k: &str| super::holds(&s.bytes, k);
     has("\"guidellm_version\"")
         || (has("\"benchmarks\"") && has("\"request_totals\"") && has("\"run_stats\""))
+        || is_yaml_report(s)
 }
 
 /// Reads the report and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    if let Some(yaml) = sources.iter().find(|s| is_yaml_report(s)) {
-        return Err(fatal(format!("{}: GuideLLM's YAML rendering of its report, which rigaudit does not read: give the JSON report of the same run (benchmarks.json, --output kind=json)", yaml.shown)));
-    }
-    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json, a JSON object whose metadata has guidellm_version, or, before it, benchmarks with run_stats and request_totals; GuideLLM's YAML and CSV reports are not read: give its JSON report)")?;
+    let i = super::take(sources, looks_like, "report", "no GuideLLM report among them (expected benchmarks.json or its YAML rendering benchmarks.yaml: an object whose metadata has guidellm_version, or, before it, benchmarks with run_stats and request_totals; GuideLLM's CSV report is not read: give its JSON or YAML report)")?;
     let src = &sources[i];
-    let v: Value = super::json_of(src)?;
+    let v: Value = match is_yaml_report(src) {
+        true => super::yaml::parse(&src.bytes).map_err(|e| fatal(format!("{}: {e}", src.shown)))?,
+        false => super::json_of(src)?,
+    };
     let benchmarks = benchmarks_of(src, &v)?;
     let mut imp = Imported {
         tool_version: v
@@ -77,13 +78,14 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     Ok(imp)
 }
 
-/// Whether a source is GuideLLM's report rendered as YAML (`save_yaml`): a `.yaml`/`.yml` file
-/// with its `benchmarks:` and `request_totals:`.
+/// Whether a source is GuideLLM's report rendered as YAML (`save_yaml`, PyYAML's dump of the
+/// same dict as the JSON report): a `.yaml`/`.yml` file with its `guidellm_version:`, or, before
+/// it, its `benchmarks:` and `request_totals:`.
 fn is_yaml_report(s: &Source) -> bool {
     let name = s.name.to_ascii_lowercase();
+    let has = |k: &str| super::holds(&s.bytes, k);
     (name.ends_with(".yaml") || name.ends_with(".yml"))
-        && super::holds(&s.bytes, "benchmarks:")
-        && super::holds(&s.bytes, "request_totals:")
+        && (has("guidellm_version:") || (has("benchmarks:") && has("request_totals:")))
 }
 
 /// The report's `/benchmarks`, each read; an error names the benchmark and the place in it.

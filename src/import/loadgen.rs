@@ -11,7 +11,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Sample, Series, Setting};
-use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, CHECKS};
+use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, Verdict, CHECKS};
 use serde_json::Value;
 
 /// Whether a source is one of LoadGen's logs (by content).
@@ -46,15 +46,22 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         }
         None => None,
     };
+    let compliance = compliance(sources);
     let mut imp = Imported::default();
     notes(sources, di, si, detail.as_ref(), summary.as_ref(), &mut imp);
-    let logs = match detail {
-        Some(detail) => Logs { summary, detail },
+    let mut logs = match detail {
+        Some(detail) => Logs {
+            summary,
+            detail,
+            compliance: Vec::new(),
+        },
         None => Logs {
             detail: Detail::of_summary(summary.as_ref().expect("a summary when no detail log")),
             summary: None,
+            compliance: Vec::new(),
         },
     };
+    logs.compliance = compliance;
     let text = |k: &str| {
         logs.detail
             .values
@@ -67,6 +74,21 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     imp.found = rigaudit_audit::imported::run(CHECKS, &logs);
     settings_and_figures(&logs.detail, &mut imp);
     Ok(imp)
+}
+
+/// The verdict lines of the compliance tests' verification outputs among the sources (TEST01/
+/// 04/05 `verify_accuracy.txt`/`verify_performance.txt`, TEST06 `verify_accuracy.txt`), each
+/// such source marked as taken.
+fn compliance(sources: &mut [Source]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for s in sources.iter_mut().filter(|s| s.role.is_empty()) {
+        let verdicts = Verdict::read(&s.name, &String::from_utf8_lossy(&s.bytes));
+        if !verdicts.is_empty() {
+            s.role = "compliance verdict".into();
+            out.extend(verdicts);
+        }
+    }
+    out
 }
 
 /// What was taken from which log, and what could not be.
@@ -97,6 +119,12 @@ fn notes(
     }
     imp.not_taken.push("per-query latencies: LoadGen writes none outside its trace and accuracy logs, so its percentiles are compared, not recomputed".into());
     imp.not_taken.push("whether a query failed: LoadGen has no notion of it; the system under test completes a failed query like any other".into());
+    for s in sources.iter().filter(|s| s.role == "compliance verdict") {
+        imp.taken.push(format!(
+            "{}: the compliance test's verdict lines (TEST PASS/FAIL, TEST06 checks)",
+            s.name
+        ));
+    }
     for s in sources.iter().filter(|s| s.role.is_empty()) {
         imp.not_taken
             .push(format!("{}: not a LoadGen file the importer reads", s.name));

@@ -19,6 +19,7 @@ pub mod llama_server_stream;
 pub mod lm_eval;
 pub mod loadgen;
 pub mod vllm;
+pub mod yaml;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;

@@ -208,6 +208,13 @@ pub const DECLARED_METRIC_MISSING: About = About {
     doc: "A metric the task's configuration declares has no value in the results: the task's own scoring never produced it.",
 };
 
+/// `import.compliance-failed`.
+pub const COMPLIANCE_FAILED: About = About {
+    id: "import.compliance-failed",
+    severity: Severity::Error,
+    doc: "An MLPerf compliance test's own verification says the run failed it (TEST01/04/05 'TEST FAIL'; TEST06 a check 'False' or 'verification failed').",
+};
+
 /// The `import.*` checks, in catalogue order (each format's table pairs them with its functions).
 pub const CHECKS: &[About] = &[
     FAILED_HIDDEN,
@@ -232,6 +239,7 @@ pub const CHECKS: &[About] = &[
     EDITED_OUTPUT,
     REASONING_ONLY,
     DECLARED_METRIC_MISSING,
+    COMPLIANCE_FAILED,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its
