@@ -92,7 +92,7 @@ pub fn one_run_only(tree: &Tree, command: &str) -> Fatal {
 }
 
 /// Whether a folder the user gave is a tree of runs: not a bundle (the caller asks that first), and
-/// it holds a sub-folder, or its own files are more than one run.
+/// it holds a sub-folder, or its own readable files are more than one run.
 pub fn is_tree(path: &Path) -> bool {
     let Ok(rd) = std::fs::read_dir(path) else {
         return false;
@@ -106,7 +106,9 @@ pub fn is_tree(path: &Path) -> bool {
         }
     }
     files.sort();
-    group::runs(path, path, &files).len() > 1
+    let runs = group::runs(path, path, &files);
+    // A file that cannot be read does not make a tree: the one run's reader names it.
+    runs.iter().filter(|r| r.job.is_ok()).count() > 1
 }
 
 /// Lists the tree's folders within `limits`; `Err` naming the bound passed, or a folder that
