@@ -390,6 +390,8 @@ mod tests {
     }
 
     /// A format's row that reports one finding per value, at the severity the value asks.
+    // A row's function takes `&T` of the format's records (here `Vec<Severity>`), not a slice.
+    #[allow(clippy::ptr_arg)]
     fn one_per_value(values: &Vec<Severity>, emit: &mut Emit) -> Ran {
         for (i, severity) in values.iter().enumerate() {
             emit.at_severity(*severity, format!("{i}"));
