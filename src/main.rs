@@ -33,6 +33,7 @@ mod replay;
 mod schemas;
 mod ssh;
 mod subject;
+mod tree;
 mod verify;
 
 use clap::Parser;
