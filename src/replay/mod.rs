@@ -16,6 +16,7 @@ pub mod launch;
 pub mod plan_text;
 pub mod probe;
 pub mod remote;
+pub mod slurm;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -232,7 +233,10 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         .launches
         .first()
         .ok_or_else(|| fatal("the card records no command"))?;
-    let box_host = remote::rank0_host(&card.value, &a.boxes, rank0.rank);
+    let box_host = planned
+        .rank0_host
+        .clone()
+        .or_else(|| remote::rank0_host(&card.value, &a.boxes, rank0.rank));
     let base_url = base_url(a, rank0, port, box_host)?;
     let out = out_dir(a, &opened)?;
     let inputs = plan(
