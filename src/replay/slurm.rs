@@ -346,8 +346,12 @@ pub fn plan_text(
         let node = match map.mapped.get(b) {
             Some(n) => format!("node {} (--box)", crate::input::shown(n)),
             None => {
-                let k = named + unmapped.iter().position(|u| u == b).unwrap_or(0) + 1;
-                format!("node {k} of the allocation")
+                let k = unmapped.iter().position(|u| u == b).unwrap_or(0) + 1;
+                if named == 0 {
+                    format!("node {k} of the allocation")
+                } else {
+                    format!("the allocation's node {k} not named with --box")
+                }
             }
         };
         let node_word = map.mapped.get(b).cloned().unwrap_or_else(|| "<node>".into());
