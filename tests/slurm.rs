@@ -12,7 +12,7 @@ mod common;
 use common::{decode_contract, python3_executable as python3, rigaudit, root, sha_file, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -337,4 +337,81 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
     let t = rigaudit(&refs).stdout;
     assert!(t.contains("rank 0 (box head, node 1 of the allocation)"), "{t}");
     assert!(t.contains("rank 1 (box second, node 2 of the allocation)"), "{t}");
+}
+
+#[test]
+fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
+    let Some((conf, _turn)) = slurm_or_skip("rank_1_runs_on_n2_as_a_step") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let r = run(&conf, &s.args("ok", "2", &["--slurm"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r1 = s.argv_info(1).expect("rank 1 wrote its argv");
+    let argv: Vec<String> = serde_json::from_value(r1["argv"].clone()).unwrap();
+    assert_eq!(&argv[argv.len() - s.odd.len()..], &s.odd[..]);
+    let env: serde_json::Map<String, Value> = serde_json::from_value(r1["env"].clone()).unwrap();
+    let mut want = rank1_env().as_object().unwrap().clone();
+    want["FAKE_PORT"] = env["FAKE_PORT"].clone();
+    want["FAKE_ARGV_FILE"] = json!(s.argv_file(1).display().to_string());
+    assert_eq!(env, want, "rank 1's environment is not exactly the recorded one");
+    let notes = notes(&r);
+    let has = |p: &str| notes.iter().any(|n| n.contains(p));
+    assert!(has("rank 1 (box second) runs on node n2 of Slurm job"), "{notes:#?}");
+    assert!(has("matches the card's"), "{notes:#?}");
+    assert!(has("rank 0's address: 127.0.0.1, node n1's NodeAddr"), "{notes:#?}");
+    assert!(has("warning: slurm: process tracking is proctrack/linuxproc"), "{notes:#?}");
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(10), Vec::<String>::new());
+}
+
+#[test]
+fn a_digest_mismatch_on_a_node_is_refused_before_any_rank_starts() {
+    let Some((conf, _turn)) = slurm_or_skip("a_digest_mismatch_on_a_node") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let other = s.tmp.path().join("python3-other");
+    let mut bytes = std::fs::read(python3()).unwrap();
+    bytes.push(0);
+    std::fs::write(&other, bytes).unwrap();
+    let engine = format!("second={}", other.display());
+    let extra = ["--slurm", "--box", "head=n1", "--box", "second=n2", "--box-engine", &engine];
+    let r = run(&conf, &s.args("ok", "0", &extra));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    r.assert_stderr_has("refusing to run");
+    r.assert_stderr_has("on node n2 (Slurm job");
+    assert!(s.argv_info(0).is_none() && s.argv_info(1).is_none());
+    assert_eq!(our_jobs_after(&conf, 10), "");
+}
+
+#[test]
+fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
+    let Some((conf, _turn)) = slurm_or_skip("sigterm_to_the_replay") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(s.args("slow-start", "120", &["--slurm", "--trust-executable"]))
+        .env("SLURM_CONF", &conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while (s.argv_info(0).is_none() || s.argv_info(1).is_none()) && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(s.argv_info(1).is_some(), "rank 1 started");
+    // SAFETY: kill(2) on the replay this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("cancelling Slurm job"), "{err}");
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
