@@ -37,7 +37,8 @@ fn cluster() -> Result<&'static (PathBuf, PathBuf), String> {
     static CLUSTER: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     CLUSTER
         .get_or_init(|| {
-            let dir = std::env::temp_dir().join(format!("rigaudit-slurm-test-{}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("rigaudit-slurm-test-{}", std::process::id()));
             let port = std::env::var("RIGAUDIT_SLURM_TEST_PORT").unwrap_or_else(|_| "16917".into());
             let t0 = Instant::now();
             let out = Command::new("bash")
@@ -54,7 +55,10 @@ fn cluster() -> Result<&'static (PathBuf, PathBuf), String> {
                     String::from_utf8_lossy(&out.stderr)
                 ));
             }
-            eprintln!("slurm cluster started in {:.2} s", t0.elapsed().as_secs_f64());
+            eprintln!(
+                "slurm cluster started in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
             let _ = STATE_DIR.set(dir.clone());
             // SAFETY: atexit takes a plain function; the harness ends with exit(3), which runs it.
             unsafe {
@@ -161,7 +165,10 @@ impl Setup {
         let script = tmp.path().join("fake_engine_slurm_test.py");
         let text = std::fs::read_to_string(root().join("tests/fixtures/fake_engine.py")).unwrap();
         let narrow = r#"{k: v for k, v in os.environ.items() if k.startswith("FAKE_") or k == "SSH_CONNECTION"}"#;
-        assert!(text.contains(narrow), "the fake engine's environment line changed");
+        assert!(
+            text.contains(narrow),
+            "the fake engine's environment line changed"
+        );
         std::fs::write(&script, text.replace(narrow, "dict(os.environ)")).unwrap();
         let odd = odd_items(&tmp.path().join("ran"));
         let bundle = template(tmp.path(), &script, &odd, digest);
@@ -316,11 +323,16 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let t = &r.stdout;
     assert!(
-        t.contains("allocation: 'salloc' '--no-shell' '-N' '2' '--time=60' '--job-name=rigaudit-replay'"),
+        t.contains(
+            "allocation: 'salloc' '--no-shell' '-N' '2' '--time=60' '--job-name=rigaudit-replay'"
+        ),
         "{t}"
     );
     assert!(t.contains("'--nodelist=n2'"), "{t}");
-    assert!(t.contains("rank 0 (box head, the allocation's node 1 not named with --box)"), "{t}");
+    assert!(
+        t.contains("rank 0 (box head, the allocation's node 1 not named with --box)"),
+        "{t}"
+    );
     assert!(t.contains("rank 1 (box second, node n2 (--box))"), "{t}");
     assert!(
         t.contains("  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE="),
@@ -328,15 +340,28 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
     );
     assert!(t.contains("'line one\\nline two'"), "{t}");
     assert!(
-        t.contains(&format!("check: sha256 of '{}' on the node = {}", python3().display(), "ab".repeat(32))),
+        t.contains(&format!(
+            "check: sha256 of '{}' on the node = {}",
+            python3().display(),
+            "ab".repeat(32)
+        )),
         "{t}"
     );
-    assert!(t.contains("'/usr/bin/xargs' '-0' '-r' '/usr/bin/sha256sum' '--' (the path on its stdin)"), "{t}");
+    assert!(
+        t.contains("'/usr/bin/xargs' '-0' '-r' '/usr/bin/sha256sum' '--' (the path on its stdin)"),
+        "{t}"
+    );
     let plain = s.args("ok", "0", &["--slurm", "--plan"]);
     let refs: Vec<&str> = plain.iter().map(String::as_str).collect();
     let t = rigaudit(&refs).stdout;
-    assert!(t.contains("rank 0 (box head, node 1 of the allocation)"), "{t}");
-    assert!(t.contains("rank 1 (box second, node 2 of the allocation)"), "{t}");
+    assert!(
+        t.contains("rank 0 (box head, node 1 of the allocation)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("rank 1 (box second, node 2 of the allocation)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -354,13 +379,25 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
     let mut want = rank1_env().as_object().unwrap().clone();
     want["FAKE_PORT"] = env["FAKE_PORT"].clone();
     want["FAKE_ARGV_FILE"] = json!(s.argv_file(1).display().to_string());
-    assert_eq!(env, want, "rank 1's environment is not exactly the recorded one");
+    assert_eq!(
+        env, want,
+        "rank 1's environment is not exactly the recorded one"
+    );
     let notes = notes(&r);
     let has = |p: &str| notes.iter().any(|n| n.contains(p));
-    assert!(has("rank 1 (box second) runs on node n2 of Slurm job"), "{notes:#?}");
+    assert!(
+        has("rank 1 (box second) runs on node n2 of Slurm job"),
+        "{notes:#?}"
+    );
     assert!(has("matches the card's"), "{notes:#?}");
-    assert!(has("rank 0's address: 127.0.0.1, node n1's NodeAddr"), "{notes:#?}");
-    assert!(has("warning: slurm: process tracking is proctrack/linuxproc"), "{notes:#?}");
+    assert!(
+        has("rank 0's address: 127.0.0.1, node n1's NodeAddr"),
+        "{notes:#?}"
+    );
+    assert!(
+        has("warning: slurm: process tracking is proctrack/linuxproc"),
+        "{notes:#?}"
+    );
     assert_eq!(our_jobs_after(&conf, 10), "");
     assert_eq!(s.leftovers_after(10), Vec::<String>::new());
 }
@@ -376,7 +413,15 @@ fn a_digest_mismatch_on_a_node_is_refused_before_any_rank_starts() {
     bytes.push(0);
     std::fs::write(&other, bytes).unwrap();
     let engine = format!("second={}", other.display());
-    let extra = ["--slurm", "--box", "head=n1", "--box", "second=n2", "--box-engine", &engine];
+    let extra = [
+        "--slurm",
+        "--box",
+        "head=n1",
+        "--box",
+        "second=n2",
+        "--box-engine",
+        &engine,
+    ];
     let r = run(&conf, &s.args("ok", "0", &extra));
     assert_eq!(r.code, 2, "{}", r.stderr);
     r.assert_stderr_has("refusing to run");
@@ -399,7 +444,9 @@ fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    while (s.argv_info(0).is_none() || s.argv_info(1).is_none()) && t0.elapsed() < Duration::from_secs(60) {
+    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
+        && t0.elapsed() < Duration::from_secs(60)
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(s.argv_info(1).is_some(), "rank 1 started");

@@ -33,13 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The fixed program of a digest step: it reads NUL-terminated paths on its stdin.
-pub const DIGEST_STEP: [&str; 5] = [
-    "/usr/bin/xargs",
-    "-0",
-    "-r",
-    "/usr/bin/sha256sum",
-    "--",
-];
+pub const DIGEST_STEP: [&str; 5] = ["/usr/bin/xargs", "-0", "-r", "/usr/bin/sha256sum", "--"];
 
 /// How long a digest step may take (hashing a large engine on a busy node).
 const DIGEST_LIMIT: Duration = Duration::from_secs(300);
@@ -188,11 +182,12 @@ pub fn node_sha256(job: &str, node: &str, path: &str) -> Result<String, Fatal> {
             o.said()
         )));
     }
-    o.stdout
-        .lines()
-        .next()
-        .and_then(digest_of)
-        .ok_or_else(|| fatal(format!("node {node}: sha256sum printed no digest: {}", o.said())))
+    o.stdout.lines().next().and_then(digest_of).ok_or_else(|| {
+        fatal(format!(
+            "node {node}: sha256sum printed no digest: {}",
+            o.said()
+        ))
+    })
 }
 
 /// Checks the engine on `node`; the note says where and with which digest.
@@ -279,7 +274,10 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
             let n = check_on_node(&id, node, &program, &expected, args.trust_executable)?;
             checked.insert(key.clone(), n);
         }
-        notes.push(format!("rank {} (box {b}) runs on {}", l.rank, checked[&key]));
+        notes.push(format!(
+            "rank {} (box {b}) runs on {}",
+            l.rank, checked[&key]
+        ));
         p.launches.push(Launch {
             rank: l.rank,
             program: PathBuf::from("srun"),
@@ -354,8 +352,16 @@ pub fn plan_text(
                 }
             }
         };
-        let node_word = map.mapped.get(b).cloned().unwrap_or_else(|| "<node>".into());
-        out.push_str(&format!("rank {} (box {}, {node})\n", c.rank, crate::input::shown(b)));
+        let node_word = map
+            .mapped
+            .get(b)
+            .cloned()
+            .unwrap_or_else(|| "<node>".into());
+        out.push_str(&format!(
+            "rank {} (box {}, {node})\n",
+            c.rank,
+            crate::input::shown(b)
+        ));
         let program = planned_program(&m, Some(b), engine);
         let mut args: Vec<String> = c.argv.iter().skip(1).map(|w| fill_shown(w, sets)).collect();
         if engine == "bundled" {
@@ -365,7 +371,11 @@ pub fn plan_text(
             rank: c.rank,
             program: PathBuf::from(&program),
             args,
-            env: c.env.iter().map(|(k, v)| (k.clone(), fill_shown(v, sets))).collect(),
+            env: c
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), fill_shown(v, sets)))
+                .collect(),
             shown: Vec::new(),
         };
         let step = rank_step(&l, "<job>", &node_word, &program)?;
@@ -380,7 +390,13 @@ fn plan_digest(card: &Card, program: &str, node: &str) -> String {
     use super::plan_text::word;
     let digest = card.engine.binary.as_ref().map_or(
         "none recorded (refused unless --trust-executable)".to_string(),
-        |b| format!("{} (engine.binary {})", crate::input::shown(&b.sha256), crate::input::shown(&b.path)),
+        |b| {
+            format!(
+                "{} (engine.binary {})",
+                crate::input::shown(&b.sha256),
+                crate::input::shown(&b.path)
+            )
+        },
     );
     let step: Vec<String> = digest_step("<job>", node).iter().map(|w| word(w)).collect();
     format!(
@@ -397,14 +413,22 @@ mod tests {
     #[test]
     fn slurm_node_map_places_named_boxes_then_the_rest_in_order() {
         let map = NodeMap {
-            ranks: vec![(0, "a".into()), (1, "b".into()), (2, "c".into()), (3, "b".into())],
+            ranks: vec![
+                (0, "a".into()),
+                (1, "b".into()),
+                (2, "c".into()),
+                (3, "b".into()),
+            ],
             mapped: BTreeMap::from([("b".to_string(), "n2".to_string())]),
         };
         assert_eq!(map.count(), 3);
         assert_eq!(map.nodelist(), ["n2"]);
         let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|s| s.to_string()).collect();
         let got = map.assign(&nodes).unwrap();
-        assert_eq!((got["a"].as_str(), got["b"].as_str(), got["c"].as_str()), ("n1", "n2", "n3"));
+        assert_eq!(
+            (got["a"].as_str(), got["b"].as_str(), got["c"].as_str()),
+            ("n1", "n2", "n3")
+        );
         assert!(map.assign(&nodes[..2]).is_err());
     }
 
@@ -418,9 +442,20 @@ mod tests {
             shown: vec![],
         };
         let v = rank_step(&l, "7", "n2", "/e").unwrap();
-        let tail = ["--", "/usr/bin/env", "-i", "K=v w=$x", "/e", "a b", "$(id)\n'"];
+        let tail = [
+            "--",
+            "/usr/bin/env",
+            "-i",
+            "K=v w=$x",
+            "/e",
+            "a b",
+            "$(id)\n'",
+        ];
         assert_eq!(&v[v.len() - tail.len()..], tail);
-        assert_eq!(&v[..7], ["srun", "--jobid", "7", "--nodelist", "n2", "-N1", "-n1"]);
+        assert_eq!(
+            &v[..7],
+            ["srun", "--jobid", "7", "--nodelist", "n2", "-N1", "-n1"]
+        );
         let mut bad = l.clone();
         bad.env.insert("A=B".into(), "x".into());
         assert!(rank_step(&bad, "7", "n2", "/e").is_err());

@@ -82,8 +82,11 @@ pub fn job_nodes(job: &str) -> Result<Vec<String>, Fatal> {
 /// The address the scheduler reaches node `node` at (`NodeAddr` of `scontrol show node`).
 pub fn node_addr(node: &str) -> Result<String, Fatal> {
     let o = quick(&["scontrol", "show", "node", node])?;
-    field(&o.stdout, "NodeAddr")
-        .ok_or_else(|| fatal(format!("slurm: scontrol show node {node} names no NodeAddr")))
+    field(&o.stdout, "NodeAddr").ok_or_else(|| {
+        fatal(format!(
+            "slurm: scontrol show node {node} names no NodeAddr"
+        ))
+    })
 }
 
 /// `KEY=VALUE` from `scontrol`'s text (space-separated fields).

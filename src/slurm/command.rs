@@ -106,8 +106,12 @@ mod tests {
         assert_eq!((o.code, o.stdout.as_str()), (Some(0), "a b"));
         let e = run(&words(&["sleep", "5"]), None, Duration::from_millis(200)).unwrap_err();
         assert!(e.contains("did not finish"), "{e}");
-        let o = run(&words(&["head", "-c", "1000000", "/dev/zero"]), None, Duration::from_secs(5))
-            .unwrap();
+        let o = run(
+            &words(&["head", "-c", "1000000", "/dev/zero"]),
+            None,
+            Duration::from_secs(5),
+        )
+        .unwrap();
         assert_eq!(o.stdout.len() as u64, OUTPUT_MAX);
     }
 }
