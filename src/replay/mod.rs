@@ -296,7 +296,11 @@ fn launches(
         },
     )?;
     notes.extend(resolved.notes.iter().cloned());
-    let planned = remote::plan(card, &resolved.launches, a)?;
+    let planned = if a.boxes.slurm.slurm {
+        slurm::plan(card, &resolved.launches, a)?
+    } else {
+        remote::plan(card, &resolved.launches, a)?
+    };
     notes.extend(planned.notes.iter().cloned());
     Ok((resolved, planned))
 }
@@ -324,7 +328,11 @@ fn fill_placeholders(
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
     if a.boxes.plan {
-        let plan = plan_text::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?;
+        let plan = if a.boxes.slurm.slurm {
+            slurm::plan_text(card, &a.boxes, &sets, &a.engine)?
+        } else {
+            plan_text::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?
+        };
         print!("{plan}");
         std::process::exit(0);
     }

@@ -63,9 +63,6 @@ pub fn plan_text(
     engine: &str,
     allow_env: &[String],
 ) -> Result<String, Fatal> {
-    if a.slurm.slurm {
-        return super::slurm::plan_text(card, a, sets, engine);
-    }
     let m = mappings(card, a)?;
     let mut out = String::new();
     for c in &card.commands {

@@ -89,7 +89,8 @@ pub struct Planned {
     /// Per rank: where it runs, with which digest (and NCCL library, when the card records one).
     pub notes: Vec<String>,
     /// The Slurm allocation the ranks run in (`--slurm`), cancelled when the last clone drops.
-    pub job: Option<std::sync::Arc<super::slurm::Job>>,
+    /// (Held here without naming its type: the Slurm plan builds on this module.)
+    pub job: Option<std::sync::Arc<dyn std::fmt::Debug + Send + Sync>>,
     /// The host rank 0's server is reached at, when the plan knows it (a Slurm node's address).
     pub rank0_host: Option<String>,
 }
@@ -142,9 +143,6 @@ pub(super) fn mappings(card: &Card, a: &BoxArgs) -> Result<Mappings, Fatal> {
 /// is checked. With `--engine bundled` the program on a box must be this very rigaudit.
 pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Planned, Fatal> {
     let (a, bundled, trust) = (&args.boxes, args.engine == "bundled", args.trust_executable);
-    if a.slurm.slurm {
-        return super::slurm::plan(card, launches, args);
-    }
     let mut p = Planned {
         launchers: vec![Launcher::Local; launches.len()],
         launches: launches.to_vec(),

@@ -293,7 +293,7 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
     }
     p.rank0_host = rank0_address(&map, &nodes, &mut notes);
     p.notes = notes;
-    p.job = Some(job);
+    p.job = Some(job as Arc<dyn std::fmt::Debug + Send + Sync>);
     Ok(p)
 }
 
