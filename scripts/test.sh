@@ -50,4 +50,10 @@ fi
 export RIGAUDIT_REQUIRE_SHELLS=1
 # With sshd installed, a test that cannot start it fails instead of skipping.
 export RIGAUDIT_REQUIRE_SSHD=1
+# A real two-node Slurm on this machine (scripts/slurm-cluster.sh): tests/slurm.rs starts its own
+# cluster in a folder of its own; this start makes sure the packages are there and the cluster
+# can start, and it is stopped again when this script ends.
+bash scripts/slurm-cluster.sh start >/dev/null
+trap 'bash scripts/slurm-cluster.sh stop; echo "== test command took $((SECONDS - START)) s (the budget: 20 minutes on 2 cores)"' EXIT
+export RIGAUDIT_REQUIRE_SLURM=1
 cargo test --workspace "$@"

@@ -31,6 +31,7 @@ mod policy;
 mod rehash;
 mod replay;
 mod schemas;
+mod slurm;
 mod ssh;
 mod subject;
 mod tree;

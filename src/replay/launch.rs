@@ -203,6 +203,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The process groups alive now, for the signal handler.
 static LIVE: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
+/// The Slurm jobs (allocations) alive now, which the handler cancels after stopping the groups.
+static JOBS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 static HANDLER: Once = Once::new();
 static HANDLER_ERROR: Mutex<Option<String>> = Mutex::new(None);
 /// Set by the handler before it stops the ranks: it will exit with 130, so a rank it stopped must
@@ -234,6 +236,7 @@ fn install_handler() -> Option<String> {
                 }
                 let _ = signal(g, libc::SIGKILL);
             }
+            cancel_jobs();
             std::process::exit(130);
         });
         if let Err(e) = r {
@@ -243,6 +246,32 @@ fn install_handler() -> Option<String> {
         }
     });
     lock(&HANDLER_ERROR).clone()
+}
+
+/// The handler's last step: cancels every Slurm job still held.
+fn cancel_jobs() {
+    let jobs: Vec<String> = lock(&JOBS).iter().cloned().collect();
+    for j in &jobs {
+        eprintln!("rigaudit: interrupted; cancelling Slurm job {j}");
+        if let Some(e) = crate::slurm::alloc::cancel(j) {
+            eprintln!("rigaudit: {e}");
+        }
+    }
+}
+
+/// Installs the Ctrl-C / SIGTERM handler (once); a note when it could not be.
+pub fn install() -> Option<String> {
+    install_handler()
+}
+
+/// Holds Slurm job `id` for the handler, which cancels it on Ctrl-C or SIGTERM.
+pub fn hold_job(id: &str) {
+    lock(&JOBS).insert(id.to_string());
+}
+
+/// Forgets job `id` (its owner cancels it).
+pub fn forget_job(id: &str) {
+    lock(&JOBS).remove(id);
 }
 
 /// Sends `sig` to `target` (a pid, or minus a process-group id). Returns the errno on failure

@@ -16,6 +16,7 @@ pub mod launch;
 pub mod plan_text;
 pub mod probe;
 pub mod remote;
+pub mod slurm;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -232,7 +233,10 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         .launches
         .first()
         .ok_or_else(|| fatal("the card records no command"))?;
-    let box_host = remote::rank0_host(&card.value, &a.boxes, rank0.rank);
+    let box_host = planned
+        .rank0_host
+        .clone()
+        .or_else(|| remote::rank0_host(&card.value, &a.boxes, rank0.rank));
     let base_url = base_url(a, rank0, port, box_host)?;
     let out = out_dir(a, &opened)?;
     let inputs = plan(
@@ -292,7 +296,11 @@ fn launches(
         },
     )?;
     notes.extend(resolved.notes.iter().cloned());
-    let planned = remote::plan(card, &resolved.launches, a)?;
+    let planned = if a.boxes.slurm.slurm {
+        slurm::plan(card, &resolved.launches, a)?
+    } else {
+        remote::plan(card, &resolved.launches, a)?
+    };
     notes.extend(planned.notes.iter().cloned());
     Ok((resolved, planned))
 }
@@ -320,7 +328,11 @@ fn fill_placeholders(
         sets.insert(k.trim_matches(['<', '>']).to_string(), v.to_string());
     }
     if a.boxes.plan {
-        let plan = plan_text::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?;
+        let plan = if a.boxes.slurm.slurm {
+            slurm::plan_text(card, &a.boxes, &sets, &a.engine)?
+        } else {
+            plan_text::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?
+        };
         print!("{plan}");
         std::process::exit(0);
     }

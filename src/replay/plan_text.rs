@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// Fills `<name>` placeholders that `sets` names, in one pass (for the plan only; the launch
 /// fills through `command::resolve`).
-fn fill_shown(s: &str, sets: &BTreeMap<String, String>) -> String {
+pub(super) fn fill_shown(s: &str, sets: &BTreeMap<String, String>) -> String {
     let mut out = String::new();
     let mut rest = s;
     while let Some(open) = rest.find('<') {
@@ -37,7 +37,7 @@ fn fill_shown(s: &str, sets: &BTreeMap<String, String>) -> String {
 
 /// The program a rank would run on its box (or here): `--box-engine`, else `--engine` (the
 /// bundled engine: this rigaudit, run as `rigaudit __engine`).
-fn planned_program(m: &Mappings, box_name: Option<&String>, engine: &str) -> String {
+pub(super) fn planned_program(m: &Mappings, box_name: Option<&String>, engine: &str) -> String {
     match box_name.and_then(|b| m.engines.get(b)) {
         Some(e) => e.clone(),
         None if engine == "bundled" => std::env::current_exe()
@@ -49,7 +49,7 @@ fn planned_program(m: &Mappings, box_name: Option<&String>, engine: &str) -> Str
 
 /// A word of the plan: quoted as it would be sent, control characters (newlines too) escaped,
 /// so a page's item cannot draw lines of its own on the terminal.
-fn word(w: &str) -> String {
+pub(super) fn word(w: &str) -> String {
     crate::input::shown_n(&quote(w), 1 << 16)
 }
 

@@ -40,6 +40,10 @@ pub struct BoxArgs {
     /// be checked) and exit; connects to nothing and starts nothing.
     #[arg(long)]
     pub plan: bool,
+    /// Ranks as steps of one Slurm allocation (`--slurm` and its options): see
+    /// [`super::slurm`].
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmArgs,
 }
 
 impl BoxArgs {
@@ -64,6 +68,15 @@ pub enum Launcher {
         /// `user@host:port`, as shown.
         destination: String,
     },
+    /// As a step of a Slurm job on one of its nodes; `srun` is the rank's process here.
+    Slurm {
+        /// The card's box name (or `rank N` when its command names none).
+        box_name: String,
+        /// The node.
+        node: String,
+        /// The job id.
+        job: String,
+    },
 }
 
 /// The ranks to start, each with how, and the notes for the report.
@@ -75,6 +88,11 @@ pub struct Planned {
     pub launchers: Vec<Launcher>,
     /// Per rank: where it runs, with which digest (and NCCL library, when the card records one).
     pub notes: Vec<String>,
+    /// The Slurm allocation the ranks run in (`--slurm`), cancelled when the last clone drops.
+    /// (Held here without naming its type: the Slurm plan builds on this module.)
+    pub job: Option<std::sync::Arc<dyn std::fmt::Debug + Send + Sync>>,
+    /// The host rank 0's server is reached at, when the plan knows it (a Slurm node's address).
+    pub rank0_host: Option<String>,
 }
 
 /// The box the card places `rank` on: its command's `box`, else the box that names the rank.
@@ -129,6 +147,8 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
         launchers: vec![Launcher::Local; launches.len()],
         launches: launches.to_vec(),
         notes: Vec::new(),
+        job: None,
+        rank0_host: None,
     };
     if !a.any() {
         return Ok(p);

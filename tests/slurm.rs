@@ -1,0 +1,464 @@
+//! `rigaudit replay --slurm`: ranks as steps of one allocation on a real two-node Slurm (Debian's
+//! slurm-wlm, nodes n1 and n2 on this machine), started once for this test binary by
+//! `scripts/slurm-cluster.sh` in a state folder of its own. A test that cannot start the cluster
+//! prints why and returns (set `RIGAUDIT_REQUIRE_SLURM=1` to make that a failure). The tests
+//! take turns (one lock): each looks at the whole queue.
+//!
+//! The fake engine (tests/fixtures/fake_engine.py, a copy whose `--argv-file` records the whole
+//! environment) writes its argv and environment to a file.
+
+mod common;
+
+use common::{decode_contract, python3_executable as python3, rigaudit, root, sha_file, Run};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+static STATE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Cancels the test cluster's jobs and stops its daemons, when the test binary ends.
+extern "C" fn stop_cluster() {
+    if let Some(dir) = STATE_DIR.get() {
+        let _ = Command::new("bash")
+            .arg(root().join("scripts/slurm-cluster.sh"))
+            .arg("stop")
+            .env("RIGAUDIT_SLURM_DIR", dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The cluster's state folder and `SLURM_CONF`, or why it could not start.
+fn cluster() -> Result<&'static (PathBuf, PathBuf), String> {
+    static CLUSTER: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+    CLUSTER
+        .get_or_init(|| {
+            let dir =
+                std::env::temp_dir().join(format!("rigaudit-slurm-test-{}", std::process::id()));
+            let port = std::env::var("RIGAUDIT_SLURM_TEST_PORT").unwrap_or_else(|_| "16917".into());
+            let t0 = Instant::now();
+            let out = Command::new("bash")
+                .arg(root().join("scripts/slurm-cluster.sh"))
+                .arg("start")
+                .env("RIGAUDIT_SLURM_DIR", &dir)
+                .env("RIGAUDIT_SLURM_PORT", &port)
+                .output()
+                .map_err(|e| format!("cannot run scripts/slurm-cluster.sh: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "scripts/slurm-cluster.sh start failed: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            eprintln!(
+                "slurm cluster started in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
+            let _ = STATE_DIR.set(dir.clone());
+            // SAFETY: atexit takes a plain function; the harness ends with exit(3), which runs it.
+            unsafe {
+                libc::atexit(stop_cluster);
+            }
+            Ok((dir.clone(), dir.join("slurm.conf")))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The cluster's `SLURM_CONF` and this test's turn, or `None` after printing why it is skipped.
+fn slurm_or_skip(test: &str) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
+    static TURN: Mutex<()> = Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    match cluster() {
+        Ok((_, conf)) => Some((conf.clone(), turn)),
+        Err(why) => {
+            if std::env::var_os("RIGAUDIT_REQUIRE_SLURM").is_some() {
+                panic!("{test}: {why}");
+            }
+            println!("SKIPPED {test}: {why}");
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// argv items that a shell would read as syntax; each must reach the rank as written.
+fn odd_items(marker: &Path) -> Vec<String> {
+    let m = marker.display();
+    vec![
+        "two words".into(),
+        "it's".into(),
+        "\"double\"".into(),
+        format!("$(touch {m}-subst)"),
+        format!("`touch {m}-tick`"),
+        format!("x;touch {m}-semi"),
+        "line one\nline two".into(),
+        String::new(),
+        "ünïcødé ✓".into(),
+        "$HOME ${PATH} \\ *".into(),
+    ]
+}
+
+/// Rank 1's recorded environment (placeholders filled by `--set`).
+fn rank1_env() -> Value {
+    json!({"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
+           "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>", "LC_ALL": "C.UTF-8"})
+}
+
+/// A two-box bundle: rank 0 on box `head`, rank 1 on box `second`, both the fake engine at
+/// `script` run by python3; rank 1's argv ends with [`odd_items`].
+fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> PathBuf {
+    let b = dir.join("template");
+    let mut argv: Vec<Value> = [
+        "python3",
+        script.to_str().unwrap(),
+        "--port",
+        "<port>",
+        "--mode",
+        "<mode>",
+        "--start-delay",
+        "<delay>",
+        "--argv-file",
+        "<argv0>",
+    ]
+    .iter()
+    .map(|x| json!(x))
+    .collect();
+    argv.extend(odd.iter().map(|x| json!(x)));
+    let mut card = json!({
+        "hardware": {"description": "two test nodes", "boxes": [{"name": "head", "rank": 0},
+            {"name": "second", "rank": 1}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 2,
+        "commands": [
+            {"rank": 0, "box": "head", "argv": argv, "env": {"FAKE_BOX": "head"}},
+            {"rank": 1, "box": "second", "argv": argv, "env": rank1_env()}
+        ],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    if let Some(d) = digest {
+        card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
+    }
+    common::write_bundle(&b, ("fake-two-node", "fake"), &card, &decode_contract(3, 8));
+    b
+}
+
+/// One test's files: a copy of the fake engine that records its whole environment, at a path
+/// unique to the test (its marker in /proc), and the bundle.
+struct Setup {
+    tmp: tempfile::TempDir,
+    script: PathBuf,
+    bundle: PathBuf,
+    odd: Vec<String>,
+}
+
+impl Setup {
+    fn new(digest: Option<&str>) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("fake_engine_slurm_test.py");
+        let text = std::fs::read_to_string(root().join("tests/fixtures/fake_engine.py")).unwrap();
+        let narrow = r#"{k: v for k, v in os.environ.items() if k.startswith("FAKE_") or k == "SSH_CONNECTION"}"#;
+        assert!(
+            text.contains(narrow),
+            "the fake engine's environment line changed"
+        );
+        std::fs::write(&script, text.replace(narrow, "dict(os.environ)")).unwrap();
+        let odd = odd_items(&tmp.path().join("ran"));
+        let bundle = template(tmp.path(), &script, &odd, digest);
+        Setup {
+            tmp,
+            script,
+            bundle,
+            odd,
+        }
+    }
+
+    fn argv_file(&self, rank: u32) -> PathBuf {
+        self.tmp.path().join(format!("argv{rank}.json"))
+    }
+
+    fn out(&self) -> PathBuf {
+        self.tmp.path().join("out")
+    }
+
+    /// The replay's arguments (`--slurm` among `extra`): `mode`/`delay` for both ranks.
+    fn args(&self, mode: &str, delay: &str, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = vec!["replay".into(), self.bundle.display().to_string()];
+        for w in [
+            "--engine",
+            &python3().display().to_string(),
+            "--out",
+            &self.out().display().to_string(),
+            "--format",
+            "json",
+            "--quiet",
+            "--no-load-guard",
+            "--confirm",
+            "false",
+            "--request-timeout",
+            "5",
+            "--ready-timeout",
+            "60",
+        ] {
+            a.push(w.to_string());
+        }
+        for s in [
+            format!("mode={mode}"),
+            format!("delay={delay}"),
+            format!("port1={}", free_port()),
+            format!("argv0={}", self.argv_file(0).display()),
+            format!("argv1={}", self.argv_file(1).display()),
+        ] {
+            a.extend(["--set".into(), s]);
+        }
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    fn argv_info(&self, rank: u32) -> Option<Value> {
+        let t = std::fs::read_to_string(self.argv_file(rank)).ok()?;
+        serde_json::from_str(&t).ok()
+    }
+
+    /// Waits up to `secs` for every process naming this test's fake engine to be gone.
+    fn leftovers_after(&self, secs: u64) -> Vec<String> {
+        let t0 = Instant::now();
+        loop {
+            let left = pgrep(self.script.to_str().unwrap());
+            if left.is_empty() || t0.elapsed() > Duration::from_secs(secs) {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        // Never leave a rank behind, even when an assertion failed: its pid, found by this
+        // test's own copy of the fake engine in its command line.
+        for line in pgrep(self.script.to_str().unwrap()) {
+            if let Some(pid) = line.split_whitespace().next().and_then(|p| p.parse().ok()) {
+                // SAFETY: kill(2) on a process running this test's fake engine.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `pgrep -af NEEDLE`: the live processes whose command line names it.
+fn pgrep(needle: &str) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-a", "-f", "--", needle])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// The replay run with `SLURM_CONF` set.
+fn run(conf: &Path, args: &[String]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(args)
+        .env("SLURM_CONF", conf)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The replay's jobs still in the queue (every state squeue shows), waiting up to `secs` for
+/// them to go.
+fn our_jobs_after(conf: &Path, secs: u64) -> String {
+    let t0 = Instant::now();
+    loop {
+        let out = Command::new("squeue")
+            .args(["-h", "-n", "rigaudit-replay", "-o", "%i %T"])
+            .env("SLURM_CONF", conf)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if (out.status.success() && text.is_empty()) || t0.elapsed() > Duration::from_secs(secs) {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn notes(run: &Run) -> Vec<String> {
+    run.findings("replay.note")
+        .iter()
+        .filter_map(|f| f["message"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
+    let s = Setup::new(Some(&"ab".repeat(32)));
+    let args = s.args("ok", "0", &["--slurm", "--plan", "--box", "second=n2"]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = rigaudit(&refs);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let t = &r.stdout;
+    assert!(
+        t.contains(
+            "allocation: 'salloc' '--no-shell' '-N' '2' '--time=60' '--job-name=rigaudit-replay'"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("'--nodelist=n2'"), "{t}");
+    assert!(
+        t.contains("rank 0 (box head, the allocation's node 1 not named with --box)"),
+        "{t}"
+    );
+    assert!(t.contains("rank 1 (box second, node n2 (--box))"), "{t}");
+    assert!(
+        t.contains("  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE="),
+        "{t}"
+    );
+    assert!(t.contains("'line one\\nline two'"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "check: sha256 of '{}' on the node = {}",
+            python3().display(),
+            "ab".repeat(32)
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("'/usr/bin/xargs' '-0' '-r' '/usr/bin/sha256sum' '--' (the path on its stdin)"),
+        "{t}"
+    );
+    let plain = s.args("ok", "0", &["--slurm", "--plan"]);
+    let refs: Vec<&str> = plain.iter().map(String::as_str).collect();
+    let t = rigaudit(&refs).stdout;
+    assert!(
+        t.contains("rank 0 (box head, node 1 of the allocation)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("rank 1 (box second, node 2 of the allocation)"),
+        "{t}"
+    );
+}
+
+#[test]
+fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
+    let Some((conf, _turn)) = slurm_or_skip("rank_1_runs_on_n2_as_a_step") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let r = run(&conf, &s.args("ok", "2", &["--slurm"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r1 = s.argv_info(1).expect("rank 1 wrote its argv");
+    let argv: Vec<String> = serde_json::from_value(r1["argv"].clone()).unwrap();
+    assert_eq!(&argv[argv.len() - s.odd.len()..], &s.odd[..]);
+    let env: serde_json::Map<String, Value> = serde_json::from_value(r1["env"].clone()).unwrap();
+    let mut want = rank1_env().as_object().unwrap().clone();
+    want["FAKE_PORT"] = env["FAKE_PORT"].clone();
+    want["FAKE_ARGV_FILE"] = json!(s.argv_file(1).display().to_string());
+    assert_eq!(
+        env, want,
+        "rank 1's environment is not exactly the recorded one"
+    );
+    let notes = notes(&r);
+    let has = |p: &str| notes.iter().any(|n| n.contains(p));
+    assert!(
+        has("rank 1 (box second) runs on node n2 of Slurm job"),
+        "{notes:#?}"
+    );
+    assert!(has("matches the card's"), "{notes:#?}");
+    assert!(
+        has("rank 0's address: 127.0.0.1, node n1's NodeAddr"),
+        "{notes:#?}"
+    );
+    assert!(
+        has("warning: slurm: process tracking is proctrack/linuxproc"),
+        "{notes:#?}"
+    );
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(10), Vec::<String>::new());
+}
+
+#[test]
+fn a_digest_mismatch_on_a_node_is_refused_before_any_rank_starts() {
+    let Some((conf, _turn)) = slurm_or_skip("a_digest_mismatch_on_a_node") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let other = s.tmp.path().join("python3-other");
+    let mut bytes = std::fs::read(python3()).unwrap();
+    bytes.push(0);
+    std::fs::write(&other, bytes).unwrap();
+    let engine = format!("second={}", other.display());
+    let extra = [
+        "--slurm",
+        "--box",
+        "head=n1",
+        "--box",
+        "second=n2",
+        "--box-engine",
+        &engine,
+    ];
+    let r = run(&conf, &s.args("ok", "0", &extra));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    r.assert_stderr_has("refusing to run");
+    r.assert_stderr_has("on node n2 (Slurm job");
+    assert!(s.argv_info(0).is_none() && s.argv_info(1).is_none());
+    assert_eq!(our_jobs_after(&conf, 10), "");
+}
+
+#[test]
+fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
+    let Some((conf, _turn)) = slurm_or_skip("sigterm_to_the_replay") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(s.args("slow-start", "120", &["--slurm", "--trust-executable"]))
+        .env("SLURM_CONF", &conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
+        && t0.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(s.argv_info(1).is_some(), "rank 1 started");
+    // SAFETY: kill(2) on the replay this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("cancelling Slurm job"), "{err}");
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
