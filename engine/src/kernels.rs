@@ -803,12 +803,13 @@ pub fn attn_values(simd: Simd, w: &[f32], v: &[f32], stride: usize, out: &mut [f
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    struct Rng(u64);
+    /// A xorshift generator of floats in [-1, 1) for the kernel tests.
+    pub(crate) struct Rng(pub(crate) u64);
     impl Rng {
-        fn f(&mut self) -> f32 {
+        pub(crate) fn f(&mut self) -> f32 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
@@ -856,8 +857,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn kernels_match_f32_reference() {
+    /// The instruction-set levels this machine can run, scalar first.
+    pub(crate) fn simd_levels() -> Vec<Simd> {
         let best = detect_simd();
         let mut levels = vec![Simd::Scalar];
         if best != Simd::Scalar {
@@ -866,7 +867,12 @@ mod tests {
         if best == Simd::Avx512Vnni {
             levels.push(Simd::Avx512Vnni);
         }
-        for simd in levels {
+        levels
+    }
+
+    #[test]
+    fn kernels_match_f32_reference() {
+        for simd in simd_levels() {
             check(WType::Q4_1, simd);
             check(WType::Q8_0, simd);
         }

@@ -8,7 +8,7 @@
 use crate::gguf::{GgmlType, Gguf, GgufError};
 use crate::kernels::{self, QAct, Simd, WType};
 use crate::pool::{split, Pool};
-use crate::tiled::{Packed, TILE};
+use crate::tiled::{Dst, Packed, TILE};
 
 /// Model hyper-parameters read from GGUF metadata.
 #[derive(Debug, Clone)]
@@ -348,15 +348,14 @@ impl Model {
                         if let Some(p) = m.packed.and_then(|i| self.packed.get(i)) {
                             // SAFETY: tile ranges are disjoint between threads.
                             unsafe {
-                                p.matmul(
-                                    simd,
-                                    act,
-                                    (lo - base) / TILE..(hi - base) / TILE,
-                                    0,
-                                    ntok,
-                                    out.get(),
-                                    m.rows,
-                                )
+                                let dst = Dst {
+                                    tiles: (lo - base) / TILE..(hi - base) / TILE,
+                                    t0: 0,
+                                    tn: ntok,
+                                    out: out.get(),
+                                    stride: m.rows,
+                                };
+                                p.matmul(simd, act, dst)
                             };
                         }
                     }

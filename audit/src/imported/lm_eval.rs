@@ -496,7 +496,9 @@ fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
         let Some((key, line)) = &t.cut_in_code else {
             continue;
         };
-        let of = t.original.map_or(String::new(), |o| format!(" ({o} documents)"));
+        let of = t
+            .original
+            .map_or(String::new(), |o| format!(" ({o} documents)"));
         emit.finding(format!("{}: the task's own {key} keeps part of its dataset (`{line}`), so lm-eval's n-samples{of} count the cut, not the benchmark: its scores are over a subset", t.name))
             .file(&x.file)
             .pointer(format!("/configs/{}/{key}", t.name));
