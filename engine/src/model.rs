@@ -390,6 +390,22 @@ impl Model {
         });
     }
 
+    /// The rows of `x` normalized with `norm` into `xn`, quantized into `act`, then multiplied
+    /// by each of `mats` ([`Model::matmul_multi`]).
+    fn norm_matmul(
+        &self,
+        pool: &Pool,
+        (x, norm): (&[f32], &[f32]),
+        xn: &mut [f32],
+        act: &mut QAct,
+        mats: &[(&QMat, SyncPtr)],
+    ) {
+        self.rmsnorm(x, norm, xn);
+        let d = norm.len();
+        act.quantize(xn, xn.len() / d, d);
+        self.matmul_multi(pool, act, mats);
+    }
+
     fn rmsnorm(&self, x: &[f32], w: &[f32], out: &mut [f32]) {
         let n = w.len();
         for (xr, or) in x.chunks(n).zip(out.chunks_mut(n)) {
@@ -456,17 +472,12 @@ impl Model {
         let scale = 1.0 / (hd as f32).sqrt();
         let simd = self.simd;
         for (li, l) in self.layers.iter().enumerate() {
-            self.rmsnorm(&x, &l.attn_norm, &mut xn);
-            act.quantize(&xn, n, d);
-            self.matmul_multi(
-                pool,
-                &act,
-                &[
-                    (&l.wq, SyncPtr(q.as_mut_ptr())),
-                    (&l.wk, SyncPtr(kk.as_mut_ptr())),
-                    (&l.wv, SyncPtr(vv.as_mut_ptr())),
-                ],
-            );
+            let qkv = [
+                (&l.wq, SyncPtr(q.as_mut_ptr())),
+                (&l.wk, SyncPtr(kk.as_mut_ptr())),
+                (&l.wv, SyncPtr(vv.as_mut_ptr())),
+            ];
+            self.norm_matmul(pool, (&x, &l.attn_norm), &mut xn, &mut act, &qkv);
             for (i, &(_, slot, pos)) in info.iter().enumerate() {
                 self.rope(&mut q[i * d..(i + 1) * d], pos, nh);
                 self.rope(&mut kk[i * kvd..(i + 1) * kvd], pos, c.n_head_kv);
@@ -531,16 +542,11 @@ impl Model {
             for (a, b) in x.iter_mut().zip(&o) {
                 *a += b;
             }
-            self.rmsnorm(&x, &l.ffn_norm, &mut xn);
-            act.quantize(&xn, n, d);
-            self.matmul_multi(
-                pool,
-                &act,
-                &[
-                    (&l.gate, SyncPtr(g.as_mut_ptr())),
-                    (&l.up, SyncPtr(u.as_mut_ptr())),
-                ],
-            );
+            let gate_up = [
+                (&l.gate, SyncPtr(g.as_mut_ptr())),
+                (&l.up, SyncPtr(u.as_mut_ptr())),
+            ];
+            self.norm_matmul(pool, (&x, &l.ffn_norm), &mut xn, &mut act, &gate_up);
             for (a, b) in g.iter_mut().zip(&u) {
                 *a = *a / (1.0 + (-*a).exp()) * b;
             }
