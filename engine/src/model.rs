@@ -510,16 +510,12 @@ impl Model {
                         sc.resize(np * group, 0.0);
                         let ks = cache.kstride;
                         let kt = cache.kt(li) + kh * ks;
-                        kernels::attn_scores_group(
-                            simd,
-                            qs,
-                            hd,
-                            &cache.k[kt..kt + hd * ks],
-                            ks,
-                            np,
-                            scale,
-                            &mut sc,
-                        );
+                        let keys = kernels::KeysT {
+                            kt: &cache.k[kt..kt + hd * ks],
+                            cap: ks,
+                            n: np,
+                        };
+                        kernels::attn_scores_group(simd, qs, hd, keys, scale, &mut sc);
                         let v0 = cache.at(li, 0) + kh;
                         let vend = cache.at(li, pos) + kh + hd;
                         for g in 0..group {
