@@ -342,7 +342,7 @@ fn written_manifest_is_sha256sum_compatible_and_compares() {
     let snap = case.root().join("GLM");
     write_checkpoint(&snap, 2, "# card", "{}", None);
     let manifest = case.dir.path().join("pin.sha256");
-    let r = case.run_expecting(
+    case.run_expecting(
         0,
         &[
             "--file",
