@@ -219,6 +219,29 @@ pub fn detect_simd_cached() -> Simd {
     *S.get_or_init(detect_simd)
 }
 
+/// The integer dot of one weight block `blk` of `ty` with the 32 activation quants `q` starts
+/// with: Q4_1's nibbles as they are, Q4_0's less 8, Q8_0's signed bytes.
+#[inline(always)]
+fn block_isum(ty: WType, blk: &[u8], q: &[i8]) -> i32 {
+    let mut isum = 0i32;
+    match ty {
+        WType::Q8_0 => {
+            for j in 0..32 {
+                isum += blk[2 + j] as i8 as i32 * q[j] as i32;
+            }
+        }
+        _ => {
+            // Q4_1 (after its scale and minimum) or Q4_0 (after its scale, centred on 8).
+            let (at, bias) = if ty == WType::Q4_1 { (4, 0) } else { (2, 8) };
+            for j in 0..16 {
+                isum += ((blk[at + j] & 0xF) as i32 - bias) * q[j] as i32;
+                isum += ((blk[at + j] >> 4) as i32 - bias) * q[j + 16] as i32;
+            }
+        }
+    }
+    isum
+}
+
 /// Scalar reference: dot of `ncols` tokens' activations with one weight row.
 /// `out[t] = row · act[t]`.
 pub fn dot_rows_scalar(ty: WType, row: &[u8], act: &QAct, t0: usize, out: &mut [f32]) {
@@ -232,39 +255,17 @@ pub fn dot_rows_scalar(ty: WType, row: &[u8], act: &QAct, t0: usize, out: &mut [
         let s = &act.s[t * nb..(t + 1) * nb];
         let mut acc = 0f32;
         match ty {
-            WType::Q4_1 => {
+            WType::Q4_1 | WType::Q4_0 | WType::Q8_0 => {
+                let bb = ty.block_bytes();
                 for b in 0..nb {
-                    let blk = &row[b * 20..(b + 1) * 20];
-                    let (dw, mw) = (f16_at(blk, 0), f16_at(blk, 2));
-                    let mut isum = 0i32;
-                    for j in 0..16 {
-                        isum += (blk[4 + j] & 0xF) as i32 * q[b * QK + j] as i32;
-                        isum += (blk[4 + j] >> 4) as i32 * q[b * QK + j + 16] as i32;
-                    }
-                    acc += dw * d[b] * isum as f32 + mw * s[b];
-                }
-            }
-            WType::Q4_0 => {
-                for b in 0..nb {
-                    let blk = &row[b * 18..(b + 1) * 18];
-                    let dw = f16_at(blk, 0);
-                    let mut isum = 0i32;
-                    for j in 0..16 {
-                        isum += ((blk[2 + j] & 0xF) as i32 - 8) * q[b * QK + j] as i32;
-                        isum += ((blk[2 + j] >> 4) as i32 - 8) * q[b * QK + j + 16] as i32;
-                    }
-                    acc += dw * d[b] * isum as f32;
-                }
-            }
-            WType::Q8_0 => {
-                for b in 0..nb {
-                    let blk = &row[b * 34..(b + 1) * 34];
-                    let dw = f16_at(blk, 0);
-                    let mut isum = 0i32;
-                    for j in 0..32 {
-                        isum += blk[2 + j] as i8 as i32 * q[b * QK + j] as i32;
-                    }
-                    acc += dw * d[b] * isum as f32;
+                    let blk = &row[b * bb..(b + 1) * bb];
+                    let x = f16_at(blk, 0) * d[b] * block_isum(ty, blk, &q[b * QK..]) as f32;
+                    // Q4_1 adds its block minimum times the activations' block sum.
+                    acc += if ty == WType::Q4_1 {
+                        x + f16_at(blk, 2) * s[b]
+                    } else {
+                        x
+                    };
                 }
             }
             WType::F32 => {
