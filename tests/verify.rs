@@ -267,6 +267,52 @@ fn each_one_value_change_triggers_its_check() {
     }
 }
 
+/// One-value changes whose check's first finding names a place: `(check, fixture, file, JSON
+/// pointer, the new value as JSON text, the place named)`.
+const POINTED: &[(&str, &str, &str, &str, &str, &str)] = &[
+    (
+        "quality.pct-mismatch",
+        TF,
+        "bundle.json",
+        "/page/quality/1/pct",
+        r#""45.0""#,
+        "/page/quality/gpqa-diamond/pct",
+    ),
+    (
+        "speed.recompute-mismatch",
+        TF,
+        "bundle.json",
+        "/page/speed/decode",
+        r#""28.3""#,
+        "/page/speed/decode",
+    ),
+    (
+        "speed.cached-tokens",
+        TF,
+        "speed/speed-result.json",
+        "/requests/6/cached_tokens",
+        "1024",
+        "/requests/6/cached_tokens",
+    ),
+    (
+        "setup.citation-commit",
+        TF,
+        "card.json",
+        "/citations/5/commit",
+        r#""0a1b2c3d""#,
+        "/citations/5",
+    ),
+];
+
+#[test]
+fn each_pointed_change_names_its_place() {
+    for (check, page, file, pointer, value, at) in POINTED {
+        let c = Copy::of(page);
+        c.set(file, pointer, serde_json::from_str(value).unwrap());
+        assert_eq!(first(&c, check)["pointer"], *at, "{check}");
+    }
+}
+
 #[test]
 fn the_pristine_fixtures_lack_what_they_do_not_do() {
     for (page, check) in PRISTINE_LACKS {
@@ -433,12 +479,6 @@ fn quality_pct_mismatch() {
     let c = Copy::of(TF);
     c.set("quality/mmlu-pro/summary.json", "/pct", json!(59.5));
     triggers(&c, "quality.pct-mismatch");
-    let c = Copy::of(TF);
-    c.set("bundle.json", "/page/quality/1/pct", json!("45.0"));
-    assert_eq!(
-        first(&c, "quality.pct-mismatch")["pointer"],
-        "/page/quality/gpqa-diamond/pct"
-    );
 }
 
 #[test]
@@ -514,12 +554,6 @@ fn quality_limit_mismatch() {
 #[test]
 fn speed_recompute_mismatch() {
     let c = Copy::of(TF);
-    c.set("bundle.json", "/page/speed/decode", json!("28.3"));
-    assert_eq!(
-        first(&c, "speed.recompute-mismatch")["pointer"],
-        "/page/speed/decode"
-    );
-    let c = Copy::of(TF);
     c.set(
         "speed/speed-result.json",
         "/values/conc_total.8",
@@ -566,28 +600,12 @@ fn speed_step_exceeds_window() {
 
 #[test]
 fn speed_cached_tokens() {
-    let c = Copy::of(TF);
-    c.set(
-        "speed/speed-result.json",
-        "/requests/6/cached_tokens",
-        json!(1024),
-    );
-    assert_eq!(
-        first(&c, "speed.cached-tokens")["pointer"],
-        "/requests/6/cached_tokens"
-    );
     pristine_lacks(TF, "speed.cached-tokens");
 }
 
 #[test]
 fn setup_citation_commit() {
     pristine_lacks(TF, "setup.citation-commit");
-    let c = Copy::of(TF);
-    c.set("card.json", "/citations/5/commit", json!("0a1b2c3d"));
-    assert_eq!(
-        first(&c, "setup.citation-commit")["pointer"],
-        "/citations/5"
-    );
 }
 
 #[test]
