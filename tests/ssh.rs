@@ -11,8 +11,8 @@
 
 mod common;
 
+use common::{assert_any, sha_file, sha_hex as sha, write_tar_gz};
 use common::{decode_contract, python3_executable as python3, rigaudit, root, Run};
-use common::{sha_file, sha_hex as sha, write_tar_gz};
 use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -177,6 +177,11 @@ impl Sshd {
         panic!("sshd did not start");
     }
 
+    /// `user@127.0.0.1:port:PATH`: how findings name a file on this sshd's box.
+    fn at(&self, path: impl std::fmt::Display) -> String {
+        format!("{}@127.0.0.1:{}:{path}", self.user, self.port)
+    }
+
     /// `--box NAME=...` and the client options that reach this sshd and trust only its key.
     fn args(&self, name: &str) -> Vec<String> {
         let d = self.dir.path().display();
@@ -319,6 +324,16 @@ impl Setup {
 
     fn out(&self) -> PathBuf {
         self.tmp.path().join("out")
+    }
+
+    /// `rehash BUNDLE --root ROOT --format json`, then `extra`.
+    fn rehash(&self, bundle: &Path, root: String, extra: Vec<String>) -> Run {
+        let mut args = common::argv(
+            "rehash {} --root {} --format json",
+            &[&bundle.display().to_string(), &root],
+        );
+        args.extend(extra);
+        self.run(&args)
     }
 
     /// The replay's arguments: `mode`/`delay` for rank 0, then `extra`.
@@ -500,33 +515,23 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
         "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
         sshd.user, sshd.port
     );
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with(&place) && n.contains("matches the card's")),
-        "{notes:#?}"
-    );
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("rank 0 runs here (box head")
-                && n.ends_with(&format!("sha256 {}", sha_file(&python3())))),
-        "{notes:#?}"
-    );
+    assert_any(&notes, |n| {
+        n.starts_with(&place) && n.contains("matches the card's")
+    });
+    assert_any(&notes, |n| {
+        n.starts_with("rank 0 runs here (box head")
+            && n.ends_with(&format!("sha256 {}", sha_file(&python3())))
+    });
     let nccl = format!(
         "rank 1: NCCL on box second: {}/nccl/libnccl.so.2.30.7 sha256 ",
         s.tmp.path().display()
     );
-    assert!(
-        notes.iter().any(|n| n.starts_with(&nccl)
+    assert_any(&notes, |n| {
+        n.starts_with(&nccl)
             && n.contains("(matches the card's ")
-            && n.contains("version 2.30.7 (read from its text, not loaded")),
-        "{notes:#?}"
-    );
-    assert!(
-        notes.iter().any(|n| n == "rank 1 stopped (exit code 0)"),
-        "{notes:#?}"
-    );
+            && n.contains("version 2.30.7 (read from its text, not loaded")
+    });
+    assert_any(&notes, |n| n == "rank 1 stopped (exit code 0)");
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
 
@@ -546,10 +551,10 @@ fn a_digest_mismatch_on_the_box_is_refused_before_any_rank_starts() {
     extra.extend(["--box-engine".into(), format!("second={}", other.display())]);
     let run = s.run(&s.args("ok", "0", &extra));
     assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("refusing to run"), "{}", run.stderr);
-    assert!(run.stderr.contains("on box second"), "{}", run.stderr);
-    assert!(run.stderr.contains(&sha_file(&other)), "{}", run.stderr);
-    assert!(run.stderr.contains("--trust-executable"), "{}", run.stderr);
+    run.assert_stderr_has("refusing to run");
+    run.assert_stderr_has("on box second");
+    run.assert_stderr_has(&sha_file(&other));
+    run.assert_stderr_has("--trust-executable");
     assert!(
         s.argv_info(0).is_none() && s.argv_info(1).is_none(),
         "a rank started"
@@ -571,13 +576,9 @@ fn an_unreachable_box_is_a_clear_error_naming_it() {
     .to_vec();
     let run = s.run(&s.args("ok", "0", &extra));
     assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stderr.contains(&format!(
-            "box second (nobody@127.0.0.1:{closed}): cannot reach it over ssh"
-        )),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has(&format!(
+        "box second (nobody@127.0.0.1:{closed}): cannot reach it over ssh"
+    ));
     assert!(s.argv_info(0).is_none(), "rank 0 started");
     // A box the card does not name is refused too.
     let extra = [
@@ -586,13 +587,7 @@ fn an_unreachable_box_is_a_clear_error_naming_it() {
         "third=h".into(),
     ];
     let run = s.run(&s.args("ok", "0", &extra));
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("the card names no box 'third'; its boxes: head, second"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit_saying(2, "the card names no box 'third'; its boxes: head, second");
 }
 
 /// Starts the replay in the background, rank 0 (and rank 1) slow to serve, rank 1 on the box;
@@ -794,23 +789,9 @@ fn the_second_seed_page_plans_from_a_box_file() {
         "box-4=b4",
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout
-            .contains("rank 0 (box box-3, here (not mapped with --box))"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("rank 1 (box box-4, on b4 over ssh)"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout
-            .contains("none recorded (refused unless --trust-executable)"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("rank 0 (box box-3, here (not mapped with --box))");
+    run.assert_stdout_has("rank 1 (box box-4, on b4 over ssh)");
+    run.assert_stdout_has("none recorded (refused unless --trust-executable)");
 }
 
 /// Rank 1 killed on its box while rank 0 serves: the replay stops with a failed step naming it
@@ -840,12 +821,7 @@ fn a_rank_killed_on_the_box_is_a_failed_step() {
         .filter(|f| f["check"] == "replay.step-failed")
         .filter_map(|f| f["message"].as_str().map(String::from))
         .collect();
-    assert!(
-        failed
-            .iter()
-            .any(|m| m.contains("rank 1 exited: exit code 137")),
-        "{failed:#?}"
-    );
+    assert_any(&failed, |m| m.contains("rank 1 exited: exit code 137"));
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
 
@@ -863,13 +839,7 @@ fn a_bad_box_file_line_is_named() {
         "--box-file",
         hosts.to_str().unwrap(),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains(&format!("{}:2: --box ", hosts.display())),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit_saying(2, &format!("{}:2: --box ", hosts.display()));
 }
 
 /// `"severity" "message"` of each finding of `check`.
@@ -894,24 +864,9 @@ fn rehash_reads_a_box_root_over_ssh() {
     std::fs::copy(python3(), boxroot.join("opt/bin/python3")).unwrap();
     let lib = boxroot.join("lib/libnccl.so.2.30.7");
     std::fs::copy(s.tmp.path().join("nccl/libnccl.so.2.30.7"), &lib).unwrap();
-    let rehash = || {
-        let mut args: Vec<String> = vec![
-            "rehash".into(),
-            s.bundle.display().to_string(),
-            "--root".into(),
-            format!("second={}", boxroot.display()),
-            "--format".into(),
-            "json".into(),
-        ];
-        args.extend(sshd.args("second"));
-        s.run(&args)
-    };
-    let at = format!(
-        "{}@127.0.0.1:{}:{}",
-        sshd.user,
-        sshd.port,
-        boxroot.display()
-    );
+    let root = format!("second={}", boxroot.display());
+    let rehash = || s.rehash(&s.bundle, root.clone(), sshd.args("second"));
+    let at = sshd.at(boxroot.display());
     let run = rehash();
     let bin = about(&run, "rehash.binary-digest");
     assert!(
@@ -921,23 +876,15 @@ fn rehash_reads_a_box_root_over_ssh() {
         run.stderr
     );
     let nccl = about(&run, "rehash.nccl-digest");
-    assert!(
-        nccl.iter()
-            .any(|f| f.contains(&at) && f.starts_with("\"info\"")),
-        "{nccl:#?}"
-    );
+    assert_any(&nccl, |f| f.contains(&at) && f.starts_with("\"info\""));
     let version = about(&run, "rehash.nccl-version");
-    assert!(version.iter().any(|f| f.contains("2.30.7")), "{version:#?}");
+    assert_any(&version, |f| f.contains("2.30.7"));
     // The copy on the box changed: caught.
     std::fs::write(&lib, b"another library").unwrap();
     let run = rehash();
     assert_eq!(run.code, 1, "{}", run.stdout);
     let nccl = about(&run, "rehash.nccl-digest");
-    assert!(
-        nccl.iter()
-            .any(|f| f.contains(&at) && f.starts_with("\"error\"")),
-        "{nccl:#?}"
-    );
+    assert_any(&nccl, |f| f.contains(&at) && f.starts_with("\"error\""));
 }
 
 impl Sshd {
@@ -982,12 +929,9 @@ fn a_replay_takes_its_boxes_from_the_policy_file() {
         sshd.user, sshd.port
     );
     let notes = notes(&run);
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with(&place) && n.contains("matches the card's")),
-        "{notes:#?}"
-    );
+    assert_any(&notes, |n| {
+        n.starts_with(&place) && n.contains("matches the card's")
+    });
     assert!(!notes.iter().any(|n| n.contains("wins over")), "{notes:#?}");
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
@@ -1018,19 +962,13 @@ fn a_box_flag_overrides_the_policy_files_entry() {
     );
     let notes = notes(&run);
     assert!(notes.iter().any(|n| n == &want), "{want}\n{notes:#?}");
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("--ssh-option LogLevel=ERROR wins over")
-                && n.contains(": at /ssh/options/5 (LogLevel=ERROR)")),
-        "{notes:#?}"
-    );
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("--ssh-config /dev/null wins over")),
-        "{notes:#?}"
-    );
+    assert_any(&notes, |n| {
+        n.starts_with("--ssh-option LogLevel=ERROR wins over")
+            && n.contains(": at /ssh/options/5 (LogLevel=ERROR)")
+    });
+    assert_any(&notes, |n| {
+        n.starts_with("--ssh-config /dev/null wins over")
+    });
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }
 
@@ -1135,27 +1073,11 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
         let name = std::ffi::OsStr::from_bytes(b"bad\xffname.json");
         std::fs::write(boxroot.join("models/GLM").join(name), b"{}").unwrap();
     }
-    let rehash = |root: String, extra: Vec<String>| {
-        let mut args: Vec<String> = vec![
-            "rehash".into(),
-            bundle.display().to_string(),
-            "--root".into(),
-            root,
-            "--format".into(),
-            "json".into(),
-        ];
-        args.extend(extra);
-        s.run(&args)
-    };
+    let rehash = |root: String, extra: Vec<String>| s.rehash(&bundle, root, extra);
     let remote = rehash(format!("second={}", boxroot.display()), sshd.args("second"));
     assert_eq!(remote.code, 1, "{}\n{}", remote.stdout, remote.stderr);
     let (msg, data) = checkpoint_finding(&remote);
-    let at = format!(
-        "{}@127.0.0.1:{}:{}/models/GLM",
-        sshd.user,
-        sshd.port,
-        boxroot.display()
-    );
+    let at = sshd.at(format!("{}/models/GLM", boxroot.display()));
     assert!(msg.contains(&at), "{msg}");
     assert_eq!(data["matched_full"], 1, "{data:#}");
     let differ: Vec<String> = data["differ"]
@@ -1232,24 +1154,9 @@ fn rehash_reads_the_binary_inside_a_package_on_a_box() {
         z.finish().unwrap();
     }
     let exe_sha = sha_file(&python3());
-    let rehash = |bundle: &Path| {
-        let mut args: Vec<String> = vec![
-            "rehash".into(),
-            bundle.display().to_string(),
-            "--root".into(),
-            format!("second={}", boxroot.display()),
-            "--format".into(),
-            "json".into(),
-        ];
-        args.extend(sshd.args("second"));
-        s.run(&args)
-    };
-    let at = format!(
-        "{}@127.0.0.1:{}:{}/dl/",
-        sshd.user,
-        sshd.port,
-        boxroot.display()
-    );
+    let root = format!("second={}", boxroot.display());
+    let rehash = |bundle: &Path| s.rehash(bundle, root.clone(), sshd.args("second"));
+    let at = sshd.at(format!("{}/dl/", boxroot.display()));
     let b = package_bundle(
         &s,
         "tgz",
@@ -1260,28 +1167,25 @@ fn rehash_reads_the_binary_inside_a_package_on_a_box() {
     let run = rehash(&b);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let pkg = about(&run, "rehash.package-digest");
-    assert!(
-        pkg.iter().any(|f| f.starts_with("\"info\"")
+    assert_any(&pkg, |f| {
+        f.starts_with("\"info\"")
             && f.contains(&format!("{at}tensorfold-1.2.7.tar.gz"))
-            && f.contains("matches the full digest")),
-        "{pkg:#?}"
-    );
+            && f.contains("matches the full digest")
+    });
     let bin = about(&run, "rehash.binary-digest");
-    assert!(
-        bin.iter().any(|f| f.starts_with("\"info\"")
+    assert_any(&bin, |f| {
+        f.starts_with("\"info\"")
             && f.contains("tensorfold-1.2.7.tar.gz!tensorfold-1.2.7/tensorfold-native")
-            && f.contains("matches the full digest")),
-        "{bin:#?}"
-    );
+            && f.contains("matches the full digest")
+    });
     let b = package_bundle(&s, "zip", "engine.zip", &sha_file(&zip_path), &exe_sha);
     let run = rehash(&b);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let bin = about(&run, "rehash.binary-digest");
-    assert!(
-        bin.iter().any(|f| f.starts_with("\"error\"")
-            && f.contains(&format!("{at}engine.zip!engine/tensorfold-native"))),
-        "{bin:#?}"
-    );
+    assert_any(&bin, |f| {
+        f.starts_with("\"error\"")
+            && f.contains(&format!("{at}engine.zip!engine/tensorfold-native"))
+    });
     let left: Vec<_> = std::fs::read_dir(boxroot.join("dl"))
         .unwrap()
         .flatten()

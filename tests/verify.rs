@@ -180,6 +180,16 @@ fn triggers(c: &Copy, check: &str) -> common::Run {
     run
 }
 
+/// The first finding of `check`, which the copy must trigger.
+fn first(c: &Copy, check: &str) -> Value {
+    triggers(c, check).findings(check)[0].clone()
+}
+
+/// The message of the first finding of `check`, which the copy must trigger.
+fn message(c: &Copy, check: &str) -> String {
+    first(c, check)["message"].as_str().unwrap().to_string()
+}
+
 fn pristine_lacks(name: &str, check: &str) {
     assert!(
         !verify(&fixture(name)).has(check),
@@ -254,6 +264,52 @@ fn each_one_value_change_triggers_its_check() {
         let c = Copy::of(page);
         c.set(file, pointer, serde_json::from_str(value).unwrap());
         triggers(&c, check);
+    }
+}
+
+/// One-value changes whose check's first finding names a place: `(check, fixture, file, JSON
+/// pointer, the new value as JSON text, the place named)`.
+const POINTED: &[(&str, &str, &str, &str, &str, &str)] = &[
+    (
+        "quality.pct-mismatch",
+        TF,
+        "bundle.json",
+        "/page/quality/1/pct",
+        r#""45.0""#,
+        "/page/quality/gpqa-diamond/pct",
+    ),
+    (
+        "speed.recompute-mismatch",
+        TF,
+        "bundle.json",
+        "/page/speed/decode",
+        r#""28.3""#,
+        "/page/speed/decode",
+    ),
+    (
+        "speed.cached-tokens",
+        TF,
+        "speed/speed-result.json",
+        "/requests/6/cached_tokens",
+        "1024",
+        "/requests/6/cached_tokens",
+    ),
+    (
+        "setup.citation-commit",
+        TF,
+        "card.json",
+        "/citations/5/commit",
+        r#""0a1b2c3d""#,
+        "/citations/5",
+    ),
+];
+
+#[test]
+fn each_pointed_change_names_its_place() {
+    for (check, page, file, pointer, value, at) in POINTED {
+        let c = Copy::of(page);
+        c.set(file, pointer, serde_json::from_str(value).unwrap());
+        assert_eq!(first(&c, check)["pointer"], *at, "{check}");
     }
 }
 
@@ -334,9 +390,8 @@ fn schema_digest_mismatch() {
     let mut t = std::fs::read_to_string(&p).unwrap();
     t.push('x');
     std::fs::write(&p, t).unwrap();
-    let run = triggers(&c, "schema.digest-mismatch");
     assert_eq!(
-        run.findings("schema.digest-mismatch")[0]["pointer"],
+        first(&c, "schema.digest-mismatch")["pointer"],
         "/files/3/sha256"
     );
     pristine_lacks(MIA, "schema.digest-mismatch");
@@ -385,11 +440,7 @@ fn quality_refused_counted_as_wrong_reports_answered_figure() {
             Value::Null,
         );
     }
-    let run = triggers(&c, "quality.refused-counted-as-wrong");
-    let m = run.findings("quality.refused-counted-as-wrong")[0]["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let m = message(&c, "quality.refused-counted-as-wrong");
     assert!(
         m.contains("3 refused")
             && m.contains("3 x HTTP 500: internal error")
@@ -428,13 +479,6 @@ fn quality_pct_mismatch() {
     let c = Copy::of(TF);
     c.set("quality/mmlu-pro/summary.json", "/pct", json!(59.5));
     triggers(&c, "quality.pct-mismatch");
-    let c = Copy::of(TF);
-    c.set("bundle.json", "/page/quality/1/pct", json!("45.0"));
-    let run = triggers(&c, "quality.pct-mismatch");
-    assert_eq!(
-        run.findings("quality.pct-mismatch")[0]["pointer"],
-        "/page/quality/gpqa-diamond/pct"
-    );
 }
 
 #[test]
@@ -449,11 +493,7 @@ fn quality_margin_mismatch_hints_at_the_other_method() {
         "/margin/method",
         json!("normal"),
     );
-    let run = triggers(&c, "quality.margin-mismatch");
-    let m = run.findings("quality.margin-mismatch")[0]["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let m = message(&c, "quality.margin-mismatch");
     assert!(m.contains("ifeval") && m.contains("wilson gives"), "{m}");
 }
 
@@ -491,9 +531,8 @@ fn quality_scoring_disagrees() {
         "/correct",
         json!(false),
     );
-    let run = triggers(&c, "quality.scoring-disagrees");
     assert_eq!(
-        run.findings("quality.scoring-disagrees")[0]["pointer"],
+        first(&c, "quality.scoring-disagrees")["pointer"],
         format!("line {n}")
     );
     pristine_lacks(MIA, "quality.scoring-disagrees");
@@ -514,13 +553,6 @@ fn quality_limit_mismatch() {
 
 #[test]
 fn speed_recompute_mismatch() {
-    let c = Copy::of(TF);
-    c.set("bundle.json", "/page/speed/decode", json!("28.3"));
-    let run = triggers(&c, "speed.recompute-mismatch");
-    assert_eq!(
-        run.findings("speed.recompute-mismatch")[0]["pointer"],
-        "/page/speed/decode"
-    );
     let c = Copy::of(TF);
     c.set(
         "speed/speed-result.json",
@@ -568,30 +600,12 @@ fn speed_step_exceeds_window() {
 
 #[test]
 fn speed_cached_tokens() {
-    let c = Copy::of(TF);
-    c.set(
-        "speed/speed-result.json",
-        "/requests/6/cached_tokens",
-        json!(1024),
-    );
-    let run = triggers(&c, "speed.cached-tokens");
-    assert_eq!(
-        run.findings("speed.cached-tokens")[0]["pointer"],
-        "/requests/6/cached_tokens"
-    );
     pristine_lacks(TF, "speed.cached-tokens");
 }
 
 #[test]
 fn setup_citation_commit() {
     pristine_lacks(TF, "setup.citation-commit");
-    let c = Copy::of(TF);
-    c.set("card.json", "/citations/5/commit", json!("0a1b2c3d"));
-    let run = triggers(&c, "setup.citation-commit");
-    assert_eq!(
-        run.findings("setup.citation-commit")[0]["pointer"],
-        "/citations/5"
-    );
 }
 
 #[test]

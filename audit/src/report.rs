@@ -365,15 +365,12 @@ pub struct Counts {
 impl Counts {
     /// The findings counted by severity.
     pub fn of(findings: &[Finding]) -> Self {
-        let mut counts = Counts::default();
-        for f in findings {
-            match f.severity {
-                Severity::Error => counts.error += 1,
-                Severity::Warning => counts.warning += 1,
-                Severity::Info => counts.info += 1,
-            }
+        let count = |severity| findings.iter().filter(|f| f.severity == severity).count();
+        Counts {
+            error: count(Severity::Error),
+            warning: count(Severity::Warning),
+            info: count(Severity::Info),
         }
-        counts
     }
 }
 

@@ -26,6 +26,12 @@ fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pat).expect("static pattern"))
 }
 
+/// The first group of `r` that matched in `s`.
+fn first_group<'s>(r: &Regex, s: &'s str) -> Option<&'s str> {
+    let c = r.captures(s)?;
+    Some(c.iter().skip(1).flatten().next()?.as_str())
+}
+
 /// Parses start lines.
 pub fn parse(lines: &[String]) -> StartInfo {
     static SLOTS: OnceLock<Regex> = OnceLock::new();
@@ -53,15 +59,7 @@ pub fn parse(lines: &[String]) -> StartInfo {
         &VERSION,
         r"(?i)(?:\bversion[ =:]+v?|\bengine=\S+?/v?|^\S+ v?)([0-9]+\.[0-9]+\.[0-9]+)\b",
     );
-    let first = |r: &Regex, s: &str| -> Option<String> {
-        r.captures(s).and_then(|c| {
-            c.iter()
-                .skip(1)
-                .flatten()
-                .next()
-                .map(|m| m.as_str().to_string())
-        })
-    };
+    let first = |r: &Regex, s: &str| first_group(r, s).map(String::from);
     let mut info = StartInfo::default();
     for line in lines {
         if info.slots.is_none() {
@@ -122,36 +120,31 @@ pub fn models_ids(models: &serde_json::Value) -> Vec<String> {
 /// The window a refusal text names, in the wordings of the common engines.
 pub fn named_window(text: &str) -> Option<u64> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"(?i)(?:maximum context length is (\d+)",
-            r"|context length \((\d+) tokens?\)",
-            r"|context size \((\d+) tokens?\)",
-            r"|max_new_tokens`?\s+must be <= (\d+)",
-            r"|\bn_ctx(?:_slot)?\s*[=:]?\s*(\d+)",
-            r"|context (?:length|size|window) (?:is|of) (\d+))",
-        ))
-        .expect("static pattern")
-    });
-    let c = re.captures(text)?;
-    c.iter().skip(1).flatten().next()?.as_str().parse().ok()
+    const NAMED_WINDOW: &str = concat!(
+        r"(?i)(?:maximum context length is (\d+)",
+        r"|context length \((\d+) tokens?\)",
+        r"|context size \((\d+) tokens?\)",
+        r"|max_new_tokens`?\s+must be <= (\d+)",
+        r"|\bn_ctx(?:_slot)?\s*[=:]?\s*(\d+)",
+        r"|context (?:length|size|window) (?:is|of) (\d+))",
+    );
+    first_group(re(&RE, NAMED_WINDOW), text)?.parse().ok()
 }
 
 /// The build hash the start lines name, if any.
 pub fn start_build(lines: &[String]) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(concat!(
+    let build = re(
+        &RE,
+        concat!(
             r"(?i)(?:\bcommit\s*[=:]?\s*([0-9a-f]{7,40})\b",
             r"|\bbuild\s*[=:]?\s*\d*\s*\(([0-9a-f]{7,40})\)",
             r"|\(([0-9a-f]{7,40})\)",
             r"|^\S+(?: \S+)? ([0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b)",
-        ))
-        .expect("static pattern")
-    });
+        ),
+    );
     lines.iter().find_map(|l| {
-        let c = re.captures(l)?;
-        let h = c.iter().skip(1).flatten().next()?.as_str();
+        let h = first_group(build, l)?;
         (7..=40).contains(&h.len()).then(|| h.to_lowercase())
     })
 }

@@ -580,9 +580,9 @@ impl Scheduler {
                 continue;
             };
             let done = if p.kind == ChunkKind::Decode {
-                self.apply_decode(si, &mut a, &p, &lg)
+                self.apply_decode(&mut a, &p, &lg)
             } else {
-                self.apply_prefill(si, &mut a, &p, &lg)
+                self.apply_prefill(&mut a, &p, &lg)
             };
             if let Some(reason) = done {
                 self.finish(a, reason);
@@ -660,14 +660,8 @@ impl Scheduler {
 
     /// Takes a prompt chunk's logits `lg`: its prompt log-probabilities when asked, and after
     /// the prompt's last chunk the first generated token. Returns a finish reason when done.
-    fn apply_prefill(
-        &mut self,
-        si: usize,
-        a: &mut Active,
-        p: &Planned,
-        lg: &[f32],
-    ) -> Option<&'static str> {
-        let nv = self.model.cfg.n_vocab;
+    fn apply_prefill(&mut self, a: &mut Active, p: &Planned, lg: &[f32]) -> Option<&'static str> {
+        let (si, nv) = (p.slot, self.model.cfg.n_vocab);
         if a.req.params.prompt_logprobs {
             prompt_logprobs(a, lg, nv);
         }
@@ -692,14 +686,8 @@ impl Scheduler {
     /// Takes a decode chunk's logits `lg` (`p.tokens` = [pending, drafts...]; logits row `i`
     /// follows token `i`): samples after the pending token and after each draft token while
     /// the drafts match what was sampled. Returns a finish reason when done.
-    fn apply_decode(
-        &mut self,
-        si: usize,
-        a: &mut Active,
-        p: &Planned,
-        lg: &[f32],
-    ) -> Option<&'static str> {
-        let nv = self.model.cfg.n_vocab;
+    fn apply_decode(&mut self, a: &mut Active, p: &Planned, lg: &[f32]) -> Option<&'static str> {
+        let (si, nv) = (p.slot, self.model.cfg.n_vocab);
         let (toks, nd) = (&p.tokens, p.drafts);
         let mut done = None;
         self.slots[si].tokens.push(toks[0]);

@@ -219,6 +219,29 @@ pub fn detect_simd_cached() -> Simd {
     *S.get_or_init(detect_simd)
 }
 
+/// The integer dot of one weight block `blk` of `ty` with the 32 activation quants `q` starts
+/// with: Q4_1's nibbles as they are, Q4_0's less 8, Q8_0's signed bytes.
+#[inline(always)]
+fn block_isum(ty: WType, blk: &[u8], q: &[i8]) -> i32 {
+    let mut isum = 0i32;
+    match ty {
+        WType::Q8_0 => {
+            for j in 0..32 {
+                isum += blk[2 + j] as i8 as i32 * q[j] as i32;
+            }
+        }
+        _ => {
+            // Q4_1 (after its scale and minimum) or Q4_0 (after its scale, centred on 8).
+            let (at, bias) = if ty == WType::Q4_1 { (4, 0) } else { (2, 8) };
+            for j in 0..16 {
+                isum += ((blk[at + j] & 0xF) as i32 - bias) * q[j] as i32;
+                isum += ((blk[at + j] >> 4) as i32 - bias) * q[j + 16] as i32;
+            }
+        }
+    }
+    isum
+}
+
 /// Scalar reference: dot of `ncols` tokens' activations with one weight row.
 /// `out[t] = row · act[t]`.
 pub fn dot_rows_scalar(ty: WType, row: &[u8], act: &QAct, t0: usize, out: &mut [f32]) {
@@ -232,39 +255,17 @@ pub fn dot_rows_scalar(ty: WType, row: &[u8], act: &QAct, t0: usize, out: &mut [
         let s = &act.s[t * nb..(t + 1) * nb];
         let mut acc = 0f32;
         match ty {
-            WType::Q4_1 => {
+            WType::Q4_1 | WType::Q4_0 | WType::Q8_0 => {
+                let bb = ty.block_bytes();
                 for b in 0..nb {
-                    let blk = &row[b * 20..(b + 1) * 20];
-                    let (dw, mw) = (f16_at(blk, 0), f16_at(blk, 2));
-                    let mut isum = 0i32;
-                    for j in 0..16 {
-                        isum += (blk[4 + j] & 0xF) as i32 * q[b * QK + j] as i32;
-                        isum += (blk[4 + j] >> 4) as i32 * q[b * QK + j + 16] as i32;
-                    }
-                    acc += dw * d[b] * isum as f32 + mw * s[b];
-                }
-            }
-            WType::Q4_0 => {
-                for b in 0..nb {
-                    let blk = &row[b * 18..(b + 1) * 18];
-                    let dw = f16_at(blk, 0);
-                    let mut isum = 0i32;
-                    for j in 0..16 {
-                        isum += ((blk[2 + j] & 0xF) as i32 - 8) * q[b * QK + j] as i32;
-                        isum += ((blk[2 + j] >> 4) as i32 - 8) * q[b * QK + j + 16] as i32;
-                    }
-                    acc += dw * d[b] * isum as f32;
-                }
-            }
-            WType::Q8_0 => {
-                for b in 0..nb {
-                    let blk = &row[b * 34..(b + 1) * 34];
-                    let dw = f16_at(blk, 0);
-                    let mut isum = 0i32;
-                    for j in 0..32 {
-                        isum += blk[2 + j] as i8 as i32 * q[b * QK + j] as i32;
-                    }
-                    acc += dw * d[b] * isum as f32;
+                    let blk = &row[b * bb..(b + 1) * bb];
+                    let x = f16_at(blk, 0) * d[b] * block_isum(ty, blk, &q[b * QK..]) as f32;
+                    // Q4_1 adds its block minimum times the activations' block sum.
+                    acc += if ty == WType::Q4_1 {
+                        x + f16_at(blk, 2) * s[b]
+                    } else {
+                        x
+                    };
                 }
             }
             WType::F32 => {
@@ -337,7 +338,7 @@ pub fn axpy_f32(simd: Simd, a: f32, x: &[f32], y: &mut [f32]) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{QAct, QK};
+    use super::{KeysT, QAct, QK};
     use core::arch::x86_64::*;
 
     #[inline(always)]
@@ -365,10 +366,14 @@ mod x86 {
         _mm256_set_m128i(hi, lo)
     }
 
-    macro_rules! q4_1_kernel {
-        ($name:ident, $feat:literal, $isum:ident) => {
+    /// A row kernel: `out[t] = row · act[t0 + t]`, four tokens at a time. `$q4`: Q4_1 blocks
+    /// (20 bytes: scale, min, 16 bytes of nibbles) or else Q8_0 blocks (34 bytes: scale, 32
+    /// quants). The branches on it are constant, so each kernel keeps only its own.
+    macro_rules! row_kernel {
+        ($name:ident, $feat:literal, $isum:ident, $q4:literal) => {
             #[target_feature(enable = $feat)]
             pub unsafe fn $name(row: &[u8], act: &QAct, t0: usize, out: &mut [f32]) {
+                const Q4: bool = $q4;
                 let k = act.k;
                 let nb = k / QK;
                 let n = out.len();
@@ -380,63 +385,41 @@ mod x86 {
                     let mut macc = [0f32; 4];
                     let base = t0 + t;
                     for b in 0..nb {
-                        let bp = rp.add(b * 20);
+                        let bp = rp.add(b * if Q4 { 20 } else { 34 });
                         let dw = f16s(bp);
-                        let mw = f16s(bp.add(2));
-                        let w = unpack_nibbles(bp.add(4));
+                        // Q4_1: its min and unpacked quants; Q8_0: its quants and their magnitudes.
+                        let (mw, w, aw) = if Q4 {
+                            let w = unpack_nibbles(bp.add(4));
+                            (f16s(bp.add(2)), w, w)
+                        } else {
+                            let w = _mm256_loadu_si256(bp.add(2) as *const __m256i);
+                            (0.0, w, _mm256_sign_epi8(w, w))
+                        };
                         for j in 0..c {
                             let ti = base + j;
                             let qa = _mm256_loadu_si256(
                                 act.q.as_ptr().add(ti * k + b * QK) as *const __m256i
                             );
                             let ib = ti * nb + b;
-                            let s = $isum(w, qa);
+                            // Q8_0: |w| * (a * sign(w)) == w * a
+                            let s = if Q4 {
+                                $isum(w, qa)
+                            } else {
+                                $isum(aw, _mm256_sign_epi8(qa, w))
+                            };
                             let sc = _mm256_set1_ps(dw * *act.d.get_unchecked(ib));
                             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[j]);
-                            macc[j] += mw * *act.s.get_unchecked(ib);
+                            if Q4 {
+                                macc[j] += mw * *act.s.get_unchecked(ib);
+                            }
                         }
                     }
                     for j in 0..c {
-                        out[t + j] = hsum(acc[j]) + macc[j];
-                    }
-                    t += c;
-                }
-            }
-        };
-    }
-
-    macro_rules! q8_0_kernel {
-        ($name:ident, $feat:literal, $isum:ident) => {
-            #[target_feature(enable = $feat)]
-            pub unsafe fn $name(row: &[u8], act: &QAct, t0: usize, out: &mut [f32]) {
-                let k = act.k;
-                let nb = k / QK;
-                let n = out.len();
-                let rp = row.as_ptr();
-                let mut t = 0;
-                while t < n {
-                    let c = (n - t).min(4);
-                    let mut acc = [_mm256_setzero_ps(); 4];
-                    let base = t0 + t;
-                    for b in 0..nb {
-                        let bp = rp.add(b * 34);
-                        let dw = f16s(bp);
-                        let w = _mm256_loadu_si256(bp.add(2) as *const __m256i);
-                        let aw = _mm256_sign_epi8(w, w);
-                        for j in 0..c {
-                            let ti = base + j;
-                            let qa = _mm256_loadu_si256(
-                                act.q.as_ptr().add(ti * k + b * QK) as *const __m256i
-                            );
-                            // |w| * (a * sign(w)) == w * a
-                            let sa = _mm256_sign_epi8(qa, w);
-                            let s = $isum(aw, sa);
-                            let sc = _mm256_set1_ps(dw * *act.d.get_unchecked(ti * nb + b));
-                            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[j]);
-                        }
-                    }
-                    for j in 0..c {
-                        out[t + j] = hsum(acc[j]);
+                        out[t + j] = if Q4 {
+                            hsum(acc[j]) + macc[j]
+                        } else {
+                            hsum(acc[j])
+                        };
                     }
                     t += c;
                 }
@@ -455,17 +438,19 @@ mod x86 {
         _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
     }
 
-    q4_1_kernel!(dot_q4_1_avx2, "avx2,fma,f16c", isum_avx2);
-    q8_0_kernel!(dot_q8_0_avx2, "avx2,fma,f16c", isum_avx2);
-    q4_1_kernel!(
+    row_kernel!(dot_q4_1_avx2, "avx2,fma,f16c", isum_avx2, true);
+    row_kernel!(dot_q8_0_avx2, "avx2,fma,f16c", isum_avx2, false);
+    row_kernel!(
         dot_q4_1_vnni,
         "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-        isum_vnni
+        isum_vnni,
+        true
     );
-    q8_0_kernel!(
+    row_kernel!(
         dot_q8_0_vnni,
         "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-        isum_vnni
+        isum_vnni,
+        false
     );
 
     #[target_feature(enable = "avx2,fma")]
@@ -542,12 +527,11 @@ mod x86 {
     pub unsafe fn attn_scores_g_avx2<const G: usize>(
         qs: &[f32],
         hd: usize,
-        kt: &[f32],
-        cap: usize,
-        n: usize,
+        keys: KeysT,
         scale: f32,
         out: &mut [f32],
     ) {
+        let KeysT { kt, cap, n } = keys;
         let kp = kt.as_ptr();
         let qp = qs.as_ptr();
         let op = out.as_mut_ptr();
@@ -580,42 +564,6 @@ mod x86 {
                 }
                 *op.add(h * n + p) = a * scale;
             }
-            p += 1;
-        }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn attn_scores_avx2(
-        q: &[f32],
-        kt: &[f32],
-        cap: usize,
-        n: usize,
-        scale: f32,
-        out: &mut [f32],
-    ) {
-        let hd = q.len();
-        let kp = kt.as_ptr();
-        let sc = _mm256_set1_ps(scale);
-        let mut p = 0;
-        while p + 16 <= n {
-            let mut a0 = _mm256_setzero_ps();
-            let mut a1 = _mm256_setzero_ps();
-            for (d, &qd) in q.iter().enumerate() {
-                let qb = _mm256_set1_ps(qd);
-                let row = kp.add(d * cap + p);
-                a0 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(row), a0);
-                a1 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(row.add(8)), a1);
-            }
-            _mm256_storeu_ps(out.as_mut_ptr().add(p), _mm256_mul_ps(a0, sc));
-            _mm256_storeu_ps(out.as_mut_ptr().add(p + 8), _mm256_mul_ps(a1, sc));
-            p += 16;
-        }
-        while p < n {
-            let mut a = 0f32;
-            for d in 0..hd {
-                a += q[d] * *kp.add(d * cap + p);
-            }
-            out[p] = a * scale;
             p += 1;
         }
     }
@@ -691,24 +639,29 @@ mod x86 {
     }
 }
 
+/// The first `n` positions of a K cache stored transposed: dimension `d` of
+/// position `p` at `kt[d * cap + p]`.
+#[derive(Clone, Copy)]
+pub struct KeysT<'a> {
+    /// The transposed keys.
+    pub kt: &'a [f32],
+    /// Floats from one dimension's row to the next.
+    pub cap: usize,
+    /// The positions scored.
+    pub n: usize,
+}
+
 /// Attention scores for one query head: `out[p] = scale * q · K[p]` for
-/// `p < n`, with K stored transposed (`kt[d * cap + p]`).
-pub fn attn_scores(
-    simd: Simd,
-    q: &[f32],
-    kt: &[f32],
-    cap: usize,
-    n: usize,
-    scale: f32,
-    out: &mut [f32],
-) {
+/// `p < keys.n`.
+pub fn attn_scores(simd: Simd, q: &[f32], keys: KeysT, scale: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if simd != Simd::Scalar {
         // SAFETY: AVX2/FMA presence was detected at run time; indexes stay
         // below d * cap + n <= kt.len() (checked by the caller's layout).
-        return unsafe { x86::attn_scores_avx2(q, kt, cap, n, scale, out) };
+        return unsafe { x86::attn_scores_g_avx2::<1>(q, q.len(), keys, scale, out) };
     }
     let _ = simd;
+    let KeysT { kt, cap, n } = keys;
     for (p, o) in out[..n].iter_mut().enumerate() {
         *o = q
             .iter()
@@ -726,37 +679,29 @@ pub fn attn_scores_group(
     simd: Simd,
     qs: &[f32],
     hd: usize,
-    kt: &[f32],
-    cap: usize,
-    n: usize,
+    keys: KeysT,
     scale: f32,
     out: &mut [f32],
 ) {
     let g = qs.len() / hd;
+    let n = keys.n;
     #[cfg(target_arch = "x86_64")]
     if simd != Simd::Scalar && (1..=4).contains(&g) {
         // SAFETY: AVX2/FMA presence was detected at run time; reads stay
         // below (hd - 1) * cap + n <= kt.len() and writes below g * n.
         unsafe {
             match g {
-                1 => x86::attn_scores_g_avx2::<1>(qs, hd, kt, cap, n, scale, out),
-                2 => x86::attn_scores_g_avx2::<2>(qs, hd, kt, cap, n, scale, out),
-                3 => x86::attn_scores_g_avx2::<3>(qs, hd, kt, cap, n, scale, out),
-                _ => x86::attn_scores_g_avx2::<4>(qs, hd, kt, cap, n, scale, out),
+                1 => x86::attn_scores_g_avx2::<1>(qs, hd, keys, scale, out),
+                2 => x86::attn_scores_g_avx2::<2>(qs, hd, keys, scale, out),
+                3 => x86::attn_scores_g_avx2::<3>(qs, hd, keys, scale, out),
+                _ => x86::attn_scores_g_avx2::<4>(qs, hd, keys, scale, out),
             }
         }
         return;
     }
     for h in 0..g {
-        attn_scores(
-            Simd::Scalar,
-            &qs[h * hd..(h + 1) * hd],
-            kt,
-            cap,
-            n,
-            scale,
-            &mut out[h * n..(h + 1) * n],
-        );
+        let q = &qs[h * hd..(h + 1) * hd];
+        attn_scores(Simd::Scalar, q, keys, scale, &mut out[h * n..(h + 1) * n]);
     }
 }
 
@@ -803,12 +748,13 @@ pub fn attn_values(simd: Simd, w: &[f32], v: &[f32], stride: usize, out: &mut [f
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    struct Rng(u64);
+    /// A xorshift generator of floats in [-1, 1) for the kernel tests.
+    pub(crate) struct Rng(pub(crate) u64);
     impl Rng {
-        fn f(&mut self) -> f32 {
+        pub(crate) fn f(&mut self) -> f32 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
@@ -856,8 +802,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn kernels_match_f32_reference() {
+    /// The instruction-set levels this machine can run, scalar first.
+    pub(crate) fn simd_levels() -> Vec<Simd> {
         let best = detect_simd();
         let mut levels = vec![Simd::Scalar];
         if best != Simd::Scalar {
@@ -866,7 +812,12 @@ mod tests {
         if best == Simd::Avx512Vnni {
             levels.push(Simd::Avx512Vnni);
         }
-        for simd in levels {
+        levels
+    }
+
+    #[test]
+    fn kernels_match_f32_reference() {
+        for simd in simd_levels() {
             check(WType::Q4_1, simd);
             check(WType::Q8_0, simd);
         }
@@ -906,8 +857,9 @@ mod tests {
         let v: Vec<f32> = (0..cap * 192).map(|_| r.f()).collect();
         let simd = detect_simd();
         let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
-        attn_scores(simd, &q, &kt, cap, n, 0.125, &mut a);
-        attn_scores(Simd::Scalar, &q, &kt, cap, n, 0.125, &mut b);
+        let keys = KeysT { kt: &kt, cap, n };
+        attn_scores(simd, &q, keys, 0.125, &mut a);
+        attn_scores(Simd::Scalar, &q, keys, 0.125, &mut b);
         for p in 0..n {
             assert!(
                 (a[p] - b[p]).abs() < 1e-4,
@@ -918,15 +870,13 @@ mod tests {
         }
         let q3: Vec<f32> = (0..3 * hd).map(|_| r.f()).collect();
         let mut g3 = vec![0f32; 3 * n];
-        attn_scores_group(simd, &q3, hd, &kt, cap, n, 0.125, &mut g3);
+        attn_scores_group(simd, &q3, hd, keys, 0.125, &mut g3);
         for h in 0..3 {
             let mut one = vec![0f32; n];
             attn_scores(
                 Simd::Scalar,
                 &q3[h * hd..(h + 1) * hd],
-                &kt,
-                cap,
-                n,
+                keys,
                 0.125,
                 &mut one,
             );

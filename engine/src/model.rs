@@ -8,7 +8,7 @@
 use crate::gguf::{GgmlType, Gguf, GgufError};
 use crate::kernels::{self, QAct, Simd, WType};
 use crate::pool::{split, Pool};
-use crate::tiled::{Packed, TILE};
+use crate::tiled::{Dst, Packed, TILE};
 
 /// Model hyper-parameters read from GGUF metadata.
 #[derive(Debug, Clone)]
@@ -348,15 +348,14 @@ impl Model {
                         if let Some(p) = m.packed.and_then(|i| self.packed.get(i)) {
                             // SAFETY: tile ranges are disjoint between threads.
                             unsafe {
-                                p.matmul(
-                                    simd,
-                                    act,
-                                    (lo - base) / TILE..(hi - base) / TILE,
-                                    0,
-                                    ntok,
-                                    out.get(),
-                                    m.rows,
-                                )
+                                let dst = Dst {
+                                    tiles: (lo - base) / TILE..(hi - base) / TILE,
+                                    t0: 0,
+                                    tn: ntok,
+                                    out: out.get(),
+                                    stride: m.rows,
+                                };
+                                p.matmul(simd, act, dst)
                             };
                         }
                     }
@@ -389,6 +388,22 @@ impl Model {
                 t0 += tn;
             }
         });
+    }
+
+    /// The rows of `x` normalized with `norm` into `xn`, quantized into `act`, then multiplied
+    /// by each of `mats` ([`Model::matmul_multi`]).
+    fn norm_matmul(
+        &self,
+        pool: &Pool,
+        (x, norm): (&[f32], &[f32]),
+        xn: &mut [f32],
+        act: &mut QAct,
+        mats: &[(&QMat, SyncPtr)],
+    ) {
+        self.rmsnorm(x, norm, xn);
+        let d = norm.len();
+        act.quantize(xn, xn.len() / d, d);
+        self.matmul_multi(pool, act, mats);
     }
 
     fn rmsnorm(&self, x: &[f32], w: &[f32], out: &mut [f32]) {
@@ -457,17 +472,12 @@ impl Model {
         let scale = 1.0 / (hd as f32).sqrt();
         let simd = self.simd;
         for (li, l) in self.layers.iter().enumerate() {
-            self.rmsnorm(&x, &l.attn_norm, &mut xn);
-            act.quantize(&xn, n, d);
-            self.matmul_multi(
-                pool,
-                &act,
-                &[
-                    (&l.wq, SyncPtr(q.as_mut_ptr())),
-                    (&l.wk, SyncPtr(kk.as_mut_ptr())),
-                    (&l.wv, SyncPtr(vv.as_mut_ptr())),
-                ],
-            );
+            let qkv = [
+                (&l.wq, SyncPtr(q.as_mut_ptr())),
+                (&l.wk, SyncPtr(kk.as_mut_ptr())),
+                (&l.wv, SyncPtr(vv.as_mut_ptr())),
+            ];
+            self.norm_matmul(pool, (&x, &l.attn_norm), &mut xn, &mut act, &qkv);
             for (i, &(_, slot, pos)) in info.iter().enumerate() {
                 self.rope(&mut q[i * d..(i + 1) * d], pos, nh);
                 self.rope(&mut kk[i * kvd..(i + 1) * kvd], pos, c.n_head_kv);
@@ -500,16 +510,12 @@ impl Model {
                         sc.resize(np * group, 0.0);
                         let ks = cache.kstride;
                         let kt = cache.kt(li) + kh * ks;
-                        kernels::attn_scores_group(
-                            simd,
-                            qs,
-                            hd,
-                            &cache.k[kt..kt + hd * ks],
-                            ks,
-                            np,
-                            scale,
-                            &mut sc,
-                        );
+                        let keys = kernels::KeysT {
+                            kt: &cache.k[kt..kt + hd * ks],
+                            cap: ks,
+                            n: np,
+                        };
+                        kernels::attn_scores_group(simd, qs, hd, keys, scale, &mut sc);
                         let v0 = cache.at(li, 0) + kh;
                         let vend = cache.at(li, pos) + kh + hd;
                         for g in 0..group {
@@ -532,16 +538,11 @@ impl Model {
             for (a, b) in x.iter_mut().zip(&o) {
                 *a += b;
             }
-            self.rmsnorm(&x, &l.ffn_norm, &mut xn);
-            act.quantize(&xn, n, d);
-            self.matmul_multi(
-                pool,
-                &act,
-                &[
-                    (&l.gate, SyncPtr(g.as_mut_ptr())),
-                    (&l.up, SyncPtr(u.as_mut_ptr())),
-                ],
-            );
+            let gate_up = [
+                (&l.gate, SyncPtr(g.as_mut_ptr())),
+                (&l.up, SyncPtr(u.as_mut_ptr())),
+            ];
+            self.norm_matmul(pool, (&x, &l.ffn_norm), &mut xn, &mut act, &gate_up);
             for (a, b) in g.iter_mut().zip(&u) {
                 *a = *a / (1.0 + (-*a).exp()) * b;
             }

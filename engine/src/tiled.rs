@@ -88,53 +88,36 @@ impl Packed {
         self.rows / TILE
     }
 
-    /// Compute `out[t * stride + r]` for all rows `r` of tiles in `tiles` and
-    /// tokens `t0..t0+tn` of `act`.
+    /// Compute `out[t * stride + r]` for all rows `r` of tiles in `dst.tiles` and
+    /// tokens `dst.t0..dst.t0+dst.tn` of `act`.
     ///
     /// # Safety
-    /// `out` must be valid for writes at every such index, and no other
+    /// `dst.out` must be valid for writes at every such index, and no other
     /// thread may write those cells concurrently.
-    pub unsafe fn matmul(
-        &self,
-        simd: Simd,
-        act: &QAct,
-        tiles: std::ops::Range<usize>,
-        t0: usize,
-        tn: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
+    pub unsafe fn matmul(&self, simd: Simd, act: &QAct, dst: Dst) {
         #[cfg(target_arch = "x86_64")]
         {
             match simd {
-                Simd::Avx512Vnni => return x86::matmul_vnni(self, act, tiles, t0, tn, out, stride),
-                Simd::Avx2 => return x86::matmul_avx2(self, act, tiles, t0, tn, out, stride),
+                Simd::Avx512Vnni => return x86::matmul_vnni(self, act, dst),
+                Simd::Avx2 => return x86::matmul_avx2(self, act, dst),
                 Simd::Scalar => {}
             }
         }
         let _ = simd;
-        self.matmul_scalar(act, tiles, t0, tn, out, stride)
+        self.matmul_scalar(act, dst)
     }
 
     /// Scalar reference of [`Packed::matmul`].
     ///
     /// # Safety
     /// As for [`Packed::matmul`].
-    pub unsafe fn matmul_scalar(
-        &self,
-        act: &QAct,
-        tiles: std::ops::Range<usize>,
-        t0: usize,
-        tn: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
+    pub unsafe fn matmul_scalar(&self, act: &QAct, dst: Dst) {
         let nb = self.k / QK;
         let tbb = tile_block_bytes(self.ty);
         let f16at =
             |b: &[u8], i: usize| f16::from_bits(u16::from_le_bytes([b[i], b[i + 1]])).to_f32();
-        for tile in tiles {
-            for t in t0..t0 + tn {
+        for tile in dst.tiles {
+            for t in dst.t0..dst.t0 + dst.tn {
                 for r in 0..TILE {
                     let mut acc = 0f32;
                     for b in 0..nb {
@@ -166,18 +149,43 @@ impl Packed {
                             }
                         }
                     }
-                    *out.add(t * stride + tile * TILE + r) = acc;
+                    *dst.out.add(t * dst.stride + tile * TILE + r) = acc;
                 }
             }
         }
     }
 }
 
+/// Where a [`Packed::matmul`] writes: rows of the tiles `tiles` for the tokens
+/// `t0..t0+tn`, row `r` of token `t` at `out[t * stride + r]`.
+#[derive(Clone)]
+pub struct Dst {
+    /// The tiles of rows.
+    pub tiles: std::ops::Range<usize>,
+    /// The first token.
+    pub t0: usize,
+    /// How many tokens.
+    pub tn: usize,
+    /// The output cells.
+    pub out: *mut f32,
+    /// Floats from one token's row of `out` to the next.
+    pub stride: usize,
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{tile_block_bytes, Packed, TILE};
+    use super::{tile_block_bytes, Dst, Packed, TILE};
     use crate::kernels::{QAct, WType, QK};
     use core::arch::x86_64::*;
+
+    /// One tile's packed weights (`nb` blocks from `tp`) and where its rows go:
+    /// row `r` of token `t` at `out[t * stride + r]`.
+    struct TileOut {
+        tp: *const u8,
+        nb: usize,
+        out: *mut f32,
+        stride: usize,
+    }
 
     #[inline(always)]
     unsafe fn bc(a: *const i8, o: usize) -> __m256i {
@@ -196,20 +204,13 @@ mod x86 {
     }
 
     #[inline(always)]
-    unsafe fn q4_1_group<const C: usize, const VNNI: bool>(
-        tp: *const u8,
-        nb: usize,
-        act: &QAct,
-        t: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
+    unsafe fn q4_1_group<const C: usize, const VNNI: bool>(w: &TileOut, act: &QAct, t: usize) {
         let k = act.k;
         let mask = _mm256_set1_epi8(0xF);
         let mut acc = [_mm256_setzero_ps(); C];
         let mut macc = [_mm256_setzero_ps(); C];
-        for b in 0..nb {
-            let p = tp.add(b * 160);
+        for b in 0..w.nb {
+            let p = w.tp.add(b * 160);
             let d = _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i));
             let m = _mm256_cvtph_ps(_mm_loadu_si128(p.add(16) as *const __m128i));
             let mut wl = [_mm256_setzero_si256(); 4];
@@ -237,24 +238,20 @@ mod x86 {
             }
         }
         for j in 0..C {
-            _mm256_storeu_ps(out.add((t + j) * stride), _mm256_add_ps(acc[j], macc[j]));
+            _mm256_storeu_ps(
+                w.out.add((t + j) * w.stride),
+                _mm256_add_ps(acc[j], macc[j]),
+            );
         }
     }
 
     #[inline(always)]
-    unsafe fn q8_0_group<const C: usize, const VNNI: bool>(
-        tp: *const u8,
-        nb: usize,
-        act: &QAct,
-        t: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
+    unsafe fn q8_0_group<const C: usize, const VNNI: bool>(w8: &TileOut, act: &QAct, t: usize) {
         let k = act.k;
         let mut acc = [_mm256_setzero_ps(); C];
         let flip = _mm256_set1_epi8(-128);
-        for b in 0..nb {
-            let p = tp.add(b * 272);
+        for b in 0..w8.nb {
+            let p = w8.tp.add(b * 272);
             let d = _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i));
             let mut w = [_mm256_setzero_si256(); 8];
             for (h, wv) in w.iter_mut().enumerate() {
@@ -296,60 +293,51 @@ mod x86 {
             }
         }
         for j in 0..C {
-            _mm256_storeu_ps(out.add((t + j) * stride), acc[j]);
+            _mm256_storeu_ps(w8.out.add((t + j) * w8.stride), acc[j]);
         }
     }
 
     #[inline(always)]
-    unsafe fn run<const VNNI: bool, const CMAX: usize>(
-        p: &Packed,
-        act: &QAct,
-        tiles: std::ops::Range<usize>,
-        t0: usize,
-        tn: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
+    unsafe fn run<const VNNI: bool, const CMAX: usize>(p: &Packed, act: &QAct, dst: Dst) {
         let nb = p.k / QK;
         let tbb = tile_block_bytes(p.ty);
         let base = p.data.as_ptr();
+        let (t0, tn, stride) = (dst.t0, dst.tn, dst.stride);
         // Token tiles keep the activations of a tile of tokens in L1/L2.
         const TT: usize = 32;
         let mut tt = t0;
         while tt < t0 + tn {
             let te = (tt + TT).min(t0 + tn);
-            for tile in tiles.clone() {
+            for tile in dst.tiles.clone() {
                 let tp = base.add(tile * nb * tbb);
-                let o = out.add(tile * TILE);
+                let w = TileOut {
+                    tp,
+                    nb,
+                    out: dst.out.add(tile * TILE),
+                    stride,
+                };
                 let mut t = tt;
                 while t < te {
                     let c = te - t;
-                    match p.ty {
-                        WType::Q4_1 => {
+                    // The widest group of tokens that fits; returns how many it took.
+                    macro_rules! by_width {
+                        ($group:ident) => {
                             if c >= 4 && CMAX >= 4 {
-                                q4_1_group::<4, VNNI>(tp, nb, act, t, o, stride);
-                                t += 4;
+                                $group::<4, VNNI>(&w, act, t);
+                                4
                             } else if c >= 2 {
-                                q4_1_group::<2, VNNI>(tp, nb, act, t, o, stride);
-                                t += 2;
+                                $group::<2, VNNI>(&w, act, t);
+                                2
                             } else {
-                                q4_1_group::<1, VNNI>(tp, nb, act, t, o, stride);
-                                t += 1;
+                                $group::<1, VNNI>(&w, act, t);
+                                1
                             }
-                        }
-                        _ => {
-                            if c >= 4 && CMAX >= 4 {
-                                q8_0_group::<4, VNNI>(tp, nb, act, t, o, stride);
-                                t += 4;
-                            } else if c >= 2 {
-                                q8_0_group::<2, VNNI>(tp, nb, act, t, o, stride);
-                                t += 2;
-                            } else {
-                                q8_0_group::<1, VNNI>(tp, nb, act, t, o, stride);
-                                t += 1;
-                            }
-                        }
+                        };
                     }
+                    t += match p.ty {
+                        WType::Q4_1 => by_width!(q4_1_group),
+                        _ => by_width!(q8_0_group),
+                    };
                 }
             }
             tt = te;
@@ -357,58 +345,29 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub unsafe fn matmul_vnni(
-        p: &Packed,
-        act: &QAct,
-        tiles: std::ops::Range<usize>,
-        t0: usize,
-        tn: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
-        run::<true, 4>(p, act, tiles, t0, tn, out, stride)
+    pub unsafe fn matmul_vnni(p: &Packed, act: &QAct, dst: Dst) {
+        run::<true, 4>(p, act, dst)
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn matmul_avx2(
-        p: &Packed,
-        act: &QAct,
-        tiles: std::ops::Range<usize>,
-        t0: usize,
-        tn: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
-        run::<false, 2>(p, act, tiles, t0, tn, out, stride)
+    pub unsafe fn matmul_avx2(p: &Packed, act: &QAct, dst: Dst) {
+        run::<false, 2>(p, act, dst)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::{dequant_row, detect_simd, quantize_q4_1, quantize_q8_0};
-
-    fn rng(s: &mut u64) -> f32 {
-        *s ^= *s << 13;
-        *s ^= *s >> 7;
-        *s ^= *s << 17;
-        ((*s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
+    use crate::kernels::tests::{simd_levels, Rng};
+    use crate::kernels::{dequant_row, quantize_q4_1, quantize_q8_0};
 
     #[test]
     fn tiled_kernels_match_f32_reference() {
-        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut rng = Rng(0x1234_5678_9abc_def1u64);
         let (rows, k, ntok) = (24, 96, 7);
-        let best = detect_simd();
-        let mut levels = vec![Simd::Scalar];
-        if best != Simd::Scalar {
-            levels.push(Simd::Avx2);
-        }
-        if best == Simd::Avx512Vnni {
-            levels.push(Simd::Avx512Vnni);
-        }
+        let levels = simd_levels();
         for ty in [WType::Q4_1, WType::Q8_0] {
-            let w: Vec<f32> = (0..rows * k).map(|_| rng(&mut seed) * 0.7).collect();
+            let w: Vec<f32> = (0..rows * k).map(|_| rng.f() * 0.7).collect();
             let raw: Vec<u8> = w
                 .chunks(k)
                 .flat_map(|r| {
@@ -425,24 +384,24 @@ mod tests {
                 dequant_row(ty, &raw[r * rb..(r + 1) * rb], &mut wd[r * k..(r + 1) * k]);
             }
             let p = Packed::pack(ty, rows, k, &raw).expect("pack");
-            let x: Vec<f32> = (0..ntok * k).map(|_| rng(&mut seed) * 2.0).collect();
+            let x: Vec<f32> = (0..ntok * k).map(|_| rng.f() * 2.0).collect();
             let mut act = QAct::default();
             act.quantize(&x, ntok, k);
             for &simd in &levels {
                 let mut out = vec![f32::NAN; ntok * rows];
                 // Two calls over disjoint tile ranges and token ranges.
                 unsafe {
-                    p.matmul(simd, &act, 0..1, 0, ntok, out.as_mut_ptr(), rows);
-                    p.matmul(simd, &act, 1..p.tiles(), 0, 3, out.as_mut_ptr(), rows);
-                    p.matmul(
-                        simd,
-                        &act,
-                        1..p.tiles(),
-                        3,
-                        ntok - 3,
-                        out.as_mut_ptr(),
-                        rows,
-                    );
+                    let o = out.as_mut_ptr();
+                    let dst = |tiles, t0, tn| Dst {
+                        tiles,
+                        t0,
+                        tn,
+                        out: o,
+                        stride: rows,
+                    };
+                    p.matmul(simd, &act, dst(0..1, 0, ntok));
+                    p.matmul(simd, &act, dst(1..p.tiles(), 0, 3));
+                    p.matmul(simd, &act, dst(1..p.tiles(), 3, ntok - 3));
                 }
                 for t in 0..ntok {
                     for r in 0..rows {

@@ -156,15 +156,21 @@ impl Client {
         Ok(String::from_utf8_lossy(&b).into_owned())
     }
 
-    /// `GET /models`.
-    pub fn models(&self) -> Result<Value, String> {
-        let url = format!("{}/models", self.base);
+    /// Sends a `GET` of `url`; the reply and the deadline for reading its body.
+    fn get(&self, url: &str) -> Result<(reqwest::blocking::Response, Instant), String> {
         let deadline = Instant::now() + self.timeout;
         let r = self
             .http
-            .get(&url)
+            .get(url)
             .send()
             .map_err(|e| format!("{url}: {e}"))?;
+        Ok((r, deadline))
+    }
+
+    /// `GET /models`.
+    pub fn models(&self) -> Result<Value, String> {
+        let url = format!("{}/models", self.base);
+        let (r, deadline) = self.get(&url)?;
         let status = r.status();
         let text = self
             .body_text(r, input::HTTP_BODY_MAX, "/v1/models reply", deadline)
@@ -179,12 +185,7 @@ impl Client {
     pub fn get_text(&self, path: &str) -> Result<String, String> {
         let root = self.base.strip_suffix("/v1").unwrap_or(&self.base);
         let url = format!("{root}{path}");
-        let deadline = Instant::now() + self.timeout;
-        let r = self
-            .http
-            .get(&url)
-            .send()
-            .map_err(|e| format!("{url}: {e}"))?;
+        let (r, deadline) = self.get(&url)?;
         if !r.status().is_success() {
             return Err(format!("{url}: HTTP {}", r.status()));
         }

@@ -491,16 +491,15 @@ mod tests {
         assert_eq!(set, BTreeSet::from([10, 11, 12]));
     }
 
-    #[test]
-    fn short_lived_processes_of_one_program_add_up() {
+    /// The load a guard judges over `ms` ms while a shell starts a new busy process every
+    /// `secs` s (killing each when its time is up), asserted to be over for two samples running.
+    fn load_of_churn(secs: &str, ms: u64) -> TryLoad {
         let _one = serial();
-        // A shell that starts a new busy process every 0.15 s: no process lives through two
-        // samples, the program does.
         use std::os::unix::process::CommandExt;
         let mut churn = std::process::Command::new("sh")
             .args([
                 "-c",
-                "while :; do timeout -s KILL 0.15 sh -c 'while :; do :; done'; done",
+                &format!("while :; do timeout -s KILL {secs} sh -c 'while :; do :; done'; done"),
             ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -509,13 +508,21 @@ mod tests {
             .expect("sh");
         let g = Guard::start(rule_fast(), Vec::new());
         let t0 = Instant::now();
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(ms));
         let load = g.judge(t0);
         // The whole group: the loop, its `timeout` and the busy shell under it.
         // SAFETY: kill has no memory preconditions; the group is the one spawned above.
         unsafe { libc::kill(-(churn.id() as i32), libc::SIGKILL) };
         let _ = churn.wait();
         assert!(load.longest_run_over >= 2, "{load:?}");
+        load
+    }
+
+    #[test]
+    fn short_lived_processes_of_one_program_add_up() {
+        // A shell that starts a new busy process every 0.15 s: no process lives through two
+        // samples, the program does.
+        let load = load_of_churn("0.15", 1500);
         assert!(
             load.over.get("sh").is_some_and(|p| p.len() >= 2),
             "{load:?}"
@@ -532,30 +539,11 @@ mod tests {
 
     #[test]
     fn processes_that_come_and_go_between_samples_are_unattributed_load() {
-        let _one = serial();
         // A loop of processes of 20 ms each: most live and die between two samples of 0.1 s and are
         // never seen, so their time shows only as the machine's unattributed busy time; those a
         // sample does catch add up under their program's name ("sh"). Which of the two crosses
         // the threshold first depends on the timing, so either may be named; the load is seen.
-        use std::os::unix::process::CommandExt;
-        let mut churn = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "while :; do timeout -s KILL 0.02 sh -c 'while :; do :; done'; done",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("sh");
-        let g = Guard::start(rule_fast(), Vec::new());
-        let t0 = Instant::now();
-        std::thread::sleep(Duration::from_millis(2000));
-        let load = g.judge(t0);
-        // SAFETY: kill has no memory preconditions; the group is the one spawned above.
-        unsafe { libc::kill(-(churn.id() as i32), libc::SIGKILL) };
-        let _ = churn.wait();
-        assert!(load.longest_run_over >= 2, "{load:?}");
+        let load = load_of_churn("0.02", 2000);
         assert!(
             load.over.contains_key(UNATTRIBUTED) || load.over.contains_key("sh"),
             "{load:?}"
@@ -566,19 +554,14 @@ mod tests {
     fn a_busy_process_is_seen_and_this_one_is_not() {
         let _one = serial();
         // A real CPU hog in another process, and this process spinning too: only the hog counts.
-        let mut hog = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .expect("sh");
+        let hog = busy_shell();
         let g = Guard::start(rule_fast(), Vec::new());
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_millis(1500) {
             std::hint::black_box(0u64);
         }
         let load = g.judge(t0);
-        let hog_pid = hog.id();
-        let _ = hog.kill();
-        let _ = hog.wait();
+        let hog_pid = end(hog);
         assert!(load.longest_run_over >= 2, "{load:?}");
         assert!(
             load.over.get("sh").is_some_and(|p| p.contains(&hog_pid)),
@@ -588,22 +571,33 @@ mod tests {
         assert!(load.over.values().all(|p| !p.contains(&me)), "{load:?}");
         assert!(load.peak_pct.is_some_and(|x| x > 25.0), "{load:?}");
         // A guard told that the hog is the server: the hog is not foreign.
-        let mut hog = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .expect("sh");
+        let hog = busy_shell();
         let g = Guard::start(rule_fast(), vec![hog.id()]);
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_millis(1200));
         let load = g.judge(t0);
-        let hog_pid = hog.id();
-        let _ = hog.kill();
-        let _ = hog.wait();
+        let hog_pid = end(hog);
         assert!(load.samples >= 2, "{load:?}");
         assert!(
             load.over.values().all(|p| !p.contains(&hog_pid)),
             "{load:?}"
         );
+    }
+
+    /// A shell spinning in a process of its own.
+    fn busy_shell() -> std::process::Child {
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh")
+    }
+
+    /// Kills and reaps `child`; its pid.
+    fn end(mut child: std::process::Child) -> u32 {
+        let pid = child.id();
+        let _ = child.kill();
+        let _ = child.wait();
+        pid
     }
 
     fn rule_fast() -> LoadGuardRule {

@@ -39,10 +39,8 @@ pub struct QualityPlan {
 pub fn read_questions(path: &Path) -> Result<Vec<Question>, Fatal> {
     let text = crate::input::read_text(path, crate::input::QUESTIONS_MAX, "questions file")?;
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
+    let lines = text.lines().enumerate();
+    for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).map_err(|e| {
             fatal(format!(
                 "{}: line {}, column {}: {e}",

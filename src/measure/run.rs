@@ -184,12 +184,6 @@ impl<'a> Run<'a> {
         let words = t.text.split_whitespace().count() as u64;
         let mut r = SpeedRequest {
             step: step.into(),
-            prompt_id: None,
-            run: None,
-            warmup: false,
-            depth: None,
-            level: None,
-            round: None,
             prompt_tokens: t.prompt_tokens,
             prompt_tokens_source: if t.prompt_tokens.is_some() {
                 "usage".into()
@@ -209,6 +203,8 @@ impl<'a> Run<'a> {
             words: (t.status == 200).then_some(words),
             chars: (t.status == 200).then_some(t.text.chars().count() as u64),
             server_timings: t.server_timings.clone(),
+            // Its place in the run (prompt, run, warm-up, depth, level, round): `extra` sets it.
+            ..SpeedRequest::default()
         };
         extra(&mut r);
         self.bar.inc(1);

@@ -364,6 +364,38 @@ fn zip_read(source: impl Read + io::Seek, packed: u64, wanted: &str) -> PackageR
 mod tests {
     use super::*;
     use std::fs::File;
+    use std::path::PathBuf;
+
+    /// A temporary folder and the path of `name` in it.
+    fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join(name);
+        (dir, path)
+    }
+
+    /// Writes a gzipped tar at `pkg` with one executable member (name, size) read from `body`.
+    fn write_tar_gz(pkg: &Path, level: flate2::Compression, member: (&str, u64), body: impl Read) {
+        let gz = flate2::write::GzEncoder::new(File::create(pkg).expect("create"), level);
+        let mut b = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(member.1);
+        h.set_mode(0o755);
+        h.set_cksum();
+        b.append_data(&mut h, member.0, body).expect("append");
+        b.into_inner().expect("tar").finish().expect("gz");
+    }
+
+    /// The error hashing the first member gave.
+    fn member_error(r: &PackageRead) -> &str {
+        r.members[0].1.as_ref().expect_err("an error")
+    }
+
+    /// [`hash_members_from`] of `pkg` read as a stream, for `tensorfold-native`.
+    fn hash_stream(pkg: &Path, kind: Kind) -> PackageRead {
+        let packed = std::fs::metadata(pkg).expect("meta").len();
+        let stream = File::open(pkg).expect("open");
+        hash_members_from(stream, packed, kind, "tensorfold-native", &Progress::none())
+    }
 
     #[test]
     fn members_match_below_one_top_folder() {
@@ -397,23 +429,10 @@ mod tests {
 
     #[test]
     fn tar_gz_member_and_whole_in_one_pass() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let pkg = dir.path().join("p.tar.gz");
+        let (_dir, pkg) = temp_file("p.tar.gz");
         let body = b"#!/bin/sh\necho engine\n".repeat(1000);
-        {
-            let gz = flate2::write::GzEncoder::new(
-                File::create(&pkg).expect("create"),
-                flate2::Compression::fast(),
-            );
-            let mut b = tar::Builder::new(gz);
-            let mut h = tar::Header::new_gnu();
-            h.set_size(body.len() as u64);
-            h.set_mode(0o755);
-            h.set_cksum();
-            b.append_data(&mut h, "tf-1.2.7/tensorfold-native", &body[..])
-                .expect("append");
-            b.into_inner().expect("tar").finish().expect("gz");
-        }
+        let member = ("tf-1.2.7/tensorfold-native", body.len() as u64);
+        write_tar_gz(&pkg, flate2::Compression::fast(), member, &body[..]);
         let r = hash_members(&pkg, Kind::TarGz, "tensorfold-native", &Progress::none());
         assert!(r.error.is_none(), "{:?}", r.error);
         assert_eq!(r.members.len(), 1);
@@ -430,8 +449,7 @@ mod tests {
 
     #[test]
     fn plain_tar_member_link_is_refused() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let pkg = dir.path().join("p.tar");
+        let (_dir, pkg) = temp_file("p.tar");
         let body = b"engine".repeat(100);
         {
             let mut b = tar::Builder::new(File::create(&pkg).expect("create"));
@@ -453,7 +471,7 @@ mod tests {
             Some(hex(&Sha256::digest(&body)).as_str())
         );
         let r = hash_members(&pkg, Kind::Tar, "tensorfold-native", &Progress::none());
-        let err = r.members[0].1.as_ref().expect_err("a link is no file");
+        let err = member_error(&r);
         assert!(err.contains("link to real-engine"), "{err}");
     }
 
@@ -525,8 +543,7 @@ mod tests {
         le32(&mut z, cd_size);
         le32(&mut z, cd_start);
         le16(&mut z, 0);
-        let dir = tempfile::tempdir().expect("tmp");
-        let pkg = dir.path().join("bomb.zip");
+        let (_dir, pkg) = temp_file("bomb.zip");
         std::fs::write(&pkg, &z).expect("write");
         let t = std::time::Instant::now();
         let r = hash_members(&pkg, Kind::Zip, "tensorfold-native", &Progress::none());
@@ -539,47 +556,29 @@ mod tests {
     /// A gzip package that inflates far past its size stops at the bound.
     #[test]
     fn gzip_package_bomb_is_bounded() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let pkg = dir.path().join("p.tar.gz");
+        let (_dir, pkg) = temp_file("p.tar.gz");
         let size: u64 = 512 << 20;
-        {
-            let gz = flate2::write::GzEncoder::new(
-                File::create(&pkg).expect("create"),
-                flate2::Compression::best(),
-            );
-            let mut b = tar::Builder::new(gz);
-            let mut h = tar::Header::new_gnu();
-            h.set_size(size);
-            h.set_mode(0o755);
-            h.set_cksum();
-            b.append_data(&mut h, "tf/tensorfold-native", io::repeat(0).take(size))
-                .expect("append");
-            b.into_inner().expect("tar").finish().expect("gz");
-        }
+        let member = ("tf/tensorfold-native", size);
+        write_tar_gz(
+            &pkg,
+            flate2::Compression::best(),
+            member,
+            io::repeat(0).take(size),
+        );
         let packed = std::fs::metadata(&pkg).expect("meta").len();
         assert!(allowed_inflation(packed) < size, "{packed}");
         let r = hash_members(&pkg, Kind::TarGz, "tensorfold-native", &Progress::none());
-        let e = r.members[0].1.as_ref().expect_err("bounded");
-        assert!(e.contains("archive bomb"), "{e}");
+        assert!(member_error(&r).contains("archive bomb"), "{r:?}");
         // The same package arriving as a stream (from a box) has the same bound.
-        let stream = File::open(&pkg).expect("open");
-        let r = hash_members_from(
-            stream,
-            packed,
-            Kind::TarGz,
-            "tensorfold-native",
-            &Progress::none(),
-        );
-        let e = r.members[0].1.as_ref().expect_err("bounded");
-        assert!(e.contains("archive bomb"), "{e}");
+        let r = hash_stream(&pkg, Kind::TarGz);
+        assert!(member_error(&r).contains("archive bomb"), "{r:?}");
     }
 
     /// A zip package read from a stream gives what reading the file gives.
     #[test]
     fn zip_from_a_stream_reads_as_the_file() {
         use std::io::Write;
-        let dir = tempfile::tempdir().expect("tmp");
-        let pkg = dir.path().join("w.zip");
+        let (_dir, pkg) = temp_file("w.zip");
         {
             let mut z = zip::ZipWriter::new(File::create(&pkg).expect("create"));
             let opts = zip::write::SimpleFileOptions::default()
@@ -589,15 +588,7 @@ mod tests {
             z.finish().expect("finish");
         }
         let from_file = hash_members(&pkg, Kind::Zip, "tensorfold-native", &Progress::none());
-        let stream = File::open(&pkg).expect("open");
-        let packed = std::fs::metadata(&pkg).expect("meta").len();
-        let from_stream = hash_members_from(
-            stream,
-            packed,
-            Kind::Zip,
-            "tensorfold-native",
-            &Progress::none(),
-        );
+        let from_stream = hash_stream(&pkg, Kind::Zip);
         assert_eq!(from_stream.members, from_file.members);
         assert_eq!(
             from_stream.whole.expect("whole").expect("ok"),

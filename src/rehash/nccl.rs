@@ -119,15 +119,7 @@ pub fn probe(path: &Path) -> NcclVersion {
             Err(e) => e,
         },
     };
-    match version_in_text(path) {
-        Ok(Some(version)) => NcclVersion::FromText { version, why },
-        Ok(None) => NcclVersion::NotQueried {
-            why: format!("{why}; its text names no NCCL version either"),
-        },
-        Err(e) => NcclVersion::NotQueried {
-            why: format!("{why}; reading its text failed: {e}"),
-        },
-    }
+    from_text(path, why)
 }
 
 /// The version a library's text names, without loading it; `why` says why it was not loaded.

@@ -509,6 +509,11 @@ mod tests {
         }
     }
 
+    /// [`engine_card`] resolved for the bundled engine with these `--set`s.
+    fn resolve_bundled(sets: &[(&str, &str)]) -> Result<Resolved, Fatal> {
+        resolve(&engine_card(), &opts(EngineChoice::Bundled, sets, false))
+    }
+
     fn engine_card() -> Card {
         card(
             vec![
@@ -543,15 +548,11 @@ mod tests {
 
     #[test]
     fn fills_whole_items_inside_items_and_env_values() {
-        let o = opts(
-            EngineChoice::Bundled,
-            &[
-                ("folder of the checkpoint", "/ck"),
-                ("model file", "/m.gguf"),
-            ],
-            false,
-        );
-        let r = resolve(&engine_card(), &o).unwrap();
+        let r = resolve_bundled(&[
+            ("folder of the checkpoint", "/ck"),
+            ("model file", "/m.gguf"),
+        ])
+        .unwrap();
         let l0 = &r.launches[0];
         assert_eq!(l0.rank, 0);
         assert_eq!(l0.program, std::env::current_exe().unwrap());
@@ -573,22 +574,17 @@ mod tests {
         assert_eq!(l0.env["N"], "1");
         assert_eq!(r.launches[1].args, vec!["__engine", "--model=/m.gguf"]);
         // A value is not scanned again.
-        let o = opts(
-            EngineChoice::Bundled,
-            &[
-                ("folder of the checkpoint", "<model file>"),
-                ("model file", "m"),
-            ],
-            false,
-        );
-        let r = resolve(&engine_card(), &o).unwrap();
+        let r = resolve_bundled(&[
+            ("folder of the checkpoint", "<model file>"),
+            ("model file", "m"),
+        ])
+        .unwrap();
         assert_eq!(r.launches[0].args[1], "<model file>");
     }
 
     #[test]
     fn unfilled_placeholders_are_listed() {
-        let o = opts(EngineChoice::Bundled, &[("model file", "/m")], false);
-        let e = resolve(&engine_card(), &o).unwrap_err().0;
+        let e = resolve_bundled(&[("model file", "/m")]).unwrap_err().0;
         assert!(
             e.contains("<folder of the checkpoint> in rank 0 argv[1]"),
             "{e}"
@@ -599,24 +595,19 @@ mod tests {
         );
         assert!(!e.contains("<model file> in"), "{e}");
         assert!(e.contains("--set 'folder of the checkpoint=PATH'"), "{e}");
-        let e = resolve(&engine_card(), &opts(EngineChoice::Bundled, &[], false))
-            .unwrap_err()
-            .0;
+        let e = resolve_bundled(&[]).unwrap_err().0;
         assert!(e.contains("<model file> in rank 1 argv[1]"), "{e}");
     }
 
     #[test]
     fn unknown_set_is_an_error() {
-        let o = opts(
-            EngineChoice::Bundled,
-            &[
-                ("folder of the checkpoint", "/ck"),
-                ("model file", "/m"),
-                ("modle file", "/m"),
-            ],
-            false,
-        );
-        let e = resolve(&engine_card(), &o).unwrap_err().0;
+        let e = resolve_bundled(&[
+            ("folder of the checkpoint", "/ck"),
+            ("model file", "/m"),
+            ("modle file", "/m"),
+        ])
+        .unwrap_err()
+        .0;
         assert!(e.contains("--set 'modle file=...'"), "{e}");
         assert!(e.contains("<model file>"), "{e}");
     }

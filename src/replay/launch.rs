@@ -750,12 +750,54 @@ mod tests {
 
     const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_engine.py");
 
+    /// A listener on a free local port, and the port.
+    fn bound() -> (TcpListener, u16) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        (l, port)
+    }
+
     fn free_port() -> u16 {
-        TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
+        bound().1
+    }
+
+    /// The rest of a python script that answers HTTP 200 on the port given as its argument.
+    const OK_SERVER: &str = r#"
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'ok')
+    def log_message(self, *a): pass
+http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+"#;
+
+    /// The start of a python script whose rank starts a child of its own and prints its pid.
+    const GRANDCHILD: &str = r#"
+import http.server, subprocess, sys
+child = subprocess.Popen(['sleep', '60'])
+print('grandchild', child.pid, flush=True)"#;
+
+    /// Rank `rank` running the python `script` with a free port as its argument, started and
+    /// ready; its logs' folder goes with it.
+    fn start_script(rank: u32, script: &str) -> (tempfile::TempDir, Running) {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let port_s = port.to_string();
+        let r = start(
+            &[python(rank, &["-c", script, &port_s])],
+            dir.path(),
+            &ready(port, 20.0),
+        )
+        .unwrap();
+        (dir, r)
+    }
+
+    /// The first start line of rank 0, waiting up to 2 s for the reader thread.
+    fn first_start_line(r: &Running) -> String {
+        let until = Instant::now() + Duration::from_secs(2);
+        while r.start_lines(0).is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        r.start_lines(0)[0].clone()
     }
 
     fn python(rank: u32, args: &[&str]) -> Launch {
@@ -799,16 +841,12 @@ mod tests {
         let pid = r.procs[0].pgid;
         // The start line is printed before listening, so it is there once /health answers; allow
         // the reader thread a moment.
-        let until = Instant::now() + Duration::from_secs(2);
-        while r.start_lines(0).is_empty() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let lines = r.start_lines(0);
+        let line = first_start_line(&r);
         assert!(
-            lines[0].starts_with("fake-engine start version=0.0.1 streams=1 window=512 "),
-            "{lines:?}"
+            line.starts_with("fake-engine start version=0.0.1 streams=1 window=512 "),
+            "{line:?}"
         );
-        assert!(lines[0].ends_with(&format!("listen=http://127.0.0.1:{port}")));
+        assert!(line.ends_with(&format!("listen=http://127.0.0.1:{port}")));
         assert!(r.start_lines(7).is_empty());
         assert!(r.exited().is_none());
         let log = std::fs::read_to_string(dir.path().join("rank0.log")).unwrap();
@@ -856,8 +894,7 @@ mod tests {
     #[test]
     fn port_taken_is_an_exit_with_the_bind_error() {
         let dir = tempfile::tempdir().unwrap();
-        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = taken.local_addr().unwrap().port();
+        let (_taken, port) = bound();
         let e = match start(
             &[fake(port, &["--mode", "ok"])],
             dir.path(),
@@ -893,31 +930,9 @@ mod tests {
     /// A rank that starts a child of its own and then serves: dropping `Running` ends both.
     #[test]
     fn drop_kills_the_group_with_a_grandchild() {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let script = r#"
-import http.server, os, subprocess, sys
-child = subprocess.Popen(['sleep', '60'])
-print('grandchild', child.pid, flush=True)
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b'ok')
-    def log_message(self, *a): pass
-http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
-"#;
-        let port_s = port.to_string();
-        let r = start(
-            &[python(0, &["-c", script, &port_s])],
-            dir.path(),
-            &ready(port, 20.0),
-        )
-        .unwrap();
+        let (_dir, r) = start_script(0, &format!("{GRANDCHILD}{OK_SERVER}"));
         let pid = r.procs[0].pgid;
-        let until = Instant::now() + Duration::from_secs(2);
-        while r.start_lines(0).is_empty() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let gc: libc::pid_t = r.start_lines(0)[0]
+        let gc: libc::pid_t = first_start_line(&r)
             .strip_prefix("grandchild ")
             .unwrap()
             .parse()
@@ -939,30 +954,8 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
         let Some(out) = std::env::var_os("RIGAUDIT_TEST_PGID_FILE") else {
             return;
         };
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let script = r#"
-import http.server, subprocess, sys
-child = subprocess.Popen(['sleep', '60'])
-print('grandchild', child.pid, flush=True)
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b'ok')
-    def log_message(self, *a): pass
-http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
-"#;
-        let port_s = port.to_string();
-        let r = start(
-            &[python(0, &["-c", script, &port_s])],
-            dir.path(),
-            &ready(port, 20.0),
-        )
-        .unwrap();
-        let until = Instant::now() + Duration::from_secs(2);
-        while r.start_lines(0).is_empty() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let gc = r.start_lines(0)[0].replace("grandchild ", "");
+        let (_dir, r) = start_script(0, &format!("{GRANDCHILD}{OK_SERVER}"));
+        let gc = first_start_line(&r).replace("grandchild ", "");
         std::fs::write(&out, format!("{} {gc}", r.procs[0].pgid)).unwrap();
         std::thread::sleep(Duration::from_secs(60));
         panic!("not interrupted");
@@ -1021,24 +1014,10 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
     /// A rank that ignores SIGTERM is killed after the grace period.
     #[test]
     fn stop_kills_what_ignores_sigterm() {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let script = r#"
 import http.server, signal, sys
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b'ok')
-    def log_message(self, *a): pass
-http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
-"#;
-        let port_s = port.to_string();
-        let mut r = start(
-            &[python(0, &["-c", script, &port_s])],
-            dir.path(),
-            &ready(port, 20.0),
-        )
-        .unwrap();
+signal.signal(signal.SIGTERM, signal.SIG_IGN)"#;
+        let (_dir, mut r) = start_script(0, &format!("{script}{OK_SERVER}"));
         let pid = r.procs[0].pgid;
         let t0 = Instant::now();
         let notes = r.stop();
@@ -1049,8 +1028,6 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 
     #[test]
     fn exited_reports_a_rank_that_died_after_start() {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let script = r#"
 import http.server, os, sys, threading, time
 class H(http.server.BaseHTTPRequestHandler):
@@ -1060,13 +1037,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 "#;
-        let port_s = port.to_string();
-        let mut r = start(
-            &[python(5, &["-c", script, &port_s])],
-            dir.path(),
-            &ready(port, 20.0),
-        )
-        .unwrap();
+        let (_dir, mut r) = start_script(5, script);
         let until = Instant::now() + Duration::from_secs(10);
         let mut got = None;
         while got.is_none() && Instant::now() < until {

@@ -280,6 +280,11 @@ impl Run {
         assert!(self.stderr.contains(text), "{}", self.stderr);
     }
 
+    /// Asserts stdout says `text` (and shows stdout when it does not).
+    pub fn assert_stdout_has(&self, text: &str) {
+        assert!(self.stdout.contains(text), "{}", self.stdout);
+    }
+
     /// Asserts the run exited with `code` and stderr says `text`.
     pub fn assert_exit_saying(&self, code: i32, text: &str) {
         assert_eq!(self.code, code, "{}", self.stderr);
@@ -311,6 +316,12 @@ impl Run {
             .iter()
             .any(|f| f["severity"] == severity)
     }
+}
+
+/// Asserts some item of `list` passes `pred` (and shows the list when none does).
+#[track_caller]
+pub fn assert_any<T: std::fmt::Debug>(list: &[T], pred: impl FnMut(&T) -> bool) {
+    assert!(list.iter().any(pred), "{list:#?}");
 }
 
 /// A command line's arguments written as one template: its words split at spaces, each `{}`

@@ -3,7 +3,7 @@
 
 use crate::bundle::{Bundle, Loaded, QualityTest};
 use crate::records::{
-    Answer, AnswerTally, Card, FitResult, Manifest, QualityContract, QualitySummary,
+    Answer, AnswerTally, Card, FitResult, Manifest, QualityContract, QualitySummary, SpeedRequest,
 };
 use crate::report::Severity;
 use crate::stats::{margin_pts, MarginMethod};
@@ -138,6 +138,11 @@ fn mia_fit() -> Bundle {
 }
 
 /// The figures of the speed result recomputed from its records, as an honest tool writes them.
+/// The index of the first request that `pred` picks.
+fn index_of(requests: &[SpeedRequest], pred: impl FnMut(&SpeedRequest) -> bool) -> usize {
+    requests.iter().position(pred).expect("a request that fits")
+}
+
 fn refresh(b: &mut Bundle) {
     let c = b.speed_contract.as_ref().unwrap().value.clone();
     let r = &mut b.speed_result.as_mut().unwrap().value;
@@ -253,11 +258,7 @@ fn dropped_slowest_run_is_caught() {
 fn short_round_and_missing_warmup_are_caught() {
     let mut b = smollm2();
     let r = &mut b.speed_result.as_mut().unwrap().value;
-    let i = r
-        .requests
-        .iter()
-        .position(|q| q.level == Some(4) && q.round == Some(2))
-        .unwrap();
+    let i = index_of(&r.requests, |q| q.level == Some(4) && q.round == Some(2));
     r.requests.remove(i);
     r.requests.retain(|q| !q.warmup);
     refresh(&mut b);
@@ -276,29 +277,24 @@ fn short_round_and_missing_warmup_are_caught() {
 
 #[test]
 fn small_prompts_for_a_big_step_are_caught_and_close_sizes_pass() {
-    let mut b = smollm2();
-    let r = &mut b.speed_result.as_mut().unwrap().value;
-    for q in r
-        .requests
-        .iter_mut()
-        .filter(|q| q.step == "prefill" && q.depth == Some(512))
-    {
-        q.prompt_tokens = Some(256);
-    }
-    refresh(&mut b);
+    // The 512-token prefill prompts reported as `tokens` long.
+    let prompts_of = |tokens| {
+        let mut b = smollm2();
+        let r = &mut b.speed_result.as_mut().unwrap().value;
+        for q in r
+            .requests
+            .iter_mut()
+            .filter(|q| q.step == "prefill" && q.depth == Some(512))
+        {
+            q.prompt_tokens = Some(tokens);
+        }
+        refresh(&mut b);
+        b
+    };
+    let b = prompts_of(256);
     consistent(&b);
     caught(&b, "speed.prompt-size-mismatch", Severity::Error);
-    let mut b = smollm2();
-    let r = &mut b.speed_result.as_mut().unwrap().value;
-    for q in r
-        .requests
-        .iter_mut()
-        .filter(|q| q.step == "prefill" && q.depth == Some(512))
-    {
-        q.prompt_tokens = Some(505);
-    }
-    refresh(&mut b);
-    clean(&b, "speed.prompt-size-mismatch");
+    clean(&prompts_of(505), "speed.prompt-size-mismatch");
 }
 
 #[test]
@@ -484,11 +480,8 @@ fn an_unwatched_step_is_caught() {
 fn impossible_speed_records_are_findings() {
     let mut b = smollm2();
     let r = &mut b.speed_result.as_mut().unwrap().value;
-    let q = r
-        .requests
-        .iter_mut()
-        .find(|q| q.step == "decode" && !q.warmup)
-        .unwrap();
+    let i = index_of(&r.requests, |q| q.step == "decode" && !q.warmup);
+    let q = &mut r.requests[i];
     q.first_token_s = Some(q.sent_s - 0.1);
     r.drafts[0].drafted = 10;
     r.drafts[0].accepted = 12;

@@ -210,7 +210,7 @@ pub struct ServerSeen {
 }
 
 /// One request of a speed run. Times are seconds from the run's start.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SpeedRequest {
     /// `decode`, `prefill`, `conc`, `ctx` or `l1`.
     pub step: String,

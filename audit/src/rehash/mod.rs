@@ -469,6 +469,16 @@ mod tests {
         c.findings.iter().filter(|f| f.check == id).collect()
     }
 
+    /// The first finding `id` of checking `m` against the card, asserted to have `severity`
+    /// and to say `text`.
+    fn assert_first(m: &Measured, id: &str, severity: Severity, text: &str) -> Finding {
+        let c = check(&card(), m);
+        let f = of(&c, id)[0].clone();
+        assert_eq!(f.severity, severity);
+        assert!(f.message.contains(text), "{}", f.message);
+        f
+    }
+
     fn errors(c: &Findings) -> Vec<&Finding> {
         c.findings
             .iter()
@@ -499,11 +509,13 @@ mod tests {
     fn package_mismatch_fails() {
         let mut m = measured();
         m.package.push(hashed("/r/p.tar.gz", OTHER));
-        let c = check(&card(), &m);
-        let f = of(&c, "rehash.package-digest");
-        assert_eq!(f[0].severity, Severity::Error);
-        assert!(f[0].message.contains("the card records 250b7cd3"));
-        assert_eq!(f[0].pointer.as_deref(), Some("/engine/package/sha256"));
+        let f = assert_first(
+            &m,
+            "rehash.package-digest",
+            Severity::Error,
+            "the card records 250b7cd3",
+        );
+        assert_eq!(f.pointer.as_deref(), Some("/engine/package/sha256"));
     }
 
     #[test]
@@ -552,10 +564,12 @@ mod tests {
             at: Location::file("/r/x"),
             sha256: Err("permission denied".into()),
         });
-        let c = check(&card(), &m);
-        let f = of(&c, "rehash.binary-digest");
-        assert_eq!(f[0].severity, Severity::Error);
-        assert!(f[0].message.contains("permission denied"));
+        assert_first(
+            &m,
+            "rehash.binary-digest",
+            Severity::Error,
+            "permission denied",
+        );
     }
 
     #[test]
@@ -597,20 +611,17 @@ mod tests {
         }
     }
 
+    /// [`nccl`] with the version the library reported when loaded.
+    fn queried(box_name: Option<&str>, d: &str, code: i64) -> NcclSeen {
+        nccl(box_name, d, NcclVersion::Queried { code })
+    }
+
     #[test]
     fn nccl_digest_and_version_pass() {
         let mut m = measured();
         m.start_line_nccl = Some("2.30.7".into());
-        m.nccl.push(nccl(
-            Some("atom"),
-            FULL_NCCL,
-            NcclVersion::Queried { code: 23007 },
-        ));
-        m.nccl.push(nccl(
-            Some("pgx"),
-            FULL_NCCL,
-            NcclVersion::Queried { code: 23007 },
-        ));
+        m.nccl.push(queried(Some("atom"), FULL_NCCL, 23007));
+        m.nccl.push(queried(Some("pgx"), FULL_NCCL, 23007));
         let c = check(&card(), &m);
         assert!(errors(&c).is_empty(), "{:?}", errors(&c));
         let v = of(&c, "rehash.nccl-version");
@@ -627,18 +638,9 @@ mod tests {
     #[test]
     fn nccl_digest_fails_on_one_box_and_names_it() {
         let mut m = measured();
-        m.nccl.push(nccl(
-            Some("atom"),
-            FULL_NCCL,
-            NcclVersion::Queried { code: 23007 },
-        ));
-        m.nccl.push(nccl(
-            Some("pgx"),
-            OTHER,
-            NcclVersion::Queried { code: 23007 },
-        ));
-        m.nccl
-            .push(nccl(None, FULL_NCCL, NcclVersion::Queried { code: 23007 }));
+        m.nccl.push(queried(Some("atom"), FULL_NCCL, 23007));
+        m.nccl.push(queried(Some("pgx"), OTHER, 23007));
+        m.nccl.push(queried(None, FULL_NCCL, 23007));
         let c = check(&card(), &m);
         let d = of(&c, "rehash.nccl-digest");
         assert_eq!(
@@ -663,17 +665,10 @@ mod tests {
     fn nccl_version_fails_against_card_and_start_line() {
         let mut m = measured();
         m.start_line_nccl = Some("2.30.7".into());
-        m.nccl.push(nccl(
-            Some("atom"),
-            FULL_NCCL,
-            NcclVersion::Queried { code: 23203 },
-        ));
-        let c = check(&card(), &m);
-        let v = of(&c, "rehash.nccl-version");
-        assert_eq!(v[0].severity, Severity::Error);
-        assert!(v[0].message.contains("2.32.3 (23203)"), "{}", v[0].message);
-        assert!(v[0].message.contains("the card says 2.30.7 (23007)"));
-        assert!(v[0].message.contains("start line reports 2.30.7"));
+        m.nccl.push(queried(Some("atom"), FULL_NCCL, 23203));
+        let v = assert_first(&m, "rehash.nccl-version", Severity::Error, "2.32.3 (23203)");
+        assert!(v.message.contains("the card says 2.30.7 (23007)"));
+        assert!(v.message.contains("start line reports 2.30.7"));
     }
 
     #[test]
@@ -696,18 +691,22 @@ mod tests {
                 why: "built for aarch64".into(),
             },
         ));
-        let c = check(&card(), &m);
-        let v = of(&c, "rehash.nccl-version");
-        assert_eq!(v[0].severity, Severity::Warning);
-        assert!(v[0].message.contains("not queried: built for aarch64"));
+        assert_first(
+            &m,
+            "rehash.nccl-version",
+            Severity::Warning,
+            "not queried: built for aarch64",
+        );
         m.nccl[0].version = NcclVersion::FromText {
             version: "2.30.7".into(),
             why: "built for aarch64".into(),
         };
-        let c = check(&card(), &m);
-        let v = of(&c, "rehash.nccl-version");
-        assert_eq!(v[0].severity, Severity::Info);
-        assert!(v[0].message.contains("not queried (built for aarch64)"));
+        assert_first(
+            &m,
+            "rehash.nccl-version",
+            Severity::Info,
+            "not queried (built for aarch64)",
+        );
     }
 
     #[test]
@@ -886,10 +885,12 @@ mod tests {
         let c = check(&card(), &m);
         assert_eq!(of(&c, "rehash.revision-file")[0].severity, Severity::Info);
         m.checkpoints[0].revision_file = Some(RevisionFileSeen::Content("078455ff".into()));
-        let c = check(&card(), &m);
-        let r = of(&c, "rehash.revision-file");
-        assert_eq!(r[0].severity, Severity::Error);
-        assert!(r[0].message.contains("names '078455ff'"));
+        assert_first(
+            &m,
+            "rehash.revision-file",
+            Severity::Error,
+            "names '078455ff'",
+        );
         m.checkpoints[0].revision_file = Some(RevisionFileSeen::Missing);
         let c = check(&card(), &m);
         assert_eq!(of(&c, "rehash.revision-file")[0].severity, Severity::Error);
