@@ -1,9 +1,9 @@
 //! The rows of [`crate::imported::loadgen`].
 
 use super::{case, check_cases, lowered, quiet, Case};
-use crate::imported::loadgen::{Detail, Logs, Summary, CHECKS};
+use crate::imported::loadgen::{Detail, Logs, Summary, Verdict, CHECKS};
+use crate::imported::{COMPLIANCE_FAILED, TOOL_ERRORS, VALIDITY_MISMATCH};
 use crate::imported::{IMPOSSIBLE_AGGREGATE, RUN_INCOMPLETE, SETTINGS_BELOW_RULES};
-use crate::imported::{TOOL_ERRORS, VALIDITY_MISMATCH};
 use crate::report::Severity;
 use crate::speed;
 use serde_json::{json, Value};
@@ -58,6 +58,7 @@ fn clean() -> Logs {
     Logs {
         summary: Some(summary),
         detail: d,
+        compliance: Verdict::read("verify_accuracy.txt", "TEST PASS\n"),
     }
 }
 
@@ -131,6 +132,9 @@ pub(super) const CASES: &[Case<Logs>] = &[
         )
     })
     .saying("is above its"),
+    case(COMPLIANCE_FAILED.id, clean, |x| {
+        x.compliance = Verdict::read("verify_accuracy.txt", "TEST FAIL\n");
+    }),
 ];
 
 #[test]
