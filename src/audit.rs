@@ -32,7 +32,6 @@ pub fn run(
     let opened = match subject {
         Subject::Bundle(opened) => opened,
         Subject::Other(other) => return other_files(&other, &artifacts, replay_args, fail_on),
-        Subject::Tree(t) => return Err(crate::tree::one_run_only(&t, "audit")),
     };
     let v = verify::check_opened(&opened);
     let mut found = v.found;

@@ -22,15 +22,18 @@ pub struct Gate {
 
 impl Gate {
     /// The severity that fails the run.
-    pub(crate) fn fail_on(&self) -> Option<Severity> {
+    fn fail_on(&self) -> Option<Severity> {
         self.out.fail_on.severity()
     }
 
     /// Applies the policy, prints the report in its format, writes every `--report` and
     /// `--output` file (each atomically, from the same report), and maps the verdict to the exit
     /// code.
-    pub fn emit(&self, report: Report) -> Result<ExitCode, Fatal> {
-        let report = self.finish(report);
+    pub fn emit(&self, mut report: Report) -> Result<ExitCode, Fatal> {
+        report.rules_version = rigaudit_audit::catalogue::version();
+        if let Some(p) = &self.policy {
+            report.apply_policy(&p.rules);
+        }
         let out = &self.out;
         let mut files: Vec<(Format, PathBuf)> = out
             .report
@@ -47,28 +50,16 @@ impl Gate {
         }
         Ok(ExitCode::from(report.exit_code() as u8))
     }
-
-    /// The report as it leaves the tool: the rules' version set, the policy applied.
-    pub(crate) fn finish(&self, mut report: Report) -> Report {
-        report.rules_version = rigaudit_audit::catalogue::version();
-        if let Some(p) = &self.policy {
-            report.apply_policy(&p.rules);
-        }
-        report
-    }
 }
 
 /// `verify`: a bundle, or another tool's result files (named with `--from`, or detected when the
-/// path is not a bundle), or a folder of many runs (each verified, one table).
+/// path is not a bundle).
 pub fn verify(
     gate: &Gate,
     paths: &[PathBuf],
     from: Option<import::Format>,
 ) -> Result<ExitCode, Fatal> {
-    match Subject::open(paths, from)? {
-        Subject::Tree(tree) => crate::tree::verify(gate, &tree),
-        subject => gate.emit(verify::run(&subject, gate.fail_on())?),
-    }
+    gate.emit(verify::run(&Subject::open(paths, from)?, gate.fail_on())?)
 }
 
 /// `import`: writes the bundle and prints the report of its checks.

@@ -34,7 +34,6 @@ mod schemas;
 mod slurm;
 mod ssh;
 mod subject;
-mod tree;
 mod verify;
 
 use clap::Parser;

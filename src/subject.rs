@@ -6,15 +6,11 @@
 //! stands for the tool's files it copied. Anything else is another tool's result files (a folder
 //! stands for the files directly inside it), their format named with `--from` or detected from
 //! their content. With `--from`, a plain bundle folder is read as the named tool's files too.
-//!
-//! One folder that is neither a bundle nor one tool's run (it holds sub-folders, or its own files
-//! are more than one run) is a tree of runs: [`crate::tree`] finds and verifies each.
 
 use crate::bundle::{self, Opened};
 use crate::fatal::{fatal, Fatal};
 use crate::import::{self, Format};
 use crate::input;
-use crate::tree::Tree;
 use std::path::{Path, PathBuf};
 
 /// What the user's paths are.
@@ -23,8 +19,6 @@ pub enum Subject {
     Bundle(Opened),
     /// Another tool's result files.
     Other(Other),
-    /// A folder of many runs (bundles, other tools' files), each verified by itself.
-    Tree(Tree),
 }
 
 /// Another tool's result files, with their format.
@@ -55,9 +49,6 @@ impl Subject {
                 if from.is_none() {
                     return Ok(Subject::Bundle(opened));
                 }
-            } else if crate::tree::is_tree(path) {
-                let root = path.clone();
-                return Ok(Subject::Tree(Tree { root, from }));
             }
         }
         let format = match from {
@@ -76,7 +67,6 @@ impl Subject {
         match self {
             Subject::Bundle(_) => "a rigaudit bundle".into(),
             Subject::Other(o) => format!("{} result files", o.format.name()),
-            Subject::Tree(_) => "a folder of many runs (verify checks each)".into(),
         }
     }
 }
@@ -177,7 +167,6 @@ mod tests {
         match s {
             Subject::Other(o) => o,
             Subject::Bundle(b) => panic!("a bundle: {}", b.manifest.id),
-            Subject::Tree(t) => panic!("a tree: {}", t.root.display()),
         }
     }
 

@@ -46,7 +46,6 @@ pub fn run(subject: &Subject, fail_on: Option<Severity>) -> Result<Report, Fatal
             Ok(report)
         }
         Subject::Other(other) => other_files(other, fail_on),
-        Subject::Tree(t) => Err(crate::tree::one_run_only(t, "this")),
     }
 }
 
