@@ -22,7 +22,11 @@ install_packages() {
     command -v slurmctld >/dev/null && command -v munged >/dev/null && return 0
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q slurm-wlm munge libpmix-dev >/dev/null
+    local pkgs="slurm-wlm munge libpmix-dev"
+    # A fresh machine's package lists may be stale or empty: update once when the install fails.
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q $pkgs >/dev/null 2>&1 ||
+        { $sudo apt-get update -qq >/dev/null &&
+            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q $pkgs >/dev/null; }
 }
 
 write_conf() {
