@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::{decode_contract, python3_executable as python3, rigaudit, root, sha_file, Run};
+use common::{decode_contract, python3_executable as python3, rigaudit, rigaudit_with_env};
+use common::{root, sha_file, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -277,16 +278,7 @@ fn pgrep(needle: &str) -> Vec<String> {
 
 /// The replay run with `SLURM_CONF` set.
 fn run(conf: &Path, args: &[String]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-        .args(args)
-        .env("SLURM_CONF", conf)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    rigaudit_with_env(args, &[("SLURM_CONF", conf)])
 }
 
 /// The replay's jobs still in the queue (every state squeue shows), waiting up to `secs` for

@@ -361,8 +361,14 @@ pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
 
 /// Runs `rigaudit ARGS`.
 pub fn rigaudit(args: &[&str]) -> Run {
+    rigaudit_with_env(args, &[])
+}
+
+/// Runs `rigaudit ARGS` with the variables `env` added to this process's environment.
+pub fn rigaudit_with_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &Path)]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     Run {
