@@ -248,3 +248,62 @@ fn an_unfilled_placeholder_and_an_unverified_executable_are_refused() {
     run.assert_exit_saying(2, "--trust-executable");
     assert!(s.leftovers().is_empty());
 }
+
+/// SIGTERM while the engine loads, with nobody reading the replay's stderr any more (a CI job
+/// cancelled, a pipe closed): the handler's messages cannot be written, and the replay still
+/// exits 130 at once and leaves no engine. (Its `eprintln!` once panicked on EPIPE and left the
+/// replay waiting for an exit that never came.)
+#[test]
+fn sigterm_with_stderr_closed_still_ends_the_replay_and_the_engine() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let s = Setup::new();
+    let t = template(s.tmp.path(), &s.script);
+    let py = python3();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args([
+            "replay",
+            t.to_str().unwrap(),
+            "--engine",
+            py.to_str().unwrap(),
+        ])
+        .args(["--trust-executable", "--quiet", "--ready-timeout", "120"])
+        .args(["--out", s.tmp.path().join("out").to_str().unwrap()])
+        .args([
+            "--set",
+            "mode=slow-start",
+            "--set",
+            "after=2",
+            "--set",
+            "delay=60",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while s.leftovers().is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!s.leftovers().is_empty(), "the engine started");
+    drop(child.stderr.take());
+    // SAFETY: kill(2) on the replay this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = status.expect("the replay ended within 20 s of SIGTERM");
+    assert_eq!(status.code(), Some(130));
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}

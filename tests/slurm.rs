@@ -428,20 +428,8 @@ fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
         return;
     };
     let s = Setup::new(None);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-        .args(s.args("slow-start", "120", &["--slurm", "--trust-executable"]))
-        .env("SLURM_CONF", &conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
-        && t0.elapsed() < Duration::from_secs(60)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(s.argv_info(1).is_some(), "rank 1 started");
+    let args = s.args("slow-start", "120", &["--slurm", "--trust-executable"]);
+    let mut child = start_until_both_ranks_run(&conf, &s, &args);
     // SAFETY: kill(2) on the replay this test started.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
@@ -452,5 +440,101 @@ fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("cancelling Slurm job"), "{err}");
     assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// Starts the replay with `args`, waits until both ranks have written their argv, and returns
+/// the running replay.
+fn start_until_both_ranks_run(conf: &Path, s: &Setup, args: &[String]) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .args(args)
+        .env("SLURM_CONF", conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
+        && t0.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        s.argv_info(0).is_some() && s.argv_info(1).is_some(),
+        "both ranks started"
+    );
+    child
+}
+
+#[test]
+fn a_rank_that_fails_at_start_ends_the_replay_cancels_the_job_and_leaves_no_rank() {
+    let Some((conf, _turn)) = slurm_or_skip("a_rank_that_fails_at_start") else {
+        return;
+    };
+    let s = Setup::new(None);
+    // Box second runs /bin/false: rank 1 ends at once with exit code 1, while rank 0 loads.
+    let extra = [
+        "--slurm",
+        "--trust-executable",
+        "--box",
+        "head=n1",
+        "--box",
+        "second=n2",
+        "--box-engine",
+        "second=/bin/false",
+    ];
+    let r = run(&conf, &s.args("slow-start", "30", &extra));
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    r.assert_stderr_has("rank 1");
+    r.assert_stderr_has("exit code 1");
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+#[test]
+fn sigkill_of_the_replay_leaves_the_job_to_its_time_limit_which_ends_every_rank() {
+    let Some((conf, _turn)) = slurm_or_skip("sigkill_of_the_replay") else {
+        return;
+    };
+    let s = Setup::new(None);
+    // Nothing in rigaudit runs after SIGKILL: the allocation's hard limit (20 s) is the last net.
+    let args = s.args(
+        "slow-start",
+        "600",
+        &["--slurm", "--trust-executable", "--slurm-time", "0:20"],
+    );
+    let mut child = start_until_both_ranks_run(&conf, &s, &args);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // slurmctld looks at time limits about every 30 s; KillWait is 2 s in the test cluster.
+    assert_eq!(our_jobs_after(&conf, 120), "");
+    assert_eq!(s.leftovers_after(30), Vec::<String>::new());
+}
+
+#[test]
+fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
+    let Some((conf, _turn)) = slurm_or_skip("a_rank_that_ignores_sigterm") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let r = run(
+        &conf,
+        &s.args("ignore-term", "0", &["--slurm", "--trust-executable"]),
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    // SIGTERM reaches each rank through its srun, is ignored, and Slurm's SIGKILL follows after
+    // KillWait: the step ends as killed (137), within rigaudit's own grace.
+    let notes = notes(&r);
+    for rank in [0, 1] {
+        let killed = [
+            format!("rank {rank} stopped (exit code 137)"),
+            format!("rank {rank} did not stop within"),
+        ];
+        assert!(
+            notes.iter().any(|n| killed.iter().any(|k| n.contains(k))),
+            "{notes:#?}"
+        );
+    }
+    assert_eq!(our_jobs_after(&conf, 15), "");
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
 }

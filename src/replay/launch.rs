@@ -216,27 +216,9 @@ fn install_handler() -> Option<String> {
     HANDLER.call_once(|| {
         let r = ctrlc::set_handler(|| {
             INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-            let groups: Vec<libc::pid_t> = lock(&LIVE).iter().copied().collect();
-            if !groups.is_empty() {
-                eprintln!(
-                    "rigaudit: interrupted; stopping {} engine process group(s)",
-                    groups.len()
-                );
-            }
-            for &g in &groups {
-                let _ = signal(-g, libc::SIGTERM);
-            }
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            for &g in &groups {
-                if group_alive(g) {
-                    let _ = signal(-g, libc::SIGKILL);
-                }
-                let _ = signal(g, libc::SIGKILL);
-            }
-            cancel_jobs();
+            // The replay's own thread waits for this exit (see `first_exited`): nothing in the
+            // handler may end it early, so a panic is caught and the exit still comes.
+            let _ = std::panic::catch_unwind(stop_groups_and_jobs);
             std::process::exit(130);
         });
         if let Err(e) = r {
@@ -248,13 +230,49 @@ fn install_handler() -> Option<String> {
     lock(&HANDLER_ERROR).clone()
 }
 
+/// A line on stderr that never panics: when the reader of stderr is gone (a CI job cancelled,
+/// a pipe closed) `eprintln!` panics on EPIPE, and in the handler that panic once left the
+/// replay waiting for an exit that never came.
+fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The handler's work: SIGTERM to every rank's group, up to 2 s, SIGKILL to what is left, then
+/// every Slurm job still held cancelled.
+fn stop_groups_and_jobs() {
+    let groups: Vec<libc::pid_t> = lock(&LIVE).iter().copied().collect();
+    if !groups.is_empty() {
+        say(format_args!(
+            "rigaudit: interrupted; stopping {} engine process group(s)",
+            groups.len()
+        ));
+    }
+    for &g in &groups {
+        let _ = signal(-g, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for &g in &groups {
+        if group_alive(g) {
+            let _ = signal(-g, libc::SIGKILL);
+        }
+        let _ = signal(g, libc::SIGKILL);
+    }
+    cancel_jobs();
+}
+
 /// The handler's last step: cancels every Slurm job still held.
 fn cancel_jobs() {
     let jobs: Vec<String> = lock(&JOBS).iter().cloned().collect();
     for j in &jobs {
-        eprintln!("rigaudit: interrupted; cancelling Slurm job {j}");
+        say(format_args!(
+            "rigaudit: interrupted; cancelling Slurm job {j}"
+        ));
         if let Some(e) = crate::slurm::alloc::cancel(j) {
-            eprintln!("rigaudit: {e}");
+            say(format_args!("rigaudit: {e}"));
         }
     }
 }

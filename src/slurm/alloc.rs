@@ -121,7 +121,13 @@ pub fn cancel(job: &str) -> Option<String> {
 impl Drop for Allocation {
     fn drop(&mut self) {
         if let Some(e) = cancel(&self.job) {
-            eprintln!("rigaudit: slurm: could not cancel job {}: {e}", self.job);
+            // Not eprintln!: a panic in drop (stderr's reader gone) would abort the cleanup.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "rigaudit: slurm: could not cancel job {}: {e}",
+                self.job
+            );
         }
     }
 }
