@@ -60,7 +60,7 @@ fn github_format_annotates_each_finding_at_its_file_and_line() {
             .iter()
             .find(|(_, p, m)| {
                 property(p, "title") == Some(check)
-                    && m.ends_with(&tail(f["message"].as_str().unwrap()))
+                    && m.ends_with(&escaped(f["message"].as_str().unwrap()))
             })
             .unwrap_or_else(|| panic!("no annotation of {f}"));
         assert_eq!(command, level(f["severity"].as_str().unwrap()));
