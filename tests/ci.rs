@@ -346,3 +346,55 @@ fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
         "{text}"
     );
 }
+
+#[test]
+fn without_a_binary_the_actions_script_installs_the_pinned_version_with_pip() {
+    // A python3 standing in for the runner's: `-m venv DIR` makes DIR/bin/python (itself),
+    // `-m pip install ...` logs its arguments and puts a rigaudit (this build's) beside it;
+    // anything else goes to the real python3 (the script reads the JSON report with it).
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = tmp.path().join("bin");
+    std::fs::create_dir(&fake).unwrap();
+    let real = String::from_utf8(
+        Command::new("bash")
+            .args(["-c", "command -v python3"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let log = tmp.path().join("pip.log");
+    let script = format!(
+        "#!/bin/bash\ncase \"$1 $2\" in\n\
+         '-m venv') mkdir -p \"$3/bin\" && cp \"$0\" \"$3/bin/python\" ;;\n\
+         '-m pip') echo \"$@\" >> '{log}' && printf '#!/bin/sh\\nexec %s \"$@\"\\n' '{bin}' > \"$(dirname \"$0\")/rigaudit\" && chmod +x \"$(dirname \"$0\")/rigaudit\" ;;\n\
+         *) exec '{real}' \"$@\" ;;\nesac\n",
+        log = log.display(),
+        bin = env!("CARGO_BIN_EXE_rigaudit"),
+        real = real.trim()
+    );
+    let python = fake.join("python3");
+    std::fs::write(&python, script).unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&python)
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let s = step(&[
+        ("INPUT_PATHS", "fixtures/runs/smollm2-cpu"),
+        ("INPUT_BINARY", ""),
+        ("INPUT_VERSION", "0.1.0"),
+        ("PATH", &path),
+    ]);
+    assert_eq!(s.code, 0, "{}", s.stdout);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "-m pip install --quiet rigaudit==0.1.0\n"
+    );
+    assert!(s.outputs.starts_with("verdict=pass\n"), "{}", s.outputs);
+}

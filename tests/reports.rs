@@ -280,6 +280,28 @@ fn repo_root_and_a_bundle_outside_any_repository_set_the_sarif_paths() {
 }
 
 #[test]
+fn the_checks_page_is_the_catalogue_as_markdown() {
+    let run = rigaudit(&["checks", "--format", "markdown"]);
+    assert_eq!(run.code, 0);
+    let path = root().join("docs/checks.md");
+    if std::env::var_os("RIGAUDIT_BLESS").is_some() {
+        std::fs::write(&path, &run.stdout).unwrap();
+    }
+    let page = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        page == run.stdout,
+        "docs/checks.md is not `rigaudit checks --format markdown` (RIGAUDIT_BLESS=1 rewrites it)"
+    );
+    let checks = rigaudit(&["checks", "--format", "json"]).json();
+    for c in checks.as_array().unwrap() {
+        assert!(
+            page.contains(&format!("\n### `{}`\n", c["id"].as_str().unwrap())),
+            "{c}"
+        );
+    }
+}
+
+#[test]
 fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     let tmp = tempfile::tempdir().unwrap();
     let (run, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));

@@ -257,6 +257,30 @@ pub fn render(r: &Report) -> String {
     o
 }
 
+/// The catalogue as Markdown, kept as `docs/checks.md` (`rigaudit checks --format markdown`): a
+/// heading per family, and one per check, whose anchor SARIF's rules link to.
+pub fn catalogue() -> String {
+    let mut o = String::from(
+        "# The checks\n\nEvery check rigaudit runs, by family: its id, the highest severity it reports, and\nwhat it finds. `rigaudit checks` prints the same list; this page is written by\n`rigaudit checks --format markdown` (a test keeps it current).\n",
+    );
+    let all = rigaudit_audit::table::all();
+    let family = |id: &'static str| id.split('.').next().unwrap_or(id);
+    let mut families: Vec<&str> = Vec::new();
+    for c in &all {
+        if !families.contains(&family(c.id)) {
+            families.push(family(c.id));
+        }
+    }
+    for f in families {
+        let _ = writeln!(o, "\n## {f}");
+        for c in all.iter().filter(|c| family(c.id) == f) {
+            let (id, doc, severity) = (c.id, cell(c.doc), c.severity.name());
+            let _ = writeln!(o, "\n### `{id}`\n\n{doc} ({severity})");
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,5 +351,40 @@ mod tests {
         assert!(md.find("| `k1` ").unwrap() < figures, "{md}");
         assert!(md.find("| `k0` ").unwrap() > figures, "{md}");
         assert!(!md.contains("more in the full report"));
+    }
+
+    /// A heading's anchor as GitHub makes it: lower case, characters other than letters, digits,
+    /// spaces, `-` and `_` dropped, spaces made `-`.
+    fn github_slug(heading: &str) -> String {
+        heading
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect()
+    }
+
+    #[test]
+    fn every_check_has_a_heading_whose_anchor_the_sarif_rule_links_to() {
+        let page = catalogue();
+        let headings: Vec<&str> = page
+            .lines()
+            .filter_map(|l| l.strip_prefix("### "))
+            .collect();
+        let all = rigaudit_audit::table::all();
+        assert_eq!(headings.len(), all.len());
+        for c in &all {
+            let h = format!("`{}`", c.id);
+            assert!(headings.contains(&h.as_str()), "{h}");
+            assert_eq!(github_slug(&h), crate::output::sarif::anchor(c.id));
+        }
+        let families = page.lines().filter(|l| l.starts_with("## ")).count();
+        let mut distinct: Vec<&str> = all
+            .iter()
+            .map(|c| c.id.split('.').next().unwrap())
+            .collect();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(families, distinct.len(), "each family once");
     }
 }

@@ -101,7 +101,8 @@ pub fn color_stdout() -> bool {
 }
 
 /// The catalogue of checks (`rigaudit checks`): one line per check as text, a JSON array of
-/// `{id, severity, doc}`, or a SARIF log whose driver lists every check as a rule.
+/// `{id, severity, doc}`, a SARIF log whose driver lists every check as a rule, or the Markdown
+/// page `docs/checks.md`.
 pub fn catalogue(f: Format) -> String {
     let all = rigaudit_audit::table::all();
     match f {
@@ -113,6 +114,7 @@ pub fn catalogue(f: Format) -> String {
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
         Format::Sarif => sarif::catalogue(),
+        Format::Markdown => markdown::catalogue(),
         _ => all
             .iter()
             .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
