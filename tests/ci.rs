@@ -398,3 +398,49 @@ fn without_a_binary_the_actions_script_installs_the_pinned_version_with_pip() {
     );
     assert!(s.outputs.starts_with("verdict=pass\n"), "{}", s.outputs);
 }
+
+fn yaml(path: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn the_action_passes_every_input_to_its_script_and_the_hook_names_a_script_here() {
+    let action = yaml("action.yml");
+    let script = std::fs::read_to_string(root().join("action/run.sh")).unwrap();
+    let step = &action["runs"]["steps"][0];
+    assert_eq!(action["runs"]["using"], "composite");
+    assert_eq!(step["id"], "verify");
+    for (name, _) in action["inputs"].as_object().unwrap() {
+        if name == "upload-sarif" {
+            continue; // read by the upload step, not the script
+        }
+        let var = format!("INPUT_{}", name.to_uppercase().replace('-', "_"));
+        let env = step["env"][&var]
+            .as_str()
+            .unwrap_or_else(|| panic!("{var} not passed"));
+        assert_eq!(env, format!("${{{{ inputs.{name} }}}}"));
+        assert!(script.contains(&var), "run.sh does not read {var}");
+    }
+    assert!(
+        !step["run"].as_str().unwrap().contains("inputs."),
+        "no input pasted into shell code"
+    );
+    for (name, o) in action["outputs"].as_object().unwrap() {
+        assert_eq!(
+            o["value"],
+            format!("${{{{ steps.verify.outputs.{name} }}}}")
+        );
+        assert!(
+            script.contains(&format!("echo \"{name}=")),
+            "run.sh does not set {name}"
+        );
+    }
+    let hooks = yaml(".pre-commit-hooks.yaml");
+    let hook = &hooks[0];
+    assert_eq!(hook["id"], "rigaudit-verify");
+    let entry = root().join(hook["entry"].as_str().unwrap());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&entry).unwrap().permissions().mode();
+    assert!(mode & 0o111 != 0, "{} is not executable", entry.display());
+}
