@@ -28,11 +28,21 @@ impl Places {
     /// Places under `base` (the subject's folder), shown relative to `repo_root` when given, else
     /// to the git work tree that holds `base`.
     pub fn new(base: Option<&Path>, repo_root: Option<&Path>) -> Places {
-        let base = base.and_then(|b| std::path::absolute(b).ok()).map(clean);
-        let root = match repo_root {
+        let mut base = base.and_then(|b| std::path::absolute(b).ok()).map(clean);
+        let mut root = match repo_root {
             Some(r) => std::path::absolute(r).ok().map(clean),
             None => base.as_deref().and_then(work_tree),
         };
+        if let (Some(b), Some(r)) = (&base, &root) {
+            if !b.starts_with(r) {
+                // Spelled differently (a symbolic link on one side): compare where they lead.
+                let real = |p: &Path| std::fs::canonicalize(p).ok();
+                match (real(b), real(r)) {
+                    (Some(b), Some(r)) if b.starts_with(&r) => (base, root) = (Some(b), Some(r)),
+                    _ => root = None,
+                }
+            }
+        }
         Places {
             base,
             root,
@@ -45,7 +55,7 @@ impl Places {
         self.root.as_deref().map(dir_uri)
     }
 
-    /// Whether files are shown relative to a repository root.
+    /// Whether files are shown relative to a repository root (the subject is inside it).
     pub fn in_repository(&self) -> bool {
         self.root.is_some() && self.base.is_some()
     }
@@ -157,7 +167,18 @@ mod tests {
         assert_eq!(places.in_repository(), in_git);
         let places = Places::new(None, Some(dir.path()));
         assert!(!places.in_repository());
+        // A subject outside the root named keeps its own paths.
+        let other = tempfile::tempdir().unwrap();
+        let places = Places::new(Some(other.path()), Some(dir.path()));
+        assert!(!places.in_repository());
         assert_eq!(places.path("speed/r.json"), "speed/r.json");
+        // A root named through a symbolic link still holds the subject.
+        let link = other.path().join("link");
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        std::fs::create_dir(dir.path().join("page")).unwrap();
+        let places = Places::new(Some(&dir.path().join("page")), Some(&link));
+        assert!(places.in_repository());
+        assert_eq!(places.path("r.json"), "page/r.json");
         assert_eq!(places.line("x.jsonl", Some("line 12")), Some(12));
     }
 }
