@@ -61,6 +61,10 @@ pub struct ReportArgs {
     /// (see `audit/src/policy.rs`).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The repository root that SARIF and GitHub annotations give file paths from (default: the
+    /// git work tree holding the bundle, found by walking up to the folder with `.git`).
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]

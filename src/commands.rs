@@ -5,7 +5,7 @@
 use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
-use crate::subject::Subject;
+use crate::subject::{Other, Subject};
 use crate::{audit, diff, import, input, measure, output, rehash, replay, verify};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
@@ -28,13 +28,16 @@ impl Gate {
 
     /// Applies the policy, prints the report in its format, writes every `--report` and
     /// `--output` file (each atomically, from the same report), and maps the verdict to the exit
-    /// code.
-    pub fn emit(&self, mut report: Report) -> Result<ExitCode, Fatal> {
+    /// code. SARIF and annotations show the findings' files as in the repository holding `base`
+    /// (the subject's folder, when it has one on disk); annotations on standard output also add
+    /// the Markdown report to the job's summary (`$GITHUB_STEP_SUMMARY`) when there is one.
+    pub fn emit(&self, mut report: Report, base: Option<&Path>) -> Result<ExitCode, Fatal> {
         report.rules_version = rigaudit_audit::catalogue::version();
         if let Some(p) = &self.policy {
             report.apply_policy(&p.rules);
         }
         let out = &self.out;
+        let places = output::Places::new(base, out.repo_root.as_deref());
         let mut files: Vec<(Format, PathBuf)> = out
             .report
             .iter()
@@ -44,11 +47,33 @@ impl Gate {
             files.push(output::parse_output(spec)?);
         }
         let color = out.format == Format::Text && output::color_stdout();
-        print!("{}", output::render(&report, out.format, color));
+        print!("{}", output::render(&report, out.format, color, &places));
         for (format, path) in files {
-            output::write_atomic(&path, output::render(&report, format, false).as_bytes())?;
+            let text = output::render(&report, format, false, &places);
+            output::write_atomic(&path, text.as_bytes())?;
+        }
+        if out.format == Format::Github {
+            if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+                let markdown = output::render(&report, Format::Markdown, false, &places);
+                output::append(Path::new(&summary), markdown.as_bytes())?;
+            }
         }
         Ok(ExitCode::from(report.exit_code() as u8))
+    }
+}
+
+/// The folder on disk a subject's findings name their files from: a bundle folder the user gave
+/// (a packed one is unpacked into a temporary folder gone by the time it is shown), or the folder
+/// of another tool's files.
+fn base_of(subject: &Subject, paths: &[PathBuf]) -> Option<PathBuf> {
+    let first = paths.first()?;
+    match subject {
+        Subject::Bundle(_)
+        | Subject::Other(Other {
+            imported: Some(_), ..
+        }) => first.is_dir().then(|| first.clone()),
+        Subject::Other(_) if first.is_dir() => Some(first.clone()),
+        Subject::Other(_) => first.parent().map(Path::to_path_buf),
     }
 }
 
@@ -59,7 +84,9 @@ pub fn verify(
     paths: &[PathBuf],
     from: Option<import::Format>,
 ) -> Result<ExitCode, Fatal> {
-    gate.emit(verify::run(&Subject::open(paths, from)?, gate.fail_on())?)
+    let subject = Subject::open(paths, from)?;
+    let base = base_of(&subject, paths);
+    gate.emit(verify::run(&subject, gate.fail_on())?, base.as_deref())
 }
 
 /// `import`: writes the bundle and prints the report of its checks.
@@ -86,7 +113,7 @@ pub fn import(
         input::shown_path(out)
     );
     let id = out.display().to_string();
-    gate.emit(import::report("import", &id, &imp, gate.fail_on()))
+    gate.emit(import::report("import", &id, &imp, gate.fail_on()), None)
 }
 
 /// `diff`: two bundles, or two runs of another tool, with the policy's tolerances.
@@ -94,7 +121,7 @@ pub fn diff(gate: &Gate, mut args: diff::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_diff(&mut args);
     }
-    gate.emit(diff::run(&args, gate.fail_on())?)
+    gate.emit(diff::run(&args, gate.fail_on())?, None)
 }
 
 /// `replay`, with the policy's tolerances and boxes.
@@ -108,7 +135,7 @@ pub fn replay(gate: &Gate, bundle: &Path, mut args: replay::Args) -> Result<Exit
         "rigaudit: replayed bundle written to {}",
         input::shown_path(&r.bundle)
     );
-    gate.emit(Report::new("replay", &r.id, gate.fail_on(), r.found))
+    gate.emit(Report::new("replay", &r.id, gate.fail_on(), r.found), None)
 }
 
 /// `rehash`, with the policy's boxes.
@@ -116,7 +143,7 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_boxes(&mut args.ssh);
     }
-    gate.emit(rehash::run(&args, gate.fail_on())?)
+    gate.emit(rehash::run(&args, gate.fail_on())?, None)
 }
 
 /// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's tolerances and boxes.
@@ -133,15 +160,12 @@ pub fn audit(
             p.tune_boxes(&mut a.boxes.ssh);
         }
     }
-    let subject = Subject::open(&[bundle.to_path_buf()], None)?;
+    let paths = [bundle.to_path_buf()];
+    let subject = Subject::open(&paths, None)?;
+    let base = base_of(&subject, &paths);
     let fail_on = gate.fail_on();
-    gate.emit(audit::run(
-        subject,
-        bundle,
-        artifacts,
-        replay.as_ref(),
-        fail_on,
-    )?)
+    let report = audit::run(subject, bundle, artifacts, replay.as_ref(), fail_on)?;
+    gate.emit(report, base.as_deref())
 }
 
 /// What `measure` says at its end: where the bundle is; exit 1 when a step got no answer, 2 when

@@ -13,7 +13,10 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 fn verify_to(bundle: &Path, outs: &[&str]) -> common::Run {
+    // The repository root named, so SARIF's paths do not depend on where .git is.
+    let repo = root();
     let mut args = vec!["verify", bundle.to_str().unwrap(), "--format", "json"];
+    args.extend(["--repo-root", repo.to_str().unwrap()]);
     for o in outs {
         args.push("--output");
         args.push(o);
@@ -32,7 +35,10 @@ fn normalise(text: &str) -> String {
         .as_str()
         .unwrap()
         .to_string();
-    let mut out = text.replace(&rules, "RULES");
+    let root_uri = format!("file://{}/", root().display());
+    let mut out = text
+        .replace(&rules, "RULES")
+        .replace(&root_uri, "file:///ROOT/");
     for (attr, placeholder) in [("timestamp=\"", "TIME"), ("hostname=\"", "HOST")] {
         if let Some(i) = out.find(attr) {
             let start = i + attr.len();
@@ -80,6 +86,7 @@ fn outputs(tmp: &Path, bundle: &Path) -> (common::Run, PathBuf) {
             dir.join("r.txt").to_str().unwrap(),
             dir.join("r.json").to_str().unwrap(),
             dir.join("r.html").to_str().unwrap(),
+            &format!("github:{}", dir.join("r.gh").display()),
         ],
     );
     (run, dir)
@@ -124,6 +131,7 @@ fn every_format_of_a_passing_and_a_failing_page_matches_its_golden_file() {
             ("r.json", "json"),
             ("r.out", "sarif.json"),
             ("r.html", "html"),
+            ("r.gh", "github.txt"),
         ] {
             let text = std::fs::read_to_string(dir.join(file)).unwrap();
             golden(&format!("{name}.{ext}"), &text);
@@ -131,6 +139,165 @@ fn every_format_of_a_passing_and_a_failing_page_matches_its_golden_file() {
         let sarif: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("r.out")).unwrap()).unwrap();
         assert_eq!(sarif["version"], "2.1.0");
+    }
+}
+
+/// The SARIF 2.1.0 schema of OASIS, kept in `schemas/external/`.
+fn sarif_validator() -> jsonschema::Validator {
+    let path = root().join("schemas/external/sarif-schema-2.1.0.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// The SARIF log is valid, and the schema can refuse: a result with a level SARIF does not have,
+/// a region whose line is 0.
+fn valid_sarif(v: &jsonschema::Validator, log: &Value) {
+    let errors: Vec<String> = v.iter_errors(log).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut bad = log.clone();
+    bad["runs"][0]["results"] =
+        serde_json::json!([{"ruleId": "x", "level": "fatal", "message": {"text": "m"}}]);
+    assert!(!v.is_valid(&bad));
+    let mut bad = log.clone();
+    bad["runs"][0]["results"] = serde_json::json!([{"ruleId": "x", "message": {"text": "m"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "a"}, "region": {"startLine": 0}}}]}]);
+    assert!(!v.is_valid(&bad));
+}
+
+/// The results' files, from the repository root, with their lines.
+fn sarif_places(log: &Value) -> Vec<(String, String, Option<u64>)> {
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    results
+        .iter()
+        .filter_map(|r| {
+            let loc = &r["locations"][0]["physicalLocation"];
+            let uri = loc["artifactLocation"]["uri"].as_str()?;
+            assert_eq!(loc["artifactLocation"]["uriBaseId"], "SRCROOT");
+            let check = r["ruleId"].as_str().unwrap().to_string();
+            Some((check, uri.to_string(), loc["region"]["startLine"].as_u64()))
+        })
+        .collect()
+}
+
+#[test]
+fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository() {
+    let v = sarif_validator();
+    valid_sarif(&v, &rigaudit(&["checks", "--format", "sarif"]).json());
+    for bundle in [
+        root().join("fixtures/runs/smollm2-cpu"),
+        fixture("tensorfold-127-stock-2x"),
+    ] {
+        let run = rigaudit(&["verify", bundle.to_str().unwrap(), "--format", "sarif"]);
+        let log = run.json();
+        valid_sarif(&v, &log);
+        let run0 = &log["runs"][0];
+        let uri = run0["originalUriBaseIds"]["SRCROOT"]["uri"]
+            .as_str()
+            .unwrap();
+        assert_eq!(uri, format!("file://{}/", root().display()));
+        let rule = &run0["tool"]["driver"]["rules"][0];
+        assert!(rule["fullDescription"]["text"].as_str().unwrap().len() > 10);
+        assert!(rule["help"]["text"].is_string());
+        let places = sarif_places(&log);
+        assert_eq!(
+            places.len(),
+            log["runs"][0]["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["locations"].is_array())
+                .count()
+        );
+        for (check, uri, line) in &places {
+            let path = root().join(uri);
+            // A file the manifest lists but the page did not publish is named where it would be.
+            match check.as_str() {
+                "schema.file-missing" => assert!(!path.exists(), "{uri}"),
+                "claims.unpublished" => {}
+                _ => assert!(path.is_file(), "{check}: {uri}"),
+            }
+            if let Some(line) = line {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
+                assert!(*line >= 1 && *line <= lines, "{uri}:{line} of {lines}");
+            }
+        }
+    }
+    // The failing page's regions are the lines of the values its findings name.
+    let log = rigaudit(&[
+        "verify",
+        fixture("tensorfold-127-stock-2x").to_str().unwrap(),
+        "--format",
+        "sarif",
+    ])
+    .json();
+    let places = sarif_places(&log);
+    let (_, uri, line) = places
+        .iter()
+        .find(|(c, u, _)| c == "quality.no-result-has-value" && u.contains("livecodebench"))
+        .unwrap();
+    let text = std::fs::read_to_string(root().join(uri)).unwrap();
+    let at = text.lines().nth(line.unwrap() as usize - 1).unwrap();
+    assert!(at.trim_start().starts_with("\"pct\""), "{at}");
+}
+
+#[test]
+fn repo_root_and_a_bundle_outside_any_repository_set_the_sarif_paths() {
+    let page = fixture("tensorfold-127-stock-2x");
+    let pages = root().join("fixtures/pages");
+    let run = rigaudit(&[
+        "verify",
+        page.to_str().unwrap(),
+        "--format",
+        "sarif",
+        "--repo-root",
+        pages.to_str().unwrap(),
+    ]);
+    let places = sarif_places(&run.json());
+    assert!(
+        places
+            .iter()
+            .all(|(_, u, _)| u.starts_with("tensorfold-127-stock-2x/")),
+        "{places:?}"
+    );
+    // A copy where no .git is above: paths stay the bundle's own, based at BUNDLE.
+    let tmp = tempfile::tempdir().unwrap();
+    if tmp.path().ancestors().any(|d| d.join(".git").exists()) {
+        return;
+    }
+    let copy = tmp.path().join("page");
+    common::copy_dir(&page, &copy);
+    let log = rigaudit(&["verify", copy.to_str().unwrap(), "--format", "sarif"]).json();
+    valid_sarif(&sarif_validator(), &log);
+    let run0 = &log["runs"][0];
+    assert!(run0["originalUriBaseIds"]["BUNDLE"].is_object());
+    let first = &run0["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(first["uriBaseId"], "BUNDLE");
+    assert!(copy
+        .join(first["uri"].as_str().unwrap())
+        .parent()
+        .unwrap()
+        .is_dir());
+}
+
+#[test]
+fn the_checks_page_is_the_catalogue_as_markdown() {
+    let run = rigaudit(&["checks", "--format", "markdown"]);
+    assert_eq!(run.code, 0);
+    let path = root().join("docs/checks.md");
+    if std::env::var_os("RIGAUDIT_BLESS").is_some() {
+        std::fs::write(&path, &run.stdout).unwrap();
+    }
+    let page = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        page == run.stdout,
+        "docs/checks.md is not `rigaudit checks --format markdown` (RIGAUDIT_BLESS=1 rewrites it)"
+    );
+    let checks = rigaudit(&["checks", "--format", "json"]).json();
+    for c in checks.as_array().unwrap() {
+        assert!(
+            page.contains(&format!("\n### `{}`\n", c["id"].as_str().unwrap())),
+            "{c}"
+        );
     }
 }
 
@@ -161,12 +328,41 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
             "{id}"
         );
     }
-    // Every catalogue check is a test case; those that did not run are skipped.
+    // Every check that ran is a test case; the others are named in a property, not skipped.
     let checks = rigaudit(&["checks", "--format", "json"]).json();
-    let all = checks.as_array().unwrap().len();
-    assert_eq!(count(&xml, "<testcase "), all);
-    let ran = report["checks_run"].as_array().unwrap().len();
-    assert!(count(&xml, "<skipped ") >= all - ran, "{xml}");
+    let all: Vec<&str> = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let mut cases: Vec<&str> = report["checks_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    cases.extend(&failing);
+    cases.sort();
+    cases.dedup();
+    assert_eq!(count(&xml, "<testcase "), cases.len());
+    assert_eq!(count(&xml, "<skipped"), 0, "{xml}");
+    assert!(xml.contains(" skipped=\"0\" "), "{xml}");
+    let not_run: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|id| !cases.contains(id))
+        .collect();
+    assert!(!not_run.is_empty());
+    let property = format!(
+        "<property name=\"not_applicable\" value=\"{}\"/>",
+        not_run.join(" ")
+    );
+    assert!(xml.contains(&property), "{property}");
+    assert!(
+        xml.contains("<property name=\"verdict\" value=\"fail\"/>"),
+        "{xml}"
+    );
     // A passing page: valid, no failure.
     let tmp = tempfile::tempdir().unwrap();
     let (run, dir) = outputs(tmp.path(), &root().join("fixtures/runs/smollm2-cpu"));

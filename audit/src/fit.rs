@@ -72,18 +72,18 @@ fn recompute_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
     against_file(f, &fig, e);
     against_page(b, &f.value, &fig, e);
     let (shown, page) = (f.value.shown.as_ref(), b.manifest.page.fit.as_ref());
-    e.recomputed(Recomputed {
-        key: "fit.largest_answered".into(),
-        value: fig.largest.map(|s| s as f64),
-        file: shown.and_then(|s| s.largest_answered).map(|s| s as f64),
-        page: page.and_then(|p| p.largest_answered).map(|s| s.to_string()),
-    });
-    e.recomputed(Recomputed {
-        key: "fit.memory_gib".into(),
-        value: fig.memory,
-        file: shown.and_then(|s| s.memory_gib),
-        page: page.and_then(|p| p.memory_gib.clone()),
-    });
+    e.recomputed(Recomputed::new(
+        "fit.largest_answered".into(),
+        fig.largest.map(|s| s as f64),
+        shown.and_then(|s| s.largest_answered).map(|s| s as f64),
+        page.and_then(|p| p.largest_answered).map(|s| s.to_string()),
+    ));
+    e.recomputed(Recomputed::new(
+        "fit.memory_gib".into(),
+        fig.memory,
+        shown.and_then(|s| s.memory_gib),
+        page.and_then(|p| p.memory_gib.clone()),
+    ));
     Some(())
 }
 

@@ -197,6 +197,17 @@ pub enum Verdict {
     Incomplete,
 }
 
+impl Verdict {
+    /// As JSON spells it: `pass`, `fail`, `incomplete`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Incomplete => "incomplete",
+        }
+    }
+}
+
 /// A value recomputed from raw records, beside what the file and the page show.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recomputed {
@@ -210,6 +221,45 @@ pub struct Recomputed {
     /// What the page shows, as printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<String>,
+    /// Whether what the file and the page show agrees with the recomputed value
+    /// ([`Recomputed::agrees`]), so a reader need not redo the rounding rule.
+    #[serde(default)]
+    pub matches: bool,
+}
+
+impl Recomputed {
+    /// A row, with whether its shown figures agree with the value.
+    pub fn new(key: String, value: Option<f64>, file: Option<f64>, page: Option<String>) -> Self {
+        let matches = Recomputed::agrees(value, file, page.as_deref());
+        Recomputed {
+            key,
+            value,
+            file,
+            page,
+            matches,
+        }
+    }
+
+    /// The rounding rule of the checks: every figure shown agrees with the recomputed value at
+    /// its own precision (the file's number at the decimals it is written with, or equal; the
+    /// page's text at the decimals it prints); a figure shown where there is no result, or a page
+    /// text that is no number, does not. A row that shows nothing agrees.
+    pub fn agrees(value: Option<f64>, file: Option<f64>, page: Option<&str>) -> bool {
+        use crate::stats::{agrees, printed_decimals, written_decimals};
+        let Some(exact) = value else {
+            return file.is_none() && page.is_none();
+        };
+        let file_ok = file.is_none_or(|x| {
+            let scale = exact.abs().max(x.abs()).max(1.0);
+            (exact - x).abs() <= 1e-9 * scale || agrees(exact, x, written_decimals(x))
+        });
+        let page_ok = page.is_none_or(|text| {
+            let text = text.trim();
+            text.parse::<f64>()
+                .is_ok_and(|x| agrees(exact, x, printed_decimals(text)))
+        });
+        file_ok && page_ok
+    }
 }
 
 /// The report of one run of rigaudit.
@@ -490,5 +540,35 @@ impl Mark<'_> {
             set(f);
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_matches_when_every_shown_figure_rounds_to_the_value() {
+        let agrees = Recomputed::agrees;
+        assert!(agrees(Some(28.46), Some(28.5), Some("28.5")));
+        assert!(agrees(Some(28.46), None, Some("28")));
+        assert!(!agrees(Some(28.46), Some(28.5), Some("28.6")));
+        assert!(!agrees(Some(28.46), Some(28.4), None));
+        assert!(agrees(Some(1.0 / 3.0), Some(1.0 / 3.0), None));
+        assert!(!agrees(Some(28.46), None, Some("fast")));
+        assert!(agrees(Some(5.0), None, None));
+        assert!(agrees(None, None, None));
+        assert!(!agrees(None, Some(0.0), None));
+        assert!(!agrees(None, None, Some("0.0")));
+        let row = Recomputed::new("decode".into(), Some(28.46), Some(28.5), None);
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["matches"], true);
+    }
+
+    #[test]
+    fn a_verdict_is_named_as_json_spells_it() {
+        for v in [Verdict::Pass, Verdict::Fail, Verdict::Incomplete] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.name());
+        }
     }
 }

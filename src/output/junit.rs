@@ -1,7 +1,9 @@
 //! The report as JUnit XML, which every CI shows natively: one `<testsuite>` per report, one
-//! `<testcase>` per check of the catalogue. A check that ran is a `<failure>` when one of its
-//! findings reaches the fail level (`--fail-on`), passes otherwise; a check that could not run is
-//! `<skipped>`. Findings below the fail level are listed in the suite's `<system-out>`. The shape
+//! `<testcase>` per check that ran. A check is a `<failure>` when one of its findings reaches the
+//! fail level (`--fail-on`), passes otherwise; the checks of the catalogue that had nothing to run
+//! on are no test case (nothing was skipped: the page has nothing for them) but are named in the
+//! suite's property `not_applicable`, and the verdict is the property `verdict`, spelled as in
+//! JSON. Findings below the fail level are listed in the suite's `<system-out>`. The shape
 //! is the strict one of Apache Ant's JUnit task, which CI servers read (no `<system-out>` inside
 //! a test case, `timestamp`, `hostname`, `package` and `id` on the suite); `tests/reports.rs`
 //! validates it against `tests/schemas/junit.xsd`.
@@ -37,12 +39,27 @@ struct Case {
 enum Outcome {
     Passed,
     Failed(Severity, Vec<String>),
-    Skipped,
+}
+
+/// Whether a check of the catalogue has a test case: it ran, or reported something.
+fn applies(r: &Report, id: &str) -> bool {
+    r.checks_run.iter().any(|x| x == id) || r.findings.iter().any(|f| f.check == id)
+}
+
+/// The checks of the catalogue that had nothing to run on, space-separated.
+fn not_applicable(r: &Report) -> String {
+    rigaudit_audit::table::all()
+        .into_iter()
+        .filter(|c| !applies(r, c.id))
+        .map(|c| c.id)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn cases(r: &Report) -> Vec<Case> {
     rigaudit_audit::table::all()
         .into_iter()
+        .filter(|c| applies(r, c.id))
         .map(|c| {
             let of: Vec<&rigaudit_audit::Finding> =
                 r.findings.iter().filter(|f| f.check == c.id).collect();
@@ -59,9 +76,7 @@ fn cases(r: &Report) -> Vec<Case> {
                 .copied()
                 .filter(|f| r.fail_on.is_some_and(|t| f.severity >= t))
                 .collect();
-            let outcome = if !r.checks_run.iter().any(|x| x == c.id) && of.is_empty() {
-                Outcome::Skipped
-            } else if let Some(worst) = failing.iter().map(|f| f.severity).max() {
+            let outcome = if let Some(worst) = failing.iter().map(|f| f.severity).max() {
                 Outcome::Failed(worst, lines(&of))
             } else {
                 Outcome::Passed
@@ -93,7 +108,6 @@ pub fn render(r: &Report) -> String {
     let cases = cases(r);
     let count = |f: fn(&Outcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
     let failures = count(|o| matches!(o, Outcome::Failed(..)));
-    let skipped = count(|o| matches!(o, Outcome::Skipped));
     let stamp = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S");
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -103,16 +117,17 @@ pub fn render(r: &Report) -> String {
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     let _ = writeln!(
         o,
-        "  <testsuite package=\"rigaudit\" id=\"0\" name=\"{}\" timestamp=\"{stamp}\" hostname=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"0\">",
+        "  <testsuite package=\"rigaudit\" id=\"0\" name=\"{}\" timestamp=\"{stamp}\" hostname=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">",
         esc(&format!("rigaudit {} {}", r.command, r.bundle)),
         esc(&host),
         cases.len()
     );
     let _ = writeln!(
         o,
-        "    <properties>\n      <property name=\"verdict\" value=\"{:?}\"/>\n      <property name=\"rules_version\" value=\"{}\"/>\n    </properties>",
-        r.verdict,
-        esc(&r.rules_version)
+        "    <properties>\n      <property name=\"verdict\" value=\"{}\"/>\n      <property name=\"rules_version\" value=\"{}\"/>\n      <property name=\"not_applicable\" value=\"{}\"/>\n    </properties>",
+        r.verdict.name(),
+        esc(&r.rules_version),
+        esc(&not_applicable(r))
     );
     for c in &cases {
         write_case(&mut o, c);
@@ -132,12 +147,6 @@ fn write_case(o: &mut String, c: &Case) {
         esc(c.name)
     );
     match &c.outcome {
-        Outcome::Skipped => {
-            let _ = writeln!(
-                o,
-                "{head}>\n      <skipped message=\"the check had nothing to run on\"/>\n    </testcase>"
-            );
-        }
         Outcome::Passed => {
             let _ = writeln!(o, "{head}/>");
         }

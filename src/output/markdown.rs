@@ -1,17 +1,28 @@
-//! The report as Markdown for a pull-request comment: the verdict, the setup differences (diff),
-//! the findings table, the figures table (recomputed values, or the comparison rows).
+//! The report as Markdown that fits a pull-request comment: the verdict, the setup differences
+//! (diff), then the findings and the figures, with only what fails or differs open (errors and
+//! warnings, figures that do not match, rows that drifted or cannot be compared) and the rest
+//! folded in `<details>`. Rows stop at a hard bound well below GitHub's 65,536 characters of a
+//! comment; past it the report says how many rows are in the full report instead.
 
-use rigaudit_audit::{Report, Severity, Verdict};
+use rigaudit_audit::verdict::{Comparison, ReplayVerdict};
+use rigaudit_audit::{Finding, Report, Severity, Verdict};
 use std::fmt::Write;
+
+/// The most characters of table rows one report holds; with its headings, folds and last line it
+/// stays below GitHub's 65,536 characters of a comment (each row is at most a few cells of
+/// [`CELL_MAX`], and a report has a handful of tables).
+const ROWS_MAX: usize = 60_000;
+
+/// The most characters of one table cell.
+const CELL_MAX: usize = 300;
 
 /// A table cell: pipes and line breaks escaped, long text cut with its size said.
 fn cell(s: &str) -> String {
-    const MAX: usize = 300;
     let one_line = s.replace('|', "\\|").replace(['\n', '\r'], " ");
-    if one_line.chars().count() <= MAX {
+    if one_line.chars().count() <= CELL_MAX {
         return one_line;
     }
-    let cut: String = one_line.chars().take(MAX).collect();
+    let cut: String = one_line.chars().take(CELL_MAX).collect();
     format!("{cut}… ({} characters in all)", one_line.chars().count())
 }
 
@@ -23,6 +34,52 @@ fn num(x: Option<f64>) -> String {
             format!("{v:.3}")
         }
     })
+}
+
+/// The report being written: its text, the characters of rows so far, and the rows left out past
+/// [`ROWS_MAX`].
+#[derive(Default)]
+struct Page {
+    text: String,
+    rows_chars: usize,
+    left_out: usize,
+}
+
+impl Page {
+    /// A heading, fold or table head: always written.
+    fn line(&mut self, s: &str) {
+        self.text.push_str(s);
+        self.text.push('\n');
+    }
+
+    /// A table row: written while the rows fit, else counted.
+    fn row(&mut self, s: String) {
+        let n = s.chars().count() + 1;
+        if self.rows_chars + n > ROWS_MAX {
+            self.left_out += 1;
+            return;
+        }
+        self.rows_chars += n;
+        self.line(&s);
+    }
+
+    /// A table of `rows` under `head`, open, or folded under `summary` when given.
+    fn table(&mut self, summary: Option<String>, head: &str, rows: Vec<String>) {
+        if rows.is_empty() {
+            return;
+        }
+        match &summary {
+            Some(s) => self.line(&format!("\n<details><summary>{s}</summary>\n")),
+            None => self.line(""),
+        }
+        self.line(head);
+        for r in rows {
+            self.row(r);
+        }
+        if summary.is_some() {
+            self.line("\n</details>");
+        }
+    }
 }
 
 fn verdict_line(r: &Report) -> String {
@@ -42,41 +99,50 @@ fn verdict_line(r: &Report) -> String {
     )
 }
 
-fn findings_table(o: &mut String, r: &Report) {
-    if r.findings.is_empty() {
-        let _ = writeln!(o, "\nNo findings.");
-        return;
-    }
-    let _ = writeln!(
-        o,
-        "\n### Findings\n\n| severity | check | where | message |\n|---|---|---|---|"
-    );
-    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        for f in r.findings.iter().filter(|f| f.severity == sev) {
-            let place = match (&f.file, &f.pointer) {
-                (Some(file), Some(p)) => format!("`{}` `{}`", cell(file), cell(p)),
-                (Some(file), None) => format!("`{}`", cell(file)),
-                _ => String::new(),
-            };
-            let _ = writeln!(
-                o,
-                "| {} | `{}` | {place} | {} |",
-                sev.name(),
-                f.check,
-                cell(&f.message)
-            );
-        }
-    }
+const FINDINGS_HEAD: &str = "| severity | check | where | message |\n|---|---|---|---|";
+
+fn finding_row(f: &Finding) -> String {
+    let place = match (&f.file, &f.pointer) {
+        (Some(file), Some(p)) => format!("`{}` `{}`", cell(file), cell(p)),
+        (Some(file), None) => format!("`{}`", cell(file)),
+        _ => String::new(),
+    };
+    format!(
+        "| {} | `{}` | {place} | {} |",
+        f.severity.name(),
+        f.check,
+        cell(&f.message)
+    )
 }
 
-fn setup_table(o: &mut String, r: &Report) {
+/// Errors and warnings open, notes folded.
+fn findings(p: &mut Page, r: &Report) {
+    if r.findings.is_empty() {
+        p.line("\nNo findings.");
+        return;
+    }
+    p.line("\n### Findings");
+    let of = |sev: Severity| -> Vec<String> {
+        let rows = r.findings.iter().filter(|f| f.severity == sev);
+        rows.map(finding_row).collect()
+    };
+    let open: Vec<String> = [Severity::Error, Severity::Warning]
+        .into_iter()
+        .flat_map(of)
+        .collect();
+    p.table(None, FINDINGS_HEAD, open);
+    let notes = of(Severity::Info);
+    let summary = format!("notes ({})", notes.len());
+    p.table(Some(summary), FINDINGS_HEAD, notes);
+}
+
+fn setup(p: &mut Page, r: &Report) {
     if r.setup_changes.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\n### Setup differences\n\n| subject | what | A | B | where (A; B) |\n|---|---|---|---|---|");
-    for c in &r.setup_changes {
-        let _ = writeln!(
-            o,
+    p.line("\n### Setup differences");
+    let rows = r.setup_changes.iter().map(|c| {
+        format!(
             "| {} | {} | {} | {} | {}; {} |",
             c.subject.name(),
             cell(&c.what),
@@ -84,64 +150,103 @@ fn setup_table(o: &mut String, r: &Report) {
             cell(&c.b),
             cell(&c.where_a),
             cell(&c.where_b)
-        );
-    }
+        )
+    });
+    let head = "| subject | what | A | B | where (A; B) |\n|---|---|---|---|---|";
+    p.table(None, head, rows.collect());
 }
 
-fn figures_table(o: &mut String, r: &Report) {
-    if !r.comparisons.is_empty() {
-        let (a, b) = if r.command == "diff" {
-            ("A", "B")
-        } else {
-            ("recorded", "replayed")
-        };
-        let _ = writeln!(o, "\n### Figures\n");
-        if let Some(s) = &r.replay_summary {
-            let _ = writeln!(o, "{}\n", s.line());
-        }
-        let _ = writeln!(
-            o,
-            "| key | {a} | {b} | change % | p | verdict | why |\n|---|---|---|---|---|---|---|"
-        );
-        for c in &r.comparisons {
-            let _ = writeln!(
-                o,
-                "| `{}` | {} | {} | {} | {} | {}{} | {} |",
-                c.key,
-                num(c.recorded),
-                num(c.replayed),
-                c.change_pct.map_or("–".into(), |x| format!("{x:+.1}")),
-                c.p_value.map_or("–".into(), |p| format!("{p:.3}")),
-                c.verdict.name(),
-                if c.informational { " (info)" } else { "" },
-                cell(&c.why)
-            );
-        }
-    } else if !r.recomputed.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n### Recomputed figures\n\n| key | recomputed | file | page |\n|---|---|---|---|"
-        );
-        for v in &r.recomputed {
-            let _ = writeln!(
-                o,
-                "| `{}` | {} | {} | {} |",
-                v.key,
-                num(v.value),
-                num(v.file),
-                v.page.as_deref().map_or("–".into(), cell)
-            );
-        }
+fn comparison_row(c: &Comparison) -> String {
+    format!(
+        "| `{}` | {} | {} | {} | {} | {}{} | {} |",
+        c.key,
+        num(c.recorded),
+        num(c.replayed),
+        c.change_pct.map_or("–".into(), |x| format!("{x:+.1}")),
+        c.p_value.map_or("–".into(), |p| format!("{p:.3}")),
+        c.verdict.name(),
+        if c.informational { " (info)" } else { "" },
+        cell(&c.why)
+    )
+}
+
+/// The comparison rows: those that drifted or cannot be compared open, the others folded.
+fn comparisons(p: &mut Page, r: &Report) {
+    let (a, b) = if r.command == "diff" {
+        ("A", "B")
+    } else {
+        ("recorded", "replayed")
+    };
+    p.line("\n### Figures");
+    if let Some(s) = &r.replay_summary {
+        p.line(&format!("\n{}", s.line()));
     }
+    let head = format!(
+        "| key | {a} | {b} | change % | p | verdict | why |\n|---|---|---|---|---|---|---|"
+    );
+    let differs = |c: &&Comparison| {
+        matches!(
+            c.verdict,
+            ReplayVerdict::Drifted | ReplayVerdict::NotComparable
+        )
+    };
+    let open: Vec<String> = r
+        .comparisons
+        .iter()
+        .filter(differs)
+        .map(comparison_row)
+        .collect();
+    let rest: Vec<String> = r
+        .comparisons
+        .iter()
+        .filter(|c| !differs(c))
+        .map(comparison_row)
+        .collect();
+    p.table(None, &head, open);
+    let summary = format!("reproduced or inconclusive ({})", rest.len());
+    p.table(Some(summary), &head, rest);
+}
+
+/// The recomputed figures: those that do not match open, the others folded.
+fn recomputed(p: &mut Page, r: &Report) {
+    p.line("\n### Recomputed figures");
+    let head = "| key | recomputed | file | page |\n|---|---|---|---|";
+    let row = |v: &rigaudit_audit::Recomputed| {
+        let page = v.page.as_deref().map_or("–".into(), cell);
+        format!(
+            "| `{}` | {} | {} | {page} |",
+            v.key,
+            num(v.value),
+            num(v.file)
+        )
+    };
+    let (agree, differ): (Vec<_>, Vec<_>) = r.recomputed.iter().partition(|v| v.matches);
+    if differ.is_empty() {
+        p.line("\nEvery figure the file and the page show matches its recomputed value.");
+    }
+    p.table(None, head, differ.into_iter().map(row).collect());
+    let summary = format!("figures that match ({})", agree.len());
+    p.table(Some(summary), head, agree.into_iter().map(row).collect());
 }
 
 /// Renders a report as Markdown.
 pub fn render(r: &Report) -> String {
-    let mut o = verdict_line(r);
-    o.push('\n');
-    setup_table(&mut o, r);
-    findings_table(&mut o, r);
-    figures_table(&mut o, r);
+    let mut p = Page::default();
+    p.line(&verdict_line(r));
+    setup(&mut p, r);
+    findings(&mut p, r);
+    if !r.comparisons.is_empty() {
+        comparisons(&mut p, r);
+    } else if !r.recomputed.is_empty() {
+        recomputed(&mut p, r);
+    }
+    if p.left_out > 0 {
+        let n = p.left_out;
+        p.line(&format!(
+            "\n**{n} more in the full report** (rows left out to fit a comment; write every row with `--output report.html` or `report.json`)"
+        ));
+    }
+    let mut o = p.text;
     let _ = writeln!(
         o,
         "\n<sub>rigaudit {} · rules {} · {} checks in the catalogue</sub>",
@@ -150,4 +255,136 @@ pub fn render(r: &Report) -> String {
         rigaudit_audit::table::all().len()
     );
     o
+}
+
+/// The catalogue as Markdown, kept as `docs/checks.md` (`rigaudit checks --format markdown`): a
+/// heading per family, and one per check, whose anchor SARIF's rules link to.
+pub fn catalogue() -> String {
+    let mut o = String::from(
+        "# The checks\n\nEvery check rigaudit runs, by family: its id, the highest severity it reports, and\nwhat it finds. `rigaudit checks` prints the same list; this page is written by\n`rigaudit checks --format markdown` (a test keeps it current).\n",
+    );
+    let all = rigaudit_audit::table::all();
+    let family = |id: &'static str| id.split('.').next().unwrap_or(id);
+    let mut families: Vec<&str> = Vec::new();
+    for c in &all {
+        if !families.contains(&family(c.id)) {
+            families.push(family(c.id));
+        }
+    }
+    for f in families {
+        let _ = writeln!(o, "\n## {f}");
+        for c in all.iter().filter(|c| family(c.id) == f) {
+            let (id, doc, severity) = (c.id, cell(c.doc), c.severity.name());
+            let _ = writeln!(o, "\n### `{id}`\n\n{doc} ({severity})");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rigaudit_audit::{Findings, Recomputed};
+
+    /// A failing report with `n` findings of each severity, long messages, and `figures` rows.
+    fn big(n: usize, figures: usize) -> Report {
+        let mut found = Findings::default();
+        found.ran("speed.x");
+        for i in 0..n {
+            for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+                let msg = format!("finding {i} {} {}", sev.name(), "x".repeat(400));
+                found
+                    .findings
+                    .push(Finding::new("speed.x", sev, msg).file("a.json"));
+            }
+        }
+        for i in 0..figures {
+            let page = Some(if i % 2 == 0 { "1.0" } else { "2.0" }.to_string());
+            let row = Recomputed::new(format!("k{i}"), Some(1.0), Some(1.0), page);
+            found.recomputed.push(row);
+        }
+        Report::new("verify", "big", Some(Severity::Error), found)
+    }
+
+    #[test]
+    fn a_report_of_many_findings_fits_a_comment_and_counts_what_it_left_out() {
+        let r = big(2_000, 3_000);
+        let md = render(&r);
+        assert!(md.chars().count() < 65_536, "{}", md.chars().count());
+        let written = md
+            .lines()
+            .filter(|l| {
+                l.starts_with("| error")
+                    || l.starts_with("| warning")
+                    || l.starts_with("| info")
+                    || l.starts_with("| `k")
+            })
+            .count();
+        let all = r.findings.len() + r.recomputed.len();
+        let n = all - written;
+        assert!(n > 0);
+        assert!(
+            md.contains(&format!("**{n} more in the full report**")),
+            "{n}"
+        );
+        // The first rows written are the failing ones.
+        let first = md
+            .lines()
+            .find(|l| l.starts_with("| ") && !l.starts_with("| severity"))
+            .unwrap();
+        assert!(first.starts_with("| error"), "{first}");
+        assert_eq!(
+            md.matches("<details>").count(),
+            md.matches("</details>").count()
+        );
+    }
+
+    #[test]
+    fn only_what_fails_or_differs_is_open() {
+        let md = render(&big(1, 4));
+        let fold = md.find("<details><summary>notes (1)</summary>").unwrap();
+        assert!(md.find("| error").unwrap() < fold && md.find("| warning").unwrap() < fold);
+        assert!(md.find("| info").unwrap() > fold);
+        let figures = md
+            .find("<details><summary>figures that match (2)</summary>")
+            .unwrap();
+        assert!(md.find("| `k1` ").unwrap() < figures, "{md}");
+        assert!(md.find("| `k0` ").unwrap() > figures, "{md}");
+        assert!(!md.contains("more in the full report"));
+    }
+
+    /// A heading's anchor as GitHub makes it: lower case, characters other than letters, digits,
+    /// spaces, `-` and `_` dropped, spaces made `-`.
+    fn github_slug(heading: &str) -> String {
+        heading
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect()
+    }
+
+    #[test]
+    fn every_check_has_a_heading_whose_anchor_the_sarif_rule_links_to() {
+        let page = catalogue();
+        let headings: Vec<&str> = page
+            .lines()
+            .filter_map(|l| l.strip_prefix("### "))
+            .collect();
+        let all = rigaudit_audit::table::all();
+        assert_eq!(headings.len(), all.len());
+        for c in &all {
+            let h = format!("`{}`", c.id);
+            assert!(headings.contains(&h.as_str()), "{h}");
+            assert_eq!(github_slug(&h), crate::output::sarif::anchor(c.id));
+        }
+        let families = page.lines().filter(|l| l.starts_with("## ")).count();
+        let mut distinct: Vec<&str> = all
+            .iter()
+            .map(|c| c.id.split('.').next().unwrap())
+            .collect();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(families, distinct.len(), "each family once");
+    }
 }

@@ -1,12 +1,17 @@
 //! Renderers of the one report model: one module per format.
 
+pub mod github;
 pub mod html;
 pub mod intoto;
 pub mod json;
 pub mod junit;
+pub mod lines;
 pub mod markdown;
+pub mod place;
 pub mod sarif;
 pub mod text;
+
+pub use place::Places;
 
 use crate::fatal::{fatal, At, Fatal};
 use std::io::Write;
@@ -29,6 +34,8 @@ pub enum Format {
     Intoto,
     /// One self-contained HTML page with SVG plots.
     Html,
+    /// GitHub Actions annotations: one workflow command per finding, at its file and line.
+    Github,
 }
 
 impl Format {
@@ -73,12 +80,13 @@ pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
     Ok((format, path))
 }
 
-/// Renders a report in a format.
-pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
+/// Renders a report in a format; annotations and SARIF show the findings' files at `places`.
+pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool, places: &Places) -> String {
     match f {
+        Format::Github => github::render(r, places),
         Format::Text => text::render(r, color),
         Format::Json => json::render(r),
-        Format::Sarif => sarif::render(r),
+        Format::Sarif => sarif::render(r, places),
         Format::Markdown => markdown::render(r),
         Format::Junit => junit::render(r),
         Format::Intoto => intoto::render(r),
@@ -93,7 +101,8 @@ pub fn color_stdout() -> bool {
 }
 
 /// The catalogue of checks (`rigaudit checks`): one line per check as text, a JSON array of
-/// `{id, severity, doc}`, or a SARIF log whose driver lists every check as a rule.
+/// `{id, severity, doc}`, a SARIF log whose driver lists every check as a rule, or the Markdown
+/// page `docs/checks.md`.
 pub fn catalogue(f: Format) -> String {
     let all = rigaudit_audit::table::all();
     match f {
@@ -105,6 +114,7 @@ pub fn catalogue(f: Format) -> String {
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
         Format::Sarif => sarif::catalogue(),
+        Format::Markdown => markdown::catalogue(),
         _ => all
             .iter()
             .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
@@ -138,6 +148,20 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), Fatal> {
     tmp.persist(path)
         .map_err(|e| fatal(format!("{}: cannot write: {}", path.display(), e.error)))?;
     Ok(())
+}
+
+/// Appends `content` to `path` (the job summary GitHub gives a step, which its other steps also
+/// write to: appended, not replaced), creating it when missing.
+pub fn append(path: &Path, content: &[u8]) -> Result<(), Fatal> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(content))
+        .at(format_args!(
+            "{}: cannot add the report to the job summary",
+            path.display()
+        ))
 }
 
 /// The mode a new file at `path` gets: the existing file's permission bits, else 0666 less the

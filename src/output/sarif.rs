@@ -1,8 +1,19 @@
-//! The report as SARIF 2.1.0, for code-scanning tools in CI: one rule per check of the catalogue,
-//! one result per finding, located at the bundle file (and the JSON pointer as its fragment).
+//! The report as SARIF 2.1.0, for code-scanning tools in CI: one rule per check of the catalogue
+//! (its one-line doc as short and full description and help, its catalogue severity as default
+//! level, a link to its entry in `docs/checks.md` where the package names its repository), one
+//! result per finding. A finding's file is given relative to the repository root (`SRCROOT`, named
+//! in `originalUriBaseIds`) with the line its pointer names as the region, so code scanning links
+//! it to the file in the repository; outside a repository, or in a packed bundle, it stays
+//! relative to the bundle (`BUNDLE`).
 
-use rigaudit_audit::{Report, Severity};
+use super::place::Places;
+use rigaudit_audit::{Finding, Report, Severity};
 use serde_json::{json, Value};
+
+/// The schema the log follows: OASIS's SARIF 2.1.0 (with errata 01), kept in
+/// `schemas/external/`.
+const SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 fn level(s: Severity) -> &'static str {
     match s {
@@ -12,13 +23,43 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-/// One rule per check of the table: id, one-line doc, catalogue severity as the default level.
+/// The anchor of a check's heading in `docs/checks.md`, as GitHub spells heading anchors: lower
+/// case, punctuation other than `-` and `_` dropped.
+pub fn anchor(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Where a check is documented: its entry in `docs/checks.md` of the repository the package names,
+/// at this version's tag; none when the package names no repository.
+pub fn help_uri(repository: &str, version: &str, id: &str) -> Option<String> {
+    let repository = repository.trim_end_matches('/');
+    (!repository.is_empty())
+        .then(|| format!("{repository}/blob/v{version}/docs/checks.md#{}", anchor(id)))
+}
+
+/// One rule per check of the table.
 fn rules() -> Vec<Value> {
     rigaudit_audit::table::all()
         .iter()
         .map(|c| {
-            json!({"id": c.id, "shortDescription": {"text": c.doc},
-                   "defaultConfiguration": {"level": level(c.severity)}})
+            let mut rule = json!({"id": c.id, "name": c.id,
+                   "shortDescription": {"text": c.doc},
+                   "fullDescription": {"text": c.doc},
+                   "help": {"text": format!("{} ({}: `rigaudit checks` lists every check)", c.doc, c.id),
+                            "markdown": format!("**{}** ({}): {}", c.id, c.severity.name(), c.doc)},
+                   "defaultConfiguration": {"level": level(c.severity)}});
+            let uri = help_uri(
+                env!("CARGO_PKG_REPOSITORY"),
+                env!("CARGO_PKG_VERSION"),
+                c.id,
+            );
+            if let Some(uri) = uri {
+                rule["helpUri"] = Value::from(uri);
+            }
+            rule
         })
         .collect()
 }
@@ -28,31 +69,59 @@ fn driver() -> Value {
     json!({"name": "rigaudit", "version": env!("CARGO_PKG_VERSION"), "rules": rules()})
 }
 
-/// The catalogue as a SARIF log with no results: `rigaudit checks --format sarif`.
-pub fn catalogue() -> String {
-    let log = json!({
-        "version": "2.1.0",
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "runs": [{"tool": {"driver": driver()}, "results": []}]
-    });
-    let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
+fn pretty(log: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(log).unwrap_or_default();
     s.push('\n');
     s
 }
 
+/// The catalogue as a SARIF log with no results: `rigaudit checks --format sarif`.
+pub fn catalogue() -> String {
+    pretty(&json!({
+        "version": "2.1.0",
+        "$schema": SCHEMA,
+        "runs": [{"tool": {"driver": driver()}, "results": []}]
+    }))
+}
+
+/// A finding's location: its file from the repository root (or the bundle), the line its
+/// pointer names, and the pointer itself as a logical location.
+fn location(f: &Finding, file: &str, places: &Places) -> Value {
+    let base = if places.in_repository() {
+        "SRCROOT"
+    } else {
+        "BUNDLE"
+    };
+    let mut physical = json!({"artifactLocation": {"uri": places.path(file), "uriBaseId": base}});
+    if let Some(line) = places.line(file, f.pointer.as_deref()) {
+        physical["region"] = json!({"startLine": line});
+    }
+    let mut loc = json!({"physicalLocation": physical});
+    if let Some(p) = &f.pointer {
+        loc["logicalLocations"] = json!([{"fullyQualifiedName": p, "kind": "element"}]);
+    }
+    loc
+}
+
+/// What the `uriBaseId`s stand for.
+fn base_ids(places: &Places) -> Value {
+    match places.root_uri().filter(|_| places.in_repository()) {
+        Some(uri) => json!({"SRCROOT": {"uri": uri,
+            "description": {"text": "The root of the repository the bundle is in."}}}),
+        None => json!({"BUNDLE": {
+            "description": {"text": "The bundle's folder (the one holding bundle.json)."}}}),
+    }
+}
+
 /// Renders a report as a SARIF log.
-pub fn render(r: &Report) -> String {
+pub fn render(r: &Report, places: &Places) -> String {
     let results: Vec<Value> = r
         .findings
         .iter()
         .map(|f| {
             let mut res = json!({"ruleId": f.check, "level": level(f.severity), "message": {"text": f.message}});
             if let Some(file) = &f.file {
-                let mut loc = json!({"physicalLocation": {"artifactLocation": {"uri": file, "uriBaseId": "BUNDLE"}}});
-                if let Some(p) = &f.pointer {
-                    loc["logicalLocations"] = json!([{"fullyQualifiedName": p, "kind": "element"}]);
-                }
-                res["locations"] = json!([loc]);
+                res["locations"] = json!([location(f, file, places)]);
             }
             if !f.data.is_null() {
                 res["properties"] = json!({"data": f.data});
@@ -60,16 +129,30 @@ pub fn render(r: &Report) -> String {
             res
         })
         .collect();
-    let log = json!({
+    pretty(&json!({
         "version": "2.1.0",
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "$schema": SCHEMA,
         "runs": [{
             "tool": {"driver": driver()},
             "automationDetails": {"id": format!("rigaudit/{}/{}", r.command, r.bundle)},
+            "originalUriBaseIds": base_ids(places),
             "results": results,
         }]
-    });
-    let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
-    s.push('\n');
-    s
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rule_links_to_its_heading_in_the_checks_page() {
+        assert_eq!(anchor("speed.cached-tokens"), "speedcached-tokens");
+        assert_eq!(anchor("import.subset_of.X"), "importsubset_ofx");
+        assert_eq!(
+            help_uri("https://example.org/r/", "1.2.0", "fit.memory").as_deref(),
+            Some("https://example.org/r/blob/v1.2.0/docs/checks.md#fitmemory")
+        );
+        assert_eq!(help_uri("", "1.2.0", "fit.memory"), None);
+    }
 }

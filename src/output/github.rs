@@ -1,0 +1,112 @@
+//! The report as GitHub Actions workflow commands: one annotation per finding
+//! (`::error file=F,line=L,title=ID::message`, `::warning`, `::notice` for a note), its file
+//! relative to the repository root and its line resolved from the pointer where it has a place,
+//! and the verdict line last. Data is escaped as the Actions runner reads it: `%`, CR and LF in
+//! the message; those and `:` and `,` in a property.
+
+use super::place::Places;
+use rigaudit_audit::{Finding, Report, Severity};
+use std::fmt::Write;
+
+/// The workflow command of a severity.
+fn command(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "notice",
+    }
+}
+
+/// A command's message: `%`, CR and LF escaped.
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A command's property value: also `:` and `,` escaped.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// One finding's annotation.
+fn annotation(f: &Finding, places: &Places) -> String {
+    let mut props = Vec::new();
+    let mut message = f.message.clone();
+    if let Some(file) = &f.file {
+        props.push(format!("file={}", escape_property(&places.path(file))));
+        match places.line(file, f.pointer.as_deref()) {
+            Some(line) => props.push(format!("line={line}")),
+            None => {
+                if let Some(p) = &f.pointer {
+                    message = format!("{p}: {message}");
+                }
+            }
+        }
+    }
+    props.push(format!("title={}", escape_property(&f.check)));
+    format!(
+        "::{} {}::{}",
+        command(f.severity),
+        props.join(","),
+        escape_data(&message)
+    )
+}
+
+/// Renders a report as workflow commands, the most severe findings first.
+pub fn render(r: &Report, places: &Places) -> String {
+    let mut o = String::new();
+    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+        for f in r.findings.iter().filter(|f| f.severity == sev) {
+            let _ = writeln!(o, "{}", annotation(f, places));
+        }
+    }
+    let _ = writeln!(
+        o,
+        "rigaudit {} {}: {} ({} errors, {} warnings, {} notes; {} checks ran)",
+        r.command,
+        escape_data(&r.bundle),
+        r.verdict.name().to_ascii_uppercase(),
+        r.counts.error,
+        r.counts.warning,
+        r.counts.info,
+        r.checks_run.len()
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_and_properties_are_escaped_as_the_runner_reads_them() {
+        assert_eq!(escape_data("50% a\r\nb: c,d"), "50%25 a%0D%0Ab: c,d");
+        assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        let f = Finding::new("speed.x", Severity::Info, "line one\nline two: 100%")
+            .file("speed/a,b.json")
+            .pointer("line 3");
+        let line = annotation(&f, &Places::default());
+        assert_eq!(
+            line,
+            "::notice file=speed/a%2Cb.json,line=3,title=speed.x::line one%0Aline two: 100%25"
+        );
+        assert_eq!(line.lines().count(), 1);
+    }
+
+    #[test]
+    fn a_finding_without_a_line_keeps_its_pointer_in_the_message() {
+        let f = Finding::new("quality.y", Severity::Warning, "off")
+            .file("q.json")
+            .pointer("/total");
+        assert_eq!(
+            annotation(&f, &Places::default()),
+            "::warning file=q.json,title=quality.y::/total: off"
+        );
+        let f = Finding::new("setup.z", Severity::Error, "no file");
+        assert_eq!(
+            annotation(&f, &Places::default()),
+            "::error title=setup.z::no file"
+        );
+    }
+}
