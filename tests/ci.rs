@@ -43,7 +43,16 @@ fn github_format_annotates_each_finding_at_its_file_and_line() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = tmp.path().join("summary.md");
     std::fs::write(&summary, "earlier step\n").unwrap();
-    let args = ["verify", page.to_str().unwrap(), "--format", "github"];
+    // The root named, as a checkout without .git would need.
+    let repo = root();
+    let args = [
+        "verify",
+        page.to_str().unwrap(),
+        "--format",
+        "github",
+        "--repo-root",
+        repo.to_str().unwrap(),
+    ];
     let run = rigaudit_with_env(&args, &[("GITHUB_STEP_SUMMARY", &summary)]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let notes = annotations(&run.stdout);

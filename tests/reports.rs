@@ -187,7 +187,17 @@ fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository
         root().join("fixtures/runs/smollm2-cpu"),
         fixture("tensorfold-127-stock-2x"),
     ] {
-        let run = rigaudit(&["verify", bundle.to_str().unwrap(), "--format", "sarif"]);
+        // The root named: a checkout without .git (an exported tree) gives the same paths; the
+        // walk up to .git has its unit test in src/output/place.rs.
+        let root_dir = root();
+        let run = rigaudit(&[
+            "verify",
+            bundle.to_str().unwrap(),
+            "--format",
+            "sarif",
+            "--repo-root",
+            root_dir.to_str().unwrap(),
+        ]);
         let log = run.json();
         valid_sarif(&v, &log);
         let run0 = &log["runs"][0];
@@ -228,6 +238,8 @@ fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository
         fixture("tensorfold-127-stock-2x").to_str().unwrap(),
         "--format",
         "sarif",
+        "--repo-root",
+        root().to_str().unwrap(),
     ])
     .json();
     let places = sarif_places(&log);
