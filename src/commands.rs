@@ -6,7 +6,7 @@ use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::Subject;
-use crate::{audit, diff, import, input, measure, output, rehash, replay, verify};
+use crate::{audit, diff, import, input, measure, output, rehash, replay, tree, verify};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
 use std::path::{Path, PathBuf};
@@ -29,11 +29,8 @@ impl Gate {
     /// Applies the policy, prints the report in its format, writes every `--report` and
     /// `--output` file (each atomically, from the same report), and maps the verdict to the exit
     /// code.
-    pub fn emit(&self, mut report: Report) -> Result<ExitCode, Fatal> {
-        report.rules_version = rigaudit_audit::catalogue::version();
-        if let Some(p) = &self.policy {
-            report.apply_policy(&p.rules);
-        }
+    pub fn emit(&self, report: Report) -> Result<ExitCode, Fatal> {
+        let report = self.finish(report);
         let out = &self.out;
         let mut files: Vec<(Format, PathBuf)> = out
             .report
@@ -50,15 +47,39 @@ impl Gate {
         }
         Ok(ExitCode::from(report.exit_code() as u8))
     }
+
+    /// The report as it leaves the tool: the rules' version set, the policy applied.
+    fn finish(&self, mut report: Report) -> Report {
+        report.rules_version = rigaudit_audit::catalogue::version();
+        if let Some(p) = &self.policy {
+            report.apply_policy(&p.rules);
+        }
+        report
+    }
 }
 
 /// `verify`: a bundle, or another tool's result files (named with `--from`, or detected when the
-/// path is not a bundle).
+/// path is not a bundle), or a folder of many runs (each verified, one table: [`tree`]).
 pub fn verify(
     gate: &Gate,
     paths: &[PathBuf],
     from: Option<import::Format>,
 ) -> Result<ExitCode, Fatal> {
+    if let [dir] = paths {
+        if tree::is_tree(dir) {
+            let t = tree::Tree {
+                root: dir.clone(),
+                from,
+            };
+            let shown = tree::Shown {
+                format: gate.out.format,
+                fail_on: gate.fail_on(),
+                report: gate.out.report.clone(),
+                outputs: gate.out.outputs.clone(),
+            };
+            return tree::verify(&t, &shown, &|r| gate.finish(r));
+        }
+    }
     gate.emit(verify::run(&Subject::open(paths, from)?, gate.fail_on())?)
 }
 

@@ -14,21 +14,35 @@ use rigaudit_audit::imported::compare::{Sample, Series, Setting};
 use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, Verdict, CHECKS};
 use serde_json::Value;
 
-/// Whether a source is one of LoadGen's logs (by content).
+/// Whether a source is one of LoadGen's logs (by content): a detail log's line starts with
+/// `:::MLLOG`, a summary's line is `MLPerf Results Summary` (a note or a JSON file that only
+/// mentions them is neither).
 pub fn looks_like(s: &Source) -> bool {
-    super::holds(&s.bytes, ":::MLLOG") || super::holds(&s.bytes, "MLPerf Results Summary")
+    is_detail(s) || is_summary(s)
+}
+
+fn is_detail(s: &Source) -> bool {
+    has_line(&s.bytes, |l| l.starts_with(b":::MLLOG"))
+}
+
+fn is_summary(s: &Source) -> bool {
+    has_line(&s.bytes, |l| l.trim_ascii() == b"MLPerf Results Summary")
+}
+
+/// Whether a line of the bytes (its leading blanks and a byte-order mark left out) is as asked.
+fn has_line(bytes: &[u8], wanted: impl Fn(&[u8]) -> bool) -> bool {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    bytes
+        .split(|b| *b == b'\n')
+        .any(|l| wanted(l.trim_ascii_start()))
 }
 
 /// Reads the detail log and the summary (either may be missing, not both), and runs the
 /// checks; a summary given alone is checked by itself (its verdict, rules, counts of errors and
 /// warnings, settings and the order of its figures).
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let di = sources
-        .iter()
-        .position(|s| super::holds(&s.bytes, ":::MLLOG"));
-    let si = sources
-        .iter()
-        .position(|s| super::holds(&s.bytes, "MLPerf Results Summary"));
+    let di = sources.iter().position(is_detail);
+    let si = sources.iter().position(is_summary);
     if di.is_none() && si.is_none() {
         return Err(fatal(format!("{}: no LoadGen log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {{json}}', and/or mlperf_log_summary.txt, which starts 'MLPerf Results Summary')", super::names(sources))));
     }
