@@ -268,3 +268,33 @@ fn counted(line: &str) -> Option<(u64, &'static str)> {
     let n = if n == "No" { 0 } else { n.parse().ok()? };
     Some((n, what))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str, text: &str) -> Source {
+        Source {
+            name: name.into(),
+            shown: name.into(),
+            bytes: text.as_bytes().to_vec(),
+            sha256: String::new(),
+            role: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_log_is_told_by_its_lines_not_by_a_mention() {
+        let summary = "=====\nMLPerf Results Summary\n=====\nSUT name : x\n";
+        assert!(looks_like(&source("mlperf_log_summary.txt", summary)));
+        let detail = "\u{feff}:::MLLOG {\"key\": \"loadgen_version\", \"value\": \"4.1\"}\r\n";
+        assert!(looks_like(&source("mlperf_log_detail.txt", detail)));
+        let note =
+            "{\n  \"why\": \"each of its 119 :::MLLOG lines; MLPerf Results Summary read\"\n}\n";
+        assert!(!looks_like(&source("expected.json", note)));
+        let mut both = [source("expected.json", note), source("s.txt", summary)];
+        let e = import(&mut both).err().map(|e| e.0).unwrap_or_default();
+        assert!(!e.contains("expected.json"), "{e}");
+        assert_eq!(both[1].role, "summary");
+    }
+}

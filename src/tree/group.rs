@@ -209,3 +209,96 @@ fn caught(
         .unwrap_or_else(|_| Err(format!("{run}: the reader stopped on an internal error")))
         .map(finish)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn published(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/published")
+            .join(rel)
+    }
+
+    /// The runs of a folder as (run, tool, the names of its files).
+    fn named(root: &Path, dir: &Path) -> Vec<(String, String, Vec<String>)> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        runs(root, dir, &files)
+            .into_iter()
+            .map(|r| {
+                let tool = r.tool.map_or("unknown", Format::name).to_string();
+                let names = r.job.unwrap().into_iter().map(|s| s.name).collect();
+                (r.run, tool, names)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_compliance_verdict_goes_with_the_loadgen_logs_of_its_folder_and_is_no_run_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let case = published("loadgen/v4.1-nvidia-b200x1-llama2-70b-99.9-server");
+        let run = tmp.path().join("run_1");
+        std::fs::create_dir_all(&run).unwrap();
+        for f in [
+            "mlperf_log_summary.txt",
+            "mlperf_log_detail.txt",
+            "verify_accuracy.txt",
+        ] {
+            std::fs::copy(case.join(f), run.join(f)).unwrap();
+        }
+        write(&run, "notes.json", "{\"why\": \"119 :::MLLOG lines\"}");
+        let names = [
+            "mlperf_log_detail.txt",
+            "mlperf_log_summary.txt",
+            "verify_accuracy.txt",
+        ];
+        let want = (
+            "run_1".to_string(),
+            "loadgen".to_string(),
+            names.map(String::from).to_vec(),
+        );
+        assert_eq!(named(tmp.path(), &run), vec![want]);
+        let alone = tmp.path().join("TEST06");
+        std::fs::create_dir_all(&alone).unwrap();
+        std::fs::copy(
+            case.join("verify_accuracy.txt"),
+            alone.join("verify_accuracy.txt"),
+        )
+        .unwrap();
+        assert_eq!(named(tmp.path(), &alone), vec![]);
+    }
+
+    #[test]
+    fn lm_eval_results_of_two_times_are_two_runs_each_with_its_samples() {
+        let tmp = tempfile::tempdir().unwrap();
+        let case = published("lm-eval/calamita-en-it-phi35-process-results");
+        for e in std::fs::read_dir(&case).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == "expected.json" {
+                continue;
+            }
+            std::fs::copy(e.path(), tmp.path().join(&name)).unwrap();
+            let other = name.replace("2024-10-11", "2025-01-02");
+            std::fs::copy(e.path(), tmp.path().join(other)).unwrap();
+        }
+        let runs = named(tmp.path(), tmp.path());
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        for (run, tool, files) in &runs {
+            let stamp = &run[run.find('_').unwrap() + 1..run.len() - ".json".len()];
+            assert_eq!(tool, "lm-eval");
+            assert!(files.len() >= 2, "{files:?}");
+            assert!(files.iter().all(|f| f.contains(stamp)), "{run}: {files:?}");
+        }
+    }
+}
