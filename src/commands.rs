@@ -83,6 +83,17 @@ pub fn verify(
     gate.emit(verify::run(&Subject::open(paths, from)?, gate.fail_on())?)
 }
 
+/// `Err` when the one path given is a folder of many runs: `command` takes one run.
+fn one_run_only(paths: &[PathBuf], command: &str) -> Result<(), Fatal> {
+    match paths {
+        [dir] if tree::is_tree(dir) => Err(fatal(format!(
+            "{}: a folder of many runs; {command} takes one run (a bundle, or one run's files): `rigaudit verify` checks each run of a folder",
+            input::shown_path(dir)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `import`: writes the bundle and prints the report of its checks.
 pub fn import(
     gate: &Gate,
@@ -90,6 +101,7 @@ pub fn import(
     files: &[PathBuf],
     out: &Path,
 ) -> Result<ExitCode, Fatal> {
+    one_run_only(files, "import")?;
     let format = match Subject::open(files, from)? {
         Subject::Other(o) if o.imported.is_none() => o.format,
         s => {
@@ -154,6 +166,7 @@ pub fn audit(
             p.tune_boxes(&mut a.boxes.ssh);
         }
     }
+    one_run_only(&[bundle.to_path_buf()], "audit")?;
     let subject = Subject::open(&[bundle.to_path_buf()], None)?;
     let fail_on = gate.fail_on();
     gate.emit(audit::run(

@@ -472,3 +472,33 @@ fn a_tree_asks_for_output_folders_and_a_table_format() {
         14
     );
 }
+
+#[test]
+fn one_runs_folder_with_a_sub_folder_stays_one_run_and_a_tree_is_no_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    copy_dir(&root().join("fixtures/imports/lm-eval/clean"), &run);
+    std::fs::create_dir_all(run.join("logs")).unwrap();
+    std::fs::write(run.join("logs/eval.log"), "a log").unwrap();
+    let one = run.display().to_string();
+    let r = rigaudit(&["verify", &one, "--format", "json"]);
+    assert_eq!(r.json()["format"], "rigaudit/report/1", "{}", r.stdout);
+    copy_dir(
+        &root().join("fixtures/imports/lm-eval/clean"),
+        &tmp.path().join("other"),
+    );
+    let tree = tmp.path().display().to_string();
+    let out = tmp.path().join("imported").display().to_string();
+    for args in [
+        vec!["import", &tree, "--out", &out],
+        vec!["audit", &tree, "--no-replay"],
+    ] {
+        let r = rigaudit(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("a folder of many runs") && r.stderr.contains("`rigaudit verify`"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}

@@ -85,8 +85,9 @@ impl Row {
 }
 
 /// Whether a path the user gave is a tree of runs: a folder that is not a bundle (as the front door,
-/// [`subject::looks_like_bundle`], tells one), and holds a sub-folder, or its own readable files are
-/// more than one run.
+/// [`subject::looks_like_bundle`], tells one) whose own files are more than one run, or are none
+/// while it holds a sub-folder. A folder whose files are one run stays that run, sub-folders and
+/// all (an AIPerf artifact folder keeps its `logs/`), as `verify` read it before.
 pub fn is_tree(path: &Path) -> bool {
     if !path.is_dir() || subject::looks_like_bundle(path) {
         return false;
@@ -95,9 +96,10 @@ pub fn is_tree(path: &Path) -> bool {
         return false;
     };
     let mut files = Vec::new();
+    let mut has_folder = false;
     for e in rd.flatten() {
         match e.file_type() {
-            Ok(t) if t.is_dir() => return true,
+            Ok(t) if t.is_dir() => has_folder = true,
             Ok(t) if t.is_file() => files.push(e.path()),
             _ => {}
         }
@@ -105,7 +107,8 @@ pub fn is_tree(path: &Path) -> bool {
     files.sort();
     let runs = group::runs(path, path, &files);
     // A file that cannot be read does not make a tree: the one run's reader names it.
-    runs.iter().filter(|r| r.job.is_ok()).count() > 1
+    let readable = runs.iter().filter(|r| r.job.is_ok()).count();
+    readable > 1 || (runs.is_empty() && has_folder)
 }
 
 /// Lists the tree's folders within `limits`; `Err` naming the bound passed, or a folder that
