@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Bench: `rigaudit verify DIR` on a tree of about 1,000 runs (fixtures/published, 80 cases of six
-tools, copied N times into a temporary folder), against a plain Python parse of the same files
-(`json.load` of every .json, `json.loads` of every .jsonl line, a read of every other result file),
-in the same run, alternately round by round. Prints runs per second, wall and CPU time of each,
-and the ratio.
+"""Bench: `rigaudit verify DIR` on two trees, fixtures/published itself (80 runs of seven tools)
+and a synthetic tree of about 1,000 runs (fixtures/published copied N times into a temporary
+folder), against a plain Python parse of the same files (`json.load` of every .json, `json.loads`
+of every .jsonl line, a read of every other result file), in the same run, alternately round by
+round; rigaudit also pinned to one core (`taskset -c 0`, when there is taskset) to show what the
+second core gives. Prints runs per second, wall and CPU time of each, and the paired ratios.
 
     python3 benches/tree.py [--copies N] [--rounds R] [--bin PATH] [--keep]
 
 Builds rigaudit in release mode first (unless --bin names a binary). The peer only parses: no
-grouping into runs, no checks, no report; rigaudit does its whole verify of every run (read,
-detect, group, every check, the table) on all cores.
+grouping into runs, no checks, no report; rigaudit does its whole verify of every run (walk,
+read, detect, group, every check, the table) on all cores.
 """
 
 import argparse
@@ -92,37 +93,43 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     binary = a.bin or build()
-    root = tree(a.copies)
+    synthetic = tree(a.copies)
     try:
-        ours = [binary, "verify", root, "--format", "json"]
-        peer = [sys.executable, "-c", PEER, root]
-        first = subprocess.run(ours, capture_output=True, text=True)
-        runs = json.loads(first.stdout)["counts"]["runs"]
-        files = int(subprocess.run(peer, capture_output=True, text=True).stdout)
-        times = {"rigaudit": [], "python": []}
-        for r in range(a.rounds):
-            order = [("rigaudit", ours), ("python", peer)]
-            for name, cmd in order if r % 2 == 0 else order[::-1]:
-                wall, cpu, _ = timed(cmd)
-                times[name].append((wall, cpu))
-        report(runs, files, times, os.cpu_count())
+        for root in [os.path.join(ROOT, "fixtures", "published"), synthetic]:
+            bench(binary, root, a.rounds)
     finally:
         if a.keep:
-            print("tree kept at", root)
+            print("tree kept at", synthetic)
         else:
-            shutil.rmtree(root)
+            shutil.rmtree(synthetic)
 
 
-def report(runs, files, times, cores):
-    print(f"tree: {runs} runs, {files} result files; {cores} cores")
-    med = {}
+def bench(binary, root, rounds):
+    ours = [binary, "verify", root, "--format", "json"]
+    contenders = {"rigaudit": ours, "python": [sys.executable, "-c", PEER, root]}
+    if shutil.which("taskset"):
+        contenders["rigaudit-1core"] = ["taskset", "-c", "0"] + ours
+    first = subprocess.run(ours, capture_output=True, text=True)
+    runs = json.loads(first.stdout)["counts"]["runs"]
+    files = int(subprocess.run(contenders["python"], capture_output=True, text=True).stdout)
+    times = {name: [] for name in contenders}
+    for r in range(rounds):
+        order = list(contenders.items())
+        for name, cmd in order if r % 2 == 0 else order[::-1]:
+            wall, cpu, _ = timed(cmd)
+            times[name].append((wall, cpu))
+    report(root, runs, files, times, os.cpu_count())
+
+
+def report(root, runs, files, times, cores):
+    print(f"tree {root}: {runs} runs, {files} result files; {cores} cores")
     for name, xs in times.items():
         wall = median([w for w, _ in xs])
         cpu = median([c for _, c in xs])
-        med[name] = wall
-        print(f"{name:9} wall {wall:7.3f} s  cpu {cpu:7.3f} s  {runs / wall:8.0f} runs/s")
-    ratios = sorted(p[0] / o[0] for o, p in zip(times["rigaudit"], times["python"]))
-    print(f"python parse / rigaudit verify, wall, paired by round: median {median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
+        print(f"  {name:15} wall {wall:7.3f} s  cpu {cpu:7.3f} s  {runs / wall:8.0f} runs/s")
+    for other in [n for n in times if n != "rigaudit"]:
+        ratios = sorted(p[0] / o[0] for o, p in zip(times["rigaudit"], times[other]))
+        print(f"  {other} / rigaudit, wall, paired by round: median {median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
 
 
 if __name__ == "__main__":

@@ -214,6 +214,10 @@ fn a_tree_of_seed_bundles_gives_each_the_verdict_it_has_alone_and_the_worst_exit
         "fail",
         "mia has warnings: {v:#}"
     );
+    // --from keeps the runs of one tool.
+    let (_, _, rows) = table(&[&root, "--from", "lm-eval"]);
+    let only: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(only, ["imports/lm-eval"]);
 }
 
 #[test]
