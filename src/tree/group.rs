@@ -29,7 +29,7 @@ type Read = (PathBuf, Source);
 
 /// The runs of a folder's files (`files` sorted); files of no known tool are left out.
 pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> Vec<Run> {
-    let (found, refused) = read_results(files);
+    let (found, refused) = read_results(files, FOLDER_READ_MAX);
     let groups = split(found);
     let alone = groups.len() + refused.len() == 1;
     let name = |lead: &Path| relative(root, if alone { dir } else { lead });
@@ -49,15 +49,20 @@ pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> Vec<Run> {
     out
 }
 
+/// The most bytes of one folder's result files held at once (a folder's runs are grouped before
+/// they are verified); a file past it is a row of its own that says so, not read with the rest.
+const FOLDER_READ_MAX: u64 = 1 << 30;
+
 /// A file of a known tool that cannot be read: where it is, its tool by name, and why.
 type Refused = (PathBuf, Option<Format>, String);
 
 /// The folder's files that may be results (by extension), read: each with its tool (by content,
 /// else by name; a companion such as LoadGen's compliance verdict by its name, [`import::companion`]),
 /// or refused naming why; files of no known tool are left out.
-fn read_results(files: &[PathBuf]) -> (Vec<(Format, Read)>, Vec<Refused>) {
+fn read_results(files: &[PathBuf], budget: u64) -> (Vec<(Format, Read)>, Vec<Refused>) {
     let mut found = Vec::new();
     let mut refused = Vec::new();
+    let mut held = 0u64;
     for p in files {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
@@ -74,9 +79,15 @@ fn read_results(files: &[PathBuf]) -> (Vec<(Format, Read)>, Vec<Refused>) {
             }
             Ok(src) => {
                 let tool = import::detect_one(&src).or_else(|| import::companion(&name));
-                if let Some(f) = tool {
-                    found.push((f, (p.clone(), src)));
+                let Some(f) = tool else { continue };
+                held += src.bytes.len() as u64;
+                if held > budget {
+                    held -= src.bytes.len() as u64;
+                    let why = format!("{}: not read with the rest of its folder: its result files pass {} MiB in all, the most a tree holds of one folder at once; verify the file alone", src.shown, budget >> 20);
+                    refused.push((p.clone(), Some(f), why));
+                    continue;
                 }
+                found.push((f, (p.clone(), src)));
             }
         }
     }
@@ -279,6 +290,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(named(tmp.path(), &alone), vec![]);
+    }
+
+    #[test]
+    fn a_folder_past_its_read_budget_names_the_files_left_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let case = published("vllm/ascend-20250218-llama3-8b-qps1");
+        let file = case.join("serving_llama8B_tp1_qps_1.json");
+        let size = std::fs::metadata(&file).unwrap().len();
+        let files: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let p = tmp.path().join(format!("r{i}.json"));
+                std::fs::copy(&file, &p).unwrap();
+                p
+            })
+            .collect();
+        let (found, refused) = read_results(&files, 2 * size);
+        assert_eq!(found.len(), 2);
+        assert_eq!(refused.len(), 1);
+        let (path, tool, why) = &refused[0];
+        assert_eq!((path, *tool), (&files[2], Some(Format::Vllm)));
+        assert!(
+            why.contains("r2.json") && why.contains("verify the file alone"),
+            "{why}"
+        );
     }
 
     #[test]
