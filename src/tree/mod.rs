@@ -4,11 +4,16 @@
 //! The walk ([`walk`]) lists the tree's folders without following a symbolic link (in or out of
 //! the tree), reads no file that is not a regular one, and stops with an error past
 //! [`LIMITS`] (depth, entries). Each folder is then one piece of work on a small queue over the
-//! machine's cores: a folder with `bundle.json` is one run; any other folder's files are read and
-//! grouped into runs as each tool writes them ([`group`]). Every run is verified by itself; one
-//! that cannot be read is a row of the table that names the file and why (verdict incomplete),
-//! and the other runs are verified all the same. [`table`] prints the table and writes each
-//! run's report; the exit code is the worst run's.
+//! machine's cores: a bundle, as the front door tells one ([`subject::looks_like_bundle`]: a folder
+//! with `bundle.json`, or a packed one), is one run; any other folder's files are read and grouped
+//! into runs as each tool writes them, by the importers' own detection ([`group`]). Every run is
+//! verified by itself, as `verify` of it alone would; one that cannot be read is a row of the table
+//! that names the file and why (verdict incomplete), and the other runs are verified all the same.
+//! [`table`] prints the table and writes each run's report; the exit code is the worst run's.
+//!
+//! It sits above the front door ([`subject`]) and the verify stage: only `commands.rs` calls it,
+//! with plain values and a closure that finishes each report (the policy), and nothing it imports
+//! imports it back (`layers.rs` tests this).
 
 mod group;
 mod table;
