@@ -441,7 +441,7 @@ pub fn names(sources: &[Source]) -> String {
 
 /// Whether `needle` occurs in `hay` (the formats are told apart by a key only they write).
 pub fn holds(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    memchr::memmem::find(hay, needle.as_bytes()).is_some()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -98,12 +98,14 @@ fn read_results(files: &[PathBuf], budget: u64) -> (Vec<(Format, Read)>, Vec<Ref
 /// more than one run: the folder, or the run's main file).
 fn split(found: Vec<(Format, Read)>) -> Vec<(Format, PathBuf, Vec<Read>)> {
     let mut out = Vec::new();
+    let mut found = found;
     for &f in <Format as clap::ValueEnum>::value_variants() {
-        let mine: Vec<Read> = found
-            .iter()
-            .filter(|(g, _)| *g == f)
-            .map(|(_, r)| r.clone())
-            .collect();
+        let (of_f, rest): (Vec<_>, Vec<_>) = found.into_iter().partition(|(g, _)| *g == f);
+        found = rest;
+        let mine: Vec<Read> = of_f.into_iter().map(|(_, r)| r).collect();
+        if mine.is_empty() {
+            continue;
+        }
         // Companions alone (a compliance verdict without its logs) are no run.
         if mine
             .iter()
