@@ -122,11 +122,12 @@ def bench(binary, root, rounds):
 
 
 def report(root, runs, files, times, cores):
-    print(f"tree {root}: {runs} runs, {files} result files; {cores} cores")
+    load = os.getloadavg()[0]
+    print(f"tree {root}: {runs} runs, {files} result files; {cores} cores, load average {load:.1f}")
     for name, xs in times.items():
         wall = median([w for w, _ in xs])
         cpu = median([c for _, c in xs])
-        print(f"  {name:15} wall {wall:7.3f} s  cpu {cpu:7.3f} s  {runs / wall:8.0f} runs/s")
+        print(f"  {name:15} wall {wall:7.3f} s  cpu {cpu:7.3f} s  {runs / wall:8.0f} runs/s  {1000 * cpu / runs:6.3f} cpu ms/run")
     for other in [n for n in times if n != "rigaudit"]:
         ratios = sorted(p[0] / o[0] for o, p in zip(times["rigaudit"], times[other]))
         print(f"  {other} / rigaudit, wall, paired by round: median {median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
