@@ -506,3 +506,19 @@ fn one_runs_folder_with_a_sub_folder_stays_one_run_and_a_tree_is_no_one_run() {
         );
     }
 }
+
+#[test]
+fn a_tree_without_a_run_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+    std::fs::write(tmp.path().join("a/b/notes.md"), "MLPerf Results Summary").unwrap();
+    std::fs::write(tmp.path().join("a/data.json"), "{\"x\": 1}").unwrap();
+    let run = rigaudit(&["verify", &tmp.path().display().to_string()]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("no run found in the folder") && run.stderr.contains("vllm"),
+        "{}",
+        run.stderr
+    );
+}
