@@ -71,7 +71,7 @@ pub fn verify(
                 root: dir.clone(),
                 from,
             };
-            let shown = tree::Shown {
+            let shown = tree::Options {
                 format: gate.out.format,
                 fail_on: gate.fail_on(),
                 report: gate.out.report.clone(),

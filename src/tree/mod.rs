@@ -18,7 +18,7 @@
 mod group;
 mod table;
 
-pub use table::{verify, Shown};
+pub use table::{verify, Options};
 
 use crate::fatal::{fatal, Fatal};
 use crate::import::Format;

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// How a tree's results are shown, as plain values the caller takes from its options.
-pub struct Shown {
+pub struct Options {
     /// The table's format on stdout (`--format`: text, json or markdown).
     pub format: Format,
     /// The severity that fails a run (`--fail-on`).
@@ -29,7 +29,7 @@ pub struct Shown {
 /// `finish` makes a run's report as it leaves the tool (the policy applied).
 pub fn verify(
     tree: &Tree,
-    opts: &Shown,
+    opts: &Options,
     finish: &(dyn Fn(Report) -> Report + Sync),
 ) -> Result<ExitCode, Fatal> {
     let shown = opts.format;
@@ -70,7 +70,7 @@ pub fn verify(
 
 /// The folders `--output` and `--report` name, made when missing; a name that asks for one file
 /// (by its extension) is refused, since a tree has a report per run.
-fn output_dirs(opts: &Shown) -> Result<Vec<(Format, PathBuf)>, Fatal> {
+fn output_dirs(opts: &Options) -> Result<Vec<(Format, PathBuf)>, Fatal> {
     let mut out: Vec<(Format, PathBuf)> = opts
         .report
         .iter()
