@@ -6,7 +6,7 @@ use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::{Other, Subject};
-use crate::{audit, diff, import, input, measure, output, rehash, replay, verify};
+use crate::{audit, diff, import, input, measure, output, rehash, replay, tree, verify};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
 use std::path::{Path, PathBuf};
@@ -31,11 +31,8 @@ impl Gate {
     /// code. SARIF and annotations show the findings' files as in the repository holding `base`
     /// (the subject's folder, when it has one on disk); annotations on standard output also add
     /// the Markdown report to the job's summary (`$GITHUB_STEP_SUMMARY`) when there is one.
-    pub fn emit(&self, mut report: Report, base: Option<&Path>) -> Result<ExitCode, Fatal> {
-        report.rules_version = rigaudit_audit::catalogue::version();
-        if let Some(p) = &self.policy {
-            report.apply_policy(&p.rules);
-        }
+    pub fn emit(&self, report: Report, base: Option<&Path>) -> Result<ExitCode, Fatal> {
+        let report = self.finish(report);
         let out = &self.out;
         let places = output::Places::new(base, out.repo_root.as_deref());
         let mut files: Vec<(Format, PathBuf)> = out
@@ -60,6 +57,15 @@ impl Gate {
         }
         Ok(ExitCode::from(report.exit_code() as u8))
     }
+
+    /// The report as it leaves the tool: the rules' version set, the policy applied.
+    fn finish(&self, mut report: Report) -> Report {
+        report.rules_version = rigaudit_audit::catalogue::version();
+        if let Some(p) = &self.policy {
+            report.apply_policy(&p.rules);
+        }
+        report
+    }
 }
 
 /// The folder on disk a subject's findings name their files from: a bundle folder the user gave
@@ -78,15 +84,41 @@ fn base_of(subject: &Subject, paths: &[PathBuf]) -> Option<PathBuf> {
 }
 
 /// `verify`: a bundle, or another tool's result files (named with `--from`, or detected when the
-/// path is not a bundle).
+/// path is not a bundle), or a folder of many runs (each verified, one table: [`tree`]).
 pub fn verify(
     gate: &Gate,
     paths: &[PathBuf],
     from: Option<import::Format>,
 ) -> Result<ExitCode, Fatal> {
+    if let [dir] = paths {
+        if tree::is_tree(dir) {
+            let t = tree::Tree {
+                root: dir.clone(),
+                from,
+            };
+            let shown = tree::Options {
+                format: gate.out.format,
+                fail_on: gate.fail_on(),
+                report: gate.out.report.clone(),
+                outputs: gate.out.outputs.clone(),
+            };
+            return tree::verify(&t, &shown, &|r| gate.finish(r));
+        }
+    }
     let subject = Subject::open(paths, from)?;
     let base = base_of(&subject, paths);
     gate.emit(verify::run(&subject, gate.fail_on())?, base.as_deref())
+}
+
+/// `Err` when the one path given is a folder of many runs: `command` takes one run.
+fn one_run_only(paths: &[PathBuf], command: &str) -> Result<(), Fatal> {
+    match paths {
+        [dir] if tree::is_tree(dir) => Err(fatal(format!(
+            "{}: a folder of many runs; {command} takes one run (a bundle, or one run's files): `rigaudit verify` checks each run of a folder",
+            input::shown_path(dir)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// `import`: writes the bundle and prints the report of its checks.
@@ -96,6 +128,7 @@ pub fn import(
     files: &[PathBuf],
     out: &Path,
 ) -> Result<ExitCode, Fatal> {
+    one_run_only(files, "import")?;
     let format = match Subject::open(files, from)? {
         Subject::Other(o) if o.imported.is_none() => o.format,
         s => {
@@ -161,6 +194,7 @@ pub fn audit(
         }
     }
     let paths = [bundle.to_path_buf()];
+    one_run_only(&paths, "audit")?;
     let subject = Subject::open(&paths, None)?;
     let base = base_of(&subject, &paths);
     let fail_on = gate.fail_on();

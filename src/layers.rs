@@ -185,6 +185,13 @@ fn no_circle_between_top_level_modules() {
         g["rehash"].contains("ssh") && !g["rehash"].contains("replay"),
         "{g:?}"
     );
+    // A folder of many runs sits above the front door and verify: only the commands' ends call it.
+    let tree_users: Vec<&String> = g
+        .iter()
+        .filter(|(_, used)| used.contains("tree"))
+        .map(|(m, _)| m)
+        .collect();
+    assert_eq!(tree_users, ["commands"], "{g:?}");
     let audit = code_of(&src().join("audit.rs"));
     assert!(audit.contains("crate::ssh::") && !audit.contains("replay::remote"));
 }

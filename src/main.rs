@@ -34,6 +34,7 @@ mod schemas;
 mod slurm;
 mod ssh;
 mod subject;
+mod tree;
 mod verify;
 
 use clap::Parser;

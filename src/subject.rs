@@ -73,7 +73,7 @@ impl Subject {
 
 /// Whether a path is a bundle by its shape: a folder with `bundle.json` (of whatever kind: the
 /// bundle reader says why one that is not a regular file is refused), or a packed one.
-fn looks_like_bundle(path: &Path) -> bool {
+pub fn looks_like_bundle(path: &Path) -> bool {
     if path.is_dir() {
         return path.join("bundle.json").symlink_metadata().is_ok();
     }

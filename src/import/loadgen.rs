@@ -14,21 +14,35 @@ use rigaudit_audit::imported::compare::{Sample, Series, Setting};
 use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, Verdict, CHECKS};
 use serde_json::Value;
 
-/// Whether a source is one of LoadGen's logs (by content).
+/// Whether a source is one of LoadGen's logs (by content): a detail log's line starts with
+/// `:::MLLOG`, a summary's line is `MLPerf Results Summary` (a note or a JSON file that only
+/// mentions them is neither).
 pub fn looks_like(s: &Source) -> bool {
-    super::holds(&s.bytes, ":::MLLOG") || super::holds(&s.bytes, "MLPerf Results Summary")
+    is_detail(s) || is_summary(s)
+}
+
+fn is_detail(s: &Source) -> bool {
+    has_line(&s.bytes, |l| l.starts_with(b":::MLLOG"))
+}
+
+fn is_summary(s: &Source) -> bool {
+    has_line(&s.bytes, |l| l.trim_ascii() == b"MLPerf Results Summary")
+}
+
+/// Whether a line of the bytes (its leading blanks and a byte-order mark left out) is as asked.
+fn has_line(bytes: &[u8], wanted: impl Fn(&[u8]) -> bool) -> bool {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    bytes
+        .split(|b| *b == b'\n')
+        .any(|l| wanted(l.trim_ascii_start()))
 }
 
 /// Reads the detail log and the summary (either may be missing, not both), and runs the
 /// checks; a summary given alone is checked by itself (its verdict, rules, counts of errors and
 /// warnings, settings and the order of its figures).
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let di = sources
-        .iter()
-        .position(|s| super::holds(&s.bytes, ":::MLLOG"));
-    let si = sources
-        .iter()
-        .position(|s| super::holds(&s.bytes, "MLPerf Results Summary"));
+    let di = sources.iter().position(is_detail);
+    let si = sources.iter().position(is_summary);
     if di.is_none() && si.is_none() {
         return Err(fatal(format!("{}: no LoadGen log among them (expected mlperf_log_detail.txt, lines of ':::MLLOG {{json}}', and/or mlperf_log_summary.txt, which starts 'MLPerf Results Summary')", super::names(sources))));
     }
@@ -253,4 +267,34 @@ fn counted(line: &str) -> Option<(u64, &'static str)> {
     }
     let n = if n == "No" { 0 } else { n.parse().ok()? };
     Some((n, what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str, text: &str) -> Source {
+        Source {
+            name: name.into(),
+            shown: name.into(),
+            bytes: text.as_bytes().to_vec(),
+            sha256: String::new(),
+            role: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_log_is_told_by_its_lines_not_by_a_mention() {
+        let summary = "=====\nMLPerf Results Summary\n=====\nSUT name : x\n";
+        assert!(looks_like(&source("mlperf_log_summary.txt", summary)));
+        let detail = "\u{feff}:::MLLOG {\"key\": \"loadgen_version\", \"value\": \"4.1\"}\r\n";
+        assert!(looks_like(&source("mlperf_log_detail.txt", detail)));
+        let note =
+            "{\n  \"why\": \"each of its 119 :::MLLOG lines; MLPerf Results Summary read\"\n}\n";
+        assert!(!looks_like(&source("expected.json", note)));
+        let mut both = [source("expected.json", note), source("s.txt", summary)];
+        let e = import(&mut both).err().map(|e| e.0).unwrap_or_default();
+        assert!(!e.contains("expected.json"), "{e}");
+        assert_eq!(both[1].role, "summary");
+    }
 }

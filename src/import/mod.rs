@@ -38,7 +38,7 @@ pub const IMPORTER_VERSION: &str = concat!(
 );
 
 /// The most files one import reads (a folder of more is refused, not cut).
-const SOURCES_MAX: usize = 64;
+pub const SOURCES_MAX: usize = 64;
 
 /// A format rigaudit imports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -178,40 +178,46 @@ fn common_settings(imp: &mut Imported, format: Format) {
 pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
     let mut out: Vec<Source> = Vec::new();
     for p in expand(files)? {
-        let bytes = input::read_bounded(&p, input::RECORD_MAX, "imported file")?;
-        let name = p.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-            fatal(format!(
-                "{}: the file name is not UTF-8",
-                input::shown_path(&p)
-            ))
-        })?;
-        let name = input::safe_name(name, "imported file name")?.to_string();
-        if let Some(pointer) = lfs_pointer(&bytes) {
+        let src = read_source(&p)?;
+        if out.iter().any(|s| s.name == src.name) {
             return Err(fatal(format!(
-                "{}: a Git LFS pointer ({pointer}), not the file it stands for: fetch the file (git lfs pull) and give it",
-                input::shown_path(&p)
+                "{}: two sources are named '{}'; give each file once",
+                src.shown, src.name
             )));
         }
-        if out.iter().any(|s| s.name == name) {
-            return Err(fatal(format!(
-                "{}: two sources are named '{name}'; give each file once",
-                input::shown_path(&p)
-            )));
-        }
-        let sha256 = hex(&sha2::Sha256::digest(&bytes));
-        let shown = input::shown_path(&p);
-        out.push(Source {
-            name,
-            shown,
-            bytes,
-            sha256,
-            role: String::new(),
-        });
+        out.push(src);
     }
     if out.is_empty() {
         return Err(fatal("no file to import was given"));
     }
     Ok(out)
+}
+
+/// Reads one file (bounded, a regular file only) and hashes it; `Err` naming it when it cannot
+/// be read, its name is not a plain UTF-8 file name, or it is a Git LFS pointer.
+pub fn read_source(p: &Path) -> Result<Source, Fatal> {
+    let bytes = input::read_bounded(p, input::RECORD_MAX, "imported file")?;
+    let name = p.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        fatal(format!(
+            "{}: the file name is not UTF-8",
+            input::shown_path(p)
+        ))
+    })?;
+    let name = input::safe_name(name, "imported file name")?.to_string();
+    if let Some(pointer) = lfs_pointer(&bytes) {
+        return Err(fatal(format!(
+            "{}: a Git LFS pointer ({pointer}), not the file it stands for: fetch the file (git lfs pull) and give it",
+            input::shown_path(p)
+        )));
+    }
+    let sha256 = hex(&sha2::Sha256::digest(&bytes));
+    Ok(Source {
+        name,
+        shown: input::shown_path(p),
+        bytes,
+        sha256,
+        role: String::new(),
+    })
 }
 
 /// The object a Git LFS pointer file names (`oid sha256:..., size N`), when the bytes are one:
@@ -435,7 +441,7 @@ pub fn names(sources: &[Source]) -> String {
 
 /// Whether `needle` occurs in `hay` (the formats are told apart by a key only they write).
 pub fn holds(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    memchr::memmem::find(hay, needle.as_bytes()).is_some()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -466,6 +472,63 @@ pub fn detect(sources: &[Source]) -> Option<Format> {
         return Some(Format::Vllm);
     }
     None
+}
+
+/// The format whose tool writes a file of this name, for a file whose content says nothing (empty,
+/// cut short, not text): lm-eval's `results*.json` and `samples_*.jsonl`, LoadGen's
+/// `mlperf_log_*.txt`, AIPerf's `profile_export*`, GuideLLM's `benchmarks*`, llama-bench's
+/// `llama-bench*`, llama-server's `*.sse`. vLLM names its results as the user likes: by content only.
+pub fn named(name: &str) -> Option<Format> {
+    let n = name.to_ascii_lowercase();
+    let ext = |exts: &[&str]| exts.iter().any(|e| n.ends_with(e));
+    let rules: [(bool, Format); 7] = [
+        (n.starts_with("results") && ext(&[".json"]), Format::LmEval),
+        (
+            n.starts_with("samples_") && ext(&[".jsonl"]),
+            Format::LmEval,
+        ),
+        (
+            n.starts_with("mlperf_log_") && ext(&[".txt"]),
+            Format::Loadgen,
+        ),
+        (
+            n.starts_with("profile_export") && ext(&[".json", ".jsonl", ".csv"]),
+            Format::Aiperf,
+        ),
+        (
+            n.starts_with("benchmarks") && ext(&[".json", ".yaml", ".yml"]),
+            Format::Guidellm,
+        ),
+        (
+            n.starts_with("llama-bench") && ext(&[".json", ".jsonl"]),
+            Format::LlamaBench,
+        ),
+        (ext(&[".sse"]), Format::LlamaServer),
+    ];
+    rules.iter().find(|(hit, _)| *hit).map(|(_, f)| *f)
+}
+
+/// The format a file of this name goes with, when its content alone says no tool's (it is read with
+/// the tool's logs of the same folder, and is no run by itself): MLPerf's compliance verdicts
+/// `verify_accuracy.txt` and `verify_performance.txt`, read with LoadGen's logs.
+pub fn companion(name: &str) -> Option<Format> {
+    let n = name.to_ascii_lowercase();
+    matches!(n.as_str(), "verify_accuracy.txt" | "verify_performance.txt")
+        .then_some(Format::Loadgen)
+}
+
+/// Whether a file of this name may be a tool's result, by its extension (what a tree's walk reads:
+/// `.json`, `.jsonl`, `.txt`, `.sse`, `.yaml`, `.yml`, `.csv`; notes such as `.md` are not read).
+pub fn may_be_result(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [".json", ".jsonl", ".txt", ".sse", ".yaml", ".yml", ".csv"]
+        .iter()
+        .any(|e| n.ends_with(e))
+}
+
+/// The format of one file: by its content ([`detect`]), else by its name ([`named`]).
+pub fn detect_one(src: &Source) -> Option<Format> {
+    detect(std::slice::from_ref(src)).or_else(|| named(&src.name))
 }
 
 /// Runs the format's reader and checks over the sources (their roles are set).
@@ -521,9 +584,25 @@ pub fn verify_files(
 ) -> Result<Report, Fatal> {
     let (_, sources, imp) = load(format, files)?;
     let shown: Vec<String> = files.iter().map(|f| input::shown_path(f)).collect();
-    let id = shown.join(" ");
-    let mut r = report("verify", &id, &imp, fail_on);
-    // The files read, with the digests of what was read: the subjects of an attestation.
+    Ok(verified(&shown.join(" "), &sources, &imp, fail_on))
+}
+
+/// `verify` of one run's sources, already read, as `format`; the report's id is `id`.
+pub fn verify_read(
+    format: Format,
+    mut sources: Vec<Source>,
+    id: &str,
+    fail_on: Option<Severity>,
+) -> Result<Report, Fatal> {
+    let mut imp = import(format, &mut sources)?;
+    common_settings(&mut imp, format);
+    Ok(verified(id, &sources, &imp, fail_on))
+}
+
+/// The report of a verify of sources: the checks' findings, and the files read with their
+/// digests (the subjects of an attestation).
+fn verified(id: &str, sources: &[Source], imp: &Imported, fail_on: Option<Severity>) -> Report {
+    let mut r = report("verify", id, imp, fail_on);
     r.artifacts = sources
         .iter()
         .map(|s| rigaudit_audit::report::Artifact {
@@ -531,7 +610,7 @@ pub fn verify_files(
             sha256: s.sha256.clone(),
         })
         .collect();
-    Ok(r)
+    r
 }
 
 /// `rigaudit import`: writes the bundle; returns the import for the report.

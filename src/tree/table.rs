@@ -1,0 +1,294 @@
+//! The tree's one table (text, JSON or Markdown on stdout) and its reports: `--output
+//! [FORMAT:]DIR` (and `--report DIR`, JSON) name folders, each given one report per run, its file
+//! name the run's path with `/` as `__`, written atomically.
+
+use super::{verify_all, walk, Row, Tree, LIMITS};
+use crate::fatal::{fatal, Fatal};
+use crate::input;
+use crate::output::{self, Format};
+use rigaudit_audit::{Report, Severity};
+use serde_json::json;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// How a tree's results are shown, as plain values the caller takes from its options.
+pub struct Options {
+    /// The table's format on stdout (`--format`: text, json or markdown).
+    pub format: Format,
+    /// The severity that fails a run (`--fail-on`).
+    pub fail_on: Option<Severity>,
+    /// `--report DIR`: a folder for each run's JSON report.
+    pub report: Option<PathBuf>,
+    /// `--output [FORMAT:]DIR`: folders for each run's report in a format.
+    pub outputs: Vec<String>,
+}
+
+/// `verify DIR` on a tree: every run verified, the table printed, each run's report written to
+/// every output folder; the exit code is the worst run's (0 pass, 1 fail, 2 not checked).
+/// `finish` makes a run's report as it leaves the tool (the policy applied).
+pub fn verify(
+    tree: &Tree,
+    opts: &Options,
+    finish: &(dyn Fn(Report) -> Report + Sync),
+) -> Result<ExitCode, Fatal> {
+    let shown = opts.format;
+    if !matches!(shown, Format::Text | Format::Json | Format::Markdown) {
+        return Err(fatal(format!(
+            "{}: a folder of many runs prints its table as text, json or markdown; write each run's report in another format with --output FORMAT:DIR",
+            input::shown_path(&tree.root)
+        )));
+    }
+    let dirs = output_dirs(opts)?;
+    let walked = walk(&tree.root, LIMITS)?;
+    for l in &walked.links {
+        eprintln!(
+            "rigaudit: {}: a symbolic link, not followed",
+            input::shown_path(l)
+        );
+    }
+    if walked.others > 0 {
+        eprintln!(
+            "rigaudit: {} entries neither a file nor a folder (FIFOs, sockets, devices), not read",
+            walked.others
+        );
+    }
+    let rows = verify_all(tree, &walked.places, opts.fail_on, finish);
+    if rows.is_empty() {
+        return Err(fatal(format!(
+            "{}: no run found in the folder: no bundle, and no result file of a format rigaudit imports ({})",
+            input::shown_path(&tree.root),
+            crate::import::Format::all_names()
+        )));
+    }
+    write_reports(&tree.root, &rows, &dirs)?;
+    let root = input::shown_path(&tree.root);
+    print!("{}", render(&root, &rows, shown));
+    let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
+    Ok(ExitCode::from(worst as u8))
+}
+
+/// The folders `--output` and `--report` name, made when missing; a name that asks for one file
+/// (by its extension) is refused, since a tree has a report per run.
+fn output_dirs(opts: &Options) -> Result<Vec<(Format, PathBuf)>, Fatal> {
+    let mut out: Vec<(Format, PathBuf)> = opts
+        .report
+        .iter()
+        .map(|p| (Format::Json, p.clone()))
+        .collect();
+    for spec in &opts.outputs {
+        out.push(match spec.split_once(':') {
+            Some((f, dir)) if <Format as clap::ValueEnum>::from_str(f, true).is_ok() => {
+                let f = <Format as clap::ValueEnum>::from_str(f, true).unwrap_or(Format::Json);
+                (f, PathBuf::from(dir))
+            }
+            _ => (Format::Json, PathBuf::from(spec)),
+        });
+    }
+    for (_, dir) in &out {
+        if !dir.is_dir() && Format::of_path(dir).is_some() {
+            return Err(fatal(format!(
+                "{}: a folder of many runs writes one report per run: name a folder (FORMAT:DIR), not a file",
+                input::shown_path(dir)
+            )));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            fatal(format!(
+                "{}: cannot make the folder: {e}",
+                input::shown_path(dir)
+            ))
+        })?;
+    }
+    Ok(out)
+}
+
+/// Writes each run's report into each folder, atomically; SARIF and annotations name the run's
+/// files from the repository that holds the tree (or from the run's folder).
+fn write_reports(root: &Path, rows: &[Row], dirs: &[(Format, PathBuf)]) -> Result<(), Fatal> {
+    for (format, dir) in dirs {
+        let mut taken = HashSet::new();
+        for row in rows {
+            let name = file_name(&row.run, extension(*format), &mut taken);
+            let run = root.join(&row.run);
+            let base = if run.is_dir() {
+                Some(run.as_path())
+            } else {
+                run.parent()
+            };
+            let places = output::Places::new(base, None);
+            let text = match &row.report {
+                Ok(r) => output::render(r, *format, false, &places),
+                Err(why) => refused_text(row, why, *format),
+            };
+            output::write_atomic(&dir.join(name), text.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// What a run that could not be checked leaves in its report file: JSON for the machine formats,
+/// a line of text otherwise.
+fn refused_text(row: &Row, why: &str, format: Format) -> String {
+    match format {
+        Format::Json | Format::Sarif | Format::Intoto => {
+            let v =
+                json!({"run": row.run, "tool": row.tool, "verdict": "incomplete", "error": why});
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
+        _ => format!("{}: not checked: {}\n", row.run, input::escaped(why)),
+    }
+}
+
+fn extension(f: Format) -> &'static str {
+    match f {
+        Format::Text => "txt",
+        Format::Json => "json",
+        Format::Sarif => "sarif",
+        Format::Markdown => "md",
+        Format::Junit => "xml",
+        Format::Intoto => "intoto.json",
+        Format::Html => "html",
+        Format::Github => "github.txt",
+    }
+}
+
+/// A run's report file name: its path with `/` as `__`, other characters than letters, digits,
+/// `.`, `-` and `_` as `_`, cut to 180 bytes; a name already taken gets `-2`, `-3`, ...
+pub fn file_name(run: &str, ext: &str, taken: &mut HashSet<String>) -> String {
+    let mut base: String = run
+        .replace('/', "__")
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '-' | '_' => c,
+            _ => '_',
+        })
+        .collect();
+    if base.trim_matches('.').is_empty() {
+        base = "run".into();
+    }
+    if base.starts_with('.') {
+        base.insert(0, '_');
+    }
+    base.truncate(180);
+    let mut name = format!("{base}.{ext}");
+    let mut n = 1;
+    while !taken.insert(name.clone()) {
+        n += 1;
+        name = format!("{base}-{n}.{ext}");
+    }
+    name
+}
+
+/// One row's verdict and counts (errors, warnings, infos).
+fn cells(row: &Row) -> (&'static str, usize, usize, usize) {
+    match &row.report {
+        Ok(r) => {
+            let v = match r.exit_code() {
+                0 => "pass",
+                1 => "fail",
+                _ => "incomplete",
+            };
+            (v, r.counts.error, r.counts.warning, r.counts.info)
+        }
+        Err(_) => ("incomplete", 0, 0, 0),
+    }
+}
+
+/// The table in the format asked for.
+pub fn render(root: &str, rows: &[Row], f: Format) -> String {
+    match f {
+        Format::Json => json_table(root, rows),
+        Format::Markdown => markdown_table(rows),
+        _ => text_table(rows),
+    }
+}
+
+fn json_table(root: &str, rows: &[Row]) -> String {
+    let runs: Vec<_> = rows
+        .iter()
+        .map(|row| {
+            let (verdict, e, w, i) = cells(row);
+            let mut v = json!({"run": row.run, "tool": row.tool, "verdict": verdict, "errors": e, "warnings": w, "infos": i});
+            if let Err(why) = &row.report {
+                v["error"] = json!(why);
+            }
+            v
+        })
+        .collect();
+    let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
+    let verdict = ["pass", "fail", "incomplete"][worst.clamp(0, 2) as usize];
+    let v = json!({"format": "rigaudit/tree/1", "command": "verify", "root": root, "verdict": verdict, "exit_code": worst, "counts": tally(rows), "runs": runs});
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+/// The runs counted by verdict.
+fn tally(rows: &[Row]) -> serde_json::Value {
+    let n = |v: &str| rows.iter().filter(|r| cells(r).0 == v).count();
+    json!({"runs": rows.len(), "pass": n("pass"), "fail": n("fail"), "incomplete": n("incomplete")})
+}
+
+fn text_table(rows: &[Row]) -> String {
+    let w = rows
+        .iter()
+        .map(|r| r.run.chars().count())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let mut s = format!(
+        "{:<w$}  {:<12}  {:<10}  {:>6}  {:>8}\n",
+        "RUN", "TOOL", "VERDICT", "ERRORS", "WARNINGS"
+    );
+    for row in rows {
+        let (v, e, wa, _) = cells(row);
+        s += &format!(
+            "{:<w$}  {:<12}  {:<10}  {:>6}  {:>8}\n",
+            row.run, row.tool, v, e, wa
+        );
+    }
+    s += &refusals(rows, "");
+    let t = tally(rows);
+    s += &format!(
+        "{} runs: {} pass, {} fail, {} not checked\n",
+        t["runs"], t["pass"], t["fail"], t["incomplete"]
+    );
+    s
+}
+
+fn markdown_table(rows: &[Row]) -> String {
+    let mut s =
+        String::from("| run | tool | verdict | errors | warnings |\n|---|---|---|---:|---:|\n");
+    for row in rows {
+        let (v, e, w, _) = cells(row);
+        let run = row.run.replace('|', "\\|");
+        s += &format!("| `{run}` | {} | {v} | {e} | {w} |\n", row.tool);
+    }
+    s + &refusals(rows, "- ")
+}
+
+/// The runs that could not be checked, each with why (one line each, after the table).
+fn refusals(rows: &[Row], bullet: &str) -> String {
+    let mut s = String::new();
+    for row in rows {
+        if let Err(why) = &row.report {
+            let why = input::shown_n(why, input::MESSAGE_MAX);
+            s += &format!("{bullet}{}: not checked: {why}\n", row.run);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_names_are_the_runs_path_made_safe_and_unique() {
+        let mut taken = HashSet::new();
+        let n = |r: &str, t: &mut HashSet<String>| file_name(r, "json", t);
+        assert_eq!(n("vllm/a b/x.json", &mut taken), "vllm__a_b__x.json.json");
+        assert_eq!(n(".", &mut taken), "run.json");
+        assert_eq!(n("..", &mut taken), "run-2.json");
+        assert_eq!(n(".hidden", &mut taken), "_.hidden.json");
+        assert_eq!(n("vllm/a_b/x.json", &mut taken), "vllm__a_b__x.json-2.json");
+    }
+}

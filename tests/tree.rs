@@ -1,0 +1,524 @@
+//! `rigaudit verify DIR` on a folder of many runs: every run found and verified by itself, one
+//! table, one report per run with `--output DIR`, the exit code the worst run's; a file that
+//! cannot be read is a row that names it while the rest are verified; links are not followed.
+
+mod common;
+
+use common::{copy_dir, fixture, rigaudit, root};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn published() -> PathBuf {
+    root().join("fixtures/published")
+}
+
+/// The corpus's cases (folders with `expected.json`), as `tool/case`, with their tool.
+fn cases() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for tool in dirs(&published()) {
+        for case in dirs(&tool) {
+            let Ok(text) = std::fs::read_to_string(case.join("expected.json")) else {
+                continue;
+            };
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let rel = case
+                .strip_prefix(published())
+                .unwrap()
+                .display()
+                .to_string();
+            out.push((rel, v["tool"].as_str().unwrap().to_string()));
+        }
+    }
+    out
+}
+
+fn dirs(p: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The table's rows as (run, tool, verdict), and the whole table.
+fn table(args: &[&str]) -> (common::Run, Value, Vec<(String, String, String)>) {
+    let mut all = vec!["verify"];
+    all.extend(args);
+    all.extend(["--format", "json"]);
+    let run = rigaudit(&all);
+    let v = run.json();
+    let rows = v["runs"].as_array().unwrap().iter();
+    let rows = rows
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (s("run"), s("tool"), s("verdict"))
+        })
+        .collect();
+    (run, v, rows)
+}
+
+fn row<'a>(v: &'a Value, run: &str) -> &'a Value {
+    let all = v["runs"].as_array().unwrap();
+    all.iter()
+        .find(|r| r["run"] == run)
+        .unwrap_or_else(|| panic!("no run {run}: {v:#}"))
+}
+
+/// A row's verdict and counts: (verdict, errors, warnings, infos).
+fn cells(v: &Value) -> (String, i64, i64, i64) {
+    let n = |k: &str| v[k].as_i64().unwrap_or(-1);
+    let verdict = v["verdict"].as_str().unwrap_or_default().to_string();
+    (verdict, n("errors"), n("warnings"), n("infos"))
+}
+
+/// What `rigaudit verify ARGS --format json` says of one run alone, as a row's cells; a run
+/// refused (exit 2, no report) is `("refused", -1, -1, -1)`.
+fn alone(args: &[&str]) -> (String, i64, i64, i64) {
+    let mut all = vec!["verify"];
+    all.extend(args);
+    all.extend(["--format", "json"]);
+    let run = rigaudit(&all);
+    if run.code == 2 && run.stdout.trim().is_empty() {
+        return ("refused".into(), -1, -1, -1);
+    }
+    let v = run.json();
+    let c = &v["counts"];
+    let n = |k: &str| c[k].as_i64().unwrap_or(-1);
+    let verdict = v["verdict"].as_str().unwrap_or_default().to_string();
+    (verdict, n("error"), n("warning"), n("info"))
+}
+
+#[test]
+fn the_published_corpus_is_one_run_a_case_each_as_verified_alone() {
+    let out = tempfile::tempdir().unwrap();
+    let reports = out.path().join("reports");
+    let base = published().display().to_string();
+    let spec = format!("json:{}", reports.display());
+    let (run, v, rows) = table(&[&base, "--output", &spec]);
+    let got: Vec<(String, String)> = rows
+        .iter()
+        .map(|(r, t, _)| (r.clone(), t.clone()))
+        .collect();
+    assert_eq!(got, cases(), "{}", run.stderr);
+    assert!(got.len() >= 80, "{}", got.len());
+    // Each row says what `verify --from TOOL INPUTS...` says of the case alone (its inputs, as
+    // tests/published.rs gives them; the hand judgement beside them is no run's file).
+    for (case, tool) in cases() {
+        let dir = published().join(&case);
+        let expected = common::read_json(&dir.join("expected.json"));
+        let inputs: Vec<String> = expected["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| dir.join(i.as_str().unwrap()).display().to_string())
+            .collect();
+        let mut args = vec!["--from", tool.as_str()];
+        args.extend(inputs.iter().map(String::as_str));
+        let by_itself = alone(&args);
+        let in_tree = cells(row(&v, &case));
+        if by_itself.0 == "refused" {
+            // Refused alone (exit 2, no report): refused in the tree too, naming a file.
+            assert_eq!(in_tree.0, "incomplete", "{case}");
+            assert!(row(&v, &case)["error"].as_str().is_some(), "{case}");
+        } else {
+            assert_eq!(in_tree, by_itself, "{case}");
+        }
+    }
+    let worst = rows
+        .iter()
+        .map(|(_, _, verdict)| match verdict.as_str() {
+            "pass" => 0,
+            "fail" => 1,
+            _ => 2,
+        })
+        .max()
+        .unwrap();
+    assert_eq!(
+        (run.code, v["exit_code"].as_i64()),
+        (worst, Some(worst as i64))
+    );
+    // One report per run, named by its path.
+    let written = std::fs::read_dir(&reports).unwrap().count();
+    assert_eq!(written, rows.len());
+    let one = reports.join("vllm__ascend-20250218-llama3-8b-qps1.json");
+    let report: Value = serde_json::from_slice(&std::fs::read(one).unwrap()).unwrap();
+    assert_eq!(
+        (report["command"].as_str(), report["verdict"].as_str()),
+        (Some("verify"), Some("pass"))
+    );
+}
+
+/// A tree of the seed bundles (two folders, one packed) and published cases, nested.
+fn seed_tree(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let packed = dir.join("packed/mia.tar.gz");
+    std::fs::create_dir_all(packed.parent().unwrap()).unwrap();
+    let f = std::fs::File::create(&packed).unwrap();
+    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    tar.append_dir_all("mia-recipe-1104-2x", fixture("mia-recipe-1104-2x"))
+        .unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    let mut runs = vec![("packed/mia.tar.gz", packed)];
+    let copies = [
+        ("pages/mia", fixture("mia-recipe-1104-2x")),
+        ("pages/deep/tensorfold", fixture("tensorfold-127-stock-2x")),
+        ("runs/smollm2", root().join("fixtures/runs/smollm2-cpu")),
+        (
+            "imports/lm-eval",
+            root().join("fixtures/imports/lm-eval/clean"),
+        ),
+    ];
+    for (name, from) in copies {
+        copy_dir(&from, &dir.join(name));
+        runs.push((name, dir.join(name)));
+    }
+    runs
+}
+
+#[test]
+fn a_tree_of_seed_bundles_gives_each_the_verdict_it_has_alone_and_the_worst_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = seed_tree(tmp.path());
+    let root = tmp.path().display().to_string();
+    let (run, v, rows) = table(&[&root]);
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    let mut want: Vec<&str> = runs.iter().map(|r| r.0).collect();
+    want.sort();
+    assert_eq!(names, want, "{}", run.stderr);
+    let mut worst = 0;
+    for (name, path) in &runs {
+        let by_itself = alone(&[&path.display().to_string()]);
+        assert_eq!(cells(row(&v, name)), by_itself, "{name}");
+        worst = worst.max(
+            ["pass", "fail", "incomplete"]
+                .iter()
+                .position(|x| *x == by_itself.0)
+                .unwrap(),
+        );
+    }
+    assert_eq!(row(&v, "packed/mia.tar.gz")["tool"], "bundle");
+    assert_eq!(row(&v, "imports/lm-eval")["tool"], "lm-eval");
+    // tensorfold's page is wrong: the tree fails, as its worst run does.
+    assert_eq!(row(&v, "pages/deep/tensorfold")["verdict"], "fail");
+    assert_eq!((run.code, worst), (1, 1));
+    // --fail-on moves each run's verdict and the tree's exit code with it.
+    let (never, v, _) = table(&[&root, "--fail-on", "never"]);
+    assert_eq!((never.code, v["verdict"].as_str()), (0, Some("pass")));
+    let (strict, v, _) = table(&[&root, "--fail-on", "warning"]);
+    assert_eq!(strict.code, 1);
+    assert_eq!(
+        row(&v, "pages/mia")["verdict"],
+        "fail",
+        "mia has warnings: {v:#}"
+    );
+    // --from keeps the runs of one tool.
+    let (_, _, rows) = table(&[&root, "--from", "lm-eval"]);
+    let only: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(only, ["imports/lm-eval"]);
+}
+
+#[test]
+fn the_json_table_has_its_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    seed_tree(tmp.path());
+    let (_, v, rows) = table(&[&tmp.path().display().to_string()]);
+    let keys = |o: &Value| -> Vec<String> {
+        let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&v),
+        [
+            "command",
+            "counts",
+            "exit_code",
+            "format",
+            "root",
+            "runs",
+            "verdict"
+        ]
+    );
+    assert_eq!(
+        (v["format"].as_str(), v["command"].as_str()),
+        (Some("rigaudit/tree/1"), Some("verify"))
+    );
+    assert_eq!(keys(&v["counts"]), ["fail", "incomplete", "pass", "runs"]);
+    let c = &v["counts"];
+    let sum = ["pass", "fail", "incomplete"]
+        .map(|k| c[k].as_u64().unwrap())
+        .iter()
+        .sum::<u64>();
+    assert_eq!(
+        (c["runs"].as_u64(), sum),
+        (Some(rows.len() as u64), rows.len() as u64)
+    );
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(
+            keys(r),
+            ["errors", "infos", "run", "tool", "verdict", "warnings"],
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn depth_past_the_bound_is_refused_naming_the_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = published().join("vllm/ascend-20250218-llama3-8b-qps1");
+    let mut deep = tmp.path().to_path_buf();
+    for i in 0..17 {
+        deep = deep.join(format!("d{i}"));
+    }
+    copy_dir(&case, &deep);
+    let run = rigaudit(&["verify", &tmp.path().display().to_string()]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("deeper than 16 folders") && run.stderr.contains("d16"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_text_table_lists_each_run_and_a_count() {
+    let base = published().join("vllm").display().to_string();
+    let run = rigaudit(&["verify", &base]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.starts_with("RUN "), "{}", run.stdout);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("ascend-20250304-llama3-8b-qps1-run2 "));
+    let cells: Vec<&str> = line.unwrap_or_default().split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "ascend-20250304-llama3-8b-qps1-run2",
+            "vllm",
+            "pass",
+            "0",
+            "0"
+        ]
+    );
+    assert!(
+        run.stdout
+            .contains("14 runs: 14 pass, 0 fail, 0 not checked"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// A tree of two good runs, a bundle, and files of known tools that cannot be read.
+fn hostile_tree(dir: &Path) {
+    let case = |t: &str, c: &str| published().join(t).join(c);
+    copy_dir(
+        &case("vllm", "ascend-20250218-llama3-8b-qps1"),
+        &dir.join("good/vllm"),
+    );
+    copy_dir(
+        &case("loadgen", "v4.1-nvidia-b200x1-llama2-70b-99.9-server"),
+        &dir.join("good/mlperf/run_1"),
+    );
+    copy_dir(&fixture("mia-recipe-1104-2x"), &dir.join("bundles/mia"));
+    let lm =
+        case("lm-eval", "arabic-copa-tinyllama-n9").join("results_2024-08-14T04-26-36.420014.json");
+    let bytes = std::fs::read(lm).unwrap();
+    let cut = dir.join("bad/cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    std::fs::write(
+        cut.join("results_2024-08-14T04-26-36.420014.json"),
+        &bytes[..bytes.len() / 2],
+    )
+    .unwrap();
+    let lfs = dir.join("bad/lfs");
+    std::fs::create_dir_all(&lfs).unwrap();
+    let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
+    std::fs::write(lfs.join("mlperf_log_detail.txt"), pointer).unwrap();
+    std::fs::write(lfs.join("benchmarks.json"), b"").unwrap();
+    std::fs::write(
+        lfs.join("llama-bench.json"),
+        b"{\"samples_ns\": [\xff\xfe], \"n_prompt\": 1",
+    )
+    .unwrap();
+    std::fs::write(lfs.join("NOTES.md"), b"MLPerf Results Summary, a note").unwrap();
+}
+
+#[test]
+fn files_that_cannot_be_read_are_named_and_the_rest_still_verified() {
+    let tmp = tempfile::tempdir().unwrap();
+    hostile_tree(tmp.path());
+    let root = tmp.path().display().to_string();
+    let (run, v, rows) = table(&[&root]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    let good = ["good/vllm", "good/mlperf/run_1"];
+    for g in good {
+        assert_eq!(row(&v, g)["verdict"], "pass", "{v:#}");
+    }
+    assert_eq!(row(&v, "bundles/mia")["tool"], "bundle");
+    assert_ne!(row(&v, "bundles/mia")["verdict"], "incomplete", "{v:#}");
+    let refused = [
+        (
+            "bad/cut",
+            "results_2024-08-14T04-26-36.420014.json",
+            "lm-eval",
+        ),
+        (
+            "bad/lfs/mlperf_log_detail.txt",
+            "Git LFS pointer",
+            "loadgen",
+        ),
+        ("bad/lfs/benchmarks.json", "empty", "guidellm"),
+        (
+            "bad/lfs/llama-bench.json",
+            "llama-bench.json",
+            "llama-bench",
+        ),
+    ];
+    for (name, says, tool) in refused {
+        let r = row(&v, name);
+        let error = r["error"].as_str().unwrap_or_default();
+        assert_eq!(
+            (r["verdict"].as_str(), r["tool"].as_str()),
+            (Some("incomplete"), Some(tool)),
+            "{r:#}"
+        );
+        assert!(error.contains(says), "{name}: {error}");
+    }
+    // The note is not a run, whatever its text says.
+    assert_eq!(rows.len(), 7, "{rows:?}");
+}
+
+#[test]
+fn links_in_or_out_of_the_tree_are_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let case = published().join("vllm/ascend-20250218-llama3-8b-qps4");
+    copy_dir(&case, &tmp.path().join("in/run"));
+    copy_dir(&case, &outside.path().join("secret"));
+    std::os::unix::fs::symlink(outside.path(), tmp.path().join("in/out")).unwrap();
+    std::os::unix::fs::symlink(tmp.path(), tmp.path().join("in/loop")).unwrap();
+    let file = outside.path().join("secret/serving_llama8B_tp1_qps_4.json");
+    std::os::unix::fs::symlink(file, tmp.path().join("in/run/linked.json")).unwrap();
+    let root = tmp.path().display().to_string();
+    let (run, _, rows) = table(&[&root]);
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["in/run"], "{}", run.stderr);
+    assert_eq!(run.code, 0);
+    for l in ["in/out", "in/loop", "in/run/linked.json"] {
+        assert!(
+            run.stderr
+                .contains(&format!("{l}: a symbolic link, not followed")),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_folder_of_result_files_is_a_run_a_file_and_one_runs_folder_stays_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    for c in [
+        "ascend-20250218-llama3-8b-qps1",
+        "ascend-20250218-llama3-8b-qps16",
+    ] {
+        let from = published().join("vllm").join(c);
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            if e.file_name() != "expected.json" {
+                std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let dir = tmp.path().display().to_string();
+    let (_, _, rows) = table(&[&dir]);
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "serving_llama8B_tp1_qps_1.json",
+            "serving_llama8B_tp1_qps_16.json"
+        ]
+    );
+    // One run's folder is verified as before: one report, not a table.
+    let one = root()
+        .join("fixtures/imports/lm-eval/clean")
+        .display()
+        .to_string();
+    let run = rigaudit(&["verify", &one, "--format", "json"]);
+    assert_eq!(run.json()["format"], "rigaudit/report/1", "{}", run.stdout);
+}
+
+#[test]
+fn a_tree_asks_for_output_folders_and_a_table_format() {
+    let base = published().join("vllm").display().to_string();
+    let run = rigaudit(&["verify", &base, "--format", "sarif"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("text, json or markdown"),
+        "{}",
+        run.stderr
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("report.json").display().to_string();
+    let run = rigaudit(&["verify", &base, "--output", &file]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("name a folder"), "{}", run.stderr);
+    let md = format!("markdown:{}", tmp.path().join("md").display());
+    let run = rigaudit(&["verify", &base, "--output", &md, "--format", "markdown"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with("| run | tool |"), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("md")).unwrap().count(),
+        14
+    );
+}
+
+#[test]
+fn one_runs_folder_with_a_sub_folder_stays_one_run_and_a_tree_is_no_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    copy_dir(&root().join("fixtures/imports/lm-eval/clean"), &run);
+    std::fs::create_dir_all(run.join("logs")).unwrap();
+    std::fs::write(run.join("logs/eval.log"), "a log").unwrap();
+    let one = run.display().to_string();
+    let r = rigaudit(&["verify", &one, "--format", "json"]);
+    assert_eq!(r.json()["format"], "rigaudit/report/1", "{}", r.stdout);
+    copy_dir(
+        &root().join("fixtures/imports/lm-eval/clean"),
+        &tmp.path().join("other"),
+    );
+    let tree = tmp.path().display().to_string();
+    let out = tmp.path().join("imported").display().to_string();
+    for args in [
+        vec!["import", &tree, "--out", &out],
+        vec!["audit", &tree, "--no-replay"],
+    ] {
+        let r = rigaudit(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("a folder of many runs") && r.stderr.contains("`rigaudit verify`"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_tree_without_a_run_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+    std::fs::write(tmp.path().join("a/b/notes.md"), "MLPerf Results Summary").unwrap();
+    std::fs::write(tmp.path().join("a/data.json"), "{\"x\": 1}").unwrap();
+    let run = rigaudit(&["verify", &tmp.path().display().to_string()]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("no run found in the folder") && run.stderr.contains("vllm"),
+        "{}",
+        run.stderr
+    );
+}
