@@ -8,6 +8,7 @@ use crate::policy::Loaded;
 use crate::subject::Subject;
 use crate::{audit, diff, import, input, measure, output, rehash, replay, verify};
 use output::Format;
+use rigaudit_audit::decide::DecisionRule;
 use rigaudit_audit::{Report, Severity};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -89,15 +90,23 @@ pub fn import(
     gate.emit(import::report("import", &id, &imp, gate.fail_on()))
 }
 
-/// `diff`: two bundles, or two runs of another tool, with the policy's tolerances.
+/// The report with the decision rule its comparison rows were judged by, when it has rows.
+fn stating(mut r: Report, rule: &DecisionRule) -> Report {
+    if !r.comparisons.is_empty() {
+        r.decision_rule = rule.describe();
+    }
+    r
+}
+
+/// `diff`: two bundles, or two runs of another tool, with the policy's decision rule.
 pub fn diff(gate: &Gate, mut args: diff::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_diff(&mut args);
     }
-    gate.emit(diff::run(&args, gate.fail_on())?)
+    gate.emit(stating(diff::run(&args, gate.fail_on())?, &args.rule))
 }
 
-/// `replay`, with the policy's tolerances and boxes.
+/// `replay`, with the policy's decision rule and boxes.
 pub fn replay(gate: &Gate, bundle: &Path, mut args: replay::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_replay(&mut args);
@@ -108,7 +117,8 @@ pub fn replay(gate: &Gate, bundle: &Path, mut args: replay::Args) -> Result<Exit
         "rigaudit: replayed bundle written to {}",
         input::shown_path(&r.bundle)
     );
-    gate.emit(Report::new("replay", &r.id, gate.fail_on(), r.found))
+    let report = Report::new("replay", &r.id, gate.fail_on(), r.found);
+    gate.emit(stating(report, &args.rule))
 }
 
 /// `rehash`, with the policy's boxes.
@@ -119,7 +129,7 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
     gate.emit(rehash::run(&args, gate.fail_on())?)
 }
 
-/// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's tolerances and boxes.
+/// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's decision rule and boxes.
 pub fn audit(
     gate: &Gate,
     bundle: &Path,
@@ -135,13 +145,9 @@ pub fn audit(
     }
     let subject = Subject::open(&[bundle.to_path_buf()], None)?;
     let fail_on = gate.fail_on();
-    gate.emit(audit::run(
-        subject,
-        bundle,
-        artifacts,
-        replay.as_ref(),
-        fail_on,
-    )?)
+    let rule = replay.as_ref().map(|a| a.rule).unwrap_or_default();
+    let report = audit::run(subject, bundle, artifacts, replay.as_ref(), fail_on)?;
+    gate.emit(stating(report, &rule))
 }
 
 /// What `measure` says at its end: where the bundle is; exit 1 when a step got no answer, 2 when

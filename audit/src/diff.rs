@@ -143,7 +143,7 @@ pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Di
         };
         let compared = compare(a, b, &tol);
         machine_speed(a, b, &compared, s);
-        for row in compared.comparisons.into_iter().map(relabel) {
+        for row in compared.comparisons.into_iter().map(as_change) {
             figure_finding(&row, s);
             s.comparison(row);
         }
@@ -216,8 +216,16 @@ fn machine_speed(a: &Bundle, b: &Bundle, compared: &Findings, found: &mut StageO
         .data(f.data.clone());
 }
 
-/// A replay row's words for a diff: A and B in the place of recorded and replayed.
-fn relabel(mut r: Comparison) -> Comparison {
+/// A replay row in diff's words: its verdict about change between two runs (unchanged,
+/// changed), whether B is better for a changed row (by the figure's direction, see
+/// [`crate::verdict::higher_is_better`]), and A and B in the place of recorded and replayed.
+pub fn as_change(mut r: Comparison) -> Comparison {
+    r.verdict = r.verdict.as_change();
+    r.better = (r.verdict == ReplayVerdict::Changed)
+        .then_some(r.change_pct)
+        .flatten()
+        .filter(|c| *c != 0.0)
+        .map(|c| (c > 0.0) == crate::verdict::higher_is_better(&r.key));
     r.why = relabel_text(&r.why);
     r
 }
@@ -241,8 +249,8 @@ pub(crate) fn row_finding(r: &Comparison, found: &mut Findings) {
 
 fn figure_finding(r: &Comparison, found: &mut StageOut) {
     let check = match r.verdict {
-        ReplayVerdict::Reproduced => return,
-        ReplayVerdict::Drifted => &MOVED,
+        ReplayVerdict::Reproduced | ReplayVerdict::Unchanged => return,
+        ReplayVerdict::Drifted | ReplayVerdict::Changed => &MOVED,
         ReplayVerdict::Inconclusive => &INCONCLUSIVE,
         ReplayVerdict::NotComparable => &NOT_COMPARABLE,
     };

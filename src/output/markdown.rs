@@ -1,6 +1,8 @@
 //! The report as Markdown for a pull-request comment: the verdict, the setup differences (diff),
 //! the findings table, the figures table (recomputed values, or the comparison rows).
 
+use rigaudit_audit::decide::p_cell;
+use rigaudit_audit::verdict::better_word;
 use rigaudit_audit::{Report, Severity, Verdict};
 use std::fmt::Write;
 
@@ -90,32 +92,49 @@ fn setup_table(o: &mut String, r: &Report) {
 
 fn figures_table(o: &mut String, r: &Report) {
     if !r.comparisons.is_empty() {
-        let (a, b) = if r.command == "diff" {
+        let diff = r.command == "diff";
+        let (a, b) = if diff {
             ("A", "B")
         } else {
             ("recorded", "replayed")
         };
         let _ = writeln!(o, "\n### Figures\n");
         if let Some(s) = &r.replay_summary {
-            let _ = writeln!(o, "{}\n", s.line());
+            let _ = writeln!(o, "{}\n", s.line(diff));
         }
+        let (better_head, better_rule) = if diff {
+            (" better |", "---|")
+        } else {
+            ("", "")
+        };
         let _ = writeln!(
             o,
-            "| key | {a} | {b} | change % | p | verdict | why |\n|---|---|---|---|---|---|---|"
+            "| key | {a} | {b} | change % | p | verdict |{better_head} why |\n|---|---|---|---|---|---|{better_rule}---|"
         );
         for c in &r.comparisons {
+            let better = if diff {
+                format!(" {} |", better_word(c.better))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} | {} | {}{} | {} |",
+                "| `{}` | {} | {} | {} | {} | {}{} |{better} {} |",
                 c.key,
                 num(c.recorded),
                 num(c.replayed),
                 c.change_pct.map_or("–".into(), |x| format!("{x:+.1}")),
-                c.p_value.map_or("–".into(), |p| format!("{p:.3}")),
+                c.p_value.map_or("–".into(), p_cell),
                 c.verdict.name(),
                 if c.informational { " (info)" } else { "" },
                 cell(&c.why)
             );
+        }
+        if let Some((head, lines)) = r.decision_rule.split_first() {
+            let _ = writeln!(o, "\n{}\n", cell(head));
+            for line in lines {
+                let _ = writeln!(o, "- {}", cell(line));
+            }
         }
     } else if !r.recomputed.is_empty() {
         let _ = writeln!(
