@@ -93,7 +93,7 @@ pub fn import(
 /// The report with the decision rule its comparison rows were judged by, when it has rows.
 fn stating(mut r: Report, rule: &DecisionRule) -> Report {
     if !r.comparisons.is_empty() {
-        r.decision_rule = rule.describe();
+        r.decision_rule = rule.describe(r.command == "diff");
     }
     r
 }

@@ -63,19 +63,27 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
         text.find("A beside B").unwrap(),
     );
     assert!(setup < figures, "{text}");
-    // Quality: compared with the two-proportion test where both answered; not comparable where
-    // one side's requests were all refused.
+    // Quality: both answers files name the same questions, so compared paired (exact McNemar)
+    // where both answered; not comparable where one side's requests were all refused.
     for t in ["mmlu-pro", "gpqa-diamond", "ifeval"] {
         let q = row(&r, &format!("quality.{t}.pct"));
-        assert_eq!(q["test"], "two-proportion-z", "{q}");
+        assert_eq!(q["test"], "mcnemar-paired", "{q}");
+        assert!(q["why"].as_str().unwrap().contains("paired over"), "{q}");
     }
     for t in ["livecodebench", "gpqa-think"] {
         let q = row(&r, &format!("quality.{t}.pct"));
         assert_eq!(q["verdict"], "not-comparable");
         assert!(q["why"].as_str().unwrap().contains("refused on A"), "{q}");
     }
-    // A figure that moved beyond noise: prefill at 2,048 tokens (3 runs a side).
-    assert_eq!(row(&r, "prefill.2048")["verdict"], "drifted");
+    // A figure that changed: prefill at 2,048 tokens (3 runs a side), in diff's words, and the
+    // rule the rows were judged by.
+    let p = row(&r, "prefill.2048");
+    assert_eq!(p["verdict"], "changed", "{p}");
+    assert!(p["better"].is_boolean(), "{p}");
+    assert!(r["decision_rule"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("decision rule: unchanged when"));
     assert!(r["findings"]
         .as_array()
         .unwrap()
@@ -90,9 +98,16 @@ fn a_bundle_against_itself_has_no_difference_and_passes() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(r["setup_changes"].as_array().is_none_or(|a| a.is_empty()));
     for row in r["comparisons"].as_array().unwrap() {
+        assert_ne!(row["verdict"], "changed", "{row}");
         assert_ne!(row["verdict"], "drifted", "{row}");
     }
-    assert_eq!(row(&r, "quality.arith.pct")["verdict"], "reproduced");
+    // The same 24 answers on both sides, paired: no question differs, yet 24 questions cannot
+    // bound the difference within ±3 points (its 90 % interval is about ±9), so the row is
+    // inconclusive, never unchanged; the speed rows with 5 runs a side are unchanged.
+    let q = row(&r, "quality.arith.pct");
+    assert_eq!(q["verdict"], "inconclusive", "{q}");
+    assert_eq!(q["test"], "mcnemar-paired", "{q}");
+    assert_eq!(row(&r, "decode")["verdict"], "unchanged");
 }
 
 #[test]

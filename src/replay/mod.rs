@@ -479,11 +479,13 @@ struct Sides<'a> {
     replayed: &'a rigaudit_audit::Bundle,
 }
 
-/// Stage 4: compares the two bundles; a speed value that drifted, was too noisy to judge, or
-/// drifted as far as the machine's own change of speed explains, is measured once more in a fresh
-/// session: drift stands only when that session moves the same way beyond the floor, a noisy value
-/// is judged again over both sessions' runs, and a value the machine explained takes the fresh
-/// session's verdict when that one is judged (see audit's `confirm`).
+/// Stage 4: compares the two bundles; a speed value that drifted, whose interval reached across
+/// its band, or that drifted as far as the machine's own change of speed explains, is measured
+/// once more in a fresh session ("looks twice"): drift stands only when that session moves the
+/// same way and the two sessions' runs pooled, judged with the spread measured between the
+/// sessions, still drift; a value across the band is judged again over both sessions' runs; a
+/// value the machine explained takes the fresh session's verdict when that one is judged (see
+/// audit's `confirm`).
 fn compare_confirmed(
     session: &Session,
     sides: &Sides,
@@ -502,7 +504,7 @@ fn compare_confirmed(
         return compared;
     }
     eprintln!(
-        "rigaudit: {} speed value(s) drifted, too noisy to judge, or moved with the machine's speed ({}); measuring a second session",
+        "rigaudit: {} speed value(s) drifted, undecided (interval across the band), or moved with the machine's speed ({}); measuring a second session",
         again.len(),
         again.join(", ")
     );

@@ -13,10 +13,13 @@ use crate::decide::{RunsNeeded, Tolerances};
 pub(super) enum Pending {
     /// One value per run on each side (recorded, replayed).
     Speed(Vec<f64>, Vec<f64>),
-    /// Right of answered questions on each side, and the tallies' words for the reason.
+    /// Right of answered questions on each side, the questions paired by id when both sides'
+    /// answers name them (with the answered questions only one side has), and the tallies' words
+    /// for the reason.
     Quality {
         a: (u64, u64),
         b: (u64, u64),
+        paired: Option<(quality::Paired, usize)>,
         detail: String,
     },
 }
@@ -45,10 +48,23 @@ pub(super) fn decide_rows(rows: &mut [Row], opts: &Tolerance, machine: Option<&M
     for (i, j) in at.into_iter().zip(judged) {
         let r = &mut rows[i];
         let detail = match &r.pending {
-            Some(Pending::Quality { detail, .. }) => Some(detail.as_str()),
+            Some(Pending::Quality { detail, paired, .. }) => Some(match paired {
+                Some((t, unmatched)) => format!(
+                    "{detail}; paired over {} questions: {} right on the recorded side only, {} on the replayed side only{}",
+                    t.n(),
+                    t.only_a,
+                    t.only_b,
+                    if *unmatched > 0 {
+                        format!(", {unmatched} answered on one side only left out")
+                    } else {
+                        String::new()
+                    }
+                ),
+                None => detail.clone(),
+            }),
             _ => None,
         };
-        apply(&mut r.row, &j, detail);
+        apply(&mut r.row, &j, detail.as_deref());
         if j.evidence.kind != FigureKind::Quality {
             let band_pct = 100.0 * j.evidence.band.exp_m1();
             r.row = explained(r.row.clone(), band_pct, machine);
@@ -70,8 +86,9 @@ fn prior_of(rows: &[Row]) -> Moderated {
     Moderated::fit(&vars, &dfs)
 }
 
-/// The evidence of one row: a log ratio for speed (its kind by its key), Newcombe's interval for
-/// quality (unpaired).
+/// The evidence of one row: a log ratio for speed (its kind by its key); for quality, exact
+/// McNemar with Newcombe's paired interval over the questions both sides answered, else
+/// Newcombe's interval of two independent tallies.
 fn evidence(key: &str, p: &Pending, t: &Tolerances, prior: &Moderated) -> Evidence {
     match p {
         Pending::Speed(a, b) => {
@@ -79,6 +96,10 @@ fn evidence(key: &str, p: &Pending, t: &Tolerances, prior: &Moderated) -> Eviden
             let (a, b) = (Runs::one_session(a), Runs::one_session(b));
             ratio::log_ratio(kind, a, b, &t.of(kind), prior)
         }
+        Pending::Quality {
+            paired: Some((pairs, _)),
+            ..
+        } => quality::paired_evidence(pairs, &t.quality),
         Pending::Quality { a, b, .. } => quality::unpaired_evidence(a.0, a.1, b.0, b.1, &t.quality),
     }
 }

@@ -33,16 +33,19 @@
 //!   comparable.
 //! - **Speed**: with fewer than [`Tolerance::min_runs`] samples on a side, or only a headline
 //!   figure, the row is *inconclusive* (the reason names the side and the size of the move).
-//!   Otherwise Welch's t-test (Welch–Satterthwaite degrees of freedom, two-sided p from Student's
-//!   t) decides: *drifted* when p < [`Tolerance::alpha`] **and** |change| > [`Tolerance::rel_floor`],
-//!   else *reproduced*. The floor is the larger of [`Tolerance::rel_floor`] and
-//!   [`Tolerance::noise_factor`] times the larger side's run-to-run CV. With no spread on either side the test is not run: equal means are
-//!   reproduced, different ones are decided by the floor alone.
+//!   Otherwise the decision rule of [`crate::decide`] ([`Tolerance::rule`], the policy's
+//!   `[decide]`) judges the log ratio of the two sides' geometric means, each side's variance
+//!   moderated toward a prior fitted to every speed row of the report, plus the declared session
+//!   spread: *reproduced* only when the 90 % interval lies inside the figure kind's band
+//!   (equivalence), *drifted* when significant after multiplicity control over the report's rows
+//!   (Holm by default) and beyond the band, else *inconclusive* with the runs a side that would
+//!   settle it ([`Inconclusive::WideInterval`]).
 //! - **Machine speed**: a drift on the same hardware that the machine's speed reference explains
 //!   (the machine ran slower or faster as a whole; see [`machine`]) is *inconclusive*, never
 //!   reproduced.
-//! - **Quality**: the pooled two-proportion z-test over answered questions; *drifted* when
-//!   p < alpha, else *reproduced* (no floor; the why gives the move in points).
+//! - **Quality**: the same rule in points, over answered questions: Newcombe's interval of the
+//!   difference of two independent proportions (the answers' tallies hold no per-question ids to
+//!   pair them), the pooled z-test for p.
 //! - **Hardware**: when the two cards' hardware differs (accelerator, box count, box models,
 //!   description), or [`Tolerance::same_hardware`] says so, speed rows are `informational` and a
 //!   drifted speed row is reported at info severity.
@@ -94,7 +97,7 @@ const BY_FAILED_STEPS: Staged = Staged("replay.failed-steps");
 pub const DRIFTED: Check<Staged> = Check {
     id: "replay.drifted",
     severity: Severity::Error,
-    doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
+    doc: "A replayed figure differs from the recorded one: significant after multiplicity control over the report's rows (Holm by default) and its estimate beyond the figure's tolerance band.",
     run: BY_COMPARISON,
 };
 
@@ -102,7 +105,7 @@ pub const DRIFTED: Check<Staged> = Check {
 pub const INCONCLUSIVE: Check<Staged> = Check {
     id: "replay.inconclusive",
     severity: Severity::Info,
-    doc: "A replayed figure could not be judged: too few runs on a side, only a headline figure, runs too noisy, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
+    doc: "A replayed figure could be called neither reproduced nor drifted: its 90 % interval reaches across the tolerance band's edge (the row says how many runs a side would settle it), too few runs on a side, only a headline figure, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
     run: BY_COMPARISON,
 };
 

@@ -1,7 +1,8 @@
-//! Quality rows: answered questions on each side, left for the decision rule (unpaired: the
-//! tallies hold no per-question ids).
+//! Quality rows: answered questions on each side, left for the decision rule: paired question by
+//! question when both sides' answers files name the same questions, else as two tallies.
 
 use super::*;
+use crate::decide::quality::Paired;
 
 /// The answered questions of one side of a quality test.
 pub(super) struct QualitySide {
@@ -78,11 +79,22 @@ pub(super) fn quality_row(
         (Some(a), Some(b)) => Some(Pending::Quality {
             a: (a.right, a.answered),
             b: (b.right, b.answered),
+            paired: paired(rec, rep),
             detail: detail(a, b),
         }),
         _ => None,
     };
     (row, pending)
+}
+
+/// The two runs' answered questions tallied by answer pair, when both have answers files whose
+/// ids match ([`crate::records::quality::AnswerTally::paired_with`]), with the questions only
+/// one side answered.
+fn paired(rec: Option<&QualityTest>, rep: Option<&QualityTest>) -> Option<(Paired, usize)> {
+    let (a, b) = (rec?.answers.as_ref()?, rep?.answers.as_ref()?);
+    let (pairs, unmatched) = a.value.paired_with(&b.value)?;
+    let (xs, ys): (Vec<bool>, Vec<bool>) = pairs.into_iter().unzip();
+    Some((Paired::tally(&xs, &ys), unmatched))
 }
 
 /// Why a quality row is not comparable: a side not measured, without records, or with every
