@@ -2,8 +2,8 @@
 //! tool's settings first, each with both values and where each side records it, then every
 //! figure both sides give, judged by the one decision rule of [`crate::decide`] that replay and
 //! the diff of bundles use: a speed figure by the log ratio of its per-request values (a
-//! moderated interval, the prior fitted over every speed figure of the diff) and its p50, p90,
-//! p95 and p99 by their order-statistic intervals; a quality score paired (exact McNemar) when
+//! moderated interval, the prior fitted over every speed figure of the diff) and, for a time per
+//! request (a latency), its p50, p90, p95 and p99 by their order-statistic intervals; a quality score paired (exact McNemar) when
 //! both sides scored the same documents by id, else unpaired (Newcombe); "drifted" controlled
 //! over the diff's rows. A figure printed without its records is inconclusive (headline only).
 
@@ -191,8 +191,8 @@ enum Pending {
 /// The percentiles compared by their intervals wherever both sides give per-request values.
 const PERCENTILES: [(f64, &str); 4] = [(0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99")];
 
-/// The rows of a figure both sides give: the figure, and for per-request speed values its
-/// percentiles.
+/// The rows of a figure both sides give: the figure, and for per-request times (latencies, the
+/// distributions tools print percentiles of; not a rate's repetitions) its percentiles.
 fn pair_rows(key: &str, a: &Sample, b: &Sample) -> Vec<(Comparison, Option<Pending>)> {
     let mut r = base(key, (mean_of(a), mean_of(b)), (count(a), count(b)));
     match (a, b) {
@@ -204,7 +204,8 @@ fn pair_rows(key: &str, a: &Sample, b: &Sample) -> Vec<(Comparison, Option<Pendi
                 return vec![(r, None)];
             }
             let mut rows = vec![(r, Some(Pending::Speed(x.clone(), y.clone())))];
-            for (q, name) in PERCENTILES {
+            let times = !crate::verdict::higher_is_better(key);
+            for (q, name) in PERCENTILES.into_iter().filter(|_| times) {
                 let pa = crate::decide::percentile::percentile_interval(x, q, 0.9);
                 let pb = crate::decide::percentile::percentile_interval(y, q, 0.9);
                 let row = base(
@@ -409,7 +410,7 @@ mod tests {
 
     fn side(v: &[f64]) -> Vec<Series> {
         vec![Series {
-            key: "x".into(),
+            key: "x_ms".into(),
             sample: Sample::Values(v.to_vec()),
         }]
     }
@@ -444,7 +445,7 @@ mod tests {
             &SetupPolicy::default(),
         );
         assert_eq!(d.found.comparisons[0].verdict, ReplayVerdict::Changed);
-        assert_eq!(d.found.comparisons[0].better, Some(true), "a rate went up");
+        assert_eq!(d.found.comparisons[0].better, Some(false), "a time went up");
         assert_eq!(d.setup.len(), 1);
         assert!(d.found.findings.iter().any(|f| f.check == "diff.moved"));
         let same = compare(
@@ -466,7 +467,7 @@ mod tests {
             .found
             .comparisons
             .iter()
-            .find(|r| r.key == "x.p99")
+            .find(|r| r.key == "x_ms.p99")
             .unwrap();
         assert_eq!(p99.verdict, ReplayVerdict::Inconclusive, "{}", p99.why);
         assert!(
