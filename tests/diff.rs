@@ -63,6 +63,11 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
         text.find("A beside B").unwrap(),
     );
     assert!(setup < figures, "{text}");
+    // The text states the rule the rows were judged by, in the diff's words, with its bands.
+    let rule = text.find("decision rule: unchanged when").expect(&text);
+    assert!(figures < rule, "{text}");
+    assert!(text.contains("  quality: ±3.0 points"), "{text}");
+    assert!(text.contains("  ttft: ±25 %"), "{text}");
     // Quality: both answers files name the same questions, so compared paired (exact McNemar)
     // where both answered; not comparable where one side's requests were all refused.
     for t in ["mmlu-pro", "gpqa-diamond", "ifeval"] {
@@ -108,6 +113,13 @@ fn a_bundle_against_itself_has_no_difference_and_passes() {
     assert_eq!(q["verdict"], "inconclusive", "{q}");
     assert_eq!(q["test"], "mcnemar-paired", "{q}");
     assert_eq!(row(&r, "decode")["verdict"], "unchanged");
+    // Markdown: the diff's words in the summary and the table's better column, then the rule.
+    let s = p.to_str().unwrap();
+    let md = rigaudit(&["diff", s, s, "--format", "markdown"]).stdout;
+    assert!(md.contains(" unchanged, 0 changed, "), "{md}");
+    assert!(md.contains("| verdict | better | why |"), "{md}");
+    assert!(md.contains("decision rule: unchanged when"), "{md}");
+    assert!(md.contains("\n- quality: ±3.0 points"), "{md}");
 }
 
 #[test]

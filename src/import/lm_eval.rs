@@ -277,6 +277,14 @@ fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
     out
 }
 
+/// A JSON value as text: a string as it is, anything else as JSON.
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// The document records of a samples file, each with its filter.
 fn samples(src: &Source) -> Result<Vec<(String, Sample)>, Fatal> {
     super::json_lines(src, sample)
@@ -323,15 +331,11 @@ fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         });
-    let target = o.get("target").map(|t| match t {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    });
-    let doc_id = o.get("doc_id").and_then(|d| match d {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    });
+    let target = o.get("target").map(text);
+    let doc_id = o
+        .get("doc_id")
+        .filter(|d| d.is_string() || d.is_number())
+        .map(text);
     let filter = o
         .get("filter")
         .and_then(|f| f.as_str())

@@ -90,6 +90,16 @@ fn setup_table(o: &mut String, r: &Report) {
     }
 }
 
+/// The decision rule the figures were judged by: its first line, then a bullet per band.
+fn rule_list(o: &mut String, r: &Report) {
+    if let Some((head, lines)) = r.decision_rule.split_first() {
+        let _ = writeln!(o, "\n{}\n", cell(head));
+        for line in lines {
+            let _ = writeln!(o, "- {}", cell(line));
+        }
+    }
+}
+
 fn figures_table(o: &mut String, r: &Report) {
     if !r.comparisons.is_empty() {
         let diff = r.command == "diff";
@@ -130,12 +140,7 @@ fn figures_table(o: &mut String, r: &Report) {
                 cell(&c.why)
             );
         }
-        if let Some((head, lines)) = r.decision_rule.split_first() {
-            let _ = writeln!(o, "\n{}\n", cell(head));
-            for line in lines {
-                let _ = writeln!(o, "- {}", cell(line));
-            }
-        }
+        rule_list(o, r);
     } else if !r.recomputed.is_empty() {
         let _ = writeln!(
             o,
