@@ -590,9 +590,19 @@ mod tests {
     /// A quality test whose answers file has `total` records, the first `answered` answered (the
     /// rest refused with HTTP 400), the first `right` right.
     fn quality(test: &str, total: u64, answered: u64, right: u64) -> QualityTest {
+        quality_named(test, (total, answered, right), "q")
+    }
+
+    /// A quality test whose questions are named `<prefix><i>`: the first `answered` of `total`
+    /// answered, the first `right` of them right.
+    fn quality_named(
+        test: &str,
+        (total, answered, right): (u64, u64, u64),
+        prefix: &str,
+    ) -> QualityTest {
         let mut tally = AnswerTally::default();
         for i in 0..total {
-            let id = format!("q{i}");
+            let id = format!("{prefix}{i}");
             let ok = i < answered;
             tally.add(
                 AnswerView {
@@ -1150,22 +1160,38 @@ mod tests {
                 vec![quality("mmlu-pro", 100, 100, b)],
             )
         };
-        // 100 questions a side, unpaired: the interval of the difference is about ±11 points,
-        // so the ±3 points band can be neither shown nor ruled out.
+        // The same 100 questions, two answered right only on the recorded side: paired, the
+        // interval of the difference reaches past -3 points, so the ±3 points band can be
+        // neither shown nor ruled out.
         let c = run(60, 58);
         let r = row(&c, "quality.mmlu-pro.pct");
         assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
-        assert_eq!(r.test, "newcombe-unpaired");
+        assert_eq!(r.test, "mcnemar-paired");
         assert_eq!((r.recorded, r.replayed), (Some(60.0), Some(58.0)));
-        assert!(r.p_value.unwrap() > 0.5, "{r:?}");
+        assert!(r.p_value.unwrap() > 0.4, "{r:?}");
         assert!(r.why.starts_with("-2.0 points"), "{}", r.why);
         assert!(
             r.why.contains("60/100 recorded, 58/100 replayed"),
             "{}",
             r.why
         );
+        assert!(
+            r.why.contains("paired over 100 questions: 2 right on the recorded side only, 0 on the replayed side only"),
+            "{}",
+            r.why
+        );
         let [lo, hi] = r.interval90.unwrap();
-        assert!(lo < -3.0 && hi > 3.0, "{lo} {hi}");
+        assert!(lo < -3.0 && hi < 3.0, "{lo} {hi}");
+        // Questions named otherwise on each side: unpaired, a wider interval (about ±11 points).
+        let c = compare_quality(
+            vec![quality_named("mmlu-pro", (100, 100, 60), "q")],
+            vec![quality_named("mmlu-pro", (100, 100, 58), "other-")],
+        );
+        let u = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(u.test, "newcombe-unpaired");
+        assert_eq!(u.verdict, ReplayVerdict::Inconclusive, "{}", u.why);
+        let [ulo, uhi] = u.interval90.unwrap();
+        assert!(uhi - ulo > 2.0 * (hi - lo), "{ulo} {uhi} against {lo} {hi}");
         let c = run(80, 40);
         let r = row(&c, "quality.mmlu-pro.pct");
         assert_eq!(r.verdict, ReplayVerdict::Drifted);
@@ -1188,7 +1214,14 @@ mod tests {
         let r = row(&c, "quality.gpqa.pct");
         assert_eq!(r.recorded, Some(75.0));
         assert_eq!(r.n_recorded, 80);
-        assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+        // Paired over the 80 questions both sides answered; the 20 the recorded side did not
+        // answer are left out of the pairs.
+        assert_eq!(r.test, "mcnemar-paired");
+        assert!(
+            r.why.contains("20 answered on one side only left out"),
+            "{}",
+            r.why
+        );
         assert!(
             r.why
                 .contains("over answered questions only (80 of 100 recorded"),
