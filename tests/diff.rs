@@ -218,3 +218,33 @@ fn two_runs_on_a_machine_whose_speed_moved_say_so() {
         .iter()
         .any(|f| f["check"] == "diff.machine-speed"));
 }
+
+#[test]
+fn diff_reports_follow_the_report_schema_and_state_the_rule() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let vllm = root().join("fixtures/imports/vllm");
+    for (a, b) in [
+        (
+            fixture("tensorfold-127-stock-2x"),
+            fixture("mia-recipe-1104-2x"),
+        ),
+        (vllm.join("clean"), vllm.join("failures")),
+    ] {
+        let (run, r) = diff(&a, &b, &[]);
+        let errs: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{errs:?}\n{}", run.stdout);
+        // The rule, then one band per kind of figure.
+        let rule = r["decision_rule"].as_array().unwrap();
+        assert_eq!(rule.len(), 6, "{rule:?}");
+        assert!(rule[0].as_str().unwrap().contains("Holm"), "{rule:?}");
+    }
+    // Other tools' per-request times are compared by their percentiles too.
+    let (_, r) = diff(&vllm.join("clean"), &vllm.join("failures"), &[]);
+    let p99 = row(&r, "vllm.ttft_ms.p99");
+    assert_eq!(p99["test"], "order-statistic", "{p99}");
+    assert_eq!(p99["verdict"], "inconclusive", "{p99}");
+}
