@@ -357,7 +357,8 @@ fn percentile_row(
     let few = [(a.len(), "A"), (b.len(), "B")]
         .iter()
         .filter_map(|(n, side)| {
-            crate::decide::percentile::too_few_samples(q, *n).map(|w| format!("{side}: {w}"))
+            crate::decide::percentile::too_few_samples(q, *n)
+                .map(|w| format!("{side}: {}", w.replacen(" printed from", " of", 1)))
         })
         .collect::<Vec<_>>();
     let said = match interval {
@@ -470,11 +471,7 @@ mod tests {
             .find(|r| r.key == "x_ms.p99")
             .unwrap();
         assert_eq!(p99.verdict, ReplayVerdict::Inconclusive, "{}", p99.why);
-        assert!(
-            p99.why.contains("p99 printed from 5 samples"),
-            "{}",
-            p99.why
-        );
+        assert!(p99.why.contains("p99 of 5 samples"), "{}", p99.why);
     }
 
     fn answers(right: &[bool]) -> Vec<Series> {
