@@ -354,13 +354,7 @@ fn percentile_row(
     row.interval90 = interval
         .filter(|(_, lo, hi)| lo.is_finite() && hi.is_finite())
         .map(|(_, lo, hi)| [shown(lo), shown(hi)]);
-    let few = [(a.len(), "A"), (b.len(), "B")]
-        .iter()
-        .filter_map(|(n, side)| {
-            crate::decide::percentile::too_few_samples(q, *n)
-                .map(|w| format!("{side}: {}", w.replacen(" printed from", " of", 1)))
-        })
-        .collect::<Vec<_>>();
+    let few = too_few_notes(a.len(), b.len(), q);
     let said = match interval {
         Some((d, lo, hi)) => format!(
             "{:+.1} % (90 % interval {} to {}; {} and {} samples)",
@@ -377,7 +371,7 @@ fn percentile_row(
         Decision::Reproduced => (ReplayVerdict::Reproduced, format!("{said}: inside the {band_text} band")),
         Decision::Drifted => (
             ReplayVerdict::Drifted,
-            format!("{said}: beyond the {band_text} band; its interval at {:.1} % (Bonferroni over {family} rows) excludes no change", 100.0 * drift_confidence),
+            format!("{said}: beyond the {band_text} band, and its {:.1} % interval (Bonferroni over {family} rows) leaves out no change", 100.0 * drift_confidence),
         ),
         Decision::Inconclusive => (
             ReplayVerdict::Inconclusive,
@@ -394,6 +388,17 @@ fn percentile_row(
     if !few.is_empty() {
         row.why = format!("{}; {}", row.why, few.join("; "));
     }
+}
+
+/// What each side's sample count lacks for a q-percentile (`A: p99 of 12 samples: ...`).
+fn too_few_notes(na: usize, nb: usize, q: f64) -> Vec<String> {
+    [(na, "A"), (nb, "B")]
+        .iter()
+        .filter_map(|(n, side)| {
+            crate::decide::percentile::too_few_samples(q, *n)
+                .map(|w| format!("{side}: {}", w.replacen(" printed from", " of", 1)))
+        })
+        .collect()
 }
 
 /// An end of a percent interval as the report prints it (`open` when unbounded).
