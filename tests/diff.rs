@@ -248,3 +248,41 @@ fn diff_reports_follow_the_report_schema_and_state_the_rule() {
     assert_eq!(p99["test"], "order-statistic", "{p99}");
     assert_eq!(p99["verdict"], "inconclusive", "{p99}");
 }
+
+#[test]
+fn a_policy_sets_the_decision_rule_and_one_no_figure_could_meet_is_refused() {
+    let p = root().join("fixtures/runs/smollm2-cpu");
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("gate.toml");
+    std::fs::write(
+        &policy,
+        "[decide]\nsetting = \"dedicated\"\nmultiplicity = \"benjamini-hochberg\"\nquality = { band = 10.0 }\n",
+    )
+    .unwrap();
+    let (run, r) = diff(&p, &p, &["--policy", policy.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let rule: Vec<&str> = r["decision_rule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(rule[0].contains("Benjamini-Hochberg"), "{rule:?}");
+    assert!(rule[1].starts_with("decode: ±7 %"), "{rule:?}");
+    assert_eq!(rule[5], "quality: ±10.0 points");
+    // The same 24 answers, paired: their ±9 point interval lies inside a ±10 point band.
+    let q = row(&r, "quality.arith.pct");
+    assert_eq!(q["verdict"], "unchanged", "{q}");
+    assert_eq!(q["band"], 10.0);
+    // A ±5 % band on a shared VM (7 % a session) could never be met: refused, naming why.
+    std::fs::write(&policy, "[decide]\ndecode = { band = 0.05 }\n").unwrap();
+    let s = p.to_str().unwrap();
+    let run = rigaudit(&["diff", s, s, "--policy", policy.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("at /decide"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("decode: a ±5.0 % band"),
+        "{}",
+        run.stderr
+    );
+}
