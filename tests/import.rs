@@ -728,6 +728,24 @@ fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
     ] {
         assert!(keys.iter().any(|x| x == k), "{k} not recomputed");
     }
+    // Twelve requests: their p99 TTFT is the slowest one in disguise, a warning that names it;
+    // the p99 ITL, over every gap of every request, has samples enough.
+    let few = run.findings("import.percentile-few-samples");
+    assert!(
+        few.iter().any(|f| f["pointer"] == "/p99_ttft_ms"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("p99 printed from 12 samples")),
+        "{}",
+        run.stdout
+    );
+    assert!(few.iter().all(|f| f["severity"] == "warning"));
+    assert!(
+        !few.iter().any(|f| f["pointer"] == "/p99_itl_ms"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
