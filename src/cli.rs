@@ -1,7 +1,7 @@
 //! The command line: every command and option as clap types, their docs the help text. `main`
 //! parses them and hands them on; nothing here runs anything.
 
-use crate::output::Format;
+use crate::output::{ColorWhen, Format};
 use crate::{diff, import, measure, rehash, replay};
 use clap::{Parser, Subcommand, ValueEnum};
 use rigaudit_audit::Severity;
@@ -13,6 +13,22 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// No progress bars and no status lines on standard error; the report is still printed.
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Every row of every table in a text report (the recomputed figures that match, too).
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
+    /// When to colour text: auto (a terminal, unless NO_COLOR is set or CLICOLOR_FORCE forces
+    /// it), always or never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        global = true
+    )]
+    pub color: ColorWhen,
 }
 
 /// The finding severity that fails a run.
@@ -173,6 +189,17 @@ pub enum Command {
 }
 
 impl Command {
+    /// Passes the global `--quiet` to the commands that show progress bars.
+    pub fn set_quiet(&mut self, quiet: bool) {
+        match self {
+            Command::Rehash { args, .. } => args.quiet = quiet,
+            Command::Replay { args, .. } => args.quiet = quiet,
+            Command::Audit { replay, .. } => replay.quiet = quiet,
+            Command::Measure(args) => args.quiet = quiet,
+            _ => {}
+        }
+    }
+
     /// The report options of a command that builds a report.
     pub fn report_args(&self) -> Option<&ReportArgs> {
         match self {

@@ -69,12 +69,20 @@ fn main() -> ExitCode {
     })
 }
 
-/// Runs one command; the policy of a reporting command is read (and checked) here, once.
-fn run(cli: Cli) -> Result<ExitCode, Fatal> {
+/// Runs one command; the policy of a reporting command is read (and checked) here, once, and the
+/// global `--quiet` reaches the commands that show progress.
+fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
     let policy = match cli.command.report_args() {
         Some(out) => policy::load(out.policy.as_deref())?,
         None => None,
     };
+    cli.command.set_quiet(cli.quiet);
+    let show = commands::Show {
+        color: cli.color,
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    };
+    let gate = |out, policy| Gate { out, policy, show };
     match cli.command {
         Command::Verify {
             bundle,
@@ -83,25 +91,17 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             out,
         } => {
             more.insert(0, bundle);
-            commands::verify(&Gate { out, policy }, &more, from)
+            commands::verify(&gate(out, policy), &more, from)
         }
         Command::Import {
             from,
             files,
             out,
             report,
-        } => commands::import(
-            &Gate {
-                out: report,
-                policy,
-            },
-            from,
-            &files,
-            &out,
-        ),
-        Command::Diff { args, out } => commands::diff(&Gate { out, policy }, args),
+        } => commands::import(&gate(report, policy), from, &files, &out),
+        Command::Diff { args, out } => commands::diff(&gate(out, policy), args),
         Command::Replay { bundle, args, out } => {
-            commands::replay(&Gate { out, policy }, &bundle, args)
+            commands::replay(&gate(out, policy), &bundle, args)
         }
         Command::Audit {
             bundle,
@@ -115,9 +115,9 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             let ssh = replay.boxes.ssh.clone();
             let artifacts = audit::Artifacts { roots, files, ssh };
             let replay = (!no_replay).then_some(replay);
-            commands::audit(&Gate { out, policy }, &bundle, artifacts, replay)
+            commands::audit(&gate(out, policy), &bundle, artifacts, replay)
         }
-        Command::Rehash { args, out } => commands::rehash(&Gate { out, policy }, args),
+        Command::Rehash { args, out } => commands::rehash(&gate(out, policy), args),
         Command::Measure(a) => commands::measured(&measure::run(&a)?),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => printed(&completions(shell)),

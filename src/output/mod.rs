@@ -73,10 +73,49 @@ pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
     Ok((format, path))
 }
 
+/// How text is shown: in colour or not, every row or the ones that matter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    /// ANSI colours on.
+    pub color: bool,
+    /// Every row of every table (`--verbose`), not only those that differ.
+    pub verbose: bool,
+}
+
+/// When to colour text (`--color`); it lives here, below the CLI that parses it and the
+/// renderers that read it, so neither imports the other back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set (or `CLICOLOR_FORCE` forces it on).
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether text on standard output is coloured: `always`, `never`, or for `auto` a terminal
+    /// without `NO_COLOR`, or `CLICOLOR_FORCE` set to anything but `0`
+    /// (<https://no-color.org>, <https://bixense.com/clicolors/>).
+    pub fn on_stdout(self) -> bool {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let forced = std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0");
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto if no_color => false,
+            ColorWhen::Auto => forced || std::io::stdout().is_terminal(),
+        }
+    }
+}
+
 /// Renders a report in a format.
-pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
+pub fn render(r: &rigaudit_audit::Report, f: Format, style: Style) -> String {
     match f {
-        Format::Text => text::render(r, color),
+        Format::Text => text::render(r, style),
         Format::Json => json::render(r),
         Format::Sarif => sarif::render(r),
         Format::Markdown => markdown::render(r),
@@ -84,12 +123,6 @@ pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool) -> String {
         Format::Intoto => intoto::render(r),
         Format::Html => html::render(r),
     }
-}
-
-/// Whether text on stdout may be coloured: a terminal, and `NO_COLOR` unset.
-pub fn color_stdout() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// The catalogue of checks (`rigaudit checks`): one line per check as text, a JSON array of

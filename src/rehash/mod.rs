@@ -50,8 +50,8 @@ pub struct Args {
     /// Files hashed at once (default: every core).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// No progress bar (there is none either when stderr is not a terminal).
-    #[arg(long, short = 'q')]
+    /// No progress bar: the global `--quiet`, set by `main`.
+    #[arg(skip)]
     pub quiet: bool,
     /// Do not load NCCL libraries to ask their version; digests only.
     #[arg(long)]

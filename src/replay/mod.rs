@@ -68,8 +68,8 @@ pub struct Args {
     /// Significance level of the tests.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    /// No progress bar.
-    #[arg(long)]
+    /// No progress bar: the global `--quiet`, set by `main`.
+    #[arg(skip)]
     pub quiet: bool,
     /// Measure without the foreign-load guard (by default every counted try is watched with the
     /// contract's rule, or the seeds' rule when it states none).

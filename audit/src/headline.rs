@@ -1,0 +1,217 @@
+//! What a report says first, in every format that leads with a summary: what its verdict covers
+//! ("self-consistent only: 25 of 28 files reconstructed"), one headline per family of checks whose
+//! findings fail the run, with its sum ("2 tests count 70 refused requests as wrong answers"), and
+//! what to do next. It reads the report and the catalogue's rows (for a check's one-line doc), so
+//! it sits on top, beside [`crate::table`].
+
+use crate::report::{Finding, Report, Severity, Verdict};
+
+/// The id of the check whose finding says how many files were reconstructed from the page.
+const RECONSTRUCTED: &str = "claims.reconstructed";
+/// The id of the check whose findings carry the refused requests a summary counted as wrong.
+const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
+
+/// What a passing verdict covers when agreement proves less than a measurement: "self-consistent
+/// only: N of M files reconstructed" when files of the bundle were reconstructed from the page
+/// (read from the `claims.reconstructed` finding's details). `None` for a report that fails, is
+/// incomplete, or rests on recorded files.
+pub fn coverage(r: &Report) -> Option<String> {
+    if r.verdict != Verdict::Pass {
+        return None;
+    }
+    let f = r.findings.iter().find(|f| f.check == RECONSTRUCTED)?;
+    let count = |k: &str| f.data.get(k).and_then(serde_json::Value::as_u64);
+    let (rec, files) = (count("reconstructed")?, count("files")?);
+    Some(format!(
+        "self-consistent only: {rec} of {files} files reconstructed"
+    ))
+}
+
+/// The severity at which a finding counts against the verdict: the report's `fail_on`, else
+/// errors (a report that never fails still leads with its errors).
+fn failing(r: &Report) -> Severity {
+    r.fail_on.unwrap_or(Severity::Error)
+}
+
+/// One headline per family (the id's first part) with findings at or above the failing severity,
+/// in the order the families first appear: the family's sum where its lead check has one, else the
+/// lead check's doc; the lead check is the family's with the most such findings.
+pub fn headlines(r: &Report) -> Vec<String> {
+    let bar = failing(r);
+    let hits: Vec<&Finding> = r.findings.iter().filter(|f| f.severity >= bar).collect();
+    let mut families: Vec<&str> = Vec::new();
+    for f in &hits {
+        let fam = family(&f.check);
+        if !families.contains(&fam) {
+            families.push(fam);
+        }
+    }
+    families
+        .iter()
+        .map(|fam| {
+            let of: Vec<&Finding> = hits
+                .iter()
+                .copied()
+                .filter(|f| family(&f.check) == *fam)
+                .collect();
+            family_headline(fam, &of)
+        })
+        .collect()
+}
+
+fn family(id: &str) -> &str {
+    id.split('.').next().unwrap_or(id)
+}
+
+/// A family's headline: `quality: 2 tests count 70 refused requests as wrong answers (4 errors of
+/// 2 checks)`.
+fn family_headline(fam: &str, of: &[&Finding]) -> String {
+    let mut checks: Vec<(&str, usize)> = Vec::new();
+    for f in of {
+        match checks.iter_mut().find(|(c, _)| *c == f.check) {
+            Some((_, n)) => *n += 1,
+            None => checks.push((&f.check, 1)),
+        }
+    }
+    let lead = checks
+        .iter()
+        .rev()
+        .max_by_key(|(_, n)| *n)
+        .map_or("", |(c, _)| *c);
+    let lead = match checks.iter().find(|(c, _)| *c == REFUSED_COUNTED) {
+        Some((c, _)) => *c,
+        None => lead,
+    };
+    let lead_of: Vec<&Finding> = of.iter().copied().filter(|f| f.check == lead).collect();
+    let what = sum(lead, &lead_of).unwrap_or_else(|| doc_of(lead));
+    let worst = of
+        .iter()
+        .map(|f| f.severity)
+        .max()
+        .unwrap_or(Severity::Error);
+    let kind = match worst {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    };
+    let plural = if of.len() == 1 { "" } else { "s" };
+    let across = if checks.len() > 1 {
+        format!(" of {} checks", checks.len())
+    } else {
+        format!(", {lead}")
+    };
+    format!("{fam}: {what} ({} {kind}{plural}{across})", of.len())
+}
+
+/// A check's sum over its findings, where it has one worth more than its doc.
+fn sum(check: &str, of: &[&Finding]) -> Option<String> {
+    if check != REFUSED_COUNTED {
+        return None;
+    }
+    let refused: u64 = of
+        .iter()
+        .filter_map(|f| f.data.get("refused").and_then(serde_json::Value::as_u64))
+        .sum();
+    let tests = of.len();
+    Some(format!(
+        "{tests} test{} count{} {refused} refused request{} as wrong answers",
+        if tests == 1 { "" } else { "s" },
+        if tests == 1 { "s" } else { "" },
+        if refused == 1 { "" } else { "s" }
+    ))
+}
+
+/// A check's one-line doc from the catalogue, without its final period, lower-cased at its start.
+fn doc_of(check: &str) -> String {
+    let doc = crate::table::all()
+        .into_iter()
+        .find(|c| c.id == check)
+        .map_or(check.to_string(), |c| c.doc.to_string());
+    let doc = doc.trim_end_matches('.');
+    let mut chars = doc.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// What to do next, by verdict: for a failure, where the findings are and how to read one; for
+/// an incomplete run, add what its first finding says is missing; for a pass that rests on
+/// reconstructed files, ask for the recorded ones. `None` for a pass on recorded files.
+pub fn next_step(r: &Report) -> Option<String> {
+    match r.verdict {
+        Verdict::Fail => Some(
+            "each finding names its file and place; `rigaudit checks ID` says how to fix it".into(),
+        ),
+        Verdict::Incomplete => Some(
+            "add what the findings below say is missing and run again; not everything was checked"
+                .into(),
+        ),
+        Verdict::Pass if coverage(r).is_some() => Some(
+            "the files were rebuilt from the page: ask its author for the recorded raw files"
+                .into(),
+        ),
+        Verdict::Pass => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Findings;
+
+    fn refused(test: &str, n: u64) -> Finding {
+        Finding::new(REFUSED_COUNTED, Severity::Error, "x")
+            .data(serde_json::json!({"test": test, "refused": n}))
+    }
+
+    fn report(findings: Vec<Finding>) -> Report {
+        let mut found = Findings::default();
+        found.ran("quality.cutoffs");
+        found.findings = findings;
+        Report::new("verify", "b", Some(Severity::Error), found)
+    }
+
+    #[test]
+    fn refused_requests_are_summed_into_one_headline_per_family() {
+        let nrh = Finding::new("quality.no-result-has-value", Severity::Error, "y");
+        let r = report(vec![refused("a", 40), nrh.clone(), refused("b", 30), nrh]);
+        assert_eq!(
+            headlines(&r),
+            ["quality: 2 tests count 70 refused requests as wrong answers (4 errors of 2 checks)"]
+        );
+    }
+
+    #[test]
+    fn a_family_without_a_sum_leads_with_its_checks_doc() {
+        let f = Finding::new("claims.unbacked", Severity::Error, "z");
+        let r = report(vec![f, Finding::new("claims.x", Severity::Info, "note")]);
+        let h = headlines(&r);
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert!(h[0].starts_with("claims: "), "{h:?}");
+        assert!(h[0].ends_with("(1 error, claims.unbacked)"), "{h:?}");
+    }
+
+    #[test]
+    fn a_pass_on_reconstructed_files_says_so() {
+        let f = Finding::new(RECONSTRUCTED, Severity::Info, "m")
+            .data(serde_json::json!({"reconstructed": 43, "files": 43}));
+        let r = report(vec![f]);
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert_eq!(
+            coverage(&r).as_deref(),
+            Some("self-consistent only: 43 of 43 files reconstructed")
+        );
+        assert!(next_step(&r).is_some());
+        assert_eq!(coverage(&report(vec![])), None);
+        assert_eq!(next_step(&report(vec![])), None);
+    }
+
+    #[test]
+    fn the_ids_it_reads_are_rows_of_the_catalogue() {
+        let all = crate::table::all();
+        for id in [RECONSTRUCTED, REFUSED_COUNTED] {
+            assert!(all.iter().any(|c| c.id == id), "{id} is no row");
+        }
+    }
+}

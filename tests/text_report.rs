@@ -1,0 +1,163 @@
+//! The text report as a person reads it on an 80x24 terminal: the first 24 lines say the verdict,
+//! why and what to do, on the two seed pages, the measured fixture and an AIPerf run; every line
+//! fits 100 columns; the recomputed figures are one line plus the rows that differ or have no
+//! result, every row with `--verbose`, in numeric order. (Its snapshots are the golden files of
+//! `tests/reports.rs`.)
+
+mod common;
+
+use common::{fixture, rigaudit, root};
+use std::path::PathBuf;
+
+/// What the first 24 lines must hold.
+struct Screen {
+    /// The report's input.
+    input: PathBuf,
+    /// The verdict, as the first line writes it after the colon.
+    verdict: &'static str,
+    /// Words the lines that say why must hold (a headline, the coverage).
+    why: &'static [&'static str],
+}
+
+fn screens() -> Vec<Screen> {
+    vec![
+        Screen {
+            input: fixture("tensorfold-127-stock-2x"),
+            verdict: "FAIL",
+            why: &["quality: 2 tests count 70 refused requests as wrong answers"],
+        },
+        Screen {
+            input: fixture("mia-recipe-1104-2x"),
+            verdict: "PASS, self-consistent only: 43 of 43 files reconstructed",
+            why: &["ask its author for the recorded raw files"],
+        },
+        Screen {
+            input: root().join("fixtures/imports/aiperf/failures"),
+            verdict: "FAIL",
+            why: &["speed: a speed request was served with cached prompt tokens"],
+        },
+        Screen {
+            input: root().join("fixtures/runs/smollm2-cpu"),
+            verdict: "PASS (0 errors",
+            why: &[],
+        },
+    ]
+}
+
+#[test]
+fn the_first_24_lines_say_the_verdict_why_and_what_to_do_and_every_line_fits() {
+    for s in screens() {
+        let run = rigaudit(&["verify", s.input.to_str().unwrap()]);
+        assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+        let lines: Vec<&str> = run.stdout.lines().collect();
+        let top = lines[..lines.len().min(24)].join("\n");
+        let first = lines[0];
+        assert!(first.starts_with("rigaudit verify "), "{first}");
+        assert!(
+            first.contains(&format!(": {}", s.verdict)),
+            "{} : {first}",
+            s.input.display()
+        );
+        for why in s.why {
+            assert!(top.contains(why), "{why} not in the first 24 lines:\n{top}");
+        }
+        if run.code == 1 {
+            assert!(top.contains("what to do: "), "{top}");
+            // The first error finding is in view too.
+            assert!(top.contains("\nerrors\n"), "{top}");
+        }
+        for l in &lines {
+            assert!(
+                l.chars().count() <= 100,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_recomputed_figures_are_one_line_and_the_rows_that_matter() {
+    let page = fixture("tensorfold-127-stock-2x");
+    let run = rigaudit(&["verify", page.to_str().unwrap()]);
+    let json = rigaudit(&["verify", page.to_str().unwrap(), "--format", "json"]).json();
+    let all = json["recomputed"].as_array().unwrap();
+    let none = all.iter().filter(|v| v["value"].is_null()).count();
+    assert!(none > 0);
+    let summary = format!(
+        "{} figures recomputed from the raw records: {} match, {none} have no result",
+        all.len(),
+        all.len() - none
+    );
+    assert!(run.stdout.contains(&summary), "{summary}\n{}", run.stdout);
+    // Only the rows without a result are listed, each marked; a matching one is not.
+    let marked = run
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with("   no result"))
+        .count();
+    assert_eq!(marked, none, "{}", run.stdout);
+    assert!(!run.stdout.contains("\n  decode "), "{}", run.stdout);
+    // --verbose lists every row, in numeric order, at the page's precision.
+    let verbose = rigaudit(&["verify", page.to_str().unwrap(), "--verbose"]).stdout;
+    for v in all {
+        let key = v["key"].as_str().unwrap();
+        assert!(verbose.contains(&format!("\n  {key} ")), "{key}\n{verbose}");
+    }
+    let at = |k: &str| verbose.find(&format!("\n  {k} ")).unwrap();
+    assert!(at("ctx_decode.16384") < at("ctx_decode.32768"));
+    assert!(at("ctx_decode.65536") < at("ctx_decode.131072"));
+    let row = verbose
+        .lines()
+        .find(|l| l.starts_with("  quality.mmlu-pro.margin "))
+        .unwrap();
+    // 4.798 recomputed, 4.8 on the page: shown at the page's one decimal.
+    assert!(row.contains(" 4.8 ") && !row.contains("4.798"), "{row}");
+}
+
+#[test]
+fn a_figure_that_differs_is_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("page");
+    common::copy_dir(&fixture("tensorfold-127-stock-2x"), &page);
+    let bundle = page.join("bundle.json");
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let edited = text.replacen("\"decode\": \"28.0\"", "\"decode\": \"31.0\"", 1);
+    assert_ne!(
+        text, edited,
+        "the page's decode figure is where this test expects it"
+    );
+    std::fs::write(&bundle, edited).unwrap();
+    let run = rigaudit(&["verify", page.to_str().unwrap()]);
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("  decode "))
+        .unwrap_or_else(|| panic!("no decode row:\n{}", run.stdout));
+    assert!(row.ends_with("DIFFERS"), "{row}");
+    assert!(run.stdout.contains(", 1 differ,"), "{}", run.stdout);
+}
+
+#[test]
+fn color_follows_the_flag_and_no_color() {
+    let page = fixture("tensorfold-127-stock-2x");
+    let p = page.to_str().unwrap();
+    let esc = |r: &common::Run| r.stdout.contains('\x1b');
+    assert!(esc(&rigaudit(&["verify", p, "--color", "always"])));
+    assert!(!esc(&rigaudit(&["verify", p, "--color", "never"])));
+    // Not a terminal: auto is plain, unless CLICOLOR_FORCE forces it and NO_COLOR is unset.
+    assert!(!esc(&rigaudit(&["verify", p])));
+    let forced = common::rigaudit_with_env(
+        &["verify", p],
+        &[("CLICOLOR_FORCE", std::path::Path::new("1"))],
+    );
+    assert!(esc(&forced));
+    let both = common::rigaudit_with_env(
+        &["verify", p],
+        &[
+            ("CLICOLOR_FORCE", std::path::Path::new("1")),
+            ("NO_COLOR", std::path::Path::new("1")),
+        ],
+    );
+    assert!(!esc(&both));
+}
