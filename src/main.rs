@@ -127,11 +127,24 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
                 .unwrap_or_default()
                 .as_bytes(),
         ),
-        Command::Checks { format } => {
-            print!("{}", output::catalogue(format));
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Checks { id, format } => checks(id.as_deref(), format),
         Command::Schema { kind } => printed(schema_text(&kind)?.as_bytes()),
+    }
+}
+
+/// `rigaudit checks [ID]`: the catalogue as text, JSON or SARIF, or one check explained as text
+/// or JSON; any other format is refused, naming those it has.
+fn checks(id: Option<&str>, format: output::Format) -> Result<ExitCode, Fatal> {
+    use output::Format as F;
+    match (id, format) {
+        (None, F::Text | F::Json | F::Sarif) => printed(output::catalogue(format).as_bytes()),
+        (Some(id), F::Text | F::Json) => printed(output::explain(id, format)?.as_bytes()),
+        (None, _) => Err(fatal(
+            "checks --format: the catalogue is written as text, json or sarif",
+        )),
+        (Some(_), _) => Err(fatal(
+            "checks ID --format: one check is explained as text or json",
+        )),
     }
 }
 

@@ -29,7 +29,7 @@ fn screens() -> Vec<Screen> {
         Screen {
             input: fixture("mia-recipe-1104-2x"),
             verdict: "PASS, self-consistent only: 43 of 43 files reconstructed",
-            why: &["ask its author for the recorded raw files"],
+            why: &["not measured: add the raw records the findings name"],
         },
         Screen {
             input: root().join("fixtures/imports/aiperf/failures"),

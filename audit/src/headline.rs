@@ -8,16 +8,31 @@ use crate::report::{Finding, Report, Severity, Verdict};
 
 /// The id of the check whose finding says how many files were reconstructed from the page.
 const RECONSTRUCTED: &str = "claims.reconstructed";
+/// The id of the check whose findings say a task of another tool's results was not re-scored.
+const NOT_RESCORED: &str = "import.not-rescored";
 /// The id of the check whose findings carry the refused requests a summary counted as wrong.
 const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 
-/// What a passing verdict covers when agreement proves less than a measurement: "self-consistent
-/// only: N of M files reconstructed" when files of the bundle were reconstructed from the page
-/// (read from the `claims.reconstructed` finding's details). `None` for a report that fails, is
+/// What a passing verdict covers when agreement proves less than a measurement: "results only: N
+/// tasks not re-scored (no samples given)" for another tool's results without their records,
+/// "self-consistent only: N of M files reconstructed" when files of the bundle were reconstructed
+/// from the page (read from the `import.not-rescored` and `claims.reconstructed` findings'
+/// details). `None` for a report that fails, is
 /// incomplete, or rests on recorded files.
 pub fn coverage(r: &Report) -> Option<String> {
     if r.verdict != Verdict::Pass {
         return None;
+    }
+    let unsampled = r
+        .findings
+        .iter()
+        .filter(|f| f.check == NOT_RESCORED && f.data.get("samples") == Some(&false.into()))
+        .count();
+    if unsampled > 0 {
+        let s = if unsampled == 1 { "" } else { "s" };
+        return Some(format!(
+            "results only: {unsampled} task{s} not re-scored (no samples given)"
+        ));
     }
     let f = r.findings.iter().find(|f| f.check == RECONSTRUCTED)?;
     let count = |k: &str| f.data.get(k).and_then(serde_json::Value::as_u64);
@@ -148,7 +163,7 @@ pub fn next_step(r: &Report) -> Option<String> {
                 .into(),
         ),
         Verdict::Pass if coverage(r).is_some() => Some(
-            "the files were rebuilt from the page: ask its author for the recorded raw files"
+            "checked against what was printed, not measured: add the raw records the findings name"
                 .into(),
         ),
         Verdict::Pass => None,
@@ -210,7 +225,7 @@ mod tests {
     #[test]
     fn the_ids_it_reads_are_rows_of_the_catalogue() {
         let all = crate::table::all();
-        for id in [RECONSTRUCTED, REFUSED_COUNTED] {
+        for id in [RECONSTRUCTED, REFUSED_COUNTED, NOT_RESCORED] {
             assert!(all.iter().any(|c| c.id == id), "{id} is no row");
         }
     }

@@ -499,8 +499,28 @@ pub fn load(
         })?,
     };
     let mut imported = import(format, &mut sources)?;
+    refuse_unread(format, &sources)?;
     common_settings(&mut imported, format);
     Ok((format, sources, imported))
+}
+
+/// A file given (named, or in a named folder) that the format's reader took nothing from and that
+/// is another tool's result file (the files of two tools given at once) is refused, naming it,
+/// never dropped in silence. A file of the same tool that no check reads (AIPerf's CSV beside its JSON)
+/// is left as the tool wrote it.
+fn refuse_unread(format: Format, sources: &[Source]) -> Result<(), Fatal> {
+    for s in sources.iter().filter(|s| s.role.is_empty()) {
+        let Some(other) = detect(std::slice::from_ref(s)).filter(|g| *g != format) else {
+            continue;
+        };
+        return Err(fatal(format!(
+            "{}: a result file of {}, given with {} files, which take nothing from it; verify each tool's files on their own (rigaudit verify FILE... --from FORMAT)",
+            s.shown,
+            other.name(),
+            format.name()
+        )));
+    }
+    Ok(())
 }
 
 /// The report of an import: its checks, recomputed values and findings.

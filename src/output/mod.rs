@@ -145,6 +145,115 @@ pub fn catalogue(f: Format) -> String {
     }
 }
 
+/// One check explained (`rigaudit checks ID`), like `ruff rule`: what it finds (its row's doc),
+/// why it matters (its severity, what its family reads), how to fix what it finds (its family's
+/// words) and an example (where it shows, and a policy that re-grades it); as text, or a JSON
+/// object with the same parts. An unknown id is an error naming the nearest ids.
+pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
+    use rigaudit_audit::table;
+    let all = table::all();
+    let Some(c) = all.iter().find(|c| c.id == id) else {
+        let near = nearest(id, all.iter().map(|c| c.id));
+        let near = if near.is_empty() {
+            String::new()
+        } else {
+            format!("; nearest: {}", near.join(", "))
+        };
+        return Err(fatal(format!(
+            "no check '{}'{near} (`rigaudit checks` lists every id)",
+            crate::input::shown(id)
+        )));
+    };
+    let family = table::family_of(c.id);
+    let reads = family.map_or("", |fam| fam.reads);
+    let fix = family.map_or("", |fam| fam.fix);
+    let why = match c.severity {
+        rigaudit_audit::Severity::Error => "an error: a figure that is wrong or a step that is invalid; it fails the run (exit 1) unless a policy re-grades it",
+        rigaudit_audit::Severity::Warning => "a warning: something a reader should question; it fails the run only with --fail-on warning",
+        rigaudit_audit::Severity::Info => "a note: context worth knowing; it fails the run only with --fail-on info",
+    };
+    let example = format!(
+        "rigaudit verify BUNDLE lists each finding of {id} with its file and place; a policy (--policy FILE) re-grades it with a reason the report repeats:\n\n[checks.\"{id}\"]\nseverity = \"warning\"\nreason = \"why this gate accepts it\"",
+        id = c.id
+    );
+    if f == Format::Json {
+        let v = serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc, "reads": reads, "why": why, "fix": fix, "example": example});
+        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
+    }
+    let doc = format!(
+        "{} ({})\n\nWhat it finds\n{}\n\nWhy it matters\n{}\n\nHow to fix it\n{}\n\nExample\n{}\n",
+        c.id,
+        c.severity.name(),
+        indent(c.doc),
+        indent(&format!("It is {why}. Its family reads {reads}.")),
+        indent(&capital(fix)),
+        indent(&example)
+    );
+    Ok(text::fit_text(&doc))
+}
+
+/// Text indented by two spaces, line by line (an empty line stays empty).
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A sentence with its first letter a capital and a final period.
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    let mut out: String = match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    };
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
+/// The ids nearest to `id`: those that contain it or that it contains, then the fewest edits
+/// away; at most five.
+fn nearest<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = ids
+        .map(|c| {
+            let contains = c.contains(id) || (!c.is_empty() && id.contains(c));
+            (if contains { 0 } else { 1 + edits(id, c) }, c)
+        })
+        .collect();
+    scored.sort();
+    let close = 1 + (id.chars().count() / 3).max(3);
+    scored
+        .into_iter()
+        .filter(|(d, _)| *d <= close)
+        .take(5)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// The Levenshtein distance between two strings, in characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 /// Writes `content` to `path` atomically: a temporary file in the same folder, then a rename, so a
 /// reader never sees half a report and an existing report is never lost to a crash. The file gets
 /// the mode a plain create would give it (an existing file's mode, else 0666 less the umask), not
@@ -207,6 +316,43 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_check_is_explained_from_its_row_and_an_unknown_id_names_the_nearest() {
+        let text = explain("quality.refused-counted-as-wrong", Format::Text).unwrap();
+        for part in [
+            "What it finds",
+            "Why it matters",
+            "How to fix it",
+            "Example",
+        ] {
+            assert!(text.contains(part), "{text}");
+        }
+        let row = rigaudit_audit::table::find("quality.refused-counted-as-wrong").unwrap();
+        assert!(text.replace("\n  ", " ").contains(row.doc), "{text}");
+        assert!(
+            text.lines().all(|l| l.chars().count() <= text::WIDTH),
+            "{text}"
+        );
+        let err = explain("quality.refused-as-wrong", Format::Text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("nearest: quality.refused-counted-as-wrong"),
+            "{err}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&explain("speed.cached-tokens", Format::Json).unwrap()).unwrap();
+        assert_eq!(json["id"], "speed.cached-tokens");
+        assert!(!json["fix"].as_str().unwrap().is_empty());
+    }
+
+    #[test]
+    fn edits_count_insertions_deletions_and_changes() {
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(edits("", "abc"), 3);
+        assert_eq!(edits("same", "same"), 0);
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub fn render(r: &Report, style: Style) -> String {
 /// The verdict line, one headline per family that fails the run, and what to do next.
 fn summary(r: &Report, color: bool) -> String {
     let mut o = verdict_line(r, color);
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(o, "  - incomplete: {}", safe(why));
+    }
     for h in headline::headlines(r) {
         let _ = writeln!(o, "  - {}", safe(&h));
     }
@@ -301,9 +304,20 @@ fn columns(s: &str) -> usize {
     n
 }
 
+/// Prose fitted to [`WIDTH`] columns: a wrapped line continues at its own indent.
+pub fn fit_text(text: &str) -> String {
+    fit_hanging(text, WIDTH, 0)
+}
+
 /// Every line of `text` at most `width` columns: a longer one wraps at spaces, its continuation
 /// indented under its text (past a list's `- `); a word too long for a line is cut.
 fn fit(text: &str, width: usize) -> String {
+    fit_hanging(text, width, 4)
+}
+
+/// [`fit`] with a wrapped line's continuation `extra` columns in from its indent (past a list's
+/// `- ` whatever `extra` is).
+fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.trim_start_matches('\n').lines() {
         if columns(line) <= width {
@@ -316,7 +330,7 @@ fn fit(text: &str, width: usize) -> String {
             + if line.trim_start().starts_with("- ") {
                 2
             } else {
-                4
+                extra
             };
         wrap_into(&mut out, line, hang, width);
     }
