@@ -40,10 +40,16 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// No progress bars and no status lines on standard error; the report is still printed.
-    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    #[arg(
+        long,
+        short = 'q',
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
     pub quiet: bool,
     /// Every row of every table in a text report (the recomputed figures that match, too).
-    #[arg(long, short = 'v', global = true)]
+    #[arg(long, short = 'v', global = true, help_heading = "Global options")]
     pub verbose: bool,
     /// When to colour text: auto (a terminal, unless NO_COLOR is set or CLICOLOR_FORCE forces
     /// it), always or never.
@@ -52,7 +58,8 @@ pub struct Cli {
         value_enum,
         value_name = "WHEN",
         default_value = "auto",
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub color: ColorWhen,
 }
@@ -83,6 +90,7 @@ impl FailOn {
 
 /// Options every reporting command shares.
 #[derive(clap::Args)]
+#[command(next_help_heading = "Report options")]
 pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -264,13 +272,19 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
+    /// Print a man page (roff) to standard output: rigaudit(1), or rigaudit-COMMAND(1) for one
+    /// command.
     #[command(after_help = concat!(
         "Examples:\n",
-        "  rigaudit man > rigaudit.1 && man ./rigaudit.1\n\n",
+        "  rigaudit man > rigaudit.1 && man ./rigaudit.1\n",
+        "  for c in verify import audit diff replay measure rehash checks; do\n",
+        "    rigaudit man $c > rigaudit-$c.1; done\n\n",
         plain_exits!()
     ))]
-    Man,
+    Man {
+        /// A command: its own page, rigaudit-COMMAND(1).
+        command: Option<String>,
+    },
     /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
     /// quality-contract, quality-summary, quality-answers, fit-result, report, policy).
     #[command(after_help = concat!(

@@ -121,7 +121,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Measure(a) => commands::measured(&measure::run(&a)?),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => printed(&completions(shell)),
-        Command::Man => printed(&man_page()?),
+        Command::Man { command } => printed(&man_page(command.as_deref())?),
         Command::Host => printed(
             serde_json::to_string_pretty(&host::hardware())
                 .unwrap_or_default()
@@ -156,10 +156,37 @@ fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     script
 }
 
-/// The man page, roff (`rigaudit man`).
-fn man_page() -> Result<Vec<u8>, Fatal> {
+/// A man page, roff: rigaudit(1) (`rigaudit man`), which lists rigaudit-COMMAND(1) for each
+/// command, or that page (`rigaudit man COMMAND`), with the global options, examples and exit
+/// codes of its help.
+fn man_page(command: Option<&str>) -> Result<Vec<u8>, Fatal> {
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    cli.build();
+    let cmd = match command {
+        None => cli,
+        Some(name) => {
+            let found = cli
+                .get_subcommands()
+                .find(|c| c.get_name() == name && !c.is_hide_set());
+            let Some(sub) = found else {
+                let names: Vec<&str> = cli
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+                    .map(|c| c.get_name())
+                    .collect();
+                return Err(fatal(format!(
+                    "man {}: no such command; one of {}",
+                    input::shown(name),
+                    names.join(", ")
+                )));
+            };
+            sub.clone()
+                .display_name(format!("rigaudit-{name}"))
+                .bin_name(format!("rigaudit {name}"))
+        }
+    };
     let mut page = Vec::new();
-    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+    clap_mangen::Man::new(cmd)
         .render(&mut page)
         .map_err(|e| fatal(format!("man page: {e}")))?;
     Ok(page)

@@ -112,3 +112,36 @@ fn quiet_drops_status_lines_but_not_the_report() {
         .replace(b.to_str().unwrap(), a.to_str().unwrap());
     assert_eq!(same, loud.stdout);
 }
+
+#[test]
+fn every_man_page_the_main_page_lists_is_generated_with_examples_and_exit_codes() {
+    let main = rigaudit(&["man"]);
+    assert_eq!(main.code, 0, "{}", main.stderr);
+    // The SUBCOMMANDS section: one `rigaudit\-NAME(1)` line per command.
+    let listed: Vec<String> = main
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("rigaudit\\-"))
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name.to_string()))
+        .filter(|name| name != "help")
+        .collect();
+    assert!(listed.len() >= 8, "{listed:?}");
+    for name in listed {
+        let page = rigaudit(&["man", &name]);
+        assert_eq!(page.code, 0, "man {name}: {}", page.stderr);
+        assert!(
+            page.stdout.contains(&format!("rigaudit\\-{name} \\- ")),
+            "{name}"
+        );
+        for part in ["Examples:", "Exit codes:", "\\-\\-quiet"] {
+            assert!(page.stdout.contains(part), "man {name} lacks {part}");
+        }
+    }
+    let unknown = rigaudit(&["man", "nope"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("one of verify, import"),
+        "{}",
+        unknown.stderr
+    );
+}

@@ -32,6 +32,7 @@ use std::time::Duration;
 
 /// Options of `rigaudit replay` (and the replay part of `rigaudit audit`).
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Replay options")]
 pub struct Args {
     /// The engine to run: `bundled` (rigaudit's own engine, for a recorded `rigaudit-engine`), or
     /// the path of an executable whose sha256 matches the card's recorded binary digest.
