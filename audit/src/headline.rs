@@ -10,6 +10,9 @@ use crate::report::{Finding, Report, Severity, Verdict};
 const RECONSTRUCTED: &str = "claims.reconstructed";
 /// The id of the check whose findings say a task of another tool's results was not re-scored.
 const NOT_RESCORED: &str = "import.not-rescored";
+/// The ids of diff's setup differences and of its figures that moved.
+const SETUP_DIFFERS: &str = "diff.setup-differs";
+const MOVED: &str = "diff.moved";
 /// The id of the check whose findings carry the refused requests a summary counted as wrong.
 const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 
@@ -98,7 +101,12 @@ fn family_headline(fam: &str, of: &[&Finding]) -> String {
         None => lead,
     };
     let lead_of: Vec<&Finding> = of.iter().copied().filter(|f| f.check == lead).collect();
-    let what = sum(lead, &lead_of).unwrap_or_else(|| doc_of(lead));
+    // A family whose every check counts in words says each count; else its lead check's sum or doc.
+    let counts: Option<Vec<String>> = checks.iter().map(|(c, n)| counted(c, *n)).collect();
+    let what = match counts {
+        Some(phrases) => phrases.join(", "),
+        None => sum(lead, &lead_of).unwrap_or_else(|| doc_of(lead)),
+    };
     let worst = of
         .iter()
         .map(|f| f.severity)
@@ -116,6 +124,17 @@ fn family_headline(fam: &str, of: &[&Finding]) -> String {
         format!(", {lead}")
     };
     format!("{fam}: {what} ({} {kind}{plural}{across})", of.len())
+}
+
+/// A check's findings counted in words, for the checks whose one finding is one thing of a kind
+/// (a setup difference, a figure that moved).
+fn counted(check: &str, n: usize) -> Option<String> {
+    let s = if n == 1 { "" } else { "s" };
+    match check {
+        SETUP_DIFFERS => Some(format!("{n} setup difference{s}")),
+        MOVED => Some(format!("{n} figure{s} moved beyond the tolerance")),
+        _ => None,
+    }
 }
 
 /// A check's sum over its findings, where it has one worth more than its doc.
@@ -198,6 +217,17 @@ mod tests {
     }
 
     #[test]
+    fn a_family_whose_checks_count_in_words_says_each_count() {
+        let setup = Finding::new(SETUP_DIFFERS, Severity::Error, "s");
+        let moved = Finding::new(MOVED, Severity::Error, "m");
+        let r = report(vec![setup.clone(), setup, moved]);
+        assert_eq!(
+            headlines(&r),
+            ["diff: 2 setup differences, 1 figure moved beyond the tolerance (3 errors of 2 checks)"]
+        );
+    }
+
+    #[test]
     fn a_family_without_a_sum_leads_with_its_checks_doc() {
         let f = Finding::new("claims.unbacked", Severity::Error, "z");
         let r = report(vec![f, Finding::new("claims.x", Severity::Info, "note")]);
@@ -225,7 +255,13 @@ mod tests {
     #[test]
     fn the_ids_it_reads_are_rows_of_the_catalogue() {
         let all = crate::table::all();
-        for id in [RECONSTRUCTED, REFUSED_COUNTED, NOT_RESCORED] {
+        for id in [
+            RECONSTRUCTED,
+            REFUSED_COUNTED,
+            NOT_RESCORED,
+            SETUP_DIFFERS,
+            MOVED,
+        ] {
             assert!(all.iter().any(|c| c.id == id), "{id} is no row");
         }
     }
