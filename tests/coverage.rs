@@ -148,6 +148,14 @@ fn a_rehash_that_found_nothing_it_was_asked_for_is_incomplete() {
     let why = r["incomplete"].as_str().unwrap();
     assert!(why.contains("--root DIR or --file NAME=PATH"), "{why}");
     assert_eq!(findings_of(&r, "rehash.not-found").len(), 4);
+    // The reason is part of the report's schema.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let errs: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+    assert!(errs.is_empty(), "{errs:?}");
 }
 
 #[test]
