@@ -1,8 +1,9 @@
 //! The text report as a person reads it on an 80x24 terminal: the first 24 lines say the verdict,
 //! why and what to do, on the two seed pages, the measured fixture and an AIPerf run; every line
 //! fits 100 columns; the recomputed figures are one line plus the rows that differ or have no
-//! result, every row with `--verbose`, in numeric order. (Its snapshots are the golden files of
-//! `tests/reports.rs`.)
+//! result, every row with `--verbose`, in numeric order. Snapshots: the golden files of
+//! `tests/reports.rs`, and here the stock page with `--verbose` and an AIPerf run
+//! (`RIGAUDIT_BLESS=1` rewrites them after a deliberate change).
 
 mod common;
 
@@ -74,6 +75,61 @@ fn the_first_24_lines_say_the_verdict_why_and_what_to_do_and_every_line_fits() {
             );
         }
     }
+}
+
+/// Compares `got` with `tests/golden/NAME`, or writes it with `RIGAUDIT_BLESS=1`.
+fn snapshot(name: &str, got: &str) {
+    let path = root().join("tests/golden").join(name);
+    if std::env::var_os("RIGAUDIT_BLESS").is_some() {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (RIGAUDIT_BLESS=1 writes it)", path.display()));
+    if let Some(i) = want.lines().zip(got.lines()).position(|(a, b)| a != b) {
+        panic!(
+            "{name} differs at line {}:\n want: {:?}\n  got: {:?}",
+            i + 1,
+            want.lines().nth(i),
+            got.lines().nth(i)
+        );
+    }
+    assert_eq!(
+        want.lines().count(),
+        got.lines().count(),
+        "{name}: line count"
+    );
+}
+
+#[test]
+fn the_verbose_stock_page_and_an_aiperf_import_match_their_snapshots() {
+    let page = fixture("tensorfold-127-stock-2x");
+    let verbose = rigaudit(&["verify", page.to_str().unwrap(), "--verbose"]);
+    snapshot("tensorfold.verbose.txt", &verbose.stdout);
+    // An import's report names its output folder: a fixed name inside a temporary folder, run
+    // from there.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = root().join("fixtures/imports/aiperf/failures");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+        .current_dir(tmp.path())
+        .args([
+            "import",
+            run.to_str().unwrap(),
+            "--out",
+            "aiperf-bundle",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines()
+            .take(24)
+            .any(|l| l.starts_with("  what to do: ")),
+        "{text}"
+    );
+    snapshot("aiperf-failures.import.txt", &text);
 }
 
 #[test]

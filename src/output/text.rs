@@ -251,16 +251,17 @@ fn recomputed_section(o: &mut String, r: &Report, verbose: bool) {
 fn recomputed_row(o: &mut String, v: &Recomputed) {
     let page = v.page.as_deref();
     let mark = match agreement(v) {
-        Agreement::Match => "",
+        Agreement::Match => "match",
         Agreement::Differs => "DIFFERS",
         Agreement::NoResult => "no result",
     };
+    // The value at the page's precision; the file's as it says it, at most three decimals.
     let _ = writeln!(
         o,
         "  {:<32} {:>12} {:>12} {:>12}   {mark}",
         safe(&v.key),
         at_precision(v.value, page),
-        v.file.map_or("-".into(), |x| at_precision(Some(x), page)),
+        v.file.map_or("-".into(), |x| num(Some(x))),
         page.map_or("-".into(), safe)
     );
 }
