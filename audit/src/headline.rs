@@ -55,26 +55,49 @@ fn failing(r: &Report) -> Severity {
 /// in the order the families first appear: the family's sum where its lead check has one, else the
 /// lead check's doc; the lead check is the family's with the most such findings.
 pub fn headlines(r: &Report) -> Vec<String> {
+    by_family(r)
+        .iter()
+        .map(|(fam, of)| family_headline(fam, of))
+        .collect()
+}
+
+/// The findings at or above the failing severity, by family, families in order of appearance.
+fn by_family(r: &Report) -> Vec<(&str, Vec<&Finding>)> {
     let bar = failing(r);
-    let hits: Vec<&Finding> = r.findings.iter().filter(|f| f.severity >= bar).collect();
-    let mut families: Vec<&str> = Vec::new();
-    for f in &hits {
+    let mut out: Vec<(&str, Vec<&Finding>)> = Vec::new();
+    for f in r.findings.iter().filter(|f| f.severity >= bar) {
         let fam = family(&f.check);
-        if !families.contains(&fam) {
-            families.push(fam);
+        match out.iter_mut().find(|(x, _)| *x == fam) {
+            Some((_, of)) => of.push(f),
+            None => out.push((fam, vec![f])),
         }
     }
-    families
+    out
+}
+
+/// The checks of some findings with how many each has, in order of appearance.
+fn per_check<'a>(of: &[&'a Finding]) -> Vec<(&'a str, usize)> {
+    let mut checks: Vec<(&str, usize)> = Vec::new();
+    for f in of {
+        match checks.iter_mut().find(|(c, _)| *c == f.check) {
+            Some((_, n)) => *n += 1,
+            None => checks.push((&f.check, 1)),
+        }
+    }
+    checks
+}
+
+/// The check a family's headline leads with: the one with a sum, else the one with the most
+/// findings (the first on a tie).
+fn lead_check<'a>(checks: &[(&'a str, usize)]) -> &'a str {
+    if let Some((c, _)) = checks.iter().find(|(c, _)| *c == REFUSED_COUNTED) {
+        return c;
+    }
+    checks
         .iter()
-        .map(|fam| {
-            let of: Vec<&Finding> = hits
-                .iter()
-                .copied()
-                .filter(|f| family(&f.check) == *fam)
-                .collect();
-            family_headline(fam, &of)
-        })
-        .collect()
+        .rev()
+        .max_by_key(|(_, n)| *n)
+        .map_or("", |(c, _)| *c)
 }
 
 fn family(id: &str) -> &str {
@@ -84,22 +107,8 @@ fn family(id: &str) -> &str {
 /// A family's headline: `quality: 2 tests count 70 refused requests as wrong answers (4 errors of
 /// 2 checks)`.
 fn family_headline(fam: &str, of: &[&Finding]) -> String {
-    let mut checks: Vec<(&str, usize)> = Vec::new();
-    for f in of {
-        match checks.iter_mut().find(|(c, _)| *c == f.check) {
-            Some((_, n)) => *n += 1,
-            None => checks.push((&f.check, 1)),
-        }
-    }
-    let lead = checks
-        .iter()
-        .rev()
-        .max_by_key(|(_, n)| *n)
-        .map_or("", |(c, _)| *c);
-    let lead = match checks.iter().find(|(c, _)| *c == REFUSED_COUNTED) {
-        Some((c, _)) => *c,
-        None => lead,
-    };
+    let checks = per_check(of);
+    let lead = lead_check(&checks);
     let lead_of: Vec<&Finding> = of.iter().copied().filter(|f| f.check == lead).collect();
     // A family whose every check counts in words says each count; else its lead check's sum or doc.
     let counts: Option<Vec<String>> = checks.iter().map(|(c, n)| counted(c, *n)).collect();
@@ -174,9 +183,11 @@ fn doc_of(check: &str) -> String {
 /// reconstructed files, ask for the recorded ones. `None` for a pass on recorded files.
 pub fn next_step(r: &Report) -> Option<String> {
     match r.verdict {
-        Verdict::Fail => Some(
-            "each finding names its file and place; `rigaudit checks ID` says how to fix it".into(),
-        ),
+        Verdict::Fail => {
+            let first = by_family(r).into_iter().next();
+            let lead = first.map_or("ID", |(_, of)| lead_check(&per_check(&of)));
+            Some(format!("`rigaudit checks {lead}` says how to fix it"))
+        }
         Verdict::Incomplete => Some(
             "add what the findings below say is missing and run again; not everything was checked"
                 .into(),
@@ -213,6 +224,12 @@ mod tests {
         assert_eq!(
             headlines(&r),
             ["quality: 2 tests count 70 refused requests as wrong answers (4 errors of 2 checks)"]
+        );
+        // What to do names the lead check of the first family, to explain.
+        let next = next_step(&r).unwrap();
+        assert!(
+            next.starts_with("`rigaudit checks quality.refused-counted-as-wrong`"),
+            "{next}"
         );
     }
 
