@@ -138,10 +138,14 @@ pub fn catalogue(f: Format) -> String {
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
         Format::Sarif => sarif::catalogue(),
-        _ => all
-            .iter()
-            .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
-            .collect(),
+        _ => {
+            let lines: String = all
+                .iter()
+                .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
+                .collect();
+            // A long doc continues under the docs' column.
+            text::fit_hanging(&lines, text::WIDTH, 48)
+        }
     }
 }
 

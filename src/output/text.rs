@@ -318,7 +318,7 @@ fn fit(text: &str, width: usize) -> String {
 
 /// [`fit`] with a wrapped line's continuation `extra` columns in from its indent (past a list's
 /// `- ` whatever `extra` is).
-fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
+pub fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.trim_start_matches('\n').lines() {
         if columns(line) <= width {
@@ -338,14 +338,37 @@ fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
     out
 }
 
+/// The words of a line, each with the spaces before it (kept where the line does not wrap, so
+/// a table's columns stay aligned).
+fn words_with_gaps(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut rest = line.trim_start();
+    while !rest.is_empty() {
+        let end = rest.find(' ').unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(end);
+        let next = tail.trim_start();
+        out.push((word, tail.len() - next.len()));
+        rest = next;
+    }
+    // Shift each gap to the word after it.
+    let mut gap = 0;
+    out.into_iter()
+        .map(|(word, after)| {
+            let before = gap;
+            gap = after;
+            (before, word)
+        })
+        .collect()
+}
+
 fn wrap_into(out: &mut String, line: &str, hang: usize, width: usize) {
     let lead = line.len() - line.trim_start().len();
     let mut current = " ".repeat(lead);
     let mut has_word = false;
-    for word in line.split_whitespace() {
+    for (gap, word) in words_with_gaps(line) {
         let mut word = word.to_string();
         loop {
-            let room = width.saturating_sub(columns(&current) + usize::from(has_word));
+            let room = width.saturating_sub(columns(&current) + if has_word { gap } else { 0 });
             if columns(&word) <= room || (!has_word && room == 0) {
                 break;
             }
@@ -365,7 +388,7 @@ fn wrap_into(out: &mut String, line: &str, hang: usize, width: usize) {
             current = " ".repeat(hang);
         }
         if has_word {
-            current.push(' ');
+            current.push_str(&" ".repeat(gap));
         }
         current.push_str(&word);
         has_word = true;
@@ -496,6 +519,19 @@ mod tests {
         let out = fit(&long, 30);
         assert!(out.lines().all(|l| l.len() <= 30), "{out}");
         assert_eq!(out.matches('x').count(), 70);
+    }
+
+    #[test]
+    fn a_wrapped_line_keeps_its_columns_before_the_wrap() {
+        let line = format!("{:<10} {:<6} {}", "id", "error", "word ".repeat(12));
+        let out = fit_hanging(&line, 40, 18);
+        let first = out.lines().next().unwrap();
+        assert!(first.starts_with("id         error  word"), "{out}");
+        assert!(
+            out.lines().nth(1).unwrap().starts_with(&" ".repeat(18)),
+            "{out}"
+        );
+        assert_eq!(out.matches("word").count(), 12);
     }
 
     #[test]
