@@ -179,3 +179,38 @@ fn a_listed_raw_file_that_links_out_of_the_bundle_is_an_error() {
     assert!(says.contains("outside the bundle"), "{says}");
     assert_ne!(run.code, 0);
 }
+
+#[test]
+fn a_bundle_given_with_other_paths_is_refused_and_an_unread_file_is_named() {
+    let page = fixture("tensorfold-127-stock-2x");
+    let aiperf = root().join("fixtures/imports/aiperf/clean");
+    let run = rigaudit(&["verify", aiperf.to_str().unwrap(), page.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("tensorfold-127-stock-2x: a rigaudit bundle, given with other paths"),
+        "{}",
+        run.stderr
+    );
+    // A file of no tool, named beside a tool's files: checked as far as it goes, and said so.
+    let tmp = tempfile::tempdir().unwrap();
+    let notes = tmp.path().join("notes.txt");
+    std::fs::write(&notes, "measured on a quiet machine\n").unwrap();
+    let r = rigaudit(&[
+        "verify",
+        aiperf.to_str().unwrap(),
+        notes.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .json();
+    let unread: Vec<&Value> = findings_of(&r, "import.not-recomputable")
+        .into_iter()
+        .filter(|f| f["file"] == "notes.txt")
+        .collect();
+    assert_eq!(unread.len(), 1, "{r:#}");
+    assert!(unread[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("not read: "));
+}

@@ -499,26 +499,37 @@ pub fn load(
         })?,
     };
     let mut imported = import(format, &mut sources)?;
-    refuse_unread(format, &sources)?;
+    refuse_unread(format, &sources, &mut imported.found)?;
     common_settings(&mut imported, format);
     Ok((format, sources, imported))
 }
 
-/// A file given (named, or in a named folder) that the format's reader took nothing from and that
-/// is another tool's result file (the files of two tools given at once) is refused, naming it,
-/// never dropped in silence. A file of the same tool that no check reads (AIPerf's CSV beside its JSON)
-/// is left as the tool wrote it.
-fn refuse_unread(format: Format, sources: &[Source]) -> Result<(), Fatal> {
+/// A file given (named, or in a named folder) that the format's reader took nothing from is
+/// refused when it is another tool's result file (the files of two tools given at once), naming
+/// it; any other (AIPerf's CSV beside its JSON, a README) is a note that names it as not read.
+/// None is dropped in silence.
+fn refuse_unread(format: Format, sources: &[Source], found: &mut Findings) -> Result<(), Fatal> {
     for s in sources.iter().filter(|s| s.role.is_empty()) {
-        let Some(other) = detect(std::slice::from_ref(s)).filter(|g| *g != format) else {
-            continue;
-        };
-        return Err(fatal(format!(
-            "{}: a result file of {}, given with {} files, which take nothing from it; verify each tool's files on their own (rigaudit verify FILE... --from FORMAT)",
-            s.shown,
-            other.name(),
+        if let Some(other) = detect(std::slice::from_ref(s)).filter(|g| *g != format) {
+            return Err(fatal(format!(
+                "{}: a result file of {}, given with {} files, which take nothing from it; verify each tool's files on their own (rigaudit verify FILE... --from FORMAT)",
+                s.shown,
+                other.name(),
+                format.name()
+            )));
+        }
+        let note = format!(
+            "not read: no {} check reads this file, so nothing in it was checked",
             format.name()
-        )));
+        );
+        found.push(
+            rigaudit_audit::Finding::new(
+                rigaudit_audit::imported::NOT_RECOMPUTABLE.id,
+                Severity::Info,
+                note,
+            )
+            .file(&s.name),
+        );
     }
     Ok(())
 }

@@ -190,7 +190,10 @@ fn agreement(v: &Recomputed) -> Agreement {
     let Some(value) = v.value else {
         return Agreement::NoResult;
     };
-    let file_ok = v.file.is_none_or(|f| rounds_to(value, &f.to_string()));
+    // The file agrees when the value rounds to it, or when both read the same as shown here.
+    let file_ok = v
+        .file
+        .is_none_or(|f| rounds_to(value, &f.to_string()) || num(Some(value)) == num(Some(f)));
     let page_ok = v.page.as_deref().is_none_or(|p| rounds_to(value, p));
     if file_ok && page_ok {
         Agreement::Match
