@@ -205,7 +205,8 @@ fn agreement(v: &Recomputed) -> Agreement {
 /// A number at the page's precision when the page shows one, else at [`num`]'s.
 fn at_precision(x: Option<f64>, page: Option<&str>) -> String {
     match (x, page.filter(|p| p.trim().parse::<f64>().is_ok())) {
-        (Some(v), Some(p)) => format!("{v:.*}", decimals(p.trim())),
+        // At most six decimals: a page's string is input, its length no bound on a column.
+        (Some(v), Some(p)) => format!("{v:.*}", decimals(p.trim()).min(6)),
         (x, _) => num(x),
     }
 }
@@ -545,5 +546,7 @@ mod tests {
         assert!(!rounds_to(28.0, "31.0"));
         assert_eq!(at_precision(Some(44.949), Some("44.9")), "44.9");
         assert_eq!(at_precision(Some(44.949), None), "44.949");
+        let long_page = format!("1.{}", "0".repeat(5000));
+        assert_eq!(at_precision(Some(1.0), Some(&long_page)), "1.000000");
     }
 }
