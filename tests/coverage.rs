@@ -17,6 +17,21 @@ fn findings_of<'a>(r: &'a Value, check: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The results file of the clean lm-eval run (its name carries the run's date).
+fn lm_eval_clean_results() -> std::path::PathBuf {
+    std::fs::read_dir(root().join("fixtures/imports/lm-eval/clean"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("results_")
+        })
+        .unwrap()
+}
+
 #[test]
 fn a_pass_on_a_page_rebuilt_from_itself_is_qualified() {
     let page = fixture("mia-recipe-1104-2x");
@@ -37,17 +52,7 @@ fn a_pass_on_a_page_rebuilt_from_itself_is_qualified() {
 fn lm_eval_results_without_samples_pass_as_results_only_and_say_what_to_add() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = root().join("fixtures/imports/lm-eval/clean");
-    let results = std::fs::read_dir(&clean)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("results_")
-        })
-        .unwrap();
+    let results = lm_eval_clean_results();
     let only = tmp.path().join(results.file_name().unwrap());
     std::fs::copy(&results, &only).unwrap();
     let text = rigaudit(&["verify", only.to_str().unwrap()]);
@@ -100,17 +105,7 @@ fn an_incomplete_report_always_says_why() {
 #[test]
 fn files_of_two_tools_are_refused_naming_the_one_not_read() {
     let aiperf = root().join("fixtures/imports/aiperf/clean/profile_export_aiperf.json");
-    let lm = std::fs::read_dir(root().join("fixtures/imports/lm-eval/clean"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("results_")
-        })
-        .unwrap();
+    let lm = lm_eval_clean_results();
     for pair in [[&aiperf, &lm], [&lm, &aiperf]] {
         let run = rigaudit(&[
             "verify",

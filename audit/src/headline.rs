@@ -20,8 +20,7 @@ const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 /// tasks not re-scored (no samples given)" for another tool's results without their records,
 /// "self-consistent only: N of M files reconstructed" when files of the bundle were reconstructed
 /// from the page (read from the `import.not-rescored` and `claims.reconstructed` findings'
-/// details). `None` for a report that fails, is
-/// incomplete, or rests on recorded files.
+/// details). `None` for a report that fails, is incomplete, or rests on recorded files.
 pub fn coverage(r: &Report) -> Option<String> {
     if r.verdict != Verdict::Pass {
         return None;
