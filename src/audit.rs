@@ -95,10 +95,12 @@ fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> 
 fn replay_stage(bundle: &Path, a: &replay::Args) -> Findings {
     match replay::run(bundle, a) {
         Ok(r) => {
-            eprintln!(
-                "rigaudit: replayed bundle written to {}",
-                r.bundle.display()
-            );
+            if !a.quiet {
+                eprintln!(
+                    "rigaudit: replayed bundle written to {}",
+                    r.bundle.display()
+                );
+            }
             r.found
         }
         Err(e) => replay::not_run(&e),

@@ -1,18 +1,67 @@
 //! The command line: every command and option as clap types, their docs the help text. `main`
 //! parses them and hands them on; nothing here runs anything.
 
-use crate::output::Format;
+use crate::output::{ColorWhen, Format};
 use crate::{diff, import, measure, rehash, replay};
 use clap::{Parser, Subcommand, ValueEnum};
 use rigaudit_audit::Severity;
 use std::path::PathBuf;
 
+/// The exit codes of a command that prints a report, for its help.
+macro_rules! report_exits {
+    () => {
+        "Exit codes:\n  0  PASS: no finding reaches --fail-on\n  1  FAIL: a finding reaches --fail-on\n  2  INCOMPLETE (not everything could be checked), or the tool could not do its job (bad\n     arguments, unreadable input)"
+    };
+}
+
+/// The exit codes of a command that prints what was asked, for its help.
+macro_rules! plain_exits {
+    () => {
+        "Exit codes:\n  0  done\n  2  the tool could not do its job (bad arguments, an unknown name)"
+    };
+}
+
 /// Audits published LLM-inference benchmark results.
 #[derive(Parser)]
-#[command(name = "rigaudit", version, about, long_about = None)]
+#[command(
+    name = "rigaudit",
+    version,
+    about,
+    long_about = None,
+    after_help = concat!(
+        "Examples:\n",
+        "  rigaudit verify ./bundle            check a published bundle folder\n",
+        "  rigaudit verify run/ --from aiperf  check another tool's result files\n",
+        "  rigaudit checks quality.cutoffs     explain one check\n\n",
+        report_exits!()
+    )
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// No progress bars and no status lines on standard error; the report is still printed.
+    #[arg(
+        long,
+        short = 'q',
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
+    pub quiet: bool,
+    /// Every row of every table in a text report (the recomputed figures that match, too).
+    #[arg(long, short = 'v', global = true, help_heading = "Global options")]
+    pub verbose: bool,
+    /// When to colour text: auto (a terminal, unless NO_COLOR is set or CLICOLOR_FORCE forces
+    /// it), always or never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        global = true,
+        help_heading = "Global options"
+    )]
+    pub color: ColorWhen,
 }
 
 /// The finding severity that fails a run.
@@ -41,6 +90,7 @@ impl FailOn {
 
 /// Options every reporting command shares.
 #[derive(clap::Args)]
+#[command(next_help_heading = "Report options")]
 pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -58,7 +108,7 @@ pub struct ReportArgs {
     pub outputs: Vec<String>,
     /// A gate's policy (TOML): per check id a severity or `ignore` with a reason the report
     /// repeats, the fail level, replay's and diff's tolerances, which setup subjects fail a diff
-    /// (see `audit/src/policy.rs`).
+    /// (`rigaudit schema policy` prints its schema).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// The repository root that SARIF and GitHub annotations give file paths from (default: the
@@ -70,6 +120,14 @@ pub struct ReportArgs {
 #[derive(Subcommand)]
 pub enum Command {
     /// Verify a published bundle: schemas, recomputed figures, invalid steps, setup consistency.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit verify ./bundle\n",
+        "  rigaudit verify page.tar.gz --format sarif > rigaudit.sarif\n",
+        "  rigaudit verify artifacts/run1 --from aiperf\n",
+        "  rigaudit verify ./bundle --output report.html --output report.md --fail-on warning\n\n",
+        report_exits!()
+    ))]
     Verify {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar); or another
         /// tool's result file (or folder of files), its format detected or named with --from.
@@ -85,6 +143,12 @@ pub enum Command {
     /// Import another tool's result files (AIPerf, GuideLLM, lm-eval, MLPerf LoadGen, llama-bench,
     /// llama-server, vLLM bench serve) as a bundle: the sources copied with their sha256, the
     /// importer's record, notes of what was taken and what could not; prints the checks' report.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit import --from aiperf artifacts/run1 --out run1-bundle\n",
+        "  rigaudit import results_2026.json samples_arith_2026.jsonl --out eval-bundle\n\n",
+        report_exits!()
+    ))]
     Import {
         /// The format (detected from the content when not given).
         #[arg(long, value_enum)]
@@ -100,6 +164,12 @@ pub enum Command {
     },
     /// The main job: verify a bundle, rehash what the given roots hold, and replay the recorded
     /// command (the bundled engine by default) to see whether the page reproduces. One report.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit audit ./bundle --root /models --root /opt/engines\n",
+        "  rigaudit audit ./bundle --no-replay --root atom=/mnt/atom --root pgx=/mnt/pgx\n\n",
+        report_exits!()
+    ))]
     Audit {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
         bundle: PathBuf,
@@ -119,6 +189,12 @@ pub enum Command {
     },
     /// Compare two bundles of one setup: the setup differences first, then every figure with the
     /// statistics replay uses (exit 1 when the setup differs in what matters or a figure moved).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit diff before/ after/\n",
+        "  rigaudit diff stock/ patched/ --format markdown > diff.md\n\n",
+        report_exits!()
+    ))]
     Diff {
         #[command(flatten)]
         args: diff::Args,
@@ -127,6 +203,12 @@ pub enum Command {
     },
     /// Re-launch the recorded command, measure again with the bundle's contracts, and say per
     /// value whether the page reproduces; writes the replayed bundle.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit replay ./bundle\n",
+        "  rigaudit replay ./bundle --box pgx=auditor@spark-b --output replay.json\n\n",
+        report_exits!()
+    ))]
     Replay {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
         bundle: PathBuf,
@@ -136,9 +218,21 @@ pub enum Command {
         out: ReportArgs,
     },
     /// Measure a running OpenAI-compatible server with a speed contract; writes a bundle.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit measure --base-url http://127.0.0.1:8080 --contract speed-contract.json --out run1\n\n",
+        "Exit codes:\n  0  every step got an answer\n  1  a step got no answer\n",
+        "  2  no step did, the measurement stopped early, or bad arguments"
+    ))]
     Measure(measure::Args),
     /// Hash what the card records (engine package, the binary inside it, NCCL per box, checkpoint
     /// folders, the bundle's raw files), ask NCCL for its version, and compare with the card.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit rehash ./bundle --root /models --root /opt/engines\n",
+        "  rigaudit rehash ./bundle --file nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2\n\n",
+        report_exits!()
+    ))]
     Rehash {
         #[command(flatten)]
         args: rehash::Args,
@@ -154,22 +248,55 @@ pub enum Command {
     /// Prints this machine as a card's `hardware` object (what `measure --card` records).
     #[command(name = "__host", hide = true)]
     Host,
-    /// List every check with its id, severity and what it finds.
+    /// List every check with its id, severity and what it finds, or explain one: what it finds,
+    /// why it matters, how to fix it, an example.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit checks\n",
+        "  rigaudit checks quality.refused-counted-as-wrong\n",
+        "  rigaudit checks --format sarif > rules.sarif\n\n",
+        plain_exits!()
+    ))]
     Checks {
+        /// A check's id (`quality.refused-counted-as-wrong`): explain that one.
+        id: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit completions bash > ~/.local/share/bash-completion/completions/rigaudit\n",
+        "  rigaudit completions zsh > ~/.zfunc/_rigaudit\n\n",
+        plain_exits!()
+    ))]
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) to standard output: `rigaudit man > rigaudit.1`.
-    Man,
+    /// Print a man page (roff) to standard output: rigaudit(1), or rigaudit-COMMAND(1) for one
+    /// command.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit man > rigaudit.1 && man ./rigaudit.1\n",
+        "  for c in verify import audit diff replay measure rehash checks; do\n",
+        "    rigaudit man $c > rigaudit-$c.1; done\n\n",
+        plain_exits!()
+    ))]
+    Man {
+        /// A command: its own page, rigaudit-COMMAND(1).
+        command: Option<String>,
+    },
     /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
     /// quality-contract, quality-summary, quality-answers, fit-result, report, policy).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rigaudit schema report\n",
+        "  rigaudit schema card > card.schema.json\n\n",
+        plain_exits!()
+    ))]
     Schema {
         /// The kind.
         kind: String,
@@ -177,6 +304,17 @@ pub enum Command {
 }
 
 impl Command {
+    /// Passes the global `--quiet` to the commands that show progress bars.
+    pub fn set_quiet(&mut self, quiet: bool) {
+        match self {
+            Command::Rehash { args, .. } => args.quiet = quiet,
+            Command::Replay { args, .. } => args.quiet = quiet,
+            Command::Audit { replay, .. } => replay.quiet = quiet,
+            Command::Measure(args) => args.quiet = quiet,
+            _ => {}
+        }
+    }
+
     /// The report options of a command that builds a report.
     pub fn report_args(&self) -> Option<&ReportArgs> {
         match self {

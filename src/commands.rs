@@ -13,18 +13,39 @@ use rigaudit_audit::{Report, Severity};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Where a report goes: the report options and the policy, read once for the run.
+/// How a run shows itself: the global `--color`, `--verbose` and `--quiet`.
+#[derive(Debug, Clone, Copy)]
+pub struct Show {
+    /// When to colour the text report on standard output.
+    pub color: output::ColorWhen,
+    /// Every row of every table in a text report.
+    pub verbose: bool,
+    /// No status lines on standard error.
+    pub quiet: bool,
+}
+
+/// Where a report goes: the report options and the policy, read once for the run, and how it is
+/// shown.
 pub struct Gate {
     /// `--format`, `--fail-on`, `--report`, `--output`.
     pub out: ReportArgs,
     /// `--policy`, read and checked.
     pub policy: Option<Loaded>,
+    /// `--color`, `--verbose`, `--quiet`.
+    pub show: Show,
 }
 
 impl Gate {
     /// The severity that fails the run.
     fn fail_on(&self) -> Option<Severity> {
         self.out.fail_on.severity()
+    }
+
+    /// A status line on standard error (`rigaudit: ...`), unless `--quiet`.
+    fn say(&self, line: std::fmt::Arguments) {
+        if !self.show.quiet {
+            eprintln!("rigaudit: {line}");
+        }
     }
 
     /// Applies the policy, prints the report in its format, writes every `--report` and
@@ -44,15 +65,22 @@ impl Gate {
         for spec in &out.outputs {
             files.push(output::parse_output(spec)?);
         }
-        let color = out.format == Format::Text && output::color_stdout();
-        print!("{}", output::render(&report, out.format, color, &places));
+        let style = output::Style {
+            color: out.format == Format::Text && self.show.color.on_stdout(),
+            verbose: self.show.verbose,
+        };
+        print!("{}", output::render(&report, out.format, style, &places));
+        let plain = output::Style {
+            color: false,
+            ..style
+        };
         for (format, path) in files {
-            let text = output::render(&report, format, false, &places);
+            let text = output::render(&report, format, plain, &places);
             output::write_atomic(&path, text.as_bytes())?;
         }
         if out.format == Format::Github {
             if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-                let markdown = output::render(&report, Format::Markdown, false, &places);
+                let markdown = output::render(&report, Format::Markdown, plain, &places);
                 output::append(Path::new(&summary), markdown.as_bytes())?;
             }
         }
@@ -141,11 +169,11 @@ pub fn import(
         }
     };
     let (format, imp) = import::run(Some(format), files, out)?;
-    eprintln!(
-        "rigaudit: imported {} files into {}",
+    gate.say(format_args!(
+        "imported {} files into {}",
         format.name(),
         input::shown_path(out)
-    );
+    ));
     let id = out.display().to_string();
     gate.emit(import::report("import", &id, &imp, gate.fail_on()), None)
 }
@@ -173,10 +201,10 @@ pub fn replay(gate: &Gate, bundle: &Path, mut args: replay::Args) -> Result<Exit
         p.tune_boxes(&mut args.boxes.ssh);
     }
     let r = replay::run(bundle, &args)?;
-    eprintln!(
-        "rigaudit: replayed bundle written to {}",
+    gate.say(format_args!(
+        "replayed bundle written to {}",
         input::shown_path(&r.bundle)
-    );
+    ));
     let report = Report::new("replay", &r.id, gate.fail_on(), r.found);
     gate.emit(stating(report, &args.rule), None)
 }

@@ -70,12 +70,20 @@ fn main() -> ExitCode {
     })
 }
 
-/// Runs one command; the policy of a reporting command is read (and checked) here, once.
-fn run(cli: Cli) -> Result<ExitCode, Fatal> {
+/// Runs one command; the policy of a reporting command is read (and checked) here, once, and the
+/// global `--quiet` reaches the commands that show progress.
+fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
     let policy = match cli.command.report_args() {
         Some(out) => policy::load(out.policy.as_deref())?,
         None => None,
     };
+    cli.command.set_quiet(cli.quiet);
+    let show = commands::Show {
+        color: cli.color,
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    };
+    let gate = |out, policy| Gate { out, policy, show };
     match cli.command {
         Command::Verify {
             bundle,
@@ -84,25 +92,17 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             out,
         } => {
             more.insert(0, bundle);
-            commands::verify(&Gate { out, policy }, &more, from)
+            commands::verify(&gate(out, policy), &more, from)
         }
         Command::Import {
             from,
             files,
             out,
             report,
-        } => commands::import(
-            &Gate {
-                out: report,
-                policy,
-            },
-            from,
-            &files,
-            &out,
-        ),
-        Command::Diff { args, out } => commands::diff(&Gate { out, policy }, args),
+        } => commands::import(&gate(report, policy), from, &files, &out),
+        Command::Diff { args, out } => commands::diff(&gate(out, policy), args),
         Command::Replay { bundle, args, out } => {
-            commands::replay(&Gate { out, policy }, &bundle, args)
+            commands::replay(&gate(out, policy), &bundle, args)
         }
         Command::Audit {
             bundle,
@@ -116,23 +116,38 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             let ssh = replay.boxes.ssh.clone();
             let artifacts = audit::Artifacts { roots, files, ssh };
             let replay = (!no_replay).then_some(replay);
-            commands::audit(&Gate { out, policy }, &bundle, artifacts, replay)
+            commands::audit(&gate(out, policy), &bundle, artifacts, replay)
         }
-        Command::Rehash { args, out } => commands::rehash(&Gate { out, policy }, args),
+        Command::Rehash { args, out } => commands::rehash(&gate(out, policy), args),
         Command::Measure(a) => commands::measured(&measure::run(&a)?),
         Command::NcclVersion { path } => Ok(ExitCode::from(rehash::nccl::child_main(&path) as u8)),
         Command::Completions { shell } => printed(&completions(shell)),
-        Command::Man => printed(&man_page()?),
+        Command::Man { command } => printed(&man_page(command.as_deref())?),
         Command::Host => printed(
             serde_json::to_string_pretty(&host::hardware())
                 .unwrap_or_default()
                 .as_bytes(),
         ),
-        Command::Checks { format } => {
-            print!("{}", output::catalogue(format));
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Checks { id, format } => checks(id.as_deref(), format),
         Command::Schema { kind } => printed(schema_text(&kind)?.as_bytes()),
+    }
+}
+
+/// `rigaudit checks [ID]`: the catalogue as text, JSON, SARIF or Markdown, or one check explained as text
+/// or JSON; any other format is refused, naming those it has.
+fn checks(id: Option<&str>, format: output::Format) -> Result<ExitCode, Fatal> {
+    use output::Format as F;
+    match (id, format) {
+        (None, F::Text | F::Json | F::Sarif | F::Markdown) => {
+            printed(output::catalogue(format).as_bytes())
+        }
+        (Some(id), F::Text | F::Json) => printed(output::explain(id, format)?.as_bytes()),
+        (None, _) => Err(fatal(
+            "checks --format: the catalogue is written as text, json, sarif or markdown",
+        )),
+        (Some(_), _) => Err(fatal(
+            "checks ID --format: one check is explained as text or json",
+        )),
     }
 }
 
@@ -144,10 +159,37 @@ fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     script
 }
 
-/// The man page, roff (`rigaudit man`).
-fn man_page() -> Result<Vec<u8>, Fatal> {
+/// A man page, roff: rigaudit(1) (`rigaudit man`), which lists rigaudit-COMMAND(1) for each
+/// command, or that page (`rigaudit man COMMAND`), with the global options, examples and exit
+/// codes of its help.
+fn man_page(command: Option<&str>) -> Result<Vec<u8>, Fatal> {
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    cli.build();
+    let cmd = match command {
+        None => cli,
+        Some(name) => {
+            let found = cli
+                .get_subcommands()
+                .find(|c| c.get_name() == name && !c.is_hide_set());
+            let Some(sub) = found else {
+                let names: Vec<&str> = cli
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+                    .map(|c| c.get_name())
+                    .collect();
+                return Err(fatal(format!(
+                    "man {}: no such command; one of {}",
+                    input::shown(name),
+                    names.join(", ")
+                )));
+            };
+            sub.clone()
+                .display_name(format!("rigaudit-{name}"))
+                .bin_name(format!("rigaudit {name}"))
+        }
+    };
     let mut page = Vec::new();
-    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+    clap_mangen::Man::new(cmd)
         .render(&mut page)
         .map_err(|e| fatal(format!("man page: {e}")))?;
     Ok(page)

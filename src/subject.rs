@@ -51,6 +51,14 @@ impl Subject {
                 }
             }
         }
+        if let (None, [_, _, ..]) = (from, paths) {
+            if let Some(b) = paths.iter().find(|p| looks_like_bundle(p)) {
+                return Err(fatal(format!(
+                    "{}: a rigaudit bundle, given with other paths; a run checks one bundle, or one tool's result files: give it on its own",
+                    input::shown_path(b)
+                )));
+            }
+        }
         let format = match from {
             Some(f) => f,
             None => detected(paths)?,

@@ -1276,8 +1276,10 @@ const LM_EVAL_CASES: &[Case] = &[
                 json!(0.0),
             );
         },
+        // Not re-scored without the samples: a finding says what to add.
         code: Some(1),
         expect: &[
+            one("import.not-rescored").says(&["its samples file was not given"]),
             one("import.subset-of-dataset").says(&["rigaudit_arith 24 of 100"]),
             one("import.cached-responses").severity("warning"),
             one("import.zero-unparseable")

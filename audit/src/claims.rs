@@ -108,7 +108,8 @@ fn reconstructed(b: &Bundle, e: &mut Emit) -> Ran {
             m.files.len(),
             rec.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
         ))
-        .at("bundle.json", "/files");
+        .at("bundle.json", "/files")
+        .data(serde_json::json!({"reconstructed": rec.len(), "files": m.files.len()}));
     }
     Some(())
 }

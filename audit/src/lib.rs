@@ -14,7 +14,8 @@
 //!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`imported`]; the rows
 //!   that read across a bundle's files sit in their families' tables, their functions in
 //!   [`consistency`], which imports no family;
-//! - on top: [`table`] (every family's rows: the catalogue) and [`verify()`].
+//! - on top: [`table`] (every family's rows: the catalogue), [`headline`] (what a report says
+//!   first) and [`verify()`].
 
 pub mod catalogue;
 pub mod check;
@@ -24,6 +25,7 @@ pub mod decide;
 pub mod diff;
 pub mod figures;
 pub mod fit;
+pub mod headline;
 pub mod imported;
 pub mod policy;
 pub mod quality;

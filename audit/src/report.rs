@@ -273,6 +273,9 @@ pub struct Report {
     pub bundle: String,
     /// Overall verdict.
     pub verdict: Verdict,
+    /// Why the verdict is incomplete (present only then): what could not be checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
     /// Threshold that decides the verdict.
     pub fail_on: Option<Severity>,
     /// Count of findings by severity.
@@ -456,7 +459,12 @@ impl Report {
         } = found;
         let counts = Counts::of(&findings);
         let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));
-        let verdict = if ran.is_empty() || incomplete.is_some() {
+        let incomplete = match incomplete {
+            Some(why) => Some(why),
+            None if ran.is_empty() => Some("no check had what it needs to run".into()),
+            None => None,
+        };
+        let verdict = if incomplete.is_some() {
             Verdict::Incomplete
         } else if failed {
             Verdict::Fail
@@ -468,6 +476,7 @@ impl Report {
             command: command.into(),
             bundle: bundle.into(),
             verdict,
+            incomplete,
             fail_on,
             counts,
             checks_run: ran,

@@ -562,8 +562,39 @@ pub fn load(
         })?,
     };
     let mut imported = import(format, &mut sources)?;
+    refuse_unread(format, &sources, &mut imported.found)?;
     common_settings(&mut imported, format);
     Ok((format, sources, imported))
+}
+
+/// A file given (named, or in a named folder) that the format's reader took nothing from is
+/// refused when it is another tool's result file (the files of two tools given at once), naming
+/// it; any other (AIPerf's CSV beside its JSON, a README) is a note that names it as not read.
+/// None is dropped in silence.
+fn refuse_unread(format: Format, sources: &[Source], found: &mut Findings) -> Result<(), Fatal> {
+    for s in sources.iter().filter(|s| s.role.is_empty()) {
+        if let Some(other) = detect(std::slice::from_ref(s)).filter(|g| *g != format) {
+            return Err(fatal(format!(
+                "{}: a result file of {}, given with {} files, which take nothing from it; verify each tool's files on their own (rigaudit verify FILE... --from FORMAT)",
+                s.shown,
+                other.name(),
+                format.name()
+            )));
+        }
+        let note = format!(
+            "not read: no {} check reads this file, so nothing in it was checked",
+            format.name()
+        );
+        found.push(
+            rigaudit_audit::Finding::new(
+                rigaudit_audit::imported::NOT_RECOMPUTABLE.id,
+                Severity::Info,
+                note,
+            )
+            .file(&s.name),
+        );
+    }
+    Ok(())
 }
 
 /// The report of an import: its checks, recomputed values and findings.

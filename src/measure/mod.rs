@@ -69,8 +69,8 @@ pub struct Args {
     /// The bundle's title (default: `rigaudit measure of <model>`).
     #[arg(long)]
     pub title: Option<String>,
-    /// No progress bar.
-    #[arg(long)]
+    /// No progress bar: the global `--quiet`, set by `main`.
+    #[arg(skip)]
     pub quiet: bool,
     /// The pid of the server's process (repeatable): it and its descendants are not foreign load.
     /// The owner of a loopback port being measured is found by itself.

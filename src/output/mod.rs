@@ -80,11 +80,50 @@ pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
     Ok((format, path))
 }
 
+/// How text is shown: in colour or not, every row or the ones that matter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    /// ANSI colours on.
+    pub color: bool,
+    /// Every row of every table (`--verbose`), not only those that differ.
+    pub verbose: bool,
+}
+
+/// When to colour text (`--color`); it lives here, below the CLI that parses it and the
+/// renderers that read it, so neither imports the other back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set (or `CLICOLOR_FORCE` forces it on).
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether text on standard output is coloured: `always`, `never`, or for `auto` a terminal
+    /// without `NO_COLOR`, or `CLICOLOR_FORCE` set to anything but `0`
+    /// (<https://no-color.org>, <https://bixense.com/clicolors/>).
+    pub fn on_stdout(self) -> bool {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let forced = std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0");
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto if no_color => false,
+            ColorWhen::Auto => forced || std::io::stdout().is_terminal(),
+        }
+    }
+}
+
 /// Renders a report in a format; annotations and SARIF show the findings' files at `places`.
-pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool, places: &Places) -> String {
+pub fn render(r: &rigaudit_audit::Report, f: Format, style: Style, places: &Places) -> String {
     match f {
         Format::Github => github::render(r, places),
-        Format::Text => text::render(r, color),
+        Format::Text => text::render(r, style),
         Format::Json => json::render(r),
         Format::Sarif => sarif::render(r, places),
         Format::Markdown => markdown::render(r),
@@ -92,12 +131,6 @@ pub fn render(r: &rigaudit_audit::Report, f: Format, color: bool, places: &Place
         Format::Intoto => intoto::render(r),
         Format::Html => html::render(r),
     }
-}
-
-/// Whether text on stdout may be coloured: a terminal, and `NO_COLOR` unset.
-pub fn color_stdout() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// The catalogue of checks (`rigaudit checks`): one line per check as text, a JSON array of
@@ -115,11 +148,124 @@ pub fn catalogue(f: Format) -> String {
         }
         Format::Sarif => sarif::catalogue(),
         Format::Markdown => markdown::catalogue(),
-        _ => all
-            .iter()
-            .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
-            .collect(),
+        _ => {
+            let lines: String = all
+                .iter()
+                .map(|c| format!("{:<38} {:<8} {}\n", c.id, c.severity.name(), c.doc))
+                .collect();
+            // A long doc continues under the docs' column.
+            text::fit_hanging(&lines, text::WIDTH, 48)
+        }
     }
+}
+
+/// One check explained (`rigaudit checks ID`), like `ruff rule`: what it finds (its row's doc),
+/// why it matters (its severity, what its family reads), how to fix what it finds (its family's
+/// words) and an example (where it shows, and a policy that re-grades it); as text, or a JSON
+/// object with the same parts. An unknown id is an error naming the nearest ids.
+pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
+    use rigaudit_audit::table;
+    let all = table::all();
+    let Some(c) = all.iter().find(|c| c.id == id) else {
+        let near = nearest(id, all.iter().map(|c| c.id));
+        let near = if near.is_empty() {
+            String::new()
+        } else {
+            format!("; nearest: {}", near.join(", "))
+        };
+        return Err(fatal(format!(
+            "no check '{}'{near} (`rigaudit checks` lists every id)",
+            crate::input::shown(id)
+        )));
+    };
+    let family = table::family_of(c.id);
+    let reads = family.map_or("", |fam| fam.reads);
+    let fix = family.map_or("", |fam| fam.fix);
+    let why = match c.severity {
+        rigaudit_audit::Severity::Error => "an error: a figure that is wrong or a step that is invalid; it fails the run (exit 1) unless a policy re-grades it",
+        rigaudit_audit::Severity::Warning => "a warning: something a reader should question; it fails the run only with --fail-on warning",
+        rigaudit_audit::Severity::Info => "a note: context worth knowing; it fails the run only with --fail-on info",
+    };
+    let example = format!(
+        "rigaudit verify BUNDLE lists each finding of {id} with its file and place; a policy (--policy FILE) re-grades it with a reason the report repeats:\n\n[checks.\"{id}\"]\nseverity = \"warning\"\nreason = \"why this gate accepts it\"",
+        id = c.id
+    );
+    if f == Format::Json {
+        let v = serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc, "reads": reads, "why": why, "fix": fix, "example": example});
+        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
+    }
+    let doc = format!(
+        "{} ({})\n\nWhat it finds\n{}\n\nWhy it matters\n{}\n\nHow to fix it\n{}\n\nExample\n{}\n",
+        c.id,
+        c.severity.name(),
+        indent(c.doc),
+        indent(&format!("It is {why}. Its family reads {reads}.")),
+        indent(&capital(fix)),
+        indent(&example)
+    );
+    Ok(text::fit_text(&doc))
+}
+
+/// Text indented by two spaces, line by line (an empty line stays empty).
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A sentence with its first letter a capital and a final period.
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    let mut out: String = match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    };
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
+/// The ids nearest to `id`: those that contain it or that it contains, then the fewest edits
+/// away; at most five.
+fn nearest<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = ids
+        .map(|c| {
+            let contains = c.contains(id) || (!c.is_empty() && id.contains(c));
+            (if contains { 0 } else { 1 + edits(id, c) }, c)
+        })
+        .collect();
+    scored.sort();
+    let close = 1 + (id.chars().count() / 3).max(3);
+    scored
+        .into_iter()
+        .filter(|(d, _)| *d <= close)
+        .take(5)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// The Levenshtein distance between two strings, in characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Writes `content` to `path` atomically: a temporary file in the same folder, then a rename, so a
@@ -198,6 +344,43 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_check_is_explained_from_its_row_and_an_unknown_id_names_the_nearest() {
+        let text = explain("quality.refused-counted-as-wrong", Format::Text).unwrap();
+        for part in [
+            "What it finds",
+            "Why it matters",
+            "How to fix it",
+            "Example",
+        ] {
+            assert!(text.contains(part), "{text}");
+        }
+        let row = rigaudit_audit::table::find("quality.refused-counted-as-wrong").unwrap();
+        assert!(text.replace("\n  ", " ").contains(row.doc), "{text}");
+        assert!(
+            text.lines().all(|l| l.chars().count() <= text::WIDTH),
+            "{text}"
+        );
+        let err = explain("quality.refused-as-wrong", Format::Text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("nearest: quality.refused-counted-as-wrong"),
+            "{err}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&explain("speed.cached-tokens", Format::Json).unwrap()).unwrap();
+        assert_eq!(json["id"], "speed.cached-tokens");
+        assert!(!json["fix"].as_str().unwrap().is_empty());
+    }
+
+    #[test]
+    fn edits_count_insertions_deletions_and_changes() {
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(edits("", "abc"), 3);
+        assert_eq!(edits("same", "same"), 0);
     }
 
     #[test]

@@ -1,10 +1,19 @@
-//! The report as grouped text for people: a verdict line, findings grouped by severity and check,
-//! then the recomputed values and, for a replay, the recorded figures beside the replayed ones.
+//! The report as text for people, its most important part first: the verdict with what it covers,
+//! one headline per failing family with its sum and what to do next (so the first lines of a
+//! terminal say what, why and what now), then the findings by severity, what a policy left out,
+//! the recomputed figures as one line plus only the rows that differ or have no result (every row
+//! with `--verbose`), and a diff's or replay's figures beside each other. Every line fits
+//! [`WIDTH`] columns: longer ones wrap at spaces (a hand-written wrap: the one rule here does not
+//! need a crate).
 
+use super::Style;
 use rigaudit_audit::decide::p_cell;
 use rigaudit_audit::verdict::better_word;
-use rigaudit_audit::{Report, Severity, Verdict};
+use rigaudit_audit::{headline, Recomputed, Report, Severity, Verdict};
 use std::fmt::Write;
+
+/// The widest line the text report writes.
+pub const WIDTH: usize = 100;
 
 fn paint(s: &str, code: &str, color: bool) -> String {
     if color {
@@ -30,42 +39,60 @@ fn safe(s: &str) -> String {
     crate::input::shown_n(s, crate::input::MESSAGE_MAX)
 }
 
-/// Renders a report: the findings by severity and check, what a policy left out, the recomputed
-/// values, the setup differences (diff) and the figures beside each other, then the verdict line
-/// last, where a terminal leaves it in view.
-pub fn render(r: &Report, color: bool) -> String {
-    let mut o = String::new();
+/// Renders a report: the verdict and what it rests on first, then the findings by severity and
+/// check, what a policy left out, the recomputed values, the setup differences (diff) and the
+/// figures beside each other; every line fitted to [`WIDTH`].
+pub fn render(r: &Report, style: Style) -> String {
+    let mut o = summary(r, style.color);
     for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        findings_of(&mut o, r, sev, color);
+        findings_of(&mut o, r, sev, style.color);
     }
     policy_section(&mut o, r);
-    recomputed_section(&mut o, r);
+    recomputed_section(&mut o, r, style.verbose);
     setup_section(&mut o, r);
     comparisons_section(&mut o, r);
-    // Each section starts with a blank line; the first needs none.
-    let mut out = o.trim_start_matches('\n').to_string();
-    if !out.is_empty() {
-        out.push('\n');
+    fit(&o, WIDTH)
+}
+
+/// The verdict line, one headline per family that fails the run, and what to do next.
+fn summary(r: &Report, color: bool) -> String {
+    let mut o = verdict_line(r, color);
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(o, "  - incomplete: {}", safe(why));
     }
-    out.push_str(&verdict_line(r, color));
-    out
+    for h in headline::headlines(r) {
+        let _ = writeln!(o, "  - {}", safe(&h));
+    }
+    if let Some(next) = headline::next_step(r) {
+        let _ = writeln!(o, "  what to do: {next}");
+    }
+    o
 }
 
 fn verdict_line(r: &Report, color: bool) -> String {
-    let verdict = match r.verdict {
+    let mut verdict = match r.verdict {
         Verdict::Pass => paint("PASS", "32;1", color),
         Verdict::Fail => paint("FAIL", "31;1", color),
         Verdict::Incomplete => paint("INCOMPLETE", "33;1", color),
     };
-    format!(
-        "rigaudit {} {}: {verdict} ({} errors, {} warnings, {} notes; {} checks ran)\n",
-        r.command,
-        safe(&r.bundle),
+    if let Some(covers) = headline::coverage(r) {
+        verdict.push_str(&format!(", {covers}"));
+    }
+    let head = format!("rigaudit {} {}: {verdict}", r.command, safe(&r.bundle));
+    let counts = format!(
+        "({} errors, {} warnings, {} notes; {} checks ran)",
         r.counts.error,
         r.counts.warning,
         r.counts.info,
         r.checks_run.len()
-    )
+    );
+    // The counts on the verdict's line when they fit, else on their own.
+    let gap = if columns(&head) + 1 + counts.len() <= WIDTH {
+        " "
+    } else {
+        "\n  "
+    };
+    format!("{head}{gap}{counts}\n")
 }
 
 /// The findings of one severity, grouped by check in order of first appearance.
@@ -133,21 +160,247 @@ fn policy_section(o: &mut String, r: &Report) {
     }
 }
 
-fn recomputed_section(o: &mut String, r: &Report) {
+/// How a recomputed figure compares with what the file and the page show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Agreement {
+    /// The recomputed value rounds to what the file and the page show.
+    Match,
+    /// It does not round to one of them.
+    Differs,
+    /// Nothing could be recomputed.
+    NoResult,
+}
+
+/// The decimals a number is shown with: the digits after its point.
+fn decimals(shown: &str) -> usize {
+    shown.split_once('.').map_or(0, |(_, d)| d.len())
+}
+
+/// Whether `value` rounds to `shown` at the decimals `shown` has, or agrees with it to a
+/// relative 1e-6 (a file that prints full floats, summed in another order or from rounded times;
+/// the checks hold each figure to its own tolerance and report what is beyond it).
+fn rounds_to(value: f64, shown: &str) -> bool {
+    let Ok(s) = shown.trim().parse::<f64>() else {
+        return true;
+    };
+    let half = 0.5 * 10f64.powi(-(decimals(shown.trim()) as i32));
+    let scale = value.abs().max(s.abs());
+    (value - s).abs() <= (half * (1.0 + 1e-9)).max(1e-6 * scale) + 1e-12
+}
+
+fn agreement(v: &Recomputed) -> Agreement {
+    let Some(value) = v.value else {
+        return Agreement::NoResult;
+    };
+    // The file agrees when the value rounds to it, or when both read the same as shown here.
+    let file_ok = v
+        .file
+        .is_none_or(|f| rounds_to(value, &f.to_string()) || num(Some(value)) == num(Some(f)));
+    let page_ok = v.page.as_deref().is_none_or(|p| rounds_to(value, p));
+    if file_ok && page_ok {
+        Agreement::Match
+    } else {
+        Agreement::Differs
+    }
+}
+
+/// A number at the page's precision when the page shows one, else at [`num`]'s.
+fn at_precision(x: Option<f64>, page: Option<&str>) -> String {
+    match (x, page.filter(|p| p.trim().parse::<f64>().is_ok())) {
+        // At most six decimals: a page's string is input, its length no bound on a column.
+        (Some(v), Some(p)) => format!("{v:.*}", decimals(p.trim()).min(6)),
+        (x, _) => num(x),
+    }
+}
+
+/// The recomputed figures: one line counting them by agreement, then the rows that differ or
+/// have no result (every row when `verbose`), in numeric order of their keys.
+fn recomputed_section(o: &mut String, r: &Report, verbose: bool) {
     if r.recomputed.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\nrecomputed from the raw records (value / file / page)");
-    for v in &r.recomputed {
-        let _ = writeln!(
-            o,
-            "  {:<28} {:>12}   {:>10}   {:>10}",
-            safe(&v.key),
-            num(v.value),
-            v.file.map_or("-".into(), |x| x.to_string()),
-            v.page.as_deref().map_or("-".into(), safe)
-        );
+    let rows = numeric_order(&r.recomputed);
+    let count = |a| rows.iter().filter(|v| agreement(v) == a).count();
+    let (differ, none) = (count(Agreement::Differs), count(Agreement::NoResult));
+    let mut line = format!(
+        "\n{} figures recomputed from the raw records: {} match",
+        rows.len(),
+        count(Agreement::Match)
+    );
+    if differ > 0 {
+        line.push_str(&format!(", {differ} differ"));
     }
+    if none > 0 {
+        line.push_str(&format!(", {none} have no result"));
+    }
+    let shown: Vec<&Recomputed> = rows
+        .into_iter()
+        .filter(|v| verbose || agreement(v) != Agreement::Match)
+        .collect();
+    if !verbose && shown.len() < r.recomputed.len() {
+        line.push_str(" (every row with --verbose)");
+    }
+    let _ = writeln!(o, "{line}");
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  {:<32} {:>12} {:>12} {:>12}   (value / file / page)",
+        "figure", "recomputed", "file", "page"
+    );
+    for v in shown {
+        recomputed_row(o, v);
+    }
+}
+
+fn recomputed_row(o: &mut String, v: &Recomputed) {
+    let page = v.page.as_deref();
+    let mark = match agreement(v) {
+        Agreement::Match => "match",
+        Agreement::Differs => "DIFFERS",
+        Agreement::NoResult => "no result",
+    };
+    // The value at the page's precision; the file's as it says it, at most three decimals.
+    let _ = writeln!(
+        o,
+        "  {:<32} {:>12} {:>12} {:>12}   {mark}",
+        safe(&v.key),
+        at_precision(v.value, page),
+        v.file.map_or("-".into(), |x| num(Some(x))),
+        page.map_or("-".into(), safe)
+    );
+}
+
+/// The rows with runs of keys that differ only in a final number (`ctx_decode.256`,
+/// `ctx_decode.2048`) put in numeric order; every other row keeps its place.
+fn numeric_order(rows: &[Recomputed]) -> Vec<&Recomputed> {
+    let mut out: Vec<&Recomputed> = rows.iter().collect();
+    let stem_num = |k: &str| -> Option<(String, u64)> {
+        let (stem, n) = k.rsplit_once('.')?;
+        Some((stem.to_string(), n.parse().ok()?))
+    };
+    let mut i = 0;
+    while i < out.len() {
+        let Some((stem, _)) = stem_num(&out[i].key) else {
+            i += 1;
+            continue;
+        };
+        let run = out[i..]
+            .iter()
+            .take_while(|v| stem_num(&v.key).is_some_and(|(s, _)| s == stem))
+            .count();
+        out[i..i + run].sort_by_key(|v| stem_num(&v.key).map_or(0, |(_, n)| n));
+        i += run;
+    }
+    out
+}
+
+/// The columns a line takes on a terminal: its characters less colour escapes.
+fn columns(s: &str) -> usize {
+    let mut n = 0;
+    let mut in_escape = false;
+    for c in s.chars() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (false, _) => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// Prose fitted to [`WIDTH`] columns: a wrapped line continues at its own indent.
+pub fn fit_text(text: &str) -> String {
+    fit_hanging(text, WIDTH, 0)
+}
+
+/// Every line of `text` at most `width` columns: a longer one wraps at spaces, its continuation
+/// indented under its text (past a list's `- `); a word too long for a line is cut.
+fn fit(text: &str, width: usize) -> String {
+    fit_hanging(text, width, 4)
+}
+
+/// [`fit`] with a wrapped line's continuation `extra` columns in from its indent (past a list's
+/// `- ` whatever `extra` is).
+pub fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.trim_start_matches('\n').lines() {
+        if columns(line) <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let lead = line.len() - line.trim_start().len();
+        let hang = lead
+            + if line.trim_start().starts_with("- ") {
+                2
+            } else {
+                extra
+            };
+        wrap_into(&mut out, line, hang, width);
+    }
+    out
+}
+
+/// The words of a line, each with the spaces before it (kept where the line does not wrap, so
+/// a table's columns stay aligned).
+fn words_with_gaps(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut rest = line.trim_start();
+    while !rest.is_empty() {
+        let end = rest.find(' ').unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(end);
+        let next = tail.trim_start();
+        out.push((word, tail.len() - next.len()));
+        rest = next;
+    }
+    // Shift each gap to the word after it.
+    let mut gap = 0;
+    out.into_iter()
+        .map(|(word, after)| {
+            let before = gap;
+            gap = after;
+            (before, word)
+        })
+        .collect()
+}
+
+fn wrap_into(out: &mut String, line: &str, hang: usize, width: usize) {
+    let lead = line.len() - line.trim_start().len();
+    let mut current = " ".repeat(lead);
+    let mut has_word = false;
+    for (gap, word) in words_with_gaps(line) {
+        let mut word = word.to_string();
+        loop {
+            let room = width.saturating_sub(columns(&current) + if has_word { gap } else { 0 });
+            if columns(&word) <= room || (!has_word && room == 0) {
+                break;
+            }
+            if has_word {
+                out.push_str(current.trim_end());
+                out.push('\n');
+                current = " ".repeat(hang);
+                has_word = false;
+                continue;
+            }
+            // A word longer than a whole line: cut it at the room left.
+            let cut: String = word.chars().take(room.max(1)).collect();
+            word = word.chars().skip(room.max(1)).collect();
+            current.push_str(&cut);
+            out.push_str(&current);
+            out.push('\n');
+            current = " ".repeat(hang);
+        }
+        if has_word {
+            current.push_str(&" ".repeat(gap));
+        }
+        current.push_str(&word);
+        has_word = true;
+    }
+    out.push_str(current.trim_end());
+    out.push('\n');
 }
 
 fn setup_section(o: &mut String, r: &Report) {
@@ -222,5 +475,90 @@ fn rule_section(o: &mut String, r: &Report) {
     let _ = writeln!(o, "\n{}", safe(&r.decision_rule[0]));
     for line in &r.decision_rule[1..] {
         let _ = writeln!(o, "  {}", safe(line));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str) -> Recomputed {
+        Recomputed {
+            key: key.into(),
+            value: Some(1.0),
+            file: None,
+            page: None,
+        }
+    }
+
+    #[test]
+    fn keys_that_differ_in_a_final_number_sort_by_it_and_the_rest_keep_their_place() {
+        let rows: Vec<Recomputed> = [
+            "quality.b.pct",
+            "quality.a.pct",
+            "ctx.2048",
+            "ctx.256",
+            "cv",
+        ]
+        .iter()
+        .map(|k| row(k))
+        .collect();
+        let keys: Vec<&str> = numeric_order(&rows)
+            .iter()
+            .map(|v| v.key.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "quality.b.pct",
+                "quality.a.pct",
+                "ctx.256",
+                "ctx.2048",
+                "cv"
+            ]
+        );
+    }
+
+    #[test]
+    fn long_lines_wrap_at_spaces_under_their_text_and_long_words_are_cut() {
+        let line = format!("    - {}", "word ".repeat(40));
+        let out = fit(&line, 30);
+        for l in out.lines() {
+            assert!(l.len() <= 30, "{l}");
+        }
+        assert!(
+            out.lines().nth(1).unwrap().starts_with("      word"),
+            "{out}"
+        );
+        assert_eq!(out.split_whitespace().filter(|w| *w == "word").count(), 40);
+        let long = format!("  {}", "x".repeat(70));
+        let out = fit(&long, 30);
+        assert!(out.lines().all(|l| l.len() <= 30), "{out}");
+        assert_eq!(out.matches('x').count(), 70);
+    }
+
+    #[test]
+    fn a_wrapped_line_keeps_its_columns_before_the_wrap() {
+        let line = format!("{:<10} {:<6} {}", "id", "error", "word ".repeat(12));
+        let out = fit_hanging(&line, 40, 18);
+        let first = out.lines().next().unwrap();
+        assert!(first.starts_with("id         error  word"), "{out}");
+        assert!(
+            out.lines().nth(1).unwrap().starts_with(&" ".repeat(18)),
+            "{out}"
+        );
+        assert_eq!(out.matches("word").count(), 12);
+    }
+
+    #[test]
+    fn a_figure_agrees_at_the_precision_it_is_shown_with() {
+        assert!(rounds_to(4.798, "4.8"));
+        assert!(!rounds_to(4.86, "4.8"));
+        assert!(rounds_to(14.708179026, "14.708178944"));
+        assert!(!rounds_to(28.0, "31.0"));
+        assert_eq!(at_precision(Some(44.949), Some("44.9")), "44.9");
+        assert_eq!(at_precision(Some(44.949), None), "44.949");
+        let long_page = format!("1.{}", "0".repeat(5000));
+        assert_eq!(at_precision(Some(1.0), Some(&long_page)), "1.000000");
     }
 }

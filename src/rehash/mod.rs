@@ -50,8 +50,8 @@ pub struct Args {
     /// Files hashed at once (default: every core).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// No progress bar (there is none either when stderr is not a terminal).
-    #[arg(long, short = 'q')]
+    /// No progress bar: the global `--quiet`, set by `main`.
+    #[arg(skip)]
     pub quiet: bool,
     /// Do not load NCCL libraries to ask their version; digests only.
     #[arg(long)]
@@ -395,6 +395,9 @@ struct Plan {
     bundle_digests: Vec<Option<Result<String, String>>>,
     /// Bundle files listed under a second name: (its index, the index of the first name).
     aliases: Vec<(usize, usize)>,
+    /// Bundle files not read because their path leaves the bundle (a link out, `..`): (its
+    /// index, why); each is an error of its digest, never a file merely missing.
+    bundle_refused: Vec<(usize, String)>,
     /// The NCCL libraries the user named with `--file nccl=PATH` (loaded without `--load-nccl`).
     named_nccl: BTreeSet<String>,
 }
@@ -427,6 +430,7 @@ fn plan_jobs(
         binary_path: card.engine.binary.as_ref().map(|b| b.path.clone()),
         bundle_digests: Vec::new(),
         aliases: Vec::new(),
+        bundle_refused: Vec::new(),
         named_nccl: given
             .iter()
             .filter(|g| g.what == Named::Nccl)
@@ -621,13 +625,18 @@ fn compare_jobs(args: &Args, plan: &mut Plan) -> Result<(), Fatal> {
     Ok(())
 }
 
-/// The bundle's own raw files: only those inside the bundle (a link out is not read), each real
+/// The bundle's own raw files: only those inside the bundle (a link out is not read, and is an
+/// error of its digest), each real
 /// file hashed once whatever the names it is listed under (the others are `plan.aliases`).
 fn bundle_jobs(opened: &bundle::Opened, plan: &mut Plan) {
     let mut first_of = std::collections::BTreeMap::new();
     for (idx, e) in opened.manifest.files.iter().enumerate() {
-        let Ok(p) = crate::input::inside(&opened.root, &e.path) else {
-            continue;
+        let p = match crate::input::inside(&opened.root, &e.path) {
+            Ok(p) => p,
+            Err(why) => {
+                plan.bundle_refused.push((idx, why));
+                continue;
+            }
         };
         if let Some(id) = crate::input::identity(&p) {
             if let Some(&first) = first_of.get(&id) {
@@ -709,6 +718,9 @@ fn collate(plan: &mut Plan, done: Vec<Done>, bundle_files: usize) -> Result<Vec<
     }
     for (alias, first) in std::mem::take(&mut plan.aliases) {
         plan.bundle_digests[alias] = plan.bundle_digests[first].clone();
+    }
+    for (idx, why) in std::mem::take(&mut plan.bundle_refused) {
+        plan.bundle_digests[idx] = Some(Err(why));
     }
     if let Some(r) = plan.reference.as_mut() {
         if r.entries.is_empty() {

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 /// Options of `rigaudit replay` (and the replay part of `rigaudit audit`).
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Replay options")]
 pub struct Args {
     /// The engine to run: `bundled` (rigaudit's own engine, for a recorded `rigaudit-engine`), or
     /// the path of an executable whose sha256 matches the card's recorded binary digest.
@@ -61,8 +62,8 @@ pub struct Args {
     /// The decision rule (the policy's `[decide]`; its defaults without one).
     #[arg(skip)]
     pub rule: DecisionRule,
-    /// No progress bar.
-    #[arg(long)]
+    /// No progress bar: the global `--quiet`, set by `main`.
+    #[arg(skip)]
     pub quiet: bool,
     /// Measure without the foreign-load guard (by default every counted try is watched with the
     /// contract's rule, or the seeds' rule when it states none).

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 /// Where the card's boxes are and how ssh reaches them (`replay`, `audit`, `rehash`).
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Boxes and SSH")]
 pub struct SshArgs {
     /// Maps the card's box NAME to a machine reached over ssh: replay runs the ranks the card
     /// places on that box there, rehash reads a `--root NAME=DIR` there (`--box

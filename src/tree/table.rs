@@ -117,7 +117,7 @@ fn write_reports(root: &Path, rows: &[Row], dirs: &[(Format, PathBuf)]) -> Resul
             };
             let places = output::Places::new(base, None);
             let text = match &row.report {
-                Ok(r) => output::render(r, *format, false, &places),
+                Ok(r) => output::render(r, *format, output::Style::default(), &places),
                 Err(why) => refused_text(row, why, *format),
             };
             output::write_atomic(&dir.join(name), text.as_bytes())?;

@@ -463,7 +463,27 @@ fn not_rescored(x: &Results, emit: &mut Emit) -> Ran {
                 .pointer(format!("/configs/{}", t.name));
         }
     }
-    x.any()
+    without_samples(x, emit);
+    x.any().or_else(|| (!x.printed.is_empty()).then_some(()))
+}
+
+/// The tasks the results print whose samples were not given: one finding each, saying what to
+/// add (its details mark it, so the verdict says it covers the results only).
+fn without_samples(x: &Results, emit: &mut Emit) {
+    let sampled: Vec<&str> = x.sampled().map(|t| t.name.as_str()).collect();
+    for p in x
+        .printed
+        .iter()
+        .filter(|p| !sampled.contains(&p.name.as_str()))
+    {
+        emit.finding(format!(
+            "{0}: not re-scored: its samples file was not given; add samples_{0}_<date>.jsonl from the same output folder (lm_eval --log_samples writes it)",
+            p.name
+        ))
+        .file(&x.file)
+        .pointer(format!("/results/{}", p.name))
+        .data(json!({"task": p.name, "samples": false}));
+    }
 }
 
 /// `import.subset-of-dataset`: tasks scored on part of their documents (`--limit`, fewer

@@ -184,7 +184,7 @@ pub const CACHED_RESPONSES: About = About {
 pub const NOT_RESCORED: About = About {
     id: "import.not-rescored",
     severity: Severity::Info,
-    doc: "A task scores by its own code (process_results, a custom filter or metric): its per-document scores are taken as the task gives them, not re-scored.",
+    doc: "A task is not re-scored: it scores by its own code (process_results, a custom filter or metric), so its per-document scores are taken as the task gives them, or its samples file was not given.",
 };
 
 /// `import.edited-output`.

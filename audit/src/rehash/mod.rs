@@ -381,8 +381,11 @@ fn check_missing(_: &Card, m: &Measured, out: &mut StageOut) {
 /// [`check`] as a command's [`Findings`]: when no artifact the card records was found (only the
 /// bundle's own files were checked), an error says so and no check counts as run.
 pub fn findings(card: &Card, m: &Measured) -> Findings {
-    let checked = check(card, m);
+    let mut checked = check(card, m);
     if checked.ran.iter().any(|c| c != BUNDLE_FILE_DIGEST.id) {
+        if nothing_found(&checked, m) {
+            checked.incomplete = Some(none_found(m));
+        }
         return checked;
     }
     let mut found = Findings {
@@ -401,7 +404,33 @@ pub fn findings(card: &Card, m: &Measured) -> Findings {
             ))
             .file(&m.card_file);
     });
+    found.incomplete = Some(none_found(m));
     found
+}
+
+/// Why a rehash that found none of the card's artifacts is incomplete, and what to give it.
+fn none_found(m: &Measured) -> String {
+    format!(
+        "none of the artifacts the card records was found ({}): give --root DIR or --file NAME=PATH where they are",
+        searched(m)
+    )
+}
+
+/// Whether the rehash found none of what it was asked to hash: no package, binary, NCCL library
+/// or checkpoint folder was hashed, and some artifact was not found.
+fn nothing_found(checked: &Findings, m: &Measured) -> bool {
+    let hashed = !(m.package.is_empty()
+        && m.binary.is_empty()
+        && m.nccl.is_empty()
+        && m.checkpoints.is_empty());
+    let not_found = |sev: Severity| {
+        checked
+            .findings
+            .iter()
+            .any(|f| f.check == NOT_FOUND.id && f.severity == sev)
+    };
+    // A file named with --file that is not there is an error: the run fails on it.
+    !hashed && not_found(Severity::Warning) && !not_found(Severity::Error)
 }
 
 fn searched(m: &Measured) -> String {
@@ -580,6 +609,10 @@ mod tests {
         assert_eq!(nf.len(), 4, "{nf:?}");
         assert!(nf.iter().all(|f| f.severity == Severity::Warning));
         assert!(nf[0].message.contains("searched /roots"));
+        // Asked to hash and found nothing: the rehash is incomplete, and says what to give.
+        let f = findings(&card(), &measured());
+        let why = f.incomplete.expect("incomplete");
+        assert!(why.contains("--root DIR or --file NAME=PATH"), "{why}");
     }
 
     #[test]
