@@ -176,28 +176,12 @@ fn decimals(shown: &str) -> usize {
     shown.split_once('.').map_or(0, |(_, d)| d.len())
 }
 
-/// Whether `value` rounds to `shown` at the decimals `shown` has, or agrees with it to a
-/// relative 1e-6 (a file that prints full floats, summed in another order or from rounded times;
-/// the checks hold each figure to its own tolerance and report what is beyond it).
-fn rounds_to(value: f64, shown: &str) -> bool {
-    let Ok(s) = shown.trim().parse::<f64>() else {
-        return true;
-    };
-    let half = 0.5 * 10f64.powi(-(decimals(shown.trim()) as i32));
-    let scale = value.abs().max(s.abs());
-    (value - s).abs() <= (half * (1.0 + 1e-9)).max(1e-6 * scale) + 1e-12
-}
-
+/// A row's agreement, by the checks' own rounding rule (`Recomputed::matches`, the one the JSON
+/// report carries): no second rule here.
 fn agreement(v: &Recomputed) -> Agreement {
-    let Some(value) = v.value else {
-        return Agreement::NoResult;
-    };
-    // The file agrees when the value rounds to it, or when both read the same as shown here.
-    let file_ok = v
-        .file
-        .is_none_or(|f| rounds_to(value, &f.to_string()) || num(Some(value)) == num(Some(f)));
-    let page_ok = v.page.as_deref().is_none_or(|p| rounds_to(value, p));
-    if file_ok && page_ok {
+    if v.value.is_none() {
+        Agreement::NoResult
+    } else if v.matches {
         Agreement::Match
     } else {
         Agreement::Differs
@@ -483,12 +467,7 @@ mod tests {
     use super::*;
 
     fn row(key: &str) -> Recomputed {
-        Recomputed {
-            key: key.into(),
-            value: Some(1.0),
-            file: None,
-            page: None,
-        }
+        Recomputed::new(key.into(), Some(1.0), None, None)
     }
 
     #[test]
