@@ -531,10 +531,18 @@ mod tests {
 
     #[test]
     fn a_figure_agrees_at_the_precision_it_is_shown_with() {
-        assert!(rounds_to(4.798, "4.8"));
-        assert!(!rounds_to(4.86, "4.8"));
-        assert!(rounds_to(14.708179026, "14.708178944"));
-        assert!(!rounds_to(28.0, "31.0"));
+        let row = |v: f64, file: f64, page: &str| {
+            Recomputed::new("k".into(), Some(v), Some(file), Some(page.into()))
+        };
+        assert_eq!(agreement(&row(4.798, 4.8, "4.8")), Agreement::Match);
+        assert_eq!(agreement(&row(4.86, 4.86, "4.8")), Agreement::Differs);
+        assert_eq!(
+            agreement(&row(14.708179026, 14.708178944, "14.7")),
+            Agreement::Match
+        );
+        assert_eq!(agreement(&row(28.0, 31.0, "28")), Agreement::Differs);
+        let none = Recomputed::new("k".into(), None, None, None);
+        assert_eq!(agreement(&none), Agreement::NoResult);
         assert_eq!(at_precision(Some(44.949), Some("44.9")), "44.9");
         assert_eq!(at_precision(Some(44.949), None), "44.949");
         let long_page = format!("1.{}", "0".repeat(5000));
