@@ -208,21 +208,11 @@ fn aiperf_bad_input_is_exit_2_naming_the_file_and_line() {
     std::fs::write(&p, &text).unwrap();
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr
-            .contains("profile_export.jsonl: line 13: at /metrics/x/value: expected a number"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("profile_export.jsonl: line 13: at /metrics/x/value: expected a number");
     std::fs::write(&p, "not json\n").unwrap();
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr
-            .contains("profile_export.jsonl: line 1, column 2: not valid JSON"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("profile_export.jsonl: line 1, column 2: not valid JSON");
     // Without its records the summary is read alone (as AIPerf before --export-level records):
     // nothing is recomputed from requests, and that is said.
     std::fs::remove_file(&p).unwrap();
@@ -247,11 +237,7 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
         out.path().to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("exists and is not empty"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("exists and is not empty");
     let run = rigaudit(&[
         "import",
         out.path().join("x").to_str().unwrap(),
@@ -259,12 +245,7 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
         out.path().join("y").to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr
-            .contains("not a result file of a format rigaudit imports"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("not a result file of a format rigaudit imports");
 }
 
 const REPORT: &str = "benchmarks.json";
@@ -427,7 +408,7 @@ fn diff_of_an_imported_bundle_and_files_and_of_two_tools() {
         imports("guidellm", "clean").to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("is lm-eval and"), "{}", run.stderr);
+    run.assert_stderr_has("is lm-eval and");
 }
 
 #[test]
@@ -499,7 +480,7 @@ fn a_fifo_given_as_a_result_file_is_refused_with_exit_2() {
     assert!(made.success());
     let run = verify_from("aiperf", &fifo);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    run.assert_stderr_has("not a regular file");
 }
 
 #[test]
@@ -649,13 +630,9 @@ fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
     std::fs::write(&p, &broken).unwrap();
     let run = verify_from("llama-server", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr.contains(&format!(
-            "3-completion.sse: line 49 (byte {last}): malformed SSE chunk"
-        )),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has(&format!(
+        "3-completion.sse: line 49 (byte {last}): malformed SSE chunk"
+    ));
 }
 
 #[test]
@@ -1744,13 +1721,8 @@ fn a_git_lfs_pointer_in_place_of_a_result_file_is_refused_naming_it() {
     std::fs::write(c.file(RECORDS), pointer).unwrap();
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr
-            .contains("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146"),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("size 12345"), "{}", run.stderr);
+    run.assert_stderr_has("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146");
+    run.assert_stderr_has("size 12345");
 }
 
 /// Checks whose only real example is a published file (`fixtures/published/`, judged by hand in
@@ -1806,11 +1778,7 @@ fn vllm_json_lines_with_a_broken_line_is_refused_naming_the_line() {
     std::fs::write(&p, text).unwrap();
     let run = verify_from("vllm", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr.contains(&format!("{VLLM}: line 3, column")),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has(&format!("{VLLM}: line 3, column"));
 }
 
 #[test]
