@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{argv, fixture, rigaudit, rigaudit_with_env, root};
+use common::{argv, fixture, read_json, rigaudit, rigaudit_with_env, root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -183,10 +183,7 @@ fn the_actions_script_annotates_summarises_writes_sarif_and_sets_outputs() {
         .summary
         .contains("✅ **rigaudit verify `smollm2-cpu`: PASS**"));
     for n in 1..=2 {
-        let log: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(s.sarif.join(format!("rigaudit-{n}.sarif"))).unwrap(),
-        )
-        .unwrap();
+        let log: serde_json::Value = read_json(&s.sarif.join(format!("rigaudit-{n}.sarif")));
         assert_eq!(log["version"], "2.1.0");
         assert!(log["runs"][0]["originalUriBaseIds"]["SRCROOT"].is_object());
     }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{rigaudit, root, Run};
+use common::{read_json, rigaudit, root, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -37,7 +37,7 @@ impl Files {
 
     fn set(&self, name: &str, pointer: &str, value: Value) -> &Self {
         let p = self.file(name);
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let mut v: Value = read_json(&p);
         match v.pointer_mut(pointer) {
             Some(x) => *x = value,
             None => {
@@ -155,10 +155,8 @@ fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
     ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.has("import.failed-requests"));
-    let m: Value =
-        serde_json::from_str(&std::fs::read_to_string(b.join("bundle.json")).unwrap()).unwrap();
-    let rec: Value =
-        serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+    let m: Value = read_json(&b.join("bundle.json"));
+    let rec: Value = read_json(&b.join("import.json"));
     assert_eq!(rec["from"], "aiperf");
     assert_eq!(rec["tool_version"], "0.13.0");
     assert!(rec["importer"]
@@ -438,8 +436,7 @@ fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
             "json",
         ]);
         assert_eq!(run.code, direct.code, "{format}: {}", run.stderr);
-        let rec: Value =
-            serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+        let rec: Value = read_json(&b.join("import.json"));
         assert_eq!(rec["from"], format);
         // A tool version the file records, or a note that it records none (vLLM, llama-server).
         let version_said = rec["not_taken"]
@@ -565,8 +562,7 @@ fn llama_runs_diff_and_import_like_the_other_formats() {
             b.to_str().unwrap(),
         ]);
         assert_eq!(run.code, 1, "{format}: {}", run.stderr);
-        let rec: Value =
-            serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+        let rec: Value = read_json(&b.join("import.json"));
         assert_eq!(rec["from"], format);
         let v = common::verify(&b);
         assert_eq!(v.code, 1, "{format}: {}", v.stdout);
@@ -848,8 +844,7 @@ fn run_cases(cases: &[Case]) {
 
 /// A summary figure's `avg` (or any field) as the copy prints it.
 fn summary_value(c: &Files, pointer: &str) -> f64 {
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
+    let v: Value = read_json(&c.file(SUMMARY));
     v.pointer(pointer).and_then(Value::as_f64).unwrap()
 }
 
@@ -931,7 +926,7 @@ const AIPERF_CASES: &[Case] = &[
         run: "clean",
         edit: |c| {
             let p = c.file(SUMMARY);
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut v: Value = read_json(&p);
             let o = v.as_object_mut().unwrap();
             o.remove("aiperf_version");
             let metrics: serde_json::Map<String, Value> = o
@@ -1124,7 +1119,7 @@ const LM_EVAL_CASES: &[Case] = &[
         edit: |c| {
             let results = named(c.path(), "results_");
             let p = c.file(&results);
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut v: Value = read_json(&p);
             v.as_object_mut().unwrap().remove("lm_eval_version");
             std::fs::write(&p, v.to_string()).unwrap();
         },
@@ -1449,8 +1444,7 @@ const LLAMA_BENCH_CASES: &[Case] = &[
         format: "llama-bench",
         run: "clean",
         edit: |c| {
-            let v: Value =
-                serde_json::from_str(&std::fs::read_to_string(c.file(BENCH)).unwrap()).unwrap();
+            let v: Value = read_json(&c.file(BENCH));
             let ts = v[1]["avg_ts"].as_f64().unwrap();
             c.set(BENCH, "/1/avg_ts", json!(ts + 0.01));
             c.set(BENCH, "/0/samples_ts/1", json!(999.0));
@@ -1600,7 +1594,7 @@ const VLLM_CASES: &[Case] = &[
         run: "failures",
         edit: |c| {
             let v: Value =
-                serde_json::from_str(&std::fs::read_to_string(c.file(VLLM)).unwrap()).unwrap();
+                read_json(&c.file(VLLM));
             let ttfts: Vec<f64> = v["ttfts"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
             let over_all = 1000.0 * ttfts.iter().sum::<f64>() / ttfts.len() as f64;
             c.set(VLLM, "/mean_ttft_ms", json!(over_all));
@@ -1633,7 +1627,7 @@ const VLLM_CASES: &[Case] = &[
         run: "clean",
         edit: |c| {
             let p = c.file(VLLM);
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut v: Value = read_json(&p);
             let o = v.as_object_mut().unwrap();
             for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
                 o.remove(k);
@@ -1657,7 +1651,7 @@ const VLLM_CASES: &[Case] = &[
         run: "clean",
         edit: |c| {
             let p = c.file(VLLM);
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let v: Value = read_json(&p);
             let mut w = v.clone();
             let o = w.as_object_mut().unwrap();
             for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {

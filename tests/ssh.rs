@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{assert_any, sha_file, sha_hex as sha, write_files, write_tar_gz};
+use common::{assert_any, read_json, sha_file, sha_hex as sha, write_files, write_tar_gz};
 use common::{decode_contract, python3_executable as python3, rigaudit, rigaudit_line, root, Run};
 use serde_json::{json, Value};
 use std::net::TcpListener;
@@ -797,9 +797,7 @@ fn a_rank_killed_on_the_box_is_a_failed_step() {
     }
     let (code, err) = finish(child);
     assert_eq!(code, Some(1), "{err}");
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(s.tmp.path().join("report.json")).unwrap())
-            .unwrap();
+    let report: Value = read_json(&s.tmp.path().join("report.json"));
     let failed: Vec<String> = report["findings"]
         .as_array()
         .unwrap()
@@ -1011,9 +1009,7 @@ fn checkpoint_bundle(s: &Setup, ckpt: &Path) -> PathBuf {
     );
     // A link to a file counts as the file (a hub client's snapshot is made of links).
     std::os::unix::fs::symlink("config.json", ckpt.join("linked.json")).unwrap();
-    let mut card: Value =
-        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
-            .unwrap();
+    let mut card: Value = read_json(&s.bundle.join("card.json"));
     card["checkpoint"]["files"] = json!([
         {"path": "config.json", "sha256": sha("{\"layers\": 2}")},
         {"path": "model.safetensors", "sha256": sha("the weights the page ran")},
@@ -1094,9 +1090,7 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
 /// A bundle whose card records a package `file` (digest `pkg`) holding the binary
 /// `tensorfold-native` (digest `bin`).
 fn package_bundle(s: &Setup, name: &str, file: &str, pkg: &str, bin: &str) -> PathBuf {
-    let mut card: Value =
-        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
-            .unwrap();
+    let mut card: Value = read_json(&s.bundle.join("card.json"));
     card["engine"]["package"] = json!({"file": file, "sha256": pkg});
     card["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin});
     card["nccl"] = Value::Null;
