@@ -500,8 +500,11 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A format's test on a source's content (its `looks_like`).
+type LooksLike = fn(&Source) -> bool;
+
 /// The formats in the order [`detect`] asks them, each with its test on a source's content.
-const BY_CONTENT: [(Format, fn(&Source) -> bool); 7] = [
+const BY_CONTENT: &[(Format, LooksLike)] = &[
     (Format::Aiperf, aiperf::looks_like),
     (Format::Guidellm, guidellm::looks_like),
     (Format::LmEval, lm_eval::looks_like),
