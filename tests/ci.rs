@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fixture, rigaudit, rigaudit_with_env, root};
+use common::{argv, fixture, read_json, rigaudit, rigaudit_with_env, root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -45,14 +45,10 @@ fn github_format_annotates_each_finding_at_its_file_and_line() {
     std::fs::write(&summary, "earlier step\n").unwrap();
     // The root named, as a checkout without .git would need.
     let repo = root();
-    let args = [
-        "verify",
-        page.to_str().unwrap(),
-        "--format",
-        "github",
-        "--repo-root",
-        repo.to_str().unwrap(),
-    ];
+    let args = argv(
+        "verify {} --format github --repo-root {}",
+        &[page.to_str().unwrap(), repo.to_str().unwrap()],
+    );
     let run = rigaudit_with_env(&args, &[("GITHUB_STEP_SUMMARY", &summary)]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let notes = annotations(&run.stdout);
@@ -187,10 +183,7 @@ fn the_actions_script_annotates_summarises_writes_sarif_and_sets_outputs() {
         .summary
         .contains("✅ **rigaudit verify `smollm2-cpu`: PASS**"));
     for n in 1..=2 {
-        let log: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(s.sarif.join(format!("rigaudit-{n}.sarif"))).unwrap(),
-        )
-        .unwrap();
+        let log: serde_json::Value = read_json(&s.sarif.join(format!("rigaudit-{n}.sarif")));
         assert_eq!(log["version"], "2.1.0");
         assert!(log["runs"][0]["originalUriBaseIds"]["SRCROOT"].is_object());
     }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{rigaudit, root, Run};
+use common::{read_json, rigaudit, root, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -37,7 +37,7 @@ impl Files {
 
     fn set(&self, name: &str, pointer: &str, value: Value) -> &Self {
         let p = self.file(name);
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let mut v: Value = read_json(&p);
         match v.pointer_mut(pointer) {
             Some(x) => *x = value,
             None => {
@@ -155,10 +155,8 @@ fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
     ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.has("import.failed-requests"));
-    let m: Value =
-        serde_json::from_str(&std::fs::read_to_string(b.join("bundle.json")).unwrap()).unwrap();
-    let rec: Value =
-        serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+    let m: Value = read_json(&b.join("bundle.json"));
+    let rec: Value = read_json(&b.join("import.json"));
     assert_eq!(rec["from"], "aiperf");
     assert_eq!(rec["tool_version"], "0.13.0");
     assert!(rec["importer"]
@@ -208,21 +206,11 @@ fn aiperf_bad_input_is_exit_2_naming_the_file_and_line() {
     std::fs::write(&p, &text).unwrap();
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr
-            .contains("profile_export.jsonl: line 13: at /metrics/x/value: expected a number"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("profile_export.jsonl: line 13: at /metrics/x/value: expected a number");
     std::fs::write(&p, "not json\n").unwrap();
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr
-            .contains("profile_export.jsonl: line 1, column 2: not valid JSON"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("profile_export.jsonl: line 1, column 2: not valid JSON");
     // Without its records the summary is read alone (as AIPerf before --export-level records):
     // nothing is recomputed from requests, and that is said.
     std::fs::remove_file(&p).unwrap();
@@ -247,11 +235,7 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
         out.path().to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("exists and is not empty"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("exists and is not empty");
     let run = rigaudit(&[
         "import",
         out.path().join("x").to_str().unwrap(),
@@ -259,12 +243,7 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
         out.path().join("y").to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr
-            .contains("not a result file of a format rigaudit imports"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("not a result file of a format rigaudit imports");
 }
 
 const REPORT: &str = "benchmarks.json";
@@ -446,7 +425,7 @@ fn diff_of_an_imported_bundle_and_files_and_of_two_tools() {
         imports("guidellm", "clean").to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("is lm-eval and"), "{}", run.stderr);
+    run.assert_stderr_has("is lm-eval and");
 }
 
 #[test]
@@ -476,8 +455,7 @@ fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
             "json",
         ]);
         assert_eq!(run.code, direct.code, "{format}: {}", run.stderr);
-        let rec: Value =
-            serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+        let rec: Value = read_json(&b.join("import.json"));
         assert_eq!(rec["from"], format);
         // A tool version the file records, or a note that it records none (vLLM, llama-server).
         let version_said = rec["not_taken"]
@@ -518,7 +496,7 @@ fn a_fifo_given_as_a_result_file_is_refused_with_exit_2() {
     assert!(made.success());
     let run = verify_from("aiperf", &fifo);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    run.assert_stderr_has("not a regular file");
 }
 
 #[test]
@@ -603,8 +581,7 @@ fn llama_runs_diff_and_import_like_the_other_formats() {
             b.to_str().unwrap(),
         ]);
         assert_eq!(run.code, 1, "{format}: {}", run.stderr);
-        let rec: Value =
-            serde_json::from_str(&std::fs::read_to_string(b.join("import.json")).unwrap()).unwrap();
+        let rec: Value = read_json(&b.join("import.json"));
         assert_eq!(rec["from"], format);
         let v = common::verify(&b);
         assert_eq!(v.code, 1, "{format}: {}", v.stdout);
@@ -668,13 +645,9 @@ fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
     std::fs::write(&p, &broken).unwrap();
     let run = verify_from("llama-server", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr.contains(&format!(
-            "3-completion.sse: line 49 (byte {last}): malformed SSE chunk"
-        )),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has(&format!(
+        "3-completion.sse: line 49 (byte {last}): malformed SSE chunk"
+    ));
 }
 
 #[test]
@@ -908,8 +881,7 @@ fn run_cases(cases: &[Case]) {
 
 /// A summary figure's `avg` (or any field) as the copy prints it.
 fn summary_value(c: &Files, pointer: &str) -> f64 {
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(c.file(SUMMARY)).unwrap()).unwrap();
+    let v: Value = read_json(&c.file(SUMMARY));
     v.pointer(pointer).and_then(Value::as_f64).unwrap()
 }
 
@@ -991,7 +963,7 @@ const AIPERF_CASES: &[Case] = &[
         run: "clean",
         edit: |c| {
             let p = c.file(SUMMARY);
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut v: Value = read_json(&p);
             let o = v.as_object_mut().unwrap();
             o.remove("aiperf_version");
             let metrics: serde_json::Map<String, Value> = o
@@ -1184,7 +1156,7 @@ const LM_EVAL_CASES: &[Case] = &[
         edit: |c| {
             let results = named(c.path(), "results_");
             let p = c.file(&results);
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut v: Value = read_json(&p);
             v.as_object_mut().unwrap().remove("lm_eval_version");
             std::fs::write(&p, v.to_string()).unwrap();
         },
@@ -1511,8 +1483,7 @@ const LLAMA_BENCH_CASES: &[Case] = &[
         format: "llama-bench",
         run: "clean",
         edit: |c| {
-            let v: Value =
-                serde_json::from_str(&std::fs::read_to_string(c.file(BENCH)).unwrap()).unwrap();
+            let v: Value = read_json(&c.file(BENCH));
             let ts = v[1]["avg_ts"].as_f64().unwrap();
             c.set(BENCH, "/1/avg_ts", json!(ts + 0.01));
             c.set(BENCH, "/0/samples_ts/1", json!(999.0));
@@ -1662,7 +1633,7 @@ const VLLM_CASES: &[Case] = &[
         run: "failures",
         edit: |c| {
             let v: Value =
-                serde_json::from_str(&std::fs::read_to_string(c.file(VLLM)).unwrap()).unwrap();
+                read_json(&c.file(VLLM));
             let ttfts: Vec<f64> = v["ttfts"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
             let over_all = 1000.0 * ttfts.iter().sum::<f64>() / ttfts.len() as f64;
             c.set(VLLM, "/mean_ttft_ms", json!(over_all));
@@ -1695,7 +1666,7 @@ const VLLM_CASES: &[Case] = &[
         run: "clean",
         edit: |c| {
             let p = c.file(VLLM);
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let mut v: Value = read_json(&p);
             let o = v.as_object_mut().unwrap();
             for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
                 o.remove(k);
@@ -1719,7 +1690,7 @@ const VLLM_CASES: &[Case] = &[
         run: "clean",
         edit: |c| {
             let p = c.file(VLLM);
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let v: Value = read_json(&p);
             let mut w = v.clone();
             let o = w.as_object_mut().unwrap();
             for k in ["ttfts", "itls", "input_lens", "output_lens", "latencies", "start_times", "errors", "generated_texts"] {
@@ -1783,13 +1754,8 @@ fn a_git_lfs_pointer_in_place_of_a_result_file_is_refused_naming_it() {
     std::fs::write(c.file(RECORDS), pointer).unwrap();
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr
-            .contains("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146"),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("size 12345"), "{}", run.stderr);
+    run.assert_stderr_has("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146");
+    run.assert_stderr_has("size 12345");
 }
 
 /// Checks whose only real example is a published file (`fixtures/published/`, judged by hand in
@@ -1845,11 +1811,7 @@ fn vllm_json_lines_with_a_broken_line_is_refused_naming_the_line() {
     std::fs::write(&p, text).unwrap();
     let run = verify_from("vllm", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr.contains(&format!("{VLLM}: line 3, column")),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has(&format!("{VLLM}: line 3, column"));
 }
 
 #[test]

@@ -11,8 +11,8 @@
 
 mod common;
 
-use common::{assert_any, sha_file, sha_hex as sha, write_tar_gz};
-use common::{decode_contract, python3_executable as python3, rigaudit, root, Run};
+use common::{assert_any, read_json, sha_file, sha_hex as sha, write_files, write_tar_gz};
+use common::{decode_contract, python3_executable as python3, rigaudit, rigaudit_line, root, Run};
 use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -735,19 +735,12 @@ fn a_dropped_connection_ends_the_remote_rank() {
 #[test]
 fn the_seed_pages_plan_both_ranks_on_their_boxes() {
     let page = common::fixture("tensorfold-127-stock-2x");
-    let run = rigaudit(&[
-        "replay",
-        page.to_str().unwrap(),
-        "--plan",
-        "--engine",
-        "/opt/tensorfold/tensorfold-native",
-        "--box",
-        "atom=auditor@spark-a",
-        "--box",
-        "pgx=auditor@spark-b:2222",
-        "--set",
-        "address of rank 0=10.0.0.1",
-    ]);
+    let line = "replay {} --plan --engine /opt/tensorfold/tensorfold-native \
+                --box atom=auditor@spark-a --box pgx=auditor@spark-b:2222 --set {}";
+    let run = rigaudit_line(
+        line,
+        &[page.to_str().unwrap(), "address of rank 0=10.0.0.1"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let o = &run.stdout;
     for want in [
@@ -777,17 +770,10 @@ fn the_second_seed_page_plans_from_a_box_file() {
         "# the lab\nbox-4=nobody@old-host  # replaced below\n\n",
     )
     .unwrap();
-    let run = rigaudit(&[
-        "replay",
-        page.to_str().unwrap(),
-        "--plan",
-        "--engine",
-        "/srv/start.sh",
-        "--box-file",
-        hosts.to_str().unwrap(),
-        "--box",
-        "box-4=b4",
-    ]);
+    let run = rigaudit_line(
+        "replay {} --plan --engine /srv/start.sh --box-file {} --box box-4=b4",
+        &[page.to_str().unwrap(), hosts.to_str().unwrap()],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     run.assert_stdout_has("rank 0 (box box-3, here (not mapped with --box))");
     run.assert_stdout_has("rank 1 (box box-4, on b4 over ssh)");
@@ -811,9 +797,7 @@ fn a_rank_killed_on_the_box_is_a_failed_step() {
     }
     let (code, err) = finish(child);
     assert_eq!(code, Some(1), "{err}");
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(s.tmp.path().join("report.json")).unwrap())
-            .unwrap();
+    let report: Value = read_json(&s.tmp.path().join("report.json"));
     let failed: Vec<String> = report["findings"]
         .as_array()
         .unwrap()
@@ -832,13 +816,10 @@ fn a_bad_box_file_line_is_named() {
     let hosts = dir.path().join("boxes");
     std::fs::write(&hosts, "box-3=ok-host\nbox-4 spark-b\n").unwrap();
     let page = common::fixture("mia-recipe-1104-2x");
-    let run = rigaudit(&[
-        "replay",
-        page.to_str().unwrap(),
-        "--plan",
-        "--box-file",
-        hosts.to_str().unwrap(),
-    ]);
+    let run = rigaudit_line(
+        "replay {} --plan --box-file {}",
+        &[page.to_str().unwrap(), hosts.to_str().unwrap()],
+    );
     run.assert_exit_saying(2, &format!("{}:2: --box ", hosts.display()));
 }
 
@@ -1016,26 +997,19 @@ fn malformed_policy_boxes_are_refused_with_their_pointer() {
 
 /// A small checkpoint folder made by the test; the card records three of its files.
 fn checkpoint_bundle(s: &Setup, ckpt: &Path) -> PathBuf {
-    std::fs::create_dir_all(ckpt.join(".cache/huggingface")).unwrap();
-    std::fs::create_dir_all(ckpt.join("sub dir")).unwrap();
-    std::fs::write(ckpt.join("config.json"), b"{\"layers\": 2}").unwrap();
-    std::fs::write(
-        ckpt.join("model.safetensors"),
-        b"weights as hashed on the box",
-    )
-    .unwrap();
-    // An odd name: it reaches sha256sum as data (stdin), never as shell words.
-    std::fs::write(ckpt.join("sub dir/it's $(touch x); `id`.json"), b"{}").unwrap();
-    std::fs::write(
-        ckpt.join(".cache/huggingface/lock"),
-        b"not a checkpoint file",
-    )
-    .unwrap();
+    write_files(
+        ckpt,
+        &[
+            ("config.json", b"{\"layers\": 2}"),
+            ("model.safetensors", b"weights as hashed on the box"),
+            // An odd name: it reaches sha256sum as data (stdin), never as shell words.
+            ("sub dir/it's $(touch x); `id`.json", b"{}"),
+            (".cache/huggingface/lock", b"not a checkpoint file"),
+        ],
+    );
     // A link to a file counts as the file (a hub client's snapshot is made of links).
     std::os::unix::fs::symlink("config.json", ckpt.join("linked.json")).unwrap();
-    let mut card: Value =
-        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
-            .unwrap();
+    let mut card: Value = read_json(&s.bundle.join("card.json"));
     card["checkpoint"]["files"] = json!([
         {"path": "config.json", "sha256": sha("{\"layers\": 2}")},
         {"path": "model.safetensors", "sha256": sha("the weights the page ran")},
@@ -1116,9 +1090,7 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
 /// A bundle whose card records a package `file` (digest `pkg`) holding the binary
 /// `tensorfold-native` (digest `bin`).
 fn package_bundle(s: &Setup, name: &str, file: &str, pkg: &str, bin: &str) -> PathBuf {
-    let mut card: Value =
-        serde_json::from_str(&std::fs::read_to_string(s.bundle.join("card.json")).unwrap())
-            .unwrap();
+    let mut card: Value = read_json(&s.bundle.join("card.json"));
     card["engine"]["package"] = json!({"file": file, "sha256": pkg});
     card["engine"]["binary"] = json!({"path": "tensorfold-native", "sha256": bin});
     card["nccl"] = Value::Null;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{copy_dir, fixture, rigaudit, root};
+use common::{copy_dir, fixture, rigaudit, root, write_files};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -290,11 +290,8 @@ fn depth_past_the_bound_is_refused_naming_the_folder() {
     let run = rigaudit(&["verify", &tmp.path().display().to_string()]);
     assert_eq!(run.code, 2, "{}", run.stdout);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
-    assert!(
-        run.stderr.contains("deeper than 16 folders") && run.stderr.contains("d16"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("deeper than 16 folders");
+    run.assert_stderr_has("d16");
 }
 
 #[test]
@@ -318,12 +315,7 @@ fn the_text_table_lists_each_run_and_a_count() {
             "0"
         ]
     );
-    assert!(
-        run.stdout
-            .contains("14 runs: 14 pass, 0 fail, 0 not checked"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("14 runs: 14 pass, 0 fail, 0 not checked");
 }
 
 /// A tree of two good runs, a bundle, and files of known tools that cannot be read.
@@ -341,24 +333,23 @@ fn hostile_tree(dir: &Path) {
     let lm =
         case("lm-eval", "arabic-copa-tinyllama-n9").join("results_2024-08-14T04-26-36.420014.json");
     let bytes = std::fs::read(lm).unwrap();
-    let cut = dir.join("bad/cut");
-    std::fs::create_dir_all(&cut).unwrap();
-    std::fs::write(
-        cut.join("results_2024-08-14T04-26-36.420014.json"),
-        &bytes[..bytes.len() / 2],
-    )
-    .unwrap();
-    let lfs = dir.join("bad/lfs");
-    std::fs::create_dir_all(&lfs).unwrap();
     let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
-    std::fs::write(lfs.join("mlperf_log_detail.txt"), pointer).unwrap();
-    std::fs::write(lfs.join("benchmarks.json"), b"").unwrap();
-    std::fs::write(
-        lfs.join("llama-bench.json"),
-        b"{\"samples_ns\": [\xff\xfe], \"n_prompt\": 1",
-    )
-    .unwrap();
-    std::fs::write(lfs.join("NOTES.md"), b"MLPerf Results Summary, a note").unwrap();
+    write_files(
+        &dir.join("bad"),
+        &[
+            (
+                "cut/results_2024-08-14T04-26-36.420014.json",
+                &bytes[..bytes.len() / 2],
+            ),
+            ("lfs/mlperf_log_detail.txt", pointer.as_bytes()),
+            ("lfs/benchmarks.json", b""),
+            (
+                "lfs/llama-bench.json",
+                b"{\"samples_ns\": [\xff\xfe], \"n_prompt\": 1",
+            ),
+            ("lfs/NOTES.md", b"MLPerf Results Summary, a note"),
+        ],
+    );
 }
 
 #[test]
@@ -423,12 +414,7 @@ fn links_in_or_out_of_the_tree_are_not_followed() {
     assert_eq!(names, ["in/run"], "{}", run.stderr);
     assert_eq!(run.code, 0);
     for l in ["in/out", "in/loop", "in/run/linked.json"] {
-        assert!(
-            run.stderr
-                .contains(&format!("{l}: a symbolic link, not followed")),
-            "{}",
-            run.stderr
-        );
+        run.assert_stderr_has(&format!("{l}: a symbolic link, not followed"));
     }
 }
 
@@ -470,16 +456,12 @@ fn a_tree_asks_for_output_folders_and_a_table_format() {
     let base = published().join("vllm").display().to_string();
     let run = rigaudit(&["verify", &base, "--format", "sarif"]);
     assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("text, json or markdown"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("text, json or markdown");
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("report.json").display().to_string();
     let run = rigaudit(&["verify", &base, "--output", &file]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("name a folder"), "{}", run.stderr);
+    run.assert_stderr_has("name a folder");
     let md = format!("markdown:{}", tmp.path().join("md").display());
     let run = rigaudit(&["verify", &base, "--output", &md, "--format", "markdown"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -512,11 +494,8 @@ fn one_runs_folder_with_a_sub_folder_stays_one_run_and_a_tree_is_no_one_run() {
     ] {
         let r = rigaudit(&args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
-        assert!(
-            r.stderr.contains("a folder of many runs") && r.stderr.contains("`rigaudit verify`"),
-            "{args:?}: {}",
-            r.stderr
-        );
+        r.assert_stderr_has("a folder of many runs");
+        r.assert_stderr_has("`rigaudit verify`");
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, rigaudit, rigaudit_line, verify, Copy};
+use common::{fixture, read_json, rigaudit, rigaudit_line, verify, Copy};
 use serde_json::{json, Value};
 
 const TF: &str = "tensorfold-127-stock-2x";
@@ -93,10 +93,7 @@ fn mia_page_passes_with_its_warnings() {
 
 #[test]
 fn report_follows_its_schema_and_names_checks_of_the_catalogue() {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(common::root().join("schemas/report.schema.json")).unwrap(),
-    )
-    .unwrap();
+    let schema: Value = read_json(&common::root().join("schemas/report.schema.json"));
     let v = jsonschema::draft202012::new(&schema).unwrap();
     let catalogue = rigaudit(&["checks", "--format", "json"]).json();
     let ids: Vec<&str> = catalogue
@@ -162,7 +159,7 @@ fn fail_on_and_report_file() {
         &[fixture(MIA).to_str().unwrap(), out.to_str().unwrap()],
     );
     assert_eq!(run.code, 1);
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let saved: Value = read_json(&out);
     assert_eq!(saved["verdict"], "fail");
     let run = rigaudit_line(
         "verify {} --fail-on never",
@@ -768,10 +765,7 @@ fn random_changes_never_panic() {
         seed
     };
     for name in [TF, MIA] {
-        let m: Value = serde_json::from_str(
-            &std::fs::read_to_string(fixture(name).join("bundle.json")).unwrap(),
-        )
-        .unwrap();
+        let m: Value = read_json(&fixture(name).join("bundle.json"));
         let mut files: Vec<String> = m["files"]
             .as_array()
             .unwrap()

@@ -32,9 +32,8 @@ pub(crate) fn counted<'a>(
 pub(crate) fn samples(c: &SpeedContract, r: &SpeedResult) -> BTreeMap<String, Vec<f64>> {
     let mut s: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     decode_samples(c, r, &mut s);
-    prefill_samples(c, r, &mut s);
+    sized_samples(c, r, &mut s);
     conc_samples(c, r, &mut s);
-    ctx_samples(c, r, &mut s);
     if c.l1.is_some() {
         s.insert(
             "l1_decode".into(),
@@ -64,21 +63,45 @@ fn decode_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, V
     }
 }
 
-/// `prefill.<depth>` and `ttft.<depth>` samples.
-fn prefill_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
-    let Some(p) = &c.prefill else { return };
-    for d in &p.depths {
-        let reqs: Vec<&SpeedRequest> = counted(r, "prefill")
-            .filter(|q| q.depth == Some(*d))
-            .collect();
-        s.insert(
-            format!("prefill.{d}"),
-            reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
-        );
-        s.insert(
-            format!("ttft.{d}"),
-            reqs.iter().filter_map(|q| q.ttft()).collect(),
-        );
+/// The samples of the sized parts: `prefill.<depth>` and `ttft.<depth>`, `ctx_decode.<depth>`
+/// and `ctx_prefill.<depth>`.
+fn sized_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
+    if let Some(p) = &c.prefill {
+        let rates: [Rate; 2] = [
+            ("prefill", SpeedRequest::prefill_rate),
+            ("ttft", SpeedRequest::ttft),
+        ];
+        samples_by_depth(r, "prefill", &p.depths, rates, s);
+    }
+    if let Some(cx) = &c.ctx {
+        let rates: [Rate; 2] = [
+            ("ctx_decode", SpeedRequest::decode_rate),
+            ("ctx_prefill", SpeedRequest::prefill_rate),
+        ];
+        samples_by_depth(r, "ctx", &cx.depths, rates, s);
+    }
+}
+
+/// A sample's name and how it is read from one request.
+type Rate = (&'static str, fn(&SpeedRequest) -> Option<f64>);
+
+/// For each depth of a sized part (`prefill`, `ctx`), each rate of the part's counted requests at
+/// that depth, under `<name>.<depth>`.
+fn samples_by_depth(
+    r: &SpeedResult,
+    part: &str,
+    depths: &[u64],
+    rates: [Rate; 2],
+    s: &mut BTreeMap<String, Vec<f64>>,
+) {
+    for d in depths {
+        let reqs: Vec<&SpeedRequest> = counted(r, part).filter(|q| q.depth == Some(*d)).collect();
+        for (name, rate) in rates {
+            s.insert(
+                format!("{name}.{d}"),
+                reqs.iter().filter_map(|q| rate(q)).collect(),
+            );
+        }
     }
 }
 
@@ -109,22 +132,6 @@ fn conc_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec
         }
         s.insert(format!("conc_total.{level}"), totals);
         s.insert(format!("conc_per_request.{level}"), per);
-    }
-}
-
-/// `ctx_decode.<depth>` and `ctx_prefill.<depth>` samples.
-fn ctx_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
-    let Some(cx) = &c.ctx else { return };
-    for d in &cx.depths {
-        let reqs: Vec<&SpeedRequest> = counted(r, "ctx").filter(|q| q.depth == Some(*d)).collect();
-        s.insert(
-            format!("ctx_decode.{d}"),
-            reqs.iter().filter_map(|q| q.decode_rate()).collect(),
-        );
-        s.insert(
-            format!("ctx_prefill.{d}"),
-            reqs.iter().filter_map(|q| q.prefill_rate()).collect(),
-        );
     }
 }
 

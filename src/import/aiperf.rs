@@ -67,12 +67,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         );
         imp.not_taken.retain(|n| !n.starts_with("whether a TTFT"));
     }
-    for (i, s) in sources.iter().enumerate() {
-        if i != si && Some(i) != ri && Some(i) != raw_i {
-            imp.not_taken
-                .push(format!("{}: not an AIPerf file the importer reads", s.name));
-        }
-    }
+    imp.note_unread(sources, "not an AIPerf file the importer reads");
     let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
     let export = Export {
         summary,
@@ -157,26 +152,17 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
     }
     let s = Summary {
         file: src.name.clone(),
-        version: v
-            .get("aiperf_version")
-            .and_then(|x| x.as_str())
-            .map(String::from),
+        version: super::string_at(&v, "/aiperf_version"),
         metrics,
         was_cancelled: v.get("was_cancelled").and_then(|x| x.as_bool()),
         is_complete: v.get("is_complete").and_then(|x| x.as_bool()),
-        incomplete_reason: v
-            .get("incomplete_reason")
-            .and_then(|x| x.as_str())
-            .map(String::from),
+        incomplete_reason: super::string_at(&v, "/incomplete_reason"),
         streaming: v
             .pointer("/input_config/endpoint/streaming")
             .and_then(|x| x.as_bool()),
         errors: error_summary(&v),
     };
-    let model = v
-        .pointer("/input_config/models/items/0/name")
-        .and_then(|x| x.as_str())
-        .map(String::from);
+    let model = super::string_at(&v, "/input_config/models/items/0/name");
     let config = v.get("input_config").cloned().unwrap_or(Value::Null);
     Ok((s, model, config))
 }
@@ -294,10 +280,7 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
         start_ns: meta.get("request_start_ns").and_then(|x| x.as_i64()),
         end_ns: meta.get("request_end_ns").and_then(|x| x.as_i64()),
         metrics: out,
-        request_id: meta
-            .get("x_request_id")
-            .and_then(|x| x.as_str())
-            .map(String::from),
+        request_id: super::string_at(v, "/metadata/x_request_id"),
     })
 }
 
@@ -307,60 +290,37 @@ fn is_raw(s: &Source) -> bool {
 
 /// The raw records: each request's start and its chunks' times, and whether each carried text.
 fn raw_records(src: &Source) -> Result<Vec<RawRecord>, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    super::strict_json_lines(src, raw_record)
+}
+
+fn raw_record(v: &Value, line: usize) -> Result<RawRecord, String> {
+    let start_ns = v
+        .get("start_perf_ns")
+        .and_then(|x| x.as_i64())
+        .ok_or("expected start_perf_ns, a number")?;
+    let mut chunks = Vec::new();
+    for r in v
+        .get("responses")
+        .and_then(|x| x.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let Some(t) = r.get("perf_ns").and_then(|x| x.as_i64()) else {
             continue;
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            fatal(format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                src.shown,
-                i + 1,
-                e.column()
-            ))
-        })?;
-        let start_ns = v
-            .get("start_perf_ns")
-            .and_then(|x| x.as_i64())
-            .ok_or_else(|| {
-                fatal(format!(
-                    "{}: line {}: expected start_perf_ns, a number",
-                    src.shown,
-                    i + 1
-                ))
-            })?;
-        let mut chunks = Vec::new();
-        for r in v
-            .get("responses")
+        };
+        let packets = r
+            .get("packets")
             .and_then(|x| x.as_array())
-            .into_iter()
-            .flatten()
-        {
-            let Some(t) = r.get("perf_ns").and_then(|x| x.as_i64()) else {
-                continue;
-            };
-            let packets = r
-                .get("packets")
-                .and_then(|x| x.as_array())
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            chunks.push((t, packets.iter().any(carries_text)));
-        }
-        let request_id = v
-            .pointer("/metadata/x_request_id")
-            .and_then(|x| x.as_str())
-            .map(String::from);
-        out.push(RawRecord {
-            line: i + 1,
-            request_id,
-            start_ns,
-            chunks,
-        });
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        chunks.push((t, packets.iter().any(carries_text)));
     }
-    Ok(out)
+    Ok(RawRecord {
+        line,
+        request_id: super::string_at(v, "/metadata/x_request_id"),
+        start_ns,
+        chunks,
+    })
 }
 
 /// Whether an SSE packet's JSON carries generated text (content or reasoning).

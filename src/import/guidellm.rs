@@ -31,14 +31,8 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     };
     let benchmarks = benchmarks_of(src, &v)?;
     let mut imp = Imported {
-        tool_version: v
-            .pointer("/metadata/guidellm_version")
-            .and_then(|x| x.as_str())
-            .map(String::from),
-        model: v
-            .pointer("/config/spec/backend/model")
-            .and_then(|x| x.as_str())
-            .map(String::from),
+        tool_version: super::string_at(&v, "/metadata/guidellm_version"),
+        model: super::string_at(&v, "/config/spec/backend/model"),
         ..Default::default()
     };
     let listed: usize = benchmarks.iter().map(|b| b.requests.len()).sum();
@@ -51,14 +45,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     imp.not_taken.push(
         "the server's setup (engine, window, slots, hardware): GuideLLM does not record it".into(),
     );
-    for (k, s) in sources.iter().enumerate() {
-        if k != i {
-            imp.not_taken.push(format!(
-                "{}: not a GuideLLM file the importer reads",
-                s.name
-            ));
-        }
-    }
+    imp.note_unread(sources, "not a GuideLLM file the importer reads");
     let report = Report {
         file: sources[i].name.clone(),
         benchmarks,
@@ -90,15 +77,13 @@ fn is_yaml_report(s: &Source) -> bool {
 
 /// The report's `/benchmarks`, each read; an error names the benchmark and the place in it.
 fn benchmarks_of(src: &Source, v: &Value) -> Result<Vec<Benchmark>, Fatal> {
-    let list = v
-        .get("benchmarks")
-        .and_then(|b| b.as_array())
-        .ok_or_else(|| {
-            fatal(format!(
-                "{}: at /benchmarks: expected a list of benchmarks",
-                src.shown
-            ))
-        })?;
+    let list = super::required_at(
+        src,
+        v,
+        "/benchmarks",
+        Value::as_array,
+        "a list of benchmarks",
+    )?;
     list.iter()
         .enumerate()
         .map(|(n, b)| {

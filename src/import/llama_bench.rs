@@ -63,12 +63,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         ..Default::default()
     };
     notes(&bench, &mut imp);
-    for s in sources.iter().filter(|s| s.role.is_empty()) {
-        imp.not_taken.push(format!(
-            "{}: one llama-bench file is read at a time; not read",
-            s.name
-        ));
-    }
+    imp.note_unread(sources, "one llama-bench file is read at a time; not read");
     imp.found = rigaudit_audit::imported::run(CHECKS, &bench);
     for (at, v) in &values {
         let skip: Vec<&str> = MEASURED.to_vec();

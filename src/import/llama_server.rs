@@ -33,11 +33,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     if responses.is_empty() {
         return Err(fatal(format!("{}: no response in it", src.shown)));
     }
-    let text = |p: &str| {
-        responses
-            .iter()
-            .find_map(|r| r.1.pointer(p).and_then(|x| x.as_str()).map(String::from))
-    };
+    let text = |p: &str| responses.iter().find_map(|r| super::string_at(&r.1, p));
     let mut imp = Imported {
         tool_version: text("/system_fingerprint").map(|b| format!("llama-server {b}")),
         model: text("/model").map(|m| m.rsplit(['/', '\\']).next().unwrap_or(&m).to_string()),
@@ -56,12 +52,10 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     imp.not_taken.push(
         "the server's settings (window, slots, threads): the responses do not record them".into(),
     );
-    for s in sources.iter().filter(|s| s.role.is_empty()) {
-        imp.not_taken.push(format!(
-            "{}: one file of llama-server responses is read at a time; not read",
-            s.name
-        ));
-    }
+    imp.note_unread(
+        sources,
+        "one file of llama-server responses is read at a time; not read",
+    );
     let responses = Responses {
         file: sources[i].name.clone(),
         responses,

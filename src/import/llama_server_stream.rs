@@ -100,12 +100,10 @@ fn notes(imp: &mut Imported, responses: &[Response], sources: &[Source]) {
         "the request each stream answers, and the server's settings: the streams do not record them"
             .into(),
     );
-    for s in sources.iter().filter(|s| s.role.is_empty()) {
-        imp.not_taken.push(format!(
-            "{}: not a saved stream (neither `data:` events nor a *.sse file); not read",
-            s.name
-        ));
-    }
+    imp.note_unread(
+        sources,
+        "not a saved stream (neither `data:` events nor a *.sse file); not read",
+    );
 }
 
 /// The HTTP status and the offset of the body, past the head `curl -i` saves (`None`, 0 without).

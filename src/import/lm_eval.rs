@@ -7,7 +7,7 @@
 //! - aggregates: over every document, empty and unextractable replies scored 0.
 
 use super::{Imported, Source};
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::Fatal;
 use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
 use rigaudit_audit::imported::lm_eval::{Metric, Printed, Results, Sample, Task, CHECKS};
 use serde_json::Value;
@@ -28,25 +28,11 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     let ri = super::take(sources, looks_like, "results", "no lm-eval results among them (expected results_<date>.json, a JSON object with results, versions and configs or n-shot)")?;
     let src = sources[ri].clone();
     let v: Value = super::json_of_python(&src)?;
-    let results = v
-        .get("results")
-        .and_then(|r| r.as_object())
-        .ok_or_else(|| {
-            fatal(format!(
-                "{}: at /results: expected an object of tasks",
-                src.shown
-            ))
-        })?;
+    let results = super::required_at(&src, &v, "/results", Value::as_object, "an object of tasks")?;
     let mut tasks = Vec::new();
     let mut imp = Imported {
-        tool_version: v
-            .get("lm_eval_version")
-            .and_then(|x| x.as_str())
-            .map(String::from),
-        model: v
-            .get("model_name")
-            .and_then(|x| x.as_str())
-            .map(String::from),
+        tool_version: super::string_at(&v, "/lm_eval_version"),
+        model: super::string_at(&v, "/model_name"),
         ..Default::default()
     };
     let mut printed = Vec::new();
@@ -93,10 +79,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         tasks,
         printed,
         limit: v.pointer("/config/limit").and_then(|x| x.as_f64()),
-        use_cache: v
-            .pointer("/config/use_cache")
-            .and_then(|x| x.as_str())
-            .map(String::from),
+        use_cache: super::string_at(&v, "/config/use_cache"),
     };
     imp.found = rigaudit_audit::imported::run(CHECKS, &results);
     settings(&v, &src.name, &mut imp);
@@ -111,12 +94,7 @@ fn not_taken(sources: &[Source], imp: &mut Imported) {
             .into(),
     );
     imp.not_taken.push("metrics aggregated otherwise than by the mean of per-document scores are shown, not re-scored".into());
-    for s in sources.iter().filter(|s| s.role.is_empty()) {
-        imp.not_taken.push(format!(
-            "{}: not an lm-eval file the importer reads",
-            s.name
-        ));
-    }
+    imp.note_unread(sources, "not an lm-eval file the importer reads");
 }
 
 /// The run's settings from its task configurations (dates, hashes and environment left out).

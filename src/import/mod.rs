@@ -126,6 +126,15 @@ pub struct Imported {
     pub settings: Vec<Setting>,
 }
 
+impl Imported {
+    /// Notes each source no reader took (its role still empty) as not taken: `NAME: why`.
+    pub fn note_unread(&mut self, sources: &[Source], why: &str) {
+        for s in sources.iter().filter(|s| s.role.is_empty()) {
+            self.not_taken.push(format!("{}: {why}", s.name));
+        }
+    }
+}
+
 /// Flattens a JSON value into settings (`name` = its pointer under `prefix`), leaving out the
 /// pointers that contain one of `skip` (paths, addresses, times: what differs run to run).
 pub fn flatten(v: &Value, prefix: &str, file: &str, skip: &[&str], out: &mut Vec<Setting>) {
@@ -346,9 +355,36 @@ pub fn non_finite(v: &Value) -> Option<f64> {
 }
 
 /// A source's JSON Lines, each line through `each` (its value and 1-based number): blank lines
-/// skipped, a line over [`input::ANSWERS_LINE_MAX`] refused; an error names the file and line.
+/// skipped, a line over [`input::ANSWERS_LINE_MAX`] refused, Python's bare `NaN` and `Infinity`
+/// read as by [`json_of_python`]; an error names the file and line.
 pub fn json_lines<T>(
     src: &Source,
+    each: impl Fn(&Value, usize) -> Result<T, String>,
+) -> Result<Vec<T>, Fatal> {
+    let python_line = |line: &str| {
+        serde_json::from_str(line).or_else(|e| {
+            let quoted = quote_non_finite(line.as_bytes()).ok_or(e)?;
+            serde_json::from_slice(&quoted)
+        })
+    };
+    json_lines_by(src, Some(input::ANSWERS_LINE_MAX), python_line, each)
+}
+
+/// A source's JSON Lines as strict JSON, each line through `each`, with no bound on a line
+/// (AIPerf's raw export holds every chunk of a reply on one line).
+pub fn strict_json_lines<T>(
+    src: &Source,
+    each: impl Fn(&Value, usize) -> Result<T, String>,
+) -> Result<Vec<T>, Fatal> {
+    json_lines_by(src, None, |line| serde_json::from_str(line), each)
+}
+
+/// The loop of [`json_lines`] and [`strict_json_lines`]: `parse` reads a line, `line_max` bounds
+/// one when given.
+fn json_lines_by<T>(
+    src: &Source,
+    line_max: Option<usize>,
+    parse: impl Fn(&str) -> Result<Value, serde_json::Error>,
     each: impl Fn(&Value, usize) -> Result<T, String>,
 ) -> Result<Vec<T>, Fatal> {
     let text = std::str::from_utf8(&src.bytes)
@@ -358,27 +394,21 @@ pub fn json_lines<T>(
         if line.trim().is_empty() {
             continue;
         }
-        if line.len() > input::ANSWERS_LINE_MAX {
+        if line_max.is_some_and(|max| line.len() > max) {
             return Err(fatal(format!(
                 "{}: line {}: longer than the bound for one record; refused",
                 src.shown,
                 i + 1
             )));
         }
-        // Python's json writes undefined floats as bare NaN / Infinity: read as strings.
-        let v: Value = serde_json::from_str(line)
-            .or_else(|e| {
-                let quoted = quote_non_finite(line.as_bytes()).ok_or(e)?;
-                serde_json::from_slice(&quoted)
-            })
-            .map_err(|e| {
-                fatal(format!(
-                    "{}: line {}, column {}: not valid JSON: {e}",
-                    src.shown,
-                    i + 1,
-                    e.column()
-                ))
-            })?;
+        let v = parse(line).map_err(|e| {
+            fatal(format!(
+                "{}: line {}, column {}: not valid JSON: {e}",
+                src.shown,
+                i + 1,
+                e.column()
+            ))
+        })?;
         out.push(
             each(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
         );
@@ -398,6 +428,28 @@ pub fn read_import_record(dir: &Path) -> Result<Value, Fatal> {
             e.column()
         ))
     })
+}
+
+/// The text at a JSON pointer (`/metadata/x_request_id`), owned; none when the place is absent or
+/// holds something other than a string.
+pub fn string_at(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer)
+        .and_then(|x| x.as_str())
+        .map(String::from)
+}
+
+/// The value at `pointer` of a source's document, read by `as_kind` (`Value::as_object`, ...);
+/// an error names the file, the place and what was `expected`.
+pub fn required_at<'v, T>(
+    src: &Source,
+    v: &'v Value,
+    pointer: &str,
+    as_kind: impl Fn(&'v Value) -> Option<T>,
+    expected: &str,
+) -> Result<T, Fatal> {
+    v.pointer(pointer)
+        .and_then(as_kind)
+        .ok_or_else(|| fatal(format!("{}: at {pointer}: expected {expected}", src.shown)))
 }
 
 /// The `error` object of a response or record, when it has one: its `code` and `message`
@@ -448,30 +500,27 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The format of the sources, detected from their content when not given.
+/// A format's test on a source's content (its `looks_like`).
+type LooksLike = fn(&Source) -> bool;
+
+/// The formats in the order [`detect`] asks them, each with its test on a source's content.
+const BY_CONTENT: &[(Format, LooksLike)] = &[
+    (Format::Aiperf, aiperf::looks_like),
+    (Format::Guidellm, guidellm::looks_like),
+    (Format::LmEval, lm_eval::looks_like),
+    (Format::Loadgen, loadgen::looks_like),
+    (Format::LlamaBench, llama_bench::looks_like),
+    (Format::LlamaServer, llama_server::looks_like),
+    (Format::Vllm, vllm::looks_like),
+];
+
+/// The format of the sources, detected from their content when not given: the first of
+/// [`BY_CONTENT`] that any source looks like.
 pub fn detect(sources: &[Source]) -> Option<Format> {
-    if sources.iter().any(aiperf::looks_like) {
-        return Some(Format::Aiperf);
-    }
-    if sources.iter().any(guidellm::looks_like) {
-        return Some(Format::Guidellm);
-    }
-    if sources.iter().any(lm_eval::looks_like) {
-        return Some(Format::LmEval);
-    }
-    if sources.iter().any(loadgen::looks_like) {
-        return Some(Format::Loadgen);
-    }
-    if sources.iter().any(llama_bench::looks_like) {
-        return Some(Format::LlamaBench);
-    }
-    if sources.iter().any(llama_server::looks_like) {
-        return Some(Format::LlamaServer);
-    }
-    if sources.iter().any(vllm::looks_like) {
-        return Some(Format::Vllm);
-    }
-    None
+    BY_CONTENT
+        .iter()
+        .find(|(_, looks_like)| sources.iter().any(looks_like))
+        .map(|(format, _)| *format)
 }
 
 /// The format whose tool writes a file of this name, for a file whose content says nothing (empty,

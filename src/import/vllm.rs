@@ -95,12 +95,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         ..Default::default()
     };
     notes(&runs, &src.name, &mut imp);
-    for s in sources.iter().filter(|s| s.role.is_empty()) {
-        imp.not_taken.push(format!(
-            "{}: one vLLM result is read at a time; not read",
-            s.name
-        ));
-    }
+    imp.note_unread(sources, "one vLLM result is read at a time; not read");
     for r in &runs {
         imp.found.merge(rigaudit_audit::imported::run(CHECKS, r));
     }

@@ -63,6 +63,16 @@ struct Tee<R> {
     progress_bytes: u64,
 }
 
+impl<R> Tee<R> {
+    fn new(inner: R) -> Self {
+        Tee {
+            inner,
+            hash: Sha256::new(),
+            progress_bytes: 0,
+        }
+    }
+}
+
 impl<R: Read> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
@@ -137,7 +147,8 @@ pub fn hash_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) 
 
 /// Reads a package that arrives as a stream of `packed` bytes (`cat` on a box): a tar package
 /// through the same reader and bounds as a local file; a zip package, whose directory is at its
-/// end, into memory first (at most [`ZIP_STREAM_MAX`]), then through the same reader.
+/// end, into memory first (at most [`ZIP_STREAM_MAX`]), then through the same reader. A tar
+/// package's wanted members and the whole stream are hashed in one pass.
 pub fn hash_members_from(
     stream: impl Read,
     packed: u64,
@@ -145,21 +156,32 @@ pub fn hash_members_from(
     wanted: &str,
     progress: &Progress,
 ) -> PackageRead {
-    match kind {
-        Kind::Tar | Kind::TarGz => tar_stream(stream, packed, kind, wanted, progress),
-        Kind::Zip => zip_stream(stream, packed, wanted, progress),
+    if let Kind::Zip = kind {
+        return zip_stream(stream, packed, wanted, progress);
     }
+    let mut tee = Tee::new(stream);
+    let mut out = {
+        let reader: Box<dyn Read + '_> = match kind {
+            Kind::TarGz => Box::new(crate::bundle::TarGuard::new(Budget::new(
+                flate2::read::GzDecoder::new(&mut tee),
+                packed,
+            ))),
+            _ => Box::new(crate::bundle::TarGuard::new(&mut tee)),
+        };
+        tar_entries(reader, wanted)
+    };
+    // Read what the archive reader left (padding, the gzip trailer) so the digest covers the file.
+    let rest = io::copy(&mut tee, &mut io::sink());
+    progress.add(tee.progress_bytes);
+    out.whole = Some(rest.map(|_| hex(&tee.hash.finalize())));
+    out
 }
 
 /// The largest zip package read from a stream (it is held in memory).
 pub const ZIP_STREAM_MAX: u64 = 2 << 30;
 
 fn zip_stream(stream: impl Read, packed: u64, wanted: &str, progress: &Progress) -> PackageRead {
-    let mut tee = Tee {
-        inner: stream.take(ZIP_STREAM_MAX + 1),
-        hash: Sha256::new(),
-        progress_bytes: 0,
-    };
+    let mut tee = Tee::new(stream.take(ZIP_STREAM_MAX + 1));
     let mut bytes = Vec::with_capacity(packed.min(ZIP_STREAM_MAX) as usize);
     let read = tee.read_to_end(&mut bytes);
     progress.add(tee.progress_bytes);
@@ -192,7 +214,7 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Pa
         }
     };
     let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
-    tar_stream(
+    hash_members_from(
         BufReader::with_capacity(CHUNK, f),
         packed,
         kind,
@@ -201,64 +223,42 @@ fn tar_members(path: &Path, kind: Kind, wanted: &str, progress: &Progress) -> Pa
     )
 }
 
-/// Reads a tar package from `stream` (`packed` bytes long, for the inflation bound): the wanted
-/// members' digests and the whole stream's, in one pass.
-fn tar_stream(
-    stream: impl Read,
-    packed: u64,
-    kind: Kind,
-    wanted: &str,
-    progress: &Progress,
-) -> PackageRead {
+/// The digests of a tar archive's wanted members, read from `reader`; a broken archive or a
+/// member with a bad or unsafe name stops the reading with its error.
+fn tar_entries(reader: impl Read, wanted: &str) -> PackageRead {
     let mut out = PackageRead::default();
-    let mut tee = Tee {
-        inner: stream,
-        hash: Sha256::new(),
-        progress_bytes: 0,
-    };
-    {
-        let reader: Box<dyn Read + '_> = match kind {
-            Kind::TarGz => Box::new(crate::bundle::TarGuard::new(Budget::new(
-                flate2::read::GzDecoder::new(&mut tee),
-                packed,
-            ))),
-            _ => Box::new(crate::bundle::TarGuard::new(&mut tee)),
-        };
-        let mut ar = tar::Archive::new(reader);
-        match ar.entries() {
-            Err(e) => out.error = Some(format!("not a readable tar archive: {e}")),
-            Ok(entries) => {
-                for entry in entries {
-                    let mut entry = match entry {
-                        Ok(e) => e,
-                        Err(e) => {
-                            out.error = Some(format!("broken archive entry: {e}"));
-                            break;
-                        }
-                    };
-                    let name = match entry.path() {
-                        Ok(p) => p.to_string_lossy().to_string(),
-                        Err(e) => {
-                            out.error = Some(format!("an entry has a bad name: {e}"));
-                            break;
-                        }
-                    };
-                    if let Err(m) = crate::bundle::member_name_ok(&name) {
-                        out.error = Some(format!("entry {m}; refused"));
-                        break;
-                    }
-                    if !member_matches(&name, wanted) {
-                        continue;
-                    }
-                    out.members.push((name, entry_digest(&mut entry)));
-                }
-            }
+    let mut ar = tar::Archive::new(reader);
+    let entries = match ar.entries() {
+        Ok(entries) => entries,
+        Err(e) => {
+            out.error = Some(format!("not a readable tar archive: {e}"));
+            return out;
         }
+    };
+    for entry in entries {
+        let mut entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                out.error = Some(format!("broken archive entry: {e}"));
+                break;
+            }
+        };
+        let name = match entry.path() {
+            Ok(p) => p.to_string_lossy().to_string(),
+            Err(e) => {
+                out.error = Some(format!("an entry has a bad name: {e}"));
+                break;
+            }
+        };
+        if let Err(m) = crate::bundle::member_name_ok(&name) {
+            out.error = Some(format!("entry {m}; refused"));
+            break;
+        }
+        if !member_matches(&name, wanted) {
+            continue;
+        }
+        out.members.push((name, entry_digest(&mut entry)));
     }
-    // Read what the archive reader left (padding, the gzip trailer) so the digest covers the file.
-    let rest = io::copy(&mut tee, &mut io::sink());
-    progress.add(tee.progress_bytes);
-    out.whole = Some(rest.map(|_| hex(&tee.hash.finalize())));
     out
 }
 

@@ -34,6 +34,15 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Writes each `(path, bytes)` below `dir`, making the folders on the way.
+pub fn write_files(dir: &Path, files: &[(&str, &[u8])]) {
+    for (path, bytes) in files {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+}
+
 /// A JSON file's value.
 pub fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()

@@ -73,6 +73,13 @@ pub struct Benchmark {
     pub requests: Vec<Request>,
 }
 
+impl Benchmark {
+    /// Its requests that `keep` keeps, in the file's order.
+    fn requests_where(&self, keep: impl Fn(&Request) -> bool) -> Vec<&Request> {
+        self.requests.iter().filter(|r| keep(r)).collect()
+    }
+}
+
 /// The distributions recomputed, with the request field each takes and its weight.
 const DISTS: &[(&str, &str, Weight)] = &[
     ("request_latency", "request_latency", Weight::One),
@@ -153,6 +160,14 @@ fn listed_and_printed(b: &Benchmark) -> Vec<(&'static str, f64, f64, String)> {
 /// Ran when the report holds a benchmark.
 fn any(x: &Report) -> Ran {
     (!x.benchmarks.is_empty()).then_some(())
+}
+
+/// Runs a check that looks at one benchmark at a time over every benchmark of the report.
+fn per_benchmark(x: &Report, emit: &mut Emit, check: fn(&str, &Benchmark, &mut Emit)) -> Ran {
+    for b in &x.benchmarks {
+        check(&x.file, b, emit);
+    }
+    any(x)
 }
 
 /// `import.failed-hidden`: the printed request totals against the requests the file lists.
@@ -340,18 +355,11 @@ fn distributions(file: &str, b: &Benchmark, emit: &mut Emit) -> bool {
 
 /// `import.failed-requests`: errored and incomplete requests with their errors.
 fn failed_requests(x: &Report, emit: &mut Emit) -> Ran {
-    for b in &x.benchmarks {
-        failed_requests_of(&x.file, b, emit);
-    }
-    any(x)
+    per_benchmark(x, emit, failed_requests_of)
 }
 
 fn failed_requests_of(file: &str, b: &Benchmark, emit: &mut Emit) {
-    let failed: Vec<&Request> = b
-        .requests
-        .iter()
-        .filter(|r| r.status != "successful")
-        .collect();
+    let failed = b.requests_where(|r| r.status != "successful");
     if failed.is_empty() {
         return;
     }
@@ -382,11 +390,10 @@ fn failed_requests_of(file: &str, b: &Benchmark, emit: &mut Emit) {
 /// `import.failed-as-zero`: per benchmark, successes without a reply or a first token, then
 /// failed requests counted as zeros in the `total` distributions.
 fn failed_as_zero(x: &Report, emit: &mut Emit) -> Ran {
-    for b in &x.benchmarks {
-        empty_successes(&x.file, b, emit);
-        failed_in_totals(&x.file, b, emit);
-    }
-    any(x)
+    per_benchmark(x, emit, |file, b, emit| {
+        empty_successes(file, b, emit);
+        failed_in_totals(file, b, emit);
+    })
 }
 
 /// A successful request with no reply token (GuideLLM's `or 0.0` puts it into the token
@@ -444,22 +451,15 @@ fn failed_in_totals(file: &str, b: &Benchmark, emit: &mut Emit) {
 
 /// `speed.token-source`: reply tokens counted from streamed iterations, not the server's usage.
 fn token_source(x: &Report, emit: &mut Emit) -> Ran {
-    for b in &x.benchmarks {
-        token_source_of(&x.file, b, emit);
-    }
-    any(x)
+    per_benchmark(x, emit, token_source_of)
 }
 
 fn token_source_of(file: &str, b: &Benchmark, emit: &mut Emit) {
-    let from_chunks: Vec<&Request> = b
-        .requests
-        .iter()
-        .filter(|r| {
-            r.usage_recorded
-                && r.usage_output.is_none()
-                && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
-        })
-        .collect();
+    let from_chunks = b.requests_where(|r| {
+        r.usage_recorded
+            && r.usage_output.is_none()
+            && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
+    });
     if from_chunks.is_empty() {
         return;
     }
@@ -475,18 +475,11 @@ fn token_source_of(file: &str, b: &Benchmark, emit: &mut Emit) {
 
 /// `speed.cached-tokens`: prompt tokens the server served from its cache.
 fn cached_tokens(x: &Report, emit: &mut Emit) -> Ran {
-    for b in &x.benchmarks {
-        cached_tokens_of(&x.file, b, emit);
-    }
-    any(x)
+    per_benchmark(x, emit, cached_tokens_of)
 }
 
 fn cached_tokens_of(file: &str, b: &Benchmark, emit: &mut Emit) {
-    let cached: Vec<&Request> = b
-        .requests
-        .iter()
-        .filter(|r| r.cached.is_some_and(|c| c > 0.0))
-        .collect();
+    let cached = b.requests_where(|r| r.cached.is_some_and(|c| c > 0.0));
     if cached.is_empty() {
         return;
     }
