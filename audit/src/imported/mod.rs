@@ -261,6 +261,9 @@ pub const CHECKS: &[About] = &[
     REASONING_ONLY,
     DECLARED_METRIC_MISSING,
     COMPLIANCE_FAILED,
+    ACCURACY_BELOW_TARGET,
+    ACCURACY_COUNT_MISMATCH,
+    ACCURACY_MISSING,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its
