@@ -126,9 +126,9 @@ fn accuracy_of(sources: &mut [Source]) -> Result<Option<Accuracy>, Fatal> {
 /// `mlperf_log_accuracy.json` among the sources (by name; not read: it holds every sample's
 /// output, hundreds of MB for an LLM run), marked as taken.
 fn accuracy_log(sources: &mut [Source]) -> Option<String> {
-    let s = sources.iter_mut().find(|s| {
-        s.role.is_empty() && s.name.eq_ignore_ascii_case("mlperf_log_accuracy.json")
-    })?;
+    let s = sources
+        .iter_mut()
+        .find(|s| s.role.is_empty() && s.name.eq_ignore_ascii_case("mlperf_log_accuracy.json"))?;
     s.role = "accuracy log".into();
     Some(s.name.clone())
 }
@@ -143,7 +143,10 @@ fn accuracy(src: &Source) -> Result<Accuracy, Fatal> {
         fatal(format!("{}: no line 'Results' (expected the accuracy script's output: a line 'Results', then a dict such as {{'rouge1': 44.5, ..., 'gen_num': 24576}})", src.shown))
     })?;
     let (i, line) = lines.find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| {
-        fatal(format!("{}: nothing after the line 'Results' (expected a dict of scores)", src.shown))
+        fatal(format!(
+            "{}: nothing after the line 'Results' (expected a dict of scores)",
+            src.shown
+        ))
     })?;
     let at = |what: &str| fatal(format!("{}: line {}: {what}", src.shown, i + 1));
     let body = line
@@ -154,14 +157,19 @@ fn accuracy(src: &Source) -> Result<Accuracy, Fatal> {
     let mut scores = Vec::new();
     for pair in body.split(',').filter(|p| !p.trim().is_empty()) {
         if scores.len() == MAX_ACCURACY_KEYS {
-            return Err(at(&format!("more than {MAX_ACCURACY_KEYS} keys in the dict")));
+            return Err(at(&format!(
+                "more than {MAX_ACCURACY_KEYS} keys in the dict"
+            )));
         }
         let (k, v) = pair
             .split_once(':')
             .ok_or_else(|| at(&format!("expected 'key': number, found '{}'", pair.trim())))?;
         let key = k.trim().trim_matches(|c| c == '\'' || c == '"');
         let value: f64 = v.trim().parse().map_err(|_| {
-            at(&format!("expected a number for '{key}', found '{}'", v.trim()))
+            at(&format!(
+                "expected a number for '{key}', found '{}'",
+                v.trim()
+            ))
         })?;
         scores.push((key.to_string(), value));
     }

@@ -649,14 +649,22 @@ pub const TARGETS: &[Target] = &[
     Target {
         base: "gptj",
         classes: &[("99", 0.99), ("99.9", 0.999)],
-        scaled: &[("rouge1", 42.9865), ("rouge2", 20.1235), ("rougeL", 29.9881)],
+        scaled: &[
+            ("rouge1", 42.9865),
+            ("rouge2", 20.1235),
+            ("rougeL", 29.9881),
+        ],
         bounds: &[("gen_len", 4016878.0 * 0.9, f64::INFINITY)],
         samples: 13368,
     },
     Target {
         base: "llama2-70b",
         classes: &[("99", 0.99), ("99.9", 0.999)],
-        scaled: &[("rouge1", 44.4312), ("rouge2", 22.0352), ("rougeL", 28.6162)],
+        scaled: &[
+            ("rouge1", 44.4312),
+            ("rouge2", 22.0352),
+            ("rougeL", 28.6162),
+        ],
         bounds: &[("tokens_per_sample", 294.45 * 0.9, 294.45 * 1.1)],
         samples: 24576,
     },
@@ -852,7 +860,10 @@ mod tests {
         assert_eq!(of(tree).as_deref(), Some("llama2-70b-99.9"));
         let case = "published/loadgen/v4.1-supermicro-h100x8-llama2-70b-99-server/accuracy.txt";
         assert_eq!(of(case).as_deref(), Some("llama2-70b-99"));
-        assert_eq!(of("x/mixtral-8x7b/Server/accuracy.txt").as_deref(), Some("mixtral-8x7b"));
+        assert_eq!(
+            of("x/mixtral-8x7b/Server/accuracy.txt").as_deref(),
+            Some("mixtral-8x7b")
+        );
         assert_eq!(of("x/llama2-70b-99.95/accuracy.txt"), None);
         assert_eq!(of("accuracy.txt"), None);
     }
