@@ -389,4 +389,40 @@ mod tests {
         assert!(!e.contains("expected.json"), "{e}");
         assert_eq!(both[1].role, "summary");
     }
+
+    #[test]
+    fn accuracy_txt_is_read_from_the_dict_after_results_not_an_earlier_one() {
+        let case = "fixtures/published/loadgen/v4.1-nvidia-h200x8-mixtral-8x7b-server";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(case);
+        let text = std::fs::read_to_string(path.join("accuracy.txt")).unwrap();
+        let mut src = source("accuracy.txt", &text);
+        src.shown = format!("{case}/accuracy.txt");
+        let a = accuracy(&src).unwrap();
+        let score = |k: &str| a.scores.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        assert_eq!(score("gsm8k"), Some(73.12));
+        assert_eq!(score("gen_num"), Some(15000.0));
+        assert_eq!(
+            score("ruby"),
+            None,
+            "the MBXP counts before 'Results' are not the result"
+        );
+        assert_eq!(a.named.as_deref(), Some("mixtral-8x7b"));
+        assert_eq!(a.line, 7);
+    }
+
+    #[test]
+    fn a_bad_accuracy_txt_is_refused_naming_file_line_and_what_was_expected() {
+        let err = |text: &str| accuracy(&source("accuracy.txt", text)).err().unwrap().0;
+        assert!(err("rouge1 44.5\n").contains("accuracy.txt: no line 'Results'"));
+        let e = err("Results\n\n{'rouge1': 44.5, 'gen_num': many}\n");
+        assert!(
+            e.contains("line 3") && e.contains("a number for 'gen_num'"),
+            "{e}"
+        );
+        assert!(err("Results\nrouge1=44\n").contains("expected a dict"));
+        let many: Vec<String> = (0..65).map(|i| format!("'k{i}': 1")).collect();
+        let e = err(&format!("Results\n{{{}}}\n", many.join(", ")));
+        assert!(e.contains("more than 64 keys"), "{e}");
+        assert!(err("Results\n").contains("nothing after the line 'Results'"));
+    }
 }
