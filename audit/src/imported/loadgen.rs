@@ -765,7 +765,7 @@ fn accuracy_targets(x: &Logs, emit: &mut Emit) -> Ran {
             (low, "below the target")
         };
         emit.finding(format!(
-            "'{k}' {v} is {what} {bound:.4} of {name} (the MLPerf submission checker's)"
+            "'{k}' {v} is {what} {bound:.4} of {name}: the MLPerf submission checker refuses it in the closed division (the open division takes it as is: not comparable with closed results)"
         ))
         .file(&a.file)
         .pointer(format!("line {}", a.line))
