@@ -226,7 +226,7 @@ fn notes(
 fn accuracy_notes(sources: &[Source], imp: &mut Imported) {
     let role = |r: &str| sources.iter().find(|s| s.role == r);
     if let Some(s) = role("accuracy result") {
-        imp.taken.push(format!("{}: the accuracy script's scores, against the benchmark's targets (the MLPerf submission checker's, v4.1), and its gen_num against the run's sample count", s.name));
+        imp.taken.push(format!("{}: the accuracy script's scores, against the benchmark's targets (the MLPerf submission checker's, v4.1 and v5.0), and its gen_num against the run's sample count", s.name));
         imp.not_taken.push(format!("{}: the scores are the accuracy script's, not recomputed (that needs mlperf_log_accuracy.json, the dataset and the script); a benchmark that no folder of the path names is told by its keys and held to its lowest (99 %) target", s.name));
     }
     if let Some(s) = role("accuracy log") {
