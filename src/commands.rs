@@ -8,6 +8,7 @@ use crate::policy::Loaded;
 use crate::subject::{Other, Subject};
 use crate::{audit, diff, import, input, measure, output, rehash, replay, tree, verify};
 use output::Format;
+use rigaudit_audit::decide::DecisionRule;
 use rigaudit_audit::{Report, Severity};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -149,15 +150,23 @@ pub fn import(
     gate.emit(import::report("import", &id, &imp, gate.fail_on()), None)
 }
 
-/// `diff`: two bundles, or two runs of another tool, with the policy's tolerances.
+/// The report with the decision rule its comparison rows were judged by, when it has rows.
+fn stating(mut r: Report, rule: &DecisionRule) -> Report {
+    if !r.comparisons.is_empty() {
+        r.decision_rule = rule.describe(r.command == "diff");
+    }
+    r
+}
+
+/// `diff`: two bundles, or two runs of another tool, with the policy's decision rule.
 pub fn diff(gate: &Gate, mut args: diff::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_diff(&mut args);
     }
-    gate.emit(diff::run(&args, gate.fail_on())?, None)
+    gate.emit(stating(diff::run(&args, gate.fail_on())?, &args.rule), None)
 }
 
-/// `replay`, with the policy's tolerances and boxes.
+/// `replay`, with the policy's decision rule and boxes.
 pub fn replay(gate: &Gate, bundle: &Path, mut args: replay::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_replay(&mut args);
@@ -168,7 +177,8 @@ pub fn replay(gate: &Gate, bundle: &Path, mut args: replay::Args) -> Result<Exit
         "rigaudit: replayed bundle written to {}",
         input::shown_path(&r.bundle)
     );
-    gate.emit(Report::new("replay", &r.id, gate.fail_on(), r.found), None)
+    let report = Report::new("replay", &r.id, gate.fail_on(), r.found);
+    gate.emit(stating(report, &args.rule), None)
 }
 
 /// `rehash`, with the policy's boxes.
@@ -179,7 +189,7 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
     gate.emit(rehash::run(&args, gate.fail_on())?, None)
 }
 
-/// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's tolerances and boxes.
+/// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's decision rule and boxes.
 pub fn audit(
     gate: &Gate,
     bundle: &Path,
@@ -198,8 +208,9 @@ pub fn audit(
     let subject = Subject::open(&paths, None)?;
     let base = base_of(&subject, &paths);
     let fail_on = gate.fail_on();
+    let rule = replay.as_ref().map(|a| a.rule).unwrap_or_default();
     let report = audit::run(subject, bundle, artifacts, replay.as_ref(), fail_on)?;
-    gate.emit(report, base.as_deref())
+    gate.emit(stating(report, &rule), base.as_deref())
 }
 
 /// What `measure` says at its end: where the bundle is; exit 1 when a step got no answer, 2 when

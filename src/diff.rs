@@ -20,15 +20,9 @@ pub struct Args {
     pub a: PathBuf,
     /// The second bundle.
     pub b: PathBuf,
-    /// A speed move smaller than this fraction is never called moved.
-    #[arg(long, default_value_t = 0.10)]
-    pub rel_floor: f64,
-    /// The highest tolerance floor a speed value may be judged with (a fraction).
-    #[arg(long, default_value_t = 0.25)]
-    pub max_floor: f64,
-    /// Significance level of the tests.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
+    /// The decision rule (the policy's `[decide]`; its defaults without one).
+    #[arg(skip)]
+    pub rule: rigaudit_audit::decide::DecisionRule,
     /// Setup subjects whose differences fail the diff (comma-separated; `none` for none): engine,
     /// nccl, checkpoint, command, server, sampling, hardware, contract, text. Default: all but
     /// text.
@@ -86,9 +80,7 @@ pub fn run(a: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let sa = subject::Subject::open(std::slice::from_ref(&a.a), a.from)?;
     let sb = subject::Subject::open(std::slice::from_ref(&a.b), a.from)?;
     let tol = Tolerance {
-        rel_floor: a.rel_floor,
-        alpha: a.alpha,
-        max_floor: a.max_floor,
+        rule: a.rule,
         ..Tolerance::default()
     };
     match (sa, sb) {

@@ -1,5 +1,5 @@
 //! A gate's policy (`--policy FILE`), read and checked once per run, then handed to what it tunes:
-//! replay's and diff's tolerances, diff's setup subjects, the boxes and ssh options, and the
+//! replay's and diff's decision rule, diff's setup subjects, the boxes and ssh options, and the
 //! report it judges (`Report::apply_policy`).
 
 use crate::fatal::{fatal, Fatal};
@@ -45,6 +45,14 @@ pub fn load(path: Option<&Path>) -> Result<Option<Loaded>, Fatal> {
             unknown.join(", ")
         )));
     }
+    let problems = rules.decide.problems();
+    if !problems.is_empty() {
+        return Err(fatal(format!(
+            "{}: at /decide: the decision rule cannot work: {}",
+            path.display(),
+            problems.join("; ")
+        )));
+    }
     rules.file = path.display().to_string();
     let boxes = PolicyBoxes::from_policy(&rules)?;
     Ok(Some(Loaded { rules, boxes }))
@@ -56,14 +64,14 @@ impl Loaded {
         ssh.policy = Some(self.boxes.clone());
     }
 
-    /// The policy's tolerances over replay's options.
+    /// The policy's decision rule over replay's options.
     pub fn tune_replay(&self, a: &mut replay::Args) {
-        self.tune_tolerances([&mut a.rel_floor, &mut a.alpha, &mut a.max_floor]);
+        a.rule = self.rules.decide;
     }
 
-    /// The policy's tolerances and setup subjects over diff's options.
+    /// The policy's decision rule and setup subjects over diff's options.
     pub fn tune_diff(&self, a: &mut diff::Args) {
-        self.tune_tolerances([&mut a.rel_floor, &mut a.alpha, &mut a.max_floor]);
+        a.rule = self.rules.decide;
         if let Some(s) = &self.rules.diff.setup_fails_on {
             let names: Vec<&str> = s.iter().map(|x| x.name()).collect();
             a.setup_fails_on = Some(if names.is_empty() {
@@ -72,14 +80,5 @@ impl Loaded {
                 names.join(",")
             });
         }
-    }
-
-    /// The policy's `[replay]` tolerances (which diff shares) over `rel_floor`, `alpha` and
-    /// `max_floor`, where it sets them.
-    fn tune_tolerances(&self, [rel_floor, alpha, max_floor]: [&mut f64; 3]) {
-        let p = &self.rules.replay;
-        *rel_floor = p.rel_floor.unwrap_or(*rel_floor);
-        *alpha = p.alpha.unwrap_or(*alpha);
-        *max_floor = p.max_floor.unwrap_or(*max_floor);
     }
 }

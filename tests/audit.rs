@@ -68,10 +68,14 @@ fn speed_rows(report: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// What holds on any machine: quality reproduced, the refused test and the unfitting step not
-/// comparable on both sides.
+/// What holds on any machine: quality compared paired over the same 24 questions and inconclusive
+/// (the greedy replay gives the same answers, yet 24 questions bound the difference only to
+/// about ±9 points, so the ±3 points band can be neither shown nor ruled out: equivalence needs
+/// more questions), the refused test and the unfitting step not comparable on both sides.
 fn assert_cpu_independent_rows(report: &Value) {
-    assert_eq!(row(report, "quality.arith.pct")["verdict"], "reproduced");
+    let arith = row(report, "quality.arith.pct");
+    assert_eq!(arith["verdict"], "inconclusive", "{arith}");
+    assert_eq!(arith["test"], "mcnemar-paired", "{arith}");
     let long = row(report, "quality.arith-long.pct");
     assert_eq!(long["verdict"], "not-comparable");
     let why = long["why"].as_str().unwrap();

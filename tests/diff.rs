@@ -63,19 +63,32 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
         text.find("A beside B").unwrap(),
     );
     assert!(setup < figures, "{text}");
-    // Quality: compared with the two-proportion test where both answered; not comparable where
-    // one side's requests were all refused.
+    // The text states the rule the rows were judged by, in the diff's words, with its bands.
+    let rule = text.find("decision rule: unchanged when").expect(&text);
+    assert!(figures < rule, "{text}");
+    assert!(text.contains("  quality: ±3.0 points"), "{text}");
+    assert!(text.contains("  ttft: ±25 %"), "{text}");
+    // Quality: both answers files name the same questions, so compared paired (exact McNemar)
+    // where both answered; not comparable where one side's requests were all refused.
     for t in ["mmlu-pro", "gpqa-diamond", "ifeval"] {
         let q = row(&r, &format!("quality.{t}.pct"));
-        assert_eq!(q["test"], "two-proportion-z", "{q}");
+        assert_eq!(q["test"], "mcnemar-paired", "{q}");
+        assert!(q["why"].as_str().unwrap().contains("paired over"), "{q}");
     }
     for t in ["livecodebench", "gpqa-think"] {
         let q = row(&r, &format!("quality.{t}.pct"));
         assert_eq!(q["verdict"], "not-comparable");
         assert!(q["why"].as_str().unwrap().contains("refused on A"), "{q}");
     }
-    // A figure that moved beyond noise: prefill at 2,048 tokens (3 runs a side).
-    assert_eq!(row(&r, "prefill.2048")["verdict"], "drifted");
+    // A figure that changed: prefill at 2,048 tokens (3 runs a side), in diff's words, and the
+    // rule the rows were judged by.
+    let p = row(&r, "prefill.2048");
+    assert_eq!(p["verdict"], "changed", "{p}");
+    assert!(p["better"].is_boolean(), "{p}");
+    assert!(r["decision_rule"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("decision rule: unchanged when"));
     assert!(r["findings"]
         .as_array()
         .unwrap()
@@ -90,9 +103,23 @@ fn a_bundle_against_itself_has_no_difference_and_passes() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(r["setup_changes"].as_array().is_none_or(|a| a.is_empty()));
     for row in r["comparisons"].as_array().unwrap() {
+        assert_ne!(row["verdict"], "changed", "{row}");
         assert_ne!(row["verdict"], "drifted", "{row}");
     }
-    assert_eq!(row(&r, "quality.arith.pct")["verdict"], "reproduced");
+    // The same 24 answers on both sides, paired: no question differs, yet 24 questions cannot
+    // bound the difference within ±3 points (its 90 % interval is about ±9), so the row is
+    // inconclusive, never unchanged; the speed rows with 5 runs a side are unchanged.
+    let q = row(&r, "quality.arith.pct");
+    assert_eq!(q["verdict"], "inconclusive", "{q}");
+    assert_eq!(q["test"], "mcnemar-paired", "{q}");
+    assert_eq!(row(&r, "decode")["verdict"], "unchanged");
+    // Markdown: the diff's words in the summary and the table's better column, then the rule.
+    let s = p.to_str().unwrap();
+    let md = rigaudit(&["diff", s, s, "--format", "markdown"]).stdout;
+    assert!(md.contains(" unchanged, 0 changed, "), "{md}");
+    assert!(md.contains("| verdict | better | why |"), "{md}");
+    assert!(md.contains("decision rule: unchanged when"), "{md}");
+    assert!(md.contains("\n- quality: ±3.0 points"), "{md}");
 }
 
 #[test]
@@ -190,4 +217,72 @@ fn two_runs_on_a_machine_whose_speed_moved_say_so() {
         .unwrap()
         .iter()
         .any(|f| f["check"] == "diff.machine-speed"));
+}
+
+#[test]
+fn diff_reports_follow_the_report_schema_and_state_the_rule() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let vllm = root().join("fixtures/imports/vllm");
+    for (a, b) in [
+        (
+            fixture("tensorfold-127-stock-2x"),
+            fixture("mia-recipe-1104-2x"),
+        ),
+        (vllm.join("clean"), vllm.join("failures")),
+    ] {
+        let (run, r) = diff(&a, &b, &[]);
+        let errs: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{errs:?}\n{}", run.stdout);
+        // The rule, then one band per kind of figure.
+        let rule = r["decision_rule"].as_array().unwrap();
+        assert_eq!(rule.len(), 6, "{rule:?}");
+        assert!(rule[0].as_str().unwrap().contains("Holm"), "{rule:?}");
+    }
+    // Other tools' per-request times are compared by their percentiles too.
+    let (_, r) = diff(&vllm.join("clean"), &vllm.join("failures"), &[]);
+    let p99 = row(&r, "vllm.ttft_ms.p99");
+    assert_eq!(p99["test"], "order-statistic", "{p99}");
+    assert_eq!(p99["verdict"], "inconclusive", "{p99}");
+}
+
+#[test]
+fn a_policy_sets_the_decision_rule_and_one_no_figure_could_meet_is_refused() {
+    let p = root().join("fixtures/runs/smollm2-cpu");
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("gate.toml");
+    std::fs::write(
+        &policy,
+        "[decide]\nsetting = \"dedicated\"\nmultiplicity = \"benjamini-hochberg\"\nquality = { band = 10.0 }\n",
+    )
+    .unwrap();
+    let (run, r) = diff(&p, &p, &["--policy", policy.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let rule: Vec<&str> = r["decision_rule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(rule[0].contains("Benjamini-Hochberg"), "{rule:?}");
+    assert!(rule[1].starts_with("decode: ±7 %"), "{rule:?}");
+    assert_eq!(rule[5], "quality: ±10.0 points");
+    // The same 24 answers, paired: their ±9 point interval lies inside a ±10 point band.
+    let q = row(&r, "quality.arith.pct");
+    assert_eq!(q["verdict"], "unchanged", "{q}");
+    assert_eq!(q["band"], 10.0);
+    // A ±5 % band on a shared VM (7 % a session) could never be met: refused, naming why.
+    std::fs::write(&policy, "[decide]\ndecode = { band = 0.05 }\n").unwrap();
+    let s = p.to_str().unwrap();
+    let run = rigaudit(&["diff", s, s, "--policy", policy.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("at /decide"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("decode: a ±5.0 % band"),
+        "{}",
+        run.stderr
+    );
 }

@@ -12,14 +12,16 @@
 //!   engine build and patches, sampling defaults, NCCL version; the window also from
 //!   `/v1/models`), and every parameter of the speed and quality contracts. A difference names
 //!   both values and where each side records it (file and JSON pointer).
-//! - **Figures**: the same statistics as replay ([`crate::replay::compare`], A in the place of the
-//!   recorded side and B of the replayed one): Welch's test on the runs both sides have with the
-//!   tolerance floor for speed, the two-proportion test for quality, "inconclusive" with too few
-//!   runs, "not comparable" when a step is invalid on a side; a figure only one side has is listed
-//!   as such.
+//! - **Figures**: the one decision rule of replay ([`crate::replay::compare`], [`crate::decide`]),
+//!   A in the place of the recorded side and B of the replayed one, in the words of change
+//!   between two runs ([`as_change`]): *unchanged* when the 90 % interval of the change lies
+//!   inside the figure's band, *changed* when significant after multiplicity control over the
+//!   diff's rows and beyond the band (with whether B is better by the figure's direction),
+//!   else *inconclusive* (with the runs a side that would settle it); "not comparable" when a
+//!   step is invalid on a side; a figure only one side has is listed as such.
 //! - Exit: a setup difference is a `diff.setup-differs` error when its subject is one the policy
 //!   says matters ([`SetupPolicy`]; by default every subject but free text), a warning otherwise;
-//!   a figure moved beyond noise is `diff.moved` (error).
+//!   a changed figure is `diff.moved` (error).
 
 use crate::bundle::{Bundle, Loaded};
 use crate::check::{Check, Emit, Stage, StageOut, Staged};
@@ -46,7 +48,7 @@ pub const SETUP_DIFFERS: Check<Staged> = Check {
 pub const MOVED: Check<Staged> = Check {
     id: "diff.moved",
     severity: Severity::Error,
-    doc: "A figure moved between the two bundles beyond chance and, for speed, beyond the tolerance floor.",
+    doc: "A figure changed between the two runs: significant after multiplicity control over the diff's rows (Holm by default) and its estimate beyond the figure's tolerance band.",
     run: BY_DIFF,
 };
 
@@ -54,7 +56,7 @@ pub const MOVED: Check<Staged> = Check {
 pub const INCONCLUSIVE: Check<Staged> = Check {
     id: "diff.inconclusive",
     severity: Severity::Info,
-    doc: "A figure could not be tested between the two bundles: too few runs, a headline only, too noisy, foreign load, or a move the machine's own change of speed explains.",
+    doc: "A figure could be called neither unchanged nor changed between the two runs: its 90 % interval reaches across the tolerance band's edge, too few runs or samples (a percentile), a headline only, foreign load, or a move the machine's own change of speed explains.",
     run: BY_DIFF,
 };
 
@@ -143,7 +145,7 @@ pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Di
         };
         let compared = compare(a, b, &tol);
         machine_speed(a, b, &compared, s);
-        for row in compared.comparisons.into_iter().map(relabel) {
+        for row in compared.comparisons.into_iter().map(as_change) {
             figure_finding(&row, s);
             s.comparison(row);
         }
@@ -216,8 +218,16 @@ fn machine_speed(a: &Bundle, b: &Bundle, compared: &Findings, found: &mut StageO
         .data(f.data.clone());
 }
 
-/// A replay row's words for a diff: A and B in the place of recorded and replayed.
-fn relabel(mut r: Comparison) -> Comparison {
+/// A replay row in diff's words: its verdict about change between two runs (unchanged,
+/// changed), whether B is better for a changed row (by the figure's direction, see
+/// [`crate::verdict::higher_is_better`]), and A and B in the place of recorded and replayed.
+pub fn as_change(mut r: Comparison) -> Comparison {
+    r.verdict = r.verdict.as_change();
+    r.better = (r.verdict == ReplayVerdict::Changed)
+        .then_some(r.change_pct)
+        .flatten()
+        .filter(|c| *c != 0.0)
+        .map(|c| (c > 0.0) == crate::verdict::higher_is_better(&r.key));
     r.why = relabel_text(&r.why);
     r
 }
@@ -230,6 +240,8 @@ fn relabel_text(text: &str) -> String {
         .replace(" recorded, ", " A, ")
         .replace(" recorded;", " A;")
         .replace(" replayed)", " B)")
+        .replace(" replayed;", " B;")
+        .replace("nor a drift beyond it", "nor a change beyond it")
         .replace("recorded ", "A ")
         .replace("replayed ", "B ")
 }
@@ -241,8 +253,8 @@ pub(crate) fn row_finding(r: &Comparison, found: &mut Findings) {
 
 fn figure_finding(r: &Comparison, found: &mut StageOut) {
     let check = match r.verdict {
-        ReplayVerdict::Reproduced => return,
-        ReplayVerdict::Drifted => &MOVED,
+        ReplayVerdict::Reproduced | ReplayVerdict::Unchanged => return,
+        ReplayVerdict::Drifted | ReplayVerdict::Changed => &MOVED,
         ReplayVerdict::Inconclusive => &INCONCLUSIVE,
         ReplayVerdict::NotComparable => &NOT_COMPARABLE,
     };

@@ -1,6 +1,6 @@
 //! A gate's policy: what a CI job decides beyond the catalogue. Per check id a severity or
-//! `ignore` with a reason the report repeats; the fail level; the drift tolerances of replay and
-//! diff; which setup subjects fail a diff. The file is TOML, read by the CLI (`--policy FILE`);
+//! `ignore` with a reason the report repeats; the fail level; the decision rule of replay, audit
+//! and diff ([`crate::decide::DecisionRule`]); which setup subjects fail a diff. The file is TOML, read by the CLI (`--policy FILE`);
 //! this module holds the parsed policy and applies it to findings.
 //!
 //! ```toml
@@ -14,10 +14,11 @@
 //! severity = "ignore"
 //! reason = "the page's footnote figures are not measurements"
 //!
-//! [replay]
-//! rel_floor = 0.05
-//! alpha = 0.01
-//! max_floor = 0.20
+//! [decide]
+//! setting = "dedicated"
+//! multiplicity = "benjamini-hochberg"
+//! decode = { band = 0.05, session_sd = 0.015 }
+//! quality = { band = 2.0 }
 //!
 //! [diff]
 //! setup_fails_on = ["engine", "checkpoint", "command", "server"]
@@ -87,18 +88,6 @@ pub struct CheckRule {
     pub reason: String,
 }
 
-/// Drift tolerances for replay and diff.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tolerances {
-    /// A speed move smaller than this fraction is never drift.
-    pub rel_floor: Option<f64>,
-    /// Significance level of the tests.
-    pub alpha: Option<f64>,
-    /// The highest floor a value may be judged with.
-    pub max_floor: Option<f64>,
-}
-
 /// What fails a diff.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -130,9 +119,9 @@ pub struct Policy {
     /// Rules per check id.
     #[serde(default)]
     pub checks: BTreeMap<String, CheckRule>,
-    /// Tolerances of replay and diff.
+    /// The decision rule of replay, audit and diff: bands, session spread, multiplicity.
     #[serde(default)]
-    pub replay: Tolerances,
+    pub decide: crate::decide::DecisionRule,
     /// What fails a diff.
     #[serde(default)]
     pub diff: DiffRules,

@@ -302,6 +302,10 @@ pub struct Report {
     /// The comparison rows counted by verdict (`replay` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_summary: Option<ReplaySummary>,
+    /// The decision rule the comparison rows were judged by: its tolerance band per kind of
+    /// figure and its multiplicity control (`replay`, `audit`, `diff`; absent elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decision_rule: Vec<String>,
 }
 
 /// A raw file whose digest was verified: the subject of an attestation.
@@ -327,8 +331,9 @@ pub struct ReplaySummary {
     pub not_comparable: usize,
     /// Rows for information only (other hardware).
     pub informational: usize,
-    /// Inconclusive: the runs' spread is above the floor's ceiling.
-    pub too_noisy: usize,
+    /// Inconclusive: the 90 % interval reaches across the edge of the tolerance band.
+    #[serde(default)]
+    pub wide_interval: usize,
     /// Inconclusive: the load guard saw foreign load.
     pub foreign_load: usize,
     /// Inconclusive: too few runs on a side.
@@ -349,14 +354,14 @@ impl ReplaySummary {
         let mut s = ReplaySummary::default();
         for r in rows {
             match r.verdict {
-                V::Reproduced => s.reproduced += 1,
-                V::Drifted => s.drifted += 1,
+                V::Reproduced | V::Unchanged => s.reproduced += 1,
+                V::Drifted | V::Changed => s.drifted += 1,
                 V::Inconclusive => s.inconclusive += 1,
                 V::NotComparable => s.not_comparable += 1,
             }
             s.informational += usize::from(r.informational);
             match r.inconclusive {
-                Some(I::TooNoisy) => s.too_noisy += 1,
+                Some(I::WideInterval) => s.wide_interval += 1,
                 Some(I::ForeignLoad) => s.foreign_load += 1,
                 Some(I::TooFewRuns) => s.too_few_runs += 1,
                 Some(I::SessionsDisagree) => s.sessions_disagree += 1,
@@ -368,11 +373,11 @@ impl ReplaySummary {
         s
     }
 
-    /// One line for people: `12 reproduced, 1 drifted, 3 inconclusive (2 too noisy, 1 too few
-    /// runs), 2 not comparable`.
-    pub fn line(&self) -> String {
+    /// One line for people: `12 reproduced, 1 drifted, 3 inconclusive (2 interval across the
+    /// band, 1 too few runs), 2 not comparable`; a diff's (`diff`) says unchanged and changed.
+    pub fn line(&self, diff: bool) -> String {
         let why: Vec<String> = [
-            (self.too_noisy, "too noisy"),
+            (self.wide_interval, "interval across the band"),
             (self.foreign_load, "foreign load"),
             (self.too_few_runs, "too few runs"),
             (self.sessions_disagree, "sessions disagree"),
@@ -383,8 +388,13 @@ impl ReplaySummary {
         .filter(|(n, _)| *n > 0)
         .map(|(n, w)| format!("{n} {w}"))
         .collect();
+        let (same, moved) = if diff {
+            ("unchanged", "changed")
+        } else {
+            ("reproduced", "drifted")
+        };
         let mut line = format!(
-            "{} reproduced, {} drifted, {} inconclusive",
+            "{} {same}, {} {moved}, {} inconclusive",
             self.reproduced, self.drifted, self.inconclusive
         );
         if !why.is_empty() {
@@ -469,6 +479,7 @@ impl Report {
             policy: None,
             artifacts: Vec::new(),
             setup_changes: Vec::new(),
+            decision_rule: Vec::new(),
         }
     }
 

@@ -322,6 +322,8 @@ const ONE_VALUE: &[OneValue] = &[
     ("setup.version-mismatch", TF, CARD, "/nccl/version", "\"2.30.8\"", Error),
     ("setup.ranks-mismatch", TF, CARD, "/ranks", "3", Error),
     ("setup.ranks-mismatch", TF, CARD, "/commands/0/argv/4", "\"GLM\"", Error),
+    // The card's first command is rank 1's: it states TF_GLM_RANK=0 (two rank 0s).
+    ("setup.ranks-mismatch", TF, CARD, "/commands/0/env/TF_GLM_RANK", "\"0\"", Error),
     ("setup.date-order", TF, CARD, "/engine/published", "\"2026-11-13T09:00:00Z\"", Error),
     ("setup.date-order", TF, M, "/sessions/2/started", "\"2026-11-12T01:00:00Z\"", Error),
     ("setup.revision-marker", TF, CARD, REVISION_BY, "\"hand\"", Warning),

@@ -13,8 +13,9 @@ pub enum Inconclusive {
     TooFewRuns,
     /// Only a headline figure on a side, no per-run records.
     HeadlineOnly,
-    /// The runs' own spread puts the floor above `Tolerance::max_floor`.
-    TooNoisy,
+    /// The 90 % interval of the change reaches across the edge of the tolerance band: neither
+    /// inside it (reproduced) nor a significant move beyond it (drifted).
+    WideInterval,
     /// The load guard saw foreign load during a kept try of the step.
     ForeignLoad,
     /// A drift the confirming session did not repeat.
@@ -27,14 +28,21 @@ pub enum Inconclusive {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReplayVerdict {
-    /// The replay agrees with the record (within chance or the floor).
+    /// The replay agrees with the record: the 90 % interval of the change lies inside the
+    /// tolerance band (equivalence).
     Reproduced,
-    /// The replay differs beyond chance (and, for speed, beyond the floor).
+    /// The replay differs: significant after multiplicity control over the report's rows, and
+    /// the estimate beyond the band.
     Drifted,
-    /// Too little to test (too few runs, or a headline figure only).
+    /// Neither: too little to test, or an interval across the band's edge.
     Inconclusive,
     /// The step is invalid or missing on a side.
     NotComparable,
+    /// diff's word for reproduced: the figure did not change between the two runs (its 90 %
+    /// interval inside the band).
+    Unchanged,
+    /// diff's word for drifted: the figure changed between the two runs.
+    Changed,
 }
 
 impl Comparison {
@@ -62,6 +70,11 @@ impl Comparison {
             inconclusive: None,
             sd_recorded: None,
             sd_replayed: None,
+            p_adjusted: None,
+            interval90: None,
+            band: None,
+            runs_needed: None,
+            better: None,
         }
     }
 }
@@ -70,6 +83,33 @@ impl Comparison {
 pub fn change_pct(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     let (a, b) = (a?, b?);
     (a != 0.0).then(|| 100.0 * (b - a) / a)
+}
+
+/// Whether a higher value of the figure `key` is better: rates, throughputs and quality scores;
+/// times (first token, latencies, time per token, durations) are better lower.
+pub fn higher_is_better(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ![
+        "ttft",
+        "time_to_first_token",
+        "latency",
+        "itl",
+        "tpot",
+        "e2el",
+        "_ms",
+        "duration",
+    ]
+    .iter()
+    .any(|w| k.contains(w))
+}
+
+/// A diff's better/worse cell: `better`, `worse`, or `-` for a row that did not change.
+pub fn better_word(better: Option<bool>) -> &'static str {
+    match better {
+        Some(true) => "better",
+        Some(false) => "worse",
+        None => "-",
+    }
 }
 
 /// `up` or `down` by the sign of a change, when it moved.
@@ -87,6 +127,18 @@ impl ReplayVerdict {
             ReplayVerdict::Drifted => "drifted",
             ReplayVerdict::Inconclusive => "inconclusive",
             ReplayVerdict::NotComparable => "not-comparable",
+            ReplayVerdict::Unchanged => "unchanged",
+            ReplayVerdict::Changed => "changed",
+        }
+    }
+
+    /// The same verdict in diff's words, about change between two runs: reproduced as
+    /// unchanged, drifted as changed.
+    pub fn as_change(self) -> ReplayVerdict {
+        match self {
+            ReplayVerdict::Reproduced => ReplayVerdict::Unchanged,
+            ReplayVerdict::Drifted => ReplayVerdict::Changed,
+            v => v,
         }
     }
 }
@@ -128,6 +180,23 @@ pub struct Comparison {
     /// The same of the replayed side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sd_replayed: Option<f64>,
+    /// The p-value after multiplicity control over the report's rows (the decision rule's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_adjusted: Option<f64>,
+    /// The 90 % interval of the change: percent for speed (of the ratio), points for quality.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval90: Option<[f64; 2]>,
+    /// The tolerance band's half-width: percent for speed, points for quality.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<f64>,
+    /// About this many runs a side would settle an inconclusive row at the spread measured
+    /// (`0`: no number of runs, the session spread alone is too wide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_needed: Option<usize>,
+    /// Whether B is better than A by the figure's direction (rates up, times down, quality up),
+    /// for a row that moved; set by diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub better: Option<bool>,
 }
 
 /// The subjects a setup difference belongs to.

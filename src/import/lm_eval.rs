@@ -277,6 +277,14 @@ fn metrics(v: &Value, task: &str, r: &Value) -> Vec<Metric> {
     out
 }
 
+/// A JSON value as text: a string as it is, anything else as JSON.
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// The document records of a samples file, each with its filter.
 fn samples(src: &Source) -> Result<Vec<(String, Sample)>, Fatal> {
     super::json_lines(src, sample)
@@ -323,10 +331,11 @@ fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         });
-    let target = o.get("target").map(|t| match t {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    });
+    let target = o.get("target").map(text);
+    let doc_id = o
+        .get("doc_id")
+        .filter(|d| d.is_string() || d.is_number())
+        .map(text);
     let filter = o
         .get("filter")
         .and_then(|f| f.as_str())
@@ -341,6 +350,7 @@ fn sample(v: &Value, line: usize) -> Result<(String, Sample), String> {
             filtered,
             target,
             scores,
+            doc_id,
         },
     ))
 }
@@ -368,20 +378,29 @@ fn score(v: &Value) -> Option<f64> {
         .or_else(|| v.as_bool().map(|b| if b { 1.0 } else { 0.0 }))
 }
 
-/// The figures `diff` compares: each metric as right of n when its scores are 0 or 1, else its
-/// per-document scores.
+/// The figures `diff` compares: each metric as right or wrong per document id when its scores
+/// are 0 or 1 and every scored record names its document (compared paired), as right of n when
+/// not every one does, else its per-document scores.
 fn series(tasks: &[Task]) -> Vec<Series> {
     let mut out = Vec::new();
     for t in tasks {
         for m in &t.metrics {
-            let scores: Vec<f64> = t
+            let scored: Vec<(Option<&String>, f64)> = t
                 .samples
                 .iter()
-                .filter_map(|s| s.scores.get(&m.name).copied())
+                .filter_map(|s| Some((s.doc_id.as_ref(), *s.scores.get(&m.name)?)))
+                .collect();
+            let scores: Vec<f64> = scored.iter().map(|(_, x)| *x).collect();
+            let binary = scores.iter().all(|x| *x == 0.0 || *x == 1.0);
+            let ids: Option<Vec<(String, bool)>> = scored
+                .iter()
+                .map(|(id, x)| Some(((*id)?.clone(), *x == 1.0)))
                 .collect();
             let sample = if scores.is_empty() {
                 Drawn::Headline(m.value)
-            } else if scores.iter().all(|x| *x == 0.0 || *x == 1.0) {
+            } else if let (true, Some(ids)) = (binary, ids) {
+                Drawn::Answers(ids)
+            } else if binary {
                 let right = scores.iter().filter(|x| **x == 1.0).count() as u64;
                 Drawn::Proportion {
                     right,

@@ -144,16 +144,30 @@ fn notes(runs: &[Run], name: &str, imp: &mut Imported) {
         .push("the server's setup: vLLM's client records only its own settings".into());
 }
 
+/// The figures `diff` compares, one value a request: TTFT, TPOT and E2EL, and ITL as each
+/// request's mean gap (the gaps of one request share its batch and are not independent samples).
 fn series(r: &Run) -> Vec<Series> {
     let ok: Vec<usize> = (0..r.ttfts.len()).filter(|i| r.ok(*i)).collect();
     let mut out = Vec::new();
-    for m in ["ttft", "tpot", "itl", "e2el"] {
+    for m in ["ttft", "tpot", "e2el"] {
         if let Some(v) = values(r, m, &ok).filter(|v| !v.is_empty()) {
             out.push(Series {
                 key: format!("vllm.{m}_ms"),
                 sample: Sample::Values(v),
             });
         }
+    }
+    let itl: Vec<f64> = ok
+        .iter()
+        .filter_map(|&i| values(r, "itl", &[i]))
+        .filter(|gaps| !gaps.is_empty())
+        .map(|gaps| gaps.iter().sum::<f64>() / gaps.len() as f64)
+        .collect();
+    if !itl.is_empty() {
+        out.push(Series {
+            key: "vllm.itl_mean_per_request_ms".into(),
+            sample: Sample::Values(itl),
+        });
     }
     for k in ["request_throughput", "output_throughput"] {
         if let Some(x) = r.printed.get(k) {

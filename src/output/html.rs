@@ -491,7 +491,14 @@ pub fn render(r: &Report) -> String {
         esc(&r.rules_version)
     );
     if let Some(s) = &r.replay_summary {
-        let _ = write!(o, "<p>{}</p>", esc(&s.line()));
+        let _ = write!(o, "<p>{}</p>", esc(&s.line(r.command == "diff")));
+    }
+    if let Some((head, lines)) = r.decision_rule.split_first() {
+        let _ = write!(o, "<p>{}</p><ul>", esc(head));
+        for line in lines {
+            let _ = write!(o, "<li>{}</li>", esc(line));
+        }
+        o.push_str("</ul>");
     }
     o.push_str(&plots(r));
     o.push_str(&tables(r));

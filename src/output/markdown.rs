@@ -4,7 +4,8 @@
 //! folded in `<details>`. Rows stop at a hard bound well below GitHub's 65,536 characters of a
 //! comment; past it the report says how many rows are in the full report instead.
 
-use rigaudit_audit::verdict::{Comparison, ReplayVerdict};
+use rigaudit_audit::decide::p_cell;
+use rigaudit_audit::verdict::{better_word, Comparison, ReplayVerdict};
 use rigaudit_audit::{Finding, Report, Severity, Verdict};
 use std::fmt::Write;
 
@@ -156,55 +157,79 @@ fn setup(p: &mut Page, r: &Report) {
     p.table(None, head, rows.collect());
 }
 
-fn comparison_row(c: &Comparison) -> String {
+/// A comparison row; diff's rows have a better/worse cell from the figure's direction.
+fn comparison_row(c: &Comparison, diff: bool) -> String {
+    let better = if diff {
+        format!(" {} |", better_word(c.better))
+    } else {
+        String::new()
+    };
     format!(
-        "| `{}` | {} | {} | {} | {} | {}{} | {} |",
+        "| `{}` | {} | {} | {} | {} | {}{} |{better} {} |",
         c.key,
         num(c.recorded),
         num(c.replayed),
         c.change_pct.map_or("–".into(), |x| format!("{x:+.1}")),
-        c.p_value.map_or("–".into(), |p| format!("{p:.3}")),
+        c.p_value.map_or("–".into(), p_cell),
         c.verdict.name(),
         if c.informational { " (info)" } else { "" },
         cell(&c.why)
     )
 }
 
-/// The comparison rows: those that drifted or cannot be compared open, the others folded.
+/// The decision rule the figures were judged by: its first line, then a bullet per band.
+fn rule_list(p: &mut Page, r: &Report) {
+    if let Some((head, lines)) = r.decision_rule.split_first() {
+        p.line(&format!("\n{}\n", cell(head)));
+        for line in lines {
+            p.line(&format!("- {}", cell(line)));
+        }
+    }
+}
+
+/// The comparison rows: those that moved or cannot be compared open, the others folded; then
+/// the decision rule.
 fn comparisons(p: &mut Page, r: &Report) {
-    let (a, b) = if r.command == "diff" {
+    let diff = r.command == "diff";
+    let (a, b) = if diff {
         ("A", "B")
     } else {
         ("recorded", "replayed")
     };
     p.line("\n### Figures");
     if let Some(s) = &r.replay_summary {
-        p.line(&format!("\n{}", s.line()));
+        p.line(&format!("\n{}", s.line(diff)));
     }
+    let (better_head, better_rule) = if diff {
+        (" better |", "---|")
+    } else {
+        ("", "")
+    };
     let head = format!(
-        "| key | {a} | {b} | change % | p | verdict | why |\n|---|---|---|---|---|---|---|"
+        "| key | {a} | {b} | change % | p | verdict |{better_head} why |\n|---|---|---|---|---|---|{better_rule}---|"
     );
     let differs = |c: &&Comparison| {
         matches!(
             c.verdict,
-            ReplayVerdict::Drifted | ReplayVerdict::NotComparable
+            ReplayVerdict::Drifted | ReplayVerdict::Changed | ReplayVerdict::NotComparable
         )
     };
-    let open: Vec<String> = r
-        .comparisons
-        .iter()
-        .filter(differs)
-        .map(comparison_row)
-        .collect();
+    let row = |c: &Comparison| comparison_row(c, diff);
+    let open: Vec<String> = r.comparisons.iter().filter(differs).map(row).collect();
     let rest: Vec<String> = r
         .comparisons
         .iter()
         .filter(|c| !differs(c))
-        .map(comparison_row)
+        .map(row)
         .collect();
     p.table(None, &head, open);
-    let summary = format!("reproduced or inconclusive ({})", rest.len());
-    p.table(Some(summary), &head, rest);
+    let folded = if diff {
+        "unchanged or inconclusive"
+    } else {
+        "reproduced or inconclusive"
+    };
+    p.table(Some(format!("{folded} ({})", rest.len())), &head, rest);
+    rule_list(p, r);
 }
 
 /// The recomputed figures: those that do not match open, the others folded.

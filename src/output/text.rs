@@ -1,6 +1,8 @@
 //! The report as grouped text for people: a verdict line, findings grouped by severity and check,
 //! then the recomputed values and, for a replay, the recorded figures beside the replayed ones.
 
+use rigaudit_audit::decide::p_cell;
+use rigaudit_audit::verdict::better_word;
 use rigaudit_audit::{Report, Severity, Verdict};
 use std::fmt::Write;
 
@@ -174,34 +176,32 @@ fn comparisons_section(o: &mut String, r: &Report) {
     if r.comparisons.is_empty() {
         return;
     }
-    let header = if r.command == "diff" {
-        "A beside B (key / A / B / change % / p / verdict / why)"
+    let diff = r.command == "diff";
+    let header = if diff {
+        "A beside B (key / A / B / change % / p / verdict / better / why)"
     } else {
         "recorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
     };
     let _ = writeln!(o, "\n{header}");
     if let Some(s) = &r.replay_summary {
-        let _ = writeln!(o, "  {}", s.line());
+        let _ = writeln!(o, "  {}", s.line(diff));
     }
     for c in &r.comparisons {
         let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));
-        let p = c.p_value.map_or("-".into(), |p| {
-            if p < 0.001 {
-                "<0.001".into()
-            } else {
-                format!("{p:.3}")
-            }
-        });
-        // A diff has no "recorded" side: its rows are the same or moved.
-        let name = match (r.command.as_str(), c.verdict.name()) {
-            ("diff", "reproduced") => "same",
-            ("diff", "drifted") => "moved",
-            (_, v) => v,
+        let p = c.p_value.map_or("-".into(), p_cell);
+        let verdict = format!(
+            "{}{}",
+            c.verdict.name(),
+            if c.informational { " (info)" } else { "" }
+        );
+        let better = if diff {
+            format!(" {:<6}", better_word(c.better))
+        } else {
+            String::new()
         };
-        let verdict = format!("{name}{}", if c.informational { " (info)" } else { "" });
         let _ = writeln!(
             o,
-            "  {:<28} {:>12} {:>12} {:>8} {:>7}   {:<22} {}",
+            "  {:<28} {:>12} {:>12} {:>8} {:>8}   {:<22}{better} {}",
             safe(&c.key),
             num(c.recorded),
             num(c.replayed),
@@ -210,5 +210,17 @@ fn comparisons_section(o: &mut String, r: &Report) {
             verdict,
             safe(&c.why)
         );
+    }
+    rule_section(o, r);
+}
+
+/// The decision rule the rows were judged by: its bands and multiplicity control.
+fn rule_section(o: &mut String, r: &Report) {
+    if r.decision_rule.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n{}", safe(&r.decision_rule[0]));
+    for line in &r.decision_rule[1..] {
+        let _ = writeln!(o, "  {}", safe(line));
     }
 }

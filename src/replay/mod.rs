@@ -22,6 +22,7 @@ use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
+use rigaudit_audit::decide::DecisionRule;
 use rigaudit_audit::records::FileKind;
 use rigaudit_audit::replay::{self, Tolerance};
 use rigaudit_audit::{Findings, Severity};
@@ -57,17 +58,9 @@ pub struct Args {
     /// current folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// A speed move smaller than this fraction is never drift.
-    #[arg(long, default_value_t = 0.10)]
-    pub rel_floor: f64,
-    /// The highest tolerance floor a speed value may be judged with (a fraction): when the runs'
-    /// own spread puts the floor above it, the value is "inconclusive: too noisy", never
-    /// reproduced.
-    #[arg(long, default_value_t = 0.25)]
-    pub max_floor: f64,
-    /// Significance level of the tests.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
+    /// The decision rule (the policy's `[decide]`; its defaults without one).
+    #[arg(skip)]
+    pub rule: DecisionRule,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -486,11 +479,13 @@ struct Sides<'a> {
     replayed: &'a rigaudit_audit::Bundle,
 }
 
-/// Stage 4: compares the two bundles; a speed value that drifted, was too noisy to judge, or
-/// drifted as far as the machine's own change of speed explains, is measured once more in a fresh
-/// session: drift stands only when that session moves the same way beyond the floor, a noisy value
-/// is judged again over both sessions' runs, and a value the machine explained takes the fresh
-/// session's verdict when that one is judged (see audit's `confirm`).
+/// Stage 4: compares the two bundles; a speed value that drifted, whose interval reached across
+/// its band, or that drifted as far as the machine's own change of speed explains, is measured
+/// once more in a fresh session ("looks twice"): drift stands only when that session moves the
+/// same way and the two sessions' runs pooled, judged with the spread measured between the
+/// sessions, still drift; a value across the band is judged again over both sessions' runs; a
+/// value the machine explained takes the fresh session's verdict when that one is judged (see
+/// audit's `confirm`).
 fn compare_confirmed(
     session: &Session,
     sides: &Sides,
@@ -500,9 +495,7 @@ fn compare_confirmed(
     notes: &mut Vec<String>,
 ) -> Findings {
     let tol = Tolerance {
-        rel_floor: a.rel_floor,
-        alpha: a.alpha,
-        max_floor: a.max_floor,
+        rule: a.rule,
         ..Tolerance::default()
     };
     let mut compared = replay::compare(sides.recorded, sides.replayed, &tol);
@@ -511,7 +504,7 @@ fn compare_confirmed(
         return compared;
     }
     eprintln!(
-        "rigaudit: {} speed value(s) drifted, too noisy to judge, or moved with the machine's speed ({}); measuring a second session",
+        "rigaudit: {} speed value(s) drifted, undecided (interval across the band), or moved with the machine's speed ({}); measuring a second session",
         again.len(),
         again.join(", ")
     );
@@ -525,8 +518,13 @@ fn compare_confirmed(
             let second = bundle::load(&o);
             let c2 = replay::compare(sides.recorded, &second, &tol);
             let both = replay::pool(sides.replayed, &second);
+            let measured = replay::SessionSpread::of(&compared, &c2).map(|s| s.sd());
+            let tol = Tolerance {
+                measured_session_sd: measured,
+                ..tol
+            };
             let pooled = replay::compare(sides.recorded, &both, &tol);
-            replay::confirm(&mut compared, &c2, Some(&pooled), &tol);
+            replay::confirm(&mut compared, &c2, Some(&pooled));
         }
         Err(e) => notes.push(format!("the confirming session could not run: {e}")),
     }

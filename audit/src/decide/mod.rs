@@ -1,5 +1,6 @@
 //! The decision rule of issue 25: three verdicts from intervals, with multiplicity control, for
-//! replay, audit and diff alike. Pure functions; nothing here is wired into a check yet.
+//! replay, audit and diff alike. Pure functions, used by `replay` (its rows, so `audit` and the
+//! diff of bundles) and by `imported::compare` (the diff of other tools' files).
 //!
 //! # The rule in plain words
 //!
@@ -208,6 +209,13 @@ pub fn show_p(p: f64) -> String {
     } else {
         format!("= {p:.2}")
     }
+}
+
+/// A p-value as a table's cell writes it, the same way as [`show_p`]: `0.23`, `0.0012`,
+/// `< 0.0001`.
+pub fn p_cell(p: f64) -> String {
+    let shown = show_p(p);
+    shown.strip_prefix("= ").unwrap_or(&shown).to_string()
 }
 
 fn reason(

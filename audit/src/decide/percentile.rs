@@ -77,12 +77,34 @@ pub fn percentile_interval(samples: &[f64], q: f64, confidence: f64) -> Option<P
     })
 }
 
-/// A percentile of two sides judged by its intervals: B over A as a log ratio, the ratio's
-/// interval from each side's interval at √confidence (so both hold together with probability
-/// `confidence`, the sides being independent). Reproduced when the 90 % ratio interval lies
-/// inside the band; drifted when the ratio interval at `drift_confidence` (the family's level,
-/// e.g. 1 - 0.05/rows) excludes no change and the estimate lies beyond the band; else
-/// inconclusive.
+/// The q-percentile of B over A as a log ratio, with the ratio's interval from each side's
+/// distribution-free interval at √confidence (so both hold together with probability
+/// `confidence`, the sides being independent): `(estimate, lo, hi)`, an open end infinite;
+/// `None` when a side has no samples or a non-positive percentile.
+pub fn ratio_interval(a: &[f64], b: &[f64], q: f64, confidence: f64) -> Option<(f64, f64, f64)> {
+    let each = confidence.sqrt();
+    let (x, y) = (
+        percentile_interval(a, q, each)?,
+        percentile_interval(b, q, each)?,
+    );
+    if x.estimate <= 0.0 || y.estimate <= 0.0 {
+        return None;
+    }
+    let lo = match (y.lo, x.hi) {
+        (Some(yl), Some(xh)) if yl > 0.0 && xh > 0.0 => (yl / xh).ln(),
+        _ => f64::NEG_INFINITY,
+    };
+    let hi = match (y.hi, x.lo) {
+        (Some(yh), Some(xl)) if yh > 0.0 && xl > 0.0 => (yh / xl).ln(),
+        _ => f64::INFINITY,
+    };
+    Some(((y.estimate / x.estimate).ln(), lo, hi))
+}
+
+/// A percentile of two sides judged by its intervals ([`ratio_interval`]). Reproduced when the
+/// 90 % ratio interval lies inside the band; drifted when the ratio interval at
+/// `drift_confidence` (the family's level, e.g. 1 - 0.05/rows) excludes no change and the
+/// estimate lies beyond the band; else inconclusive.
 pub fn judge_percentile(
     a: &[f64],
     b: &[f64],
@@ -92,29 +114,13 @@ pub fn judge_percentile(
     drift_confidence: f64,
 ) -> Decision {
     let band = tol.band_in_estimate_units(kind);
-    let ratio = |confidence: f64| -> Option<(f64, f64, f64)> {
-        let each = confidence.sqrt();
-        let (x, y) = (
-            percentile_interval(a, q, each)?,
-            percentile_interval(b, q, each)?,
-        );
-        let lo = match (y.lo, x.hi) {
-            (Some(yl), Some(xh)) => (yl / xh).ln(),
-            _ => f64::NEG_INFINITY,
-        };
-        let hi = match (y.hi, x.lo) {
-            (Some(yh), Some(xl)) => (yh / xl).ln(),
-            _ => f64::INFINITY,
-        };
-        Some(((y.estimate / x.estimate).ln(), lo, hi))
-    };
-    let Some((d, lo90, hi90)) = ratio(0.90) else {
+    let Some((d, lo90, hi90)) = ratio_interval(a, b, q, 0.90) else {
         return Decision::Inconclusive;
     };
     if lo90 > -band && hi90 < band {
         return Decision::Reproduced;
     }
-    match ratio(drift_confidence) {
+    match ratio_interval(a, b, q, drift_confidence) {
         Some((_, lo, hi)) if (lo > 0.0 || hi < 0.0) && d.abs() > band => Decision::Drifted,
         _ => Decision::Inconclusive,
     }

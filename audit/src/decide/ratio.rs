@@ -153,10 +153,23 @@ pub fn log_ratio(
         hi90: d + half,
         p_zero: Some(p),
         band,
-        runs_needed: Some(runs_needed(d, band, pooled_var, session_var)),
+        runs_needed: Some(more_than(
+            runs_needed(d, band, pooled_var, session_var),
+            a.values.len().max(b.values.len()),
+        )),
         method: "log ratio, moderated Welch interval",
         note: None,
         sizes: (a.values.len(), b.values.len()),
+    }
+}
+
+/// Runs a side, more than the `present` a side already has: [`runs_needed`] takes the normal
+/// quantile for t, so at few degrees of freedom it can name fewer runs than an interval that is
+/// still undecided already rests on.
+fn more_than(needed: RunsNeeded, present: usize) -> RunsNeeded {
+    match needed {
+        RunsNeeded::Runs(n) => RunsNeeded::Runs(n.max(present + 1)),
+        not => not,
     }
 }
 

@@ -113,10 +113,17 @@ impl DecisionRule {
         out
     }
 
-    /// The lines a report prints: the tolerances and the multiplicity rule.
-    pub fn describe(&self) -> Vec<String> {
+    /// The lines a report prints: the tolerances and the multiplicity rule, in replay's words
+    /// (reproduced, drifted) or, for a diff (`diff`), in words of change between two runs
+    /// (unchanged, changed).
+    pub fn describe(&self, diff: bool) -> Vec<String> {
+        let (same, moved) = if diff {
+            ("unchanged", "changed")
+        } else {
+            ("reproduced", "drifted")
+        };
         let mut lines = vec![format!(
-            "decision rule: reproduced when the 90 % interval lies inside the band; drifted when significant after {} at 5 % and beyond the band; else inconclusive",
+            "decision rule: {same} when the 90 % interval of the change lies inside the band; {moved} when significant after {} at 5 % and beyond the band; else inconclusive",
             self.multiplicity.name()
         )];
         lines.extend(self.tolerances().describe());
@@ -137,7 +144,8 @@ mod tests {
         assert_eq!(t.decode.band, 0.05);
         assert_eq!(t.ttft.band, 0.07);
         assert_eq!(t.quality.band, 2.0);
-        assert!(rule.describe()[0].contains("Benjamini-Hochberg"));
+        assert!(rule.describe(false)[0].contains("Benjamini-Hochberg"));
+        assert!(rule.describe(true)[0].starts_with("decision rule: unchanged when"));
         assert!(rule.problems().is_empty(), "{:?}", rule.problems());
         assert!(serde_json::from_str::<DecisionRule>(r#"{"alpha": 0.1}"#).is_err());
     }

@@ -1,13 +1,19 @@
 //! `rigaudit diff` of two runs of another tool (two AIPerf runs, two lm-eval results, ...): the
 //! tool's settings first, each with both values and where each side records it, then every
-//! figure both sides give, with the statistics `diff` uses for bundles: Welch's t-test over the
-//! per-request values with the tolerance floor for speed, the two-proportion z-test for quality
-//! scores; a figure printed without its records is inconclusive (headline only).
+//! figure both sides give, judged by the one decision rule of [`crate::decide`] that replay and
+//! the diff of bundles use: a speed figure by the log ratio of its per-request values (a
+//! moderated interval, the prior fitted over every speed figure of the diff) and, for a time per
+//! request (a latency), its p50, p90, p95 and p99 by their order-statistic intervals; a quality score paired (exact McNemar) when
+//! both sides scored the same documents by id, else unpaired (Newcombe); "drifted" controlled
+//! over the diff's rows. A figure printed without its records is inconclusive (headline only).
 
+use crate::decide::percentile::{judge_percentile, ratio_interval};
+use crate::decide::quality::{paired_evidence, unpaired_evidence, Paired};
+use crate::decide::ratio::{self, Runs};
+use crate::decide::{self, Decision, Evidence, FigureKind, Moderated, Tolerances};
 use crate::diff::{Diffed, SetupChange, SetupPolicy, Subject};
 use crate::diff::{INCONCLUSIVE, MOVED, NOT_COMPARABLE, SETUP_DIFFERS};
-use crate::replay::{Comparison, Inconclusive, ReplayVerdict, Tolerance};
-use crate::stats::{two_proportion_p, welch_p};
+use crate::replay::{apply_judgement, Comparison, Inconclusive, ReplayVerdict, Tolerance};
 use std::collections::BTreeMap;
 
 /// What one side gives for a figure.
@@ -22,6 +28,9 @@ pub enum Sample {
         /// Documents.
         n: u64,
     },
+    /// Right or wrong per document, by the document's id (a score of 0/1 per document whose
+    /// records name it): compared paired with a side that scored the same ids.
+    Answers(Vec<(String, bool)>),
     /// Only the printed figure.
     Headline(f64),
 }
@@ -71,16 +80,20 @@ pub fn compare(a: Side, b: Side, tol: &Tolerance, policy: &SetupPolicy) -> Diffe
         .iter()
         .map(|s| (s.key.as_str(), &s.sample))
         .collect();
+    let mut rows = Vec::new();
     for s in a.series {
-        let row = match sb.get(s.key.as_str()) {
-            Some(other) => row(&s.key, &s.sample, other, tol),
-            None => one_sided(&s.key, mean_of(&s.sample), None),
-        };
-        push_row(row, &mut d);
+        match sb.get(s.key.as_str()) {
+            Some(other) => rows.extend(pair_rows(&s.key, &s.sample, other)),
+            None => rows.push((one_sided(&s.key, mean_of(&s.sample), None), None)),
+        }
     }
     let sa: BTreeMap<&str, ()> = a.series.iter().map(|s| (s.key.as_str(), ())).collect();
     for s in b.series.iter().filter(|s| !sa.contains_key(s.key.as_str())) {
-        push_row(one_sided(&s.key, None, mean_of(&s.sample)), &mut d);
+        rows.push((one_sided(&s.key, None, mean_of(&s.sample)), None));
+    }
+    decide_rows(&mut rows, tol);
+    for (row, _) in rows {
+        push_row(crate::diff::as_change(row), &mut d);
     }
     d
 }
@@ -121,11 +134,23 @@ fn push_row(row: Comparison, d: &mut Diffed) {
     d.found.comparisons.push(row);
 }
 
+/// A side's tally of a quality score: right of n.
+fn tally(s: &Sample) -> Option<(u64, u64)> {
+    match s {
+        Sample::Proportion { right, n } => Some((*right, *n)),
+        Sample::Answers(v) => Some((v.iter().filter(|(_, r)| *r).count() as u64, v.len() as u64)),
+        _ => None,
+    }
+}
+
 fn mean_of(s: &Sample) -> Option<f64> {
     match s {
         Sample::Values(v) if !v.is_empty() => Some(v.iter().sum::<f64>() / v.len() as f64),
         Sample::Values(_) => None,
-        Sample::Proportion { right, n } => (*n > 0).then(|| *right as f64 / *n as f64),
+        Sample::Proportion { .. } | Sample::Answers(_) => {
+            let (right, n) = tally(s)?;
+            (n > 0).then(|| right as f64 / n as f64)
+        }
         Sample::Headline(x) => Some(*x),
     }
 }
@@ -134,116 +159,254 @@ fn count(s: &Sample) -> usize {
     match s {
         Sample::Values(v) => v.len(),
         Sample::Proportion { n, .. } => *n as usize,
+        Sample::Answers(v) => v.len(),
         Sample::Headline(_) => 1,
     }
 }
 
-fn base(key: &str, a: &Sample, b: &Sample) -> Comparison {
-    let (ma, mb) = (mean_of(a), mean_of(b));
-    let change = ma
-        .zip(mb)
-        .filter(|(x, _)| *x != 0.0)
-        .map(|(x, y)| 100.0 * (y - x) / x);
-    Comparison {
-        key: key.to_string(),
-        recorded: ma,
-        replayed: mb,
-        n_recorded: count(a),
-        n_replayed: count(b),
-        change_pct: change,
-        p_value: None,
-        test: "none".into(),
-        verdict: ReplayVerdict::Reproduced,
-        direction: change.filter(|c| *c != 0.0).map(|c| {
-            if c > 0.0 {
-                "up".into()
-            } else {
-                "down".into()
-            }
-        }),
-        why: String::new(),
-        informational: false,
-        inconclusive: None,
-        sd_recorded: None,
-        sd_replayed: None,
-    }
+fn base(key: &str, (ma, mb): (Option<f64>, Option<f64>), (na, nb): (usize, usize)) -> Comparison {
+    Comparison::untested(key, (ma, mb), (na, nb))
 }
 
 fn one_sided(key: &str, a: Option<f64>, b: Option<f64>) -> Comparison {
-    let mut r = base(
-        key,
-        &Sample::Values(Vec::new()),
-        &Sample::Values(Vec::new()),
-    );
-    r.recorded = a;
-    r.replayed = b;
+    let mut r = base(key, (a, b), (0, 0));
     r.verdict = ReplayVerdict::NotComparable;
     r.why = format!("only {} gives it", if a.is_some() { "A" } else { "B" });
     r
 }
 
-fn row(key: &str, a: &Sample, b: &Sample, tol: &Tolerance) -> Comparison {
-    let mut r = base(key, a, b);
-    match (a, b) {
-        (Sample::Values(x), Sample::Values(y)) => speed(&mut r, x, y, tol),
-        (Sample::Proportion { right: r1, n: n1 }, Sample::Proportion { right: r2, n: n2 })
-            if *n1 > 0 && *n2 > 0 =>
-        {
-            let p = two_proportion_p(*r1, *n1, *r2, *n2);
-            r.test = "two-proportion-z".into();
-            r.p_value = Some(p);
-            r.verdict = if p < tol.alpha {
-                ReplayVerdict::Drifted
-            } else {
-                ReplayVerdict::Reproduced
-            };
-            r.why = format!("{r1}/{n1} against {r2}/{n2}, p = {p:.3}");
-        }
-        _ => {
-            r.verdict = ReplayVerdict::Inconclusive;
-            r.inconclusive = Some(Inconclusive::HeadlineOnly);
-            r.why = "only the printed figure on a side, no per-request records to test".into();
-        }
-    }
-    r
+/// What a row holds for the decision rule.
+#[derive(Debug, Clone)]
+enum Pending {
+    /// Per-request values of a speed figure.
+    Speed(Vec<f64>, Vec<f64>),
+    /// The q-percentile of per-request values.
+    Percentile(Vec<f64>, Vec<f64>, f64),
+    /// A quality score over the same documents.
+    Paired(Paired, usize),
+    /// A quality score as two tallies (right, n).
+    Unpaired((u64, u64), (u64, u64)),
 }
 
-fn speed(r: &mut Comparison, x: &[f64], y: &[f64], tol: &Tolerance) {
-    let need = tol.min_runs.max(2);
-    if x.len() < need || y.len() < need {
-        r.verdict = ReplayVerdict::Inconclusive;
-        r.inconclusive = Some(Inconclusive::TooFewRuns);
-        r.why = format!(
-            "{} and {} requests; the test needs {need} a side",
-            x.len(),
-            y.len()
-        );
-        return;
+/// The percentiles compared by their intervals wherever both sides give per-request values.
+const PERCENTILES: [(f64, &str); 4] = [(0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99")];
+
+/// The rows of a figure both sides give: the figure, and for per-request times (latencies, the
+/// distributions tools print percentiles of; not a rate's repetitions) its percentiles.
+fn pair_rows(key: &str, a: &Sample, b: &Sample) -> Vec<(Comparison, Option<Pending>)> {
+    let mut r = base(key, (mean_of(a), mean_of(b)), (count(a), count(b)));
+    match (a, b) {
+        (Sample::Values(x), Sample::Values(y)) => {
+            if x.iter().chain(y).any(|v| !(v.is_finite() && *v > 0.0)) {
+                r.verdict = ReplayVerdict::Inconclusive;
+                r.inconclusive = Some(Inconclusive::TooFewRuns);
+                r.why = "a value not above 0 on a side: a ratio cannot be taken".into();
+                return vec![(r, None)];
+            }
+            let mut rows = vec![(r, Some(Pending::Speed(x.clone(), y.clone())))];
+            let times = !crate::verdict::higher_is_better(key);
+            for (q, name) in PERCENTILES.into_iter().filter(|_| times) {
+                let pa = crate::decide::percentile::percentile_interval(x, q, 0.9);
+                let pb = crate::decide::percentile::percentile_interval(y, q, 0.9);
+                let row = base(
+                    &format!("{key}.{name}"),
+                    (pa.map(|p| p.estimate), pb.map(|p| p.estimate)),
+                    (x.len(), y.len()),
+                );
+                rows.push((row, Some(Pending::Percentile(x.clone(), y.clone(), q))));
+            }
+            rows
+        }
+        (Sample::Answers(x), Sample::Answers(y)) => {
+            let xs: Vec<(&str, bool)> = x.iter().map(|(i, r)| (i.as_str(), *r)).collect();
+            let ys: Vec<(&str, bool)> = y.iter().map(|(i, r)| (i.as_str(), *r)).collect();
+            let (t, left_out) = Paired::by_id(&xs, &ys);
+            if t.n() > 0 {
+                vec![(r, Some(Pending::Paired(t, left_out)))]
+            } else {
+                let pending = unpaired(a, b);
+                vec![(r, pending)]
+            }
+        }
+        _ => match unpaired(a, b) {
+            Some(p) => vec![(r, Some(p))],
+            None => {
+                r.verdict = ReplayVerdict::Inconclusive;
+                r.inconclusive = Some(Inconclusive::HeadlineOnly);
+                r.why = "only the printed figure on a side, no per-request records to test".into();
+                vec![(r, None)]
+            }
+        },
     }
-    r.test = "welch".into();
-    let p = welch_p(x, y);
-    r.p_value = p;
-    let moved = r
-        .change_pct
-        .is_some_and(|c| c.abs() > 100.0 * tol.rel_floor);
-    let significant = p.is_some_and(|p| p < tol.alpha);
-    let c = r.change_pct.unwrap_or(0.0);
-    if moved && significant {
-        r.verdict = ReplayVerdict::Drifted;
-        r.why = format!(
-            "moved {c:+.1} % (p = {:.3}) over {} and {} requests",
-            p.unwrap_or(1.0),
-            x.len(),
-            y.len()
-        );
-    } else if !significant {
-        let p = p.map_or("-".into(), |p| format!("{p:.3}"));
-        r.why = format!("{c:+.1} %, p = {p}: not beyond chance");
+}
+
+/// Two quality tallies with a document on each side, compared unpaired.
+fn unpaired(a: &Sample, b: &Sample) -> Option<Pending> {
+    let (x, y) = (tally(a)?, tally(b)?);
+    (x.1 > 0 && y.1 > 0).then_some(Pending::Unpaired(x, y))
+}
+
+/// The kind of an imported figure by its key's words (a time or rate of prefill, first token,
+/// throughput, else decode); a quality score is judged in points whatever its key.
+fn kind_of(key: &str) -> FigureKind {
+    let k = key.to_ascii_lowercase();
+    if k.contains("time_to_first_token") || k.contains("ttft") {
+        FigureKind::Ttft
+    } else if k.contains("prefill") {
+        FigureKind::Prefill
+    } else if k.contains("throughput") {
+        FigureKind::Throughput
     } else {
-        r.why = format!(
-            "{c:+.1} %, within the floor of {:.0} %",
-            100.0 * tol.rel_floor
-        );
+        FigureKind::Decode
+    }
+}
+
+/// Decides the pending rows as one family: speed and quality by [`decide::decide_family`] (a
+/// prior fitted to every speed figure's values), percentiles by their intervals at the
+/// family's Bonferroni level (they have no p-value to adjust with the rest).
+fn decide_rows(rows: &mut [(Comparison, Option<Pending>)], tol: &Tolerance) {
+    let t = tol.tolerances();
+    let sides: Vec<&[f64]> = rows
+        .iter()
+        .filter_map(|(_, p)| match p {
+            Some(Pending::Speed(a, b)) => Some([a.as_slice(), b.as_slice()]),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let (vars, dfs) = ratio::variances_of(&sides);
+    let prior = Moderated::fit(&vars, &dfs);
+    let family = rows.iter().filter(|(_, p)| p.is_some()).count().max(1);
+    let mut at = Vec::new();
+    let mut evidence = Vec::new();
+    for (i, (row, p)) in rows.iter_mut().enumerate() {
+        match p {
+            Some(Pending::Percentile(a, b, q)) => percentile_row(row, a, b, *q, &t, family),
+            Some(p) => {
+                if let Some(e) = evidence_of(&row.key, p, &t, &prior) {
+                    at.push(i);
+                    evidence.push(e);
+                }
+            }
+            None => {}
+        }
+    }
+    let judged = decide::decide_family(evidence, tol.rule.multiplicity);
+    for (i, j) in at.into_iter().zip(judged) {
+        let detail = match &rows[i].1 {
+            Some(Pending::Paired(t, left_out)) => Some(paired_detail(t, *left_out)),
+            Some(Pending::Unpaired(a, b)) => {
+                Some(format!("{}/{} against {}/{}", a.0, a.1, b.0, b.1))
+            }
+            _ => None,
+        };
+        apply_judgement(&mut rows[i].0, &j, detail.as_deref());
+    }
+}
+
+fn paired_detail(t: &Paired, left_out: usize) -> String {
+    let out = if left_out > 0 {
+        format!("; {left_out} documents only one side scored left out")
+    } else {
+        String::new()
+    };
+    format!(
+        "paired over {} documents: {} right on A only, {} on B only{out}",
+        t.n(),
+        t.only_a,
+        t.only_b
+    )
+}
+
+/// The evidence of a speed or quality row (a percentile has none: [`percentile_row`]).
+fn evidence_of(key: &str, p: &Pending, t: &Tolerances, prior: &Moderated) -> Option<Evidence> {
+    Some(match p {
+        Pending::Speed(a, b) => {
+            let kind = kind_of(key);
+            let (a, b) = (Runs::one_session(a), Runs::one_session(b));
+            ratio::log_ratio(kind, a, b, &t.of(kind), prior)
+        }
+        Pending::Paired(pairs, _) => paired_evidence(pairs, &t.quality),
+        Pending::Unpaired(a, b) => unpaired_evidence(a.0, a.1, b.0, b.1, &t.quality),
+        Pending::Percentile(..) => return None,
+    })
+}
+
+/// A percentile row: decided by its order-statistic intervals ([`judge_percentile`]), drifted
+/// only at the Bonferroni level over the family's `family` rows.
+fn percentile_row(
+    row: &mut Comparison,
+    a: &[f64],
+    b: &[f64],
+    q: f64,
+    t: &Tolerances,
+    family: usize,
+) {
+    let kind = kind_of(&row.key);
+    let tol = t.of(kind);
+    let band = tol.band_in_estimate_units(kind);
+    let drift_confidence = 1.0 - decide::ALPHA / family as f64;
+    let decision = judge_percentile(a, b, q, &tol, kind, drift_confidence);
+    let shown = |x: f64| 100.0 * x.exp_m1();
+    let interval = ratio_interval(a, b, q, 0.90);
+    row.test = "order-statistic".into();
+    row.band = Some(shown(band));
+    row.interval90 = interval
+        .filter(|(_, lo, hi)| lo.is_finite() && hi.is_finite())
+        .map(|(_, lo, hi)| [shown(lo), shown(hi)]);
+    let few = too_few_notes(a.len(), b.len(), q);
+    let said = match interval {
+        Some((d, lo, hi)) => format!(
+            "{:+.1} % (90 % interval {} to {}; {} and {} samples)",
+            shown(d),
+            end(lo),
+            end(hi),
+            a.len(),
+            b.len()
+        ),
+        None => "no interval".to_string(),
+    };
+    let band_text = format!("±{:.0} %", shown(band));
+    (row.verdict, row.why) = match decision {
+        Decision::Reproduced => (ReplayVerdict::Reproduced, format!("{said}: inside the {band_text} band")),
+        Decision::Drifted => (
+            ReplayVerdict::Drifted,
+            format!("{said}: beyond the {band_text} band, and its {:.1} % interval (Bonferroni over {family} rows) leaves out no change", 100.0 * drift_confidence),
+        ),
+        Decision::Inconclusive => (
+            ReplayVerdict::Inconclusive,
+            format!("{said}: neither inside the {band_text} band nor a drift beyond it"),
+        ),
+    };
+    if decision == Decision::Inconclusive {
+        row.inconclusive = Some(if few.is_empty() {
+            Inconclusive::WideInterval
+        } else {
+            Inconclusive::TooFewRuns
+        });
+    }
+    if !few.is_empty() {
+        row.why = format!("{}; {}", row.why, few.join("; "));
+    }
+}
+
+/// What each side's sample count lacks for a q-percentile (`A: p99 of 12 samples: ...`).
+fn too_few_notes(na: usize, nb: usize, q: f64) -> Vec<String> {
+    [(na, "A"), (nb, "B")]
+        .iter()
+        .filter_map(|(n, side)| {
+            crate::decide::percentile::too_few_samples(q, *n)
+                .map(|w| format!("{side}: {}", w.replacen(" printed from", " of", 1)))
+        })
+        .collect()
+}
+
+/// An end of a percent interval as the report prints it (`open` when unbounded).
+fn end(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:+.1} %", 100.0 * x.exp_m1())
+    } else {
+        "open".to_string()
     }
 }
 
@@ -253,7 +416,7 @@ mod tests {
 
     fn side(v: &[f64]) -> Vec<Series> {
         vec![Series {
-            key: "x".into(),
+            key: "x_ms".into(),
             sample: Sample::Values(v.to_vec()),
         }]
     }
@@ -287,7 +450,8 @@ mod tests {
             &tol,
             &SetupPolicy::default(),
         );
-        assert_eq!(d.found.comparisons[0].verdict, ReplayVerdict::Drifted);
+        assert_eq!(d.found.comparisons[0].verdict, ReplayVerdict::Changed);
+        assert_eq!(d.found.comparisons[0].better, Some(false), "a time went up");
         assert_eq!(d.setup.len(), 1);
         assert!(d.found.findings.iter().any(|f| f.check == "diff.moved"));
         let same = compare(
@@ -302,7 +466,72 @@ mod tests {
             &tol,
             &SetupPolicy::default(),
         );
-        assert!(same.found.findings.is_empty());
-        assert!(two_proportion_p(5, 24, 20, 24) < 0.05);
+        assert_eq!(same.found.comparisons[0].verdict, ReplayVerdict::Unchanged);
+        assert!(!same.found.findings.iter().any(|f| f.check == "diff.moved"));
+        // Five requests a side: a p99 is their largest in disguise, never judged unchanged.
+        let p99 = same
+            .found
+            .comparisons
+            .iter()
+            .find(|r| r.key == "x_ms.p99")
+            .unwrap();
+        assert_eq!(p99.verdict, ReplayVerdict::Inconclusive, "{}", p99.why);
+        assert!(p99.why.contains("p99 of 5 samples"), "{}", p99.why);
+    }
+
+    fn answers(right: &[bool]) -> Vec<Series> {
+        vec![Series {
+            key: "lm-eval.arith.exact_match,none".into(),
+            sample: Sample::Answers(
+                right
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (i.to_string(), *r))
+                    .collect(),
+            ),
+        }]
+    }
+
+    fn diff_of(a: &[Series], b: &[Series]) -> Comparison {
+        let side = |series| Side {
+            series,
+            settings: &[],
+        };
+        let d = compare(
+            side(a),
+            side(b),
+            &Tolerance::default(),
+            &SetupPolicy::default(),
+        );
+        d.found.comparisons[0].clone()
+    }
+
+    #[test]
+    fn quality_on_the_same_documents_is_compared_paired() {
+        // 400 documents, the same 300 right on both sides: paired, the interval is 0 wide and
+        // inside the ±3 points band; unpaired tallies of 75 % over 400 could not show that.
+        let same: Vec<bool> = (0..400).map(|i| i % 4 != 0).collect();
+        let r = diff_of(&answers(&same), &answers(&same));
+        assert_eq!(r.test, "mcnemar-paired");
+        assert_eq!(r.verdict, ReplayVerdict::Unchanged, "{}", r.why);
+        assert!(r.why.contains("paired over 400 documents"), "{}", r.why);
+        let tallies = |right| {
+            vec![Series {
+                key: "lm-eval.arith.exact_match,none".into(),
+                sample: Sample::Proportion { right, n: 400 },
+            }]
+        };
+        let r = diff_of(&tallies(300), &tallies(300));
+        assert_eq!(r.test, "newcombe-unpaired");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+        // 40 documents flipped from right to wrong: 10 points down, worse.
+        let worse: Vec<bool> = same
+            .iter()
+            .enumerate()
+            .map(|(i, r)| *r && i >= 60)
+            .collect();
+        let r = diff_of(&answers(&same), &answers(&worse));
+        assert_eq!(r.verdict, ReplayVerdict::Changed, "{}", r.why);
+        assert_eq!(r.better, Some(false));
     }
 }

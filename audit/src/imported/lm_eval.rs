@@ -46,6 +46,9 @@ pub struct Sample {
     pub target: Option<String>,
     /// Each metric's score.
     pub scores: BTreeMap<String, f64>,
+    /// The document's id (`doc_id`), when the record names it: two runs are compared paired by
+    /// it.
+    pub doc_id: Option<String>,
 }
 
 /// One metric of a task as the results file prints it.

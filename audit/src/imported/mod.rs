@@ -236,6 +236,13 @@ pub const COMPLIANCE_FAILED: About = About {
     doc: "An MLPerf compliance test's own verification says the run failed it (TEST01/04/05 'TEST FAIL'; TEST06 a check 'False' or 'verification failed').",
 };
 
+/// `import.percentile-few-samples`.
+pub const PERCENTILE_FEW_SAMPLES: About = About {
+    id: "import.percentile-few-samples",
+    severity: Severity::Warning,
+    doc: "A percentile printed from fewer samples than it takes to estimate it (a q-percentile needs 1 / (1 - q): a p99 from fewer than 100 requests is the largest one in disguise, and has no upper bound).",
+};
+
 /// The `import.*` checks, in catalogue order (each format's table pairs them with its functions).
 pub const CHECKS: &[About] = &[
     FAILED_HIDDEN,
@@ -261,6 +268,7 @@ pub const CHECKS: &[About] = &[
     REASONING_ONLY,
     DECLARED_METRIC_MISSING,
     COMPLIANCE_FAILED,
+    PERCENTILE_FEW_SAMPLES,
     ACCURACY_BELOW_TARGET,
     ACCURACY_COUNT_MISMATCH,
     ACCURACY_MISSING,

@@ -23,6 +23,7 @@
 use super::{compare, impossible, percentile_linear, row, std_population, Row, Spread};
 use super::{
     FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE,
+    PERCENTILE_FEW_SAMPLES,
 };
 use crate::check::{Emit, Ran};
 use crate::speed;
@@ -138,7 +139,37 @@ pub const CHECKS: &[Row<Run>] = &[
     row(NOT_RECOMPUTABLE, not_recomputable),
     row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
     row(speed::TOKEN_SOURCE.about(), itl_per_chunk),
+    row(PERCENTILE_FEW_SAMPLES, percentile_few_samples),
 ];
+
+/// `import.percentile-few-samples`: each printed percentile (`p99_ttft_ms`) against the samples
+/// it was taken from: the per-request values with the lists, else `completed` for a
+/// distribution of one value a request (ITL, one value a gap, has no count without the lists).
+fn percentile_few_samples(r: &Run, emit: &mut Emit) -> Ran {
+    let completed = r.printed.get("completed").copied();
+    let mut ran = false;
+    for (key, _) in r.printed.iter() {
+        let Some((stat, metric)) = split_key(key) else {
+            continue;
+        };
+        let Some(q) = stat.strip_prefix('p').and_then(|q| q.parse::<f64>().ok()) else {
+            continue;
+        };
+        let n = if r.detailed {
+            values(r, metric, &r.ok_idx()).map(|v| v.len())
+        } else {
+            completed.filter(|_| metric != "itl").map(|c| c as usize)
+        };
+        let Some(n) = n else { continue };
+        ran = true;
+        if let Some(why) = crate::decide::percentile::too_few_samples(q / 100.0, n) {
+            emit.finding(format!("{key} is a {why}"))
+                .at(&r.file, r.at(format!("/{key}")))
+                .data(json!({"key": key, "samples": n}));
+        }
+    }
+    ran.then_some(())
+}
 
 /// `import.failed-hidden`: `failed` against the requests with an error.
 fn failed_hidden(r: &Run, emit: &mut Emit) -> Ran {

@@ -247,6 +247,10 @@ pub struct AnswerTally {
     /// (hash of id, line) of every record, sorted at the end; 16 bytes a record.
     #[serde(skip)]
     ids: Vec<(u64, u64)>,
+    /// (hash of id, scored right) of every answered record, sorted by hash at the end: two runs
+    /// over the same questions are compared question by question ([`AnswerTally::paired_with`]).
+    #[serde(skip)]
+    scored: Vec<(u64, bool)>,
 }
 
 fn id_hash(id: &str) -> u64 {
@@ -264,6 +268,7 @@ impl AnswerTally {
         self.ids.push((id_hash(a.id), line));
         if a.answered() {
             self.answered += 1;
+            self.scored.push((id_hash(a.id), a.correct));
             if a.finish_reason == Some("length") {
                 self.cutoffs += 1;
                 if !a.correct {
@@ -345,6 +350,23 @@ impl AnswerTally {
         }
     }
 
+    /// The answered questions of this run and `other` matched by id, as (this run right, the
+    /// other right) pairs, with how many answered questions only one side has; `None` when
+    /// either side repeats an id (which answer to pair is then unknown) or no question matches.
+    pub fn paired_with(&self, other: &AnswerTally) -> Option<(Vec<(bool, bool)>, usize)> {
+        if self.duplicate_count > 0 || other.duplicate_count > 0 {
+            return None;
+        }
+        let theirs: BTreeMap<u64, bool> = other.scored.iter().copied().collect();
+        let pairs: Vec<(bool, bool)> = self
+            .scored
+            .iter()
+            .filter_map(|(id, right)| Some((*right, *theirs.get(id)?)))
+            .collect();
+        let unmatched = self.scored.len() + other.scored.len() - 2 * pairs.len();
+        (!pairs.is_empty()).then_some((pairs, unmatched))
+    }
+
     /// Requests that got no answer.
     pub fn refused(&self) -> u64 {
         self.total - self.answered
@@ -375,6 +397,7 @@ impl AnswerTally {
             *self.max_tokens.entry(k).or_default() += v;
         }
         self.ids.extend(other.ids);
+        self.scored.extend(other.scored);
         if let Some((n, l)) = other.answered_need_max {
             if self.answered_need_max.is_none_or(|(m, _)| n > m) {
                 self.answered_need_max = Some((n, l));
@@ -399,6 +422,7 @@ impl AnswerTally {
     /// Finds repeated ids once every record was added. (Two ids with the same 64-bit hash would
     /// count as one; at a million records the chance is about 3 in 100 million.)
     pub fn finish(&mut self) {
+        self.scored.sort_unstable();
         let mut ids = std::mem::take(&mut self.ids);
         ids.sort_unstable();
         self.duplicate_ids.clear();

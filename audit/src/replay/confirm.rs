@@ -3,8 +3,9 @@
 
 use super::*;
 
-/// The speed keys a confirming session should measure again: rows that drifted, rows too noisy
-/// to judge and drifts the machine's speed reference explained, on the same hardware only (an
+/// The speed keys a confirming session should measure again ("looks twice"): rows that drifted,
+/// rows whose interval reached across the band's edge and drifts the machine's speed reference
+/// explained, on the same hardware only (an
 /// informational row's verdict counts for nothing, so a second session would cost its time and
 /// decide nothing).
 pub fn keys_to_confirm(c: &Findings) -> Vec<String> {
@@ -15,7 +16,7 @@ pub fn keys_to_confirm(c: &Findings) -> Vec<String> {
             r.verdict == ReplayVerdict::Drifted
                 || matches!(
                     r.inconclusive,
-                    Some(Inconclusive::TooNoisy | Inconclusive::MachineSpeed)
+                    Some(Inconclusive::WideInterval | Inconclusive::MachineSpeed)
                 )
         })
         .map(|r| r.key.clone())
@@ -24,24 +25,18 @@ pub fn keys_to_confirm(c: &Findings) -> Vec<String> {
 
 /// The confirmation rule, applied to the first session's comparison `first` with the confirming
 /// session's own comparison `second` and the comparison over both sessions' runs pooled
-/// (`pooled`, see [`pool`]):
+/// (`pooled`, see [`pool`], judged with the spread between the two sessions measured, see
+/// [`SessionSpread`]):
 /// - a drift stands only where the confirming session drifted the same way; otherwise the row is
 ///   inconclusive and says both moves (one session of a shared machine can run slow or fast as a
-///   whole, which the runs inside it do not show);
-/// - and only beyond the floor the spread between the two replay sessions sets ([`SessionSpread`]):
-///   the recorded figure is one session too, and a machine whose sessions differ that much cannot
-///   tell it from noise (too noisy when that floor is above the ceiling, reproduced within it);
-/// - a row too noisy to judge takes the pooled row when the pooled runs are no longer too noisy
-///   (more runs, a tighter estimate); otherwise it stays too noisy;
+///   whole, which the runs inside it do not show); where it did, the pooled row decides (the
+///   recorded figure is one session too, so the spread between sessions widens its interval);
+/// - a row whose interval reached across the band takes the pooled row (more runs, a tighter
+///   interval, whatever it now says);
 /// - a drift the machine's speed reference explained takes the confirming session's row when
 ///   that one is judged (reproduced, or drifted the same way with its own reference not
 ///   explaining it): that session's machine ran at the speed the figure needs to be told apart.
-pub fn confirm(
-    first: &mut Findings,
-    second: &Findings,
-    pooled: Option<&Findings>,
-    opts: &Tolerance,
-) {
+pub fn confirm(first: &mut Findings, second: &Findings, pooled: Option<&Findings>) {
     let keys = keys_to_confirm(first);
     let spread = SessionSpread::of(first, second);
     for key in keys {
@@ -50,12 +45,14 @@ pub fn confirm(
         };
         let row = first.comparisons[i].clone();
         let again = second.comparisons.iter().find(|r| r.key == key);
+        let pooled_row = pooled.and_then(|p| p.comparisons.iter().find(|r| r.key == key));
         let new = if row.verdict == ReplayVerdict::Drifted {
             let Some(again) = again else { continue };
-            let pooled_row = pooled.and_then(|p| p.comparisons.iter().find(|r| r.key == key));
             let row = confirmed_drift(row, again);
-            match (&spread, row.verdict) {
-                (Some(s), ReplayVerdict::Drifted) => s.judge(row, pooled_row, opts),
+            match pooled_row {
+                Some(p) if row.verdict == ReplayVerdict::Drifted => {
+                    over_both(p, &row.why, spread.as_ref())
+                }
                 _ => row,
             }
         } else if row.inconclusive == Some(Inconclusive::MachineSpeed) {
@@ -64,13 +61,9 @@ pub fn confirm(
                 None => continue,
             }
         } else {
-            match pooled.and_then(|p| p.comparisons.iter().find(|r| r.key == key)) {
-                Some(p) if p.inconclusive != Some(Inconclusive::TooNoisy) => {
-                    let mut p = p.clone();
-                    p.why = format!("{} (replay runs of two sessions pooled)", p.why);
-                    p
-                }
-                _ => continue,
+            match pooled_row {
+                Some(p) => over_both(p, "", spread.as_ref()),
+                None => continue,
             }
         };
         first
@@ -81,6 +74,27 @@ pub fn confirm(
         }
         first.comparisons[i] = new;
     }
+}
+
+/// The pooled row, its reason saying it is over both sessions' runs, the spread between them it
+/// was judged with, and (`first`) what the first session said.
+fn over_both(pooled: &Comparison, first: &str, spread: Option<&SessionSpread>) -> Comparison {
+    let mut p = pooled.clone();
+    let spread = spread.map_or(String::new(), |s| {
+        format!(
+            ", with the {:.1} % spread between the replay's two sessions (over {} figures)",
+            s.cv_pct, s.rows
+        )
+    });
+    p.why = if first.is_empty() {
+        format!("{} (replay runs of two sessions pooled{spread})", p.why)
+    } else {
+        format!(
+            "over both sessions' runs{spread}: {}; the first session: {first}",
+            p.why
+        )
+    };
+    p
 }
 
 /// The confirming session's row for a drift the machine explained, when that session judged it:
@@ -145,9 +159,8 @@ pub fn pool(a: &Bundle, b: &Bundle) -> Bundle {
 /// How far the replay's two sessions differ, figure by figure, pooled over every speed row both
 /// measured (same hardware, comparable, no foreign load): the root mean square of ln(second / first)
 /// over the rows, divided by the square root of 2, is one session's spread about the machine's
-/// own speed (a log-scale CV). The recorded figure is one session and the replay's two sessions
-/// pooled are its comparison, so their difference spreads by that times sqrt(1 + 1/2); the floor
-/// is the tolerance's noise factor times that.
+/// own speed (a log-scale CV). The pooled comparison is judged with it as the session spread
+/// where it is larger than the declared one ([`crate::decide::DecisionRule::tolerances_with_measured`]).
 ///
 /// Why: on the 2-core VM of issue 9 a step's runs, even spread over an 18-second session, varied
 /// 9 % (CV) while its session medians varied 13 %: the machine's speed wanders over about a minute.
@@ -196,49 +209,8 @@ impl SessionSpread {
         })
     }
 
-    /// The floor a recorded figure's move from the two sessions pooled must pass, percent.
-    pub fn floor_pct(&self, opts: &Tolerance) -> f64 {
-        opts.noise_factor * self.cv_pct * 1.5f64.sqrt()
-    }
-
-    /// A drift both sessions confirmed, judged against the floor of this spread: too noisy above
-    /// the ceiling, reproduced when the move over both sessions' runs (`pooled`, else the two
-    /// sessions' mean move) is within it, else the drift stands and says the floor it passed.
-    pub fn judge(
-        &self,
-        mut row: Comparison,
-        pooled: Option<&Comparison>,
-        opts: &Tolerance,
-    ) -> Comparison {
-        let floor = self.floor_pct(opts);
-        let said = format!(
-            "the replay's two sessions differ by {:.1} % (one session's spread, over {} figures), a {:.0} % floor for one recorded session",
-            self.cv_pct, self.rows, floor
-        );
-        if floor > 100.0 * opts.max_floor {
-            let why = format!(
-                "too noisy between sessions: {said}, above the {:.0} % ceiling, so drift cannot be told from noise; {}",
-                100.0 * opts.max_floor,
-                row.why
-            );
-            return inconclusive(row, Inconclusive::TooNoisy, why);
-        }
-        let moved = pooled.and_then(|p| p.change_pct).or(row.change_pct);
-        match moved {
-            Some(m) if m.abs() <= floor => {
-                row.verdict = ReplayVerdict::Reproduced;
-                row.why = format!(
-                    "moved {m:+.1} % over both sessions' runs, within the floor set by the spread between sessions ({said}); each session alone: {}",
-                    row.why
-                );
-            }
-            _ => {
-                row.why = format!(
-                    "{}; beyond the floor between sessions too ({said})",
-                    row.why
-                )
-            }
-        }
-        row
+    /// One session's spread as a fraction (log scale), for [`Tolerance::measured_session_sd`].
+    pub fn sd(&self) -> f64 {
+        self.cv_pct / 100.0
     }
 }

@@ -113,7 +113,7 @@ fn is_time(key: &str) -> bool {
 }
 
 /// A drifted row whose move the machine's own move explains, made inconclusive; any other row as
-/// it is. `floor` is the row's floor in percent.
+/// it is. `floor` is the row's band in percent.
 pub(super) fn explained(row: Comparison, floor: f64, machine: Option<&MachineMove>) -> Comparison {
     if row.verdict != ReplayVerdict::Drifted || row.informational {
         return row;
@@ -134,7 +134,7 @@ pub(super) fn explained(row: Comparison, floor: f64, machine: Option<&MachineMov
         return row;
     }
     let why = format!(
-        "machine speed: this machine's reference kernel {}; with that move taken out the figure moved {scaled:+.1} %, within the {floor:.0} % floor, so the drift cannot be told from the machine's own ({})",
+        "machine speed: this machine's reference kernel {}; with that move taken out the figure moved {scaled:+.1} %, within the ±{floor:.0} % band, so the drift cannot be told from the machine's own ({})",
         m.text(),
         row.why
     );

@@ -33,16 +33,19 @@
 //!   comparable.
 //! - **Speed**: with fewer than [`Tolerance::min_runs`] samples on a side, or only a headline
 //!   figure, the row is *inconclusive* (the reason names the side and the size of the move).
-//!   Otherwise Welch's t-test (Welch–Satterthwaite degrees of freedom, two-sided p from Student's
-//!   t) decides: *drifted* when p < [`Tolerance::alpha`] **and** |change| > [`Tolerance::rel_floor`],
-//!   else *reproduced*. The floor is the larger of [`Tolerance::rel_floor`] and
-//!   [`Tolerance::noise_factor`] times the larger side's run-to-run CV. With no spread on either side the test is not run: equal means are
-//!   reproduced, different ones are decided by the floor alone.
+//!   Otherwise the decision rule of [`crate::decide`] ([`Tolerance::rule`], the policy's
+//!   `[decide]`) judges the log ratio of the two sides' geometric means, each side's variance
+//!   moderated toward a prior fitted to every speed row of the report, plus the declared session
+//!   spread: *reproduced* only when the 90 % interval lies inside the figure kind's band
+//!   (equivalence), *drifted* when significant after multiplicity control over the report's rows
+//!   (Holm by default) and beyond the band, else *inconclusive* with the runs a side that would
+//!   settle it ([`Inconclusive::WideInterval`]).
 //! - **Machine speed**: a drift on the same hardware that the machine's speed reference explains
 //!   (the machine ran slower or faster as a whole; see [`machine`]) is *inconclusive*, never
 //!   reproduced.
-//! - **Quality**: the pooled two-proportion z-test over answered questions; *drifted* when
-//!   p < alpha, else *reproduced* (no floor; the why gives the move in points).
+//! - **Quality**: the same rule in points, over answered questions: Newcombe's interval of the
+//!   difference of two independent proportions (the answers' tallies hold no per-question ids to
+//!   pair them), the pooled z-test for p.
 //! - **Hardware**: when the two cards' hardware differs (accelerator, box count, box models,
 //!   description), or [`Tolerance::same_hardware`] says so, speed rows are `informational` and a
 //!   drifted speed row is reported at info severity.
@@ -51,12 +54,12 @@
 
 use crate::bundle::{Bundle, Loaded, QualityTest};
 use crate::check::{Check, Stage, StageOut, Staged};
+use crate::decide::{DecisionRule, Tolerances};
 use crate::records::card::{Card, Hardware};
 use crate::records::speed::{SpeedRequest, SpeedResult};
 use crate::report::{Finding, Findings, Severity};
 use crate::speed::{counted, recompute, samples};
 use crate::startline;
-use crate::stats::{two_proportion_p, welch_p};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +68,7 @@ pub use crate::verdict::{Comparison, Inconclusive, ReplayVerdict};
 
 mod confirm;
 mod failed;
+mod judge;
 mod machine;
 mod quality;
 mod setup;
@@ -72,6 +76,8 @@ mod speed;
 
 pub use confirm::{confirm, keys_to_confirm, pool, SessionSpread};
 pub use failed::failed_steps;
+pub use judge::apply as apply_judgement;
+use judge::Pending;
 pub use machine::MachineMove;
 use machine::*;
 use quality::*;
@@ -91,7 +97,7 @@ const BY_FAILED_STEPS: Staged = Staged("replay.failed-steps");
 pub const DRIFTED: Check<Staged> = Check {
     id: "replay.drifted",
     severity: Severity::Error,
-    doc: "A replayed figure differs from the recorded one beyond chance (p < alpha) and, for speed, beyond the tolerance floor.",
+    doc: "A replayed figure differs from the recorded one: significant after multiplicity control over the report's rows (Holm by default) and its estimate beyond the figure's tolerance band.",
     run: BY_COMPARISON,
 };
 
@@ -99,7 +105,7 @@ pub const DRIFTED: Check<Staged> = Check {
 pub const INCONCLUSIVE: Check<Staged> = Check {
     id: "replay.inconclusive",
     severity: Severity::Info,
-    doc: "A replayed figure could not be judged: too few runs on a side, only a headline figure, runs too noisy, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
+    doc: "A replayed figure could be called neither reproduced nor drifted: its 90 % interval reaches across the tolerance band's edge (the row says how many runs a side would settle it), too few runs on a side, only a headline figure, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
     run: BY_COMPARISON,
 };
 
@@ -201,33 +207,35 @@ pub const CHECKS: &[Check<Staged>] = &[
 /// How [`compare`] decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tolerance {
-    /// A speed figure that moves by less than this share (0.10 = 10 %) is never drift.
-    pub rel_floor: f64,
-    /// Significance level of the tests.
-    pub alpha: f64,
-    /// The fewest samples a side needs for Welch's test.
+    /// The decision rule: tolerance bands, session spread, multiplicity (the policy's
+    /// `[decide]`).
+    pub rule: DecisionRule,
+    /// The fewest samples a side needs for a speed interval.
     pub min_runs: usize,
     /// Whether both sides ran on the same hardware; `None` decides from the two cards.
     pub same_hardware: Option<bool>,
-    /// The floor grows with the runs' own spread: a move within this many times the larger
-    /// side's run-to-run coefficient of variation is noise, whatever the test says (runs of one
-    /// session share its conditions, so Welch's test alone underrates the spread between
-    /// sessions).
-    pub noise_factor: f64,
-    /// The highest floor a row may be judged with (0.25 = 25 %): a floor above it means the runs
-    /// are too noisy to tell drift from noise, and the row is inconclusive, never reproduced.
-    pub max_floor: f64,
+    /// One session's spread measured between the replay's two sessions (log scale, 0.09 = 9 %),
+    /// which raises the declared one where larger ([`DecisionRule::tolerances_with_measured`]).
+    pub measured_session_sd: Option<f64>,
+}
+
+impl Tolerance {
+    /// The tolerances the rows are judged with.
+    pub fn tolerances(&self) -> Tolerances {
+        match self.measured_session_sd {
+            Some(m) => self.rule.tolerances_with_measured(m),
+            None => self.rule.tolerances(),
+        }
+    }
 }
 
 impl Default for Tolerance {
     fn default() -> Self {
         Tolerance {
-            rel_floor: 0.10,
-            alpha: 0.05,
+            rule: DecisionRule::default(),
             min_runs: 3,
             same_hardware: None,
-            noise_factor: 2.0,
-            max_floor: 0.25,
+            measured_session_sd: None,
         }
     }
 }
@@ -236,13 +244,13 @@ impl Default for Tolerance {
 /// comparable; the row itself as `data`.
 fn row_finding(row: &Comparison, file: Option<&str>) -> Option<Finding> {
     let (check, severity, tail) = match row.verdict {
-        ReplayVerdict::Reproduced => return None,
-        ReplayVerdict::Drifted if row.informational => (
+        ReplayVerdict::Reproduced | ReplayVerdict::Unchanged => return None,
+        ReplayVerdict::Drifted | ReplayVerdict::Changed if row.informational => (
             DRIFTED.id,
             Severity::Info,
             " (measured on other hardware, so for information only)",
         ),
-        ReplayVerdict::Drifted => (DRIFTED.id, Severity::Error, ""),
+        ReplayVerdict::Drifted | ReplayVerdict::Changed => (DRIFTED.id, Severity::Error, ""),
         ReplayVerdict::Inconclusive => (INCONCLUSIVE.id, Severity::Info, ""),
         ReplayVerdict::NotComparable => (NOT_COMPARABLE.id, Severity::Warning, ""),
     };
@@ -288,8 +296,9 @@ fn compare_into(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance, out: &mu
     // Other hardware (told, or as the cards say) moves the figures by itself: the machine's
     // reference does not explain a move then, even where a diff compares the figures as judged.
     let machine = machine.filter(|_| !differs && !cards_differ(cards));
-    let mut rows = speed_rows(recorded, replayed, opts, differs, machine.as_ref());
-    rows.extend(quality_rows(recorded, replayed, opts));
+    let mut rows = speed_rows(recorded, replayed, opts, differs);
+    rows.extend(quality_rows(recorded, replayed));
+    judge::decide_rows(&mut rows, opts, machine.as_ref());
     if !rows.is_empty() {
         for row in [&DRIFTED, &INCONCLUSIVE, &NOT_COMPARABLE] {
             out.decided(row);
@@ -297,13 +306,13 @@ fn compare_into(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance, out: &mu
     }
     findings.extend(
         rows.iter()
-            .filter_map(|(row, file)| row_finding(row, file.as_deref())),
+            .filter_map(|r| row_finding(&r.row, r.file.as_deref())),
     );
     for f in findings {
         out.push(f);
     }
-    for (row, _) in rows {
-        out.comparison(row);
+    for r in rows {
+        out.comparison(r.row);
     }
 }
 
@@ -369,8 +378,7 @@ fn speed_rows(
     replayed: &Bundle,
     opts: &Tolerance,
     informational: bool,
-    machine: Option<&MachineMove>,
-) -> Vec<(Comparison, Option<String>)> {
+) -> Vec<judge::Row> {
     let mut rows = Vec::new();
     let rec = SpeedSide::new(recorded, replayed);
     let rep = SpeedSide::new(replayed, recorded);
@@ -381,21 +389,21 @@ fn speed_rows(
     for key in rec.keys().union(&rep.keys()) {
         let Some(step) = step_of(key) else { continue };
         let (a, b) = (rec.measure(key, &step), rep.measure(key, &step));
-        let mut row = speed_row(key, a, b, opts, machine);
+        let (mut row, pending) = speed_row(key, a, b, opts);
         row.informational = informational;
-        rows.push((row, file.clone()));
+        rows.push(judge::Row {
+            row,
+            file: file.clone(),
+            pending,
+        });
     }
-    rows.sort_by_key(|a| order(&a.0.key));
+    rows.sort_by_key(|r| order(&r.row.key));
     rows
 }
 
 /// One row per quality test either side has (recorded order first), with the answers (else
 /// summary) path.
-fn quality_rows(
-    recorded: &Bundle,
-    replayed: &Bundle,
-    opts: &Tolerance,
-) -> Vec<(Comparison, Option<String>)> {
+fn quality_rows(recorded: &Bundle, replayed: &Bundle) -> Vec<judge::Row> {
     let mut tests: Vec<&str> = recorded.quality.iter().map(|t| t.test.as_str()).collect();
     for t in &replayed.quality {
         if !tests.contains(&t.test.as_str()) {
@@ -413,7 +421,8 @@ fn quality_rows(
                     .map(|l| l.path.clone())
                     .or(t.summary.as_ref().map(|l| l.path.clone()))
             });
-            (quality_row(test, a, b, opts), file)
+            let (row, pending) = quality_row(test, a, b);
+            judge::Row { row, file, pending }
         })
         .collect()
 }
@@ -581,9 +590,19 @@ mod tests {
     /// A quality test whose answers file has `total` records, the first `answered` answered (the
     /// rest refused with HTTP 400), the first `right` right.
     fn quality(test: &str, total: u64, answered: u64, right: u64) -> QualityTest {
+        quality_named(test, (total, answered, right), "q")
+    }
+
+    /// A quality test whose questions are named `<prefix><i>`: the first `answered` of `total`
+    /// answered, the first `right` of them right.
+    fn quality_named(
+        test: &str,
+        (total, answered, right): (u64, u64, u64),
+        prefix: &str,
+    ) -> QualityTest {
         let mut tally = AnswerTally::default();
         for i in 0..total {
-            let id = format!("q{i}");
+            let id = format!("{prefix}{i}");
             let ok = i < answered;
             tally.add(
                 AnswerView {
@@ -638,35 +657,53 @@ mod tests {
         c.findings.iter().filter(|f| f.check == check).collect()
     }
 
+    /// The rule of dedicated hardware (2 % session spread, ±7 % bands): the runs' own noise then
+    /// dominates an interval.
+    fn dedicated() -> Tolerance {
+        Tolerance {
+            rule: DecisionRule {
+                setting: crate::decide::Setting::Dedicated,
+                ..DecisionRule::default()
+            },
+            ..Tolerance::default()
+        }
+    }
+
     #[test]
-    fn a_side_with_a_30_pct_cv_is_too_noisy_never_reproduced() {
-        // Recorded runs with a CV of about 30 %: the floor (2 x 30 %) is above the 25 % ceiling.
+    fn a_noisy_side_gives_an_interval_across_the_band_never_reproduced() {
+        // Recorded runs with a CV of about 30 %: whatever the replay, the interval of the ratio
+        // is too wide to lie inside a ±7 % band, and a move of a few percent is not a drift.
         let noisy = [20.0, 28.0, 40.0, 22.0, 35.0];
         let cv = crate::stats::cv_pct(&noisy).unwrap();
         assert!(cv > 25.0 && cv < 35.0, "{cv}");
-        for replay in [
-            noisy.to_vec(),
-            vec![28.0, 28.1, 27.9, 28.0, 28.2],
-            vec![14.0; 5],
-        ] {
+        for replay in [noisy.to_vec(), vec![28.0, 28.1, 27.9, 28.0, 28.2]] {
             let a = speed_bundle(&noisy, TTFT);
             let b = speed_bundle(&replay, TTFT);
-            let c = compare(&a, &b, &Tolerance::default());
+            let c = compare(&a, &b, &dedicated());
             let r = row(&c, "decode.code");
             assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
-            assert_eq!(r.inconclusive, Some(Inconclusive::TooNoisy));
-            assert!(r.why.starts_with("too noisy (CV "), "{}", r.why);
-            assert!(r.why.contains("on the recorded side"), "{}", r.why);
+            assert_eq!(r.inconclusive, Some(Inconclusive::WideInterval));
+            let [lo, hi] = r.interval90.unwrap();
+            assert!(lo < -6.5 || hi > 7.0, "{lo} {hi}");
+            assert!(r.why.contains("neither inside the ±7 % band"), "{}", r.why);
+            assert!(r.why.contains("runs a side would settle it"), "{}", r.why);
+            assert!(r.runs_needed.is_some_and(|n| n > 5), "{r:?}");
         }
-        // A higher ceiling lets the same runs be judged.
-        let loose = Tolerance {
-            max_floor: 1.0,
+        // A ±100 % band takes in the same interval.
+        let wide = Tolerance {
+            rule: DecisionRule {
+                decode: crate::decide::rule::KindOverride {
+                    band: Some(1.0),
+                    session_sd: None,
+                },
+                ..dedicated().rule
+            },
             ..Tolerance::default()
         };
         let c = compare(
             &speed_bundle(&noisy, TTFT),
             &speed_bundle(&noisy, TTFT),
-            &loose,
+            &wide,
         );
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
     }
@@ -719,9 +756,8 @@ mod tests {
     fn a_drift_stands_only_when_the_confirming_session_drifts_the_same_way() {
         let a = speed_bundle(REC, TTFT);
         let slow: Vec<f64> = REC.iter().map(|r| r * 0.6).collect();
-        // TTFT 20 % slower in the first session only: the two sessions differ by 9.1 % (one
-        // session's spread over four figures), a 22 % floor, under the 25 % ceiling.
-        let slow_ttft: Vec<f64> = TTFT.iter().map(|t| t * 1.2).collect();
+        // TTFT 50 % slower in the first session only.
+        let slow_ttft: Vec<f64> = TTFT.iter().map(|t| t * 1.5).collect();
         let first_b = speed_bundle(&slow, &slow_ttft);
         let mut first = compare(&a, &first_b, &Tolerance::default());
         assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
@@ -729,21 +765,15 @@ mod tests {
         // The second session repeats the decode drift but not the TTFT one.
         let second_b = speed_bundle(&slow, TTFT);
         let second = compare(&a, &second_b, &Tolerance::default());
-        confirm(&mut first, &second, None, &Tolerance::default());
+        confirm(&mut first, &second, None);
         let d = row(&first, "decode.code");
         assert_eq!(d.verdict, ReplayVerdict::Drifted);
         assert!(d.why.contains("confirmed by a second session"), "{}", d.why);
-        assert!(
-            d.why.contains("beyond the floor between sessions too"),
-            "{}",
-            d.why
-        );
-        assert!(d.why.contains("differ by 9.1 %"), "{}", d.why);
         let t = row(&first, "ttft.512");
         assert_eq!(t.verdict, ReplayVerdict::Inconclusive);
         assert_eq!(t.inconclusive, Some(Inconclusive::SessionsDisagree));
         assert!(
-            t.why.contains("+20.0 %") && t.why.contains("+0.0 %"),
+            t.why.contains("+50.0 %") && t.why.contains("+0.0 %"),
             "{}",
             t.why
         );
@@ -769,82 +799,96 @@ mod tests {
         (session(ttft_first), session(ttft_second))
     }
 
+    /// The two sessions' replays pooled, compared with the spread between them measured.
+    fn pooled_of(decode: f64, ttft_first: f64, ttft_second: f64, s: &SessionSpread) -> Findings {
+        let a = speed_bundle(REC, TTFT);
+        let rates: Vec<f64> = REC.iter().map(|r| r * decode).collect();
+        let side = |f: f64| {
+            let t: Vec<f64> = TTFT.iter().map(|t| t * f).collect();
+            speed_bundle(&rates, &t)
+        };
+        let both = pool(&side(ttft_first), &side(ttft_second));
+        let measured = Tolerance {
+            measured_session_sd: Some(s.sd()),
+            ..Tolerance::default()
+        };
+        compare(&a, &both, &measured)
+    }
+
     #[test]
-    fn a_confirmed_drift_is_judged_against_the_spread_between_the_replay_s_sessions() {
-        // Sessions whose TTFT differs by a factor 1.5: one session's spread 20.3 %, a floor of
-        // 50 %: a 40 % decode drift in both sessions cannot be told from noise.
+    fn a_confirmed_drift_is_judged_with_the_spread_between_the_replay_s_sessions() {
+        // Sessions whose TTFT differs by a factor 1.5: one session's spread 20.3 %, so wide
+        // that no interval fits in the band and a 40 % decode drift in both sessions is no
+        // longer significant.
         let (mut first, second) = two_sessions(0.6, 1.5, 1.0);
         let s = SessionSpread::of(&first, &second).unwrap();
         assert_eq!(s.rows, 4);
         assert!((s.cv_pct - 20.27).abs() < 0.01, "{s:?}");
-        assert!((s.floor_pct(&Tolerance::default()) - 49.66).abs() < 0.01);
         assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
-        confirm(&mut first, &second, None, &Tolerance::default());
+        let pooled = pooled_of(0.6, 1.5, 1.0, &s);
+        confirm(&mut first, &second, Some(&pooled));
         let d = row(&first, "decode.code");
         assert_eq!(d.verdict, ReplayVerdict::Inconclusive, "{}", d.why);
-        assert_eq!(d.inconclusive, Some(Inconclusive::TooNoisy));
-        assert!(d.why.starts_with("too noisy between sessions"), "{}", d.why);
+        assert_eq!(d.inconclusive, Some(Inconclusive::WideInterval));
+        assert!(
+            d.why
+                .starts_with("over both sessions' runs, with the 20.3 % spread"),
+            "{}",
+            d.why
+        );
+        assert!(d.why.contains("confirmed by a second session"), "{}", d.why);
+        assert_eq!(
+            d.runs_needed,
+            Some(0),
+            "no number of runs beats the session spread"
+        );
         assert!(of_check(&first, "replay.drifted").is_empty());
-        // Sessions 12 % apart on TTFT (a 14 % floor): a 13 % decode move seen in both sessions
-        // is within it, and reproduced; a 30 % move is not.
-        let (mut first, second) = two_sessions(0.87, 1.12, 1.0);
-        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
-        confirm(&mut first, &second, None, &Tolerance::default());
-        let d = row(&first, "decode.code");
-        assert_eq!(d.verdict, ReplayVerdict::Reproduced, "{}", d.why);
-        assert!(d
-            .why
-            .contains("within the floor set by the spread between sessions"));
-        let (mut first, second) = two_sessions(0.7, 1.12, 1.0);
-        confirm(&mut first, &second, None, &Tolerance::default());
-        assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
-        // Identical sessions: no spread, the drift stands on the runs' own floor.
+        // Identical sessions: no spread beyond the declared one, the drift stands.
         let (mut first, second) = two_sessions(0.6, 1.0, 1.0);
-        assert_eq!(SessionSpread::of(&first, &second).unwrap().cv_pct, 0.0);
-        confirm(&mut first, &second, None, &Tolerance::default());
+        let s = SessionSpread::of(&first, &second).unwrap();
+        assert_eq!(s.cv_pct, 0.0);
+        let pooled = pooled_of(0.6, 1.0, 1.0, &s);
+        confirm(&mut first, &second, Some(&pooled));
         assert_eq!(row(&first, "decode.code").verdict, ReplayVerdict::Drifted);
     }
 
     #[test]
-    fn a_noisy_row_is_judged_again_over_both_sessions_runs() {
-        // Replay runs of one session with a CV of about 15 % (floor 30 %): too noisy.
+    fn a_row_across_the_band_is_judged_again_over_both_sessions_runs() {
+        // Replay runs of one session spread by about 15 % (CV): their interval reaches across
+        // the ±7 % band of dedicated hardware.
         let a = speed_bundle(&[28.0, 28.1, 27.9, 28.0, 28.2, 28.0], TTFT);
         let noisy = [22.0, 28.0, 34.0];
         let b = speed_bundle(&noisy, TTFT);
-        let mut first = compare(&a, &b, &Tolerance::default());
+        let mut first = compare(&a, &b, &dedicated());
         assert_eq!(
             row(&first, "decode.code").inconclusive,
-            Some(Inconclusive::TooNoisy)
+            Some(Inconclusive::WideInterval),
+            "{}",
+            row(&first, "decode.code").why
         );
         assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
         // On other hardware the row is for information only: no second session is asked for.
         let other = Tolerance {
             same_hardware: Some(false),
-            ..Tolerance::default()
+            ..dedicated()
         };
         let info = compare(&a, &b, &other);
         assert!(row(&info, "decode.code").informational);
-        assert_eq!(
-            row(&info, "decode.code").inconclusive,
-            Some(Inconclusive::TooNoisy)
-        );
         assert!(keys_to_confirm(&info).is_empty());
-        // A quiet second session: pooled, the spread falls below the ceiling.
-        let quiet = speed_bundle(
-            &[28.0, 28.1, 27.9, 28.0, 28.1, 27.9, 28.0, 28.0, 28.1],
-            TTFT,
-        );
-        let second = compare(&a, &quiet, &Tolerance::default());
+        // A quiet second session of 20 runs: pooled, the interval narrows into the band.
+        let quiet_runs: Vec<f64> = (0..20).map(|i| 28.0 + 0.1 * (i % 3) as f64 - 0.1).collect();
+        let quiet = speed_bundle(&quiet_runs, TTFT);
+        let second = compare(&a, &quiet, &dedicated());
         let both = pool(&b, &quiet);
         assert_eq!(
             both.speed_result.as_ref().unwrap().value.requests.len(),
             b.speed_result.as_ref().unwrap().value.requests.len()
                 + quiet.speed_result.as_ref().unwrap().value.requests.len()
         );
-        let pooled = compare(&a, &both, &Tolerance::default());
-        confirm(&mut first, &second, Some(&pooled), &Tolerance::default());
+        let pooled = compare(&a, &both, &dedicated());
+        confirm(&mut first, &second, Some(&pooled));
         let r = row(&first, "decode.code");
-        assert_eq!(r.n_replayed, 12);
+        assert_eq!(r.n_replayed, 23);
         assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
         assert!(r.why.contains("two sessions pooled"), "{}", r.why);
     }
@@ -857,10 +901,13 @@ mod tests {
         assert_eq!(keys, ["decode", "decode.code", "prefill.512", "ttft.512"]);
         for r in &c.comparisons {
             assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{r:?}");
-            assert_eq!(r.test, "welch");
+            assert_eq!(r.test, "log-ratio");
             assert!(r.p_value.unwrap() > 0.99, "{r:?}");
+            assert!(r.p_adjusted.unwrap() >= r.p_value.unwrap(), "{r:?}");
             assert_eq!(r.change_pct, Some(0.0));
-            assert!(r.why.starts_with("did not move"), "{}", r.why);
+            assert!(r.why.starts_with("+0.0 % (90 % interval"), "{}", r.why);
+            assert!(r.why.ends_with("inside the ±25 % band"), "{}", r.why);
+            assert_eq!(r.band, Some(25.0));
             assert_eq!(r.n_recorded, 4);
             assert!(!r.informational);
         }
@@ -884,7 +931,7 @@ mod tests {
         assert_eq!(r.verdict, ReplayVerdict::Drifted);
         assert_eq!(r.direction.as_deref(), Some("down"));
         assert!((r.change_pct.unwrap() + 30.0).abs() < 0.01, "{r:?}");
-        assert!(r.p_value.unwrap() < 0.001);
+        assert!(r.p_adjusted.unwrap() < 0.05, "{r:?}");
         assert_eq!(row(&c, "decode").verdict, ReplayVerdict::Drifted);
         // Prefill did not move.
         assert_eq!(row(&c, "prefill.512").verdict, ReplayVerdict::Reproduced);
@@ -892,7 +939,8 @@ mod tests {
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(f.iter().all(|f| f.severity == Severity::Error));
         assert!(
-            f[1].message.starts_with("decode.code: moved -30.0 %"),
+            f[1].message
+                .starts_with("decode.code: -30.0 % (90 % interval"),
             "{}",
             f[1].message
         );
@@ -901,7 +949,7 @@ mod tests {
     }
 
     #[test]
-    fn small_significant_move_under_the_floor_is_reproduced() {
+    fn a_small_significant_move_inside_the_band_is_reproduced() {
         let rec = [28.0, 28.05, 27.95, 28.0, 28.02];
         let rep: Vec<f64> = rec.iter().map(|r| r * 0.97).collect();
         let c = compare(
@@ -910,18 +958,29 @@ mod tests {
             &Tolerance::default(),
         );
         let r = row(&c, "decode.code");
-        assert!(r.p_value.unwrap() < 0.05, "{r:?}");
         assert!((r.change_pct.unwrap() + 3.0).abs() < 0.01);
-        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
-        assert!(r.why.contains("within the 10 % floor"), "{}", r.why);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
+        assert!(r.why.contains("inside the ±25 % band"), "{}", r.why);
         assert!(of(&c, "replay.drifted").is_empty());
-        // With a 1 % floor the same move is drift.
+        // A ±1 % band with no session spread: the runs alone show the move, a drift.
         let tight = Tolerance {
-            rel_floor: 0.01,
+            rule: DecisionRule {
+                decode: crate::decide::rule::KindOverride {
+                    band: Some(0.01),
+                    session_sd: Some(0.0),
+                },
+                ..DecisionRule::default()
+            },
             ..Tolerance::default()
         };
         let c = compare(&speed_bundle(&rec, TTFT), &speed_bundle(&rep, TTFT), &tight);
-        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
+        assert!(
+            r.why.contains("after Holm (family-wise error) over 4 rows"),
+            "{}",
+            r.why
+        );
     }
 
     #[test]
@@ -938,7 +997,7 @@ mod tests {
         assert_eq!(r.p_value, None);
         assert_eq!(
             r.why,
-            "2 runs on the replayed side; Welch's test needs at least 3"
+            "2 runs on the replayed side; an interval needs at least 3; the figure moved +0.2 %"
         );
         let f = of(&c, "replay.inconclusive");
         assert!(f.iter().all(|f| f.severity == Severity::Info));
@@ -956,7 +1015,7 @@ mod tests {
         assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
         assert_eq!(
             r.why,
-            "2 runs on the replayed side; Welch's test needs at least 3; the figure moved -29.9 %, beyond the 10 % floor"
+            "2 runs on the replayed side; an interval needs at least 3; the figure moved -29.9 %"
         );
     }
 
@@ -978,7 +1037,9 @@ mod tests {
     }
 
     #[test]
-    fn no_spread_decides_by_the_floor() {
+    fn no_spread_leaves_the_session_term() {
+        // Runs without spread still differ by two sessions' factors: the declared session spread
+        // alone makes the interval.
         let same = [28.0, 28.0, 28.0];
         let c = compare(
             &speed_bundle(&same, TTFT),
@@ -986,16 +1047,18 @@ mod tests {
             &Tolerance::default(),
         );
         let r = row(&c, "decode.code");
-        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
-        assert!(r.p_value.is_none() && r.change_pct.unwrap().abs() < 1e-9);
+        assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
+        assert!(r.p_value.unwrap() > 0.99 && r.change_pct.unwrap().abs() < 1e-9);
+        let [lo, hi] = r.interval90.unwrap();
+        assert!(lo < -10.0 && hi > 10.0, "{lo} {hi}");
         let c = compare(
             &speed_bundle(&same, TTFT),
             &speed_bundle(&[20.0, 20.0, 20.0], TTFT),
             &Tolerance::default(),
         );
         let r = row(&c, "decode.code");
-        assert_eq!(r.verdict, ReplayVerdict::Drifted);
-        assert!(r.why.contains("no spread"), "{}", r.why);
+        assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
+        assert!(r.why.contains("beyond the ±25 % band"), "{}", r.why);
         assert!(serde_json::to_string(&c.comparisons)
             .unwrap()
             .find("NaN")
@@ -1090,20 +1153,45 @@ mod tests {
     }
 
     #[test]
-    fn quality_small_move_reproduced_large_move_drifted() {
+    fn quality_small_move_over_few_questions_inconclusive_large_move_drifted() {
         let run = |a: u64, b: u64| {
             compare_quality(
                 vec![quality("mmlu-pro", 100, 100, a)],
                 vec![quality("mmlu-pro", 100, 100, b)],
             )
         };
+        // The same 100 questions, two answered right only on the recorded side: paired, the
+        // interval of the difference reaches past -3 points, so the ±3 points band can be
+        // neither shown nor ruled out.
         let c = run(60, 58);
         let r = row(&c, "quality.mmlu-pro.pct");
-        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
-        assert_eq!(r.test, "two-proportion-z");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+        assert_eq!(r.test, "mcnemar-paired");
         assert_eq!((r.recorded, r.replayed), (Some(60.0), Some(58.0)));
-        assert!(r.p_value.unwrap() > 0.5, "{r:?}");
+        assert!(r.p_value.unwrap() > 0.4, "{r:?}");
         assert!(r.why.starts_with("-2.0 points"), "{}", r.why);
+        assert!(
+            r.why.contains("60/100 recorded, 58/100 replayed"),
+            "{}",
+            r.why
+        );
+        assert!(
+            r.why.contains("paired over 100 questions: 2 right on the recorded side only, 0 on the replayed side only"),
+            "{}",
+            r.why
+        );
+        let [lo, hi] = r.interval90.unwrap();
+        assert!(lo < -3.0 && hi < 3.0, "{lo} {hi}");
+        // Questions named otherwise on each side: unpaired, a wider interval (about ±11 points).
+        let c = compare_quality(
+            vec![quality_named("mmlu-pro", (100, 100, 60), "q")],
+            vec![quality_named("mmlu-pro", (100, 100, 58), "other-")],
+        );
+        let u = row(&c, "quality.mmlu-pro.pct");
+        assert_eq!(u.test, "newcombe-unpaired");
+        assert_eq!(u.verdict, ReplayVerdict::Inconclusive, "{}", u.why);
+        let [ulo, uhi] = u.interval90.unwrap();
+        assert!(uhi - ulo > 2.0 * (hi - lo), "{ulo} {uhi} against {lo} {hi}");
         let c = run(80, 40);
         let r = row(&c, "quality.mmlu-pro.pct");
         assert_eq!(r.verdict, ReplayVerdict::Drifted);
@@ -1126,7 +1214,14 @@ mod tests {
         let r = row(&c, "quality.gpqa.pct");
         assert_eq!(r.recorded, Some(75.0));
         assert_eq!(r.n_recorded, 80);
-        assert_eq!(r.verdict, ReplayVerdict::Reproduced);
+        // Paired over the 80 questions both sides answered; the 20 the recorded side did not
+        // answer are left out of the pairs.
+        assert_eq!(r.test, "mcnemar-paired");
+        assert!(
+            r.why.contains("20 answered on one side only left out"),
+            "{}",
+            r.why
+        );
         assert!(
             r.why
                 .contains("over answered questions only (80 of 100 recorded"),
@@ -1299,6 +1394,7 @@ mod tests {
 
     #[test]
     fn welch_p_matches_a_worked_example() {
+        use crate::stats::{two_proportion_p, welch_p};
         // Wikipedia's first Welch example: t = -2.46, df = 24.99, p = 0.0214.
         let a = [
             27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
@@ -1360,9 +1456,9 @@ mod tests {
         let summary = crate::report::ReplaySummary::of(&c.comparisons);
         assert_eq!(summary.machine_speed, 4);
         assert!(
-            summary.line().contains("4 machine speed"),
+            summary.line(false).contains("4 machine speed"),
             "{}",
-            summary.line()
+            summary.line(false)
         );
         // The same figures with the machine faster than recorded: explained the same way.
         let c = slowed(1.5, 1.5, KERNEL);
@@ -1401,18 +1497,13 @@ mod tests {
         assert!(keys_to_confirm(&first).contains(&"decode.code".to_string()));
         // The confirming session ran at the recorded speed and matched the record.
         let second = slowed(1.0, 1.0, KERNEL);
-        confirm(&mut first, &second, None, &Tolerance::default());
+        confirm(&mut first, &second, None);
         let r = row(&first, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Reproduced, "{}", r.why);
         assert!(r.why.contains("a confirming session"), "{}", r.why);
         // A confirming session still on a slow machine leaves the row inconclusive.
         let mut first = slowed(0.6, 0.6, KERNEL);
-        confirm(
-            &mut first,
-            &slowed(0.6, 0.6, KERNEL),
-            None,
-            &Tolerance::default(),
-        );
+        confirm(&mut first, &slowed(0.6, 0.6, KERNEL), None);
         assert_eq!(
             row(&first, "decode.code").inconclusive,
             Some(Inconclusive::MachineSpeed)

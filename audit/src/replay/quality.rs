@@ -1,6 +1,8 @@
-//! Quality rows: answered questions on each side, the two-proportion test.
+//! Quality rows: answered questions on each side, left for the decision rule: paired question by
+//! question when both sides' answers files name the same questions, else as two tallies.
 
 use super::*;
+use crate::decide::quality::Paired;
 
 /// The answered questions of one side of a quality test.
 pub(super) struct QualitySide {
@@ -56,8 +58,7 @@ pub(super) fn quality_row(
     test: &str,
     rec: Option<&QualityTest>,
     rep: Option<&QualityTest>,
-    opts: &Tolerance,
-) -> Comparison {
+) -> (Comparison, Option<Pending>) {
     let sides = (rec.and_then(quality_side), rep.and_then(quality_side));
     let pct =
         |s: &QualitySide| (s.answered > 0).then(|| 100.0 * s.right as f64 / s.answered as f64);
@@ -70,15 +71,30 @@ pub(super) fn quality_row(
         ),
         (answered(&sides.0), answered(&sides.1)),
     );
-    match not_comparable(&sides, (rec, rep)) {
-        Some(why) => row.why = why,
-        None => {
-            if let (Some(a), Some(b)) = &sides {
-                tested(&mut row, (a, b), opts);
-            }
-        }
+    if let Some(why) = not_comparable(&sides, (rec, rep)) {
+        row.why = why;
+        return (row, None);
     }
-    row
+    let pending = match &sides {
+        (Some(a), Some(b)) => Some(Pending::Quality {
+            a: (a.right, a.answered),
+            b: (b.right, b.answered),
+            paired: paired(rec, rep),
+            detail: detail(a, b),
+        }),
+        _ => None,
+    };
+    (row, pending)
+}
+
+/// The two runs' answered questions tallied by answer pair, when both have answers files whose
+/// ids match ([`crate::records::quality::AnswerTally::paired_with`]), with the questions only
+/// one side answered.
+fn paired(rec: Option<&QualityTest>, rep: Option<&QualityTest>) -> Option<(Paired, usize)> {
+    let (a, b) = (rec?.answers.as_ref()?, rep?.answers.as_ref()?);
+    let (pairs, unmatched) = a.value.paired_with(&b.value)?;
+    let (xs, ys): (Vec<bool>, Vec<bool>) = pairs.into_iter().unzip();
+    Some((Paired::tally(&xs, &ys), unmatched))
 }
 
 /// Why a quality row is not comparable: a side not measured, without records, or with every
@@ -117,17 +133,9 @@ fn not_comparable(
     }
 }
 
-/// The two-proportion test over answered questions decides the row.
-fn tested(row: &mut Comparison, (a, b): (&QualitySide, &QualitySide), opts: &Tolerance) {
-    let p = two_proportion_p(a.right, a.answered, b.right, b.answered);
-    row.p_value = Some(p);
-    row.test = "two-proportion-z".into();
-    row.verdict = if p < opts.alpha {
-        ReplayVerdict::Drifted
-    } else {
-        ReplayVerdict::Reproduced
-    };
-    let (x, y) = (row.recorded.unwrap_or(0.0), row.replayed.unwrap_or(0.0));
+/// The tallies a quality row's reason names: right of answered on each side, and the questions
+/// left out when some were refused.
+fn detail(a: &QualitySide, b: &QualitySide) -> String {
     let only = if a.answered < a.total || b.answered < b.total {
         format!(
             "; over answered questions only ({} of {} recorded, {} of {} replayed)",
@@ -136,18 +144,8 @@ fn tested(row: &mut Comparison, (a, b): (&QualitySide, &QualitySide), opts: &Tol
     } else {
         String::new()
     };
-    row.why = format!(
-        "{:+.1} points ({}/{} = {x:.1} % recorded, {}/{} = {y:.1} % replayed); two-proportion z-test {}{}{only}",
-        y - x,
-        a.right,
-        a.answered,
-        b.right,
-        b.answered,
-        p_text(p),
-        if p < opts.alpha {
-            format!(" is below {}", opts.alpha)
-        } else {
-            String::new()
-        }
-    );
+    format!(
+        "{}/{} recorded, {}/{} replayed{only}",
+        a.right, a.answered, b.right, b.answered
+    )
 }

@@ -1,5 +1,5 @@
-//! Speed rows: each side's samples and figures per key, invalid steps, Welch's test against the
-//! floor.
+//! Speed rows: each side's samples and figures per key, invalid steps, and the rows left for the
+//! decision rule.
 
 use super::*;
 
@@ -372,24 +372,8 @@ pub(super) fn refusals(reqs: &[&SpeedRequest]) -> String {
     set.into_iter().collect::<Vec<_>>().join("; ")
 }
 
-pub(super) fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "p < 0.001".into()
-    } else {
-        format!("p = {p:.3}")
-    }
-}
-
 pub(super) fn num(x: Option<f64>) -> String {
     x.map_or("no value".into(), |x| format!("{x:.2}"))
-}
-
-/// The coefficient of variation of a side's runs in percent (0 without spread).
-pub(super) fn side_cv(m: &Measured) -> f64 {
-    match m {
-        Measured::Runs { xs, .. } => crate::stats::cv_pct(xs).unwrap_or(0.0).abs(),
-        _ => 0.0,
-    }
 }
 
 /// The sample standard deviation of a side's runs (none with fewer than two).
@@ -400,58 +384,23 @@ pub(super) fn side_sd(m: &Measured) -> Option<f64> {
     }
 }
 
-/// How a speed figure moved, and the floor a move must pass.
-pub(super) struct Move {
-    pub(super) change: Option<f64>,
-    pub(super) floor: f64,
-    pub(super) beyond: bool,
-    pub(super) text: String,
-}
-
-impl Move {
-    pub(super) fn of(row: &Comparison, rec: &Measured, rep: &Measured, opts: &Tolerance) -> Move {
-        let change = row.change_pct;
-        let noise = opts.noise_factor * side_cv(rec).max(side_cv(rep));
-        let floor = (100.0 * opts.rel_floor).max(noise);
-        let beyond = match change {
-            Some(c) => c.abs() > floor,
-            None => row.recorded != row.replayed,
-        };
-        let text = match change {
-            Some(c) if c.abs() < 1e-9 => "did not move".to_string(),
-            Some(c) => format!("moved {c:+.1} %"),
-            None => format!("{} -> {}", num(row.recorded), num(row.replayed)),
-        };
-        Move {
-            change,
-            floor,
-            beyond,
-            text,
-        }
-    }
-
-    /// `; the figure moved +x %, beyond the y % floor` when it did, else nothing.
-    pub(super) fn beyond_text(&self) -> String {
-        if self.beyond {
-            format!(
-                "; the figure {}, beyond the {:.0} % floor",
-                self.text, self.floor
-            )
-        } else {
-            String::new()
-        }
+/// `; the figure moved +x %` (or `a -> b` without a change), for a row not tested.
+fn moved_text(row: &Comparison) -> String {
+    match row.change_pct {
+        Some(c) if c.abs() < 1e-9 => "; the figure did not move".to_string(),
+        Some(c) => format!("; the figure moved {c:+.1} %"),
+        None => format!("; {} -> {}", num(row.recorded), num(row.replayed)),
     }
 }
 
-/// One speed row: not comparable, inconclusive (foreign load, headline only, too few runs, too
-/// noisy, or a drift the machine's speed reference explains), else Welch's test and the floor.
+/// One speed row: not comparable, inconclusive (foreign load, headline only, too few runs), else
+/// left for the report's decision rule with both sides' runs ([`super::judge`]).
 pub(super) fn speed_row(
     key: &str,
     rec: Measured,
     rep: Measured,
     opts: &Tolerance,
-    machine: Option<&MachineMove>,
-) -> Comparison {
+) -> (Comparison, Option<Pending>) {
     let mut row = Comparison {
         sd_recorded: side_sd(&rec),
         sd_replayed: side_sd(&rep),
@@ -464,33 +413,31 @@ pub(super) fn speed_row(
     let (bad_rec, bad_rep) = (bad(&rec), bad(&rep));
     if bad_rec.is_some() || bad_rep.is_some() {
         row.why = invalid_why(bad_rec.as_ref(), bad_rep.as_ref());
-        return row;
+        return (row, None);
     }
-    let mv = Move::of(&row, &rec, &rep, opts);
+    let moved = moved_text(&row);
     if let Some(why) = disturbed_why(&rec, &rep) {
-        return inconclusive(row, Inconclusive::ForeignLoad, why + &mv.beyond_text());
+        return (
+            inconclusive(row, Inconclusive::ForeignLoad, why + &moved),
+            None,
+        );
     }
     if let Some(why) = headline_only_why(&rec, &rep, opts) {
-        return inconclusive(row, Inconclusive::HeadlineOnly, why + &mv.beyond_text());
+        return (
+            inconclusive(row, Inconclusive::HeadlineOnly, why + &moved),
+            None,
+        );
     }
     let (Measured::Runs { xs: a, .. }, Measured::Runs { xs: b, .. }) = (&rec, &rep) else {
-        return row;
+        return (row, None);
     };
     if let Some(why) = too_few_why(a.len(), b.len(), opts) {
-        return inconclusive(row, Inconclusive::TooFewRuns, why + &mv.beyond_text());
-    }
-    if mv.floor > 100.0 * opts.max_floor {
-        let why = format!(
-            "too noisy (CV {:.1} % on the recorded side, {:.1} % on the replay): a floor of {:.1} % is above the {:.0} % ceiling, so drift cannot be told from noise; the figure {}",
-            side_cv(&rec),
-            side_cv(&rep),
-            mv.floor,
-            100.0 * opts.max_floor,
-            mv.text
+        return (
+            inconclusive(row, Inconclusive::TooFewRuns, why + &moved),
+            None,
         );
-        return inconclusive(row, Inconclusive::TooNoisy, why);
     }
-    explained(tested_row(row, a, b, &mv, opts), mv.floor, machine)
+    (row, Some(Pending::Speed(a.clone(), b.clone())))
 }
 
 pub(super) fn inconclusive(mut row: Comparison, kind: Inconclusive, why: String) -> Comparison {
@@ -531,7 +478,7 @@ pub(super) fn headline_only_why(
         format!("the {} side", singles[0])
     };
     Some(format!(
-        "only a headline figure on {sides}, no per-run records; Welch's test needs at least {} runs",
+        "only a headline figure on {sides}, no per-run records; an interval needs at least {} runs",
         opts.min_runs
     ))
 }
@@ -550,63 +497,9 @@ pub(super) fn too_few_why(na: usize, nb: usize, opts: &Tolerance) -> Option<Stri
         .collect();
     (!few.is_empty()).then(|| {
         format!(
-            "{}; Welch's test needs at least {}",
+            "{}; an interval needs at least {}",
             few.join(" and "),
             opts.min_runs
         )
     })
-}
-
-/// The verdict of a row with enough runs on both sides: Welch's test and the floor.
-pub(super) fn tested_row(
-    mut row: Comparison,
-    a: &[f64],
-    b: &[f64],
-    mv: &Move,
-    opts: &Tolerance,
-) -> Comparison {
-    let (moved, floor) = (&mv.text, mv.floor);
-    let (rec, rep) = (num(row.recorded), num(row.replayed));
-    let runs = format!("{} and {} runs", a.len(), b.len());
-    let Some(p) = welch_p(a, b) else {
-        row.verdict = if mv.beyond {
-            ReplayVerdict::Drifted
-        } else {
-            ReplayVerdict::Reproduced
-        };
-        row.why = if mv.change == Some(0.0) || row.recorded == row.replayed {
-            format!("the same value on every run of both sides ({runs})")
-        } else if mv.beyond {
-            format!("{moved} ({rec} -> {rep}), beyond the {floor:.0} % floor; no spread on either side, so no test ran ({runs})")
-        } else {
-            format!("{moved}, within the {floor:.0} % floor; no spread on either side, so no test ran ({runs})")
-        };
-        return row;
-    };
-    row.p_value = Some(p);
-    row.test = "welch".into();
-    let drifted = p < opts.alpha && mv.beyond;
-    row.verdict = if drifted {
-        ReplayVerdict::Drifted
-    } else {
-        ReplayVerdict::Reproduced
-    };
-    row.why = if drifted {
-        format!(
-            "{moved} ({rec} -> {rep}), beyond the {floor:.0} % floor; Welch's test {} ({runs})",
-            p_text(p)
-        )
-    } else if !mv.beyond {
-        format!(
-            "{moved}, within the {floor:.0} % floor (Welch's test {}, {runs})",
-            p_text(p)
-        )
-    } else {
-        format!(
-            "{moved}, but Welch's test {} is not below {} ({runs})",
-            p_text(p),
-            opts.alpha
-        )
-    };
-    row
 }

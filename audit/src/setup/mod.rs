@@ -2,6 +2,7 @@
 //! checked against each other, and the dates put in order.
 
 mod build;
+mod ranks;
 pub(crate) mod refusals;
 
 use crate::bundle::{Bundle, Loaded, Run};
@@ -401,6 +402,7 @@ fn ranks_mismatch(b: &Bundle, e: &mut Emit) -> Ran {
             ));
         }
     }
+    problems.extend(ranks::identity_problems(&cv.commands, cv.ranks));
     if !problems.is_empty() {
         e.finding(format!(
             "the card's ranks disagree: {}",
