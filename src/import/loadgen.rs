@@ -11,7 +11,7 @@ use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Sample, Series, Setting};
-use rigaudit_audit::imported::loadgen::{Detail, Logs, Summary, Verdict, CHECKS};
+use rigaudit_audit::imported::loadgen::{Accuracy, Detail, Logs, Summary, Verdict, CHECKS};
 use serde_json::Value;
 
 /// Whether a source is one of LoadGen's logs (by content): a detail log's line starts with
@@ -60,22 +60,25 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         }
         None => None,
     };
+    let accuracy = accuracy_of(sources)?;
     let compliance = compliance(sources);
+    let accuracy_log = accuracy_log(sources);
     let mut imp = Imported::default();
     notes(sources, di, si, detail.as_ref(), summary.as_ref(), &mut imp);
     let mut logs = match detail {
         Some(detail) => Logs {
             summary,
             detail,
-            compliance: Vec::new(),
+            ..Logs::default()
         },
         None => Logs {
             detail: Detail::of_summary(summary.as_ref().expect("a summary when no detail log")),
-            summary: None,
-            compliance: Vec::new(),
+            ..Logs::default()
         },
     };
     logs.compliance = compliance;
+    logs.accuracy = accuracy;
+    logs.accuracy_log = accuracy_log;
     let text = |k: &str| {
         logs.detail
             .values
@@ -103,6 +106,79 @@ fn compliance(sources: &mut [Source]) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// The most keys an accuracy.txt's result dict is read with (the v4.1 scripts print 10 at most).
+const MAX_ACCURACY_KEYS: usize = 64;
+
+/// The accuracy script's output among the sources (`accuracy.txt`, by name), read and marked.
+fn accuracy_of(sources: &mut [Source]) -> Result<Option<Accuracy>, Fatal> {
+    let Some(s) = sources
+        .iter_mut()
+        .find(|s| s.role.is_empty() && s.name.eq_ignore_ascii_case("accuracy.txt"))
+    else {
+        return Ok(None);
+    };
+    s.role = "accuracy result".into();
+    accuracy(s).map(Some)
+}
+
+/// `mlperf_log_accuracy.json` among the sources (by name; not read: it holds every sample's
+/// output, hundreds of MB for an LLM run), marked as taken.
+fn accuracy_log(sources: &mut [Source]) -> Option<String> {
+    let s = sources
+        .iter_mut()
+        .find(|s| s.role.is_empty() && s.name.eq_ignore_ascii_case("mlperf_log_accuracy.json"))?;
+    s.role = "accuracy log".into();
+    Some(s.name.clone())
+}
+
+/// Reads accuracy.txt: the dict on the first non-blank line after the line `Results`, as
+/// `'key': number` pairs (what MLPerf's LLM accuracy scripts print with Python's `print`).
+fn accuracy(src: &Source) -> Result<Accuracy, Fatal> {
+    let text = std::str::from_utf8(&src.bytes)
+        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let mut lines = text.lines().enumerate();
+    lines.find(|(_, l)| l.trim() == "Results").ok_or_else(|| {
+        fatal(format!("{}: no line 'Results' (expected the accuracy script's output: a line 'Results', then a dict such as {{'rouge1': 44.5, ..., 'gen_num': 24576}})", src.shown))
+    })?;
+    let (i, line) = lines.find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| {
+        fatal(format!(
+            "{}: nothing after the line 'Results' (expected a dict of scores)",
+            src.shown
+        ))
+    })?;
+    let at = |what: &str| fatal(format!("{}: line {}: {what}", src.shown, i + 1));
+    let body = line
+        .trim()
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .ok_or_else(|| at("expected a dict {'key': number, ...} after 'Results'"))?;
+    let mut scores = Vec::new();
+    for pair in body.split(',').filter(|p| !p.trim().is_empty()) {
+        if scores.len() == MAX_ACCURACY_KEYS {
+            return Err(at(&format!(
+                "more than {MAX_ACCURACY_KEYS} keys in the dict"
+            )));
+        }
+        let (k, v) = pair
+            .split_once(':')
+            .ok_or_else(|| at(&format!("expected 'key': number, found '{}'", pair.trim())))?;
+        let key = k.trim().trim_matches(|c| c == '\'' || c == '"');
+        let value: f64 = v.trim().parse().map_err(|_| {
+            at(&format!(
+                "expected a number for '{key}', found '{}'",
+                v.trim()
+            ))
+        })?;
+        scores.push((key.to_string(), value));
+    }
+    Ok(Accuracy {
+        file: src.name.clone(),
+        line: i + 1,
+        scores,
+        named: rigaudit_audit::imported::loadgen::benchmark_in(&src.shown),
+    })
 }
 
 /// What was taken from which log, and what could not be.
@@ -139,9 +215,25 @@ fn notes(
             s.name
         ));
     }
+    accuracy_notes(sources, imp);
     for s in sources.iter().filter(|s| s.role.is_empty()) {
         imp.not_taken
             .push(format!("{}: not a LoadGen file the importer reads", s.name));
+    }
+}
+
+/// What was taken from accuracy.txt and mlperf_log_accuracy.json, and what not.
+fn accuracy_notes(sources: &[Source], imp: &mut Imported) {
+    let role = |r: &str| sources.iter().find(|s| s.role == r);
+    if let Some(s) = role("accuracy result") {
+        imp.taken.push(format!("{}: the accuracy script's scores, against the benchmark's targets (the MLPerf submission checker's, v4.1 and v5.0), and its gen_num against the run's sample count", s.name));
+        imp.not_taken.push(format!("{}: the scores are the accuracy script's, not recomputed (that needs mlperf_log_accuracy.json, the dataset and the script); a benchmark that no folder of the path names is told by its keys and held to its lowest (99 %) target", s.name));
+    }
+    if let Some(s) = role("accuracy log") {
+        imp.not_taken.push(format!(
+            "{}: not read (every sample's output); the accuracy is not recomputed",
+            s.name
+        ));
     }
 }
 
@@ -296,5 +388,41 @@ mod tests {
         let e = import(&mut both).err().map(|e| e.0).unwrap_or_default();
         assert!(!e.contains("expected.json"), "{e}");
         assert_eq!(both[1].role, "summary");
+    }
+
+    #[test]
+    fn accuracy_txt_is_read_from_the_dict_after_results_not_an_earlier_one() {
+        let case = "fixtures/published/loadgen/v4.1-nvidia-h200x8-mixtral-8x7b-server";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(case);
+        let text = std::fs::read_to_string(path.join("accuracy.txt")).unwrap();
+        let mut src = source("accuracy.txt", &text);
+        src.shown = format!("{case}/accuracy.txt");
+        let a = accuracy(&src).unwrap();
+        let score = |k: &str| a.scores.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        assert_eq!(score("gsm8k"), Some(73.12));
+        assert_eq!(score("gen_num"), Some(15000.0));
+        assert_eq!(
+            score("ruby"),
+            None,
+            "the MBXP counts before 'Results' are not the result"
+        );
+        assert_eq!(a.named.as_deref(), Some("mixtral-8x7b"));
+        assert_eq!(a.line, 7);
+    }
+
+    #[test]
+    fn a_bad_accuracy_txt_is_refused_naming_file_line_and_what_was_expected() {
+        let err = |text: &str| accuracy(&source("accuracy.txt", text)).err().unwrap().0;
+        assert!(err("rouge1 44.5\n").contains("accuracy.txt: no line 'Results'"));
+        let e = err("Results\n\n{'rouge1': 44.5, 'gen_num': many}\n");
+        assert!(
+            e.contains("line 3") && e.contains("a number for 'gen_num'"),
+            "{e}"
+        );
+        assert!(err("Results\nrouge1=44\n").contains("expected a dict"));
+        let many: Vec<String> = (0..65).map(|i| format!("'k{i}': 1")).collect();
+        let e = err(&format!("Results\n{{{}}}\n", many.join(", ")));
+        assert!(e.contains("more than 64 keys"), "{e}");
+        assert!(err("Results\n").contains("nothing after the line 'Results'"));
     }
 }

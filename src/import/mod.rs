@@ -559,11 +559,18 @@ pub fn named(name: &str) -> Option<Format> {
 
 /// The format a file of this name goes with, when its content alone says no tool's (it is read with
 /// the tool's logs of the same folder, and is no run by itself): MLPerf's compliance verdicts
-/// `verify_accuracy.txt` and `verify_performance.txt`, read with LoadGen's logs.
+/// `verify_accuracy.txt` and `verify_performance.txt`, and an accuracy run's `accuracy.txt` and
+/// `mlperf_log_accuracy.json`, read with LoadGen's logs.
 pub fn companion(name: &str) -> Option<Format> {
     let n = name.to_ascii_lowercase();
-    matches!(n.as_str(), "verify_accuracy.txt" | "verify_performance.txt")
-        .then_some(Format::Loadgen)
+    matches!(
+        n.as_str(),
+        "verify_accuracy.txt"
+            | "verify_performance.txt"
+            | "accuracy.txt"
+            | "mlperf_log_accuracy.json"
+    )
+    .then_some(Format::Loadgen)
 }
 
 /// Whether a file of this name may be a tool's result, by its extension (what a tree's walk reads:

@@ -266,6 +266,7 @@ mod tests {
         let run = tmp.path().join("run_1");
         std::fs::create_dir_all(&run).unwrap();
         for f in [
+            "accuracy.txt",
             "mlperf_log_summary.txt",
             "mlperf_log_detail.txt",
             "verify_accuracy.txt",
@@ -274,6 +275,7 @@ mod tests {
         }
         write(&run, "notes.json", "{\"why\": \"119 :::MLLOG lines\"}");
         let names = [
+            "accuracy.txt",
             "mlperf_log_detail.txt",
             "mlperf_log_summary.txt",
             "verify_accuracy.txt",

@@ -131,6 +131,27 @@ pub const SETTINGS_BELOW_RULES: About = About {
     doc: "A run's own settings are below the rules its tool's benchmark asks for (MLPerf: 600 s minimum duration).",
 };
 
+/// `import.accuracy-below-target`.
+pub const ACCURACY_BELOW_TARGET: About = About {
+    id: "import.accuracy-below-target",
+    severity: Severity::Error,
+    doc: "An accuracy score the benchmark's accuracy script printed is below the benchmark's target (or above its upper limit): the run's accuracy does not qualify the result (MLPerf: accuracy.txt against the submission checker's targets).",
+};
+
+/// `import.accuracy-count-mismatch`.
+pub const ACCURACY_COUNT_MISMATCH: About = About {
+    id: "import.accuracy-count-mismatch",
+    severity: Severity::Error,
+    doc: "The accuracy script scored a number of samples other than the accuracy run's (MLPerf: accuracy.txt's gen_num against the run's sample count): the score is not over the whole dataset.",
+};
+
+/// `import.accuracy-missing`.
+pub const ACCURACY_MISSING: About = About {
+    id: "import.accuracy-missing",
+    severity: Severity::Warning,
+    doc: "The accuracy run's log is given but not the accuracy script's output (MLPerf: mlperf_log_accuracy.json without accuracy.txt): the run's accuracy is not stated, and is not recomputed here.",
+};
+
 /// `import.not-recomputable`.
 pub const NOT_RECOMPUTABLE: About = About {
     id: "import.not-recomputable",
@@ -248,6 +269,9 @@ pub const CHECKS: &[About] = &[
     DECLARED_METRIC_MISSING,
     COMPLIANCE_FAILED,
     PERCENTILE_FEW_SAMPLES,
+    ACCURACY_BELOW_TARGET,
+    ACCURACY_COUNT_MISMATCH,
+    ACCURACY_MISSING,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its

@@ -1,7 +1,8 @@
 //! The rows of [`crate::imported::loadgen`].
 
 use super::{case, check_cases, lowered, quiet, Case};
-use crate::imported::loadgen::{Detail, Logs, Summary, Verdict, CHECKS};
+use crate::imported::loadgen::{Accuracy, Detail, Logs, Summary, Verdict, CHECKS};
+use crate::imported::{ACCURACY_BELOW_TARGET, ACCURACY_COUNT_MISMATCH, ACCURACY_MISSING};
 use crate::imported::{COMPLIANCE_FAILED, TOOL_ERRORS, VALIDITY_MISMATCH};
 use crate::imported::{IMPOSSIBLE_AGGREGATE, RUN_INCOMPLETE, SETTINGS_BELOW_RULES};
 use crate::report::Severity;
@@ -36,6 +37,7 @@ fn clean() -> Logs {
         ("result_max_latency_ns", json!(200)),
         ("result_50.00_percentile_latency_ns", json!(150)),
         ("result_99.00_percentile_latency_ns", json!(199)),
+        ("qsl_reported_total_count", json!(24576)),
     ] {
         set(&mut d, k, v);
     }
@@ -59,7 +61,35 @@ fn clean() -> Logs {
         summary: Some(summary),
         detail: d,
         compliance: Verdict::read("verify_accuracy.txt", "TEST PASS\n"),
+        accuracy: Some(accuracy()),
+        accuracy_log: Some("mlperf_log_accuracy.json".into()),
     }
+}
+
+/// NVIDIA's published v4.1 llama2-70b-99.9 Offline accuracy.txt (DGX-H100), in its folder:
+/// every score at or above the 99.9 % target.
+fn accuracy() -> Accuracy {
+    let scores = [
+        ("rouge1", 44.5437),
+        ("rouge2", 22.1222),
+        ("rougeL", 28.7396),
+        ("rougeLsum", 42.1154),
+        ("gen_len", 28211344.0),
+        ("gen_num", 24576.0),
+        ("gen_tok_len", 7134577.0),
+        ("tokens_per_sample", 290.3),
+    ];
+    Accuracy {
+        file: "accuracy.txt".into(),
+        line: 5,
+        scores: scores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        named: Some("llama2-70b-99.9".into()),
+    }
+}
+
+fn score(x: &mut Logs, k: &str, v: f64) {
+    let a = x.accuracy.as_mut().unwrap();
+    a.scores.iter_mut().find(|e| e.0 == k).unwrap().1 = v;
 }
 
 fn entry(x: &mut Logs, k: &str, v: &str) {
@@ -135,6 +165,45 @@ pub(super) const CASES: &[Case<Logs>] = &[
     case(COMPLIANCE_FAILED.id, clean, |x| {
         x.compliance = Verdict::read("verify_accuracy.txt", "TEST FAIL\n");
     }),
+    // 44.38 passes llama2-70b-99 (43.987) but not -99.9 (44.387), which the folder names.
+    case(ACCURACY_BELOW_TARGET.id, clean, |x| {
+        score(x, "rouge1", 44.38)
+    })
+    .saying("'rouge1' 44.38 is below the target 44.3868 of llama2-70b-99.9"),
+    case(ACCURACY_BELOW_TARGET.id, clean, |x| {
+        score(x, "tokens_per_sample", 330.0)
+    })
+    .saying("above the upper limit 323.8950"),
+    case(ACCURACY_BELOW_TARGET.id, clean, |x| {
+        score(x, "rouge2", f64::NAN)
+    })
+    .saying("'rouge2' NaN is below"),
+    // Not named by its path: told llama2-70b by its keys, held to the 99 % target.
+    case(ACCURACY_BELOW_TARGET.id, clean, |x| {
+        x.accuracy.as_mut().unwrap().named = None;
+        score(x, "rouge1", 43.0);
+    })
+    .saying("43.9869 of llama2-70b-99 (told by its keys)"),
+    // llama3.1-405b's keys (v5.0 on), told by them: exact_match below 99 % of 90.1335.
+    case(ACCURACY_BELOW_TARGET.id, clean, |x| {
+        let a = x.accuracy.as_mut().unwrap();
+        a.named = None;
+        a.scores = [
+            ("rougeL", 21.9),
+            ("exact_match", 89.0),
+            ("tokens_per_sample", 680.0),
+            ("gen_num", 24576.0),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    })
+    .saying("'exact_match' 89 is below the target 89.2322 of llama3.1-405b (told by its keys)"),
+    case(ACCURACY_COUNT_MISMATCH.id, clean, |x| {
+        score(x, "gen_num", 24575.0)
+    })
+    .saying("gen_num 24575 samples, but mlperf_log_detail.txt's qsl_reported_total_count is 24576"),
+    case(ACCURACY_MISSING.id, clean, |x| x.accuracy = None),
 ];
 
 #[test]
@@ -145,4 +214,12 @@ fn each_row_raises_its_id_on_its_planted_problem_only() {
 #[test]
 fn the_clean_logs_raise_nothing() {
     quiet(CHECKS, &clean());
+}
+
+#[test]
+fn a_99_percent_run_passes_where_its_99_9_twin_would_not() {
+    let mut x = clean();
+    x.accuracy.as_mut().unwrap().named = Some("llama2-70b-99".into());
+    score(&mut x, "rouge1", 44.38);
+    quiet(CHECKS, &x);
 }
