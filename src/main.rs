@@ -16,6 +16,7 @@ mod cli;
 mod commands;
 mod diff;
 mod digest;
+mod download;
 mod fatal;
 mod fetch;
 #[cfg(test)]
@@ -80,10 +81,12 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             bundle,
             mut more,
             from,
+            fetch,
             out,
         } => {
             more.insert(0, bundle);
-            commands::verify(&Gate { out, policy }, &more, from)
+            let paths = download::local_paths(&more, &fetch)?;
+            commands::verify(&Gate { out, policy }, &paths, from)
         }
         Command::Import {
             from,
@@ -99,7 +102,17 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             &files,
             &out,
         ),
-        Command::Diff { args, out } => commands::diff(&Gate { out, policy }, args),
+        Command::Diff {
+            mut args,
+            fetch,
+            out,
+        } => {
+            let mut both = download::local_paths(&[args.a.clone(), args.b.clone()], &fetch)?;
+            if let (Some(b), Some(a)) = (both.pop(), both.pop()) {
+                (args.a, args.b) = (a, b);
+            }
+            commands::diff(&Gate { out, policy }, args)
+        }
         Command::Replay { bundle, args, out } => {
             commands::replay(&Gate { out, policy }, &bundle, args)
         }
@@ -108,9 +121,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             roots,
             files,
             no_replay,
+            fetch,
             replay,
             out,
         } => {
+            let bundle = download::local_path(&bundle, &fetch)?;
             // A --root BOX=DIR of a box mapped with --box is read on that box (replay's ssh options).
             let ssh = replay.boxes.ssh.clone();
             let artifacts = audit::Artifacts { roots, files, ssh };

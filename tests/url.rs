@@ -1,0 +1,307 @@
+//! `verify|diff URL`: bundles fetched over HTTP from a server on loopback written here, which
+//! serves a packed bundle well and also misbehaves: trickles bytes, lies about its length, sends
+//! more than the cap, redirects in a loop and without end, serves an archive bomb, and redirects to
+//! another host a request that carried credentials.
+
+mod common;
+
+use common::{fixture, rigaudit_with_env, Run};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const MIA: &str = "mia-recipe-1104-2x";
+
+/// What the server sends for a request: status line and headers (without the blank line), the
+/// body, and a pause between the body's bytes (a trickle) when not zero.
+struct Reply {
+    head: String,
+    body: Vec<u8>,
+    pause: Duration,
+}
+
+impl Reply {
+    fn ok(body: Vec<u8>) -> Reply {
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}", body.len());
+        Reply {
+            head,
+            body,
+            pause: Duration::ZERO,
+        }
+    }
+
+    fn redirect(to: &str) -> Reply {
+        let head = format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0");
+        Reply {
+            head,
+            body: Vec::new(),
+            pause: Duration::ZERO,
+        }
+    }
+}
+
+/// A server on loopback: each request's path and header lines are recorded, the answer is
+/// `route`'s. One thread per connection; it stops with the test process.
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start(route: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Server {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (route, log) = (Arc::new(route), seen.clone());
+        std::thread::spawn(move || {
+            for conn in l.incoming().flatten() {
+                let (route, log) = (route.clone(), log.clone());
+                std::thread::spawn(move || serve(conn, &*route, &log));
+            }
+        });
+        Server { port, seen }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The requests seen: each its request line and headers, one string.
+    fn requests(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(conn: TcpStream, route: &dyn Fn(&str) -> Reply, log: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut request = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        request.push_str(&line);
+    }
+    let path = request.split(' ').nth(1).unwrap_or("/").to_string();
+    log.lock().unwrap().push(request);
+    let reply = route(&path);
+    let mut conn = conn;
+    let _ = write!(conn, "{}\r\nConnection: close\r\n\r\n", reply.head);
+    if reply.pause.is_zero() {
+        let _ = conn.write_all(&reply.body);
+        return;
+    }
+    for b in &reply.body {
+        std::thread::sleep(reply.pause);
+        if conn.write_all(&[*b]).and_then(|_| conn.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The seed page MIA packed as a .tar.gz, its bytes.
+fn packed_mia() -> Vec<u8> {
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    tar.append_dir_all(MIA, fixture(MIA)).unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// `rigaudit ARGS --format json` with its own cache folder.
+fn run(args: &[&str], cache: &Path) -> Run {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--format", "json"]);
+    rigaudit_with_env(&all, &[("RIGAUDIT_CACHE", cache)])
+}
+
+#[test]
+fn a_fetched_bundle_verifies_as_the_local_one_and_is_kept_by_its_digest() {
+    let bytes = packed_mia();
+    let digest = common::sha_hex(&bytes);
+    let s = Server::start(move |p| match p {
+        "/pages/mia.tar.gz" => Reply::ok(bytes.clone()),
+        _ => Reply {
+            head: "HTTP/1.1 404 Not Found\r\nContent-Length: 0".into(),
+            body: vec![],
+            pause: Duration::ZERO,
+        },
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let url = s.url("/pages/mia.tar.gz");
+    let fetched = run(&["verify", &url], cache.path());
+    let local = run(&["verify", fixture(MIA).to_str().unwrap()], cache.path());
+    assert_eq!(fetched.code, 0, "{}", fetched.stderr);
+    assert_eq!(
+        (fetched.code, fetched.json()["verdict"].clone()),
+        (local.code, local.json()["verdict"].clone())
+    );
+    assert_eq!(fetched.json()["findings"], local.json()["findings"]);
+    let kept = cache
+        .path()
+        .join("downloads")
+        .join(&digest)
+        .join("mia.tar.gz");
+    assert_eq!(common::sha_file(&kept), digest);
+    // Pinned to its digest, the cached copy is used: the server is not asked again.
+    let asked = s.requests().len();
+    let again = run(&["verify", &url, "--sha256", &digest], cache.path());
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(s.requests().len(), asked);
+    // A missing page is the server's 404, named.
+    let gone = run(&["verify", &s.url("/pages/gone.tar.gz")], cache.path());
+    gone.assert_exit_saying(2, "HTTP 404");
+}
+
+#[test]
+fn a_download_with_another_digest_than_pinned_is_refused_and_not_kept() {
+    let bytes = packed_mia();
+    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let cache = tempfile::tempdir().unwrap();
+    let wrong = "0".repeat(64);
+    let r = run(
+        &["verify", &s.url("/mia.tar.gz"), "--sha256", &wrong],
+        cache.path(),
+    );
+    r.assert_exit_saying(2, &format!("is not the pinned {wrong}"));
+    let kept: Vec<_> = std::fs::read_dir(cache.path().join("downloads"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(kept.is_empty(), "{kept:?}");
+}
+
+#[test]
+fn a_trickling_server_is_stopped_at_the_deadline() {
+    let s = Server::start(|_| Reply {
+        pause: Duration::from_millis(100),
+        ..Reply::ok(vec![b'x'; 1000])
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let r = run(
+        &["verify", &s.url("/slow.tar.gz"), "--fetch-timeout", "2"],
+        cache.path(),
+    );
+    r.assert_exit_saying(2, "not finished within 2 s");
+    // 1000 bytes at 100 ms each would take 100 s.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_server_that_lies_about_the_length_or_sends_too_much_is_refused() {
+    let s = Server::start(|p| match p {
+        // Announces 100000 bytes, sends 1000 and closes.
+        "/short.tar.gz" => Reply {
+            head: "HTTP/1.1 200 OK\r\nContent-Length: 100000".into(),
+            body: vec![0x1f; 1000],
+            pause: Duration::ZERO,
+        },
+        // Announces 3 MiB: over a 1 MiB cap before a byte is read.
+        "/announced.tar.gz" => Reply::ok(vec![0; 3 << 20]),
+        // Announces nothing (the body ends with the connection) and sends 3 MiB.
+        _ => Reply {
+            head: "HTTP/1.1 200 OK".into(),
+            body: vec![0; 3 << 20],
+            pause: Duration::ZERO,
+        },
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let r = run(&["verify", &s.url("/short.tar.gz")], cache.path());
+    r.assert_exit_saying(2, "of the 100000 bytes announced");
+    let cap = ["--max-download", "1"];
+    let r = run(
+        &["verify", &s.url("/announced.tar.gz"), cap[0], cap[1]],
+        cache.path(),
+    );
+    r.assert_exit_saying(2, "announces 3145728 bytes, over the cap of 1 MiB");
+    let r = run(
+        &["verify", &s.url("/unannounced.tar.gz"), cap[0], cap[1]],
+        cache.path(),
+    );
+    r.assert_exit_saying(2, "more than the cap of 1 MiB");
+}
+
+#[test]
+fn redirect_loops_and_endless_redirects_are_refused() {
+    let s = Server::start(|p| {
+        if p == "/loop" {
+            return Reply::redirect("/loop");
+        }
+        let n: u64 = p.trim_start_matches("/hop/").parse().unwrap_or(0);
+        Reply::redirect(&format!("/hop/{}", n + 1))
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let r = run(&["verify", &s.url("/loop")], cache.path());
+    r.assert_exit_saying(2, "a redirect loop");
+    let r = run(&["verify", &s.url("/hop/0")], cache.path());
+    r.assert_exit_saying(2, "more than 5 redirects");
+    // The first request and five redirects followed; the sixth refused.
+    let hops = s.requests().iter().filter(|q| q.contains("/hop/")).count();
+    assert_eq!(hops, 6, "{:?}", s.requests());
+}
+
+#[test]
+fn a_fetched_archive_bomb_is_refused_by_the_unpack_bounds() {
+    let bomb = tempfile::tempdir().unwrap();
+    let path = bomb.path().join("b.tar.gz");
+    let zeros = vec![0u8; 100 << 20];
+    common::write_tar_gz(&path, &[("b/big.log", &zeros)], flate2::Compression::best());
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() < 1 << 20, "{}", bytes.len());
+    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let cache = tempfile::tempdir().unwrap();
+    let r = run(&["verify", &s.url("/bomb")], cache.path());
+    r.assert_exit_saying(2, "archive bomb");
+}
+
+#[test]
+fn credentials_are_not_sent_to_the_host_a_redirect_leads_to() {
+    let bytes = packed_mia();
+    let other = Server::start(move |_| Reply::ok(bytes.clone()));
+    let to = other.url("/mia.tar.gz");
+    let first = Server::start(move |_| Reply::redirect(&to));
+    let url = first
+        .url("/mia.tar.gz")
+        .replace("http://", "http://me:s3cret@");
+    let cache = tempfile::tempdir().unwrap();
+    let r = run(&["verify", &url], cache.path());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let auth = |s: &Server| {
+        s.requests()
+            .iter()
+            .any(|q| q.to_ascii_lowercase().contains("authorization:"))
+    };
+    // The first host got the credentials it was given (the test could fail), the second did not.
+    assert!(auth(&first), "{:?}", first.requests());
+    assert!(!auth(&other), "{:?}", other.requests());
+    assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
+}
+
+#[test]
+fn diff_takes_a_url_on_each_side() {
+    let bytes = packed_mia();
+    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let cache = tempfile::tempdir().unwrap();
+    let (a, b) = (s.url("/a/mia.tar.gz"), s.url("/b/mia.tar.gz"));
+    let fetched = run(&["diff", &a, &b], cache.path());
+    let local = run(
+        &[
+            "diff",
+            fixture(MIA).to_str().unwrap(),
+            fixture(MIA).to_str().unwrap(),
+        ],
+        cache.path(),
+    );
+    assert_eq!(fetched.code, local.code, "{}", fetched.stderr);
+    assert_eq!(fetched.json()["verdict"], local.json()["verdict"]);
+    let one = run(&["diff", &a, &b, "--sha256", &"0".repeat(64)], cache.path());
+    one.assert_exit_saying(2, "1 given for 2 URL(s)");
+}
