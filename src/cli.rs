@@ -2,7 +2,7 @@
 //! parses them and hands them on; nothing here runs anything.
 
 use crate::output::Format;
-use crate::{diff, import, measure, rehash, replay};
+use crate::{diff, download, import, measure, rehash, replay};
 use clap::{Parser, Subcommand, ValueEnum};
 use rigaudit_audit::Severity;
 use std::path::PathBuf;
@@ -61,6 +61,10 @@ pub struct ReportArgs {
     /// (see `audit/src/policy.rs`).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Sign the in-toto attestation (`--format intoto`, `--output FILE.intoto.json`) with this
+    /// ed25519 key (PKCS#8 PEM, or a raw 32-byte seed): it is then a DSSE envelope.
+    #[arg(long, value_name = "KEY")]
+    pub sign_key: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -68,13 +72,16 @@ pub enum Command {
     /// Verify a published bundle: schemas, recomputed figures, invalid steps, setup consistency.
     Verify {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar); or another
-        /// tool's result file (or folder of files), its format detected or named with --from.
+        /// tool's result file (or folder of files), its format detected or named with --from; or
+        /// the http(s) URL of a packed bundle or a result file (fetched into the cache).
         bundle: PathBuf,
         /// More result files of the same run (with --from, or detected).
         more: Vec<PathBuf>,
         /// The format of another tool's result files (see `rigaudit import`).
         #[arg(long, value_enum)]
         from: Option<import::Format>,
+        #[command(flatten)]
+        fetch: download::FetchArgs,
         #[command(flatten)]
         out: ReportArgs,
     },
@@ -97,7 +104,8 @@ pub enum Command {
     /// The main job: verify a bundle, rehash what the given roots hold, and replay the recorded
     /// command (the bundled engine by default) to see whether the page reproduces. One report.
     Audit {
-        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar), or the http(s)
+        /// URL of a packed bundle (fetched into the cache).
         bundle: PathBuf,
         /// Folders to rehash the card's artifacts from (see `rehash --root`). Repeatable.
         #[arg(long = "root", value_name = "[BOX=]DIR")]
@@ -109,6 +117,8 @@ pub enum Command {
         #[arg(long)]
         no_replay: bool,
         #[command(flatten)]
+        fetch: download::FetchArgs,
+        #[command(flatten)]
         replay: replay::Args,
         #[command(flatten)]
         out: ReportArgs,
@@ -118,6 +128,8 @@ pub enum Command {
     Diff {
         #[command(flatten)]
         args: diff::Args,
+        #[command(flatten)]
+        fetch: download::FetchArgs,
         #[command(flatten)]
         out: ReportArgs,
     },

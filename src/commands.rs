@@ -7,6 +7,7 @@ use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::Subject;
 use crate::{audit, diff, import, input, measure, output, rehash, replay, verify};
+use output::intoto::{self, SignKey};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
 use std::path::{Path, PathBuf};
@@ -43,12 +44,41 @@ impl Gate {
         for spec in &out.outputs {
             files.push(output::parse_output(spec)?);
         }
+        let key = self.sign_key(&files)?;
         let color = out.format == Format::Text && output::color_stdout();
-        print!("{}", output::render(&report, out.format, color));
+        print!("{}", rendered(&report, out.format, color, key.as_ref()));
         for (format, path) in files {
-            output::write_atomic(&path, output::render(&report, format, false).as_bytes())?;
+            let text = rendered(&report, format, false, key.as_ref());
+            output::write_atomic(&path, text.as_bytes())?;
         }
         Ok(ExitCode::from(report.exit_code() as u8))
+    }
+}
+
+impl Gate {
+    /// `--sign-key`, read; `Err` when it cannot be, or when no in-toto attestation is asked for.
+    fn sign_key(&self, files: &[(Format, PathBuf)]) -> Result<Option<SignKey>, Fatal> {
+        let Some(path) = &self.out.sign_key else {
+            return Ok(None);
+        };
+        let attests =
+            self.out.format == Format::Intoto || files.iter().any(|(f, _)| *f == Format::Intoto);
+        if !attests {
+            return Err(fatal(
+                "--sign-key signs the in-toto attestation; ask for one with --format intoto or --output FILE.intoto.json",
+            ));
+        }
+        SignKey::load(path).map(Some)
+    }
+}
+
+/// A report rendered in a format; the in-toto statement wrapped in a signed DSSE envelope when
+/// there is a key.
+fn rendered(report: &Report, format: Format, color: bool, key: Option<&SignKey>) -> String {
+    let text = output::render(report, format, color);
+    match key {
+        Some(k) if format == Format::Intoto => intoto::envelope(&text, k),
+        _ => text,
     }
 }
 
