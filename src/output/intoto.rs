@@ -107,11 +107,6 @@ impl SignKey {
         let keyid = keyid_of(&key.verifying_key());
         Ok(SignKey { key, keyid })
     }
-
-    /// The public key, hex (as securesystemslib writes `keyval.public`).
-    pub fn public_hex(&self) -> String {
-        crate::digest::hex(self.key.verifying_key().as_bytes())
-    }
 }
 
 /// A raw seed: exactly 32 bytes, or 64 hex digits.
@@ -202,8 +197,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let raw = SignKey::load(&key_file(dir.path(), "raw", &[0xab; 32])).unwrap();
         let hex = SignKey::load(&key_file(dir.path(), "hex", "ab".repeat(32).as_bytes())).unwrap();
-        assert_eq!(raw.public_hex(), hex.public_hex());
-        assert_eq!(raw.keyid.len(), 64);
+        assert_eq!(raw.key.verifying_key(), hex.key.verifying_key());
+        assert_eq!((raw.keyid.len(), &raw.keyid), (64, &hex.keyid));
         let e = SignKey::load(&key_file(dir.path(), "bad", b"not a key"))
             .err()
             .unwrap()
