@@ -305,3 +305,23 @@ fn diff_takes_a_url_on_each_side() {
     let one = run(&["diff", &a, &b, "--sha256", &"0".repeat(64)], cache.path());
     one.assert_exit_saying(2, "1 given for 2 URL(s)");
 }
+
+#[test]
+fn audit_takes_a_url_as_verify_does() {
+    let bytes = packed_mia();
+    let digest = common::sha_hex(&bytes);
+    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let cache = tempfile::tempdir().unwrap();
+    let url = s.url("/mia.tar.gz");
+    let fetched = run(
+        &["audit", &url, "--no-replay", "--sha256", &digest],
+        cache.path(),
+    );
+    let mia = fixture(MIA);
+    let local = run(
+        &["audit", mia.to_str().unwrap(), "--no-replay"],
+        cache.path(),
+    );
+    assert_eq!(fetched.code, local.code, "{}", fetched.stderr);
+    assert_eq!(fetched.json()["findings"], local.json()["findings"]);
+}
