@@ -13,12 +13,13 @@ python3 -c "import xllamacpp" 2>/dev/null ||
 # Python's xmlschema validates the JUnit reports against tests/schemas/junit.xsd (tests/reports.rs).
 python3 -c "import xmlschema" 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check "xmlschema==4.1.0"
-# Pinned tools from PyPI, each in a venv under target/tmp (the tests' CARGO_TARGET_TMPDIR) with a
-# marker of what it holds, which the tests reuse (tests/common/venv.rs makes the same when missing):
-# maturin builds the wheel tests/wheel.rs installs; in-toto verifies the signed attestation
-# (tests/attest.rs).
+# Pinned tools from PyPI, each in a venv under the target folder's tmp/ (the tests'
+# CARGO_TARGET_TMPDIR) with a marker of what it holds, which the tests reuse (tests/common/venv.rs
+# makes the same when missing): maturin builds the wheel tests/wheel.rs installs (with the release
+# profile; RIGAUDIT_WHEEL_PROFILE=dev reuses the tests' debug build in a cold target folder); in-toto
+# verifies the signed attestation (tests/attest.rs).
 venv_with() {
-    local dir="target/tmp/$1" want
+    local dir="${CARGO_TARGET_DIR:-target}/tmp/$1" want
     shift
     want=$(printf '%s\n' "$@")
     want=${want%$'\n'}
