@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{fixture, rigaudit_with_env, Run};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use common::{fixture, rigaudit_with_env, venv, Run};
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,25 +47,46 @@ impl Reply {
 struct Server {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
+    scheme: &'static str,
 }
 
 impl Server {
     fn start(route: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Server {
+        Server::start_with(None, route)
+    }
+
+    /// A server that speaks TLS with `tls` (https), or plain HTTP without.
+    fn start_with(
+        tls: Option<Arc<rustls::ServerConfig>>,
+        route: impl Fn(&str) -> Reply + Send + Sync + 'static,
+    ) -> Server {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (route, log) = (Arc::new(route), seen.clone());
+        let scheme = if tls.is_some() { "https" } else { "http" };
         std::thread::spawn(move || {
             for conn in l.incoming().flatten() {
-                let (route, log) = (route.clone(), log.clone());
-                std::thread::spawn(move || serve(conn, &*route, &log));
+                let (route, log, tls) = (route.clone(), log.clone(), tls.clone());
+                std::thread::spawn(move || match tls {
+                    None => serve(conn, &*route, &log),
+                    Some(cfg) => {
+                        let Ok(session) = rustls::ServerConnection::new(cfg) else {
+                            return;
+                        };
+                        let mut stream = rustls::StreamOwned::new(session, conn);
+                        serve(&mut stream, &*route, &log);
+                        stream.conn.send_close_notify();
+                        let _ = stream.flush();
+                    }
+                });
             }
         });
-        Server { port, seen }
+        Server { port, seen, scheme }
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("{}://127.0.0.1:{}{path}", self.scheme, self.port)
     }
 
     /// The requests seen: each its request line and headers, one string.
@@ -74,23 +95,23 @@ impl Server {
     }
 }
 
-fn serve(conn: TcpStream, route: &dyn Fn(&str) -> Reply, log: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut request = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
+fn serve(mut conn: impl Read + Write, route: &dyn Fn(&str) -> Reply, log: &Mutex<Vec<String>>) {
+    // The request line and headers, a byte at a time up to the blank line.
+    let mut request = Vec::new();
+    let mut byte = [0u8; 1];
+    while !request.ends_with(b"\r\n\r\n") && request.len() < 64 * 1024 {
+        match conn.read(&mut byte) {
+            Ok(1) => request.push(byte[0]),
+            _ => return,
         }
-        request.push_str(&line);
     }
+    let request = String::from_utf8_lossy(&request).into_owned();
     let path = request.split(' ').nth(1).unwrap_or("/").to_string();
     log.lock().unwrap().push(request);
     let reply = route(&path);
-    let mut conn = conn;
     let _ = write!(conn, "{}\r\nConnection: close\r\n\r\n", reply.head);
     if reply.pause.is_zero() {
-        let _ = conn.write_all(&reply.body);
+        let _ = conn.write_all(&reply.body).and_then(|_| conn.flush());
         return;
     }
     for b in &reply.body {
@@ -324,4 +345,105 @@ fn audit_takes_a_url_as_verify_does() {
     );
     assert_eq!(fetched.code, local.code, "{}", fetched.stderr);
     assert_eq!(fetched.json()["findings"], local.json()["findings"]);
+}
+
+/// Makes a self-signed certificate for 127.0.0.1 (cert.pem, key.pem in `dir`) with Python's
+/// `cryptography`.
+const CERTGEN: &str = r#"
+import sys, datetime, ipaddress
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import hashes, serialization as s
+from cryptography.hazmat.primitives.asymmetric import ec
+k = ec.generate_private_key(ec.SECP256R1())
+name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+now = datetime.datetime.now(datetime.timezone.utc)
+c = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(k.public_key())
+     .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+     .not_valid_after(now + datetime.timedelta(days=2))
+     .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+     .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+     .sign(k, hashes.SHA256()))
+open(sys.argv[1] + "/cert.pem", "wb").write(c.public_bytes(s.Encoding.PEM))
+open(sys.argv[1] + "/key.pem", "wb").write(k.private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()))
+"#;
+
+/// The TLS configuration of a server with the certificate and key in `dir`.
+fn tls_config(dir: &Path) -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert = CertificateDer::from_pem_file(dir.join("cert.pem")).unwrap();
+    let key = PrivateKeyDer::from_pem_file(dir.join("key.pem")).unwrap();
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    Arc::new(cfg)
+}
+
+#[test]
+fn https_fetches_with_a_trusted_certificate_only_and_never_drops_to_http() {
+    // The certificate is made with the in-toto venv's `cryptography` (tests/attest.rs).
+    let py = match venv::with("intoto-venv", &["in-toto==3.1.0"]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("SKIPPED: PyPI is unreachable, no cryptography to make a certificate: {e}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(&py)
+        .args(["-c", CERTGEN])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let bytes = packed_mia();
+    let plain = Server::start(move |_| Reply::ok(bytes.clone()));
+    let down = plain.url("/mia.tar.gz");
+    let bytes = packed_mia();
+    let s = Server::start_with(Some(tls_config(dir.path())), move |p| match p {
+        "/down" => Reply::redirect(&down),
+        _ => Reply::ok(bytes.clone()),
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let trusted = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--format", "json"]);
+        rigaudit_with_env(
+            &all,
+            &[("RIGAUDIT_CACHE", cache.path()), ("SSL_CERT_FILE", &cert)],
+        )
+    };
+    let url = s.url("/mia.tar.gz");
+    assert!(url.starts_with("https://"), "{url}");
+    let r = trusted(&["verify", &url]);
+    assert_eq!(
+        (r.code, r.json()["verdict"].as_str()),
+        (0, Some("pass")),
+        "{}",
+        r.stderr
+    );
+    // Without the certificate among the trusted ones, nothing is fetched.
+    let other_cache = tempfile::tempdir().unwrap();
+    let r = run(&["verify", &url], other_cache.path());
+    r.assert_exit_saying(2, "cannot fetch");
+    assert!(
+        r.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        r.stderr
+    );
+    // A redirect from https to http is refused, and the http server never asked.
+    let r = trusted(&["verify", &s.url("/down")]);
+    r.assert_exit_saying(2, "a redirect from https to http://");
+    assert!(plain.requests().is_empty(), "{:?}", plain.requests());
 }
