@@ -6,7 +6,7 @@ use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::Subject;
-use crate::{audit, diff, import, input, measure, output, rehash, replay, verify};
+use crate::{audit, diff, download, import, input, measure, output, rehash, replay, verify};
 use output::intoto::{self, SignKey};
 use output::Format;
 use rigaudit_audit::{Report, Severity};
@@ -88,8 +88,10 @@ pub fn verify(
     gate: &Gate,
     paths: &[PathBuf],
     from: Option<import::Format>,
+    fetch: &download::FetchArgs,
 ) -> Result<ExitCode, Fatal> {
-    gate.emit(verify::run(&Subject::open(paths, from)?, gate.fail_on())?)
+    let paths = download::local_paths(paths, fetch)?;
+    gate.emit(verify::run(&Subject::open(&paths, from)?, gate.fail_on())?)
 }
 
 /// `import`: writes the bundle and prints the report of its checks.
@@ -120,7 +122,15 @@ pub fn import(
 }
 
 /// `diff`: two bundles, or two runs of another tool, with the policy's tolerances.
-pub fn diff(gate: &Gate, mut args: diff::Args) -> Result<ExitCode, Fatal> {
+pub fn diff(
+    gate: &Gate,
+    mut args: diff::Args,
+    fetch: &download::FetchArgs,
+) -> Result<ExitCode, Fatal> {
+    let mut both = download::local_paths(&[args.a.clone(), args.b.clone()], fetch)?;
+    if let (Some(b), Some(a)) = (both.pop(), both.pop()) {
+        (args.a, args.b) = (a, b);
+    }
     if let Some(p) = &gate.policy {
         p.tune_diff(&mut args);
     }
@@ -155,7 +165,9 @@ pub fn audit(
     bundle: &Path,
     mut artifacts: audit::Artifacts,
     mut replay: Option<replay::Args>,
+    fetch: &download::FetchArgs,
 ) -> Result<ExitCode, Fatal> {
+    let bundle = &download::local_path(bundle, fetch)?;
     if let Some(p) = &gate.policy {
         p.tune_boxes(&mut artifacts.ssh);
         if let Some(a) = replay.as_mut() {

@@ -85,8 +85,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             out,
         } => {
             more.insert(0, bundle);
-            let paths = download::local_paths(&more, &fetch)?;
-            commands::verify(&Gate { out, policy }, &paths, from)
+            commands::verify(&Gate { out, policy }, &more, from, &fetch)
         }
         Command::Import {
             from,
@@ -102,17 +101,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             &files,
             &out,
         ),
-        Command::Diff {
-            mut args,
-            fetch,
-            out,
-        } => {
-            let mut both = download::local_paths(&[args.a.clone(), args.b.clone()], &fetch)?;
-            if let (Some(b), Some(a)) = (both.pop(), both.pop()) {
-                (args.a, args.b) = (a, b);
-            }
-            commands::diff(&Gate { out, policy }, args)
-        }
+        Command::Diff { args, fetch, out } => commands::diff(&Gate { out, policy }, args, &fetch),
         Command::Replay { bundle, args, out } => {
             commands::replay(&Gate { out, policy }, &bundle, args)
         }
@@ -125,12 +114,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             replay,
             out,
         } => {
-            let bundle = download::local_path(&bundle, &fetch)?;
             // A --root BOX=DIR of a box mapped with --box is read on that box (replay's ssh options).
             let ssh = replay.boxes.ssh.clone();
             let artifacts = audit::Artifacts { roots, files, ssh };
             let replay = (!no_replay).then_some(replay);
-            commands::audit(&Gate { out, policy }, &bundle, artifacts, replay)
+            commands::audit(&Gate { out, policy }, &bundle, artifacts, replay, &fetch)
         }
         Command::Rehash { args, out } => commands::rehash(&Gate { out, policy }, args),
         Command::Measure(a) => commands::measured(&measure::run(&a)?),
