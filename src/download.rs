@@ -140,15 +140,9 @@ struct Downloaded {
     head: Vec<u8>,
 }
 
-/// The client: the ring crypto provider (see Cargo.toml), the redirect rule, the timeouts.
+/// The client: the redirect rule, the timeouts.
 fn client(timeout: Duration) -> Result<reqwest::blocking::Client, Fatal> {
-    // Installed once per process; a second call finds it installed, which is fine. rustls
-    // 0.23.48 deprecates ring's provider for lacking post-quantum key exchange (aws-lc-rs has
-    // it); for public files whose digest can be pinned with --sha256 that is accepted here, for a
-    // build minutes shorter (see Cargo.toml and docs/security.md).
-    #[allow(deprecated)]
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::blocking::Client::builder()
+    crate::http::builder()
         .user_agent(concat!("rigaudit/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(CONNECT_TIMEOUT.min(timeout))
         .timeout(timeout)

@@ -22,6 +22,7 @@ mod fetch;
 #[cfg(test)]
 mod fuzz;
 mod host;
+mod http;
 mod import;
 mod input;
 #[cfg(test)]
