@@ -13,6 +13,29 @@ python3 -c "import xllamacpp" 2>/dev/null ||
 # Python's xmlschema validates the JUnit reports against tests/schemas/junit.xsd (tests/reports.rs).
 python3 -c "import xmlschema" 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check "xmlschema==4.1.0"
+# Pinned tools from PyPI, each in a venv under the target folder's tmp/ (the tests'
+# CARGO_TARGET_TMPDIR) with a marker of what it holds, which the tests reuse (tests/common/venv.rs
+# makes the same when missing): maturin builds the wheel tests/wheel.rs installs (with the release
+# profile; RIGAUDIT_WHEEL_PROFILE=dev reuses the tests' debug build in a cold target folder); in-toto
+# verifies the signed attestation (tests/attest.rs).
+venv_with() {
+    local dir="${CARGO_TARGET_DIR:-target}/tmp/$1" want
+    shift
+    want=$(printf '%s\n' "$@")
+    want=${want%$'\n'}
+    [ "$(cat "$dir/rigaudit-requirements.txt" 2>/dev/null)" = "$want" ] && return 0
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
+    printf '%s' "$want" >"$dir/rigaudit-requirements.txt"
+}
+venv_with maturin-venv "maturin==1.16.0"
+# The test command builds the wheel from the debug build the tests made (seconds, no second
+# target/ of a release build: on a fresh 2-core machine that is a whole release build, longer than
+# the suite and twice its disk); `RIGAUDIT_WHEEL_PROFILE=release cargo test --test wheel` builds what
+# `pip install` users get and checks its size bound.
+export RIGAUDIT_WHEEL_PROFILE="${RIGAUDIT_WHEEL_PROFILE:-dev}"
+venv_with intoto-venv "in-toto==3.1.0"
 # tests/import.rs needs none of the tools whose files it reads: their fixtures are committed
 # (fixtures/imports/, made by scripts/make-import-fixtures.sh, which installs each tool itself).
 # Debian's Chromium renders the HTML report in tests/reports.rs (a screenshot whose plots are checked).

@@ -2,7 +2,7 @@
 //! parses them and hands them on; nothing here runs anything.
 
 use crate::output::{ColorWhen, Format};
-use crate::{diff, import, measure, rehash, replay};
+use crate::{diff, download, import, measure, rehash, replay};
 use clap::{Parser, Subcommand, ValueEnum};
 use rigaudit_audit::Severity;
 use std::path::PathBuf;
@@ -115,6 +115,10 @@ pub struct ReportArgs {
     /// git work tree holding the bundle, found by walking up to the folder with `.git`).
     #[arg(long, value_name = "DIR")]
     pub repo_root: Option<PathBuf>,
+    /// Sign the in-toto attestation (`--format intoto`, `--output FILE.intoto.json`) with this
+    /// ed25519 key (PKCS#8 PEM, or a raw 32-byte seed): it is then a DSSE envelope.
+    #[arg(long, value_name = "KEY")]
+    pub sign_key: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -130,13 +134,16 @@ pub enum Command {
     ))]
     Verify {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar); or another
-        /// tool's result file (or folder of files), its format detected or named with --from.
+        /// tool's result file (or folder of files), its format detected or named with --from; or
+        /// the http(s) URL of a packed bundle or a result file (fetched into the cache).
         bundle: PathBuf,
         /// More result files of the same run (with --from, or detected).
         more: Vec<PathBuf>,
         /// The format of another tool's result files (see `rigaudit import`).
         #[arg(long, value_enum)]
         from: Option<import::Format>,
+        #[command(flatten)]
+        fetch: download::FetchArgs,
         #[command(flatten)]
         out: ReportArgs,
     },
@@ -171,7 +178,8 @@ pub enum Command {
         report_exits!()
     ))]
     Audit {
-        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
+        /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar), or the http(s)
+        /// URL of a packed bundle (fetched into the cache).
         bundle: PathBuf,
         /// Folders to rehash the card's artifacts from (see `rehash --root`). Repeatable.
         #[arg(long = "root", value_name = "[BOX=]DIR")]
@@ -182,6 +190,8 @@ pub enum Command {
         /// Verify (and rehash) only; do not launch anything.
         #[arg(long)]
         no_replay: bool,
+        #[command(flatten)]
+        fetch: download::FetchArgs,
         #[command(flatten)]
         replay: replay::Args,
         #[command(flatten)]
@@ -198,6 +208,8 @@ pub enum Command {
     Diff {
         #[command(flatten)]
         args: diff::Args,
+        #[command(flatten)]
+        fetch: download::FetchArgs,
         #[command(flatten)]
         out: ReportArgs,
     },

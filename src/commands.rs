@@ -6,7 +6,8 @@ use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::{Other, Subject};
-use crate::{audit, diff, import, input, measure, output, rehash, replay, tree, verify};
+use crate::{audit, diff, download, import, input, measure, output, rehash, replay, tree, verify};
+use output::intoto::{self, SignKey};
 use output::Format;
 use rigaudit_audit::decide::DecisionRule;
 use rigaudit_audit::{Report, Severity};
@@ -65,17 +66,21 @@ impl Gate {
         for spec in &out.outputs {
             files.push(output::parse_output(spec)?);
         }
+        let key = self.sign_key(&files)?;
         let style = output::Style {
             color: out.format == Format::Text && self.show.color.on_stdout(),
             verbose: self.show.verbose,
         };
-        print!("{}", output::render(&report, out.format, style, &places));
+        print!(
+            "{}",
+            rendered(&report, out.format, (style, &places), key.as_ref())
+        );
         let plain = output::Style {
             color: false,
             ..style
         };
         for (format, path) in files {
-            let text = output::render(&report, format, plain, &places);
+            let text = rendered(&report, format, (plain, &places), key.as_ref());
             output::write_atomic(&path, text.as_bytes())?;
         }
         if out.format == Format::Github {
@@ -112,14 +117,48 @@ fn base_of(subject: &Subject, paths: &[PathBuf]) -> Option<PathBuf> {
     }
 }
 
+impl Gate {
+    /// `--sign-key`, read; `Err` when it cannot be, or when no in-toto attestation is asked for.
+    fn sign_key(&self, files: &[(Format, PathBuf)]) -> Result<Option<SignKey>, Fatal> {
+        let Some(path) = &self.out.sign_key else {
+            return Ok(None);
+        };
+        let attests =
+            self.out.format == Format::Intoto || files.iter().any(|(f, _)| *f == Format::Intoto);
+        if !attests {
+            return Err(fatal(
+                "--sign-key signs the in-toto attestation; ask for one with --format intoto or --output FILE.intoto.json",
+            ));
+        }
+        SignKey::load(path).map(Some)
+    }
+}
+
+/// A report rendered in a format; the in-toto statement wrapped in a signed DSSE envelope when
+/// there is a key.
+fn rendered(
+    report: &Report,
+    format: Format,
+    (style, places): (output::Style, &output::Places),
+    key: Option<&SignKey>,
+) -> String {
+    let text = output::render(report, format, style, places);
+    match key {
+        Some(k) if format == Format::Intoto => intoto::envelope(&text, k),
+        _ => text,
+    }
+}
+
 /// `verify`: a bundle, or another tool's result files (named with `--from`, or detected when the
 /// path is not a bundle), or a folder of many runs (each verified, one table: [`tree`]).
 pub fn verify(
     gate: &Gate,
     paths: &[PathBuf],
     from: Option<import::Format>,
+    fetch: &download::FetchArgs,
 ) -> Result<ExitCode, Fatal> {
-    if let [dir] = paths {
+    let paths = download::local_paths(paths, fetch)?;
+    if let [dir] = paths.as_slice() {
         if tree::is_tree(dir) {
             let t = tree::Tree {
                 root: dir.clone(),
@@ -134,8 +173,8 @@ pub fn verify(
             return tree::verify(&t, &shown, &|r| gate.finish(r));
         }
     }
-    let subject = Subject::open(paths, from)?;
-    let base = base_of(&subject, paths);
+    let subject = Subject::open(&paths, from)?;
+    let base = base_of(&subject, &paths);
     gate.emit(verify::run(&subject, gate.fail_on())?, base.as_deref())
 }
 
@@ -187,7 +226,15 @@ fn stating(mut r: Report, rule: &DecisionRule) -> Report {
 }
 
 /// `diff`: two bundles, or two runs of another tool, with the policy's decision rule.
-pub fn diff(gate: &Gate, mut args: diff::Args) -> Result<ExitCode, Fatal> {
+pub fn diff(
+    gate: &Gate,
+    mut args: diff::Args,
+    fetch: &download::FetchArgs,
+) -> Result<ExitCode, Fatal> {
+    let mut both = download::local_paths(&[args.a.clone(), args.b.clone()], fetch)?;
+    if let (Some(b), Some(a)) = (both.pop(), both.pop()) {
+        (args.a, args.b) = (a, b);
+    }
     if let Some(p) = &gate.policy {
         p.tune_diff(&mut args);
     }
@@ -223,7 +270,9 @@ pub fn audit(
     bundle: &Path,
     mut artifacts: audit::Artifacts,
     mut replay: Option<replay::Args>,
+    fetch: &download::FetchArgs,
 ) -> Result<ExitCode, Fatal> {
+    let bundle = &download::local_path(bundle, fetch)?;
     if let Some(p) = &gate.policy {
         p.tune_boxes(&mut artifacts.ssh);
         if let Some(a) = replay.as_mut() {

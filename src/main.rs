@@ -16,11 +16,13 @@ mod cli;
 mod commands;
 mod diff;
 mod digest;
+mod download;
 mod fatal;
 mod fetch;
 #[cfg(test)]
 mod fuzz;
 mod host;
+mod http;
 mod import;
 mod input;
 #[cfg(test)]
@@ -89,10 +91,11 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
             bundle,
             mut more,
             from,
+            fetch,
             out,
         } => {
             more.insert(0, bundle);
-            commands::verify(&gate(out, policy), &more, from)
+            commands::verify(&gate(out, policy), &more, from, &fetch)
         }
         Command::Import {
             from,
@@ -100,7 +103,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
             out,
             report,
         } => commands::import(&gate(report, policy), from, &files, &out),
-        Command::Diff { args, out } => commands::diff(&gate(out, policy), args),
+        Command::Diff { args, fetch, out } => commands::diff(&gate(out, policy), args, &fetch),
         Command::Replay { bundle, args, out } => {
             commands::replay(&gate(out, policy), &bundle, args)
         }
@@ -109,6 +112,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
             roots,
             files,
             no_replay,
+            fetch,
             replay,
             out,
         } => {
@@ -116,7 +120,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
             let ssh = replay.boxes.ssh.clone();
             let artifacts = audit::Artifacts { roots, files, ssh };
             let replay = (!no_replay).then_some(replay);
-            commands::audit(&gate(out, policy), &bundle, artifacts, replay)
+            commands::audit(&gate(out, policy), &bundle, artifacts, replay, &fetch)
         }
         Command::Rehash { args, out } => commands::rehash(&gate(out, policy), args),
         Command::Measure(a) => commands::measured(&measure::run(&a)?),

@@ -1839,3 +1839,47 @@ fn a_guidellm_yaml_report_is_read_like_its_json_twin_with_or_without_from() {
     assert_eq!(ids(&detected), ids(&twin));
     assert!(ids(&twin).contains(&"import.records-missing".to_string()));
 }
+
+/// MLPerf's accuracy.txt beside LoadGen's logs, on a published accuracy run (NeuralMagic's open
+/// v4.1 llama2-70b-99.9, whose ROUGE scores miss the class's targets) and on changed copies of it:
+/// a gen_num other than the run's sample count, and the file left out beside its
+/// mlperf_log_accuracy.json.
+#[test]
+fn mlperf_accuracy_txt_is_held_to_its_targets_and_its_sample_count() {
+    let case = root().join(
+        "fixtures/published/loadgen/v4.1-neuralmagic-2xrtx4090-llama2-70b-99.9-offline-accuracy",
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    // The copy's folder names the benchmark, as the submission's path does.
+    let run = tmp.path().join("llama2-70b-99.9");
+    common::copy_dir(&case, &run);
+    std::fs::remove_file(run.join("expected.json")).unwrap();
+    let published = verify_from("loadgen", &run);
+    assert_eq!(published.code, 1, "{}", published.stderr);
+    // One finding per score that misses its target: rouge1, rouge2 and rougeL.
+    let below = published.findings("import.accuracy-below-target");
+    let says: Vec<&str> = below.iter().filter_map(|f| f["message"].as_str()).collect();
+    assert_eq!(says.len(), 3, "{}", published.stdout);
+    for score in ["'rouge1' 44.0047", "'rouge2' 21.7276", "'rougeL' 28.4008"] {
+        assert!(says.iter().any(|m| m.contains(score)), "{score}: {says:?}");
+    }
+    assert!(published
+        .findings("import.accuracy-count-mismatch")
+        .is_empty());
+    let accuracy = run.join("accuracy.txt");
+    let text = std::fs::read_to_string(&accuracy).unwrap();
+    std::fs::write(
+        &accuracy,
+        text.replace("'gen_num': 24576", "'gen_num': 24000"),
+    )
+    .unwrap();
+    let short = verify_from("loadgen", &run);
+    let mismatch = short.findings("import.accuracy-count-mismatch");
+    assert_eq!(mismatch.len(), 1, "{}", short.stdout);
+    assert!(mismatch[0]["message"].as_str().unwrap().contains("24000"));
+    std::fs::remove_file(&accuracy).unwrap();
+    let missing = verify_from("loadgen", &run);
+    let left_out = missing.findings("import.accuracy-missing");
+    assert_eq!(left_out.len(), 1, "{}", missing.stdout);
+    assert_eq!(left_out[0]["severity"], "warning");
+}

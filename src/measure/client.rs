@@ -126,7 +126,7 @@ pub struct Client {
 impl Client {
     /// A client for `base` (for example `http://127.0.0.1:8080/v1`).
     pub fn new(base: &str, timeout: Duration) -> Result<Client, String> {
-        let http = reqwest::blocking::Client::builder()
+        let http = crate::http::builder()
             .timeout(timeout)
             .pool_max_idle_per_host(64)
             .build()

@@ -502,7 +502,7 @@ fn spawn(l: &Launch, logs_dir: &Path, remote: bool) -> Result<Proc, LaunchError>
 /// Waits until the server answers `ready.url` with 200; a rank that exits first, or the timeout,
 /// stops every rank and is an error with the ranks' last output.
 fn wait_ready(mut running: Running, ready: &Ready) -> Result<Running, LaunchError> {
-    let http = reqwest::blocking::Client::builder()
+    let http = crate::http::builder()
         .timeout(Duration::from_secs(1))
         .no_proxy()
         .build()

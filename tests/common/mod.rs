@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_server;
+pub mod venv;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
