@@ -652,3 +652,28 @@ fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
     assert_eq!(run.code, 2);
     run.assert_stderr_has("speed.made-up");
 }
+
+/// Markdown leads as the text report does: a pass that rests on reconstructed files says so on
+/// its verdict line, and a failing page's headline (the 70 refused requests) and what to do come
+/// before the findings table.
+#[test]
+fn markdown_leads_with_the_verdicts_coverage_and_the_headline() {
+    let mia = fixture("mia-recipe-1104-2x");
+    let md = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "markdown"]).stdout;
+    let first = md.lines().next().unwrap();
+    assert!(
+        first.contains("PASS, self-consistent only: 43 of 43 files reconstructed"),
+        "{first}"
+    );
+    let stock = fixture("tensorfold-127-stock-2x");
+    let md = rigaudit(&["verify", stock.to_str().unwrap(), "--format", "markdown"]).stdout;
+    let before_table = &md[..md.find("### Findings").unwrap()];
+    assert!(
+        before_table.contains("2 tests count 70 refused requests as wrong answers"),
+        "{before_table}"
+    );
+    assert!(
+        before_table.contains("`rigaudit checks quality.refused-counted-as-wrong`"),
+        "{before_table}"
+    );
+}

@@ -6,7 +6,7 @@
 
 use rigaudit_audit::decide::p_cell;
 use rigaudit_audit::verdict::{better_word, Comparison, ReplayVerdict};
-use rigaudit_audit::{Finding, Report, Severity, Verdict};
+use rigaudit_audit::{headline, Finding, Report, Severity, Verdict};
 use std::fmt::Write;
 
 /// The most characters of table rows one report holds; with its headings, folds and last line it
@@ -89,6 +89,11 @@ fn verdict_line(r: &Report) -> String {
         Verdict::Fail => ("❌", "FAIL"),
         Verdict::Incomplete => ("⚠️", "INCOMPLETE"),
     };
+    // A pass that rests on less than a measurement says so, as the text report does.
+    let word = match headline::coverage(r) {
+        Some(covers) => format!("{word}, {}", cell(&covers)),
+        None => word.to_string(),
+    };
     format!(
         "{icon} **rigaudit {} `{}`: {word}** ({} errors, {} warnings, {} notes; {} checks ran)",
         r.command,
@@ -98,6 +103,29 @@ fn verdict_line(r: &Report) -> String {
         r.counts.info,
         r.checks_run.len()
     )
+}
+
+/// Why, under the verdict line, as the text report's first lines say it: why it is incomplete,
+/// one headline per failing family with its sum, and what to do.
+fn why(p: &mut Page, r: &Report) {
+    let mut lines: Vec<String> = Vec::new();
+    if let Some(why) = &r.incomplete {
+        lines.push(format!("- incomplete: {}", cell(why)));
+    }
+    lines.extend(
+        headline::headlines(r)
+            .iter()
+            .map(|h| format!("- {}", cell(h))),
+    );
+    if let Some(next) = headline::next_step(r) {
+        lines.push(format!("- what to do: {}", cell(&next)));
+    }
+    if !lines.is_empty() {
+        p.line("");
+        for l in &lines {
+            p.line(l);
+        }
+    }
 }
 
 const FINDINGS_HEAD: &str = "| severity | check | where | message |\n|---|---|---|---|";
@@ -258,6 +286,7 @@ fn recomputed(p: &mut Page, r: &Report) {
 pub fn render(r: &Report) -> String {
     let mut p = Page::default();
     p.line(&verdict_line(r));
+    why(&mut p, r);
     setup(&mut p, r);
     findings(&mut p, r);
     if !r.comparisons.is_empty() {
