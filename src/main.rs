@@ -167,7 +167,8 @@ fn completions(shell: clap_complete::Shell) -> Vec<u8> {
 /// command, or that page (`rigaudit man COMMAND`), with the global options, examples and exit
 /// codes of its help.
 fn man_page(command: Option<&str>) -> Result<Vec<u8>, Fatal> {
-    let mut cli = <Cli as clap::CommandFactory>::command();
+    // clap's own `help` subcommand is no command with a page of its own.
+    let mut cli = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
     cli.build();
     let cmd = match command {
         None => cli,
@@ -178,7 +179,7 @@ fn man_page(command: Option<&str>) -> Result<Vec<u8>, Fatal> {
             let Some(sub) = found else {
                 let names: Vec<&str> = cli
                     .get_subcommands()
-                    .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+                    .filter(|c| !c.is_hide_set())
                     .map(|c| c.get_name())
                     .collect();
                 return Err(fatal(format!(
