@@ -657,7 +657,7 @@ fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
 /// its verdict line, and a failing page's headline (the 70 refused requests) and what to do come
 /// before the findings table.
 #[test]
-fn markdown_leads_with_the_verdicts_coverage_and_the_headline() {
+fn markdown_and_html_lead_with_the_verdicts_coverage_and_the_headline() {
     let mia = fixture("mia-recipe-1104-2x");
     let md = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "markdown"]).stdout;
     let first = md.lines().next().unwrap();
@@ -675,5 +675,18 @@ fn markdown_leads_with_the_verdicts_coverage_and_the_headline() {
     assert!(
         before_table.contains("`rigaudit checks quality.refused-counted-as-wrong`"),
         "{before_table}"
+    );
+    // The HTML page leads the same way, before its plots and tables.
+    let html = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "html"]).stdout;
+    assert!(
+        html.contains("PASS, self-consistent only: 43 of 43 files reconstructed ("),
+        "the HTML verdict"
+    );
+    let html = rigaudit(&["verify", stock.to_str().unwrap(), "--format", "html"]).stdout;
+    let lead = html.find("<ul class=\"why\"><li>quality: 2 tests count 70 refused");
+    let first_figure = html.find("<figure").unwrap_or(html.len());
+    assert!(
+        lead.is_some_and(|at| at < first_figure),
+        "the HTML headline"
     );
 }

@@ -466,6 +466,25 @@ fn tables(r: &Report) -> String {
     o
 }
 
+/// Why, under the verdict, as the text report's first lines say it: why it is incomplete, one
+/// headline per failing family with its sum, and what to do (empty when there is nothing to say).
+fn why(r: &Report) -> String {
+    use rigaudit_audit::headline;
+    let mut items: Vec<String> = Vec::new();
+    if let Some(why) = &r.incomplete {
+        items.push(format!("incomplete: {}", esc(why)));
+    }
+    items.extend(headline::headlines(r).iter().map(|h| esc(h)));
+    if let Some(next) = headline::next_step(r) {
+        items.push(format!("what to do: {}", esc(&next)));
+    }
+    if items.is_empty() {
+        return String::new();
+    }
+    let list: String = items.iter().map(|i| format!("<li>{i}</li>")).collect();
+    format!("<ul class=\"why\">{list}</ul>")
+}
+
 /// Renders a report as one self-contained HTML page.
 pub fn render(r: &Report) -> String {
     let (word, class) = match r.verdict {
@@ -480,9 +499,14 @@ pub fn render(r: &Report) -> String {
         "<title>{}</title><style>body{{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}}.verdict{{font-size:20px;font-weight:bold}}.pass{{color:#2a7}}.fail{{color:#c22}}.incomplete{{color:#b80}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}}tr.error td:first-child{{color:#c22}}tr.warning td:first-child{{color:#b80}}figure{{margin:1em 0}}figcaption{{font-weight:bold}}</style></head><body>",
         esc(&title)
     );
+    // A pass that rests on less than a measurement says so, as the text report does.
+    let word = match rigaudit_audit::headline::coverage(r) {
+        Some(covers) => format!("{word}, {}", esc(&covers)),
+        None => word.to_string(),
+    };
     let _ = write!(
         o,
-        "<h1>{}</h1><p class=\"verdict {class}\">{word}: {} errors, {} warnings, {} notes; {} checks ran (rules {})</p>",
+        "<h1>{}</h1><p class=\"verdict {class}\">{word} ({} errors, {} warnings, {} notes; {} checks ran; rules {})</p>",
         esc(&title),
         r.counts.error,
         r.counts.warning,
@@ -490,6 +514,7 @@ pub fn render(r: &Report) -> String {
         r.checks_run.len(),
         esc(&r.rules_version)
     );
+    o.push_str(&why(r));
     if let Some(s) = &r.replay_summary {
         let _ = write!(o, "<p>{}</p>", esc(&s.line(r.command == "diff")));
     }
