@@ -690,3 +690,67 @@ fn markdown_and_html_lead_with_the_verdicts_coverage_and_the_headline() {
         "the HTML headline"
     );
 }
+
+/// A run of rigaudit in one format, its standard output.
+fn report_in(format: &str, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--format", format]);
+    rigaudit(&all).stdout
+}
+
+#[test]
+fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_incomplete() {
+    let v = sarif_validator();
+    // A pass on a page rebuilt from itself: what it covers, in the run's properties.
+    let page = fixture("mia-recipe-1104-2x");
+    let pass = ["verify", page.to_str().unwrap()];
+    let covers = "PASS, self-consistent only: 43 of 43 files reconstructed";
+    let log: Value = serde_json::from_str(&report_in("sarif", &pass)).unwrap();
+    valid_sarif(&v, &log);
+    let run0 = &log["runs"][0];
+    assert_eq!(run0["properties"]["verdict"], "pass");
+    assert_eq!(run0["properties"]["qualified_verdict"], covers);
+    assert!(run0["properties"]["next_step"].is_string(), "{run0:#}");
+    assert_eq!(run0["invocations"][0]["executionSuccessful"], true);
+    assert_eq!(run0["invocations"][0]["exitCode"], 0);
+    assert!(run0["invocations"][0]["toolExecutionNotifications"].is_null());
+    let junit = report_in("junit", &pass);
+    assert!(
+        junit.contains(&format!("name=\"qualified_verdict\" value=\"{covers}\"")),
+        "{junit}"
+    );
+    let github = report_in("github", &pass);
+    assert!(github.lines().last().unwrap().contains(covers), "{github}");
+    // An incomplete rehash: not successful, with a notification saying what to give it.
+    let empty = tempfile::tempdir().unwrap();
+    let tf = fixture("tensorfold-127-stock-2x");
+    let rehash = [
+        "rehash",
+        tf.to_str().unwrap(),
+        "--root",
+        empty.path().to_str().unwrap(),
+    ];
+    let log: Value = serde_json::from_str(&report_in("sarif", &rehash)).unwrap();
+    valid_sarif(&v, &log);
+    let run0 = &log["runs"][0];
+    let why = run0["properties"]["incomplete"].as_str().unwrap();
+    assert!(why.starts_with("none of the artifacts"), "{why}");
+    assert!(why.contains("give --root DIR or --file NAME=PATH"), "{why}");
+    let inv = &run0["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false);
+    assert_eq!(inv["exitCode"], 2);
+    let note = &inv["toolExecutionNotifications"][0];
+    assert_eq!(note["level"], "error");
+    assert_eq!(note["message"]["text"], format!("incomplete: {why}"));
+    let junit = report_in("junit", &rehash);
+    assert!(
+        junit.contains("name=\"qualified_verdict\" value=\"INCOMPLETE: none of the artifacts"),
+        "{junit}"
+    );
+    let github = report_in("github", &rehash);
+    let last = github.lines().last().unwrap();
+    assert!(
+        last.contains(": INCOMPLETE: none of the artifacts"),
+        "{last}"
+    );
+}
