@@ -798,3 +798,73 @@ fn random_changes_never_panic() {
         }
     }
 }
+
+/// One raw file that cannot be read (a FIFO where the speed log should be) is one finding: every
+/// other check still runs, and the incomplete verdict carries a finding saying what to add.
+#[test]
+fn one_unreadable_raw_file_is_one_finding_and_the_rest_is_checked() {
+    let c = Copy::of(TF);
+    let log = c.path().join("speed/log.txt");
+    std::fs::remove_file(&log).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&log)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = verify(c.path());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete");
+    let unreadable = run.findings("schema.unreadable");
+    assert_eq!(unreadable.len(), 1, "{unreadable:#?}");
+    assert_eq!(unreadable[0]["file"], "speed/log.txt");
+    // The page's own errors are still found: the checks did not stop at the bad file.
+    assert_eq!(run.findings("quality.refused-counted-as-wrong").len(), 2);
+    let pristine = verify(&fixture(TF)).json();
+    assert_eq!(r["checks_run"], pristine["checks_run"]);
+    // The finding every incomplete report carries: what was not checked and what to add.
+    let why = run.findings("coverage.incomplete");
+    assert_eq!(why.len(), 1, "{why:#?}");
+    let says = why[0]["message"].as_str().unwrap();
+    assert!(says.contains("speed/log.txt"), "{says}");
+    assert!(says.contains("(a FIFO)"), "{says}");
+    assert!(
+        says.contains("publish it as a regular file within rigaudit's bounds"),
+        "{says}"
+    );
+    assert!(pristine["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["check"] != "coverage.incomplete"));
+}
+
+/// A raw file with a line over its bound (2 MiB, in the middle) is one finding where the line
+/// is, and every other check still runs.
+#[test]
+fn a_line_over_its_bound_in_a_raw_file_is_one_finding_and_the_rest_is_checked() {
+    let c = Copy::of(TF);
+    let file = "quality/ifeval/answers.jsonl";
+    let answers = c.path().join(file);
+    let text = std::fs::read_to_string(&answers).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines.insert(100, format!("{{\"id\": \"{}\"}}", "x".repeat(2 << 20)));
+    std::fs::write(&answers, lines.join("\n") + "\n").unwrap();
+    c.rehash();
+    let run = verify(c.path());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let r = run.json();
+    let of_file: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"] == file && f["check"].as_str().unwrap().starts_with("schema."))
+        .collect();
+    assert_eq!(of_file.len(), 1, "{of_file:#?}");
+    let says = of_file[0]["message"].as_str().unwrap();
+    assert!(says.contains("line 101 is longer than 1 MiB"), "{says}");
+    assert_eq!(run.findings("quality.refused-counted-as-wrong").len(), 2);
+    let pristine = verify(&fixture(TF)).json();
+    assert_eq!(r["checks_run"], pristine["checks_run"]);
+    assert_eq!(run.findings("coverage.incomplete").len(), 1);
+}
