@@ -169,3 +169,20 @@ fn event(v: &Value, t: &mut Timed, now: &dyn Fn() -> f64) -> bool {
     }
     !piece.is_empty()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_that_is_not_utf8_stops_the_stream_naming_its_byte() {
+        let mut t = Timed::default();
+        let mut stream: &[u8] = b"data: {\"content\":\"a\xff\"}\n\ndata: {\"content\":\"b\"}\n\n";
+        read_sse(&mut stream, &mut t, &|| 0.0);
+        let why = t.error.expect("an error");
+        assert!(why.contains("not UTF-8 at byte 19 of the line"), "{why}");
+        assert!(t.text.is_empty(), "{}", t.text);
+        // A character cut by the stream's end is the cut line's to name, not an encoding error.
+        assert!(utf8_line(b"data: {\"content\":\"\xc3").is_ok());
+    }
+}
