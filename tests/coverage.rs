@@ -143,6 +143,14 @@ fn a_rehash_that_found_nothing_it_was_asked_for_is_incomplete() {
     let why = r["incomplete"].as_str().unwrap();
     assert!(why.contains("--root DIR or --file NAME=PATH"), "{why}");
     assert_eq!(findings_of(&r, "rehash.not-found").len(), 4);
+    // The finding every incomplete report carries: the reason, with what to give.
+    let said = findings_of(&r, "coverage.incomplete");
+    assert_eq!(said.len(), 1, "{r:#}");
+    assert_eq!(said[0]["severity"], "warning");
+    assert_eq!(
+        said[0]["message"].as_str().unwrap(),
+        format!("not everything was checked: {why}")
+    );
     // The reason is part of the report's schema.
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("schemas/report.schema.json")).unwrap(),
