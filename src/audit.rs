@@ -60,6 +60,7 @@ fn other_files(
         ran: verified.checks_run,
         recomputed: verified.recomputed,
         findings: verified.findings,
+        incomplete: verified.incomplete,
         ..Findings::default()
     };
     let tool = other.format.name();

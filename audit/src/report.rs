@@ -475,7 +475,8 @@ impl Report {
             None => None,
         };
         let mut findings = findings;
-        if let Some(why) = &incomplete {
+        let said = findings.iter().any(|f| f.check == INCOMPLETE);
+        if let (Some(why), false) = (&incomplete, said) {
             findings.push(Finding::new(
                 INCOMPLETE,
                 Severity::Warning,
@@ -638,6 +639,14 @@ mod tests {
             r.findings[0].message,
             "not everything was checked: no samples given: add samples_x.jsonl"
         );
+        // A report made again from a report's findings says it once.
+        let again = Findings {
+            incomplete: nothing.incomplete.clone(),
+            findings: nothing.findings.clone(),
+            ..Findings::default()
+        };
+        let again = Report::new("audit", "b", Some(Severity::Error), again);
+        assert_eq!(again.findings, nothing.findings);
         // A complete report has no such finding.
         let mut found = Findings::default();
         found.ran("quality.cutoffs");
