@@ -217,3 +217,24 @@ fn a_bundle_given_with_other_paths_is_refused_and_an_unread_file_is_named() {
         .unwrap()
         .starts_with("not read: "));
 }
+
+#[test]
+fn lm_eval_results_that_list_no_task_are_incomplete_saying_what_to_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut results: Value =
+        serde_json::from_str(&std::fs::read_to_string(lm_eval_clean_results()).unwrap()).unwrap();
+    for key in ["results", "configs", "versions", "n-samples", "n-shot"] {
+        results[key] = serde_json::json!({});
+    }
+    let file = tmp.path().join("results_2024-01-01T00-00-00.json");
+    std::fs::write(&file, results.to_string()).unwrap();
+    let run = rigaudit(&["verify", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete");
+    let said = findings_of(&r, "coverage.incomplete");
+    assert_eq!(said.len(), 1, "{r:#}");
+    let says = said[0]["message"].as_str().unwrap();
+    assert!(says.contains("its results list no task"), "{says}");
+    assert!(says.contains("lm_eval --tasks NAME"), "{says}");
+}

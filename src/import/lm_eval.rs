@@ -82,6 +82,12 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         use_cache: super::string_at(&v, "/config/use_cache"),
     };
     imp.found = rigaudit_audit::imported::run(CHECKS, &results);
+    if results.printed.is_empty() {
+        imp.found.incomplete = Some(format!(
+            "{}: its results list no task, so nothing was scored or checked: give the results file of a run that evaluated tasks (lm_eval --tasks NAME --output_path DIR --log_samples)",
+            src.name
+        ));
+    }
     settings(&v, &src.name, &mut imp);
     imp.series = series(&results.tasks);
     Ok(imp)
