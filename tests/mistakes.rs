@@ -157,6 +157,21 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
             never: vec!["no-such-folder/.tmp"],
         },
         Mistake {
+            name: "a URL that cannot be reached",
+            args: args(&[
+                "verify",
+                "http://127.0.0.1:9/results.json",
+                "--fetch-timeout",
+                "5",
+            ]),
+            code: 2,
+            says: words(&[
+                "http://127.0.0.1:9/results.json: cannot fetch",
+                "or download the file and give its path",
+            ]),
+            never: vec![],
+        },
+        Mistake {
             name: "the catalogue asked for in HTML",
             args: args(&["checks", "--format", "html"]),
             code: 2,
