@@ -729,6 +729,102 @@ fn the_html_page_puts_findings_first_and_tables_every_figure() {
     );
 }
 
+/// Checks HTML pages as XML (the page is written well-formed, so a strict parser reads it) and
+/// for what a screen reader needs: one `h1` and no heading level skipped, a header cell in every
+/// table, every chart an image with a name and a title, ids once, every `#link` to an id there.
+const HTML_CHECK: &str = r#"
+import sys, xml.etree.ElementTree as ET
+SVG = '{http://www.w3.org/2000/svg}'
+problems = []
+for path in sys.argv[1:]:
+    root = ET.parse(path).getroot()
+    say = lambda m: problems.append(path + ': ' + m)
+    if root.tag != 'html' or root.get('lang') != 'en':
+        say('no <html lang="en">')
+    heads = [int(e.tag[1]) for e in root.iter() if e.tag in ('h1', 'h2', 'h3', 'h4', 'h5', 'h6')]
+    if heads[:1] != [1] or heads.count(1) != 1:
+        say('not one h1 first: %s' % heads)
+    for a, b in zip(heads, heads[1:]):
+        if b > a + 1:
+            say('h%d then h%d' % (a, b))
+    for t in root.iter('table'):
+        if t.find('.//th') is None:
+            say('a table without a header cell')
+    for s in root.iter(SVG + 'svg'):
+        if s.get('aria-hidden') == 'true':
+            continue
+        if s.get('role') != 'img' or not s.get('aria-label') or s.find(SVG + 'title') is None:
+            say('a chart without role, name or title')
+    ids = [e.get('id') for e in root.iter() if e.get('id')]
+    for i in set(ids):
+        if ids.count(i) > 1:
+            say('id %s %d times' % (i, ids.count(i)))
+    for e in root.iter('a'):
+        h = e.get('href', '')
+        if h.startswith('#') and h[1:] not in ids:
+            say('a link to no id: ' + h)
+print('\n'.join(problems))
+sys.exit(1 if problems else 0)
+"#;
+
+fn validate_html(paths: &[&Path]) {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(HTML_CHECK)
+        .args(paths)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_html_pages_are_well_formed_and_accessible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tf = fixture("tensorfold-127-stock-2x");
+    let mia = fixture("mia-recipe-1104-2x");
+    let runs = root().join("fixtures/runs/smollm2-cpu");
+    let pages = [
+        ("stock", vec!["verify", tf.to_str().unwrap()]),
+        ("passing", vec!["verify", runs.to_str().unwrap()]),
+        (
+            "diff",
+            vec!["diff", tf.to_str().unwrap(), mia.to_str().unwrap()],
+        ),
+    ];
+    let mut paths = Vec::new();
+    for (name, mut args) in pages {
+        let path = tmp.path().join(format!("{name}.html"));
+        args.extend(["--output", path.to_str().unwrap()]);
+        let run = rigaudit(&args);
+        assert!(run.code == 0 || run.code == 1, "{name}: {}", run.stderr);
+        paths.push(path);
+    }
+    validate_html(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    // The check finds what it looks for: a page with a skipped heading level and a chart with
+    // no name fails it.
+    let text = std::fs::read_to_string(&paths[0]).unwrap();
+    let broken = tmp.path().join("broken.html");
+    let skipped = text.replacen("<h2>Findings</h2>", "<h4>Findings</h4>", 1);
+    std::fs::write(&broken, skipped.replacen(" role=\"img\"", "", 1)).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(HTML_CHECK)
+        .arg(&broken)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("h1 then h4") && said.contains("a chart without role"),
+        "{said}"
+    );
+}
+
 /// A gate policy that ignores each check of `ids` with a reason and raises cut-off notes to
 /// warnings.
 fn reweighing(ids: &[String]) -> String {

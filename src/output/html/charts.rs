@@ -98,10 +98,14 @@ fn short(v: f64) -> String {
     }
 }
 
+/// What every chart of a page shares, defined once (an id is once per page): the hatching of a
+/// placeholder for no result.
+pub const DEFS: &str = r##"<svg width="0" height="0" style="position:absolute" aria-hidden="true" xmlns="http://www.w3.org/2000/svg"><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="2"/></pattern></defs></svg>"##;
+
 /// The opening of a chart: its caption, and an SVG labelled by its title and a description.
 fn open(title: &str, described: &str) -> String {
     format!(
-        r##"<figure><figcaption>{t}</figcaption><svg class="plot" role="img" aria-label="{t}: {d}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" xmlns="http://www.w3.org/2000/svg"><title>{t}</title><desc>{d}</desc><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="2"/></pattern></defs>"##,
+        r##"<figure><figcaption>{t}</figcaption><svg class="plot" role="img" aria-label="{t}: {d}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" xmlns="http://www.w3.org/2000/svg"><title>{t}</title><desc>{d}</desc>"##,
         t = esc(title),
         d = esc(described)
     )

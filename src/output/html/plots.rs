@@ -6,7 +6,7 @@
 //! no result says why (the comparison's reason, or the findings on that test's files).
 
 use super::cells::{numeric_order, Agreement};
-use super::charts::{bar_chart, line_chart, Bar, Frame, Group, Series};
+use super::charts::{bar_chart, line_chart, Bar, Frame, Group, Series, DEFS};
 use rigaudit_audit::verdict::ReplayVerdict;
 use rigaudit_audit::{Recomputed, Report};
 use std::collections::BTreeMap;
@@ -329,7 +329,7 @@ pub fn charts(r: &Report) -> String {
     if o.is_empty() {
         return o;
     }
-    format!("<section id=\"charts\"><h2>Charts</h2>{o}</section>\n")
+    format!("<section id=\"charts\"><h2>Charts</h2>{DEFS}{o}</section>\n")
 }
 
 /// A figure's name under its bars: a quality test by its name alone.
