@@ -788,9 +788,11 @@ fn the_html_pages_are_well_formed_and_accessible() {
     let tf = fixture("tensorfold-127-stock-2x");
     let mia = fixture("mia-recipe-1104-2x");
     let runs = root().join("fixtures/runs/smollm2-cpu");
+    let aiperf = root().join("fixtures/imports/aiperf/failures");
     let pages = [
         ("stock", vec!["verify", tf.to_str().unwrap()]),
         ("passing", vec!["verify", runs.to_str().unwrap()]),
+        ("aiperf", vec!["verify", aiperf.to_str().unwrap()]),
         (
             "diff",
             vec!["diff", tf.to_str().unwrap(), mia.to_str().unwrap()],

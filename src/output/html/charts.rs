@@ -4,7 +4,7 @@
 //! Lines of throughput draw the two sides with different strokes and markers (filled dots on a
 //! solid line, open squares on a dashed one), so equal values show both marks.
 
-use super::cells::esc;
+use super::cells::{esc, quoted};
 use std::fmt::Write;
 
 /// One bar: its value (none: no result) and its whisker, as the low and high ends.
@@ -287,7 +287,7 @@ fn notes(groups: &[Group]) -> String {
             Some(format!(
                 "<li><code>{}</code>: {}</li>",
                 esc(&g.label),
-                esc(note)
+                quoted(note)
             ))
         })
         .collect();

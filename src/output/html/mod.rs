@@ -102,3 +102,66 @@ pub fn render(r: &Report) -> String {
     o.push_str("</main></body></html>\n");
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rigaudit_audit::{Comparison, Finding, Findings, ReplayVerdict, Severity};
+
+    /// A replay's report: one figure that drifted (with its runs' spread), one the replay has
+    /// no result for, and a finding whose message quotes hostile input.
+    fn replayed() -> Report {
+        let mut found = Findings::default();
+        found.ran("replay.drifted");
+        let hostile = "decode <script>alert(1)</script> & \"quoted\"";
+        found
+            .findings
+            .push(Finding::new("replay.drifted", Severity::Error, hostile).file("speed.json"));
+        let mut r = Report::new("replay", "b", Some(Severity::Error), found);
+        let mut drifted = Comparison::untested("decode", (Some(30.0), Some(20.0)), (5, 5));
+        drifted.verdict = ReplayVerdict::Drifted;
+        drifted.sd_recorded = Some(1.0);
+        drifted.sd_replayed = Some(2.0);
+        drifted.p_value = Some(0.00001);
+        let mut missing = Comparison::untested("decode.code", (Some(30.0), None), (5, 0));
+        missing.why = "every request refused on the replay".into();
+        r.comparisons = vec![drifted, missing];
+        r
+    }
+
+    #[test]
+    fn a_replay_page_names_its_sides_marks_the_drift_and_says_why_a_result_is_missing() {
+        let page = render(&replayed());
+        let table = &page[page.find("<table class=\"figures\">").unwrap()..];
+        assert!(table.contains("<th scope=\"col\">recorded</th><th scope=\"col\">replayed</th>"));
+        assert!(
+            !table.contains("better / worse"),
+            "only diff has better/worse"
+        );
+        assert_eq!(page.matches("<tr class=\"differs\">").count(), 1);
+        assert!(page.contains("<td>-33.3 %</td><td>drifted</td><td>&lt; 0.0001</td>"));
+        // The chart: both whiskers, ≠ over the drift with its legend, the placeholder's why.
+        assert_eq!(page.matches("class=\"err\"").count(), 2);
+        assert_eq!(page.matches("<text class=\"differs\"").count(), 1);
+        assert!(page.contains(">drifted beyond the band</text>"));
+        assert!(
+            page.contains("<li><code>decode.code</code>: every request refused on the replay</li>")
+        );
+        // The findings come before the table, the table before the chart.
+        let (findings, figures, chart) = (
+            page.find("<h2>Findings</h2>").unwrap(),
+            page.find("<h2>Figures</h2>").unwrap(),
+            page.find("<figure>").unwrap(),
+        );
+        assert!(findings < figures && figures < chart);
+    }
+
+    #[test]
+    fn input_quoted_in_a_finding_is_text_not_markup() {
+        let page = render(&replayed());
+        assert!(!page.contains("<script"));
+        assert!(
+            page.contains("decode &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;")
+        );
+    }
+}

@@ -125,7 +125,7 @@ fn comparison_row(c: &Comparison, diff: bool) -> String {
         num(c.recorded),
         num(c.replayed),
         c.verdict.name(),
-        c.p_value.map_or("–".into(), p_cell),
+        c.p_value.map_or("–".into(), |p| esc(&p_cell(p))),
         quoted(&c.why)
     )
 }
