@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{read_json, rigaudit, root, Run};
+use common::{read_json, rigaudit, rigaudit_line, root, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -228,12 +228,8 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
     let out = tempfile::tempdir().unwrap();
     std::fs::write(out.path().join("x"), "x").unwrap();
     let src = imports("aiperf", "clean");
-    let run = rigaudit(&[
-        "import",
-        src.to_str().unwrap(),
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let (src, to) = (src.to_str().unwrap(), out.path().to_str().unwrap());
+    let run = rigaudit_line("import {} --out {}", &[src, to]);
     assert_eq!(run.code, 2);
     run.assert_stderr_has("exists and is not empty");
     let run = rigaudit(&[
@@ -378,12 +374,7 @@ fn diff_of_two_aiperf_runs_names_the_changed_setting_and_a_moved_latency() {
         "{}",
         run.stdout
     );
-    let mean = r["comparisons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["key"] == "aiperf.time_to_first_token")
-        .unwrap();
+    let mean = common::entry(&r, "comparisons", "key", "aiperf.time_to_first_token");
     assert_eq!(
         (&mean["verdict"], &mean["better"]),
         (&json!("changed"), &json!(false))
