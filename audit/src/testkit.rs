@@ -14,6 +14,12 @@ use crate::report::{Finding, Findings, Severity};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Asserts a finding's message says `text` (and shows the message when it does not).
+#[track_caller]
+pub fn assert_says(f: &Finding, text: &str) {
+    assert!(f.message.contains(text), "{text:?} not in: {}", f.message);
+}
+
 /// The files of a fixture a kit starts from: `(path in the bundle, its text)`.
 pub type Files = &'static [(&'static str, &'static str)];
 
