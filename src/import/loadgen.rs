@@ -136,8 +136,7 @@ fn accuracy_log(sources: &mut [Source]) -> Option<String> {
 /// Reads accuracy.txt: the dict on the first non-blank line after the line `Results`, as
 /// `'key': number` pairs (what MLPerf's LLM accuracy scripts print with Python's `print`).
 fn accuracy(src: &Source) -> Result<Accuracy, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let text = src.text()?;
     let mut lines = text.lines().enumerate();
     lines.find(|(_, l)| l.trim() == "Results").ok_or_else(|| {
         fatal(format!("{}: no line 'Results' (expected the accuracy script's output: a line 'Results', then a dict such as {{'rouge1': 44.5, ..., 'gen_num': 24576}})", src.shown))
@@ -270,8 +269,7 @@ fn settings_and_figures(detail: &Detail, imp: &mut Imported) {
 }
 
 fn detail(src: &Source) -> Result<Detail, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let text = src.text()?;
     let mut d = Detail {
         file: src.name.clone(),
         ..Default::default()
@@ -324,8 +322,7 @@ fn detail(src: &Source) -> Result<Detail, Fatal> {
 }
 
 fn summary(src: &Source) -> Result<Summary, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let text = src.text()?;
     let mut s = Summary {
         file: src.name.clone(),
         ..Default::default()
