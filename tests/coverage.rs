@@ -108,11 +108,10 @@ fn files_of_two_tools_are_refused_naming_the_one_not_read() {
     let aiperf = root().join("fixtures/imports/aiperf/clean/profile_export_aiperf.json");
     let lm = lm_eval_clean_results();
     for pair in [[&aiperf, &lm], [&lm, &aiperf]] {
-        let run = rigaudit(&[
-            "verify",
-            pair[0].to_str().unwrap(),
-            pair[1].to_str().unwrap(),
-        ]);
+        let run = rigaudit_line(
+            "verify {} {}",
+            &[pair[0].to_str().unwrap(), pair[1].to_str().unwrap()],
+        );
         assert_eq!(run.code, 2, "{}", run.stdout);
         assert!(run.stdout.is_empty(), "{}", run.stdout);
         let name = lm.file_name().unwrap().to_string_lossy().to_string();
@@ -173,13 +172,10 @@ fn a_bundle_given_with_other_paths_is_refused_and_an_unread_file_is_named() {
     let tmp = tempfile::tempdir().unwrap();
     let notes = tmp.path().join("notes.txt");
     std::fs::write(&notes, "measured on a quiet machine\n").unwrap();
-    let r = rigaudit(&[
-        "verify",
-        aiperf.to_str().unwrap(),
-        notes.to_str().unwrap(),
-        "--format",
-        "json",
-    ])
+    let r = rigaudit_line(
+        "verify {} {} --format json",
+        &[aiperf.to_str().unwrap(), notes.to_str().unwrap()],
+    )
     .json();
     let unread: Vec<&Value> = findings_of(&r, "import.not-recomputable")
         .into_iter()

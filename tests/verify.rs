@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 
 const TF: &str = "tensorfold-127-stock-2x";
 const MIA: &str = "mia-recipe-1104-2x";
+/// The speed result and the GPQA Diamond answers of a seed page.
+const RESULT: &str = "speed/speed-result.json";
+const GPQA_ANSWERS: &str = "quality/gpqa-diamond/answers.jsonl";
 
 fn recomputed(r: &Value, key: &str) -> Value {
     r["recomputed"]
@@ -191,11 +194,11 @@ fn pristine_lacks(name: &str, check: &str) {
 /// value as JSON)`.
 #[rustfmt::skip]
 const TRIGGERS: &[(&str, &str, &str, &str, &str)] = &[
-    ("speed.reply-not-at-limit", TF, "speed/speed-result.json", "/requests/1/completion_tokens", "500"),
+    ("speed.reply-not-at-limit", TF, RESULT, "/requests/1/completion_tokens", "500"),
     ("speed.level-above-slots", TF, "speed/speed-contract.json", "/conc/levels", "[1, 2, 4, 8, 16]"),
-    ("speed.load-guard", TF, "speed/speed-result.json", "/load_guard/steps/5/longest_run_over", "2"),
-    ("speed.failed-request", TF, "speed/speed-result.json", "/requests/2/status", "500"),
-    ("speed.token-source", TF, "speed/speed-result.json", "/requests/3/completion_tokens_source", "\"chunks\""),
+    ("speed.load-guard", TF, RESULT, "/load_guard/steps/5/longest_run_over", "2"),
+    ("speed.failed-request", TF, RESULT, "/requests/2/status", "500"),
+    ("speed.token-source", TF, RESULT, "/requests/3/completion_tokens_source", "\"chunks\""),
     ("setup.slots-mismatch", TF, "speed/speed-contract.json", "/server/slots", "4"),
     ("setup.slots-mismatch", TF, "card.json", "/commands/1/argv/6", "\"4\""),
     ("setup.window-mismatch", TF, "speed/speed-contract.json", "/server/window", "16384"),
@@ -279,7 +282,7 @@ const POINTED: &[(&str, &str, &str, &str, &str, &str)] = &[
     (
         "speed.cached-tokens",
         TF,
-        "speed/speed-result.json",
+        RESULT,
         "/requests/6/cached_tokens",
         "1024",
         "/requests/6/cached_tokens",
@@ -323,13 +326,13 @@ fn schema_file_missing() {
 #[test]
 fn schema_unreadable_names_line_and_column() {
     let c = Copy::of(MIA);
-    let p = c.path().join("speed/speed-result.json");
+    let p = c.path().join(RESULT);
     let text = std::fs::read_to_string(&p).unwrap();
     std::fs::write(&p, &text[..text.len() / 2]).unwrap();
     c.rehash();
     let run = triggers(&c, "schema.unreadable");
     let f = &run.findings("schema.unreadable")[0];
-    assert_eq!(f["file"], "speed/speed-result.json");
+    assert_eq!(f["file"], RESULT);
     assert!(f["pointer"].as_str().unwrap().starts_with("line "), "{f}");
     assert_eq!(run.code, 1);
     pristine_lacks(MIA, "schema.unreadable");
@@ -340,14 +343,14 @@ fn schema_unreadable_names_line_and_column() {
 fn schema_invalid_names_the_pointer_or_the_line() {
     let cases = [
         (
-            "speed/speed-result.json",
+            RESULT,
             None,
             "/requests/0/status",
             json!("200"),
             "/requests/0/status",
         ),
         (
-            "quality/gpqa-diamond/answers.jsonl",
+            GPQA_ANSWERS,
             Some(7),
             "/correct",
             json!("yes"),
@@ -369,8 +372,7 @@ fn schema_invalid_names_the_pointer_or_the_line() {
 fn schema_unreadable_in_answers_names_the_line() {
     // A broken line is not JSON at all.
     let c = Copy::of(MIA);
-    c.append("quality/gpqa-diamond/answers.jsonl", "{\"id\": \n")
-        .rehash();
+    c.append(GPQA_ANSWERS, "{\"id\": \n").rehash();
     let run = triggers(&c, "schema.unreadable");
     assert!(run.findings("schema.unreadable")[0]["pointer"]
         .as_str()
@@ -403,8 +405,7 @@ fn quality_refused_counted_as_wrong_reports_answered_figure() {
     pristine_lacks(MIA, "quality.refused-counted-as-wrong");
     // Refuse 3 of GPQA Diamond's wrong answers on the recipe page: the figure over answered questions follows.
     let c = Copy::of(MIA);
-    let text =
-        std::fs::read_to_string(c.path().join("quality/gpqa-diamond/answers.jsonl")).unwrap();
+    let text = std::fs::read_to_string(c.path().join(GPQA_ANSWERS)).unwrap();
     let wrong: Vec<usize> = text
         .lines()
         .enumerate()
@@ -413,24 +414,9 @@ fn quality_refused_counted_as_wrong_reports_answered_figure() {
         .take(3)
         .collect();
     for n in wrong {
-        c.set_line(
-            "quality/gpqa-diamond/answers.jsonl",
-            n,
-            "/status",
-            json!(500),
-        );
-        c.set_line(
-            "quality/gpqa-diamond/answers.jsonl",
-            n,
-            "/error",
-            json!("internal error"),
-        );
-        c.set_line(
-            "quality/gpqa-diamond/answers.jsonl",
-            n,
-            "/finish_reason",
-            Value::Null,
-        );
+        c.set_line(GPQA_ANSWERS, n, "/status", json!(500));
+        c.set_line(GPQA_ANSWERS, n, "/error", json!("internal error"));
+        c.set_line(GPQA_ANSWERS, n, "/finish_reason", Value::Null);
     }
     let m = message(&c, "quality.refused-counted-as-wrong");
     assert!(
@@ -510,19 +496,13 @@ fn quality_cutoffs() {
 #[test]
 fn quality_scoring_disagrees() {
     let c = Copy::of(MIA);
-    let text =
-        std::fs::read_to_string(c.path().join("quality/gpqa-diamond/answers.jsonl")).unwrap();
+    let text = std::fs::read_to_string(c.path().join(GPQA_ANSWERS)).unwrap();
     let n = text
         .lines()
         .position(|l| l.contains("\"correct\": true"))
         .unwrap()
         + 1;
-    c.set_line(
-        "quality/gpqa-diamond/answers.jsonl",
-        n,
-        "/correct",
-        json!(false),
-    );
+    c.set_line(GPQA_ANSWERS, n, "/correct", json!(false));
     assert_eq!(
         first(&c, "quality.scoring-disagrees")["pointer"],
         format!("line {n}")
@@ -533,12 +513,7 @@ fn quality_scoring_disagrees() {
 #[test]
 fn quality_limit_mismatch() {
     let c = Copy::of(MIA);
-    c.set_line(
-        "quality/gpqa-diamond/answers.jsonl",
-        3,
-        "/max_tokens",
-        json!(48),
-    );
+    c.set_line(GPQA_ANSWERS, 3, "/max_tokens", json!(48));
     triggers(&c, "quality.limit-mismatch");
     pristine_lacks(MIA, "quality.limit-mismatch");
 }
@@ -546,21 +521,13 @@ fn quality_limit_mismatch() {
 #[test]
 fn speed_recompute_mismatch() {
     let c = Copy::of(TF);
-    c.set(
-        "speed/speed-result.json",
-        "/values/conc_total.8",
-        json!(58.9),
-    );
+    c.set(RESULT, "/values/conc_total.8", json!(58.9));
     triggers(&c, "speed.recompute-mismatch");
     // A record changed under a figure: the fourth decode run (prose, run 2) ends earlier.
     let c = Copy::of(TF);
-    let r = c.read_json("speed/speed-result.json");
+    let r = c.read_json(RESULT);
     let end = r["requests"][4]["end_s"].as_f64().unwrap();
-    c.set(
-        "speed/speed-result.json",
-        "/requests/4/end_s",
-        json!(end - 1.0),
-    );
+    c.set(RESULT, "/requests/4/end_s", json!(end - 1.0));
     triggers(&c, "speed.recompute-mismatch");
     pristine_lacks(MIA, "speed.recompute-mismatch");
 }
@@ -585,7 +552,7 @@ fn speed_step_exceeds_window() {
     assert!(run.has_at("speed.step-exceeds-window", "error"));
     // A step marked as not fitting that does fit.
     let c = Copy::of(MIA);
-    c.set("speed/speed-result.json", "/fits/0/fits", json!(false));
+    c.set(RESULT, "/fits/0/fits", json!(false));
     triggers(&c, "speed.step-exceeds-window");
     pristine_lacks(MIA, "speed.step-exceeds-window");
 }
@@ -612,7 +579,7 @@ fn claims_unpublished() {
     assert!(run
         .findings("claims.unpublished")
         .iter()
-        .any(|f| f["file"] == "speed/speed-result.json" && f["severity"] == "warning"));
+        .any(|f| f["file"] == RESULT && f["severity"] == "warning"));
 }
 
 #[test]
