@@ -525,7 +525,7 @@ mod tests {
         let f = of(&c, "rehash.package-digest");
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info);
-        assert_says(&f[0], "matches the 8 published digits");
+        assert_says(f[0], "matches the 8 published digits");
         assert!(!f[0].message.contains("full digest"));
         assert_eq!(f[0].data["match"], "prefix");
         assert!(c.ran.contains(&"rehash.package-digest".to_string()));
@@ -683,7 +683,7 @@ mod tests {
         let b = of(&c, "rehash.boxes-differ");
         assert_eq!(b.len(), 1);
         assert!(b[0].message.contains("2 of 3 copies"), "{}", b[0].message);
-        assert_says(&b[0], "(box pgx) has 0000");
+        assert_says(b[0], "(box pgx) has 0000");
         assert!(!b[0].message.contains("(box atom) has"), "{}", b[0].message);
     }
 
@@ -846,7 +846,7 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info, "{}", f[0].message);
         assert!(f[0].message.contains("is weights-equal"));
-        assert_says(&f[0], "README.md (doc, changed)");
+        assert_says(f[0], "README.md (doc, changed)");
         assert_eq!(f[0].data["weights_equal"], true);
     }
 
@@ -855,7 +855,7 @@ mod tests {
         let c = snapshot_against_pin(three_shards(A, B), "pin");
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f[0].severity, Severity::Error);
-        assert_says(&f[0], "config.json (config, changed)");
+        assert_says(f[0], "config.json (config, changed)");
         assert!(!f[0].message.contains("README"));
     }
 
@@ -875,11 +875,11 @@ mod tests {
         let c = check(&cd, &m);
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f[0].severity, Severity::Error);
-        assert_says(&f[0], "model-00002-of-00003.safetensors (weight, missing)");
+        assert_says(f[0], "model-00002-of-00003.safetensors (weight, missing)");
         let s = of(&c, "rehash.checkpoint-shards");
         assert_eq!(s[0].severity, Severity::Error);
-        assert_says(&s[0], "holds 1 weight shards, the card says 3");
-        assert_says(&s[0], "2 numbered shards are missing (00002, 00003)");
+        assert_says(s[0], "holds 1 weight shards, the card says 3");
+        assert_says(s[0], "2 numbered shards are missing (00002, 00003)");
     }
 
     #[test]
