@@ -114,7 +114,7 @@ fn reconstructed(b: &Bundle, e: &mut Emit) -> Ran {
     Some(())
 }
 
-crate::check::across_files! { "claims":
+crate::consistency::across_files! { "claims":
     NO_MEASUREMENT: "claims.no-measurement", Error, backing::check_no_measurement, "A figure of a known kind (prefill.N, ctx_decode.N, conc_total.N, decode.<prompt>, a quality row, ...) names a step the contracts do not; no step measured it.";
     UNBACKED: "claims.unbacked", Warning, backing::check_unbacked, "A figure has no definition and nothing in the bundle measures it: the claim is unbacked.";
 }

@@ -152,7 +152,7 @@ fn against_page(b: &Bundle, r: &FitResult, fig: &Figures, e: &mut Emit) {
     }
 }
 
-crate::check::across_files! { "fit":
+crate::consistency::across_files! { "fit":
     PROMPT_UNDERFILLS: "fit.prompt-underfills", Error, counts::check_fit_fill, "A memory-fit step's prompt does not fill its size by the result's stated share.";
 }
 

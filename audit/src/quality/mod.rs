@@ -501,7 +501,7 @@ fn margin_message(
     )
 }
 
-crate::check::across_files! { "quality":
+crate::consistency::across_files! { "quality":
     QUESTIONS_MISMATCH: "quality.questions-mismatch", Error, counts::check_questions, "A quality test's answer records, or its summary's total + excluded, differ from the contract's question count.";
     ANSWERED_BEYOND_WINDOW: "quality.answered-beyond-window", Error, window::check_answered_quality, "A quality answer recorded as answered needs more tokens (prompt + answer limit) than the server's window.";
     REFUSAL_FITS_WINDOW: "quality.refusal-fits-window", Error, window::check_refusals_that_fit, "A request recorded as refused for its length fits the window its own refusal text names.";

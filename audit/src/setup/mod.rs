@@ -611,7 +611,7 @@ fn session_order(b: &Bundle, e: &mut Emit) {
     }
 }
 
-crate::check::across_files! { "setup":
+crate::consistency::across_files! { "setup":
     SESSIONS_OVERLAP: "setup.sessions-overlap", Error, provenance::check_sessions_overlap, "Two measurements on one server overlap in time (a speed run inside a quality run's span).";
     OUTSIDE_SESSION: "setup.outside-session", Error, provenance::check_inside_session, "A result's timestamps lie outside the span of its session in the manifest.";
 }

@@ -500,7 +500,7 @@ fn compare(key: &str, exact: Option<f64>, s: &Shown, e: &mut Emit) {
     }
 }
 
-crate::check::across_files! { "speed":
+crate::consistency::across_files! { "speed":
     RUNS_MISMATCH: "speed.runs-mismatch", Error, counts::check_speed_runs, "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.";
     PROMPT_SIZE_MISMATCH: "speed.prompt-size-mismatch", Error, counts::check_prompt_sizes, "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).";
     ANSWERED_BEYOND_WINDOW: "speed.answered-beyond-window", Error, window::check_answered_speed, "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.";
