@@ -58,15 +58,12 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
             e.column()
         ))
     })?;
-    let errs = schemas::errors(schemas::bundle(), &value, 10);
-    if !errs.is_empty() {
-        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
-        return Err(fatal(format!(
-            "{}: the manifest does not follow schemas/bundle.schema.json: {}",
-            mpath.display(),
-            list.join("; ")
-        )));
-    }
+    schemas::follows(schemas::bundle(), &value).map_err(|list| {
+        fatal(format!(
+            "{}: the manifest does not follow schemas/bundle.schema.json: {list}",
+            mpath.display()
+        ))
+    })?;
     let manifest: Manifest = serde_json::from_value(value).map_err(|e| {
         fatal(format!(
             "{}: the manifest cannot be read: {e}",

@@ -190,14 +190,7 @@ fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository
         // The root named: a checkout without .git (an exported tree) gives the same paths; the
         // walk up to .git has its unit test in src/output/place.rs.
         let root_dir = root();
-        let run = rigaudit(&[
-            "verify",
-            bundle.to_str().unwrap(),
-            "--format",
-            "sarif",
-            "--repo-root",
-            root_dir.to_str().unwrap(),
-        ]);
+        let run = sarif_from_root(&bundle, &root_dir);
         let log = run.json();
         valid_sarif(&v, &log);
         let run0 = &log["runs"][0];
@@ -252,18 +245,20 @@ fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository
     assert!(at.trim_start().starts_with("\"pct\""), "{at}");
 }
 
+/// `rigaudit verify BUNDLE --format sarif --repo-root ROOT`.
+fn sarif_from_root(bundle: &Path, repo_root: &Path) -> common::Run {
+    let (bundle, repo_root) = (bundle.to_str().unwrap(), repo_root.to_str().unwrap());
+    common::rigaudit_line(
+        "verify {} --format sarif --repo-root {}",
+        &[bundle, repo_root],
+    )
+}
+
 #[test]
 fn repo_root_and_a_bundle_outside_any_repository_set_the_sarif_paths() {
     let page = fixture("tensorfold-127-stock-2x");
     let pages = root().join("fixtures/pages");
-    let run = rigaudit(&[
-        "verify",
-        page.to_str().unwrap(),
-        "--format",
-        "sarif",
-        "--repo-root",
-        pages.to_str().unwrap(),
-    ]);
+    let run = sarif_from_root(&page, &pages);
     let places = sarif_places(&run.json());
     assert!(
         places
@@ -341,13 +336,7 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
         );
     }
     // Every check that ran is a test case; the others are named in a property, not skipped.
-    let checks = rigaudit(&["checks", "--format", "json"]).json();
-    let all: Vec<&str> = checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let all = common::catalogue_ids();
     let mut cases: Vec<&str> = report["checks_run"]
         .as_array()
         .unwrap()
@@ -362,7 +351,7 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     assert!(xml.contains(" skipped=\"0\" "), "{xml}");
     let not_run: Vec<&str> = all
         .iter()
-        .copied()
+        .map(String::as_str)
         .filter(|id| !cases.contains(id))
         .collect();
     assert!(!not_run.is_empty());

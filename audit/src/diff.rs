@@ -704,6 +704,10 @@ pub fn setup_json(changes: &[SetupChange]) -> Value {
 }
 
 #[cfg(test)]
+#[path = "diff_tests.rs"]
+mod row_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

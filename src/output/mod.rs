@@ -63,6 +63,13 @@ impl Format {
     }
 }
 
+/// The files to write a report to, beginning with `--report PATH` (JSON), when given; the
+/// `--output` files follow.
+pub fn report_files(report: Option<&std::path::Path>) -> Vec<(Format, std::path::PathBuf)> {
+    let json = |p: &std::path::Path| (Format::Json, p.to_path_buf());
+    report.map(json).into_iter().collect()
+}
+
 /// One `--output [FORMAT:]FILE`: the file and its format (the prefix, else the extension).
 pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
     use clap::ValueEnum;

@@ -180,15 +180,12 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         ))
     })?;
     if let Some(v) = schemas::validator(FileKind::Card) {
-        let errs = schemas::errors(v, &value, 10);
-        if !errs.is_empty() {
-            let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
-            return Err(fatal(format!(
-                "{}: the card does not follow its schema: {}",
-                entry.path,
-                list.join("; ")
-            )));
-        }
+        schemas::follows(v, &value).map_err(|list| {
+            fatal(format!(
+                "{}: the card does not follow its schema: {list}",
+                entry.path
+            ))
+        })?;
     }
     let card: Card = serde_json::from_value(value)
         .at(format_args!("{}: the card cannot be read", entry.path))?;
