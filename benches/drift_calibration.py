@@ -515,6 +515,12 @@ def targets_lines(table, results, args):
             f"{c[1]} runs, spread {c[3]} %: {fmt_fail(r)} % of diffs fail; largest row share of "
             f"changed {max(r['changed'][0] for _, r in zero):.2f} %."
         )
+    failed = [r for r in results if r["cell"][2] == 0 and r["exit"] == 1]
+    checks = sorted({c for r in failed for c in r["fail_checks"]})
+    out.append(
+        f"- All zero-drift cells: {len(failed)} of {sum(r['cell'][2] == 0 for r in results)} diffs fail"
+        + (f", by {', '.join(checks)}." if checks else ".")
+    )
     wide = [(c, r) for c, r in table.items() if c[2] >= 50]
     if wide:
         c, r = max(wide, key=lambda x: x[1]["unchanged"][0])
@@ -528,15 +534,17 @@ def targets_lines(table, results, args):
 
 
 def write_markdown(path, table, results, args, wall_s):
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+    sources = ["src", "audit", "engine", "Cargo.toml", "Cargo.lock"]
+    head = subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%H", "--", *sources],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", *sources],
                            capture_output=True, text=True).stdout.strip()
     lines = [
         "# Drift calibration of `rigaudit diff`, through the binary",
         "",
         f"Made by `{' '.join(['python3', 'benches/drift_calibration.py'] + sys.argv[1:])}` on "
         f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, "
-        f"binary `{os.path.relpath(args.bin, ROOT)}` built from commit `{head[:12]}`"
+        f"binary `{os.path.relpath(args.bin, ROOT)}` built from the sources of commit `{head[:12]}` (the last to change them)"
         f"{' (with uncommitted changes)' if dirty else ''}; {len(results)} pairs in {wall_s / 60:.1f} min "
         f"with {args.jobs} processes. How the bundles are written: the docstring of "
         "[drift_calibration.py](drift_calibration.py).",
@@ -552,11 +560,14 @@ def write_markdown(path, table, results, args, wall_s):
         "",
     ]
     lines += targets_lines(table, results, args)
-    lines += ["", *verify_lines(results, args.verify_every), "", "## Per cell", ""]
+    lines += ["", *verify_lines(results, args.verify_every)]
+    odd = sum(r["exit"] not in (0, 1) for r in results)
+    lines += [f"{odd} diffs exited with neither 0 nor 1 (no verdict)." if odd else "Every diff exited 0 or 1."]
+    lines += ["", "## Per cell", ""]
     for spread in args.spread:
         lines += cell_table(table, results, spread) + [""]
     with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, suffix=".tmp") as fh:
-        fh.write("\n".join(lines))
+        fh.write("\n".join(lines).rstrip("\n") + "\n")
     os.replace(fh.name, path)
 
 
