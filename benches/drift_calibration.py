@@ -428,16 +428,34 @@ def share(per_pair):
     return 100 * m, 196 * se
 
 
-def summarize(results):
-    """Per cell: pairs, rows, the row shares of each verdict and the share of failed diffs."""
+def part_of(key):
+    """The part of the speed contract a row's figure comes from."""
+    for prefix, part in (("decode", "decode"), ("prefill.", "prefill"), ("ttft.", "prefill"),
+                         ("conc_", "conc"), ("ctx_", "ctx"), ("l1_", "l1")):
+        if key.startswith(prefix):
+            return part
+    return None
+
+
+def split_rows(r, drift_parts):
+    """A pair's verdicts of the rows its drift applies to, and of the others."""
+    drifted = [v for k, v in r["rows"].items() if part_of(k) in drift_parts]
+    return drifted, [v for k, v in r["rows"].items() if part_of(k) not in drift_parts]
+
+
+def summarize(results, drift_parts):
+    """Per cell: pairs, the drifted rows' shares of each verdict, the other rows' share of changed
+    (when the drift applies to some parts only) and the share of failed diffs."""
     by_cell = {}
     for r in results:
         by_cell.setdefault(tuple(r["cell"]), []).append(r)
     table = {}
     for cell, rs in sorted(by_cell.items()):
-        row = {"pairs": len(rs), "rows": sum(len(r["rows"]) for r in rs)}
+        row = {"pairs": len(rs)}
+        split = [split_rows(r, drift_parts) for r in rs]
         for v in VERDICTS:
-            row[v] = share([sum(x == v for x in r["rows"].values()) / max(1, len(r["rows"])) for r in rs])
+            row[v] = share([d.count(v) / max(1, len(d)) for d, _ in split])
+        row["others_changed"] = share([o.count("changed") / len(o) for _, o in split]) if split[0][1] else None
         fails = sum(r["exit"] == 1 for r in rs)
         row["fails"] = fails
         row["fail_pct"] = 100 * fails / len(rs)
@@ -456,28 +474,32 @@ def fmt_fail(row):
     return f"{row['fail_pct']:.1f} ({lo:.1f}-{hi:.1f})"
 
 
-def any_unchanged_pct(results, cell):
+def any_unchanged_pct(results, cell, drift_parts):
+    """The share of the cell's diffs that call any row the drift applies to unchanged."""
     rs = [r for r in results if tuple(r["cell"]) == cell]
-    k = sum(any(v == "unchanged" for v in r["rows"].values()) for r in rs)
+    k = sum("unchanged" in split_rows(r, drift_parts)[0] for r in rs)
     return 100 * k / len(rs), wilson(k, len(rs))
 
 
-def cell_table(table, results, spread):
+def cell_table(table, results, spread, drift_parts):
+    subset = any(r["others_changed"] for r in table.values())
     lines = [
         f"### Session spread {spread} % (each bundle its own lognormal factor)",
         "",
         "| CV % | runs a side | true drift % | pairs | rows changed % | rows unchanged % "
-        "| rows inconclusive % | diffs that FAIL % (95 % CI) | diffs with a row unchanged % |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| rows inconclusive % | diffs that FAIL % (95 % CI) | diffs with a row unchanged % |"
+        + (" other rows changed % |" if subset else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if subset else ""),
     ]
     for cell, row in table.items():
         if cell[3] != spread:
             continue
         cv, n, drift, _ = cell
-        au = any_unchanged_pct(results, cell)[0]
+        au = any_unchanged_pct(results, cell, drift_parts)[0]
         lines.append(
             f"| {cv} | {n} | {drift} | {row['pairs']} | {fmt_share(row['changed'])} | "
             f"{fmt_share(row['unchanged'])} | {fmt_share(row['inconclusive'])} | {fmt_fail(row)} | {au:.1f} |"
+            + (f" {fmt_share(row['others_changed'])} |" if subset else "")
         )
     return lines
 
@@ -524,13 +546,20 @@ def targets_lines(table, results, args):
     wide = [(c, r) for c, r in table.items() if c[2] >= 50]
     if wide:
         c, r = max(wide, key=lambda x: x[1]["unchanged"][0])
-        au = max(any_unchanged_pct(results, c)[0] for c, _ in wide)
+        au = max(any_unchanged_pct(results, c, args.drift_parts)[0] for c, _ in wide)
         out.append(
             f"- False \"unchanged\" at a {c[2]} % drift (target <= 5 %): largest row share "
             f"{fmt_share(r['unchanged'])} % (CV {c[0]} %, {c[1]} runs, spread {c[3]} %); "
             f"largest share of diffs with any row unchanged {au:.1f} %."
         )
     return out
+
+
+def drift_words(drift_parts):
+    if set(PARTS) <= set(drift_parts):
+        return "every part"
+    return (f"the parts {', '.join(drift_parts)} only (the row shares are theirs; \"other rows changed\": "
+            "the rows of the other parts called changed)")
 
 
 def write_markdown(path, table, results, args, wall_s):
@@ -553,7 +582,7 @@ def write_markdown(path, table, results, args, wall_s):
         "TTFT at 128 and 512, concurrency total and per request at 1/2/4, context decode and prefill "
         "at 256 and 512); the one-run long answer (always inconclusive, too few runs) and the quality "
         "rows (the same answers on both sides) are left out of the shares but count in the exit code. "
-        "Drift on every part, B faster (a rate times 1 + drift, a TTFT divided). Row shares: mean of "
+        f"Drift on {drift_words(args.drift_parts)}, B faster (a rate times 1 + drift, a TTFT divided). Row shares: mean of "
         "per-pair shares ± 1.96 SE; FAIL: exit code 1, with Wilson's 95 % interval.",
         "",
         "## Against the issue's targets",
@@ -565,7 +594,7 @@ def write_markdown(path, table, results, args, wall_s):
     lines += [f"{odd} diffs exited with neither 0 nor 1 (no verdict)." if odd else "Every diff exited 0 or 1."]
     lines += ["", "## Per cell", ""]
     for spread in args.spread:
-        lines += cell_table(table, results, spread) + [""]
+        lines += cell_table(table, results, spread, args.drift_parts) + [""]
     with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, suffix=".tmp") as fh:
         fh.write("\n".join(lines).rstrip("\n") + "\n")
     os.replace(fh.name, path)
@@ -635,7 +664,7 @@ def main():
                 print(f"{k}/{len(tasks)} pairs, {el:.0f} s, about {el / k * (len(tasks) - k):.0f} s left",
                       file=sys.stderr)
     wall = time.monotonic() - t0
-    write_markdown(args.out, summarize(results), results, args, wall)
+    write_markdown(args.out, summarize(results, args.drift_parts), results, args, wall)
     print(f"wrote {args.out} ({len(results)} pairs, {wall:.0f} s)", file=sys.stderr)
 
 
