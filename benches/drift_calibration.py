@@ -539,10 +539,11 @@ def targets_lines(table, results, args):
         )
     failed = [r for r in results if r["cell"][2] == 0 and r["exit"] == 1]
     checks = sorted({c for r in failed for c in r["fail_checks"]})
-    out.append(
-        f"- All zero-drift cells: {len(failed)} of {sum(r['cell'][2] == 0 for r in results)} diffs fail"
-        + (f", by {', '.join(checks)}." if checks else ".")
-    )
+    if zero:
+        out.append(
+            f"- All zero-drift cells: {len(failed)} of {sum(r['cell'][2] == 0 for r in results)} diffs fail"
+            + (f", by {', '.join(checks)}." if checks else ".")
+        )
     wide = [(c, r) for c, r in table.items() if c[2] >= 50]
     if wide:
         c, r = max(wide, key=lambda x: x[1]["unchanged"][0])
