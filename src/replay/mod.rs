@@ -17,6 +17,7 @@ pub mod plan_text;
 pub mod probe;
 pub mod remote;
 pub mod slurm;
+pub mod slurm_step;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -259,6 +260,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
     let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
+    notes.extend(slurm::job_ended(&planned.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
     let sides = Sides {
         recorded: &recorded,

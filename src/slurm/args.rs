@@ -33,6 +33,15 @@ pub struct SlurmArgs {
     /// Ask for whole nodes (`salloc --exclusive`).
     #[arg(long = "slurm-exclusive", requires = "slurm")]
     pub exclusive: bool,
+    /// Run every rank as a task of one step (`srun --mpi=pmix`), for an engine that takes its
+    /// rank from Slurm or PMIx (`SLURM_PROCID`, `PMIX_RANK`): every rank's recorded command must
+    /// be the same.
+    #[arg(long = "slurm-pmix", requires = "slurm")]
+    pub pmix: bool,
+    /// Refuse to run unless the cluster's process tracking is `proctrack/cgroup` (other trackers
+    /// can leave a rank's detached children running after the job).
+    #[arg(long = "slurm-require-cgroup", requires = "slurm")]
+    pub require_cgroup: bool,
 }
 
 /// The job name of every allocation a replay makes.
