@@ -885,3 +885,55 @@ fn without_cgroup_tracking_a_replay_warns_refuses_when_asked_and_a_detached_chil
     }
     assert_eq!(our_jobs_after(&conf, 15), "");
 }
+
+/// `rehash --slurm --root head=DIR --root second=DIR`: each root is listed and hashed on its box's
+/// node, in steps of one allocation; the engine on node n2 differs from the card's and is caught,
+/// the one on n1 matches.
+#[test]
+fn rehash_hashes_each_root_on_its_node_and_catches_a_changed_engine_on_n2() {
+    let Some((conf, _turn)) = slurm_or_skip("rehash_hashes_each_root_on_its_node") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let roots: Vec<PathBuf> = ["head root", "second root"]
+        .iter()
+        .map(|d| s.tmp.path().join(d))
+        .collect();
+    for r in &roots {
+        std::fs::create_dir_all(r.join("bin")).unwrap();
+    }
+    std::fs::copy(python3(), roots[0].join("bin/python3")).unwrap();
+    let mut changed = std::fs::read(python3()).unwrap();
+    changed.push(0);
+    std::fs::write(roots[1].join("bin/python3"), changed).unwrap();
+    let args: Vec<String> = vec![
+        "rehash".into(),
+        s.bundle.display().to_string(),
+        "--root".into(),
+        format!("head={}", roots[0].display()),
+        "--root".into(),
+        format!("second={}", roots[1].display()),
+        "--slurm".into(),
+        "--format".into(),
+        "json".into(),
+    ];
+    let r = run(&conf, &args);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let bin: Vec<String> = r
+        .findings("rehash.binary-digest")
+        .iter()
+        .map(|f| format!("{} {}", f["severity"], f["message"]))
+        .collect();
+    let on = |node: &str, root: &Path| format!("{node}:{}/bin/python3", root.display());
+    assert!(
+        bin.iter()
+            .any(|f| f.starts_with("\"info\"") && f.contains(&on("n1", &roots[0]))),
+        "{bin:#?}"
+    );
+    assert!(
+        bin.iter()
+            .any(|f| f.starts_with("\"error\"") && f.contains(&on("n2", &roots[1]))),
+        "{bin:#?}"
+    );
+    assert_eq!(our_jobs_after(&conf, 10), "");
+}
