@@ -530,6 +530,15 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
         has("rank 0's address: 127.0.0.1, node n1's NodeAddr"),
         "{notes:#?}"
     );
+    // Each rank got SIGTERM from the scheduler and ended on its own (srun, signalled, would
+    // have killed it).
+    assert!(has("every step ended within"), "{notes:#?}");
+    for rank in [0, 1] {
+        assert!(
+            has(&format!("rank {rank} had already ended (exit code 0)")),
+            "{notes:#?}"
+        );
+    }
     let tracking = tracking_of(&conf);
     let said = match tracking.as_str() {
         "proctrack/cgroup" => "slurm: process tracking is proctrack/cgroup".to_string(),
@@ -668,9 +677,15 @@ fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
         &s.args("ignore-term", "0", &["--slurm", "--trust-executable"]),
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    // SIGTERM reaches each rank through its srun, is ignored, and Slurm's SIGKILL follows after
-    // KillWait: the step ends as killed (137), within rigaudit's own grace.
+    // SIGTERM reaches each rank from the scheduler (scancel --signal=TERM) and is ignored; after
+    // 5 s rigaudit stops each srun, which kills its step's task: the step ends as killed (137).
     let notes = notes(&r);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("a step still ran after 5 s")),
+        "{notes:#?}"
+    );
     for rank in [0, 1] {
         let killed = [
             format!("rank {rank} stopped (exit code 137)"),

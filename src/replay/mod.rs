@@ -147,6 +147,8 @@ impl Session<'_> {
             load_guard: !self.a.no_load_guard,
         };
         let measured = measure::measure(&plan);
+        // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).
+        notes.extend(slurm::term_steps(self.launchers));
         // Stop every rank before anything else can fail.
         let stop_notes = running.lock().unwrap_or_else(|p| p.into_inner()).stop();
         notes.extend(stop_notes);

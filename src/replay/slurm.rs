@@ -239,6 +239,48 @@ fn check_engines<'a>(
     Ok(placed)
 }
 
+/// How long [`term_steps`] waits for the steps to end after SIGTERM (the local grace).
+const TERM_WAIT: Duration = Duration::from_secs(5);
+
+/// The replay's job id, when its ranks run under Slurm.
+fn job_of(launchers: &[Launcher]) -> Option<String> {
+    launchers.iter().find_map(|l| match l {
+        Launcher::Slurm { job, .. } => Some(job.clone()),
+        _ => None,
+    })
+}
+
+/// Before the ranks are stopped: SIGTERM to every task of the job's steps (`scancel
+/// --signal=TERM J`), and up to [`TERM_WAIT`] for the steps to end. srun itself, signalled,
+/// would kill its step's tasks at once (SIGKILL: "forcing job termination"); this way each rank
+/// gets SIGTERM and can shut down as it would anywhere. A rank that ignores it is stopped
+/// afterwards with its srun. `None` when no rank ran under Slurm.
+pub fn term_steps(launchers: &[Launcher]) -> Option<String> {
+    let job = job_of(launchers)?;
+    if let Err(e) = quick(&["scancel", "--signal=TERM", &job]) {
+        return Some(format!(
+            "warning: slurm: could not send SIGTERM to the steps of job {job}: {e}"
+        ));
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < TERM_WAIT {
+        match quick(&["squeue", "-h", "-s", "-j", &job, "-o", "%i"]) {
+            Ok(o) if o.stdout.trim().is_empty() => {
+                return Some(format!(
+                    "slurm: SIGTERM sent to the ranks' steps (scancel --signal=TERM {job}); every step ended within {:.1} s",
+                    t0.elapsed().as_secs_f64()
+                ))
+            }
+            Err(_) => break,
+            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    Some(format!(
+        "slurm: SIGTERM sent to the ranks' steps (scancel --signal=TERM {job}); a step still ran after {} s and was stopped with its srun",
+        TERM_WAIT.as_secs()
+    ))
+}
+
 /// How long [`job_ended`] waits for a cancelled job to leave the queue.
 const GONE_WAIT: Duration = Duration::from_secs(15);
 
@@ -247,10 +289,7 @@ const GONE_WAIT: Duration = Duration::from_secs(15);
 /// detached child that the cluster's tracking did not take: a warning names its nodes. `None`
 /// when no rank ran under Slurm.
 pub fn job_ended(launchers: &[Launcher]) -> Option<String> {
-    let job = launchers.iter().find_map(|l| match l {
-        Launcher::Slurm { job, .. } => Some(job.clone()),
-        _ => None,
-    })?;
+    let job = job_of(launchers)?;
     if let Some(e) = cancel(&job) {
         return Some(format!("warning: slurm: could not cancel job {job}: {e}"));
     }
