@@ -18,6 +18,8 @@ pub struct Artifacts {
     pub files: Vec<String>,
     /// The boxes mapped with `--box` and the ssh options: a root on such a box is read there.
     pub ssh: crate::ssh::SshArgs,
+    /// `--slurm`: a root on one of the card's boxes is read on its node, as `rehash --slurm`.
+    pub slurm: crate::slurm::SlurmArgs,
 }
 
 /// Runs the stages and builds the one report. `bundle` is the path `subject` was opened from
@@ -87,6 +89,7 @@ fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> 
         files: artifacts.files,
         quiet: true,
         ssh: artifacts.ssh,
+        slurm: artifacts.slurm,
         ..Default::default()
     })
     .map(|(_, found)| found)
@@ -132,6 +135,7 @@ mod tests {
             roots: vec![],
             files: vec![],
             ssh: crate::ssh::SshArgs::default(),
+            slurm: crate::slurm::SlurmArgs::default(),
         };
         let r = run(subject, &out, none, Some(&flags.replay), None).unwrap();
         assert_eq!(r.command, "audit");

@@ -17,6 +17,7 @@ pub mod plan_text;
 pub mod probe;
 pub mod remote;
 pub mod slurm;
+pub mod slurm_step;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -146,6 +147,8 @@ impl Session<'_> {
             load_guard: !self.a.no_load_guard,
         };
         let measured = measure::measure(&plan);
+        // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).
+        notes.extend(slurm::term_steps(self.launchers));
         // Stop every rank before anything else can fail.
         let stop_notes = running.lock().unwrap_or_else(|p| p.into_inner()).stop();
         notes.extend(stop_notes);
@@ -276,6 +279,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
     let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
+    notes.extend(slurm::job_ended(&planned.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
     let sides = Sides {
         recorded: &recorded,
