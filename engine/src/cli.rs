@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::engine::{self, Draft, EngineConfig, SamplingDefaults};
 use crate::gguf::Gguf;
-use crate::model::Model;
+use crate::model::{CpuForward, Forward, Model};
 use crate::pool::Pool;
 use crate::server::{self, AppState};
 use crate::tokenizer::EngineTokenizer;
@@ -46,6 +46,25 @@ enum Cmd {
         #[arg(long, default_value = "tokenizer.json")]
         out: PathBuf,
     },
+    /// Write a model with random weights made from a seed (same seed, same bytes).
+    MakeModel(MakeModelArgs),
+}
+
+/// The options of `make-model`, as parsed.
+#[derive(clap::Args)]
+struct MakeModelArgs {
+    /// Seed of the weights.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Shape: `smollm2-135m` (SmolLM2-135M's, Q4_1 layers, Q8_0 embeddings) or `tiny`.
+    #[arg(long, default_value = "smollm2-135m")]
+    preset: String,
+    /// Layers instead of the preset's (any size of model).
+    #[arg(long)]
+    layers: Option<usize>,
+    /// Output GGUF path (written atomically).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 fn mem_available() -> u64 {
@@ -91,7 +110,33 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.cmd {
         Cmd::Tokenizer { model, out } => write_tokenizer(&model, &out),
         Cmd::Serve(args) => serve(args),
+        Cmd::MakeModel(args) => make_model(args),
     }
+}
+
+/// `make-model`: writes the random-weights model `a` asks for to `a.out` (a temporary file
+/// beside it, renamed into place) and prints its path and SHA-256.
+fn make_model(a: MakeModelArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let mut preset = crate::synth::Preset::by_name(&a.preset).ok_or_else(|| {
+        format!(
+            "--preset {}: unknown preset (expected smollm2-135m or tiny)",
+            a.preset
+        )
+    })?;
+    if let Some(n) = a.layers {
+        preset.n_layer = n;
+    }
+    let bytes = crate::synth::make_model(&preset, a.seed)
+        .map_err(|why| format!("--preset {}: {why}", a.preset))?;
+    let name = a.out.file_name().ok_or("--out: expected a file path")?;
+    let tmp = a
+        .out
+        .with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+    std::fs::write(&tmp, &bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &a.out)
+        .map_err(|e| format!("cannot rename into {}: {e}", a.out.display()))?;
+    println!("{} sha256={:x}", a.out.display(), Sha256::digest(&bytes));
+    Ok(())
 }
 
 /// `tokenizer`: writes the tokenizer built from `model`'s metadata to `out` and prints its path.
@@ -138,6 +183,10 @@ struct ServeArgs {
     /// Max prompt tokens evaluated per batched step.
     #[arg(long, default_value_t = 512)]
     batch: usize,
+    /// Where the forward pass runs: `cpu`, or `cuda` / `cuda:N` (an NVIDIA GPU, with weights and
+    /// KV caches in its memory; needs the NVIDIA driver and NVRTC).
+    #[arg(long, default_value = "cpu")]
+    device: String,
     /// Exit when standard input closes (lets a supervising process, such
     /// as a test, take the engine down with it however it ends).
     #[arg(long)]
@@ -152,11 +201,15 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if a.parallel == 0 || a.parallel > 256 {
         return Err("--parallel must be between 1 and 256".into());
     }
-    let (m, model_obj) = load_model(&a.model)?;
+    let device = parse_device(&a.device)?;
+    let (m, gguf) = load_model(&a.model)?;
     let avail = mem_available();
-    let window = context_window(a.context, m.per_tok, a.parallel, m.n_ctx_train, avail)?;
+    let window = match (device, a.context) {
+        (Some(_), None) => (m.n_ctx_train, "auto: trained context (GPU)"),
+        _ => context_window(a.context, m.per_tok, a.parallel, m.n_ctx_train, avail)?,
+    };
     let threads = compute_threads(a.threads);
-    let pool = Pool::new(threads);
+    let (forward, device_facts) = forward_on(device, gguf, threads, a.parallel, window.0)?;
     let draft = match a.draft {
         DraftArg::Off => Draft::Off,
         DraftArg::Copies => Draft::Copies,
@@ -168,8 +221,8 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         draft,
         draft_max: a.draft_max,
     };
-    let handle = engine::start(model_obj, m.tok.clone(), pool, engine_cfg);
-    let line = start_line(&a, &m, window, threads, avail);
+    let handle = engine::start(forward, m.tok.clone(), engine_cfg);
+    let line = start_line(&a, &m, window, threads, avail) + &device_facts;
     let state = Arc::new(AppState {
         name: a.name,
         window: window.0,
@@ -184,6 +237,49 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         ids: AtomicU64::new(1),
     });
     listen(&a.host, a.port, &line, state)
+}
+
+/// `--device`: `None` for the CPU, else the CUDA device number (refused in a build without CUDA).
+fn parse_device(arg: &str) -> Result<Option<usize>, Box<dyn std::error::Error>> {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::cuda::Device;
+        match arg.parse::<Device>().map_err(|e| format!("--device {e}"))? {
+            Device::Cpu => Ok(None),
+            Device::Cuda(n) => Ok(Some(n)),
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    match arg {
+        "cpu" => Ok(None),
+        _ => Err(format!("--device {arg}: this build has no CUDA support (feature `cuda`): use --device cpu").into()),
+    }
+}
+
+/// The forward pass of `g` on the CPU (`device` `None`) or CUDA device N, with `slots` KV caches
+/// of `window` positions, and what the start line adds for it.
+fn forward_on(
+    device: Option<usize>,
+    g: Gguf,
+    threads: usize,
+    slots: usize,
+    window: usize,
+) -> Result<(Box<dyn Forward>, String), Box<dyn std::error::Error>> {
+    match device {
+        None => {
+            let model = Model::load(g)?;
+            let pool = Pool::new(threads);
+            Ok((Box::new(CpuForward::new(model, pool, slots, window)), String::new()))
+        }
+        #[cfg(feature = "cuda")]
+        Some(n) => {
+            let gpu = crate::cuda::model::GpuForward::load(&g, n, slots, window)?;
+            let facts = format!(" device=cuda:{n} {}", gpu.facts);
+            Ok((Box::new(gpu), facts))
+        }
+        #[cfg(not(feature = "cuda"))]
+        Some(_) => Err("this build has no CUDA support".into()),
+    }
 }
 
 /// What `serve` keeps from the model file besides the model itself.
@@ -204,8 +300,8 @@ struct LoadedModel {
 }
 
 /// Reads and parses the GGUF file at `path`: its tokenizer, chat template and sampling
-/// defaults, and the model.
-fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn std::error::Error>> {
+/// defaults, and the parsed file.
+fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Gguf), Box<dyn std::error::Error>> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let digest = format!("{:x}", Sha256::digest(&bytes));
     let g = Gguf::parse(bytes)?;
@@ -214,7 +310,7 @@ fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn st
     let chat_template = g.get_str("tokenizer.chat_template").map(str::to_string);
     let tok_text = |id: u32| tok.inner.id_to_token(id).unwrap_or_default();
     let (bos_text, eos_text) = (tok_text(tok.bos), tok_text(tok.eos));
-    let model = Model::load(g)?;
+    let cfg = crate::model::read_config(&g)?;
     let loaded = LoadedModel {
         digest,
         tok,
@@ -223,11 +319,11 @@ fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn st
         chat_template,
         bos_text,
         eos_text,
-        n_ctx_train: model.cfg.n_ctx_train,
-        per_tok: model.cfg.kv_bytes_per_token() as u64,
-        simd: model.simd(),
+        n_ctx_train: cfg.n_ctx_train,
+        per_tok: cfg.kv_bytes_per_token() as u64,
+        simd: crate::kernels::detect_simd(),
     };
-    Ok((loaded, model))
+    Ok((loaded, g))
 }
 
 /// The start line up to its listen address (known once bound): what is served, how, and

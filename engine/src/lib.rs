@@ -6,13 +6,16 @@
 //! `tokenizers` tokenizer from its metadata, [`kernels`] and [`tiled`] hold the
 //! SIMD compute kernels (checked against scalar/f32 references), [`model`] is
 //! the batched llama forward pass, [`pool`] the persistent thread pool,
-//! [`engine`] the continuous-batching scheduler and [`server`] the HTTP API.
+//! [`engine`] the continuous-batching scheduler, [`server`] the HTTP API and
+//! [`synth`] makes random-weights models from a seed.
 
 // Numeric kernels index several arrays in lock-step and take many shape
 // arguments; these lints would obscure them.
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 pub mod cli;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod engine;
 pub mod gguf;
 pub mod kernels;
@@ -20,5 +23,6 @@ pub mod model;
 pub mod pool;
 pub mod reference;
 pub mod server;
+pub mod synth;
 pub mod tiled;
 pub mod tokenizer;
