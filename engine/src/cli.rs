@@ -48,6 +48,30 @@ enum Cmd {
     },
     /// Write a model with random weights made from a seed (same seed, same bytes).
     MakeModel(MakeModelArgs),
+    /// Measure the GPU: the 4-bit product's bandwidth and error, decode speed on GPU and CPU.
+    #[cfg(feature = "cuda")]
+    GpuBench(GpuBenchArgs),
+}
+
+/// The options of `gpu-bench`, as parsed.
+#[cfg(feature = "cuda")]
+#[derive(clap::Args)]
+struct GpuBenchArgs {
+    /// CUDA device: `cuda` or `cuda:N`.
+    #[arg(long, default_value = "cuda")]
+    device: String,
+    /// Seed of the random-weights SmolLM2-shaped model decoded.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Tokens decoded on the GPU (each of graphs on and off).
+    #[arg(long, default_value_t = 256)]
+    tokens: usize,
+    /// Tokens decoded on the CPU.
+    #[arg(long, default_value_t = 64)]
+    cpu_tokens: usize,
+    /// CPU compute threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 /// The options of `make-model`, as parsed.
@@ -111,7 +135,50 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Cmd::Tokenizer { model, out } => write_tokenizer(&model, &out),
         Cmd::Serve(args) => serve(args),
         Cmd::MakeModel(args) => make_model(args),
+        #[cfg(feature = "cuda")]
+        Cmd::GpuBench(args) => gpu_bench(args),
     }
+}
+
+/// `gpu-bench`: prints one JSON object: the Q4_1 matrix-vector product over 192 MiB of weights
+/// (GB/s, and a device copy of the same bytes), its error against the CPU reference, and greedy
+/// decode of a random-weights SmolLM2-sized model on the GPU (graphs on, off) and the CPU.
+#[cfg(feature = "cuda")]
+fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+    use crate::cuda::bench::{check_q4_1, decode_seconds_per_token};
+    let Some(n) = parse_device(&a.device)? else {
+        return Err("--device: gpu-bench measures a CUDA device (cuda or cuda:N)".into());
+    };
+    let bytes = crate::synth::make_model(&crate::synth::Preset::SMOLLM2_135M, a.seed)?;
+    let window = (32 + a.tokens.max(a.cpu_tokens) + 16).next_multiple_of(256);
+    let mut gpu = crate::cuda::model::GpuForward::load(&Gguf::parse(bytes.clone())?, n, 1, window)?;
+    let mv = check_q4_1(&gpu, 32768, 9824, 1, 50)?;
+    let mm = check_q4_1(&gpu, 4096, 4096, 64, 10)?;
+    let graph_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
+    gpu.set_graphs(false);
+    let eager_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
+    let threads = compute_threads(a.threads);
+    let cpu_model = Model::load(Gguf::parse(bytes)?)?;
+    let mut cpu = CpuForward::new(cpu_model, Pool::new(threads), 1, window);
+    let cpu_s = decode_seconds_per_token(&mut cpu, 32, a.cpu_tokens);
+    let gb = |b: usize, s: f64| b as f64 / s / 1e9;
+    let n_layer = crate::synth::Preset::SMOLLM2_135M.n_layer;
+    let report = serde_json::json!({
+        "facts": gpu.facts,
+        "gemv_q4_1": {"rows": 32768, "k": 9824, "weight_bytes": mv.weight_bytes,
+            "us": mv.seconds * 1e6, "gb_per_s": gb(mv.weight_bytes, mv.seconds),
+            "copy_gb_per_s_read_plus_write": gb(2 * mv.weight_bytes, mv.copy_seconds),
+            "max_rel_err_vs_cpu": mv.max_rel_err},
+        "gemm_q4_1_64_tokens": {"rows": 4096, "k": 4096, "us": mm.seconds * 1e6,
+            "max_rel_err_vs_cpu": mm.max_rel_err},
+        "decode_smollm2_random": {"gpu_graph_tok_s": 1.0 / graph_s, "gpu_eager_tok_s": 1.0 / eager_s,
+            "launches_per_token": 10 * n_layer + 3,
+            "launch_overhead_us_per_token": (eager_s - graph_s) * 1e6,
+            "cpu_tok_s": 1.0 / cpu_s, "cpu_threads": threads,
+            "speedup_gpu_graph_over_cpu": cpu_s / graph_s},
+    });
+    println!("{report}");
+    Ok(())
 }
 
 /// `make-model`: writes the random-weights model `a` asks for to `a.out` (a temporary file
@@ -252,7 +319,10 @@ fn parse_device(arg: &str) -> Result<Option<usize>, Box<dyn std::error::Error>> 
     #[cfg(not(feature = "cuda"))]
     match arg {
         "cpu" => Ok(None),
-        _ => Err(format!("--device {arg}: this build has no CUDA support (feature `cuda`): use --device cpu").into()),
+        _ => Err(format!(
+            "--device {arg}: this build has no CUDA support (feature `cuda`): use --device cpu"
+        )
+        .into()),
     }
 }
 
@@ -269,7 +339,10 @@ fn forward_on(
         None => {
             let model = Model::load(g)?;
             let pool = Pool::new(threads);
-            Ok((Box::new(CpuForward::new(model, pool, slots, window)), String::new()))
+            Ok((
+                Box::new(CpuForward::new(model, pool, slots, window)),
+                String::new(),
+            ))
         }
         #[cfg(feature = "cuda")]
         Some(n) => {

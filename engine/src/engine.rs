@@ -225,7 +225,11 @@ impl EngineHandle {
 }
 
 /// Start the engine thread.
-pub fn start(model: Box<dyn Forward>, tok: Arc<EngineTokenizer>, cfg: EngineConfig) -> EngineHandle {
+pub fn start(
+    model: Box<dyn Forward>,
+    tok: Arc<EngineTokenizer>,
+    cfg: EngineConfig,
+) -> EngineHandle {
     let (tx, rx) = std::sync::mpsc::channel();
     let metrics = Arc::new(Metrics::default());
     let m2 = metrics.clone();

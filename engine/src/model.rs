@@ -142,7 +142,9 @@ pub struct CpuForward {
 impl CpuForward {
     /// `model` on `pool` with `slots` KV caches of `window` positions each.
     pub fn new(model: Model, pool: Pool, slots: usize, window: usize) -> Self {
-        let kv = (0..slots).map(|_| KvCache::new(&model.cfg, window)).collect();
+        let kv = (0..slots)
+            .map(|_| KvCache::new(&model.cfg, window))
+            .collect();
         CpuForward { model, pool, kv }
     }
 }

@@ -137,7 +137,8 @@ impl Writer {
                 ty(out, 9);
                 ty(out, 5);
                 out.extend_from_slice(&(a.len() as u64).to_le_bytes());
-                a.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                a.iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
             }
         }
     }
@@ -253,7 +254,10 @@ const CHAT_TEMPLATE: &str = "{% for message in messages %}{{ '<|im_start|>' + me
 /// The metadata of a model of shape `p`: `llama.*` hyper-parameters and the tokenizer.
 fn metadata(w: &mut Writer, p: &Preset, seed: u64) {
     w.kv("general.architecture", Meta::Str("llama".into()));
-    w.kv("general.name", Meta::Str(format!("random-weights seed={seed}")));
+    w.kv(
+        "general.name",
+        Meta::Str(format!("random-weights seed={seed}")),
+    );
     w.kv("general.file_type", Meta::U32(3));
     w.kv("general.quantization_version", Meta::U32(2));
     let u = |v: usize| Meta::U32(v as u32);
@@ -317,7 +321,8 @@ pub fn make_model(p: &Preset, seed: u64) -> Result<Vec<u8>, String> {
         }
     }
     let bytes = norm(&mut rng, d);
-    w.tensors.push(("output_norm.weight".into(), vec![d], 0, bytes));
+    w.tensors
+        .push(("output_norm.weight".into(), vec![d], 0, bytes));
     Ok(w.bytes())
 }
 
@@ -340,7 +345,9 @@ mod tests {
         assert_eq!((kt.dims.clone(), kt.ty), (vec![64, 32], GgmlType::Q4_1));
         assert_eq!(g.get_str("tokenizer.ggml.model"), Some("gpt2"));
         assert_eq!(
-            g.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).map(|a| a.len()),
+            g.get("tokenizer.ggml.tokens")
+                .and_then(|v| v.as_array())
+                .map(|a| a.len()),
             Some(512)
         );
     }

@@ -53,7 +53,10 @@ fn every_kernel_compiles_to_ptx() {
     }
     for arch in ["compute_80", "compute_90"] {
         let ptx = cuda::compile_kernels(arch).unwrap_or_else(|e| panic!("{e}"));
-        assert!(ptx.contains(&format!(".target sm_{}", &arch[8..])), "{arch}");
+        assert!(
+            ptx.contains(&format!(".target sm_{}", &arch[8..])),
+            "{arch}"
+        );
         for name in cuda::KERNEL_NAMES {
             assert!(
                 ptx.contains(&format!(".entry {name}(")),
@@ -73,7 +76,14 @@ fn device_cuda_without_a_driver_is_a_clear_error() {
     let model = dir.join("tiny.gguf");
     std::fs::write(&model, make_model(&Preset::TINY, 1).unwrap()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
-        .args(["serve", model.to_str().unwrap(), "--name", "t", "--port", "0"])
+        .args([
+            "serve",
+            model.to_str().unwrap(),
+            "--name",
+            "t",
+            "--port",
+            "0",
+        ])
         .args(["--device", "cuda"])
         .output()
         .expect("run rigaudit-engine");
@@ -144,7 +154,10 @@ fn assert_gpu_matches_cpu(bytes: Vec<u8>, prompt: &[u32], what: &str) {
         .map(|(a, b)| (a - b).abs())
         .fold(0f64, f64::max);
     eprintln!("{what}: 24 greedy tokens identical, max |logprob GPU - CPU| = {worst:.2e}");
-    assert!(worst <= LOGPROB_TOL, "{what}: log-probabilities differ by {worst}");
+    assert!(
+        worst <= LOGPROB_TOL,
+        "{what}: log-probabilities differ by {worst}"
+    );
     let last = gpu.argmax_last(1).unwrap();
     assert_eq!(last.len(), 1, "{what}: device argmax");
 }
@@ -160,7 +173,11 @@ fn gpu_matches_cpu_on_random_models() {
         n_layer: 4,
         ..Preset::SMOLLM2_135M
     };
-    assert_gpu_matches_cpu(make_model(&four, 5).unwrap(), &prompt, "smollm2-shaped, 4 layers");
+    assert_gpu_matches_cpu(
+        make_model(&four, 5).unwrap(),
+        &prompt,
+        "smollm2-shaped, 4 layers",
+    );
 }
 
 #[test]
@@ -174,6 +191,30 @@ fn gpu_matches_cpu_on_the_real_model() {
     let bytes = std::fs::read(&path).unwrap();
     let g = Gguf::parse(bytes.clone()).unwrap();
     let tk = rigaudit_engine::tokenizer::EngineTokenizer::from_gguf(&g).unwrap();
-    let prompt = tk.encode("<|im_start|>user\nThe capital of France is<|im_end|>\n<|im_start|>assistant\n");
+    let prompt =
+        tk.encode("<|im_start|>user\nThe capital of France is<|im_end|>\n<|im_start|>assistant\n");
     assert_gpu_matches_cpu(bytes, &prompt, "SmolLM2-135M Q4_1");
+}
+
+#[test]
+fn q4_1_products_match_the_cpu_reference() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let g = Gguf::parse(make_model(&Preset::TINY, 1).unwrap()).unwrap();
+    let gpu = GpuForward::load(&g, 0, 1, 64).unwrap();
+    // Odd shapes: rows not a multiple of 32, blocks per row not a multiple of 8, tokens of 8.
+    for (rows, k, ntok) in [
+        (300, 576, 1),
+        (300, 576, 5),
+        (77, 1536, 13),
+        (4096, 4096, 1),
+    ] {
+        let c = cuda::bench::check_q4_1(&gpu, rows, k, ntok, 3).unwrap();
+        eprintln!(
+            "{rows}x{k}, {ntok} tokens: max relative error {:.1e}",
+            c.max_rel_err
+        );
+        assert!(c.max_rel_err < 1e-4, "{rows}x{k} x{ntok}: {c:?}");
+    }
 }

@@ -115,7 +115,7 @@ extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u32* __restr
     float acc[NT];                                                                               \
     _Pragma("unroll") for (int j = 0; j < NT; j++) acc[j] = 0.0f;                                \
     if (row < rows) {                                                                            \
-        for (int b = g; b < nb; b += 8) {                                                        \
+        _Pragma("unroll 4") for (int b = g; b < nb; b += 8) {                                     \
             uint4 w = qs[(size_t)row * nb + b];                                                  \
             u32 sm = dm[(size_t)row * nb + b];                                                   \
             float d = f16_to_f32((u16)(sm & 0xffff)), m = f16_to_f32((u16)(sm >> 16));           \
@@ -160,7 +160,7 @@ extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u16* __restr
     float acc[NT];                                                                               \
     _Pragma("unroll") for (int j = 0; j < NT; j++) acc[j] = 0.0f;                                \
     if (row < rows) {                                                                            \
-        for (int b = g; b < nb; b += 8) {                                                        \
+        _Pragma("unroll 4") for (int b = g; b < nb; b += 8) {                                     \
             uint4 wa = qs[((size_t)row * nb + b) * 2], wb = qs[((size_t)row * nb + b) * 2 + 1];  \
             float d = f16_to_f32(dw[(size_t)row * nb + b]);                                      \
             _Pragma("unroll") for (int j = 0; j < NT; j++) {                                     \

@@ -6,6 +6,7 @@
 //! The kernels (`kernels.cu`, CUDA C) are compiled by NVRTC at start-up for the device's
 //! architecture and cached by digest ([`compile_ptx`]); [`model`] runs the forward pass on them.
 
+pub mod bench;
 pub mod model;
 
 use std::path::{Path, PathBuf};
@@ -100,7 +101,10 @@ fn nvrtc_dirs() -> Vec<PathBuf> {
     let mut local: Vec<PathBuf> = std::fs::read_dir("/usr/local")
         .map(|rd| {
             rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("cuda")))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("cuda"))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -137,8 +141,9 @@ fn open_nvrtc_file(path: &Path) -> Result<String, String> {
             .map(|rd| {
                 rd.filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| {
-                        p.file_name()
-                            .is_some_and(|n| n.to_string_lossy().starts_with("libnvrtc-builtins.so."))
+                        p.file_name().is_some_and(|n| {
+                            n.to_string_lossy().starts_with("libnvrtc-builtins.so.")
+                        })
                     })
                     .map(|p| p.to_string_lossy().into_owned())
                     .collect()
@@ -277,7 +282,11 @@ mod tests {
     fn nvrtc_files_are_found_highest_major_first() {
         let dir = std::env::temp_dir().join(format!("nvrtc-find-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for f in ["libnvrtc.so.12", "libnvrtc.so.13", "libnvrtc-builtins.so.13.0"] {
+        for f in [
+            "libnvrtc.so.12",
+            "libnvrtc.so.13",
+            "libnvrtc-builtins.so.13.0",
+        ] {
             std::fs::write(dir.join(f), b"").unwrap();
         }
         let found = nvrtc_in(&dir);

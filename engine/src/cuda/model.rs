@@ -52,9 +52,9 @@ struct DLayer {
     down: DMat,
 }
 
-/// One kernel argument.
+/// One kernel argument: a device pointer (or a 64-bit count), an int or a float.
 #[derive(Clone, Copy)]
-enum Arg {
+pub(crate) enum Arg {
     P(u64),
     I(i32),
     F(f32),
@@ -112,7 +112,11 @@ fn raw<'g>(g: &'g Gguf, name: &str) -> Result<(&'g [u8], Quant, usize, usize), S
     let quant = match t.ty {
         GgmlType::Q4_1 => Quant::Q4_1,
         GgmlType::Q8_0 => Quant::Q8_0,
-        o => return Err(format!("{name}: type {o} is not supported on CUDA (Q4_1, Q8_0)")),
+        o => {
+            return Err(format!(
+                "{name}: type {o} is not supported on CUDA (Q4_1, Q8_0)"
+            ))
+        }
     };
     Ok((b, quant, t.dims.get(1).copied().unwrap_or(1), t.dims[0]))
 }
@@ -124,7 +128,10 @@ fn repack(bytes: &[u8], quant: Quant) -> (Vec<u8>, Vec<u8>) {
         Quant::Q8_0 => (34, 2),
     };
     let n = bytes.len() / bb;
-    let (mut qs, mut sc) = (Vec::with_capacity(n * (bb - sb)), Vec::with_capacity(n * sb));
+    let (mut qs, mut sc) = (
+        Vec::with_capacity(n * (bb - sb)),
+        Vec::with_capacity(n * sb),
+    );
     for blk in bytes.chunks_exact(bb) {
         sc.extend_from_slice(&blk[..sb]);
         qs.extend_from_slice(&blk[sb..]);
@@ -153,7 +160,10 @@ impl Uploader<'_> {
         self.bytes(&b)
     }
     fn zeros(&mut self, n: usize) -> Result<u64, String> {
-        let s = self.stream.alloc_zeros::<u8>(n.max(1)).map_err(dev("alloc"))?;
+        let s = self
+            .stream
+            .alloc_zeros::<u8>(n.max(1))
+            .map_err(dev("alloc"))?;
         let p = ptr(&s, self.stream);
         self.kept.push(s);
         Ok(p)
@@ -204,11 +214,7 @@ fn upload_layer(up: &mut Uploader, g: &Gguf, i: usize) -> Result<DLayer, String>
 
 /// The device `n` opened, its kernels compiled (or read from the cache) and loaded, and what
 /// the start line says of it.
-type Opened = (
-    Arc<CudaStream>,
-    HashMap<&'static str, CudaFunction>,
-    String,
-);
+type Opened = (Arc<CudaStream>, HashMap<&'static str, CudaFunction>, String);
 
 fn open_device(n: usize) -> Result<Opened, String> {
     load_driver()?;
@@ -305,7 +311,19 @@ impl GpuForward {
         self.graphs.clear();
     }
 
-    fn launch(&self, name: &str, grid: (u32, u32), block: u32, args: &[Arg]) -> Result<(), String> {
+    /// The stream every launch goes to.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Launches kernel `name` on a grid of `grid` blocks of `block` threads with `args`.
+    pub(crate) fn launch(
+        &self,
+        name: &str,
+        grid: (u32, u32),
+        block: u32,
+        args: &[Arg],
+    ) -> Result<(), String> {
         let f = self
             .kernels
             .get(name)
@@ -388,8 +406,11 @@ impl GpuForward {
             .collect::<Result<Vec<_>, _>>()?;
         let bytes = s.alloc_zeros::<i8>(tokens * wide).map_err(dev("alloc"))?;
         let ints = |n: usize| s.alloc_zeros::<i32>(n).map_err(dev("alloc"));
-        let (ids, positions, slots, want) = (ints(tokens)?, ints(tokens)?, ints(tokens)?, ints(rows)?);
-        let logits = s.alloc_zeros::<f32>(rows * c.n_vocab).map_err(dev("alloc"))?;
+        let (ids, positions, slots, want) =
+            (ints(tokens)?, ints(tokens)?, ints(tokens)?, ints(rows)?);
+        let logits = s
+            .alloc_zeros::<f32>(rows * c.n_vocab)
+            .map_err(dev("alloc"))?;
         let f = |i: usize| ptr(&f32s[i], s);
         let ptr = [
             f(0),
@@ -441,7 +462,14 @@ impl GpuForward {
     }
 
     /// `out[t][row] (+)= m[row] · act[t]` over the quantized activations of `n_tok` tokens.
-    fn matmul(&self, m: &DMat, n_tok: usize, out: u64, stride: usize, add: bool) -> Result<(), String> {
+    fn matmul(
+        &self,
+        m: &DMat,
+        n_tok: usize,
+        out: u64,
+        stride: usize,
+        add: bool,
+    ) -> Result<(), String> {
         let [_, _, _, _, xq, xd, xs, ..] = self.ptrs();
         let (name, per) = match (m.quant, n_tok) {
             (Quant::Q4_1, 1) => ("mv_q4_1", 1),
@@ -474,12 +502,30 @@ impl GpuForward {
         self.norm_q8(n, 0, l.attn_norm)?;
         self.matmul(&l.qkv, n, qkv, d + 2 * kvd, false)?;
         let i = |v: usize| Arg::I(v as i32);
-        let shape = [i(c.n_head), i(c.n_head_kv), i(hd), i(li), i(c.n_layer), i(self.window)];
-        let mut rope = vec![Arg::P(qkv), Arg::P(pos), Arg::P(slots), Arg::P(self.rope_inv)];
+        let shape = [
+            i(c.n_head),
+            i(c.n_head_kv),
+            i(hd),
+            i(li),
+            i(c.n_layer),
+            i(self.window),
+        ];
+        let mut rope = vec![
+            Arg::P(qkv),
+            Arg::P(pos),
+            Arg::P(slots),
+            Arg::P(self.rope_inv),
+        ];
         rope.extend(shape);
         rope.extend([Arg::P(self.kc), Arg::P(self.vc)]);
         self.launch("rope_store", (n as u32, 1), 128, &rope)?;
-        let mut attn = vec![Arg::P(qkv), Arg::P(pos), Arg::P(slots), Arg::P(self.kc), Arg::P(self.vc)];
+        let mut attn = vec![
+            Arg::P(qkv),
+            Arg::P(pos),
+            Arg::P(slots),
+            Arg::P(self.kc),
+            Arg::P(self.vc),
+        ];
         attn.extend(shape);
         attn.extend([Arg::F(1.0 / (hd as f32).sqrt()), Arg::P(att)]);
         self.launch("attention", (c.n_head as u32, n as u32), 128, &attn)?;
@@ -512,7 +558,14 @@ impl GpuForward {
     fn enqueue(&self, n: usize, rows: usize) -> Result<(), String> {
         let [x, .., logits, ids, _, _, want] = self.ptrs();
         let (d, e) = (self.cfg.n_embd as i32, &self.embd);
-        let args = [Arg::P(ids), Arg::P(e.qs), Arg::P(e.scales), Arg::I(d), Arg::I(e.rows as i32), Arg::P(x)];
+        let args = [
+            Arg::P(ids),
+            Arg::P(e.qs),
+            Arg::P(e.scales),
+            Arg::I(d),
+            Arg::I(e.rows as i32),
+            Arg::P(x),
+        ];
         self.launch("embed_q8_0", (n as u32, 1), 256, &args)?;
         for (li, l) in self.layers.iter().enumerate() {
             self.attention_block(li, l, n)?;
@@ -560,11 +613,15 @@ impl GpuForward {
         self.ensure_bufs(n, rows)?;
         let s = self.stream.clone();
         let b = self.bufs.as_mut().ok_or("no buffers")?;
-        s.memcpy_htod(&p.ids, &mut b.ids.slice_mut(0..n)).map_err(dev("copy"))?;
-        s.memcpy_htod(&p.positions, &mut b.positions.slice_mut(0..n)).map_err(dev("copy"))?;
-        s.memcpy_htod(&p.slots, &mut b.slots.slice_mut(0..n)).map_err(dev("copy"))?;
+        s.memcpy_htod(&p.ids, &mut b.ids.slice_mut(0..n))
+            .map_err(dev("copy"))?;
+        s.memcpy_htod(&p.positions, &mut b.positions.slice_mut(0..n))
+            .map_err(dev("copy"))?;
+        s.memcpy_htod(&p.slots, &mut b.slots.slice_mut(0..n))
+            .map_err(dev("copy"))?;
         if rows > 0 {
-            s.memcpy_htod(&p.want, &mut b.want.slice_mut(0..rows)).map_err(dev("copy"))?;
+            s.memcpy_htod(&p.want, &mut b.want.slice_mut(0..rows))
+                .map_err(dev("copy"))?;
         }
         let graphed = self.use_graphs && p.decode_only && self.via_graph(n)?;
         if !graphed {
@@ -573,7 +630,8 @@ impl GpuForward {
         let mut host = vec![0f32; rows * nv];
         if rows > 0 {
             let b = self.bufs.as_ref().ok_or("no buffers")?;
-            s.memcpy_dtoh(&b.logits.slice(0..rows * nv), &mut host).map_err(dev("copy back"))?;
+            s.memcpy_dtoh(&b.logits.slice(0..rows * nv), &mut host)
+                .map_err(dev("copy back"))?;
         }
         s.synchronize().map_err(dev("step"))?;
         let mut out = Vec::with_capacity(chunks.len());
@@ -592,8 +650,15 @@ impl GpuForward {
         if rows > b.rows {
             return Err(format!("{rows} rows asked, {} held", b.rows));
         }
-        let out = self.stream.alloc_zeros::<i32>(rows.max(1)).map_err(dev("alloc"))?;
-        let args = [Arg::P(b.ptr[7]), Arg::I(self.cfg.n_vocab as i32), Arg::P(ptr(&out, &self.stream))];
+        let out = self
+            .stream
+            .alloc_zeros::<i32>(rows.max(1))
+            .map_err(dev("alloc"))?;
+        let args = [
+            Arg::P(b.ptr[7]),
+            Arg::I(self.cfg.n_vocab as i32),
+            Arg::P(ptr(&out, &self.stream)),
+        ];
         self.launch("argmax_rows", (rows as u32, 1), 256, &args)?;
         let v = self.stream.clone_dtoh(&out).map_err(dev("copy back"))?;
         Ok(v.into_iter().take(rows).map(|i| i as u32).collect())
