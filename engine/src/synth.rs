@@ -62,10 +62,13 @@ impl Preset {
         if p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 {
             return Some("layers and heads must be at least 1".into());
         }
-        if p.n_embd % 32 != 0 || p.n_ff % 32 != 0 || p.n_embd % p.n_head != 0 {
+        if !p.n_embd.is_multiple_of(32)
+            || !p.n_ff.is_multiple_of(32)
+            || !p.n_embd.is_multiple_of(p.n_head)
+        {
             return Some("widths must be multiples of 32 and of the head count".into());
         }
-        if p.n_head % p.n_head_kv != 0 || (p.n_embd / p.n_head) % 2 != 0 {
+        if !p.n_head.is_multiple_of(p.n_head_kv) || !(p.n_embd / p.n_head).is_multiple_of(2) {
             return Some("kv heads must divide the heads; head size must be even".into());
         }
         if p.n_vocab < 259 || p.n_vocab > 259 + 256 * 256 {

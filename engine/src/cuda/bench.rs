@@ -91,6 +91,34 @@ fn time(f: &GpuForward, iters: usize, run: impl Fn() -> Result<(), String>) -> R
     Ok(median(times))
 }
 
+/// The values (16 bytes) and scales (4 bytes) of each 20-byte Q4_1 block, as two arrays.
+fn split_blocks(raw: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let n = raw.len() / 20;
+    let (mut qs, mut sc) = (Vec::with_capacity(n * 16), Vec::with_capacity(n * 4));
+    for b in raw.chunks_exact(20) {
+        sc.extend_from_slice(&b[..4]);
+        qs.extend_from_slice(&b[4..]);
+    }
+    (qs, sc)
+}
+
+/// Largest |`got` - CPU| over the first 512 rows of the Q4_1 product of `raw` (`rows` rows)
+/// with `act`, relative to the largest |CPU| value; `got` is token-major (`[t][rows]`).
+fn rel_err_vs_cpu(raw: &[u8], act: &QAct, got: &[f32], rows: usize) -> f64 {
+    let row_bytes = act.k / 32 * 20;
+    let (mut worst, mut scale) = (0f64, 0f64);
+    let mut want = vec![0f32; act.rows];
+    for r in 0..rows.min(512) {
+        let row = &raw[r * row_bytes..(r + 1) * row_bytes];
+        dot_rows_scalar(WType::Q4_1, row, act, 0, &mut want);
+        for (t, w) in want.iter().enumerate() {
+            worst = worst.max((got[t * rows + r] - w).abs() as f64);
+            scale = scale.max(w.abs() as f64);
+        }
+    }
+    worst / scale.max(1e-30)
+}
+
 /// Checks the Q4_1 product of a random `rows` × `k` matrix with `ntok` random activation rows
 /// against [`dot_rows_scalar`] (the first 512 rows), and times it and a copy of its bytes.
 pub fn check_q4_1(
@@ -107,13 +135,7 @@ pub fn check_q4_1(
         .collect();
     let mut act = QAct::default();
     act.quantize(&x, ntok, k);
-    let (qs, sc): (Vec<u8>, Vec<u8>) =
-        raw.chunks_exact(20)
-            .fold((vec![], vec![]), |(mut q, mut s), b| {
-                s.extend_from_slice(&b[..4]);
-                q.extend_from_slice(&b[4..]);
-                (q, s)
-            });
+    let (qs, sc) = split_blocks(&raw);
     let (mut bytes, mut floats, mut ints) = (Vec::new(), Vec::new(), Vec::new());
     let p_qs = upload(f, &qs, &mut bytes)?;
     let p_sc = upload(f, &sc, &mut bytes)?;
@@ -142,23 +164,8 @@ pub fn check_q4_1(
         .stream()
         .clone_dtoh(&floats[2])
         .map_err(|e| format!("CUDA copy back: {e:?}"))?;
-    let (mut worst, mut scale) = (0f64, 0f64);
-    let mut want = vec![0f32; ntok];
-    for r in 0..rows.min(512) {
-        dot_rows_scalar(
-            WType::Q4_1,
-            &raw[r * k / 32 * 20..(r + 1) * k / 32 * 20],
-            &act,
-            0,
-            &mut want,
-        );
-        for t in 0..ntok {
-            worst = worst.max((got[t * rows + r] - want[t]).abs() as f64);
-            scale = scale.max(want[t].abs() as f64);
-        }
-    }
     Ok(MatmulCheck {
-        max_rel_err: worst / scale.max(1e-30),
+        max_rel_err: rel_err_vs_cpu(&raw, &act, &got, rows),
         seconds,
         weight_bytes: qs.len() + sc.len(),
         copy_seconds,
