@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::model::{Arg, GpuForward};
+use super::model::{Arg, GpuForward, MM_ROWS, MM_THREADS};
 use crate::kernels::{dot_rows_scalar, QAct, WType};
 use crate::model::{Chunk, Forward};
 
@@ -149,14 +149,14 @@ pub fn check_q4_1(
     } else {
         ("mm_q4_1", 8)
     };
-    let grid = (rows.div_ceil(32) as u32, ntok.div_ceil(per) as u32);
+    let grid = (rows.div_ceil(MM_ROWS) as u32, ntok.div_ceil(per) as u32);
     let ints_args = [rows, k / 32, ntok, rows, 0].map(|v| Arg::I(v as i32));
     let args: Vec<Arg> = [p_qs, p_sc, p_xq, p_xd, p_xs, p_out]
         .map(Arg::P)
         .into_iter()
         .chain(ints_args)
         .collect();
-    let seconds = time(f, iters, || f.launch(name, grid, 256, &args))?;
+    let seconds = time(f, iters, || f.launch(name, grid, MM_THREADS, &args))?;
     let words = (qs.len() + sc.len()) / 16;
     let copy = [Arg::P(p_qs), Arg::P(p_copy), Arg::P(words as u64)];
     let copy_seconds = time(f, iters, || f.launch("copy_u4", (1024, 1), 256, &copy))?;

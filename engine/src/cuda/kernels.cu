@@ -104,14 +104,14 @@ extern "C" __global__ void silu_mul_q8(const float* gu, int n_ff, int n_tok, i8*
     quantize_lane(g / (1.0f + expf(-g)) * u, xq, xd, xs, blk);
 }
 
-// out[t][row] (+)= W[row] . x[t] for Q4_1 W. Eight threads per row, 32 rows per block of 256;
+// out[t][row] (+)= W[row] . x[t] for Q4_1 W. Eight threads per row, blockDim/8 rows per block;
 // NT tokens per thread, so a weight block is read once for NT tokens (prefill) or one (decode).
 #define MM_Q4_1(NAME, NT)                                                                        \
 extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u32* __restrict__ dm,        \
                                 const i8* __restrict__ xq, const float* __restrict__ xd,          \
                                 const float* __restrict__ xs, float* out, int rows, int nb,       \
                                 int n_tok, int out_stride, int accumulate) {                     \
-    int row = blockIdx.x * 32 + threadIdx.x / 8, g = threadIdx.x % 8, t0 = blockIdx.y * NT;      \
+    int row = blockIdx.x * (blockDim.x / 8) + threadIdx.x / 8, g = threadIdx.x % 8, t0 = blockIdx.y * NT;      \
     float acc[NT];                                                                               \
     _Pragma("unroll") for (int j = 0; j < NT; j++) acc[j] = 0.0f;                                \
     if (row < rows) {                                                                            \
@@ -156,7 +156,7 @@ extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u16* __restr
                                 const i8* __restrict__ xq, const float* __restrict__ xd,          \
                                 const float* __restrict__ xs, float* out, int rows, int nb,       \
                                 int n_tok, int out_stride, int accumulate) {                     \
-    int row = blockIdx.x * 32 + threadIdx.x / 8, g = threadIdx.x % 8, t0 = blockIdx.y * NT;      \
+    int row = blockIdx.x * (blockDim.x / 8) + threadIdx.x / 8, g = threadIdx.x % 8, t0 = blockIdx.y * NT;      \
     float acc[NT];                                                                               \
     _Pragma("unroll") for (int j = 0; j < NT; j++) acc[j] = 0.0f;                                \
     if (row < rows) {                                                                            \

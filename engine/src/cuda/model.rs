@@ -18,6 +18,12 @@ use super::{compile_ptx, guarded, load_driver, KERNEL_NAMES};
 use crate::gguf::{GgmlType, Gguf};
 use crate::model::{read_config, Chunk, Config, Forward};
 
+/// Threads per block of the matrix products: 8 a row, so 16 rows a block (small matrices still
+/// spread over many multiprocessors: SmolLM2's K/V/Q product is 60 blocks).
+pub(crate) const MM_THREADS: u32 = 128;
+/// Rows per block of the matrix products.
+pub(crate) const MM_ROWS: usize = MM_THREADS as usize / 8;
+
 /// A device error as text naming what failed.
 fn dev<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("CUDA {what}: {e:?}")
@@ -477,11 +483,11 @@ impl GpuForward {
             (Quant::Q8_0, 1) => ("mv_q8_0", 1),
             (Quant::Q8_0, _) => ("mm_q8_0", 8),
         };
-        let grid = (m.rows.div_ceil(32) as u32, n_tok.div_ceil(per) as u32);
+        let grid = (m.rows.div_ceil(MM_ROWS) as u32, n_tok.div_ceil(per) as u32);
         let args = [m.qs, m.scales, xq, xd, xs, out].map(Arg::P);
         let ints = [m.rows, m.k / 32, n_tok, stride, add as usize].map(|v| Arg::I(v as i32));
         let all: Vec<Arg> = args.into_iter().chain(ints).collect();
-        self.launch(name, grid, 256, &all)
+        self.launch(name, grid, MM_THREADS, &all)
     }
 
     /// RMSNorm with `w` of rows `rows` (0: all) of x, quantized into the activations.
