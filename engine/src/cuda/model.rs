@@ -589,7 +589,11 @@ impl GpuForward {
     fn via_graph(&mut self, n: usize) -> Result<bool, String> {
         if !self.graphs.contains_key(&n) {
             let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-            self.stream.begin_capture(mode).map_err(dev("capture"))?;
+            if let Err(e) = self.stream.begin_capture(mode) {
+                eprintln!("rigaudit-engine: CUDA graphs unavailable ({e:?}); launching kernels one by one");
+                self.use_graphs = false;
+                return Ok(false);
+            }
             let queued = self.enqueue(n, n);
             let graph = self.stream.end_capture(CUgraphInstantiate_flags(0));
             match (queued, graph) {
