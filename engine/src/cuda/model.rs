@@ -695,3 +695,53 @@ impl Forward for GpuForward {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(slot: usize, tokens: &[u32], pos: usize, all: bool, none: bool) -> Chunk<'_> {
+        Chunk {
+            slot,
+            tokens,
+            pos,
+            all_logits: all,
+            no_logits: none,
+        }
+    }
+
+    #[test]
+    fn a_step_plan_lists_tokens_positions_slots_and_wanted_rows() {
+        let (a, b, c) = ([5, 6, 7], [8], [9, 10]);
+        let p = plan(&[
+            chunk(2, &a, 10, false, false),
+            chunk(0, &b, 4, false, false),
+            chunk(1, &c, 0, false, true),
+        ]);
+        assert_eq!(p.ids, [5, 6, 7, 8, 9, 10]);
+        assert_eq!(p.positions, [10, 11, 12, 4, 0, 1]);
+        assert_eq!(p.slots, [2, 2, 2, 0, 1, 1]);
+        assert_eq!(p.want, [2, 3], "last token of each chunk wanting logits");
+        assert_eq!(p.counts, [1, 1, 0]);
+        assert!(!p.decode_only, "a prompt chunk is no decode step");
+        let all = plan(&[chunk(0, &a, 3, true, false)]);
+        assert_eq!((all.want, all.counts), (vec![0, 1, 2], vec![3]));
+        let decode = plan(&[chunk(0, &b, 7, false, false), chunk(3, &b, 2, false, false)]);
+        assert!(decode.decode_only);
+        assert_eq!(decode.want, [0, 1]);
+    }
+
+    #[test]
+    fn repacking_splits_each_block_into_values_and_scales() {
+        // Two Q4_1 blocks: scale bytes 0..4 then 16 value bytes.
+        let q4: Vec<u8> = (0..40).collect();
+        let (qs, sc) = repack(&q4, Quant::Q4_1);
+        assert_eq!(sc, [0, 1, 2, 3, 20, 21, 22, 23]);
+        assert_eq!(qs[..16], (4..20).collect::<Vec<u8>>()[..]);
+        assert_eq!(qs[16..], (24..40).collect::<Vec<u8>>()[..]);
+        // One Q8_0 block: a 2-byte scale then 32 values.
+        let q8: Vec<u8> = (0..34).collect();
+        let (qs, sc) = repack(&q8, Quant::Q8_0);
+        assert_eq!((sc, qs.len(), qs[0]), (vec![0, 1], 32, 2));
+    }
+}
