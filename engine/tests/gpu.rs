@@ -67,6 +67,26 @@ fn every_kernel_compiles_to_ptx() {
 }
 
 #[test]
+fn compiled_kernels_are_cached_by_digest() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = tempfile_dir("ptx-cache");
+    let (first, cached) = cuda::compile_ptx_in(&dir, "compute_90").unwrap();
+    assert!(!cached, "an empty cache answered");
+    let (again, cached) = cuda::compile_ptx_in(&dir, "compute_90").unwrap();
+    assert!(cached && again == first, "the second start compiled again");
+    let (other, cached) = cuda::compile_ptx_in(&dir, "compute_80").unwrap();
+    assert!(
+        !cached && other != first,
+        "another architecture came from the cache"
+    );
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(files, 2, "one file per digest");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn device_cuda_without_a_driver_is_a_clear_error() {
     if cuda::load_driver().is_ok() {
         eprintln!("SKIPPED: this machine has a CUDA driver");

@@ -212,12 +212,17 @@ fn ptx_cache_dir() -> PathBuf {
 /// it sits under the digest of the source, the architecture and the NVRTC library; and whether
 /// it came from the cache.
 pub fn compile_ptx(arch: &str) -> Result<(String, bool), String> {
+    compile_ptx_in(&ptx_cache_dir(), arch)
+}
+
+/// As [`compile_ptx`], with the cache in folder `dir`.
+pub fn compile_ptx_in(dir: &Path, arch: &str) -> Result<(String, bool), String> {
     let lib = load_nvrtc()?;
     let key = format!(
         "{:x}",
         Sha256::digest(format!("{arch}\n{lib}\n{KERNELS}").as_bytes())
     );
-    let path = ptx_cache_dir().join(format!("{key}.ptx"));
+    let path = dir.join(format!("{key}.ptx"));
     if let Ok(ptx) = std::fs::read_to_string(&path) {
         return Ok((ptx, true));
     }
