@@ -93,6 +93,10 @@ PY
 }
 
 run() {
+    if ! [ -x "$DIR/rigaudit-engine" ] || ! [ -x "$DIR/gpu-tests" ]; then
+        echo "scripts/device-check.sh: $DIR/rigaudit-engine and $DIR/gpu-tests missing: run 'prepare' here and carry $DIR" >&2
+        exit 1
+    fi
     local out=${OUT:-$DIR/out}
     mkdir -p "$out"
     # A fresh PTX cache: the first GpuForward of the run compiles, later ones read the cache.
