@@ -152,8 +152,9 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let bytes = crate::synth::make_model(&crate::synth::Preset::SMOLLM2_135M, a.seed)?;
     let window = (32 + a.tokens.max(a.cpu_tokens) + 16).next_multiple_of(256);
     let mut gpu = crate::cuda::model::GpuForward::load(&Gguf::parse(bytes.clone())?, n, 1, window)?;
-    let mv = check_q4_1(&gpu, 32768, 9824, 1, 50)?;
-    let mm = check_q4_1(&gpu, 4096, 4096, 64, 10)?;
+    let mv = check_q4_1(&gpu, 32768, 9824, 1, 50, false)?;
+    let mv32 = check_q4_1(&gpu, 32768, 9824, 1, 50, true)?;
+    let mm = check_q4_1(&gpu, 4096, 4096, 64, 10, false)?;
     let graph_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
     gpu.set_graphs(false);
     let eager_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
@@ -168,7 +169,9 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         "gemv_q4_1": {"rows": 32768, "k": 9824, "weight_bytes": mv.weight_bytes,
             "us": mv.seconds * 1e6, "gb_per_s": gb(mv.weight_bytes, mv.seconds),
             "copy_gb_per_s_read_plus_write": gb(2 * mv.weight_bytes, mv.copy_seconds),
-            "max_rel_err_vs_cpu": mv.max_rel_err},
+            "max_rel_err_vs_cpu": mv.max_rel_err,
+            "warp_per_row_gb_per_s": gb(mv32.weight_bytes, mv32.seconds),
+            "warp_per_row_max_rel_err_vs_cpu": mv32.max_rel_err},
         "gemm_q4_1_64_tokens": {"rows": 4096, "k": 4096, "us": mm.seconds * 1e6,
             "max_rel_err_vs_cpu": mm.max_rel_err},
         "decode_smollm2_random": {"gpu_graph_tok_s": 1.0 / graph_s, "gpu_eager_tok_s": 1.0 / eager_s,

@@ -236,11 +236,19 @@ fn q4_1_products_match_the_cpu_reference() {
         (77, 1536, 13),
         (4096, 4096, 1),
     ] {
-        let c = cuda::bench::check_q4_1(&gpu, rows, k, ntok, 3).unwrap();
+        let c = cuda::bench::check_q4_1(&gpu, rows, k, ntok, 3, false).unwrap();
         eprintln!(
             "{rows}x{k}, {ntok} tokens: max relative error {:.1e}",
             c.max_rel_err
         );
         assert!(c.max_rel_err < 1e-4, "{rows}x{k} x{ntok}: {c:?}");
+        if ntok == 1 {
+            let w = cuda::bench::check_q4_1(&gpu, rows, k, 1, 3, true).unwrap();
+            eprintln!(
+                "{rows}x{k}, warp per row: max relative error {:.1e}",
+                w.max_rel_err
+            );
+            assert!(w.max_rel_err < 1e-4, "{rows}x{k} warp per row: {w:?}");
+        }
     }
 }

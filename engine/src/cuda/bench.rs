@@ -120,14 +120,20 @@ fn rel_err_vs_cpu(raw: &[u8], act: &QAct, got: &[f32], rows: usize) -> f64 {
 }
 
 /// Checks the Q4_1 product of a random `rows` × `k` matrix with `ntok` random activation rows
-/// against [`dot_rows_scalar`] (the first 512 rows), and times it and a copy of its bytes.
+/// against [`dot_rows_scalar`] (the first 512 rows), and times it and a copy of its bytes; with
+/// `warp_per_row`, the matrix-vector kernel that gives each row a whole warp (the alternative for
+/// long rows that `gpu-bench` times beside the engine's eight threads a row).
 pub fn check_q4_1(
     f: &GpuForward,
     rows: usize,
     k: usize,
     ntok: usize,
     iters: usize,
+    warp_per_row: bool,
 ) -> Result<MatmulCheck, String> {
+    if warp_per_row && ntok != 1 {
+        return Err("the warp-per-row kernel is a matrix-vector product (one token)".into());
+    }
     let raw = random_q4_1(rows, k);
     let x: Vec<f32> = random_bytes(ntok * k, 9)
         .iter()
@@ -144,12 +150,15 @@ pub fn check_q4_1(
     let p_xs = upload(f, &act.s, &mut floats)?;
     let p_out = upload(f, &vec![0f32; rows * ntok], &mut floats)?;
     let p_copy = upload(f, &vec![0u8; qs.len() + sc.len()], &mut bytes)?;
-    let (name, per) = if ntok == 1 {
-        ("mv_q4_1", 1)
-    } else {
-        ("mm_q4_1", 8)
+    let (name, per, rows_per_block) = match (warp_per_row, ntok) {
+        (true, _) => ("mv_q4_1_w32", 1, MM_THREADS as usize / 32),
+        (false, 1) => ("mv_q4_1", 1, MM_ROWS),
+        (false, _) => ("mm_q4_1", 8, MM_ROWS),
     };
-    let grid = (rows.div_ceil(MM_ROWS) as u32, ntok.div_ceil(per) as u32);
+    let grid = (
+        rows.div_ceil(rows_per_block) as u32,
+        ntok.div_ceil(per) as u32,
+    );
     let ints_args = [rows, k / 32, ntok, rows, 0].map(|v| Arg::I(v as i32));
     let args: Vec<Arg> = [p_qs, p_sc, p_xq, p_xd, p_xs, p_out]
         .map(Arg::P)

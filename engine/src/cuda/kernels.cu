@@ -104,18 +104,19 @@ extern "C" __global__ void silu_mul_q8(const float* gu, int n_ff, int n_tok, i8*
     quantize_lane(g / (1.0f + expf(-g)) * u, xq, xd, xs, blk);
 }
 
-// out[t][row] (+)= W[row] . x[t] for Q4_1 W. Eight threads per row, blockDim/8 rows per block;
+// out[t][row] (+)= W[row] . x[t] for Q4_1 W. TPR threads per row, blockDim/TPR rows per block;
 // NT tokens per thread, so a weight block is read once for NT tokens (prefill) or one (decode).
-#define MM_Q4_1(NAME, NT)                                                                        \
+#define MM_Q4_1(NAME, NT, TPR)                                                                   \
 extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u32* __restrict__ dm,        \
                                 const i8* __restrict__ xq, const float* __restrict__ xd,          \
                                 const float* __restrict__ xs, float* out, int rows, int nb,       \
                                 int n_tok, int out_stride, int accumulate) {                     \
-    int row = blockIdx.x * (blockDim.x / 8) + threadIdx.x / 8, g = threadIdx.x % 8, t0 = blockIdx.y * NT;      \
+    int row = blockIdx.x * (blockDim.x / TPR) + threadIdx.x / TPR, g = threadIdx.x % TPR;           \
+    int t0 = blockIdx.y * NT;                                                                    \
     float acc[NT];                                                                               \
     _Pragma("unroll") for (int j = 0; j < NT; j++) acc[j] = 0.0f;                                \
     if (row < rows) {                                                                            \
-        _Pragma("unroll 4") for (int b = g; b < nb; b += 8) {                                     \
+        _Pragma("unroll 4") for (int b = g; b < nb; b += TPR) {                                   \
             uint4 w = qs[(size_t)row * nb + b];                                                  \
             u32 sm = dm[(size_t)row * nb + b];                                                   \
             float d = f16_to_f32((u16)(sm & 0xffff)), m = f16_to_f32((u16)(sm >> 16));           \
@@ -140,8 +141,7 @@ extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u32* __restr
     }                                                                                            \
     _Pragma("unroll") for (int j = 0; j < NT; j++) {                                             \
         float v = acc[j];                                                                        \
-        v += __shfl_xor_sync(FULL, v, 4); v += __shfl_xor_sync(FULL, v, 2);                      \
-        v += __shfl_xor_sync(FULL, v, 1);                                                        \
+        _Pragma("unroll") for (int o = TPR / 2; o > 0; o >>= 1) v += __shfl_xor_sync(FULL, v, o); \
         int t = t0 + j;                                                                          \
         if (g == 0 && row < rows && t < n_tok) {                                                 \
             float* o = out + (size_t)t * out_stride + row;                                       \
@@ -190,8 +190,10 @@ extern "C" __global__ void NAME(const uint4* __restrict__ qs, const u16* __restr
     }                                                                                            \
 }
 
-MM_Q4_1(mv_q4_1, 1)
-MM_Q4_1(mm_q4_1, 8)
+MM_Q4_1(mv_q4_1, 1, 8)
+MM_Q4_1(mm_q4_1, 8, 8)
+// A whole warp per row: the bench's alternative for long rows (gpu-bench times both).
+MM_Q4_1(mv_q4_1_w32, 1, 32)
 MM_Q8_0(mv_q8_0, 1)
 MM_Q8_0(mm_q8_0, 8)
 

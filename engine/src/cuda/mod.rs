@@ -24,6 +24,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     "silu_mul_q8",
     "mv_q4_1",
     "mm_q4_1",
+    "mv_q4_1_w32",
     "mv_q8_0",
     "mm_q8_0",
     "embed_q8_0",
@@ -275,7 +276,7 @@ mod tests {
     fn every_launched_kernel_is_defined_in_the_source() {
         for name in KERNEL_NAMES {
             let def = format!("void {name}(");
-            let by_macro = format!("({name},");
+            let by_macro = format!("({name}, ");
             assert!(
                 KERNELS.contains(&def) || KERNELS.contains(&by_macro),
                 "{name} not in kernels.cu"
