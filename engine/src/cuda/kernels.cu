@@ -237,11 +237,12 @@ extern "C" __global__ void rope_store(float* qkv, const int* positions, const in
 }
 
 // Causal attention of token t's head h over its slot's cache positions 0..=positions[t]:
-// four warps split the positions with an online softmax each, then merge. hd <= 256.
+// four warps split the positions with an online softmax each, then merge; the output goes
+// straight to the quantized activations of the output projection. hd <= 256.
 extern "C" __global__ void attention(const float* qkv, const int* positions, const int* slots,
                                      const float* kc, const float* vc, int n_head, int n_head_kv,
                                      int hd, int layer, int n_layer, int cap, float scale,
-                                     float* out) {
+                                     i8* xq, float* xd, float* xs) {
     __shared__ float s_m[4], s_l[4], s_acc[4][256];
     int h = blockIdx.x, t = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
     int pos = positions[t], slot = slots[t], kvh = h / (n_head / n_head_kv);
@@ -277,10 +278,13 @@ extern "C" __global__ void attention(const float* qkv, const int* positions, con
         f[w] = s_m[w] == NEG_INF ? 0.0f : expf(s_m[w] - mx);
         total += s_l[w] * f[w];
     }
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+    // Each warp quantizes blocks of 32 of the head's output (hd is a multiple of 32), as
+    // quantize_q8 would the whole row: block (t*d + h*hd)/32 + b of the activations.
+    for (int b = warp; b < hd / WARP; b += 4) {
+        int i = b * WARP + lane;
         float o = 0.0f;
         for (int w = 0; w < 4; w++) o += s_acc[w][i] * f[w];
-        out[(size_t)t * d + h * hd + i] = o / total;
+        quantize_lane(o / total, xq, xd, xs, (t * d + h * hd) / WARP + b);
     }
 }
 

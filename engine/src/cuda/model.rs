@@ -77,7 +77,8 @@ struct Bufs {
     logits: CudaSlice<f32>,
     _f32s: Vec<CudaSlice<f32>>,
     _bytes: CudaSlice<i8>,
-    /// x, qkv, att, gu, xq, xd, xs, logits, and the id, position, slot and want arrays.
+    /// x, qkv, att (spare: attention quantizes its output itself), gu, xq, xd, xs, logits, and the
+    /// id, position, slot and want arrays.
     ptr: [u64; 12],
 }
 
@@ -502,7 +503,7 @@ impl GpuForward {
 
     /// Layer `li`'s attention block over `n` tokens, its output added to x.
     fn attention_block(&self, li: usize, l: &DLayer, n: usize) -> Result<(), String> {
-        let [x, qkv, att, _, xq, xd, xs, _, _, pos, slots, _] = self.ptrs();
+        let [x, qkv, _, _, xq, xd, xs, _, _, pos, slots, _] = self.ptrs();
         let c = &self.cfg;
         let (d, kvd, hd) = (c.n_embd, c.kv_dim(), c.head_dim());
         self.norm_q8(n, 0, l.attn_norm)?;
@@ -533,11 +534,9 @@ impl GpuForward {
             Arg::P(self.vc),
         ];
         attn.extend(shape);
-        attn.extend([Arg::F(1.0 / (hd as f32).sqrt()), Arg::P(att)]);
+        let scale = Arg::F(1.0 / (hd as f32).sqrt());
+        attn.extend([scale, Arg::P(xq), Arg::P(xd), Arg::P(xs)]);
         self.launch("attention", (c.n_head as u32, n as u32), 128, &attn)?;
-        let blocks = n * d / 32;
-        let q = [Arg::P(att), i(blocks), Arg::P(xq), Arg::P(xd), Arg::P(xs)];
-        self.launch("quantize_q8", (blocks.div_ceil(8) as u32, 1), 256, &q)?;
         self.matmul(&l.wo, n, x, d, true)
     }
 
