@@ -155,6 +155,10 @@ if b:
     print(f"decode random SmolLM2-135M: GPU {d['gpu_graph_tok_s']:.0f} tok/s with graphs, {d['gpu_eager_tok_s']:.0f} without; "
           f"CPU {d['cpu_tok_s']:.1f} tok/s on {d['cpu_threads']} threads -> {sp:.1f}x (goal >= 10x: {'MET' if sp >= 10 else 'NOT MET'})")
     print(f"launch overhead: {d['launch_overhead_us_per_token']:.0f} us per token saved by graphs over {d['launches_per_token']} launches")
+    nv = b.get("nvml", {})
+    print("NVML before:", json.dumps(nv.get("before")))
+    print("NVML after the graph decode:", json.dumps(nv.get("after_graph_decode")))
+    print("energy per decoded token (graph run, mJ):", nv.get("graph_run_mj_per_decoded_token"))
 else:
     print(f"gpu-bench: failed (rc={bench_rc}):", open(os.path.join(out, "bench.err")).read()[-2000:])
 print(f"serve --device cuda: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")

@@ -155,7 +155,15 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let mv = check_q4_1(&gpu, 32768, 9824, 1, 50, false)?;
     let mv32 = check_q4_1(&gpu, 32768, 9824, 1, 50, true)?;
     let mm = check_q4_1(&gpu, 4096, 4096, 64, 10, false)?;
+    let nvml = crate::cuda::nvml::Nvml::open(n as u32);
+    let before = nvml.as_ref().map(|m| m.facts()).map_err(|e| e.clone());
+    let energy = || nvml.as_ref().ok().and_then(|m| m.energy_mj().ok());
+    let e0 = energy();
     let graph_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
+    let mj_per_token = energy()
+        .zip(e0)
+        .map(|(e1, e0)| e1.saturating_sub(e0) as f64 / a.tokens.max(1) as f64);
+    let during = nvml.as_ref().map(|m| m.facts()).unwrap_or_default();
     gpu.set_graphs(false);
     let eager_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
     let threads = compute_threads(a.threads);
@@ -179,6 +187,8 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             "launch_overhead_us_per_token": (eager_s - graph_s) * 1e6,
             "cpu_tok_s": 1.0 / cpu_s, "cpu_threads": threads,
             "speedup_gpu_graph_over_cpu": cpu_s / graph_s},
+        "nvml": {"before": before.unwrap_or_else(serde_json::Value::String), "after_graph_decode": during,
+            "graph_run_mj_per_decoded_token": mj_per_token},
     });
     println!("{report}");
     Ok(())

@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod model;
+pub mod nvml;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
