@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 #[command(
     name = "rigaudit-engine",
     version,
-    about = "Bundled CPU LLM serving engine for rigaudit replay"
+    about = "Bundled LLM serving engine for rigaudit replay (CPU, or an NVIDIA GPU with --device cuda)"
 )]
 struct Cli {
     #[command(subcommand)]

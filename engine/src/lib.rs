@@ -1,6 +1,6 @@
-//! `rigaudit-engine`: a small CPU serving engine for llama-family GGUF models
-//! with an OpenAI-compatible HTTP API, bundled so `rigaudit replay` can
-//! re-measure a recorded setup on a fresh machine.
+//! `rigaudit-engine`: a small serving engine for llama-family GGUF models
+//! with an OpenAI-compatible HTTP API, on the CPU or an NVIDIA GPU (`cuda`),
+//! bundled so `rigaudit replay` can re-measure a recorded setup on a fresh machine.
 //!
 //! Modules: [`gguf`] reads the model file, [`tokenizer`] builds a
 //! `tokenizers` tokenizer from its metadata, [`kernels`] and [`tiled`] hold the
