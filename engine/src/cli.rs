@@ -83,9 +83,13 @@ struct MakeModelArgs {
     /// Shape: `smollm2-135m` (SmolLM2-135M's, Q4_1 layers, Q8_0 embeddings) or `tiny`.
     #[arg(long, default_value = "smollm2-135m")]
     preset: String,
-    /// Layers instead of the preset's (any size of model).
+    /// Layers instead of the preset's (any size of model); with --from, the layers kept.
     #[arg(long)]
     layers: Option<usize>,
+    /// Instead of random weights: this model's first --layers layers, all else as it is (a real
+    /// model small enough to carry to another machine, for arithmetic checks).
+    #[arg(long, requires = "layers")]
+    from: Option<PathBuf>,
     /// Output GGUF path (written atomically).
     #[arg(long)]
     out: PathBuf,
@@ -194,9 +198,8 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `make-model`: writes the random-weights model `a` asks for to `a.out` (a temporary file
-/// beside it, renamed into place) and prints its path and SHA-256.
-fn make_model(a: MakeModelArgs) -> Result<(), Box<dyn std::error::Error>> {
+/// The random-weights model `a` asks for: its preset, with `--layers` when given.
+fn random_model(a: &MakeModelArgs) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
     let mut preset = crate::synth::Preset::by_name(&a.preset).ok_or_else(|| {
         format!(
             "--preset {}: unknown preset (expected smollm2-135m or tiny)",
@@ -206,8 +209,21 @@ fn make_model(a: MakeModelArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(n) = a.layers {
         preset.n_layer = n;
     }
-    let bytes = crate::synth::make_model(&preset, a.seed)
-        .map_err(|why| format!("--preset {}: {why}", a.preset))?;
+    Ok(crate::synth::make_model(&preset, a.seed)
+        .map_err(|why| format!("--preset {}: {why}", a.preset))?)
+}
+
+/// `make-model`: writes the random-weights model `a` asks for (or `--from`'s first layers) to `a.out` (a temporary file
+/// beside it, renamed into place) and prints its path and SHA-256.
+fn make_model(a: MakeModelArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let bytes = match &a.from {
+        Some(from) => {
+            let g = Gguf::open(from)?;
+            crate::synth::truncate_layers(&g, a.layers.unwrap_or(0))
+                .map_err(|why| format!("--from {}: {why}", from.display()))?
+        }
+        None => random_model(&a)?,
+    };
     let name = a.out.file_name().ok_or("--out: expected a file path")?;
     let tmp = a
         .out

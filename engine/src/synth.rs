@@ -6,6 +6,8 @@
 
 use half::f16;
 
+use crate::gguf::{GgmlType, Gguf, Value};
+
 /// Hyper-parameters of a made model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Preset {
@@ -103,6 +105,37 @@ enum Meta {
     Str(String),
     Strs(Vec<String>),
     I32s(Vec<i32>),
+    /// A value read from another file, written at its widest type.
+    Copied(Value),
+}
+
+/// GGUF's type id for `v` at its widest (as the reader widened it).
+fn type_of(v: &Value) -> u32 {
+    match v {
+        Value::U64(_) => 10,
+        Value::I64(_) => 11,
+        Value::F64(_) => 12,
+        Value::Bool(_) => 7,
+        Value::Str(_) => 8,
+        Value::Array(_) => 9,
+    }
+}
+
+/// `v`'s payload (its type id written before it by the caller).
+fn put_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::U64(x) => out.extend_from_slice(&x.to_le_bytes()),
+        Value::I64(x) => out.extend_from_slice(&x.to_le_bytes()),
+        Value::F64(x) => out.extend_from_slice(&x.to_le_bytes()),
+        Value::Bool(b) => out.push(*b as u8),
+        Value::Str(s) => put_str(out, s),
+        Value::Array(a) => {
+            let elem = a.first().map_or(10, type_of);
+            out.extend_from_slice(&elem.to_le_bytes());
+            out.extend_from_slice(&(a.len() as u64).to_le_bytes());
+            a.iter().for_each(|x| put_value(out, x));
+        }
+    }
 }
 
 /// A growing GGUF v3 file: metadata, then tensor infos, then 32-aligned tensor data.
@@ -142,6 +175,10 @@ impl Writer {
                 out.extend_from_slice(&(a.len() as u64).to_le_bytes());
                 a.iter()
                     .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+            }
+            Meta::Copied(v) => {
+                ty(out, type_of(v));
+                put_value(out, v);
             }
         }
     }
@@ -329,10 +366,53 @@ pub fn make_model(p: &Preset, seed: u64) -> Result<Vec<u8>, String> {
     Ok(w.bytes())
 }
 
+/// The ggml type id of `t` (the types a GGUF this engine reads may hold).
+fn type_id(t: GgmlType) -> u32 {
+    match t {
+        GgmlType::F32 => 0,
+        GgmlType::F16 => 1,
+        GgmlType::Q4_0 => 2,
+        GgmlType::Q4_1 => 3,
+        GgmlType::Q8_0 => 8,
+        GgmlType::Other(id) => id,
+    }
+}
+
+/// `g` with its first `layers` layers only (metadata, tokenizer and other tensors as they are):
+/// a real model small enough to carry, for checks of arithmetic, not of language.
+pub fn truncate_layers(g: &Gguf, layers: usize) -> Result<Vec<u8>, String> {
+    let have = g.get_u64("llama.block_count").unwrap_or(0) as usize;
+    if layers == 0 || layers > have {
+        return Err(format!("--layers {layers}: the model has {have} layers"));
+    }
+    let mut w = Writer::default();
+    for (k, v) in &g.meta {
+        let v = match k.as_str() {
+            "llama.block_count" => Value::U64(layers as u64),
+            // This writer aligns tensors to 32 bytes, the default.
+            "general.alignment" => continue,
+            _ => v.clone(),
+        };
+        w.kv(k, Meta::Copied(v));
+    }
+    for (name, t) in &g.tensors {
+        let layer = name
+            .strip_prefix("blk.")
+            .and_then(|r| r.split('.').next())
+            .and_then(|i| i.parse::<usize>().ok());
+        if layer.is_some_and(|i| i >= layers) {
+            continue;
+        }
+        let (_, bytes) = g.tensor(name).map_err(|e| e.to_string())?;
+        w.tensors
+            .push((name.clone(), t.dims.clone(), type_id(t.ty), bytes.to_vec()));
+    }
+    Ok(w.bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gguf::{GgmlType, Gguf};
 
     #[test]
     fn made_model_parses_with_the_shapes_and_types_asked() {
@@ -353,6 +433,39 @@ mod tests {
                 .map(|a| a.len()),
             Some(512)
         );
+    }
+
+    #[test]
+    fn a_truncated_model_keeps_its_first_layers_metadata_and_bytes() {
+        let p = Preset {
+            n_layer: 3,
+            ..Preset::TINY
+        };
+        let g = Gguf::parse(make_model(&p, 4).unwrap()).unwrap();
+        let cut = Gguf::parse(truncate_layers(&g, 2).unwrap()).unwrap();
+        assert_eq!(cut.get_u64("llama.block_count"), Some(2));
+        assert!(cut.tensors.contains_key("blk.1.ffn_down.weight"));
+        assert!(!cut.tensors.keys().any(|k| k.starts_with("blk.2.")));
+        for name in [
+            "token_embd.weight",
+            "blk.1.attn_q.weight",
+            "output_norm.weight",
+        ] {
+            assert_eq!(
+                cut.tensor(name).unwrap().1,
+                g.tensor(name).unwrap().1,
+                "{name}"
+            );
+        }
+        assert_eq!(
+            cut.get("tokenizer.ggml.merges"),
+            g.get("tokenizer.ggml.merges")
+        );
+        assert_eq!(
+            cut.get_f64("llama.rope.freq_base"),
+            g.get_f64("llama.rope.freq_base")
+        );
+        assert!(truncate_layers(&g, 4).unwrap_err().contains("has 3 layers"));
     }
 
     #[test]

@@ -49,6 +49,28 @@ fn made_twice_is_the_same_file_and_the_engine_serves_it() {
 }
 
 #[test]
+fn from_a_model_its_first_layers_are_kept() {
+    let dir = std::env::temp_dir().join(format!("engine-synth-from-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (src, cut) = (dir.join("src.gguf"), dir.join("cut.gguf"));
+    make("5", &src);
+    let o = Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
+        .args(["make-model", "--layers", "1", "--from"])
+        .arg(&src)
+        .arg("--out")
+        .arg(&cut)
+        .output()
+        .expect("run make-model --from");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = rigaudit_engine::gguf::Gguf::open(&cut).unwrap();
+    assert_eq!(g.get_u64("llama.block_count"), Some(1));
+    assert!(g.tensors.contains_key("blk.0.attn_q.weight"));
+    assert!(!g.tensors.contains_key("blk.1.attn_q.weight"));
+    rigaudit_engine::model::Model::load(g).expect("the cut model loads");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn an_unknown_preset_is_refused_naming_the_choices() {
     let o = Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
         .args([
