@@ -36,6 +36,11 @@ venv_with maturin-venv "maturin==1.16.0"
 # `pip install` users get and checks its size bound.
 export RIGAUDIT_WHEEL_PROFILE="${RIGAUDIT_WHEEL_PROFILE:-dev}"
 venv_with intoto-venv "in-toto==3.1.0"
+# NVRTC from PyPI (no GPU needed): engine/tests/gpu.rs compiles every CUDA kernel to PTX with it,
+# so a kernel that does not compile never reaches a GPU; the engine loads it from RIGAUDIT_NVRTC.
+venv_with nvrtc-venv "nvidia-cuda-nvrtc==13.0.88"
+RIGAUDIT_NVRTC=$(echo "${CARGO_TARGET_DIR:-target}"/tmp/nvrtc-venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13)
+export RIGAUDIT_NVRTC="$(realpath "$RIGAUDIT_NVRTC")"
 # tests/import.rs needs none of the tools whose files it reads: their fixtures are committed
 # (fixtures/imports/, made by scripts/make-import-fixtures.sh, which installs each tool itself).
 # Debian's Chromium renders the HTML report in tests/reports.rs (a screenshot whose plots are checked).

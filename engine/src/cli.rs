@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::engine::{self, Draft, EngineConfig, SamplingDefaults};
 use crate::gguf::Gguf;
-use crate::model::Model;
+use crate::model::{CpuForward, Forward, Model};
 use crate::pool::Pool;
 use crate::server::{self, AppState};
 use crate::tokenizer::EngineTokenizer;
@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 #[command(
     name = "rigaudit-engine",
     version,
-    about = "Bundled CPU LLM serving engine for rigaudit replay"
+    about = "Bundled LLM serving engine for rigaudit replay (CPU, or an NVIDIA GPU with --device cuda)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -46,6 +46,53 @@ enum Cmd {
         #[arg(long, default_value = "tokenizer.json")]
         out: PathBuf,
     },
+    /// Write a model with random weights made from a seed (same seed, same bytes).
+    MakeModel(MakeModelArgs),
+    /// Measure the GPU: the 4-bit product's bandwidth and error, decode speed on GPU and CPU.
+    #[cfg(feature = "cuda")]
+    GpuBench(GpuBenchArgs),
+}
+
+/// The options of `gpu-bench`, as parsed.
+#[cfg(feature = "cuda")]
+#[derive(clap::Args)]
+struct GpuBenchArgs {
+    /// CUDA device: `cuda` or `cuda:N`.
+    #[arg(long, default_value = "cuda")]
+    device: String,
+    /// Seed of the random-weights SmolLM2-shaped model decoded.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Tokens decoded on the GPU (each of graphs on and off).
+    #[arg(long, default_value_t = 256)]
+    tokens: usize,
+    /// Tokens decoded on the CPU.
+    #[arg(long, default_value_t = 64)]
+    cpu_tokens: usize,
+    /// CPU compute threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// The options of `make-model`, as parsed.
+#[derive(clap::Args)]
+struct MakeModelArgs {
+    /// Seed of the weights.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Shape: `smollm2-135m` (SmolLM2-135M's, Q4_1 layers, Q8_0 embeddings) or `tiny`.
+    #[arg(long, default_value = "smollm2-135m")]
+    preset: String,
+    /// Layers instead of the preset's (any size of model); with --from, the layers kept.
+    #[arg(long)]
+    layers: Option<usize>,
+    /// Instead of random weights: this model's first --layers layers, all else as it is (a real
+    /// model small enough to carry to another machine, for arithmetic checks).
+    #[arg(long, requires = "layers")]
+    from: Option<PathBuf>,
+    /// Output GGUF path (written atomically).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 fn mem_available() -> u64 {
@@ -91,7 +138,101 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.cmd {
         Cmd::Tokenizer { model, out } => write_tokenizer(&model, &out),
         Cmd::Serve(args) => serve(args),
+        Cmd::MakeModel(args) => make_model(args),
+        #[cfg(feature = "cuda")]
+        Cmd::GpuBench(args) => gpu_bench(args),
     }
+}
+
+/// `gpu-bench`: prints one JSON object: the Q4_1 matrix-vector product over 192 MiB of weights
+/// (GB/s, and a device copy of the same bytes), its error against the CPU reference, and greedy
+/// decode of a random-weights SmolLM2-sized model on the GPU (graphs on, off) and the CPU.
+#[cfg(feature = "cuda")]
+fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+    use crate::cuda::bench::{check_q4_1, decode_seconds_per_token};
+    let Some(n) = parse_device(&a.device)? else {
+        return Err("--device: gpu-bench measures a CUDA device (cuda or cuda:N)".into());
+    };
+    let bytes = crate::synth::make_model(&crate::synth::Preset::SMOLLM2_135M, a.seed)?;
+    let window = (32 + a.tokens.max(a.cpu_tokens) + 16).next_multiple_of(256);
+    let mut gpu = crate::cuda::model::GpuForward::load(&Gguf::parse(bytes.clone())?, n, 1, window)?;
+    let mv = check_q4_1(&gpu, 32768, 9824, 1, 50, false)?;
+    let mv32 = check_q4_1(&gpu, 32768, 9824, 1, 50, true)?;
+    let mm = check_q4_1(&gpu, 4096, 4096, 64, 10, false)?;
+    let nvml = crate::cuda::nvml::Nvml::open(n as u32);
+    let before = nvml.as_ref().map(|m| m.facts()).map_err(|e| e.clone());
+    let energy = || nvml.as_ref().ok().and_then(|m| m.energy_mj().ok());
+    let e0 = energy();
+    let graph_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
+    let mj_per_token = energy()
+        .zip(e0)
+        .map(|(e1, e0)| e1.saturating_sub(e0) as f64 / a.tokens.max(1) as f64);
+    let during = nvml.as_ref().map(|m| m.facts()).unwrap_or_default();
+    gpu.set_graphs(false);
+    let eager_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
+    let threads = compute_threads(a.threads);
+    let cpu_model = Model::load(Gguf::parse(bytes)?)?;
+    let mut cpu = CpuForward::new(cpu_model, Pool::new(threads), 1, window);
+    let cpu_s = decode_seconds_per_token(&mut cpu, 32, a.cpu_tokens);
+    let gb = |b: usize, s: f64| b as f64 / s / 1e9;
+    let n_layer = crate::synth::Preset::SMOLLM2_135M.n_layer;
+    let report = serde_json::json!({
+        "facts": gpu.facts,
+        "gemv_q4_1": {"rows": 32768, "k": 9824, "weight_bytes": mv.weight_bytes,
+            "us": mv.seconds * 1e6, "gb_per_s": gb(mv.weight_bytes, mv.seconds),
+            "copy_gb_per_s_read_plus_write": gb(2 * mv.weight_bytes, mv.copy_seconds),
+            "max_rel_err_vs_cpu": mv.max_rel_err,
+            "warp_per_row_gb_per_s": gb(mv32.weight_bytes, mv32.seconds),
+            "warp_per_row_max_rel_err_vs_cpu": mv32.max_rel_err},
+        "gemm_q4_1_64_tokens": {"rows": 4096, "k": 4096, "us": mm.seconds * 1e6,
+            "max_rel_err_vs_cpu": mm.max_rel_err},
+        "decode_smollm2_random": {"gpu_graph_tok_s": 1.0 / graph_s, "gpu_eager_tok_s": 1.0 / eager_s,
+            "launches_per_token": 9 * n_layer + 3,
+            "launch_overhead_us_per_token": (eager_s - graph_s) * 1e6,
+            "cpu_tok_s": 1.0 / cpu_s, "cpu_threads": threads,
+            "speedup_gpu_graph_over_cpu": cpu_s / graph_s},
+        "nvml": {"before": before.unwrap_or_else(serde_json::Value::String), "after_graph_decode": during,
+            "graph_run_mj_per_decoded_token": mj_per_token},
+    });
+    println!("{report}");
+    Ok(())
+}
+
+/// The random-weights model `a` asks for: its preset, with `--layers` when given.
+fn random_model(a: &MakeModelArgs) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let mut preset = crate::synth::Preset::by_name(&a.preset).ok_or_else(|| {
+        format!(
+            "--preset {}: unknown preset (expected smollm2-135m or tiny)",
+            a.preset
+        )
+    })?;
+    if let Some(n) = a.layers {
+        preset.n_layer = n;
+    }
+    Ok(crate::synth::make_model(&preset, a.seed)
+        .map_err(|why| format!("--preset {}: {why}", a.preset))?)
+}
+
+/// `make-model`: writes the random-weights model `a` asks for (or `--from`'s first layers) to `a.out` (a temporary file
+/// beside it, renamed into place) and prints its path and SHA-256.
+fn make_model(a: MakeModelArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let bytes = match &a.from {
+        Some(from) => {
+            let g = Gguf::open(from)?;
+            crate::synth::truncate_layers(&g, a.layers.unwrap_or(0))
+                .map_err(|why| format!("--from {}: {why}", from.display()))?
+        }
+        None => random_model(&a)?,
+    };
+    let name = a.out.file_name().ok_or("--out: expected a file path")?;
+    let tmp = a
+        .out
+        .with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+    std::fs::write(&tmp, &bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &a.out)
+        .map_err(|e| format!("cannot rename into {}: {e}", a.out.display()))?;
+    println!("{} sha256={:x}", a.out.display(), Sha256::digest(&bytes));
+    Ok(())
 }
 
 /// `tokenizer`: writes the tokenizer built from `model`'s metadata to `out` and prints its path.
@@ -138,6 +279,10 @@ struct ServeArgs {
     /// Max prompt tokens evaluated per batched step.
     #[arg(long, default_value_t = 512)]
     batch: usize,
+    /// Where the forward pass runs: `cpu`, or `cuda` / `cuda:N` (an NVIDIA GPU, with weights and
+    /// KV caches in its memory; needs the NVIDIA driver and NVRTC).
+    #[arg(long, default_value = "cpu")]
+    device: String,
     /// Exit when standard input closes (lets a supervising process, such
     /// as a test, take the engine down with it however it ends).
     #[arg(long)]
@@ -152,11 +297,15 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if a.parallel == 0 || a.parallel > 256 {
         return Err("--parallel must be between 1 and 256".into());
     }
-    let (m, model_obj) = load_model(&a.model)?;
+    let device = parse_device(&a.device)?;
+    let (m, gguf) = load_model(&a.model)?;
     let avail = mem_available();
-    let window = context_window(a.context, m.per_tok, a.parallel, m.n_ctx_train, avail)?;
+    let window = match (device, a.context) {
+        (Some(_), None) => (m.n_ctx_train, "auto: trained context (GPU)"),
+        _ => context_window(a.context, m.per_tok, a.parallel, m.n_ctx_train, avail)?,
+    };
     let threads = compute_threads(a.threads);
-    let pool = Pool::new(threads);
+    let (forward, device_facts) = forward_on(device, gguf, threads, a.parallel, window.0)?;
     let draft = match a.draft {
         DraftArg::Off => Draft::Off,
         DraftArg::Copies => Draft::Copies,
@@ -168,8 +317,8 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         draft,
         draft_max: a.draft_max,
     };
-    let handle = engine::start(model_obj, m.tok.clone(), pool, engine_cfg);
-    let line = start_line(&a, &m, window, threads, avail);
+    let handle = engine::start(forward, m.tok.clone(), engine_cfg);
+    let line = start_line(&a, &m, window, threads, avail) + &device_facts;
     let state = Arc::new(AppState {
         name: a.name,
         window: window.0,
@@ -184,6 +333,55 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         ids: AtomicU64::new(1),
     });
     listen(&a.host, a.port, &line, state)
+}
+
+/// `--device`: `None` for the CPU, else the CUDA device number (refused in a build without CUDA).
+fn parse_device(arg: &str) -> Result<Option<usize>, Box<dyn std::error::Error>> {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::cuda::Device;
+        match arg.parse::<Device>().map_err(|e| format!("--device {e}"))? {
+            Device::Cpu => Ok(None),
+            Device::Cuda(n) => Ok(Some(n)),
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    match arg {
+        "cpu" => Ok(None),
+        _ => Err(format!(
+            "--device {arg}: this build has no CUDA support (feature `cuda`): use --device cpu"
+        )
+        .into()),
+    }
+}
+
+/// The forward pass of `g` on the CPU (`device` `None`) or CUDA device N, with `slots` KV caches
+/// of `window` positions, and what the start line adds for it.
+fn forward_on(
+    device: Option<usize>,
+    g: Gguf,
+    threads: usize,
+    slots: usize,
+    window: usize,
+) -> Result<(Box<dyn Forward>, String), Box<dyn std::error::Error>> {
+    match device {
+        None => {
+            let model = Model::load(g)?;
+            let pool = Pool::new(threads);
+            Ok((
+                Box::new(CpuForward::new(model, pool, slots, window)),
+                String::new(),
+            ))
+        }
+        #[cfg(feature = "cuda")]
+        Some(n) => {
+            let gpu = crate::cuda::model::GpuForward::load(&g, n, slots, window)?;
+            let facts = format!(" device=cuda:{n} {}", gpu.facts);
+            Ok((Box::new(gpu), facts))
+        }
+        #[cfg(not(feature = "cuda"))]
+        Some(_) => Err("this build has no CUDA support".into()),
+    }
 }
 
 /// What `serve` keeps from the model file besides the model itself.
@@ -204,8 +402,8 @@ struct LoadedModel {
 }
 
 /// Reads and parses the GGUF file at `path`: its tokenizer, chat template and sampling
-/// defaults, and the model.
-fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn std::error::Error>> {
+/// defaults, and the parsed file.
+fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Gguf), Box<dyn std::error::Error>> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let digest = format!("{:x}", Sha256::digest(&bytes));
     let g = Gguf::parse(bytes)?;
@@ -214,7 +412,7 @@ fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn st
     let chat_template = g.get_str("tokenizer.chat_template").map(str::to_string);
     let tok_text = |id: u32| tok.inner.id_to_token(id).unwrap_or_default();
     let (bos_text, eos_text) = (tok_text(tok.bos), tok_text(tok.eos));
-    let model = Model::load(g)?;
+    let cfg = crate::model::read_config(&g)?;
     let loaded = LoadedModel {
         digest,
         tok,
@@ -223,11 +421,11 @@ fn load_model(path: &std::path::Path) -> Result<(LoadedModel, Model), Box<dyn st
         chat_template,
         bos_text,
         eos_text,
-        n_ctx_train: model.cfg.n_ctx_train,
-        per_tok: model.cfg.kv_bytes_per_token() as u64,
-        simd: model.simd(),
+        n_ctx_train: cfg.n_ctx_train,
+        per_tok: cfg.kv_bytes_per_token() as u64,
+        simd: crate::kernels::detect_simd(),
     };
-    Ok((loaded, model))
+    Ok((loaded, g))
 }
 
 /// The start line up to its listen address (known once bound): what is served, how, and

@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::model::{Chunk, KvCache, Model};
-use crate::pool::Pool;
+use crate::model::{Chunk, Forward};
 use crate::tokenizer::EngineTokenizer;
 
 /// Sampling and stopping parameters of one request.
@@ -227,9 +226,8 @@ impl EngineHandle {
 
 /// Start the engine thread.
 pub fn start(
-    model: Model,
+    model: Box<dyn Forward>,
     tok: Arc<EngineTokenizer>,
-    pool: Pool,
     cfg: EngineConfig,
 ) -> EngineHandle {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -238,7 +236,7 @@ pub fn start(
     std::thread::Builder::new()
         .name("engine-scheduler".into())
         .spawn(move || {
-            let mut s = Scheduler::new(model, tok, pool, cfg, m2);
+            let mut s = Scheduler::new(model, tok, cfg, m2);
             s.run(rx);
         })
         .expect("spawn engine thread");
@@ -246,13 +244,12 @@ pub fn start(
 }
 
 struct Scheduler {
-    model: Model,
+    /// The forward pass with its slots' KV caches (CPU or GPU).
+    model: Box<dyn Forward>,
     tok: Arc<EngineTokenizer>,
-    pool: Pool,
     cfg: EngineConfig,
     metrics: Arc<Metrics>,
     slots: Vec<Slot>,
-    kv: Vec<KvCache>,
     queue: VecDeque<Request>,
     clock: u64,
     seed_ctr: u64,
@@ -404,15 +401,11 @@ struct Planned {
 
 impl Scheduler {
     fn new(
-        model: Model,
+        model: Box<dyn Forward>,
         tok: Arc<EngineTokenizer>,
-        pool: Pool,
         cfg: EngineConfig,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let kv = (0..cfg.parallel)
-            .map(|_| KvCache::new(&model.cfg, cfg.window))
-            .collect();
         let slots = (0..cfg.parallel)
             .map(|_| Slot {
                 tokens: Vec::new(),
@@ -428,11 +421,9 @@ impl Scheduler {
         Scheduler {
             model,
             tok,
-            pool,
             cfg,
             metrics,
             slots,
-            kv,
             queue: VecDeque::new(),
             clock: 0,
             seed_ctr,
@@ -571,7 +562,7 @@ impl Scheduler {
                 no_logits: p.kind == ChunkKind::PrefillMid && !self.wants_prompt_lp(p.slot),
             })
             .collect();
-        let logits = self.model.forward(&self.pool, &chunks, &mut self.kv);
+        let logits = self.model.run(&chunks);
         drop(chunks);
         self.metrics.steps.fetch_add(1, Ordering::Relaxed);
         for (p, lg) in plan.into_iter().zip(logits) {
@@ -661,7 +652,7 @@ impl Scheduler {
     /// Takes a prompt chunk's logits `lg`: its prompt log-probabilities when asked, and after
     /// the prompt's last chunk the first generated token. Returns a finish reason when done.
     fn apply_prefill(&mut self, a: &mut Active, p: &Planned, lg: &[f32]) -> Option<&'static str> {
-        let (si, nv) = (p.slot, self.model.cfg.n_vocab);
+        let (si, nv) = (p.slot, self.model.config().n_vocab);
         if a.req.params.prompt_logprobs {
             prompt_logprobs(a, lg, nv);
         }
@@ -687,7 +678,7 @@ impl Scheduler {
     /// follows token `i`): samples after the pending token and after each draft token while
     /// the drafts match what was sampled. Returns a finish reason when done.
     fn apply_decode(&mut self, a: &mut Active, p: &Planned, lg: &[f32]) -> Option<&'static str> {
-        let (si, nv) = (p.slot, self.model.cfg.n_vocab);
+        let (si, nv) = (p.slot, self.model.config().n_vocab);
         let (toks, nd) = (&p.tokens, p.drafts);
         let mut done = None;
         self.slots[si].tokens.push(toks[0]);

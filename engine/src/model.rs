@@ -124,6 +124,40 @@ impl KvCache {
     }
 }
 
+/// A forward pass with the KV caches of its slots: the CPU model or the GPU one.
+pub trait Forward: Send {
+    /// Hyper-parameters.
+    fn config(&self) -> &Config;
+    /// Runs a batch of chunks, as [`Model::forward`]: per chunk, its logits rows.
+    fn run(&mut self, chunks: &[Chunk]) -> Vec<Vec<f32>>;
+}
+
+/// The CPU model with its thread pool and one KV cache per slot.
+pub struct CpuForward {
+    model: Model,
+    pool: Pool,
+    kv: Vec<KvCache>,
+}
+
+impl CpuForward {
+    /// `model` on `pool` with `slots` KV caches of `window` positions each.
+    pub fn new(model: Model, pool: Pool, slots: usize, window: usize) -> Self {
+        let kv = (0..slots)
+            .map(|_| KvCache::new(&model.cfg, window))
+            .collect();
+        CpuForward { model, pool, kv }
+    }
+}
+
+impl Forward for CpuForward {
+    fn config(&self) -> &Config {
+        &self.model.cfg
+    }
+    fn run(&mut self, chunks: &[Chunk]) -> Vec<Vec<f32>> {
+        self.model.forward(&self.pool, chunks, &mut self.kv)
+    }
+}
+
 /// A chunk of one sequence to run in a batch.
 pub struct Chunk<'a> {
     /// Index of the KV cache (slot) this chunk belongs to.
@@ -163,7 +197,7 @@ fn wtype(t: GgmlType) -> Result<WType, GgufError> {
 
 /// The hyper-parameters in `g`'s `llama.*` metadata (the vocabulary size from the token
 /// embedding's shape); fails on another architecture or inconsistent head sizes.
-fn read_config(g: &Gguf) -> Result<Config, GgufError> {
+pub(crate) fn read_config(g: &Gguf) -> Result<Config, GgufError> {
     let arch = g
         .get_str("general.architecture")
         .unwrap_or("llama")

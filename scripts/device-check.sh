@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# The GPU checks of the bundled engine (issue 29), as one script that fits a lent GPU machine's
+# 15 minutes with a rerun. Two steps:
+#   bash scripts/device-check.sh prepare   # here: release-builds the engine and its GPU tests,
+#                                          # stripped, and the real model's first 2 layers,
+#                                          # into target/device/ (about 49 MB)
+#   bash scripts/device-check.sh run       # there (no Rust needed), with target/device carried:
+#                                          # the device tool's run(command="bash scripts/device-check.sh run",
+#                                          # carry=["target/device"], timeout_s=480)
+# `run` runs the GPU tests (GPU vs CPU greedy tokens and log-probabilities on random-weights
+# models, the 4-bit products against the CPU reference), `rigaudit-engine gpu-bench` (the Q4_1
+# matrix-vector product's bandwidth, decode speed of a random SmolLM2-sized model on GPU and CPU),
+# torch's fp16 GEMV on the same weight bytes (the roofline), and `serve --device cuda` answering
+# one completion; then prints one summary (also in $OUT/summary.txt with every log beside it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DIR=target/device
+
+prepare() {
+    set -e
+    export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}"
+    cargo build --release -p rigaudit-engine
+    local tests
+    tests=$(cargo test --release -p rigaudit-engine --test gpu --no-run --message-format=json |
+        python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+        print(m["executable"])')
+    mkdir -p "$DIR"
+    cp target/release/rigaudit-engine "$DIR/rigaudit-engine"
+    cp "$tests" "$DIR/gpu-tests"
+    strip "$DIR/rigaudit-engine" "$DIR/gpu-tests"
+    # The real SmolLM2 (98 MB) is too big to carry (64 MiB a call): its first 2 layers, its
+    # embeddings and tokenizer (37 MB) let the GPU test compare GPU and CPU on real weights there.
+    local real="${RIGAUDIT_MODEL:-${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+    rm -f "$DIR/smollm2-2layers.gguf"
+    if [ -f "$real" ]; then
+        "$DIR/rigaudit-engine" make-model --from "$real" --layers 2 --out "$DIR/smollm2-2layers.gguf"
+    else
+        echo "no $real (scripts/fetch-model.sh): the real-weights GPU test will be skipped there" >&2
+    fi
+    du -sh "$DIR"
+}
+
+# torch's fp16 GEMV over the same bytes as the engine's Q4_1 bench (the issue's roofline), and a
+# device copy; JSON on stdout.
+torch_roofline() {
+    python3 - "$1" <<'PY'
+import json, sys, torch
+nbytes = json.load(open(sys.argv[1]))["gemv_q4_1"]["weight_bytes"]
+rows = 32768
+k = nbytes // 2 // rows
+w = torch.randn(rows, k, dtype=torch.float16, device="cuda")
+x = torch.randn(k, dtype=torch.float16, device="cuda")
+def timed(f, n=50):
+    for _ in range(5): f()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); f(); b.record(); b.synchronize()
+        times.append(a.elapsed_time(b) / 1e3)
+    return sorted(times)[n // 2]
+t = timed(lambda: torch.mv(w, x))
+dst = torch.empty_like(w)
+c = timed(lambda: dst.copy_(w))
+print(json.dumps({"rows": rows, "k": k, "bytes": rows * k * 2, "fp16_gemv_gb_per_s": rows * k * 2 / t / 1e9,
+                  "copy_gb_per_s_read_plus_write": 2 * rows * k * 2 / c / 1e9,
+                  "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}))
+PY
+}
+
+# serve --device cuda on a random SmolLM2-sized model answers a greedy completion; prints its start line.
+serve_smoke() {
+    local out=$1 model
+    model=$(mktemp -d)/random.gguf
+    "$DIR/rigaudit-engine" make-model --preset smollm2-135m --seed 1 --out "$model" >/dev/null || return 1
+    "$DIR/rigaudit-engine" serve "$model" --name random --device cuda --port 0 --context 2048 \
+        >"$out/serve.log" 2>&1 &
+    local pid=$! addr=""
+    for _ in $(seq 1 120); do
+        addr=$(grep -o 'listen=http://[^ ]*' "$out/serve.log" | head -1 | cut -d= -f2)
+        [ -n "$addr" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    local ok=1
+    if [ -n "$addr" ]; then
+        python3 - "$addr" >"$out/serve-answer.json" <<'PY' && ok=0
+import json, sys, urllib.request
+body = json.dumps({"model": "random", "prompt": "The GPU says", "max_tokens": 32, "temperature": 0}).encode()
+r = urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v1/completions", body, {"Content-Type": "application/json"}), timeout=60)
+v = json.load(r)
+print(json.dumps(v))
+assert v["usage"]["completion_tokens"] >= 1, v
+PY
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    grep -m1 '^rigaudit-engine start' "$out/serve.log"
+    return $ok
+}
+
+run() {
+    if ! [ -x "$DIR/rigaudit-engine" ] || ! [ -x "$DIR/gpu-tests" ]; then
+        echo "scripts/device-check.sh: $DIR/rigaudit-engine and $DIR/gpu-tests missing: run 'prepare' here and carry $DIR" >&2
+        exit 1
+    fi
+    local out=${OUT:-$DIR/out}
+    mkdir -p "$out"
+    # A fresh PTX cache: the first GpuForward of the run compiles, later ones read the cache.
+    RIGAUDIT_CACHE=$(mktemp -d)
+    export RIGAUDIT_CACHE
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
+        >"$out/gpu.txt" 2>&1
+    # Not CI there: without the carried real layers, the real-weights test is skipped (it says so).
+    local real=/nonexistent
+    [ -f "$DIR/smollm2-2layers.gguf" ] && real=$(realpath "$DIR/smollm2-2layers.gguf")
+    env -u CI RIGAUDIT_MODEL="$real" timeout 240 "$DIR/gpu-tests" --test-threads 1 --nocapture \
+        >"$out/gpu-tests.txt" 2>&1
+    local tests_rc=$?
+    timeout 240 "$DIR/rigaudit-engine" gpu-bench --tokens 256 --cpu-tokens 64 \
+        >"$out/bench.json" 2>"$out/bench.err"
+    local bench_rc=$?
+    local torch_rc=1
+    if [ $bench_rc = 0 ]; then
+        timeout 120 bash -c "$(declare -f torch_roofline); torch_roofline '$out/bench.json'" \
+            >"$out/torch.json" 2>"$out/torch.err" && torch_rc=0
+    fi
+    local start_line serve_rc
+    start_line=$(timeout 120 bash -c "DIR=$DIR; $(declare -f serve_smoke); serve_smoke '$out'")
+    serve_rc=$?
+    summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" | tee "$out/summary.txt"
+}
+
+summary() {
+    python3 - "$@" <<'PY'
+import json, os, re, sys
+out, tests_rc, bench_rc, torch_rc, serve_rc, start = sys.argv[1:7]
+def load(name):
+    try: return json.load(open(os.path.join(out, name)))
+    except Exception as e: return None
+print("== device check (issue 29)")
+print("gpu:", open(os.path.join(out, "gpu.txt")).read().strip())
+t = open(os.path.join(out, "gpu-tests.txt")).read()
+res = re.findall(r"test result: .*", t)
+print(f"gpu tests: rc={tests_rc}", res[-1] if res else "(no result line)")
+for l in t.splitlines():
+    if "SKIPPED" in l or "max |logprob" in l or "relative error" in l or "panicked" in l:
+        print("   ", l)
+b, tr = load("bench.json"), load("torch.json")
+if b:
+    g, d = b["gemv_q4_1"], b["decode_smollm2_random"]
+    print("facts:", b["facts"])
+    print(f"Q4_1 GEMV {g['rows']}x{g['k']} ({g['weight_bytes']/2**20:.0f} MiB): {g['gb_per_s']:.0f} GB/s, "
+          f"{g['us']:.1f} us, rel err vs CPU {g['max_rel_err_vs_cpu']:.1e}; engine copy {g['copy_gb_per_s_read_plus_write']:.0f} GB/s (r+w)")
+    print(f"  the warp-per-row variant: {g['warp_per_row_gb_per_s']:.0f} GB/s, rel err {g['warp_per_row_max_rel_err_vs_cpu']:.1e}")
+    if tr:
+        ratio = g["gb_per_s"] / tr["fp16_gemv_gb_per_s"]
+        alt = g["warp_per_row_gb_per_s"] / tr["fp16_gemv_gb_per_s"]
+        print(f"torch {tr['torch']} fp16 GEMV same bytes: {tr['fp16_gemv_gb_per_s']:.0f} GB/s, copy {tr['copy_gb_per_s_read_plus_write']:.0f} GB/s (r+w)"
+              f" -> the engine's Q4_1 kernel at {100*ratio:.0f}% of torch (goal >= 70%: {'MET' if ratio >= 0.7 else 'NOT MET'}); warp per row {100*alt:.0f}%")
+    else:
+        print(f"torch roofline: failed (rc={torch_rc}), see torch.err")
+    print(f"prefill Q4_1 GEMM 4096x4096x64: {b['gemm_q4_1_64_tokens']['us']:.1f} us, rel err {b['gemm_q4_1_64_tokens']['max_rel_err_vs_cpu']:.1e}")
+    sp = d["speedup_gpu_graph_over_cpu"]
+    print(f"decode random SmolLM2-135M: GPU {d['gpu_graph_tok_s']:.0f} tok/s with graphs, {d['gpu_eager_tok_s']:.0f} without; "
+          f"CPU {d['cpu_tok_s']:.1f} tok/s on {d['cpu_threads']} threads -> {sp:.1f}x (goal >= 10x: {'MET' if sp >= 10 else 'NOT MET'})")
+    print(f"launch overhead: {d['launch_overhead_us_per_token']:.0f} us per token saved by graphs over {d['launches_per_token']} launches")
+    nv = b.get("nvml", {})
+    print("NVML before:", json.dumps(nv.get("before")))
+    print("NVML after the graph decode:", json.dumps(nv.get("after_graph_decode")))
+    print("energy per decoded token (graph run, mJ):", nv.get("graph_run_mj_per_decoded_token"))
+else:
+    print(f"gpu-bench: failed (rc={bench_rc}):", open(os.path.join(out, "bench.err")).read()[-2000:])
+print(f"serve --device cuda: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")
+PY
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run) run ;;
+*)
+    echo "usage: bash scripts/device-check.sh prepare|run" >&2
+    exit 2
+    ;;
+esac
