@@ -91,6 +91,16 @@ pub enum RunsNeeded {
     NotByRuns,
 }
 
+/// How many runs a side a step needs to tell a move of ±5 % and of ±10 % at the spread
+/// measured ([`ratio::runs_to_tell`]): the report's planning line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunsPlan {
+    /// Runs a side for a 90 % interval of at most ±5 %.
+    pub pct5: RunsNeeded,
+    /// Runs a side for a 90 % interval of at most ±10 %.
+    pub pct10: RunsNeeded,
+}
+
 /// What one figure's comparison found, before the family's multiplicity control.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
@@ -108,6 +118,8 @@ pub struct Evidence {
     pub band: f64,
     /// Runs a side that would settle it (speed).
     pub runs_needed: Option<RunsNeeded>,
+    /// Runs a side that would tell ±5 % and ±10 % at the spread measured (speed).
+    pub plan: Option<RunsPlan>,
     /// The method, as the report names it.
     pub method: &'static str,
     /// Why there is no interval, when there is none.
@@ -127,6 +139,7 @@ impl Evidence {
             p_zero: None,
             band,
             runs_needed: None,
+            plan: None,
             method: "none",
             note: Some(note),
             sizes: (0, 0),

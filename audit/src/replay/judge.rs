@@ -7,6 +7,7 @@ use super::*;
 use crate::decide::ratio::{self, Runs};
 use crate::decide::{self, quality, Decision, Evidence, FigureKind, Judgement, Moderated};
 use crate::decide::{RunsNeeded, Tolerances};
+use crate::verdict::RunsToTell;
 
 /// What a row that can be tested holds for its evidence.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +145,14 @@ pub fn apply(row: &mut Comparison, j: &Judgement, detail: Option<&str>) {
         (Decision::Inconclusive, Some(RunsNeeded::NotByRuns)) => Some(0),
         _ => None,
     };
+    let count = |n: RunsNeeded| match n {
+        RunsNeeded::Runs(n) => n,
+        RunsNeeded::NotByRuns => 0,
+    };
+    row.runs_to_tell = e.plan.map(|p| RunsToTell {
+        pct5: count(p.pct5),
+        pct10: count(p.pct10),
+    });
     row.why = match detail {
         Some(d) => format!("{} ({d})", j.reason),
         None => j.reason.clone(),
