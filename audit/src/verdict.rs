@@ -74,6 +74,7 @@ impl Comparison {
             interval90: None,
             band: None,
             runs_needed: None,
+            runs_needed_replayed: None,
             runs_to_tell: None,
             better: None,
         }
@@ -259,6 +260,11 @@ pub struct Comparison {
     /// (`0`: no number of runs, the session spread alone is too wide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_needed: Option<usize>,
+    /// About this many runs on the replayed side alone, the recorded side's as they are, would
+    /// settle an inconclusive row (`0`: no number of runs): what `replay --runs auto` adds
+    /// toward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_needed_replayed: Option<usize>,
     /// How many runs a side this step needs to tell a move of ±5 % and of ±10 % at the spread
     /// measured (speed rows with an interval; the decision rule's planning figures).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -120,6 +120,9 @@ pub struct Evidence {
     pub runs_needed: Option<RunsNeeded>,
     /// Runs a side that would tell ±5 % and ±10 % at the spread measured (speed).
     pub plan: Option<RunsPlan>,
+    /// Runs on side B alone, side A's as they are, that would settle it (speed; what replay's
+    /// `--runs auto` adds toward).
+    pub runs_on_b: Option<RunsNeeded>,
     /// The method, as the report names it.
     pub method: &'static str,
     /// Why there is no interval, when there is none.
@@ -140,6 +143,7 @@ impl Evidence {
             band,
             runs_needed: None,
             plan: None,
+            runs_on_b: None,
             method: "none",
             note: Some(note),
             sizes: (0, 0),

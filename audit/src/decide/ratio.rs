@@ -158,6 +158,10 @@ pub fn log_ratio(
             a.values.len().max(b.values.len()),
         )),
         plan: Some(runs_plan(pooled_var, session_var)),
+        runs_on_b: Some(more_than(
+            runs_needed_on_b(d, band, sa.var_of_mean, sb.var, session_var),
+            b.values.len(),
+        )),
         method: "log ratio, moderated Welch interval",
         note: None,
         sizes: (a.values.len(), b.values.len()),
@@ -214,6 +218,33 @@ pub fn runs_needed(d: f64, band: f64, run_var: f64, session_var: f64) -> RunsNee
 /// needs to tell a move of that size.
 pub fn runs_to_tell(effect: f64, run_var: f64, session_var: f64) -> RunsNeeded {
     runs_needed(0.0, effect.ln_1p(), run_var, session_var)
+}
+
+/// Runs on side B alone that would make the 90 % interval stop straddling the band's edge, at
+/// the same estimate, when side A's runs cannot change (replay adds runs to its own side only;
+/// the record is what it is): the smallest nb with
+/// z √(var_of_mean_a + s_b²/nb + session_var) <= | band − |d| |, z = 1.645 (as [`runs_needed`],
+/// with side A's moderated variance of its mean kept); no number when side A's part and the
+/// session term alone are wider, or past 1000 runs.
+pub fn runs_needed_on_b(
+    d: f64,
+    band: f64,
+    var_of_mean_a: f64,
+    var_b: f64,
+    session_var: f64,
+) -> RunsNeeded {
+    let margin = (band - d.abs()).abs();
+    let z = 1.644_853_626_951_472_2;
+    let allowed = (margin / z).powi(2) - session_var - var_of_mean_a;
+    if allowed <= 0.0 || !allowed.is_finite() {
+        return RunsNeeded::NotByRuns;
+    }
+    let n = (var_b / allowed).ceil().max(2.0);
+    if n > 1000.0 {
+        RunsNeeded::NotByRuns
+    } else {
+        RunsNeeded::Runs(n as usize)
+    }
 }
 
 /// The planning figures of one step: [`runs_to_tell`] ±5 % and ±10 %, for runs of log

@@ -149,6 +149,10 @@ pub fn apply(row: &mut Comparison, j: &Judgement, detail: Option<&str>) {
         RunsNeeded::Runs(n) => n,
         RunsNeeded::NotByRuns => 0,
     };
+    row.runs_needed_replayed = match j.decision {
+        Decision::Inconclusive => e.runs_on_b.map(count),
+        _ => None,
+    };
     row.runs_to_tell = e.plan.map(|p| RunsToTell {
         pct5: count(p.pct5),
         pct10: count(p.pct10),
