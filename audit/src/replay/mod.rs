@@ -571,6 +571,35 @@ mod tests {
         bundle(Some(result(reqs, 2048, START)), &[512], vec![])
     }
 
+    #[test]
+    fn pooled_sessions_count_every_concurrency_round() {
+        // Two requests at once, in 3 rounds.
+        let reqs: Vec<SpeedRequest> = (1..=3u32)
+            .flat_map(|round| {
+                (0..2).map(move |_| SpeedRequest {
+                    level: Some(2),
+                    round: Some(round),
+                    ..base("conc")
+                })
+            })
+            .collect();
+        let mut b = bundle(Some(result(reqs, 2048, START)), &[512], vec![]);
+        let c = &mut b.speed_contract.as_mut().unwrap().value;
+        c.parts.push("conc".into());
+        c.conc = serde_json::from_value(
+            json!({"levels": [2], "rounds": 3, "max_tokens": 101, "prompt": "code"}),
+        )
+        .ok();
+        let both = pool(&b, &b);
+        let found = compare(&b, &both, &Tolerance::default());
+        let r = found
+            .comparisons
+            .iter()
+            .find(|r| r.key == "conc_total.2")
+            .expect("a concurrency row");
+        assert_eq!((r.n_recorded, r.n_replayed), (3, 6), "{r:?}");
+    }
+
     fn card(description: &str, accelerator: &str, boxes: usize) -> Card {
         let boxes: Vec<serde_json::Value> = (0..boxes)
             .map(|i| json!({"name": format!("box-{i}"), "model": accelerator, "rank": i}))
