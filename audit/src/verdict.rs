@@ -76,6 +76,7 @@ impl Comparison {
             runs_needed: None,
             runs_needed_replayed: None,
             runs_to_tell: None,
+            warm_up_dropped: None,
             better: None,
         }
     }
@@ -269,6 +270,12 @@ pub struct Comparison {
     /// measured (speed rows with an interval; the decision rule's planning figures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_to_tell: Option<RunsToTell>,
+    /// Runs dropped from the start of each side's series as a warm-up transient before the
+    /// comparison, `[recorded, replayed]` (MSER-5, `decide::steady::steady_part`; speed rows of 20
+    /// runs or more on a side where one was found); `n_recorded` and `n_replayed` count the runs
+    /// kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up_dropped: Option<[usize; 2]>,
     /// Whether B is better than A by the figure's direction (rates up, times down, quality up),
     /// for a row that moved; set by diff.
     #[serde(default, skip_serializing_if = "Option::is_none")]

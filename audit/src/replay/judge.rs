@@ -63,7 +63,10 @@ pub(super) fn decide_rows(rows: &mut [Row], opts: &Tolerance, machine: Option<&M
                 ),
                 None => detail.clone(),
             }),
-            _ => None,
+            _ => r
+                .row
+                .warm_up_dropped
+                .map(|cut| super::speed::warm_up_text(cut, ("recorded", "replayed"))),
         };
         apply(&mut r.row, &j, detail.as_deref());
         if j.evidence.kind != FigureKind::Quality {

@@ -572,6 +572,49 @@ mod tests {
     }
 
     #[test]
+    fn a_warm_up_transient_is_dropped_before_the_comparison_and_said() {
+        // 30 decode runs a side around 50 tok/s (±2 %); the replay's first 10 ran at half speed.
+        let steady: Vec<f64> = (0..30)
+            .map(|i| 50.0 * (1.0 + 0.02 * ((i * 7 % 5) as f64 - 2.0) / 2.0))
+            .collect();
+        let mut cold = steady.clone();
+        for x in cold.iter_mut().take(10) {
+            *x *= 0.5;
+        }
+        let (a, b) = (
+            speed_bundle(&steady, &[0.2; 3]),
+            speed_bundle(&cold, &[0.2; 3]),
+        );
+        let found = compare(&a, &b, &Tolerance::default());
+        let row = |key: &str| {
+            found
+                .comparisons
+                .iter()
+                .find(|r| r.key == key)
+                .unwrap()
+                .clone()
+        };
+        let d = row("decode.code");
+        assert_eq!(d.warm_up_dropped, Some([0, 10]), "{d:?}");
+        assert_eq!((d.n_recorded, d.n_replayed), (30, 20));
+        assert_eq!(d.verdict, ReplayVerdict::Reproduced, "{}", d.why);
+        assert!(
+            d.why.ends_with(
+                "(a warm-up of none of the recorded and 10 replayed runs dropped (MSER-5))"
+            ),
+            "{}",
+            d.why
+        );
+        // Three runs are too few for MSER-5: nothing dropped, nothing said.
+        let t = row("ttft.512");
+        assert_eq!(t.warm_up_dropped, None);
+        assert!(!t.why.contains("MSER"), "{}", t.why);
+        // The same runs without the transient: no warm-up found on either side.
+        let same = compare(&a, &a, &Tolerance::default());
+        assert!(same.comparisons.iter().all(|r| r.warm_up_dropped.is_none()));
+    }
+
+    #[test]
     fn pooled_sessions_count_every_concurrency_round() {
         // Two requests at once, in 3 rounds.
         let reqs: Vec<SpeedRequest> = (1..=3u32)
