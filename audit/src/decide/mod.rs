@@ -209,11 +209,13 @@ fn judge(evidence: Evidence, p_adj: Option<f64>, rule: Multiplicity, family: usi
     }
 }
 
-/// A change as the report prints it: percent for speed, points for quality.
+/// A change as the report prints it: percent for speed, points for quality (a change that rounds
+/// to zero is `+0.0`, never `-0.0`).
 pub fn show_change(kind: FigureKind, x: f64) -> String {
+    let tenths = |v: f64| if v.abs() < 0.05 { 0.0 } else { v };
     match kind {
-        FigureKind::Quality => format!("{x:+.1} points"),
-        _ => format!("{:+.1} %", 100.0 * x.exp_m1()),
+        FigureKind::Quality => format!("{:+.1} points", tenths(x)),
+        _ => format!("{:+.1} %", tenths(100.0 * x.exp_m1())),
     }
 }
 

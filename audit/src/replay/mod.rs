@@ -1515,6 +1515,16 @@ mod tests {
             assert_eq!(r.inconclusive, Some(Inconclusive::MachineSpeed), "{key}");
             assert!(r.why.starts_with("machine speed: "), "{}", r.why);
             assert!(r.why.contains("% slower on the replayed side"), "{}", r.why);
+            // Judged in units of each session's reference: no move left, by its interval.
+            assert!(
+                r.why.contains(
+                    "in units of each session's reference the figure moved +0.0 % (90 % interval"
+                ) && r
+                    .why
+                    .contains("), inside the band, so the drift cannot be told"),
+                "{}",
+                r.why
+            );
         }
         assert!(
             of_check(&c, "replay.drifted").is_empty(),
@@ -1550,7 +1560,17 @@ mod tests {
         let c = slowed(1.3, 0.6, KERNEL);
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
-        assert!(r.why.contains("with that taken out"), "{}", r.why);
+        assert!(
+            r.why
+                .contains("in units of each session's reference the figure moved -53.8 %"),
+            "{}",
+            r.why
+        );
+        assert!(
+            r.why.ends_with("still a drift beyond the band"),
+            "{}",
+            r.why
+        );
         // The machine moved, but far less than the figure.
         let c = slowed(0.9, 0.5, KERNEL);
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
@@ -1561,6 +1581,33 @@ mod tests {
         // A reproduced row stays reproduced whatever the machine did.
         let c = slowed(0.6, 1.0, KERNEL);
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn a_drift_the_reference_only_partly_explains_is_judged_on_what_is_left() {
+        // The machine ran 20 % slower and the engine 45 %: in units of the reference the figure
+        // still moved about -31 %, beyond the ±25 % band: the old point rule (the move with the
+        // machine's taken out beyond the band) and the interval agree: drifted.
+        let c = slowed(0.8, 0.55, KERNEL);
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
+        // The machine ran 20 % slower and the engine 38 %: -22.5 % in reference units lies
+        // inside the band but its interval reaches across it: inconclusive (machine speed),
+        // where the point rule alone called it explained, and never reproduced.
+        let c = slowed(0.8, 0.62, KERNEL);
+        let r = row(&c, "decode.code");
+        assert_eq!(
+            r.inconclusive,
+            Some(Inconclusive::MachineSpeed),
+            "{}",
+            r.why
+        );
+        assert!(
+            r.why
+                .contains("neither inside the band nor a drift beyond it"),
+            "{}",
+            r.why
+        );
     }
 
     #[test]
