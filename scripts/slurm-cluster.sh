@@ -7,7 +7,12 @@
 #   bash scripts/slurm-cluster.sh env     # prints `export SLURM_CONF=...` for a client
 #   bash scripts/slurm-cluster.sh stop    # cancels every job, then stops the daemons by PID
 #
-# The state folder is $RIGAUDIT_SLURM_DIR (default /tmp/rigaudit-slurm). Facts this relies on:
+# The state folder is $RIGAUDIT_SLURM_DIR (default /tmp/rigaudit-slurm). Process tracking is
+# $RIGAUDIT_SLURM_PROCTRACK: `cgroup` (proctrack/cgroup on the cgroup v1 freezer, each node under
+# /sys/fs/cgroup/freezer/slurm_<node>; what takes a rank's detached children with the job),
+# `linuxproc` (by parent pid: a detached child escapes it), or `auto` (the default: cgroup when
+# the freezer hierarchy is mounted and writable here, else linuxproc; a cgroup v2-only machine
+# needs systemd for Slurm 22.05's cgroup/v2, which this script does not start). Facts this relies on:
 # the controller's host name must be the machine's short name; per-node paths need %n (the
 # temp folder too); clients without SLURM_CONF look the configuration up in DNS and fail; jobs
 # are cancelled before slurmd stops, since steps outlive it.
@@ -17,6 +22,7 @@ dir=${RIGAUDIT_SLURM_DIR:-/tmp/rigaudit-slurm}
 port=${RIGAUDIT_SLURM_PORT:-16817}
 conf="$dir/slurm.conf"
 host=$(hostname -s)
+proctrack=${RIGAUDIT_SLURM_PROCTRACK:-auto}
 
 install_packages() {
     command -v slurmctld >/dev/null && command -v munged >/dev/null && return 0
@@ -29,12 +35,47 @@ install_packages() {
             DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q $pkgs >/dev/null; }
 }
 
+# The tracking to configure: cgroup only where the cgroup v1 freezer can be written.
+pick_proctrack() {
+    local freezer=/sys/fs/cgroup/freezer
+    case "$proctrack" in
+    cgroup | linuxproc) echo "$proctrack" ;;
+    auto)
+        if [ -w "$freezer" ] && grep -qs " $freezer cgroup " /proc/mounts; then
+            echo cgroup
+        else
+            echo linuxproc
+        fi
+        ;;
+    *)
+        echo "slurm-cluster: RIGAUDIT_SLURM_PROCTRACK=$proctrack: expected cgroup, linuxproc or auto" >&2
+        return 2
+        ;;
+    esac
+}
+
+# cgroup.conf for proctrack/cgroup: v1, the freezer only (nothing constrained), mounted already.
+write_cgroup_conf() {
+    cat >"$dir/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+CgroupAutomount=no
+ConstrainCores=no
+ConstrainRAMSpace=no
+ConstrainDevices=no
+EOF
+}
+
 write_conf() {
-    local user cpus
+    local user cpus tracking
     user=$(id -un)
     cpus=$(nproc)
+    tracking=$(pick_proctrack)
+    rm -f "$dir/cgroup.conf"
+    if [ "$tracking" = cgroup ]; then write_cgroup_conf; fi
     cat >"$conf" <<EOF
 ClusterName=rigaudit
+FirstJobId=$(((port % 1000) * 10000 + 1))
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
@@ -50,7 +91,7 @@ SlurmdPidFile=$dir/%n/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/%n/slurmd.log
 TmpFS=$dir/%n/tmp
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/$tracking
 TaskPlugin=task/none
 MpiDefault=none
 SchedulerType=sched/backfill
@@ -99,7 +140,7 @@ start() {
     slurmd -f "$conf" -N n1
     slurmd -f "$conf" -N n2
     wait_for_nodes
-    echo "slurm-cluster: n1 and n2 idle; export SLURM_CONF=$conf"
+    echo "slurm-cluster: n1 and n2 idle ($(grep ^ProctrackType "$conf")); export SLURM_CONF=$conf"
 }
 
 stop_pid() {

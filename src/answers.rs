@@ -135,17 +135,7 @@ impl Line<'_> {
     }
 
     fn view(&self) -> AnswerView<'_> {
-        AnswerView {
-            id: &self.id,
-            prompt_tokens: self.prompt_tokens,
-            max_tokens: self.max_tokens,
-            status: self.status,
-            error: self.error.as_deref(),
-            finish_reason: self.finish_reason.as_deref(),
-            extracted: self.extracted.as_deref(),
-            gold: self.gold.as_deref(),
-            correct: self.correct,
-        }
+        rigaudit_audit::answer_view!(self)
     }
 }
 

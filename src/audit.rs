@@ -18,6 +18,8 @@ pub struct Artifacts {
     pub files: Vec<String>,
     /// The boxes mapped with `--box` and the ssh options: a root on such a box is read there.
     pub ssh: crate::ssh::SshArgs,
+    /// `--slurm`: a root on one of the card's boxes is read on its node, as `rehash --slurm`.
+    pub slurm: crate::slurm::SlurmArgs,
 }
 
 /// Runs the stages and builds the one report. `bundle` is the path `subject` was opened from
@@ -60,6 +62,7 @@ fn other_files(
         ran: verified.checks_run,
         recomputed: verified.recomputed,
         findings: verified.findings,
+        incomplete: verified.incomplete,
         ..Findings::default()
     };
     let tool = other.format.name();
@@ -86,6 +89,7 @@ fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> 
         files: artifacts.files,
         quiet: true,
         ssh: artifacts.ssh,
+        slurm: artifacts.slurm,
         ..Default::default()
     })
     .map(|(_, found)| found)
@@ -131,6 +135,7 @@ mod tests {
             roots: vec![],
             files: vec![],
             ssh: crate::ssh::SshArgs::default(),
+            slurm: crate::slurm::SlurmArgs::default(),
         };
         let r = run(subject, &out, none, Some(&flags.replay), None).unwrap();
         assert_eq!(r.command, "audit");

@@ -58,15 +58,12 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
             e.column()
         ))
     })?;
-    let errs = schemas::errors(schemas::bundle(), &value, 10);
-    if !errs.is_empty() {
-        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
-        return Err(fatal(format!(
-            "{}: the manifest does not follow schemas/bundle.schema.json: {}",
-            mpath.display(),
-            list.join("; ")
-        )));
-    }
+    schemas::follows(schemas::bundle(), &value).map_err(|list| {
+        fatal(format!(
+            "{}: the manifest does not follow schemas/bundle.schema.json: {list}",
+            mpath.display()
+        ))
+    })?;
     let manifest: Manifest = serde_json::from_value(value).map_err(|e| {
         fatal(format!(
             "{}: the manifest cannot be read: {e}",
@@ -96,6 +93,20 @@ fn find_manifest_root(dir: &Path) -> Option<PathBuf> {
         .filter(|p| p.join("bundle.json").is_file())
 }
 
+/// The error for a bundle's manifest (a file `bundle.json`) given in place of its folder, naming
+/// the folder to give instead; `None` for any other path.
+pub fn manifest_given(path: &Path) -> Option<Fatal> {
+    if path.file_name().is_none_or(|n| n != "bundle.json") || !path.is_file() {
+        return None;
+    }
+    let folder = path.parent().filter(|d| !d.as_os_str().is_empty());
+    Some(fatal(format!(
+        "{}: a bundle's manifest; a bundle is the folder that holds it: give {} instead",
+        input::shown_path(path),
+        input::shown_path(folder.unwrap_or(Path::new(".")))
+    )))
+}
+
 fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
     let f = input::open_regular(archive, "packed bundle")?;
     let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -106,9 +117,8 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
     } else if name.ends_with(".tar") {
         Box::new(TarGuard::new(f))
     } else {
-        return Err(fatal(format!(
-            "{shown}: not a bundle folder, .tar.gz or .tar"
-        )));
+        return Err(manifest_given(archive)
+            .unwrap_or_else(|| fatal(format!("{shown}: not a bundle folder, .tar.gz or .tar"))));
     };
     // What the archive may unpack to: a total bound, and a ratio bound to the packed size.
     let allowed = input::UNPACK_MAX_BYTES

@@ -311,9 +311,25 @@ pub enum Command {
     ))]
     Schema {
         /// The kind.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(SCHEMA_KINDS))]
         kind: String,
     },
 }
+
+/// The file kinds `rigaudit schema` prints the JSON Schema of (a misspelt one is refused by clap,
+/// naming these and the nearest).
+pub const SCHEMA_KINDS: [&str; 10] = [
+    "bundle",
+    "card",
+    "speed-contract",
+    "speed-result",
+    "quality-contract",
+    "quality-summary",
+    "quality-answers",
+    "fit-result",
+    "report",
+    "policy",
+];
 
 impl Command {
     /// Passes the global `--quiet` to the commands that show progress bars.

@@ -58,11 +58,7 @@ impl Gate {
         let report = self.finish(report);
         let out = &self.out;
         let places = output::Places::new(base, out.repo_root.as_deref());
-        let mut files: Vec<(Format, PathBuf)> = out
-            .report
-            .iter()
-            .map(|p| (Format::Json, p.clone()))
-            .collect();
+        let mut files = output::report_files(out.report.as_deref());
         for spec in &out.outputs {
             files.push(output::parse_output(spec)?);
         }

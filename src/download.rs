@@ -200,7 +200,12 @@ fn download(
     let mut resp = client(timeout)?
         .get(url.clone())
         .send()
-        .map_err(|e| failed(format!("cannot fetch: {}", chain(&e))))?;
+        .map_err(|e| {
+            failed(format!(
+                "cannot fetch: {}; check the address and the network, or download the file and give its path",
+                chain(&e)
+            ))
+        })?;
     if !resp.status().is_success() {
         return Err(failed(format!(
             "the server answered HTTP {}",

@@ -118,7 +118,13 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
         } => {
             // A --root BOX=DIR of a box mapped with --box is read on that box (replay's ssh options).
             let ssh = replay.boxes.ssh.clone();
-            let artifacts = audit::Artifacts { roots, files, ssh };
+            let slurm = replay.boxes.slurm.clone();
+            let artifacts = audit::Artifacts {
+                roots,
+                files,
+                ssh,
+                slurm,
+            };
             let replay = (!no_replay).then_some(replay);
             commands::audit(&gate(out, policy), &bundle, artifacts, replay, &fetch)
         }

@@ -26,15 +26,12 @@ pub fn load(path: Option<&Path>) -> Result<Option<Loaded>, Fatal> {
     let text = input::read_text(path, input::CONTRACT_MAX, "policy")?;
     let value: serde_json::Value = toml::from_str(&text)
         .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
-    let errs = schemas::errors(schemas::policy(), &value, 10);
-    if !errs.is_empty() {
-        let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
-        return Err(fatal(format!(
-            "{}: does not follow the policy schema (rigaudit schema policy): {}",
-            path.display(),
-            list.join("; ")
-        )));
-    }
+    schemas::follows(schemas::policy(), &value).map_err(|list| {
+        fatal(format!(
+            "{}: does not follow the policy schema (rigaudit schema policy): {list}",
+            path.display()
+        ))
+    })?;
     let mut rules: Policy = serde_json::from_value(value)
         .map_err(|e| fatal(format!("{}: not a policy: {e}", path.display())))?;
     let unknown = rules.unknown_checks();

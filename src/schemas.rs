@@ -49,6 +49,16 @@ pub fn policy() -> &'static jsonschema::Validator {
     CELL.get_or_init(|| compile(POLICY))
 }
 
+/// `Err` with the first ten schema errors of `value`, each `at POINTER: MESSAGE`, joined by `; `.
+pub fn follows(v: &jsonschema::Validator, value: &Value) -> Result<(), String> {
+    let errs = errors(v, value, 10);
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
+    Err(list.join("; "))
+}
+
 /// Every schema error of `value`: (JSON pointer, message), at most `limit`.
 pub fn errors(v: &jsonschema::Validator, value: &Value, limit: usize) -> Vec<(String, String)> {
     v.iter_errors(value)

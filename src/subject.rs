@@ -36,6 +36,9 @@ impl Subject {
     /// when a bundle cannot be read, or when the paths are neither (naming the formats and
     /// `--from`).
     pub fn open(paths: &[PathBuf], from: Option<Format>) -> Result<Subject, Fatal> {
+        if let (None, Some(e)) = (from, paths.iter().find_map(|p| bundle::manifest_given(p))) {
+            return Err(e);
+        }
         if let [path] = paths {
             if from.is_none() && !path.exists() {
                 // Says that it cannot be opened, as a bundle: what a missing path most likely is.
@@ -54,7 +57,7 @@ impl Subject {
         if let (None, [_, _, ..]) = (from, paths) {
             if let Some(b) = paths.iter().find(|p| looks_like_bundle(p)) {
                 return Err(fatal(format!(
-                    "{}: a rigaudit bundle, given with other paths; a run checks one bundle, or one tool's result files: give it on its own",
+                    "{}: a rigaudit bundle, given with other paths; a run checks one bundle, or one tool's result files: give it on its own (one run per bundle; `rigaudit diff A B` compares two)",
                     input::shown_path(b)
                 )));
             }

@@ -172,14 +172,8 @@ impl Drop for Engine {
 }
 
 fn model_file() -> PathBuf {
-    let out = std::process::Command::new("bash")
-        .arg(root().join("scripts/fetch-model.sh"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::output_ok(
+        std::process::Command::new("bash").arg(root().join("scripts/fetch-model.sh")),
     );
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }

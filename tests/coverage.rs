@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{copy_dir, fixture, rigaudit, root};
+use common::{copy_dir, fixture, rigaudit, rigaudit_line, root, Run};
 use serde_json::Value;
 
 fn findings_of<'a>(r: &'a Value, check: &str) -> Vec<&'a Value> {
@@ -82,16 +82,17 @@ fn lm_eval_results_without_samples_pass_as_results_only_and_say_what_to_add() {
         .all(|f| f["data"]["samples"] != false));
 }
 
-#[test]
-fn an_incomplete_report_always_says_why() {
+/// `rehash` of a seed page with an empty `--root`: none of its artifacts is found.
+fn rehash_finding_nothing(format: &str) -> Run {
     let empty = tempfile::tempdir().unwrap();
     let page = fixture("tensorfold-127-stock-2x");
-    let run = rigaudit(&[
-        "rehash",
-        page.to_str().unwrap(),
-        "--root",
-        empty.path().to_str().unwrap(),
-    ]);
+    let (page, root) = (page.to_str().unwrap(), empty.path().to_str().unwrap());
+    rigaudit_line("rehash {} --root {} --format {}", &[page, root, format])
+}
+
+#[test]
+fn an_incomplete_report_always_says_why() {
+    let run = rehash_finding_nothing("text");
     assert_eq!(run.code, 2);
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[0].contains(": INCOMPLETE"), "{}", run.stdout);
@@ -107,42 +108,35 @@ fn files_of_two_tools_are_refused_naming_the_one_not_read() {
     let aiperf = root().join("fixtures/imports/aiperf/clean/profile_export_aiperf.json");
     let lm = lm_eval_clean_results();
     for pair in [[&aiperf, &lm], [&lm, &aiperf]] {
-        let run = rigaudit(&[
-            "verify",
-            pair[0].to_str().unwrap(),
-            pair[1].to_str().unwrap(),
-        ]);
+        let run = rigaudit_line(
+            "verify {} {}",
+            &[pair[0].to_str().unwrap(), pair[1].to_str().unwrap()],
+        );
         assert_eq!(run.code, 2, "{}", run.stdout);
         assert!(run.stdout.is_empty(), "{}", run.stdout);
         let name = lm.file_name().unwrap().to_string_lossy().to_string();
-        assert!(run.stderr.contains(&name), "{}", run.stderr);
-        assert!(
-            run.stderr
-                .contains("a result file of lm-eval, given with aiperf files"),
-            "{}",
-            run.stderr
-        );
+        run.assert_stderr_has(&name);
+        run.assert_stderr_has("a result file of lm-eval, given with aiperf files");
     }
 }
 
 #[test]
 fn a_rehash_that_found_nothing_it_was_asked_for_is_incomplete() {
-    let empty = tempfile::tempdir().unwrap();
-    let page = fixture("tensorfold-127-stock-2x");
-    let run = rigaudit(&[
-        "rehash",
-        page.to_str().unwrap(),
-        "--root",
-        empty.path().to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rehash_finding_nothing("json");
     assert_eq!(run.code, 2, "{}", run.stdout);
     let r = run.json();
     assert_eq!(r["verdict"], "incomplete");
     let why = r["incomplete"].as_str().unwrap();
     assert!(why.contains("--root DIR or --file NAME=PATH"), "{why}");
     assert_eq!(findings_of(&r, "rehash.not-found").len(), 4);
+    // The finding every incomplete report carries: the reason, with what to give.
+    let said = findings_of(&r, "coverage.incomplete");
+    assert_eq!(said.len(), 1, "{r:#}");
+    assert_eq!(said[0]["severity"], "warning");
+    assert_eq!(
+        said[0]["message"].as_str().unwrap(),
+        format!("not everything was checked: {why}")
+    );
     // The reason is part of the report's schema.
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("schemas/report.schema.json")).unwrap(),
@@ -181,23 +175,15 @@ fn a_bundle_given_with_other_paths_is_refused_and_an_unread_file_is_named() {
     let aiperf = root().join("fixtures/imports/aiperf/clean");
     let run = rigaudit(&["verify", aiperf.to_str().unwrap(), page.to_str().unwrap()]);
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr
-            .contains("tensorfold-127-stock-2x: a rigaudit bundle, given with other paths"),
-        "{}",
-        run.stderr
-    );
+    run.assert_stderr_has("tensorfold-127-stock-2x: a rigaudit bundle, given with other paths");
     // A file of no tool, named beside a tool's files: checked as far as it goes, and said so.
     let tmp = tempfile::tempdir().unwrap();
     let notes = tmp.path().join("notes.txt");
     std::fs::write(&notes, "measured on a quiet machine\n").unwrap();
-    let r = rigaudit(&[
-        "verify",
-        aiperf.to_str().unwrap(),
-        notes.to_str().unwrap(),
-        "--format",
-        "json",
-    ])
+    let r = rigaudit_line(
+        "verify {} {} --format json",
+        &[aiperf.to_str().unwrap(), notes.to_str().unwrap()],
+    )
     .json();
     let unread: Vec<&Value> = findings_of(&r, "import.not-recomputable")
         .into_iter()
@@ -208,4 +194,25 @@ fn a_bundle_given_with_other_paths_is_refused_and_an_unread_file_is_named() {
         .as_str()
         .unwrap()
         .starts_with("not read: "));
+}
+
+#[test]
+fn lm_eval_results_that_list_no_task_are_incomplete_saying_what_to_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut results: Value =
+        serde_json::from_str(&std::fs::read_to_string(lm_eval_clean_results()).unwrap()).unwrap();
+    for key in ["results", "configs", "versions", "n-samples", "n-shot"] {
+        results[key] = serde_json::json!({});
+    }
+    let file = tmp.path().join("results_2024-01-01T00-00-00.json");
+    std::fs::write(&file, results.to_string()).unwrap();
+    let run = rigaudit(&["verify", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete");
+    let said = findings_of(&r, "coverage.incomplete");
+    assert_eq!(said.len(), 1, "{r:#}");
+    let says = said[0]["message"].as_str().unwrap();
+    assert!(says.contains("its results list no task"), "{says}");
+    assert!(says.contains("lm_eval --tasks NAME"), "{says}");
 }

@@ -50,7 +50,19 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
         (kv["a"].as_str(), kv["b"].as_str()),
         (Some("bf16"), Some("fp8"))
     );
-    assert_eq!(change(&r, "rank 0 env PARALLEL (added)")["b"], "8");
+    // A change made on both ranks is one row naming both, its places joined.
+    let parallel = change(&r, "ranks 0, 1 env PARALLEL (added)");
+    assert_eq!(parallel["b"], "8");
+    assert_eq!(
+        parallel["where_b"],
+        "card.json /commands/0/env, /commands/1/env"
+    );
+    let rows = r["setup_changes"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .all(|c| !c["what"].as_str().unwrap().contains(" env PARALLEL ") || c == parallel),
+        "{rows:#?}"
+    );
     // Setup differences come before any figure in the text report.
     let text = rigaudit(&[
         "diff",
@@ -63,6 +75,26 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
         text.find("A beside B").unwrap(),
     );
     assert!(setup < figures, "{text}");
+    // Each setup difference once: a place both record is named once, every line fits.
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("f350cd3e (card.json /engine/commit) ["),
+        "{text}"
+    );
+    assert!(
+        words.contains(
+            "(card.json /commands/1/env, /commands/0/env; /commands/0/env, /commands/1/env)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("  [command] rank 1 env PARALLEL"), "{text}");
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.len()
+        );
+    }
     // The text states the rule the rows were judged by, in the diff's words, with its bands.
     let rule = text.find("decision rule: unchanged when").expect(&text);
     assert!(figures < rule, "{text}");
@@ -142,14 +174,17 @@ fn a_changed_flag_is_a_setup_difference_and_the_policy_decides_whether_it_fails(
     let a = fixture("tensorfold-127-stock-2x");
     let (run, r) = diff(&a, b.path(), &[]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let c = change(&r, "rank 0 flag --parallel (changed)");
+    let c = change(&r, "ranks 0, 1 flag --parallel (changed)");
     assert_eq!((c["a"].as_str(), c["b"].as_str()), (Some("8"), Some("4")));
     assert_eq!(c["subject"], "command");
+    // The same change on both ranks is one difference naming both, each rank's place kept.
     assert_eq!(
         r["setup_changes"].as_array().unwrap().len(),
-        2,
-        "one per rank"
+        1,
+        "one row for both ranks"
     );
+    assert_eq!(c["where_a"], "card.json /commands/1/argv, /commands/0/argv");
+    assert_eq!(common::findings_in(&r, "diff.setup-differs").len(), 1);
     // A policy in which commands do not fail: a warning, exit 0.
     let (run, r) = diff(&a, b.path(), &["--setup-fails-on", "engine,checkpoint"]);
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{read_json, rigaudit, root, Run};
+use common::{read_json, rigaudit, rigaudit_line, root, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -66,14 +66,10 @@ impl Files {
 }
 
 fn verify_from(format: &str, path: &Path) -> Run {
-    rigaudit(&[
-        "verify",
-        "--from",
-        format,
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-    ])
+    rigaudit_line(
+        "verify --from {} {} --format json",
+        &[format, path.to_str().unwrap()],
+    )
 }
 
 const SUMMARY: &str = "profile_export_aiperf.json";
@@ -119,13 +115,13 @@ fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
 #[test]
 fn aiperf_format_is_detected_from_the_content() {
     let dir = imports("aiperf", "failures");
-    let run = rigaudit(&[
-        "verify",
-        dir.join(SUMMARY).to_str().unwrap(),
-        dir.join(RECORDS).to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "verify {} {} --format json",
+        &[
+            dir.join(SUMMARY).to_str().unwrap(),
+            dir.join(RECORDS).to_str().unwrap(),
+        ],
+    );
     assert!(
         run.has("import.failed-requests"),
         "{}{}",
@@ -143,16 +139,10 @@ fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     let src = imports("aiperf", "failures");
-    let run = rigaudit(&[
-        "import",
-        "--from",
-        "aiperf",
-        src.to_str().unwrap(),
-        "--out",
-        b.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "import --from aiperf {} --out {} --format json",
+        &[src.to_str().unwrap(), b.to_str().unwrap()],
+    );
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.has("import.failed-requests"));
     let m: Value = read_json(&b.join("bundle.json"));
@@ -228,20 +218,17 @@ fn import_refuses_a_non_empty_output_and_unknown_files() {
     let out = tempfile::tempdir().unwrap();
     std::fs::write(out.path().join("x"), "x").unwrap();
     let src = imports("aiperf", "clean");
-    let run = rigaudit(&[
-        "import",
-        src.to_str().unwrap(),
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let (src, to) = (src.to_str().unwrap(), out.path().to_str().unwrap());
+    let run = rigaudit_line("import {} --out {}", &[src, to]);
     assert_eq!(run.code, 2);
     run.assert_stderr_has("exists and is not empty");
-    let run = rigaudit(&[
-        "import",
-        out.path().join("x").to_str().unwrap(),
-        "--out",
-        out.path().join("y").to_str().unwrap(),
-    ]);
+    let run = rigaudit_line(
+        "import {} --out {}",
+        &[
+            out.path().join("x").to_str().unwrap(),
+            out.path().join("y").to_str().unwrap(),
+        ],
+    );
     assert_eq!(run.code, 2);
     run.assert_stderr_has("not a result file of a format rigaudit imports");
 }
@@ -348,13 +335,10 @@ fn diff_of_two_aiperf_runs_names_the_changed_setting_and_a_moved_latency() {
     }
     c.set(SUMMARY, "/input_config/phases/0/concurrency", json!(4));
     let clean = imports("aiperf", "clean");
-    let run = rigaudit(&[
-        "diff",
-        clean.to_str().unwrap(),
-        c.path().to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "diff {} {} --format json",
+        &[clean.to_str().unwrap(), c.path().to_str().unwrap()],
+    );
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     let r = run.json();
     let setup = r["setup_changes"].as_array().unwrap();
@@ -378,24 +362,16 @@ fn diff_of_two_aiperf_runs_names_the_changed_setting_and_a_moved_latency() {
         "{}",
         run.stdout
     );
-    let mean = r["comparisons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["key"] == "aiperf.time_to_first_token")
-        .unwrap();
+    let mean = common::entry(&r, "comparisons", "key", "aiperf.time_to_first_token");
     assert_eq!(
         (&mean["verdict"], &mean["better"]),
         (&json!("changed"), &json!(false))
     );
     // The same run against itself: nothing differs, nothing moved.
-    let run = rigaudit(&[
-        "diff",
-        clean.to_str().unwrap(),
-        clean.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "diff {} {} --format json",
+        &[clean.to_str().unwrap(), clean.to_str().unwrap()],
+    );
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(!run.has("diff.moved") && !run.has("diff.setup-differs"));
 }
@@ -407,23 +383,22 @@ fn diff_of_an_imported_bundle_and_files_and_of_two_tools() {
     let lm = imports("lm-eval", "clean");
     let run = rigaudit(&["import", lm.to_str().unwrap(), "--out", b.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let run = rigaudit(&[
-        "diff",
-        b.to_str().unwrap(),
-        lm.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "diff {} {} --format json",
+        &[b.to_str().unwrap(), lm.to_str().unwrap()],
+    );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let rows = run.json()["comparisons"].as_array().unwrap().clone();
     assert_eq!(rows.len(), 1);
     // The same documents by id on both sides: compared paired.
     assert_eq!(rows[0]["test"], "mcnemar-paired", "{}", rows[0]);
-    let run = rigaudit(&[
-        "diff",
-        lm.to_str().unwrap(),
-        imports("guidellm", "clean").to_str().unwrap(),
-    ]);
+    let run = rigaudit_line(
+        "diff {} {}",
+        &[
+            lm.to_str().unwrap(),
+            imports("guidellm", "clean").to_str().unwrap(),
+        ],
+    );
     assert_eq!(run.code, 2);
     run.assert_stderr_has("is lm-eval and");
 }
@@ -444,16 +419,10 @@ fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
         let b = out.path().join("b");
         let src = imports(format, run_name);
         let direct = verify_from(format, &src);
-        let run = rigaudit(&[
-            "import",
-            "--from",
-            format,
-            src.to_str().unwrap(),
-            "--out",
-            b.to_str().unwrap(),
-            "--format",
-            "json",
-        ]);
+        let run = rigaudit_line(
+            "import --from {} {} --out {} --format json",
+            &[format, src.to_str().unwrap(), b.to_str().unwrap()],
+        );
         assert_eq!(run.code, direct.code, "{format}: {}", run.stderr);
         let rec: Value = read_json(&b.join("import.json"));
         assert_eq!(rec["from"], format);
@@ -553,13 +522,13 @@ fn llama_server_clean_timings_recompute_and_the_cached_prompt_is_named() {
 #[test]
 fn llama_runs_diff_and_import_like_the_other_formats() {
     // Two real llama-bench runs of one command: the tests line up, settings that differ named.
-    let run = rigaudit(&[
-        "diff",
-        imports("llama-bench", "clean").to_str().unwrap(),
-        imports("llama-bench", "jsonl").to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "diff {} {} --format json",
+        &[
+            imports("llama-bench", "clean").to_str().unwrap(),
+            imports("llama-bench", "jsonl").to_str().unwrap(),
+        ],
+    );
     assert!(run.code < 2, "{}{}", run.stdout, run.stderr);
     let rows = run.json()["comparisons"].as_array().unwrap().clone();
     let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
@@ -574,12 +543,10 @@ fn llama_runs_diff_and_import_like_the_other_formats() {
         let out = tempfile::tempdir().unwrap();
         let b = out.path().join("b");
         let src = imports(format, dir);
-        let run = rigaudit(&[
-            "import",
-            src.to_str().unwrap(),
-            "--out",
-            b.to_str().unwrap(),
-        ]);
+        let run = rigaudit_line(
+            "import {} --out {}",
+            &[src.to_str().unwrap(), b.to_str().unwrap()],
+        );
         assert_eq!(run.code, 1, "{format}: {}", run.stderr);
         let rec: Value = read_json(&b.join("import.json"));
         assert_eq!(rec["from"], format);
@@ -724,24 +691,22 @@ fn vllm_clean_result_recomputes_every_aggregate_from_its_requests() {
 #[test]
 fn vllm_results_diff_and_import() {
     let clean = imports("vllm", "clean");
-    let run = rigaudit(&[
-        "diff",
-        clean.to_str().unwrap(),
-        imports("vllm", "failures").to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let run = rigaudit_line(
+        "diff {} {} --format json",
+        &[
+            clean.to_str().unwrap(),
+            imports("vllm", "failures").to_str().unwrap(),
+        ],
+    );
     assert!(run.code < 2, "{}{}", run.stdout, run.stderr);
     let rows = run.json()["comparisons"].as_array().unwrap().clone();
     assert!(rows.iter().any(|r| r["key"] == "vllm.ttft_ms"));
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
-    let run = rigaudit(&[
-        "import",
-        clean.to_str().unwrap(),
-        "--out",
-        b.to_str().unwrap(),
-    ]);
+    let run = rigaudit_line(
+        "import {} --out {}",
+        &[clean.to_str().unwrap(), b.to_str().unwrap()],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(common::verify(&b).code, 0);
 }

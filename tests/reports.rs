@@ -190,14 +190,7 @@ fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository
         // The root named: a checkout without .git (an exported tree) gives the same paths; the
         // walk up to .git has its unit test in src/output/place.rs.
         let root_dir = root();
-        let run = rigaudit(&[
-            "verify",
-            bundle.to_str().unwrap(),
-            "--format",
-            "sarif",
-            "--repo-root",
-            root_dir.to_str().unwrap(),
-        ]);
+        let run = sarif_from_root(&bundle, &root_dir);
         let log = run.json();
         valid_sarif(&v, &log);
         let run0 = &log["runs"][0];
@@ -252,18 +245,20 @@ fn sarif_of_both_seed_pages_is_schema_valid_and_links_to_lines_in_the_repository
     assert!(at.trim_start().starts_with("\"pct\""), "{at}");
 }
 
+/// `rigaudit verify BUNDLE --format sarif --repo-root ROOT`.
+fn sarif_from_root(bundle: &Path, repo_root: &Path) -> common::Run {
+    let (bundle, repo_root) = (bundle.to_str().unwrap(), repo_root.to_str().unwrap());
+    common::rigaudit_line(
+        "verify {} --format sarif --repo-root {}",
+        &[bundle, repo_root],
+    )
+}
+
 #[test]
 fn repo_root_and_a_bundle_outside_any_repository_set_the_sarif_paths() {
     let page = fixture("tensorfold-127-stock-2x");
     let pages = root().join("fixtures/pages");
-    let run = rigaudit(&[
-        "verify",
-        page.to_str().unwrap(),
-        "--format",
-        "sarif",
-        "--repo-root",
-        pages.to_str().unwrap(),
-    ]);
+    let run = sarif_from_root(&page, &pages);
     let places = sarif_places(&run.json());
     assert!(
         places
@@ -341,13 +336,7 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
         );
     }
     // Every check that ran is a test case; the others are named in a property, not skipped.
-    let checks = rigaudit(&["checks", "--format", "json"]).json();
-    let all: Vec<&str> = checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let all = common::catalogue_ids();
     let mut cases: Vec<&str> = report["checks_run"]
         .as_array()
         .unwrap()
@@ -362,7 +351,7 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     assert!(xml.contains(" skipped=\"0\" "), "{xml}");
     let not_run: Vec<&str> = all
         .iter()
-        .copied()
+        .map(String::as_str)
         .filter(|id| !cases.contains(id))
         .collect();
     assert!(!not_run.is_empty());
@@ -512,26 +501,36 @@ fn pixels_of(png_path: &Path, rgb: [u8; 3]) -> usize {
         .count()
 }
 
-fn screenshot(html: &Path, png_path: &Path) {
+/// Chromium's arguments for a headless run with a fresh profile and nothing fetched.
+fn chromium_run(profile: &Path, window_height: u32, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--window-size=1200,{window_height}"))
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args);
+    cmd.output().unwrap()
+}
+
+fn screenshot(html: &Path, png_path: &Path, height: u32) {
     let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--window-size=1200,1400",
-            &format!("--user-data-dir={}", profile.path().display()),
+    let out = chromium_run(
+        profile.path(),
+        height,
+        &[
             &format!("--screenshot={}", png_path.display()),
             &format!("file://{}", html.display()),
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(
         png_path.exists(),
         "no screenshot: {}",
@@ -539,19 +538,59 @@ fn screenshot(html: &Path, png_path: &Path) {
     );
 }
 
-#[test]
-fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser() {
-    let tmp = tempfile::tempdir().unwrap();
-    let html = tmp.path().join("diff.html");
-    let pages = [
-        fixture("tensorfold-127-stock-2x"),
-        fixture("mia-recipe-1104-2x"),
-    ];
-    let [tf, mia] = pages.each_ref().map(|p| p.to_str().unwrap());
-    let run = rigaudit(&["diff", tf, mia, "--output", html.to_str().unwrap()]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let text = std::fs::read_to_string(&html).unwrap();
-    // Self-contained: nothing to fetch at view time.
+/// What the test measures on the rendered page, written into its title by a script added to a
+/// copy (the report itself has none): where the first finding, the table of figures and the
+/// first chart are (px from the top), the page's height, and how many markers of the lines'
+/// two sides are hidden under something else (a marker is visible where it, or a marker of its
+/// side at the same point, is the topmost element at its own point: a dot at its centre, an open
+/// square on its left edge).
+const PROBE: &str = r#"<script>
+const at = s => { const e = document.querySelector(s); return e ? Math.round(e.getBoundingClientRect().top + scrollY) : -1; };
+const hidden = (sel, dx) => [...document.querySelectorAll(sel)].filter(m => {
+  const b = m.getBoundingClientRect(); scrollTo(0, b.top + scrollY - 200);
+  const r = m.getBoundingClientRect();
+  const top = document.elementFromPoint(r.left + (dx ? 0.5 : r.width / 2), r.top + r.height / 2);
+  return !(top && top.getAttribute('class') === m.getAttribute('class'));
+}).length;
+const probe = { finding: at('#findings tbody tr'), figures: at('table.figures'), chart: at('figure'),
+  height: document.documentElement.scrollHeight,
+  dots: document.querySelectorAll('svg.plot > .mark.side0').length, dots_hidden: hidden('svg.plot > .mark.side0', false),
+  squares: document.querySelectorAll('svg.plot > .mark.side1').length, squares_hidden: hidden('svg.plot > .mark.side1', true),
+  plots_drawn: [...document.querySelectorAll('svg.plot')].filter(s => s.getBoundingClientRect().height > 100).length };
+document.title = JSON.stringify(probe);
+</script>"#;
+
+/// The page `html` rendered in Chromium with [`PROBE`]: what it measured.
+fn probe(html: &Path) -> Value {
+    let text = std::fs::read_to_string(html).unwrap();
+    let probed = html.with_extension("probe.html");
+    std::fs::write(&probed, text.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = chromium_run(
+        profile.path(),
+        1400,
+        &["--dump-dom", &format!("file://{}", probed.display())],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let title = dom
+        .split_once("<title>")
+        .and_then(|(_, rest)| rest.split_once("</title>"))
+        .map(|(t, _)| t.replace("&amp;", "&"))
+        .unwrap_or_default();
+    serde_json::from_str(&title).unwrap_or_else(|e| {
+        panic!(
+            "no probe in the title ({e}): {title}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A report page rendered in Chromium: self-contained, the findings and the table of figures
+/// above the first chart, every chart drawn, both sides' line markers visible; its screenshot
+/// (the whole page) under the test's target folder, with both sides' bars on it.
+fn check_in_browser(html: &Path, name: &str, plots: usize) -> Value {
+    let text = std::fs::read_to_string(html).unwrap();
+    // Self-contained: nothing to fetch at view time, no script.
     for needle in [
         "<script",
         "src=\"http",
@@ -559,27 +598,222 @@ fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser()
         "@import",
         "url(http",
     ] {
-        assert!(!text.contains(needle), "{needle}");
+        assert!(!text.contains(needle), "{name}: {needle}");
     }
-    assert_eq!(
-        text.matches("<svg class=\"plot\"").count(),
-        4,
-        "throughput, decode, prompt processing, quality"
+    assert_eq!(text.matches("<svg class=\"plot\"").count(), plots, "{name}");
+    let p = probe(html);
+    let at = |k: &str| p[k].as_i64().unwrap();
+    assert!(
+        at("finding") > 0 && at("finding") < at("figures"),
+        "{name}: {p}"
     );
-    // Invalid steps are marked, quality bars carry margins.
-    assert!(text.contains("class=\"invalid\""));
-    assert!(text.contains("class=\"err\""));
-    let shot = tmp.path().join("diff.png");
-    screenshot(&html, &shot);
+    assert!(at("figures") < at("chart"), "{name}: {p}");
+    assert_eq!(at("plots_drawn"), plots as i64, "{name}: {p}");
+    assert!(at("dots") > 0 && at("dots") == at("squares"), "{name}: {p}");
+    assert_eq!(at("dots_hidden") + at("squares_hidden"), 0, "{name}: {p}");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report");
+    std::fs::create_dir_all(&dir).unwrap();
+    let shot = dir.join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&shot);
+    screenshot(html, &shot, (at("height") as u32).clamp(800, 16_000));
     // Both sides' bars are on the screen, in their colours.
     let (a, b) = (
         pixels_of(&shot, [0x4e, 0x79, 0xa7]),
         pixels_of(&shot, [0xf2, 0x8e, 0x2b]),
     );
-    assert!(a > 2_000 && b > 2_000, "plot pixels: A {a}, B {b}");
+    assert!(a > 2_000 && b > 2_000, "{name}: plot pixels: A {a}, B {b}");
     if let Ok(dir) = std::env::var("RIGAUDIT_SCREENSHOTS") {
-        std::fs::copy(&shot, Path::new(&dir).join("diff.png")).unwrap();
+        std::fs::copy(&shot, Path::new(&dir).join(format!("{name}.png"))).unwrap();
     }
+    p
+}
+
+#[test]
+fn the_html_report_is_self_contained_and_its_plots_are_drawn_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pages = [
+        fixture("tensorfold-127-stock-2x"),
+        fixture("mia-recipe-1104-2x"),
+    ];
+    let [tf, mia] = pages.each_ref().map(|p| p.to_str().unwrap());
+    let stock = tmp.path().join("stock.html");
+    let run = rigaudit(&["verify", tf, "--output", stock.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let diff = tmp.path().join("diff.html");
+    let run = rigaudit(&["diff", tf, mia, "--output", diff.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    // Throughput, decode, prompt processing, time to first token, quality on both.
+    check_in_browser(&stock, "stock", 5);
+    check_in_browser(&diff, "diff", 5);
+    let (stock, diff) = (
+        std::fs::read_to_string(&stock).unwrap(),
+        std::fs::read_to_string(&diff).unwrap(),
+    );
+    // No result is said in words; spread is drawn; a figure the page or file shows without a
+    // result (the refused tests' 0 %) is marked, with the refusal in words under the chart.
+    for page in [&stock, &diff] {
+        assert!(page.contains("class=\"invalid\"") && page.contains(">no result</text>"));
+        assert!(page.contains("class=\"err\""));
+    }
+    assert_eq!(stock.matches("<text class=\"differs\"").count(), 2);
+    assert!(stock.contains("<li><code>livecodebench</code>: no result recomputed: livecodebench: the summary counts 40 refused requests"));
+    // The diff marks its two changed figures, and lists each setup difference once.
+    assert_eq!(diff.matches("<text class=\"differs\"").count(), 2);
+    assert!(diff.contains("<li><code>gpqa-think</code>: refused on A: 30 of 30 requests"));
+    assert_eq!(diff.matches("card engine.binary.path").count(), 1);
+}
+
+/// The HTML page's findings come first, by severity, the errors in a callout; its table of
+/// figures has every recomputed figure in numeric key order, differing rows marked by the rows'
+/// own `matches`; a diff's has its change, better or worse, verdict and p.
+#[test]
+fn the_html_page_puts_findings_first_and_tables_every_figure() {
+    let page = common::Copy::of("tensorfold-127-stock-2x");
+    let p = page.path().to_str().unwrap();
+    let html = rigaudit(&["verify", p, "--format", "html"]).stdout;
+    let callout = html.find("<div class=\"callout\" role=\"alert\"").unwrap();
+    let first_error = html
+        .find("quality.refused-counted-as-wrong</code>")
+        .unwrap();
+    let warnings = html.find("<h3 id=\"warnings\">Warnings (2)</h3>").unwrap();
+    let notes = html.find("<h3 id=\"notes\">Notes (14)</h3>").unwrap();
+    let figures = html.find("<table class=\"figures\">").unwrap();
+    let chart = html.find("<figure").unwrap();
+    assert!(callout < first_error && first_error < warnings && warnings < notes);
+    assert!(notes < figures && figures < chart);
+    let json = rigaudit(&["verify", p, "--format", "json"]).json();
+    let rows = json["recomputed"].as_array().unwrap();
+    let table = &html[figures..chart];
+    assert_eq!(table.matches("<tr class=").count(), rows.len());
+    let differs = rows
+        .iter()
+        .filter(|r| r["matches"] == false && !r["value"].is_null());
+    assert_eq!(
+        table.matches("<tr class=\"differs\">").count(),
+        differs.count()
+    );
+    let at = |k: &str| table.find(&format!("<code>{k}</code>")).unwrap();
+    assert!(at("ctx_decode.16384") < at("ctx_decode.32768"));
+    assert!(at("ctx_decode.65536") < at("ctx_decode.131072"));
+    // A page figure edited away from its records is a differing row, marked.
+    page.set("bundle.json", "/page/speed/decode", Value::from("31.0"));
+    let html = rigaudit(&["verify", p, "--format", "html"]).stdout;
+    let row = html
+        .split("<tr class=\"differs\">")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        row.starts_with("<th scope=\"row\"><code>decode</code></th><td>31.0</td><td>28.0</td>"),
+        "{row:.200}"
+    );
+    // The diff's table: a row per figure with change, better/worse, verdict and p.
+    let mia = fixture("mia-recipe-1104-2x");
+    let diff = rigaudit(&["diff", p, mia.to_str().unwrap(), "--format", "html"]).stdout;
+    assert!(diff.contains("<th scope=\"col\">better / worse</th><th scope=\"col\">verdict</th><th scope=\"col\">p</th>"));
+    assert!(
+        diff.contains(
+            "<td>1.107</td><td>-37.8 %</td><td>better</td><td>changed</td><td>0.0007</td>"
+        ),
+        "the TTFT row"
+    );
+}
+
+/// Checks HTML pages as XML (the page is written well-formed, so a strict parser reads it) and
+/// for what a screen reader needs: one `h1` and no heading level skipped, a header cell in every
+/// table, every chart an image with a name and a title, ids once, every `#link` to an id there.
+const HTML_CHECK: &str = r#"
+import sys, xml.etree.ElementTree as ET
+SVG = '{http://www.w3.org/2000/svg}'
+problems = []
+for path in sys.argv[1:]:
+    root = ET.parse(path).getroot()
+    say = lambda m: problems.append(path + ': ' + m)
+    if root.tag != 'html' or root.get('lang') != 'en':
+        say('no <html lang="en">')
+    heads = [int(e.tag[1]) for e in root.iter() if e.tag in ('h1', 'h2', 'h3', 'h4', 'h5', 'h6')]
+    if heads[:1] != [1] or heads.count(1) != 1:
+        say('not one h1 first: %s' % heads)
+    for a, b in zip(heads, heads[1:]):
+        if b > a + 1:
+            say('h%d then h%d' % (a, b))
+    for t in root.iter('table'):
+        if t.find('.//th') is None:
+            say('a table without a header cell')
+    for s in root.iter(SVG + 'svg'):
+        if s.get('aria-hidden') == 'true':
+            continue
+        if s.get('role') != 'img' or not s.get('aria-label') or s.find(SVG + 'title') is None:
+            say('a chart without role, name or title')
+    ids = [e.get('id') for e in root.iter() if e.get('id')]
+    for i in set(ids):
+        if ids.count(i) > 1:
+            say('id %s %d times' % (i, ids.count(i)))
+    for e in root.iter('a'):
+        h = e.get('href', '')
+        if h.startswith('#') and h[1:] not in ids:
+            say('a link to no id: ' + h)
+print('\n'.join(problems))
+sys.exit(1 if problems else 0)
+"#;
+
+fn validate_html(paths: &[&Path]) {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(HTML_CHECK)
+        .args(paths)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_html_pages_are_well_formed_and_accessible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tf = fixture("tensorfold-127-stock-2x");
+    let mia = fixture("mia-recipe-1104-2x");
+    let runs = root().join("fixtures/runs/smollm2-cpu");
+    let aiperf = root().join("fixtures/imports/aiperf/failures");
+    let pages = [
+        ("stock", vec!["verify", tf.to_str().unwrap()]),
+        ("passing", vec!["verify", runs.to_str().unwrap()]),
+        ("aiperf", vec!["verify", aiperf.to_str().unwrap()]),
+        (
+            "diff",
+            vec!["diff", tf.to_str().unwrap(), mia.to_str().unwrap()],
+        ),
+    ];
+    let mut paths = Vec::new();
+    for (name, mut args) in pages {
+        let path = tmp.path().join(format!("{name}.html"));
+        args.extend(["--output", path.to_str().unwrap()]);
+        let run = rigaudit(&args);
+        assert!(run.code == 0 || run.code == 1, "{name}: {}", run.stderr);
+        paths.push(path);
+    }
+    validate_html(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    // The check finds what it looks for: a page with a skipped heading level and a chart with
+    // no name fails it.
+    let text = std::fs::read_to_string(&paths[0]).unwrap();
+    let broken = tmp.path().join("broken.html");
+    let skipped = text.replacen("<h2>Findings</h2>", "<h4>Findings</h4>", 1);
+    std::fs::write(&broken, skipped.replacen(" role=\"img\"", "", 1)).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(HTML_CHECK)
+        .arg(&broken)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("h1 then h4") && said.contains("a chart without role"),
+        "{said}"
+    );
 }
 
 /// A gate policy that ignores each check of `ids` with a reason and raises cut-off notes to
@@ -688,5 +922,69 @@ fn markdown_and_html_lead_with_the_verdicts_coverage_and_the_headline() {
     assert!(
         lead.is_some_and(|at| at < first_figure),
         "the HTML headline"
+    );
+}
+
+/// A run of rigaudit in one format, its standard output.
+fn report_in(format: &str, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--format", format]);
+    rigaudit(&all).stdout
+}
+
+#[test]
+fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_incomplete() {
+    let v = sarif_validator();
+    // A pass on a page rebuilt from itself: what it covers, in the run's properties.
+    let page = fixture("mia-recipe-1104-2x");
+    let pass = ["verify", page.to_str().unwrap()];
+    let covers = "PASS, self-consistent only: 43 of 43 files reconstructed";
+    let log: Value = serde_json::from_str(&report_in("sarif", &pass)).unwrap();
+    valid_sarif(&v, &log);
+    let run0 = &log["runs"][0];
+    assert_eq!(run0["properties"]["verdict"], "pass");
+    assert_eq!(run0["properties"]["qualified_verdict"], covers);
+    assert!(run0["properties"]["next_step"].is_string(), "{run0:#}");
+    assert_eq!(run0["invocations"][0]["executionSuccessful"], true);
+    assert_eq!(run0["invocations"][0]["exitCode"], 0);
+    assert!(run0["invocations"][0]["toolExecutionNotifications"].is_null());
+    let junit = report_in("junit", &pass);
+    assert!(
+        junit.contains(&format!("name=\"qualified_verdict\" value=\"{covers}\"")),
+        "{junit}"
+    );
+    let github = report_in("github", &pass);
+    assert!(github.lines().last().unwrap().contains(covers), "{github}");
+    // An incomplete rehash: not successful, with a notification saying what to give it.
+    let empty = tempfile::tempdir().unwrap();
+    let tf = fixture("tensorfold-127-stock-2x");
+    let rehash = [
+        "rehash",
+        tf.to_str().unwrap(),
+        "--root",
+        empty.path().to_str().unwrap(),
+    ];
+    let log: Value = serde_json::from_str(&report_in("sarif", &rehash)).unwrap();
+    valid_sarif(&v, &log);
+    let run0 = &log["runs"][0];
+    let why = run0["properties"]["incomplete"].as_str().unwrap();
+    assert!(why.starts_with("none of the artifacts"), "{why}");
+    assert!(why.contains("give --root DIR or --file NAME=PATH"), "{why}");
+    let inv = &run0["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false);
+    assert_eq!(inv["exitCode"], 2);
+    let note = &inv["toolExecutionNotifications"][0];
+    assert_eq!(note["level"], "error");
+    assert_eq!(note["message"]["text"], format!("incomplete: {why}"));
+    let junit = report_in("junit", &rehash);
+    assert!(
+        junit.contains("name=\"qualified_verdict\" value=\"INCOMPLETE: none of the artifacts"),
+        "{junit}"
+    );
+    let github = report_in("github", &rehash);
+    let last = github.lines().last().unwrap();
+    assert!(
+        last.contains(": INCOMPLETE: none of the artifacts"),
+        "{last}"
     );
 }

@@ -17,65 +17,126 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-static STATE_DIR: OnceLock<PathBuf> = OnceLock::new();
+/// The state folders of the clusters this test binary started.
+static STATE_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Cancels the test cluster's jobs and stops its daemons, when the test binary ends.
-extern "C" fn stop_cluster() {
-    if let Some(dir) = STATE_DIR.get() {
+/// Cancels the test clusters' jobs and stops their daemons, when the test binary ends.
+extern "C" fn stop_clusters() {
+    let dirs = STATE_DIRS.lock().map(|d| d.clone()).unwrap_or_default();
+    for dir in dirs {
         let _ = Command::new("bash")
             .arg(root().join("scripts/slurm-cluster.sh"))
             .arg("stop")
-            .env("RIGAUDIT_SLURM_DIR", dir)
+            .env("RIGAUDIT_SLURM_DIR", &dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
-/// The cluster's state folder and `SLURM_CONF`, or why it could not start.
+type Cluster = Result<(PathBuf, PathBuf), String>;
+
+/// Starts a cluster with process tracking `tracking` (`auto`: cgroup where this machine allows
+/// it) on `port`: its state folder and `SLURM_CONF`, or why it could not start.
+fn start_cluster(tracking: &str, port: u16) -> Cluster {
+    let dir = std::env::temp_dir().join(format!(
+        "rigaudit-slurm-test-{}-{tracking}",
+        std::process::id()
+    ));
+    let t0 = Instant::now();
+    let out = Command::new("bash")
+        .arg(root().join("scripts/slurm-cluster.sh"))
+        .arg("start")
+        .env("RIGAUDIT_SLURM_DIR", &dir)
+        .env("RIGAUDIT_SLURM_PORT", port.to_string())
+        .env("RIGAUDIT_SLURM_PROCTRACK", tracking)
+        .output()
+        .map_err(|e| format!("cannot run scripts/slurm-cluster.sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "scripts/slurm-cluster.sh start failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    eprintln!(
+        "slurm cluster ({tracking}) started in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    static AT_EXIT: OnceLock<()> = OnceLock::new();
+    AT_EXIT.get_or_init(|| {
+        // SAFETY: atexit takes a plain function; the harness ends with exit(3), which runs it.
+        unsafe {
+            libc::atexit(stop_clusters);
+        }
+    });
+    STATE_DIRS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(dir.clone());
+    Ok((dir.clone(), dir.join("slurm.conf")))
+}
+
+fn test_port() -> u16 {
+    std::env::var("RIGAUDIT_SLURM_TEST_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(16917)
+}
+
+/// The tests' cluster: cgroup tracking where this machine allows it, else linuxproc.
 fn cluster() -> Result<&'static (PathBuf, PathBuf), String> {
-    static CLUSTER: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER
-        .get_or_init(|| {
-            let dir =
-                std::env::temp_dir().join(format!("rigaudit-slurm-test-{}", std::process::id()));
-            let port = std::env::var("RIGAUDIT_SLURM_TEST_PORT").unwrap_or_else(|_| "16917".into());
-            let t0 = Instant::now();
-            let out = Command::new("bash")
-                .arg(root().join("scripts/slurm-cluster.sh"))
-                .arg("start")
-                .env("RIGAUDIT_SLURM_DIR", &dir)
-                .env("RIGAUDIT_SLURM_PORT", &port)
-                .output()
-                .map_err(|e| format!("cannot run scripts/slurm-cluster.sh: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "scripts/slurm-cluster.sh start failed: {}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            eprintln!(
-                "slurm cluster started in {:.2} s",
-                t0.elapsed().as_secs_f64()
-            );
-            let _ = STATE_DIR.set(dir.clone());
-            // SAFETY: atexit takes a plain function; the harness ends with exit(3), which runs it.
-            unsafe {
-                libc::atexit(stop_cluster);
-            }
-            Ok((dir.clone(), dir.join("slurm.conf")))
-        })
+        .get_or_init(|| start_cluster("auto", test_port()))
         .as_ref()
         .map_err(Clone::clone)
 }
 
+/// A cluster with `proctrack/linuxproc` (the tests' own when cgroup is not possible here).
+fn linuxproc_cluster() -> Result<&'static (PathBuf, PathBuf), String> {
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    if let Ok((_, conf)) = cluster() {
+        if tracking_of(conf) == "proctrack/linuxproc" {
+            return cluster();
+        }
+    }
+    CLUSTER
+        .get_or_init(|| start_cluster("linuxproc", test_port() + 10))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The cluster's `ProctrackType`.
+fn tracking_of(conf: &Path) -> String {
+    let out = Command::new("scontrol")
+        .args(["show", "config"])
+        .env("SLURM_CONF", conf)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "ProctrackType").then(|| v.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
 /// The cluster's `SLURM_CONF` and this test's turn, or `None` after printing why it is skipped.
 fn slurm_or_skip(test: &str) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
+    slurm_or_skip_on(test, cluster)
+}
+
+/// [`slurm_or_skip`] on the cluster `which` starts.
+fn slurm_or_skip_on(
+    test: &str,
+    which: fn() -> Result<&'static (PathBuf, PathBuf), String>,
+) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
     static TURN: Mutex<()> = Mutex::new(());
     let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    match cluster() {
+    match which() {
         Ok((_, conf)) => Some((conf.clone(), turn)),
         Err(why) => {
             if std::env::var_os("RIGAUDIT_REQUIRE_SLURM").is_some() {
@@ -108,7 +169,8 @@ fn odd_items(marker: &Path) -> Vec<String> {
 /// Rank 1's recorded environment (placeholders filled by `--set`).
 fn rank1_env() -> Value {
     json!({"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
-           "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>", "LC_ALL": "C.UTF-8"})
+           "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>", "LC_ALL": "C.UTF-8",
+           "FAKE_DETACH": "<detach>"})
 }
 
 /// A two-box bundle: rank 0 on box `head`, rank 1 on box `second`, both the fake engine at
@@ -151,6 +213,43 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
     b
 }
 
+/// What the tests' copy of the fake engine does before it writes its argv:
+/// - under PMIx with `FAKE_PMIX_ARGV` set, its argv file is that + its `PMIX_RANK` + `.json`; a
+///   rank other than 0 first reaches rank 0 (`GET /health` at `FAKE_RANK0`, up to 60 s; exit code
+///   4 when it cannot), then writes its argv and waits for SIGTERM without serving;
+/// - with `FAKE_DETACH=PATH`, it double-forks a child that leaves its session (`setsid`),
+///   ignores SIGTERM, writes its pid to PATH and sleeps 10 minutes: a detached child that
+///   outlives the rank unless the job's tracking takes it.
+const PMIX_AND_DETACH: &str = r#"    rank = os.environ.get("PMIX_RANK")
+    if rank is not None and os.environ.get("FAKE_PMIX_ARGV"):
+        ARGS.argv_file = os.environ["FAKE_PMIX_ARGV"] + rank + ".json"
+        if rank != "0":
+            import urllib.request
+            for _ in range(600):
+                try:
+                    url = "http://%s:%d/health" % (os.environ["FAKE_RANK0"], ARGS.port)
+                    urllib.request.urlopen(url, timeout=1).read()
+                    break
+                except Exception:
+                    time.sleep(0.1)
+            else:
+                sys.exit(4)
+            write_argv(ARGS.argv_file)
+            while True:
+                time.sleep(1)
+    if os.environ.get("FAKE_DETACH"):
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                with open(os.environ["FAKE_DETACH"] + ".tmp", "w") as f:
+                    f.write(str(os.getpid()))
+                os.replace(os.environ["FAKE_DETACH"] + ".tmp", os.environ["FAKE_DETACH"])
+                time.sleep(600)
+            os._exit(0)
+        os.wait()
+"#;
+
 /// One test's files: a copy of the fake engine that records its whole environment, at a path
 /// unique to the test (its marker in /proc), and the bundle.
 struct Setup {
@@ -158,6 +257,8 @@ struct Setup {
     script: PathBuf,
     bundle: PathBuf,
     odd: Vec<String>,
+    /// Whether rank 1 detaches a child (its pid in [`Setup::detached_pid_file`]).
+    detach: bool,
 }
 
 impl Setup {
@@ -170,7 +271,12 @@ impl Setup {
             text.contains(narrow),
             "the fake engine's environment line changed"
         );
-        std::fs::write(&script, text.replace(narrow, "dict(os.environ)")).unwrap();
+        let start = "    if ARGS.argv_file:\n        write_argv(ARGS.argv_file)\n";
+        assert!(text.contains(start), "the fake engine's start changed");
+        let text = text
+            .replace(narrow, "dict(os.environ)")
+            .replace(start, &format!("{PMIX_AND_DETACH}{start}"));
+        std::fs::write(&script, text).unwrap();
         let odd = odd_items(&tmp.path().join("ran"));
         let bundle = template(tmp.path(), &script, &odd, digest);
         Setup {
@@ -178,7 +284,12 @@ impl Setup {
             script,
             bundle,
             odd,
+            detach: false,
         }
+    }
+
+    fn detached_pid_file(&self) -> PathBuf {
+        self.tmp.path().join("detached.pid")
     }
 
     fn argv_file(&self, rank: u32) -> PathBuf {
@@ -191,7 +302,27 @@ impl Setup {
 
     /// The replay's arguments (`--slurm` among `extra`): `mode`/`delay` for both ranks.
     fn args(&self, mode: &str, delay: &str, extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = vec!["replay".into(), self.bundle.display().to_string()];
+        let mut a = self.replay_of(&self.bundle);
+        for s in [
+            format!("mode={mode}"),
+            format!("delay={delay}"),
+            format!("port1={}", free_port()),
+            format!("argv0={}", self.argv_file(0).display()),
+            format!("argv1={}", self.argv_file(1).display()),
+            match self.detach {
+                true => format!("detach={}", self.detached_pid_file().display()),
+                false => "detach=".into(),
+            },
+        ] {
+            a.extend(["--set".into(), s]);
+        }
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    /// `replay BUNDLE` with the options every test gives.
+    fn replay_of(&self, bundle: &Path) -> Vec<String> {
+        let mut a: Vec<String> = vec!["replay".into(), bundle.display().to_string()];
         for w in [
             "--engine",
             &python3().display().to_string(),
@@ -210,16 +341,6 @@ impl Setup {
         ] {
             a.push(w.to_string());
         }
-        for s in [
-            format!("mode={mode}"),
-            format!("delay={delay}"),
-            format!("port1={}", free_port()),
-            format!("argv0={}", self.argv_file(0).display()),
-            format!("argv1={}", self.argv_file(1).display()),
-        ] {
-            a.extend(["--set".into(), s]);
-        }
-        a.extend(extra.iter().map(|s| s.to_string()));
         a
     }
 
@@ -354,6 +475,28 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
         t.contains("rank 1 (box second, node 2 of the allocation)"),
         "{t}"
     );
+    // --slurm-pmix runs one command for every rank: this card's ranks differ in their variables.
+    let pmix = s.args("ok", "0", &["--slurm", "--slurm-pmix", "--plan"]);
+    let refs: Vec<&str> = pmix.iter().map(String::as_str).collect();
+    let r = rigaudit(&refs);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    r.assert_stderr_has("--slurm-pmix runs one command for every rank, but rank 1's recorded environment differs from rank 0's");
+    let mut pmix = s.replay_of(&pmix_template(&s));
+    for w in ["--slurm", "--slurm-pmix", "--plan", "--box", "head=n2"] {
+        pmix.push(w.into());
+    }
+    let refs: Vec<&str> = pmix.iter().map(String::as_str).collect();
+    let r = rigaudit(&refs);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = &r.stdout;
+    assert!(
+        t.contains("rank 0 (box head, node n2 (--box))\n  task 0 of the PMIx step"),
+        "{t}"
+    );
+    assert!(
+        t.contains("  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE="),
+        "{t}"
+    );
 }
 
 #[test]
@@ -371,6 +514,7 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
     let mut want = rank1_env().as_object().unwrap().clone();
     want["FAKE_PORT"] = env["FAKE_PORT"].clone();
     want["FAKE_ARGV_FILE"] = json!(s.argv_file(1).display().to_string());
+    want["FAKE_DETACH"] = json!("");
     assert_eq!(
         env, want,
         "rank 1's environment is not exactly the recorded one"
@@ -386,10 +530,21 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
         has("rank 0's address: 127.0.0.1, node n1's NodeAddr"),
         "{notes:#?}"
     );
-    assert!(
-        has("warning: slurm: process tracking is proctrack/linuxproc"),
-        "{notes:#?}"
-    );
+    // Each rank got SIGTERM from the scheduler and ended on its own (srun, signalled, would
+    // have killed it).
+    assert!(has("every step ended within"), "{notes:#?}");
+    for rank in [0, 1] {
+        assert!(
+            has(&format!("rank {rank} had already ended (exit code 0)")),
+            "{notes:#?}"
+        );
+    }
+    let tracking = tracking_of(&conf);
+    let said = match tracking.as_str() {
+        "proctrack/cgroup" => "slurm: process tracking is proctrack/cgroup".to_string(),
+        other => format!("warning: slurm: process tracking is {other}, not proctrack/cgroup"),
+    };
+    assert!(has(&said), "{notes:#?}");
     assert_eq!(our_jobs_after(&conf, 10), "");
     assert_eq!(s.leftovers_after(10), Vec::<String>::new());
 }
@@ -522,9 +677,15 @@ fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
         &s.args("ignore-term", "0", &["--slurm", "--trust-executable"]),
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    // SIGTERM reaches each rank through its srun, is ignored, and Slurm's SIGKILL follows after
-    // KillWait: the step ends as killed (137), within rigaudit's own grace.
+    // SIGTERM reaches each rank from the scheduler (scancel --signal=TERM) and is ignored; after
+    // 5 s rigaudit stops each srun, which kills its step's task: the step ends as killed (137).
     let notes = notes(&r);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("a step still ran after 5 s")),
+        "{notes:#?}"
+    );
     for rank in [0, 1] {
         let killed = [
             format!("rank {rank} stopped (exit code 137)"),
@@ -537,4 +698,257 @@ fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
     }
     assert_eq!(our_jobs_after(&conf, 15), "");
     assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// A two-rank bundle for `--slurm-pmix`: both ranks one command (the fake engine, which takes
+/// its rank from PMIx), its argv ending with [`odd_items`], its environment odd too.
+fn pmix_template(s: &Setup) -> PathBuf {
+    let b = s.tmp.path().join("pmix");
+    let mut argv: Vec<Value> = [
+        "python3",
+        s.script.to_str().unwrap(),
+        "--port",
+        "<port>",
+        "--argv-file",
+        "replaced-under-pmix",
+    ]
+    .iter()
+    .map(|x| json!(x))
+    .collect();
+    argv.extend(s.odd.iter().map(|x| json!(x)));
+    let env = pmix_env();
+    let card = json!({
+        "hardware": {"description": "two test nodes", "boxes": [{"name": "head", "rank": 0},
+            {"name": "second", "rank": 1}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1",
+                   "binary": {"path": "bin/python3", "sha256": sha_file(&python3())}},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 2,
+        "commands": [
+            {"rank": 0, "box": "head", "argv": argv, "env": env},
+            {"rank": 1, "box": "second", "argv": argv, "env": env}
+        ],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    common::write_bundle(&b, ("fake-pmix", "fake"), &card, &decode_contract(3, 8));
+    b
+}
+
+/// Both ranks' recorded environment under PMIx (placeholders filled by `--set`).
+fn pmix_env() -> Value {
+    json!({"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_PMIX_ARGV": "<pmix argv>",
+           "FAKE_RANK0": "<address of rank 0>", "LC_ALL": "C.UTF-8"})
+}
+
+#[test]
+fn pmix_ranks_are_tasks_of_one_step_with_their_own_rank_one_namespace_and_the_argv_exact() {
+    let Some((conf, _turn)) = slurm_or_skip("pmix_ranks_are_tasks_of_one_step") else {
+        return;
+    };
+    let s = Setup::new(None);
+    let bundle = pmix_template(&s);
+    let mut args = s.replay_of(&bundle);
+    let base = s.tmp.path().join("argv").display().to_string();
+    for w in [
+        "--set",
+        &format!("pmix argv={base}"),
+        "--set",
+        "address of rank 0=127.0.0.1",
+        "--slurm",
+        "--slurm-pmix",
+        "--box",
+        "head=n2",
+        "--box",
+        "second=n1",
+    ] {
+        args.push(w.to_string());
+    }
+    let r = run(&conf, &args);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let info: Vec<Value> = (0..2).map(|k| s.argv_info(k).expect("argv")).collect();
+    let env = |k: usize, name: &str| info[k]["env"][name].as_str().unwrap_or("").to_string();
+    // Rank 1 reached rank 0's server before writing (exit code 4 otherwise, failing the replay).
+    assert_eq!(
+        (env(0, "PMIX_RANK"), env(1, "PMIX_RANK")),
+        ("0".into(), "1".into())
+    );
+    assert_eq!(
+        (env(0, "SLURM_PROCID"), env(1, "SLURM_PROCID")),
+        ("0".into(), "1".into())
+    );
+    assert!(!env(0, "PMIX_NAMESPACE").is_empty());
+    assert_eq!(env(0, "PMIX_NAMESPACE"), env(1, "PMIX_NAMESPACE"));
+    // Arbitrary distribution: task 0 on the node of rank 0's box, though n1 comes first.
+    assert_eq!(
+        (env(0, "SLURMD_NODENAME"), env(1, "SLURMD_NODENAME")),
+        ("n2".into(), "n1".into())
+    );
+    let mut want = pmix_env().as_object().unwrap().clone();
+    want["FAKE_PMIX_ARGV"] = json!(base);
+    want["FAKE_RANK0"] = json!("127.0.0.1");
+    for i in &info {
+        let argv: Vec<String> = serde_json::from_value(i["argv"].clone()).unwrap();
+        assert_eq!(&argv[argv.len() - s.odd.len()..], &s.odd[..]);
+        let got = i["env"].as_object().unwrap();
+        for (k, v) in got {
+            let slurms = ["SLURM_", "PMIX_", "PMI_"].iter().any(|p| k.starts_with(p))
+                || ["SLURMD_NODENAME", "TMPDIR", "CUDA_VISIBLE_DEVICES"].contains(&k.as_str());
+            assert!(
+                want.get(k) == Some(v) || (slurms && !want.contains_key(k)),
+                "{k}={v}"
+            );
+        }
+        assert!(want.keys().all(|k| got.contains_key(k)), "{got:#?}");
+    }
+    let notes = notes(&r);
+    assert!(
+        notes.iter().any(
+            |n| n.contains("ranks 0-1 run as one PMIx step of Slurm job")
+                && n.contains("task r on node r of n2,n1")
+        ),
+        "{notes:#?}"
+    );
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+}
+
+/// Whether process `pid` is alive (or a zombie not yet reaped).
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Replays with rank 1 detaching a child; the child's pid once the replay is over.
+fn replay_detaching(conf: &Path) -> (Setup, Run, i32) {
+    let mut s = Setup::new(Some(&sha_file(&python3())));
+    s.detach = true;
+    let r = run(conf, &s.args("ok", "0", &["--slurm"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let pid: i32 = std::fs::read_to_string(s.detached_pid_file())
+        .expect("rank 1 detached a child")
+        .trim()
+        .parse()
+        .unwrap();
+    (s, r, pid)
+}
+
+#[test]
+fn a_child_a_rank_detached_goes_with_the_job_under_cgroup_tracking() {
+    let Some((conf, _turn)) = slurm_or_skip("a_child_a_rank_detached") else {
+        return;
+    };
+    if tracking_of(&conf) != "proctrack/cgroup" {
+        println!("SKIPPED a_child_a_rank_detached: this machine runs the cluster without cgroup tracking (see the linuxproc test)");
+        return;
+    }
+    let (_s, r, pid) = replay_detaching(&conf);
+    assert_eq!(our_jobs_after(&conf, 15), "");
+    let t0 = Instant::now();
+    while alive(pid) && t0.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!alive(pid), "the detached child {pid} outlived the job");
+    let notes = notes(&r);
+    assert!(notes
+        .iter()
+        .any(|n| n == "slurm: process tracking is proctrack/cgroup"));
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("cancelled and gone from the queue")),
+        "{notes:#?}"
+    );
+}
+
+#[test]
+fn without_cgroup_tracking_a_replay_warns_refuses_when_asked_and_a_detached_child_escapes() {
+    let Some((conf, _turn)) = slurm_or_skip_on("without_cgroup_tracking", linuxproc_cluster) else {
+        return;
+    };
+    let s = Setup::new(None);
+    let r = run(
+        &conf,
+        &s.args(
+            "ok",
+            "0",
+            &["--slurm", "--trust-executable", "--slurm-require-cgroup"],
+        ),
+    );
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    r.assert_stderr_has("refusing to run under Slurm with --slurm-require-cgroup: the cluster's process tracking is proctrack/linuxproc");
+    assert!(s.argv_info(0).is_none() && s.argv_info(1).is_none());
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    // What the warning says: under linuxproc a child that left the rank's session outlives the
+    // step; it holds the job in the queue (COMPLETING), which the replay reports, until it ends.
+    let (_s, r, pid) = replay_detaching(&conf);
+    let notes = notes(&r);
+    let has = |p: &str| notes.iter().any(|n| n.contains(p));
+    assert!(
+        has("warning: slurm: process tracking is proctrack/linuxproc, not proctrack/cgroup"),
+        "{notes:#?}"
+    );
+    assert!(has("is still in the queue (COMPLETING"), "{notes:#?}");
+    assert!(
+        alive(pid),
+        "the detached child {pid} was expected to escape linuxproc tracking"
+    );
+    assert!(our_jobs_after(&conf, 1).contains("COMPLETING"));
+    // SAFETY: kill(2) on the child this test's fake engine detached.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    assert_eq!(our_jobs_after(&conf, 15), "");
+}
+
+/// `rehash --slurm --root head=DIR --root second=DIR`: each root is listed and hashed on its box's
+/// node, in steps of one allocation; the engine on node n2 differs from the card's and is caught,
+/// the one on n1 matches.
+#[test]
+fn rehash_hashes_each_root_on_its_node_and_catches_a_changed_engine_on_n2() {
+    let Some((conf, _turn)) = slurm_or_skip("rehash_hashes_each_root_on_its_node") else {
+        return;
+    };
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let roots: Vec<PathBuf> = ["head root", "second root"]
+        .iter()
+        .map(|d| s.tmp.path().join(d))
+        .collect();
+    for r in &roots {
+        std::fs::create_dir_all(r.join("bin")).unwrap();
+    }
+    std::fs::copy(python3(), roots[0].join("bin/python3")).unwrap();
+    let mut changed = std::fs::read(python3()).unwrap();
+    changed.push(0);
+    std::fs::write(roots[1].join("bin/python3"), changed).unwrap();
+    let args: Vec<String> = vec![
+        "rehash".into(),
+        s.bundle.display().to_string(),
+        "--root".into(),
+        format!("head={}", roots[0].display()),
+        "--root".into(),
+        format!("second={}", roots[1].display()),
+        "--slurm".into(),
+        "--format".into(),
+        "json".into(),
+    ];
+    let r = run(&conf, &args);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let bin: Vec<String> = r
+        .findings("rehash.binary-digest")
+        .iter()
+        .map(|f| format!("{} {}", f["severity"], f["message"]))
+        .collect();
+    let on = |node: &str, root: &Path| format!("{node}:{}/bin/python3", root.display());
+    assert!(
+        bin.iter()
+            .any(|f| f.starts_with("\"info\"") && f.contains(&on("n1", &roots[0]))),
+        "{bin:#?}"
+    );
+    assert!(
+        bin.iter()
+            .any(|f| f.starts_with("\"error\"") && f.contains(&on("n2", &roots[1]))),
+        "{bin:#?}"
+    );
+    assert_eq!(our_jobs_after(&conf, 10), "");
 }

@@ -77,6 +77,14 @@ fn sshd_or_skip(test: &str) -> Option<Sshd> {
 }
 
 /// An sshd of the test's own, killed when dropped (and when the test process dies).
+/// The test's sshd and its files, the card recording python3's digest (no --trust-executable:
+/// the check on the box passes only because the file there hashes the same); `None` when
+/// skipped.
+fn sshd_and_setup(test: &str) -> Option<(Sshd, Setup)> {
+    let sshd = sshd_or_skip(test)?;
+    Some((sshd, Setup::new(Some(&sha_file(&python3())))))
+}
+
 struct Sshd {
     dir: tempfile::TempDir,
     child: Child,
@@ -386,6 +394,18 @@ impl Setup {
         processes_naming(self.script.to_str().unwrap())
     }
 
+    /// Runs the replay with `delay` for both ranks and `extra`; asserts it exits 0.
+    fn replay_ok(&self, delay: &str, extra: &[String]) -> Run {
+        let run = self.run(&self.args("ok", delay, extra));
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        run
+    }
+
+    /// Asserts every rank is gone within 15 s.
+    fn assert_no_leftovers(&self) {
+        assert_eq!(self.leftovers_after(15), Vec::<String>::new());
+    }
+
     /// Waits up to `secs` for every rank to be gone; what is left.
     fn leftovers_after(&self, secs: u64) -> Vec<String> {
         let t0 = Instant::now();
@@ -488,18 +508,14 @@ fn check_argv_and_env(s: &Setup) {
 
 #[test]
 fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
-    let Some(sshd) = sshd_or_skip("rank_1_runs_on_the_box_over_ssh") else {
+    let Some((sshd, s)) = sshd_and_setup("rank_1_runs_on_the_box_over_ssh") else {
         return;
     };
-    // The card records python3's digest: no --trust-executable, so the check on the box passes
-    // only because the file there hashes the same.
-    let s = Setup::new(Some(&sha_file(&python3())));
     // Both ranks wait 2 s before they serve, so rank 1 is up (and has written its argv) before
     // rank 0 answers and the replay measures and ends (a real rank 0 waits for its peers).
     let mut extra = sshd.args("second");
     extra.extend(["--allow-env".into(), "LD_LIBRARY_PATH".into()]);
-    let run = s.run(&s.args("ok", "2", &extra));
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let run = s.replay_ok("2", &extra);
     check_argv_and_env(&s);
     let ran: Vec<_> = std::fs::read_dir(s.tmp.path())
         .unwrap()
@@ -511,13 +527,7 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
     let log = std::fs::read_to_string(s.out().join("engine-logs/rank1.log")).unwrap();
     assert!(log.contains("rigaudit-remote: rank started on"), "{log}");
     let notes = notes(&run);
-    let place = format!(
-        "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
-        sshd.user, sshd.port
-    );
-    assert_any(&notes, |n| {
-        n.starts_with(&place) && n.contains("matches the card's")
-    });
+    sshd.assert_rank_1_came_through(&notes);
     assert_any(&notes, |n| {
         n.starts_with("rank 0 runs here (box head")
             && n.ends_with(&format!("sha256 {}", sha_file(&python3())))
@@ -532,15 +542,14 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
             && n.contains("version 2.30.7 (read from its text, not loaded")
     });
     assert_any(&notes, |n| n == "rank 1 stopped (exit code 0)");
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    s.assert_no_leftovers();
 }
 
 #[test]
 fn a_digest_mismatch_on_the_box_is_refused_before_any_rank_starts() {
-    let Some(sshd) = sshd_or_skip("a_digest_mismatch_on_the_box") else {
+    let Some((sshd, s)) = sshd_and_setup("a_digest_mismatch_on_the_box") else {
         return;
     };
-    let s = Setup::new(Some(&sha_file(&python3())));
     // The box's "engine" is another file: python3 with one byte more.
     let other = s.tmp.path().join("python3-other");
     let mut bytes = std::fs::read(python3()).unwrap();
@@ -727,7 +736,7 @@ fn a_dropped_connection_ends_the_remote_rank() {
         err.contains("rank 1 exited before the server was ready"),
         "{err}"
     );
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    s.assert_no_leftovers();
 }
 
 /// `replay --plan` on the seed pages: both ranks with their boxes, where each is reached, the
@@ -764,12 +773,9 @@ fn the_seed_pages_plan_both_ranks_on_their_boxes() {
 fn the_second_seed_page_plans_from_a_box_file() {
     let page = common::fixture("mia-recipe-1104-2x");
     let dir = tempfile::tempdir().unwrap();
+    let lab: &[u8] = b"# the lab\nbox-4=nobody@old-host  # replaced below\n\n";
+    common::write_files(dir.path(), &[("boxes", lab)]);
     let hosts = dir.path().join("boxes");
-    std::fs::write(
-        &hosts,
-        "# the lab\nbox-4=nobody@old-host  # replaced below\n\n",
-    )
-    .unwrap();
     let run = rigaudit_line(
         "replay {} --plan --engine /srv/start.sh --box-file {} --box box-4=b4",
         &[page.to_str().unwrap(), hosts.to_str().unwrap()],
@@ -806,7 +812,7 @@ fn a_rank_killed_on_the_box_is_a_failed_step() {
         .filter_map(|f| f["message"].as_str().map(String::from))
         .collect();
     assert_any(&failed, |m| m.contains("rank 1 exited: exit code 137"));
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    s.assert_no_leftovers();
 }
 
 /// A `--box-file` line that is not a mapping is an error naming the file and line.
@@ -835,10 +841,9 @@ fn about(run: &Run, check: &str) -> Vec<String> {
 /// hashed on the box over ssh, compared with the card, and a changed copy there is caught.
 #[test]
 fn rehash_reads_a_box_root_over_ssh() {
-    let Some(sshd) = sshd_or_skip("rehash_reads_a_box_root_over_ssh") else {
+    let Some((sshd, s)) = sshd_and_setup("rehash_reads_a_box_root_over_ssh") else {
         return;
     };
-    let s = Setup::new(Some(&sha_file(&python3())));
     let boxroot = s.tmp.path().join("box root");
     std::fs::create_dir_all(boxroot.join("opt/bin")).unwrap();
     std::fs::create_dir_all(boxroot.join("lib")).unwrap();
@@ -869,6 +874,18 @@ fn rehash_reads_a_box_root_over_ssh() {
 }
 
 impl Sshd {
+    /// Asserts a replay note says rank 1 ran on box `second` through this sshd, its executable
+    /// matching the card's.
+    fn assert_rank_1_came_through(&self, notes: &[String]) {
+        let place = format!(
+            "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
+            self.user, self.port
+        );
+        assert_any(notes, |n| {
+            n.starts_with(&place) && n.contains("matches the card's")
+        });
+    }
+
     /// A policy file's `[boxes]` and `[ssh]` that reach this sshd as box `name` (at `dest`, or
     /// this sshd's own address) and trust only its key.
     fn policy(&self, name: &str, dest: Option<&str>) -> String {
@@ -888,10 +905,9 @@ impl Sshd {
 /// reaches the box through the test sshd as with `--box` flags.
 #[test]
 fn a_replay_takes_its_boxes_from_the_policy_file() {
-    let Some(sshd) = sshd_or_skip("a_replay_takes_its_boxes_from_the_policy_file") else {
+    let Some((sshd, s)) = sshd_and_setup("a_replay_takes_its_boxes_from_the_policy_file") else {
         return;
     };
-    let s = Setup::new(Some(&sha_file(&python3())));
     let policy = s.tmp.path().join("gate.toml");
     std::fs::write(&policy, sshd.policy("second", None)).unwrap();
     let extra: Vec<String> = [
@@ -902,29 +918,21 @@ fn a_replay_takes_its_boxes_from_the_policy_file() {
     ]
     .map(String::from)
     .to_vec();
-    let run = s.run(&s.args("ok", "2", &extra));
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let run = s.replay_ok("2", &extra);
     check_argv_and_env(&s);
-    let place = format!(
-        "rank 1 runs on box second ({}@127.0.0.1:{}) over ssh",
-        sshd.user, sshd.port
-    );
     let notes = notes(&run);
-    assert_any(&notes, |n| {
-        n.starts_with(&place) && n.contains("matches the card's")
-    });
+    sshd.assert_rank_1_came_through(&notes);
     assert!(!notes.iter().any(|n| n.contains("wins over")), "{notes:#?}");
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    s.assert_no_leftovers();
 }
 
 /// A `--box` for a box the policy file maps wins over the file's entry (which points at a closed
 /// port), and a replay note says so; an `--ssh-option` of a key the file sets is noted too.
 #[test]
 fn a_box_flag_overrides_the_policy_files_entry() {
-    let Some(sshd) = sshd_or_skip("a_box_flag_overrides_the_policy_files_entry") else {
+    let Some((sshd, s)) = sshd_and_setup("a_box_flag_overrides_the_policy_files_entry") else {
         return;
     };
-    let s = Setup::new(Some(&sha_file(&python3())));
     let policy = s.tmp.path().join("gate.toml");
     let closed = format!("nobody@127.0.0.1:{}", free_port());
     std::fs::write(&policy, sshd.policy("second", Some(&closed))).unwrap();
@@ -933,8 +941,7 @@ fn a_box_flag_overrides_the_policy_files_entry() {
         .to_vec();
     extra.push(policy.display().to_string());
     extra.extend(sshd.args("second"));
-    let run = s.run(&s.args("ok", "2", &extra));
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let run = s.replay_ok("2", &extra);
     check_argv_and_env(&s);
     let here = format!("{}@127.0.0.1:{}", sshd.user, sshd.port);
     let want = format!(
@@ -950,7 +957,7 @@ fn a_box_flag_overrides_the_policy_files_entry() {
     assert_any(&notes, |n| {
         n.starts_with("--ssh-config /dev/null wins over")
     });
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    s.assert_no_leftovers();
 }
 
 /// Malformed `[boxes]` and `[ssh]` entries of a policy file are refused (exit 2) with the file,

@@ -52,7 +52,7 @@ fn screens(empty_root: &std::path::Path) -> Vec<Screen> {
         Screen {
             args: vec!["diff".into(), path(&tf), path(&mia)],
             verdict: "FAIL",
-            why: &["diff: 83 setup differences, 2 figures moved beyond the tolerance"],
+            why: &["diff: 62 setup differences, 2 figures moved beyond the tolerance"],
         },
         Screen {
             args: vec![

@@ -55,6 +55,11 @@ impl Server {
         Server::start_with(None, route)
     }
 
+    /// A plain HTTP server that answers every path with `bytes`.
+    fn serving(bytes: Vec<u8>) -> Server {
+        Server::start(move |_| Reply::ok(bytes.clone()))
+    }
+
     /// A server that speaks TLS with `tls` (https), or plain HTTP without.
     fn start_with(
         tls: Option<Arc<rustls::ServerConfig>>,
@@ -179,8 +184,7 @@ fn a_fetched_bundle_verifies_as_the_local_one_and_is_kept_by_its_digest() {
 
 #[test]
 fn a_download_with_another_digest_than_pinned_is_refused_and_not_kept() {
-    let bytes = packed_mia();
-    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let s = Server::serving(packed_mia());
     let cache = tempfile::tempdir().unwrap();
     let wrong = "0".repeat(64);
     let r = run(
@@ -277,7 +281,7 @@ fn a_fetched_archive_bomb_is_refused_by_the_unpack_bounds() {
     common::write_tar_gz(&path, &[("b/big.log", &zeros)], flate2::Compression::best());
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.len() < 1 << 20, "{}", bytes.len());
-    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let s = Server::serving(bytes);
     let cache = tempfile::tempdir().unwrap();
     let r = run(&["verify", &s.url("/bomb")], cache.path());
     r.assert_exit_saying(2, "archive bomb");
@@ -285,8 +289,7 @@ fn a_fetched_archive_bomb_is_refused_by_the_unpack_bounds() {
 
 #[test]
 fn credentials_are_not_sent_to_the_host_a_redirect_leads_to() {
-    let bytes = packed_mia();
-    let other = Server::start(move |_| Reply::ok(bytes.clone()));
+    let other = Server::serving(packed_mia());
     let to = other.url("/mia.tar.gz");
     let first = Server::start(move |_| Reply::redirect(&to));
     let url = first
@@ -308,8 +311,7 @@ fn credentials_are_not_sent_to_the_host_a_redirect_leads_to() {
 
 #[test]
 fn diff_takes_a_url_on_each_side() {
-    let bytes = packed_mia();
-    let s = Server::start(move |_| Reply::ok(bytes.clone()));
+    let s = Server::serving(packed_mia());
     let cache = tempfile::tempdir().unwrap();
     let (a, b) = (s.url("/a/mia.tar.gz"), s.url("/b/mia.tar.gz"));
     let fetched = run(&["diff", &a, &b], cache.path());
@@ -388,26 +390,17 @@ fn tls_config(dir: &Path) -> Arc<rustls::ServerConfig> {
 #[test]
 fn https_fetches_with_a_trusted_certificate_only_and_never_drops_to_http() {
     // The certificate is made with the in-toto venv's `cryptography` (tests/attest.rs).
-    let py = match venv::with("intoto-venv", &["in-toto==3.1.0"]) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("SKIPPED: PyPI is unreachable, no cryptography to make a certificate: {e}");
-            return;
-        }
+    // in-toto brings cryptography, which makes the certificate.
+    let Some(py) = venv::or_skip("intoto-venv", &["in-toto==3.1.0"]) else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let made = std::process::Command::new(&py)
-        .args(["-c", CERTGEN])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
+    common::output_ok(
+        std::process::Command::new(&py)
+            .args(["-c", CERTGEN])
+            .arg(dir.path()),
     );
-    let bytes = packed_mia();
-    let plain = Server::start(move |_| Reply::ok(bytes.clone()));
+    let plain = Server::serving(packed_mia());
     let down = plain.url("/mia.tar.gz");
     let bytes = packed_mia();
     let s = Server::start_with(Some(tls_config(dir.path())), move |p| match p {

@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 
 const TF: &str = "tensorfold-127-stock-2x";
 const MIA: &str = "mia-recipe-1104-2x";
+/// The speed result and the GPQA Diamond answers of a seed page.
+const RESULT: &str = "speed/speed-result.json";
+const GPQA_ANSWERS: &str = "quality/gpqa-diamond/answers.jsonl";
 
 fn recomputed(r: &Value, key: &str) -> Value {
     r["recomputed"]
@@ -95,22 +98,16 @@ fn mia_page_passes_with_its_warnings() {
 fn report_follows_its_schema_and_names_checks_of_the_catalogue() {
     let schema: Value = read_json(&common::root().join("schemas/report.schema.json"));
     let v = jsonschema::draft202012::new(&schema).unwrap();
-    let catalogue = rigaudit(&["checks", "--format", "json"]).json();
-    let ids: Vec<&str> = catalogue
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let ids = common::catalogue_ids();
     for name in [TF, MIA] {
         let r = verify(&fixture(name)).json();
         let errs: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
         assert!(errs.is_empty(), "{errs:?}");
         for f in r["findings"].as_array().unwrap() {
-            assert!(ids.contains(&f["check"].as_str().unwrap()), "{f}");
+            assert!(ids.iter().any(|id| f["check"] == **id), "{f}");
         }
         for c in r["checks_run"].as_array().unwrap() {
-            assert!(ids.contains(&c.as_str().unwrap()), "{c}");
+            assert!(ids.iter().any(|id| c == id), "{c}");
         }
     }
 }
@@ -197,11 +194,11 @@ fn pristine_lacks(name: &str, check: &str) {
 /// value as JSON)`.
 #[rustfmt::skip]
 const TRIGGERS: &[(&str, &str, &str, &str, &str)] = &[
-    ("speed.reply-not-at-limit", TF, "speed/speed-result.json", "/requests/1/completion_tokens", "500"),
+    ("speed.reply-not-at-limit", TF, RESULT, "/requests/1/completion_tokens", "500"),
     ("speed.level-above-slots", TF, "speed/speed-contract.json", "/conc/levels", "[1, 2, 4, 8, 16]"),
-    ("speed.load-guard", TF, "speed/speed-result.json", "/load_guard/steps/5/longest_run_over", "2"),
-    ("speed.failed-request", TF, "speed/speed-result.json", "/requests/2/status", "500"),
-    ("speed.token-source", TF, "speed/speed-result.json", "/requests/3/completion_tokens_source", "\"chunks\""),
+    ("speed.load-guard", TF, RESULT, "/load_guard/steps/5/longest_run_over", "2"),
+    ("speed.failed-request", TF, RESULT, "/requests/2/status", "500"),
+    ("speed.token-source", TF, RESULT, "/requests/3/completion_tokens_source", "\"chunks\""),
     ("setup.slots-mismatch", TF, "speed/speed-contract.json", "/server/slots", "4"),
     ("setup.slots-mismatch", TF, "card.json", "/commands/1/argv/6", "\"4\""),
     ("setup.window-mismatch", TF, "speed/speed-contract.json", "/server/window", "16384"),
@@ -285,7 +282,7 @@ const POINTED: &[(&str, &str, &str, &str, &str, &str)] = &[
     (
         "speed.cached-tokens",
         TF,
-        "speed/speed-result.json",
+        RESULT,
         "/requests/6/cached_tokens",
         "1024",
         "/requests/6/cached_tokens",
@@ -329,49 +326,53 @@ fn schema_file_missing() {
 #[test]
 fn schema_unreadable_names_line_and_column() {
     let c = Copy::of(MIA);
-    let p = c.path().join("speed/speed-result.json");
+    let p = c.path().join(RESULT);
     let text = std::fs::read_to_string(&p).unwrap();
     std::fs::write(&p, &text[..text.len() / 2]).unwrap();
     c.rehash();
     let run = triggers(&c, "schema.unreadable");
     let f = &run.findings("schema.unreadable")[0];
-    assert_eq!(f["file"], "speed/speed-result.json");
+    assert_eq!(f["file"], RESULT);
     assert!(f["pointer"].as_str().unwrap().starts_with("line "), "{f}");
     assert_eq!(run.code, 1);
     pristine_lacks(MIA, "schema.unreadable");
 }
 
+/// A value of the wrong type, in a JSON file and on a line of an answers file: named at its place.
 #[test]
-fn schema_invalid_names_the_pointer() {
-    let c = Copy::of(MIA);
-    c.set(
-        "speed/speed-result.json",
-        "/requests/0/status",
-        json!("200"),
-    );
-    let run = triggers(&c, "schema.invalid");
-    run.assert_finding_at("schema.invalid", "/requests/0/status");
+fn schema_invalid_names_the_pointer_or_the_line() {
+    let cases = [
+        (
+            RESULT,
+            None,
+            "/requests/0/status",
+            json!("200"),
+            "/requests/0/status",
+        ),
+        (
+            GPQA_ANSWERS,
+            Some(7),
+            "/correct",
+            json!("yes"),
+            "line 7/correct",
+        ),
+    ];
+    for (file, line, pointer, value, at) in cases {
+        let c = Copy::of(MIA);
+        match line {
+            None => c.set(file, pointer, value),
+            Some(n) => c.set_line(file, n, pointer, value),
+        };
+        triggers(&c, "schema.invalid").assert_finding_at("schema.invalid", at);
+    }
     pristine_lacks(MIA, "schema.invalid");
 }
 
 #[test]
-fn schema_invalid_in_answers_names_the_line() {
-    let c = Copy::of(MIA);
-    c.set_line(
-        "quality/gpqa-diamond/answers.jsonl",
-        7,
-        "/correct",
-        json!("yes"),
-    );
-    let run = triggers(&c, "schema.invalid");
-    run.assert_finding_at("schema.invalid", "line 7/correct");
+fn schema_unreadable_in_answers_names_the_line() {
     // A broken line is not JSON at all.
     let c = Copy::of(MIA);
-    let p = c.path().join("quality/gpqa-diamond/answers.jsonl");
-    let mut text = std::fs::read_to_string(&p).unwrap();
-    text.push_str("{\"id\": \n");
-    std::fs::write(&p, text).unwrap();
-    c.rehash();
+    c.append(GPQA_ANSWERS, "{\"id\": \n").rehash();
     let run = triggers(&c, "schema.unreadable");
     assert!(run.findings("schema.unreadable")[0]["pointer"]
         .as_str()
@@ -382,10 +383,7 @@ fn schema_invalid_in_answers_names_the_line() {
 #[test]
 fn schema_digest_mismatch() {
     let c = Copy::of(MIA);
-    let p = c.path().join("speed/log.txt");
-    let mut t = std::fs::read_to_string(&p).unwrap();
-    t.push('x');
-    std::fs::write(&p, t).unwrap();
+    c.append("speed/log.txt", "x");
     assert_eq!(
         first(&c, "schema.digest-mismatch")["pointer"],
         "/files/3/sha256"
@@ -407,8 +405,7 @@ fn quality_refused_counted_as_wrong_reports_answered_figure() {
     pristine_lacks(MIA, "quality.refused-counted-as-wrong");
     // Refuse 3 of GPQA Diamond's wrong answers on the recipe page: the figure over answered questions follows.
     let c = Copy::of(MIA);
-    let text =
-        std::fs::read_to_string(c.path().join("quality/gpqa-diamond/answers.jsonl")).unwrap();
+    let text = std::fs::read_to_string(c.path().join(GPQA_ANSWERS)).unwrap();
     let wrong: Vec<usize> = text
         .lines()
         .enumerate()
@@ -417,24 +414,9 @@ fn quality_refused_counted_as_wrong_reports_answered_figure() {
         .take(3)
         .collect();
     for n in wrong {
-        c.set_line(
-            "quality/gpqa-diamond/answers.jsonl",
-            n,
-            "/status",
-            json!(500),
-        );
-        c.set_line(
-            "quality/gpqa-diamond/answers.jsonl",
-            n,
-            "/error",
-            json!("internal error"),
-        );
-        c.set_line(
-            "quality/gpqa-diamond/answers.jsonl",
-            n,
-            "/finish_reason",
-            Value::Null,
-        );
+        c.set_line(GPQA_ANSWERS, n, "/status", json!(500));
+        c.set_line(GPQA_ANSWERS, n, "/error", json!("internal error"));
+        c.set_line(GPQA_ANSWERS, n, "/finish_reason", Value::Null);
     }
     let m = message(&c, "quality.refused-counted-as-wrong");
     assert!(
@@ -514,19 +496,13 @@ fn quality_cutoffs() {
 #[test]
 fn quality_scoring_disagrees() {
     let c = Copy::of(MIA);
-    let text =
-        std::fs::read_to_string(c.path().join("quality/gpqa-diamond/answers.jsonl")).unwrap();
+    let text = std::fs::read_to_string(c.path().join(GPQA_ANSWERS)).unwrap();
     let n = text
         .lines()
         .position(|l| l.contains("\"correct\": true"))
         .unwrap()
         + 1;
-    c.set_line(
-        "quality/gpqa-diamond/answers.jsonl",
-        n,
-        "/correct",
-        json!(false),
-    );
+    c.set_line(GPQA_ANSWERS, n, "/correct", json!(false));
     assert_eq!(
         first(&c, "quality.scoring-disagrees")["pointer"],
         format!("line {n}")
@@ -537,12 +513,7 @@ fn quality_scoring_disagrees() {
 #[test]
 fn quality_limit_mismatch() {
     let c = Copy::of(MIA);
-    c.set_line(
-        "quality/gpqa-diamond/answers.jsonl",
-        3,
-        "/max_tokens",
-        json!(48),
-    );
+    c.set_line(GPQA_ANSWERS, 3, "/max_tokens", json!(48));
     triggers(&c, "quality.limit-mismatch");
     pristine_lacks(MIA, "quality.limit-mismatch");
 }
@@ -550,21 +521,13 @@ fn quality_limit_mismatch() {
 #[test]
 fn speed_recompute_mismatch() {
     let c = Copy::of(TF);
-    c.set(
-        "speed/speed-result.json",
-        "/values/conc_total.8",
-        json!(58.9),
-    );
+    c.set(RESULT, "/values/conc_total.8", json!(58.9));
     triggers(&c, "speed.recompute-mismatch");
     // A record changed under a figure: the fourth decode run (prose, run 2) ends earlier.
     let c = Copy::of(TF);
-    let r = c.read_json("speed/speed-result.json");
+    let r = c.read_json(RESULT);
     let end = r["requests"][4]["end_s"].as_f64().unwrap();
-    c.set(
-        "speed/speed-result.json",
-        "/requests/4/end_s",
-        json!(end - 1.0),
-    );
+    c.set(RESULT, "/requests/4/end_s", json!(end - 1.0));
     triggers(&c, "speed.recompute-mismatch");
     pristine_lacks(MIA, "speed.recompute-mismatch");
 }
@@ -589,7 +552,7 @@ fn speed_step_exceeds_window() {
     assert!(run.has_at("speed.step-exceeds-window", "error"));
     // A step marked as not fitting that does fit.
     let c = Copy::of(MIA);
-    c.set("speed/speed-result.json", "/fits/0/fits", json!(false));
+    c.set(RESULT, "/fits/0/fits", json!(false));
     triggers(&c, "speed.step-exceeds-window");
     pristine_lacks(MIA, "speed.step-exceeds-window");
 }
@@ -616,7 +579,7 @@ fn claims_unpublished() {
     assert!(run
         .findings("claims.unpublished")
         .iter()
-        .any(|f| f["file"] == "speed/speed-result.json" && f["severity"] == "warning"));
+        .any(|f| f["file"] == RESULT && f["severity"] == "warning"));
 }
 
 #[test]
@@ -797,4 +760,74 @@ fn random_changes_never_panic() {
             );
         }
     }
+}
+
+/// One raw file that cannot be read (a FIFO where the speed log should be) is one finding: every
+/// other check still runs, and the incomplete verdict carries a finding saying what to add.
+#[test]
+fn one_unreadable_raw_file_is_one_finding_and_the_rest_is_checked() {
+    let c = Copy::of(TF);
+    let log = c.path().join("speed/log.txt");
+    std::fs::remove_file(&log).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&log)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = verify(c.path());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete");
+    let unreadable = run.findings("schema.unreadable");
+    assert_eq!(unreadable.len(), 1, "{unreadable:#?}");
+    assert_eq!(unreadable[0]["file"], "speed/log.txt");
+    // The page's own errors are still found: the checks did not stop at the bad file.
+    assert_eq!(run.findings("quality.refused-counted-as-wrong").len(), 2);
+    let pristine = verify(&fixture(TF)).json();
+    assert_eq!(r["checks_run"], pristine["checks_run"]);
+    // The finding every incomplete report carries: what was not checked and what to add.
+    let why = run.findings("coverage.incomplete");
+    assert_eq!(why.len(), 1, "{why:#?}");
+    let says = why[0]["message"].as_str().unwrap();
+    assert!(says.contains("speed/log.txt"), "{says}");
+    assert!(says.contains("(a FIFO)"), "{says}");
+    assert!(
+        says.contains("publish it as a regular file within rigaudit's bounds"),
+        "{says}"
+    );
+    assert!(pristine["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["check"] != "coverage.incomplete"));
+}
+
+/// A raw file with a line over its bound (2 MiB, in the middle) is one finding where the line
+/// is, and every other check still runs.
+#[test]
+fn a_line_over_its_bound_in_a_raw_file_is_one_finding_and_the_rest_is_checked() {
+    let c = Copy::of(TF);
+    let file = "quality/ifeval/answers.jsonl";
+    let answers = c.path().join(file);
+    let text = std::fs::read_to_string(&answers).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines.insert(100, format!("{{\"id\": \"{}\"}}", "x".repeat(2 << 20)));
+    std::fs::write(&answers, lines.join("\n") + "\n").unwrap();
+    c.rehash();
+    let run = verify(c.path());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let r = run.json();
+    let of_file: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"] == file && f["check"].as_str().unwrap().starts_with("schema."))
+        .collect();
+    assert_eq!(of_file.len(), 1, "{of_file:#?}");
+    let says = of_file[0]["message"].as_str().unwrap();
+    assert!(says.contains("line 101 is longer than 1 MiB"), "{says}");
+    assert_eq!(run.findings("quality.refused-counted-as-wrong").len(), 2);
+    let pristine = verify(&fixture(TF)).json();
+    assert_eq!(r["checks_run"], pristine["checks_run"]);
+    assert_eq!(run.findings("coverage.incomplete").len(), 1);
 }

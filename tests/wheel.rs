@@ -93,27 +93,18 @@ fn build_wheel(maturin_python: &Path, out: &Path) -> PathBuf {
 /// Runs `rigaudit ARGS` as found on `PATH` = the venv's bin folder and the system's.
 fn installed(bin: &Path, args: &[&str]) -> common::Run {
     let path = format!("{}:/usr/bin:/bin", bin.display());
-    let out = Command::new("rigaudit")
-        .args(args)
-        .env("PATH", path)
-        .current_dir(bin)
-        .output()
-        .unwrap();
-    common::Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::Run::of(
+        Command::new("rigaudit")
+            .args(args)
+            .env("PATH", path)
+            .current_dir(bin),
+    )
 }
 
 #[test]
 fn the_wheel_installs_into_a_fresh_venv_and_verifies_the_seed_pages() {
-    let maturin = match venv::with("maturin-venv", &[MATURIN]) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("SKIPPED: PyPI is unreachable, {MATURIN} cannot be installed: {e}");
-            return;
-        }
+    let Some(maturin) = venv::or_skip("maturin-venv", &[MATURIN]) else {
+        return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
@@ -134,23 +125,19 @@ fn the_wheel_installs_into_a_fresh_venv_and_verifies_the_seed_pages() {
     if profile() == "release" {
         assert!(binary < BINARY_MAX, "{binary} bytes: not stripped?");
     }
-    let tf = fixture("tensorfold-127-stock-2x");
-    let r = installed(&bin, &["verify", tf.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(
-        (r.code, r.json()["verdict"].as_str()),
-        (1, Some("fail")),
-        "{}",
-        r.stderr
-    );
+    let verified = |page: &str, code: i32, verdict: &str| {
+        let page = fixture(page);
+        let r = installed(
+            &bin,
+            &["verify", page.to_str().unwrap(), "--format", "json"],
+        );
+        let said = (r.code, r.json()["verdict"].as_str().map(String::from));
+        assert_eq!(said, (code, Some(verdict.to_string())), "{}", r.stderr);
+        r
+    };
+    let r = verified("tensorfold-127-stock-2x", 1, "fail");
     assert_eq!(r.findings("quality.refused-counted-as-wrong").len(), 2);
-    let mia = fixture("mia-recipe-1104-2x");
-    let r = installed(&bin, &["verify", mia.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(
-        (r.code, r.json()["verdict"].as_str()),
-        (0, Some("pass")),
-        "{}",
-        r.stderr
-    );
+    verified("mia-recipe-1104-2x", 0, "pass");
     // The engine audit and replay launch is in the same binary.
     let r = installed(&bin, &["__engine", "--version"]);
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -114,25 +114,10 @@ fn reconstructed(b: &Bundle, e: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `claims.no-measurement` (its function reads across files: `consistency/backing.rs`).
-pub const NO_MEASUREMENT: Check<crate::bundle::Run> = Check {
-    id: "claims.no-measurement",
-    severity: Severity::Error,
-    doc: "A figure of a known kind (prefill.N, ctx_decode.N, conc_total.N, decode.<prompt>, a quality row, ...) names a step the contracts do not; no step measured it.",
-    run: crate::consistency::backing::check_no_measurement,
-};
-
-/// `claims.unbacked` (its function reads across files: `consistency/backing.rs`).
-pub const UNBACKED: Check<crate::bundle::Run> = Check {
-    id: "claims.unbacked",
-    severity: Severity::Warning,
-    doc: "A figure has no definition and nothing in the bundle measures it: the claim is unbacked.",
-    run: crate::consistency::backing::check_unbacked,
-};
-
-/// `claims.*` rows whose functions compare a bundle's files with each other (subject files under
-/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
-pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[NO_MEASUREMENT, UNBACKED];
+crate::consistency::across_files! { "claims":
+    NO_MEASUREMENT: "claims.no-measurement", Error, backing::check_no_measurement, "A figure of a known kind (prefill.N, ctx_decode.N, conc_total.N, decode.<prompt>, a quality row, ...) names a step the contracts do not; no step measured it.";
+    UNBACKED: "claims.unbacked", Warning, backing::check_unbacked, "A figure has no definition and nothing in the bundle measures it: the claim is unbacked.";
+}
 
 #[cfg(test)]
 #[path = "claims_tests.rs"]

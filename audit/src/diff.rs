@@ -167,7 +167,60 @@ pub fn setup_changes(a: &Bundle, b: &Bundle) -> Vec<SetupChange> {
     setup.extend(server_changes(a, b));
     setup.extend(contract_changes(a, b));
     setup.sort_by_key(|c| c.subject);
-    setup
+    group_ranks(setup)
+}
+
+/// Identical changes of several ranks (one subject, the same change after `rank N `, the same A
+/// and B values) as one row, `ranks 0, 1 env KV (added)`, its places joined: a change made on
+/// every box of a two-box page is one difference, not one per box.
+fn group_ranks(changes: Vec<SetupChange>) -> Vec<SetupChange> {
+    let mut out: Vec<(Vec<u32>, SetupChange)> = Vec::new();
+    for c in changes {
+        let Some((rank, rest)) = rank_of(&c.what) else {
+            out.push((Vec::new(), c));
+            continue;
+        };
+        let same = |(ranks, g): &&mut (Vec<u32>, SetupChange)| {
+            !ranks.is_empty()
+                && rank_of(&g.what).is_some_and(|(_, r)| r == rest)
+                && (g.subject, &g.a, &g.b) == (c.subject, &c.a, &c.b)
+        };
+        match out.iter_mut().find(|x| same(x)) {
+            Some((ranks, g)) => {
+                ranks.push(rank);
+                g.where_a = join_places(&g.where_a, &c.where_a);
+                g.where_b = join_places(&g.where_b, &c.where_b);
+            }
+            None => out.push((vec![rank], c)),
+        }
+    }
+    out.into_iter()
+        .map(|(ranks, mut c)| {
+            if ranks.len() > 1 {
+                let rest = rank_of(&c.what).map_or(String::new(), |(_, r)| r.to_string());
+                let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+                c.what = format!("ranks {} {rest}", list.join(", "));
+            }
+            c
+        })
+        .collect()
+}
+
+/// The rank a change of one rank's command names, and the rest of its words: `rank 1 env KV
+/// (added)` is (1, `env KV (added)`).
+fn rank_of(what: &str) -> Option<(u32, &str)> {
+    let (n, rest) = what.strip_prefix("rank ")?.split_once(' ')?;
+    Some((n.parse().ok()?, rest))
+}
+
+/// Places (`file pointer`) joined, the file named once when they share it: `card.json
+/// /commands/0/env, /commands/1/env`.
+fn join_places(all: &str, next: &str) -> String {
+    let file = |p: &str| p.split_once(' ').map(|(f, _)| f.to_string());
+    match (file(all), next.split_once(' ')) {
+        (Some(f), Some((g, pointer))) if f == g => format!("{all}, {pointer}"),
+        _ => format!("{all}, {next}"),
+    }
 }
 
 /// A setup difference: an error when the policy says its subject matters, else a warning.
@@ -651,6 +704,10 @@ pub fn setup_json(changes: &[SetupChange]) -> Value {
 }
 
 #[cfg(test)]
+#[path = "diff_tests.rs"]
+mod row_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -714,5 +771,38 @@ mod tests {
         assert_eq!(c[0].a, "[512,2048]");
         assert_eq!(c[1].what, "speed contract runs");
         assert_eq!(c[1].where_b, "b.json /runs");
+    }
+
+    #[test]
+    fn identical_changes_of_several_ranks_are_one_row_naming_the_ranks() {
+        let change = |what: &str, b: &str, at: &str| SetupChange {
+            subject: Subject::Command,
+            what: what.into(),
+            a: "absent".into(),
+            b: b.into(),
+            where_a: format!("card.json /commands/{at}/env"),
+            where_b: format!("card.json /commands/{at}/env"),
+        };
+        let grouped = group_ranks(vec![
+            change("rank 0 env KV (added)", "fp8", "0"),
+            change("rank 0 env PORT (added)", "8888", "0"),
+            change("rank 1 env KV (added)", "fp8", "1"),
+            change("rank 1 env PORT (added)", "9999", "1"),
+            change("card engine.name", "x", "9"),
+        ]);
+        let what: Vec<&str> = grouped.iter().map(|c| c.what.as_str()).collect();
+        assert_eq!(
+            what,
+            [
+                "ranks 0, 1 env KV (added)",
+                "rank 0 env PORT (added)",
+                "rank 1 env PORT (added)",
+                "card engine.name"
+            ]
+        );
+        assert_eq!(
+            grouped[0].where_a,
+            "card.json /commands/0/env, /commands/1/env"
+        );
     }
 }

@@ -152,17 +152,9 @@ fn against_page(b: &Bundle, r: &FitResult, fig: &Figures, e: &mut Emit) {
     }
 }
 
-/// `fit.prompt-underfills` (its function reads across files: `consistency/counts.rs`).
-pub const PROMPT_UNDERFILLS: Check<crate::bundle::Run> = Check {
-    id: "fit.prompt-underfills",
-    severity: Severity::Error,
-    doc: "A memory-fit step's prompt does not fill its size by the result's stated share.",
-    run: crate::consistency::counts::check_fit_fill,
-};
-
-/// `fit.*` rows whose functions compare a bundle's files with each other (subject files under
-/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
-pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[PROMPT_UNDERFILLS];
+crate::consistency::across_files! { "fit":
+    PROMPT_UNDERFILLS: "fit.prompt-underfills", Error, counts::check_fit_fill, "A memory-fit step's prompt does not fill its size by the result's stated share.";
+}
 
 #[cfg(test)]
 #[path = "fit_tests.rs"]

@@ -44,6 +44,19 @@ pub fn coverage(r: &Report) -> Option<String> {
     ))
 }
 
+/// The verdict as a person reads it first, with what it covers: `PASS, self-consistent only: 43
+/// of 43 files reconstructed`, `FAIL`, `INCOMPLETE: none of the artifacts ... was found` (the
+/// reason an incomplete report carries). Formats without a summary of their own (SARIF, JUnit,
+/// annotations) carry this line.
+pub fn qualified(r: &Report) -> String {
+    let verdict = r.verdict.name().to_ascii_uppercase();
+    match (coverage(r), &r.incomplete) {
+        (Some(covers), _) => format!("{verdict}, {covers}"),
+        (None, Some(why)) => format!("{verdict}: {why}"),
+        (None, None) => verdict,
+    }
+}
+
 /// The severity at which a finding counts against the verdict: the report's `fail_on`, else
 /// errors (a report that never fails still leads with its errors).
 fn failing(r: &Report) -> Severity {
@@ -264,8 +277,23 @@ mod tests {
             Some("self-consistent only: 43 of 43 files reconstructed")
         );
         assert!(next_step(&r).is_some());
+        assert_eq!(
+            qualified(&r),
+            "PASS, self-consistent only: 43 of 43 files reconstructed"
+        );
+        assert_eq!(qualified(&report(vec![])), "PASS");
         assert_eq!(coverage(&report(vec![])), None);
         assert_eq!(next_step(&report(vec![])), None);
+    }
+
+    #[test]
+    fn an_incomplete_verdict_carries_its_reason() {
+        let found = Findings {
+            incomplete: Some("no raw file could be read".into()),
+            ..Findings::default()
+        };
+        let r = Report::new("verify", "b", Some(Severity::Error), found);
+        assert_eq!(qualified(&r), "INCOMPLETE: no raw file could be read");
     }
 
     #[test]

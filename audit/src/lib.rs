@@ -11,7 +11,8 @@
 //!   result's figures recomputed from its records), and [`catalogue`] (its version);
 //! - [`bundle`]: the parsed bundle;
 //! - the check families, each with its table of rows: [`schema`], [`quality`], [`speed`],
-//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`imported`]; the rows
+//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`imported`], [`coverage`]
+//!   (the finding of an incomplete report, which the report model adds); the rows
 //!   that read across a bundle's files sit in their families' tables, their functions in
 //!   [`consistency`], which imports no family;
 //! - on top: [`table`] (every family's rows: the catalogue), [`headline`] (what a report says
@@ -21,6 +22,7 @@ pub mod catalogue;
 pub mod check;
 pub mod claims;
 pub mod consistency;
+pub mod coverage;
 pub mod decide;
 pub mod diff;
 pub mod figures;

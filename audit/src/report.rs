@@ -441,11 +441,18 @@ impl Counts {
     }
 }
 
+/// The id of the finding every incomplete report carries (its row is `coverage::INCOMPLETE`).
+pub const INCOMPLETE: &str = "coverage.incomplete";
+
+/// Why a run in which no check ran is incomplete, and what to add.
+const NOTHING_RAN: &str = "no check had what it needs to run: give the files its checks read \
+     (`rigaudit checks` lists each family and what it reads)";
+
 impl Report {
     /// Builds a report from what a command's stages found and decides its verdict, in this one
     /// place: incomplete when no check ran or a stage could not do its job
-    /// ([`Findings::incomplete`]), else fail when a finding reaches `fail_on` (`None` never
-    /// fails), else pass.
+    /// ([`Findings::incomplete`]), with a [`INCOMPLETE`] finding saying why and what to add, else
+    /// fail when a finding reaches `fail_on` (`None` never fails), else pass.
     pub fn new(
         command: &str,
         bundle: &str,
@@ -461,13 +468,22 @@ impl Report {
             incomplete,
             ..
         } = found;
-        let counts = Counts::of(&findings);
         let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));
         let incomplete = match incomplete {
             Some(why) => Some(why),
-            None if ran.is_empty() => Some("no check had what it needs to run".into()),
+            None if ran.is_empty() => Some(NOTHING_RAN.into()),
             None => None,
         };
+        let mut findings = findings;
+        let said = findings.iter().any(|f| f.check == INCOMPLETE);
+        if let (Some(why), false) = (&incomplete, said) {
+            findings.push(Finding::new(
+                INCOMPLETE,
+                Severity::Warning,
+                format!("not everything was checked: {why}"),
+            ));
+        }
+        let counts = Counts::of(&findings);
         let verdict = if incomplete.is_some() {
             Verdict::Incomplete
         } else if failed {
@@ -598,5 +614,43 @@ mod tests {
         for v in [Verdict::Pass, Verdict::Fail, Verdict::Incomplete] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.name());
         }
+    }
+
+    #[test]
+    fn an_incomplete_report_carries_a_finding_saying_why_and_what_to_add() {
+        let nothing = Report::new("verify", "b", Some(Severity::Error), Findings::default());
+        assert_eq!(nothing.verdict, Verdict::Incomplete);
+        let f = &nothing.findings[0];
+        assert_eq!(
+            (f.check.as_str(), f.severity),
+            (INCOMPLETE, Severity::Warning)
+        );
+        assert!(f
+            .message
+            .contains("no check had what it needs to run: give the files"));
+        assert_eq!(nothing.counts.warning, 1);
+        let mut found = Findings {
+            incomplete: Some("no samples given: add samples_x.jsonl".into()),
+            ..Findings::default()
+        };
+        found.ran("quality.cutoffs");
+        let r = Report::new("verify", "b", Some(Severity::Error), found);
+        assert_eq!(
+            r.findings[0].message,
+            "not everything was checked: no samples given: add samples_x.jsonl"
+        );
+        // A report made again from a report's findings says it once.
+        let again = Findings {
+            incomplete: nothing.incomplete.clone(),
+            findings: nothing.findings.clone(),
+            ..Findings::default()
+        };
+        let again = Report::new("audit", "b", Some(Severity::Error), again);
+        assert_eq!(again.findings, nothing.findings);
+        // A complete report has no such finding.
+        let mut found = Findings::default();
+        found.ran("quality.cutoffs");
+        let r = Report::new("verify", "b", Some(Severity::Error), found);
+        assert!(r.findings.is_empty());
     }
 }

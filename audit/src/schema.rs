@@ -78,14 +78,21 @@ pub fn run(b: &Bundle, out: &mut Findings) {
     out.list_dropped();
     out.cap = cap;
     if let Some(first) = b.refused().first() {
-        out.incomplete = Some(format!("a file was refused: {first}"));
+        out.incomplete = Some(format!(
+            "a file was refused: {}: publish it as a regular file within rigaudit's bounds (a \
+             file's size, a line's length) and run again",
+            first.trim_end_matches("; refused")
+        ));
     }
 }
 
 /// Says that no raw file could be read, so nothing was checked: the report is incomplete.
 pub fn nothing_checked(out: &mut Findings) {
     out.ran.clear();
-    out.incomplete = Some("no raw file of the bundle could be read".into());
+    out.incomplete = Some(
+        "no raw file of the bundle could be read: publish the files bundle.json lists beside it"
+            .into(),
+    );
     out.emitter(&FILE_MISSING)
         .finding("no raw file of the bundle could be read, so nothing was checked");
 }

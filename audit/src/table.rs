@@ -8,7 +8,7 @@
 
 use crate::bundle::Run;
 use crate::check::{about, About, Check, Stage};
-use crate::{claims, diff, fit, quality, rehash, replay, schema, setup, speed};
+use crate::{claims, coverage, diff, fit, quality, rehash, replay, schema, setup, speed};
 
 /// The bundle families `verify` runs over the whole bundle, in the order it runs them (after
 /// `schema` over each file and `quality` over each test).
@@ -41,7 +41,7 @@ pub const ACROSS_FILES: &[Check<Run>] = &[
 ];
 
 /// Every check rigaudit knows, in catalogue order: schema, quality, speed, setup, fit, claims,
-/// consistency, rehash, replay, diff, imported.
+/// consistency, rehash, replay, diff, imported, coverage.
 pub fn all() -> Vec<About> {
     let mut v: Vec<About> = about(schema::CHECKS).collect();
     v.extend(about(quality::CHECKS));
@@ -52,6 +52,7 @@ pub fn all() -> Vec<About> {
     v.extend(about(replay::CHECKS));
     v.extend(about(diff::CHECKS));
     v.extend(crate::imported::CHECKS.iter().copied());
+    v.extend(about(coverage::CHECKS));
     v
 }
 
@@ -62,6 +63,7 @@ pub const STAGES: &[&Stage] = &[
     &replay::COMMAND,
     &replay::FAILED_STEPS,
     &diff::DIFF,
+    &coverage::REPORT,
 ];
 
 /// Every family's table: the prefix of its ids and its rows, in catalogue order within it.
@@ -84,6 +86,7 @@ pub fn families() -> Vec<(&'static str, Vec<About>)> {
         ("replay", about(replay::CHECKS).collect()),
         ("diff", about(diff::CHECKS).collect()),
         ("import", crate::imported::CHECKS.to_vec()),
+        ("coverage", about(coverage::CHECKS).collect()),
     ]
 }
 
@@ -150,6 +153,11 @@ pub const FAMILY_TEXT: &[Family] = &[
         prefix: "import",
         reads: "another tool's result files (AIPerf, GuideLLM, lm-eval, LoadGen, llama-bench, llama-server, vLLM)",
         fix: "re-run the tool so its files keep the per-request or per-document records its figures rest on, and publish them beside its summary",
+    },
+    Family {
+        prefix: "coverage",
+        reads: "what the run could not check: a file it could not read, an artifact it did not find, a stage that could not run",
+        fix: "add what the finding names (the file, the folder with --root, the samples or records) and run again; until then the verdict is INCOMPLETE, exit code 2",
     },
 ];
 
@@ -230,7 +238,8 @@ mod tests {
             .iter()
             .map(|c| (c.id, c.run))
             .chain(replay::CHECKS.iter().map(|c| (c.id, c.run)))
-            .chain(diff::CHECKS.iter().map(|c| (c.id, c.run)));
+            .chain(diff::CHECKS.iter().map(|c| (c.id, c.run)))
+            .chain(coverage::CHECKS.iter().map(|c| (c.id, c.run)));
         for (id, by) in staged {
             let stage = STAGES.iter().find(|s| s.name == by.0);
             assert!(stage.is_some_and(|s| s.declares(id)), "{id}: {by:?}");

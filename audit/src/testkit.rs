@@ -14,6 +14,12 @@ use crate::report::{Finding, Findings, Severity};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Asserts a finding's message says `text` (and shows the message when it does not).
+#[track_caller]
+pub fn assert_says(f: &Finding, text: &str) {
+    assert!(f.message.contains(text), "{text:?} not in: {}", f.message);
+}
+
 /// The files of a fixture a kit starts from: `(path in the bundle, its text)`.
 pub type Files = &'static [(&'static str, &'static str)];
 
@@ -363,6 +369,37 @@ const ROW_TESTS: &[&str] = &[
     include_str!("fit_tests.rs"),
     include_str!("claims_tests.rs"),
 ];
+
+/// The unit tests of the stage families' rows (`rehash.`, `replay.`, `diff.`): the test module
+/// of the file that holds the rows (what follows its `#[cfg(test)]`), or a file of their tests.
+fn stage_row_tests() -> [&'static str; 4] {
+    let tests_of = |file: &'static str| file.split_once("#[cfg(test)]").map_or("", |(_, t)| t);
+    [
+        tests_of(include_str!("replay/mod.rs")),
+        tests_of(include_str!("rehash/mod.rs")),
+        include_str!("replay/failed_tests.rs"),
+        include_str!("diff_tests.rs"),
+    ]
+}
+
+/// Rows the `replay` command itself reports (what it did, whether it could run): tested end to
+/// end, in tests/ssh.rs and tests/slurm.rs.
+const REPORTED_BY_THE_CLI: &[&str] = &["replay.not-run", "replay.note"];
+
+#[test]
+fn every_row_of_the_stage_families_has_a_unit_test() {
+    let ids = crate::table::all().into_iter().map(|c| c.id);
+    let families = ["rehash.", "replay.", "diff."];
+    let staged: Vec<&str> = ids
+        .filter(|id| families.iter().any(|f| id.starts_with(f)))
+        .filter(|id| !REPORTED_BY_THE_CLI.contains(id))
+        .collect();
+    let tests = stage_row_tests();
+    let tested = |id: &&str| tests.iter().any(|t| t.contains(&format!("\"{id}\"")));
+    let missing: Vec<&str> = staged.iter().copied().filter(|id| !tested(id)).collect();
+    assert!(staged.len() >= 22, "{} rows", staged.len());
+    assert!(missing.is_empty(), "rows with no unit test: {missing:?}");
+}
 
 #[test]
 fn every_row_of_the_pure_families_has_a_case() {

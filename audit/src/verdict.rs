@@ -340,6 +340,22 @@ pub struct SetupChange {
     pub where_b: String,
 }
 
+impl SetupChange {
+    /// Where A and B record it, for people: the place once when both record it there, the
+    /// file once when both record it in one (`card.json /commands/1/env; /commands/0/env`),
+    /// else `A's; B's`.
+    pub fn places(&self) -> String {
+        let (a, b) = (&self.where_a, &self.where_b);
+        if a == b {
+            return a.clone();
+        }
+        match (a.split_once(' '), b.split_once(' ')) {
+            (Some((fa, _)), Some((fb, pointers))) if fa == fb => format!("{a}; {pointers}"),
+            _ => format!("{a}; {b}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +386,23 @@ mod tests {
             "{hopeless}"
         );
         assert_eq!(runs_to_tell_line(&rows[3..]), None);
+    }
+
+    #[test]
+    fn a_setup_change_names_a_shared_place_or_file_once() {
+        let change = |a: &str, b: &str| SetupChange {
+            subject: Subject::Engine,
+            what: "card engine.commit".into(),
+            a: "1".into(),
+            b: "2".into(),
+            where_a: a.into(),
+            where_b: b.into(),
+        };
+        let at = "card.json /engine/commit";
+        assert_eq!(change(at, at).places(), at);
+        let ranks = change("card.json /commands/1/env", "card.json /commands/0/env");
+        assert_eq!(ranks.places(), "card.json /commands/1/env; /commands/0/env");
+        let files = change("a.json /x", "b.json /x");
+        assert_eq!(files.places(), "a.json /x; b.json /x");
     }
 }

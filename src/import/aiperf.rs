@@ -238,13 +238,11 @@ fn records(src: &Source) -> Result<Vec<Record>, Fatal> {
 }
 
 fn record(v: &Value, line: usize) -> Result<Record, String> {
-    let meta = v
-        .get("metadata")
-        .and_then(|m| m.as_object())
+    let meta = v["metadata"]
+        .as_object()
         .ok_or("expected an object with 'metadata'")?;
-    let metrics = v
-        .get("metrics")
-        .and_then(|m| m.as_object())
+    let metrics = v["metrics"]
+        .as_object()
         .ok_or("expected an object with 'metrics'")?;
     let mut out = BTreeMap::new();
     for (k, m) in metrics {

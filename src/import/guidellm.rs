@@ -93,9 +93,8 @@ fn benchmarks_of(src: &Source, v: &Value) -> Result<Vec<Benchmark>, Fatal> {
 }
 
 fn benchmark(b: &Value, index: usize) -> Result<Benchmark, String> {
-    let metrics = b
-        .get("metrics")
-        .and_then(|m| m.as_object())
+    let metrics = b["metrics"]
+        .as_object()
         .ok_or("/metrics: expected an object")?;
     // Before 0.8 the totals sit beside the metrics.
     let totals = metrics

@@ -141,8 +141,7 @@ fn series(b: &Bench) -> Vec<Series> {
 /// The file's test objects with where each is (`/0` or `line 3`), and whether a JSON array
 /// ends unclosed.
 fn values(src: &Source) -> Result<(Vec<(String, Value)>, bool), Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let text = src.text()?;
     if !text.trim_start().starts_with('[') {
         let lines = super::json_lines(src, |v, n| Ok((format!("line {n}"), v.clone())))?;
         return Ok((lines, false));

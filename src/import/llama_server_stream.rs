@@ -20,7 +20,7 @@
 //! - errors: an `error` event in the stream, or an HTTP error body instead of a stream;
 //! - a stream cut before its final chunk (mid-event, or with no chunk with `timings`) is named
 //!   (`import.run-incomplete`) with its file, line and byte; a line that is not a JSON event
-//!   inside the stream is an error naming the same.
+//!   inside the stream, or not UTF-8 (SSE and JSON are), is an error naming the same.
 //!
 //! Each file is read through the bounded readers (the file by [`super::read_sources`], each event
 //! line by [`crate::measure::sse::read_sse`]'s bound), and its events by that one SSE parser.

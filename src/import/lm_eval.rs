@@ -82,9 +82,20 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         use_cache: super::string_at(&v, "/config/use_cache"),
     };
     imp.found = rigaudit_audit::imported::run(CHECKS, &results);
+    imp.found.incomplete = no_task(&results);
     settings(&v, &src.name, &mut imp);
     imp.series = series(&results.tasks);
     Ok(imp)
+}
+
+/// Why results that list no task are incomplete (nothing was scored or checked), and what to give.
+fn no_task(results: &Results) -> Option<String> {
+    results.printed.is_empty().then(|| {
+        format!(
+            "{}: its results list no task, so nothing was scored or checked: give the results file of a run that evaluated tasks (lm_eval --tasks NAME --output_path DIR --log_samples)",
+            results.file
+        )
+    })
 }
 
 /// What the import leaves out: what lm-eval does not record, and the files it does not read.

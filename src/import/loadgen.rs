@@ -136,8 +136,7 @@ fn accuracy_log(sources: &mut [Source]) -> Option<String> {
 /// Reads accuracy.txt: the dict on the first non-blank line after the line `Results`, as
 /// `'key': number` pairs (what MLPerf's LLM accuracy scripts print with Python's `print`).
 fn accuracy(src: &Source) -> Result<Accuracy, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let text = src.text()?;
     let mut lines = text.lines().enumerate();
     lines.find(|(_, l)| l.trim() == "Results").ok_or_else(|| {
         fatal(format!("{}: no line 'Results' (expected the accuracy script's output: a line 'Results', then a dict such as {{'rouge1': 44.5, ..., 'gen_num': 24576}})", src.shown))
@@ -270,35 +269,27 @@ fn settings_and_figures(detail: &Detail, imp: &mut Imported) {
 }
 
 fn detail(src: &Source) -> Result<Detail, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
     let mut d = Detail {
         file: src.name.clone(),
         ..Default::default()
     };
-    for (i, line) in text.lines().enumerate() {
+    for (at, line) in (1..).zip(src.text()?.lines()) {
         let Some(json) = line.strip_prefix(":::MLLOG ") else {
             continue;
         };
         let v: Value = serde_json::from_str(json).map_err(|e| {
             fatal(format!(
-                "{}: line {}, column {}: not valid JSON after ':::MLLOG ': {e}",
+                "{}: line {at}, column {}: not valid JSON after ':::MLLOG ': {e}",
                 src.shown,
-                i + 1,
                 e.column() + 9
             ))
         })?;
-        let key = v
-            .get("key")
-            .and_then(|k| k.as_str())
-            .ok_or_else(|| {
-                fatal(format!(
-                    "{}: line {}: expected a 'key' in the entry",
-                    src.shown,
-                    i + 1
-                ))
-            })?
-            .to_string();
+        let key = v["key"].as_str().map(String::from).ok_or_else(|| {
+            fatal(format!(
+                "{}: line {at}: expected a 'key' in the entry",
+                src.shown
+            ))
+        })?;
         let value = v.get("value").cloned().unwrap_or(Value::Null);
         let shown = value
             .as_str()
@@ -310,12 +301,12 @@ fn detail(src: &Source) -> Result<Detail, Fatal> {
                 .unwrap_or(false)
         };
         if flag("is_error") {
-            d.errors.push((i + 1, key.clone(), shown.clone()));
+            d.errors.push((at, key.clone(), shown.clone()));
         }
         if flag("is_warning") {
-            d.warnings.push((i + 1, key.clone(), shown));
+            d.warnings.push((at, key.clone(), shown));
         }
-        d.values.insert(key, (i + 1, value));
+        d.values.insert(key, (at, value));
     }
     if d.values.is_empty() {
         return Err(fatal(format!("{}: no ':::MLLOG' entry in it", src.shown)));
@@ -324,19 +315,17 @@ fn detail(src: &Source) -> Result<Detail, Fatal> {
 }
 
 fn summary(src: &Source) -> Result<Summary, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
     let mut s = Summary {
         file: src.name.clone(),
         ..Default::default()
     };
-    for (i, line) in text.lines().enumerate() {
+    for (at, line) in (1..).zip(src.text()?.lines()) {
         if let Some((n, what)) = counted(line) {
-            s.counted.push((i + 1, what, n));
+            s.counted.push((at, what, n));
         } else if let Some((k, v)) = line.split_once(':') {
             let k = k.trim();
             if !k.is_empty() && !k.starts_with('*') {
-                s.entries.push((i + 1, k.to_string(), v.trim().to_string()));
+                s.entries.push((at, k.to_string(), v.trim().to_string()));
             }
         }
     }

@@ -107,6 +107,14 @@ pub struct Source {
     pub role: String,
 }
 
+impl Source {
+    /// Its content as text; an error naming the file when it is not UTF-8.
+    pub fn text(&self) -> Result<&str, Fatal> {
+        std::str::from_utf8(&self.bytes)
+            .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", self.shown)))
+    }
+}
+
 /// What a format's reader made of its sources.
 #[derive(Debug, Clone, Default)]
 pub struct Imported {
@@ -387,8 +395,7 @@ fn json_lines_by<T>(
     parse: impl Fn(&str) -> Result<Value, serde_json::Error>,
     each: impl Fn(&Value, usize) -> Result<T, String>,
 ) -> Result<Vec<T>, Fatal> {
-    let text = std::str::from_utf8(&src.bytes)
-        .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", src.shown)))?;
+    let text = src.text()?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

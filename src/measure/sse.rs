@@ -53,6 +53,20 @@ fn bounded_line(r: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> io::Res
     Ok(n)
 }
 
+/// A line of the stream as text: SSE and JSON are UTF-8, so a line that is not is an error naming
+/// the byte, not text read with replacement characters; a sequence cut by the stream's end stays
+/// (lossy) for the parser to call the line cut.
+fn utf8_line(raw: &[u8]) -> Result<std::borrow::Cow<'_, str>, String> {
+    match std::str::from_utf8(raw) {
+        Ok(s) => Ok(std::borrow::Cow::Borrowed(s)),
+        Err(e) if e.error_len().is_none() => Ok(String::from_utf8_lossy(raw)),
+        Err(e) => Err(format!(
+            "malformed SSE line: not UTF-8 at byte {} of the line (SSE and JSON are UTF-8)",
+            e.valid_up_to()
+        )),
+    }
+}
+
 /// Reads an SSE stream into `t` (text, first-token time, usage, finish reason, errors); returns
 /// the number of chunks that carried text.
 pub fn read_sse(reader: &mut impl BufRead, t: &mut Timed, now: &dyn Fn() -> f64) -> u64 {
@@ -67,7 +81,13 @@ pub fn read_sse(reader: &mut impl BufRead, t: &mut Timed, now: &dyn Fn() -> f64)
                 break;
             }
         }
-        let line = String::from_utf8_lossy(&raw);
+        let line = match utf8_line(&raw) {
+            Ok(line) => line,
+            Err(why) => {
+                t.error = Some(why);
+                break;
+            }
+        };
         let Some(data) = line.trim_end().strip_prefix("data:") else {
             continue;
         };
@@ -148,4 +168,21 @@ fn event(v: &Value, t: &mut Timed, now: &dyn Fn() -> f64) -> bool {
         t.completion_source = "usage";
     }
     !piece.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_that_is_not_utf8_stops_the_stream_naming_its_byte() {
+        let mut t = Timed::default();
+        let mut stream: &[u8] = b"data: {\"content\":\"a\xff\"}\n\ndata: {\"content\":\"b\"}\n\n";
+        read_sse(&mut stream, &mut t, &|| 0.0);
+        let why = t.error.expect("an error");
+        assert!(why.contains("not UTF-8 at byte 19 of the line"), "{why}");
+        assert!(t.text.is_empty(), "{}", t.text);
+        // A character cut by the stream's end is the cut line's to name, not an encoding error.
+        assert!(utf8_line(b"data: {\"content\":\"\xc3").is_ok());
+    }
 }

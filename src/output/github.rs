@@ -1,7 +1,7 @@
 //! The report as GitHub Actions workflow commands: one annotation per finding
 //! (`::error file=F,line=L,title=ID::message`, `::warning`, `::notice` for a note), its file
 //! relative to the repository root and its line resolved from the pointer where it has a place,
-//! and the verdict line last. Data is escaped as the Actions runner reads it: `%`, CR and LF in
+//! and the verdict line last, with what a pass covers or why a run is incomplete. Data is escaped as the Actions runner reads it: `%`, CR and LF in
 //! the message; those and `:` and `,` in a property.
 
 use super::place::Places;
@@ -66,7 +66,7 @@ pub fn render(r: &Report, places: &Places) -> String {
         "rigaudit {} {}: {} ({} errors, {} warnings, {} notes; {} checks ran)",
         r.command,
         escape_data(&r.bundle),
-        r.verdict.name().to_ascii_uppercase(),
+        escape_data(&rigaudit_audit::headline::qualified(r)),
         r.counts.error,
         r.counts.warning,
         r.counts.info,

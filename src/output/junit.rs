@@ -3,7 +3,8 @@
 //! fail level (`--fail-on`), passes otherwise; the checks of the catalogue that had nothing to run
 //! on are no test case (nothing was skipped: the page has nothing for them) but are named in the
 //! suite's property `not_applicable`, and the verdict is the property `verdict`, spelled as in
-//! JSON. Findings below the fail level are listed in the suite's `<system-out>`. The shape
+//! JSON, and `qualified_verdict` as the text report leads with it (what a pass covers, why a run
+//! is incomplete). Findings below the fail level are listed in the suite's `<system-out>`. The shape
 //! is the strict one of Apache Ant's JUnit task, which CI servers read (no `<system-out>` inside
 //! a test case, `timestamp`, `hostname`, `package` and `id` on the suite); `tests/reports.rs`
 //! validates it against `tests/schemas/junit.xsd`.
@@ -124,8 +125,9 @@ pub fn render(r: &Report) -> String {
     );
     let _ = writeln!(
         o,
-        "    <properties>\n      <property name=\"verdict\" value=\"{}\"/>\n      <property name=\"rules_version\" value=\"{}\"/>\n      <property name=\"not_applicable\" value=\"{}\"/>\n    </properties>",
+        "    <properties>\n      <property name=\"verdict\" value=\"{}\"/>\n      <property name=\"qualified_verdict\" value=\"{}\"/>\n      <property name=\"rules_version\" value=\"{}\"/>\n      <property name=\"not_applicable\" value=\"{}\"/>\n    </properties>",
         r.verdict.name(),
+        esc(&rigaudit_audit::headline::qualified(r)),
         esc(&r.rules_version),
         esc(&not_applicable(r))
     );

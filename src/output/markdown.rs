@@ -172,13 +172,12 @@ fn setup(p: &mut Page, r: &Report) {
     p.line("\n### Setup differences");
     let rows = r.setup_changes.iter().map(|c| {
         format!(
-            "| {} | {} | {} | {} | {}; {} |",
+            "| {} | {} | {} | {} | {} |",
             c.subject.name(),
             cell(&c.what),
             cell(&c.a),
             cell(&c.b),
-            cell(&c.where_a),
-            cell(&c.where_b)
+            cell(&c.places())
         )
     });
     let head = "| subject | what | A | B | where (A; B) |\n|---|---|---|---|---|";

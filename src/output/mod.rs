@@ -63,6 +63,13 @@ impl Format {
     }
 }
 
+/// The files to write a report to, beginning with `--report PATH` (JSON), when given; the
+/// `--output` files follow.
+pub fn report_files(report: Option<&std::path::Path>) -> Vec<(Format, std::path::PathBuf)> {
+    let json = |p: &std::path::Path| (Format::Json, p.to_path_buf());
+    report.map(json).into_iter().collect()
+}
+
 /// One `--output [FORMAT:]FILE`: the file and its format (the prefix, else the extension).
 pub fn parse_output(spec: &str) -> Result<(Format, std::path::PathBuf), Fatal> {
     use clap::ValueEnum;
@@ -181,10 +188,14 @@ pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
     let family = table::family_of(c.id);
     let reads = family.map_or("", |fam| fam.reads);
     let fix = family.map_or("", |fam| fam.fix);
-    let why = match c.severity {
+    let why = if c.id.starts_with("coverage.") {
+        "a warning that comes with the verdict INCOMPLETE (exit code 2) whatever --fail-on says: part of what the run was asked to check was not checked, so it cannot pass (the errors it did find are still listed)"
+    } else {
+        match c.severity {
         rigaudit_audit::Severity::Error => "an error: a figure that is wrong or a step that is invalid; it fails the run (exit 1) unless a policy re-grades it",
         rigaudit_audit::Severity::Warning => "a warning: something a reader should question; it fails the run only with --fail-on warning",
         rigaudit_audit::Severity::Info => "a note: context worth knowing; it fails the run only with --fail-on info",
+        }
     };
     let example = format!(
         "rigaudit verify BUNDLE lists each finding of {id} with its file and place; a policy (--policy FILE) re-grades it with a reason the report repeats:\n\n[checks.\"{id}\"]\nseverity = \"warning\"\nreason = \"why this gate accepts it\"",

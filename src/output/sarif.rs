@@ -4,10 +4,13 @@
 //! result per finding. A finding's file is given relative to the repository root (`SRCROOT`, named
 //! in `originalUriBaseIds`) with the line its pointer names as the region, so code scanning links
 //! it to the file in the repository; outside a repository, or in a packed bundle, it stays
-//! relative to the bundle (`BUNDLE`).
+//! relative to the bundle (`BUNDLE`). The run's properties carry the verdict as the text report
+//! leads with it (what a pass covers, why a run is incomplete, the headlines, what to do), and its
+//! invocation says whether the run could check everything (an incomplete one is not successful and
+//! has a notification saying why).
 
 use super::place::Places;
-use rigaudit_audit::{Finding, Report, Severity};
+use rigaudit_audit::{headline, Finding, Report, Severity};
 use serde_json::{json, Value};
 
 /// The schema the log follows: OASIS's SARIF 2.1.0 (with errata 01), kept in
@@ -113,6 +116,37 @@ fn base_ids(places: &Places) -> Value {
     }
 }
 
+/// The run's verdict as its property bag: the verdict, spelled as in JSON, with what it covers
+/// (`qualified`: `PASS, self-consistent only: ...`), why it is incomplete, the headlines and what
+/// to do, as the text report leads with them.
+fn verdict_properties(r: &Report) -> Value {
+    let mut p = json!({"verdict": r.verdict.name(), "qualified_verdict": headline::qualified(r),
+                       "headlines": headline::headlines(r)});
+    if let Some(covers) = headline::coverage(r) {
+        p["coverage"] = Value::from(covers);
+    }
+    if let Some(why) = &r.incomplete {
+        p["incomplete"] = Value::from(why.as_str());
+    }
+    if let Some(next) = headline::next_step(r) {
+        p["next_step"] = Value::from(next);
+    }
+    p
+}
+
+/// The invocation: its exit code, and, for an incomplete run, not successful with a notification
+/// saying what could not be checked (code scanning shows a tool's notifications apart from
+/// results).
+fn invocation(r: &Report) -> Value {
+    let mut inv = json!({"executionSuccessful": r.incomplete.is_none(),
+                         "exitCode": r.exit_code()});
+    if let Some(why) = &r.incomplete {
+        inv["toolExecutionNotifications"] = json!([{"level": "error",
+            "message": {"text": format!("incomplete: {why}")}}]);
+    }
+    inv
+}
+
 /// Renders a report as a SARIF log.
 pub fn render(r: &Report, places: &Places) -> String {
     let results: Vec<Value> = r
@@ -135,8 +169,10 @@ pub fn render(r: &Report, places: &Places) -> String {
         "runs": [{
             "tool": {"driver": driver()},
             "automationDetails": {"id": format!("rigaudit/{}/{}", r.command, r.bundle)},
+            "invocations": [invocation(r)],
             "originalUriBaseIds": base_ids(places),
             "results": results,
+            "properties": verdict_properties(r),
         }]
     }))
 }

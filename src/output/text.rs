@@ -398,13 +398,12 @@ fn setup_section(o: &mut String, r: &Report) {
     for c in &r.setup_changes {
         let _ = writeln!(
             o,
-            "  [{}] {}: {} / {}   ({}; {})",
+            "  [{}] {}: {} / {}   ({})",
             c.subject.name(),
             safe(&c.what),
             safe(&c.a),
             safe(&c.b),
-            safe(&c.where_a),
-            safe(&c.where_b)
+            safe(&c.places())
         );
     }
 }

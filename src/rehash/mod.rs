@@ -9,6 +9,7 @@ pub mod archive;
 pub mod discover;
 pub mod hash;
 pub mod nccl;
+pub mod reach;
 pub mod remote;
 
 use crate::bundle;
@@ -64,6 +65,10 @@ pub struct Args {
     /// is searched and hashed on it (see `rehash/remote.rs`).
     #[command(flatten)]
     pub ssh: crate::ssh::SshArgs,
+    /// `--slurm`: a `--root BOX=DIR` of one of the card's boxes is searched and hashed on the
+    /// box's node, in steps of one allocation (see `rehash/reach.rs`).
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmArgs,
 }
 
 /// What an artifact named with `--file` is.
@@ -180,15 +185,12 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         ))
     })?;
     if let Some(v) = schemas::validator(FileKind::Card) {
-        let errs = schemas::errors(v, &value, 10);
-        if !errs.is_empty() {
-            let list: Vec<String> = errs.iter().map(|(p, m)| format!("at {p}: {m}")).collect();
-            return Err(fatal(format!(
-                "{}: the card does not follow its schema: {}",
-                entry.path,
-                list.join("; ")
-            )));
-        }
+        schemas::follows(v, &value).map_err(|list| {
+            fatal(format!(
+                "{}: the card does not follow its schema: {list}",
+                entry.path
+            ))
+        })?;
     }
     let card: Card = serde_json::from_value(value)
         .at(format_args!("{}: the card cannot be read", entry.path))?;
@@ -413,7 +415,9 @@ fn plan_jobs(
     // A root on a box mapped with --box (or the policy's [boxes]) is read there over ssh.
     args.ssh
         .check_names(&crate::ssh::target::card_boxes(card))?;
-    let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh)?;
+    let boxes = crate::ssh::target::card_boxes(card);
+    let slurm_boxes = args.slurm.slurm.then_some(&boxes[..]);
+    let (local_roots, remote_roots) = remote::split_roots(&args.roots, &args.ssh, slurm_boxes)?;
     let roots: Vec<Root> = local_roots
         .iter()
         .map(|r| discover::parse_root(r).map_err(fatal))
@@ -438,7 +442,7 @@ fn plan_jobs(
             .collect(),
     };
     plan.m.searched = searched(&roots, &given);
-    remote::measure(card, &remote_roots, &args.ssh, &mut plan.m)?;
+    remote::measure(card, &remote_roots, &args.ssh, &args.slurm, &mut plan.m)?;
     let mut ckpt_dirs = given_jobs(&given, &mut plan);
     let boxes: Vec<String> = card.hardware.boxes.iter().map(|b| b.name.clone()).collect();
     let found = discover::walk(&roots, &boxes).map_err(fatal)?;

@@ -20,8 +20,10 @@
 //! ([`archive::hash_members_from`]: the same bounds; a zip is held in memory, at most 2 GiB), which
 //! gives the package's digest and the member's in one pass; nothing is copied to disk.
 
+use super::reach::Reach;
 use crate::fatal::{fatal, Fatal};
 use crate::rehash::{archive, discover, hash::Progress};
+use crate::slurm::SlurmArgs;
 use crate::ssh::client::{digest_of, read_bounded, said, Bounds};
 use crate::ssh::script::NCCL_CHECK;
 use crate::ssh::words::quote;
@@ -75,9 +77,23 @@ pub struct RemoteRoot {
     pub dir: String,
 }
 
-/// Splits the `--root` values into those read here and those on a box mapped with `--box`.
-pub fn split_roots(roots: &[String], a: &SshArgs) -> Result<(Vec<String>, Vec<RemoteRoot>), Fatal> {
-    let targets = a.targets()?;
+/// Splits the `--root` values into those read here and those on a box mapped with `--box`; with
+/// `slurm`, the card's boxes `slurm` names: every `BOX=DIR` of one of them is read on its node
+/// (the node `--box` names, or none yet: [`measure`] places it).
+pub fn split_roots(
+    roots: &[String],
+    a: &SshArgs,
+    slurm: Option<&[String]>,
+) -> Result<(Vec<String>, Vec<RemoteRoot>), Fatal> {
+    let mut targets = a.targets()?;
+    for b in slurm.unwrap_or_default() {
+        targets.entry(b.clone()).or_insert_with(|| Target {
+            box_name: b.clone(),
+            user: None,
+            host: String::new(),
+            port: None,
+        });
+    }
     let mut local = Vec::new();
     let mut remote = Vec::new();
     for r in roots {
@@ -130,29 +146,64 @@ pub fn measure(
     card: &Card,
     roots: &[RemoteRoot],
     a: &SshArgs,
+    slurm: &SlurmArgs,
     m: &mut Measured,
 ) -> Result<(), Fatal> {
     if roots.is_empty() {
         return Ok(());
     }
-    let ssh = Ssh::new(a)?;
+    let (reach, roots) = reach(roots, a, slurm)?;
     let names = Names {
         package: card.engine.package.as_ref().map(|p| base(&p.file).into()),
         binary: card.engine.binary.as_ref().map(|b| base(&b.path).into()),
         nccl: card.nccl.as_ref().map(|n| base(&n.file).into()),
         member: card.engine.binary.as_ref().map(|b| b.path.clone()),
     };
-    for r in roots {
+    for r in &roots {
         let t = &r.target;
-        m.searched
-            .push(format!("{} (box {}, on {t} over ssh)", r.dir, t.box_name));
-        let (listed, raw) = list(&ssh, r)?;
+        m.searched.push(format!(
+            "{} (box {}, on {})",
+            r.dir,
+            t.box_name,
+            reach.how(t)
+        ));
+        let (listed, raw) = list(&reach, r)?;
         let plan = plan_root(&listed, &names);
-        let sums = hash(&ssh, r, &plan.all, &listed, &raw)?;
-        record_named(&ssh, r, &plan, &sums, &names, m);
-        record_checkpoints(card, &ssh, r, &plan, &sums, &listed, m);
+        let sums = hash(&reach, r, &plan.all, &listed, &raw)?;
+        record_named(&reach, r, &plan, &sums, &names, m);
+        record_checkpoints(card, &reach, r, &plan, &sums, &listed, m);
     }
     Ok(())
+}
+
+/// The channel to the roots: `ssh`, or with `--slurm` an allocation whose nodes the roots' boxes
+/// are placed on (`--box NAME=NODE`, else in the card's order); the roots with their nodes.
+fn reach(
+    roots: &[RemoteRoot],
+    a: &SshArgs,
+    slurm: &SlurmArgs,
+) -> Result<(Reach, Vec<RemoteRoot>), Fatal> {
+    if !slurm.slurm {
+        return Ok((Reach::Ssh(Ssh::new(a)?), roots.to_vec()));
+    }
+    let mut mapped = BTreeMap::new();
+    for r in roots.iter().filter(|r| !r.target.host.is_empty()) {
+        let t = &r.target;
+        if t.user.is_some() || t.port.is_some() {
+            return Err(fatal(format!(
+                "--box {}={t}: with --slurm, --box NAME=NODE names a node of the cluster (no user, no port)",
+                t.box_name
+            )));
+        }
+        mapped.insert(t.box_name.clone(), t.host.clone());
+    }
+    let boxes: Vec<String> = roots.iter().map(|r| r.target.box_name.clone()).collect();
+    let (reach, nodes) = super::reach::allocate(&boxes, mapped, slurm)?;
+    let mut placed = roots.to_vec();
+    for r in &mut placed {
+        r.target.host = nodes[&r.target.box_name].clone();
+    }
+    Ok((reach, placed))
 }
 
 /// Words for messages about a root.
@@ -161,18 +212,19 @@ fn what(r: &RemoteRoot) -> String {
     format!("--root {}={}: box {} ({t})", t.box_name, r.dir, t.box_name)
 }
 
-/// A script's failure as an error: unreachable (255) or the script's own complaint.
-fn failed(r: &RemoteRoot, doing: &str, o: &Output) -> Fatal {
-    match o.code {
-        Some(255) => fatal(format!(
+/// A script's failure as an error: unreachable (ssh's 255) or the script's own complaint.
+fn failed(reach: &Reach, r: &RemoteRoot, doing: &str, o: &Output) -> Fatal {
+    match reach.unreachable(o) {
+        true => fatal(format!(
             "{}: cannot reach it over ssh: {}",
             what(r),
             said(o)
         )),
-        _ => fatal(format!(
-            "{}: cannot {doing} {}: {}",
+        false => fatal(format!(
+            "{}: cannot {doing} {} ({}): {}",
             what(r),
             quote(&r.dir),
+            reach.how(&r.target),
             said(o)
         )),
     }
@@ -180,17 +232,17 @@ fn failed(r: &RemoteRoot, doing: &str, o: &Output) -> Fatal {
 
 /// Runs [`LIST`]: every file below the root by its path inside it, with its size, and the bytes
 /// of the paths that are not UTF-8.
-fn list(ssh: &Ssh, r: &RemoteRoot) -> Result<(BTreeMap<String, u64>, RawNames), Fatal> {
+fn list(reach: &Reach, r: &RemoteRoot) -> Result<(BTreeMap<String, u64>, RawNames), Fatal> {
     let bounds = Bounds {
         input: Vec::new(),
         out_max: LIST_MAX,
         timeout: Duration::from_secs(300),
     };
-    let o = ssh
-        .run_script_with(&r.target, LIST, &[&r.dir], bounds)
+    let o = reach
+        .run_with(&r.target, LIST, &[&r.dir], bounds)
         .map_err(|e| fatal(format!("{}: {e}", what(r))))?;
     if o.code != Some(0) {
-        return Err(failed(r, "search", &o));
+        return Err(failed(reach, r, "search", &o));
     }
     if o.cut {
         return Err(fatal(format!(
@@ -340,7 +392,7 @@ fn checkpoint_files(listed: &BTreeMap<String, u64>, d: &str) -> Vec<String> {
 /// Runs [`HASH`] over `paths` (inside the root): their digests by path. A file with no digest
 /// line could not be read; the reason is looked up in what `sha256sum` said.
 fn hash(
-    ssh: &Ssh,
+    reach: &Reach,
     r: &RemoteRoot,
     paths: &[String],
     listed: &BTreeMap<String, u64>,
@@ -369,11 +421,11 @@ fn hash(
         out_max: LIST_MAX,
         timeout: Duration::from_secs(120 + total / (20 << 20)),
     };
-    let o = ssh
-        .run_script_with(&r.target, HASH, &[&r.dir], bounds)
+    let o = reach
+        .run_with(&r.target, HASH, &[&r.dir], bounds)
         .map_err(|e| fatal(format!("{}: {e}", what(r))))?;
     if o.code != Some(0) || o.cut {
-        return Err(failed(r, "hash the files in", &o));
+        return Err(failed(reach, r, "hash the files in", &o));
     }
     Ok(Sums {
         digests: parse_sums(&o.stdout),
@@ -454,7 +506,7 @@ fn location(r: &RemoteRoot, p: &str) -> Location {
 
 /// The package, binary and NCCL library found, with the NCCL version read from its text.
 fn record_named(
-    ssh: &Ssh,
+    reach: &Reach,
     r: &RemoteRoot,
     plan: &RootPlan,
     sums: &Sums,
@@ -465,7 +517,7 @@ fn record_named(
         let name = Some(base(p));
         if let Some(kind) = names.streamed(p) {
             let member = names.member.as_deref().unwrap_or_default();
-            let read = stream_package(ssh, r, p, kind, member, listed_size(plan, p));
+            let read = stream_package(reach, r, p, kind, member, listed_size(plan, p));
             super::package_read(&location(r, p), read, Some(member), m);
             continue;
         }
@@ -480,7 +532,7 @@ fn record_named(
             m.binary.push(file.clone());
         }
         if names.nccl.as_deref() == name {
-            let version = nccl_version(ssh, &r.target, &on_box(&r.dir, p));
+            let version = nccl_version(reach, &r.target, &on_box(&r.dir, p));
             m.nccl.push(NcclSeen { file, version });
         }
     }
@@ -489,7 +541,7 @@ fn record_named(
 /// Streams the package `p` from the box (`cat`, over ssh) through the local member reader, with
 /// its bounds; the client is killed past two minutes and one second per 20 MiB, and reaped.
 fn stream_package(
-    ssh: &Ssh,
+    reach: &Reach,
     r: &RemoteRoot,
     p: &str,
     kind: archive::Kind,
@@ -500,7 +552,7 @@ fn stream_package(
         whole: Some(Err(io::Error::other(format!("on the box: {e}")))),
         ..archive::PackageRead::default()
     };
-    let mut child = match ssh.spawn_script(&r.target, CAT, &[&on_box(&r.dir, p)]) {
+    let mut child = match reach.spawn(&r.target, CAT, &[&on_box(&r.dir, p)]) {
         Ok(c) => c,
         Err(e) => return failed(e),
     };
@@ -551,7 +603,7 @@ fn watchdog(
 /// Each checkpoint folder found, with its files' digests, as the local stage records one.
 fn record_checkpoints(
     card: &Card,
-    ssh: &Ssh,
+    reach: &Reach,
     r: &RemoteRoot,
     plan: &RootPlan,
     sums: &Sums,
@@ -581,7 +633,7 @@ fn record_checkpoints(
         }
         let dir = on_box(&r.dir, d);
         seen.hub_revision = super::hub_revision(Path::new(&dir));
-        seen.revision_file = revision_file(card, ssh, r, d, listed);
+        seen.revision_file = revision_file(card, reach, r, d, listed);
         m.checkpoints.push(seen);
     }
 }
@@ -589,7 +641,7 @@ fn record_checkpoints(
 /// The card's revision file in checkpoint folder `d` on the box, read with [`READ`].
 fn revision_file(
     card: &Card,
-    ssh: &Ssh,
+    reach: &Reach,
     r: &RemoteRoot,
     d: &str,
     listed: &BTreeMap<String, u64>,
@@ -616,7 +668,7 @@ fn revision_file(
         )));
     }
     let path = on_box(&r.dir, &join(d, p));
-    Some(match ssh.run_script(&r.target, READ, &[&path]) {
+    Some(match reach.run(&r.target, READ, &[&path]) {
         Ok(o) if o.code == Some(0) => RevisionFileSeen::Content(o.stdout),
         Ok(o) => RevisionFileSeen::Unreadable(format!("on the box: {}", said(&o))),
         Err(e) => RevisionFileSeen::Unreadable(format!("on the box: {e}")),
@@ -624,13 +676,17 @@ fn revision_file(
 }
 
 /// The version an NCCL library's text names, read on the box (the library is never loaded).
-fn nccl_version(ssh: &Ssh, t: &Target, path: &str) -> NcclVersion {
+fn nccl_version(reach: &Reach, t: &Target, path: &str) -> NcclVersion {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    let via = match reach {
+        Reach::Ssh(_) => " over ssh".to_string(),
+        Reach::Slurm(_) => format!(", {}", reach.how(t)),
+    };
     let why = format!(
-        "on box {} over ssh: read from its text, never loaded",
+        "on box {}{via}: read from its text, never loaded",
         t.box_name
     );
-    match ssh.run_script(t, NCCL_CHECK, &[file, dir]) {
+    match reach.run(t, NCCL_CHECK, &[file, dir]) {
         Ok(o) if o.code == Some(0) => {
             match o
                 .stdout

@@ -18,6 +18,7 @@ pub mod plan_text;
 pub mod probe;
 pub mod remote;
 pub mod slurm;
+pub mod slurm_step;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
@@ -162,6 +163,8 @@ impl Session<'_> {
             load_guard: !self.a.no_load_guard,
         };
         let measured = measure::measure(&plan);
+        // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).
+        notes.extend(slurm::term_steps(self.launchers));
         // Stop every rank before anything else can fail.
         let stop_notes = running.lock().unwrap_or_else(|p| p.into_inner()).stop();
         notes.extend(stop_notes);
@@ -216,13 +219,30 @@ fn flag_value(argv: &[String], flag: &str) -> Option<String> {
     rigaudit_audit::setup::flag(argv, &[flag]).map(String::from)
 }
 
-/// The path of the bundle's raw file of a kind (and test).
-fn raw_file(o: &bundle::Opened, kind: FileKind, test: Option<&str>) -> Option<PathBuf> {
-    o.manifest
+/// The path of the bundle's raw file of a kind (and test): `Ok(None)` when the manifest lists
+/// none, `Err` naming the file when the path it lists is refused (absolute, or leaving the bundle).
+fn raw_file(
+    o: &bundle::Opened,
+    kind: FileKind,
+    test: Option<&str>,
+) -> Result<Option<PathBuf>, Fatal> {
+    let Some(f) = o
+        .manifest
         .files
         .iter()
         .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
-        .and_then(|f| crate::input::inside(&o.root, &f.path).ok())
+    else {
+        return Ok(None);
+    };
+    crate::input::inside(&o.root, &f.path)
+        .map(Some)
+        .map_err(|why| {
+            fatal(format!(
+                "{}: the {} bundle.json lists is refused: {why}; list it by its path inside the bundle folder",
+                crate::input::shown_path(&o.root),
+                kind.name()
+            ))
+        })
 }
 
 /// What a replay that could not run at all reports inside `audit`: an error, and the result is
@@ -304,6 +324,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     }
     let started = Instant::now();
     let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
+    notes.extend(slurm::job_ended(&planned.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
     let first = Sides {
         recorded: &recorded,
@@ -472,8 +493,8 @@ fn plan(
     model_file: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Result<Inputs, Fatal> {
-    let card_path = raw_file(opened, FileKind::Card, None).ok_or_else(|| fatal("no card file"))?;
-    let contract_path = raw_file(opened, FileKind::SpeedContract, None).ok_or_else(|| {
+    let card_path = raw_file(opened, FileKind::Card, None)?.ok_or_else(|| fatal("no card file"))?;
+    let contract_path = raw_file(opened, FileKind::SpeedContract, None)?.ok_or_else(|| {
         fatal(format!(
             "{}: the bundle has no speed contract to measure with",
             path.display()
@@ -483,8 +504,8 @@ fn plan(
     let mut quality = Vec::new();
     for t in &recorded.quality {
         let (Some(c), Some(q)) = (
-            raw_file(opened, FileKind::QualityContract, Some(&t.test)),
-            raw_file(opened, FileKind::QualityAnswers, Some(&t.test)),
+            raw_file(opened, FileKind::QualityContract, Some(&t.test))?,
+            raw_file(opened, FileKind::QualityAnswers, Some(&t.test))?,
         ) else {
             notes.push(format!(
                 "quality {}: no contract and answers file to re-ask; not replayed",

@@ -9,10 +9,11 @@
 //!   --`, the path written on the step's stdin, never on a command line; compared with the card's
 //!   digest exactly as over ssh ([`super::probe::compare`]), a mismatch refused unless
 //!   `--trust-executable`.
-//! - Ranks: `srun --jobid J --nodelist NODE -N1 -n1 --kill-on-bad-exit=1 --export=NONE --
-//!   /usr/bin/env -i NAME=VALUE... PROGRAM ARGS...`, started by [`super::launch`] like a local
-//!   rank (srun's output is the rank's log; stopping srun's group cancels the step). `env -i`
-//!   gives the program exactly its recorded environment, nothing inherited.
+//! - Ranks: a step per rank, or with `--slurm-pmix` one step of a task per rank (the argv of
+//!   both in [`super::slurm_step`]), started by [`super::launch`] like a local rank (srun's output
+//!   is the rank's log; stopping srun's group cancels the step).
+//! - Tracking: the scheduler's `ProctrackType` is read before anything is allocated: a warning
+//!   when it is not `proctrack/cgroup`, a refusal then with `--slurm-require-cgroup`.
 //! - Ending: the allocation is cancelled when the replay ends (its [`Job`] dropped) and by the
 //!   Ctrl-C handler, which holds its id ([`super::launch::hold_job`]); its time limit is the
 //!   last net.
@@ -20,20 +21,19 @@
 use super::command::Launch;
 use super::probe::{compare, expected, Expected};
 use super::remote::{box_of, mappings, Launcher, Planned};
+use super::slurm_step::{digest_step, pmix_argv, pmix_step, rank_step, same_command, Placed};
 use crate::fatal::{fatal, Fatal};
-use crate::slurm::alloc::{node_addr, proctrack};
+use crate::slurm::alloc::{cancel, node_addr, proctrack, quick};
 use crate::slurm::command::run;
+use crate::slurm::place::NodeMap;
 use crate::slurm::Allocation;
 use crate::ssh::client::digest_of;
-use crate::ssh::words::{env_name_ok, quote};
+use crate::ssh::words::quote;
 use rigaudit_audit::records::Card;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// The fixed program of a digest step: it reads NUL-terminated paths on its stdin.
-pub const DIGEST_STEP: [&str; 5] = ["/usr/bin/xargs", "-0", "-r", "/usr/bin/sha256sum", "--"];
+use std::time::{Duration, Instant};
 
 /// How long a digest step may take (hashing a large engine on a busy node).
 const DIGEST_LIMIT: Duration = Duration::from_secs(300);
@@ -52,121 +52,23 @@ impl Drop for Job {
     }
 }
 
-/// Where the ranks go: per rank its box (or `rank N` when none is named) and the boxes `--box`
-/// puts on a node.
-pub struct NodeMap {
-    /// `(rank, box)` in the card's order.
-    pub ranks: Vec<(u32, String)>,
-    /// Box -> node, from `--box`.
-    pub mapped: BTreeMap<String, String>,
-}
-
-impl NodeMap {
-    /// The ranks' boxes and the `--box` nodes (which with `--slurm` name nodes, not ssh hosts).
-    pub fn new(card: &Card, ranks: &[u32], a: &super::remote::BoxArgs) -> Result<Self, Fatal> {
-        let m = mappings(card, a)?;
-        let mut mapped = BTreeMap::new();
-        for (name, t) in &m.targets {
-            if t.user.is_some() || t.port.is_some() {
-                return Err(fatal(format!(
-                    "--box {name}={t}: with --slurm, --box NAME=NODE names a node of the cluster (no user, no port)"
-                )));
-            }
-            mapped.insert(name.clone(), t.host.clone());
+/// The ranks' boxes and the `--box` nodes (which with `--slurm` name nodes, not ssh hosts).
+pub fn node_map(card: &Card, ranks: &[u32], a: &super::remote::BoxArgs) -> Result<NodeMap, Fatal> {
+    let m = mappings(card, a)?;
+    let mut mapped = BTreeMap::new();
+    for (name, t) in &m.targets {
+        if t.user.is_some() || t.port.is_some() {
+            return Err(fatal(format!(
+                "--box {name}={t}: with --slurm, --box NAME=NODE names a node of the cluster (no user, no port)"
+            )));
         }
-        let ranks = ranks
-            .iter()
-            .map(|&r| (r, box_of(card, r).unwrap_or_else(|| format!("rank {r}"))))
-            .collect();
-        Ok(NodeMap { ranks, mapped })
+        mapped.insert(name.clone(), t.host.clone());
     }
-
-    /// The boxes no `--box` places, in the card's order.
-    pub fn unmapped(&self) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        for (_, b) in &self.ranks {
-            if !self.mapped.contains_key(b) && !v.contains(b) {
-                v.push(b.clone());
-            }
-        }
-        v
-    }
-
-    /// The nodes `--box` names, each once.
-    pub fn nodelist(&self) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        for (_, b) in &self.ranks {
-            if let Some(n) = self.mapped.get(b).filter(|n| !v.contains(n)) {
-                v.push(n.clone());
-            }
-        }
-        v
-    }
-
-    /// How many nodes to ask for.
-    pub fn count(&self) -> usize {
-        self.nodelist().len() + self.unmapped().len()
-    }
-
-    /// Box -> node, the unplaced boxes taking the allocation's other nodes in order.
-    pub fn assign(&self, nodes: &[String]) -> Result<BTreeMap<String, String>, Fatal> {
-        let named = self.nodelist();
-        let mut free = nodes.iter().filter(|n| !named.contains(n));
-        let mut out = self.mapped.clone();
-        for b in self.unmapped() {
-            let n = free.next().ok_or_else(|| {
-                fatal(format!(
-                    "slurm: the allocation's nodes ({}) leave none for box {}",
-                    nodes.join(","),
-                    quote(&b)
-                ))
-            })?;
-            out.insert(b, n.clone());
-        }
-        Ok(out)
-    }
-}
-
-/// The argv of rank `l`'s step on `node` of job `job`, running `program`.
-pub fn rank_step(l: &Launch, job: &str, node: &str, program: &str) -> Result<Vec<String>, Fatal> {
-    if let Some(bad) = l.env.keys().find(|k| !env_name_ok(k)) {
-        return Err(fatal(format!(
-            "rank {}: the recorded variable name {} cannot be passed to `env` (letters, digits and '_' only)",
-            l.rank,
-            crate::input::shown(bad)
-        )));
-    }
-    if program.contains('=') || !program.starts_with('/') {
-        return Err(fatal(format!(
-            "rank {}: the engine's path {} must be absolute and hold no '=' to run in a Slurm step",
-            l.rank,
-            quote(program)
-        )));
-    }
-    let mut v = step_head(job, node);
-    v.extend(["--kill-on-bad-exit=1".into(), "--export=NONE".into()]);
-    v.extend(["--".into(), "/usr/bin/env".into(), "-i".into()]);
-    v.extend(l.env.iter().map(|(k, val)| format!("{k}={val}")));
-    v.push(program.to_string());
-    v.extend(l.args.iter().cloned());
-    Ok(v)
-}
-
-/// `srun --jobid J --nodelist NODE -N1 -n1`.
-fn step_head(job: &str, node: &str) -> Vec<String> {
-    ["srun", "--jobid", job, "--nodelist", node, "-N1", "-n1"]
+    let ranks = ranks
         .iter()
-        .map(|s| s.to_string())
-        .collect()
-}
-
-/// The argv of the digest step on `node`.
-pub fn digest_step(job: &str, node: &str) -> Vec<String> {
-    let mut v = step_head(job, node);
-    v.push("--export=NONE".into());
-    v.push("--".into());
-    v.extend(DIGEST_STEP.iter().map(|s| s.to_string()));
-    v
+        .map(|&r| (r, box_of(card, r).unwrap_or_else(|| format!("rank {r}"))))
+        .collect();
+    Ok(NodeMap { ranks, mapped })
 }
 
 /// The sha256 of `path` on `node`, computed in a step (the path on its stdin).
@@ -210,15 +112,27 @@ fn check_on_node(
     }
 }
 
-/// The note on the scheduler's process tracking: a warning unless it is cgroup-based.
-pub fn tracking_note() -> String {
-    match proctrack() {
-        Ok(p) if p == "proctrack/cgroup" => format!("slurm: process tracking is {p}"),
-        Ok(p) => format!(
-            "warning: slurm: process tracking is {p}, not proctrack/cgroup: a process a rank detaches (a daemon, a setsid child) may outlive its step and the job"
-        ),
-        Err(e) => format!("warning: slurm: process tracking not known ({e})"),
+/// The note on the scheduler's process tracking: a warning unless it is cgroup-based, an error
+/// then with `--slurm-require-cgroup` (before anything is allocated).
+pub fn tracking_note(require_cgroup: bool) -> Result<String, Fatal> {
+    let tracking = proctrack();
+    if let Ok(p) = &tracking {
+        if p == "proctrack/cgroup" {
+            return Ok(format!("slurm: process tracking is {p}"));
+        }
     }
+    let what = match tracking {
+        Ok(p) => format!("process tracking is {p}, not proctrack/cgroup"),
+        Err(e) => format!("process tracking not known ({e})"),
+    };
+    if require_cgroup {
+        return Err(fatal(format!(
+            "refusing to run under Slurm with --slurm-require-cgroup: the cluster's {what} (scontrol show config, ProctrackType); a process a rank detaches could outlive the job"
+        )));
+    }
+    Ok(format!(
+        "warning: slurm: {what}: a process a rank detaches (a daemon, a setsid child) may outlive its step and the job"
+    ))
 }
 
 /// Asks for the allocation the node map needs, holds its id for the Ctrl-C handler, and notes
@@ -244,18 +158,20 @@ fn allocate(
 }
 
 /// `--slurm`: allocates, checks the engine's digest on every node, and turns each rank into a
-/// step. The allocation lives as long as the returned plan's `job`.
+/// step (or, with `--slurm-pmix`, every rank into a task of one step). The allocation lives as
+/// long as the returned plan's `job`.
 pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Planned, Fatal> {
     let a = &args.boxes;
     let ranks: Vec<u32> = launches.iter().map(|l| l.rank).collect();
-    let map = NodeMap::new(card, &ranks, a)?;
-    let engines = mappings(card, a)?.engines;
-    let expected = expected(card, args.engine == "bundled")?;
-    let mut notes = vec![tracking_note()];
+    let map = node_map(card, &ranks, a)?;
+    if a.slurm.pmix {
+        same_command(launches)?;
+    }
+    let mut notes = vec![tracking_note(a.slurm.require_cgroup)?];
     let job = allocate(&map, &a.slurm, &mut notes)?;
     let id = job.alloc.job.clone();
     let nodes = map.assign(&job.alloc.nodes)?;
-    let mut checked: BTreeMap<(String, String), String> = BTreeMap::new();
+    let placed = check_engines(card, launches, args, &map, &nodes, &id, &mut notes)?;
     let mut p = Planned {
         launches: Vec::new(),
         launchers: Vec::new(),
@@ -263,38 +179,145 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
         job: None,
         rank0_host: None,
     };
+    if a.slurm.pmix {
+        pmix_step(&mut p, &placed, &id, &mut notes)?;
+    } else {
+        for r in &placed {
+            p.launches.push(Launch {
+                rank: r.launch.rank,
+                program: PathBuf::from("srun"),
+                args: rank_step(r.launch, &id, &r.node, &r.program)?[1..].to_vec(),
+                env: BTreeMap::new(),
+                shown: r.launch.shown.clone(),
+            });
+            p.launchers.push(r.launcher(&id));
+        }
+    }
+    p.rank0_host = rank0_address(&map, &nodes, &mut notes);
+    p.notes = notes;
+    p.job = Some(job as Arc<dyn std::fmt::Debug + Send + Sync>);
+    Ok(p)
+}
+
+/// Places each rank on its node and checks the engine's digest there (once per node and path),
+/// noting where each rank runs.
+fn check_engines<'a>(
+    card: &Card,
+    launches: &'a [Launch],
+    args: &super::Args,
+    map: &NodeMap,
+    nodes: &BTreeMap<String, String>,
+    job: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Placed<'a>>, Fatal> {
+    let engines = mappings(card, &args.boxes)?.engines;
+    let expected = expected(card, args.engine == "bundled")?;
+    let mut checked: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut placed = Vec::new();
     for (l, (_, b)) in launches.iter().zip(&map.ranks) {
-        let node = &nodes[b];
+        let node = nodes[b].clone();
         let program = match engines.get(b) {
             Some(e) => e.clone(),
             None => l.program.to_str().map(String::from).unwrap_or_default(),
         };
         let key = (node.clone(), program.clone());
         if !checked.contains_key(&key) {
-            let n = check_on_node(&id, node, &program, &expected, args.trust_executable)?;
+            let n = check_on_node(job, &node, &program, &expected, args.trust_executable)?;
             checked.insert(key.clone(), n);
         }
         notes.push(format!(
             "rank {} (box {b}) runs on {}",
             l.rank, checked[&key]
         ));
-        p.launches.push(Launch {
-            rank: l.rank,
-            program: PathBuf::from("srun"),
-            args: rank_step(l, &id, node, &program)?[1..].to_vec(),
-            env: BTreeMap::new(),
-            shown: l.shown.clone(),
-        });
-        p.launchers.push(Launcher::Slurm {
+        placed.push(Placed {
+            launch: l,
             box_name: b.clone(),
-            node: node.clone(),
-            job: id.clone(),
+            node,
+            program,
         });
     }
-    p.rank0_host = rank0_address(&map, &nodes, &mut notes);
-    p.notes = notes;
-    p.job = Some(job as Arc<dyn std::fmt::Debug + Send + Sync>);
-    Ok(p)
+    Ok(placed)
+}
+
+/// How long [`term_steps`] waits for the steps to end after SIGTERM (the local grace).
+const TERM_WAIT: Duration = Duration::from_secs(5);
+
+/// The replay's job id, when its ranks run under Slurm.
+fn job_of(launchers: &[Launcher]) -> Option<String> {
+    launchers.iter().find_map(|l| match l {
+        Launcher::Slurm { job, .. } => Some(job.clone()),
+        _ => None,
+    })
+}
+
+/// Before the ranks are stopped: SIGTERM to every task of the job's steps (`scancel
+/// --signal=TERM J`), and up to [`TERM_WAIT`] for the steps to end. srun itself, signalled,
+/// would kill its step's tasks at once (SIGKILL: "forcing job termination"); this way each rank
+/// gets SIGTERM and can shut down as it would anywhere. A rank that ignores it is stopped
+/// afterwards with its srun. `None` when no rank ran under Slurm.
+pub fn term_steps(launchers: &[Launcher]) -> Option<String> {
+    let job = job_of(launchers)?;
+    if let Err(e) = quick(&["scancel", "--signal=TERM", &job]) {
+        return Some(format!(
+            "warning: slurm: could not send SIGTERM to the steps of job {job}: {e}"
+        ));
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < TERM_WAIT {
+        match quick(&["squeue", "-h", "-s", "-j", &job, "-o", "%i"]) {
+            Ok(o) if o.stdout.trim().is_empty() => {
+                return Some(format!(
+                    "slurm: SIGTERM sent to the ranks' steps (scancel --signal=TERM {job}); every step ended within {:.1} s",
+                    t0.elapsed().as_secs_f64()
+                ))
+            }
+            Err(_) => break,
+            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    Some(format!(
+        "slurm: SIGTERM sent to the ranks' steps (scancel --signal=TERM {job}); a step still ran after {} s and was stopped with its srun",
+        TERM_WAIT.as_secs()
+    ))
+}
+
+/// How long [`job_ended`] waits for a cancelled job to leave the queue.
+const GONE_WAIT: Duration = Duration::from_secs(15);
+
+/// After the ranks stopped: cancels the replay's job and waits up to [`GONE_WAIT`] for it to
+/// leave the queue. A job still there (COMPLETING) holds a process a rank left behind, a
+/// detached child that the cluster's tracking did not take: a warning names its nodes. `None`
+/// when no rank ran under Slurm.
+pub fn job_ended(launchers: &[Launcher]) -> Option<String> {
+    let job = job_of(launchers)?;
+    if let Some(e) = cancel(&job) {
+        return Some(format!("warning: slurm: could not cancel job {job}: {e}"));
+    }
+    let t0 = Instant::now();
+    loop {
+        let seen = quick(&["squeue", "-h", "-j", &job, "-o", "%T %N"]);
+        let left = match &seen {
+            Ok(o) => o.stdout.trim().to_string(),
+            Err(e) if e.to_string().contains("Invalid job id") => String::new(),
+            Err(e) => {
+                return Some(format!(
+                    "warning: slurm: job {job} cancelled; its end not seen: {e}"
+                ))
+            }
+        };
+        if left.is_empty() {
+            return Some(format!(
+                "slurm: job {job} cancelled and gone from the queue"
+            ));
+        }
+        if t0.elapsed() > GONE_WAIT {
+            return Some(format!(
+                "warning: slurm: job {job} is still in the queue ({left}) {} s after it was cancelled: a process a rank left behind (a detached child the cluster's process tracking did not take) may still run there; the job ends when it does",
+                GONE_WAIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Rank 0's address: the node's `NodeAddr` (noted; `--base-url` names another).
@@ -331,58 +354,89 @@ pub fn plan_text(
     sets: &BTreeMap<String, String>,
     engine: &str,
 ) -> Result<String, Fatal> {
-    use super::plan_text::{fill_shown, planned_program, word};
+    use super::plan_text::{planned_program, word};
     let ranks: Vec<u32> = card.commands.iter().map(|c| c.rank).collect();
-    let map = NodeMap::new(card, &ranks, a)?;
+    let map = node_map(card, &ranks, a)?;
     let m = mappings(card, a)?;
     let salloc = a.slurm.salloc(map.count(), &map.nodelist())?;
     let show = |v: &[String]| v.iter().map(|w| word(w)).collect::<Vec<_>>().join(" ");
     let mut out = format!("allocation: {}\n", show(&salloc));
-    let unmapped = map.unmapped();
-    let named = map.nodelist().len();
+    let mut pmix: Vec<(Launch, String, String)> = Vec::new();
     for (c, (_, b)) in card.commands.iter().zip(&map.ranks) {
-        let node = match map.mapped.get(b) {
-            Some(n) => format!("node {} (--box)", crate::input::shown(n)),
-            None => {
-                let k = unmapped.iter().position(|u| u == b).unwrap_or(0) + 1;
-                if named == 0 {
-                    format!("node {k} of the allocation")
-                } else {
-                    format!("the allocation's node {k} not named with --box")
-                }
-            }
-        };
-        let node_word = map
-            .mapped
-            .get(b)
-            .cloned()
-            .unwrap_or_else(|| "<node>".into());
+        let (node, node_word) = planned_node(&map, b);
         out.push_str(&format!(
             "rank {} (box {}, {node})\n",
             c.rank,
             crate::input::shown(b)
         ));
         let program = planned_program(&m, Some(b), engine);
-        let mut args: Vec<String> = c.argv.iter().skip(1).map(|w| fill_shown(w, sets)).collect();
-        if engine == "bundled" {
-            args.insert(0, super::command::ENGINE_SUBCOMMAND.into());
+        let l = planned_launch(c, &program, sets, engine);
+        if a.slurm.pmix {
+            out.push_str(&format!("  task {} of the PMIx step\n", c.rank));
+        } else {
+            let step = rank_step(&l, "<job>", &node_word, &program)?;
+            out.push_str(&format!("  step: {}\n", show(&step)));
         }
-        let l = Launch {
-            rank: c.rank,
-            program: PathBuf::from(&program),
-            args,
-            env: c
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), fill_shown(v, sets)))
-                .collect(),
-            shown: Vec::new(),
-        };
-        let step = rank_step(&l, "<job>", &node_word, &program)?;
-        out.push_str(&format!("  step: {}\n", show(&step)));
         out.push_str(&plan_digest(card, &program, &node_word));
+        pmix.push((l, node_word, program));
+    }
+    if a.slurm.pmix {
+        let launches: Vec<Launch> = pmix.iter().map(|(l, _, _)| l.clone()).collect();
+        same_command(&launches)?;
+        let nodes: Vec<String> = pmix.iter().map(|(_, n, _)| n.clone()).collect();
+        if let Some((l, _, program)) = pmix.first() {
+            let step = pmix_argv(l, "<job>", &nodes, program)?;
+            out.push_str(&format!(
+                "one step, every rank a task (after a probe of its environment):\n  step: {}\n",
+                show(&step)
+            ));
+        }
     }
     Ok(out)
+}
+
+/// Where the plan places box `b`, in words, and the node's word in a step (`<node>` when the
+/// scheduler picks it).
+fn planned_node(map: &NodeMap, b: &str) -> (String, String) {
+    if let Some(n) = map.mapped.get(b) {
+        return (
+            format!("node {} (--box)", crate::input::shown(n)),
+            n.clone(),
+        );
+    }
+    let unmapped = map.unmapped();
+    let k = unmapped.iter().position(|u| u == b).unwrap_or(0) + 1;
+    let words = if map.nodelist().is_empty() {
+        format!("node {k} of the allocation")
+    } else {
+        format!("the allocation's node {k} not named with --box")
+    };
+    (words, "<node>".into())
+}
+
+/// Rank `c`'s command as the plan shows it: placeholders filled where `--set` gives them.
+fn planned_launch(
+    c: &rigaudit_audit::records::card::RankCommand,
+    program: &str,
+    sets: &BTreeMap<String, String>,
+    engine: &str,
+) -> Launch {
+    use super::plan_text::fill_shown;
+    let mut args: Vec<String> = c.argv.iter().skip(1).map(|w| fill_shown(w, sets)).collect();
+    if engine == "bundled" {
+        args.insert(0, super::command::ENGINE_SUBCOMMAND.into());
+    }
+    Launch {
+        rank: c.rank,
+        program: PathBuf::from(program),
+        args,
+        env: c
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), fill_shown(v, sets)))
+            .collect(),
+        shown: Vec::new(),
+    }
 }
 
 /// The digest the plan would check for one rank, and the step that would compute it.
@@ -404,61 +458,4 @@ fn plan_digest(card: &Card, program: &str, node: &str) -> String {
         word(program),
         step.join(" ")
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slurm_node_map_places_named_boxes_then_the_rest_in_order() {
-        let map = NodeMap {
-            ranks: vec![
-                (0, "a".into()),
-                (1, "b".into()),
-                (2, "c".into()),
-                (3, "b".into()),
-            ],
-            mapped: BTreeMap::from([("b".to_string(), "n2".to_string())]),
-        };
-        assert_eq!(map.count(), 3);
-        assert_eq!(map.nodelist(), ["n2"]);
-        let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|s| s.to_string()).collect();
-        let got = map.assign(&nodes).unwrap();
-        assert_eq!(
-            (got["a"].as_str(), got["b"].as_str(), got["c"].as_str()),
-            ("n1", "n2", "n3")
-        );
-        assert!(map.assign(&nodes[..2]).is_err());
-    }
-
-    #[test]
-    fn slurm_rank_step_passes_words_as_they_are() {
-        let l = Launch {
-            rank: 1,
-            program: "/e".into(),
-            args: vec!["a b".into(), "$(id)\n'".into()],
-            env: BTreeMap::from([("K".to_string(), "v w=$x".to_string())]),
-            shown: vec![],
-        };
-        let v = rank_step(&l, "7", "n2", "/e").unwrap();
-        let tail = [
-            "--",
-            "/usr/bin/env",
-            "-i",
-            "K=v w=$x",
-            "/e",
-            "a b",
-            "$(id)\n'",
-        ];
-        assert_eq!(&v[v.len() - tail.len()..], tail);
-        assert_eq!(
-            &v[..7],
-            ["srun", "--jobid", "7", "--nodelist", "n2", "-N1", "-n1"]
-        );
-        let mut bad = l.clone();
-        bad.env.insert("A=B".into(), "x".into());
-        assert!(rank_step(&bad, "7", "n2", "/e").is_err());
-        assert!(rank_step(&l, "7", "n2", "/x=y").is_err());
-    }
 }

@@ -7,8 +7,9 @@ use crate::input::shown;
 /// Run the ranks as steps of one Slurm allocation (`replay --slurm`).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SlurmArgs {
-    /// Run every rank as a step of one Slurm allocation, each on its node (`--box NAME=NODE`
-    /// places a box on a node; without it the card's boxes take the allocation's nodes in order).
+    /// Use one Slurm allocation: replay runs every rank as a step on its node, rehash reads each
+    /// `--root BOX=DIR` in a step on its box's node (`--box NAME=NODE` places a box on a node;
+    /// without it the card's boxes take the allocation's nodes in order).
     #[arg(long)]
     pub slurm: bool,
     /// The partition to allocate in (`salloc --partition`).
@@ -33,6 +34,15 @@ pub struct SlurmArgs {
     /// Ask for whole nodes (`salloc --exclusive`).
     #[arg(long = "slurm-exclusive", requires = "slurm")]
     pub exclusive: bool,
+    /// Replay: run every rank as a task of one step (`srun --mpi=pmix`), for an engine that takes its
+    /// rank from Slurm or PMIx (`SLURM_PROCID`, `PMIX_RANK`): every rank's recorded command must
+    /// be the same.
+    #[arg(long = "slurm-pmix", requires = "slurm")]
+    pub pmix: bool,
+    /// Refuse to run unless the cluster's process tracking is `proctrack/cgroup` (other trackers
+    /// can leave a rank's detached children running after the job).
+    #[arg(long = "slurm-require-cgroup", requires = "slurm")]
+    pub require_cgroup: bool,
 }
 
 /// The job name of every allocation a replay makes.

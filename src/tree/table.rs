@@ -71,11 +71,7 @@ pub fn verify(
 /// The folders `--output` and `--report` name, made when missing; a name that asks for one file
 /// (by its extension) is refused, since a tree has a report per run.
 fn output_dirs(opts: &Options) -> Result<Vec<(Format, PathBuf)>, Fatal> {
-    let mut out: Vec<(Format, PathBuf)> = opts
-        .report
-        .iter()
-        .map(|p| (Format::Json, p.clone()))
-        .collect();
+    let mut out = output::report_files(opts.report.as_deref());
     for spec in &opts.outputs {
         out.push(match spec.split_once(':') {
             Some((f, dir)) if <Format as clap::ValueEnum>::from_str(f, true).is_ok() => {

@@ -8,7 +8,7 @@ pub mod venv;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -235,6 +235,15 @@ impl Copy {
         self
     }
 
+    /// Appends `text` to a file; its recorded digest is left as it was.
+    pub fn append(&self, file: &str, text: &str) -> &Self {
+        let path = self.path().join(file);
+        let mut all = std::fs::read_to_string(&path).unwrap();
+        all.push_str(text);
+        std::fs::write(&path, all).unwrap();
+        self
+    }
+
     /// Changes line `n` (1-based) of a JSON Lines file and re-records the digest.
     pub fn set_line(&self, file: &str, n: usize, pointer: &str, value: Value) -> &Self {
         let path = self.path().join(file);
@@ -269,6 +278,18 @@ pub struct Run {
 }
 
 impl Run {
+    /// Runs `command` to its end; its exit code (-1 when killed by a signal) and its output.
+    pub fn of(command: &mut Command) -> Run {
+        let out = command
+            .output()
+            .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
@@ -376,16 +397,28 @@ pub fn rigaudit(args: &[&str]) -> Run {
 
 /// Runs `rigaudit ARGS` with the variables `env` added to this process's environment.
 pub fn rigaudit_with_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &Path)]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
-        .args(args)
-        .envs(env.iter().copied())
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rigaudit"));
+    Run::of(command.args(args).envs(env.iter().copied()))
+}
+
+/// Runs `command` to its end and asserts it succeeded (showing its stderr when it did not).
+#[track_caller]
+pub fn output_ok(command: &mut Command) -> Output {
+    let out = command
         .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{command:?}: {said}");
+    out
+}
+
+/// The ids of the catalogue, `rigaudit checks --format json`, in its order.
+pub fn catalogue_ids() -> Vec<String> {
+    let catalogue = rigaudit(&["checks", "--format", "json"]).json();
+    let rows = catalogue.as_array().expect("the catalogue is an array");
+    rows.iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// Runs `rigaudit verify PATH --format json`.

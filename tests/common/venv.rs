@@ -21,16 +21,7 @@ pub fn dir(name: &str) -> PathBuf {
 /// A fresh virtual environment at `at` (anything there before is removed).
 pub fn fresh(at: &Path) -> PathBuf {
     let _ = std::fs::remove_dir_all(at);
-    let out = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(at)
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "python3 -m venv: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::output_ok(Command::new("python3").args(["-m", "venv"]).arg(at));
     at.join("bin").join("python")
 }
 
@@ -73,4 +64,14 @@ pub fn with(name: &str, requirements: &[&str]) -> Result<PathBuf, String> {
     pip_install(&python, requirements)?;
     std::fs::write(&marker, want).unwrap();
     Ok(python)
+}
+
+/// [`with`], or `None` after saying on stderr that the test is skipped: PyPI could not be
+/// reached.
+pub fn or_skip(name: &str, requirements: &[&str]) -> Option<PathBuf> {
+    let unreachable = |e| {
+        let what = requirements.join(" ");
+        eprintln!("SKIPPED: PyPI is unreachable, {what} cannot be installed: {e}");
+    };
+    with(name, requirements).map_err(unreachable).ok()
 }

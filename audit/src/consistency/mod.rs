@@ -21,5 +21,27 @@ pub mod impossible;
 pub mod provenance;
 pub mod window;
 
+/// A family's rows whose functions read across a bundle's files (subject files under
+/// `consistency/`), one a line: `NAME: "id", Severity, subject::function, "doc";`. Each becomes
+/// `pub const NAME: Check<Run>`, its doc naming its id and subject file, and the family's
+/// `ACROSS_FILES` lists them in the order written.
+macro_rules! across_files {
+    ($family:literal: $($name:ident: $id:literal, $severity:ident, $subject:ident::$function:ident, $doc:literal;)+) => {
+        $(
+            #[doc = concat!("`", $id, "` (its function reads across files: `consistency/", stringify!($subject), ".rs`).")]
+            pub const $name: $crate::check::Check<$crate::bundle::Run> = $crate::check::Check {
+                id: $id,
+                severity: $crate::report::Severity::$severity,
+                doc: $doc,
+                run: $crate::consistency::$subject::$function,
+            };
+        )+
+
+        #[doc = concat!("`", $family, ".*` rows whose functions compare a bundle's files with each other (subject files under `consistency/`); `verify` runs them in `table::ACROSS_FILES`' order.")]
+        pub const ACROSS_FILES: &[$crate::check::Check<$crate::bundle::Run>] = &[$($name),+];
+    };
+}
+pub(crate) use across_files;
+
 #[cfg(test)]
 mod tests;

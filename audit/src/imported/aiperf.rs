@@ -21,8 +21,8 @@
 
 use super::{compare, percentile_linear, record, row, std_population, Row};
 use super::{impossible, Spread, IMPOSSIBLE_AGGREGATE, REASONING_ONLY};
+use super::{not_checked, RUN_INCOMPLETE, TTFT_EMPTY_CHUNK};
 use super::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE, RECORDS_MISSING};
-use super::{RUN_INCOMPLETE, TTFT_EMPTY_CHUNK};
 use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
@@ -415,17 +415,13 @@ fn not_recomputable(x: &Export, emit: &mut Emit) -> Ran {
         .filter(|(tag, _)| values(&counted, tag).is_empty())
         .map(|(tag, _)| tag.as_str())
         .collect();
-    if tags.is_empty() {
-        return Some(());
-    }
-    emit.finding(format!(
-        "{} printed distributions are not checked, since no request record carries them: {}",
-        tags.len(),
-        tags.join(", ")
-    ))
-    .file(&s.file)
-    .data(json!({ "metrics": tags }));
-    Some(())
+    let why = "no request record carries them";
+    not_checked(
+        emit,
+        (&s.file, "metrics"),
+        ("printed distributions", why),
+        &tags,
+    )
 }
 
 /// The printed totals are the sums of their record metrics. Returns whether it compared any.

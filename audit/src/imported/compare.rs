@@ -434,49 +434,23 @@ mod tests {
 
     #[test]
     fn a_moved_speed_figure_and_a_changed_setting_are_named() {
-        let tol = Tolerance::default();
         let a = side(&[100.0, 101.0, 99.0, 100.5, 99.5]);
         let b = side(&[150.0, 151.0, 149.0, 150.5, 149.5]);
-        let sa = vec![Setting {
-            name: "concurrency".into(),
-            value: "2".into(),
-            at: "f /c".into(),
-            subject: Subject::Contract,
-        }];
-        let sb = vec![Setting {
-            name: "concurrency".into(),
-            value: "4".into(),
-            at: "g /c".into(),
-            subject: Subject::Contract,
-        }];
-        let d = compare(
-            Side {
-                series: &a,
-                settings: &sa,
-            },
-            Side {
-                series: &b,
-                settings: &sb,
-            },
-            &tol,
-            &SetupPolicy::default(),
-        );
+        let concurrency = |value: &str, at: &str| {
+            vec![Setting {
+                name: "concurrency".into(),
+                value: value.into(),
+                at: at.into(),
+                subject: Subject::Contract,
+            }]
+        };
+        let (sa, sb) = (concurrency("2", "f /c"), concurrency("4", "g /c"));
+        let d = diffed((&a, &sa), (&b, &sb));
         assert_eq!(d.found.comparisons[0].verdict, ReplayVerdict::Changed);
         assert_eq!(d.found.comparisons[0].better, Some(false), "a time went up");
         assert_eq!(d.setup.len(), 1);
         assert!(d.found.findings.iter().any(|f| f.check == "diff.moved"));
-        let same = compare(
-            Side {
-                series: &a,
-                settings: &sa,
-            },
-            Side {
-                series: &a,
-                settings: &sa,
-            },
-            &tol,
-            &SetupPolicy::default(),
-        );
+        let same = diffed((&a, &sa), (&a, &sa));
         assert_eq!(same.found.comparisons[0].verdict, ReplayVerdict::Unchanged);
         assert!(!same.found.findings.iter().any(|f| f.check == "diff.moved"));
         // Five requests a side: a p99 is their largest in disguise, never judged unchanged.
@@ -503,18 +477,23 @@ mod tests {
         }]
     }
 
-    fn diff_of(a: &[Series], b: &[Series]) -> Comparison {
-        let side = |series| Side {
-            series,
-            settings: &[],
-        };
-        let d = compare(
-            side(a),
-            side(b),
-            &Tolerance::default(),
-            &SetupPolicy::default(),
+    /// Two runs of figures and settings compared with the default tolerance and policy.
+    fn diffed(a: (&[Series], &[Setting]), b: (&[Series], &[Setting])) -> Diffed {
+        let (a, b) = (
+            Side {
+                series: a.0,
+                settings: a.1,
+            },
+            Side {
+                series: b.0,
+                settings: b.1,
+            },
         );
-        d.found.comparisons[0].clone()
+        compare(a, b, &Tolerance::default(), &SetupPolicy::default())
+    }
+
+    fn diff_of(a: &[Series], b: &[Series]) -> Comparison {
+        diffed((a, &[]), (b, &[])).found.comparisons[0].clone()
     }
 
     #[test]

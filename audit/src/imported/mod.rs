@@ -317,6 +317,30 @@ pub fn impossible(what: &str, s: &Spread) -> Option<(String, String)> {
     Some((msg, w[0].1.to_string()))
 }
 
+/// `import.not-recomputable`'s one finding for `names`, the printed figures of `file` not
+/// checked (`what`: what they are, `why`: since what), listed in its data under `key`; nothing
+/// when `names` is empty.
+pub fn not_checked<S: AsRef<str> + serde::Serialize>(
+    emit: &mut Emit,
+    (file, key): (&str, &str),
+    (what, why): (&str, &str),
+    names: &[S],
+) -> Ran {
+    if names.is_empty() {
+        return Some(());
+    }
+    let listed: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    let said = format!(
+        "{} {what} are not checked, since {why}: {}",
+        names.len(),
+        listed.join(", ")
+    );
+    emit.finding(said)
+        .file(file)
+        .data(serde_json::json!({ key: names }));
+    Some(())
+}
+
 /// Compares a printed aggregate with the value recomputed from the records: records the pair,
 /// and reports a mismatch through `emit` when they differ beyond the printed precision
 /// ([`close`]). Returns whether they agree.

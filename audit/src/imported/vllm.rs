@@ -20,7 +20,9 @@
 //!   first start (0.34's "peak concurrent requests" counts every request active at any time in a
 //!   second, so it can exceed `max_concurrency`; later versions take the exact peak).
 
-use super::{compare, impossible, percentile_linear, row, std_population, Row, Spread};
+use super::{
+    compare, impossible, not_checked, percentile_linear, row, std_population, Row, Spread,
+};
 use super::{
     FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE,
     PERCENTILE_FEW_SAMPLES,
@@ -493,17 +495,8 @@ fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
             keys.push(k.to_string());
         }
     }
-    if keys.is_empty() {
-        return Some(());
-    }
-    emit.finding(format!(
-        "{} printed figures are not checked, since the per-request lists do not give them: {}",
-        keys.len(),
-        keys.join(", ")
-    ))
-    .file(&r.file)
-    .data(json!({ "keys": keys }));
-    Some(())
+    let why = "the per-request lists do not give them";
+    not_checked(emit, (&r.file, "keys"), ("printed figures", why), &keys)
 }
 
 /// Without per-request lists: each throughput against its total over `duration`, where the file

@@ -501,55 +501,13 @@ fn margin_message(
     )
 }
 
-/// `quality.questions-mismatch` (its function reads across files: `consistency/counts.rs`).
-pub const QUESTIONS_MISMATCH: Check<crate::bundle::Run> = Check {
-    id: "quality.questions-mismatch",
-    severity: Severity::Error,
-    doc: "A quality test's answer records, or its summary's total + excluded, differ from the contract's question count.",
-    run: crate::consistency::counts::check_questions,
-};
-
-/// `quality.answered-beyond-window` (its function reads across files: `consistency/window.rs`).
-pub const ANSWERED_BEYOND_WINDOW: Check<crate::bundle::Run> = Check {
-    id: "quality.answered-beyond-window",
-    severity: Severity::Error,
-    doc: "A quality answer recorded as answered needs more tokens (prompt + answer limit) than the server's window.",
-    run: crate::consistency::window::check_answered_quality,
-};
-
-/// `quality.refusal-fits-window` (its function reads across files: `consistency/window.rs`).
-pub const REFUSAL_FITS_WINDOW: Check<crate::bundle::Run> = Check {
-    id: "quality.refusal-fits-window",
-    severity: Severity::Error,
-    doc: "A request recorded as refused for its length fits the window its own refusal text names.",
-    run: crate::consistency::window::check_refusals_that_fit,
-};
-
-/// `quality.excluded-unearned` (its function reads across files: `consistency/excluded.rs`).
-pub const EXCLUDED_UNEARNED: Check<crate::bundle::Run> = Check {
-    id: "quality.excluded-unearned",
-    severity: Severity::Error,
-    doc: "A summary excludes more requests than its answers file shows as not answered (answered answers moved out of the total).",
-    run: crate::consistency::excluded::check_excluded,
-};
-
-/// `quality.impossible-record` (its function reads across files: `consistency/impossible.rs`).
-pub const IMPOSSIBLE_RECORD: Check<crate::bundle::Run> = Check {
-    id: "quality.impossible-record",
-    severity: Severity::Error,
-    doc: "A quality record cannot be: right above total, a percentage out of range, more reply tokens than the limit, negative seconds.",
-    run: crate::consistency::impossible::check_quality_records,
-};
-
-/// `quality.*` rows whose functions compare a bundle's files with each other (subject files under
-/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
-pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[
-    QUESTIONS_MISMATCH,
-    ANSWERED_BEYOND_WINDOW,
-    REFUSAL_FITS_WINDOW,
-    EXCLUDED_UNEARNED,
-    IMPOSSIBLE_RECORD,
-];
+crate::consistency::across_files! { "quality":
+    QUESTIONS_MISMATCH: "quality.questions-mismatch", Error, counts::check_questions, "A quality test's answer records, or its summary's total + excluded, differ from the contract's question count.";
+    ANSWERED_BEYOND_WINDOW: "quality.answered-beyond-window", Error, window::check_answered_quality, "A quality answer recorded as answered needs more tokens (prompt + answer limit) than the server's window.";
+    REFUSAL_FITS_WINDOW: "quality.refusal-fits-window", Error, window::check_refusals_that_fit, "A request recorded as refused for its length fits the window its own refusal text names.";
+    EXCLUDED_UNEARNED: "quality.excluded-unearned", Error, excluded::check_excluded, "A summary excludes more requests than its answers file shows as not answered (answered answers moved out of the total).";
+    IMPOSSIBLE_RECORD: "quality.impossible-record", Error, impossible::check_quality_records, "A quality record cannot be: right above total, a percentage out of range, more reply tokens than the limit, negative seconds.";
+}
 
 #[cfg(test)]
 mod tests;

@@ -150,18 +150,28 @@ impl Answer {
 
     /// The fields the tally reads, borrowed.
     pub fn view(&self) -> AnswerView<'_> {
-        AnswerView {
-            id: &self.id,
-            prompt_tokens: self.prompt_tokens,
-            max_tokens: self.max_tokens,
-            status: self.status,
-            error: self.error.as_deref(),
-            finish_reason: self.finish_reason.as_deref(),
-            extracted: self.extracted.as_deref(),
-            gold: self.gold.as_deref(),
-            correct: self.correct,
-        }
+        crate::answer_view!(self)
     }
+}
+
+/// The [`AnswerView`] of a parsed answer record: any value with [`Answer`]'s fields, its strings
+/// owned or borrowed (the CLI's streaming reader parses a line into a type of its own that
+/// borrows them), so the fields the tally reads are mapped once.
+#[macro_export]
+macro_rules! answer_view {
+    ($answer:expr) => {
+        $crate::records::AnswerView {
+            id: &$answer.id,
+            prompt_tokens: $answer.prompt_tokens,
+            max_tokens: $answer.max_tokens,
+            status: $answer.status,
+            error: $answer.error.as_deref(),
+            finish_reason: $answer.finish_reason.as_deref(),
+            extracted: $answer.extracted.as_deref(),
+            gold: $answer.gold.as_deref(),
+            correct: $answer.correct,
+        }
+    };
 }
 
 /// The fields of an answer record the tally reads, borrowed from wherever it was parsed.

@@ -453,6 +453,7 @@ fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut Stag
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::assert_says;
 
     const FULL_PKG: &str = "250b7cd3aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const FULL_BIN: &str = "441a3847bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -524,11 +525,7 @@ mod tests {
         let f = of(&c, "rehash.package-digest");
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info);
-        assert!(
-            f[0].message.contains("matches the 8 published digits"),
-            "{}",
-            f[0].message
-        );
+        assert_says(f[0], "matches the 8 published digits");
         assert!(!f[0].message.contains("full digest"));
         assert_eq!(f[0].data["match"], "prefix");
         assert!(c.ran.contains(&"rehash.package-digest".to_string()));
@@ -686,11 +683,7 @@ mod tests {
         let b = of(&c, "rehash.boxes-differ");
         assert_eq!(b.len(), 1);
         assert!(b[0].message.contains("2 of 3 copies"), "{}", b[0].message);
-        assert!(
-            b[0].message.contains("(box pgx) has 0000"),
-            "{}",
-            b[0].message
-        );
+        assert_says(b[0], "(box pgx) has 0000");
         assert!(!b[0].message.contains("(box atom) has"), "{}", b[0].message);
     }
 
@@ -822,6 +815,19 @@ mod tests {
         v.iter().map(|(p, d)| (*p, d.as_str())).collect()
     }
 
+    /// A checkpoint of three shards (the README and config of digest `A`) whose revision file
+    /// names `revision`.
+    fn pinned(revision: &str) -> CheckpointSeen {
+        ckpt(&as_refs(&three_shards(A, A)), Some(revision))
+    }
+
+    /// [`measured`] with one [`pinned`] checkpoint.
+    fn measured_pinned(revision: &str) -> Measured {
+        let mut m = measured();
+        m.checkpoints.push(pinned(revision));
+        m
+    }
+
     /// The snapshot folder `snap` (revision 76c0b517) checked against the pinned revision's
     /// three shards, given with `--compare` as `origin`.
     fn snapshot_against_pin(snap: Vec<(&'static str, String)>, origin: &str) -> Findings {
@@ -840,11 +846,7 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info, "{}", f[0].message);
         assert!(f[0].message.contains("is weights-equal"));
-        assert!(
-            f[0].message.contains("README.md (doc, changed)"),
-            "{}",
-            f[0].message
-        );
+        assert_says(f[0], "README.md (doc, changed)");
         assert_eq!(f[0].data["weights_equal"], true);
     }
 
@@ -853,11 +855,7 @@ mod tests {
         let c = snapshot_against_pin(three_shards(A, B), "pin");
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f[0].severity, Severity::Error);
-        assert!(
-            f[0].message.contains("config.json (config, changed)"),
-            "{}",
-            f[0].message
-        );
+        assert_says(f[0], "config.json (config, changed)");
         assert!(!f[0].message.contains("README"));
     }
 
@@ -877,33 +875,16 @@ mod tests {
         let c = check(&cd, &m);
         let f = of(&c, "rehash.checkpoint-files");
         assert_eq!(f[0].severity, Severity::Error);
-        assert!(
-            f[0].message
-                .contains("model-00002-of-00003.safetensors (weight, missing)"),
-            "{}",
-            f[0].message
-        );
+        assert_says(f[0], "model-00002-of-00003.safetensors (weight, missing)");
         let s = of(&c, "rehash.checkpoint-shards");
         assert_eq!(s[0].severity, Severity::Error);
-        assert!(
-            s[0].message
-                .contains("holds 1 weight shards, the card says 3"),
-            "{}",
-            s[0].message
-        );
-        assert!(
-            s[0].message
-                .contains("2 numbered shards are missing (00002, 00003)"),
-            "{}",
-            s[0].message
-        );
+        assert_says(s[0], "holds 1 weight shards, the card says 3");
+        assert_says(s[0], "2 numbered shards are missing (00002, 00003)");
     }
 
     #[test]
     fn shard_count_passes() {
-        let mut m = measured();
-        m.checkpoints
-            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517")));
+        let m = measured_pinned("76c0b517");
         let c = check(&card(), &m);
         let s = of(&c, "rehash.checkpoint-shards");
         assert_eq!(s[0].severity, Severity::Info);
@@ -912,9 +893,7 @@ mod tests {
 
     #[test]
     fn revision_file_pass_and_fail() {
-        let mut m = measured();
-        m.checkpoints
-            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517f00d")));
+        let mut m = measured_pinned("76c0b517f00d");
         let c = check(&card(), &m);
         assert_eq!(of(&c, "rehash.revision-file")[0].severity, Severity::Info);
         m.checkpoints[0].revision_file = Some(RevisionFileSeen::Content("078455ff".into()));
@@ -933,9 +912,7 @@ mod tests {
     fn hand_written_marker_over_a_snapshot_is_said() {
         let mut cd = card();
         cd.checkpoint.snapshot = Some("078455ff".into());
-        let mut m = measured();
-        m.checkpoints
-            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517")));
+        let mut m = measured_pinned("76c0b517");
         m.checkpoints[0].hub_revision = Some("078455ff0123456789abcdef0123456789abcdef".into());
         let c = check(&cd, &m);
         let r = of(&c, "rehash.revision-file");
@@ -950,10 +927,8 @@ mod tests {
 
     #[test]
     fn checkpoints_on_two_boxes_differ() {
-        let mut m = measured();
-        m.checkpoints
-            .push(ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517")));
-        let mut other = ckpt(&as_refs(&three_shards(A, A)), Some("76c0b517"));
+        let mut m = measured_pinned("76c0b517");
+        let mut other = pinned("76c0b517");
         other.manifest.entries[1].sha256 = B.into();
         other.at = other.at.on("pgx");
         m.checkpoints.push(other);

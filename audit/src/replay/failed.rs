@@ -118,3 +118,7 @@ fn unanswered_quality(recorded: &Bundle, replayed: &Bundle) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "failed_tests.rs"]
+mod tests;

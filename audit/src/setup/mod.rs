@@ -611,26 +611,10 @@ fn session_order(b: &Bundle, e: &mut Emit) {
     }
 }
 
-/// `setup.sessions-overlap` (its function reads across files: `consistency/provenance.rs`).
-pub const SESSIONS_OVERLAP: Check<crate::bundle::Run> = Check {
-    id: "setup.sessions-overlap",
-    severity: Severity::Error,
-    doc:
-        "Two measurements on one server overlap in time (a speed run inside a quality run's span).",
-    run: crate::consistency::provenance::check_sessions_overlap,
-};
-
-/// `setup.outside-session` (its function reads across files: `consistency/provenance.rs`).
-pub const OUTSIDE_SESSION: Check<crate::bundle::Run> = Check {
-    id: "setup.outside-session",
-    severity: Severity::Error,
-    doc: "A result's timestamps lie outside the span of its session in the manifest.",
-    run: crate::consistency::provenance::check_inside_session,
-};
-
-/// `setup.*` rows whose functions compare a bundle's files with each other (subject files under
-/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
-pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[SESSIONS_OVERLAP, OUTSIDE_SESSION];
+crate::consistency::across_files! { "setup":
+    SESSIONS_OVERLAP: "setup.sessions-overlap", Error, provenance::check_sessions_overlap, "Two measurements on one server overlap in time (a speed run inside a quality run's span).";
+    OUTSIDE_SESSION: "setup.outside-session", Error, provenance::check_inside_session, "A result's timestamps lie outside the span of its session in the manifest.";
+}
 
 #[cfg(test)]
 mod tests {

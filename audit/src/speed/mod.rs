@@ -250,20 +250,32 @@ fn step_exceeds_window(b: &Bundle, e: &mut Emit) -> Ran {
     let r = &rl.value;
     let window = window(Some(c), r)?;
     let values = recompute(c, r);
-    fit_rows_exceeding(b, &values, r, window, &rl.path, e);
-    requests_exceeding(b, &values, r, window, &rl.path, e);
+    let w = Window {
+        b,
+        values: &values,
+        r,
+        window,
+        file: &rl.path,
+    };
+    fit_rows_exceeding(w, e);
+    requests_exceeding(w, e);
     Some(())
 }
 
-/// The fit rows the tool wrote that do not fit the window, or are marked wrongly.
-fn fit_rows_exceeding(
-    b: &Bundle,
-    values: &BTreeMap<String, Option<f64>>,
-    r: &SpeedResult,
+/// What both halves of `speed.step-exceeds-window` read: the bundle, the values recomputed from
+/// the speed result `r`, its file, and the server's window in tokens.
+#[derive(Clone, Copy)]
+struct Window<'a> {
+    b: &'a Bundle,
+    values: &'a BTreeMap<String, Option<f64>>,
+    r: &'a SpeedResult,
     window: u64,
-    file: &str,
-    e: &mut Emit,
-) {
+    file: &'a str,
+}
+
+/// The fit rows the tool wrote that do not fit the window, or are marked wrongly.
+fn fit_rows_exceeding(w: Window, e: &mut Emit) {
+    let (b, values, r, window, file) = (w.b, w.values, w.r, w.window, w.file);
     for (i, f) in r.fits.iter().enumerate() {
         let need = f.depth.saturating_add(f.max_tokens);
         if need > window {
@@ -296,14 +308,8 @@ fn fit_rows_exceeding(
 }
 
 /// Requests sent for a step that cannot fit the window (and that no fit row already names).
-fn requests_exceeding(
-    b: &Bundle,
-    values: &BTreeMap<String, Option<f64>>,
-    r: &SpeedResult,
-    window: u64,
-    file: &str,
-    e: &mut Emit,
-) {
+fn requests_exceeding(w: Window, e: &mut Emit) {
+    let (b, values, r, window, file) = (w.b, w.values, w.r, w.window, w.file);
     for (i, q) in r.requests.iter().enumerate() {
         if !matches!(q.step.as_str(), "ctx" | "prefill" | "l1") || q.warmup {
             continue;
@@ -494,46 +500,12 @@ fn compare(key: &str, exact: Option<f64>, s: &Shown, e: &mut Emit) {
     }
 }
 
-/// `speed.runs-mismatch` (its function reads across files: `consistency/counts.rs`).
-pub const RUNS_MISMATCH: Check<crate::bundle::Run> = Check {
-    id: "speed.runs-mismatch",
-    severity: Severity::Error,
-    doc: "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.",
-    run: crate::consistency::counts::check_speed_runs,
-};
-
-/// `speed.prompt-size-mismatch` (its function reads across files: `consistency/counts.rs`).
-pub const PROMPT_SIZE_MISMATCH: Check<crate::bundle::Run> = Check {
-    id: "speed.prompt-size-mismatch",
-    severity: Severity::Error,
-    doc: "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).",
-    run: crate::consistency::counts::check_prompt_sizes,
-};
-
-/// `speed.answered-beyond-window` (its function reads across files: `consistency/window.rs`).
-pub const ANSWERED_BEYOND_WINDOW: Check<crate::bundle::Run> = Check {
-    id: "speed.answered-beyond-window",
-    severity: Severity::Error,
-    doc: "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.",
-    run: crate::consistency::window::check_answered_speed,
-};
-
-/// `speed.impossible-record` (its function reads across files: `consistency/impossible.rs`).
-pub const IMPOSSIBLE_RECORD: Check<crate::bundle::Run> = Check {
-    id: "speed.impossible-record",
-    severity: Severity::Error,
-    doc: "A speed record cannot be: times out of order, more tokens than the cap, accepted above drafted, a rate or percentage out of range.",
-    run: crate::consistency::impossible::check_speed_records,
-};
-
-/// `speed.*` rows whose functions compare a bundle's files with each other (subject files under
-/// `consistency/`); `verify` runs them in [`crate::table::ACROSS_FILES`]' order.
-pub const ACROSS_FILES: &[Check<crate::bundle::Run>] = &[
-    RUNS_MISMATCH,
-    PROMPT_SIZE_MISMATCH,
-    ANSWERED_BEYOND_WINDOW,
-    IMPOSSIBLE_RECORD,
-];
+crate::consistency::across_files! { "speed":
+    RUNS_MISMATCH: "speed.runs-mismatch", Error, counts::check_speed_runs, "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.";
+    PROMPT_SIZE_MISMATCH: "speed.prompt-size-mismatch", Error, counts::check_prompt_sizes, "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).";
+    ANSWERED_BEYOND_WINDOW: "speed.answered-beyond-window", Error, window::check_answered_speed, "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.";
+    IMPOSSIBLE_RECORD: "speed.impossible-record", Error, impossible::check_speed_records, "A speed record cannot be: times out of order, more tokens than the cap, accepted above drafted, a rate or percentage out of range.";
+}
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,109 @@
+//! One case per row of `diff::CHECKS`: two small bundles made from the recorded CPU run, one
+//! changed, each row found where its problem is planted and quiet on the run against itself.
+
+use super::*;
+use crate::report::Finding;
+use crate::testkit::{assert_says, Kit, SMOLLM2};
+
+const RESULT: &str = "speed/speed-result.json";
+
+/// The findings of one row when `a` is diffed with `b` (default tolerance and policy).
+fn found(a: &Kit, b: &Kit, id: &str) -> Vec<Finding> {
+    let d = diff(
+        &a.bundle(),
+        &b.bundle(),
+        &Tolerance::default(),
+        &SetupPolicy::default(),
+    );
+    assert!(d.found.ran.iter().any(|r| r == id), "{id} did not run");
+    d.found
+        .findings
+        .into_iter()
+        .filter(|f| f.check == id)
+        .collect()
+}
+
+/// `kit` with `edit` applied to every speed request of `step`.
+fn each_request(kit: &Kit, step: &'static str, edit: impl Fn(&mut Value)) -> Kit {
+    kit.clone().with(RESULT, |v| {
+        let requests = v["requests"].as_array_mut().expect("requests");
+        requests
+            .iter_mut()
+            .filter(|q| q["step"] == step)
+            .for_each(edit);
+    })
+}
+
+/// Asserts a finding at `severity` whose message begins with `start`.
+#[track_caller]
+fn assert_finds(f: &[Finding], severity: Severity, start: &str) {
+    let it = |f: &Finding| f.severity == severity && f.message.starts_with(start);
+    assert!(f.iter().any(it), "{f:?}");
+}
+
+/// The machine's speed reference: `gbps` before each of eight steps.
+fn reference(kit: &Kit, gbps: f64) -> Kit {
+    let samples: Vec<Value> = (0..8)
+        .map(|i| json!({"step": format!("decode/code/{i}"), "gbps": gbps + 0.01 * i as f64}))
+        .collect();
+    let reference = json!({"kernel": "reference-1 avx2", "threads": 2, "samples": samples});
+    kit.clone()
+        .with(RESULT, |v| v["machine_reference"] = reference)
+}
+
+#[test]
+fn a_run_against_itself_differs_in_nothing_and_moves_nothing() {
+    let a = Kit::of(SMOLLM2);
+    assert_eq!(found(&a, &a, "diff.setup-differs"), vec![]);
+    assert_eq!(found(&a, &a, "diff.moved"), vec![]);
+}
+
+#[test]
+fn setup_differs_names_a_changed_engine_with_both_values() {
+    let a = Kit::of(SMOLLM2);
+    let b = a
+        .clone()
+        .set("card.json", "/engine/version", json!("9.9.9"));
+    let f = found(&a, &b, "diff.setup-differs");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_says(&f[0], "9.9.9");
+}
+
+#[test]
+fn moved_names_a_decode_rate_that_halved() {
+    let a = Kit::of(SMOLLM2);
+    // Every decode reply takes twice as long after its first token.
+    let slower = each_request(&a, "decode", |q| {
+        let (first, end) = (q["first_token_s"].as_f64(), q["end_s"].as_f64());
+        if let (Some(first), Some(end)) = (first, end) {
+            q["end_s"] = json!(first + (end - first) * 2.0);
+        }
+    });
+    assert_finds(&found(&a, &slower, "diff.moved"), Severity::Error, "decode");
+}
+
+#[test]
+fn inconclusive_and_not_comparable_name_their_figures() {
+    let a = Kit::of(SMOLLM2);
+    let inconclusive = found(&a, &a, "diff.inconclusive");
+    assert!(!inconclusive.is_empty(), "a percentile of few samples");
+    assert!(inconclusive.iter().all(|f| f.severity == Severity::Info));
+    // Every decode request of B refused: its decode figures cannot be compared.
+    let refused = each_request(&a, "decode", |q| {
+        q["status"] = json!(400);
+        q["error"] = json!("maximum context length exceeded");
+    });
+    let f = found(&a, &refused, "diff.not-comparable");
+    assert_finds(&f, Severity::Warning, "decode");
+}
+
+#[test]
+fn machine_speed_says_the_machine_ran_slower_on_one_side() {
+    let a = reference(&Kit::of(SMOLLM2), 20.0);
+    assert_eq!(found(&a, &a, "diff.machine-speed"), vec![]);
+    let f = found(&a, &reference(&a, 10.0), "diff.machine-speed");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    assert_says(&f[0], "speed moves it explains are inconclusive");
+}

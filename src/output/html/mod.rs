@@ -1,0 +1,167 @@
+//! The report as one self-contained HTML file (inline CSS and SVG, no script, nothing fetched at
+//! view time), its most important part first, as the text report: the verdict with what it
+//! covers, why and what to do; then the findings by severity, the errors in a callout
+//! (`findings.rs`); the table of figures, every recomputed figure beside the page's, or a diff's
+//! and replay's figures side by side with their change and verdict (`tables.rs`); the charts,
+//! drawn so that disagreement, missing results and spread show (`plots.rs` picks them,
+//! `charts.rs` draws them); last a diff's setup differences, each once. `cells.rs` escapes text
+//! and writes numbers for all of them. The page is well-formed XML as well as HTML (void
+//! elements closed, ids once), so a strict parser reads it (tests/reports.rs checks it so).
+
+mod cells;
+mod charts;
+mod findings;
+mod plots;
+mod tables;
+
+use cells::esc;
+use rigaudit_audit::{Report, Verdict};
+use std::fmt::Write;
+
+/// The page's style: tables, the verdict's colours, the errors' callout, rows that differ.
+const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}\
+.verdict{font-size:20px;font-weight:bold}.pass{color:#2a7}.fail{color:#c22}.incomplete{color:#b80}\
+table{border-collapse:collapse;margin:1em 0}caption{text-align:left;font-weight:bold;padding:2px 0}\
+td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}\
+th[scope=row]{font-weight:normal}\
+.callout{border:2px solid #c22;border-left:8px solid #c22;background:#fdf0f0;padding:0 1em;margin:1em 0}\
+.callout h3{color:#c22}\
+tr.error td:first-child{color:#c22}tr.warning td:first-child{color:#b80}\
+.figures td{white-space:nowrap}.figures td:last-child{white-space:normal}\
+tr.differs{background:#fde2e2}tr.differs td:last-child{color:#c22}tr.noresult{background:#f3f3f3}\
+figure{margin:1em 0}figcaption{font-weight:bold}.chart-notes{font-size:13px;margin:0 0 1em}";
+
+/// Why, under the verdict, as the text report's first lines say it: why it is incomplete, one
+/// headline per failing family with its sum, and what to do (empty when there is nothing to say).
+fn why(r: &Report) -> String {
+    use rigaudit_audit::headline;
+    let mut items: Vec<String> = Vec::new();
+    if let Some(why) = &r.incomplete {
+        items.push(format!("incomplete: {}", esc(why)));
+    }
+    items.extend(headline::headlines(r).iter().map(|h| esc(h)));
+    if let Some(next) = headline::next_step(r) {
+        items.push(format!("what to do: {}", esc(&next)));
+    }
+    if items.is_empty() {
+        return String::new();
+    }
+    let list: String = items.iter().map(|i| format!("<li>{i}</li>")).collect();
+    format!("<ul class=\"why\">{list}</ul>")
+}
+
+/// The verdict, the counts and the rules, then why and what to do.
+fn lead(r: &Report) -> String {
+    let (word, class) = match r.verdict {
+        Verdict::Pass => ("PASS", "pass"),
+        Verdict::Fail => ("FAIL", "fail"),
+        Verdict::Incomplete => ("INCOMPLETE", "incomplete"),
+    };
+    // A pass that rests on less than a measurement says so, as the text report does.
+    let word = match rigaudit_audit::headline::coverage(r) {
+        Some(covers) => format!("{word}, {}", esc(&covers)),
+        None => word.to_string(),
+    };
+    let mut o = format!(
+        "<p class=\"verdict {class}\">{word} ({} errors, {} warnings, {} notes; {} checks ran; rules {})</p>",
+        r.counts.error,
+        r.counts.warning,
+        r.counts.info,
+        r.checks_run.len(),
+        esc(&r.rules_version)
+    );
+    o.push_str(&why(r));
+    if r.comparisons.is_empty() {
+        if let Some(s) = &r.replay_summary {
+            let _ = write!(o, "<p>{}</p>", esc(&s.line(r.command == "diff")));
+        }
+    }
+    o
+}
+
+/// Renders a report as one self-contained HTML page: the lead lines, the findings, the table of
+/// figures, the charts, the setup differences.
+pub fn render(r: &Report) -> String {
+    let title = format!("rigaudit {} {}", r.command, r.bundle);
+    let mut o = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>");
+    let _ = write!(
+        o,
+        "<title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
+        esc(&title),
+        esc(&title)
+    );
+    o.push_str(&lead(r));
+    o.push_str(&findings::section(r));
+    if r.comparisons.is_empty() {
+        o.push_str(&tables::recomputed(r));
+    } else {
+        o.push_str(&tables::comparisons(r));
+    }
+    o.push_str(&plots::charts(r));
+    o.push_str(&tables::setup(r));
+    o.push_str("</main></body></html>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rigaudit_audit::{Comparison, Finding, Findings, ReplayVerdict, Severity};
+
+    /// A replay's report: one figure that drifted (with its runs' spread), one the replay has
+    /// no result for, and a finding whose message quotes hostile input.
+    fn replayed() -> Report {
+        let mut found = Findings::default();
+        found.ran("replay.drifted");
+        let hostile = "decode <script>alert(1)</script> & \"quoted\"";
+        found
+            .findings
+            .push(Finding::new("replay.drifted", Severity::Error, hostile).file("speed.json"));
+        let mut r = Report::new("replay", "b", Some(Severity::Error), found);
+        let mut drifted = Comparison::untested("decode", (Some(30.0), Some(20.0)), (5, 5));
+        drifted.verdict = ReplayVerdict::Drifted;
+        drifted.sd_recorded = Some(1.0);
+        drifted.sd_replayed = Some(2.0);
+        drifted.p_value = Some(0.00001);
+        let mut missing = Comparison::untested("decode.code", (Some(30.0), None), (5, 0));
+        missing.why = "every request refused on the replay".into();
+        r.comparisons = vec![drifted, missing];
+        r
+    }
+
+    #[test]
+    fn a_replay_page_names_its_sides_marks_the_drift_and_says_why_a_result_is_missing() {
+        let page = render(&replayed());
+        let table = &page[page.find("<table class=\"figures\">").unwrap()..];
+        assert!(table.contains("<th scope=\"col\">recorded</th><th scope=\"col\">replayed</th>"));
+        assert!(
+            !table.contains("better / worse"),
+            "only diff has better/worse"
+        );
+        assert_eq!(page.matches("<tr class=\"differs\">").count(), 1);
+        assert!(page.contains("<td>-33.3 %</td><td>drifted</td><td>&lt; 0.0001</td>"));
+        // The chart: both whiskers, ≠ over the drift with its legend, the placeholder's why.
+        assert_eq!(page.matches("class=\"err\"").count(), 2);
+        assert_eq!(page.matches("<text class=\"differs\"").count(), 1);
+        assert!(page.contains(">drifted beyond the band</text>"));
+        assert!(
+            page.contains("<li><code>decode.code</code>: every request refused on the replay</li>")
+        );
+        // The findings come before the table, the table before the chart.
+        let (findings, figures, chart) = (
+            page.find("<h2>Findings</h2>").unwrap(),
+            page.find("<h2>Figures</h2>").unwrap(),
+            page.find("<figure>").unwrap(),
+        );
+        assert!(findings < figures && figures < chart);
+    }
+
+    #[test]
+    fn input_quoted_in_a_finding_is_text_not_markup() {
+        let page = render(&replayed());
+        assert!(!page.contains("<script"));
+        assert!(
+            page.contains("decode &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;")
+        );
+    }
+}

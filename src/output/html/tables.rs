@@ -1,0 +1,170 @@
+//! The page's tables of figures: every recomputed figure beside what the page and the file show
+//! (verify, audit), the figures of two sides with their change and verdict (diff, replay), the
+//! decision rule they were judged by, and a diff's setup differences, each listed once.
+
+use super::cells::{at_precision, esc, num, numeric_order, quoted, Agreement};
+use super::findings::SETUP_ANCHOR;
+use rigaudit_audit::decide::p_cell;
+use rigaudit_audit::verdict::{better_word, Comparison, ReplayVerdict};
+use rigaudit_audit::{Recomputed, Report};
+use std::fmt::Write;
+
+/// The header row of a table: each name a column header.
+fn head(names: &[&str]) -> String {
+    let cells: String = names
+        .iter()
+        .map(|n| format!("<th scope=\"col\">{n}</th>"))
+        .collect();
+    format!("<thead><tr>{cells}</tr></thead>")
+}
+
+/// Every recomputed figure in numeric key order: the page's value, the recomputed one, the
+/// file's, and whether they agree (the checks' rule); rows that differ or have no result marked.
+pub fn recomputed(r: &Report) -> String {
+    if r.recomputed.is_empty() {
+        return String::new();
+    }
+    let rows = numeric_order(&r.recomputed);
+    let count = |a| rows.iter().filter(|v| Agreement::of(v) == a).count();
+    let mut summary = format!(
+        "{} figures recomputed from the raw records: {} match",
+        rows.len(),
+        count(Agreement::Match)
+    );
+    for (a, what) in [
+        (Agreement::Differs, "differ"),
+        (Agreement::NoResult, "have no result"),
+    ] {
+        if count(a) > 0 {
+            let _ = write!(summary, ", {} {what}", count(a));
+        }
+    }
+    let mut o = format!(
+        "<section id=\"figures\"><h2>Figures</h2><table class=\"figures\"><caption>{summary}</caption>{}<tbody>",
+        head(&["figure", "page", "recomputed", "file", "agreement"])
+    );
+    for v in rows {
+        o.push_str(&recomputed_row(v));
+    }
+    o.push_str("</tbody></table></section>\n");
+    o
+}
+
+fn recomputed_row(v: &Recomputed) -> String {
+    let agreement = Agreement::of(v);
+    let class = match agreement {
+        Agreement::Match => "match",
+        Agreement::Differs => "differs",
+        Agreement::NoResult => "noresult",
+    };
+    let page = v.page.as_deref();
+    let mark = match agreement {
+        Agreement::Differs => "<strong>differs</strong>".to_string(),
+        a => a.word().to_string(),
+    };
+    format!(
+        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{}</td><td>{}</td><td>{mark}</td></tr>",
+        esc(&v.key),
+        page.map_or("–".into(), quoted),
+        at_precision(v.value, page),
+        v.file.map_or("–".into(), |x| num(Some(x)))
+    )
+}
+
+/// The figures of the two sides, one row each: A, B, the change, better or worse (diff), the
+/// verdict, the p-value, and why; then the decision rule.
+pub fn comparisons(r: &Report) -> String {
+    if r.comparisons.is_empty() {
+        return String::new();
+    }
+    let diff = r.command == "diff";
+    let mut names = vec!["figure"];
+    names.extend(if diff {
+        ["A", "B"]
+    } else {
+        ["recorded", "replayed"]
+    });
+    names.push("change");
+    if diff {
+        names.push("better / worse");
+    }
+    names.extend(["verdict", "p", "why"]);
+    let caption = r
+        .replay_summary
+        .as_ref()
+        .map_or(String::new(), |s| esc(&s.line(diff)));
+    let mut o = format!(
+        "<section id=\"figures\"><h2>Figures</h2><table class=\"figures\"><caption>{caption}</caption>{}<tbody>",
+        head(&names)
+    );
+    for c in &r.comparisons {
+        o.push_str(&comparison_row(c, diff));
+    }
+    o.push_str("</tbody></table>");
+    o.push_str(&rule(r));
+    o.push_str("</section>\n");
+    o
+}
+
+fn comparison_row(c: &Comparison, diff: bool) -> String {
+    let class = match c.verdict {
+        ReplayVerdict::Drifted | ReplayVerdict::Changed => "differs",
+        ReplayVerdict::NotComparable => "noresult",
+        _ => "match",
+    };
+    let change = c.change_pct.map_or("–".into(), |x| format!("{x:+.1} %"));
+    let better = if diff {
+        format!("<td>{}</td>", better_word(c.better))
+    } else {
+        String::new()
+    };
+    let info = if c.informational { " (info)" } else { "" };
+    format!(
+        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{}</td><td>{change}</td>{better}<td>{}{info}</td><td>{}</td><td>{}</td></tr>",
+        esc(&c.key),
+        num(c.recorded),
+        num(c.replayed),
+        c.verdict.name(),
+        c.p_value.map_or("–".into(), |p| esc(&p_cell(p))),
+        quoted(&c.why)
+    )
+}
+
+/// The decision rule the rows were judged by: its first line, then a bullet per band.
+fn rule(r: &Report) -> String {
+    let Some((first, bands)) = r.decision_rule.split_first() else {
+        return String::new();
+    };
+    let items: String = bands
+        .iter()
+        .map(|b| format!("<li>{}</li>", esc(b)))
+        .collect();
+    format!("<p>{}</p><ul>{items}</ul>", esc(first))
+}
+
+/// A diff's setup differences, each once: what it is about, what differs, A's and B's values and
+/// where each records it.
+pub fn setup(r: &Report) -> String {
+    if r.setup_changes.is_empty() {
+        return String::new();
+    }
+    let mut o = format!(
+        "<section id=\"{SETUP_ANCHOR}\"><h2>Setup differences</h2><table class=\"setup\"><caption>{} setup differences, each listed once</caption>{}<tbody>",
+        r.setup_changes.len(),
+        head(&["subject", "what", "A", "B", "where A records it", "where B records it"])
+    );
+    for c in &r.setup_changes {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+            c.subject.name(),
+            quoted(&c.what),
+            quoted(&c.a),
+            quoted(&c.b),
+            quoted(&c.where_a),
+            quoted(&c.where_b)
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+    o
+}
