@@ -116,6 +116,12 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
     // rule the rows were judged by.
     let p = row(&r, "prefill.2048");
     assert_eq!(p["verdict"], "changed", "{p}");
+    // The pages' runs (3-5 a step) are too few for MSER-5: every series is compared whole.
+    let rows = r["comparisons"].as_array().unwrap();
+    assert!(
+        rows.iter().all(|c| c.get("warm_up_dropped").is_none()),
+        "{rows:?}"
+    );
     assert!(p["better"].is_boolean(), "{p}");
     assert!(r["decision_rule"][0]
         .as_str()
@@ -319,5 +325,62 @@ fn a_policy_sets_the_decision_rule_and_one_no_figure_could_meet_is_refused() {
         run.stderr.contains("decode: a ±5.0 % band"),
         "{}",
         run.stderr
+    );
+}
+
+#[test]
+fn the_report_says_how_many_runs_a_step_needs_to_tell_5_and_10_percent() {
+    let p = root().join("fixtures/runs/smollm2-cpu");
+    let s = p.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("gate.toml");
+    std::fs::write(&policy, "[decide]\nsetting = \"dedicated\"\n").unwrap();
+    let dedicated = ["--policy", policy.to_str().unwrap()];
+    let (_, r) = diff(&p, &p, &dedicated);
+    // Every speed row with an interval carries its plan, from its own spread; quality none.
+    let rows = r["comparisons"].as_array().unwrap();
+    let planned: Vec<&Value> = rows
+        .iter()
+        .filter(|c| c["runs_to_tell"].is_object())
+        .collect();
+    assert!(planned.len() >= 5, "{rows:?}");
+    for c in &planned {
+        let (five, ten) = (&c["runs_to_tell"]["pct5"], &c["runs_to_tell"]["pct10"]);
+        let (five, ten) = (five.as_u64().unwrap(), ten.as_u64().unwrap());
+        assert!(five == 0 || five >= ten, "{c}");
+        assert_eq!(c["test"], "log-ratio", "{c}");
+    }
+    assert!(row(&r, "quality.arith.pct").get("runs_to_tell").is_none());
+    // The text report prints them on one line, the same numbers as the JSON.
+    let cell = |n: &Value| match n.as_u64().unwrap() {
+        0 => "–".to_string(),
+        n => n.to_string(),
+    };
+    let first = planned
+        .iter()
+        .find(|c| c["runs_to_tell"]["pct10"].as_u64() != Some(0))
+        .expect("a step ±10 % can be told for on dedicated hardware");
+    let t = &first["runs_to_tell"];
+    // The text report wraps long lines: read it with its words joined by single spaces.
+    let flat = |out: &str| out.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = flat(&rigaudit(&["diff", s, s, dedicated[0], dedicated[1]]).stdout);
+    let head = "runs a side to tell ±5 % / ±10 % at the spread measured: ";
+    let at = text.find(head).unwrap_or_else(|| panic!("{text}"));
+    let line = &text[at..];
+    let shown = format!(
+        "{} {}/{}",
+        first["key"].as_str().unwrap(),
+        cell(&t["pct5"]),
+        cell(&t["pct10"])
+    );
+    assert!(line.contains(&shown), "{shown} in {line}");
+    // On a shared VM (7 % a session, the default) no number of runs tells ±10 %: said once.
+    let shared = flat(&rigaudit(&["diff", s, s]).stdout);
+    assert!(
+        shared.contains(&format!(
+            "at the spread measured: no number of runs, for any of the {} steps",
+            planned.len()
+        )),
+        "{shared}"
     );
 }

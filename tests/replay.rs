@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{fake_engine, fake_engine_card, python3, rigaudit, write_bundle, Run};
+use common::{
+    decode_contract, fake_engine, fake_engine_card, python3, rigaudit, write_bundle, Run,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -306,4 +308,72 @@ fn sigterm_with_stderr_closed_still_ends_the_replay_and_the_engine() {
     let status = status.expect("the replay ended within 20 s of SIGTERM");
     assert_eq!(status.code(), Some(130));
     assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
+
+/// `--runs auto`: recorded on a steady fake engine, replayed on one whose runs spread by a seeded
+/// 70 % (log scale), judged within a ±25 % band with no session term: 16 runs leave the interval
+/// across the band, so the replay adds runs of decode in rounds of their own sessions (the
+/// record's 16 stay as they are), within the budget; the note says each step's runs and why it
+/// got no more, and the rows count the pooled runs. With a budget the first session already
+/// spent, no round runs.
+#[test]
+fn runs_auto_adds_runs_where_the_spread_needs_them_within_the_budget() {
+    let s = Setup::new();
+    let t = s.tmp.path().join("jitter");
+    let card = fake_engine_card(
+        &s.script,
+        &["--token-delay", "0.01", "--jitter", "<jitter>"],
+        json!({}),
+    );
+    write_bundle(&t, ("fake-jitter", "fake"), &card, &decode_contract(16, 8));
+    // Other work on the machine is not what this test is about: no foreign-load guard.
+    let (run, rec) = s.replay(&t, "recorded", &["jitter=0"], &["--no-load-guard"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rec = rec.join("bundle");
+    let policy = s.tmp.path().join("band.toml");
+    std::fs::write(
+        &policy,
+        "[decide]\nsetting = \"dedicated\"\ndecode = { band = 0.25, session_sd = 0.0 }\n",
+    )
+    .unwrap();
+    let p = policy.to_str().unwrap();
+    let auto = |out: &str, budget: &str| {
+        let extra = [
+            "--runs",
+            "auto",
+            "--budget",
+            budget,
+            "--policy",
+            p,
+            "--confirm",
+            "false",
+            "--no-load-guard",
+        ];
+        let (run, dir) = s.replay(&rec, out, &["jitter=0.7"], &extra);
+        assert_ne!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+        let notes = run.findings("replay.note");
+        let note = notes
+            .iter()
+            .filter_map(|f| f["message"].as_str())
+            .find(|m| m.starts_with("--runs auto ("))
+            .unwrap_or_else(|| panic!("no --runs auto note in {notes:?}"))
+            .to_string();
+        let r = run.json();
+        let row = common::entry(&r, "comparisons", "key", "decode.code").clone();
+        (row, note, dir)
+    };
+    let (row, note, dir) = auto("auto", "120s");
+    let n = row["n_replayed"].as_u64().unwrap();
+    assert!(n > 16, "decode.code got no more runs: {note}\n{row}");
+    assert!(dir.join("more-1/bundle").is_dir(), "{note}");
+    assert!(note.contains(&format!("decode.code {n} (")), "{note}");
+    assert_eq!(row["n_recorded"], 16, "{row}");
+    eprintln!("{note}\n{row}");
+    // A budget the first session already spent: no round, the first session's 16 runs.
+    let (row, note, dir) = auto("spent", "1s");
+    assert!(!dir.join("more-1").exists(), "{note}");
+    assert_eq!(row["n_replayed"], 16, "{row}");
+    assert!(note.contains("stopped by the budget"), "{note}");
+    assert!(note.contains("decode.code 16 (budget: about "), "{note}");
+    assert!(s.leftovers().is_empty());
 }

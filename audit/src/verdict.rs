@@ -74,6 +74,9 @@ impl Comparison {
             interval90: None,
             band: None,
             runs_needed: None,
+            runs_needed_replayed: None,
+            runs_to_tell: None,
+            warm_up_dropped: None,
             better: None,
         }
     }
@@ -143,6 +146,71 @@ impl ReplayVerdict {
     }
 }
 
+/// Runs a side a step needs for a 90 % interval of the change within ±5 % and within ±10 %
+/// (`0`: no number of runs can, the session spread alone is wider).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunsToTell {
+    /// For ±5 %.
+    pub pct5: usize,
+    /// For ±10 %.
+    pub pct10: usize,
+}
+
+impl RunsToTell {
+    /// `6/3`, a dash for no number.
+    fn cell(&self) -> String {
+        let one = |n: usize| {
+            if n == 0 {
+                "–".to_string()
+            } else {
+                n.to_string()
+            }
+        };
+        format!("{}/{}", one(self.pct5), one(self.pct10))
+    }
+}
+
+/// The report's planning line over its speed rows: how many runs a side each step needs to tell
+/// ±5 % / ±10 % at the spread measured (`decode 6/3, prefill.128 14/5`), the steps no number of
+/// runs can settle named once at the end; `None` without a row that carries the figures.
+pub fn runs_to_tell_line(rows: &[Comparison]) -> Option<String> {
+    let planned: Vec<(&str, RunsToTell)> = rows
+        .iter()
+        .filter_map(|r| Some((r.key.as_str(), r.runs_to_tell?)))
+        .collect();
+    if planned.is_empty() {
+        return None;
+    }
+    let head = "runs a side to tell ±5 % / ±10 % at the spread measured";
+    let why = "(the session spread alone is wider: more sessions, or a wider band)";
+    let (hopeless, counted): (Vec<_>, Vec<_>) = planned
+        .iter()
+        .partition(|(_, t)| t.pct5 == 0 && t.pct10 == 0);
+    let steps = |n: usize| format!("{n} step{}", if n == 1 { "" } else { "s" });
+    if counted.is_empty() {
+        let n = hopeless.len();
+        return Some(format!(
+            "{head}: no number of runs, for any of the {} {why}",
+            steps(n)
+        ));
+    }
+    let listed: Vec<String> = counted
+        .iter()
+        .map(|(k, t)| format!("{k} {}", t.cell()))
+        .collect();
+    let mut line = format!("{head}: {}", listed.join(", "));
+    if counted.iter().any(|(_, t)| t.pct5 == 0 || t.pct10 == 0) {
+        line += " (–: no number of runs)";
+    }
+    if !hopeless.is_empty() {
+        line += &format!(
+            "; no number of runs for {} more {why}",
+            steps(hopeless.len())
+        );
+    }
+    Some(line)
+}
+
 /// One figure of the recorded bundle beside its replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -193,6 +261,21 @@ pub struct Comparison {
     /// (`0`: no number of runs, the session spread alone is too wide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_needed: Option<usize>,
+    /// About this many runs on the replayed side alone, the recorded side's as they are, would
+    /// settle an inconclusive row (`0`: no number of runs): what `replay --runs auto` adds
+    /// toward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_needed_replayed: Option<usize>,
+    /// How many runs a side this step needs to tell a move of ±5 % and of ±10 % at the spread
+    /// measured (speed rows with an interval; the decision rule's planning figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_to_tell: Option<RunsToTell>,
+    /// Runs dropped from the start of each side's series as a warm-up transient before the
+    /// comparison, `[recorded, replayed]` (MSER-5, `decide::steady::steady_part`; speed rows of 20
+    /// runs or more on a side where one was found); `n_recorded` and `n_replayed` count the runs
+    /// kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up_dropped: Option<[usize; 2]>,
     /// Whether B is better than A by the figure's direction (rates up, times down, quality up),
     /// for a row that moved; set by diff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,6 +359,34 @@ impl SetupChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn planned(key: &str, pct5: usize, pct10: usize) -> Comparison {
+        Comparison {
+            runs_to_tell: Some(RunsToTell { pct5, pct10 }),
+            ..Comparison::untested(key, (Some(1.0), Some(1.0)), (4, 4))
+        }
+    }
+
+    #[test]
+    fn the_planning_line_lists_steps_with_a_number_and_counts_the_rest() {
+        let rows = [
+            planned("decode", 6, 3),
+            planned("prefill.128", 0, 5),
+            planned("ttft.128", 0, 0),
+            Comparison::untested("quality.mmlu.pct", (Some(50.0), Some(51.0)), (24, 24)),
+        ];
+        let line = runs_to_tell_line(&rows).unwrap();
+        assert_eq!(
+            line,
+            "runs a side to tell ±5 % / ±10 % at the spread measured: decode 6/3, prefill.128 –/5 (–: no number of runs); no number of runs for 1 step more (the session spread alone is wider: more sessions, or a wider band)"
+        );
+        let hopeless = runs_to_tell_line(&rows[2..]).unwrap();
+        assert!(
+            hopeless.contains("no number of runs, for any of the 1 step ("),
+            "{hopeless}"
+        );
+        assert_eq!(runs_to_tell_line(&rows[3..]), None);
+    }
 
     #[test]
     fn a_setup_change_names_a_shared_place_or_file_once() {

@@ -5,7 +5,7 @@
 //! comment; past it the report says how many rows are in the full report instead.
 
 use rigaudit_audit::decide::p_cell;
-use rigaudit_audit::verdict::{better_word, Comparison, ReplayVerdict};
+use rigaudit_audit::verdict::{better_word, runs_to_tell_line, Comparison, ReplayVerdict};
 use rigaudit_audit::{headline, Finding, Report, Severity, Verdict};
 use std::fmt::Write;
 
@@ -256,6 +256,9 @@ fn comparisons(p: &mut Page, r: &Report) {
         "reproduced or inconclusive"
     };
     p.table(Some(format!("{folded} ({})", rest.len())), &head, rest);
+    if let Some(line) = runs_to_tell_line(&r.comparisons) {
+        p.line(&format!("\n{}", cell(&line)));
+    }
     rule_list(p, r);
 }
 

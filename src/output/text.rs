@@ -8,7 +8,7 @@
 
 use super::Style;
 use rigaudit_audit::decide::p_cell;
-use rigaudit_audit::verdict::better_word;
+use rigaudit_audit::verdict::{better_word, runs_to_tell_line};
 use rigaudit_audit::{headline, Recomputed, Report, Severity, Verdict};
 use std::fmt::Write;
 
@@ -446,6 +446,9 @@ fn comparisons_section(o: &mut String, r: &Report) {
             verdict,
             safe(&c.why)
         );
+    }
+    if let Some(line) = runs_to_tell_line(&r.comparisons) {
+        let _ = writeln!(o, "  {}", safe(&line));
     }
     rule_section(o, r);
 }

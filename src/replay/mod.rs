@@ -11,6 +11,7 @@
 //! `<model>`, `<checkpoint file>`) with the checkpoint's weight file, fetched on first use from the
 //! package the card names (see [`crate::fetch`]) and checked against the card's digest.
 
+pub mod auto;
 pub mod command;
 pub mod launch;
 pub mod plan_text;
@@ -30,7 +31,7 @@ use rigaudit_audit::{Findings, Severity};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Options of `rigaudit replay` (and the replay part of `rigaudit audit`).
 #[derive(clap::Args, Debug, Clone)]
@@ -79,6 +80,21 @@ pub struct Args {
     /// machine's hardware: values for information only need no second session).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub confirm: bool,
+    /// How many runs each speed step takes: `recorded` (the recorded contract's), or `auto`: the
+    /// recorded runs first, then more runs of each step whose interval still reaches across its
+    /// band, as many as the spread measured says would settle it, within `--budget` (see
+    /// docs/replay.md).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "recorded",
+        value_name = "recorded|auto"
+    )]
+    pub runs: auto::RunsMode,
+    /// With `--runs auto`, the most time the replay's sessions may take together: `90s`, `10m`,
+    /// `1h` (the first session always runs whole).
+    #[arg(long, default_value = "10m", value_parser = auto::parse_budget, value_name = "TIME")]
+    pub budget: Duration,
     /// Where ranks run (`--box`, `--ssh-option`, ...): see [`remote`].
     #[command(flatten)]
     pub boxes: remote::BoxArgs,
@@ -153,6 +169,34 @@ impl Session<'_> {
         let stop_notes = running.lock().unwrap_or_else(|p| p.into_inner()).stop();
         notes.extend(stop_notes);
         measured
+    }
+}
+
+impl Session<'_> {
+    /// One `--runs auto` round: a session of its own measuring only the parts of `plan` with its
+    /// runs, no quality, into `OUT/more-ROUND`; the bundle it wrote.
+    fn top_up(
+        &self,
+        plan: &BTreeMap<&'static str, u32>,
+        round: usize,
+        out: &Path,
+        notes: &mut Vec<String>,
+    ) -> Result<rigaudit_audit::Bundle, Fatal> {
+        let contract = auto::topped_contract(self.contract, plan);
+        let text = serde_json::to_string_pretty(&contract).unwrap_or_default();
+        let more = Session {
+            contract: &contract,
+            contract_text: &text,
+            quality: &[],
+            contract_origin: format!("{} (--runs auto, round {round})", self.contract_origin),
+            id: format!("{}-more-{round}", self.id),
+            title: self.title.clone(),
+            ..*self
+        };
+        eprintln!("rigaudit: --runs auto: round {round}, more runs of {plan:?}");
+        let dir = out.join(format!("more-{round}"));
+        let measured = more.run(&dir.join("bundle"), &dir.join("engine-logs"), notes)?;
+        Ok(bundle::load(&bundle::open(&measured.dir)?))
     }
 }
 
@@ -278,17 +322,25 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     for l in &resolved.launches {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
+    let started = Instant::now();
     let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
     notes.extend(slurm::job_ended(&planned.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
-    let sides = Sides {
+    let first = Sides {
         recorded: &recorded,
         replayed: &replayed,
+    };
+    let auto = a.runs == auto::RunsMode::Auto && measured.stopped.is_none();
+    let pooled = auto.then(|| more_runs(&session, &first, &out, started, &mut notes));
+    let sides = Sides {
+        recorded: &recorded,
+        replayed: pooled.as_ref().unwrap_or(&replayed),
     };
     let compared = compare_confirmed(&session, &sides, a, &out, &measured, &mut notes);
     Ok(Replayed {
         id: opened.manifest.id.clone(),
-        found: report(&sides, compared, &measured, &notes),
+        // The first session's bundle is the one on disk that verify reads.
+        found: report(&first, compared, &measured, &notes),
         bundle: measured.dir,
     })
 }
@@ -499,6 +551,60 @@ fn gguf_tokenizer(p: &Path) -> Option<tokenizers::Tokenizer> {
 struct Sides<'a> {
     recorded: &'a rigaudit_audit::Bundle,
     replayed: &'a rigaudit_audit::Bundle,
+}
+
+/// Stage 3b (`--runs auto`): rounds of more runs of the steps whose interval still reaches
+/// across their band, sized by [`auto::round_plan`] to the budget left at the first session's
+/// time a try, each a session of its own into `OUT/more-N`, pooled with what came before; the
+/// note says each step's runs and why it got no more. Returns the pooled replayed side.
+fn more_runs(
+    session: &Session,
+    first: &Sides,
+    out: &Path,
+    started: Instant,
+    notes: &mut Vec<String>,
+) -> rigaudit_audit::Bundle {
+    let a = session.a;
+    let tol = Tolerance {
+        rule: a.rule,
+        ..Tolerance::default()
+    };
+    let per_try = started.elapsed() / auto::tries_of(session.contract).max(1) as u32;
+    let mut pooled = first.replayed.clone();
+    let mut compared = replay::compare(first.recorded, &pooled, &tol);
+    let mut stop = auto::Stop::Rounds;
+    let wanting = |c: &Findings| {
+        c.comparisons
+            .iter()
+            .any(|r| matches!(auto::need_of(r), auto::Need::Runs(_)))
+    };
+    for round in 1..=auto::ROUNDS {
+        let left = a.budget.saturating_sub(started.elapsed());
+        let afford = (left.as_secs_f64() / per_try.as_secs_f64().max(1e-3)) as usize;
+        let plan = auto::round_plan(&compared.comparisons, session.contract, afford);
+        if plan.is_empty() {
+            stop = if wanting(&compared) {
+                auto::Stop::Budget
+            } else {
+                auto::Stop::Settled
+            };
+            break;
+        }
+        match session.top_up(&plan, round, out, notes) {
+            Ok(more) => pooled = replay::pool(&pooled, &more),
+            Err(e) => {
+                notes.push(format!("--runs auto: round {round} could not run: {e}"));
+                stop = auto::Stop::Failed;
+                break;
+            }
+        }
+        compared = replay::compare(first.recorded, &pooled, &tol);
+    }
+    if stop == auto::Stop::Rounds && !wanting(&compared) {
+        stop = auto::Stop::Settled;
+    }
+    notes.push(auto::note(&compared, stop, a.budget, started.elapsed()));
+    pooled
 }
 
 /// Stage 4: compares the two bundles; a speed value that drifted, whose interval reached across

@@ -91,6 +91,16 @@ pub enum RunsNeeded {
     NotByRuns,
 }
 
+/// How many runs a side a step needs to tell a move of ±5 % and of ±10 % at the spread
+/// measured ([`ratio::runs_to_tell`]): the report's planning line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunsPlan {
+    /// Runs a side for a 90 % interval of at most ±5 %.
+    pub pct5: RunsNeeded,
+    /// Runs a side for a 90 % interval of at most ±10 %.
+    pub pct10: RunsNeeded,
+}
+
 /// What one figure's comparison found, before the family's multiplicity control.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
@@ -108,6 +118,11 @@ pub struct Evidence {
     pub band: f64,
     /// Runs a side that would settle it (speed).
     pub runs_needed: Option<RunsNeeded>,
+    /// Runs a side that would tell ±5 % and ±10 % at the spread measured (speed).
+    pub plan: Option<RunsPlan>,
+    /// Runs on side B alone, side A's as they are, that would settle it (speed; what replay's
+    /// `--runs auto` adds toward).
+    pub runs_on_b: Option<RunsNeeded>,
     /// The method, as the report names it.
     pub method: &'static str,
     /// Why there is no interval, when there is none.
@@ -127,6 +142,8 @@ impl Evidence {
             p_zero: None,
             band,
             runs_needed: None,
+            plan: None,
+            runs_on_b: None,
             method: "none",
             note: Some(note),
             sizes: (0, 0),
@@ -192,11 +209,13 @@ fn judge(evidence: Evidence, p_adj: Option<f64>, rule: Multiplicity, family: usi
     }
 }
 
-/// A change as the report prints it: percent for speed, points for quality.
+/// A change as the report prints it: percent for speed, points for quality (a change that rounds
+/// to zero is `+0.0`, never `-0.0`).
 pub fn show_change(kind: FigureKind, x: f64) -> String {
+    let tenths = |v: f64| if v.abs() < 0.05 { 0.0 } else { v };
     match kind {
-        FigureKind::Quality => format!("{x:+.1} points"),
-        _ => format!("{:+.1} %", 100.0 * x.exp_m1()),
+        FigureKind::Quality => format!("{:+.1} points", tenths(x)),
+        _ => format!("{:+.1} %", tenths(100.0 * x.exp_m1())),
     }
 }
 

@@ -15,7 +15,7 @@
 //! In logs a rate and the time it implies differ only by sign, so they get one verdict.
 
 use super::tolerance::{FigureKind, Tolerance};
-use super::{Evidence, Moderated, RunsNeeded};
+use super::{Evidence, Moderated, RunsNeeded, RunsPlan};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// One side's runs of a figure.
@@ -157,6 +157,11 @@ pub fn log_ratio(
             runs_needed(d, band, pooled_var, session_var),
             a.values.len().max(b.values.len()),
         )),
+        plan: Some(runs_plan(pooled_var, session_var)),
+        runs_on_b: Some(more_than(
+            runs_needed_on_b(d, band, sa.var_of_mean, sb.var, session_var),
+            b.values.len(),
+        )),
         method: "log ratio, moderated Welch interval",
         note: None,
         sizes: (a.values.len(), b.values.len()),
@@ -213,4 +218,46 @@ pub fn runs_needed(d: f64, band: f64, run_var: f64, session_var: f64) -> RunsNee
 /// needs to tell a move of that size.
 pub fn runs_to_tell(effect: f64, run_var: f64, session_var: f64) -> RunsNeeded {
     runs_needed(0.0, effect.ln_1p(), run_var, session_var)
+}
+
+/// Runs on side B alone that would make the 90 % interval stop straddling the band's edge, at
+/// the same estimate, when side A's runs cannot change (replay adds runs to its own side only;
+/// the record is what it is): the smallest nb with
+/// z √(var_of_mean_a + s_b²/nb + session_var) <= | band − |d| |, z = 1.645 (as [`runs_needed`],
+/// with side A's moderated variance of its mean kept); no number when side A's part and the
+/// session term alone are wider, or past 1000 runs.
+pub fn runs_needed_on_b(
+    d: f64,
+    band: f64,
+    var_of_mean_a: f64,
+    var_b: f64,
+    session_var: f64,
+) -> RunsNeeded {
+    let margin = (band - d.abs()).abs();
+    let z = 1.644_853_626_951_472_2;
+    let allowed = (margin / z).powi(2) - session_var - var_of_mean_a;
+    if allowed <= 0.0 || !allowed.is_finite() {
+        return RunsNeeded::NotByRuns;
+    }
+    let n = (var_b / allowed).ceil().max(2.0);
+    if n > 1000.0 {
+        RunsNeeded::NotByRuns
+    } else {
+        RunsNeeded::Runs(n as usize)
+    }
+}
+
+/// The planning figures of one step: [`runs_to_tell`] ±5 % and ±10 %, for runs of log
+/// variance `run_var` (the two sides' moderated variances pooled) and the comparison's session
+/// term `session_var` = σs² (1/ka + 1/kb). With n runs a side the 90 % interval of a log ratio
+/// at no change is ±z √(2 s²/n + session_var), z = 1.645, solved for n (the normal
+/// approximation of the two one-sided tests' sample size: Chow, Shao and Wang, "Sample Size
+/// Calculations in Clinical Research", 2nd ed., 2008, section 3.2.3, at zero true difference
+/// and with the interval's half-width for the margin); "no number" when the session term alone
+/// is that wide.
+pub fn runs_plan(run_var: f64, session_var: f64) -> RunsPlan {
+    RunsPlan {
+        pct5: runs_to_tell(0.05, run_var, session_var),
+        pct10: runs_to_tell(0.10, run_var, session_var),
+    }
 }

@@ -1,6 +1,6 @@
 //! Tests of the decision rule, and the seeded calibration of issue 25.
 
-use super::ratio::{log_ratio, runs_needed, runs_to_tell, Runs};
+use super::ratio::{log_ratio, runs_needed, runs_needed_on_b, runs_plan, runs_to_tell, Runs};
 use super::sim::{self, Rule, Scenario};
 use super::*;
 
@@ -71,6 +71,74 @@ fn session_spread_widens_the_interval_and_bounds_what_runs_can_do() {
     assert_eq!(runs_to_tell(0.10, var, 0.0), RunsNeeded::Runs(4));
     assert_eq!(runs_to_tell(0.05, var, 0.0), RunsNeeded::Runs(15));
     assert_eq!(runs_needed(0.0, 0.1, var, 0.01), RunsNeeded::NotByRuns);
+}
+
+#[test]
+fn every_speed_row_carries_the_runs_to_tell_five_and_ten_percent() {
+    // Two sides of 4 runs at about 4 % CV, no session term: the plan follows the spread the
+    // rows measured, and it is the same whatever the verdict.
+    let a = [100.0, 104.0, 96.0, 100.0];
+    let b = [101.0, 97.0, 105.0, 99.0];
+    let j = one(&a, &b, &decode_tol(0.25, 0.0));
+    let plan = j
+        .evidence
+        .plan
+        .expect("a speed row with an interval has a plan");
+    let (va, vb) = (
+        super::ratio::log_moments(&a).unwrap().1.unwrap(),
+        super::ratio::log_moments(&b).unwrap().1.unwrap(),
+    );
+    assert_eq!(plan, runs_plan((va + vb) / 2.0, 0.0));
+    let (RunsNeeded::Runs(five), RunsNeeded::Runs(ten)) = (plan.pct5, plan.pct10) else {
+        panic!("{plan:?}");
+    };
+    assert!(five > ten && ten >= 2, "{plan:?}");
+    // Noisier runs need more; a session term wider than ±10 % leaves no number.
+    let noisy = one(&a, &[80.0, 120.0, 95.0, 105.0], &decode_tol(0.25, 0.0));
+    let noisy_plan = noisy.evidence.plan.unwrap();
+    assert!(
+        matches!(noisy_plan.pct5, RunsNeeded::Runs(n) if n > five),
+        "{noisy_plan:?}"
+    );
+    let shared = one(&a, &b, &decode_tol(0.25, 0.07)).evidence.plan.unwrap();
+    assert_eq!(shared.pct10, RunsNeeded::NotByRuns);
+    assert_eq!(runs_plan(0.08f64.powi(2), 0.0).pct5, RunsNeeded::Runs(15));
+}
+
+#[test]
+fn runs_added_to_one_side_settle_what_the_other_sides_runs_leave_room_for() {
+    // Band ±0.2 in logs, no move: the interval may be ±0.2, a variance of (0.2 / 1.645)² ≈
+    // 0.01478 for both sides' parts together.
+    let room = (0.2f64 / 1.644_853_626_951_472_2).powi(2);
+    // Side A's mean takes 0.005 of it; side B's runs of variance 0.04 need 0.04 / 0.00978 = 4.1:
+    // 5 runs.
+    assert_eq!(
+        runs_needed_on_b(0.0, 0.2, 0.005, 0.04, 0.0),
+        RunsNeeded::Runs(5)
+    );
+    let (five, four) = (0.005 + 0.04 / 5.0, 0.005 + 0.04 / 4.0);
+    assert!(five <= room, "5 runs fit");
+    assert!(four > room, "4 runs do not");
+    // Side A alone already wider than the room: no number of B's runs.
+    assert_eq!(
+        runs_needed_on_b(0.0, 0.2, 0.02, 0.04, 0.0),
+        RunsNeeded::NotByRuns
+    );
+    // The session term counts as side A's part does.
+    assert_eq!(
+        runs_needed_on_b(0.0, 0.2, 0.0, 0.04, 0.016),
+        RunsNeeded::NotByRuns
+    );
+    // A row's evidence carries it, and more than side B already has.
+    let j = one(
+        &[100.0, 101.0, 99.0, 100.5],
+        &[80.0, 120.0, 95.0, 105.0],
+        &decode_tol(0.25, 0.0),
+    );
+    assert!(
+        matches!(j.evidence.runs_on_b, Some(RunsNeeded::Runs(n)) if n > 4),
+        "{j:?}"
+    );
 }
 
 #[test]

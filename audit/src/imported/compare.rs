@@ -10,6 +10,7 @@
 use crate::decide::percentile::{judge_percentile, ratio_interval};
 use crate::decide::quality::{paired_evidence, unpaired_evidence, Paired};
 use crate::decide::ratio::{self, Runs};
+use crate::decide::steady::steady_part;
 use crate::decide::{self, Decision, Evidence, FigureKind, Moderated, Tolerances};
 use crate::diff::{Diffed, SetupChange, SetupPolicy, Subject};
 use crate::diff::{INCONCLUSIVE, MOVED, NOT_COMPARABLE, SETUP_DIFFERS};
@@ -203,7 +204,15 @@ fn pair_rows(key: &str, a: &Sample, b: &Sample) -> Vec<(Comparison, Option<Pendi
                 r.why = "a value not above 0 on a side: a ratio cannot be taken".into();
                 return vec![(r, None)];
             }
-            let mut rows = vec![(r, Some(Pending::Speed(x.clone(), y.clone())))];
+            // The figure's own row compares each side's steady part (MSER-5); its percentiles
+            // describe every request.
+            let (sx, sy) = (steady_part(x).0, steady_part(y).0);
+            let cut = [x.len() - sx.len(), y.len() - sy.len()];
+            if cut != [0, 0] {
+                r.warm_up_dropped = Some(cut);
+                (r.n_recorded, r.n_replayed) = (sx.len(), sy.len());
+            }
+            let mut rows = vec![(r, Some(Pending::Speed(sx.to_vec(), sy.to_vec())))];
             let times = !crate::verdict::higher_is_better(key);
             for (q, name) in PERCENTILES.into_iter().filter(|_| times) {
                 let pa = crate::decide::percentile::percentile_interval(x, q, 0.9);
@@ -298,7 +307,9 @@ fn decide_rows(rows: &mut [(Comparison, Option<Pending>)], tol: &Tolerance) {
             Some(Pending::Unpaired(a, b)) => {
                 Some(format!("{}/{} against {}/{}", a.0, a.1, b.0, b.1))
             }
-            _ => None,
+            _ => rows[i].0.warm_up_dropped.map(|[a, b]| {
+                format!("a warm-up of the first {a} requests of A and {b} of B dropped (MSER-5)")
+            }),
         };
         apply_judgement(&mut rows[i].0, &j, detail.as_deref());
     }
@@ -483,6 +494,37 @@ mod tests {
 
     fn diff_of(a: &[Series], b: &[Series]) -> Comparison {
         diffed((a, &[]), (b, &[])).found.comparisons[0].clone()
+    }
+
+    #[test]
+    fn a_warm_up_of_requests_is_dropped_from_the_figures_row_not_its_percentiles() {
+        // 40 requests' output rates a side around 50 tok/s (±2 %); B's first 10 ran at half speed.
+        let steady: Vec<f64> = (0..40)
+            .map(|i| 50.0 * (1.0 + 0.01 * ((i * 7 % 5) as f64 - 2.0)))
+            .collect();
+        let mut cold = steady.clone();
+        for x in cold.iter_mut().take(10) {
+            *x *= 0.5;
+        }
+        let series = |values: &[f64]| {
+            vec![Series {
+                key: "vllm.output_throughput".into(),
+                sample: Sample::Values(values.to_vec()),
+            }]
+        };
+        let r = diff_of(&series(&steady), &series(&cold));
+        assert_eq!(r.warm_up_dropped, Some([0, 10]), "{r:?}");
+        assert_eq!((r.n_recorded, r.n_replayed), (40, 30));
+        assert_eq!(r.verdict, ReplayVerdict::Unchanged, "{}", r.why);
+        assert!(
+            r.why
+                .ends_with("(a warm-up of the first 0 requests of A and 10 of B dropped (MSER-5))"),
+            "{}",
+            r.why
+        );
+        // The same requests without the transient: compared whole.
+        let r = diff_of(&series(&steady), &series(&steady));
+        assert_eq!(r.warm_up_dropped, None);
     }
 
     #[test]

@@ -153,6 +153,13 @@ pub fn pool(a: &Bundle, b: &Bundle) -> Bundle {
     if let (Some(g), Some(gb)) = (ra.value.load_guard.as_mut(), rb.value.load_guard.as_ref()) {
         g.steps.extend(gb.steps.iter().cloned());
     }
+    // The concurrency samples are read round by round up to the contract's rounds: count b's.
+    let rounds = ra.value.requests.iter().filter_map(|q| q.round).max();
+    if let (Some(c), Some(rounds)) = (out.speed_contract.as_mut(), rounds) {
+        if let Some(conc) = c.value.conc.as_mut() {
+            conc.rounds = conc.rounds.max(rounds);
+        }
+    }
     out
 }
 

@@ -7,6 +7,7 @@ use super::*;
 use crate::decide::ratio::{self, Runs};
 use crate::decide::{self, quality, Decision, Evidence, FigureKind, Judgement, Moderated};
 use crate::decide::{RunsNeeded, Tolerances};
+use crate::verdict::RunsToTell;
 
 /// What a row that can be tested holds for its evidence.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,21 +32,14 @@ pub(super) struct Row {
     pub(super) pending: Option<Pending>,
 }
 
-/// Decides every pending row of one report by the rule of `opts`, then lets the machine's speed
-/// reference explain a speed drift within the band once its move is taken out.
+/// Decides every pending row of one report by the rule of `opts`, then judges a speed drift
+/// again in units of each session's machine-speed reference when the machine moved
+/// ([`super::machine::explained`]).
 pub(super) fn decide_rows(rows: &mut [Row], opts: &Tolerance, machine: Option<&MachineMove>) {
-    let tolerances = opts.tolerances();
-    let prior = prior_of(rows);
-    let (at, evidence): (Vec<usize>, Vec<Evidence>) = rows
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let e = evidence(&r.row.key, r.pending.as_ref()?, &tolerances, &prior);
-            Some((i, e))
-        })
-        .unzip();
-    let judged = decide::decide_family(evidence, opts.rule.multiplicity);
-    for (i, j) in at.into_iter().zip(judged) {
+    let judged = judge_family(rows, opts, None);
+    let machine = machine.filter(|m| m.moved());
+    let scaled = machine.map(|m| judge_family(rows, opts, Some(m)));
+    for (k, (i, j)) in judged.into_iter().enumerate() {
         let r = &mut rows[i];
         let detail = match &r.pending {
             Some(Pending::Quality { detail, paired, .. }) => Some(match paired {
@@ -62,14 +56,64 @@ pub(super) fn decide_rows(rows: &mut [Row], opts: &Tolerance, machine: Option<&M
                 ),
                 None => detail.clone(),
             }),
-            _ => None,
+            _ => r
+                .row
+                .warm_up_dropped
+                .map(|cut| super::speed::warm_up_text(cut, ("recorded", "replayed"))),
         };
         apply(&mut r.row, &j, detail.as_deref());
-        if j.evidence.kind != FigureKind::Quality {
-            let band_pct = 100.0 * j.evidence.band.exp_m1();
-            r.row = explained(r.row.clone(), band_pct, machine);
+        if let (Some(m), Some(s)) = (machine, scaled.as_ref()) {
+            if j.evidence.kind != FigureKind::Quality {
+                r.row = explained(r.row.clone(), &s[k].1, m);
+            }
         }
     }
+}
+
+/// Every pending row's judgement, one family: the evidence of each, speed runs taken in units of
+/// each side's machine-speed reference when `reference` is given ([`per_reference`]).
+fn judge_family(
+    rows: &[Row],
+    opts: &Tolerance,
+    reference: Option<&MachineMove>,
+) -> Vec<(usize, Judgement)> {
+    let tolerances = opts.tolerances();
+    let prior = prior_of(rows);
+    let (at, evidence): (Vec<usize>, Vec<Evidence>) = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let pending = r.pending.as_ref()?;
+            let scaled = reference.and_then(|m| per_reference(&r.row.key, pending, m));
+            let e = evidence(
+                &r.row.key,
+                scaled.as_ref().unwrap_or(pending),
+                &tolerances,
+                &prior,
+            );
+            Some((i, e))
+        })
+        .unzip();
+    at.into_iter()
+        .zip(decide::decide_family(evidence, opts.rule.multiplicity))
+        .collect()
+}
+
+/// A speed row's runs in units of each side's machine-speed reference: a rate divided by the
+/// side's reference (GB/s), a time multiplied by it, so the machine's own move drops out of
+/// their log ratio (issue 25's covariate). Moderated variances are unchanged: one factor a side.
+fn per_reference(key: &str, p: &Pending, m: &MachineMove) -> Option<Pending> {
+    let Pending::Speed(a, b) = p else {
+        return None;
+    };
+    let scale = |xs: &[f64], gbps: f64| -> Vec<f64> {
+        if super::machine::is_time(key) {
+            xs.iter().map(|x| x * gbps).collect()
+        } else {
+            ratio::per_reference(xs, gbps)
+        }
+    };
+    Some(Pending::Speed(scale(a, m.recorded), scale(b, m.replayed)))
 }
 
 /// The prior every speed row's variance is shrunk toward: fitted to both sides of every row.
@@ -144,6 +188,18 @@ pub fn apply(row: &mut Comparison, j: &Judgement, detail: Option<&str>) {
         (Decision::Inconclusive, Some(RunsNeeded::NotByRuns)) => Some(0),
         _ => None,
     };
+    let count = |n: RunsNeeded| match n {
+        RunsNeeded::Runs(n) => n,
+        RunsNeeded::NotByRuns => 0,
+    };
+    row.runs_needed_replayed = match j.decision {
+        Decision::Inconclusive => e.runs_on_b.map(count),
+        _ => None,
+    };
+    row.runs_to_tell = e.plan.map(|p| RunsToTell {
+        pct5: count(p.pct5),
+        pct10: count(p.pct10),
+    });
     row.why = match detail {
         Some(d) => format!("{} ({d})", j.reason),
         None => j.reason.clone(),

@@ -14,14 +14,23 @@
 //!
 //! # Rule
 //!
-//! A row that drifted, on the same hardware, becomes *inconclusive (machine speed)* when the
-//! machine moved more than [`MIN_MOVE_PCT`] and the figure's change with that move taken out is
-//! within the row's floor: the move is then the machine's as much as the engine's, and cannot be
-//! called on. The reference never turns a row into *reproduced*: the recorded figures are the
-//! page's, and a page could forge them to hide a drift, so the most a forged reference buys is an
-//! inconclusive row that says why, beside a `replay.machine-speed` finding with both figures.
+//! When the machine moved more than [`MIN_MOVE_PCT`] between the two sides on the same hardware,
+//! every speed row is judged a second time, by the same rule over the report's rows, with each
+//! side's runs in units of its own session's reference (a rate divided by the side's GB/s, a time
+//! multiplied by it: issue 25's covariate, so the machine's move drops out of the log ratio). A
+//! row that drifted then:
+//! - still drifts in those units: the drift stands, and its reason gives the move and interval
+//!   left;
+//! - is inside the band or undecided in those units: *inconclusive (machine speed)*, with that
+//!   interval.
+//!
+//! The reference never turns a row into *reproduced*, and a row that reproduced stays
+//! reproduced: the recorded figures are the page's, and a page could forge its reference to hide
+//! a drift, so the most a forged reference buys is an inconclusive row that says why, beside a
+//! `replay.machine-speed` finding with both figures.
 
 use super::*;
+use crate::decide::{show_change, Decision, Judgement};
 
 /// The smallest move of the machine's reference (percent) that explains a drift.
 pub const MIN_MOVE_PCT: f64 = 5.0;
@@ -108,33 +117,41 @@ impl MachineMove {
 }
 
 /// Whether a speed key is a time (lower is faster) rather than a rate.
-fn is_time(key: &str) -> bool {
+pub(super) fn is_time(key: &str) -> bool {
     key.starts_with("ttft.")
 }
 
-/// A drifted row whose move the machine's own move explains, made inconclusive; any other row as
-/// it is. `floor` is the row's band in percent.
-pub(super) fn explained(row: Comparison, floor: f64, machine: Option<&MachineMove>) -> Comparison {
-    if row.verdict != ReplayVerdict::Drifted || row.informational {
+/// A drifted row judged again in units of each session's machine-speed reference (`scaled`, the
+/// same rule over the report's rows so taken): still drifted there, the drift stands and says
+/// so; reproduced or inconclusive there, the row is inconclusive (machine speed), never
+/// reproduced, since the recorded reference is the page's own figure. Any other row as it is.
+pub(super) fn explained(row: Comparison, scaled: &Judgement, m: &MachineMove) -> Comparison {
+    if row.verdict != ReplayVerdict::Drifted || row.informational || !m.moved() {
         return row;
     }
-    let Some(m) = machine.filter(|m| m.moved()) else {
-        return row;
-    };
-    let Some(scaled) = m.scaled_change(&row.key, row.recorded, row.replayed) else {
-        return row;
-    };
-    if scaled.abs() > floor {
+    let e = &scaled.evidence;
+    let show = |x: f64| show_change(e.kind, x);
+    let in_units = format!(
+        "in units of each session's reference the figure moved {} (90 % interval {} to {})",
+        show(e.estimate),
+        show(e.lo90),
+        show(e.hi90)
+    );
+    if scaled.decision == Decision::Drifted {
         let mut row = row;
         row.why = format!(
-            "{}; the machine's reference {}, and the figure still moved {scaled:+.1} % with that taken out",
+            "{}; the machine's reference {}, and {in_units}: still a drift beyond the band",
             row.why,
             m.text()
         );
         return row;
     }
+    let there = match scaled.decision {
+        Decision::Reproduced => "inside the band",
+        _ => "neither inside the band nor a drift beyond it",
+    };
     let why = format!(
-        "machine speed: this machine's reference kernel {}; with that move taken out the figure moved {scaled:+.1} %, within the ±{floor:.0} % band, so the drift cannot be told from the machine's own ({})",
+        "machine speed: this machine's reference kernel {}; {in_units}, {there}, so the drift cannot be told from the machine's own ({})",
         m.text(),
         row.why
     );

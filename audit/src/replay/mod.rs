@@ -571,6 +571,78 @@ mod tests {
         bundle(Some(result(reqs, 2048, START)), &[512], vec![])
     }
 
+    #[test]
+    fn a_warm_up_transient_is_dropped_before_the_comparison_and_said() {
+        // 30 decode runs a side around 50 tok/s (±2 %); the replay's first 10 ran at half speed.
+        let steady: Vec<f64> = (0..30)
+            .map(|i| 50.0 * (1.0 + 0.02 * ((i * 7 % 5) as f64 - 2.0) / 2.0))
+            .collect();
+        let mut cold = steady.clone();
+        for x in cold.iter_mut().take(10) {
+            *x *= 0.5;
+        }
+        let (a, b) = (
+            speed_bundle(&steady, &[0.2; 3]),
+            speed_bundle(&cold, &[0.2; 3]),
+        );
+        let found = compare(&a, &b, &Tolerance::default());
+        let row = |key: &str| {
+            found
+                .comparisons
+                .iter()
+                .find(|r| r.key == key)
+                .unwrap()
+                .clone()
+        };
+        let d = row("decode.code");
+        assert_eq!(d.warm_up_dropped, Some([0, 10]), "{d:?}");
+        assert_eq!((d.n_recorded, d.n_replayed), (30, 20));
+        assert_eq!(d.verdict, ReplayVerdict::Reproduced, "{}", d.why);
+        assert!(
+            d.why.ends_with(
+                "(a warm-up of none of the recorded and 10 replayed runs dropped (MSER-5))"
+            ),
+            "{}",
+            d.why
+        );
+        // Three runs are too few for MSER-5: nothing dropped, nothing said.
+        let t = row("ttft.512");
+        assert_eq!(t.warm_up_dropped, None);
+        assert!(!t.why.contains("MSER"), "{}", t.why);
+        // The same runs without the transient: no warm-up found on either side.
+        let same = compare(&a, &a, &Tolerance::default());
+        assert!(same.comparisons.iter().all(|r| r.warm_up_dropped.is_none()));
+    }
+
+    #[test]
+    fn pooled_sessions_count_every_concurrency_round() {
+        // Two requests at once, in 3 rounds.
+        let reqs: Vec<SpeedRequest> = (1..=3u32)
+            .flat_map(|round| {
+                (0..2).map(move |_| SpeedRequest {
+                    level: Some(2),
+                    round: Some(round),
+                    ..base("conc")
+                })
+            })
+            .collect();
+        let mut b = bundle(Some(result(reqs, 2048, START)), &[512], vec![]);
+        let c = &mut b.speed_contract.as_mut().unwrap().value;
+        c.parts.push("conc".into());
+        c.conc = serde_json::from_value(
+            json!({"levels": [2], "rounds": 3, "max_tokens": 101, "prompt": "code"}),
+        )
+        .ok();
+        let both = pool(&b, &b);
+        let found = compare(&b, &both, &Tolerance::default());
+        let r = found
+            .comparisons
+            .iter()
+            .find(|r| r.key == "conc_total.2")
+            .expect("a concurrency row");
+        assert_eq!((r.n_recorded, r.n_replayed), (3, 6), "{r:?}");
+    }
+
     fn card(description: &str, accelerator: &str, boxes: usize) -> Card {
         let boxes: Vec<serde_json::Value> = (0..boxes)
             .map(|i| json!({"name": format!("box-{i}"), "model": accelerator, "rank": i}))
@@ -1443,6 +1515,16 @@ mod tests {
             assert_eq!(r.inconclusive, Some(Inconclusive::MachineSpeed), "{key}");
             assert!(r.why.starts_with("machine speed: "), "{}", r.why);
             assert!(r.why.contains("% slower on the replayed side"), "{}", r.why);
+            // Judged in units of each session's reference: no move left, by its interval.
+            assert!(
+                r.why.contains(
+                    "in units of each session's reference the figure moved +0.0 % (90 % interval"
+                ) && r
+                    .why
+                    .contains("), inside the band, so the drift cannot be told"),
+                "{}",
+                r.why
+            );
         }
         assert!(
             of_check(&c, "replay.drifted").is_empty(),
@@ -1478,7 +1560,17 @@ mod tests {
         let c = slowed(1.3, 0.6, KERNEL);
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
-        assert!(r.why.contains("with that taken out"), "{}", r.why);
+        assert!(
+            r.why
+                .contains("in units of each session's reference the figure moved -53.8 %"),
+            "{}",
+            r.why
+        );
+        assert!(
+            r.why.ends_with("still a drift beyond the band"),
+            "{}",
+            r.why
+        );
         // The machine moved, but far less than the figure.
         let c = slowed(0.9, 0.5, KERNEL);
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
@@ -1489,6 +1581,33 @@ mod tests {
         // A reproduced row stays reproduced whatever the machine did.
         let c = slowed(0.6, 1.0, KERNEL);
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    #[test]
+    fn a_drift_the_reference_only_partly_explains_is_judged_on_what_is_left() {
+        // The machine ran 20 % slower and the engine 45 %: in units of the reference the figure
+        // still moved about -31 %, beyond the ±25 % band: the old point rule (the move with the
+        // machine's taken out beyond the band) and the interval agree: drifted.
+        let c = slowed(0.8, 0.55, KERNEL);
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
+        // The machine ran 20 % slower and the engine 38 %: -22.5 % in reference units lies
+        // inside the band but its interval reaches across it: inconclusive (machine speed),
+        // where the point rule alone called it explained, and never reproduced.
+        let c = slowed(0.8, 0.62, KERNEL);
+        let r = row(&c, "decode.code");
+        assert_eq!(
+            r.inconclusive,
+            Some(Inconclusive::MachineSpeed),
+            "{}",
+            r.why
+        );
+        assert!(
+            r.why
+                .contains("neither inside the band nor a drift beyond it"),
+            "{}",
+            r.why
+        );
     }
 
     #[test]

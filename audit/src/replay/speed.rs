@@ -437,7 +437,33 @@ pub(super) fn speed_row(
             None,
         );
     }
-    (row, Some(Pending::Speed(a.clone(), b.clone())))
+    let ((a, cut_a), (b, cut_b)) = (steady(a), steady(b));
+    if cut_a + cut_b > 0 {
+        row.warm_up_dropped = Some([cut_a, cut_b]);
+        (row.n_recorded, row.n_replayed) = (a.len(), b.len());
+    }
+    (row, Some(Pending::Speed(a.to_vec(), b.to_vec())))
+}
+
+/// A side's runs from where their steady state starts, and how many were dropped before it.
+fn steady(xs: &[f64]) -> (&[f64], usize) {
+    let (kept, _) = crate::decide::steady::steady_part(xs);
+    (kept, xs.len() - kept.len())
+}
+
+/// What a comparison says of the warm-ups it dropped: `a warm-up of 10 recorded runs and none of
+/// the replayed dropped (MSER-5)`.
+pub(super) fn warm_up_text([a, b]: [usize; 2], (side_a, side_b): (&str, &str)) -> String {
+    let part = |n: usize, side: &str| match n {
+        0 => format!("none of the {side}"),
+        1 => format!("1 {side} run"),
+        n => format!("{n} {side} runs"),
+    };
+    format!(
+        "a warm-up of {} and {} dropped (MSER-5)",
+        part(a, side_a),
+        part(b, side_b)
+    )
 }
 
 pub(super) fn inconclusive(mut row: Comparison, kind: Inconclusive, why: String) -> Comparison {
