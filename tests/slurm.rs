@@ -149,23 +149,6 @@ fn slurm_or_skip_on(
     }
 }
 
-/// argv items that a shell would read as syntax; each must reach the rank as written.
-fn odd_items(marker: &Path) -> Vec<String> {
-    let m = marker.display();
-    vec![
-        "two words".into(),
-        "it's".into(),
-        "\"double\"".into(),
-        format!("$(touch {m}-subst)"),
-        format!("`touch {m}-tick`"),
-        format!("x;touch {m}-semi"),
-        "line one\nline two".into(),
-        String::new(),
-        "ünïcødé ✓".into(),
-        "$HOME ${PATH} \\ *".into(),
-    ]
-}
-
 /// Rank 1's recorded environment (placeholders filled by `--set`).
 fn rank1_env() -> Value {
     json!({"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
@@ -174,41 +157,10 @@ fn rank1_env() -> Value {
 }
 
 /// A two-box bundle: rank 0 on box `head`, rank 1 on box `second`, both the fake engine at
-/// `script` run by python3; rank 1's argv ends with [`odd_items`].
+/// `script` run by python3; rank 1's argv ends with [`common::odd_items`].
 fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> PathBuf {
     let b = dir.join("template");
-    let mut argv: Vec<Value> = [
-        "python3",
-        script.to_str().unwrap(),
-        "--port",
-        "<port>",
-        "--mode",
-        "<mode>",
-        "--start-delay",
-        "<delay>",
-        "--argv-file",
-        "<argv0>",
-    ]
-    .iter()
-    .map(|x| json!(x))
-    .collect();
-    argv.extend(odd.iter().map(|x| json!(x)));
-    let mut card = json!({
-        "hardware": {"description": "two test nodes", "boxes": [{"name": "head", "rank": 0},
-            {"name": "second", "rank": 1}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 2,
-        "commands": [
-            {"rank": 0, "box": "head", "argv": argv, "env": {"FAKE_BOX": "head"}},
-            {"rank": 1, "box": "second", "argv": argv, "env": rank1_env()}
-        ],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z"
-    });
-    if let Some(d) = digest {
-        card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
-    }
+    let card = common::two_box_card("two test nodes", script, odd, rank1_env(), digest);
     common::write_bundle(&b, ("fake-two-node", "fake"), &card, &decode_contract(3, 8));
     b
 }
@@ -277,7 +229,7 @@ impl Setup {
             .replace(narrow, "dict(os.environ)")
             .replace(start, &format!("{PMIX_AND_DETACH}{start}"));
         std::fs::write(&script, text).unwrap();
-        let odd = odd_items(&tmp.path().join("ran"));
+        let odd = common::odd_items(&tmp.path().join("ran"));
         let bundle = template(tmp.path(), &script, &odd, digest);
         Setup {
             tmp,
@@ -351,14 +303,7 @@ impl Setup {
 
     /// Waits up to `secs` for every process naming this test's fake engine to be gone.
     fn leftovers_after(&self, secs: u64) -> Vec<String> {
-        let t0 = Instant::now();
-        loop {
-            let left = pgrep(self.script.to_str().unwrap());
-            if left.is_empty() || t0.elapsed() > Duration::from_secs(secs) {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        common::procs::leftovers_after(self.script.to_str().unwrap(), secs)
     }
 }
 
@@ -366,14 +311,7 @@ impl Drop for Setup {
     fn drop(&mut self) {
         // Never leave a rank behind, even when an assertion failed: its pid, found by this
         // test's own copy of the fake engine in its command line.
-        for line in pgrep(self.script.to_str().unwrap()) {
-            if let Some(pid) = line.split_whitespace().next().and_then(|p| p.parse().ok()) {
-                // SAFETY: kill(2) on a process running this test's fake engine.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
+        common::procs::kill_naming(self.script.to_str().unwrap());
     }
 }
 
@@ -383,18 +321,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// `pgrep -af NEEDLE`: the live processes whose command line names it.
-fn pgrep(needle: &str) -> Vec<String> {
-    let out = Command::new("pgrep")
-        .args(["-a", "-f", "--", needle])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
 }
 
 /// The replay run with `SLURM_CONF` set.
@@ -701,7 +627,7 @@ fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
 }
 
 /// A two-rank bundle for `--slurm-pmix`: both ranks one command (the fake engine, which takes
-/// its rank from PMIx), its argv ending with [`odd_items`], its environment odd too.
+/// its rank from PMIx), its argv ending with [`common::odd_items`], its environment odd too.
 fn pmix_template(s: &Setup) -> PathBuf {
     let b = s.tmp.path().join("pmix");
     let mut argv: Vec<Value> = [

@@ -220,28 +220,9 @@ impl Drop for Sshd {
     }
 }
 
-/// argv items that a shell would read as syntax; each must reach the rank as written.
-fn odd_items(marker: &Path) -> Vec<String> {
-    let m = marker.display();
-    vec![
-        "two words".into(),
-        "it's".into(),
-        "\"double\"".into(),
-        format!("$(touch {m}-subst)"),
-        format!("`touch {m}-tick`"),
-        format!("x;touch {m}-semi"),
-        "a && b | c > d".into(),
-        "line one\nline two".into(),
-        String::new(),
-        "ünïcødé ✓".into(),
-        "$HOME ${PATH} \\ *".into(),
-        "--odd=$(id)".into(),
-    ]
-}
-
 /// A two-box test bundle: rank 0 on box `head` (here), rank 1 on box `second`, both the fake
-/// engine copied to `script`; rank 1's argv ends with [`odd_items`] and its environment holds odd
-/// values too. `digest`: the card's engine binary sha256.
+/// engine copied to `script`; rank 1's argv ends with [`common::odd_items`] and its environment
+/// holds odd values too. `digest`: the card's engine binary sha256.
 fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> PathBuf {
     // A stand-in NCCL library for rank 1's LD_LIBRARY_PATH (it is read, never loaded).
     let nccl = dir.join("nccl");
@@ -254,45 +235,17 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
     let nccl_sha = sha_file(&nccl.join("libnccl.so.2.30.7"));
     let b = dir.join("template");
     std::fs::create_dir_all(&b).unwrap();
-    let s = script.to_str().unwrap();
-    // Both ranks share their argv (as the card's check wants); rank 1 differs by its environment.
-    let mut argv: Vec<Value> = [
-        "python3",
-        s,
-        "--port",
-        "<port>",
-        "--mode",
-        "<mode>",
-        "--start-delay",
-        "<delay>",
-        "--argv-file",
-        "<argv0>",
-    ]
-    .iter()
-    .map(|x| json!(x))
-    .collect();
-    argv.extend(odd.iter().map(|x| json!(x)));
-    let mut card = json!({
-        "hardware": {"description": "two test boxes", "boxes": [{"name": "head", "rank": 0},
-            {"name": "second", "rank": 1}], "accelerator": "cpu"},
-        "engine": {"name": "fake-engine", "version": "0.0.1"},
-        "checkpoint": {"repo": "fake/fake", "revision": "0"},
-        "ranks": 2,
-        "commands": [
-            {"rank": 1, "box": "second", "argv": argv,
-             "env": {"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
-                     "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>",
-                     "LD_LIBRARY_PATH": format!("/nonexistent:{}", nccl.display())}},
-            {"rank": 0, "box": "head", "argv": argv, "env": {"FAKE_BOX": "head"}}
-        ],
-        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
-        "measured": "2026-12-02T00:00:00Z",
-        "nccl": {"version": "2.30.7", "file": "libnccl.so.2.30.7", "per_box": [
-            {"box": "head", "sha256": &nccl_sha}, {"box": "second", "sha256": &nccl_sha[..8]}]}
-    });
-    if let Some(d) = digest {
-        card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
+    // Both ranks share their argv (as the card's check wants); rank 1 differs by its environment,
+    // and the card lists rank 1 first.
+    let rank1_env = json!({"FAKE_NOTE": "$(id); it's \"q\"\nline2 ✓", "FAKE_BOX": "second",
+        "FAKE_PORT": "<port1>", "FAKE_ARGV_FILE": "<argv1>",
+        "LD_LIBRARY_PATH": format!("/nonexistent:{}", nccl.display())});
+    let mut card = common::two_box_card("two test boxes", script, odd, rank1_env, digest);
+    if let Some(commands) = card["commands"].as_array_mut() {
+        commands.reverse();
     }
+    card["nccl"] = json!({"version": "2.30.7", "file": "libnccl.so.2.30.7", "per_box": [
+        {"box": "head", "sha256": &nccl_sha}, {"box": "second", "sha256": &nccl_sha[..8]}]});
     write_bundle(&b, &card);
     b
 }
@@ -316,7 +269,7 @@ impl Setup {
         let tmp = tempfile::tempdir().unwrap();
         let script = tmp.path().join("fake_engine_ssh_test.py");
         std::fs::copy(root().join("tests/fixtures/fake_engine.py"), &script).unwrap();
-        let odd = odd_items(&tmp.path().join("ran"));
+        let odd = common::odd_items(&tmp.path().join("ran"));
         let bundle = template(tmp.path(), &script, &odd, digest);
         Setup {
             tmp,
@@ -391,7 +344,7 @@ impl Setup {
 
     /// Live processes whose command line names this test's copy of the fake engine.
     fn leftovers(&self) -> Vec<String> {
-        processes_naming(self.script.to_str().unwrap())
+        common::procs::processes_naming(self.script.to_str().unwrap())
     }
 
     /// Runs the replay with `delay` for both ranks and `extra`; asserts it exits 0.
@@ -408,60 +361,15 @@ impl Setup {
 
     /// Waits up to `secs` for every rank to be gone; what is left.
     fn leftovers_after(&self, secs: u64) -> Vec<String> {
-        let t0 = Instant::now();
-        loop {
-            let left = self.leftovers();
-            if left.is_empty() || t0.elapsed() > Duration::from_secs(secs) {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        common::procs::leftovers_after(self.script.to_str().unwrap(), secs)
     }
 }
 
 impl Drop for Setup {
     fn drop(&mut self) {
         // Never leave a rank behind, even when an assertion failed.
-        for pid in pids_naming(self.script.to_str().unwrap()) {
-            // SAFETY: kill(2) on a pid this test's replay started (its command line names the
-            // test's own copy of the fake engine).
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
+        common::procs::kill_naming(self.script.to_str().unwrap());
     }
-}
-
-fn pids_naming(needle: &str) -> Vec<libc::pid_t> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(e.path().join("stat"))
-            .map(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true);
-        if String::from_utf8_lossy(&cmd).contains(needle) && !zombie {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-fn processes_naming(needle: &str) -> Vec<String> {
-    pids_naming(needle)
-        .into_iter()
-        .map(|p| {
-            let c = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-            format!("{p}: {}", String::from_utf8_lossy(&c).replace('\0', " "))
-        })
-        .collect()
 }
 
 fn alive(pid: i64) -> bool {
@@ -645,7 +553,7 @@ fn finish(mut child: Child) -> (Option<i32>, String) {
 
 /// The replay's child that runs `ssh` for a rank (its command line carries the wrapper).
 fn ssh_client_of(replay: u32) -> Vec<libc::pid_t> {
-    pids_naming("rigaudit-rank")
+    common::procs::pids_naming("rigaudit-rank")
         .into_iter()
         .filter(|p| {
             let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();

@@ -23,7 +23,8 @@ fn paint(s: &str, code: &str, color: bool) -> String {
     }
 }
 
-fn num(x: Option<f64>) -> String {
+/// A figure in a table cell: "no result" when there is none, three significant decimals at most.
+pub(crate) fn num(x: Option<f64>) -> String {
     match x {
         None => "no result".into(),
         Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
@@ -162,7 +163,7 @@ fn policy_section(o: &mut String, r: &Report) {
 
 /// How a recomputed figure compares with what the file and the page show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Agreement {
+pub(crate) enum Agreement {
     /// The recomputed value rounds to what the file and the page show.
     Match,
     /// It does not round to one of them.
@@ -176,16 +177,32 @@ fn decimals(shown: &str) -> usize {
     shown.split_once('.').map_or(0, |(_, d)| d.len())
 }
 
-/// A row's agreement, by the checks' own rounding rule (`Recomputed::matches`, the one the JSON
-/// report carries): no second rule here.
-fn agreement(v: &Recomputed) -> Agreement {
-    if v.value.is_none() {
-        Agreement::NoResult
-    } else if v.matches {
-        Agreement::Match
-    } else {
-        Agreement::Differs
+impl Agreement {
+    /// A row's agreement, by the checks' own rounding rule (`Recomputed::matches`, the one the
+    /// JSON report carries): no second rule here or in the HTML page.
+    pub(crate) fn of(v: &Recomputed) -> Agreement {
+        if v.value.is_none() {
+            Agreement::NoResult
+        } else if v.matches {
+            Agreement::Match
+        } else {
+            Agreement::Differs
+        }
     }
+
+    /// The word a table cell of the HTML page shows, which is also its row's CSS class.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Agreement::Match => "match",
+            Agreement::Differs => "differs",
+            Agreement::NoResult => "no result",
+        }
+    }
+}
+
+/// [`Agreement::of`].
+fn agreement(v: &Recomputed) -> Agreement {
+    Agreement::of(v)
 }
 
 /// A number at the page's precision when the page shows one, else at [`num`]'s.
@@ -258,7 +275,7 @@ fn recomputed_row(o: &mut String, v: &Recomputed) {
 
 /// The rows with runs of keys that differ only in a final number (`ctx_decode.256`,
 /// `ctx_decode.2048`) put in numeric order; every other row keeps its place.
-fn numeric_order(rows: &[Recomputed]) -> Vec<&Recomputed> {
+pub(crate) fn numeric_order(rows: &[Recomputed]) -> Vec<&Recomputed> {
     let mut out: Vec<&Recomputed> = rows.iter().collect();
     let stem_num = |k: &str| -> Option<(String, u64)> {
         let (stem, n) = k.rsplit_once('.')?;

@@ -11,7 +11,7 @@
 use crate::fatal::{fatal, Fatal};
 use crate::slurm::place::NodeMap;
 use crate::slurm::{Allocation, SlurmArgs};
-use crate::ssh::client::{read_bounded, read_bounded_bytes, wait_bounded, Bounds, OUT_MAX};
+use crate::ssh::client::{collect_bounded, Bounds, OUT_MAX};
 use crate::ssh::{Output, Ssh, Target};
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -117,27 +117,7 @@ fn spawn_step(argv: &[String], stdin: Stdio) -> Result<Child, String> {
 /// Runs a step within the bounds `b` (stdin written as it reads, stdout up to `out_max`, killed
 /// and reaped past `timeout`), as the ssh client runs a line.
 fn run_step(argv: Vec<String>, b: Bounds) -> Result<Output, String> {
-    let mut child = spawn_step(&argv, Stdio::piped())?;
-    let stdin = child.stdin.take();
-    let input = b.input;
-    let writer = std::thread::spawn(move || {
-        if let Some(mut w) = stdin {
-            let _ = std::io::Write::write_all(&mut w, &input);
-        }
-    });
-    let out = read_bounded_bytes(child.stdout.take(), b.out_max);
-    let err = read_bounded(child.stderr.take(), OUT_MAX);
-    let status = wait_bounded(&mut child, b.timeout);
-    let _ = writer.join();
-    let (raw, cut) = out.join().unwrap_or_default();
-    let (stderr, _) = err.join().unwrap_or_default();
-    Ok(Output {
-        code: status?.code(),
-        stdout: String::from_utf8_lossy(&raw).into_owned(),
-        raw,
-        stderr,
-        cut,
-    })
+    collect_bounded(spawn_step(&argv, Stdio::piped())?, b)
 }
 
 /// `rehash --slurm`: one allocation for the roots' boxes, each box on the node `--box NAME=NODE`

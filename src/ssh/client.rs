@@ -100,28 +100,35 @@ impl Ssh {
     /// `ssh` running `line` on `t` as it is, within the bounds `b` (stdin written as it reads,
     /// stdout up to `out_max`, killed and reaped past `timeout`).
     pub(crate) fn run_line(&self, t: &Target, line: String, b: Bounds) -> Result<Output, String> {
-        let mut child = self.spawn_line(t, line, Stdio::piped())?;
-        let stdin = child.stdin.take();
-        let input = b.input;
-        let writer = std::thread::spawn(move || {
-            if let Some(mut w) = stdin {
-                let _ = std::io::Write::write_all(&mut w, &input);
-            }
-        });
-        let out = read_bounded_bytes(child.stdout.take(), b.out_max);
-        let err = read_bounded(child.stderr.take(), OUT_MAX);
-        let status = wait_bounded(&mut child, b.timeout);
-        let _ = writer.join();
-        let (raw, cut) = out.join().unwrap_or_default();
-        let (stderr, _) = err.join().unwrap_or_default();
-        Ok(Output {
-            code: status?.code(),
-            stdout: String::from_utf8_lossy(&raw).into_owned(),
-            raw,
-            stderr,
-            cut,
-        })
+        let child = self.spawn_line(t, line, Stdio::piped())?;
+        collect_bounded(child, b)
     }
+}
+
+/// What a started client (`ssh`, or `srun` for a Slurm step) gives within the bounds `b`: stdin
+/// written as it reads, stdout up to `out_max`, stderr up to [`OUT_MAX`], killed and reaped past
+/// `timeout`.
+pub(crate) fn collect_bounded(mut child: std::process::Child, b: Bounds) -> Result<Output, String> {
+    let stdin = child.stdin.take();
+    let input = b.input;
+    let writer = std::thread::spawn(move || {
+        if let Some(mut w) = stdin {
+            let _ = std::io::Write::write_all(&mut w, &input);
+        }
+    });
+    let out = read_bounded_bytes(child.stdout.take(), b.out_max);
+    let err = read_bounded(child.stderr.take(), OUT_MAX);
+    let status = wait_bounded(&mut child, b.timeout);
+    let _ = writer.join();
+    let (raw, cut) = out.join().unwrap_or_default();
+    let (stderr, _) = err.join().unwrap_or_default();
+    Ok(Output {
+        code: status?.code(),
+        stdout: String::from_utf8_lossy(&raw).into_owned(),
+        raw,
+        stderr,
+        cut,
+    })
 }
 /// What a script on a box is given and how long and much it may answer.
 pub(crate) struct Bounds {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_server;
+pub mod procs;
 pub mod venv;
 
 use serde_json::{json, Value};
@@ -424,4 +425,71 @@ pub fn catalogue_ids() -> Vec<String> {
 /// Runs `rigaudit verify PATH --format json`.
 pub fn verify(path: &Path) -> Run {
     rigaudit(&["verify", path.to_str().unwrap(), "--format", "json"])
+}
+
+/// The card of a two-box replay of the tests' fake engine (`tests/fixtures/fake_engine.py` copied
+/// to `script`, run by python3): rank 0 on box `head` with `FAKE_BOX=head`, rank 1 on box `second`
+/// with `rank1_env`; both ranks share one argv (placeholders for port, mode, start delay and argv
+/// file), ending with `odd` (the items a test wants to arrive byte for byte). `boxes` says what
+/// the boxes are; `digest`, when given, pins the engine binary `bin/python3`.
+pub fn two_box_card(
+    boxes: &str,
+    script: &Path,
+    odd: &[String],
+    rank1_env: Value,
+    digest: Option<&str>,
+) -> Value {
+    let mut argv: Vec<Value> = [
+        "python3",
+        script.to_str().unwrap(),
+        "--port",
+        "<port>",
+        "--mode",
+        "<mode>",
+        "--start-delay",
+        "<delay>",
+        "--argv-file",
+        "<argv0>",
+    ]
+    .iter()
+    .map(|x| json!(x))
+    .collect();
+    argv.extend(odd.iter().map(|x| json!(x)));
+    let mut card = json!({
+        "hardware": {"description": boxes, "boxes": [{"name": "head", "rank": 0},
+            {"name": "second", "rank": 1}], "accelerator": "cpu"},
+        "engine": {"name": "fake-engine", "version": "0.0.1"},
+        "checkpoint": {"repo": "fake/fake", "revision": "0"},
+        "ranks": 2,
+        "commands": [
+            {"rank": 0, "box": "head", "argv": argv, "env": {"FAKE_BOX": "head"}},
+            {"rank": 1, "box": "second", "argv": argv, "env": rank1_env}
+        ],
+        "sampling": {"defaults": {"temperature": 0.0}, "defaults_source": "fake"},
+        "measured": "2026-12-02T00:00:00Z"
+    });
+    if let Some(d) = digest {
+        card["engine"]["binary"] = json!({"path": "bin/python3", "sha256": d});
+    }
+    card
+}
+
+/// argv items that a shell would read as syntax; each must reach a rank as written (`marker`: a
+/// path whose `-subst`, `-tick` and `-semi` files appear only if a shell ran one).
+pub fn odd_items(marker: &Path) -> Vec<String> {
+    let m = marker.display();
+    vec![
+        "two words".into(),
+        "it's".into(),
+        "\"double\"".into(),
+        format!("$(touch {m}-subst)"),
+        format!("`touch {m}-tick`"),
+        format!("x;touch {m}-semi"),
+        "a && b | c > d".into(),
+        "line one\nline two".into(),
+        String::new(),
+        "ünïcødé ✓".into(),
+        "$HOME ${PATH} \\ *".into(),
+        "--odd=$(id)".into(),
+    ]
 }

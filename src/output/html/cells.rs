@@ -1,8 +1,6 @@
 //! What every part of the page writes text and numbers with: HTML escaping and the numbers of a
 //! table cell, at the precision a page prints them with.
 
-use rigaudit_audit::Recomputed;
-
 /// HTML text with the five characters escaped and control characters dropped.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -26,17 +24,9 @@ pub fn quoted(s: &str) -> String {
     esc(&crate::input::shown_n(s, crate::input::MESSAGE_MAX))
 }
 
-/// A figure in a table cell: "no result" when there is none, three significant decimals at most.
-pub fn num(x: Option<f64>) -> String {
-    match x {
-        None => "no result".into(),
-        Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.3}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string(),
-    }
-}
+/// A figure in a table cell as the text report writes it: "no result" when there is none, three
+/// significant decimals at most.
+pub(crate) use crate::output::text::num;
 
 /// A number at the decimals the page's text `page` prints (at most six), else at [`num`]'s.
 pub fn at_precision(x: Option<f64>, page: Option<&str>) -> String {
@@ -51,87 +41,19 @@ pub fn at_precision(x: Option<f64>, page: Option<&str>) -> String {
 }
 
 /// How a recomputed figure compares with what its file and page show: the checks' own rule
-/// ([`Recomputed::matches`], what the JSON report and the text report carry), not a second one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Agreement {
-    /// The recomputed value rounds to what the file and the page show.
-    Match,
-    /// It does not round to one of them.
-    Differs,
-    /// Nothing could be recomputed.
-    NoResult,
-}
+/// ([`rigaudit_audit::Recomputed::matches`], what the JSON report and the text report carry), not a second one.
+pub(crate) use crate::output::text::Agreement;
 
-impl Agreement {
-    pub fn of(v: &Recomputed) -> Agreement {
-        if v.value.is_none() {
-            Agreement::NoResult
-        } else if v.matches {
-            Agreement::Match
-        } else {
-            Agreement::Differs
-        }
-    }
-
-    /// The word a table cell shows, which is also the row's CSS class.
-    pub fn word(self) -> &'static str {
-        match self {
-            Agreement::Match => "match",
-            Agreement::Differs => "differs",
-            Agreement::NoResult => "no result",
-        }
-    }
-}
-
-/// The rows with runs of keys that differ only in a final number (`ctx_decode.256`,
-/// `ctx_decode.2048`) put in numeric order; every other row keeps its place (the text report's
-/// order, so both list the figures alike).
-pub fn numeric_order(rows: &[Recomputed]) -> Vec<&Recomputed> {
-    let mut out: Vec<&Recomputed> = rows.iter().collect();
-    let stem_num = |k: &str| -> Option<(String, u64)> {
-        let (stem, n) = k.rsplit_once('.')?;
-        Some((stem.to_string(), n.parse().ok()?))
-    };
-    let mut i = 0;
-    while i < out.len() {
-        let Some((stem, _)) = stem_num(&out[i].key) else {
-            i += 1;
-            continue;
-        };
-        let run = out[i..]
-            .iter()
-            .take_while(|v| stem_num(&v.key).is_some_and(|(s, _)| s == stem))
-            .count();
-        out[i..i + run].sort_by_key(|v| stem_num(&v.key).map_or(0, |(_, n)| n));
-        i += run;
-    }
-    out
-}
+/// The figures in the text report's order (numbered keys as numbers), so both list them alike.
+pub(crate) use crate::output::text::numeric_order;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rigaudit_audit::Recomputed;
 
     fn row(key: &str, value: Option<f64>, page: Option<&str>) -> Recomputed {
         Recomputed::new(key.into(), value, None, page.map(String::from))
-    }
-
-    #[test]
-    fn numbered_keys_sort_as_numbers_and_the_rest_keep_their_place() {
-        let rows = [
-            row("decode", Some(1.0), None),
-            row("ctx_decode.2048", Some(1.0), None),
-            row("ctx_decode.256", Some(1.0), None),
-            row("slots", Some(1.0), None),
-        ];
-        let keys: Vec<&str> = numeric_order(&rows)
-            .iter()
-            .map(|v| v.key.as_str())
-            .collect();
-        assert_eq!(
-            keys,
-            ["decode", "ctx_decode.256", "ctx_decode.2048", "slots"]
-        );
     }
 
     #[test]
