@@ -2,9 +2,9 @@
 
 use super::{case, check_cases, quiet, Case};
 use crate::imported::aiperf::{Export, RawRecord, Record, Stat, Summary, CHECKS};
-use crate::imported::TTFT_EMPTY_CHUNK;
 use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE};
 use crate::imported::{NOT_RECOMPUTABLE, REASONING_ONLY, RECORDS_MISSING, RUN_INCOMPLETE};
+use crate::imported::{PERCENTILE_FEW_SAMPLES, TTFT_EMPTY_CHUNK};
 use crate::speed;
 
 fn stat(fields: &[(&str, f64)]) -> Stat {
@@ -194,6 +194,13 @@ pub(super) const CASES: &[Case<Export>] = &[
         field(x, "time_to_first_token", "p90", 12.0)
     })
     .saying("p50 (15) is above its p90 (12)"),
+    // A p99 of two requests: their larger one in disguise.
+    case(PERCENTILE_FEW_SAMPLES.id, clean, |x| {
+        field(x, "time_to_first_token", "p99", 20.0)
+    })
+    .saying(
+        "p99 of time_to_first_token rest on 2 samples; the first is a p99 printed from 2 samples",
+    ),
 ];
 
 #[test]
