@@ -34,7 +34,9 @@ pub fn too_few_samples(q: f64, n: usize) -> Option<String> {
     if n >= need {
         return None;
     }
-    let name = format!("p{}", (100.0 * q).round());
+    // p99, p99.9, p0.1: the percentile to one decimal, without a trailing ".0".
+    let pct = format!("{:.1}", 100.0 * q);
+    let name = format!("p{}", pct.trim_end_matches(".0"));
     Some(format!(
         "{name} printed from {n} samples: a {name} needs at least {need} (below that it is the {} sample in disguise), and a 90 % interval for it needs {}",
         if q >= 0.5 { "largest" } else { "smallest" },

@@ -177,63 +177,30 @@ pub const CHECKS: &[Row<Export>] = &[
 ];
 
 /// `import.percentile-few-samples`: each printed percentile (`p1` .. `p99`) against the `count`
-/// its distribution says it was taken from. AIPerf prints the same nine percentiles of every
-/// metric, so one finding per sample count names the percentiles and distributions it covers,
-/// with the reason for the most extreme of them. A distribution whose min is its max is exact.
+/// its distribution says it was taken from ([`super::FewSamples`]).
 fn percentile_few_samples(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
-    // samples -> (percentiles short of them, as per mille, and their distributions)
-    let mut short: BTreeMap<usize, (Vec<u32>, Vec<&String>)> = BTreeMap::new();
-    let mut ran = false;
+    let mut few = super::FewSamples::default();
     for (tag, stat) in printed_distributions(s) {
         let Some(n) = stat.fields.get("count").map(|c| *c as usize) else {
             continue;
         };
-        // A distribution of one value (every request the same length) has exact percentiles.
         let f = |k: &str| stat.fields.get(k).copied();
-        if f("min").is_some() && f("min") == f("max") {
-            continue;
-        }
-        for name in stat.fields.keys() {
-            let Some(q) = name.strip_prefix('p').and_then(|q| q.parse::<f64>().ok()) else {
-                continue;
-            };
-            ran = true;
-            if crate::decide::percentile::too_few_samples(q / 100.0, n).is_some() {
-                let (qs, tags) = short.entry(n).or_default();
-                let per_mille = (q * 10.0).round() as u32;
-                if !qs.contains(&per_mille) {
-                    qs.push(per_mille);
-                }
-                if tags.last() != Some(&tag) {
-                    tags.push(tag);
-                }
-            }
-        }
-    }
-    for (n, (mut qs, tags)) in short {
-        qs.sort_by_key(|q| std::cmp::Reverse((q.abs_diff(500), *q)));
-        let names: Vec<String> = qs
-            .iter()
-            .map(|q| format!("p{}", *q as f64 / 10.0))
+        let exact = f("min").is_some() && f("min") == f("max");
+        let percentiles: Vec<(f64, &str)> = stat
+            .fields
+            .keys()
+            .filter_map(|k| {
+                Some((
+                    k.strip_prefix('p')?.parse::<f64>().ok()? / 100.0,
+                    k.as_str(),
+                ))
+            })
             .collect();
-        let Some(why) = crate::decide::percentile::too_few_samples(qs[0] as f64 / 1000.0, n) else {
-            continue;
-        };
-        let shown: Vec<&str> = tags.iter().take(4).map(|t| t.as_str()).collect();
-        let more = match tags.len() - shown.len() {
-            0 => String::new(),
-            k => format!(" and {k} more"),
-        };
-        emit.finding(format!(
-            "{} of {}{more} rest on {n} samples; the first is a {why}",
-            names.join(", "),
-            shown.join(", ")
-        ))
-        .at(&s.file, format!("/{}/{}", tags[0], names[0]))
-        .data(json!({"percentiles": names, "samples": n, "distributions": tags}));
+        few.add(tag, n, exact, &percentiles);
     }
-    ran.then_some(())
+    few.emit(emit, &s.file, "", |tag, name| format!("/{tag}/{name}"))
+        .then_some(())
 }
 
 /// `import.impossible-aggregate`: per printed distribution, its avg within its min and max, and

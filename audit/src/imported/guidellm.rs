@@ -23,8 +23,8 @@
 //!   weighted sum. The rate distributions (`requests_per_second`, `*_tokens_per_second`,
 //!   `request_concurrency`) are over time and are not recomputed.
 
-use super::RECORDS_MISSING;
 use super::{compare, row, Row, FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use super::{PERCENTILE_FEW_SAMPLES, RECORDS_MISSING};
 use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
@@ -138,7 +138,48 @@ pub const CHECKS: &[Row<Report>] = &[
     row(FAILED_AS_ZERO, failed_as_zero),
     row(speed::TOKEN_SOURCE.about(), token_source),
     row(speed::CACHED_TOKENS.about(), cached_tokens),
+    row(PERCENTILE_FEW_SAMPLES, percentile_few_samples),
 ];
+
+/// `import.percentile-few-samples`: per benchmark, each printed percentile of its successful
+/// requests' per-request distributions (`p001` .. `p999`) against the `count` it was taken from
+/// ([`super::FewSamples`]).
+fn percentile_few_samples(x: &Report, emit: &mut Emit) -> Ran {
+    let mut ran = false;
+    for b in &x.benchmarks {
+        let mut few = super::FewSamples::default();
+        // The per-request distributions (the rates and concurrency over time are not samples of
+        // requests).
+        let per_request = b
+            .metrics
+            .iter()
+            .filter(|(name, _)| DISTS.iter().any(|d| d.0 == *name));
+        for (name, by_status) in per_request {
+            let Some(printed) = by_status.get("successful") else {
+                continue;
+            };
+            let Some(n) = printed.get("count").map(|c| c.round() as usize) else {
+                continue;
+            };
+            let exact = printed.get("min").is_some() && printed.get("min") == printed.get("max");
+            let percentiles: Vec<(f64, &str)> = PERCENTILES
+                .iter()
+                .filter(|(p, _)| printed.contains_key(&format!("percentiles.{p}")))
+                .map(|(p, q)| (*q, *p))
+                .collect();
+            few.add(name, n, exact, &percentiles);
+        }
+        let what = format!("benchmark {}: ", b.index);
+        let at = |tag: &str, p: &str| {
+            format!(
+                "/benchmarks/{}/metrics/{tag}/successful/percentiles/{p}",
+                b.index
+            )
+        };
+        ran |= few.emit(emit, &x.file, &what, at);
+    }
+    ran.then_some(())
+}
 
 fn count(b: &Benchmark, status: &str) -> usize {
     b.requests.iter().filter(|r| r.status == status).count()

@@ -17,6 +17,8 @@
 use crate::check::{About, Check, Emit, Ran};
 use crate::report::{Cap, Findings, Recomputed, Severity};
 use crate::stats::{agrees, written_decimals};
+use serde_json::json;
+use std::collections::BTreeMap;
 
 pub mod aiperf;
 pub mod compare;
@@ -339,6 +341,78 @@ pub fn not_checked<S: AsRef<str> + serde::Serialize>(
         .file(file)
         .data(serde_json::json!({ key: names }));
     Some(())
+}
+
+/// The percentiles short of one sample count, as (q, name as printed), and the distributions
+/// that print them.
+type Short<'a> = (Vec<(f64, &'a str)>, Vec<&'a str>);
+
+/// `import.percentile-few-samples` over a file's printed distributions: each percentile against
+/// the samples its distribution says it was taken from, grouped by that count, so a tool that
+/// prints the same percentiles of every metric gets one finding per count, naming the
+/// percentiles and distributions it covers and the reason for the most extreme of them. A
+/// distribution of one value (its min is its max) has exact percentiles and is left out.
+#[derive(Debug, Default)]
+pub struct FewSamples<'a> {
+    /// samples -> the percentiles short of them and their distributions
+    by_count: BTreeMap<usize, Short<'a>>,
+    /// Whether any printed percentile had a count to be judged by.
+    ran: bool,
+}
+
+impl<'a> FewSamples<'a> {
+    /// One distribution `tag` of `n` samples printing `percentiles` (q in 0..1, its name).
+    pub fn add(&mut self, tag: &'a str, n: usize, exact: bool, percentiles: &[(f64, &'a str)]) {
+        if exact {
+            return;
+        }
+        for &(q, name) in percentiles {
+            self.ran = true;
+            if crate::decide::percentile::too_few_samples(q, n).is_some() {
+                let (qs, tags) = self.by_count.entry(n).or_default();
+                if !qs.iter().any(|(_, nm)| *nm == name) {
+                    qs.push((q, name));
+                }
+                if tags.last() != Some(&tag) {
+                    tags.push(tag);
+                }
+            }
+        }
+    }
+
+    /// The findings, each placed by `at(tag, percentile name)`, its message led by `what` (a
+    /// benchmark's name, or nothing).
+    pub fn emit(
+        self,
+        emit: &mut Emit,
+        file: &str,
+        what: &str,
+        at: impl Fn(&str, &str) -> String,
+    ) -> bool {
+        for (n, (mut qs, tags)) in self.by_count {
+            // The most extreme first (the upper one of a pair), by distance from the median in
+            // millionths so that p5 and p95 tie.
+            let far = |q: f64| ((q - 0.5).abs() * 1e6).round() as u64;
+            qs.sort_by(|a, b| far(b.0).cmp(&far(a.0)).then(b.0.total_cmp(&a.0)));
+            let Some(why) = crate::decide::percentile::too_few_samples(qs[0].0, n) else {
+                continue;
+            };
+            let names: Vec<&str> = qs.iter().map(|(_, nm)| *nm).collect();
+            let shown = &tags[..tags.len().min(4)];
+            let more = match tags.len() - shown.len() {
+                0 => String::new(),
+                k => format!(" and {k} more"),
+            };
+            emit.finding(format!(
+                "{what}{} of {}{more} rest on {n} samples; the first is a {why}",
+                names.join(", "),
+                shown.join(", ")
+            ))
+            .at(file, at(tags[0], names[0]))
+            .data(json!({"percentiles": names, "samples": n, "distributions": tags}));
+        }
+        self.ran
+    }
 }
 
 /// Compares a printed aggregate with the value recomputed from the records: records the pair,

@@ -2,8 +2,8 @@
 
 use super::{case, check_cases, lowered, quiet, Case};
 use crate::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
-use crate::imported::RECORDS_MISSING;
 use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
+use crate::imported::{PERCENTILE_FEW_SAMPLES, RECORDS_MISSING};
 use crate::report::Severity;
 use crate::speed;
 
@@ -124,6 +124,13 @@ pub(super) const CASES: &[Case<Report>] = &[
     case(speed::CACHED_TOKENS.id, clean, |x| {
         bench(x).requests[0].cached = Some(3.0)
     }),
+    // A p99 of two requests' latency: the larger one in disguise.
+    case(PERCENTILE_FEW_SAMPLES.id, clean, |x| {
+        let m = bench(x).metrics.get_mut("request_latency").unwrap();
+        let s = m.get_mut("successful").unwrap();
+        s.insert("percentiles.p99".into(), 2.0);
+    })
+    .saying("benchmark 0: p99 of request_latency rest on 2 samples"),
 ];
 
 #[test]
