@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{argv, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex};
+use common::{
+    argv, assert_has, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex,
+};
 use common::{write_bundle, Copy, Run};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -778,11 +780,7 @@ fn a_vllm_result_whose_requests_each_span_a_day_ends_quickly() {
         run.stdout,
         run.stderr
     );
-    assert!(
-        run.stdout.contains("vllm.max_concurrent_requests"),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, "vllm.max_concurrent_requests");
 }
 
 /// A deterministic xorshift stream for the mutations below.

@@ -6,6 +6,11 @@ pub mod fake_server;
 pub mod procs;
 pub mod venv;
 
+#[path = "../../audit/src/asserts.rs"]
+mod asserts;
+#[allow(unused_imports)] // each test binary uses some
+pub use asserts::{assert_ends_with, assert_has, assert_starts_with};
+
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
