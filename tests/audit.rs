@@ -80,8 +80,8 @@ fn assert_cpu_independent_rows(report: &Value) {
     let long = row(report, "quality.arith-long.pct");
     assert_eq!(long["verdict"], "not-comparable");
     let why = long["why"].as_str().unwrap();
-    assert_has(&why, "both sides");
-    assert_has(&why, "maximum context length is 1024 tokens");
+    assert_has(why, "both sides");
+    assert_has(why, "maximum context length is 1024 tokens");
     assert_eq!(row(report, "ctx_decode.2048")["verdict"], "not-comparable");
 }
 

@@ -244,7 +244,7 @@ fn two_runs_on_a_machine_whose_speed_moved_say_so() {
     let f = common::findings_in(&report, "diff.machine-speed");
     assert_eq!(f.len(), 1, "{}", run.stdout);
     let m = f[0]["message"].as_str().unwrap();
-    assert_has(&m, "ran 40.0 % slower on B than on A (10.00 -> 6.00 GB/s");
+    assert_has(m, "ran 40.0 % slower on B than on A (10.00 -> 6.00 GB/s");
     assert_eq!(f[0]["severity"], "info");
     // The figures are the same on both sides: nothing moved, and the run passes.
     assert_eq!(run.code, 0, "{}", run.stdout);

@@ -589,10 +589,7 @@ fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
     assert_eq!(f[0]["file"], "3-completion.sse");
     assert_eq!(f[0]["pointer"], "line 49");
     let m = f[0]["message"].as_str().unwrap();
-    assert_has(
-        &m,
-        &format!("at line 49 (byte {last}), ends after 40 bytes"),
-    );
+    assert_has(m, &format!("at line 49 (byte {last}), ends after 40 bytes"));
     // The rest of the set is still checked.
     assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 12);
     // Cut inside the closing `data: [DONE]`, after the final chunk: nothing is missing.
@@ -633,7 +630,7 @@ fn llama_server_stream_that_fails_mid_reply_is_a_failed_request_not_a_cut_one() 
     let m = f[0]["message"].as_str().unwrap();
     assert!(m.starts_with("1 of 4 responses"), "{m}");
     assert_has(
-        &m,
+        m,
         "3-completion.sse: 500 failed to decode the batch, after 10 chunks of text",
     );
     // A failed stream is not a cut one, and the other three are still recomputed.

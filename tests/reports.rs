@@ -894,18 +894,18 @@ fn markdown_and_html_lead_with_the_verdicts_coverage_and_the_headline() {
     let md = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "markdown"]).stdout;
     let first = md.lines().next().unwrap();
     assert_has(
-        &first,
+        first,
         "PASS, self-consistent only: 43 of 43 files reconstructed",
     );
     let stock = fixture("tensorfold-127-stock-2x");
     let md = rigaudit(&["verify", stock.to_str().unwrap(), "--format", "markdown"]).stdout;
     let before_table = &md[..md.find("### Findings").unwrap()];
     assert_has(
-        &before_table,
+        before_table,
         "2 tests count 70 refused requests as wrong answers",
     );
     assert_has(
-        &before_table,
+        before_table,
         "`rigaudit checks quality.refused-counted-as-wrong`",
     );
     // The HTML page leads the same way, before its plots and tables.
@@ -967,7 +967,7 @@ fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_inco
     let run0 = &log["runs"][0];
     let why = run0["properties"]["incomplete"].as_str().unwrap();
     assert!(why.starts_with("none of the artifacts"), "{why}");
-    assert_has(&why, "give --root DIR or --file NAME=PATH");
+    assert_has(why, "give --root DIR or --file NAME=PATH");
     let inv = &run0["invocations"][0];
     assert_eq!(inv["executionSuccessful"], false);
     assert_eq!(inv["exitCode"], 2);
@@ -981,5 +981,5 @@ fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_inco
     );
     let github = report_in("github", &rehash);
     let last = github.lines().last().unwrap();
-    assert_has(&last, ": INCOMPLETE: none of the artifacts");
+    assert_has(last, ": INCOMPLETE: none of the artifacts");
 }

@@ -334,17 +334,17 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let t = &r.stdout;
     assert_has(
-        &t,
+        t,
         "allocation: 'salloc' '--no-shell' '-N' '2' '--time=60' '--job-name=rigaudit-replay'",
     );
-    assert_has(&t, "'--nodelist=n2'");
+    assert_has(t, "'--nodelist=n2'");
     assert_has(
-        &t,
+        t,
         "rank 0 (box head, the allocation's node 1 not named with --box)",
     );
-    assert_has(&t, "rank 1 (box second, node n2 (--box))");
-    assert_has(&t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE=");
-    assert_has(&t, "'line one\\nline two'");
+    assert_has(t, "rank 1 (box second, node n2 (--box))");
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE=");
+    assert_has(t, "'line one\\nline two'");
     assert!(
         t.contains(&format!(
             "check: sha256 of '{}' on the node = {}",
@@ -354,7 +354,7 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
         "{t}"
     );
     assert_has(
-        &t,
+        t,
         "'/usr/bin/xargs' '-0' '-r' '/usr/bin/sha256sum' '--' (the path on its stdin)",
     );
     let plain = s.args("ok", "0", &["--slurm", "--plan"]);
@@ -374,10 +374,10 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = &r.stdout;
     assert_has(
-        &t,
+        t,
         "rank 0 (box head, node n2 (--box))\n  task 0 of the PMIx step",
     );
-    assert_has(&t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
 }
 
 #[test]

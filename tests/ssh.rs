@@ -313,7 +313,7 @@ impl Setup {
     }
 
     fn run(&self, args: &[String]) -> Run {
-        rigaudit(&args)
+        rigaudit(args)
     }
 
     /// Runs the replay with `delay` for both ranks and `extra`; asserts it exits 0.
