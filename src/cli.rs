@@ -14,6 +14,14 @@ macro_rules! report_exits {
     };
 }
 
+/// A command's help after its options: `Examples:`, each line indented two spaces, a blank line,
+/// then `$exits` (`report_exits` or `plain_exits`).
+macro_rules! examples {
+    ($exits:ident: $($line:literal),+ $(,)?) => {
+        concat!("Examples:\n", $("  ", $line, "\n",)+ "\n", $exits!())
+    };
+}
+
 /// The exit codes of a command that prints what was asked, for its help.
 macro_rules! plain_exits {
     () => {
@@ -28,12 +36,10 @@ macro_rules! plain_exits {
     version,
     about,
     long_about = None,
-    after_help = concat!(
-        "Examples:\n",
-        "  rigaudit verify ./bundle            check a published bundle folder\n",
-        "  rigaudit verify run/ --from aiperf  check another tool's result files\n",
-        "  rigaudit checks quality.cutoffs     explain one check\n\n",
-        report_exits!()
+    after_help = examples!(report_exits:
+        "rigaudit verify ./bundle            check a published bundle folder",
+        "rigaudit verify run/ --from aiperf  check another tool's result files",
+        "rigaudit checks quality.cutoffs     explain one check",
     )
 )]
 pub struct Cli {
@@ -124,13 +130,11 @@ pub struct ReportArgs {
 #[derive(Subcommand)]
 pub enum Command {
     /// Verify a published bundle: schemas, recomputed figures, invalid steps, setup consistency.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit verify ./bundle\n",
-        "  rigaudit verify page.tar.gz --format sarif > rigaudit.sarif\n",
-        "  rigaudit verify artifacts/run1 --from aiperf\n",
-        "  rigaudit verify ./bundle --output report.html --output report.md --fail-on warning\n\n",
-        report_exits!()
+    #[command(after_help = examples!(report_exits:
+        "rigaudit verify ./bundle",
+        "rigaudit verify page.tar.gz --format sarif > rigaudit.sarif",
+        "rigaudit verify artifacts/run1 --from aiperf",
+        "rigaudit verify ./bundle --output report.html --output report.md --fail-on warning",
     ))]
     Verify {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar); or another
@@ -150,11 +154,9 @@ pub enum Command {
     /// Import another tool's result files (AIPerf, GuideLLM, lm-eval, MLPerf LoadGen, llama-bench,
     /// llama-server, vLLM bench serve) as a bundle: the sources copied with their sha256, the
     /// importer's record, notes of what was taken and what could not; prints the checks' report.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit import --from aiperf artifacts/run1 --out run1-bundle\n",
-        "  rigaudit import results_2026.json samples_arith_2026.jsonl --out eval-bundle\n\n",
-        report_exits!()
+    #[command(after_help = examples!(report_exits:
+        "rigaudit import --from aiperf artifacts/run1 --out run1-bundle",
+        "rigaudit import results_2026.json samples_arith_2026.jsonl --out eval-bundle",
     ))]
     Import {
         /// The format (detected from the content when not given).
@@ -171,11 +173,9 @@ pub enum Command {
     },
     /// The main job: verify a bundle, rehash what the given roots hold, and replay the recorded
     /// command (the bundled engine by default) to see whether the page reproduces. One report.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit audit ./bundle --root /models --root /opt/engines\n",
-        "  rigaudit audit ./bundle --no-replay --root atom=/mnt/atom --root pgx=/mnt/pgx\n\n",
-        report_exits!()
+    #[command(after_help = examples!(report_exits:
+        "rigaudit audit ./bundle --root /models --root /opt/engines",
+        "rigaudit audit ./bundle --no-replay --root atom=/mnt/atom --root pgx=/mnt/pgx",
     ))]
     Audit {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar), or the http(s)
@@ -199,11 +199,9 @@ pub enum Command {
     },
     /// Compare two bundles of one setup: the setup differences first, then every figure with the
     /// statistics replay uses (exit 1 when the setup differs in what matters or a figure moved).
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit diff before/ after/\n",
-        "  rigaudit diff stock/ patched/ --format markdown > diff.md\n\n",
-        report_exits!()
+    #[command(after_help = examples!(report_exits:
+        "rigaudit diff before/ after/",
+        "rigaudit diff stock/ patched/ --format markdown > diff.md",
     ))]
     Diff {
         #[command(flatten)]
@@ -215,11 +213,9 @@ pub enum Command {
     },
     /// Re-launch the recorded command, measure again with the bundle's contracts, and say per
     /// value whether the page reproduces; writes the replayed bundle.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit replay ./bundle\n",
-        "  rigaudit replay ./bundle --box pgx=auditor@spark-b --output replay.json\n\n",
-        report_exits!()
+    #[command(after_help = examples!(report_exits:
+        "rigaudit replay ./bundle",
+        "rigaudit replay ./bundle --box pgx=auditor@spark-b --output replay.json",
     ))]
     Replay {
         /// A bundle folder (with bundle.json) or a packed bundle (.tar.gz, .tar).
@@ -239,11 +235,9 @@ pub enum Command {
     Measure(measure::Args),
     /// Hash what the card records (engine package, the binary inside it, NCCL per box, checkpoint
     /// folders, the bundle's raw files), ask NCCL for its version, and compare with the card.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit rehash ./bundle --root /models --root /opt/engines\n",
-        "  rigaudit rehash ./bundle --file nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2\n\n",
-        report_exits!()
+    #[command(after_help = examples!(report_exits:
+        "rigaudit rehash ./bundle --root /models --root /opt/engines",
+        "rigaudit rehash ./bundle --file nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2",
     ))]
     Rehash {
         #[command(flatten)]
@@ -262,12 +256,10 @@ pub enum Command {
     Host,
     /// List every check with its id, severity and what it finds, or explain one: what it finds,
     /// why it matters, how to fix it, an example.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit checks\n",
-        "  rigaudit checks quality.refused-counted-as-wrong\n",
-        "  rigaudit checks --format sarif > rules.sarif\n\n",
-        plain_exits!()
+    #[command(after_help = examples!(plain_exits:
+        "rigaudit checks",
+        "rigaudit checks quality.refused-counted-as-wrong",
+        "rigaudit checks --format sarif > rules.sarif",
     ))]
     Checks {
         /// A check's id (`quality.refused-counted-as-wrong`): explain that one.
@@ -277,11 +269,9 @@ pub enum Command {
         format: Format,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit completions bash > ~/.local/share/bash-completion/completions/rigaudit\n",
-        "  rigaudit completions zsh > ~/.zfunc/_rigaudit\n\n",
-        plain_exits!()
+    #[command(after_help = examples!(plain_exits:
+        "rigaudit completions bash > ~/.local/share/bash-completion/completions/rigaudit",
+        "rigaudit completions zsh > ~/.zfunc/_rigaudit",
     ))]
     Completions {
         /// The shell.
@@ -290,12 +280,10 @@ pub enum Command {
     },
     /// Print a man page (roff) to standard output: rigaudit(1), or rigaudit-COMMAND(1) for one
     /// command.
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit man > rigaudit.1 && man ./rigaudit.1\n",
-        "  for c in verify import audit diff replay measure rehash checks; do\n",
-        "    rigaudit man $c > rigaudit-$c.1; done\n\n",
-        plain_exits!()
+    #[command(after_help = examples!(plain_exits:
+        "rigaudit man > rigaudit.1 && man ./rigaudit.1",
+        "for c in verify import audit diff replay measure rehash checks; do",
+        "  rigaudit man $c > rigaudit-$c.1; done",
     ))]
     Man {
         /// A command: its own page, rigaudit-COMMAND(1).
@@ -303,11 +291,9 @@ pub enum Command {
     },
     /// Print the JSON Schema of a file kind (bundle, card, speed-contract, speed-result,
     /// quality-contract, quality-summary, quality-answers, fit-result, report, policy).
-    #[command(after_help = concat!(
-        "Examples:\n",
-        "  rigaudit schema report\n",
-        "  rigaudit schema card > card.schema.json\n\n",
-        plain_exits!()
+    #[command(after_help = examples!(plain_exits:
+        "rigaudit schema report",
+        "rigaudit schema card > card.schema.json",
     ))]
     Schema {
         /// The kind.

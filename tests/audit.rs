@@ -17,6 +17,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{copy_with_card, read_json, rigaudit, rigaudit_line, root};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -79,11 +80,8 @@ fn assert_cpu_independent_rows(report: &Value) {
     let long = row(report, "quality.arith-long.pct");
     assert_eq!(long["verdict"], "not-comparable");
     let why = long["why"].as_str().unwrap();
-    assert!(why.contains("both sides"), "{why}");
-    assert!(
-        why.contains("maximum context length is 1024 tokens"),
-        "{why}"
-    );
+    assert_has(why, "both sides");
+    assert_has(why, "maximum context length is 1024 tokens");
     assert_eq!(row(report, "ctx_decode.2048")["verdict"], "not-comparable");
 }
 

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{argv, fixture, read_json, rigaudit, rigaudit_with_env, root};
+use common::{
+    argv, assert_has, assert_starts_with, fixture, read_json, rigaudit, rigaudit_with_env, root,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -209,27 +211,17 @@ fn the_actions_script_says_what_is_wrong_with_its_inputs() {
         "fixtures/pages/no-such-page\nfixtures/runs/smollm2-cpu",
     )]);
     assert_eq!(s.code, 2, "{}", s.stdout);
-    assert!(
-        s.stdout
-            .contains("::error title=rigaudit::fixtures/pages/no-such-page: could not be verified"),
-        "{}",
-        s.stdout
+    assert_has(
+        &s.stdout,
+        "::error title=rigaudit::fixtures/pages/no-such-page: could not be verified",
     );
-    assert!(
-        s.outputs.starts_with("verdict=incomplete\n"),
-        "{}",
-        s.outputs
-    );
+    assert_starts_with(&s.outputs, "verdict=incomplete\n");
     let s = step(&[
         ("INPUT_PATHS", "fixtures/runs/smollm2-cpu"),
         ("INPUT_FAIL_ON", "sometimes"),
     ]);
     assert_eq!(s.code, 2);
-    assert!(
-        s.stdout.contains("fail-on: 'sometimes' is none of"),
-        "{}",
-        s.stdout
-    );
+    assert_has(&s.stdout, "fail-on: 'sometimes' is none of");
     let s = step(&[("INPUT_PATHS", "  \n")]);
     assert_eq!(s.code, 2);
     assert!(s.stdout.contains("paths: no path given"), "{}", s.stdout);
@@ -240,12 +232,7 @@ fn the_actions_script_says_what_is_wrong_with_its_inputs() {
         ("INPUT_VERSION", "latest"),
     ]);
     assert_eq!(s.code, 2);
-    assert!(
-        s.stdout
-            .contains("version: 'latest' is not a pinned version"),
-        "{}",
-        s.stdout
-    );
+    assert_has(&s.stdout, "version: 'latest' is not a pinned version");
     assert!(s.outputs.is_empty());
 }
 
@@ -292,9 +279,7 @@ fn git(repo: &Path, args: &[&str]) {
 
 #[test]
 fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
-    let Some(pre_commit) = pre_commit() else {
-        return;
-    };
+    let pre_commit = or_skip!(pre_commit());
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("pages-repo");
     std::fs::create_dir(&repo).unwrap();
@@ -330,7 +315,7 @@ fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
     };
     let (code, text) = try_repo(&["pages/good/bundle.json", "pages/good/card.json"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("rigaudit verify smollm2-cpu: PASS"), "{text}");
+    assert_has(&text, "rigaudit verify smollm2-cpu: PASS");
     assert_eq!(
         text.matches("rigaudit verify smollm2-cpu").count(),
         1,
@@ -343,10 +328,7 @@ fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
         "pages/bad/quality/livecodebench/summary.json",
     ]);
     assert_eq!(code, 1, "{text}");
-    assert!(
-        text.contains("rigaudit verify tensorfold-127-stock-2x: FAIL"),
-        "{text}"
-    );
+    assert_has(&text, "rigaudit verify tensorfold-127-stock-2x: FAIL");
 }
 
 #[test]

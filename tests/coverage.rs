@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{copy_dir, fixture, rigaudit, rigaudit_line, root, Run};
 use serde_json::Value;
 
@@ -38,9 +39,9 @@ fn a_pass_on_a_page_rebuilt_from_itself_is_qualified() {
     let run = rigaudit(&["verify", page.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let first = run.stdout.lines().next().unwrap();
-    assert!(
-        first.contains(": PASS, self-consistent only: 43 of 43 files reconstructed"),
-        "{first}"
+    assert_has(
+        first,
+        ": PASS, self-consistent only: 43 of 43 files reconstructed",
     );
     let json = rigaudit(&["verify", page.to_str().unwrap(), "--format", "json"]).json();
     let rec = findings_of(&json, "claims.reconstructed");
@@ -64,17 +65,14 @@ fn lm_eval_results_without_samples_pass_as_results_only_and_say_what_to_add() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    assert!(
-        head.contains(": PASS, results only: 1 task not re-scored (no samples given)"),
-        "{head}"
+    assert_has(
+        &head,
+        ": PASS, results only: 1 task not re-scored (no samples given)",
     );
     let r = rigaudit(&["verify", only.to_str().unwrap(), "--format", "json"]).json();
     let f = findings_of(&r, "import.not-rescored");
     let says = f[0]["message"].as_str().unwrap();
-    assert!(
-        says.contains("add samples_rigaudit_arith_<date>.jsonl"),
-        "{says}"
-    );
+    assert_has(says, "add samples_rigaudit_arith_<date>.jsonl");
     // With its samples the same results are re-scored: no such finding.
     let both = rigaudit(&["verify", clean.to_str().unwrap(), "--format", "json"]).json();
     assert!(findings_of(&both, "import.not-rescored")
@@ -127,7 +125,7 @@ fn a_rehash_that_found_nothing_it_was_asked_for_is_incomplete() {
     let r = run.json();
     assert_eq!(r["verdict"], "incomplete");
     let why = r["incomplete"].as_str().unwrap();
-    assert!(why.contains("--root DIR or --file NAME=PATH"), "{why}");
+    assert_has(why, "--root DIR or --file NAME=PATH");
     assert_eq!(findings_of(&r, "rehash.not-found").len(), 4);
     // The finding every incomplete report carries: the reason, with what to give.
     let said = findings_of(&r, "coverage.incomplete");
@@ -165,7 +163,7 @@ fn a_listed_raw_file_that_links_out_of_the_bundle_is_an_error() {
     assert_eq!(errors.len(), 1, "{r:#}");
     assert_eq!(errors[0]["file"], "speed/speed-contract.json");
     let says = errors[0]["message"].as_str().unwrap();
-    assert!(says.contains("outside the bundle"), "{says}");
+    assert_has(says, "outside the bundle");
     assert_ne!(run.code, 0);
 }
 
@@ -213,6 +211,6 @@ fn lm_eval_results_that_list_no_task_are_incomplete_saying_what_to_give() {
     let said = findings_of(&r, "coverage.incomplete");
     assert_eq!(said.len(), 1, "{r:#}");
     let says = said[0]["message"].as_str().unwrap();
-    assert!(says.contains("its results list no task"), "{says}");
-    assert!(says.contains("lm_eval --tasks NAME"), "{says}");
+    assert_has(says, "its results list no task");
+    assert_has(says, "lm_eval --tasks NAME");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fixture, rigaudit, root, Copy};
+use common::{assert_has, fixture, rigaudit, root, Copy};
 use serde_json::Value;
 
 fn diff(a: &std::path::Path, b: &std::path::Path, extra: &[&str]) -> (common::Run, Value) {
@@ -98,8 +98,8 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
     // The text states the rule the rows were judged by, in the diff's words, with its bands.
     let rule = text.find("decision rule: unchanged when").expect(&text);
     assert!(figures < rule, "{text}");
-    assert!(text.contains("  quality: ±3.0 points"), "{text}");
-    assert!(text.contains("  ttft: ±25 %"), "{text}");
+    assert_has(&text, "  quality: ±3.0 points");
+    assert_has(&text, "  ttft: ±25 %");
     // Quality: both answers files name the same questions, so compared paired (exact McNemar)
     // where both answered; not comparable where one side's requests were all refused.
     for t in ["mmlu-pro", "gpqa-diamond", "ifeval"] {
@@ -154,10 +154,10 @@ fn a_bundle_against_itself_has_no_difference_and_passes() {
     // Markdown: the diff's words in the summary and the table's better column, then the rule.
     let s = p.to_str().unwrap();
     let md = rigaudit(&["diff", s, s, "--format", "markdown"]).stdout;
-    assert!(md.contains(" unchanged, 0 changed, "), "{md}");
-    assert!(md.contains("| verdict | better | why |"), "{md}");
-    assert!(md.contains("decision rule: unchanged when"), "{md}");
-    assert!(md.contains("\n- quality: ±3.0 points"), "{md}");
+    assert_has(&md, " unchanged, 0 changed, ");
+    assert_has(&md, "| verdict | better | why |");
+    assert_has(&md, "decision rule: unchanged when");
+    assert_has(&md, "\n- quality: ±3.0 points");
 }
 
 #[test]
@@ -244,10 +244,7 @@ fn two_runs_on_a_machine_whose_speed_moved_say_so() {
     let f = common::findings_in(&report, "diff.machine-speed");
     assert_eq!(f.len(), 1, "{}", run.stdout);
     let m = f[0]["message"].as_str().unwrap();
-    assert!(
-        m.contains("ran 40.0 % slower on B than on A (10.00 -> 6.00 GB/s"),
-        "{m}"
-    );
+    assert_has(m, "ran 40.0 % slower on B than on A (10.00 -> 6.00 GB/s");
     assert_eq!(f[0]["severity"], "info");
     // The figures are the same on both sides: nothing moved, and the run passes.
     assert_eq!(run.code, 0, "{}", run.stdout);
@@ -321,11 +318,7 @@ fn a_policy_sets_the_decision_rule_and_one_no_figure_could_meet_is_refused() {
     let run = rigaudit(&["diff", s, s, "--policy", policy.to_str().unwrap()]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("at /decide"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("decode: a ±5.0 % band"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "decode: a ±5.0 % band");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::rigaudit;
+use common::{assert_has, rigaudit};
 
 const COMMANDS: &[&str] = &[
     "verify",
@@ -89,11 +89,7 @@ fn quiet_drops_status_lines_but_not_the_report() {
         rigaudit(&args)
     };
     let loud = import(false, "a");
-    assert!(
-        loud.stderr.contains("imported aiperf files"),
-        "{}",
-        loud.stderr
-    );
+    assert_has(&loud.stderr, "imported aiperf files");
     let quiet = import(true, "b");
     assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));

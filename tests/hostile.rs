@@ -3,8 +3,10 @@
 
 mod common;
 
-use common::{argv, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex};
-use common::{write_bundle, Copy, Run};
+use common::{
+    argv, assert_has, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex,
+};
+use common::{assert_any, write_bundle, Copy, Run};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -456,10 +458,7 @@ fn a_server_sending_a_byte_at_a_time_meets_the_total_deadline() {
     let (r, took, errors) = measure_against("slow");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     r.assert_stderr_has("got no answer: decode");
-    assert!(
-        errors.iter().any(|e| e.contains("total deadline")),
-        "{errors:?}"
-    );
+    assert_any(&errors, |e| e.contains("total deadline"));
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
 
@@ -467,22 +466,14 @@ fn a_server_sending_a_byte_at_a_time_meets_the_total_deadline() {
 fn an_endless_sse_line_is_bounded() {
     let (r, _, errors) = measure_against("endless-line");
     assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        errors.iter().any(|e| e.contains("the bound for one line")),
-        "{errors:?}"
-    );
+    assert_any(&errors, |e| e.contains("the bound for one line"));
 }
 
 #[test]
 fn an_endless_error_body_is_bounded() {
     let (r, _, errors) = measure_against("endless-error");
     assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains("the bound for a error body")),
-        "{errors:?}"
-    );
+    assert_any(&errors, |e| e.contains("the bound for a error body"));
 }
 
 #[test]
@@ -662,12 +653,9 @@ fn an_endless_stream_is_bounded() {
     let (r, took, errors) = measure_against("endless-stream");
     eprintln!("endless stream: {took:?}: {:?}", errors.first());
     assert!(r.code == 1 || r.code == 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains("the bound for a streamed reply") || e.contains("total deadline")),
-        "{errors:?}"
-    );
+    assert_any(&errors, |e| {
+        e.contains("the bound for a streamed reply") || e.contains("total deadline")
+    });
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
 
@@ -778,11 +766,7 @@ fn a_vllm_result_whose_requests_each_span_a_day_ends_quickly() {
         run.stdout,
         run.stderr
     );
-    assert!(
-        run.stdout.contains("vllm.max_concurrent_requests"),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, "vllm.max_concurrent_requests");
 }
 
 /// A deterministic xorshift stream for the mutations below.

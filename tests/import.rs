@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{read_json, rigaudit, rigaudit_line, root, Run};
+use common::assert_has;
+use common::{assert_any, read_json, rigaudit, rigaudit_line, root, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -280,14 +281,8 @@ fn lm_eval_run_is_rescored_and_its_unextractable_replies_named() {
             .iter()
             .map(|v| v["key"].as_str().unwrap().to_string())
             .collect();
-        assert!(
-            keys.iter().any(|k| k.ends_with("exact_match,letter")),
-            "{keys:?}"
-        );
-        assert!(
-            keys.iter().any(|k| k.ends_with("margin95.wilson")),
-            "{keys:?}"
-        );
+        assert_any(&keys, |k| k.ends_with("exact_match,letter"));
+        assert_any(&keys, |k| k.ends_with("margin95.wilson"));
     }
 }
 
@@ -594,10 +589,7 @@ fn llama_server_stream_cut_mid_event_is_named_and_a_broken_line_refused() {
     assert_eq!(f[0]["file"], "3-completion.sse");
     assert_eq!(f[0]["pointer"], "line 49");
     let m = f[0]["message"].as_str().unwrap();
-    assert!(
-        m.contains(&format!("at line 49 (byte {last}), ends after 40 bytes")),
-        "{m}"
-    );
+    assert_has(m, &format!("at line 49 (byte {last}), ends after 40 bytes"));
     // The rest of the set is still checked.
     assert_eq!(run.json()["recomputed"].as_array().unwrap().len(), 12);
     // Cut inside the closing `data: [DONE]`, after the final chunk: nothing is missing.
@@ -637,9 +629,9 @@ fn llama_server_stream_that_fails_mid_reply_is_a_failed_request_not_a_cut_one() 
     assert_eq!(f[0]["pointer"], "line 21");
     let m = f[0]["message"].as_str().unwrap();
     assert!(m.starts_with("1 of 4 responses"), "{m}");
-    assert!(
-        m.contains("3-completion.sse: 500 failed to decode the batch, after 10 chunks of text"),
-        "{m}"
+    assert_has(
+        m,
+        "3-completion.sse: 500 failed to decode the batch, after 10 chunks of text",
     );
     // A failed stream is not a cut one, and the other three are still recomputed.
     assert!(!run.has("import.run-incomplete"), "{}", run.stdout);

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{fixture, verify, Copy};
 use serde_json::{json, Value};
 
@@ -468,8 +469,8 @@ fn a_recording_on_a_machine_whose_speed_moved_is_named() {
     let run = caught(&slowed, "speed.machine-unsteady", "warning");
     let f = &run.findings("speed.machine-unsteady")[0];
     let msg = f["message"].as_str().unwrap();
-    assert!(msg.contains("2 of "), "{msg}");
-    assert!(msg.contains("median of 10.00 GB/s"), "{msg}");
+    assert_has(msg, "2 of ");
+    assert_has(msg, "median of 10.00 GB/s");
     assert_eq!(f["pointer"], "/machine_reference/samples/1");
     // A probe named for a step the result never measured.
     let stray = Copy::of(RUN);

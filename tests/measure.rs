@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::fake_server::{Fake, Mode};
 use common::{rigaudit, rigaudit_line, verify};
 use serde_json::{json, Value};
@@ -283,7 +284,7 @@ fn a_cpu_hog_beside_the_server_throws_tries_away_and_the_guard_rows_show_it() {
         .count();
     assert_eq!(decode, 2);
     let log = std::fs::read_to_string(out.join("speed/log.txt")).unwrap();
-    assert!(log.contains("decode/code/1 try 1 thrown away"), "{log}");
+    assert_has(&log, "decode/code/1 try 1 thrown away");
     // verify names the tries kept under load.
     let v = verify(&out);
     assert_eq!(v.code, 1, "{}", v.stdout);
@@ -298,5 +299,5 @@ fn without_the_guard_nothing_is_recorded_and_the_log_says_so() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(result(&out)["load_guard"].is_null());
     let log = std::fs::read_to_string(out.join("speed/log.txt")).unwrap();
-    assert!(log.contains("load guard: off"), "{log}");
+    assert_has(&log, "load guard: off");
 }

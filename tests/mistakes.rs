@@ -223,10 +223,9 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
 fn each_common_mistake_says_what_happened_and_what_to_type_instead() {
     let tmp = tempfile::tempdir().unwrap();
     for m in mistakes(tmp.path()) {
-        let argv: Vec<&str> = m.args.iter().map(String::as_str).collect();
-        let run = rigaudit(&argv);
+        let run = rigaudit(&m.args);
         let said = format!("{}{}", run.stdout, run.stderr);
-        assert_eq!(run.code, m.code, "{}: {argv:?}\n{said}", m.name);
+        assert_eq!(run.code, m.code, "{}: {:?}\n{said}", m.name, m.args);
         for w in &m.says {
             assert!(
                 said.contains(w.as_str()),

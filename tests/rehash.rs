@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{sha_file, sha_hex as sha};
 use serde_json::{json, Value};
 use std::fs;
@@ -484,10 +485,10 @@ fn bad_arguments_exit_2_with_a_message() {
     let case = Case::new(|_| {}, None);
     let (code, _, err) = case.run(&["--file", "engine=/x"]);
     assert_eq!(code, 2);
-    assert!(err.contains("'engine' is no artifact name"), "{err}");
+    assert_has(&err, "'engine' is no artifact name");
     let (code, _, err) = case.run(&["--root", "/no/such/folder"]);
     assert_eq!(code, 2);
-    assert!(err.contains("/no/such/folder"), "{err}");
+    assert_has(&err, "/no/such/folder");
     let out = Command::new(BIN)
         .args(["rehash", "/no/such/bundle", "--quiet"])
         .output()

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{
     decode_contract, fake_engine, fake_engine_card, python3, rigaudit, write_bundle, Run,
 };
@@ -73,8 +74,7 @@ impl Setup {
             args.push(s.to_string());
         }
         args.extend(extra.iter().map(|s| s.to_string()));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        (rigaudit(&refs), out)
+        (rigaudit(&args), out)
     }
 
     /// Processes whose command line names this test's copy of the fake engine.
@@ -366,14 +366,14 @@ fn runs_auto_adds_runs_where_the_spread_needs_them_within_the_budget() {
     let n = row["n_replayed"].as_u64().unwrap();
     assert!(n > 16, "decode.code got no more runs: {note}\n{row}");
     assert!(dir.join("more-1/bundle").is_dir(), "{note}");
-    assert!(note.contains(&format!("decode.code {n} (")), "{note}");
+    assert_has(&note, &format!("decode.code {n} ("));
     assert_eq!(row["n_recorded"], 16, "{row}");
     eprintln!("{note}\n{row}");
     // A budget the first session already spent: no round, the first session's 16 runs.
     let (row, note, dir) = auto("spent", "1s");
     assert!(!dir.join("more-1").exists(), "{note}");
     assert_eq!(row["n_replayed"], 16, "{row}");
-    assert!(note.contains("stopped by the budget"), "{note}");
-    assert!(note.contains("decode.code 16 (budget: about "), "{note}");
+    assert_has(&note, "stopped by the budget");
+    assert_has(&note, "decode.code 16 (budget: about ");
     assert!(s.leftovers().is_empty());
 }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{fixture, rigaudit, root};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -348,7 +349,7 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
     cases.dedup();
     assert_eq!(count(&xml, "<testcase "), cases.len());
     assert_eq!(count(&xml, "<skipped"), 0, "{xml}");
-    assert!(xml.contains(" skipped=\"0\" "), "{xml}");
+    assert_has(&xml, " skipped=\"0\" ");
     let not_run: Vec<&str> = all
         .iter()
         .map(String::as_str)
@@ -360,10 +361,7 @@ fn junit_is_valid_and_counts_failures_and_skips_as_the_report_says() {
         not_run.join(" ")
     );
     assert!(xml.contains(&property), "{property}");
-    assert!(
-        xml.contains("<property name=\"verdict\" value=\"fail\"/>"),
-        "{xml}"
-    );
+    assert_has(&xml, "<property name=\"verdict\" value=\"fail\"/>");
     // A passing page: valid, no failure.
     let tmp = tempfile::tempdir().unwrap();
     let (run, dir) = outputs(tmp.path(), &root().join("fixtures/runs/smollm2-cpu"));
@@ -895,20 +893,20 @@ fn markdown_and_html_lead_with_the_verdicts_coverage_and_the_headline() {
     let mia = fixture("mia-recipe-1104-2x");
     let md = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "markdown"]).stdout;
     let first = md.lines().next().unwrap();
-    assert!(
-        first.contains("PASS, self-consistent only: 43 of 43 files reconstructed"),
-        "{first}"
+    assert_has(
+        first,
+        "PASS, self-consistent only: 43 of 43 files reconstructed",
     );
     let stock = fixture("tensorfold-127-stock-2x");
     let md = rigaudit(&["verify", stock.to_str().unwrap(), "--format", "markdown"]).stdout;
     let before_table = &md[..md.find("### Findings").unwrap()];
-    assert!(
-        before_table.contains("2 tests count 70 refused requests as wrong answers"),
-        "{before_table}"
+    assert_has(
+        before_table,
+        "2 tests count 70 refused requests as wrong answers",
     );
-    assert!(
-        before_table.contains("`rigaudit checks quality.refused-counted-as-wrong`"),
-        "{before_table}"
+    assert_has(
+        before_table,
+        "`rigaudit checks quality.refused-counted-as-wrong`",
     );
     // The HTML page leads the same way, before its plots and tables.
     let html = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "html"]).stdout;
@@ -949,9 +947,9 @@ fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_inco
     assert_eq!(run0["invocations"][0]["exitCode"], 0);
     assert!(run0["invocations"][0]["toolExecutionNotifications"].is_null());
     let junit = report_in("junit", &pass);
-    assert!(
-        junit.contains(&format!("name=\"qualified_verdict\" value=\"{covers}\"")),
-        "{junit}"
+    assert_has(
+        &junit,
+        &format!("name=\"qualified_verdict\" value=\"{covers}\""),
     );
     let github = report_in("github", &pass);
     assert!(github.lines().last().unwrap().contains(covers), "{github}");
@@ -969,7 +967,7 @@ fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_inco
     let run0 = &log["runs"][0];
     let why = run0["properties"]["incomplete"].as_str().unwrap();
     assert!(why.starts_with("none of the artifacts"), "{why}");
-    assert!(why.contains("give --root DIR or --file NAME=PATH"), "{why}");
+    assert_has(why, "give --root DIR or --file NAME=PATH");
     let inv = &run0["invocations"][0];
     assert_eq!(inv["executionSuccessful"], false);
     assert_eq!(inv["exitCode"], 2);
@@ -977,14 +975,11 @@ fn sarif_junit_and_annotations_carry_the_qualified_verdict_and_why_a_run_is_inco
     assert_eq!(note["level"], "error");
     assert_eq!(note["message"]["text"], format!("incomplete: {why}"));
     let junit = report_in("junit", &rehash);
-    assert!(
-        junit.contains("name=\"qualified_verdict\" value=\"INCOMPLETE: none of the artifacts"),
-        "{junit}"
+    assert_has(
+        &junit,
+        "name=\"qualified_verdict\" value=\"INCOMPLETE: none of the artifacts",
     );
     let github = report_in("github", &rehash);
     let last = github.lines().last().unwrap();
-    assert!(
-        last.contains(": INCOMPLETE: none of the artifacts"),
-        "{last}"
-    );
+    assert_has(last, ": INCOMPLETE: none of the artifacts");
 }

@@ -9,8 +9,10 @@
 
 mod common;
 
+use common::assert_has;
+use common::ranks::TwoRanks;
+use common::{assert_any, root, sha_file, Run};
 use common::{decode_contract, python3_executable as python3, rigaudit, rigaudit_with_env};
-use common::{root, sha_file, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -205,8 +207,7 @@ const PMIX_AND_DETACH: &str = r#"    rank = os.environ.get("PMIX_RANK")
 /// One test's files: a copy of the fake engine that records its whole environment, at a path
 /// unique to the test (its marker in /proc), and the bundle.
 struct Setup {
-    tmp: tempfile::TempDir,
-    script: PathBuf,
+    ranks: TwoRanks,
     bundle: PathBuf,
     odd: Vec<String>,
     /// Whether rank 1 detaches a child (its pid in [`Setup::detached_pid_file`]).
@@ -215,8 +216,6 @@ struct Setup {
 
 impl Setup {
     fn new(digest: Option<&str>) -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let script = tmp.path().join("fake_engine_slurm_test.py");
         let text = std::fs::read_to_string(root().join("tests/fixtures/fake_engine.py")).unwrap();
         let narrow = r#"{k: v for k, v in os.environ.items() if k.startswith("FAKE_") or k == "SSH_CONNECTION"}"#;
         assert!(
@@ -228,12 +227,11 @@ impl Setup {
         let text = text
             .replace(narrow, "dict(os.environ)")
             .replace(start, &format!("{PMIX_AND_DETACH}{start}"));
-        std::fs::write(&script, text).unwrap();
-        let odd = common::odd_items(&tmp.path().join("ran"));
-        let bundle = template(tmp.path(), &script, &odd, digest);
+        let ranks = TwoRanks::new("fake_engine_slurm_test.py", &text);
+        let odd = common::odd_items(&ranks.tmp.path().join("ran"));
+        let bundle = template(ranks.tmp.path(), &ranks.script, &odd, digest);
         Setup {
-            tmp,
-            script,
+            ranks,
             bundle,
             odd,
             detach: false,
@@ -244,30 +242,15 @@ impl Setup {
         self.tmp.path().join("detached.pid")
     }
 
-    fn argv_file(&self, rank: u32) -> PathBuf {
-        self.tmp.path().join(format!("argv{rank}.json"))
-    }
-
-    fn out(&self) -> PathBuf {
-        self.tmp.path().join("out")
-    }
-
     /// The replay's arguments (`--slurm` among `extra`): `mode`/`delay` for both ranks.
     fn args(&self, mode: &str, delay: &str, extra: &[&str]) -> Vec<String> {
         let mut a = self.replay_of(&self.bundle);
-        for s in [
-            format!("mode={mode}"),
-            format!("delay={delay}"),
-            format!("port1={}", free_port()),
-            format!("argv0={}", self.argv_file(0).display()),
-            format!("argv1={}", self.argv_file(1).display()),
-            match self.detach {
-                true => format!("detach={}", self.detached_pid_file().display()),
-                false => "detach=".into(),
-            },
-        ] {
-            a.extend(["--set".into(), s]);
-        }
+        a.extend(self.sets(mode, delay));
+        let detach = match self.detach {
+            true => format!("detach={}", self.detached_pid_file().display()),
+            false => "detach=".into(),
+        };
+        a.extend(["--set".into(), detach]);
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     }
@@ -295,32 +278,22 @@ impl Setup {
         }
         a
     }
+}
 
-    fn argv_info(&self, rank: u32) -> Option<Value> {
-        let t = std::fs::read_to_string(self.argv_file(rank)).ok()?;
-        serde_json::from_str(&t).ok()
-    }
-
-    /// Waits up to `secs` for every process naming this test's fake engine to be gone.
-    fn leftovers_after(&self, secs: u64) -> Vec<String> {
-        common::procs::leftovers_after(self.script.to_str().unwrap(), secs)
+/// A setup is its two ranks' files, and more.
+impl std::ops::Deref for Setup {
+    type Target = TwoRanks;
+    fn deref(&self) -> &TwoRanks {
+        &self.ranks
     }
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        // Never leave a rank behind, even when an assertion failed: its pid, found by this
-        // test's own copy of the fake engine in its command line.
-        common::procs::kill_naming(self.script.to_str().unwrap());
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Asserts the replay's job leaves the queue within `job_secs` and every rank of `s` is gone
+/// within `rank_secs`.
+#[track_caller]
+fn assert_nothing_left(conf: &Path, s: &Setup, job_secs: u64, rank_secs: u64) {
+    assert_eq!(our_jobs_after(conf, job_secs), "");
+    assert_eq!(s.leftovers_after(rank_secs), Vec::<String>::new());
 }
 
 /// The replay run with `SLURM_CONF` set.
@@ -357,27 +330,21 @@ fn notes(run: &Run) -> Vec<String> {
 fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
     let s = Setup::new(Some(&"ab".repeat(32)));
     let args = s.args("ok", "0", &["--slurm", "--plan", "--box", "second=n2"]);
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = rigaudit(&refs);
+    let r = rigaudit(&args);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let t = &r.stdout;
-    assert!(
-        t.contains(
-            "allocation: 'salloc' '--no-shell' '-N' '2' '--time=60' '--job-name=rigaudit-replay'"
-        ),
-        "{t}"
+    assert_has(
+        t,
+        "allocation: 'salloc' '--no-shell' '-N' '2' '--time=60' '--job-name=rigaudit-replay'",
     );
-    assert!(t.contains("'--nodelist=n2'"), "{t}");
-    assert!(
-        t.contains("rank 0 (box head, the allocation's node 1 not named with --box)"),
-        "{t}"
+    assert_has(t, "'--nodelist=n2'");
+    assert_has(
+        t,
+        "rank 0 (box head, the allocation's node 1 not named with --box)",
     );
-    assert!(t.contains("rank 1 (box second, node n2 (--box))"), "{t}");
-    assert!(
-        t.contains("  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE="),
-        "{t}"
-    );
-    assert!(t.contains("'line one\\nline two'"), "{t}");
+    assert_has(t, "rank 1 (box second, node n2 (--box))");
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE=");
+    assert_has(t, "'line one\\nline two'");
     assert!(
         t.contains(&format!(
             "check: sha256 of '{}' on the node = {}",
@@ -386,50 +353,36 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
         )),
         "{t}"
     );
-    assert!(
-        t.contains("'/usr/bin/xargs' '-0' '-r' '/usr/bin/sha256sum' '--' (the path on its stdin)"),
-        "{t}"
+    assert_has(
+        t,
+        "'/usr/bin/xargs' '-0' '-r' '/usr/bin/sha256sum' '--' (the path on its stdin)",
     );
     let plain = s.args("ok", "0", &["--slurm", "--plan"]);
-    let refs: Vec<&str> = plain.iter().map(String::as_str).collect();
-    let t = rigaudit(&refs).stdout;
-    assert!(
-        t.contains("rank 0 (box head, node 1 of the allocation)"),
-        "{t}"
-    );
-    assert!(
-        t.contains("rank 1 (box second, node 2 of the allocation)"),
-        "{t}"
-    );
+    let t = rigaudit(&plain).stdout;
+    assert_has(&t, "rank 0 (box head, node 1 of the allocation)");
+    assert_has(&t, "rank 1 (box second, node 2 of the allocation)");
     // --slurm-pmix runs one command for every rank: this card's ranks differ in their variables.
     let pmix = s.args("ok", "0", &["--slurm", "--slurm-pmix", "--plan"]);
-    let refs: Vec<&str> = pmix.iter().map(String::as_str).collect();
-    let r = rigaudit(&refs);
+    let r = rigaudit(&pmix);
     assert_eq!(r.code, 2, "{}", r.stdout);
     r.assert_stderr_has("--slurm-pmix runs one command for every rank, but rank 1's recorded environment differs from rank 0's");
     let mut pmix = s.replay_of(&pmix_template(&s));
     for w in ["--slurm", "--slurm-pmix", "--plan", "--box", "head=n2"] {
         pmix.push(w.into());
     }
-    let refs: Vec<&str> = pmix.iter().map(String::as_str).collect();
-    let r = rigaudit(&refs);
+    let r = rigaudit(&pmix);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = &r.stdout;
-    assert!(
-        t.contains("rank 0 (box head, node n2 (--box))\n  task 0 of the PMIx step"),
-        "{t}"
+    assert_has(
+        t,
+        "rank 0 (box head, node n2 (--box))\n  task 0 of the PMIx step",
     );
-    assert!(
-        t.contains("  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE="),
-        "{t}"
-    );
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
 }
 
 #[test]
 fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
-    let Some((conf, _turn)) = slurm_or_skip("rank_1_runs_on_n2_as_a_step") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("rank_1_runs_on_n2_as_a_step"));
     let s = Setup::new(Some(&sha_file(&python3())));
     let r = run(&conf, &s.args("ok", "2", &["--slurm"]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -445,24 +398,18 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
         env, want,
         "rank 1's environment is not exactly the recorded one"
     );
-    let notes = notes(&r);
-    let has = |p: &str| notes.iter().any(|n| n.contains(p));
-    assert!(
-        has("rank 1 (box second) runs on node n2 of Slurm job"),
-        "{notes:#?}"
-    );
-    assert!(has("matches the card's"), "{notes:#?}");
-    assert!(
-        has("rank 0's address: 127.0.0.1, node n1's NodeAddr"),
-        "{notes:#?}"
-    );
+    // One note a line: a needle (no line break) is in the text when a note holds it.
+    let notes = notes(&r).join("\n");
+    assert_has(&notes, "rank 1 (box second) runs on node n2 of Slurm job");
+    assert_has(&notes, "matches the card's");
+    assert_has(&notes, "rank 0's address: 127.0.0.1, node n1's NodeAddr");
     // Each rank got SIGTERM from the scheduler and ended on its own (srun, signalled, would
     // have killed it).
-    assert!(has("every step ended within"), "{notes:#?}");
+    assert_has(&notes, "every step ended within");
     for rank in [0, 1] {
-        assert!(
-            has(&format!("rank {rank} had already ended (exit code 0)")),
-            "{notes:#?}"
+        assert_has(
+            &notes,
+            &format!("rank {rank} had already ended (exit code 0)"),
         );
     }
     let tracking = tracking_of(&conf);
@@ -470,16 +417,13 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
         "proctrack/cgroup" => "slurm: process tracking is proctrack/cgroup".to_string(),
         other => format!("warning: slurm: process tracking is {other}, not proctrack/cgroup"),
     };
-    assert!(has(&said), "{notes:#?}");
-    assert_eq!(our_jobs_after(&conf, 10), "");
-    assert_eq!(s.leftovers_after(10), Vec::<String>::new());
+    assert_has(&notes, &said);
+    assert_nothing_left(&conf, &s, 10, 10);
 }
 
 #[test]
 fn a_digest_mismatch_on_a_node_is_refused_before_any_rank_starts() {
-    let Some((conf, _turn)) = slurm_or_skip("a_digest_mismatch_on_a_node") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("a_digest_mismatch_on_a_node"));
     let s = Setup::new(Some(&sha_file(&python3())));
     let other = s.tmp.path().join("python3-other");
     let mut bytes = std::fs::read(python3()).unwrap();
@@ -505,9 +449,7 @@ fn a_digest_mismatch_on_a_node_is_refused_before_any_rank_starts() {
 
 #[test]
 fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
-    let Some((conf, _turn)) = slurm_or_skip("sigterm_to_the_replay") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("sigterm_to_the_replay"));
     let s = Setup::new(None);
     let args = s.args("slow-start", "120", &["--slurm", "--trust-executable"]);
     let mut child = start_until_both_ranks_run(&conf, &s, &args);
@@ -519,9 +461,8 @@ fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
-    assert!(err.contains("cancelling Slurm job"), "{err}");
-    assert_eq!(our_jobs_after(&conf, 10), "");
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    assert_has(&err, "cancelling Slurm job");
+    assert_nothing_left(&conf, &s, 10, 15);
 }
 
 /// Starts the replay with `args`, waits until both ranks have written their argv, and returns
@@ -534,24 +475,13 @@ fn start_until_both_ranks_run(conf: &Path, s: &Setup, args: &[String]) -> std::p
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
-        && t0.elapsed() < Duration::from_secs(60)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        s.argv_info(0).is_some() && s.argv_info(1).is_some(),
-        "both ranks started"
-    );
+    assert!(s.both_started(), "both ranks started");
     child
 }
 
 #[test]
 fn a_rank_that_fails_at_start_ends_the_replay_cancels_the_job_and_leaves_no_rank() {
-    let Some((conf, _turn)) = slurm_or_skip("a_rank_that_fails_at_start") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("a_rank_that_fails_at_start"));
     let s = Setup::new(None);
     // Box second runs /bin/false: rank 1 ends at once with exit code 1, while rank 0 loads.
     let extra = [
@@ -568,15 +498,12 @@ fn a_rank_that_fails_at_start_ends_the_replay_cancels_the_job_and_leaves_no_rank
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     r.assert_stderr_has("rank 1");
     r.assert_stderr_has("exit code 1");
-    assert_eq!(our_jobs_after(&conf, 10), "");
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    assert_nothing_left(&conf, &s, 10, 15);
 }
 
 #[test]
 fn sigkill_of_the_replay_leaves_the_job_to_its_time_limit_which_ends_every_rank() {
-    let Some((conf, _turn)) = slurm_or_skip("sigkill_of_the_replay") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("sigkill_of_the_replay"));
     let s = Setup::new(None);
     // Nothing in rigaudit runs after SIGKILL: the allocation's hard limit (20 s) is the last net.
     let args = s.args(
@@ -588,15 +515,12 @@ fn sigkill_of_the_replay_leaves_the_job_to_its_time_limit_which_ends_every_rank(
     child.kill().unwrap();
     child.wait().unwrap();
     // slurmctld looks at time limits about every 30 s; KillWait is 2 s in the test cluster.
-    assert_eq!(our_jobs_after(&conf, 120), "");
-    assert_eq!(s.leftovers_after(30), Vec::<String>::new());
+    assert_nothing_left(&conf, &s, 120, 30);
 }
 
 #[test]
 fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
-    let Some((conf, _turn)) = slurm_or_skip("a_rank_that_ignores_sigterm") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("a_rank_that_ignores_sigterm"));
     let s = Setup::new(None);
     let r = run(
         &conf,
@@ -606,24 +530,15 @@ fn a_rank_that_ignores_sigterm_is_killed_and_the_job_is_gone() {
     // SIGTERM reaches each rank from the scheduler (scancel --signal=TERM) and is ignored; after
     // 5 s rigaudit stops each srun, which kills its step's task: the step ends as killed (137).
     let notes = notes(&r);
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("a step still ran after 5 s")),
-        "{notes:#?}"
-    );
+    assert_any(&notes, |n| n.contains("a step still ran after 5 s"));
     for rank in [0, 1] {
         let killed = [
             format!("rank {rank} stopped (exit code 137)"),
             format!("rank {rank} did not stop within"),
         ];
-        assert!(
-            notes.iter().any(|n| killed.iter().any(|k| n.contains(k))),
-            "{notes:#?}"
-        );
+        assert_any(&notes, |n| killed.iter().any(|k| n.contains(k)));
     }
-    assert_eq!(our_jobs_after(&conf, 15), "");
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    assert_nothing_left(&conf, &s, 15, 15);
 }
 
 /// A two-rank bundle for `--slurm-pmix`: both ranks one command (the fake engine, which takes
@@ -669,9 +584,7 @@ fn pmix_env() -> Value {
 
 #[test]
 fn pmix_ranks_are_tasks_of_one_step_with_their_own_rank_one_namespace_and_the_argv_exact() {
-    let Some((conf, _turn)) = slurm_or_skip("pmix_ranks_are_tasks_of_one_step") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("pmix_ranks_are_tasks_of_one_step"));
     let s = Setup::new(None);
     let bundle = pmix_template(&s);
     let mut args = s.replay_of(&bundle);
@@ -735,8 +648,7 @@ fn pmix_ranks_are_tasks_of_one_step_with_their_own_rank_one_namespace_and_the_ar
         ),
         "{notes:#?}"
     );
-    assert_eq!(our_jobs_after(&conf, 10), "");
-    assert_eq!(s.leftovers_after(15), Vec::<String>::new());
+    assert_nothing_left(&conf, &s, 10, 15);
 }
 
 /// Whether process `pid` is alive (or a zombie not yet reaped).
@@ -761,9 +673,7 @@ fn replay_detaching(conf: &Path) -> (Setup, Run, i32) {
 
 #[test]
 fn a_child_a_rank_detached_goes_with_the_job_under_cgroup_tracking() {
-    let Some((conf, _turn)) = slurm_or_skip("a_child_a_rank_detached") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("a_child_a_rank_detached"));
     if tracking_of(&conf) != "proctrack/cgroup" {
         println!("SKIPPED a_child_a_rank_detached: this machine runs the cluster without cgroup tracking (see the linuxproc test)");
         return;
@@ -779,19 +689,15 @@ fn a_child_a_rank_detached_goes_with_the_job_under_cgroup_tracking() {
     assert!(notes
         .iter()
         .any(|n| n == "slurm: process tracking is proctrack/cgroup"));
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("cancelled and gone from the queue")),
-        "{notes:#?}"
-    );
+    assert_any(&notes, |n| n.contains("cancelled and gone from the queue"));
 }
 
 #[test]
 fn without_cgroup_tracking_a_replay_warns_refuses_when_asked_and_a_detached_child_escapes() {
-    let Some((conf, _turn)) = slurm_or_skip_on("without_cgroup_tracking", linuxproc_cluster) else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip_on(
+        "without_cgroup_tracking",
+        linuxproc_cluster
+    ));
     let s = Setup::new(None);
     let r = run(
         &conf,
@@ -808,13 +714,13 @@ fn without_cgroup_tracking_a_replay_warns_refuses_when_asked_and_a_detached_chil
     // What the warning says: under linuxproc a child that left the rank's session outlives the
     // step; it holds the job in the queue (COMPLETING), which the replay reports, until it ends.
     let (_s, r, pid) = replay_detaching(&conf);
-    let notes = notes(&r);
-    let has = |p: &str| notes.iter().any(|n| n.contains(p));
-    assert!(
-        has("warning: slurm: process tracking is proctrack/linuxproc, not proctrack/cgroup"),
-        "{notes:#?}"
+    // One note a line: a needle (no line break) is in the text when a note holds it.
+    let notes = notes(&r).join("\n");
+    assert_has(
+        &notes,
+        "warning: slurm: process tracking is proctrack/linuxproc, not proctrack/cgroup",
     );
-    assert!(has("is still in the queue (COMPLETING"), "{notes:#?}");
+    assert_has(&notes, "is still in the queue (COMPLETING");
     assert!(
         alive(pid),
         "the detached child {pid} was expected to escape linuxproc tracking"
@@ -832,9 +738,7 @@ fn without_cgroup_tracking_a_replay_warns_refuses_when_asked_and_a_detached_chil
 /// the one on n1 matches.
 #[test]
 fn rehash_hashes_each_root_on_its_node_and_catches_a_changed_engine_on_n2() {
-    let Some((conf, _turn)) = slurm_or_skip("rehash_hashes_each_root_on_its_node") else {
-        return;
-    };
+    let (conf, _turn) = or_skip!(slurm_or_skip("rehash_hashes_each_root_on_its_node"));
     let s = Setup::new(Some(&sha_file(&python3())));
     let roots: Vec<PathBuf> = ["head root", "second root"]
         .iter()

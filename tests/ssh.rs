@@ -11,10 +11,11 @@
 
 mod common;
 
+use common::assert_has;
+use common::ranks::{free_port, TwoRanks};
 use common::{assert_any, read_json, sha_file, sha_hex as sha, write_files, write_tar_gz};
 use common::{decode_contract, python3_executable as python3, rigaudit, rigaudit_line, root, Run};
 use serde_json::{json, Value};
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -22,14 +23,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const SSHD: &str = "/usr/sbin/sshd";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Installs openssh-server once if `sshd` is missing; the reason when it cannot be had.
 fn sshd_available() -> Result<(), String> {
@@ -83,6 +76,11 @@ fn sshd_or_skip(test: &str) -> Option<Sshd> {
 fn sshd_and_setup(test: &str) -> Option<(Sshd, Setup)> {
     let sshd = sshd_or_skip(test)?;
     Some((sshd, Setup::new(Some(&sha_file(&python3())))))
+}
+
+/// [`sshd_or_skip`] and a setup whose card records no engine digest.
+fn sshd_and_bare_setup(test: &str) -> Option<(Sshd, Setup)> {
+    Some((sshd_or_skip(test)?, Setup::new(None)))
 }
 
 struct Sshd {
@@ -258,33 +256,23 @@ fn write_bundle(b: &Path, card: &Value) {
 /// One test's files: a copy of the fake engine at a path unique to the test (its marker in
 /// /proc), the bundle, the argv files of both ranks.
 struct Setup {
-    tmp: tempfile::TempDir,
-    script: PathBuf,
+    ranks: TwoRanks,
     bundle: PathBuf,
     odd: Vec<String>,
 }
 
 impl Setup {
     fn new(digest: Option<&str>) -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let script = tmp.path().join("fake_engine_ssh_test.py");
-        std::fs::copy(root().join("tests/fixtures/fake_engine.py"), &script).unwrap();
-        let odd = common::odd_items(&tmp.path().join("ran"));
-        let bundle = template(tmp.path(), &script, &odd, digest);
-        Setup {
-            tmp,
-            script,
-            bundle,
-            odd,
-        }
+        let engine = std::fs::read_to_string(root().join("tests/fixtures/fake_engine.py")).unwrap();
+        let ranks = TwoRanks::new("fake_engine_ssh_test.py", &engine);
+        let odd = common::odd_items(&ranks.tmp.path().join("ran"));
+        let bundle = template(ranks.tmp.path(), &ranks.script, &odd, digest);
+        Setup { ranks, bundle, odd }
     }
 
-    fn argv_file(&self, rank: u32) -> PathBuf {
-        self.tmp.path().join(format!("argv{rank}.json"))
-    }
-
-    fn out(&self) -> PathBuf {
-        self.tmp.path().join("out")
+    /// The folder a test's box root stands for (made by the test).
+    fn box_root(&self) -> PathBuf {
+        self.tmp.path().join("box root")
     }
 
     /// `rehash BUNDLE --root ROOT --format json`, then `extra`.
@@ -319,32 +307,13 @@ impl Setup {
             "--ready-timeout".into(),
             "60".into(),
         ];
-        for s in [
-            format!("mode={mode}"),
-            format!("delay={delay}"),
-            format!("port1={}", free_port()),
-            format!("argv0={}", self.argv_file(0).display()),
-            format!("argv1={}", self.argv_file(1).display()),
-        ] {
-            a.extend(["--set".into(), s]);
-        }
+        a.extend(self.sets(mode, delay));
         a.extend(extra.iter().cloned());
         a
     }
 
     fn run(&self, args: &[String]) -> Run {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        rigaudit(&refs)
-    }
-
-    fn argv_info(&self, rank: u32) -> Option<Value> {
-        let t = std::fs::read_to_string(self.argv_file(rank)).ok()?;
-        serde_json::from_str(&t).ok()
-    }
-
-    /// Live processes whose command line names this test's copy of the fake engine.
-    fn leftovers(&self) -> Vec<String> {
-        common::procs::processes_naming(self.script.to_str().unwrap())
+        rigaudit(args)
     }
 
     /// Runs the replay with `delay` for both ranks and `extra`; asserts it exits 0.
@@ -358,17 +327,13 @@ impl Setup {
     fn assert_no_leftovers(&self) {
         assert_eq!(self.leftovers_after(15), Vec::<String>::new());
     }
-
-    /// Waits up to `secs` for every rank to be gone; what is left.
-    fn leftovers_after(&self, secs: u64) -> Vec<String> {
-        common::procs::leftovers_after(self.script.to_str().unwrap(), secs)
-    }
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        // Never leave a rank behind, even when an assertion failed.
-        common::procs::kill_naming(self.script.to_str().unwrap());
+/// A setup is its two ranks' files, and more.
+impl std::ops::Deref for Setup {
+    type Target = TwoRanks;
+    fn deref(&self) -> &TwoRanks {
+        &self.ranks
     }
 }
 
@@ -416,9 +381,7 @@ fn check_argv_and_env(s: &Setup) {
 
 #[test]
 fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
-    let Some((sshd, s)) = sshd_and_setup("rank_1_runs_on_the_box_over_ssh") else {
-        return;
-    };
+    let (sshd, s) = or_skip!(sshd_and_setup("rank_1_runs_on_the_box_over_ssh"));
     // Both ranks wait 2 s before they serve, so rank 1 is up (and has written its argv) before
     // rank 0 answers and the replay measures and ends (a real rank 0 waits for its peers).
     let mut extra = sshd.args("second");
@@ -433,7 +396,7 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
     assert!(ran.is_empty(), "an argv item ran as a command: {ran:?}");
     // Rank 1's output comes into its log here (while it runs: see the dropped-connection test).
     let log = std::fs::read_to_string(s.out().join("engine-logs/rank1.log")).unwrap();
-    assert!(log.contains("rigaudit-remote: rank started on"), "{log}");
+    assert_has(&log, "rigaudit-remote: rank started on");
     let notes = notes(&run);
     sshd.assert_rank_1_came_through(&notes);
     assert_any(&notes, |n| {
@@ -455,9 +418,7 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
 
 #[test]
 fn a_digest_mismatch_on_the_box_is_refused_before_any_rank_starts() {
-    let Some((sshd, s)) = sshd_and_setup("a_digest_mismatch_on_the_box") else {
-        return;
-    };
+    let (sshd, s) = or_skip!(sshd_and_setup("a_digest_mismatch_on_the_box"));
     // The box's "engine" is another file: python3 with one byte more.
     let other = s.tmp.path().join("python3-other");
     let mut bytes = std::fs::read(python3()).unwrap();
@@ -525,12 +486,7 @@ fn start_in_background(s: &Setup, sshd: &Sshd, mode: &str, delay: &str) -> (Chil
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while (s.argv_info(0).is_none() || s.argv_info(1).is_none())
-        && t0.elapsed() < Duration::from_secs(60)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.both_started();
     let info = s.argv_info(1).expect("rank 1 started on the box");
     assert!(s.argv_info(0).is_some(), "rank 0 started");
     let pid = info["pid"].as_i64().unwrap();
@@ -567,9 +523,7 @@ fn ssh_client_of(replay: u32) -> Vec<libc::pid_t> {
 
 /// Kills the replay with `sig` while both ranks run: neither rank survives, on either side.
 fn killed_replay_leaves_nothing(sig: libc::c_int) {
-    let Some(sshd) = sshd_or_skip("killed_replay_leaves_nothing") else {
-        return;
-    };
+    let sshd = or_skip!(sshd_or_skip("killed_replay_leaves_nothing"));
     let s = Setup::new(None);
     let (child, remote) = start_hanging(&s, &sshd);
     // SAFETY: kill(2) on the replay this test started.
@@ -608,9 +562,7 @@ fn sigkill_of_the_replay_leaves_no_rank_on_the_box() {
 
 #[test]
 fn a_dropped_connection_ends_the_remote_rank() {
-    let Some(sshd) = sshd_or_skip("a_dropped_connection_ends_the_remote_rank") else {
-        return;
-    };
+    let sshd = or_skip!(sshd_or_skip("a_dropped_connection_ends_the_remote_rank"));
     let s = Setup::new(None);
     let (child, remote) = start_hanging(&s, &sshd);
     // Rank 1's output reaches its log here while it runs.
@@ -640,10 +592,7 @@ fn a_dropped_connection_ends_the_remote_rank() {
     // The replay sees rank 1 gone before the server was ready: a clear error, exit 2.
     let (code, err) = finish(child);
     assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("rank 1 exited before the server was ready"),
-        "{err}"
-    );
+    assert_has(&err, "rank 1 exited before the server was ready");
     s.assert_no_leftovers();
 }
 
@@ -698,9 +647,7 @@ fn the_second_seed_page_plans_from_a_box_file() {
 /// (exit 1), and what was measured before is kept.
 #[test]
 fn a_rank_killed_on_the_box_is_a_failed_step() {
-    let Some(sshd) = sshd_or_skip("a_rank_killed_on_the_box_is_a_failed_step") else {
-        return;
-    };
+    let sshd = or_skip!(sshd_or_skip("a_rank_killed_on_the_box_is_a_failed_step"));
     let s = Setup::new(None);
     // Rank 0 answers two requests, then holds the third until the request timeout (5 s): the
     // replay is still measuring when rank 1 dies.
@@ -737,6 +684,21 @@ fn a_bad_box_file_line_is_named() {
     run.assert_exit_saying(2, &format!("{}:2: --box ", hosts.display()));
 }
 
+/// Asserts some finding of `check` in `run`'s report is at `severity` and says each of `says`.
+#[track_caller]
+fn assert_found(run: &Run, check: &str, severity: &str, says: &[&str]) {
+    let found = run.findings(check);
+    let hit = found.iter().any(|f| {
+        let message = f["message"].as_str().unwrap_or("");
+        f["severity"] == severity && says.iter().all(|s| message.contains(s))
+    });
+    assert!(
+        hit,
+        "no {severity} {check} saying {says:?}: {found:#?}\n{}",
+        run.stderr
+    );
+}
+
 /// `"severity" "message"` of each finding of `check`.
 fn about(run: &Run, check: &str) -> Vec<String> {
     run.findings(check)
@@ -749,10 +711,8 @@ fn about(run: &Run, check: &str) -> Vec<String> {
 /// hashed on the box over ssh, compared with the card, and a changed copy there is caught.
 #[test]
 fn rehash_reads_a_box_root_over_ssh() {
-    let Some((sshd, s)) = sshd_and_setup("rehash_reads_a_box_root_over_ssh") else {
-        return;
-    };
-    let boxroot = s.tmp.path().join("box root");
+    let (sshd, s) = or_skip!(sshd_and_setup("rehash_reads_a_box_root_over_ssh"));
+    let boxroot = s.box_root();
     std::fs::create_dir_all(boxroot.join("opt/bin")).unwrap();
     std::fs::create_dir_all(boxroot.join("lib")).unwrap();
     std::fs::copy(python3(), boxroot.join("opt/bin/python3")).unwrap();
@@ -762,23 +722,15 @@ fn rehash_reads_a_box_root_over_ssh() {
     let rehash = || s.rehash(&s.bundle, root.clone(), sshd.args("second"));
     let at = sshd.at(boxroot.display());
     let run = rehash();
-    let bin = about(&run, "rehash.binary-digest");
-    assert!(
-        bin.iter()
-            .any(|f| f.contains(&at) && f.starts_with("\"info\"")),
-        "{bin:#?}\n{}",
-        run.stderr
-    );
-    let nccl = about(&run, "rehash.nccl-digest");
-    assert_any(&nccl, |f| f.contains(&at) && f.starts_with("\"info\""));
+    assert_found(&run, "rehash.binary-digest", "info", &[&at]);
+    assert_found(&run, "rehash.nccl-digest", "info", &[&at]);
     let version = about(&run, "rehash.nccl-version");
     assert_any(&version, |f| f.contains("2.30.7"));
     // The copy on the box changed: caught.
     std::fs::write(&lib, b"another library").unwrap();
     let run = rehash();
     assert_eq!(run.code, 1, "{}", run.stdout);
-    let nccl = about(&run, "rehash.nccl-digest");
-    assert_any(&nccl, |f| f.contains(&at) && f.starts_with("\"error\""));
+    assert_found(&run, "rehash.nccl-digest", "error", &[&at]);
 }
 
 impl Sshd {
@@ -813,9 +765,9 @@ impl Sshd {
 /// reaches the box through the test sshd as with `--box` flags.
 #[test]
 fn a_replay_takes_its_boxes_from_the_policy_file() {
-    let Some((sshd, s)) = sshd_and_setup("a_replay_takes_its_boxes_from_the_policy_file") else {
-        return;
-    };
+    let (sshd, s) = or_skip!(sshd_and_setup(
+        "a_replay_takes_its_boxes_from_the_policy_file"
+    ));
     let policy = s.tmp.path().join("gate.toml");
     std::fs::write(&policy, sshd.policy("second", None)).unwrap();
     let extra: Vec<String> = [
@@ -838,9 +790,9 @@ fn a_replay_takes_its_boxes_from_the_policy_file() {
 /// port), and a replay note says so; an `--ssh-option` of a key the file sets is noted too.
 #[test]
 fn a_box_flag_overrides_the_policy_files_entry() {
-    let Some((sshd, s)) = sshd_and_setup("a_box_flag_overrides_the_policy_files_entry") else {
-        return;
-    };
+    let (sshd, s) = or_skip!(sshd_and_setup(
+        "a_box_flag_overrides_the_policy_files_entry"
+    ));
     let policy = s.tmp.path().join("gate.toml");
     let closed = format!("nobody@127.0.0.1:{}", free_port());
     std::fs::write(&policy, sshd.policy("second", Some(&closed))).unwrap();
@@ -950,11 +902,10 @@ fn checkpoint_finding(run: &Run) -> (String, Value) {
 /// digests as a local rehash of that folder; one file matches the card, one changed, one missing.
 #[test]
 fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
-    let Some(sshd) = sshd_or_skip("rehash_reads_a_checkpoint_folder_on_a_box_over_ssh") else {
-        return;
-    };
-    let s = Setup::new(None);
-    let boxroot = s.tmp.path().join("box root");
+    let (sshd, s) = or_skip!(sshd_and_bare_setup(
+        "rehash_reads_a_checkpoint_folder_on_a_box_over_ssh"
+    ));
+    let boxroot = s.box_root();
     let bundle = checkpoint_bundle(&s, &boxroot.join("models/GLM"));
     // A file name that is not UTF-8 (a name on Linux is bytes): named to the box by its bytes.
     {
@@ -967,7 +918,7 @@ fn rehash_reads_a_checkpoint_folder_on_a_box_over_ssh() {
     assert_eq!(remote.code, 1, "{}\n{}", remote.stdout, remote.stderr);
     let (msg, data) = checkpoint_finding(&remote);
     let at = sshd.at(format!("{}/models/GLM", boxroot.display()));
-    assert!(msg.contains(&at), "{msg}");
+    assert_has(&msg, &at);
     assert_eq!(data["matched_full"], 1, "{data:#}");
     let differ: Vec<String> = data["differ"]
         .as_array()
@@ -1020,11 +971,10 @@ fn package_bundle(s: &Setup, name: &str, file: &str, pkg: &str, bin: &str) -> Pa
 /// and a zip whose member changed; nothing is copied beside it.
 #[test]
 fn rehash_reads_the_binary_inside_a_package_on_a_box() {
-    let Some(sshd) = sshd_or_skip("rehash_reads_the_binary_inside_a_package_on_a_box") else {
-        return;
-    };
-    let s = Setup::new(None);
-    let boxroot = s.tmp.path().join("box root");
+    let (sshd, s) = or_skip!(sshd_and_bare_setup(
+        "rehash_reads_the_binary_inside_a_package_on_a_box"
+    ));
+    let boxroot = s.box_root();
     std::fs::create_dir_all(boxroot.join("dl")).unwrap();
     let exe = std::fs::read(python3()).unwrap();
     let tgz = boxroot.join("dl/tensorfold-1.2.7.tar.gz");
@@ -1053,26 +1003,16 @@ fn rehash_reads_the_binary_inside_a_package_on_a_box() {
     );
     let run = rehash(&b);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let pkg = about(&run, "rehash.package-digest");
-    assert_any(&pkg, |f| {
-        f.starts_with("\"info\"")
-            && f.contains(&format!("{at}tensorfold-1.2.7.tar.gz"))
-            && f.contains("matches the full digest")
-    });
-    let bin = about(&run, "rehash.binary-digest");
-    assert_any(&bin, |f| {
-        f.starts_with("\"info\"")
-            && f.contains("tensorfold-1.2.7.tar.gz!tensorfold-1.2.7/tensorfold-native")
-            && f.contains("matches the full digest")
-    });
+    let tgz_at = format!("{at}tensorfold-1.2.7.tar.gz");
+    let matches = "matches the full digest";
+    assert_found(&run, "rehash.package-digest", "info", &[&tgz_at, matches]);
+    let member = "tensorfold-1.2.7.tar.gz!tensorfold-1.2.7/tensorfold-native";
+    assert_found(&run, "rehash.binary-digest", "info", &[member, matches]);
     let b = package_bundle(&s, "zip", "engine.zip", &sha_file(&zip_path), &exe_sha);
     let run = rehash(&b);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    let bin = about(&run, "rehash.binary-digest");
-    assert_any(&bin, |f| {
-        f.starts_with("\"error\"")
-            && f.contains(&format!("{at}engine.zip!engine/tensorfold-native"))
-    });
+    let zip_member = format!("{at}engine.zip!engine/tensorfold-native");
+    assert_found(&run, "rehash.binary-digest", "error", &[&zip_member]);
     let left: Vec<_> = std::fs::read_dir(boxroot.join("dl"))
         .unwrap()
         .flatten()

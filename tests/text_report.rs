@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::assert_has;
 use common::{fixture, rigaudit, root};
 use std::path::PathBuf;
 
@@ -71,8 +72,8 @@ fn screens(empty_root: &std::path::Path) -> Vec<Screen> {
 fn the_first_24_lines_say_the_verdict_why_and_what_to_do_and_every_line_fits() {
     let empty = tempfile::tempdir().unwrap();
     for s in screens(empty.path()) {
-        let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
-        let run = rigaudit(&args);
+        let args = &s.args;
+        let run = rigaudit(args);
         assert!(run.code <= 2 && !run.stdout.is_empty(), "{}", run.stderr);
         let lines: Vec<&str> = run.stdout.lines().collect();
         let top = lines[..lines.len().min(24)].join("\n");
@@ -89,11 +90,11 @@ fn the_first_24_lines_say_the_verdict_why_and_what_to_do_and_every_line_fits() {
             assert!(top.contains(why), "{why} not in the first 24 lines:\n{top}");
         }
         if run.code != 0 {
-            assert!(top.contains("what to do: "), "{top}");
+            assert_has(&top, "what to do: ");
         }
         if run.code == 1 {
             // The first error finding is in view too.
-            assert!(top.contains("\nerrors\n"), "{top}");
+            assert_has(&top, "\nerrors\n");
         }
         for l in &lines {
             assert!(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{copy_dir, fixture, rigaudit, root, write_files};
+use common::{assert_has, copy_dir, fixture, rigaudit, root, write_files};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -508,9 +508,6 @@ fn a_tree_without_a_run_is_a_clear_error() {
     let run = rigaudit(&["verify", &tmp.path().display().to_string()]);
     assert_eq!(run.code, 2, "{}", run.stdout);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
-    assert!(
-        run.stderr.contains("no run found in the folder") && run.stderr.contains("vllm"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "no run found in the folder");
+    assert_has(&run.stderr, "vllm");
 }

@@ -391,9 +391,7 @@ fn tls_config(dir: &Path) -> Arc<rustls::ServerConfig> {
 fn https_fetches_with_a_trusted_certificate_only_and_never_drops_to_http() {
     // The certificate is made with the in-toto venv's `cryptography` (tests/attest.rs).
     // in-toto brings cryptography, which makes the certificate.
-    let Some(py) = venv::or_skip("intoto-venv", &["in-toto==3.1.0"]) else {
-        return;
-    };
+    let py = or_skip!(venv::or_skip("intoto-venv", &["in-toto==3.1.0"]));
     let dir = tempfile::tempdir().unwrap();
     common::output_ok(
         std::process::Command::new(&py)

@@ -45,6 +45,8 @@ pub mod verdict;
 pub mod verify;
 
 #[cfg(test)]
+mod asserts;
+#[cfg(test)]
 mod testkit;
 
 pub mod bundle;

@@ -20,6 +20,8 @@ pub fn assert_says(f: &Finding, text: &str) {
     assert!(f.message.contains(text), "{text:?} not in: {}", f.message);
 }
 
+pub use crate::asserts::{assert_ends_with, assert_has, assert_starts_with};
+
 /// The files of a fixture a kit starts from: `(path in the bundle, its text)`.
 pub type Files = &'static [(&'static str, &'static str)];
 

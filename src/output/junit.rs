@@ -14,20 +14,11 @@ use std::fmt::Write;
 
 /// XML text: the five entities escaped, and characters XML 1.0 cannot hold replaced.
 fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            '\t' | '\n' | '\r' => o.push(ch),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
+    crate::output::escape::markup(s, "&apos;", |c| {
+        ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
+            || c == '\u{fffe}'
+            || c == '\u{ffff}'
+    })
 }
 
 /// One test case.

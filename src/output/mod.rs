@@ -1,5 +1,6 @@
 //! Renderers of the one report model: one module per format.
 
+pub mod escape;
 pub mod github;
 pub mod html;
 pub mod intoto;

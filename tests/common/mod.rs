@@ -4,12 +4,30 @@
 
 pub mod fake_server;
 pub mod procs;
+pub mod ranks;
 pub mod venv;
+
+#[path = "../../audit/src/asserts.rs"]
+mod asserts;
+#[allow(unused_imports)] // each test binary uses some
+pub use asserts::{assert_ends_with, assert_has, assert_starts_with};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The value of `$guard`, an `Option`, or else the test returns: how a test that needs what
+/// this machine may lack (sshd, a Slurm cluster, a network) skips, the guard having said why.
+#[macro_export]
+macro_rules! or_skip {
+    ($guard:expr) => {
+        match $guard {
+            Some(value) => value,
+            None => return,
+        }
+    };
+}
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -375,7 +393,7 @@ pub fn argv(template: &str, values: &[&str]) -> Vec<String> {
 /// Runs `rigaudit` with the arguments of a template (see [`argv`]).
 pub fn rigaudit_line(template: &str, values: &[&str]) -> Run {
     let args = argv(template, values);
-    rigaudit(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    rigaudit(&args)
 }
 
 /// The element of the array `report[array]` whose `field` is `value`.
@@ -392,7 +410,7 @@ pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
 }
 
 /// Runs `rigaudit ARGS`.
-pub fn rigaudit(args: &[&str]) -> Run {
+pub fn rigaudit<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
     rigaudit_with_env(args, &[])
 }
 

@@ -134,6 +134,7 @@ impl DecisionRule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::assert_starts_with;
 
     #[test]
     fn a_policy_table_sets_setting_overrides_and_multiplicity() {
@@ -161,11 +162,7 @@ mod tests {
         };
         let problems = rule.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(
-            problems[0].starts_with("decode: a ±15.0 % band"),
-            "{}",
-            problems[0]
-        );
+        assert_starts_with(&problems[0], "decode: a ±15.0 % band");
         let measured = rule.tolerances_with_measured(0.09);
         assert_eq!(measured.prefill.session_sd, 0.09);
         assert_eq!(measured.quality.session_sd, 0.0);

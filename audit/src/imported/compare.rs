@@ -424,6 +424,7 @@ fn end(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::assert_ends_with;
 
     fn side(v: &[f64]) -> Vec<Series> {
         vec![Series {
@@ -516,11 +517,9 @@ mod tests {
         assert_eq!(r.warm_up_dropped, Some([0, 10]), "{r:?}");
         assert_eq!((r.n_recorded, r.n_replayed), (40, 30));
         assert_eq!(r.verdict, ReplayVerdict::Unchanged, "{}", r.why);
-        assert!(
-            r.why
-                .ends_with("(a warm-up of the first 0 requests of A and 10 of B dropped (MSER-5))"),
-            "{}",
-            r.why
+        assert_ends_with(
+            &r.why,
+            "(a warm-up of the first 0 requests of A and 10 of B dropped (MSER-5))",
         );
         // The same requests without the transient: compared whole.
         let r = diff_of(&series(&steady), &series(&steady));

@@ -432,6 +432,7 @@ mod tests {
     use super::*;
     use crate::records::speed::{FitRow, ServerSeen, SpeedContract};
     use crate::records::{AnswerTally, AnswerView, Card, Manifest};
+    use crate::testkit::{assert_ends_with, assert_has, assert_starts_with};
 
     fn manifest() -> Manifest {
         serde_json::from_value(json!({
@@ -807,11 +808,7 @@ mod tests {
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
         assert_eq!(r.inconclusive, Some(Inconclusive::ForeignLoad));
-        assert!(
-            r.why.starts_with("foreign load: on the replayed side"),
-            "{}",
-            r.why
-        );
+        assert_starts_with(&r.why, "foreign load: on the replayed side");
         assert!(r.why.contains("yes at 97 %"), "{}", r.why);
         assert!(of_check(&c, "replay.drifted").is_empty());
         // A thrown-away try that was repeated quietly disturbs nothing.
@@ -844,11 +841,8 @@ mod tests {
         let t = row(&first, "ttft.512");
         assert_eq!(t.verdict, ReplayVerdict::Inconclusive);
         assert_eq!(t.inconclusive, Some(Inconclusive::SessionsDisagree));
-        assert!(
-            t.why.contains("+50.0 %") && t.why.contains("+0.0 %"),
-            "{}",
-            t.why
-        );
+        assert_has(&t.why, "+50.0 %");
+        assert_has(&t.why, "+0.0 %");
         let drifted: Vec<_> = of_check(&first, "replay.drifted")
             .into_iter()
             .filter(|f| f.data["key"] == "ttft.512")
@@ -902,12 +896,7 @@ mod tests {
         let d = row(&first, "decode.code");
         assert_eq!(d.verdict, ReplayVerdict::Inconclusive, "{}", d.why);
         assert_eq!(d.inconclusive, Some(Inconclusive::WideInterval));
-        assert!(
-            d.why
-                .starts_with("over both sessions' runs, with the 20.3 % spread"),
-            "{}",
-            d.why
-        );
+        assert_starts_with(&d.why, "over both sessions' runs, with the 20.3 % spread");
         assert!(d.why.contains("confirmed by a second session"), "{}", d.why);
         assert_eq!(
             d.runs_needed,
@@ -1010,12 +999,7 @@ mod tests {
         let f = of(&c, "replay.drifted");
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(f.iter().all(|f| f.severity == Severity::Error));
-        assert!(
-            f[1].message
-                .starts_with("decode.code: -30.0 % (90 % interval"),
-            "{}",
-            f[1].message
-        );
+        assert_starts_with(&f[1].message, "decode.code: -30.0 % (90 % interval");
         assert_eq!(f[1].data["verdict"], "drifted");
         assert_eq!(f[1].file.as_deref(), Some("speed/result.json"));
     }
@@ -1048,11 +1032,7 @@ mod tests {
         let c = compare(&speed_bundle(&rec, TTFT), &speed_bundle(&rep, TTFT), &tight);
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
-        assert!(
-            r.why.contains("after Holm (family-wise error) over 4 rows"),
-            "{}",
-            r.why
-        );
+        assert_has(&r.why, "after Holm (family-wise error) over 4 rows");
     }
 
     #[test]
@@ -1100,12 +1080,7 @@ mod tests {
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Inconclusive);
         assert_eq!((r.n_recorded, r.recorded), (1, Some(28.0)));
-        assert!(
-            r.why
-                .starts_with("only a headline figure on the recorded side"),
-            "{}",
-            r.why
-        );
+        assert_starts_with(&r.why, "only a headline figure on the recorded side");
     }
 
     #[test]
@@ -1208,19 +1183,15 @@ mod tests {
         let c = compare(&speed_bundle(REC, TTFT), &rep, &Tolerance::default());
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::NotComparable);
-        assert!(
-            r.why
-                .starts_with("decode replies cut before their cap on the replayed side (1 of 4"),
-            "{}",
-            r.why
+        assert_starts_with(
+            &r.why,
+            "decode replies cut before their cap on the replayed side (1 of 4",
         );
         let r = row(&c, "prefill.512");
         assert_eq!(r.verdict, ReplayVerdict::NotComparable);
-        assert!(
-            r.why
-                .contains("cached prompt tokens on the replayed side (1 of 4 requests, up to 256"),
-            "{}",
-            r.why
+        assert_has(
+            &r.why,
+            "cached prompt tokens on the replayed side (1 of 4 requests, up to 256",
         );
     }
 
@@ -1242,16 +1213,8 @@ mod tests {
         assert_eq!((r.recorded, r.replayed), (Some(60.0), Some(58.0)));
         assert!(r.p_value.unwrap() > 0.4, "{r:?}");
         assert!(r.why.starts_with("-2.0 points"), "{}", r.why);
-        assert!(
-            r.why.contains("60/100 recorded, 58/100 replayed"),
-            "{}",
-            r.why
-        );
-        assert!(
-            r.why.contains("paired over 100 questions: 2 right on the recorded side only, 0 on the replayed side only"),
-            "{}",
-            r.why
-        );
+        assert_has(&r.why, "60/100 recorded, 58/100 replayed");
+        assert_has(&r.why, "paired over 100 questions: 2 right on the recorded side only, 0 on the replayed side only");
         let [lo, hi] = r.interval90.unwrap();
         assert!(lo < -3.0 && hi < 3.0, "{lo} {hi}");
         // Questions named otherwise on each side: unpaired, a wider interval (about ±11 points).
@@ -1289,17 +1252,8 @@ mod tests {
         // Paired over the 80 questions both sides answered; the 20 the recorded side did not
         // answer are left out of the pairs.
         assert_eq!(r.test, "mcnemar-paired");
-        assert!(
-            r.why.contains("20 answered on one side only left out"),
-            "{}",
-            r.why
-        );
-        assert!(
-            r.why
-                .contains("over answered questions only (80 of 100 recorded"),
-            "{}",
-            r.why
-        );
+        assert_has(&r.why, "20 answered on one side only left out");
+        assert_has(&r.why, "over answered questions only (80 of 100 recorded");
     }
 
     #[test]
@@ -1537,11 +1491,7 @@ mod tests {
         assert!(c.ran.iter().any(|id| id == "replay.machine-speed"));
         let summary = crate::report::ReplaySummary::of(&c.comparisons);
         assert_eq!(summary.machine_speed, 4);
-        assert!(
-            summary.line(false).contains("4 machine speed"),
-            "{}",
-            summary.line(false)
-        );
+        assert_has(&summary.line(false), "4 machine speed");
         // The same figures with the machine faster than recorded: explained the same way.
         let c = slowed(1.5, 1.5, KERNEL);
         assert_eq!(
@@ -1560,17 +1510,11 @@ mod tests {
         let c = slowed(1.3, 0.6, KERNEL);
         let r = row(&c, "decode.code");
         assert_eq!(r.verdict, ReplayVerdict::Drifted, "{}", r.why);
-        assert!(
-            r.why
-                .contains("in units of each session's reference the figure moved -53.8 %"),
-            "{}",
-            r.why
+        assert_has(
+            &r.why,
+            "in units of each session's reference the figure moved -53.8 %",
         );
-        assert!(
-            r.why.ends_with("still a drift beyond the band"),
-            "{}",
-            r.why
-        );
+        assert_ends_with(&r.why, "still a drift beyond the band");
         // The machine moved, but far less than the figure.
         let c = slowed(0.9, 0.5, KERNEL);
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
@@ -1602,12 +1546,7 @@ mod tests {
             "{}",
             r.why
         );
-        assert!(
-            r.why
-                .contains("neither inside the band nor a drift beyond it"),
-            "{}",
-            r.why
-        );
+        assert_has(&r.why, "neither inside the band nor a drift beyond it");
     }
 
     #[test]

@@ -3,20 +3,7 @@
 
 /// HTML text with the five characters escaped and control characters dropped.
 pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            '\n' | '\t' => o.push(c),
-            c if c.is_control() => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
+    crate::output::escape::markup(s, "&#39;", |c| c.is_control() && c != '\n' && c != '\t')
 }
 
 /// Text from a report that may quote input, escaped and bounded as the text report bounds it.
