@@ -95,6 +95,17 @@ fn the_two_seed_pages_differ_in_setup_first_then_in_figures() {
             line.len()
         );
     }
+}
+
+#[test]
+fn the_two_seed_pages_figures_are_judged_by_the_rule_the_report_states() {
+    let (a, b) = (
+        fixture("tensorfold-127-stock-2x"),
+        fixture("mia-recipe-1104-2x"),
+    );
+    let (_, r) = diff(&a, &b, &[]);
+    let text = rigaudit(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]).stdout;
+    let figures = text.find("A beside B").unwrap();
     // The text states the rule the rows were judged by, in the diff's words, with its bands.
     let rule = text.find("decision rule: unchanged when").expect(&text);
     assert!(figures < rule, "{text}");
