@@ -22,12 +22,8 @@ fn path(p: &Path) -> String {
     p.to_str().unwrap().to_string()
 }
 
-fn args(words: &[&str]) -> Vec<String> {
+fn owned(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
-}
-
-fn words(w: &[&str]) -> Vec<String> {
-    w.iter().map(|w| w.to_string()).collect()
 }
 
 /// A one-rank bundle whose manifest lists its speed contract outside the bundle folder (the file
@@ -78,35 +74,33 @@ fn stream_not_utf8(tmp: &Path) -> std::path::PathBuf {
     d
 }
 
-fn mistakes(tmp: &Path) -> Vec<Mistake> {
+/// Mistakes in what is given: the wrong path, too many, a format not known, a misspelt kind.
+fn mistakes_in_what_is_given(tmp: &Path) -> Vec<Mistake> {
     let tf = path(&fixture("tensorfold-127-stock-2x"));
     let mia = path(&fixture("mia-recipe-1104-2x"));
     let unknown = tmp.join("result.json");
     std::fs::write(&unknown, r#"{"score": 1}"#).unwrap();
     let aiperf = path(&root().join("fixtures/imports/aiperf/clean"));
-    let outside = path(&bundle_with_contract_outside(tmp));
-    let python = path(&common::python3_executable());
-    let missing_dir = path(&tmp.join("no-such-folder/report.json"));
     vec![
         Mistake {
             name: "the manifest given instead of its folder",
-            args: args(&["verify", &format!("{tf}/bundle.json")]),
+            args: owned(&["verify", &format!("{tf}/bundle.json")]),
             code: 2,
-            says: words(&["a bundle's manifest", &format!("give {tf} instead")]),
+            says: owned(&["a bundle's manifest", &format!("give {tf} instead")]),
             never: vec!["not a bundle"],
         },
         Mistake {
             name: "two bundles to verify",
-            args: args(&["verify", &tf, &mia]),
+            args: owned(&["verify", &tf, &mia]),
             code: 2,
-            says: words(&["given with other paths", "`rigaudit diff A B` compares two"]),
+            says: owned(&["given with other paths", "`rigaudit diff A B` compares two"]),
             never: vec!["two sources are named"],
         },
         Mistake {
             name: "a result file of an undetected format",
-            args: args(&["verify", &path(&unknown)]),
+            args: owned(&["verify", &path(&unknown)]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "not a result file of a format rigaudit imports",
                 "lm-eval",
                 "--from FORMAT",
@@ -115,9 +109,9 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
         },
         Mistake {
             name: "a bundle beside another tool's run in diff",
-            args: args(&["diff", &tf, &aiperf]),
+            args: owned(&["diff", &tf, &aiperf]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "is a rigaudit bundle",
                 "is aiperf result files",
                 "a bundle is compared with a bundle",
@@ -126,9 +120,9 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
         },
         Mistake {
             name: "a bundle given to import",
-            args: args(&["import", &tf, "--out", &path(&tmp.join("imported"))]),
+            args: owned(&["import", &tf, "--out", &path(&tmp.join("imported"))]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "a rigaudit bundle",
                 "import reads another tool's result files",
                 "verify or audit it",
@@ -137,20 +131,32 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
         },
         Mistake {
             name: "a schema kind misspelt",
-            args: args(&["schema", "cards"]),
+            args: owned(&["schema", "cards"]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "invalid value 'cards'",
                 "a similar value exists: 'card'",
                 "quality-answers",
             ]),
             never: vec![],
         },
+    ]
+}
+
+/// Mistakes in where things go and what they hold: a missing output folder, an unreachable URL,
+/// a format a command does not write, a bundle's file outside it, code-loading environment, bytes
+/// that are not text.
+fn mistakes_in_where_and_what(tmp: &Path) -> Vec<Mistake> {
+    let mia = path(&fixture("mia-recipe-1104-2x"));
+    let outside = path(&bundle_with_contract_outside(tmp));
+    let python = path(&common::python3_executable());
+    let missing_dir = path(&tmp.join("no-such-folder/report.json"));
+    vec![
         Mistake {
             name: "an output folder that does not exist",
-            args: args(&["verify", &mia, "--output", &missing_dir]),
+            args: owned(&["verify", &mia, "--output", &missing_dir]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "no-such-folder does not exist",
                 "create it first, or name another",
             ]),
@@ -158,14 +164,14 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
         },
         Mistake {
             name: "a URL that cannot be reached",
-            args: args(&[
+            args: owned(&[
                 "verify",
                 "http://127.0.0.1:9/results.json",
                 "--fetch-timeout",
                 "5",
             ]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "http://127.0.0.1:9/results.json: cannot fetch",
                 "or download the file and give its path",
             ]),
@@ -173,14 +179,14 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
         },
         Mistake {
             name: "the catalogue asked for in HTML",
-            args: args(&["checks", "--format", "html"]),
+            args: owned(&["checks", "--format", "html"]),
             code: 2,
-            says: words(&["the catalogue is written as text, json, sarif or markdown"]),
+            says: owned(&["the catalogue is written as text, json, sarif or markdown"]),
             never: vec![],
         },
         Mistake {
             name: "a contract path that leaves the bundle",
-            args: args(&[
+            args: owned(&[
                 "replay",
                 &outside,
                 "--engine",
@@ -190,7 +196,7 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
                 &path(&tmp.join("replayed")),
             ]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "the speed-contract bundle.json lists is refused",
                 "'../speed-contract.json' leaves the bundle",
                 "list it by its path inside the bundle folder",
@@ -199,18 +205,18 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
         },
         Mistake {
             name: "a card environment variable that loads code",
-            args: args(&["replay", &outside, "--plan"]),
+            args: owned(&["replay", &outside, "--plan"]),
             code: 0,
-            says: words(&[
+            says: owned(&[
                 "LD_PRELOAD='/lib/evil.so'  (refused: it loads code; --allow-env to pass it)",
             ]),
             never: vec!["no speed contract"],
         },
         Mistake {
             name: "an event stream that is not UTF-8",
-            args: args(&["verify", &path(&stream_not_utf8(tmp))]),
+            args: owned(&["verify", &path(&stream_not_utf8(tmp))]),
             code: 2,
-            says: words(&[
+            says: owned(&[
                 "1-completion.sse: line 1",
                 "not UTF-8 at byte 28 of the line",
             ]),
@@ -222,7 +228,9 @@ fn mistakes(tmp: &Path) -> Vec<Mistake> {
 #[test]
 fn each_common_mistake_says_what_happened_and_what_to_type_instead() {
     let tmp = tempfile::tempdir().unwrap();
-    for m in mistakes(tmp.path()) {
+    let mut all = mistakes_in_what_is_given(tmp.path());
+    all.extend(mistakes_in_where_and_what(tmp.path()));
+    for m in all {
         let run = rigaudit(&m.args);
         let said = format!("{}{}", run.stdout, run.stderr);
         assert_eq!(run.code, m.code, "{}: {:?}\n{said}", m.name, m.args);
