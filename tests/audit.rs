@@ -219,11 +219,14 @@ fn record_and_replay() -> (common::Run, Value) {
     let mut contract = read_json(&inputs.join("speed-contract.json"));
     contract["runs"] = json!(4);
     contract["max_tokens"] = json!(96);
-    contract["prefill"] = json!({"depths": [256], "runs": 4, "max_tokens": 1});
+    // Short steps timed over a batch of at least 250 ms each run (min_try_ms): timed once, a
+    // 256-token prefill (about 0.1 s here) spread 12-18 % (CV) between runs, mostly the clock and
+    // the scheduler (docs/measurement.md).
+    contract["prefill"] = json!({"depths": [256], "runs": 4, "max_tokens": 1, "min_try_ms": 250});
     // Replies of 96 tokens, as decode's: a rate over 24 tokens (about 0.1 s, half of it the first
     // token) moved 25-27 % between sessions here with the machine quiet (issue 9).
     contract["conc"] = json!({"levels": [1, 2], "rounds": 4, "max_tokens": 96, "prompt": "prose"});
-    contract["ctx"] = json!({"depths": [256], "runs": 4, "max_tokens": 96});
+    contract["ctx"] = json!({"depths": [256], "runs": 4, "max_tokens": 96, "min_try_ms": 250});
     contract["parts"] = json!(["decode", "prefill", "conc", "ctx"]);
     contract["l1"] = Value::Null;
     contract["load_guard"] = json!({"threshold_pct": 25.0, "consecutive": 2, "interval_s": 0.5});

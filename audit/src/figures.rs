@@ -68,25 +68,66 @@ fn decode_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, V
 fn sized_samples(c: &SpeedContract, r: &SpeedResult, s: &mut BTreeMap<String, Vec<f64>>) {
     if let Some(p) = &c.prefill {
         let rates: [Rate; 2] = [
-            ("prefill", SpeedRequest::prefill_rate),
-            ("ttft", SpeedRequest::ttft),
+            ("prefill", SpeedRequest::prefill_rate, Pool::Harmonic),
+            ("ttft", SpeedRequest::ttft, Pool::Arithmetic),
         ];
         samples_by_depth(r, "prefill", &p.depths, rates, s);
     }
     if let Some(cx) = &c.ctx {
         let rates: [Rate; 2] = [
-            ("ctx_decode", SpeedRequest::decode_rate),
-            ("ctx_prefill", SpeedRequest::prefill_rate),
+            ("ctx_decode", SpeedRequest::decode_rate, Pool::Harmonic),
+            ("ctx_prefill", SpeedRequest::prefill_rate, Pool::Harmonic),
         ];
         samples_by_depth(r, "ctx", &cx.depths, rates, s);
     }
 }
 
-/// A sample's name and how it is read from one request.
-type Rate = (&'static str, fn(&SpeedRequest) -> Option<f64>);
+/// How the values of one run's repeated requests make the run's one sample: a rate (work over
+/// time, the requests doing the same work) by their harmonic mean, which is their summed work
+/// over their summed time; a time by its mean.
+#[derive(Clone, Copy)]
+enum Pool {
+    Harmonic,
+    Arithmetic,
+}
 
-/// For each depth of a sized part (`prefill`, `ctx`), each rate of the part's counted requests at
-/// that depth, under `<name>.<depth>`.
+impl Pool {
+    fn of(self, values: &[f64]) -> Option<f64> {
+        match self {
+            Pool::Arithmetic => mean(values),
+            Pool::Harmonic if values.iter().all(|v| *v > 0.0) => {
+                mean(&values.iter().map(|v| 1.0 / v).collect::<Vec<f64>>()).map(|m| 1.0 / m)
+            }
+            Pool::Harmonic => None,
+        }
+    }
+}
+
+/// A sample's name, how it is read from one request, and how a run's repeats pool.
+type Rate = (&'static str, fn(&SpeedRequest) -> Option<f64>, Pool);
+
+/// A sized step's counted requests grouped by run, in the order first met: one request a run, or
+/// the requests a run repeated to reach its part's `min_try_ms`. A request with no run number is
+/// its own run.
+pub(crate) fn runs_of<'a>(reqs: &[&'a SpeedRequest]) -> Vec<Vec<&'a SpeedRequest>> {
+    let mut runs: Vec<Vec<&SpeedRequest>> = Vec::new();
+    let mut at: BTreeMap<u32, usize> = BTreeMap::new();
+    for q in reqs {
+        match q.run.and_then(|n| at.get(&n).copied()) {
+            Some(i) => runs[i].push(q),
+            None => {
+                if let Some(n) = q.run {
+                    at.insert(n, runs.len());
+                }
+                runs.push(vec![q]);
+            }
+        }
+    }
+    runs
+}
+
+/// For each depth of a sized part (`prefill`, `ctx`), each rate of the part's counted runs at
+/// that depth, under `<name>.<depth>`: a run's one request's value, or its repeats' pooled.
 fn samples_by_depth(
     r: &SpeedResult,
     part: &str,
@@ -96,11 +137,16 @@ fn samples_by_depth(
 ) {
     for d in depths {
         let reqs: Vec<&SpeedRequest> = counted(r, part).filter(|q| q.depth == Some(*d)).collect();
-        for (name, rate) in rates {
-            s.insert(
-                format!("{name}.{d}"),
-                reqs.iter().filter_map(|q| rate(q)).collect(),
-            );
+        let runs = runs_of(&reqs);
+        for (name, rate, pool) in rates {
+            let per_run = runs.iter().filter_map(|run| match run.as_slice() {
+                [one] => rate(one),
+                many => {
+                    let values: Vec<f64> = many.iter().filter_map(|q| rate(q)).collect();
+                    pool.of(&values)
+                }
+            });
+            s.insert(format!("{name}.{d}"), per_run.collect());
         }
     }
 }
@@ -242,4 +288,67 @@ pub fn window(c: Option<&SpeedContract>, r: &SpeedResult) -> Option<u64> {
     startline::models_window(&r.server.models)
         .or_else(|| startline::parse(&r.server.start_lines).window)
         .or(c.map(|c| c.server.window))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefill(run: u32, repeat: Option<u32>, ttft: f64) -> SpeedRequest {
+        SpeedRequest {
+            step: "prefill".into(),
+            depth: Some(256),
+            run: Some(run),
+            repeat,
+            prompt_tokens: Some(256),
+            status: 200,
+            sent_s: 10.0,
+            first_token_s: Some(10.0 + ttft),
+            end_s: Some(10.0 + ttft),
+            ..SpeedRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_run_s_repeats_make_one_sample_its_work_over_its_time() {
+        let c: SpeedContract = serde_json::from_value(serde_json::json!({
+            "parts": ["prefill"], "model": "m", "prompt_ids": [], "runs": 1, "warmups": 0,
+            "max_tokens": 1, "prefill": {"depths": [256], "runs": 2, "max_tokens": 1,
+            "min_try_ms": 500}, "sampling": {}, "server": {"slots": 1, "window": 1024}
+        }))
+        .unwrap();
+        let r = SpeedResult {
+            requests: vec![
+                prefill(1, Some(1), 0.1),
+                prefill(1, Some(2), 0.2),
+                prefill(1, Some(3), 0.3),
+                prefill(2, Some(1), 0.5),
+            ],
+            ..serde_json::from_value(serde_json::json!({
+                "run": "r", "started": "2026-12-05T00:00:00Z", "ended": "2026-12-05T00:01:00Z",
+                "server": {"start_lines": [], "models": null}, "requests": [], "values": {}
+            }))
+            .unwrap()
+        };
+        let s = samples(&c, &r);
+        // Run 1: 768 tokens in 0.6 s; run 2: 256 in 0.5 s.
+        let rates = &s["prefill.256"];
+        assert_eq!(rates.len(), 2);
+        assert!((rates[0] - 1280.0).abs() < 1e-9, "{rates:?}");
+        assert!((rates[1] - 512.0).abs() < 1e-9, "{rates:?}");
+        let ttft = &s["ttft.256"];
+        assert!(
+            (ttft[0] - 0.2).abs() < 1e-9 && (ttft[1] - 0.5).abs() < 1e-9,
+            "{ttft:?}"
+        );
+    }
+
+    #[test]
+    fn requests_without_a_run_number_are_each_their_own_run() {
+        let mut a = prefill(1, None, 0.1);
+        a.run = None;
+        let b = a.clone();
+        let runs = runs_of(&[&a, &b]);
+        assert_eq!(runs.len(), 2);
+    }
 }

@@ -423,10 +423,11 @@ fn speed_part(
 ) -> Result<(), Fatal> {
     let c = r.c;
     let has = |part: Part| c.parts.iter().any(|x| x == part.name());
-    let sized = |depths, runs, max_tokens| SizedSteps {
+    let sized = |depths, runs, max_tokens, min_try_ms| SizedSteps {
         depths,
         runs,
         max_tokens,
+        min_try_ms,
         tokenizer: tok,
     };
     let mut steps = Vec::new();
@@ -435,14 +436,14 @@ fn speed_part(
         r.warm_up();
     }
     if let (true, Some(pf)) = (has(Part::Prefill), &c.prefill) {
-        let s = sized(&pf.depths, pf.runs, pf.max_tokens);
+        let s = sized(&pf.depths, pf.runs, pf.max_tokens, pf.min_try_ms);
         steps.extend(schedule::sized_steps(r, Part::Prefill, s));
     }
     if let (true, Some(cc)) = (has(Part::Conc), &c.conc) {
         steps.extend(schedule::conc_steps(cc));
     }
     if let (true, Some(cx)) = (has(Part::Ctx), &c.ctx) {
-        let s = sized(&cx.depths, cx.runs, cx.max_tokens);
+        let s = sized(&cx.depths, cx.runs, cx.max_tokens, cx.min_try_ms);
         steps.extend(schedule::sized_steps(r, Part::Ctx, s));
     }
     schedule::run_rounds(r, &mut steps, p, save)?;

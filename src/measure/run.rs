@@ -7,7 +7,9 @@ use super::guard::Guard;
 use super::{prompts, quality, Plan};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::records::quality::Answer;
-use rigaudit_audit::records::speed::{DraftCount, FitRow, SpeedContract, SpeedRequest};
+use rigaudit_audit::records::speed::{
+    DraftCount, FitRow, SpeedContract, SpeedRequest, MAX_REPEATS,
+};
 use serde_json::{json, Value};
 use std::time::Instant;
 
@@ -348,19 +350,48 @@ impl<'a> Run<'a> {
         fits
     }
 
-    /// One counted run of a prefill or context step.
-    pub(super) fn sized_run(
-        &mut self,
-        part: &str,
-        depth: u64,
-        prompt: &str,
-        max_tokens: u64,
-        run: u32,
-    ) {
-        self.send(part, "completions", json!(prompt), max_tokens, |q| {
-            q.depth = Some(depth);
-            q.run = Some(run);
-        })
+    /// One counted run of a prefill or context step: one request, or, when the part states
+    /// `min_try_ms`, the request repeated until the repeats' times to first token add up to it
+    /// (at most [`MAX_REPEATS`]; a request that fails ends the try), each numbered as a repeat.
+    /// A short step timed once is mostly the clock and the scheduler; timed over a longer batch,
+    /// its run is the batch's rate (see `figures::runs_of`).
+    pub(super) fn sized_run(&mut self, step: &SizedTry, prompt: &str, run: u32) {
+        let Some(min_ms) = step.min_try_ms else {
+            return self.send(
+                step.part,
+                "completions",
+                json!(prompt),
+                step.max_tokens,
+                |q| {
+                    q.depth = Some(step.depth);
+                    q.run = Some(run);
+                },
+            );
+        };
+        let mut timed_s = 0.0;
+        for repeat in 1..=MAX_REPEATS {
+            if repeat > 1 {
+                self.bar.inc_length(1);
+            }
+            self.send(
+                step.part,
+                "completions",
+                json!(prompt),
+                step.max_tokens,
+                |q| {
+                    q.depth = Some(step.depth);
+                    q.run = Some(run);
+                    q.repeat = Some(repeat);
+                },
+            );
+            let Some(ttft) = self.requests.last().and_then(SpeedRequest::ttft) else {
+                return;
+            };
+            timed_s += ttft;
+            if timed_s * 1000.0 >= min_ms as f64 {
+                return;
+            }
+        }
     }
 
     pub(super) fn conc_round(
@@ -540,13 +571,24 @@ impl<'a> Run<'a> {
     }
 }
 
-/// What prefill and context steps share: depths, runs and reply cap, and the tokenizer that sizes
-/// their prompts.
+/// One try of a prefill or context step, as [`Run::sized_run`] sends it.
+pub struct SizedTry<'p> {
+    /// `prefill` or `ctx`.
+    pub part: &'p str,
+    pub depth: u64,
+    pub max_tokens: u64,
+    pub min_try_ms: Option<u64>,
+}
+
+/// What prefill and context steps share: depths, runs and reply cap, the least timed work of a
+/// run, and the tokenizer that sizes their prompts.
 #[derive(Clone, Copy)]
 pub struct SizedSteps<'t> {
     pub depths: &'t [u64],
     pub runs: u32,
     pub max_tokens: u64,
+    /// The least timed work of one run (times to first token), in milliseconds.
+    pub min_try_ms: Option<u64>,
     pub tokenizer: Option<&'t tokenizers::Tokenizer>,
 }
 

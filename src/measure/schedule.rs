@@ -9,7 +9,7 @@
 //! tight and its Welch's test too sure. Runs spread over the whole session sample as many moments
 //! as the session lasts, and their spread carries that noise into the floor.
 
-use super::run::{Part, Run, SizedSteps};
+use super::run::{Part, Run, SizedSteps, SizedTry};
 use super::write::Saver;
 use super::{prompts, Plan};
 use crate::fatal::{fatal, Fatal};
@@ -32,6 +32,7 @@ pub enum Counted<'c> {
         tokenizer: Option<&'c tokenizers::Tokenizer>,
         max_tokens: u64,
         runs: u32,
+        min_try_ms: Option<u64>,
     },
     /// Rounds of `level` requests released together.
     Conc {
@@ -84,6 +85,7 @@ pub fn sized_steps<'c>(r: &mut Run<'_>, part: Part, sized: SizedSteps<'c>) -> Ve
             tokenizer: sized.tokenizer,
             max_tokens: sized.max_tokens,
             runs: sized.runs,
+            min_try_ms: sized.min_try_ms,
         })
         .collect()
 }
@@ -171,10 +173,17 @@ fn try_step(r: &mut Run, step: &Counted, name: &str, n: u32) {
             depth,
             prompt: Some(prompt),
             max_tokens,
+            min_try_ms,
             ..
-        } => r.guarded(name, |r| {
-            r.sized_run(part.name(), *depth, prompt, *max_tokens, n)
-        }),
+        } => {
+            let step = SizedTry {
+                part: part.name(),
+                depth: *depth,
+                max_tokens: *max_tokens,
+                min_try_ms: *min_try_ms,
+            };
+            r.guarded(name, |r| r.sized_run(&step, prompt, n))
+        }
         Counted::Sized { prompt: None, .. } => {}
         Counted::Conc {
             part,

@@ -5,10 +5,15 @@
 //! Definitions:
 //! - decode: each prompt of the contract has exactly `runs` counted requests, and the decode part
 //!   has exactly `warmups` warm-ups in all (the measuring client warms up once, before the first
-//!   prompt) or `warmups` before each prompt (as other clients do); prefill and context steps have exactly their part's `runs` per depth; the long
-//!   answer has one counted request; a concurrency level has `rounds` rounds of exactly `level`
-//!   requests. A sized step that was not sent because it cannot fit the window is not counted.
-//!   Two counted requests of one step with the same run number are a duplicate.
+//!   prompt) or `warmups` before each prompt (as other clients do); prefill and context steps
+//!   have exactly their part's `runs` per depth; the long answer has one counted request; a
+//!   concurrency level has `rounds` rounds of exactly `level` requests. A sized step that was not
+//!   sent because it cannot fit the window is not counted. Two counted requests of one step with
+//!   the same run (and repeat) number are a duplicate.
+//! - repeats: a run of a sized step whose part states `min_try_ms` repeats its request until the
+//!   requests' times to first token add up to it; it counts as one run, its repeats numbered 1, 2,
+//!   ... in order (at most `MAX_REPEATS`), none after the one that reached the time. A part
+//!   without `min_try_ms` has no repeats.
 //! - prompt size: a prefill or context request at depth N has N prompt tokens within
 //!   max(2 % of N, 8 tokens) (the measuring client builds exact-N prompts and confirms them by the
 //!   server's usage; the tolerance covers a server that adds a few tokens of its own).
@@ -20,7 +25,7 @@
 use crate::bundle::Bundle;
 use crate::check::list;
 use crate::check::{Emit, Ran};
-use crate::records::speed::{ConcPart, SpeedContract, SpeedRequest, SpeedResult};
+use crate::records::speed::{ConcPart, SpeedContract, SpeedRequest, SpeedResult, MAX_REPEATS};
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -98,7 +103,10 @@ fn run_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
             continue;
         };
         for d in depths.iter().filter(|d| !left_out(c, r, part, **d, cap)) {
-            let n = count(r, |q| counted(part)(q) && q.depth == Some(*d));
+            let first_of_run = |q: &SpeedRequest| q.repeat.is_none_or(|k| k == 1);
+            let n = count(r, |q| {
+                counted(part)(q) && q.depth == Some(*d) && first_of_run(q)
+            });
             if n != u64::from(runs) {
                 bad.push(format!(
                     "{part} {d}: {n} counted runs, the contract states {runs}"
@@ -116,7 +124,84 @@ fn run_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
         }
     }
     bad.extend(duplicates(r));
+    bad.extend(repeat_problems(c, r));
     bad
+}
+
+/// The repeats of each run of a sized step: only where the part states `min_try_ms`, numbered
+/// 1, 2, 3 ... in order, at most [`MAX_REPEATS`], and stopped once the try reached its time (the
+/// requests before the last took less than `min_try_ms` to first token together; a run cut
+/// short by a failed request stops early).
+fn repeat_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
+    let mut bad = Vec::new();
+    let parts = [
+        (
+            "prefill",
+            c.prefill.as_ref().map(|p| (&p.depths, p.min_try_ms)),
+        ),
+        ("ctx", c.ctx.as_ref().map(|p| (&p.depths, p.min_try_ms))),
+    ];
+    for (part, spec) in parts {
+        let Some((depths, min_ms)) = spec else {
+            continue;
+        };
+        for d in depths {
+            let reqs: Vec<&SpeedRequest> = r
+                .requests
+                .iter()
+                .filter(|q| q.step == part && !q.warmup && q.depth == Some(*d))
+                .collect();
+            for run in crate::figures::runs_of(&reqs) {
+                if let Some(p) = run_repeat_problem(&run, min_ms) {
+                    let n = run[0].run.map_or("?".into(), |n| n.to_string());
+                    bad.push(format!("{part} {d} run {n}: {p}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// What is wrong with one run's repeats, if anything: repeats where the part states no
+/// `min_try_ms`; under it, repeats not numbered 1, 2, ... in order (at most [`MAX_REPEATS`]), a
+/// repeat after the one whose time to first token reached `min_try_ms` (the try went on past its
+/// time, or a slow request was dropped from before the last), or a try of answered requests that
+/// ended before it reached it.
+pub(super) fn run_repeat_problem(run: &[&SpeedRequest], min_ms: Option<u64>) -> Option<String> {
+    let numbered: Vec<Option<u32>> = run.iter().map(|q| q.repeat).collect();
+    let Some(min_ms) = min_ms else {
+        return (numbered.iter().any(Option::is_some) || run.len() > 1).then(|| {
+            format!(
+                "{} requests numbered as repeats, but the contract's part states no min_try_ms",
+                run.len()
+            )
+        });
+    };
+    let in_order = numbered
+        .iter()
+        .enumerate()
+        .all(|(i, k)| *k == Some(i as u32 + 1));
+    if !in_order || run.len() > MAX_REPEATS as usize {
+        return Some(format!(
+            "its requests are numbered as repeats {numbered:?}, not 1 to at most {MAX_REPEATS} in order"
+        ));
+    }
+    let ms = |qs: &[&SpeedRequest]| qs.iter().filter_map(|q| q.ttft()).sum::<f64>() * 1000.0;
+    let (before_last, all) = (ms(&run[..run.len() - 1]), ms(run));
+    let answered = run.iter().all(|q| q.answered());
+    if run.len() > 1 && before_last >= min_ms as f64 {
+        return Some(format!(
+            "{} repeats, but the first {} reached min_try_ms {min_ms} ({before_last:.0} ms to first token): the try went on past its time, or a slow repeat was dropped",
+            run.len(),
+            run.len() - 1
+        ));
+    }
+    (answered && run.len() < MAX_REPEATS as usize && all < min_ms as f64).then(|| {
+        format!(
+            "{} repeats took {all:.0} ms to first token, less than min_try_ms {min_ms}: the try ended before its time, or its last repeats were dropped",
+            run.len()
+        )
+    })
 }
 
 /// Rounds of each concurrency level against the contract: `rounds` rounds of `level` requests.
@@ -162,13 +247,20 @@ fn duplicates(r: &SpeedResult) -> Vec<String> {
     let mut bad = Vec::new();
     for q in r.requests.iter().filter(|q| !q.warmup && q.step != "conc") {
         let Some(run) = q.run else { continue };
-        let key = (q.step.as_str(), q.prompt_id.as_deref(), q.depth, run);
+        let key = (
+            q.step.as_str(),
+            q.prompt_id.as_deref(),
+            q.depth,
+            run,
+            q.repeat,
+        );
         if !seen.insert(key) {
             bad.push(format!(
-                "{} {}{}: run {run} appears twice",
+                "{} {}{}: run {run}{} appears twice",
                 q.step,
                 q.prompt_id.as_deref().unwrap_or(""),
-                q.depth.map(|d| format!(" {d}")).unwrap_or_default()
+                q.depth.map(|d| format!(" {d}")).unwrap_or_default(),
+                q.repeat.map(|k| format!(" repeat {k}")).unwrap_or_default()
             ));
         }
     }

@@ -589,3 +589,100 @@ fn warm_ups_before_each_prompt_are_benign() {
     r.requests.insert(0, w);
     caught(&b, "speed.runs-mismatch", Severity::Error);
 }
+
+/// The smollm2 bundle's prefill runs as a contract stating `min_try_ms` has them: each run's
+/// request repeated (copies, numbered) until their times to first token reach `min_ms`.
+fn with_repeated_prefill(min_ms: u64) -> Bundle {
+    let mut b = smollm2();
+    let c = &mut b.speed_contract.as_mut().unwrap().value;
+    c.prefill.as_mut().unwrap().min_try_ms = Some(min_ms);
+    let r = &mut b.speed_result.as_mut().unwrap().value;
+    let mut requests = Vec::new();
+    for q in r.requests.drain(..) {
+        if q.step != "prefill" || q.warmup {
+            requests.push(q);
+            continue;
+        }
+        let repeats = (min_ms as f64 / 1000.0 / q.ttft().unwrap()).ceil() as u32;
+        for repeat in 1..=repeats.max(1) {
+            requests.push(SpeedRequest {
+                repeat: Some(repeat),
+                ..q.clone()
+            });
+        }
+    }
+    r.requests = requests;
+    refresh(&mut b);
+    b
+}
+
+#[test]
+fn a_run_repeated_to_its_time_counts_once_and_its_repeats_are_checked() {
+    // Prefill 128's runs took 0.228-0.253 s to first token, 512's 1.1-1.3 s: at 1,000 ms a run
+    // of 128 repeats its request 5 times (4 for the run of 0.253 s), one of 512 once.
+    let b = with_repeated_prefill(1000);
+    let r = &b.speed_result.as_ref().unwrap().value;
+    let runs_128 = r.requests.iter().filter(|q| q.depth == Some(128));
+    assert_eq!(runs_128.count(), 24);
+    consistent(&b);
+    clean(&b, "speed.runs-mismatch");
+    // The last repeat of one run dropped: the try ends before its time.
+    let mut short = b.clone();
+    let r = &mut short.speed_result.as_mut().unwrap().value;
+    let last = index_of(&r.requests, |q| q.depth == Some(128) && q.repeat == Some(5));
+    r.requests.remove(last);
+    refresh(&mut short);
+    let f = findings(&short, "speed.runs-mismatch");
+    assert!(
+        f.iter()
+            .any(|(_, m)| m.contains("prefill 128 run 1: 4 repeats took")
+                && m.contains("less than min_try_ms 1000")),
+        "{f:?}"
+    );
+    // Repeats where the contract states no min_try_ms.
+    let mut unasked = b.clone();
+    let c = &mut unasked.speed_contract.as_mut().unwrap().value;
+    c.prefill.as_mut().unwrap().min_try_ms = None;
+    let f = findings(&unasked, "speed.runs-mismatch");
+    assert!(
+        f.iter().any(|(_, m)| m.contains(
+            "5 requests numbered as repeats, but the contract's part states no min_try_ms"
+        )),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn repeats_out_of_order_or_past_their_time_are_named() {
+    let q = |ttft: f64, repeat: Option<u32>| SpeedRequest {
+        step: "prefill".into(),
+        status: 200,
+        sent_s: 1.0,
+        first_token_s: Some(1.0 + ttft),
+        end_s: Some(1.0 + ttft),
+        repeat,
+        ..SpeedRequest::default()
+    };
+    let problem = |run: &[SpeedRequest], min: Option<u64>| {
+        let run: Vec<&SpeedRequest> = run.iter().collect();
+        super::counts::run_repeat_problem(&run, min)
+    };
+    let timed = [q(0.04, Some(1)), q(0.04, Some(2)), q(0.04, Some(3))];
+    assert_eq!(problem(&timed, Some(100)), None);
+    assert_eq!(problem(&[q(0.04, None)], None), None);
+    let past = [q(0.04, Some(1)), q(0.07, Some(2)), q(0.04, Some(3))];
+    let says = problem(&past, Some(100)).unwrap();
+    assert!(
+        says.contains("the first 2 reached min_try_ms 100 (110 ms"),
+        "{says}"
+    );
+    let gap = [q(0.04, Some(1)), q(0.04, Some(3)), q(0.04, Some(4))];
+    let says = problem(&gap, Some(100)).unwrap();
+    assert!(says.contains("[Some(1), Some(3), Some(4)]"), "{says}");
+    let unnumbered = [q(0.2, None)];
+    assert!(problem(&unnumbered, Some(100)).is_some());
+    // A failed request ends its try early: not a problem of the repeats.
+    let mut failed = q(0.04, Some(2));
+    (failed.status, failed.first_token_s) = (500, None);
+    assert_eq!(problem(&[q(0.04, Some(1)), failed], Some(100)), None);
+}

@@ -60,7 +60,15 @@ pub struct PrefillPart {
     pub runs: u32,
     /// Reply tokens per request.
     pub max_tokens: u64,
+    /// The least timed work of one run, in milliseconds: a run repeats its request until the
+    /// requests' times to first token add up to it (see [`MAX_REPEATS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_try_ms: Option<u64>,
 }
+
+/// The most requests one run of a prefill or context step repeats to reach its part's
+/// `min_try_ms`.
+pub const MAX_REPEATS: u32 = 64;
 
 /// Concurrency part.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,6 +92,9 @@ pub struct CtxPart {
     pub runs: u32,
     /// Reply tokens per request.
     pub max_tokens: u64,
+    /// As the prefill part's: the least timed work (times to first token) of one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_try_ms: Option<u64>,
 }
 
 /// The long answer.
@@ -220,6 +231,10 @@ pub struct SpeedRequest {
     /// Run number (1-based) within its step and prompt.
     #[serde(default)]
     pub run: Option<u32>,
+    /// The request's place (1-based) among the requests of its run, when the run repeats its
+    /// request to reach its part's `min_try_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// Whether it was a warm-up.
     #[serde(default)]
     pub warmup: bool,

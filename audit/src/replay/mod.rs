@@ -458,6 +458,7 @@ mod tests {
             step: step.into(),
             prompt_id: None,
             run: None,
+            repeat: None,
             warmup: false,
             depth: None,
             level: None,
