@@ -501,7 +501,7 @@ fn compare(key: &str, exact: Option<f64>, s: &Shown, e: &mut Emit) {
 }
 
 crate::consistency::across_files! { "speed":
-    RUNS_MISMATCH: "speed.runs-mismatch", Error, counts::check_speed_runs, "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states.";
+    RUNS_MISMATCH: "speed.runs-mismatch", Error, counts::check_speed_runs, "Counted runs, warm-ups, rounds or requests per round differ from what the speed contract states, or a run's repeats break its part's min_try_ms (repeats it did not ask for, out of order, past the time or short of it).";
     PROMPT_SIZE_MISMATCH: "speed.prompt-size-mismatch", Error, counts::check_prompt_sizes, "A prefill or context request's prompt is not the size its step names (tolerance max(2 %, 8 tokens)).";
     ANSWERED_BEYOND_WINDOW: "speed.answered-beyond-window", Error, window::check_answered_speed, "A speed request recorded as answered needs more tokens (prompt + reply cap) than the server's window.";
     IMPOSSIBLE_RECORD: "speed.impossible-record", Error, impossible::check_speed_records, "A speed record cannot be: times out of order, more tokens than the cap, accepted above drafted, a rate or percentage out of range.";
