@@ -123,6 +123,7 @@ mod tests {
         drifted.sd_recorded = Some(1.0);
         drifted.sd_replayed = Some(2.0);
         drifted.p_value = Some(0.00001);
+        drifted.runs_to_tell = Some(rigaudit_audit::verdict::RunsToTell { pct5: 9, pct10: 3 });
         let mut missing = Comparison::untested("decode.code", (Some(30.0), None), (5, 0));
         missing.why = "every request refused on the replay".into();
         r.comparisons = vec![drifted, missing];
@@ -154,6 +155,10 @@ mod tests {
             page.find("<figure>").unwrap(),
         );
         assert!(findings < figures && figures < chart);
+        // Under the table, how many runs would tell ±5 % and ±10 %: the text report's line.
+        assert!(page.contains(
+            "<p class=\"plan\">runs a side to tell ±5 % / ±10 % at the spread measured: decode 9/3"
+        ));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::cells::{at_precision, esc, num, numeric_order, quoted, Agreement};
 use super::findings::SETUP_ANCHOR;
 use rigaudit_audit::decide::p_cell;
-use rigaudit_audit::verdict::{better_word, Comparison, ReplayVerdict};
+use rigaudit_audit::verdict::{better_word, runs_to_tell_line, Comparison, ReplayVerdict};
 use rigaudit_audit::{Recomputed, Report};
 use std::fmt::Write;
 
@@ -72,7 +72,8 @@ fn recomputed_row(v: &Recomputed) -> String {
 }
 
 /// The figures of the two sides, one row each: A, B, the change, better or worse (diff), the
-/// verdict, the p-value, and why; then the decision rule.
+/// verdict, the p-value, and why; then how many runs would tell ±5 % and ±10 % (the planning
+/// line of the text report) and the decision rule.
 pub fn comparisons(r: &Report) -> String {
     if r.comparisons.is_empty() {
         return String::new();
@@ -101,6 +102,9 @@ pub fn comparisons(r: &Report) -> String {
         o.push_str(&comparison_row(c, diff));
     }
     o.push_str("</tbody></table>");
+    if let Some(line) = runs_to_tell_line(&r.comparisons) {
+        let _ = write!(o, "<p class=\"plan\">{}</p>", esc(&line));
+    }
     o.push_str(&rule(r));
     o.push_str("</section>\n");
     o
