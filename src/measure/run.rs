@@ -356,23 +356,17 @@ impl<'a> Run<'a> {
     /// A short step timed once is mostly the clock and the scheduler; timed over a longer batch,
     /// its run is the batch's rate (see `figures::runs_of`).
     pub(super) fn sized_run(&mut self, step: &SizedTry, prompt: &str, run: u32) {
-        let Some(min_ms) = step.min_try_ms else {
-            return self.send(
-                step.part,
-                "completions",
-                json!(prompt),
-                step.max_tokens,
-                |q| {
-                    q.depth = Some(step.depth);
-                    q.run = Some(run);
-                },
-            );
+        let repeats = if step.min_try_ms.is_some() {
+            MAX_REPEATS
+        } else {
+            1
         };
         let mut timed_s = 0.0;
-        for repeat in 1..=MAX_REPEATS {
+        for repeat in 1..=repeats {
             if repeat > 1 {
                 self.bar.inc_length(1);
             }
+            let numbered = step.min_try_ms.map(|_| repeat);
             self.send(
                 step.part,
                 "completions",
@@ -381,14 +375,14 @@ impl<'a> Run<'a> {
                 |q| {
                     q.depth = Some(step.depth);
                     q.run = Some(run);
-                    q.repeat = Some(repeat);
+                    q.repeat = numbered;
                 },
             );
             let Some(ttft) = self.requests.last().and_then(SpeedRequest::ttft) else {
                 return;
             };
             timed_s += ttft;
-            if timed_s * 1000.0 >= min_ms as f64 {
+            if timed_s * 1000.0 >= step.min_try_ms.unwrap_or(0) as f64 {
                 return;
             }
         }
