@@ -262,6 +262,9 @@ fn stop_groups_and_jobs() {
         let _ = signal(g, libc::SIGKILL);
     }
     cancel_jobs();
+    say(format_args!(
+        "rigaudit: interrupted; exiting with code 130, no report written (the engine logs written so far are kept)"
+    ));
 }
 
 /// The handler's last step: cancels every Slurm job still held.
