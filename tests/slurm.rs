@@ -169,7 +169,8 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
 }
 
 /// What the tests' copy of the fake engine does before it writes its argv:
-/// - under PMIx with `FAKE_PMIX_ARGV` set, its argv file is that + its `PMIX_RANK` + `.json`; a
+/// - under PMIx with `FAKE_PMIX_ARGV` set, it prints `fake-engine: PMIx task of rank R` (R its
+///   `PMIX_RANK`), its argv file is that + its `PMIX_RANK` + `.json`; a
 ///   rank other than 0 first reaches rank 0 (`GET /health` at `FAKE_RANK0`, up to 60 s; exit code
 ///   4 when it cannot), then writes its argv and waits for SIGTERM without serving;
 /// - with `FAKE_DETACH=PATH`, it double-forks a child that leaves its session (`setsid`),
@@ -177,6 +178,7 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
 ///   outlives the rank unless the job's tracking takes it.
 const PMIX_AND_DETACH: &str = r#"    rank = os.environ.get("PMIX_RANK")
     if rank is not None and os.environ.get("FAKE_PMIX_ARGV"):
+        print("fake-engine: PMIx task of rank " + rank, flush=True)
         ARGS.argv_file = os.environ["FAKE_PMIX_ARGV"] + rank + ".json"
         if rank != "0":
             import urllib.request
@@ -378,7 +380,7 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
         t,
         "rank 0 (box head, node n2 (--box))\n  task 0 of the PMIx step",
     );
-    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--label' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
 }
 
 #[test]
@@ -691,10 +693,27 @@ fn pmix_ranks_are_tasks_of_one_step_with_their_own_rank_one_namespace_and_the_ar
         notes.iter().any(
             |n| n.contains("ranks 0-1 run as one PMIx step of Slurm job")
                 && n.contains("task r on node r of n2,n1")
+                && n.contains("each rank's output is in its own engine-logs/rank<r>.log")
         ),
         "{notes:#?}"
     );
     assert_nothing_left(&conf, &s, 10, 15);
+    assert_each_task_logs_its_own(&s);
+}
+
+/// After a PMIx replay: each task's lines, srun's `--label` taken off, are in its own rank log.
+#[track_caller]
+fn assert_each_task_logs_its_own(s: &Setup) {
+    let log =
+        |r: u32| std::fs::read_to_string(s.out().join(format!("engine-logs/rank{r}.log"))).unwrap();
+    let (log0, log1) = (log(0), log(1));
+    let line = |r: u32| format!("fake-engine: PMIx task of rank {r}\n");
+    assert!(log0.starts_with(&line(0)), "rank0.log:\n{log0}");
+    assert!(log1.starts_with(&line(1)), "rank1.log:\n{log1}");
+    assert!(!log0.contains(&line(1)), "rank0.log:\n{log0}");
+    assert!(!log1.contains(&line(0)), "rank1.log:\n{log1}");
+    assert_has(&log0, "fake-engine start version=");
+    assert!(!log1.contains("fake-engine start"), "rank1.log:\n{log1}");
 }
 
 /// Whether process `pid` is alive (or a zombie not yet reaped).

@@ -186,7 +186,7 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
                 env: BTreeMap::new(),
                 shown: r.launch.shown.clone(),
             });
-            p.launchers.push(r.launcher(&id));
+            p.launchers.push(r.launcher(&id, None));
         }
     }
     p.rank0_host = rank0_address(&map, &nodes, &mut notes);
