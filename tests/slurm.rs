@@ -14,6 +14,7 @@ use common::ranks::TwoRanks;
 use common::{assert_any, root, sha_file, Run};
 use common::{decode_contract, python3_executable as python3, rigaudit, rigaudit_with_env};
 use serde_json::{json, Value};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -168,7 +169,8 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
 }
 
 /// What the tests' copy of the fake engine does before it writes its argv:
-/// - under PMIx with `FAKE_PMIX_ARGV` set, its argv file is that + its `PMIX_RANK` + `.json`; a
+/// - under PMIx with `FAKE_PMIX_ARGV` set, it prints `fake-engine: PMIx task of rank R` (R its
+///   `PMIX_RANK`), its argv file is that + its `PMIX_RANK` + `.json`; a
 ///   rank other than 0 first reaches rank 0 (`GET /health` at `FAKE_RANK0`, up to 60 s; exit code
 ///   4 when it cannot), then writes its argv and waits for SIGTERM without serving;
 /// - with `FAKE_DETACH=PATH`, it double-forks a child that leaves its session (`setsid`),
@@ -176,6 +178,7 @@ fn template(dir: &Path, script: &Path, odd: &[String], digest: Option<&str>) -> 
 ///   outlives the rank unless the job's tracking takes it.
 const PMIX_AND_DETACH: &str = r#"    rank = os.environ.get("PMIX_RANK")
     if rank is not None and os.environ.get("FAKE_PMIX_ARGV"):
+        print("fake-engine: PMIx task of rank " + rank, flush=True)
         ARGS.argv_file = os.environ["FAKE_PMIX_ARGV"] + rank + ".json"
         if rank != "0":
             import urllib.request
@@ -377,7 +380,7 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
         t,
         "rank 0 (box head, node n2 (--box))\n  task 0 of the PMIx step",
     );
-    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2,<node>' '-N' '2' '-n' '2' '--distribution=arbitrary' '--mpi=pmix' '--label' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' 'FAKE_NOTE=");
 }
 
 #[test]
@@ -452,31 +455,76 @@ fn sigterm_to_the_replay_cancels_the_job_and_leaves_no_rank() {
     let (conf, _turn) = or_skip!(slurm_or_skip("sigterm_to_the_replay"));
     let s = Setup::new(None);
     let args = s.args("slow-start", "120", &["--slurm", "--trust-executable"]);
-    let mut child = start_until_both_ranks_run(&conf, &s, &args);
-    // SAFETY: kill(2) on the replay this test started.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(130), "{err}");
+    let child = start_until_both_ranks_run(&conf, &s, &args);
+    let (code, err) = signalled(child, false, libc::SIGTERM);
+    assert_eq!(code, Some(130), "{err}");
     assert_has(&err, "cancelling Slurm job");
     assert_nothing_left(&conf, &s, 10, 15);
 }
 
-/// Starts the replay with `args`, waits until both ranks have written their argv, and returns
-/// the running replay.
-fn start_until_both_ranks_run(conf: &Path, s: &Setup, args: &[String]) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+/// Ctrl-C in a terminal: SIGINT to the whole foreground process group, here the replay's own
+/// (it leads one, as a shell's job does). The ranks' srun clients sit in groups of their own and
+/// do not get it; rigaudit's handler stops them (srun, signalled, ends its step) and cancels the
+/// job.
+#[test]
+fn ctrl_c_to_the_replay_s_process_group_cancels_the_job_and_leaves_no_rank() {
+    let (conf, _turn) = or_skip!(slurm_or_skip("ctrl_c_to_the_replay"));
+    let s = Setup::new(None);
+    let args = s.args("slow-start", "120", &["--slurm", "--trust-executable"]);
+    let child = start_until_both_ranks_run(&conf, &s, &args);
+    let (code, err) = signalled(child, true, libc::SIGINT);
+    assert_eq!(code, Some(130), "{err}");
+    assert_has(
+        &err,
+        "rigaudit: interrupted; stopping 2 engine process group(s)",
+    );
+    assert_has(&err, "rigaudit: interrupted; cancelling Slurm job");
+    assert_has(&err, "rigaudit: interrupted; exiting with code 130");
+    assert_nothing_left(&conf, &s, 10, 15);
+    // What the ranks printed before Ctrl-C is kept.
+    for rank in [0, 1] {
+        let log = s.out().join(format!("engine-logs/rank{rank}.log"));
+        assert!(log.is_file(), "{} kept", log.display());
+    }
+}
+
+/// Starts rigaudit with `args` (`SLURM_CONF` set) in a process group of its own, stderr piped.
+fn start_in_own_group(conf: &Path, args: &[String]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_rigaudit"))
         .args(args)
         .env("SLURM_CONF", conf)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Starts the replay with `args` (in a process group of its own), waits until both ranks have
+/// written their argv, and returns the running replay.
+fn start_until_both_ranks_run(conf: &Path, s: &Setup, args: &[String]) -> std::process::Child {
+    let child = start_in_own_group(conf, args);
     assert!(s.both_started(), "both ranks started");
     child
+}
+
+/// Sends `sig` to the child (`group`: to its whole process group, which it leads), waits for it;
+/// its exit code and stderr.
+fn signalled(
+    mut child: std::process::Child,
+    group: bool,
+    sig: libc::c_int,
+) -> (Option<i32>, String) {
+    let pid = child.id() as libc::pid_t;
+    assert!(pid > 1);
+    // SAFETY: kill(2) on the process (or the group) this test started.
+    unsafe {
+        libc::kill(if group { -pid } else { pid }, sig);
+    }
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status.code(), err)
 }
 
 #[test]
@@ -645,10 +693,27 @@ fn pmix_ranks_are_tasks_of_one_step_with_their_own_rank_one_namespace_and_the_ar
         notes.iter().any(
             |n| n.contains("ranks 0-1 run as one PMIx step of Slurm job")
                 && n.contains("task r on node r of n2,n1")
+                && n.contains("each rank's output is in its own engine-logs/rank<r>.log")
         ),
         "{notes:#?}"
     );
     assert_nothing_left(&conf, &s, 10, 15);
+    assert_each_task_logs_its_own(&s);
+}
+
+/// After a PMIx replay: each task's lines, srun's `--label` taken off, are in its own rank log.
+#[track_caller]
+fn assert_each_task_logs_its_own(s: &Setup) {
+    let log =
+        |r: u32| std::fs::read_to_string(s.out().join(format!("engine-logs/rank{r}.log"))).unwrap();
+    let (log0, log1) = (log(0), log(1));
+    let line = |r: u32| format!("fake-engine: PMIx task of rank {r}\n");
+    assert!(log0.starts_with(&line(0)), "rank0.log:\n{log0}");
+    assert!(log1.starts_with(&line(1)), "rank1.log:\n{log1}");
+    assert!(!log0.contains(&line(1)), "rank0.log:\n{log0}");
+    assert!(!log1.contains(&line(0)), "rank1.log:\n{log1}");
+    assert_has(&log0, "fake-engine start version=");
+    assert!(!log1.contains("fake-engine start"), "rank1.log:\n{log1}");
 }
 
 /// Whether process `pid` is alive (or a zombie not yet reaped).
@@ -740,29 +805,12 @@ fn without_cgroup_tracking_a_replay_warns_refuses_when_asked_and_a_detached_chil
 fn rehash_hashes_each_root_on_its_node_and_catches_a_changed_engine_on_n2() {
     let (conf, _turn) = or_skip!(slurm_or_skip("rehash_hashes_each_root_on_its_node"));
     let s = Setup::new(Some(&sha_file(&python3())));
-    let roots: Vec<PathBuf> = ["head root", "second root"]
-        .iter()
-        .map(|d| s.tmp.path().join(d))
-        .collect();
-    for r in &roots {
-        std::fs::create_dir_all(r.join("bin")).unwrap();
-    }
+    let roots = rehash_roots(&s);
     std::fs::copy(python3(), roots[0].join("bin/python3")).unwrap();
     let mut changed = std::fs::read(python3()).unwrap();
     changed.push(0);
     std::fs::write(roots[1].join("bin/python3"), changed).unwrap();
-    let args: Vec<String> = vec![
-        "rehash".into(),
-        s.bundle.display().to_string(),
-        "--root".into(),
-        format!("head={}", roots[0].display()),
-        "--root".into(),
-        format!("second={}", roots[1].display()),
-        "--slurm".into(),
-        "--format".into(),
-        "json".into(),
-    ];
-    let r = run(&conf, &args);
+    let r = run(&conf, &rehash_args(&s, &roots));
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     let bin: Vec<String> = r
         .findings("rehash.binary-digest")
@@ -781,4 +829,91 @@ fn rehash_hashes_each_root_on_its_node_and_catches_a_changed_engine_on_n2() {
         "{bin:#?}"
     );
     assert_eq!(our_jobs_after(&conf, 10), "");
+}
+
+/// The two roots of `rehash --slurm` (boxes head and second), each with an empty `bin`.
+fn rehash_roots(s: &Setup) -> Vec<PathBuf> {
+    let roots: Vec<PathBuf> = ["head root", "second root"]
+        .iter()
+        .map(|d| s.tmp.path().join(d))
+        .collect();
+    for r in &roots {
+        std::fs::create_dir_all(r.join("bin")).unwrap();
+    }
+    roots
+}
+
+/// `rehash BUNDLE --root head=ROOT0 --root second=ROOT1 --slurm --format json`.
+fn rehash_args(s: &Setup, roots: &[PathBuf]) -> Vec<String> {
+    vec![
+        "rehash".into(),
+        s.bundle.display().to_string(),
+        "--root".into(),
+        format!("head={}", roots[0].display()),
+        "--root".into(),
+        format!("second={}", roots[1].display()),
+        "--slurm".into(),
+        "--format".into(),
+        "json".into(),
+    ]
+}
+
+/// The live processes named `name` (their `comm`) working in folder `dir`: a step's task.
+fn working_in(dir: &Path, name: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let cwd = std::fs::read_link(e.path().join("cwd")).ok();
+        if comm.trim() == name && cwd.as_deref() == Some(dir) && alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits up to `secs` for `name` to run in `dir` (`running`) or to run there no more; whether it
+/// came to that.
+fn until_working_in(dir: &Path, name: &str, running: bool, secs: u64) -> bool {
+    let t0 = Instant::now();
+    while working_in(dir, name).is_empty() == running {
+        if t0.elapsed() > Duration::from_secs(secs) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// Ctrl-C while `rehash --slurm` hashes on a node: root head's engine is a sparse 64 GiB file,
+/// so its step's sha256sum runs long enough to be caught. SIGINT goes to the whole group,
+/// the step's srun client included (which on one SIGINT only reports its task): rigaudit's
+/// handler cancels the allocation, which ends the step, and exits with 130.
+#[test]
+fn ctrl_c_while_rehash_hashes_on_a_node_cancels_the_job_and_ends_the_step() {
+    let (conf, _turn) = or_skip!(slurm_or_skip("ctrl_c_while_rehash_hashes"));
+    let s = Setup::new(Some(&sha_file(&python3())));
+    let roots: Vec<PathBuf> = rehash_roots(&s)
+        .iter()
+        .map(|r| r.canonicalize().unwrap())
+        .collect();
+    let big = std::fs::File::create(roots[0].join("bin/python3")).unwrap();
+    big.set_len(64 << 30).unwrap();
+    std::fs::copy(python3(), roots[1].join("bin/python3")).unwrap();
+    let child = start_in_own_group(&conf, &rehash_args(&s, &roots));
+    let hashing = until_working_in(&roots[0], "sha256sum", true, 60);
+    assert!(hashing, "the step hashing root head started");
+    let (code, err) = signalled(child, true, libc::SIGINT);
+    assert_eq!(code, Some(130), "{err}");
+    assert_has(&err, "rigaudit: interrupted; cancelling Slurm job");
+    assert_has(&err, "rigaudit: interrupted; exiting with code 130");
+    assert_eq!(our_jobs_after(&conf, 10), "");
+    let gone = until_working_in(&roots[0], "sha256sum", false, 15);
+    assert!(
+        gone,
+        "sha256sum still runs: {:?}",
+        working_in(&roots[0], "sha256sum")
+    );
 }

@@ -7,6 +7,11 @@
 //! A step: `srun --jobid J --nodelist NODE -N1 -n1 --export=NONE -- /usr/bin/env -i
 //! PATH=/usr/bin:/bin /bin/sh -c SCRIPT rigaudit-check ARGS...`: an argv (no shell reads it here),
 //! nothing of this process's environment, the same bounds of time and output as over ssh.
+//!
+//! Ctrl-C: the allocation is held by replay's handler ([`crate::replay::launch::install`]) from
+//! its grant; on SIGINT (a terminal sends it to srun too, which on one SIGINT only reports its
+//! tasks), SIGTERM or SIGHUP the handler cancels it, which ends the running step, and rigaudit
+//! exits with code 130.
 
 use crate::fatal::{fatal, Fatal};
 use crate::slurm::place::NodeMap;
@@ -14,6 +19,7 @@ use crate::slurm::{Allocation, SlurmArgs};
 use crate::ssh::client::{collect_bounded, Bounds, OUT_MAX};
 use crate::ssh::{Output, Ssh, Target};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -136,6 +142,11 @@ pub fn allocate(
             .collect(),
         mapped,
     };
+    // Ctrl-C (SIGINT to the whole foreground group, these steps' srun included), SIGTERM or
+    // SIGHUP: the handler cancels the allocation, which ends every step, and exits with 130.
+    if let Some(e) = crate::replay::launch::install() {
+        let _ = writeln!(std::io::stderr(), "rigaudit: warning: {e}");
+    }
     let alloc = Allocation::request(a, map.count(), &map.nodelist())?;
     let nodes = map
         .assign(&alloc.nodes)

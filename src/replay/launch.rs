@@ -8,6 +8,9 @@
 //! - stdout and stderr are read by one thread each; every line is appended to
 //!   `logs_dir/rank<N>.log` as it arrives (written straight to the file, no buffer, so a crash keeps
 //!   the log), and the first [`KEPT_LINES`] and the last [`KEPT_LINES`] lines are kept in memory.
+//!   A PMIx step (every rank a task of one srun, `--label`led) is one process with one log per
+//!   task: a line `R: TEXT` goes to `rankR.log` as `TEXT`, a line without a label (srun's own)
+//!   to `rank0.log`; a line cut at 64 KiB goes on in the same file.
 //! - Readiness: `GET ready.url` (1 s per try, 150 ms between tries) until HTTP 200; a rank that
 //!   exits meanwhile, or the timeout, stops every rank and is an error with the rank's last
 //!   lines.
@@ -262,6 +265,9 @@ fn stop_groups_and_jobs() {
         let _ = signal(g, libc::SIGKILL);
     }
     cancel_jobs();
+    say(format_args!(
+        "rigaudit: interrupted; exiting with code 130, no report written (the engine logs written so far are kept)"
+    ));
 }
 
 /// The handler's last step: cancels every Slurm job still held.
@@ -353,15 +359,61 @@ fn group_alive(pgid: libc::pid_t) -> bool {
     })
 }
 
-/// Reads one stream of a rank line by line into its log and its captured lines.
+/// The log files one started process writes: its rank's, or with a labelled PMIx step every
+/// task's (`rank0.log`, `rank1.log`, ...), task r's at index r.
+struct Logs {
+    files: Vec<Mutex<File>>,
+    /// Whether the lines carry srun's `--label` (`R: `), by which they are split.
+    labelled: bool,
+}
+
+impl Logs {
+    /// The file index and the text of the line `buf` (`continued`: the index of the line this
+    /// chunk continues, cut at 64 KiB, which carries no label of its own).
+    fn route<'a>(&self, buf: &'a [u8], continued: Option<usize>) -> (usize, &'a [u8]) {
+        if let Some(i) = continued {
+            return (i, buf);
+        }
+        if !self.labelled {
+            return (0, buf);
+        }
+        match task_label(buf) {
+            Some((task, rest)) if task < self.files.len() => (task, rest),
+            _ => (0, buf),
+        }
+    }
+}
+
+/// srun's `--label` before a line: the task id (padded on the left with spaces when the step
+/// has ten tasks or more), `: `. The task and the rest of the line.
+fn task_label(line: &[u8]) -> Option<(usize, &[u8])> {
+    let start = line.iter().position(|&b| b != b' ')?;
+    let digits = line[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let rest = line[start + digits..].strip_prefix(b": ")?;
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    let task = std::str::from_utf8(&line[start..start + digits])
+        .ok()?
+        .parse()
+        .ok()?;
+    Some((task, rest))
+}
+
+/// Reads one stream of a rank line by line into its log (with a labelled step, each line into
+/// its task's log, the label taken off) and its captured lines (as they came, labels kept).
 fn reader(
     stream: impl Read + Send + 'static,
-    log: Arc<Mutex<File>>,
+    logs: Arc<Logs>,
     captured: Arc<Mutex<Captured>>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut r = BufReader::new(stream);
         let mut buf = Vec::new();
+        let mut continued = None;
         loop {
             buf.clear();
             // A line is cut at 64 KiB (the rest comes as the next line): an engine printing an
@@ -370,14 +422,17 @@ fn reader(
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            if buf.last() != Some(&b'\n') {
+            let whole = buf.last() == Some(&b'\n');
+            if !whole {
                 buf.push(b'\n');
             }
+            let (i, text) = logs.route(&buf, continued);
             {
-                let mut f = lock(&log);
-                let _ = f.write_all(&buf);
+                let mut f = lock(&logs.files[i]);
+                let _ = f.write_all(text);
                 let _ = f.flush();
             }
+            continued = (!whole).then_some(i);
             let line = String::from_utf8_lossy(&buf[..buf.len() - 1])
                 .trim_end_matches('\r')
                 .to_string();
@@ -408,8 +463,12 @@ pub fn start_ranks(
     };
     for (i, l) in launches.iter().enumerate() {
         let remote = matches!(launchers.get(i), Some(Launcher::Ssh { .. }));
+        let tasks = match launchers.get(i) {
+            Some(Launcher::Slurm { tasks, .. }) => *tasks,
+            _ => None,
+        };
         // `running` stops the ranks started so far when it goes out of scope.
-        let p = spawn(l, logs_dir, remote)?;
+        let p = spawn(l, logs_dir, remote, tasks)?;
         running.procs.push(p);
     }
     wait_ready(running, ready)
@@ -445,10 +504,28 @@ fn die_with_parent(cmd: &mut Command) {
 }
 
 /// `remote`: an `ssh` client whose stdin is kept open while the rank runs (see `remote.rs`).
-fn spawn(l: &Launch, logs_dir: &Path, remote: bool) -> Result<Proc, LaunchError> {
-    let path = logs_dir.join(format!("rank{}.log", l.rank));
-    let log = File::create(&path).map_err(|e| logs_err(&path, e))?;
-    let log = Arc::new(Mutex::new(log));
+/// `tasks`: a PMIx step of that many tasks, its output labelled by task, one log per task.
+fn spawn(
+    l: &Launch,
+    logs_dir: &Path,
+    remote: bool,
+    tasks: Option<u32>,
+) -> Result<Proc, LaunchError> {
+    let ranks: Vec<u32> = match tasks {
+        Some(n) => (0..n).collect(),
+        None => vec![l.rank],
+    };
+    let mut files = Vec::new();
+    for r in ranks {
+        let path = logs_dir.join(format!("rank{r}.log"));
+        files.push(Mutex::new(
+            File::create(&path).map_err(|e| logs_err(&path, e))?,
+        ));
+    }
+    let log = Arc::new(Logs {
+        files,
+        labelled: tasks.is_some(),
+    });
     let mut cmd = Command::new(&l.program);
     cmd.args(&l.args)
         .envs(&l.env)
@@ -763,6 +840,31 @@ impl Drop for Running {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_labelled_steps_lines_go_to_their_tasks_logs_without_the_label() {
+        assert_eq!(task_label(b"1: up\n"), Some((1, &b"up\n"[..])));
+        assert_eq!(task_label(b" 7: x"), Some((7, &b"x"[..])));
+        for no in [&b"srun: error: x"[..], b": x", b"12 x", b"", b"1:x"] {
+            assert_eq!(task_label(no), None, "{no:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = |n: &str| Mutex::new(File::create(dir.path().join(n)).unwrap());
+        let logs = Logs {
+            files: vec![file("a"), file("b")],
+            labelled: true,
+        };
+        assert_eq!(logs.route(b"1: hi\n", None), (1, &b"hi\n"[..]));
+        assert_eq!(logs.route(b"0: hi\n", None), (0, &b"hi\n"[..]));
+        assert_eq!(logs.route(b"2: hi\n", None), (0, &b"2: hi\n"[..]));
+        assert_eq!(logs.route(b"srun: x\n", None), (0, &b"srun: x\n"[..]));
+        assert_eq!(logs.route(b"0: rest\n", Some(1)), (1, &b"0: rest\n"[..]));
+        let plain = Logs {
+            files: vec![file("c")],
+            labelled: false,
+        };
+        assert_eq!(plain.route(b"1: hi\n", None), (0, &b"1: hi\n"[..]));
+    }
     use std::collections::BTreeMap;
     use std::net::TcpListener;
 

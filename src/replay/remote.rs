@@ -76,6 +76,9 @@ pub enum Launcher {
         node: String,
         /// The job id.
         job: String,
+        /// With `--slurm-pmix`: the step's task count. Its output is then labelled by srun
+        /// (`--label`, `R: ` before each line) and each line goes to task R's own log.
+        tasks: Option<u32>,
     },
 }
 

@@ -16,7 +16,10 @@
 //!   when it is not `proctrack/cgroup`, a refusal then with `--slurm-require-cgroup`.
 //! - Ending: the allocation is cancelled when the replay ends (its [`Job`] dropped) and by the
 //!   Ctrl-C handler, which holds its id ([`super::launch::hold_job`]); its time limit is the
-//!   last net.
+//!   last net. A terminal's Ctrl-C (SIGINT to the whole foreground process group) reaches
+//!   rigaudit and the Slurm clients it runs in its own group (salloc, the digest and probe steps),
+//!   not the ranks' srun, each in a group of its own: the handler stops the ranks' groups
+//!   (srun, signalled, ends its step), cancels the job and exits with code 130.
 
 use super::command::Launch;
 use super::probe::{compare, expected, Expected};
@@ -39,17 +42,11 @@ use std::time::{Duration, Instant};
 const DIGEST_LIMIT: Duration = Duration::from_secs(300);
 
 /// A replay's allocation; dropping it forgets the job in the Ctrl-C handler's registry, then
-/// cancels it.
+/// cancels it (see [`Allocation`]).
 #[derive(Debug)]
 pub struct Job {
     /// The allocation.
     pub alloc: Allocation,
-}
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        super::launch::forget_job(&self.alloc.job);
-    }
 }
 
 /// The ranks' boxes and the `--box` nodes (which with `--slurm` name nodes, not ssh hosts).
@@ -146,7 +143,6 @@ fn allocate(
         notes.push(e);
     }
     let alloc = Allocation::request(a, map.count(), &map.nodelist())?;
-    super::launch::hold_job(&alloc.job);
     notes.push(format!(
         "slurm: job {} ({}), nodes {}, time limit {}; cancelled when the replay ends",
         alloc.job,
@@ -190,7 +186,7 @@ pub fn plan(card: &Card, launches: &[Launch], args: &super::Args) -> Result<Plan
                 env: BTreeMap::new(),
                 shown: r.launch.shown.clone(),
             });
-            p.launchers.push(r.launcher(&id));
+            p.launchers.push(r.launcher(&id, None));
         }
     }
     p.rank0_host = rank0_address(&map, &nodes, &mut notes);

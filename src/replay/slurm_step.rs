@@ -5,9 +5,10 @@
 //!   /usr/bin/env -i NAME=VALUE... PROGRAM ARGS...`: `env -i` gives the program exactly its
 //!   recorded environment, nothing inherited.
 //! - The PMIx step, for an engine that takes its rank from Slurm: `srun --jobid J --nodelist
-//!   NODE0,NODE1,... -N NODES -n RANKS --distribution=arbitrary --mpi=pmix --kill-on-bad-exit=1
-//!   --export=NONE -- /usr/bin/env NAME=VALUE... PROGRAM ARGS...`: task `r` on the `r`-th node of
-//!   the list (arbitrary distribution), one recorded command for all. `env -i` would clear the
+//!   NODE0,NODE1,... -N NODES -n RANKS --distribution=arbitrary --mpi=pmix --label
+//!   --kill-on-bad-exit=1 --export=NONE -- /usr/bin/env NAME=VALUE... PROGRAM ARGS...`: task `r`
+//!   on the `r`-th node of the list (arbitrary distribution), one recorded command for all; each
+//!   line of task `r`'s output labelled `r: `, by which it goes to `engine-logs/rank<r>.log`. `env -i` would clear the
 //!   variables PMIx and Slurm give each task (`PMIX_RANK`, `PMIX_NAMESPACE`, the server's URI,
 //!   `SLURM_PROCID`), so the step keeps them: `--export=NONE` passes nothing of this process's
 //!   environment, `env` adds the recorded variables to what the step holds, and before the ranks
@@ -89,12 +90,14 @@ pub struct Placed<'a> {
 }
 
 impl Placed<'_> {
-    /// How the rank is started: a step of job `job` on its node.
-    pub fn launcher(&self, job: &str) -> Launcher {
+    /// How the rank is started: a step of job `job` on its node (`tasks`: the PMIx step's task
+    /// count, its output labelled by task).
+    pub fn launcher(&self, job: &str, tasks: Option<u32>) -> Launcher {
         Launcher::Slurm {
             box_name: self.box_name.clone(),
             node: self.node.clone(),
             job: job.to_string(),
+            tasks,
         }
     }
 }
@@ -146,6 +149,8 @@ fn pmix_head(job: &str, nodes: &[String]) -> Vec<String> {
 }
 
 /// The argv of the one step of every rank: `l`'s recorded command, `program` the engine.
+/// `--label` puts `R: ` before each line of task R's output, by which [`super::launch`] writes
+/// it to `engine-logs/rankR.log`.
 pub fn pmix_argv(
     l: &Launch,
     job: &str,
@@ -154,7 +159,11 @@ pub fn pmix_argv(
 ) -> Result<Vec<String>, Fatal> {
     runnable(l, program)?;
     let mut v = pmix_head(job, nodes);
-    v.extend(["--kill-on-bad-exit=1".into(), "--export=NONE".into()]);
+    v.extend([
+        "--label".into(),
+        "--kill-on-bad-exit=1".into(),
+        "--export=NONE".into(),
+    ]);
     v.extend(["--".into(), "/usr/bin/env".into()]);
     v.extend(l.env.iter().map(|(k, val)| format!("{k}={val}")));
     v.push(program.to_string());
@@ -186,8 +195,9 @@ fn probe_environment(job: &str, nodes: &[String]) -> Result<BTreeSet<String>, Fa
 }
 
 /// `--slurm-pmix`: every rank as a task of one step, after the probe showed that the step adds
-/// only Slurm's and PMIx's own variables to the recorded ones. The step is rank 0's launch (its
-/// output, every task's, is `engine-logs/rank0.log`).
+/// only Slurm's and PMIx's own variables to the recorded ones. The step is rank 0's launch; its
+/// output is labelled by task (`--label`) and task r's lines, the label taken off, go to
+/// `engine-logs/rank<r>.log` (srun's own, unlabelled, to `rank0.log`).
 pub fn pmix_step(
     p: &mut Planned,
     placed: &[Placed],
@@ -231,7 +241,7 @@ pub fn pmix_step(
         )));
     }
     notes.push(format!(
-        "ranks 0-{} run as one PMIx step of Slurm job {job} (srun --mpi=pmix), task r on node r of {}; the step adds {} variables of Slurm's and PMIx's own to the recorded environment; every rank's output is in engine-logs/rank0.log",
+        "ranks 0-{} run as one PMIx step of Slurm job {job} (srun --mpi=pmix), task r on node r of {}; the step adds {} variables of Slurm's and PMIx's own to the recorded environment; each rank's output is in its own engine-logs/rank<r>.log (srun's own lines in rank0.log)",
         nodes.len() - 1,
         nodes.join(","),
         held.iter().filter(|k| !first.launch.env.contains_key(*k)).count()
@@ -244,7 +254,8 @@ pub fn pmix_step(
         env: BTreeMap::new(),
         shown: first.launch.shown.clone(),
     });
-    p.launchers.push(first.launcher(job));
+    p.launchers
+        .push(first.launcher(job, Some(nodes.len() as u32)));
     Ok(())
 }
 
@@ -325,6 +336,7 @@ mod tests {
                 "2",
                 "--distribution=arbitrary",
                 "--mpi=pmix",
+                "--label",
                 "--kill-on-bad-exit=1",
                 "--export=NONE",
                 "--",

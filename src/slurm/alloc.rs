@@ -1,6 +1,8 @@
 //! One Slurm allocation: requested with `salloc --no-shell`, its nodes read back, cancelled with
-//! `scancel` when dropped. The time limit asked for is the last net: an allocation outlives a
-//! rigaudit killed with SIGKILL until then.
+//! `scancel` when dropped, and held from its grant until then in the Ctrl-C handler's registry
+//! ([`crate::replay::launch::hold_job`]), which cancels it on Ctrl-C, SIGTERM or SIGHUP. The time
+//! limit asked for is the last net: an allocation outlives a rigaudit killed with SIGKILL until
+//! then.
 
 use super::args::{SlurmArgs, WAIT_SECS};
 use super::command::{run, Output};
@@ -58,11 +60,12 @@ impl Allocation {
                 o.said()
             )));
         };
+        crate::replay::launch::hold_job(&job);
         let mut alloc = Allocation {
             job,
             nodes: Vec::new(),
         };
-        // From here on, dropping `alloc` cancels the job.
+        // From here on, dropping `alloc` cancels the job (and Ctrl-C does).
         alloc.nodes = job_nodes(&alloc.job)?;
         Ok(alloc)
     }
@@ -120,6 +123,7 @@ pub fn cancel(job: &str) -> Option<String> {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
+        crate::replay::launch::forget_job(&self.job);
         if let Some(e) = cancel(&self.job) {
             // Not eprintln!: a panic in drop (stderr's reader gone) would abort the cleanup.
             use std::io::Write;
