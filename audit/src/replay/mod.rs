@@ -545,6 +545,7 @@ mod tests {
             values: BTreeMap::new(),
             load_guard: None,
             machine_reference: None,
+            gpu: None,
         }
     }
 
