@@ -402,6 +402,17 @@ fn gpu_facts_through_nvml_are_recorded_per_counted_try() {
         "{}",
         v.stdout
     );
+    v.assert_lacks("speed.gpu-foreign");
+    // 0x5: idle and a software power cap; the cap is named.
+    v.assert_has_at("speed.gpu-throttled", "warning");
+    assert!(
+        v.findings("speed.gpu-throttled")[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(sw_power_cap)"),
+        "{}",
+        v.stdout
+    );
 }
 
 #[test]
@@ -444,4 +455,30 @@ fn a_foreign_process_on_the_gpu_is_foreign_load_and_the_guard_names_it() {
     );
     // Thrown-away tries leave no records: one request per counted run.
     assert_eq!(r["requests"].as_array().unwrap().len(), 2);
+    // verify names the kept tries beside it; the schema takes the new rows.
+    let v = verify(&tmp.path().join("bundle"));
+    assert!(!v.has("schema.invalid"), "{}", v.stdout);
+    v.assert_has_at("speed.gpu-foreign", "warning");
+    v.assert_lacks("speed.gpu-throttled");
+}
+
+#[test]
+fn a_gpu_asked_for_by_index_that_nvml_does_not_have_stops_measure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 1, 1, Mode::Good);
+    let c = contract(tmp.path(), fake.window);
+    let libdir = fake_nvml(tmp.path());
+    let out = tmp.path().join("bundle");
+    let line = "measure --base-url {} --contract {} --out {} --no-load-guard --gpu 3";
+    let args = common::argv(
+        line,
+        &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    let run = rigaudit_with_env(&args, &[("LD_LIBRARY_PATH", &libdir)]);
+    run.assert_exit_saying(2, "--gpu 3: nvmlDeviceGetHandleByIndex_v2: NVML error 2");
+    let bad = rigaudit_line(
+        "measure --base-url {} --contract {} --out {} --gpu first",
+        &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    bad.assert_exit_saying(2, "expected auto, off or a device index");
 }
