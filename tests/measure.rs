@@ -196,7 +196,8 @@ fn a_server_that_is_not_there_is_exit_2() {
     assert!(run.stderr.contains("/models"), "{}", run.stderr);
 }
 
-/// A CPU hog: another process spinning a core until dropped. It is started detached (its parent
+/// A CPU hog: another process spinning a core until dropped (or any detached pid to kill when
+/// dropped: the GPU tests' sleeper). It is started detached (its parent
 /// exits at once), because the fake server lives in this test's process and the guard counts the
 /// server's children as the server.
 struct Hog(u32);
@@ -309,10 +310,10 @@ fn without_the_guard_nothing_is_recorded_and_the_log_says_so() {
     }
 }
 
-/// `measure` of a two-run decode against `fake` with the fake NVML (`env`: its answers) and the
+/// `measure` of a two-run decode against the server at `base` with the fake NVML (`env`: its answers) and the
 /// guard's `rule`; the run, the speed result and the log.
 fn measure_with_nvml(
-    fake: &Fake,
+    base: &str,
     dir: &std::path::Path,
     rule: Value,
     env: &[(&str, &str)],
@@ -330,7 +331,7 @@ fn measure_with_nvml(
     vars.extend(env.iter().map(|(k, v)| (*k, std::path::Path::new(v))));
     let args = common::argv(
         "measure --base-url {} --contract {} --out {} --timeout 30",
-        &[&fake.base(), cp.to_str().unwrap(), out.to_str().unwrap()],
+        &[base, cp.to_str().unwrap(), out.to_str().unwrap()],
     );
     let run = rigaudit_with_env(&args, &vars);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -353,7 +354,7 @@ fn gpu_facts_through_nvml_are_recorded_per_counted_try() {
         ("FAKE_NVML_PROCESSES", me.as_str()),
         ("FAKE_NVML_THROTTLE", "0x5"),
     ];
-    let (_, r, log) = measure_with_nvml(&fake, tmp.path(), gpu_only_rule(), &env);
+    let (_, r, log) = measure_with_nvml(&fake.base(), tmp.path(), gpu_only_rule(), &env);
     assert_has(
         &log,
         "gpu: device 0 (Fake NVML GPU, driver 999.99-fake) read through NVML",
@@ -425,12 +426,11 @@ fn a_foreign_process_on_the_gpu_is_foreign_load_and_the_guard_names_it() {
         .output()
         .unwrap();
     let sleep: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let sleeper = Hog(sleep); // killed when dropped, whatever the test's end
     let procs = format!("{}:1048576,{sleep}:2097152", std::process::id());
     let env = [("FAKE_NVML_PROCESSES", procs.as_str())];
-    let (_, r, log) = measure_with_nvml(&fake, tmp.path(), gpu_only_rule(), &env);
-    let _ = std::process::Command::new("kill")
-        .args(["-9", &sleep.to_string()])
-        .status();
+    let (_, r, log) = measure_with_nvml(&fake.base(), tmp.path(), gpu_only_rule(), &env);
+    drop(sleeper);
     let named = format!("pid {sleep} (sleep) on the GPU");
     assert_has(
         &log,
@@ -481,4 +481,67 @@ fn a_gpu_asked_for_by_index_that_nvml_does_not_have_stops_measure() {
         &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
     );
     bad.assert_exit_saying(2, "expected auto, off or a device index");
+}
+
+/// The tests' fake engine (tests/fixtures/fake_engine.py) serving on a free loopback port, killed
+/// when dropped: a server in a process of its own.
+struct Engine(std::process::Child, u16);
+
+impl Engine {
+    fn start(dir: &std::path::Path) -> Engine {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = common::fake_engine(dir, "gpu_engine.py");
+        let child = std::process::Command::new("python3")
+            .arg(&script)
+            .args(["--port", &port.to_string(), "--mode", "ok"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("python3");
+        let up = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                up.elapsed().as_secs() < 20,
+                "the fake engine did not listen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Engine(child, port)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_server_s_process_on_the_gpu_is_the_server_not_foreign_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::start(tmp.path());
+    // Only the engine on the GPU: found as the owner of the port measured, it is not foreign.
+    let procs = format!("{}:4294967296", engine.0.id());
+    let env = [("FAKE_NVML_PROCESSES", procs.as_str())];
+    let base = format!("http://127.0.0.1:{}/v1", engine.1);
+    let (_, r, log) = measure_with_nvml(&base, tmp.path(), gpu_only_rule(), &env);
+    assert_has(&log, "gpu: device 0 (Fake NVML GPU");
+    let steps = r["gpu"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["kept"] == true && s["foreign_processes"] == json!([])),
+        "{steps:?}"
+    );
+    let rows = r["load_guard"]["steps"].as_array().unwrap();
+    assert!(
+        rows.iter().all(|s| s["gpu_processes"].is_null()),
+        "{rows:?}"
+    );
+    assert!(!log.contains("thrown away"), "{log}");
 }

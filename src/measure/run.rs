@@ -310,7 +310,7 @@ impl<'a> Run<'a> {
         let (Some(gpu), Some(b)) = (self.gpu.as_mut(), before) else {
             return Vec::new();
         };
-        let tokens = self.requests[first_request..]
+        let tokens = self.requests[first_request.min(self.requests.len())..]
             .iter()
             .map(|q| q.completion_tokens)
             .sum::<Option<u64>>();
