@@ -5,7 +5,7 @@ mod common;
 
 use common::assert_has;
 use common::fake_server::{Fake, Mode};
-use common::{rigaudit, rigaudit_line, verify};
+use common::{fake_nvml, rigaudit, rigaudit_line, rigaudit_with_env, verify};
 use serde_json::{json, Value};
 
 fn contract(dir: &std::path::Path, window: u64) -> std::path::PathBuf {
@@ -196,7 +196,8 @@ fn a_server_that_is_not_there_is_exit_2() {
     assert!(run.stderr.contains("/models"), "{}", run.stderr);
 }
 
-/// A CPU hog: another process spinning a core until dropped. It is started detached (its parent
+/// A CPU hog: another process spinning a core until dropped (or any detached pid to kill when
+/// dropped: the GPU tests' sleeper). It is started detached (its parent
 /// exits at once), because the fake server lives in this test's process and the guard counts the
 /// server's children as the server.
 struct Hog(u32);
@@ -300,4 +301,247 @@ fn without_the_guard_nothing_is_recorded_and_the_log_says_so() {
     assert!(result(&out)["load_guard"].is_null());
     let log = std::fs::read_to_string(out.join("speed/log.txt")).unwrap();
     assert_has(&log, "load guard: off");
+    // Without NVML (no GPU here) no GPU facts, and the log says so quietly; with it, its facts.
+    if log.contains("gpu: none read (no NVML") {
+        assert!(result(&out)["gpu"].is_null());
+        assert!(!run.stderr.contains("NVML"), "{}", run.stderr);
+    } else {
+        assert!(result(&out)["gpu"]["name"].is_string(), "{log}");
+    }
+}
+
+/// `measure` of a two-run decode against the server at `base` with the fake NVML (`env`: its answers) and the
+/// guard's `rule`; the run, the speed result and the log.
+fn measure_with_nvml(
+    base: &str,
+    dir: &std::path::Path,
+    rule: Value,
+    env: &[(&str, &str)],
+) -> (common::Run, Value, String) {
+    let c = json!({"parts": ["decode"], "model": "fake", "prompt_ids": ["code"],
+        "runs": 2, "warmups": 0, "max_tokens": 30, "sampling": {"temperature": 0.0},
+        "server": {"slots": 4, "window": 4096}, "load_guard": rule});
+    let cp = dir.join("contract.json");
+    std::fs::write(&cp, c.to_string()).unwrap();
+    let out = dir.join("bundle");
+    let libdir = std::fs::create_dir_all(dir.join("nvml"))
+        .map(|_| fake_nvml(&dir.join("nvml")))
+        .unwrap();
+    let mut vars: Vec<(&str, &std::path::Path)> = vec![("LD_LIBRARY_PATH", &libdir)];
+    vars.extend(env.iter().map(|(k, v)| (*k, std::path::Path::new(v))));
+    let args = common::argv(
+        "measure --base-url {} --contract {} --out {} --timeout 30",
+        &[base, cp.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    let run = rigaudit_with_env(&args, &vars);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let log = std::fs::read_to_string(out.join("speed/log.txt")).unwrap();
+    (run, result(&out), log)
+}
+
+/// A rule no CPU load on a busy test machine breaks: only the GPU can disturb a try.
+fn gpu_only_rule() -> Value {
+    json!({"threshold_pct": 100.0, "consecutive": 1000, "interval_s": 0.2, "max_tries": 2})
+}
+
+#[test]
+fn gpu_facts_through_nvml_are_recorded_per_counted_try() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 5, 2, Mode::Good);
+    // The fake server runs in this test's process: its pid on the GPU is the server's.
+    let me = format!("{}:1048576", std::process::id());
+    let env = [
+        ("FAKE_NVML_PROCESSES", me.as_str()),
+        ("FAKE_NVML_THROTTLE", "0x5"),
+    ];
+    let (_, r, log) = measure_with_nvml(&fake.base(), tmp.path(), gpu_only_rule(), &env);
+    assert_has(
+        &log,
+        "gpu: device 0 (Fake NVML GPU, driver 999.99-fake) read through NVML",
+    );
+    let g = &r["gpu"];
+    assert_eq!(g["name"], "Fake NVML GPU", "{g:#}");
+    assert_eq!(g["driver"], "999.99-fake");
+    assert_eq!(g["memory_total_bytes"], 80u64 << 30);
+    assert_eq!(g["memory_used_bytes"], 3u64 << 30);
+    assert_eq!(
+        (g["clock_sm_mhz"].clone(), g["clock_mem_mhz"].clone()),
+        (json!(1980), json!(2619))
+    );
+    assert_eq!(g["power_w"], 312.0);
+    let steps = g["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(names, ["decode/code/1", "decode/code/2"], "{g:#}");
+    for s in steps {
+        // The counter is read at the try's start and end, 1500 mJ apart in the fake.
+        assert_eq!(s["energy_j"], 1.5, "{s}");
+        assert_eq!(s["completion_tokens"], 30, "{s}");
+        assert_eq!(s["energy_j_per_token"], 0.05, "{s}");
+        assert_eq!(
+            s["throttle_reasons"],
+            json!(["gpu_idle", "sw_power_cap"]),
+            "{s}"
+        );
+        assert_eq!(s["foreign_processes"], json!([]), "{s}");
+        assert_eq!(
+            (s["try"].clone(), s["kept"].clone()),
+            (json!(1), json!(true)),
+            "{s}"
+        );
+    }
+    // Only the server on the GPU: nothing foreign, no try thrown away.
+    let rows = r["load_guard"]["steps"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .all(|s| s["gpu_processes"].is_null() && s["kept"] == true),
+        "{rows:?}"
+    );
+    assert!(!log.contains("thrown away"), "{log}");
+    let v = verify(&tmp.path().join("bundle"));
+    assert!(
+        !v.has("schema.invalid") && !v.has("speed.load-guard"),
+        "{}",
+        v.stdout
+    );
+    v.assert_lacks("speed.gpu-foreign");
+    // 0x5: idle and a software power cap; the cap is named.
+    v.assert_has_at("speed.gpu-throttled", "warning");
+    assert!(
+        v.findings("speed.gpu-throttled")[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(sw_power_cap)"),
+        "{}",
+        v.stdout
+    );
+}
+
+#[test]
+fn a_foreign_process_on_the_gpu_is_foreign_load_and_the_guard_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 5, 2, Mode::Good);
+    // A process of no one's: started detached, so it is not a child of this test (the server).
+    let out = std::process::Command::new("sh")
+        .args(["-c", "sleep 60 >/dev/null 2>&1 & echo $!"])
+        .output()
+        .unwrap();
+    let sleep: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let sleeper = Hog(sleep); // killed when dropped, whatever the test's end
+    let procs = format!("{}:1048576,{sleep}:2097152", std::process::id());
+    let env = [("FAKE_NVML_PROCESSES", procs.as_str())];
+    let (_, r, log) = measure_with_nvml(&fake.base(), tmp.path(), gpu_only_rule(), &env);
+    drop(sleeper);
+    let named = format!("pid {sleep} (sleep) on the GPU");
+    assert_has(
+        &log,
+        &format!("load guard: decode/code/1 try 1 thrown away ({named}); repeating"),
+    );
+    assert_has(
+        &log,
+        &format!("decode/code/2 try 2 kept under foreign load ({named})"),
+    );
+    let rows = r["load_guard"]["steps"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (row, kept) in rows.iter().zip([false, true, false, true]) {
+        assert_eq!(row["gpu_processes"], json!([named]), "{row}");
+        assert_eq!(row["kept"], kept, "{row}");
+    }
+    let gpu = r["gpu"]["steps"].as_array().unwrap();
+    let kept: Vec<bool> = gpu.iter().map(|s| s["kept"].as_bool().unwrap()).collect();
+    assert_eq!(kept, [false, true, false, true], "{gpu:?}");
+    assert!(
+        gpu.iter().all(|s| s["foreign_processes"] == json!([named])),
+        "{gpu:?}"
+    );
+    // Thrown-away tries leave no records: one request per counted run.
+    assert_eq!(r["requests"].as_array().unwrap().len(), 2);
+    // verify names the kept tries beside it; the schema takes the new rows.
+    let v = verify(&tmp.path().join("bundle"));
+    assert!(!v.has("schema.invalid"), "{}", v.stdout);
+    v.assert_has_at("speed.gpu-foreign", "warning");
+    v.assert_lacks("speed.gpu-throttled");
+}
+
+#[test]
+fn a_gpu_asked_for_by_index_that_nvml_does_not_have_stops_measure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = Fake::start(4096, 1, 1, Mode::Good);
+    let c = contract(tmp.path(), fake.window);
+    let libdir = fake_nvml(tmp.path());
+    let out = tmp.path().join("bundle");
+    let line = "measure --base-url {} --contract {} --out {} --no-load-guard --gpu 3";
+    let args = common::argv(
+        line,
+        &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    let run = rigaudit_with_env(&args, &[("LD_LIBRARY_PATH", &libdir)]);
+    run.assert_exit_saying(2, "--gpu 3: nvmlDeviceGetHandleByIndex_v2: NVML error 2");
+    let bad = rigaudit_line(
+        "measure --base-url {} --contract {} --out {} --gpu first",
+        &[&fake.base(), c.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    bad.assert_exit_saying(2, "expected auto, off or a device index");
+}
+
+/// The tests' fake engine (tests/fixtures/fake_engine.py) serving on a free loopback port, killed
+/// when dropped: a server in a process of its own.
+struct Engine(std::process::Child, u16);
+
+impl Engine {
+    fn start(dir: &std::path::Path) -> Engine {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = common::fake_engine(dir, "gpu_engine.py");
+        let child = std::process::Command::new("python3")
+            .arg(&script)
+            .args(["--port", &port.to_string(), "--mode", "ok"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("python3");
+        let up = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                up.elapsed().as_secs() < 20,
+                "the fake engine did not listen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Engine(child, port)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_server_s_process_on_the_gpu_is_the_server_not_foreign_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::start(tmp.path());
+    // Only the engine on the GPU: found as the owner of the port measured, it is not foreign.
+    let procs = format!("{}:4294967296", engine.0.id());
+    let env = [("FAKE_NVML_PROCESSES", procs.as_str())];
+    let base = format!("http://127.0.0.1:{}/v1", engine.1);
+    let (_, r, log) = measure_with_nvml(&base, tmp.path(), gpu_only_rule(), &env);
+    assert_has(&log, "gpu: device 0 (Fake NVML GPU");
+    let steps = r["gpu"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["kept"] == true && s["foreign_processes"] == json!([])),
+        "{steps:?}"
+    );
+    let rows = r["load_guard"]["steps"].as_array().unwrap();
+    assert!(
+        rows.iter().all(|s| s["gpu_processes"].is_null()),
+        "{rows:?}"
+    );
+    assert!(!log.contains("thrown away"), "{log}");
 }

@@ -101,6 +101,23 @@ fn with_descendants(procs: &BTreeMap<u32, ProcStat>, roots: &BTreeSet<u32>) -> B
     }
 }
 
+/// The server's processes with all their descendants, and rigaudit itself: what is never
+/// foreign (the GPU's processes are judged by it, [`super::gpu`]).
+pub fn server_tree(server: &[u32]) -> BTreeSet<u32> {
+    let roots: BTreeSet<u32> = server.iter().copied().collect();
+    let mut set = with_descendants(&read_procs(), &roots);
+    set.insert(std::process::id());
+    set
+}
+
+/// A process's name (`/proc/PID/comm`), or `?` when it cannot be read (gone, or in another pid
+/// namespace than NVML's).
+pub fn process_name(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
 /// The name the guard gives the machine's unattributed CPU time (see the module docs).
 pub const UNATTRIBUTED: &str = "(unattributed: steal, interrupts, processes that came and went)";
 
@@ -350,8 +367,15 @@ impl Guard {
         self.rule.max_tries.unwrap_or(3).max(1)
     }
 
-    /// Records a try's row; returns whether the try broke the rule.
-    pub fn record(&mut self, step: &str, attempt: u32, load: &TryLoad, kept: bool) -> bool {
+    /// Records a try's row, with the foreign processes seen on the GPU; returns whether the try
+    /// broke the rule (a foreign GPU process breaks it).
+    pub fn record(
+        &mut self,
+        step: &str,
+        (attempt, kept): (u32, bool),
+        load: &TryLoad,
+        gpu: &[String],
+    ) -> bool {
         self.rows.push(GuardedStep {
             step: step.to_string(),
             attempt,
@@ -364,9 +388,10 @@ impl Guard {
                     .map(|(name, pids)| program(name, pids))
                     .collect()
             }),
+            gpu_processes: (!gpu.is_empty()).then(|| gpu.to_vec()),
             kept,
         });
-        self.rule.broken_by(load.longest_run_over)
+        self.rule.broken_by(load.longest_run_over) || !gpu.is_empty()
     }
 
     /// The summary the speed result records.

@@ -15,6 +15,7 @@
 //! contracts), [`run`] measures one part at a time, [`write`] writes the bundle.
 
 pub mod client;
+pub mod gpu;
 pub mod guard;
 pub mod prompts;
 pub mod quality;
@@ -79,6 +80,10 @@ pub struct Args {
     /// Measure without the foreign-load guard (the result then records none).
     #[arg(long)]
     pub no_load_guard: bool,
+    /// The GPU to read through NVML (libnvidia-ml.so.1): a device index, `off`, or `auto`
+    /// (device 0 when NVML loads and the server is on this machine's loopback).
+    #[arg(long, default_value = "auto", value_parser = gpu::parse_choice, value_name = "N|auto|off")]
+    pub gpu: gpu::Choice,
 }
 
 /// Everything one measurement needs, parsed and checked.
@@ -118,6 +123,8 @@ pub struct Plan {
     pub server_pids: Vec<u32>,
     /// Whether the foreign-load guard watches.
     pub load_guard: bool,
+    /// The GPU to read through NVML.
+    pub gpu: gpu::Choice,
 }
 
 /// Runs `rigaudit measure`: reads the contract, quality tests, tokenizer and card the options
@@ -173,6 +180,7 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
         title: args.title.clone(),
         server_pids: args.server_pids.clone(),
         load_guard: !args.no_load_guard,
+        gpu: args.gpu,
     })
 }
 
@@ -353,6 +361,34 @@ fn start_guard(p: &Plan, r: &mut Run) {
     r.guard = Some(guard::Guard::start(rule, server));
 }
 
+/// Opens the GPU the plan asks for, and says in the log what it reads. `auto` without NVML (or
+/// with the server elsewhere) reads nothing; a device asked for by index that cannot be read
+/// stops the measurement.
+fn start_gpu(p: &Plan, r: &mut Run) -> Result<(), Fatal> {
+    let index = match p.gpu {
+        gpu::Choice::Off => {
+            r.log.push("gpu: not read (--gpu off)".into());
+            return Ok(());
+        }
+        gpu::Choice::Auto if loopback_port(&p.base_url).is_none() => {
+            r.log
+                .push("gpu: not read: the server is not on this machine's loopback".into());
+            return Ok(());
+        }
+        gpu::Choice::Auto => 0,
+        gpu::Choice::Index(i) => i,
+    };
+    match gpu::Gpu::open(index, server_processes(p)) {
+        Ok(g) => {
+            r.log.push(g.describe());
+            r.gpu = Some(g);
+        }
+        Err(e) if p.gpu == gpu::Choice::Auto => r.log.push(format!("gpu: none read ({e})")),
+        Err(e) => return Err(fatal(format!("--gpu {index}: {e}"))),
+    }
+    Ok(())
+}
+
 /// Measures the server with the plan and writes the bundle; returns the bundle's folder. The
 /// bundle is rewritten atomically after every step, so a run that stops keeps what it measured.
 pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
@@ -389,6 +425,7 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     );
     start_guard(p, &mut r);
     start_reference(p, &mut r);
+    start_gpu(p, &mut r)?;
     let save = write::Saver {
         plan: p,
         models,

@@ -75,6 +75,22 @@ pub struct Run<'a> {
     pub window: u64,
     /// The machine's speed reference, probed before every counted step.
     pub reference: super::reference::Reference,
+    /// The GPU read around every counted try, when one is.
+    pub gpu: Option<super::gpu::Gpu>,
+}
+
+/// What disturbed a try, for the log: the foreign processes on the GPU, else the busiest foreign
+/// program on the CPU.
+fn disturbance(load: &super::guard::TryLoad, on_gpu: &[String]) -> String {
+    if !on_gpu.is_empty() {
+        return on_gpu.join(", ");
+    }
+    format!(
+        "{} at {} % of a core, {} samples in a row",
+        load.peak_process.as_deref().unwrap_or("a process"),
+        load.peak_pct.unwrap_or(0.0),
+        load.longest_run_over
+    )
 }
 
 fn nonce(seq: &mut u64) -> String {
@@ -111,6 +127,7 @@ impl<'a> Run<'a> {
             guard: None,
             window: c.server.window,
             reference: Default::default(),
+            gpu: None,
         }
     }
 
@@ -245,41 +262,61 @@ impl<'a> Run<'a> {
     }
 
     /// Runs one counted try of `step` (`decode/code/1`, `conc/4/2`) under the guard: a try the
-    /// guard finds disturbed is thrown away (its records removed) and repeated, up to the rule's
-    /// tries; the last is kept whatever the guard saw, and its row says so.
+    /// guard finds disturbed (a busy foreign process, or a foreign process on the GPU) is thrown
+    /// away (its records removed) and repeated, up to the rule's tries; the last is kept whatever
+    /// the guard saw, and its row says so.
     pub(super) fn guarded(&mut self, step: &str, mut try_once: impl FnMut(&mut Self)) {
         let max = self.guard.as_ref().map_or(1, Guard::max_tries);
         self.reference.sample(step);
         for attempt in 1..=max {
             let (reqs, drafts) = (self.requests.len(), self.drafts.len());
+            let gpu0 = self.gpu.as_ref().map(super::gpu::Gpu::before);
             let t0 = Instant::now();
             try_once(self);
+            let on_gpu = self.gpu_after(step, attempt, gpu0, reqs);
             let Some(g) = self.guard.as_mut() else { return };
             let load = g.judge(t0);
-            let broken = g.rule.broken_by(load.longest_run_over);
+            let broken = g.rule.broken_by(load.longest_run_over) || !on_gpu.is_empty();
             let last = attempt == max || self.stopped.is_some();
-            g.record(step, attempt, &load, !broken || last);
+            g.record(step, (attempt, !broken || last), &load, &on_gpu);
+            if let Some(gpu) = self.gpu.as_mut() {
+                gpu.set_kept(!broken || last);
+            }
             if !broken {
                 return;
             }
-            let peak = format!(
-                "{} at {} % of a core, {} samples in a row",
-                load.peak_process.as_deref().unwrap_or("a process"),
-                load.peak_pct.unwrap_or(0.0),
-                load.longest_run_over
-            );
+            let why = disturbance(&load, &on_gpu);
             if last {
                 self.log.push(format!(
-                    "load guard: {step} try {attempt} kept under foreign load ({peak}): no try left"
+                    "load guard: {step} try {attempt} kept under foreign load ({why}): no try left"
                 ));
                 return;
             }
             self.log.push(format!(
-                "load guard: {step} try {attempt} thrown away ({peak}); repeating"
+                "load guard: {step} try {attempt} thrown away ({why}); repeating"
             ));
             self.requests.truncate(reqs);
             self.drafts.truncate(drafts);
         }
+    }
+
+    /// Reads the GPU at a try's end (when one is read) and records its row; the foreign
+    /// processes seen on it.
+    fn gpu_after(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        before: Option<super::gpu::Before>,
+        first_request: usize,
+    ) -> Vec<String> {
+        let (Some(gpu), Some(b)) = (self.gpu.as_mut(), before) else {
+            return Vec::new();
+        };
+        let tokens = self.requests[first_request.min(self.requests.len())..]
+            .iter()
+            .map(|q| q.completion_tokens)
+            .sum::<Option<u64>>();
+        gpu.after(step, attempt, b, tokens)
     }
 
     /// Decode's warm-ups (not counted): the first prompt of the contract.

@@ -96,6 +96,7 @@ fn speed_result(p: &Plan, r: &Run, models: &Value, run_label: &str, started: Tim
         values: BTreeMap::new(),
         load_guard: r.guard.as_ref().map(|g| g.summary()),
         machine_reference: r.reference.record(),
+        gpu: r.gpu.as_ref().map(super::gpu::Gpu::record),
     };
     result.values = rigaudit_audit::speed::recompute(r.c, &result);
     result

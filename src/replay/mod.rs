@@ -161,6 +161,8 @@ impl Session<'_> {
             title: Some(self.title.clone()),
             server_pids,
             load_guard: !self.a.no_load_guard,
+            // Not yet: a replay's ranks may run on other machines than this one's GPU 0.
+            gpu: measure::gpu::Choice::Off,
         };
         let measured = measure::measure(&plan);
         // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).

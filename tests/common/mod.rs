@@ -409,6 +409,24 @@ pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
     all.filter(|f| f["check"] == check).collect()
 }
 
+/// The fake NVML (tests/fake-nvml/nvml.c) built by gcc as `dir/libnvidia-ml.so.1`; `dir` is
+/// returned, to put first in `LD_LIBRARY_PATH`.
+pub fn fake_nvml(dir: &Path) -> PathBuf {
+    let lib = dir.join("libnvidia-ml.so.1");
+    let out = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(root().join("tests/fake-nvml/nvml.c"))
+        .output()
+        .expect("gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.to_path_buf()
+}
+
 /// Runs `rigaudit ARGS`.
 pub fn rigaudit<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
     rigaudit_with_env(args, &[])

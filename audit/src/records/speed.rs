@@ -180,6 +180,72 @@ pub struct SpeedResult {
     /// The machine's speed reference, probed before every counted step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_reference: Option<MachineReference>,
+    /// The GPU's facts through NVML, when measure read them (older results have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuRecord>,
+}
+
+/// The GPU a measurement ran beside, through NVML: its facts once at the start, and per counted
+/// try the energy it used, its SM clock, the throttle reasons seen and the processes on it that
+/// were not the server's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GpuRecord {
+    /// NVML's device index.
+    pub index: u32,
+    /// The device's name.
+    pub name: String,
+    /// The driver's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Memory on the device, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_total_bytes: Option<u64>,
+    /// Memory in use at the start, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_used_bytes: Option<u64>,
+    /// SM clock at the start, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_sm_mhz: Option<u32>,
+    /// Memory clock at the start, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mem_mhz: Option<u32>,
+    /// Power drawn at the start, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    /// One row per counted try, in order.
+    #[serde(default)]
+    pub steps: Vec<GpuTry>,
+}
+
+/// The GPU during one counted try.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuTry {
+    /// Step name (`decode/code/1`).
+    pub step: String,
+    /// Try number (1-based), as in the guard's rows.
+    #[serde(rename = "try")]
+    pub attempt: u32,
+    /// Whether this try is the one that counts.
+    pub kept: bool,
+    /// Energy the GPU used during the try (the energy counter's growth), J.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// Tokens the try's requests generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    /// `energy_j` per generated token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j_per_token: Option<f64>,
+    /// SM clock at the try's end, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_sm_mhz: Option<u32>,
+    /// Throttle reasons seen at the try's start or end (`gpu_idle`, `sw_power_cap`, ...).
+    #[serde(default)]
+    pub throttle_reasons: Vec<String>,
+    /// Processes on the GPU at the try's start or end that were not the server's
+    /// (`pid N (name) on the GPU`).
+    #[serde(default)]
+    pub foreign_processes: Vec<String>,
 }
 
 /// The figures of a fixed kernel run on the measuring machine before every counted step, so that a
@@ -410,6 +476,10 @@ pub struct GuardedStep {
     /// Every foreign process above the threshold in a sample of the try (`name (pid N)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_processes: Option<Vec<String>>,
+    /// Processes on the GPU during the try that were not the server's (`pid N (name) on the
+    /// GPU`): foreign load as a busy process is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_processes: Option<Vec<String>>,
     /// Whether this try is the one that counts.
     pub kept: bool,
 }

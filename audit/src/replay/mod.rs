@@ -546,6 +546,7 @@ mod tests {
             values: BTreeMap::new(),
             load_guard: None,
             machine_reference: None,
+            gpu: None,
         }
     }
 

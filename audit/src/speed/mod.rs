@@ -13,6 +13,7 @@
 //! - `acceptance_pct` = accepted / drafted; `mean_accepted_len` = 1 + accepted / drafts;
 //! - `ctx_decode.<depth>`, `ctx_prefill.<depth>`: medians at each context step; `l1_decode`.
 
+mod gpu;
 mod guard;
 mod reference;
 
@@ -95,6 +96,18 @@ pub const CHECKS: &[Check<Run>] = &[
         severity: Severity::Warning,
         doc: "The machine's speed reference recorded with the result moved more than 25 % from its median during the recording (the machine ran slower or faster as a whole), or a probe names a step never measured.",
         run: reference::check_machine_steady,
+    },
+    Check {
+        id: "speed.gpu-foreign",
+        severity: Severity::Warning,
+        doc: "A kept try ran beside a process on the GPU that was not the server's (measure's `gpu` record, read through NVML).",
+        run: gpu::check_gpu_foreign,
+    },
+    Check {
+        id: "speed.gpu-throttled",
+        severity: Severity::Warning,
+        doc: "The GPU's clocks were throttled (a reason other than idle: power cap, thermal or hardware slowdown) during a kept try.",
+        run: gpu::check_gpu_throttled,
     },
     RECOMPUTE_MISMATCH,
     Check {

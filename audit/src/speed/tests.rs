@@ -25,6 +25,24 @@ fn with_reference(gbps: impl Fn(usize) -> f64, extra_step: Option<&str>) -> Kit 
     kit
 }
 
+/// The recorded run with a `gpu` record: one row per counted decode run, the first thrown away
+/// and repeated; `edit` changes the kept rows.
+fn with_gpu(edit: impl Fn(&mut Value)) -> Kit {
+    let mut kit = Kit::of(SMOLLM2);
+    let result: SpeedResult = serde_json::from_value(kit.json(R).clone()).unwrap();
+    let names = super::guard::counted_step_names(&result).into_iter();
+    let mut steps = vec![json!({"step": "decode/code/1", "try": 1, "kept": false,
+        "throttle_reasons": ["hw_slowdown"], "foreign_processes": ["pid 7 (x) on the GPU"]})];
+    for step in names.filter(|n| n.starts_with("decode/")) {
+        let mut t = json!({"step": step, "try": 1, "kept": true, "energy_j": 12.5,
+            "throttle_reasons": ["gpu_idle"], "foreign_processes": []});
+        edit(&mut t);
+        steps.push(t);
+    }
+    kit.json(R)["gpu"] = json!({"index": 0, "name": "NVIDIA H100", "steps": steps});
+    kit
+}
+
 #[test]
 fn every_speed_row_finds_its_planted_problem() {
     let tf = Kit::of(TF);
@@ -33,11 +51,17 @@ fn every_speed_row_finds_its_planted_problem() {
     let steady = with_reference(|i| 10.0 + 0.2 * (i % 3) as f64, None);
     let slowed = with_reference(|i| if i == 1 || i == 2 { 6.0 } else { 10.0 }, None);
     let stray = with_reference(|_| 10.0, Some("decode/code/99"));
+    // A thrown-away try's foreign process or throttling is not the kept figures'.
+    let gpu_clean = with_gpu(|_| {});
+    let gpu_foreign = with_gpu(|t| t["foreign_processes"] = json!(["pid 9 (train) on the GPU"]));
+    let gpu_throttled = with_gpu(|t| t["throttle_reasons"] = json!(["gpu_idle", "sw_power_cap"]));
     let mut cases = one_value_cases("speed.");
     cases.extend([
         case("speed.step-exceeds-window", &tf, page_step, Error),
         case("speed.machine-unsteady", &steady, slowed, Warning).saying("median of 10.00 GB/s"),
         case("speed.machine-unsteady", &steady, stray, Warning).saying("'decode/code/99'"),
+        case("speed.gpu-foreign", &gpu_clean, gpu_foreign, Warning).saying("pid 9 (train)"),
+        case("speed.gpu-throttled", &gpu_clean, gpu_throttled, Warning).saying("(sw_power_cap)"),
         case("speed.not-recomputable", &Kit::of(MIA), tf, Info).saying("decode_window1"),
     ]);
     assert_cases(cases);

@@ -34,6 +34,10 @@ pub struct Nvml {
     device: Device,
 }
 
+// SAFETY: NVML is thread-safe (nvml.h: "NVML is thread-safe so it is safe to make simultaneous
+// NVML calls from multiple threads"); the device handle is an opaque token valid until shutdown.
+unsafe impl Send for Nvml {}
+
 const INSUFFICIENT_SIZE: c_int = 7;
 
 impl Nvml {
@@ -86,8 +90,35 @@ impl Nvml {
         check(name, ret).map(|_| v)
     }
 
+    /// The device's name.
+    pub fn name(&self) -> Result<String, String> {
+        self.text("nvmlDeviceGetName", true)
+    }
+
+    /// The driver's version.
+    pub fn driver(&self) -> Result<String, String> {
+        self.text("nvmlSystemGetDriverVersion", false)
+    }
+
+    /// The clocks' throttle reasons now, NVML's bit mask (`nvmlClocksThrottleReason*`).
+    pub fn throttle_reasons(&self) -> Result<u64, String> {
+        self.query::<c_ulonglong>("nvmlDeviceGetCurrentClocksThrottleReasons")
+    }
+
+    /// The device's memory: (total, used) bytes.
+    pub fn memory(&self) -> Result<(u64, u64), String> {
+        self.query::<Memory>("nvmlDeviceGetMemoryInfo")
+            .map(|m| (m.total, m.used))
+    }
+
+    /// The power drawn now, W.
+    pub fn power_w(&self) -> Result<f64, String> {
+        self.query::<c_uint>("nvmlDeviceGetPowerUsage")
+            .map(|mw| f64::from(mw) / 1000.0)
+    }
+
     /// A clock in MHz: 0 graphics, 1 SM, 2 memory.
-    fn clock(&self, kind: c_uint) -> Result<c_uint, String> {
+    pub fn clock(&self, kind: c_uint) -> Result<c_uint, String> {
         let mut v: c_uint = 0;
         let name = "nvmlDeviceGetClockInfo";
         // SAFETY: (device, nvmlClockType_t, *mut unsigned int) -> nvmlReturn_t.
