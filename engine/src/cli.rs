@@ -283,6 +283,10 @@ struct ServeArgs {
     /// KV caches in its memory; needs the NVIDIA driver and NVRTC).
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// A deliberate slowdown for testing an auditor: sleeps N ms in every decode step, never in a
+    /// prompt's prefill, so a replay can show what a slower decode looks like.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    decode_delay_ms: u64,
     /// Exit when standard input closes (lets a supervising process, such
     /// as a test, take the engine down with it however it ends).
     #[arg(long)]
@@ -316,6 +320,7 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         batch: a.batch.max(1),
         draft,
         draft_max: a.draft_max,
+        decode_delay: std::time::Duration::from_millis(a.decode_delay_ms),
     };
     let handle = engine::start(forward, m.tok.clone(), engine_cfg);
     let line = start_line(&a, &m, window, threads, avail) + &device_facts;
@@ -443,8 +448,9 @@ fn start_line(
         DraftArg::Off => "off".to_string(),
         DraftArg::Copies => format!("copies(max={})", a.draft_max),
     };
+    let delay = delay_word(a.decode_delay_ms);
     format!(
-        "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={}",
+        "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={}{}",
         env!("CARGO_PKG_VERSION"),
         option_env!("RIGAUDIT_ENGINE_COMMIT").unwrap_or("unknown"),
         a.model.display(),
@@ -463,7 +469,16 @@ fn start_line(
         m.defaults.top_p,
         m.defaults_src,
         draft,
+        delay,
     )
+}
+
+/// The start line's word for `--decode-delay-ms`: named only when there is a delay.
+fn delay_word(ms: u64) -> String {
+    match ms {
+        0 => String::new(),
+        n => format!(" decode_delay_ms={n}"),
+    }
 }
 
 /// Exits the process once standard input closes (`--exit-with-stdin`).
@@ -560,4 +575,29 @@ fn listen(
         Ok::<(), Box<dyn std::error::Error>>(())
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_args(extra: &[&str]) -> ServeArgs {
+        let argv = ["rigaudit-engine", "serve", "m.gguf", "--name", "m"];
+        match Cli::try_parse_from(argv.iter().chain(extra)).unwrap().cmd {
+            Cmd::Serve(a) => a,
+            _ => panic!("not serve"),
+        }
+    }
+
+    #[test]
+    fn decode_delay_defaults_to_none_and_is_named_only_when_set() {
+        assert_eq!(serve_args(&[]).decode_delay_ms, 0);
+        assert_eq!(serve_args(&["--decode-delay-ms", "12"]).decode_delay_ms, 12);
+        assert!(
+            Cli::try_parse_from(["e", "serve", "m", "--name", "m", "--decode-delay-ms", "-1"])
+                .is_err()
+        );
+        assert_eq!(delay_word(0), "");
+        assert_eq!(delay_word(12), " decode_delay_ms=12");
+    }
 }

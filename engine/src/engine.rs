@@ -184,6 +184,9 @@ pub struct EngineConfig {
     pub draft: Draft,
     /// Max draft tokens per step per slot.
     pub draft_max: usize,
+    /// A deliberate slowdown (`serve --decode-delay-ms`): slept once in every step that runs
+    /// decode chunks, after its forward pass; zero: none.
+    pub decode_delay: Duration,
 }
 
 struct Active {
@@ -564,6 +567,9 @@ impl Scheduler {
             .collect();
         let logits = self.model.run(&chunks);
         drop(chunks);
+        if let Some(d) = decode_delay(&plan, self.cfg.decode_delay) {
+            std::thread::sleep(d);
+        }
         self.metrics.steps.fetch_add(1, Ordering::Relaxed);
         for (p, lg) in plan.into_iter().zip(logits) {
             let si = p.slot;
@@ -794,6 +800,14 @@ impl Scheduler {
     }
 }
 
+/// The sleep a step with chunks `plan` takes after its forward pass: `delay` when it is not zero
+/// and the step ran a decode chunk, else none (a prompt's chunks and the token sampled after
+/// them never wait).
+fn decode_delay(plan: &[Planned], delay: Duration) -> Option<Duration> {
+    let decodes = plan.iter().any(|p| p.kind == ChunkKind::Decode);
+    (decodes && !delay.is_zero()).then_some(delay)
+}
+
 /// How far the decoded `text` can be sent while generation goes on: not past `emitted` while
 /// it ends in an unfinished character, and not into a tail that could start a stop string.
 fn settled_end(text: &str, emitted: usize, stop: &[String]) -> usize {
@@ -839,6 +853,35 @@ fn prompt_logprobs(a: &Active, lg: &[f32], nv: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn planned(kind: ChunkKind) -> Planned {
+        Planned {
+            slot: 0,
+            tokens: vec![1],
+            pos: 0,
+            kind,
+            drafts: 0,
+        }
+    }
+
+    #[test]
+    fn the_decode_delay_is_slept_only_in_steps_that_decode() {
+        let ms = Duration::from_millis(7);
+        let (mid, last, dec) = (
+            ChunkKind::PrefillMid,
+            ChunkKind::PrefillLast,
+            ChunkKind::Decode,
+        );
+        // A prompt's chunks, its last (the first token sampled after it): no sleep.
+        assert_eq!(decode_delay(&[planned(mid)], ms), None);
+        assert_eq!(decode_delay(&[planned(last), planned(mid)], ms), None);
+        assert_eq!(decode_delay(&[], ms), None);
+        // Decode chunks, alone or beside another slot's prompt: one sleep for the step.
+        assert_eq!(decode_delay(&[planned(dec), planned(dec)], ms), Some(ms));
+        assert_eq!(decode_delay(&[planned(dec), planned(last)], ms), Some(ms));
+        // No delay asked: never.
+        assert_eq!(decode_delay(&[planned(dec)], Duration::ZERO), None);
+    }
 
     #[test]
     fn copies_draft_finds_earlier_ngram() {
