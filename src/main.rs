@@ -25,6 +25,7 @@ mod host;
 mod http;
 mod import;
 mod input;
+mod interrupt;
 #[cfg(test)]
 mod layers;
 mod measure;

@@ -8,7 +8,7 @@
 //! PATH=/usr/bin:/bin /bin/sh -c SCRIPT rigaudit-check ARGS...`: an argv (no shell reads it here),
 //! nothing of this process's environment, the same bounds of time and output as over ssh.
 //!
-//! Ctrl-C: the allocation is held by replay's handler ([`crate::replay::launch::install`]) from
+//! Ctrl-C: the allocation is held by the interrupt handler ([`crate::interrupt::install`]) from
 //! its grant; on SIGINT (a terminal sends it to srun too, which on one SIGINT only reports its
 //! tasks), SIGTERM or SIGHUP the handler cancels it, which ends the running step, and rigaudit
 //! exits with code 130.
@@ -144,7 +144,7 @@ pub fn allocate(
     };
     // Ctrl-C (SIGINT to the whole foreground group, these steps' srun included), SIGTERM or
     // SIGHUP: the handler cancels the allocation, which ends every step, and exits with 130.
-    if let Some(e) = crate::replay::launch::install() {
+    if let Some(e) = crate::interrupt::install() {
         let _ = writeln!(std::io::stderr(), "rigaudit: warning: {e}");
     }
     let alloc = Allocation::request(a, map.count(), &map.nodelist())?;

@@ -29,14 +29,14 @@
 
 use super::command::Launch;
 use super::remote::Launcher;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -200,164 +200,7 @@ pub struct Running {
     notes: Vec<String>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The process groups alive now, for the signal handler.
-static LIVE: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
-/// The Slurm jobs (allocations) alive now, which the handler cancels after stopping the groups.
-static JOBS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-static HANDLER: Once = Once::new();
-static HANDLER_ERROR: Mutex<Option<String>> = Mutex::new(None);
-/// Set by the handler before it stops the ranks: it will exit with 130, so a rank it stopped must
-/// not be reported as "exited" (and the run end with 2) by the replay's own thread meanwhile.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Installs the Ctrl-C / SIGTERM handler once per process.
-fn install_handler() -> Option<String> {
-    HANDLER.call_once(|| {
-        let r = ctrlc::set_handler(|| {
-            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-            // The replay's own thread waits for this exit (see `first_exited`): nothing in the
-            // handler may end it early, so a panic is caught and the exit still comes.
-            let _ = std::panic::catch_unwind(stop_groups_and_jobs);
-            std::process::exit(130);
-        });
-        if let Err(e) = r {
-            *lock(&HANDLER_ERROR) = Some(format!(
-                "no Ctrl-C handler could be installed ({e}); an interrupted rigaudit may leave the engine running"
-            ));
-        }
-    });
-    lock(&HANDLER_ERROR).clone()
-}
-
-/// A line on stderr that never panics: when the reader of stderr is gone (a CI job cancelled,
-/// a pipe closed) `eprintln!` panics on EPIPE, and in the handler that panic once left the
-/// replay waiting for an exit that never came.
-fn say(line: std::fmt::Arguments) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// The handler's work: SIGTERM to every rank's group, up to 2 s, SIGKILL to what is left, then
-/// every Slurm job still held cancelled.
-fn stop_groups_and_jobs() {
-    let groups: Vec<libc::pid_t> = lock(&LIVE).iter().copied().collect();
-    if !groups.is_empty() {
-        say(format_args!(
-            "rigaudit: interrupted; stopping {} engine process group(s)",
-            groups.len()
-        ));
-    }
-    for &g in &groups {
-        let _ = signal(-g, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for &g in &groups {
-        if group_alive(g) {
-            let _ = signal(-g, libc::SIGKILL);
-        }
-        let _ = signal(g, libc::SIGKILL);
-    }
-    cancel_jobs();
-    say(format_args!(
-        "rigaudit: interrupted; exiting with code 130, no report written (the engine logs written so far are kept)"
-    ));
-}
-
-/// The handler's last step: cancels every Slurm job still held.
-fn cancel_jobs() {
-    let jobs: Vec<String> = lock(&JOBS).iter().cloned().collect();
-    for j in &jobs {
-        say(format_args!(
-            "rigaudit: interrupted; cancelling Slurm job {j}"
-        ));
-        if let Some(e) = crate::slurm::alloc::cancel(j) {
-            say(format_args!("rigaudit: {e}"));
-        }
-    }
-}
-
-/// Installs the Ctrl-C / SIGTERM handler (once); a note when it could not be.
-pub fn install() -> Option<String> {
-    install_handler()
-}
-
-/// Holds Slurm job `id` for the handler, which cancels it on Ctrl-C or SIGTERM.
-pub fn hold_job(id: &str) {
-    lock(&JOBS).insert(id.to_string());
-}
-
-/// Forgets job `id` (its owner cancels it).
-pub fn forget_job(id: &str) {
-    lock(&JOBS).remove(id);
-}
-
-/// Sends `sig` to `target` (a pid, or minus a process-group id). Returns the errno on failure
-/// (`ESRCH`: no such process or group).
-fn signal(target: libc::pid_t, sig: libc::c_int) -> Result<(), i32> {
-    // Never signal 0, -1 or 1 (our own group, every process, init): only a started rank's group.
-    if target == 0 || target == -1 || target == 1 || target == i32::MIN {
-        return Err(libc::EINVAL);
-    }
-    // SAFETY: kill(2) takes two plain integers and touches no memory of ours; the target is a
-    // process or a group we started (checked above not to be one of the special values).
-    let r = unsafe { libc::kill(target, sig) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::ESRCH))
-    }
-}
-
-/// Whether `pid` is a zombie (dead, not yet reaped by its parent). On systems without /proc this
-/// says no.
-fn zombie(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
-        })
-        .unwrap_or(false)
-}
-
-/// Whether any process in group `pgid` still runs. A zombie does not count: in a container whose
-/// pid 1 does not reap, a killed grandchild stays a zombie, and that is gone for our purposes.
-fn group_alive(pgid: libc::pid_t) -> bool {
-    if signal(-pgid, 0) == Err(libc::ESRCH) {
-        return false;
-    }
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    let want = pgid.to_string();
-    dir.flatten().any(|e| {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            return false;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        // Fields after the command: state ppid pgrp ...
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return false;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        f.len() > 2 && f[2] == want && !zombie(pid)
-    })
-}
+use crate::interrupt::{group_alive, lock, signal};
 
 /// The log files one started process writes: its rank's, or with a labelled PMIx step every
 /// task's (`rank0.log`, `rank1.log`, ...), task r's at index r.
@@ -459,7 +302,7 @@ pub fn start_ranks(
     std::fs::create_dir_all(logs_dir).map_err(|e| logs_err(logs_dir, e))?;
     let mut running = Running {
         procs: Vec::new(),
-        notes: install_handler().into_iter().collect(),
+        notes: crate::interrupt::install().into_iter().collect(),
     };
     for (i, l) in launches.iter().enumerate() {
         let remote = matches!(launchers.get(i), Some(Launcher::Ssh { .. }));
@@ -540,7 +383,7 @@ fn spawn(
     die_with_parent(&mut cmd);
     // Hold the registry from before the spawn until the group is in it, so a signal in
     // between still finds it.
-    let mut live = lock(&LIVE);
+    let mut live = crate::interrupt::groups();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -683,7 +526,7 @@ impl Running {
     /// The index of the first rank whose process has exited (reaping it).
     fn first_exited(&mut self) -> Option<usize> {
         // Interrupted: the handler is stopping every rank and exits with 130; wait for it.
-        while INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        while crate::interrupt::interrupted() {
             std::thread::sleep(Duration::from_millis(100));
         }
         for (i, p) in self.procs.iter_mut().enumerate() {
@@ -796,7 +639,7 @@ fn finish(p: &mut Proc, ended_before: bool) -> String {
     while group_alive(p.pgid) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
     }
-    lock(&LIVE).remove(&p.pgid);
+    crate::interrupt::forget_group(p.pgid);
     p.done = true;
     drain(p);
     note
@@ -945,7 +788,7 @@ print('grandchild', child.pid, flush=True)"#;
     }
 
     fn pid_gone(pid: libc::pid_t) -> bool {
-        signal(pid, 0) == Err(libc::ESRCH) || zombie(&pid.to_string())
+        signal(pid, 0) == Err(libc::ESRCH) || crate::interrupt::zombie(&pid.to_string())
     }
 
     #[test]
@@ -977,7 +820,7 @@ print('grandchild', child.pid, flush=True)"#;
             "{notes:?}"
         );
         assert!(pid_gone(pid));
-        assert!(!lock(&LIVE).contains(&pid));
+        assert!(!crate::interrupt::holds_group(pid));
         // A second stop (and the drop) does nothing more.
         assert!(r.stop().is_empty());
     }

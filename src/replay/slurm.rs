@@ -15,7 +15,7 @@
 //! - Tracking: the scheduler's `ProctrackType` is read before anything is allocated: a warning
 //!   when it is not `proctrack/cgroup`, a refusal then with `--slurm-require-cgroup`.
 //! - Ending: the allocation is cancelled when the replay ends (its [`Job`] dropped) and by the
-//!   Ctrl-C handler, which holds its id ([`super::launch::hold_job`]); its time limit is the
+//!   Ctrl-C handler, which holds its id ([`crate::interrupt::hold_job`]); its time limit is the
 //!   last net. A terminal's Ctrl-C (SIGINT to the whole foreground process group) reaches
 //!   rigaudit and the Slurm clients it runs in its own group (salloc, the digest and probe steps),
 //!   not the ranks' srun, each in a group of its own: the handler stops the ranks' groups
@@ -139,7 +139,7 @@ fn allocate(
     a: &crate::slurm::SlurmArgs,
     notes: &mut Vec<String>,
 ) -> Result<Arc<Job>, Fatal> {
-    if let Some(e) = super::launch::install() {
+    if let Some(e) = crate::interrupt::install() {
         notes.push(e);
     }
     let alloc = Allocation::request(a, map.count(), &map.nodelist())?;

@@ -1,6 +1,6 @@
 //! One Slurm allocation: requested with `salloc --no-shell`, its nodes read back, cancelled with
 //! `scancel` when dropped, and held from its grant until then in the Ctrl-C handler's registry
-//! ([`crate::replay::launch::hold_job`]), which cancels it on Ctrl-C, SIGTERM or SIGHUP. The time
+//! ([`crate::interrupt::hold_job`]), which cancels it on Ctrl-C, SIGTERM or SIGHUP. The time
 //! limit asked for is the last net: an allocation outlives a rigaudit killed with SIGKILL until
 //! then.
 
@@ -60,7 +60,7 @@ impl Allocation {
                 o.said()
             )));
         };
-        crate::replay::launch::hold_job(&job);
+        crate::interrupt::hold_job(&job, "Slurm job", cancel);
         let mut alloc = Allocation {
             job,
             nodes: Vec::new(),
@@ -123,7 +123,7 @@ pub fn cancel(job: &str) -> Option<String> {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        crate::replay::launch::forget_job(&self.job);
+        crate::interrupt::forget_job(&self.job);
         if let Some(e) = cancel(&self.job) {
             // Not eprintln!: a panic in drop (stderr's reader gone) would abort the cleanup.
             use std::io::Write;
