@@ -126,6 +126,18 @@ pub(crate) fn runs_of<'a>(reqs: &[&'a SpeedRequest]) -> Vec<Vec<&'a SpeedRequest
     runs
 }
 
+/// The counted runs of a sized part (`prefill`, `ctx`) at `depth`, as [`runs_of`] groups them.
+pub(crate) fn runs_at<'a>(
+    r: &'a SpeedResult,
+    part: &'a str,
+    depth: u64,
+) -> Vec<Vec<&'a SpeedRequest>> {
+    let reqs: Vec<&SpeedRequest> = counted(r, part)
+        .filter(|q| q.depth == Some(depth))
+        .collect();
+    runs_of(&reqs)
+}
+
 /// For each depth of a sized part (`prefill`, `ctx`), each rate of the part's counted runs at
 /// that depth, under `<name>.<depth>`: a run's one request's value, or its repeats' pooled.
 fn samples_by_depth(
@@ -136,8 +148,7 @@ fn samples_by_depth(
     s: &mut BTreeMap<String, Vec<f64>>,
 ) {
     for d in depths {
-        let reqs: Vec<&SpeedRequest> = counted(r, part).filter(|q| q.depth == Some(*d)).collect();
-        let runs = runs_of(&reqs);
+        let runs = runs_at(r, part, *d);
         for (name, rate, pool) in rates {
             let per_run = runs.iter().filter_map(|run| match run.as_slice() {
                 [one] => rate(one),

@@ -367,15 +367,14 @@ impl Guard {
         self.rule.max_tries.unwrap_or(3).max(1)
     }
 
-    /// Records a try's row, with the foreign processes seen on the GPU; returns whether the try
-    /// broke the rule (a foreign GPU process breaks it).
-    pub fn record(
-        &mut self,
-        step: &str,
-        (attempt, kept): (u32, bool),
-        load: &TryLoad,
-        gpu: &[String],
-    ) -> bool {
+    /// Whether a try broke the rule: a foreign program busy too long on the CPU, or any foreign
+    /// process on the GPU.
+    pub fn disturbed(&self, load: &TryLoad, gpu: &[String]) -> bool {
+        self.rule.broken_by(load.longest_run_over) || !gpu.is_empty()
+    }
+
+    /// Records a try's row, with the foreign processes seen on the GPU.
+    pub fn record(&mut self, step: &str, attempt: u32, load: &TryLoad, gpu: &[String], kept: bool) {
         self.rows.push(GuardedStep {
             step: step.to_string(),
             attempt,
@@ -391,7 +390,6 @@ impl Guard {
             gpu_processes: (!gpu.is_empty()).then(|| gpu.to_vec()),
             kept,
         });
-        self.rule.broken_by(load.longest_run_over) || !gpu.is_empty()
     }
 
     /// The summary the speed result records.

@@ -276,9 +276,9 @@ impl<'a> Run<'a> {
             let on_gpu = self.gpu_after(step, attempt, gpu0, reqs);
             let Some(g) = self.guard.as_mut() else { return };
             let load = g.judge(t0);
-            let broken = g.rule.broken_by(load.longest_run_over) || !on_gpu.is_empty();
+            let broken = g.disturbed(&load, &on_gpu);
             let last = attempt == max || self.stopped.is_some();
-            g.record(step, (attempt, !broken || last), &load, &on_gpu);
+            g.record(step, attempt, &load, &on_gpu, !broken || last);
             if let Some(gpu) = self.gpu.as_mut() {
                 gpu.set_kept(!broken || last);
             }

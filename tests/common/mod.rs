@@ -412,17 +412,11 @@ pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
 /// The fake NVML (tests/fake-nvml/nvml.c) built by gcc as `dir/libnvidia-ml.so.1`; `dir` is
 /// returned, to put first in `LD_LIBRARY_PATH`.
 pub fn fake_nvml(dir: &Path) -> PathBuf {
-    let lib = dir.join("libnvidia-ml.so.1");
-    let out = Command::new("gcc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(root().join("tests/fake-nvml/nvml.c"))
-        .output()
-        .expect("gcc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        Command::new("gcc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.join("libnvidia-ml.so.1"))
+            .arg(root().join("tests/fake-nvml/nvml.c")),
     );
     dir.to_path_buf()
 }

@@ -146,12 +146,7 @@ fn repeat_problems(c: &SpeedContract, r: &SpeedResult) -> Vec<String> {
             continue;
         };
         for d in depths {
-            let reqs: Vec<&SpeedRequest> = r
-                .requests
-                .iter()
-                .filter(|q| q.step == part && !q.warmup && q.depth == Some(*d))
-                .collect();
-            for run in crate::figures::runs_of(&reqs) {
+            for run in crate::figures::runs_at(r, part, *d) {
                 if let Some(p) = run_repeat_problem(&run, min_ms) {
                     let n = run[0].run.map_or("?".into(), |n| n.to_string());
                     bad.push(format!("{part} {d} run {n}: {p}"));

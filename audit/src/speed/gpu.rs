@@ -10,18 +10,23 @@
 
 use crate::bundle::Bundle;
 use crate::check::{list, Emit, Ran};
+use crate::records::speed::{GpuRecord, GpuTry};
+
+/// The kept tries of a GPU record that `pred` picks: (index in `gpu.steps`, step name).
+fn kept_tries(gpu: &GpuRecord, pred: impl Fn(&GpuTry) -> bool) -> Vec<(usize, &str)> {
+    gpu.steps
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.kept && pred(t))
+        .map(|(i, t)| (i, t.step.as_str()))
+        .collect()
+}
 
 /// `speed.gpu-foreign` (speed.rs): kept tries with a foreign process on the GPU.
 pub(crate) fn check_gpu_foreign(b: &Bundle, e: &mut Emit) -> Ran {
     let rl = b.speed_result.as_ref()?;
     let gpu = rl.value.gpu.as_ref()?;
-    let hit: Vec<(usize, &str)> = gpu
-        .steps
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.kept && !t.foreign_processes.is_empty())
-        .map(|(i, t)| (i, t.step.as_str()))
-        .collect();
+    let hit = kept_tries(gpu, |t| !t.foreign_processes.is_empty());
     if let Some((first, _)) = hit.first() {
         let procs = &gpu.steps[*first].foreign_processes;
         e.finding(format!(
@@ -36,26 +41,22 @@ pub(crate) fn check_gpu_foreign(b: &Bundle, e: &mut Emit) -> Ran {
     Some(())
 }
 
+/// A throttle reason that slowed the clocks (`gpu_idle` is a GPU with nothing to do).
+fn slowing(reason: &str) -> bool {
+    reason != "gpu_idle"
+}
+
 /// `speed.gpu-throttled` (speed.rs): kept tries during which the GPU's clocks were throttled.
 pub(crate) fn check_gpu_throttled(b: &Bundle, e: &mut Emit) -> Ran {
     let rl = b.speed_result.as_ref()?;
     let gpu = rl.value.gpu.as_ref()?;
-    let throttled = |t: &&crate::records::speed::GpuTry| {
-        t.kept && t.throttle_reasons.iter().any(|r| r != "gpu_idle")
-    };
-    let hit: Vec<(usize, &str)> = gpu
-        .steps
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| throttled(t))
-        .map(|(i, t)| (i, t.step.as_str()))
-        .collect();
+    let hit = kept_tries(gpu, |t| t.throttle_reasons.iter().any(|r| slowing(r)));
     if let Some((first, _)) = hit.first() {
         let reasons: Vec<&str> = gpu.steps[*first]
             .throttle_reasons
             .iter()
             .map(String::as_str)
-            .filter(|r| *r != "gpu_idle")
+            .filter(|r| slowing(r))
             .collect();
         e.finding(format!(
             "the GPU's clocks were throttled ({}) during {} kept tries, steps {}: their figures were measured below the GPU's clocks",

@@ -187,13 +187,13 @@ impl Nvml {
     pub fn facts(&self) -> Value {
         let or_err = |r: Result<Value, String>| r.unwrap_or_else(Value::String);
         json!({
-            "name": or_err(self.text("nvmlDeviceGetName", true).map(Value::from)),
-            "driver": or_err(self.text("nvmlSystemGetDriverVersion", false).map(Value::from)),
+            "name": or_err(self.name().map(Value::from)),
+            "driver": or_err(self.driver().map(Value::from)),
             "clock_sm_mhz": or_err(self.clock(1).map(Value::from)),
             "clock_mem_mhz": or_err(self.clock(2).map(Value::from)),
-            "throttle_reasons": or_err(self.query::<c_ulonglong>("nvmlDeviceGetCurrentClocksThrottleReasons").map(|v| Value::from(format!("{v:#x}")))),
-            "memory_used_bytes": or_err(self.query::<Memory>("nvmlDeviceGetMemoryInfo").map(|m| Value::from(m.used))),
-            "power_w": or_err(self.query::<c_uint>("nvmlDeviceGetPowerUsage").map(|mw| Value::from(mw as f64 / 1000.0))),
+            "throttle_reasons": or_err(self.throttle_reasons().map(|v| Value::from(format!("{v:#x}")))),
+            "memory_used_bytes": or_err(self.memory().map(|(_, used)| Value::from(used))),
+            "power_w": or_err(self.power_w().map(Value::from)),
             "energy_j": or_err(self.energy_mj().map(|mj| Value::from(mj as f64 / 1000.0))),
             "processes": or_err(self.processes().map(|p| json!(p))),
         })
