@@ -34,6 +34,14 @@ enum DraftArg {
     Copies,
 }
 
+/// `--nccl`.
+#[derive(Clone, Copy, ValueEnum, Debug, PartialEq, Eq)]
+enum NcclArg {
+    Auto,
+    On,
+    Off,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve MODEL (a GGUF file) over HTTP.
@@ -283,6 +291,13 @@ struct ServeArgs {
     /// KV caches in its memory; needs the NVIDIA driver and NVRTC).
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// NCCL for tensor parallelism's all-reduces (`--device cuda` only): `auto` uses it when the
+    /// library loads (a world of one through NCCL too) and requires it for more than one rank;
+    /// `on` requires it; `off` never loads it. The ranks come from the environment:
+    /// RIGAUDIT_ENGINE_RANK, RIGAUDIT_ENGINE_WORLD and NCCL_COMM_ID (rank 0's address:port), the
+    /// same arguments on every rank; rank 0 serves HTTP, the others follow its steps.
+    #[arg(long, value_enum, default_value = "auto")]
+    nccl: NcclArg,
     /// A deliberate slowdown for testing an auditor: sleeps N ms in every decode step, never in a
     /// prompt's prefill, so a replay can show what a slower decode looks like.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -309,7 +324,11 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         _ => context_window(a.context, m.per_tok, a.parallel, m.n_ctx_train, avail)?,
     };
     let threads = compute_threads(a.threads);
-    let (forward, device_facts) = forward_on(device, gguf, threads, a.parallel, window.0)?;
+    let line = start_line(&a, &m, window, threads, avail);
+    let (forward, device_facts) = match forward_on(device, gguf, threads, &a, window.0, &line)? {
+        Role::Lead(forward, facts) => (forward, facts),
+        Role::Followed => return Ok(()),
+    };
     let draft = match a.draft {
         DraftArg::Off => Draft::Off,
         DraftArg::Copies => Draft::Copies,
@@ -323,7 +342,7 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         decode_delay: std::time::Duration::from_millis(a.decode_delay_ms),
     };
     let handle = engine::start(forward, m.tok.clone(), engine_cfg);
-    let line = start_line(&a, &m, window, threads, avail) + &device_facts;
+    let line = line + &device_facts;
     let state = Arc::new(AppState {
         name: a.name,
         window: window.0,
@@ -360,29 +379,50 @@ fn parse_device(arg: &str) -> Result<Option<usize>, Box<dyn std::error::Error>> 
     }
 }
 
-/// The forward pass of `g` on the CPU (`device` `None`) or CUDA device N, with `slots` KV caches
-/// of `window` positions, and what the start line adds for it.
+/// What this process does once its model is loaded.
+enum Role {
+    /// Serves requests with this forward pass; what the start line adds for it.
+    Lead(Box<dyn Forward>, String),
+    /// Was a tensor-parallel rank above 0 and has followed rank 0 to the end.
+    Followed,
+}
+
+/// The forward pass of `g` on the CPU (`device` `None`) or CUDA device N, with `a.parallel` KV
+/// caches of `window` positions; a rank above 0 of a tensor-parallel world follows rank 0 here
+/// (printing `start_line` with its device facts) until rank 0 stops.
 fn forward_on(
     device: Option<usize>,
     g: Gguf,
     threads: usize,
-    slots: usize,
+    a: &ServeArgs,
     window: usize,
-) -> Result<(Box<dyn Forward>, String), Box<dyn std::error::Error>> {
+    start_line: &str,
+) -> Result<Role, Box<dyn std::error::Error>> {
     match device {
         None => {
+            if std::env::var("RIGAUDIT_ENGINE_WORLD").is_ok_and(|w| w.trim() != "1") {
+                return Err("RIGAUDIT_ENGINE_WORLD: tensor parallelism needs --device cuda".into());
+            }
             let model = Model::load(g)?;
             let pool = Pool::new(threads);
-            Ok((
-                Box::new(CpuForward::new(model, pool, slots, window)),
-                String::new(),
-            ))
+            let cpu = CpuForward::new(model, pool, a.parallel, window);
+            Ok(Role::Lead(Box::new(cpu), String::new()))
         }
         #[cfg(feature = "cuda")]
         Some(n) => {
-            let gpu = crate::cuda::model::GpuForward::load(&g, n, slots, window)?;
-            let facts = format!(" device=cuda:{n} {}", gpu.facts);
-            Ok((Box::new(gpu), facts))
+            use crate::cuda::serve::{self as gpu_serve, NcclUse};
+            let nccl = match a.nccl {
+                NcclArg::Auto => NcclUse::Auto,
+                NcclArg::On => NcclUse::On,
+                NcclArg::Off => NcclUse::Off,
+            };
+            let ranks = gpu_serve::ranks(nccl)?;
+            let (gpu, facts) = gpu_serve::load(&g, n, a.parallel, window, ranks, nccl)?;
+            if ranks.rank > 0 {
+                gpu_serve::follow(gpu, &format!("{start_line}{facts}"))?;
+                return Ok(Role::Followed);
+            }
+            Ok(Role::Lead(Box::new(gpu), facts))
         }
         #[cfg(not(feature = "cuda"))]
         Some(_) => Err("this build has no CUDA support".into()),

@@ -439,7 +439,10 @@ impl Scheduler {
             if !busy && self.queue.is_empty() {
                 match rx.recv_timeout(Duration::from_millis(200)) {
                     Ok(r) => self.queue.push_back(r),
-                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.model.idle();
+                        continue;
+                    }
                     Err(RecvTimeoutError::Disconnected) => return,
                 }
             }

@@ -130,6 +130,9 @@ pub trait Forward: Send {
     fn config(&self) -> &Config;
     /// Runs a batch of chunks, as [`Model::forward`]: per chunk, its logits rows.
     fn run(&mut self, chunks: &[Chunk]) -> Vec<Vec<f32>>;
+    /// Called every 200 ms while no request is in flight: a tensor-parallel rank 0 tells the
+    /// other ranks it is still there.
+    fn idle(&mut self) {}
 }
 
 /// The CPU model with its thread pool and one KV cache per slot.

@@ -115,6 +115,105 @@ fn device_cuda_without_a_driver_is_a_clear_error() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `serve MODEL --port 0 ARGS` with `env` added: its exit code, standard output and error.
+fn serve_with(
+    model: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
+        .args([
+            "serve",
+            model.to_str().unwrap(),
+            "--name",
+            "t",
+            "--port",
+            "0",
+        ])
+        .args(args)
+        .env_remove("NCCL_COMM_ID")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run rigaudit-engine");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// A refused start: the model, the arguments, the environment added, what the error must say.
+type Case<'a> = (
+    &'a std::path::Path,
+    Vec<&'a str>,
+    Vec<(&'a str, &'a str)>,
+    &'a str,
+);
+
+#[test]
+fn tensor_parallel_ranks_are_checked_before_any_gpu_is_asked_for() {
+    let dir = tempfile_dir("ranks");
+    let (tiny, wide) = (dir.join("tiny.gguf"), dir.join("wide.gguf"));
+    std::fs::write(&tiny, make_model(&Preset::TINY, 1).unwrap()).unwrap();
+    let two_kv = Preset {
+        n_head: 4,
+        n_head_kv: 2,
+        n_embd: 128,
+        ..Preset::TINY
+    };
+    std::fs::write(&wide, make_model(&two_kv, 1).unwrap()).unwrap();
+    let rank0 = [
+        ("RIGAUDIT_ENGINE_RANK", "0"),
+        ("RIGAUDIT_ENGINE_WORLD", "2"),
+    ];
+    let addr = ("NCCL_COMM_ID", "127.0.0.1:29556");
+    let with_addr = [rank0[0], rank0[1], addr];
+    let cuda = ["--device", "cuda"];
+    let cases: [Case; 5] = [
+        (
+            &wide,
+            cuda.to_vec(),
+            rank0.to_vec(),
+            "needs NCCL_COMM_ID=<address of rank 0>:<port>",
+        ),
+        (
+            &wide,
+            vec!["--device", "cuda", "--nccl", "off"],
+            with_addr.to_vec(),
+            "--nccl is off",
+        ),
+        (
+            &tiny,
+            cuda.to_vec(),
+            with_addr.to_vec(),
+            "cannot split this model's 1 KV heads",
+        ),
+        (
+            &wide,
+            vec!["--device", "cpu"],
+            with_addr.to_vec(),
+            "tensor parallelism needs --device cuda",
+        ),
+        (
+            &wide,
+            vec!["--device", "cuda", "--nccl", "on"],
+            vec![("RIGAUDIT_NCCL", "/nonexistent/libnccl.so.2")],
+            "no NCCL library found (/nonexistent/libnccl.so.2",
+        ),
+    ];
+    for (model, args, env, want) in cases {
+        let (code, out, err) = serve_with(model, &args, &env);
+        assert_eq!(code, 1, "{args:?} {env:?}: {err}");
+        assert!(
+            err.contains(want),
+            "{args:?} {env:?}: wanted {want:?} in {err}"
+        );
+        assert!(out.is_empty(), "{args:?}: a start line was printed: {out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn tempfile_dir(what: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("engine-gpu-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -162,8 +261,15 @@ fn greedy(f: &mut dyn Forward, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<Vec<f
 /// within [`LOGPROB_TOL`]; prefill in one chunk (matrix-matrix kernels) and decode (matrix-vector
 /// kernels, graphs) both ran.
 fn assert_gpu_matches_cpu(bytes: Vec<u8>, prompt: &[u32], what: &str) {
+    assert_gpu_matches_cpu_with(bytes, prompt, what, false)
+}
+
+/// As [`assert_gpu_matches_cpu`], with the all-reduces through NCCL (a world of one) when `nccl`.
+fn assert_gpu_matches_cpu_with(bytes: Vec<u8>, prompt: &[u32], what: &str, nccl: bool) {
     let g = Gguf::parse(bytes.clone()).unwrap();
-    let mut gpu = GpuForward::load(&g, 0, 1, 256).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let one = cuda::tp::Ranks { rank: 0, world: 1 };
+    let mut gpu =
+        GpuForward::load_ranked(&g, 0, 1, 256, one, nccl).unwrap_or_else(|e| panic!("{what}: {e}"));
     let model = Model::load(Gguf::parse(bytes).unwrap()).unwrap();
     let mut cpu = CpuForward::new(model, Pool::new(2), 1, 256);
     let (gt, gl) = greedy(&mut gpu, prompt, 24);
@@ -204,6 +310,24 @@ fn gpu_matches_cpu_on_random_models() {
         &prompt,
         "smollm2-shaped, 4 layers",
     );
+}
+
+#[test]
+fn gpu_through_nccl_matches_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    if let Err(e) = cuda::nccl::load() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let prompt: Vec<u32> = (0..40).map(|i| 300 + (i * 37) % 200).collect();
+    let four = Preset {
+        n_layer: 4,
+        ..Preset::SMOLLM2_135M
+    };
+    let bytes = make_model(&four, 5).unwrap();
+    assert_gpu_matches_cpu_with(bytes, &prompt, "smollm2-shaped, NCCL world of one", true);
 }
 
 #[test]

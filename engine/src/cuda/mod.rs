@@ -8,7 +8,11 @@
 
 pub mod bench;
 pub mod model;
+pub mod nccl;
 pub mod nvml;
+pub mod serve;
+pub mod shard;
+pub mod tp;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -14,6 +14,9 @@ use cudarc::driver::{
     PushKernelArg,
 };
 
+use super::nccl::{self, Comm};
+use super::shard::{self, Shard};
+use super::tp::{self, Ranks};
 use super::{compile_ptx, guarded, load_driver, KERNEL_NAMES};
 use crate::gguf::{GgmlType, Gguf};
 use crate::model::{read_config, Chunk, Config, Forward};
@@ -82,9 +85,16 @@ struct Bufs {
     ptr: [u64; 12],
 }
 
-/// The model on one GPU with one KV cache per slot.
+/// The model (or one rank's shard of it) on one GPU with one KV cache per slot.
 pub struct GpuForward {
     cfg: Config,
+    /// The sizes of this rank's part (its heads and hidden units).
+    local: shard::Sizes,
+    shard: Shard,
+    /// The communicator, when NCCL is in use (always with more than one rank).
+    comm: Option<Comm>,
+    /// The step header broadcast from rank 0 (`tp::HEADER` i32).
+    header: Option<CudaSlice<i32>>,
     stream: Arc<CudaStream>,
     kernels: HashMap<&'static str, CudaFunction>,
     _weights: Vec<CudaSlice<u8>>,
@@ -126,6 +136,47 @@ fn raw<'g>(g: &'g Gguf, name: &str) -> Result<(&'g [u8], Quant, usize, usize), S
         }
     };
     Ok((b, quant, t.dims.get(1).copied().unwrap_or(1), t.dims[0]))
+}
+
+impl Quant {
+    /// Bytes of one block of 32 weights.
+    fn block_bytes(self) -> usize {
+        match self {
+            Quant::Q4_1 => 20,
+            Quant::Q8_0 => 34,
+        }
+    }
+}
+
+/// Which part of a tensor a rank uploads.
+#[derive(Clone, Debug)]
+enum Part {
+    All,
+    /// These rows.
+    Rows(std::ops::Range<usize>),
+    /// These blocks (of 32 columns) of every row.
+    Blocks(std::ops::Range<usize>),
+}
+
+/// The bytes of `part` of tensor `name`, its quantisation, rows and row length.
+fn part(g: &Gguf, name: &str, part: &Part) -> Result<(Vec<u8>, Quant, usize, usize), String> {
+    let (b, q, rows, k) = raw(g, name)?;
+    let per_row = k / 32;
+    let row_bytes = per_row * q.block_bytes();
+    let at = |e: String| format!("{name}: {e}");
+    Ok(match part {
+        Part::All => (b.to_vec(), q, rows, k),
+        Part::Rows(r) => (
+            shard::rows(b, row_bytes, r.clone()).map_err(at)?.to_vec(),
+            q,
+            r.len(),
+            k,
+        ),
+        Part::Blocks(c) => {
+            let narrow = shard::columns(b, per_row, q.block_bytes(), c.clone()).map_err(at)?;
+            (narrow, q, rows, c.len() * 32)
+        }
+    })
 }
 
 /// Splits the blocks of `bytes` (of `quant`) into the values and the scales arrays.
@@ -175,17 +226,22 @@ impl Uploader<'_> {
         self.kept.push(s);
         Ok(p)
     }
-    /// The tensors `names` (same row length and type), stacked by rows.
+    /// The tensors `names` (same row length and type), whole, stacked by rows.
     fn mat(&mut self, g: &Gguf, names: &[String]) -> Result<DMat, String> {
+        let parts: Vec<(String, Part)> = names.iter().map(|n| (n.clone(), Part::All)).collect();
+        self.mat_parts(g, &parts)
+    }
+    /// The parts `parts` of tensors (same row length and type once cut), stacked by rows.
+    fn mat_parts(&mut self, g: &Gguf, parts: &[(String, Part)]) -> Result<DMat, String> {
         let (mut all, mut rows) = (Vec::new(), 0);
         let (mut quant, mut k) = (Quant::Q4_1, 0);
-        for n in names {
-            let (b, q, r, kk) = raw(g, n)?;
+        for (n, p) in parts {
+            let (b, q, r, kk) = part(g, n, p)?;
             if rows > 0 && (q != quant || kk != k) {
-                return Err(format!("{n}: shape or type differs from {}", names[0]));
+                return Err(format!("{n}: shape or type differs from {}", parts[0].0));
             }
             (quant, k) = (q, kk);
-            all.extend_from_slice(b);
+            all.extend_from_slice(&b);
             rows += r;
         }
         let (qs, sc) = repack(&all, quant);
@@ -206,16 +262,24 @@ impl Uploader<'_> {
     }
 }
 
-/// Layer `i`'s weights, uploaded.
-fn upload_layer(up: &mut Uploader, g: &Gguf, i: usize) -> Result<DLayer, String> {
+/// Layer `i`'s weights as rank `sh` holds them, uploaded.
+fn upload_layer(
+    up: &mut Uploader,
+    g: &Gguf,
+    i: usize,
+    sh: &Shard,
+    hd: usize,
+) -> Result<DLayer, String> {
     let p = |s: &str| format!("blk.{i}.{s}.weight");
+    let [q, k, v] = sh.qkv_rows(hd).map(Part::Rows);
+    let ff = Part::Rows(sh.ff.clone());
     Ok(DLayer {
         attn_norm: up.norm(g, &p("attn_norm"))?,
         ffn_norm: up.norm(g, &p("ffn_norm"))?,
-        qkv: up.mat(g, &[p("attn_q"), p("attn_k"), p("attn_v")])?,
-        wo: up.mat(g, &[p("attn_output")])?,
-        gate_up: up.mat(g, &[p("ffn_gate"), p("ffn_up")])?,
-        down: up.mat(g, &[p("ffn_down")])?,
+        qkv: up.mat_parts(g, &[(p("attn_q"), q), (p("attn_k"), k), (p("attn_v"), v)])?,
+        wo: up.mat_parts(g, &[(p("attn_output"), Part::Blocks(sh.wo_blocks(hd)))])?,
+        gate_up: up.mat_parts(g, &[(p("ffn_gate"), ff.clone()), (p("ffn_up"), ff)])?,
+        down: up.mat_parts(g, &[(p("ffn_down"), Part::Blocks(sh.down_blocks()))])?,
     })
 }
 
@@ -258,22 +322,85 @@ fn open_device(n: usize) -> Result<Opened, String> {
 }
 
 impl GpuForward {
-    /// Loads `g` onto CUDA device `device` with `slots` KV caches of `window` positions.
+    /// Loads `g` onto CUDA device `device` with `slots` KV caches of `window` positions: the whole
+    /// model, no NCCL.
     pub fn load(g: &Gguf, device: usize, slots: usize, window: usize) -> Result<Self, String> {
+        let one = Ranks { rank: 0, world: 1 };
+        Self::load_ranked(g, device, slots, window, one, false)
+    }
+
+    /// Loads rank `ranks.rank`'s shard of `g` onto CUDA device `device`; with `use_nccl` (always
+    /// with more than one rank) it then joins the world's NCCL communicator, which blocks until
+    /// every rank has loaded and joined.
+    pub fn load_ranked(
+        g: &Gguf,
+        device: usize,
+        slots: usize,
+        window: usize,
+        ranks: Ranks,
+        use_nccl: bool,
+    ) -> Result<Self, String> {
         let cfg = read_config(g).map_err(|e| e.to_string())?;
-        let (stream, kernels, facts) = open_device(device)?;
         if cfg.head_dim() % 32 != 0 || cfg.head_dim() > 256 {
             return Err(format!(
                 "head size {} unsupported on CUDA (a multiple of 32, at most 256)",
                 cfg.head_dim()
             ));
         }
+        let shard = Shard::of(&cfg, ranks.rank, ranks.world)?;
+        let nccl = match use_nccl || ranks.world > 1 {
+            true => Some(nccl::load()?),
+            false => None,
+        };
+        let (stream, kernels, facts) = open_device(device)?;
+        let mut f = Self::upload(g, cfg, shard, stream, kernels, slots, window)?;
+        f.facts = facts;
+        if let Some(lib) = nccl {
+            f.join(lib, ranks)?;
+        }
+        Ok(f)
+    }
+
+    /// Joins the world's communicator through `lib` and says so in the facts.
+    fn join(&mut self, lib: &'static nccl::Nccl, ranks: Ranks) -> Result<(), String> {
+        self.stream
+            .context()
+            .bind_to_thread()
+            .map_err(dev("context"))?;
+        let id = lib.unique_id()?;
+        self.comm = Some(lib.join(id, ranks.rank, ranks.world)?);
+        if ranks.world > 1 {
+            self.header = Some(
+                self.stream
+                    .alloc_zeros::<i32>(tp::HEADER)
+                    .map_err(dev("alloc"))?,
+            );
+        }
+        self.facts += &format!(
+            " nccl={} nccl_lib={} rank={} world={}",
+            lib.version, lib.path, ranks.rank, ranks.world
+        );
+        Ok(())
+    }
+
+    /// Uploads `shard` of `g` (its layers, the embeddings, norms and output head whole) and
+    /// allocates its KV caches.
+    fn upload(
+        g: &Gguf,
+        cfg: Config,
+        shard: Shard,
+        stream: Arc<CudaStream>,
+        kernels: HashMap<&'static str, CudaFunction>,
+        slots: usize,
+        window: usize,
+    ) -> Result<Self, String> {
         let mut up = Uploader {
             stream: &stream,
             kept: Vec::new(),
         };
+        let hd = cfg.head_dim();
         let layers = (0..cfg.n_layer)
-            .map(|i| upload_layer(&mut up, g, i))
+            .map(|i| upload_layer(&mut up, g, i, &shard, hd))
             .collect::<Result<Vec<_>, _>>()?;
         let embd = up.mat(g, &["token_embd.weight".to_string()])?;
         if embd.quant != Quant::Q8_0 {
@@ -284,16 +411,20 @@ impl GpuForward {
             false => embd,
         };
         let output_norm = up.norm(g, "output_norm.weight")?;
-        let hd = cfg.head_dim();
         let inv: Vec<f32> = (0..hd / 2)
             .map(|i| cfg.rope_base.powf(-(2.0 * i as f32) / hd as f32))
             .collect();
         let rope_inv = up.f32s(&inv)?;
-        let kv_bytes = slots * cfg.n_layer * window * cfg.kv_dim() * 4;
+        let local = shard.sizes(&cfg);
+        let kv_bytes = slots * cfg.n_layer * window * local.kv_dim() * 4;
         let (kc, vc) = (up.zeros(kv_bytes)?, up.zeros(kv_bytes)?);
         let kept = up.kept;
         Ok(GpuForward {
             cfg,
+            local,
+            shard,
+            comm: None,
+            header: None,
             stream,
             kernels,
             _weights: kept,
@@ -308,7 +439,7 @@ impl GpuForward {
             bufs: None,
             graphs: HashMap::new(),
             use_graphs: std::env::var_os("RIGAUDIT_ENGINE_NO_GRAPHS").is_none(),
-            facts,
+            facts: String::new(),
         })
     }
 
@@ -501,20 +632,20 @@ impl GpuForward {
         self.launch("rmsnorm_q8", (n as u32, 1), 256, &all)
     }
 
-    /// Layer `li`'s attention block over `n` tokens, its output added to x.
+    /// Layer `li`'s attention block over `n` tokens (this rank's heads), its output added to x.
     fn attention_block(&self, li: usize, l: &DLayer, n: usize) -> Result<(), String> {
-        let [x, qkv, _, _, xq, xd, xs, _, _, pos, slots, _] = self.ptrs();
-        let c = &self.cfg;
-        let (d, kvd, hd) = (c.n_embd, c.kv_dim(), c.head_dim());
+        let [_, qkv, _, _, xq, xd, xs, _, _, pos, slots, _] = self.ptrs();
+        let c = &self.local;
+        let (qd, kvd, hd) = (c.q_dim(), c.kv_dim(), c.hd);
         self.norm_q8(n, 0, l.attn_norm)?;
-        self.matmul(&l.qkv, n, qkv, d + 2 * kvd, false)?;
+        self.matmul(&l.qkv, n, qkv, qd + 2 * kvd, false)?;
         let i = |v: usize| Arg::I(v as i32);
         let shape = [
             i(c.n_head),
             i(c.n_head_kv),
             i(hd),
             i(li),
-            i(c.n_layer),
+            i(self.cfg.n_layer),
             i(self.window),
         ];
         let mut rope = vec![
@@ -537,30 +668,46 @@ impl GpuForward {
         let scale = Arg::F(1.0 / (hd as f32).sqrt());
         attn.extend([scale, Arg::P(xq), Arg::P(xd), Arg::P(xs)]);
         self.launch("attention", (c.n_head as u32, n as u32), 128, &attn)?;
-        self.matmul(&l.wo, n, x, d, true)
+        self.row_split_product(&l.wo, n)
     }
 
-    /// Layer `li`'s feed-forward block over `n` tokens, its output added to x.
+    /// A product whose rows this rank holds only some columns of (attention output, down):
+    /// rank 0 adds its partial sum to x (the residual), the others write theirs over x, and the
+    /// all-reduce sums the ranks' x (with NCCL in use; a world of one through NCCL as well).
+    fn row_split_product(&self, m: &DMat, n: usize) -> Result<(), String> {
+        let x = self.ptrs()[0];
+        let d = self.cfg.n_embd;
+        self.matmul(m, n, x, d, self.shard.leads())?;
+        match &self.comm {
+            Some(comm) => comm.all_reduce_sum(x, n * d, &self.stream),
+            None => Ok(()),
+        }
+    }
+
+    /// Layer `l`'s feed-forward block over `n` tokens (this rank's hidden units), its output added
+    /// to x.
     fn ffn_block(&self, l: &DLayer, n: usize) -> Result<(), String> {
-        let [x, _, _, gu, xq, xd, xs, ..] = self.ptrs();
-        let c = &self.cfg;
+        let [_, _, _, gu, xq, xd, xs, ..] = self.ptrs();
+        let n_ff = self.local.n_ff;
         self.norm_q8(n, 0, l.ffn_norm)?;
-        self.matmul(&l.gate_up, n, gu, 2 * c.n_ff, false)?;
-        let blocks = n * c.n_ff / 32;
+        self.matmul(&l.gate_up, n, gu, 2 * n_ff, false)?;
+        let blocks = n * n_ff / 32;
         let args = [
             Arg::P(gu),
-            Arg::I(c.n_ff as i32),
+            Arg::I(n_ff as i32),
             Arg::I(n as i32),
             Arg::P(xq),
             Arg::P(xd),
             Arg::P(xs),
         ];
         self.launch("silu_mul_q8", (blocks.div_ceil(8) as u32, 1), 256, &args)?;
-        self.matmul(&l.down, n, x, c.n_embd, true)
+        self.row_split_product(&l.down, n)
     }
 
-    /// Every launch of a step of `n` tokens and `rows` logits rows (inputs already uploaded).
+    /// Every launch of a step of `n` tokens and `rows` logits rows (inputs already uploaded);
+    /// only rank 0 computes logits.
     fn enqueue(&self, n: usize, rows: usize) -> Result<(), String> {
+        let rows = if self.shard.leads() { rows } else { 0 };
         let [x, .., logits, ids, _, _, want] = self.ptrs();
         let (d, e) = (self.cfg.n_embd as i32, &self.embd);
         let args = [
@@ -632,6 +779,7 @@ impl GpuForward {
             s.memcpy_htod(&p.want, &mut b.want.slice_mut(0..rows))
                 .map_err(dev("copy"))?;
         }
+        self.lead_step(n, p.decode_only)?;
         let graphed = self.use_graphs && p.decode_only && self.via_graph(n)?;
         if !graphed {
             self.enqueue(n, rows)?;
@@ -642,7 +790,7 @@ impl GpuForward {
             s.memcpy_dtoh(&b.logits.slice(0..rows * nv), &mut host)
                 .map_err(dev("copy back"))?;
         }
-        s.synchronize().map_err(dev("step"))?;
+        self.wait(tp::STEP_LIMIT)?;
         let mut out = Vec::with_capacity(chunks.len());
         let mut at = 0;
         for cnt in p.counts {
@@ -683,6 +831,12 @@ impl Forward for GpuForward {
     fn config(&self) -> &Config {
         &self.cfg
     }
+    fn idle(&mut self) {
+        if let Err(e) = guarded("CUDA", || self.send_header(tp::IDLE, 0, false)) {
+            eprintln!("rigaudit-engine: error: {e}");
+            std::process::exit(1);
+        }
+    }
     fn run(&mut self, chunks: &[Chunk]) -> Vec<Vec<f32>> {
         match self.try_run(chunks) {
             Ok(v) => v,
@@ -694,6 +848,8 @@ impl Forward for GpuForward {
         }
     }
 }
+
+mod ranks;
 
 #[cfg(test)]
 mod tests {
