@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The GPU checks of the bundled engine (issue 29), as one script that fits a lent GPU machine's
 # 15 minutes with a rerun. Two steps:
-#   bash scripts/device-check.sh prepare   # here: release-builds the engine and its GPU tests,
-#                                          # stripped, and the real model's first 2 layers,
-#                                          # into target/device/ (about 49 MB)
+#   bash scripts/device-check.sh prepare   # here: release-builds rigaudit (the engine is
+#                                          # `rigaudit __engine`) and the engine's GPU tests,
+#                                          # stripped, rigaudit gzipped, and the real model's
+#                                          # first 2 layers, into target/device/ (about 50 MB)
 #   bash scripts/device-check.sh run       # there (no Rust needed), with target/device carried:
 #                                          # the device tool's run(command="bash scripts/device-check.sh run",
 #                                          # carry=["target/device"], timeout_s=480)
 # `run` runs the GPU tests (GPU vs CPU greedy tokens and log-probabilities on random-weights
 # models, the 4-bit products against the CPU reference), `rigaudit-engine gpu-bench` (the Q4_1
 # matrix-vector product's bandwidth, decode speed of a random SmolLM2-sized model on GPU and CPU),
-# torch's fp16 GEMV on the same weight bytes (the roofline), and `serve --device cuda` answering
-# one completion; then prints one summary (also in $OUT/summary.txt with every log beside it).
+# torch's fp16 GEMV on the same weight bytes (the roofline), `serve --device cuda` answering one
+# completion with its all-reduces through NCCL (a world of one; the start line names NCCL's version
+# and file), and `rigaudit measure --gpu auto` against it while a foreign process (torch) works on
+# the same GPU for a while (the guard must name it and throw those tries away; the speed result
+# carries NVML's facts); then prints one summary (also in $OUT/summary.txt with every log beside it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DIR=target/device
@@ -19,7 +23,7 @@ DIR=target/device
 prepare() {
     set -e
     export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}"
-    cargo build --release -p rigaudit-engine
+    cargo build --release -p rigaudit
     local tests
     tests=$(cargo test --release -p rigaudit-engine --test gpu --no-run --message-format=json |
         python3 -c 'import json,sys
@@ -28,15 +32,18 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
         print(m["executable"])')
     mkdir -p "$DIR"
-    cp target/release/rigaudit-engine "$DIR/rigaudit-engine"
+    rm -f "$DIR/rigaudit" "$DIR/rigaudit.gz" "$DIR/rigaudit-engine"
+    cp target/release/rigaudit "$DIR/rigaudit"
     cp "$tests" "$DIR/gpu-tests"
-    strip "$DIR/rigaudit-engine" "$DIR/gpu-tests"
+    strip "$DIR/rigaudit" "$DIR/gpu-tests"
+    # 22 MB stripped, 9 MB gzipped: the carry holds 64 MiB in all.
+    gzip -9 "$DIR/rigaudit"
     # The real SmolLM2 (98 MB) is too big to carry (64 MiB a call): its first 2 layers, its
     # embeddings and tokenizer (37 MB) let the GPU test compare GPU and CPU on real weights there.
     local real="${RIGAUDIT_MODEL:-${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
     rm -f "$DIR/smollm2-2layers.gguf"
     if [ -f "$real" ]; then
-        "$DIR/rigaudit-engine" make-model --from "$real" --layers 2 --out "$DIR/smollm2-2layers.gguf"
+        target/release/rigaudit __engine make-model --from "$real" --layers 2 --out "$DIR/smollm2-2layers.gguf"
     else
         echo "no $real (scripts/fetch-model.sh): the real-weights GPU test will be skipped there" >&2
     fi
@@ -71,12 +78,13 @@ print(json.dumps({"rows": rows, "k": k, "bytes": rows * k * 2, "fp16_gemv_gb_per
 PY
 }
 
-# serve --device cuda on a random SmolLM2-sized model answers a greedy completion; prints its start line.
+# serve --device cuda (all-reduces through NCCL, a world of one) on a random SmolLM2-sized model
+# answers a greedy completion; prints its start line.
 serve_smoke() {
     local out=$1 model
     model=$(mktemp -d)/random.gguf
-    "$DIR/rigaudit-engine" make-model --preset smollm2-135m --seed 1 --out "$model" >/dev/null || return 1
-    "$DIR/rigaudit-engine" serve "$model" --name random --device cuda --port 0 --context 2048 \
+    "$ENGINE" make-model --preset smollm2-135m --seed 1 --out "$model" >/dev/null || return 1
+    "$ENGINE" serve "$model" --name random --device cuda --nccl on --port 0 --context 2048 \
         >"$out/serve.log" 2>&1 &
     local pid=$! addr=""
     for _ in $(seq 1 120); do
@@ -102,13 +110,57 @@ PY
     return $ok
 }
 
+# rigaudit measure --gpu auto against serve --device cuda while torch works on the same GPU from
+# second 3 to second 15: the guard must name the foreign GPU process and throw those tries away;
+# the speed result must carry NVML's facts. Its logs and bundle go to $out/measure*.
+measure_gpu() {
+    local out=$1 model
+    model=$(mktemp -d)/random.gguf
+    "$ENGINE" make-model --preset smollm2-135m --seed 2 --out "$model" >/dev/null || return 1
+    "$ENGINE" serve "$model" --name random --device cuda --port 0 --context 4096 \
+        >"$out/measure-serve.log" 2>&1 &
+    local pid=$! addr=""
+    for _ in $(seq 1 120); do
+        addr=$(grep -o 'listen=http://[^ ]*' "$out/measure-serve.log" | head -1 | cut -d= -f2)
+        [ -n "$addr" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    [ -n "$addr" ] || { kill "$pid" 2>/dev/null; return 1; }
+    cat >"$out/measure-contract.json" <<'JSON'
+{"parts": ["decode", "prefill"], "model": "random", "prompt_ids": ["code", "prose"], "runs": 4,
+ "warmups": 1, "max_tokens": 128, "prefill": {"depths": [512], "runs": 3, "max_tokens": 1},
+ "sampling": {"temperature": 0.0}, "seed": 42, "enable_thinking": false, "cache_prompt": false,
+ "server": {"slots": 1, "window": 4096}, "load_guard": null}
+JSON
+    (sleep 3; timeout 12 python3 -c '
+import torch
+a = torch.randn(4096, 4096, device="cuda")
+while True:
+    a = a @ a.T; a = a / a.norm()
+' >/dev/null 2>&1) &
+    local foreign=$!
+    timeout 200 "$RIGAUDIT" measure --base-url "$addr/v1" --contract "$out/measure-contract.json" \
+        --out "$out/measure" --gpu auto --timeout 60 >"$out/measure.log" 2>&1
+    local rc=$?
+    kill "$foreign" "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return $rc
+}
+
 run() {
-    if ! [ -x "$DIR/rigaudit-engine" ] || ! [ -x "$DIR/gpu-tests" ]; then
-        echo "scripts/device-check.sh: $DIR/rigaudit-engine and $DIR/gpu-tests missing: run 'prepare' here and carry $DIR" >&2
+    if ! [ -f "$DIR/rigaudit.gz" ] || ! [ -x "$DIR/gpu-tests" ]; then
+        echo "scripts/device-check.sh: $DIR/rigaudit.gz and $DIR/gpu-tests missing: run 'prepare' here and carry $DIR" >&2
         exit 1
     fi
-    local out=${OUT:-$DIR/out}
+    local out=${OUT:-$DIR/out} bin
     mkdir -p "$out"
+    bin=$(mktemp -d)
+    gunzip -c "$DIR/rigaudit.gz" >"$bin/rigaudit" && chmod +x "$bin/rigaudit"
+    # The engine is rigaudit itself (`rigaudit __engine`), through a two-line wrapper.
+    printf '#!/bin/sh\nexec %s __engine "$@"\n' "$bin/rigaudit" >"$bin/rigaudit-engine"
+    chmod +x "$bin/rigaudit-engine"
+    export RIGAUDIT="$bin/rigaudit" ENGINE="$bin/rigaudit-engine"
     # A fresh PTX cache: the first GpuForward of the run compiles, later ones read the cache.
     RIGAUDIT_CACHE=$(mktemp -d)
     export RIGAUDIT_CACHE
@@ -120,7 +172,7 @@ run() {
     env -u CI RIGAUDIT_MODEL="$real" timeout 240 "$DIR/gpu-tests" --test-threads 1 --nocapture \
         >"$out/gpu-tests.txt" 2>&1
     local tests_rc=$?
-    timeout 240 "$DIR/rigaudit-engine" gpu-bench --tokens 256 --cpu-tokens 64 \
+    timeout 240 "$ENGINE" gpu-bench --tokens 256 --cpu-tokens 64 \
         >"$out/bench.json" 2>"$out/bench.err"
     local bench_rc=$?
     local torch_rc=1
@@ -129,15 +181,18 @@ run() {
             >"$out/torch.json" 2>"$out/torch.err" && torch_rc=0
     fi
     local start_line serve_rc
-    start_line=$(timeout 120 bash -c "DIR=$DIR; $(declare -f serve_smoke); serve_smoke '$out'")
+    start_line=$(timeout 120 bash -c "$(declare -f serve_smoke); serve_smoke '$out'")
     serve_rc=$?
-    summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" | tee "$out/summary.txt"
+    timeout 240 bash -c "$(declare -f measure_gpu); measure_gpu '$out'"
+    local measure_rc=$?
+    summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" "$measure_rc" |
+        tee "$out/summary.txt"
 }
 
 summary() {
     python3 - "$@" <<'PY'
 import json, os, re, sys
-out, tests_rc, bench_rc, torch_rc, serve_rc, start = sys.argv[1:7]
+out, tests_rc, bench_rc, torch_rc, serve_rc, start, measure_rc = sys.argv[1:8]
 def load(name):
     try: return json.load(open(os.path.join(out, name)))
     except Exception as e: return None
@@ -174,7 +229,28 @@ if b:
     print("energy per decoded token (graph run, mJ):", nv.get("graph_run_mj_per_decoded_token"))
 else:
     print(f"gpu-bench: failed (rc={bench_rc}):", open(os.path.join(out, "bench.err")).read()[-2000:])
-print(f"serve --device cuda: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")
+print(f"serve --device cuda --nccl on: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")
+print(f"  NCCL in the start line: {'yes' if ' nccl=' in start else 'NO'}")
+print(f"measure --gpu auto beside a foreign torch process: rc={measure_rc}")
+log = open(os.path.join(out, "measure.log"), errors="replace").read() if os.path.exists(os.path.join(out, "measure.log")) else ""
+named = [l for l in log.splitlines() if "on the GPU" in l]
+print(f"  guard lines naming a process on the GPU: {len(named)}", *(["   " + named[0][:300]] if named else []))
+sr = None
+for root, _, files in os.walk(os.path.join(out, "measure")):
+    if "speed-result.json" in files:
+        sr = json.load(open(os.path.join(root, "speed-result.json")))
+gpu = (sr or {}).get("gpu")
+if gpu:
+    steps = gpu.get("steps", [])
+    jpt = [s["energy_j_per_token"] for s in steps if s.get("kept") and s.get("energy_j_per_token") is not None]
+    thrown = [s for s in steps if not s.get("kept")]
+    foreign = sorted({p for s in steps for p in s.get("foreign_processes", [])})
+    reasons = sorted({r for s in steps for r in s.get("throttle_reasons", [])})
+    print(f"  NVML facts: {gpu.get('name')} driver {gpu.get('driver')}, {len(steps)} tries ({len(thrown)} thrown away), "
+          f"J/token median of kept tries {sorted(jpt)[len(jpt)//2] if jpt else None}, throttle reasons seen {reasons}")
+    print(f"  foreign GPU processes recorded: {foreign[:3]}")
+else:
+    print("  NVML facts: NONE in the speed result" + ("" if sr else " (no speed result)"))
 PY
 }
 
