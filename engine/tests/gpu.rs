@@ -199,7 +199,7 @@ fn tensor_parallel_ranks_are_checked_before_any_gpu_is_asked_for() {
             &wide,
             vec!["--device", "cuda", "--nccl", "on"],
             vec![("RIGAUDIT_NCCL", "/nonexistent/libnccl.so.2")],
-            "no NCCL library found (/nonexistent/libnccl.so.2",
+            "no NCCL library found (tried /nonexistent/libnccl.so.2;",
         ),
     ];
     for (model, args, env, want) in cases {

@@ -123,7 +123,8 @@ pub fn load() -> Result<&'static Nccl, String> {
 
 fn open() -> Result<Nccl, String> {
     let mut last = String::new();
-    for name in names() {
+    let tried = names();
+    for name in tried.clone() {
         // SAFETY: loading runs the library's initialisers, which have no preconditions.
         let lib = match unsafe { libloading::Library::new(&name) } {
             Ok(lib) => lib,
@@ -150,7 +151,8 @@ fn open() -> Result<Nccl, String> {
         });
     }
     Err(format!(
-        "no NCCL library found ({last}): install NCCL 2 (libnccl2), put the folder of libnccl.so.2 on LD_LIBRARY_PATH, or set RIGAUDIT_NCCL to its path"
+        "no NCCL library found (tried {}; {last}): install NCCL 2 (libnccl2), put the folder of libnccl.so.2 on LD_LIBRARY_PATH, or set RIGAUDIT_NCCL to its path",
+        tried.join(", ")
     ))
 }
 
