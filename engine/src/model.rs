@@ -200,7 +200,7 @@ fn wtype(t: GgmlType) -> Result<WType, GgufError> {
 
 /// The hyper-parameters in `g`'s `llama.*` metadata (the vocabulary size from the token
 /// embedding's shape); fails on another architecture or inconsistent head sizes.
-pub(crate) fn read_config(g: &Gguf) -> Result<Config, GgufError> {
+pub fn read_config(g: &Gguf) -> Result<Config, GgufError> {
     let arch = g
         .get_str("general.architecture")
         .unwrap_or("llama")

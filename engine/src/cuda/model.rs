@@ -15,7 +15,7 @@ use cudarc::driver::{
 };
 
 use super::nccl::{self, Comm};
-use super::shard::{self, Shard};
+use super::shard::{Part, Shard, Sizes};
 use super::tp::{self, Ranks};
 use super::{compile_ptx, guarded, load_driver, KERNEL_NAMES};
 use crate::gguf::{GgmlType, Gguf};
@@ -89,7 +89,7 @@ struct Bufs {
 pub struct GpuForward {
     cfg: Config,
     /// The sizes of this rank's part (its heads and hidden units).
-    local: shard::Sizes,
+    local: Sizes,
     shard: Shard,
     /// The communicator, when NCCL is in use (always with more than one rank).
     comm: Option<Comm>,
@@ -148,35 +148,13 @@ impl Quant {
     }
 }
 
-/// Which part of a tensor a rank uploads.
-#[derive(Clone, Debug)]
-enum Part {
-    All,
-    /// These rows.
-    Rows(std::ops::Range<usize>),
-    /// These blocks (of 32 columns) of every row.
-    Blocks(std::ops::Range<usize>),
-}
-
 /// The bytes of `part` of tensor `name`, its quantisation, rows and row length.
 fn part(g: &Gguf, name: &str, part: &Part) -> Result<(Vec<u8>, Quant, usize, usize), String> {
     let (b, q, rows, k) = raw(g, name)?;
-    let per_row = k / 32;
-    let row_bytes = per_row * q.block_bytes();
-    let at = |e: String| format!("{name}: {e}");
-    Ok(match part {
-        Part::All => (b.to_vec(), q, rows, k),
-        Part::Rows(r) => (
-            shard::rows(b, row_bytes, r.clone()).map_err(at)?.to_vec(),
-            q,
-            r.len(),
-            k,
-        ),
-        Part::Blocks(c) => {
-            let narrow = shard::columns(b, per_row, q.block_bytes(), c.clone()).map_err(at)?;
-            (narrow, q, rows, c.len() * 32)
-        }
-    })
+    let (cut, rows, k) = part
+        .cut(b, rows, k / 32, q.block_bytes())
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok((cut, q, rows, k))
 }
 
 /// Splits the blocks of `bytes` (of `quant`) into the values and the scales arrays.
@@ -271,15 +249,14 @@ fn upload_layer(
     hd: usize,
 ) -> Result<DLayer, String> {
     let p = |s: &str| format!("blk.{i}.{s}.weight");
-    let [q, k, v] = sh.qkv_rows(hd).map(Part::Rows);
-    let ff = Part::Rows(sh.ff.clone());
+    let parts = sh.layer_parts(i, hd);
     Ok(DLayer {
         attn_norm: up.norm(g, &p("attn_norm"))?,
         ffn_norm: up.norm(g, &p("ffn_norm"))?,
-        qkv: up.mat_parts(g, &[(p("attn_q"), q), (p("attn_k"), k), (p("attn_v"), v)])?,
-        wo: up.mat_parts(g, &[(p("attn_output"), Part::Blocks(sh.wo_blocks(hd)))])?,
-        gate_up: up.mat_parts(g, &[(p("ffn_gate"), ff.clone()), (p("ffn_up"), ff)])?,
-        down: up.mat_parts(g, &[(p("ffn_down"), Part::Blocks(sh.down_blocks()))])?,
+        qkv: up.mat_parts(g, &parts.qkv)?,
+        wo: up.mat_parts(g, std::slice::from_ref(&parts.wo))?,
+        gate_up: up.mat_parts(g, &parts.gate_up)?,
+        down: up.mat_parts(g, std::slice::from_ref(&parts.down))?,
     })
 }
 

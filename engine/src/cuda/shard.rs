@@ -138,6 +138,72 @@ impl Shard {
     }
 }
 
+/// Which part of a weight matrix (rows of blocks of 32 weights) a rank holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    All,
+    /// These rows.
+    Rows(Range<usize>),
+    /// These blocks (of 32 columns) of every row.
+    Blocks(Range<usize>),
+}
+
+impl Part {
+    /// This part of a row-major matrix of `rows` rows of `per_row` blocks of `block_bytes`
+    /// bytes: its bytes, its rows and its row length in weights.
+    pub fn cut(
+        &self,
+        bytes: &[u8],
+        rows: usize,
+        per_row: usize,
+        block_bytes: usize,
+    ) -> Result<(Vec<u8>, usize, usize), String> {
+        let row_bytes = per_row * block_bytes;
+        match self {
+            Part::All => Ok((bytes.to_vec(), rows, per_row * 32)),
+            Part::Rows(r) => {
+                let cut = self::rows(bytes, row_bytes, r.clone())?;
+                Ok((cut.to_vec(), r.len(), per_row * 32))
+            }
+            Part::Blocks(b) => {
+                let cut = columns(bytes, per_row, block_bytes, b.clone())?;
+                Ok((cut, rows, b.len() * 32))
+            }
+        }
+    }
+}
+
+/// Layer `i`'s tensors as a rank holds them: per product, the parts stacked by rows in order.
+#[derive(Debug, Clone)]
+pub struct LayerParts {
+    /// Q, K and V.
+    pub qkv: [(String, Part); 3],
+    /// The attention output.
+    pub wo: (String, Part),
+    /// Gate and up.
+    pub gate_up: [(String, Part); 2],
+    pub down: (String, Part),
+}
+
+impl Shard {
+    /// Layer `i`'s parts this rank holds, for a head size of `hd`.
+    pub fn layer_parts(&self, i: usize, hd: usize) -> LayerParts {
+        let name = |s: &str| format!("blk.{i}.{s}.weight");
+        let [q, k, v] = self.qkv_rows(hd).map(Part::Rows);
+        let ff = Part::Rows(self.ff.clone());
+        LayerParts {
+            qkv: [
+                (name("attn_q"), q),
+                (name("attn_k"), k),
+                (name("attn_v"), v),
+            ],
+            wo: (name("attn_output"), Part::Blocks(self.wo_blocks(hd))),
+            gate_up: [(name("ffn_gate"), ff.clone()), (name("ffn_up"), ff)],
+            down: (name("ffn_down"), Part::Blocks(self.down_blocks())),
+        }
+    }
+}
+
 /// Rows `rows` of a row-major matrix whose rows are `row_bytes` long.
 pub fn rows(bytes: &[u8], row_bytes: usize, rows: Range<usize>) -> Result<&[u8], String> {
     bytes
