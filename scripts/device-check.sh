@@ -110,6 +110,51 @@ PY
     return $ok
 }
 
+# Only with two GPUs or more: the same model served by two ranks (tensor parallel 2 over NCCL,
+# rank 1 on cuda:1, rank 0 on cuda:0) answers the serve smoke's greedy prompt; prints whether the
+# text is one GPU's. With one GPU it says so and does nothing (NCCL refuses two ranks on one GPU).
+two_ranks() {
+    local out=$1 gpus model
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ "${gpus:-0}" -lt 2 ]; then
+        echo "skipped: $gpus GPU(s) here; a world of two needs two"
+        return 0
+    fi
+    model=$(mktemp -d)/random.gguf
+    "$ENGINE" make-model --preset smollm2-135m --seed 1 --out "$model" >/dev/null || return 1
+    export NCCL_COMM_ID=127.0.0.1:29583 RIGAUDIT_ENGINE_WORLD=2
+    RIGAUDIT_ENGINE_RANK=1 "$ENGINE" serve "$model" --name random --device cuda:1 --port 0 \
+        --context 2048 >"$out/rank1.log" 2>&1 &
+    local r1=$!
+    RIGAUDIT_ENGINE_RANK=0 "$ENGINE" serve "$model" --name random --device cuda:0 --port 0 \
+        --context 2048 >"$out/rank0.log" 2>&1 &
+    local r0=$! addr=""
+    for _ in $(seq 1 120); do
+        addr=$(grep -o 'listen=http://[^ ]*' "$out/rank0.log" | head -1 | cut -d= -f2)
+        [ -n "$addr" ] && break
+        kill -0 "$r0" 2>/dev/null || break
+        sleep 0.5
+    done
+    local said="FAILED (rank0.log, rank1.log)"
+    if [ -n "$addr" ] && python3 - "$addr" "$out/serve-answer.json" >"$out/two-ranks-answer.txt" <<'PY'; then
+import json, sys, urllib.request
+body = json.dumps({"model": "random", "prompt": "The GPU says", "max_tokens": 32, "temperature": 0}).encode()
+r = urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v1/completions", body, {"Content-Type": "application/json"}), timeout=60)
+two = json.load(r)["choices"][0]["text"]
+one = json.load(open(sys.argv[2]))["choices"][0]["text"]
+print("the same text as one GPU" if two == one else f"OTHER TEXT than one GPU: {two!r} vs {one!r}")
+PY
+        said=$(cat "$out/two-ranks-answer.txt")
+    fi
+    kill "$r0" 2>/dev/null
+    wait "$r0" 2>/dev/null
+    # Rank 1 stops by itself once rank 0 is silent (10 s); give it that, then make sure.
+    for _ in $(seq 1 30); do kill -0 "$r1" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$r1" 2>/dev/null && said="$said; rank 1 still running 15 s after rank 0 (killed)"
+    kill "$r1" 2>/dev/null
+    echo "$said; rank 1: $(grep -m1 -o 'rank=1 world=2.*' "$out/rank1.log")"
+}
+
 # rigaudit measure --gpu auto against serve --device cuda while torch works on the same GPU from
 # second 3 to second 15: the guard must name the foreign GPU process and throw those tries away;
 # the speed result must carry NVML's facts. Its logs and bundle go to $out/measure*.
@@ -185,14 +230,16 @@ run() {
     serve_rc=$?
     timeout 240 bash -c "$(declare -f measure_gpu); measure_gpu '$out'"
     local measure_rc=$?
-    summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" "$measure_rc" |
+    local two
+    two=$(timeout 150 bash -c "$(declare -f two_ranks); two_ranks '$out'")
+    summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" "$measure_rc" "$two" |
         tee "$out/summary.txt"
 }
 
 summary() {
     python3 - "$@" <<'PY'
 import json, os, re, sys
-out, tests_rc, bench_rc, torch_rc, serve_rc, start, measure_rc = sys.argv[1:8]
+out, tests_rc, bench_rc, torch_rc, serve_rc, start, measure_rc, two = sys.argv[1:9]
 def load(name):
     try: return json.load(open(os.path.join(out, name)))
     except Exception as e: return None
@@ -231,6 +278,7 @@ else:
     print(f"gpu-bench: failed (rc={bench_rc}):", open(os.path.join(out, "bench.err")).read()[-2000:])
 print(f"serve --device cuda --nccl on: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")
 print(f"  NCCL in the start line: {'yes' if ' nccl=' in start else 'NO'}")
+print(f"tensor parallel 2 (two GPUs): {two}")
 print(f"measure --gpu auto beside a foreign torch process: rc={measure_rc}")
 log = open(os.path.join(out, "measure.log"), errors="replace").read() if os.path.exists(os.path.join(out, "measure.log")) else ""
 named = [l for l in log.splitlines() if "on the GPU" in l]

@@ -60,5 +60,5 @@ pub fn follow(mut gpu: GpuForward, start_line: &str) -> Result<(), String> {
     println!("{start_line} following=rank0 (no HTTP)");
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    gpu.follow()
+    super::guarded("CUDA", || gpu.follow())
 }
