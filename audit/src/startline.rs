@@ -71,8 +71,9 @@ pub fn parse(lines: &[String]) -> StartInfo {
         if info.nccl.is_none() {
             info.nccl = first(nccl, line);
         }
-        if info.engine_version.is_none() && !line.to_lowercase().contains("nccl") {
-            info.engine_version = first(version, line);
+        if info.engine_version.is_none() {
+            // NCCL's own version is not the engine's: read the line without it.
+            info.engine_version = first(version, &nccl.replace_all(line, ""));
         }
         if line.to_lowercase().contains("sampling") {
             for c in sampling.captures_iter(line) {
@@ -193,6 +194,18 @@ mod tests {
         assert_eq!(i.window, Some(4096));
         assert_eq!(i.sampling.get("top_p"), Some(&0.9));
         assert_eq!(i.engine_version.as_deref(), Some("0.1.0"));
+    }
+
+    #[test]
+    fn the_bundled_engines_gpu_start_line_gives_its_version_and_nccls_apart() {
+        let lines = vec!["rigaudit-engine start version=0.1.0 commit=unknown model=m.gguf streams=8 window=8192 device=cuda:0 gpu=\"NVIDIA H200\" arch=compute_90 kernels=cached(3ms) nccl=2.28.3 nccl_lib=/usr/lib/x86_64-linux-gnu/libnccl.so.2 rank=0 world=2 listen=http://127.0.0.1:8080".to_string()];
+        let i = parse(&lines);
+        assert_eq!(i.engine_version.as_deref(), Some("0.1.0"));
+        assert_eq!(i.nccl.as_deref(), Some("2.28.3"));
+        assert_eq!((i.slots, i.window), (Some(8), Some(8192)));
+        // A line that names only NCCL's version gives no engine version.
+        let i = parse(&["NCCL version 2.30.7+cuda13.3".to_string()]);
+        assert_eq!((i.engine_version, i.nccl.as_deref()), (None, Some("2.30.7")));
     }
 
     #[test]
