@@ -78,6 +78,18 @@ print(json.dumps({"rows": rows, "k": k, "bytes": rows * k * 2, "fp16_gemv_gb_per
 PY
 }
 
+# The address an engine's start line in LOG names once it listens (up to 60 s), while PID lives.
+listen_addr() {
+    local addr=""
+    for _ in $(seq 1 120); do
+        addr=$(grep -o 'listen=http://[^ ]*' "$1" | head -1 | cut -d= -f2)
+        [ -n "$addr" ] && break
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.5
+    done
+    echo "$addr"
+}
+
 # serve --device cuda (all-reduces through NCCL, a world of one) on a random SmolLM2-sized model
 # answers a greedy completion; prints its start line.
 serve_smoke() {
@@ -86,13 +98,8 @@ serve_smoke() {
     "$ENGINE" make-model --preset smollm2-135m --seed 1 --out "$model" >/dev/null || return 1
     "$ENGINE" serve "$model" --name random --device cuda --nccl on --port 0 --context 2048 \
         >"$out/serve.log" 2>&1 &
-    local pid=$! addr=""
-    for _ in $(seq 1 120); do
-        addr=$(grep -o 'listen=http://[^ ]*' "$out/serve.log" | head -1 | cut -d= -f2)
-        [ -n "$addr" ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
+    local pid=$! addr
+    addr=$(listen_addr "$out/serve.log" "$pid")
     local ok=1
     if [ -n "$addr" ]; then
         python3 - "$addr" >"$out/serve-answer.json" <<'PY' && ok=0
@@ -128,13 +135,8 @@ two_ranks() {
     local r1=$!
     RIGAUDIT_ENGINE_RANK=0 "$ENGINE" serve "$model" --name random --device cuda:0 --port 0 \
         --context 2048 >"$out/rank0.log" 2>&1 &
-    local r0=$! addr=""
-    for _ in $(seq 1 120); do
-        addr=$(grep -o 'listen=http://[^ ]*' "$out/rank0.log" | head -1 | cut -d= -f2)
-        [ -n "$addr" ] && break
-        kill -0 "$r0" 2>/dev/null || break
-        sleep 0.5
-    done
+    local r0=$! addr
+    addr=$(listen_addr "$out/rank0.log" "$r0")
     local said="FAILED (rank0.log, rank1.log)"
     if [ -n "$addr" ] && python3 - "$addr" "$out/serve-answer.json" >"$out/two-ranks-answer.txt" <<'PY'; then
 import json, sys, urllib.request
@@ -164,13 +166,8 @@ measure_gpu() {
     "$ENGINE" make-model --preset smollm2-135m --seed 2 --out "$model" >/dev/null || return 1
     "$ENGINE" serve "$model" --name random --device cuda --port 0 --context 4096 \
         >"$out/measure-serve.log" 2>&1 &
-    local pid=$! addr=""
-    for _ in $(seq 1 120); do
-        addr=$(grep -o 'listen=http://[^ ]*' "$out/measure-serve.log" | head -1 | cut -d= -f2)
-        [ -n "$addr" ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
+    local pid=$! addr
+    addr=$(listen_addr "$out/measure-serve.log" "$pid")
     [ -n "$addr" ] || { kill "$pid" 2>/dev/null; return 1; }
     cat >"$out/measure-contract.json" <<'JSON'
 {"parts": ["decode", "prefill"], "model": "random", "prompt_ids": ["code", "prose"], "runs": 4,
@@ -226,12 +223,12 @@ run() {
             >"$out/torch.json" 2>"$out/torch.err" && torch_rc=0
     fi
     local start_line serve_rc
-    start_line=$(timeout 120 bash -c "$(declare -f serve_smoke); serve_smoke '$out'")
+    start_line=$(timeout 120 bash -c "$(declare -f listen_addr serve_smoke); serve_smoke '$out'")
     serve_rc=$?
-    timeout 240 bash -c "$(declare -f measure_gpu); measure_gpu '$out'"
+    timeout 240 bash -c "$(declare -f listen_addr measure_gpu); measure_gpu '$out'"
     local measure_rc=$?
     local two
-    two=$(timeout 150 bash -c "$(declare -f two_ranks); two_ranks '$out'")
+    two=$(timeout 150 bash -c "$(declare -f listen_addr two_ranks); two_ranks '$out'")
     summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" "$measure_rc" "$two" |
         tee "$out/summary.txt"
 }

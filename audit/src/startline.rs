@@ -205,7 +205,10 @@ mod tests {
         assert_eq!((i.slots, i.window), (Some(8), Some(8192)));
         // A line that names only NCCL's version gives no engine version.
         let i = parse(&["NCCL version 2.30.7+cuda13.3".to_string()]);
-        assert_eq!((i.engine_version, i.nccl.as_deref()), (None, Some("2.30.7")));
+        assert_eq!(
+            (i.engine_version, i.nccl.as_deref()),
+            (None, Some("2.30.7"))
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use rigaudit_engine::cuda::{self, model::GpuForward};
 use rigaudit_engine::gguf::Gguf;
-use rigaudit_engine::model::{Chunk, CpuForward, Forward, Model};
+use rigaudit_engine::model::{CpuForward, Forward, Model};
 use rigaudit_engine::pool::Pool;
 use rigaudit_engine::synth::{make_model, Preset};
 
@@ -95,23 +95,11 @@ fn device_cuda_without_a_driver_is_a_clear_error() {
     let dir = tempfile_dir("nodriver");
     let model = dir.join("tiny.gguf");
     std::fs::write(&model, make_model(&Preset::TINY, 1).unwrap()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rigaudit-engine"))
-        .args([
-            "serve",
-            model.to_str().unwrap(),
-            "--name",
-            "t",
-            "--port",
-            "0",
-        ])
-        .args(["--device", "cuda"])
-        .output()
-        .expect("run rigaudit-engine");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, out, err) = serve_with(&model, &["--device", "cuda"], &[]);
+    assert_eq!(code, 1, "{err}");
     assert!(err.contains("no CUDA driver found (libcuda.so.1)"), "{err}");
     assert!(err.contains("use --device cpu"), "{err}");
-    assert!(out.stdout.is_empty(), "a start line was printed");
+    assert!(out.is_empty(), "a start line was printed");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -230,19 +218,10 @@ fn argmax(v: &[f32]) -> u32 {
     (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b }) as u32
 }
 
-fn chunk(tokens: &[u32], pos: usize) -> Chunk<'_> {
-    Chunk {
-        slot: 0,
-        tokens,
-        pos,
-        all_logits: false,
-        no_logits: false,
-    }
-}
-
 /// Greedy decode of `n` tokens after `prompt` on `f` (slot 0): the tokens and each step's
 /// log-probabilities over the vocabulary (the last token is the last step's pick, not run).
 fn greedy(f: &mut dyn Forward, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<Vec<f64>>) {
+    use common::chunk;
     let mut logits = f.run(&[chunk(prompt, 0)]).remove(0);
     let (mut toks, mut lps) = (Vec::new(), Vec::new());
     for i in 0..n {

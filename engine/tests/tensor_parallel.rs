@@ -8,12 +8,15 @@
 //! and logits of a world of one. The collectives themselves need GPUs (engine/tests/gpu.rs and
 //! engine/benches/GPU.md).
 
+use common::chunk;
 use rigaudit_engine::cuda::shard::{Part, Shard, Sizes};
 use rigaudit_engine::gguf::{GgmlType, Gguf};
 use rigaudit_engine::kernels::{dequant_row, WType};
-use rigaudit_engine::model::{read_config, Chunk, Config, CpuForward, Forward, Model};
+use rigaudit_engine::model::{read_config, Config, CpuForward, Forward, Model};
 use rigaudit_engine::pool::Pool;
 use rigaudit_engine::synth::{make_model, Preset};
+
+mod common;
 
 /// A dequantized matrix, row-major.
 struct Mat {
@@ -253,15 +256,6 @@ fn engine_logits(bytes: Vec<u8>, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<Vec
     let model = Model::load(Gguf::parse(bytes).unwrap()).unwrap();
     let mut engine = CpuForward::new(model, Pool::new(2), 1, 256);
     let cpu: &mut dyn Forward = &mut engine;
-    fn chunk(tokens: &[u32], pos: usize) -> Chunk<'_> {
-        Chunk {
-            slot: 0,
-            tokens,
-            pos,
-            all_logits: false,
-            no_logits: false,
-        }
-    }
     let mut lg = cpu.run(&[chunk(prompt, 0)]).remove(0);
     let (mut toks, mut all) = (Vec::new(), Vec::new());
     for i in 0..n {

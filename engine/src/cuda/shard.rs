@@ -239,17 +239,18 @@ mod tests {
     use super::*;
     use crate::kernels::{dequant_row, WType};
 
-    /// SmolLM2-135M's shape (its GGUF's metadata): 9 query heads over 3 KV heads of 64, a
-    /// feed-forward of 1536.
+    /// SmolLM2-135M's shape (the random-weights preset's): 9 query heads over 3 KV heads of 64,
+    /// a feed-forward of 1536.
     fn smollm2() -> Config {
+        let p = crate::synth::Preset::SMOLLM2_135M;
         Config {
-            n_layer: 30,
-            n_embd: 576,
-            n_ff: 1536,
-            n_head: 9,
-            n_head_kv: 3,
-            n_vocab: 49152,
-            n_ctx_train: 8192,
+            n_layer: p.n_layer,
+            n_embd: p.n_embd,
+            n_ff: p.n_ff,
+            n_head: p.n_head,
+            n_head_kv: p.n_head_kv,
+            n_vocab: p.n_vocab,
+            n_ctx_train: p.n_ctx,
             rope_base: 100000.0,
             eps: 1e-5,
         }

@@ -247,3 +247,14 @@ pub fn chat(content: &str, extra: Value) -> Value {
     }
     v
 }
+
+/// Chunk of `tokens` at `pos` in slot 0 whose last token's logits are wanted.
+pub fn chunk(tokens: &[u32], pos: usize) -> rigaudit_engine::model::Chunk<'_> {
+    rigaudit_engine::model::Chunk {
+        slot: 0,
+        tokens,
+        pos,
+        all_logits: false,
+        no_logits: false,
+    }
+}
