@@ -341,7 +341,7 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         draft_max: a.draft_max,
         decode_delay: std::time::Duration::from_millis(a.decode_delay_ms),
     };
-    let handle = engine::start(forward, m.tok.clone(), engine_cfg);
+    let (handle, ended) = engine::start(forward, m.tok.clone(), engine_cfg);
     let line = line + &device_facts;
     let state = Arc::new(AppState {
         name: a.name,
@@ -356,7 +356,11 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         eos_text: m.eos_text,
         ids: AtomicU64::new(1),
     });
-    listen(&a.host, a.port, &line, state)
+    listen(&a.host, a.port, &line, state)?;
+    // Ctrl-C: the server is gone, so the engine thread ends; wait for it (briefly), so that a
+    // tensor-parallel rank 0 tells its followers to stop before the process exits.
+    let _ = ended.recv_timeout(std::time::Duration::from_secs(2));
+    Ok(())
 }
 
 /// `--device`: `None` for the CPU, else the CUDA device number (refused in a build without CUDA).

@@ -227,23 +227,26 @@ impl EngineHandle {
     }
 }
 
-/// Start the engine thread.
+/// Start the engine thread; with its handle, a receiver that hears once the thread has ended
+/// (every handle dropped) and its forward pass is dropped (a tensor-parallel rank 0 then has told
+/// its followers to stop).
 pub fn start(
     model: Box<dyn Forward>,
     tok: Arc<EngineTokenizer>,
     cfg: EngineConfig,
-) -> EngineHandle {
+) -> (EngineHandle, Receiver<()>) {
     let (tx, rx) = std::sync::mpsc::channel();
+    let (ended, ended_rx) = std::sync::mpsc::channel();
     let metrics = Arc::new(Metrics::default());
     let m2 = metrics.clone();
     std::thread::Builder::new()
         .name("engine-scheduler".into())
         .spawn(move || {
-            let mut s = Scheduler::new(model, tok, cfg, m2);
-            s.run(rx);
+            Scheduler::new(model, tok, cfg, m2).run(rx);
+            let _ = ended.send(());
         })
         .expect("spawn engine thread");
-    EngineHandle { tx, metrics }
+    (EngineHandle { tx, metrics }, ended_rx)
 }
 
 struct Scheduler {
