@@ -388,6 +388,7 @@ enum Role {
     /// Serves requests with this forward pass; what the start line adds for it.
     Lead(Box<dyn Forward>, String),
     /// Was a tensor-parallel rank above 0 and has followed rank 0 to the end.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     Followed,
 }
 
@@ -429,7 +430,10 @@ fn forward_on(
             Ok(Role::Lead(Box::new(gpu), facts))
         }
         #[cfg(not(feature = "cuda"))]
-        Some(_) => Err("this build has no CUDA support".into()),
+        Some(_) => {
+            let _ = start_line;
+            Err("this build has no CUDA support".into())
+        }
     }
 }
 
