@@ -10,7 +10,9 @@
 //!   fixture was recorded on this CPU model, nothing drifted;
 //! - **reproduces here**: a short contract recorded on this machine with `rigaudit measure`
 //!   against the bundled engine and replayed at once: every speed row reproduced or inconclusive,
-//!   none drifted.
+//!   none drifted;
+//! - **a throttling GPU**: a tiny decode contract recorded here and replayed with the fake NVML
+//!   (tests/fake-nvml) saying a thermal slowdown: every decode row inconclusive, naming it.
 //!
 //! The model comes from the cache `scripts/fetch-model.sh` fills. The tests of this binary run one
 //! at a time (a lock), so none loads the machine under another.
@@ -47,12 +49,23 @@ fn this_machine() -> Value {
 /// `rigaudit COMMAND BUNDLE --out OUT` (`audit` or `replay`) as JSON, with `--set` for each of
 /// `sets` (`NAME=VALUE`): the run and its report.
 fn run_to(command: &str, bundle: &Path, out: &Path, sets: &[&str]) -> (common::Run, Value) {
+    run_to_env(command, bundle, out, sets, &[])
+}
+
+/// [`run_to`] with the variables `env` added to rigaudit's environment.
+fn run_to_env(
+    command: &str,
+    bundle: &Path,
+    out: &Path,
+    sets: &[&str],
+    env: &[(&str, &Path)],
+) -> (common::Run, Value) {
     let (bundle, out) = (bundle.to_str().unwrap(), out.to_str().unwrap());
     let mut args = vec![command, bundle, "--out", out, "--format", "json", "--quiet"];
     for s in sets {
         args.extend(["--set", s]);
     }
-    let run = rigaudit(&args);
+    let run = common::rigaudit_with_env(&args, env);
     let report = run.json();
     (run, report)
 }
@@ -243,6 +256,19 @@ fn short_contract(inputs: &Path, dir: &Path) -> PathBuf {
 fn record(card_path: &Path, dir: &Path) -> PathBuf {
     let inputs = root().join("fixtures/runs/inputs/smollm2-cpu");
     let contract_path = short_contract(&inputs, dir);
+    let bundle = record_under(card_path, dir, &contract_path);
+    let res = read_json(&bundle.join("speed/speed-result.json"));
+    assert!(res["load_guard"]["samples"].as_u64().unwrap() > 0);
+    // The machine's speed reference is probed before every counted step.
+    let probes = res["machine_reference"]["samples"].as_array().unwrap();
+    assert!(probes.len() >= 8, "{}", res["machine_reference"]);
+    assert!(probes.iter().all(|p| p["gbps"].as_f64().unwrap() > 0.0));
+    bundle
+}
+
+/// Records a bundle into `dir/recorded` with the bundled engine started by the card at
+/// `card_path` under the contract at `contract_path`.
+fn record_under(card_path: &Path, dir: &Path, contract_path: &Path) -> PathBuf {
     let log = dir.join("start.log");
     let engine = start_engine(&read_json(card_path), &log);
     let bundle = dir.join("recorded");
@@ -250,7 +276,7 @@ fn record(card_path: &Path, dir: &Path) -> PathBuf {
     let base = format!("http://127.0.0.1:{}/v1", engine.port);
     let values = [
         base,
-        path(&contract_path),
+        path(contract_path),
         path(card_path),
         path(&log),
         path(&bundle),
@@ -261,12 +287,6 @@ fn record(card_path: &Path, dir: &Path) -> PathBuf {
     let m = rigaudit_line(line, &values);
     drop(engine);
     assert_eq!(m.code, 0, "{}{}", m.stdout, m.stderr);
-    let res = read_json(&bundle.join("speed/speed-result.json"));
-    assert!(res["load_guard"]["samples"].as_u64().unwrap() > 0);
-    // The machine's speed reference is probed before every counted step.
-    let probes = res["machine_reference"]["samples"].as_array().unwrap();
-    assert!(probes.len() >= 8, "{}", res["machine_reference"]);
-    assert!(probes.iter().all(|p| p["gbps"].as_f64().unwrap() > 0.0));
     bundle
 }
 
@@ -415,5 +435,68 @@ fn a_replay_with_a_slower_decode_drifts_on_decode_rows_only() {
     // asserted either way.
     for key in UNTOUCHED {
         assert_ne!(row(&report, key)["verdict"], "drifted", "{key}: {rows}");
+    }
+}
+
+/// A replay on a GPU that throttles (the fake NVML says a thermal slowdown at every reading):
+/// every decode row is inconclusive naming the throttle, never drifted, exit 0 as for any
+/// inconclusive row, and the replayed result carries the GPU; without NVML the replay reads no
+/// GPU and no row says so.
+#[test]
+fn a_replay_on_a_throttling_gpu_is_inconclusive_and_says_why() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = root().join("fixtures/runs/inputs/smollm2-cpu");
+    let mut contract = read_json(&inputs.join("speed-contract.json"));
+    contract["parts"] = json!(["decode"]);
+    contract["runs"] = json!(3);
+    contract["max_tokens"] = json!(16);
+    contract["l1"] = Value::Null;
+    // Only the GPU may disturb a try: no CPU load on a busy test machine breaks this rule.
+    contract["load_guard"] =
+        json!({"threshold_pct": 100.0, "consecutive": 1000, "interval_s": 0.5, "max_tries": 2});
+    let contract_path = tmp.path().join("speed-contract.json");
+    std::fs::write(&contract_path, contract.to_string()).unwrap();
+    let bundle = record_under(&inputs.join("card.json"), tmp.path(), &contract_path);
+    let nvml = tmp.path().join("nvml");
+    std::fs::create_dir_all(&nvml).unwrap();
+    let libdir = common::fake_nvml(&nvml);
+    let env = [
+        ("LD_LIBRARY_PATH", libdir.as_path()),
+        ("FAKE_NVML_THROTTLE", Path::new("0x21")),
+    ];
+    let out = tmp.path().join("throttled");
+    let (run, report) = run_to_env("replay", &bundle, &out, &[], &env);
+    let rows = serde_json::to_string_pretty(&report["comparisons"]).unwrap();
+    assert_eq!(run.code, 0, "{rows}\n{}", run.stderr);
+    // Only decode was measured (the other keys are not comparable on both sides).
+    let decode: Vec<&Value> = speed_rows(&report)
+        .into_iter()
+        .filter(|r| r["key"].as_str().unwrap().starts_with("decode"))
+        .collect();
+    assert_eq!(decode.len(), 3, "{rows}");
+    for r in decode {
+        assert_eq!(r["verdict"], "inconclusive", "{rows}");
+        assert_eq!(r["inconclusive"], "gpu-throttled", "{rows}");
+        let why = r["why"].as_str().unwrap();
+        assert_has(why, "GPU throttled: on the replayed side, try 1 of decode/");
+        assert_has(why, "ran on Fake NVML GPU throttled (sw_thermal_slowdown)");
+    }
+    assert!(report["replay_summary"]["gpu_throttled"].as_u64().unwrap() >= 3);
+    let res = read_json(&out.join("bundle/speed/speed-result.json"));
+    assert_eq!(res["gpu"]["name"], "Fake NVML GPU", "{}", res["gpu"]);
+    // Without NVML: the replay as before, no GPU read and no row about one.
+    let out = tmp.path().join("plain");
+    let (run, report) = run_to("replay", &bundle, &out, &[]);
+    let res = read_json(&out.join("bundle/speed/speed-result.json"));
+    if res["gpu"].is_null() {
+        assert_ne!(run.code, 2, "{}", run.stderr);
+        assert!(
+            speed_rows(&report)
+                .iter()
+                .all(|r| r["inconclusive"] != "gpu-throttled"),
+            "{}",
+            report["comparisons"]
+        );
     }
 }

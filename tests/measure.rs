@@ -545,3 +545,98 @@ fn the_server_s_process_on_the_gpu_is_the_server_not_foreign_load() {
     );
     assert!(!log.contains("thrown away"), "{log}");
 }
+
+/// Steers the fake NVML through its steering file: for every completion request the fake server
+/// receives, `lines` are in the file from `from` to `to` after the request began, and out of it
+/// otherwise (each write a rename, so NVML never reads half a file). Stops when dropped.
+struct Steer(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Option<std::thread::JoinHandle<()>>,
+);
+
+impl Steer {
+    fn start(fake: &Fake, file: &std::path::Path, lines: String, window_ms: (u64, u64)) -> Steer {
+        use std::sync::atomic::Ordering;
+        let put = |path: &std::path::Path, text: &str| {
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, text).unwrap();
+            std::fs::rename(&tmp, path).unwrap();
+        };
+        put(file, "");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop2, seen, file) = (stop.clone(), fake.requests.clone(), file.to_path_buf());
+        let ms = std::time::Duration::from_millis;
+        let thread = std::thread::spawn(move || {
+            let mut handled = 0;
+            while !stop2.load(Ordering::Relaxed) {
+                if seen.load(Ordering::Relaxed) > handled {
+                    handled = seen.load(Ordering::Relaxed);
+                    std::thread::sleep(ms(window_ms.0));
+                    put(&file, &lines);
+                    std::thread::sleep(ms(window_ms.1 - window_ms.0));
+                    put(&file, "");
+                }
+                std::thread::sleep(ms(2));
+            }
+        });
+        Steer(stop, Some(thread))
+    }
+}
+
+impl Drop for Steer {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.1.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_gpu_process_or_throttle_only_in_the_middle_of_a_try_is_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 30 tokens at 20 ms: a try of 0.6 s; NVML shows the sleeper, a thermal slowdown and a low SM
+    // clock only from 150 to 400 ms into each request: never at a try's start or end.
+    let fake = Fake::start(4096, 5, 20, Mode::Good);
+    let out = std::process::Command::new("sh")
+        .args(["-c", "sleep 60 >/dev/null 2>&1 & echo $!"])
+        .output()
+        .unwrap();
+    let sleep: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let sleeper = Hog(sleep);
+    let file = tmp.path().join("steer");
+    let lines = format!(
+        "FAKE_NVML_PROCESSES={}:1048576,{sleep}:2097152\nFAKE_NVML_THROTTLE=0x20\nFAKE_NVML_SM_MHZ=1200\n",
+        std::process::id()
+    );
+    let steer = Steer::start(&fake, &file, lines, (150, 400));
+    let me = format!("{}:1048576", std::process::id());
+    let env = [
+        ("FAKE_NVML_STEER", file.to_str().unwrap()),
+        ("FAKE_NVML_PROCESSES", me.as_str()),
+    ];
+    let (_, r, log) = measure_with_nvml(&fake.base(), tmp.path(), gpu_only_rule(), &env);
+    drop((steer, sleeper));
+    let named = format!("pid {sleep} (sleep) on the GPU");
+    assert_has(
+        &log,
+        &format!("load guard: decode/code/1 try 1 thrown away ({named}); repeating"),
+    );
+    let rows = r["load_guard"]["steps"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (row, kept) in rows.iter().zip([false, true, false, true]) {
+        assert_eq!(row["gpu_processes"], json!([named]), "{row}");
+        assert_eq!(row["kept"], kept, "{row}");
+    }
+    for s in r["gpu"]["steps"].as_array().unwrap() {
+        assert_eq!(s["throttle_reasons"], json!(["sw_thermal_slowdown"]), "{s}");
+        assert_eq!(s["clock_sm_min_mhz"], 1200, "{s}");
+        assert_eq!(s["clock_sm_max_mhz"], 1980, "{s}");
+        // Read at the end, outside the window.
+        assert_eq!(s["clock_sm_mhz"], 1980, "{s}");
+        assert!(s["samples"].as_u64().unwrap() >= 5, "{s}");
+    }
+    let v = verify(&tmp.path().join("bundle"));
+    assert!(!v.has("schema.invalid"), "{}", v.stdout);
+    v.assert_has_at("speed.gpu-throttled", "warning");
+}

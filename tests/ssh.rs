@@ -413,6 +413,10 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
             && n.contains("version 2.30.7 (read from its text, not loaded")
     });
     assert_any(&notes, |n| n == "rank 1 stopped (exit code 0)");
+    // A rank on another machine: its GPU is not this machine's NVML's to read.
+    assert_any(&notes, |n| {
+        n.starts_with("gpu: not read: ranks run on other machines")
+    });
     s.assert_no_leftovers();
 }
 

@@ -352,6 +352,9 @@ pub struct ReplaySummary {
     /// Inconclusive: a drift the machine's speed reference explains.
     #[serde(default)]
     pub machine_speed: usize,
+    /// Inconclusive: the replayed side's GPU throttled during a kept try.
+    #[serde(default)]
+    pub gpu_throttled: usize,
 }
 
 impl ReplaySummary {
@@ -374,6 +377,7 @@ impl ReplaySummary {
                 Some(I::SessionsDisagree) => s.sessions_disagree += 1,
                 Some(I::HeadlineOnly) => s.headline_only += 1,
                 Some(I::MachineSpeed) => s.machine_speed += 1,
+                Some(I::GpuThrottled) => s.gpu_throttled += 1,
                 None => {}
             }
         }
@@ -390,6 +394,7 @@ impl ReplaySummary {
             (self.sessions_disagree, "sessions disagree"),
             (self.headline_only, "headline only"),
             (self.machine_speed, "machine speed"),
+            (self.gpu_throttled, "GPU throttled"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)

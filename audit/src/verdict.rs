@@ -16,8 +16,13 @@ pub enum Inconclusive {
     /// The 90 % interval of the change reaches across the edge of the tolerance band: neither
     /// inside it (reproduced) nor a significant move beyond it (drifted).
     WideInterval,
-    /// The load guard saw foreign load during a kept try of the step.
+    /// The load guard saw foreign load during a kept try of the step (a busy program on the CPU,
+    /// or a process on the GPU that was not the server's).
     ForeignLoad,
+    /// The replayed side's GPU throttled its clocks during a kept try of the step (a reason other
+    /// than idle: a power cap, a thermal or hardware slowdown): a replay on a throttling GPU is
+    /// not a drift of the engine.
+    GpuThrottled,
     /// A drift the confirming session did not repeat.
     SessionsDisagree,
     /// A drift the machine's speed reference explains: the machine ran slower or faster as a whole.

@@ -80,8 +80,9 @@ pub struct Args {
     /// Measure without the foreign-load guard (the result then records none).
     #[arg(long)]
     pub no_load_guard: bool,
-    /// The GPU to read through NVML (libnvidia-ml.so.1): a device index, `off`, or `auto`
-    /// (device 0 when NVML loads and the server is on this machine's loopback).
+    /// The GPU to read through NVML (libnvidia-ml.so.1) during every counted try (every 100 ms):
+    /// a device index, `off`, or `auto` (device 0 when NVML loads and the server is on this
+    /// machine's loopback).
     #[arg(long, default_value = "auto", value_parser = gpu::parse_choice, value_name = "N|auto|off")]
     pub gpu: gpu::Choice,
 }

@@ -71,6 +71,11 @@ pub struct Args {
     /// contract's rule, or the seeds' rule when it states none).
     #[arg(long)]
     pub no_load_guard: bool,
+    /// The GPU to read through NVML while measuring (as `measure --gpu`): `auto` reads device 0
+    /// when NVML loads, `off` nothing, N device N. Only when every rank runs on this machine (no
+    /// `--ssh`/Slurm boxes); the replay's notes say why it was not read otherwise.
+    #[arg(long, default_value = "auto", value_parser = measure::gpu::parse_choice, value_name = "N|auto|off")]
+    pub gpu: measure::gpu::Choice,
     /// Pass a recorded environment variable that loads code or changes what runs (`LD_PRELOAD`,
     /// `PYTHONPATH`, `PATH`, ...) to the engine; refused otherwise. Repeatable.
     #[arg(long = "allow-env", value_name = "NAME")]
@@ -161,8 +166,7 @@ impl Session<'_> {
             title: Some(self.title.clone()),
             server_pids,
             load_guard: !self.a.no_load_guard,
-            // Not yet: a replay's ranks may run on other machines than this one's GPU 0.
-            gpu: measure::gpu::Choice::Off,
+            gpu: self.gpu_choice(notes),
         };
         let measured = measure::measure(&plan);
         // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).
@@ -175,6 +179,22 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// `--gpu` when every rank runs here; off (and a note why) when one runs on another machine,
+    /// whose GPU this machine's NVML cannot see.
+    fn gpu_choice(&self, notes: &mut Vec<String>) -> measure::gpu::Choice {
+        let elsewhere = self
+            .launchers
+            .iter()
+            .any(|l| !matches!(l, remote::Launcher::Local));
+        if !elsewhere || self.a.gpu == measure::gpu::Choice::Off {
+            return self.a.gpu;
+        }
+        notes.push(
+            "gpu: not read: ranks run on other machines (ssh or Slurm), whose GPUs NVML here cannot see (--gpu applies to ranks on this machine)".into(),
+        );
+        measure::gpu::Choice::Off
+    }
+
     /// One `--runs auto` round: a session of its own measuring only the parts of `plan` with its
     /// runs, no quality, into `OUT/more-ROUND`; the bundle it wrote.
     fn top_up(

@@ -9,7 +9,7 @@
  * unsigned int gpuInstanceId, unsigned int computeInstanceId}; nvmlReturn_t is an int (0
  * success, 2 invalid argument, 7 insufficient size).
  *
- * It answers from the environment:
+ * It answers from the environment (or the steering file, below):
  *   FAKE_NVML_NAME        the device's name (default "Fake NVML GPU")
  *   FAKE_NVML_DEVICES     how many devices there are (default 1)
  *   FAKE_NVML_PROCESSES   the processes on the GPU, "pid:bytes,pid:bytes" (default none)
@@ -17,7 +17,14 @@
  *   FAKE_NVML_SM_MHZ      the SM clock (default 1980)
  *   FAKE_NVML_ENERGY_STEP the energy counter's growth per reading, mJ (default 1500)
  * The energy counter starts at 1000000 mJ and grows by the step at every reading.
+ *
+ *   FAKE_NVML_STEER       a file read again at every call, lines `FAKE_NVML_X=value`: a name it
+ *                         holds answers from there instead of the environment, so a test can put
+ *                         a process or a throttle reason on the GPU for a moment inside a try
+ *                         (write the file elsewhere and rename it over, so a call never reads
+ *                         half of it). A missing file steers nothing.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,8 +51,28 @@ typedef struct {
 static int device_token;
 static unsigned long long energy_mj = 1000000ULL;
 
+/* The setting `name`: from the steering file when it names it (copied into buf), else the
+ * environment's; NULL when neither has it. Reentrant: the calls come from two threads. */
+static const char *setting(const char *name, char *buf, size_t size) {
+    const char *steer = getenv("FAKE_NVML_STEER");
+    size_t n = strlen(name);
+    FILE *f = (steer && *steer) ? fopen(steer, "r") : NULL;
+    if (f) {
+        while (fgets(buf, (int)size, f)) {
+            if (strncmp(buf, name, n) == 0 && buf[n] == '=') {
+                fclose(f);
+                buf[strcspn(buf, "\r\n")] = 0;
+                return buf + n + 1;
+            }
+        }
+        fclose(f);
+    }
+    return getenv(name);
+}
+
 static unsigned long long env_num(const char *name, unsigned long long dflt) {
-    const char *v = getenv(name);
+    char buf[512];
+    const char *v = setting(name, buf, sizeof buf);
     return (v && *v) ? strtoull(v, NULL, 0) : dflt;
 }
 
@@ -120,7 +147,8 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_t *infos) {
     nvmlProcessInfo_t found[64];
     unsigned int n = 0;
-    const char *v = getenv("FAKE_NVML_PROCESSES");
+    char buf[4096];
+    const char *v = setting("FAKE_NVML_PROCESSES", buf, sizeof buf);
     (void)device;
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
     while (v && *v && n < 64) {

@@ -239,11 +239,20 @@ pub struct GpuTry {
     /// SM clock at the try's end, MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_sm_mhz: Option<u32>,
-    /// Throttle reasons seen at the try's start or end (`gpu_idle`, `sw_power_cap`, ...).
+    /// The lowest SM clock read during the try, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_sm_min_mhz: Option<u32>,
+    /// The highest SM clock read during the try, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_sm_max_mhz: Option<u32>,
+    /// How many times NVML was read during the try (its start, every 100 ms, its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u32>,
+    /// Throttle reasons seen at any reading during the try (`gpu_idle`, `sw_power_cap`, ...).
     #[serde(default)]
     pub throttle_reasons: Vec<String>,
-    /// Processes on the GPU at the try's start or end that were not the server's
-    /// (`pid N (name) on the GPU`).
+    /// Processes on the GPU at any reading during the try that were not the server's
+    /// (`pid N (name) on the GPU`; past 32, one line counts the rest).
     #[serde(default)]
     pub foreign_processes: Vec<String>,
 }

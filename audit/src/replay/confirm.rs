@@ -191,7 +191,10 @@ impl SessionSpread {
             !r.key.starts_with("quality.")
                 && !r.informational
                 && r.verdict != ReplayVerdict::NotComparable
-                && r.inconclusive != Some(Inconclusive::ForeignLoad)
+                && !matches!(
+                    r.inconclusive,
+                    Some(Inconclusive::ForeignLoad | Inconclusive::GpuThrottled)
+                )
         };
         let logs: Vec<f64> = first
             .comparisons

@@ -50,7 +50,11 @@
 //!   description), or [`Tolerance::same_hardware`] says so, speed rows are `informational` and a
 //!   drifted speed row is reported at info severity.
 //! - **Setup**: the servers' window and slots (error) and sampling defaults and engine version
-//!   (warning), as their start lines and `/v1/models` say, must agree.
+//!   (warning), as their start lines and `/v1/models` say, must agree, and so must the GPU's
+//!   name and driver where both results name one (warning).
+//! - **GPU**: a speed row whose replayed kept tries ran on a GPU throttled for a reason other
+//!   than idle is *inconclusive* ([`Inconclusive::GpuThrottled`]); a kept try beside a foreign
+//!   process on either side's GPU is foreign load, as a busy CPU process is.
 
 use crate::bundle::{Bundle, Loaded, QualityTest};
 use crate::check::{Check, Stage, StageOut, Staged};
@@ -105,7 +109,7 @@ pub const DRIFTED: Check<Staged> = Check {
 pub const INCONCLUSIVE: Check<Staged> = Check {
     id: "replay.inconclusive",
     severity: Severity::Info,
-    doc: "A replayed figure could be called neither reproduced nor drifted: its 90 % interval reaches across the tolerance band's edge (the row says how many runs a side would settle it), too few runs on a side, only a headline figure, foreign load, two sessions that disagree, or a drift the machine's own change of speed explains.",
+    doc: "A replayed figure could be called neither reproduced nor drifted: its 90 % interval reaches across the tolerance band's edge (the row says how many runs a side would settle it), too few runs on a side, only a headline figure, foreign load (on the CPU or the GPU), a replayed GPU that throttled its clocks, two sessions that disagree, or a drift the machine's own change of speed explains.",
     run: BY_COMPARISON,
 };
 
@@ -129,7 +133,7 @@ pub const HARDWARE_DIFFERS: Check<Staged> = Check {
 pub const SETUP_DIFFERS: Check<Staged> = Check {
     id: "replay.setup-differs",
     severity: Severity::Error,
-    doc: "The replayed server's window or slots (error), sampling defaults or engine version (warning) differ from the recorded one's.",
+    doc: "The replayed server's window or slots (error), sampling defaults, engine version or GPU (its name or driver, as measure --gpu read them) (warning) differ from the recorded one's.",
     run: BY_COMPARISON,
 };
 
@@ -380,8 +384,8 @@ fn speed_rows(
     informational: bool,
 ) -> Vec<judge::Row> {
     let mut rows = Vec::new();
-    let rec = SpeedSide::new(recorded, replayed);
-    let rep = SpeedSide::new(replayed, recorded);
+    let rec = SpeedSide::new(recorded, replayed, false);
+    let rep = SpeedSide::new(replayed, recorded, true);
     if rec.loaded.is_none() && rep.loaded.is_none() {
         return rows;
     }
@@ -821,6 +825,87 @@ mod tests {
         ]));
         let c = compare(&a, &q, &Tolerance::default());
         assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Reproduced);
+    }
+
+    fn gpu(name: &str, steps: &[(&str, &[&str], &[&str])]) -> crate::records::speed::GpuRecord {
+        serde_json::from_value(json!({
+            "index": 0, "name": name, "driver": "550.54",
+            "steps": steps.iter().map(|(s, throttle, foreign)| json!({
+                "step": s, "try": 1, "kept": true,
+                "throttle_reasons": throttle, "foreign_processes": foreign
+            })).collect::<Vec<_>>()
+        }))
+        .expect("gpu record")
+    }
+
+    #[test]
+    fn a_replay_on_a_throttling_gpu_is_inconclusive_never_drifted() {
+        let slow: Vec<f64> = REC.iter().map(|r| r * 0.5).collect();
+        let a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(&slow, TTFT);
+        b.speed_result.as_mut().unwrap().value.gpu = Some(gpu(
+            "H100",
+            &[
+                ("decode/code/1", &["gpu_idle", "sw_thermal_slowdown"], &[]),
+                ("prefill/512/1", &["gpu_idle"], &[]),
+            ],
+        ));
+        let c = compare(&a, &b, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.verdict, ReplayVerdict::Inconclusive, "{}", r.why);
+        assert_eq!(r.inconclusive, Some(Inconclusive::GpuThrottled));
+        assert_starts_with(
+            &r.why,
+            "GPU throttled: on the replayed side, try 1 of decode/code/1 ran on H100 throttled (sw_thermal_slowdown)",
+        );
+        assert!(of_check(&c, "replay.drifted").is_empty());
+        // Idle alone is no throttle: the prefill row is judged as before.
+        assert_eq!(row(&c, "ttft.512").inconclusive, None);
+        // The recorded side's throttle is the page's (verify's speed.gpu-throttled): judged.
+        let c = compare(&b, &a, &Tolerance::default());
+        assert_eq!(row(&c, "decode.code").verdict, ReplayVerdict::Drifted);
+        // A foreign process on either side's GPU is foreign load.
+        b.speed_result.as_mut().unwrap().value.gpu = Some(gpu(
+            "H100",
+            &[("decode/code/1", &[], &["pid 9 (python3) on the GPU"])],
+        ));
+        let c = compare(&b, &a, &Tolerance::default());
+        let r = row(&c, "decode.code");
+        assert_eq!(r.inconclusive, Some(Inconclusive::ForeignLoad), "{}", r.why);
+        assert_starts_with(
+            &r.why,
+            "foreign load: on the recorded side, try 1 of decode/code/1 kept beside pid 9 (python3) on the GPU",
+        );
+    }
+
+    #[test]
+    fn another_gpu_or_driver_is_a_setup_difference() {
+        let mut a = speed_bundle(REC, TTFT);
+        let mut b = speed_bundle(REC, TTFT);
+        a.speed_result.as_mut().unwrap().value.gpu = Some(gpu("NVIDIA H100", &[]));
+        b.speed_result.as_mut().unwrap().value.gpu = Some(gpu("NVIDIA H200", &[]));
+        let c = compare(&a, &b, &Tolerance::default());
+        let f = of(&c, "replay.setup-differs");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].data["what"].as_str(), f[0].severity),
+            (Some("gpu"), Severity::Warning)
+        );
+        assert!(
+            f[0].message
+                .starts_with("the GPUs differ: NVIDIA H100 with driver 550.54 when recorded"),
+            "{}",
+            f[0].message
+        );
+        // The same card, or a side that names none: nothing.
+        let same = compare(&a, &a, &Tolerance::default());
+        assert!(of(&same, "replay.setup-differs").is_empty());
+        b.speed_result.as_mut().unwrap().value.gpu = None;
+        assert!(of(
+            &compare(&a, &b, &Tolerance::default()),
+            "replay.setup-differs"
+        )
+        .is_empty());
     }
 
     #[test]

@@ -161,6 +161,7 @@ pub(super) fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut 
         slots_differs(&x, &y, paths),
         sampling_differs(&x, &y, paths),
         version_differs(&x, &y, paths),
+        gpu_differs(&a.value, &b.value, paths),
     ];
     for d in all.into_iter().flatten() {
         out.push(
@@ -179,6 +180,35 @@ pub(super) fn setup(a: &Loaded<SpeedResult>, b: &Loaded<SpeedResult>, out: &mut 
 }
 
 const LINES: &str = "/server/start_lines";
+
+/// Both results name a GPU (measure `--gpu`) and its name or driver differ: figures on another
+/// card or driver move by themselves, so the replay says so before its drifts.
+fn gpu_differs(a: &SpeedResult, b: &SpeedResult, (fa, fb): (&str, &str)) -> Option<ServerDiffers> {
+    let (ga, gb) = (a.gpu.as_ref()?, b.gpu.as_ref()?);
+    let driver = |g: &crate::records::speed::GpuRecord| {
+        g.driver.clone().unwrap_or_else(|| "not named".into())
+    };
+    let (da, db) = (driver(ga), driver(gb));
+    let name = ga.name.trim() != gb.name.trim();
+    let drivers = ga.driver.is_some() && gb.driver.is_some() && da != db;
+    (name || drivers).then(|| {
+        let what = match (name, drivers) {
+            (true, true) => "GPUs and drivers",
+            (true, false) => "GPUs",
+            _ => "GPU drivers",
+        };
+        ServerDiffers {
+            severity: Severity::Warning,
+            what: "gpu",
+            values: (format!("{} (driver {da})", ga.name), format!("{} (driver {db})", gb.name)),
+            pointers: ("/gpu", "/gpu"),
+            message: format!(
+                "the {what} differ: {} with driver {da} when recorded ({fa} /gpu) but {} with driver {db} when replayed ({fb} /gpu); speed figures on another card or driver move by themselves",
+                ga.name, gb.name
+            ),
+        }
+    })
+}
 
 /// One way the two servers differ: how much it matters, what, the two values, where each side
 /// says it, and the sentence.

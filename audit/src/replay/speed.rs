@@ -150,8 +150,9 @@ pub(super) fn order(key: &str) -> (usize, u64, String) {
 #[derive(Debug, Clone)]
 pub(super) enum Measured {
     Invalid(Invalid),
-    /// Kept under foreign load: the guard's words, and what was measured.
-    Disturbed(String, Box<Measured>),
+    /// Kept under foreign load or on a throttling GPU: which, the words naming it, and what was
+    /// measured.
+    Disturbed(Inconclusive, String, Box<Measured>),
     Runs {
         value: Option<f64>,
         xs: Vec<f64>,
@@ -163,7 +164,7 @@ impl Measured {
     pub(super) fn value(&self) -> Option<f64> {
         match self {
             Measured::Invalid(_) => None,
-            Measured::Disturbed(_, m) => m.value(),
+            Measured::Disturbed(_, _, m) => m.value(),
             Measured::Runs { value, .. } => *value,
             Measured::Single(x) => Some(*x),
         }
@@ -172,7 +173,7 @@ impl Measured {
     pub(super) fn n(&self) -> usize {
         match self {
             Measured::Invalid(_) => 0,
-            Measured::Disturbed(_, m) => m.n(),
+            Measured::Disturbed(_, _, m) => m.n(),
             Measured::Runs { xs, .. } => xs.len(),
             Measured::Single(_) => 1,
         }
@@ -184,8 +185,9 @@ pub(super) struct SpeedSide<'a> {
     pub(super) loaded: Option<&'a Loaded<SpeedResult>>,
     pub(super) values: BTreeMap<String, Option<f64>>,
     pub(super) samples: BTreeMap<String, Vec<f64>>,
-    /// Kept tries the load guard saw under foreign load: step name and the guard's words.
-    pub(super) disturbed: Vec<(String, String)>,
+    /// Kept tries the load guard saw under foreign load, or (replayed side) that ran on a
+    /// throttling GPU: step name, which, and the words naming it.
+    pub(super) disturbed: Vec<(String, Inconclusive, String)>,
 }
 
 /// The kept tries of a speed result that broke its load guard's rule (the contract's, else the
@@ -193,7 +195,7 @@ pub(super) struct SpeedSide<'a> {
 pub(super) fn disturbed_tries(
     c: Option<&crate::records::speed::SpeedContract>,
     r: &SpeedResult,
-) -> Vec<(String, String)> {
+) -> Vec<(String, Inconclusive, String)> {
     let Some(g) = &r.load_guard else {
         return Vec::new();
     };
@@ -210,6 +212,7 @@ pub(super) fn disturbed_tries(
             };
             (
                 s.step.clone(),
+                Inconclusive::ForeignLoad,
                 format!(
                     "try {} of {} kept with a foreign process above {} % of a core for {} samples in a row{peak}",
                     s.attempt, s.step, rule.threshold_pct, s.longest_run_over
@@ -219,8 +222,57 @@ pub(super) fn disturbed_tries(
         .collect()
 }
 
+/// The kept tries of a speed result's GPU record (measure `--gpu`) that ran beside a process on
+/// the GPU that was not the server's (foreign load, on either side), and, when `throttled` (the
+/// replayed side), those whose GPU throttled its clocks for a reason other than `gpu_idle`.
+pub(super) fn gpu_disturbed_tries(
+    r: &SpeedResult,
+    throttled: bool,
+) -> Vec<(String, Inconclusive, String)> {
+    let Some(g) = &r.gpu else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in g.steps.iter().filter(|t| t.kept) {
+        if !t.foreign_processes.is_empty() {
+            out.push((
+                t.step.clone(),
+                Inconclusive::ForeignLoad,
+                format!(
+                    "try {} of {} kept beside {}",
+                    t.attempt,
+                    t.step,
+                    t.foreign_processes.join(", ")
+                ),
+            ));
+        }
+        let reasons: Vec<&str> = t
+            .throttle_reasons
+            .iter()
+            .map(String::as_str)
+            .filter(|r| *r != "gpu_idle")
+            .collect();
+        if throttled && !reasons.is_empty() {
+            out.push((
+                t.step.clone(),
+                Inconclusive::GpuThrottled,
+                format!(
+                    "try {} of {} ran on {} throttled ({})",
+                    t.attempt,
+                    t.step,
+                    g.name,
+                    reasons.join(", ")
+                ),
+            ));
+        }
+    }
+    out
+}
+
 impl<'a> SpeedSide<'a> {
-    pub(super) fn new(b: &'a Bundle, other: &'a Bundle) -> Self {
+    /// One side's speed result: `b`'s, judged with its own contract or else `other`'s;
+    /// `replayed` when `b` is the replay (only its GPU's throttling makes a row inconclusive).
+    pub(super) fn new(b: &'a Bundle, other: &'a Bundle, replayed: bool) -> Self {
         let contract = b.speed_contract.as_ref().or(other.speed_contract.as_ref());
         let loaded = b.speed_result.as_ref();
         let (values, samples) = match (loaded, contract) {
@@ -228,7 +280,11 @@ impl<'a> SpeedSide<'a> {
             _ => Default::default(),
         };
         let disturbed = loaded
-            .map(|r| disturbed_tries(contract.map(|c| &c.value), &r.value))
+            .map(|r| {
+                let mut d = disturbed_tries(contract.map(|c| &c.value), &r.value);
+                d.extend(gpu_disturbed_tries(&r.value, replayed));
+                d
+            })
             .unwrap_or_default();
         SpeedSide {
             loaded,
@@ -286,8 +342,12 @@ impl<'a> SpeedSide<'a> {
             .or_else(|| crate::stats::median(&xs));
         let runs = Measured::Runs { value, xs };
         let prefix = step.guard_prefix();
-        match self.disturbed.iter().find(|(s, _)| s.starts_with(&prefix)) {
-            Some((_, why)) => Measured::Disturbed(why.clone(), Box::new(runs)),
+        match self
+            .disturbed
+            .iter()
+            .find(|(s, _, _)| s.starts_with(&prefix))
+        {
+            Some((_, kind, why)) => Measured::Disturbed(*kind, why.clone(), Box::new(runs)),
             None => runs,
         }
     }
@@ -416,11 +476,8 @@ pub(super) fn speed_row(
         return (row, None);
     }
     let moved = moved_text(&row);
-    if let Some(why) = disturbed_why(&rec, &rep) {
-        return (
-            inconclusive(row, Inconclusive::ForeignLoad, why + &moved),
-            None,
-        );
+    if let Some((kind, why)) = disturbed_why(&rec, &rep) {
+        return (inconclusive(row, kind, why + &moved), None);
     }
     if let Some(why) = headline_only_why(&rec, &rep, opts) {
         return (
@@ -473,16 +530,31 @@ pub(super) fn inconclusive(mut row: Comparison, kind: Inconclusive, why: String)
     row
 }
 
-/// `foreign load: ...` naming the side(s) whose kept tries the guard saw disturbed.
-pub(super) fn disturbed_why(rec: &Measured, rep: &Measured) -> Option<String> {
-    let sides: Vec<String> = [(Side::Recorded, rec), (Side::Replayed, rep)]
+/// `foreign load: ...` naming the side(s) whose kept tries the guard saw disturbed (foreign load
+/// on either side wins), else `GPU throttled: ...` naming the replayed side's throttled try.
+pub(super) fn disturbed_why(rec: &Measured, rep: &Measured) -> Option<(Inconclusive, String)> {
+    let sides: Vec<(Inconclusive, String)> = [(Side::Recorded, rec), (Side::Replayed, rep)]
         .iter()
         .filter_map(|(s, m)| match m {
-            Measured::Disturbed(why, _) => Some(format!("on the {} side, {why}", s.name())),
+            Measured::Disturbed(kind, why, _) => {
+                Some((*kind, format!("on the {} side, {why}", s.name())))
+            }
             _ => None,
         })
         .collect();
-    (!sides.is_empty()).then(|| format!("foreign load: {}", sides.join("; ")))
+    if sides.is_empty() {
+        return None;
+    }
+    let kind = match sides.iter().any(|(k, _)| *k == Inconclusive::ForeignLoad) {
+        true => Inconclusive::ForeignLoad,
+        false => Inconclusive::GpuThrottled,
+    };
+    let label = match kind {
+        Inconclusive::ForeignLoad => "foreign load",
+        _ => "GPU throttled",
+    };
+    let words: Vec<&str> = sides.iter().map(|(_, w)| w.as_str()).collect();
+    Some((kind, format!("{label}: {}", words.join("; "))))
 }
 
 pub(super) fn headline_only_why(

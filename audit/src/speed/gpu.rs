@@ -3,7 +3,8 @@
 //!
 //! Definitions: a kept try is a row of `gpu.steps` with `kept: true` (the try whose records
 //! count); it ran beside a foreign GPU process when its `foreign_processes` is not empty (a
-//! process on the GPU at the try's start or end that was neither the server's nor rigaudit's);
+//! process on the GPU at any reading during the try (its start, every 100 ms, its end) that was
+//! neither the server's nor rigaudit's);
 //! it ran throttled when its `throttle_reasons` hold a reason other than `gpu_idle` (a power cap,
 //! a thermal or hardware slowdown, clocks set low: the GPU ran below its clocks). Results
 //! without `gpu` are not judged.
