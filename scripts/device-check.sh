@@ -90,13 +90,13 @@ listen_addr() {
     echo "$addr"
 }
 
-# serve --device cuda (all-reduces through NCCL, a world of one) on a random SmolLM2-sized model
+# serve --device cuda (all-reduces through NCCL, a world of one, when NCCL loads) on a random SmolLM2-sized model
 # answers a greedy completion; prints its start line.
 serve_smoke() {
     local out=$1 model
     model=$(mktemp -d)/random.gguf
     "$ENGINE" make-model --preset smollm2-135m --seed 1 --out "$model" >/dev/null || return 1
-    "$ENGINE" serve "$model" --name random --device cuda --nccl on --port 0 --context 2048 \
+    "$ENGINE" serve "$model" --name random --device cuda --nccl auto --port 0 --context 2048 \
         >"$out/serve.log" 2>&1 &
     local pid=$! addr
     addr=$(listen_addr "$out/serve.log" "$pid")
@@ -203,6 +203,12 @@ run() {
     printf '#!/bin/sh\nexec %s __engine "$@"\n' "$bin/rigaudit" >"$bin/rigaudit-engine"
     chmod +x "$bin/rigaudit-engine"
     export RIGAUDIT="$bin/rigaudit" ENGINE="$bin/rigaudit-engine"
+    # NCCL: the system's (libnccl.so.2 on the loader's path), else the one torch's wheels carry.
+    if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 ' && [ -z "${RIGAUDIT_NCCL:-}" ]; then
+        RIGAUDIT_NCCL=$(python3 -c 'import glob, os, nvidia.nccl as n
+print(glob.glob(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))[0])' 2>/dev/null) &&
+            export RIGAUDIT_NCCL
+    fi
     # A fresh PTX cache: the first GpuForward of the run compiles, later ones read the cache.
     RIGAUDIT_CACHE=$(mktemp -d)
     export RIGAUDIT_CACHE
@@ -273,8 +279,8 @@ if b:
     print("energy per decoded token (graph run, mJ):", nv.get("graph_run_mj_per_decoded_token"))
 else:
     print(f"gpu-bench: failed (rc={bench_rc}):", open(os.path.join(out, "bench.err")).read()[-2000:])
-print(f"serve --device cuda --nccl on: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")
-print(f"  NCCL in the start line: {'yes' if ' nccl=' in start else 'NO'}")
+print(f"serve --device cuda --nccl auto: {'answered' if serve_rc == '0' else 'FAILED (see serve.log)'}; start line: {start}")
+print(f"  NCCL in the start line: {'yes' if ' nccl=' in start and ' nccl=none' not in start else 'NO'}")
 print(f"tensor parallel 2 (two GPUs): {two}")
 print(f"measure --gpu auto beside a foreign torch process: rc={measure_rc}")
 log = open(os.path.join(out, "measure.log"), errors="replace").read() if os.path.exists(os.path.join(out, "measure.log")) else ""
