@@ -273,6 +273,12 @@ if b:
     print(f"decode random SmolLM2-135M: GPU {d['gpu_graph_tok_s']:.0f} tok/s with graphs, {d['gpu_eager_tok_s']:.0f} without; "
           f"CPU {d['cpu_tok_s']:.1f} tok/s on {d['cpu_threads']} threads -> {sp:.1f}x (goal >= 10x: {'MET' if sp >= 10 else 'NOT MET'})")
     print(f"launch overhead: {d['launch_overhead_us_per_token']:.0f} us per token saved by graphs over {d['launches_per_token']} launches")
+    nc = b.get("decode_nccl_world_of_one", {})
+    if "nccl_us_per_token" in nc:
+        print(f"NCCL {nc['nccl']} ({nc['nccl_lib']}), a world of one: {nc['gpu_graph_tok_s']:.0f} tok/s with graphs, "
+              f"{nc['nccl_us_per_token']:.0f} us per token for {nc['all_reduces_per_token']} all-reduces")
+    else:
+        print("NCCL decode:", json.dumps(nc))
     nv = b.get("nvml", {})
     print("NVML before:", json.dumps(nv.get("before")))
     print("NVML after the graph decode:", json.dumps(nv.get("after_graph_decode")))

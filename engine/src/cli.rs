@@ -179,9 +179,10 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     gpu.set_graphs(false);
     let eager_s = decode_seconds_per_token(&mut gpu, 32, a.tokens);
     let threads = compute_threads(a.threads);
-    let cpu_model = Model::load(Gguf::parse(bytes)?)?;
+    let cpu_model = Model::load(Gguf::parse(bytes.clone())?)?;
     let mut cpu = CpuForward::new(cpu_model, Pool::new(threads), 1, window);
     let cpu_s = decode_seconds_per_token(&mut cpu, 32, a.cpu_tokens);
+    let nccl = nccl_decode(&bytes, n, window, a.tokens, graph_s);
     let gb = |b: usize, s: f64| b as f64 / s / 1e9;
     let n_layer = crate::synth::Preset::SMOLLM2_135M.n_layer;
     let report = serde_json::json!({
@@ -201,9 +202,41 @@ fn gpu_bench(a: GpuBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             "speedup_gpu_graph_over_cpu": cpu_s / graph_s},
         "nvml": {"before": before.unwrap_or_else(serde_json::Value::String), "after_graph_decode": during,
             "graph_run_mj_per_decoded_token": mj_per_token},
+        "decode_nccl_world_of_one": nccl,
     });
     println!("{report}");
     Ok(())
+}
+
+/// Greedy decode (graphs on) of the model `bytes` with its all-reduces through NCCL in a world
+/// of one, beside `plain_s` seconds per token without NCCL: what NCCL costs a token on one GPU.
+#[cfg(feature = "cuda")]
+fn nccl_decode(
+    bytes: &[u8],
+    n: usize,
+    window: usize,
+    tokens: usize,
+    plain_s: f64,
+) -> serde_json::Value {
+    use crate::cuda::{model::GpuForward, nccl, tp::Ranks};
+    let lib = match nccl::load() {
+        Ok(lib) => lib,
+        Err(e) => return serde_json::json!({ "skipped": e }),
+    };
+    let one = Ranks { rank: 0, world: 1 };
+    let timed = || -> Result<f64, String> {
+        let g = Gguf::parse(bytes.to_vec()).map_err(|e| e.to_string())?;
+        let mut f = GpuForward::load_ranked(&g, n, 1, window, one, true)?;
+        Ok(crate::cuda::bench::decode_seconds_per_token(&mut f, 32, tokens))
+    };
+    match timed() {
+        Ok(s) => serde_json::json!({
+            "nccl": lib.version, "nccl_lib": lib.path, "gpu_graph_tok_s": 1.0 / s,
+            "all_reduces_per_token": 2 * crate::synth::Preset::SMOLLM2_135M.n_layer,
+            "nccl_us_per_token": (s - plain_s) * 1e6,
+        }),
+        Err(e) => serde_json::json!({ "error": e }),
+    }
 }
 
 /// The random-weights model `a` asks for: its preset, with `--layers` when given.
