@@ -227,7 +227,9 @@ fn nccl_decode(
     let timed = || -> Result<f64, String> {
         let g = Gguf::parse(bytes.to_vec()).map_err(|e| e.to_string())?;
         let mut f = GpuForward::load_ranked(&g, n, 1, window, one, true)?;
-        Ok(crate::cuda::bench::decode_seconds_per_token(&mut f, 32, tokens))
+        Ok(crate::cuda::bench::decode_seconds_per_token(
+            &mut f, 32, tokens,
+        ))
     };
     match timed() {
         Ok(s) => serde_json::json!({
