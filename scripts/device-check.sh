@@ -182,7 +182,7 @@ while True:
     a = a @ a.T; a = a / a.norm()
 ' >/dev/null 2>&1) &
     local foreign=$!
-    timeout 200 "$RIGAUDIT" measure --base-url "$addr/v1" --contract "$out/measure-contract.json" \
+    timeout 100 "$RIGAUDIT" measure --base-url "$addr/v1" --contract "$out/measure-contract.json" \
         --out "$out/measure" --gpu auto --timeout 60 >"$out/measure.log" 2>&1
     local rc=$?
     kill "$foreign" "$pid" 2>/dev/null
@@ -190,6 +190,8 @@ while True:
     return $rc
 }
 
+# Each step's time limit is set so that the whole run ends within 470 s (the device call's 480 s),
+# with its summary, even when every step hits its limit: 120 + 90 + 45 + 45 + 110 + 60.
 run() {
     if ! [ -f "$DIR/rigaudit.gz" ] || ! [ -x "$DIR/gpu-tests" ]; then
         echo "scripts/device-check.sh: $DIR/rigaudit.gz and $DIR/gpu-tests missing: run 'prepare' here and carry $DIR" >&2
@@ -217,24 +219,24 @@ print(glob.glob(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))[0])' 2
     # Not CI there: without the carried real layers, the real-weights test is skipped (it says so).
     local real=/nonexistent
     [ -f "$DIR/smollm2-2layers.gguf" ] && real=$(realpath "$DIR/smollm2-2layers.gguf")
-    env -u CI RIGAUDIT_MODEL="$real" timeout 240 "$DIR/gpu-tests" --test-threads 1 --nocapture \
+    env -u CI RIGAUDIT_MODEL="$real" timeout 120 "$DIR/gpu-tests" --test-threads 1 --nocapture \
         >"$out/gpu-tests.txt" 2>&1
     local tests_rc=$?
-    timeout 240 "$ENGINE" gpu-bench --tokens 256 --cpu-tokens 64 \
+    timeout 90 "$ENGINE" gpu-bench --tokens 256 --cpu-tokens 64 \
         >"$out/bench.json" 2>"$out/bench.err"
     local bench_rc=$?
     local torch_rc=1
     if [ $bench_rc = 0 ]; then
-        timeout 120 bash -c "$(declare -f torch_roofline); torch_roofline '$out/bench.json'" \
+        timeout 45 bash -c "$(declare -f torch_roofline); torch_roofline '$out/bench.json'" \
             >"$out/torch.json" 2>"$out/torch.err" && torch_rc=0
     fi
     local start_line serve_rc
-    start_line=$(timeout 120 bash -c "$(declare -f listen_addr serve_smoke); serve_smoke '$out'")
+    start_line=$(timeout 45 bash -c "$(declare -f listen_addr serve_smoke); serve_smoke '$out'")
     serve_rc=$?
-    timeout 240 bash -c "$(declare -f listen_addr measure_gpu); measure_gpu '$out'"
+    timeout 110 bash -c "$(declare -f listen_addr measure_gpu); measure_gpu '$out'"
     local measure_rc=$?
     local two
-    two=$(timeout 150 bash -c "$(declare -f listen_addr two_ranks); two_ranks '$out'")
+    two=$(timeout 60 bash -c "$(declare -f listen_addr two_ranks); two_ranks '$out'")
     summary "$out" "$tests_rc" "$bench_rc" "$torch_rc" "$serve_rc" "$start_line" "$measure_rc" "$two" |
         tee "$out/summary.txt"
 }
