@@ -61,11 +61,12 @@ fn load(g: &Gguf, parts: &[(String, Part)]) -> Mat {
     let (mut w, mut rows, mut k) = (Vec::new(), 0, 0);
     for (name, part) in parts {
         let (t, bytes) = g.tensor(name).unwrap();
-        let (ty, bb) = match t.ty {
-            GgmlType::Q4_1 => (WType::Q4_1, 20),
-            GgmlType::Q8_0 => (WType::Q8_0, 34),
+        let ty = match t.ty {
+            GgmlType::Q4_1 => WType::Q4_1,
+            GgmlType::Q8_0 => WType::Q8_0,
             o => panic!("{name}: {o}"),
         };
+        let bb = ty.block_bytes();
         let (cut, r, kk) = part.cut(bytes, t.dims[1], t.dims[0] / 32, bb).unwrap();
         let mut row = vec![0.0; kk];
         for chunk in cut.chunks_exact(kk / 32 * bb) {

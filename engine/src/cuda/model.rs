@@ -19,6 +19,7 @@ use super::shard::{Part, Shard, Sizes};
 use super::tp::{self, Ranks};
 use super::{compile_ptx, guarded, load_driver, KERNEL_NAMES};
 use crate::gguf::{GgmlType, Gguf};
+use crate::kernels::WType;
 use crate::model::{read_config, Chunk, Config, Forward};
 
 /// Threads per block of the matrix products: 8 a row, so 16 rows a block (small matrices still
@@ -139,12 +140,13 @@ fn raw<'g>(g: &'g Gguf, name: &str) -> Result<(&'g [u8], Quant, usize, usize), S
 }
 
 impl Quant {
-    /// Bytes of one block of 32 weights.
+    /// Bytes of one block of 32 weights (the CPU kernels' layout of the same type).
     fn block_bytes(self) -> usize {
         match self {
-            Quant::Q4_1 => 20,
-            Quant::Q8_0 => 34,
+            Quant::Q4_1 => WType::Q4_1,
+            Quant::Q8_0 => WType::Q8_0,
         }
+        .block_bytes()
     }
 }
 
@@ -159,9 +161,11 @@ fn part(g: &Gguf, name: &str, part: &Part) -> Result<(Vec<u8>, Quant, usize, usi
 
 /// Splits the blocks of `bytes` (of `quant`) into the values and the scales arrays.
 fn repack(bytes: &[u8], quant: Quant) -> (Vec<u8>, Vec<u8>) {
-    let (bb, sb) = match quant {
-        Quant::Q4_1 => (20, 4),
-        Quant::Q8_0 => (34, 2),
+    // The scales lead each block: Q4_1's f16 scale and minimum, Q8_0's f16 scale.
+    let bb = quant.block_bytes();
+    let sb = match quant {
+        Quant::Q4_1 => 4,
+        Quant::Q8_0 => 2,
     };
     let n = bytes.len() / bb;
     let (mut qs, mut sc) = (
