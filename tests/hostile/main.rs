@@ -1,7 +1,16 @@
 //! Hostile inputs: each must end in bounded time and memory with a clear error (exit 1 or 2),
 //! never hang, never read or write outside its place. See docs/security.md for the bounds.
 
+#[path = "../common/mod.rs"]
 mod common;
+
+// The attack suite (issue: a hostile page runs nothing and injects nothing): one harness, one
+// module per surface.
+mod attack;
+mod inputs;
+mod outputs;
+mod replay_env;
+mod ssh_options;
 
 use common::{
     argv, assert_has, decode_contract, fake_engine, fake_engine_card, fixture, python3, sha_hex,

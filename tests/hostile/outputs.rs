@@ -1,0 +1,4 @@
+//! Attacks on outputs (see attack.rs for what each asserts).
+
+#[allow(unused_imports)]
+use super::attack::{assert_clean, Attack, Scratch, Surface};

@@ -1,0 +1,4 @@
+//! Attacks on replay_env (see attack.rs for what each asserts).
+
+#[allow(unused_imports)]
+use super::attack::{assert_clean, Attack, Scratch, Surface};
