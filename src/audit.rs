@@ -72,9 +72,9 @@ fn other_files(
         ));
     }
     if !artifacts.roots.is_empty() || !artifacts.files.is_empty() {
-        eprintln!(
+        crate::progress::say(format_args!(
             "rigaudit: rehash does not apply to another tool's files ({tool}): they record no card whose artifacts --root or --file could be hashed against; not rehashed"
-        );
+        ));
     }
     let mut report = Report::new("audit", &verified.bundle, fail_on, found);
     report.artifacts = verified.artifacts;
@@ -100,10 +100,10 @@ fn replay_stage(bundle: &Path, a: &replay::Args) -> Findings {
     match replay::run(bundle, a) {
         Ok(r) => {
             if !a.quiet {
-                eprintln!(
+                crate::progress::say(format_args!(
                     "rigaudit: replayed bundle written to {}",
                     r.bundle.display()
-                );
+                ));
             }
             r.found
         }

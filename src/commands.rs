@@ -45,7 +45,7 @@ impl Gate {
     /// A status line on standard error (`rigaudit: ...`), unless `--quiet`.
     fn say(&self, line: std::fmt::Arguments) {
         if !self.show.quiet {
-            eprintln!("rigaudit: {line}");
+            crate::progress::say(format_args!("rigaudit: {line}"));
         }
     }
 
@@ -299,7 +299,7 @@ pub fn measured(m: &measure::Measured) -> Result<ExitCode, Fatal> {
         println!("wrote {}", m.dir.display());
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
+    crate::progress::say(format_args!(
         "rigaudit: {} got no answer: {}; what was measured is in {}",
         if m.none_answered {
             "every step"
@@ -308,6 +308,6 @@ pub fn measured(m: &measure::Measured) -> Result<ExitCode, Fatal> {
         },
         m.unanswered.join(", "),
         m.dir.display()
-    );
+    ));
     Ok(ExitCode::from(if m.none_answered { 2 } else { 1 }))
 }

@@ -106,11 +106,11 @@ pub fn fetch(url: &str, pin: Option<&str>, args: &FetchArgs) -> Result<PathBuf, 
     let shown = shown_url(&parsed);
     let dir = cache_root().join("downloads");
     if let Some(found) = pin.and_then(|p| cached(&dir.join(p), p)) {
-        eprintln!(
+        crate::progress::say(format_args!(
             "rigaudit: {shown}: sha256 {} cached in {}",
             pin.unwrap_or_default(),
             found.display()
-        );
+        ));
         return Ok(found);
     }
     std::fs::create_dir_all(&dir).map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
@@ -122,7 +122,10 @@ pub fn fetch(url: &str, pin: Option<&str>, args: &FetchArgs) -> Result<PathBuf, 
         )));
     }
     let kept = keep(got, &parsed, &dir)?;
-    eprintln!("rigaudit: {shown}: fetched into {}", kept.display());
+    crate::progress::say(format_args!(
+        "rigaudit: {shown}: fetched into {}",
+        kept.display()
+    ));
     Ok(kept)
 }
 

@@ -81,8 +81,7 @@ pub fn forget_job(id: &str) {
 /// a pipe closed) `eprintln!` panics on EPIPE, and in the handler that panic once left the
 /// replay waiting for an exit that never came.
 pub fn say(line: std::fmt::Arguments) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    crate::progress::say(line);
 }
 
 /// The handler's work: SIGTERM to every held group, up to 2 s, SIGKILL to what is left, then

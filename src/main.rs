@@ -31,6 +31,7 @@ mod layers;
 mod measure;
 mod output;
 mod policy;
+mod progress;
 mod rehash;
 mod replay;
 mod schemas;
@@ -61,14 +62,18 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
+            if !e.use_stderr() {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // A usage error quotes the arguments, which a hook may take from file names.
+            progress::say(format_args!("{}", e.render().to_string().trim_end()));
+            return ExitCode::from(2);
         }
     };
     // The one error sink: the tool could not do its job.
     run(cli).unwrap_or_else(|e| {
-        eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+        progress::say(format_args!("rigaudit: {e}"));
         ExitCode::from(2)
     })
 }

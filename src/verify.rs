@@ -23,10 +23,10 @@ pub fn check_opened(opened: &bundle::Opened) -> Verified {
     // A file refused as hostile (not a regular file, over its bound) is said here too, as the
     // reason the result is incomplete.
     for r in read.refused() {
-        eprintln!(
+        crate::progress::say(format_args!(
             "rigaudit: {}",
             crate::input::shown_n(&r, crate::input::MESSAGE_MAX)
-        );
+        ));
     }
     Verified {
         id: opened.manifest.id.clone(),

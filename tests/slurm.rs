@@ -276,6 +276,9 @@ impl Setup {
             "5",
             "--ready-timeout",
             "60",
+            // FAKE_NOTE is shell text on purpose (it must arrive verbatim): allowed by name.
+            "--allow-env",
+            "FAKE_NOTE",
         ] {
             a.push(w.to_string());
         }

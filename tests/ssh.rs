@@ -306,6 +306,10 @@ impl Setup {
             "5".into(),
             "--ready-timeout".into(),
             "60".into(),
+            // Rank 1's FAKE_NOTE is shell text on purpose (it must arrive verbatim): not a plain
+            // setting, so it is passed only when allowed by name.
+            "--allow-env".into(),
+            "FAKE_NOTE".into(),
         ];
         a.extend(self.sets(mode, delay));
         a.extend(extra.iter().cloned());

@@ -116,6 +116,39 @@ fn mem_available() -> u64 {
         .unwrap_or(4 << 30)
 }
 
+/// Where a `serve` command line would listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub host: String,
+    pub port: u16,
+}
+
+/// What `rigaudit replay` lets a recorded command ask of this engine: `serve` with this parser's
+/// own options (the other subcommands write files wherever `--out` says, or measure a GPU), and
+/// nothing that only prints help. `args` are the items after the executable. `Err` says why not.
+pub fn replayable(args: &[String]) -> Result<Listen, String> {
+    let argv = std::iter::once("rigaudit-engine".to_string()).chain(args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        format!("the engine's parser refuses it: {first}")
+    })?;
+    match cli.cmd {
+        Cmd::Serve(a) => Ok(Listen {
+            host: a.host,
+            port: a.port,
+        }),
+        _ => Err(format!(
+            "'{}' is not `serve`: a replay runs the engine's server only (its other commands write files or measure a GPU)",
+            args.first().map(String::as_str).unwrap_or("")
+        )),
+    }
+}
+
 /// Runs the engine's command line on `args` (the program name first) and returns its exit code.
 pub fn main_from<I, T>(args: I) -> ExitCode
 where

@@ -19,7 +19,6 @@ use crate::slurm::{Allocation, SlurmArgs};
 use crate::ssh::client::{collect_bounded, Bounds, OUT_MAX};
 use crate::ssh::{Output, Ssh, Target};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -145,7 +144,7 @@ pub fn allocate(
     // Ctrl-C (SIGINT to the whole foreground group, these steps' srun included), SIGTERM or
     // SIGHUP: the handler cancels the allocation, which ends every step, and exits with 130.
     if let Some(e) = crate::interrupt::install() {
-        let _ = writeln!(std::io::stderr(), "rigaudit: warning: {e}");
+        crate::progress::say(format_args!("rigaudit: warning: {e}"));
     }
     let alloc = Allocation::request(a, map.count(), &map.nodelist())?;
     let nodes = map

@@ -59,78 +59,6 @@ pub struct ResolveOpts {
     pub allow_env: Vec<String>,
 }
 
-/// Variables that load code into a process or change what runs: a card's recorded value of one
-/// of these is refused (not set) unless the user allows it by name.
-pub const CODE_LOADING_ENV: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "LD_BIND_NOW",
-    "LD_PROFILE",
-    "LD_DEBUG_OUTPUT",
-    "GCONV_PATH",
-    "PATH",
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "PYTHONHOME",
-    "PYTHONUSERBASE",
-    "PYTHONINSPECT",
-    "PYTHONBREAKPOINT",
-    "PYTHONEXECUTABLE",
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "PROMPT_COMMAND",
-    "IFS",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "CLASSPATH",
-    "LUA_INIT",
-    "LUA_PATH",
-    "LUA_CPATH",
-    "TCLLIBPATH",
-    "MALLOC_CONF",
-    "OPENSSL_CONF",
-    "OPENSSL_ENGINES",
-    "SSLKEYLOGFILE",
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "TMPDIR",
-];
-
-/// Whether a recorded variable of this name may load code or change what runs.
-pub fn loads_code(name: &str) -> bool {
-    const HARMLESS_PYTHON: &[&str] = &[
-        "PYTHONUNBUFFERED",
-        "PYTHONHASHSEED",
-        "PYTHONDONTWRITEBYTECODE",
-        "PYTHONIOENCODING",
-        "PYTHONUTF8",
-    ];
-    if HARMLESS_PYTHON.contains(&name) {
-        return false;
-    }
-    CODE_LOADING_ENV.contains(&name)
-        || name.starts_with("DYLD_")
-        || name.starts_with("LD_")
-        || name.starts_with("BASH_FUNC_")
-        || name.starts_with("PYTHON")
-        || name.starts_with("NCCL_NET_PLUGIN")
-        || name.contains('=')
-        || name.is_empty()
-        || name.contains('\0')
-}
-
 /// One rank's process, ready to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -208,9 +136,25 @@ pub fn placeholders(card: &Card) -> Vec<String> {
     names
 }
 
-/// Single-quotes a word for a message the user may paste into a shell.
+/// Single-quotes a word for a message the user may paste into a shell, its control characters
+/// (a newline among them) shown escaped and its length cut, so a recorded word never starts a
+/// line of its own in a message.
 fn quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
+    format!("'{}'", crate::input::shown(s).replace('\'', r"'\''"))
+}
+
+/// A recorded argv for a message: each item quoted.
+fn shown_argv(argv: &[String]) -> String {
+    argv.iter().map(|w| quoted(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// Whether a listen address is this machine's loopback (`127.0.0.0/8`, `::1`, `localhost`).
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Turns the card's recorded commands into processes to start: placeholders filled, the
@@ -292,7 +236,8 @@ fn fill_noted(s: &str, opts: &ResolveOpts, place: &str, unfilled: &mut Vec<Strin
 }
 
 /// A rank's recorded environment filled; a placeholder with no value goes to `unfilled`, a
-/// variable that loads code and that `--allow-env` does not name to `refused`.
+/// variable that the allow-list ([`super::env_rules`]) refuses and `--allow-env` does not name
+/// goes to `refused` with its reason, and is not set.
 fn fill_env(
     c: &RankCommand,
     opts: &ResolveOpts,
@@ -301,19 +246,38 @@ fn fill_env(
 ) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for (k, v) in &c.env {
-        if loads_code(k) && !opts.allow_env.iter().any(|a| a == k) {
+        let place = format!("rank {} env {k}", c.rank);
+        let filled = fill_noted(v, opts, &place, unfilled);
+        if let Some(why) = env_refusal(k, v, &filled, &opts.allow_env) {
             refused.push(format!(
-                "rank {} env {}={}",
+                "rank {} {}={} ({why})",
                 c.rank,
                 crate::input::shown(k),
                 crate::input::shown(v)
             ));
             continue;
         }
-        let place = format!("rank {} env {k}", c.rank);
-        env.insert(k.clone(), fill_noted(v, opts, &place, unfilled));
+        env.insert(k.clone(), filled);
     }
     env
+}
+
+/// Why a recorded variable is not set, or `None` when it is: the allow-list's reason, unless
+/// `--allow-env` names it (a name that is no variable name, or a value with a NUL byte, is
+/// refused even then: no process can be given it).
+pub fn env_refusal(
+    name: &str,
+    recorded: &str,
+    filled: &str,
+    allow_env: &[String],
+) -> Option<String> {
+    if !super::env_rules::name_ok(name) || filled.contains('\0') {
+        return super::env_rules::refusal(name, recorded, filled);
+    }
+    if allow_env.iter().any(|a| a == name) {
+        return None;
+    }
+    super::env_rules::refusal(name, recorded, filled)
 }
 
 /// Fills every placeholder; an error lists each one left unfilled with where it is. A recorded
@@ -350,10 +314,13 @@ fn fill_commands(
         )));
     }
     if !refused_env.is_empty() {
-        notes.push(format!(
-            "recorded environment refused (it loads code or changes what runs; pass --allow-env NAME to set one): {}",
-            refused_env.join(", ")
-        ));
+        let note = format!(
+            "recorded environment refused, not set ({}): {}",
+            super::env_rules::HOW_TO_PASS,
+            refused_env.join("; ")
+        );
+        crate::progress::say(format_args!("rigaudit: {note}"));
+        notes.push(note);
     }
     Ok(filled)
 }
@@ -383,6 +350,18 @@ fn bundled(card: &Card, filled: &[Filled], notes: &mut Vec<String>) -> Result<Pa
                 "the recorded command of rank {rank} runs {}, not the bundled engine ({BUNDLED_ENGINE}); pass --engine PATH to run that executable (its sha256 must match the card's engine binary, or pass --trust-executable)",
                 quoted(&argv[0])
             )));
+        }
+        let listen = rigaudit_engine::cli::replayable(&argv[1..]).map_err(|why| {
+            fatal(format!(
+                "the recorded command of rank {rank} ({}) is refused: {why}",
+                shown_argv(argv)
+            ))
+        })?;
+        if !is_loopback(&listen.host) {
+            notes.push(format!(
+                "rank {rank}: the bundled engine listens on {} as recorded (--host), reachable from other machines while the replay runs",
+                quoted(&listen.host)
+            ));
         }
     }
     if let Some(b) = &card.engine.binary {
@@ -521,14 +500,19 @@ mod tests {
                     0,
                     &[
                         "/opt/x/rigaudit-engine",
+                        "serve",
                         "<folder of the checkpoint>",
-                        "--model=<model file>",
+                        "--name=<model file>",
                         "--port",
                         "8080",
                     ],
-                    &[("MODEL_DIR", "<folder of the checkpoint>/sub"), ("N", "1")],
+                    &[("MODEL_DIR", "<folder of the checkpoint>"), ("N", "1")],
                 ),
-                cmd(1, &["rigaudit-engine", "--model=<model file>"], &[]),
+                cmd(
+                    1,
+                    &["rigaudit-engine", "serve", "x.gguf", "--name=<model file>"],
+                    &[],
+                ),
             ],
             None,
         )
@@ -558,35 +542,46 @@ mod tests {
         assert_eq!(l0.program, std::env::current_exe().unwrap());
         assert_eq!(
             l0.args,
-            vec!["__engine", "/ck", "--model=/m.gguf", "--port", "8080"]
+            vec![
+                "__engine",
+                "serve",
+                "/ck",
+                "--name=/m.gguf",
+                "--port",
+                "8080"
+            ]
         );
         assert_eq!(
             l0.shown,
             vec![
                 "/opt/x/rigaudit-engine",
+                "serve",
                 "/ck",
-                "--model=/m.gguf",
+                "--name=/m.gguf",
                 "--port",
                 "8080"
             ]
         );
-        assert_eq!(l0.env["MODEL_DIR"], "/ck/sub");
+        assert_eq!(l0.env["MODEL_DIR"], "/ck");
         assert_eq!(l0.env["N"], "1");
-        assert_eq!(r.launches[1].args, vec!["__engine", "--model=/m.gguf"]);
+        assert_eq!(
+            r.launches[1].args,
+            vec!["__engine", "serve", "x.gguf", "--name=/m.gguf"]
+        );
         // A value is not scanned again.
         let r = resolve_bundled(&[
             ("folder of the checkpoint", "<model file>"),
             ("model file", "m"),
         ])
         .unwrap();
-        assert_eq!(r.launches[0].args[1], "<model file>");
+        assert_eq!(r.launches[0].args[2], "<model file>");
     }
 
     #[test]
     fn unfilled_placeholders_are_listed() {
         let e = resolve_bundled(&[("model file", "/m")]).unwrap_err().0;
         assert!(
-            e.contains("<folder of the checkpoint> in rank 0 argv[1]"),
+            e.contains("<folder of the checkpoint> in rank 0 argv[2]"),
             "{e}"
         );
         assert!(
@@ -596,7 +591,7 @@ mod tests {
         assert!(!e.contains("<model file> in"), "{e}");
         assert!(e.contains("--set 'folder of the checkpoint=PATH'"), "{e}");
         let e = resolve_bundled(&[]).unwrap_err().0;
-        assert!(e.contains("<model file> in rank 1 argv[1]"), "{e}");
+        assert!(e.contains("<model file> in rank 1 argv[3]"), "{e}");
     }
 
     #[test]
@@ -730,27 +725,36 @@ mod tests {
         let c = card(
             vec![cmd(
                 0,
-                &["rigaudit-engine", "serve"],
+                &["rigaudit-engine", "serve", "m.gguf", "--name", "m"],
                 &[
                     ("LD_PRELOAD", "/tmp/evil.so"),
                     ("PYTHONPATH", "/tmp/evil"),
                     ("DYLD_INSERT_LIBRARIES", "/tmp/x"),
+                    ("RIGAUDIT_NCCL", "/tmp/evil.so"),
+                    ("LD_LIBRARY_PATH", "<folder>/../../tmp"),
+                    ("SETTING", "/tmp/evil"),
                     ("PYTHONUNBUFFERED", "1"),
                     ("N", "1"),
                 ],
             )],
             None,
         );
-        let r = resolve(&c, &opts(EngineChoice::Bundled, &[], false)).unwrap();
+        let r = resolve(&c, &opts(EngineChoice::Bundled, &[("folder", "/f")], false)).unwrap();
         let env = &r.launches[0].env;
         assert!(!env.contains_key("LD_PRELOAD"));
         assert!(!env.contains_key("PYTHONPATH"));
         assert!(!env.contains_key("DYLD_INSERT_LIBRARIES"));
+        assert!(!env.contains_key("RIGAUDIT_NCCL"));
+        assert!(
+            !env.contains_key("LD_LIBRARY_PATH"),
+            "a page's path beside a placeholder"
+        );
+        assert!(!env.contains_key("SETTING"), "a setting that is a path");
         assert_eq!(env["N"], "1");
         assert_eq!(env["PYTHONUNBUFFERED"], "1");
         let note = r.notes.iter().find(|n| n.contains("refused")).unwrap();
         assert!(note.contains("LD_PRELOAD=/tmp/evil.so"), "{note}");
-        let mut o = opts(EngineChoice::Bundled, &[], false);
+        let mut o = opts(EngineChoice::Bundled, &[("folder", "/f")], false);
         o.allow_env = vec!["LD_PRELOAD".into()];
         let r = resolve(&c, &o).unwrap();
         assert_eq!(r.launches[0].env["LD_PRELOAD"], "/tmp/evil.so");

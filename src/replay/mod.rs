@@ -13,6 +13,7 @@
 
 pub mod auto;
 pub mod command;
+pub mod env_rules;
 pub mod launch;
 pub mod plan_text;
 pub mod probe;
@@ -215,7 +216,9 @@ impl Session<'_> {
             title: self.title.clone(),
             ..*self
         };
-        eprintln!("rigaudit: --runs auto: round {round}, more runs of {plan:?}");
+        crate::progress::say(format_args!(
+            "rigaudit: --runs auto: round {round}, more runs of {plan:?}"
+        ));
         let dir = out.join(format!("more-{round}"));
         let measured = more.run(&dir.join("bundle"), &dir.join("engine-logs"), notes)?;
         Ok(bundle::load(&bundle::open(&measured.dir)?))
@@ -296,7 +299,7 @@ pub struct Replayed {
 /// `Err` when it could not be replayed at all (exit 2): unreadable bundle, no card or contract, an
 /// executable refused, an engine that does not come up.
 pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
-    let mut say = |s: String| eprintln!("rigaudit: {s}");
+    let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
     let opened = bundle::open(path)?;
     let recorded = bundle::load(&opened);
     let card = recorded.card.as_ref().ok_or_else(|| {
@@ -418,7 +421,7 @@ fn fill_placeholders(
     }
     if a.boxes.plan {
         let plan = if a.boxes.slurm.slurm {
-            slurm::plan_text(card, &a.boxes, &sets, &a.engine)?
+            slurm::plan_text(card, &a.boxes, &sets, (&a.engine, &a.allow_env))?
         } else {
             plan_text::plan_text(card, &a.boxes, &sets, &a.engine, &a.allow_env)?
         };
@@ -653,11 +656,11 @@ fn compare_confirmed(
     if again.is_empty() || !a.confirm || measured.stopped.is_some() {
         return compared;
     }
-    eprintln!(
+    crate::progress::say(format_args!(
         "rigaudit: {} speed value(s) drifted, undecided (interval across the band), or moved with the machine's speed ({}); measuring a second session",
         again.len(),
         again.join(", ")
-    );
+    ));
     let second = session.run(
         &out.join("confirm/bundle"),
         &out.join("confirm/engine-logs"),

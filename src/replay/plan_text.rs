@@ -90,16 +90,15 @@ pub fn plan_text(
             c.argv.iter().map(|w| word(w)).collect::<Vec<_>>().join(" ")
         ));
         for (k, v) in &c.env {
-            let refused = super::command::loads_code(k) && !allow_env.iter().any(|x| x == k);
-            let mark = if refused {
-                "  (refused: it loads code; --allow-env to pass it)"
-            } else {
-                ""
+            let filled = fill_shown(v, sets);
+            let mark = match super::command::env_refusal(k, v, &filled, allow_env) {
+                Some(why) => format!("  (refused, not set: {why})"),
+                None => String::new(),
             };
             out.push_str(&format!(
                 "  env:  {}={}{mark}\n",
                 crate::input::shown(k),
-                word(&fill_shown(v, sets))
+                word(&filled)
             ));
         }
         out.push_str(&plan_checks(card, box_name.as_deref(), target, &program));

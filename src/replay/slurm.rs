@@ -348,7 +348,7 @@ pub fn plan_text(
     card: &Card,
     a: &super::remote::BoxArgs,
     sets: &BTreeMap<String, String>,
-    engine: &str,
+    (engine, allow_env): (&str, &[String]),
 ) -> Result<String, Fatal> {
     use super::plan_text::{planned_program, word};
     let ranks: Vec<u32> = card.commands.iter().map(|c| c.rank).collect();
@@ -366,7 +366,10 @@ pub fn plan_text(
             crate::input::shown(b)
         ));
         let program = planned_program(&m, Some(b), engine);
-        let l = planned_launch(c, &program, sets, engine);
+        let (l, refused) = planned_launch(c, &program, sets, (engine, allow_env));
+        for r in refused {
+            out.push_str(&format!("  env refused, not set: {r}\n"));
+        }
         if a.slurm.pmix {
             out.push_str(&format!("  task {} of the PMIx step\n", c.rank));
         } else {
@@ -410,29 +413,38 @@ fn planned_node(map: &NodeMap, b: &str) -> (String, String) {
     (words, "<node>".into())
 }
 
-/// Rank `c`'s command as the plan shows it: placeholders filled where `--set` gives them.
+/// Rank `c`'s command as the plan shows it: placeholders filled where `--set` gives them, the
+/// variables the allow-list refuses left out (and returned, each with its reason).
 fn planned_launch(
     c: &rigaudit_audit::records::card::RankCommand,
     program: &str,
     sets: &BTreeMap<String, String>,
-    engine: &str,
-) -> Launch {
-    use super::plan_text::fill_shown;
+    (engine, allow_env): (&str, &[String]),
+) -> (Launch, Vec<String>) {
+    use super::plan_text::{fill_shown, word};
     let mut args: Vec<String> = c.argv.iter().skip(1).map(|w| fill_shown(w, sets)).collect();
     if engine == "bundled" {
         args.insert(0, super::command::ENGINE_SUBCOMMAND.into());
     }
-    Launch {
+    let mut env = BTreeMap::new();
+    let mut refused = Vec::new();
+    for (k, v) in &c.env {
+        let filled = fill_shown(v, sets);
+        match super::command::env_refusal(k, v, &filled, allow_env) {
+            Some(why) => refused.push(format!("{}={} ({why})", crate::input::shown(k), word(v))),
+            None => {
+                env.insert(k.clone(), filled);
+            }
+        }
+    }
+    let l = Launch {
         rank: c.rank,
         program: PathBuf::from(program),
         args,
-        env: c
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), fill_shown(v, sets)))
-            .collect(),
+        env,
         shown: Vec::new(),
-    }
+    };
+    (l, refused)
 }
 
 /// The digest the plan would check for one rank, and the step that would compute it.

@@ -126,12 +126,10 @@ impl Drop for Allocation {
         crate::interrupt::forget_job(&self.job);
         if let Some(e) = cancel(&self.job) {
             // Not eprintln!: a panic in drop (stderr's reader gone) would abort the cleanup.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
+            crate::progress::say(format_args!(
                 "rigaudit: slurm: could not cancel job {}: {e}",
                 self.job
-            );
+            ));
         }
     }
 }

@@ -42,16 +42,16 @@ pub fn verify(
     let dirs = output_dirs(opts)?;
     let walked = walk(&tree.root, LIMITS)?;
     for l in &walked.links {
-        eprintln!(
+        crate::progress::say(format_args!(
             "rigaudit: {}: a symbolic link, not followed",
             input::shown_path(l)
-        );
+        ));
     }
     if walked.others > 0 {
-        eprintln!(
+        crate::progress::say(format_args!(
             "rigaudit: {} entries neither a file nor a folder (FIFOs, sockets, devices), not read",
             walked.others
-        );
+        ));
     }
     let rows = verify_all(tree, &walked.places, opts.fail_on, finish);
     if rows.is_empty() {
