@@ -208,7 +208,7 @@ fn mistakes_in_where_and_what(tmp: &Path) -> Vec<Mistake> {
             args: owned(&["replay", &outside, "--plan"]),
             code: 0,
             says: owned(&[
-                "LD_PRELOAD='/lib/evil.so'  (refused, not set: the dynamic loader reads it",
+                "LD_PRELOAD='/lib/evil.so'  (refused, not set: a place: the dynamic loader reads it",
             ]),
             never: vec!["no speed contract"],
         },

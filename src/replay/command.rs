@@ -212,7 +212,7 @@ fn known_sets(card: &Card, opts: &ResolveOpts) -> Result<(), Fatal> {
             "the card's placeholders are: {}",
             known
                 .iter()
-                .map(|n| format!("<{n}>"))
+                .map(|n| format!("<{}>", crate::input::shown(n)))
                 .collect::<Vec<_>>()
                 .join(", ")
         )
@@ -230,7 +230,11 @@ type Filled = (u32, Vec<String>, BTreeMap<String, String>);
 fn fill_noted(s: &str, opts: &ResolveOpts, place: &str, unfilled: &mut Vec<String>) -> String {
     let (filled, missing) = fill(s, &opts.sets);
     for name in missing {
-        unfilled.push(format!("<{name}> in {place} ({})", quoted(s)));
+        unfilled.push(format!(
+            "<{}> in {place} ({})",
+            crate::input::shown(name),
+            quoted(s)
+        ));
     }
     filled
 }
@@ -246,7 +250,7 @@ fn fill_env(
 ) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for (k, v) in &c.env {
-        let place = format!("rank {} env {k}", c.rank);
+        let place = format!("rank {} env {}", c.rank, crate::input::shown(k));
         let filled = fill_noted(v, opts, &place, unfilled);
         if let Some(why) = env_refusal(k, v, &filled, &opts.allow_env) {
             refused.push(format!(

@@ -300,6 +300,10 @@ pub struct Replayed {
 /// executable refused, an engine that does not come up.
 pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
+    // The user's box and ssh flags are checked before the page is read, so a bad one is named
+    // first, whatever the bundle holds.
+    a.boxes.ssh.targets()?;
+    crate::ssh::client::Ssh::new(&a.boxes.ssh)?;
     let opened = bundle::open(path)?;
     let recorded = bundle::load(&opened);
     let card = recorded.card.as_ref().ok_or_else(|| {
