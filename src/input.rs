@@ -255,9 +255,13 @@ pub fn escaped(s: &str) -> String {
     out
 }
 
+/// A character shown escaped: controls (C0 but the line feed, DEL, C1), the bidirectional marks,
+/// embeddings, overrides and isolates, and the Unicode line and paragraph separators (which some
+/// readers take as line breaks).
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n')
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 fn push_escaped(out: &mut String, c: char) {
