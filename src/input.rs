@@ -63,6 +63,9 @@ pub const HTTP_BODY_MAX: u64 = 8 * MIB;
 pub const SSE_LINE_MAX: usize = MIB as usize;
 /// All the bytes of one streamed reply.
 pub const STREAM_MAX: u64 = 64 * MIB;
+/// Levels a YAML document may nest (flow and block collections together), checked by a linear
+/// scan before the YAML parser sees it (`import::yaml_depth`).
+pub const YAML_DEPTH_MAX: usize = 64;
 /// Characters of a value quoted from input in a message.
 pub const QUOTE_MAX: usize = 200;
 /// Characters of one message (a finding, an error) printed or reported.
