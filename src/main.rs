@@ -60,17 +60,37 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(e) => return usage_error(e),
     };
-    // The one error sink: the tool could not do its job.
+    // The one error sink: the tool could not do its job. No URL's credentials given as an
+    // argument are printed, however the message quoted it.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     run(cli).unwrap_or_else(|e| {
-        eprintln!("rigaudit: {}", input::escaped(&e.to_string()));
+        let message = input::scrubbed(&e.to_string(), &args);
+        eprintln!("rigaudit: {}", input::escaped(&message));
         ExitCode::from(2)
     })
+}
+
+/// Prints clap's error (or help) and returns its exit code; an argument it quotes that is a URL
+/// with credentials is shown without them (the text then without colour).
+fn usage_error(e: clap::Error) -> ExitCode {
+    let code = if e.use_stderr() { 2 } else { 0 };
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let text = e.render().to_string();
+    let clean = input::scrubbed(&text, &args);
+    if clean == text {
+        let _ = e.print();
+    } else if e.use_stderr() {
+        eprint!("{clean}");
+    } else {
+        print!("{clean}");
+    }
+    ExitCode::from(code)
 }
 
 /// Runs one command; the policy of a reporting command is read (and checked) here, once, and the
