@@ -329,6 +329,29 @@ fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
     ]);
     assert_eq!(code, 1, "{text}");
     assert_has(&text, "rigaudit verify tensorfold-127-stock-2x: FAIL");
+    // Committed files named like options are passed after the hook's `--`: files, never
+    // options (the verdict stays FAIL, nothing is written).
+    for name in ["--fail-on=never", "--output=PWN.json", "-x"] {
+        std::fs::write(repo.join(name), "").unwrap();
+        git(&repo, &["add", "--", name]);
+    }
+    let (code, text) = try_repo(&["./--fail-on=never", "./--output=PWN.json", "./-x"]);
+    assert_eq!(code, 0, "no bundle among them: {text}");
+    let out = Command::new(&pre_commit)
+        .args([
+            "try-repo",
+            hooks.to_str().unwrap(),
+            "rigaudit-verify",
+            "--all-files",
+        ])
+        .current_dir(&repo)
+        .env("PATH", &path)
+        .env("PRE_COMMIT_HOME", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!repo.join("PWN.json").exists(), "{text}");
 }
 
 #[test]
