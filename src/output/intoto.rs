@@ -410,115 +410,83 @@ mod tests {
         }
     }
 
+    /// The openssl command lines that make each kind of key refused, with what it is named.
+    const KEYS: [(&str, &str, &str); 8] = [
+        (
+            "genpkey -algorithm ed448 -out ed448.pem",
+            "ed448.pem",
+            "an Ed448 private key (PKCS#8)",
+        ),
+        (
+            "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec.pem",
+            "ec.pem",
+            "an EC (P-256) private key (PKCS#8)",
+        ),
+        (
+            "genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out rsa.pem",
+            "rsa.pem",
+            "an RSA private key (PKCS#8)",
+        ),
+        (
+            "pkey -in ed.pem -aes256 -passout pass:pw -out enc.pem",
+            "enc.pem",
+            "an encrypted PKCS#8 private key",
+        ),
+        (
+            "pkey -in ed.pem -pubout -out pub.pem",
+            "pub.pem",
+            "a public key (ed25519)",
+        ),
+        (
+            "req -x509 -key ed.pem -subj /CN=t -days 1 -out cert.pem",
+            "cert.pem",
+            "a certificate",
+        ),
+        (
+            "pkey -in ec.pem -traditional -out sec1.pem",
+            "sec1.pem",
+            "an EC private key (SEC1, P-256)",
+        ),
+        (
+            "pkey -in rsa.pem -traditional -out pkcs1.pem",
+            "pkcs1.pem",
+            "an RSA private key (PKCS#1)",
+        ),
+    ];
+
+    /// Asserts the key file `file` is refused, named as `what`, and no line of its text is echoed.
+    fn refused_as(d: &Path, file: &str, what: &str) {
+        let text = std::fs::read_to_string(d.join(file)).unwrap();
+        let e = SignKey::load(&d.join(file)).err().unwrap().0;
+        assert!(e.contains(what), "{file}: {e}");
+        assert!(e.contains("ed25519 private key: PKCS#8 PEM"), "{file}: {e}");
+        for line in text
+            .lines()
+            .filter(|l| l.len() > 16 && !l.starts_with("-----"))
+        {
+            let body = line.split_whitespace().nth(1).unwrap_or(line);
+            assert!(!e.contains(body), "{file}: the key's text is echoed: {e}");
+        }
+    }
+
     #[test]
     fn each_kind_of_key_is_named_as_what_it_is_and_never_echoed() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let gen =
-            |alg: &str, out: &str| made(d, "openssl", &["genpkey", "-algorithm", alg, "-out", out]);
-        if !gen("ed25519", "ed.pem") {
+        let ed = "genpkey -algorithm ed25519 -out ed.pem";
+        if !made(d, "openssl", &ed.split(' ').collect::<Vec<_>>()) {
             return;
         }
         assert!(SignKey::load(&d.join("ed.pem")).is_ok());
-        gen("ed448", "ed448.pem");
-        made(
-            d,
-            "openssl",
-            &[
-                "genpkey",
-                "-algorithm",
-                "EC",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-out",
-                "ec.pem",
-            ],
-        );
-        made(
-            d,
-            "openssl",
-            &[
-                "genpkey",
-                "-algorithm",
-                "RSA",
-                "-pkeyopt",
-                "rsa_keygen_bits:1024",
-                "-out",
-                "rsa.pem",
-            ],
-        );
-        made(
-            d,
-            "openssl",
-            &[
-                "pkey", "-in", "ed.pem", "-aes256", "-passout", "pass:pw", "-out", "enc.pem",
-            ],
-        );
-        made(
-            d,
-            "openssl",
-            &["pkey", "-in", "ed.pem", "-pubout", "-out", "pub.pem"],
-        );
-        made(
-            d,
-            "openssl",
-            &[
-                "req", "-x509", "-key", "ed.pem", "-subj", "/CN=t", "-days", "1", "-out",
-                "cert.pem",
-            ],
-        );
-        made(
-            d,
-            "openssl",
-            &["pkey", "-in", "ec.pem", "-traditional", "-out", "sec1.pem"],
-        );
-        made(
-            d,
-            "openssl",
-            &[
-                "pkey",
-                "-in",
-                "rsa.pem",
-                "-traditional",
-                "-out",
-                "pkcs1.pem",
-            ],
-        );
-        let cases = [
-            ("ed448.pem", "an Ed448 private key (PKCS#8)"),
-            ("ec.pem", "an EC (P-256) private key (PKCS#8)"),
-            ("rsa.pem", "an RSA private key (PKCS#8)"),
-            ("enc.pem", "an encrypted PKCS#8 private key"),
-            ("pub.pem", "a public key (ed25519)"),
-            ("cert.pem", "a certificate"),
-            ("sec1.pem", "an EC private key (SEC1, P-256)"),
-            ("pkcs1.pem", "an RSA private key (PKCS#1)"),
-        ];
-        let mut tried = cases.to_vec();
-        if made(
-            d,
-            "ssh-keygen",
-            &["-q", "-t", "ed25519", "-N", "", "-f", "ossh"],
-        ) {
-            tried.push((
-                "ossh",
-                "an OpenSSH-format private key (ssh-ed25519, not encrypted)",
-            ));
-            tried.push(("ossh.pub", "an OpenSSH public key (ssh-ed25519)"));
+        for (args, file, what) in KEYS {
+            made(d, "openssl", &args.split(' ').collect::<Vec<_>>());
+            refused_as(d, file, what);
         }
-        for (file, what) in tried {
-            let text = std::fs::read_to_string(d.join(file)).unwrap();
-            let e = SignKey::load(&d.join(file)).err().unwrap().0;
-            assert!(e.contains(what), "{file}: {e}");
-            assert!(e.contains("ed25519 private key: PKCS#8 PEM"), "{file}: {e}");
-            // No line of the key's text (its base64) is in the message.
-            for line in text
-                .lines()
-                .filter(|l| l.len() > 16 && !l.starts_with("-----"))
-            {
-                let body = line.split_whitespace().nth(1).unwrap_or(line);
-                assert!(!e.contains(body), "{file}: the key's text is echoed: {e}");
-            }
+        let ssh = ["-q", "-t", "ed25519", "-N", "", "-f", "ossh"];
+        if made(d, "ssh-keygen", &ssh) {
+            let what = "an OpenSSH-format private key (ssh-ed25519, not encrypted)";
+            refused_as(d, "ossh", what);
+            refused_as(d, "ossh.pub", "an OpenSSH public key (ssh-ed25519)");
         }
     }
 
