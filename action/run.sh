@@ -10,8 +10,49 @@
 # INPUT_SARIF (a folder).
 set -euo pipefail
 
+# Text for a workflow command's message (`::error title=...::MESSAGE`), escaped as the runner
+# unescapes it: `%` as %25, CR as %0D, LF as %0A, so that a path cannot end the command's line
+# and write a command of its own on the next; the other control characters (C0, DEL, C1), the
+# bidirectional marks and overrides and the Unicode line separators are shown as \xHH or \u{HHHH}
+# so that nothing can draw on the log.
+gh_escape() {
+    local LC_ALL=C
+    local s="$1" out="" c three i n
+    n=${#s}
+    for ((i = 0; i < n; i++)); do
+        c="${s:i:1}"
+        three="${s:i:3}"
+        case "$c" in
+        %) out+="%25" ;;
+        $'\r') out+="%0D" ;;
+        $'\n') out+="%0A" ;;
+        [[:cntrl:]]) printf -v c '\\x%02X' "'$c" && out+="$c" ;;
+        $'\xc2')
+            if [[ "${s:i+1:1}" > $'\x7f' && "${s:i+1:1}" < $'\xa0' ]]; then
+                printf -v c '\\u{%x}' "'${s:i+1:1}" && out+="$c" && i=$((i + 1))
+            else
+                out+="$c"
+            fi
+            ;;
+        $'\xe2')
+            case "$three" in
+            $'\xe2\x80'[$'\x8e'$'\x8f'$'\xa8'-$'\xae'] | $'\xe2\x81'[$'\xa6'-$'\xa9'])
+                printf -v c '\\u{%x}' $((0x2000 + ($(printf '%d' "'${three:1:1}") - 0x80) * 64 + $(printf '%d' "'${three:2:1}") - 0x80))
+                out+="$c"
+                i=$((i + 2))
+                ;;
+            *) out+="$c" ;;
+            esac
+            ;;
+        *) out+="$c" ;;
+        esac
+    done
+    printf '%s' "$out"
+}
+
+# An error annotation of the action itself (its message escaped), and exit 2.
 fail() {
-    echo "::error title=rigaudit action::$1"
+    echo "::error title=rigaudit action::$(gh_escape "$1")"
     exit 2
 }
 
@@ -55,9 +96,11 @@ main() {
         path="${path%"${path##*[![:space:]]}"}"
         [[ -n "$path" ]] || continue
         n=$((n + 1))
-        local args=(verify "$path" --format github --fail-on "$fail_on"
+        local args=(verify --format github --fail-on "$fail_on"
             --output "json:$work/$n.json")
         [[ -z "${INPUT_SARIF:-}" ]] || args+=(--output "sarif:$INPUT_SARIF/rigaudit-$n.sarif")
+        # The path after `--`: a path is never an option, whatever its name.
+        args+=(-- "$path")
         code=0
         "$RIGAUDIT" "${args[@]}" || code=$?
         if [[ -f "$work/$n.json" ]]; then
@@ -65,7 +108,7 @@ main() {
             errors=$((errors + e))
             warnings=$((warnings + w))
         else
-            echo "::error title=rigaudit::$path: could not be verified (exit $code); see the log above"
+            echo "::error title=rigaudit::$(gh_escape "$path"): could not be verified (exit $code); see the log above"
             code=2
         fi
         if ((code > 1)); then

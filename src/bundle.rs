@@ -32,8 +32,12 @@ pub struct Opened {
 
 /// Opens a bundle folder or packed bundle and reads its manifest.
 pub fn open(path: &Path) -> Result<Opened, Fatal> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| fatal(format!("{}: cannot open the bundle: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        fatal(format!(
+            "{}: cannot open the bundle: {e}",
+            input::shown_path(path)
+        ))
+    })?;
     let (root, tmp) = if meta.is_dir() {
         (path.to_path_buf(), None)
     } else {
@@ -43,7 +47,7 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
         let root = find_manifest_root(tmp.path()).ok_or_else(|| {
             fatal(format!(
                 "{}: the archive holds no bundle.json",
-                path.display()
+                input::shown_path(path)
             ))
         })?;
         (root, Some(tmp))

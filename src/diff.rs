@@ -8,7 +8,9 @@ use crate::fatal::{fatal, Fatal};
 use crate::import::diff as import_diff;
 use crate::input;
 use crate::subject;
+use rigaudit_audit::bundle::Seen;
 use rigaudit_audit::diff::{SetupPolicy, Subject};
+use rigaudit_audit::records::FileKind;
 use rigaudit_audit::replay::Tolerance;
 use rigaudit_audit::{Findings, Report, Severity};
 use std::path::{Path, PathBuf};
@@ -55,30 +57,97 @@ pub(crate) fn policy(a: &Args) -> Result<SetupPolicy, Fatal> {
     Ok(SetupPolicy { fail })
 }
 
-/// A note when a side's files could not all be read: its figures may then be missing.
-fn unreadable(side: &str, path: &Path, b: &rigaudit_audit::Bundle, into: &mut Findings) {
-    let mut files = Findings::default();
-    rigaudit_audit::schema::run(b, &mut files);
-    let bad = files
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    if bad > 0 {
-        into.stage(&rigaudit_audit::diff::DIFF, |s| {
-            s.row(&rigaudit_audit::diff::NOT_COMPARABLE).warning(format!(
-                "{side} ({}): {bad} file problem(s) (run `rigaudit verify` on it); what they hold is not compared",
-                path.display()
-            ));
-        });
+/// What diff reads of a side: every file but the logs (card, contracts, results, answers).
+fn compared(kind: FileKind) -> bool {
+    kind != FileKind::Log
+}
+
+/// Lines naming a problem shown per side at most; the rest are counted.
+const PROBLEMS_SHOWN: usize = 10;
+
+/// Why each file diff compares could not be read whole, one line each (`path: what`): missing,
+/// outside the bundle, refused (not a regular file, over its bound), not valid JSON, or not of its
+/// schema.
+fn unread_files(b: &rigaudit_audit::Bundle) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &b.files {
+        let Some(e) = b.manifest.files.get(f.index).filter(|e| compared(e.kind)) else {
+            continue;
+        };
+        let path = input::shown(&e.path);
+        let kind = e.kind.name();
+        match &f.seen {
+            Seen::Missing => out.push(format!(
+                "{path}: the {kind} the manifest lists is missing{}",
+                if e.published {
+                    ""
+                } else {
+                    " (listed as not published)"
+                }
+            )),
+            Seen::Escapes(why) => out.push(format!("{path}: the {kind} is refused: {why}")),
+            Seen::Link(to) => out.push(format!(
+                "{path}: the {kind} is a link out of the bundle (to {}); refused",
+                input::shown(to)
+            )),
+            Seen::Present { problems, .. } => out.extend(problems.iter().map(|p| {
+                let what = if p.unreadable {
+                    "cannot be read"
+                } else {
+                    "breaks its schema"
+                };
+                format!("{path}: the {kind} {what}: {}", p.detail)
+            })),
+            Seen::Duplicate | Seen::Alias => {}
+        }
     }
+    out
+}
+
+/// `Err` (exit 2) when A or B cannot be read whole: each side that cannot, and each file of it and
+/// what was wrong. A diff of a side with a file missing or broken would compare only what is left,
+/// and could pass however the side changed.
+fn whole(sides: [(&str, &Path, &rigaudit_audit::Bundle); 2]) -> Result<(), Fatal> {
+    let mut msg = String::new();
+    for (side, path, b) in sides {
+        let bad = unread_files(b);
+        if bad.is_empty() {
+            continue;
+        }
+        msg.push_str(&format!(
+            "side {side} ({}) cannot be read whole: {} file problem(s); nothing is compared (run `rigaudit verify` on it):",
+            input::shown_path(path),
+            bad.len()
+        ));
+        for line in bad.iter().take(PROBLEMS_SHOWN) {
+            msg.push_str(&format!("\n  {side}: {line}"));
+        }
+        if bad.len() > PROBLEMS_SHOWN {
+            msg.push_str(&format!(
+                "\n  {side}: and {} more",
+                bad.len() - PROBLEMS_SHOWN
+            ));
+        }
+        msg.push('\n');
+    }
+    match msg.is_empty() {
+        true => Ok(()),
+        false => Err(fatal(msg.trim_end().to_string())),
+    }
+}
+
+/// An error opening a side, said to be of that side.
+fn of_side(side: &str, e: Fatal) -> Fatal {
+    fatal(format!("side {side}: {}", e.0))
 }
 
 /// Diffs what A and B are: two bundles, or two runs of one tool (its files, or bundles `rigaudit
 /// import` wrote). `Err` when a side cannot be read at all, or the two are not of one kind (exit 2).
 pub fn run(a: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let sa = subject::Subject::open(std::slice::from_ref(&a.a), a.from)?;
-    let sb = subject::Subject::open(std::slice::from_ref(&a.b), a.from)?;
+    let sa =
+        subject::Subject::open(std::slice::from_ref(&a.a), a.from).map_err(|e| of_side("A", e))?;
+    let sb =
+        subject::Subject::open(std::slice::from_ref(&a.b), a.from).map_err(|e| of_side("B", e))?;
     let tol = Tolerance {
         rule: a.rule,
         ..Tolerance::default()
@@ -118,10 +187,9 @@ fn bundles(
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
     let (ba, bb) = (bundle::load(oa), bundle::load(ob));
+    whole([("A", &a.a, &ba), ("B", &a.b, &bb)])?;
     let d = rigaudit_audit::diff::diff(&ba, &bb, tol, &policy(a)?);
     let mut found = Findings::default();
-    unreadable("A", &a.a, &ba, &mut found);
-    unreadable("B", &a.b, &bb, &mut found);
     let compared = !d.found.comparisons.is_empty() || ba.card.is_some() && bb.card.is_some();
     if compared {
         found.merge(d.found);

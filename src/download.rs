@@ -101,8 +101,12 @@ fn shown_url(url: &reqwest::Url) -> String {
 
 /// Downloads `url` into the cache (or finds it there when pinned) and returns the file's path.
 pub fn fetch(url: &str, pin: Option<&str>, args: &FetchArgs) -> Result<PathBuf, Fatal> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| fatal(format!("{url}: not a URL rigaudit can fetch: {e}")))?;
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        fatal(format!(
+            "{}: not a URL rigaudit can fetch: {e}",
+            crate::input::shown(&crate::input::without_credentials(url))
+        ))
+    })?;
     let shown = shown_url(&parsed);
     let dir = cache_root().join("downloads");
     if let Some(found) = pin.and_then(|p| cached(&dir.join(p), p)) {

@@ -63,6 +63,9 @@ pub const HTTP_BODY_MAX: u64 = 8 * MIB;
 pub const SSE_LINE_MAX: usize = MIB as usize;
 /// All the bytes of one streamed reply.
 pub const STREAM_MAX: u64 = 64 * MIB;
+/// Levels a YAML document may nest (flow and block collections together), checked by a linear
+/// scan before the YAML parser sees it (`import::yaml_depth`).
+pub const YAML_DEPTH_MAX: usize = 64;
 /// Characters of a value quoted from input in a message.
 pub const QUOTE_MAX: usize = 200;
 /// Characters of one message (a finding, an error) printed or reported.
@@ -278,9 +281,67 @@ fn push_escaped(out: &mut String, c: char) {
     }
 }
 
-/// A path quoted from input (an archive member, a file name): [`shown`] of its text.
+/// A path quoted from input (an archive member, a file name): [`shown`] of its text; an argument
+/// that is a URL (`SCHEME://...`) without its credentials ([`without_credentials`]).
 pub fn shown_path(p: &Path) -> String {
-    shown(&p.to_string_lossy())
+    let text = p.to_string_lossy();
+    match scheme_end(&text) {
+        Some(_) => shown(&without_credentials(&text)),
+        None => shown(&text),
+    }
+}
+
+/// Where `SCHEME://` ends in text that starts with a URL's scheme (letters, digits, `+-.`).
+fn scheme_end(text: &str) -> Option<usize> {
+    let at = text.find("://")?;
+    let scheme = &text[..at];
+    let ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    ok.then_some(at + 3)
+}
+
+/// A URL's text as it may be shown: without the user name and password (`USER:PASSWORD@`)
+/// whether it parses as a URL or not. Of a URL that parses, the userinfo is what the URL parser
+/// takes for it: up to the last `@` before the first `/`, `?`, `#` or `\`; of one that does not
+/// parse (a bad port, an unclosed `[`), everything between `://` and the last `@` anywhere, so that
+/// a password holding one of those characters is not shown either. Text that is not a URL is
+/// returned as it is.
+pub fn without_credentials(text: &str) -> String {
+    let Some(from) = scheme_end(text) else {
+        return text.to_string();
+    };
+    let rest = &text[from..];
+    let authority = match reqwest::Url::parse(text) {
+        Ok(_) => &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())],
+        Err(_) => rest,
+    };
+    match authority.rfind('@') {
+        Some(i) => format!("{}{}", &text[..from], &rest[i + 1..]),
+        None => text.to_string(),
+    }
+}
+
+/// `message` with the credentials of every argument that is a URL taken out: the argument's text
+/// replaced by [`without_credentials`] of it, then its `USER:PASSWORD` and its password (of 3
+/// characters or more) wherever they still appear by `***`. The last line of defence of the one
+/// error sink, for a message that quoted an argument some other way.
+pub fn scrubbed(message: &str, args: &[String]) -> String {
+    let mut out = message.to_string();
+    for arg in args {
+        let shown = without_credentials(arg);
+        let Some(from) = scheme_end(arg).filter(|_| shown != *arg) else {
+            continue;
+        };
+        let userinfo = &arg[from..from + (arg.len() - shown.len()) - 1];
+        out = out.replace(arg.as_str(), &shown);
+        out = out.replace(userinfo, "***");
+        if let Some((_, password)) = userinfo.split_once(':').filter(|(_, p)| p.len() >= 3) {
+            out = out.replace(password, "***");
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -306,6 +367,36 @@ mod tests {
         assert!(inside(d.path(), "/etc/passwd").is_err());
         std::os::unix::fs::symlink("/etc/hostname", d.path().join("l")).unwrap();
         assert!(inside(d.path(), "l").unwrap_err().contains("outside"));
+    }
+
+    #[test]
+    fn credentials_are_taken_out_of_urls_that_parse_and_that_do_not() {
+        for (given, want) in [
+            (
+                "https://me:s3cret@example.org/a.tar.gz",
+                "https://example.org/a.tar.gz",
+            ),
+            ("https://user:secret@host:bad/x", "https://host:bad/x"),
+            ("http://user:pass@[::1", "http://[::1"),
+            ("https://u:p@ss@host/a", "https://host/a"),
+            ("https://u:pa/ss@host/a", "https://host/a"),
+            ("https://u:pa#ss@host:x/a", "https://host:x/a"),
+            ("ftp://u:secret@host/f", "ftp://host/f"),
+            ("https://host/@scope/pkg", "https://host/@scope/pkg"),
+            ("plain/path@x", "plain/path@x"),
+            ("dir/a://u:p@h", "dir/a://u:p@h"),
+        ] {
+            assert_eq!(without_credentials(given), want, "{given}");
+        }
+        assert_eq!(
+            shown_path(Path::new("https://user:secret@host:bad/x")),
+            "https://host:bad/x"
+        );
+        let args = ["https://user:hunter2@host:bad/x".to_string()];
+        let msg = "https://user:hunter2@host:bad/x: bad; user:hunter2 again; hunter2 alone";
+        let s = scrubbed(msg, &args);
+        assert!(!s.contains("hunter2"), "{s}");
+        assert!(s.starts_with("https://host:bad/x: bad"), "{s}");
     }
 
     #[test]

@@ -61,21 +61,35 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            if !e.use_stderr() {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            // A usage error quotes the arguments, which a hook may take from file names.
-            progress::say(format_args!("{}", e.render().to_string().trim_end()));
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(e),
     };
-    // The one error sink: the tool could not do its job.
+    // The one error sink: the tool could not do its job. No URL's credentials given as an
+    // argument are printed, however the message quoted it.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     run(cli).unwrap_or_else(|e| {
-        progress::say(format_args!("rigaudit: {e}"));
+        let message = input::scrubbed(&e.to_string(), &args);
+        progress::say(format_args!("rigaudit: {message}"));
         ExitCode::from(2)
     })
+}
+
+/// Prints clap's error (or help) and returns its exit code; an argument it quotes that is a URL
+/// with credentials is shown without them (the text then without colour).
+fn usage_error(e: clap::Error) -> ExitCode {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // A usage error quotes the arguments, which a hook may take from file names: no URL's
+    // credentials, and through the one stderr writer (controls shown, no workflow command).
+    let clean = input::scrubbed(&e.render().to_string(), &args);
+    progress::say(format_args!("{}", clean.trim_end()));
+    ExitCode::from(2)
 }
 
 /// Runs one command; the policy of a reporting command is read (and checked) here, once, and the

@@ -277,43 +277,65 @@ fn git(repo: &Path, args: &[&str]) {
     assert!(st.success(), "git {args:?}");
 }
 
-#[test]
-fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
-    let pre_commit = or_skip!(pre_commit());
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("pages-repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    common::copy_dir(&smollm2(), &repo.join("pages/good"));
-    git(&repo, &["add", "pages/good"]);
-    let bin = Path::new(env!("CARGO_BIN_EXE_rigaudit")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let hooks = root();
-    let try_repo = |files: &[&str]| {
-        let mut args = vec![
-            "try-repo",
-            hooks.to_str().unwrap(),
-            "rigaudit-verify",
-            "--verbose",
-            "--files",
-        ];
-        args.extend_from_slice(files);
-        let out = Command::new(&pre_commit)
-            .args(&args)
-            .current_dir(&repo)
-            .env("PATH", &path)
-            .env("PRE_COMMIT_HOME", tmp.path().join("cache"))
+/// A scratch git repository of pages for the hook, with the PATH that finds this build's
+/// rigaudit.
+struct HookRepo {
+    tmp: tempfile::TempDir,
+    repo: PathBuf,
+    path: String,
+    pre_commit: PathBuf,
+}
+
+impl HookRepo {
+    /// The repository with the recorded run committed at `pages/good`.
+    fn new(pre_commit: PathBuf) -> HookRepo {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("pages-repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        common::copy_dir(&smollm2(), &repo.join("pages/good"));
+        git(&repo, &["add", "pages/good"]);
+        let bin = Path::new(env!("CARGO_BIN_EXE_rigaudit")).parent().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        HookRepo {
+            tmp,
+            repo,
+            path,
+            pre_commit,
+        }
+    }
+
+    /// `pre-commit try-repo` of this checkout's hook with `args` (`--files ...`, `--all-files`):
+    /// its exit code and output.
+    fn try_repo(&self, args: &[&str]) -> (i32, String) {
+        let hooks = root();
+        let out = Command::new(&self.pre_commit)
+            .args([
+                "try-repo",
+                hooks.to_str().unwrap(),
+                "rigaudit-verify",
+                "--verbose",
+            ])
+            .args(args)
+            .current_dir(&self.repo)
+            .env("PATH", &self.path)
+            .env("PRE_COMMIT_HOME", self.tmp.path().join("cache"))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
         (out.status.code().unwrap_or(-1), text)
-    };
-    let (code, text) = try_repo(&["pages/good/bundle.json", "pages/good/card.json"]);
+    }
+}
+
+#[test]
+fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
+    let r = HookRepo::new(or_skip!(pre_commit()));
+    let (code, text) = r.try_repo(&["--files", "pages/good/bundle.json", "pages/good/card.json"]);
     assert_eq!(code, 0, "{text}");
     assert_has(&text, "rigaudit verify smollm2-cpu: PASS");
     assert_eq!(
@@ -321,14 +343,32 @@ fn the_pre_commit_hook_verifies_the_bundles_a_commit_touches() {
         1,
         "one run per bundle: {text}"
     );
-    common::copy_dir(&tensorfold(), &repo.join("pages/bad"));
-    git(&repo, &["add", "pages/bad"]);
-    let (code, text) = try_repo(&[
+    common::copy_dir(&tensorfold(), &r.repo.join("pages/bad"));
+    git(&r.repo, &["add", "pages/bad"]);
+    let (code, text) = r.try_repo(&[
+        "--files",
         "pages/good/card.json",
         "pages/bad/quality/livecodebench/summary.json",
     ]);
     assert_eq!(code, 1, "{text}");
     assert_has(&text, "rigaudit verify tensorfold-127-stock-2x: FAIL");
+}
+
+#[test]
+fn the_pre_commit_hook_takes_committed_files_named_like_options_as_files() {
+    let r = HookRepo::new(or_skip!(pre_commit()));
+    common::copy_dir(&tensorfold(), &r.repo.join("pages/bad"));
+    git(&r.repo, &["add", "pages/bad"]);
+    // pre-commit passes the hook's `--`, then every file: these sort before pages/ and were
+    // taken as options (`--fail-on=never` turned the failing page's verdict into a pass).
+    for name in ["--fail-on=never", "--output=PWN.json", "-x"] {
+        std::fs::write(r.repo.join(name), "").unwrap();
+        git(&r.repo, &["add", "--", name]);
+    }
+    let (code, text) = r.try_repo(&["--all-files"]);
+    assert_eq!(code, 1, "{text}");
+    assert_has(&text, "rigaudit verify tensorfold-127-stock-2x: FAIL");
+    assert!(!r.repo.join("PWN.json").exists(), "{text}");
 }
 
 #[test]

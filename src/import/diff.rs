@@ -38,8 +38,9 @@ pub fn run(
             b.format.name()
         )));
     }
-    let (_, _, ia) = super::load(Some(a.format), a.files)?;
-    let (_, _, ib) = super::load(Some(b.format), b.files)?;
+    let side = |name: &str, e: Fatal| fatal(format!("side {name}: {}", e.0));
+    let (_, _, ia) = super::load(Some(a.format), a.files).map_err(|e| side("A", e))?;
+    let (_, _, ib) = super::load(Some(b.format), b.files).map_err(|e| side("B", e))?;
     let sa = Compared {
         series: &ia.series,
         settings: &ia.settings,

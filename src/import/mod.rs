@@ -20,6 +20,7 @@ pub mod lm_eval;
 pub mod loadgen;
 pub mod vllm;
 pub mod yaml;
+mod yaml_depth;
 
 use crate::fatal::{fatal, Fatal};
 use crate::input;

@@ -8,7 +8,10 @@
 //! second fork of the same code; `serde-saphyr` (a younger crate on its own parser,
 //! granit-parser) would add granit-parser, annotate-snippets, encoding_rs_io and more for this
 //! one reader. Its own bounds stay on: nesting deeper than 128 is refused, and an alias is
-//! replayed at most 100 times the document's events in all.
+//! replayed at most 100 times the document's events in all. Its depth limit applies only while
+//! deserializing, after libyaml has scanned the whole document, and libyaml's scanner is quadratic
+//! on deep flow nesting: a linear pre-scan (`yaml_depth`) refuses a document nested deeper than
+//! [`crate::input::YAML_DEPTH_MAX`] levels first.
 //!
 //! Hostile input: an alias bomb (billion laughs: each anchor aliased ten times by the next) is
 //! not expanded. Every value the tree would hold is counted as it is built, and past
@@ -29,6 +32,7 @@ pub fn budget(len: usize) -> usize {
 /// The document as a JSON tree; `Err` is a message (without the file's name): where the YAML is
 /// invalid, or that it expands past its budget.
 pub fn parse(bytes: &[u8]) -> Result<Value, String> {
+    super::yaml_depth::check(bytes, crate::input::YAML_DEPTH_MAX)?;
     let left = Cell::new(budget(bytes.len()));
     let de = serde_yaml_ng::Deserializer::from_slice(bytes);
     Budgeted { left: &left }.deserialize(de).map_err(|e| {
@@ -175,6 +179,26 @@ mod tests {
     fn deep_nesting_is_refused() {
         let y = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         let e = parse(y.as_bytes()).unwrap_err();
-        assert!(e.contains("recursion limit"), "{e}");
+        assert!(e.contains("more than 64 levels deep"), "{e}");
+        let y = format!("a: {}1{}\n", "[".repeat(64), "]".repeat(64));
+        assert!(parse(y.as_bytes()).unwrap_err().contains("more than 64"));
+        let y = format!("a: {}1{}\n", "[".repeat(63), "]".repeat(63));
+        assert!(parse(y.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn the_published_yaml_reports_pass_the_depth_scan() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        for f in [
+            "fixtures/published/guidellm/stripped-sweep-0.3-yaml-twin/benchmarks_stripped.yaml",
+            "fixtures/imports/lm-eval/tasks/arith.yaml",
+            ".pre-commit-hooks.yaml",
+            "action.yml",
+        ] {
+            let bytes = std::fs::read(format!("{root}/{f}")).unwrap();
+            parse(&bytes).unwrap_or_else(|e| panic!("{f}: {e}"));
+            // Far from the bound: they nest fewer than 12 levels as the scan counts them.
+            assert!(super::super::yaml_depth::check(&bytes, 12).is_ok(), "{f}");
+        }
     }
 }

@@ -112,6 +112,11 @@ impl Read for Body {
 }
 
 use super::sse::read_sse;
+
+/// A URL for a message: without the credentials a base URL may carry.
+fn shown(url: &str) -> String {
+    input::without_credentials(url)
+}
 pub use super::sse::Timed;
 
 /// A client bound to one server.
@@ -163,7 +168,7 @@ impl Client {
             .http
             .get(url)
             .send()
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| format!("{}: {e}", shown(url)))?;
         Ok((r, deadline))
     }
 
@@ -174,11 +179,12 @@ impl Client {
         let status = r.status();
         let text = self
             .body_text(r, input::HTTP_BODY_MAX, "/v1/models reply", deadline)
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| format!("{}: {e}", shown(&url)))?;
         if !status.is_success() {
+            let url = shown(&url);
             return Err(format!("{url}: HTTP {status}: {}", input::shown(&text)));
         }
-        serde_json::from_str(&text).map_err(|e| format!("{url}: not JSON: {e}"))
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", shown(&url)))
     }
 
     /// `GET` of a path beside the API root (for `/metrics`), as text.
@@ -187,10 +193,10 @@ impl Client {
         let url = format!("{root}{path}");
         let (r, deadline) = self.get(&url)?;
         if !r.status().is_success() {
-            return Err(format!("{url}: HTTP {}", r.status()));
+            return Err(format!("{}: HTTP {}", shown(&url), r.status()));
         }
         self.body_text(r, input::HTTP_BODY_MAX, "reply", deadline)
-            .map_err(|e| format!("{url}: {e}"))
+            .map_err(|e| format!("{}: {e}", shown(&url)))
     }
 
     /// Sends one streamed request to `endpoint` (`chat/completions` or `completions`) and times it.

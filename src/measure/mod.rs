@@ -332,7 +332,7 @@ fn start_reference(p: &Plan, r: &mut Run) {
     } else {
         format!(
             "machine reference: not probed: the server ({}) is not on this machine's loopback",
-            p.base_url
+            crate::input::without_credentials(&p.base_url)
         )
     });
 }

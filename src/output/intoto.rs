@@ -84,28 +84,207 @@ pub struct SignKey {
     pub keyid: String,
 }
 
+/// What `--sign-key` takes, said in every refusal of a key.
+const SUPPORTED: &str = "rigaudit signs with an ed25519 private key: PKCS#8 PEM (BEGIN PRIVATE KEY; `openssl genpkey -algorithm ed25519 -out key.pem`) or a raw 32-byte seed (the bytes, or 64 hex digits)";
+
 impl SignKey {
-    /// Reads `--sign-key`: a PKCS#8 PEM private key, or a raw 32-byte seed (bytes or hex).
+    /// Reads `--sign-key`: a PKCS#8 PEM private key, or a raw 32-byte seed (bytes or hex). A key
+    /// file that others than its owner may read or write is used, with a warning on standard
+    /// error naming its mode and the fix (see [`permissions_warning`]); a key of another kind or
+    /// form (RSA, EC, encrypted, OpenSSH's, a public key, a certificate) is refused, named as what
+    /// it is. No message holds the key's bytes.
     pub fn load(path: &Path) -> Result<SignKey, Fatal> {
         let shown = input::shown_path(path);
-        let bytes = input::read_bounded(path, 64 * 1024, "signing key")?;
-        let text = std::str::from_utf8(&bytes).map(str::trim).unwrap_or("");
-        let key = if text.starts_with("-----BEGIN") {
-            ed25519_dalek::SigningKey::from_pkcs8_pem(text).map_err(|e| {
-                fatal(format!(
-                    "{shown}: expected an ed25519 private key in PKCS#8 PEM (BEGIN PRIVATE KEY): {e}"
-                ))
-            })?
-        } else if let Some(seed) = seed_of(&bytes, text) {
-            ed25519_dalek::SigningKey::from_bytes(&seed)
-        } else {
-            return Err(fatal(format!(
-                "{shown}: expected an ed25519 key: PKCS#8 PEM, or a 32-byte seed (raw, or 64 hex digits); found {} bytes of neither",
-                bytes.len()
-            )));
-        };
+        let f = input::open_regular(path, "signing key")?;
+        if let Some(warning) = f
+            .metadata()
+            .ok()
+            .and_then(|m| permissions_warning(&shown, &m))
+        {
+            eprintln!("rigaudit: warning: {warning}");
+        }
+        let bytes = input::read_all_bounded(f, 64 * 1024, "signing key", &shown)?;
+        let key = key_of(&bytes).map_err(|what| fatal(format!("{shown}: {what}; {SUPPORTED}")))?;
         let keyid = keyid_of(&key.verifying_key());
         Ok(SignKey { key, keyid })
+    }
+}
+
+/// The warning for a key file whose mode lets others than its owner read or write it; `None`
+/// when only the owner may. A warning, not a refusal as ssh makes: `--sign-key` is named
+/// explicitly, and in CI a key is most often a secret written with `echo "$KEY" > key.pem`, which
+/// the usual umask (022) leaves readable by all (0644) on a runner no one else uses.
+fn permissions_warning(shown: &str, meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o066 == 0 {
+        return None;
+    }
+    let access = match (mode & 0o044 != 0, mode & 0o022 != 0) {
+        (true, true) => "readable and writable",
+        (true, false) => "readable",
+        _ => "writable",
+    };
+    let who = match (mode & 0o060 != 0, mode & 0o006 != 0) {
+        (true, true) => "its group and all other users",
+        (true, false) => "its group",
+        _ => "all other users",
+    };
+    Some(format!(
+        "{shown}: the signing key's mode is {mode:04o}, {access} by {who}; a private key should be its owner's alone: chmod 600 {shown}"
+    ))
+}
+
+/// The ed25519 key in a key file's bytes; `Err` says what the file holds instead.
+fn key_of(bytes: &[u8]) -> Result<ed25519_dalek::SigningKey, String> {
+    let text = std::str::from_utf8(bytes).map(str::trim).unwrap_or("");
+    if let Some(label) = pem_label(text) {
+        return from_pem(&label, text);
+    }
+    if let Some(seed) = seed_of(bytes, text) {
+        return Ok(ed25519_dalek::SigningKey::from_bytes(&seed));
+    }
+    let ssh_public = ["ssh-", "ecdsa-sha2-", "sk-ssh-", "sk-ecdsa-"];
+    if ssh_public.iter().any(|p| text.starts_with(p)) {
+        let kind = text.split_whitespace().next().unwrap_or("");
+        return Err(format!(
+            "an OpenSSH public key ({}); signing needs the private key",
+            input::shown(kind)
+        ));
+    }
+    Err(format!(
+        "expected an ed25519 key: PKCS#8 PEM, or a 32-byte seed (raw, or 64 hex digits); found {} bytes of neither",
+        bytes.len()
+    ))
+}
+
+/// The label of the PEM block a key file holds (`PRIVATE KEY` of `-----BEGIN PRIVATE KEY-----`):
+/// a private key's when there are several blocks, else the first's.
+fn pem_label(text: &str) -> Option<String> {
+    let labels: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("-----BEGIN ")?.strip_suffix("-----"))
+        .collect();
+    let private = labels.iter().find(|l| l.ends_with("PRIVATE KEY"));
+    private.or(labels.first()).map(|l| l.to_string())
+}
+
+/// The DER of the PEM block labelled `label` (headers such as `Proc-Type:` left out).
+fn pem_der(label: &str, text: &str) -> Vec<u8> {
+    let begin = format!("-----BEGIN {label}-----");
+    let body: String = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| *l != begin)
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .filter(|l| !l.contains(':'))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap_or_default()
+}
+
+/// The key of a PEM file whose block is labelled `label`, or what it is instead.
+fn from_pem(label: &str, text: &str) -> Result<ed25519_dalek::SigningKey, String> {
+    let der = pem_der(label, text);
+    let encrypted = text.contains("Proc-Type: 4,ENCRYPTED");
+    let said = match label {
+        "PRIVATE KEY" => {
+            let alg = pkcs8_algorithm(&der);
+            if alg != "ed25519" {
+                return Err(format!("{alg} private key (PKCS#8), not an ed25519 one"));
+            }
+            return ed25519_dalek::SigningKey::from_pkcs8_der(&der).map_err(|e| {
+                format!("an ed25519 private key in PKCS#8 PEM that cannot be read: {e}")
+            });
+        }
+        "ENCRYPTED PRIVATE KEY" => "an encrypted PKCS#8 private key; rigaudit asks for no passphrase: decrypt it to a file only you can read (`openssl pkey -in KEY -out plain.pem`)".to_string(),
+        "OPENSSH PRIVATE KEY" => format!("an OpenSSH-format private key ({}); rigaudit does not read this format", openssh_kind(&der)),
+        "RSA PRIVATE KEY" => format!("an RSA private key (PKCS#1{})", if encrypted { ", encrypted" } else { "" }),
+        "EC PRIVATE KEY" => format!("an EC private key (SEC1{}{})", ec_curve(&der).map(|c| format!(", {c}")).unwrap_or_default(), if encrypted { ", encrypted" } else { "" }),
+        "PUBLIC KEY" | "RSA PUBLIC KEY" => format!("a public key ({}); signing needs the private key", pkcs8_algorithm(&der)),
+        "CERTIFICATE" | "TRUSTED CERTIFICATE" | "X509 CERTIFICATE" => "a certificate, which holds a public key; signing needs the private key".to_string(),
+        other => format!("a PEM block of {}, not a private key", input::shown(other)),
+    };
+    Err(said)
+}
+
+/// The algorithm a PKCS#8 or SubjectPublicKeyInfo DER names, by its OID.
+fn pkcs8_algorithm(der: &[u8]) -> String {
+    let has = |oid: &[u8]| der.windows(oid.len()).any(|w| w == oid);
+    let named: [(&[u8], &str); 6] = [
+        (&[0x06, 0x03, 0x2b, 0x65, 0x70], "ed25519"),
+        (&[0x06, 0x03, 0x2b, 0x65, 0x71], "an Ed448"),
+        (&[0x06, 0x03, 0x2b, 0x65, 0x6e], "an X25519"),
+        (
+            &[
+                0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01,
+            ],
+            "an RSA",
+        ),
+        (
+            &[
+                0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a,
+            ],
+            "an RSA-PSS",
+        ),
+        (
+            &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01],
+            "an EC",
+        ),
+    ];
+    match named.iter().find(|(oid, _)| has(oid)) {
+        Some((_, "an EC")) => match ec_curve(der) {
+            Some(curve) => format!("an EC ({curve})"),
+            None => "an EC".to_string(),
+        },
+        Some((_, name)) => name.to_string(),
+        None if der.is_empty() => "a damaged (its PEM text does not decode)".to_string(),
+        None => "an unknown kind of".to_string(),
+    }
+}
+
+/// The named curve an EC key's DER gives, by its OID.
+fn ec_curve(der: &[u8]) -> Option<&'static str> {
+    let has = |oid: &[u8]| der.windows(oid.len()).any(|w| w == oid);
+    let curves: [(&[u8], &str); 4] = [
+        (
+            &[0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07],
+            "P-256",
+        ),
+        (&[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22], "P-384"),
+        (&[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23], "P-521"),
+        (&[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x0a], "secp256k1"),
+    ];
+    curves.iter().find(|(oid, _)| has(oid)).map(|(_, c)| *c)
+}
+
+/// The key type and whether it is encrypted, from an OpenSSH private key's header
+/// (`openssh-key-v1`, the cipher's name, the KDF, then the public key naming its type).
+fn openssh_kind(der: &[u8]) -> String {
+    let cipher = der
+        .strip_prefix(b"openssh-key-v1\0")
+        .and_then(|rest| {
+            let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            rest.get(4..4 + len)
+        })
+        .map(String::from_utf8_lossy);
+    let text = String::from_utf8_lossy(der);
+    let kinds = [
+        "ssh-ed25519",
+        "ssh-rsa",
+        "ecdsa-sha2-nistp256",
+        "ecdsa-sha2-nistp384",
+        "ecdsa-sha2-nistp521",
+        "ssh-dss",
+    ];
+    let kind = kinds.iter().find(|k| text.contains(*k)).copied();
+    let kind = kind.unwrap_or("of an unknown type");
+    match cipher.as_deref() {
+        Some("none") => format!("{kind}, not encrypted"),
+        Some(c) => format!("{kind}, encrypted with {}", input::shown(c)),
+        None => format!("{kind}, its header unreadable"),
     }
 }
 
@@ -213,5 +392,126 @@ mod tests {
             .unwrap()
             .0;
         assert!(e.contains("PKCS#8 PEM"), "{e}");
+    }
+
+    /// Runs a key-making tool in `dir`; false (said on stderr) when it is not installed.
+    fn made(dir: &Path, tool: &str, args: &[&str]) -> bool {
+        match std::process::Command::new(tool)
+            .args(args)
+            .current_dir(dir)
+            .output()
+        {
+            Ok(o) if o.status.success() => true,
+            Ok(o) => panic!("{tool} {args:?}: {}", String::from_utf8_lossy(&o.stderr)),
+            Err(e) => {
+                eprintln!("SKIPPED: {tool} cannot run here ({e}): its keys are not tried");
+                false
+            }
+        }
+    }
+
+    /// The openssl command lines that make each kind of key refused, with what it is named.
+    const KEYS: [(&str, &str, &str); 8] = [
+        (
+            "genpkey -algorithm ed448 -out ed448.pem",
+            "ed448.pem",
+            "an Ed448 private key (PKCS#8)",
+        ),
+        (
+            "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec.pem",
+            "ec.pem",
+            "an EC (P-256) private key (PKCS#8)",
+        ),
+        (
+            "genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out rsa.pem",
+            "rsa.pem",
+            "an RSA private key (PKCS#8)",
+        ),
+        (
+            "pkey -in ed.pem -aes256 -passout pass:pw -out enc.pem",
+            "enc.pem",
+            "an encrypted PKCS#8 private key",
+        ),
+        (
+            "pkey -in ed.pem -pubout -out pub.pem",
+            "pub.pem",
+            "a public key (ed25519)",
+        ),
+        (
+            "req -x509 -key ed.pem -subj /CN=t -days 1 -out cert.pem",
+            "cert.pem",
+            "a certificate",
+        ),
+        (
+            "pkey -in ec.pem -traditional -out sec1.pem",
+            "sec1.pem",
+            "an EC private key (SEC1, P-256)",
+        ),
+        (
+            "pkey -in rsa.pem -traditional -out pkcs1.pem",
+            "pkcs1.pem",
+            "an RSA private key (PKCS#1)",
+        ),
+    ];
+
+    /// Asserts the key file `file` is refused, named as `what`, and no line of its text is echoed.
+    fn refused_as(d: &Path, file: &str, what: &str) {
+        let text = std::fs::read_to_string(d.join(file)).unwrap();
+        let e = SignKey::load(&d.join(file)).err().unwrap().0;
+        assert!(e.contains(what), "{file}: {e}");
+        assert!(e.contains("ed25519 private key: PKCS#8 PEM"), "{file}: {e}");
+        for line in text
+            .lines()
+            .filter(|l| l.len() > 16 && !l.starts_with("-----"))
+        {
+            let body = line.split_whitespace().nth(1).unwrap_or(line);
+            assert!(!e.contains(body), "{file}: the key's text is echoed: {e}");
+        }
+    }
+
+    #[test]
+    fn each_kind_of_key_is_named_as_what_it_is_and_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ed = "genpkey -algorithm ed25519 -out ed.pem";
+        if !made(d, "openssl", &ed.split(' ').collect::<Vec<_>>()) {
+            return;
+        }
+        assert!(SignKey::load(&d.join("ed.pem")).is_ok());
+        for (args, file, what) in KEYS {
+            made(d, "openssl", &args.split(' ').collect::<Vec<_>>());
+            refused_as(d, file, what);
+        }
+        let ssh = ["-q", "-t", "ed25519", "-N", "", "-f", "ossh"];
+        if made(d, "ssh-keygen", &ssh) {
+            let what = "an OpenSSH-format private key (ssh-ed25519, not encrypted)";
+            refused_as(d, "ossh", what);
+            refused_as(d, "ossh.pub", "an OpenSSH public key (ssh-ed25519)");
+        }
+    }
+
+    #[test]
+    fn a_key_others_may_read_is_warned_about_with_its_mode_and_the_fix() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let k = key_file(dir.path(), "k", &[7u8; 32]);
+        let warned = |mode: u32| {
+            std::fs::set_permissions(&k, std::fs::Permissions::from_mode(mode)).unwrap();
+            permissions_warning("k", &std::fs::metadata(&k).unwrap())
+        };
+        assert_eq!(warned(0o600), None);
+        assert_eq!(warned(0o400), None);
+        let w = warned(0o644).unwrap();
+        assert!(
+            w.contains("mode is 0644, readable by its group and all other users"),
+            "{w}"
+        );
+        assert!(w.ends_with("chmod 600 k"), "{w}");
+        assert!(warned(0o640).unwrap().contains("readable by its group;"));
+        assert!(warned(0o602)
+            .unwrap()
+            .contains("writable by all other users"));
+        // Used all the same.
+        assert!(SignKey::load(&k).is_ok());
     }
 }

@@ -917,5 +917,6 @@ fn a_deeply_nested_yaml_report_is_refused() {
         &["verify", "--from", "guidellm", p.to_str().unwrap()],
         Duration::from_secs(30),
     );
-    r.assert_exit_saying(2, "recursion limit");
+    r.assert_exit_saying(2, "line 2: nested more than 64 levels deep");
+    assert!(r.stderr.contains("benchmarks.yaml"), "{}", r.stderr);
 }
