@@ -1,9 +1,12 @@
 //! The report as GitHub Actions workflow commands: one annotation per finding
 //! (`::error file=F,line=L,title=ID::message`, `::warning`, `::notice` for a note), its file
 //! relative to the repository root and its line resolved from the pointer where it has a place,
-//! and the verdict line last, with what a pass covers or why a run is incomplete. Data is escaped as the Actions runner reads it: `%`, CR and LF in
-//! the message; those and `:` and `,` in a property.
+//! and the verdict line last, with what a pass covers or why a run is incomplete. Every field
+//! (file, title, message) and the verdict line go through [`super::escape`]: hidden characters
+//! (terminal controls, bidirectional overrides) written visibly, then `%`, CR and LF escaped as the
+//! Actions runner reads them; in a property `:` and `,` too.
 
+use super::escape::{workflow_data as escape_data, workflow_property as escape_property};
 use super::place::Places;
 use rigaudit_audit::{Finding, Report, Severity};
 use std::fmt::Write;
@@ -15,18 +18,6 @@ fn command(s: Severity) -> &'static str {
         Severity::Warning => "warning",
         Severity::Info => "notice",
     }
-}
-
-/// A command's message: `%`, CR and LF escaped.
-fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A command's property value: also `:` and `,` escaped.
-fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// One finding's annotation.
@@ -64,7 +55,7 @@ pub fn render(r: &Report, places: &Places) -> String {
     let _ = writeln!(
         o,
         "rigaudit {} {}: {} ({} errors, {} warnings, {} notes; {} checks ran)",
-        r.command,
+        escape_data(&r.command),
         escape_data(&r.bundle),
         escape_data(&rigaudit_audit::headline::qualified(r)),
         r.counts.error,
@@ -81,8 +72,6 @@ mod tests {
 
     #[test]
     fn data_and_properties_are_escaped_as_the_runner_reads_them() {
-        assert_eq!(escape_data("50% a\r\nb: c,d"), "50%25 a%0D%0Ab: c,d");
-        assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
         let f = Finding::new("speed.x", Severity::Info, "line one\nline two: 100%")
             .file("speed/a,b.json")
             .pointer("line 3");
@@ -92,6 +81,22 @@ mod tests {
             "::notice file=speed/a%2Cb.json,line=3,title=speed.x::line one%0Aline two: 100%25"
         );
         assert_eq!(line.lines().count(), 1);
+    }
+
+    #[test]
+    fn controls_in_every_field_are_visible_and_no_line_is_a_command_of_the_page() {
+        let f = Finding::new(
+            "x.y\u{1b}[2J",
+            Severity::Error,
+            "m\u{9b}\n::add-mask::s\u{202e}",
+        )
+        .file("a\u{7},b:c.json")
+        .pointer("/p\u{1b}");
+        let line = annotation(&f, &Places::default());
+        assert_eq!(
+            line,
+            "::error file=a\\u{7}%2Cb%3Ac.json,title=x.y\\u{1b}[2J::/p\\u{1b}: m\\u{9b}%0A::add-mask::s\\u{202e}"
+        );
     }
 
     #[test]

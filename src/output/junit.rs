@@ -12,14 +12,9 @@
 use rigaudit_audit::{Report, Severity};
 use std::fmt::Write;
 
-/// XML text: the five entities escaped, and characters XML 1.0 cannot hold replaced.
-fn esc(s: &str) -> String {
-    crate::output::escape::markup(s, "&apos;", |c| {
-        ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
-            || c == '\u{fffe}'
-            || c == '\u{ffff}'
-    })
-}
+/// XML text or attribute value: the five entities escaped, and every character XML 1.0 cannot
+/// hold (with the other controls and the bidirectional ones) written visibly.
+use crate::output::escape::xml_text as esc;
 
 /// One test case.
 struct Case {

@@ -5,7 +5,7 @@
 use super::{verify_all, walk, Row, Tree, LIMITS};
 use crate::fatal::{fatal, Fatal};
 use crate::input;
-use crate::output::{self, Format};
+use crate::output::{self, escape, Format};
 use rigaudit_audit::{Report, Severity};
 use serde_json::json;
 use std::collections::HashSet;
@@ -226,7 +226,7 @@ fn tally(rows: &[Row]) -> serde_json::Value {
 fn text_table(rows: &[Row]) -> String {
     let w = rows
         .iter()
-        .map(|r| r.run.chars().count())
+        .map(|r| escape::terminal(&r.run).chars().count())
         .max()
         .unwrap_or(3)
         .max(3);
@@ -238,10 +238,14 @@ fn text_table(rows: &[Row]) -> String {
         let (v, e, wa, _) = cells(row);
         s += &format!(
             "{:<w$}  {:<12}  {:<10}  {:>6}  {:>8}\n",
-            row.run, row.tool, v, e, wa
+            escape::terminal(&row.run),
+            escape::terminal(&row.tool),
+            v,
+            e,
+            wa
         );
     }
-    s += &refusals(rows, "");
+    s += &refusals(rows, "", escape::terminal);
     let t = tally(rows);
     s += &format!(
         "{} runs: {} pass, {} fail, {} not checked\n",
@@ -255,19 +259,23 @@ fn markdown_table(rows: &[Row]) -> String {
         String::from("| run | tool | verdict | errors | warnings |\n|---|---|---|---:|---:|\n");
     for row in rows {
         let (v, e, w, _) = cells(row);
-        let run = row.run.replace('|', "\\|");
-        s += &format!("| `{run}` | {} | {v} | {e} | {w} |\n", row.tool);
+        let (run, tool) = (
+            escape::markdown_code(&row.run),
+            escape::markdown_cell(&row.tool),
+        );
+        s += &format!("| {run} | {tool} | {v} | {e} | {w} |\n");
     }
-    s + &refusals(rows, "- ")
+    s + &refusals(rows, "- ", escape::markdown_text)
 }
 
-/// The runs that could not be checked, each with why (one line each, after the table).
-fn refusals(rows: &[Row], bullet: &str) -> String {
+/// The runs that could not be checked, each with why (one line each, after the table), in the
+/// format's escaping `esc`.
+fn refusals(rows: &[Row], bullet: &str, esc: fn(&str) -> String) -> String {
     let mut s = String::new();
     for row in rows {
         if let Err(why) = &row.report {
-            let why = input::shown_n(why, input::MESSAGE_MAX);
-            s += &format!("{bullet}{}: not checked: {why}\n", row.run);
+            let why = escape::terminal_cut(why, input::MESSAGE_MAX);
+            s += &format!("{bullet}{}: not checked: {}\n", esc(&row.run), esc(&why));
         }
     }
     s
