@@ -118,6 +118,19 @@ pub fn terminal_cut(s: &str, max: usize) -> String {
     o
 }
 
+/// A line of text for a terminal or a CI log that does not start, after its indent, with `::`
+/// (which the Actions runner reads as a workflow command wherever the line comes from): such a
+/// line gets a `\` before it. Wrapping can start a line with any word of a value, so the text
+/// renderers pass each line they write through this.
+pub fn no_command(line: &str) -> std::borrow::Cow<'_, str> {
+    let text = line.trim_start();
+    if !text.starts_with("::") {
+        return line.into();
+    }
+    let indent = &line[..line.len() - text.len()];
+    format!("{indent}\\{text}").into()
+}
+
 /// The numeric character reference of a Markdown character with a meaning, when `c` is one
 /// wherever it is.
 fn markdown_special(c: char) -> Option<&'static str> {
@@ -249,14 +262,19 @@ fn markup(s: &str, apos: &str) -> String {
 }
 
 /// XML text or attribute value (JUnit): hidden characters visible (among them every character
-/// XML 1.0 forbids), line feeds kept, the five markup characters as entities.
+/// XML 1.0 forbids), a line break written `\n` (so a value never starts a line of the file, which
+/// a CI log could read as a workflow command), the five markup characters as entities.
 pub fn xml_text(s: &str) -> String {
-    markup(&visible(s, Breaks::LineFeed), "&apos;")
+    markup(&visible(s, Breaks::Visible), "&apos;")
 }
 
-/// HTML text or attribute value: [`xml_text`] with `'` as `&#39;` (HTML 4 has no `&apos;`).
+/// HTML text or attribute value: [`xml_text`] with `'` as `&#39;` (HTML 4 has no `&apos;`), and
+/// `[` and `]` as references too, so the page's text forms no Markdown link or image should it be
+/// pasted where Markdown is read.
 pub fn html_text(s: &str) -> String {
-    markup(&visible(s, Breaks::LineFeed), "&#39;")
+    markup(&visible(s, Breaks::Visible), "&#39;")
+        .replace('[', "&#91;")
+        .replace(']', "&#93;")
 }
 
 /// A SARIF text message: hidden characters visible (a line feed stays), and `\`, `[` and `]`
@@ -351,6 +369,14 @@ mod tests {
     }
 
     #[test]
+    fn no_line_of_text_starts_a_workflow_command() {
+        assert_eq!(no_command("    ::add-mask::x"), "    \\::add-mask::x");
+        assert_eq!(no_command("::error::x"), "\\::error::x");
+        assert_eq!(no_command("  a ::x"), "  a ::x");
+        assert_eq!(no_command(": :x"), ": :x");
+    }
+
+    #[test]
     fn markdown_text_writes_every_character_with_a_meaning_as_a_reference() {
         assert_eq!(
             markdown_text("<img src=x> & ![x](u) `c` *b* _i_ ~s~ $m$ a\\|b"),
@@ -436,12 +462,13 @@ mod tests {
     fn xml_and_html_text_have_entities_and_no_character_xml_forbids() {
         assert_eq!(
             xml_text("a&<>\"'\u{1}\u{ffff}\r\n"),
-            "a&amp;&lt;&gt;&quot;&apos;\\u{1}\\u{ffff}\\r\n"
+            "a&amp;&lt;&gt;&quot;&apos;\\u{1}\\u{ffff}\\r\\n"
         );
         assert_eq!(html_text("<a&\"b'>"), "&lt;a&amp;&quot;b&#39;&gt;");
         assert_eq!(html_text("\u{9b}\u{2067}"), "\\u{9b}\\u{2067}");
+        assert_eq!(html_text("![x](y)"), "!&#91;x&#93;(y)");
         let x = xml_text(ALL);
-        assert!(!x.contains('<') && !x.chars().any(|c| hidden(c) && c != '\n'));
+        assert!(!x.contains('<') && !x.chars().any(hidden));
     }
 
     #[test]

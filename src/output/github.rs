@@ -20,18 +20,37 @@ fn command(s: Severity) -> &'static str {
     }
 }
 
+/// Whether a file's path can be the `file=` property: one line with no control or bidirectional
+/// character and no `:` (which a repository's paths do not hold, and a manifest's may not). Another
+/// path is said in the message instead, escaped there: no property can hold what reads as a
+/// second command, escaped or not.
+fn plain_path(p: &str) -> bool {
+    !p.is_empty() && !p.chars().any(|c| super::escape::hidden(c) || c == ':')
+}
+
 /// One finding's annotation.
 fn annotation(f: &Finding, places: &Places) -> String {
     let mut props = Vec::new();
     let mut message = f.message.clone();
     if let Some(file) = &f.file {
-        props.push(format!("file={}", escape_property(&places.path(file))));
-        match places.line(file, f.pointer.as_deref()) {
-            Some(line) => props.push(format!("line={line}")),
-            None => {
+        let path = places.path(file);
+        let line = places.line(file, f.pointer.as_deref());
+        match (plain_path(&path), line) {
+            (true, Some(line)) => {
+                props.push(format!("file={},line={line}", escape_property(&path)))
+            }
+            (true, None) => {
+                props.push(format!("file={}", escape_property(&path)));
                 if let Some(p) = &f.pointer {
                     message = format!("{p}: {message}");
                 }
+            }
+            (false, _) => {
+                let at = f
+                    .pointer
+                    .as_deref()
+                    .map_or(String::new(), |p| format!(" {p}"));
+                message = format!("{path}{at}: {message}");
             }
         }
     }
@@ -95,7 +114,18 @@ mod tests {
         let line = annotation(&f, &Places::default());
         assert_eq!(
             line,
-            "::error file=a\\u{7}%2Cb%3Ac.json,title=x.y\\u{1b}[2J::/p\\u{1b}: m\\u{9b}%0A::add-mask::s\\u{202e}"
+            "::error title=x.y\\u{1b}[2J::a\\u{7},b:c.json /p\\u{1b}: m\\u{9b}%0A::add-mask::s\\u{202e}"
+        );
+        let f =
+            Finding::new("x.y", Severity::Error, "m").file("<img src=x>\n::error title=pwned::P");
+        assert_eq!(
+            annotation(&f, &Places::default()),
+            "::error title=x.y::<img src=x>%0A::error title=pwned::P: m"
+        );
+        let f = Finding::new("x.y", Severity::Error, "m").file("my dir/été <b>%.json");
+        assert_eq!(
+            annotation(&f, &Places::default()),
+            "::error file=my dir/été <b>%25.json,title=x.y::m"
         );
     }
 

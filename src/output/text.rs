@@ -332,7 +332,7 @@ pub fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.trim_start_matches('\n').lines() {
         if columns(line) <= width {
-            out.push_str(line);
+            out.push_str(&super::escape::no_command(line));
             out.push('\n');
             continue;
         }
@@ -371,7 +371,18 @@ fn words_with_gaps(line: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
+/// [`wrap_line`], each line it makes passed through [`super::escape::no_command`] (a wrap can
+/// start a line with any word of a value).
 fn wrap_into(out: &mut String, line: &str, hang: usize, width: usize) {
+    let mut wrapped = String::new();
+    wrap_line(&mut wrapped, line, hang, width);
+    for l in wrapped.lines() {
+        out.push_str(&super::escape::no_command(l));
+        out.push('\n');
+    }
+}
+
+fn wrap_line(out: &mut String, line: &str, hang: usize, width: usize) {
     let lead = line.len() - line.trim_start().len();
     let mut current = " ".repeat(lead);
     let mut has_word = false;

@@ -246,6 +246,11 @@ fn text_table(rows: &[Row]) -> String {
         );
     }
     s += &refusals(rows, "", escape::terminal);
+    // A run's name starts its line: none may start a workflow command.
+    let mut s: String = s
+        .lines()
+        .map(|l| escape::no_command(l).into_owned() + "\n")
+        .collect();
     let t = tally(rows);
     s += &format!(
         "{} runs: {} pass, {} fail, {} not checked\n",
