@@ -11,7 +11,9 @@
 //! feed becomes depends on the format. Then each format escapes what has meaning in it:
 //!
 //! - [`terminal`] (the text report): nothing more; a value's line feed is written `\n`, so no
-//!   value starts a line of its own (a CI log reads `::command` at the start of any line).
+//!   value starts a line of its own (a CI log reads `::command` at the start of any line, after
+//!   its indent). Wrapping can still start a line with a value's word: [`no_command`] puts a `\`
+//!   before a line that would start with `::`, and the text renderers pass every line through it.
 //! - [`markdown_text`], [`markdown_cell`], [`markdown_code`] (the Markdown report: GitHub's job
 //!   summary and pull-request comments): line breaks become spaces, and the characters with a
 //!   meaning in CommonMark or GitHub's Markdown become numeric character references, which
@@ -24,13 +26,19 @@
 //!   (headings, lists, setext underlines). Letters, digits, spaces and the rest of punctuation
 //!   (`.` `,` `:` `;` `(` `)` `'` `"` `/` `%`) stay as they are: they mean nothing alone, and the
 //!   report stays readable as text. Page text is never put in a code span (no entity is decoded
-//!   there and a backtick would close it): monospace is `<code>` around escaped text.
+//!   there and a backtick would close it): monospace is `<code>` around escaped text, and the code
+//!   spans of rigaudit's own lines that may quote a page (headlines, what to do) become `<code>`
+//!   too ([`markdown_prose`]). Left as GitHub reads them: a bare `https://` or `www.` address
+//!   (linked, shown in full, nothing loaded) and an `@name` (GitHub finds mentions in the text
+//!   after references are decoded).
 //! - [`workflow_data`], [`workflow_property`] (GitHub workflow commands): the runner's own
 //!   escaping, `%` as `%25`, CR as `%0D`, LF as `%0A`, and in a property also `:` as `%3A` and `,`
 //!   as `%2C`, after the hidden characters are made visible.
 //! - [`xml_text`] (JUnit) and [`html_text`] (the HTML page, which is also well-formed XML): the
-//!   five markup characters as entities; line feeds stay (XML allows them), every character
-//!   XML 1.0 forbids is among the hidden ones and so written visibly.
+//!   five markup characters as entities, in text and attributes alike; a value's line feed
+//!   written `\n` (a JUnit file is printed to CI logs too); every character XML 1.0 forbids is
+//!   among the hidden ones and so written visibly. The HTML page's `[` and `]` are references
+//!   as well, so its text makes no Markdown link or image where it is pasted into Markdown.
 //! - [`sarif_uri`]: a repository-relative path percent-encoded per RFC 3986 (unreserved
 //!   characters and `/` kept), never absolute and never climbing: a path with an empty, `.` or
 //!   `..` segment keeps only its named segments, so the URI cannot resolve above its base.

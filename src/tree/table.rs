@@ -123,15 +123,25 @@ fn write_reports(root: &Path, rows: &[Row], dirs: &[(Format, PathBuf)]) -> Resul
 }
 
 /// What a run that could not be checked leaves in its report file: JSON for the machine formats,
-/// a line of text otherwise.
+/// a line of text otherwise, escaped for the file's format.
 fn refused_text(row: &Row, why: &str, format: Format) -> String {
     match format {
         Format::Json | Format::Sarif | Format::Intoto => {
             let v =
                 json!({"run": row.run, "tool": row.tool, "verdict": "incomplete", "error": why});
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+            escape::json(&serde_json::to_string_pretty(&v).unwrap_or_default()) + "\n"
         }
-        _ => format!("{}: not checked: {}\n", row.run, input::escaped(why)),
+        _ => {
+            let esc: fn(&str) -> String = match format {
+                Format::Markdown => escape::markdown_text,
+                Format::Html => escape::html_text,
+                Format::Junit => escape::xml_text,
+                _ => escape::terminal,
+            };
+            let why = esc(&escape::terminal(why));
+            let line = format!("{}: not checked: {why}", esc(&row.run));
+            escape::no_command(&line).into_owned() + "\n"
+        }
     }
 }
 
@@ -214,7 +224,7 @@ fn json_table(root: &str, rows: &[Row]) -> String {
     let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
     let verdict = ["pass", "fail", "incomplete"][worst.clamp(0, 2) as usize];
     let v = json!({"format": "rigaudit/tree/1", "command": "verify", "root": root, "verdict": verdict, "exit_code": worst, "counts": tally(rows), "runs": runs});
-    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    escape::json(&serde_json::to_string_pretty(&v).unwrap_or_default()) + "\n"
 }
 
 /// The runs counted by verdict.

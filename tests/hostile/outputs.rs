@@ -11,7 +11,7 @@
 
 use super::attack::{
     all_payloads, files_under, Attack, Outcome, Scratch, Surface, CONTROLS, HTML_BEACON,
-    HTML_COMMENT, MD_IMAGE, WORKFLOW_COMMAND,
+    HTML_COMMENT, HTML_SCRIPT, MD_IMAGE, WORKFLOW_COMMAND,
 };
 use super::common::{copy_dir, root, sha_file};
 use serde_json::{json, Value};
@@ -803,4 +803,44 @@ fn every_output_of_a_page_with_every_payload_everywhere_is_clean() {
             assert!(!text.contains(MD_IMAGE), "{}", f.display());
         }
     }
+}
+
+#[test]
+fn a_tree_run_that_cannot_be_checked_is_named_escaped_in_its_report_files() {
+    let s = Scratch::new();
+    let tree = s.path().join("tree");
+    copy_dir(&root().join(RUN), &tree.join("plain"));
+    let name = format!(
+        "::add-mask::x {} a|b \u{9b}31m",
+        HTML_SCRIPT.replace('/', "\u{2215}")
+    );
+    std::fs::create_dir_all(tree.join(&name)).unwrap();
+    std::fs::write(tree.join(&name).join("bundle.json"), "{not json").unwrap();
+    std::fs::create_dir_all(s.out()).unwrap();
+    let mut args = vec!["verify", tree.to_str().unwrap(), "--format", "markdown"];
+    args.extend(["--output", "html:out", "--output", "markdown:out"]);
+    args.extend(["--output", "text:out", "--output", "json:out"]);
+    let o = Attack::new(&s, &args).run();
+    o.exit(2).saying("not checked").clean(Surface::Markdown);
+    tables_keep_their_columns(&o.run.stdout);
+    let refused = |ext: &str| {
+        let f = files_under(&s.out())
+            .into_iter()
+            .find(|f| {
+                let n = f.file_name().unwrap().to_string_lossy().into_owned();
+                n.ends_with(&format!(".{ext}")) && !n.starts_with("plain")
+            })
+            .unwrap_or_else(|| panic!("no .{ext} report of the refused run"));
+        std::fs::read_to_string(f).unwrap()
+    };
+    assert!(refused("html").starts_with("\\::add-mask::x &lt;script&gt;alert(1)"));
+    assert!(refused("md").contains("a&#124;b &#92;u{9b}31m: not checked"));
+    assert!(refused("txt").starts_with("\\::add-mask::x <script>"));
+    let json: Value = serde_json::from_str(&refused("json")).unwrap();
+    // The tree names a run as its folder, shown: its controls already visible.
+    assert_eq!(json["verdict"], "incomplete");
+    assert!(
+        json["run"].as_str().unwrap().ends_with("a|b \\u{9b}31m"),
+        "{json}"
+    );
 }
