@@ -98,7 +98,9 @@ fn github_format_annotates_each_finding_at_its_file_and_line() {
     // The Markdown report is added after what the job summary held.
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(
-        text.starts_with("earlier step\n❌ **rigaudit verify `tensorfold-127-stock-2x`: FAIL**"),
+        text.starts_with(
+            "earlier step\n❌ **rigaudit verify <code>tensorfold-127-stock-2x</code>: FAIL**"
+        ),
         "{text}"
     );
     assert!(text.contains("<details>"));
@@ -180,10 +182,10 @@ fn the_actions_script_annotates_summarises_writes_sarif_and_sets_outputs() {
     assert_eq!(errors as u64, e1 + e2);
     assert!(s
         .summary
-        .contains("❌ **rigaudit verify `tensorfold-127-stock-2x`: FAIL**"));
+        .contains("❌ **rigaudit verify <code>tensorfold-127-stock-2x</code>: FAIL**"));
     assert!(s
         .summary
-        .contains("✅ **rigaudit verify `smollm2-cpu`: PASS**"));
+        .contains("✅ **rigaudit verify <code>smollm2-cpu</code>: PASS**"));
     for n in 1..=2 {
         let log: serde_json::Value = read_json(&s.sarif.join(format!("rigaudit-{n}.sarif")));
         assert_eq!(log["version"], "2.1.0");

@@ -452,7 +452,7 @@ fn markdown_escapes_table_cells_and_an_unknown_output_name_is_exit_2() {
     let (_, dir) = outputs(tmp.path(), &fixture("tensorfold-127-stock-2x"));
     let md = std::fs::read_to_string(dir.join("r.md")).unwrap();
     assert!(
-        md.starts_with("❌ **rigaudit verify `tensorfold-127-stock-2x`: FAIL**"),
+        md.starts_with("❌ **rigaudit verify <code>tensorfold-127-stock-2x</code>: FAIL**"),
         "{md}"
     );
     assert!(md.contains("| severity | check | where | message |"));
@@ -558,9 +558,17 @@ const probe = { finding: at('#findings tbody tr'), figures: at('table.figures'),
 document.title = JSON.stringify(probe);
 </script>"#;
 
-/// The page `html` rendered in Chromium with [`PROBE`]: what it measured.
+/// The page's Content-Security-Policy: loads nothing, runs no script.
+const CSP_META: &str =
+    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ";
+
+/// The page `html` rendered in Chromium with [`PROBE`]: what it measured. The probed copy drops
+/// the page's Content-Security-Policy, which would block the probe as it blocks any script.
 fn probe(html: &Path) -> Value {
-    let text = std::fs::read_to_string(html).unwrap();
+    let mut text = std::fs::read_to_string(html).unwrap();
+    let start = text.find(CSP_META).expect("the page has its CSP");
+    let end = start + text[start..].find("/>").unwrap() + 2;
+    text.replace_range(start..end, "");
     let probed = html.with_extension("probe.html");
     std::fs::write(&probed, text.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
     let profile = tempfile::tempdir().unwrap();
@@ -598,6 +606,10 @@ fn check_in_browser(html: &Path, name: &str, plots: usize) -> Value {
     ] {
         assert!(!text.contains(needle), "{name}: {needle}");
     }
+    // Nothing loaded or run should anything get through; the screenshot below is of the page
+    // with its policy, so the policy lets the page draw.
+    assert!(text.contains(CSP_META), "{name}: no CSP");
+    assert!(!text.contains("script-src"), "{name}");
     assert_eq!(text.matches("<svg class=\"plot\"").count(), plots, "{name}");
     let p = probe(html);
     let at = |k: &str| p[k].as_i64().unwrap();
@@ -906,7 +918,7 @@ fn markdown_and_html_lead_with_the_verdicts_coverage_and_the_headline() {
     );
     assert_has(
         before_table,
-        "`rigaudit checks quality.refused-counted-as-wrong`",
+        "<code>rigaudit checks quality.refused-counted-as-wrong</code>",
     );
     // The HTML page leads the same way, before its plots and tables.
     let html = rigaudit(&["verify", mia.to_str().unwrap(), "--format", "html"]).stdout;

@@ -12,14 +12,9 @@
 use rigaudit_audit::{Report, Severity};
 use std::fmt::Write;
 
-/// XML text: the five entities escaped, and characters XML 1.0 cannot hold replaced.
-fn esc(s: &str) -> String {
-    crate::output::escape::markup(s, "&apos;", |c| {
-        ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
-            || c == '\u{fffe}'
-            || c == '\u{ffff}'
-    })
-}
+/// XML text or attribute value: the five entities escaped, and every character XML 1.0 cannot
+/// hold (with the other controls and the bidirectional ones) written visibly.
+use crate::output::escape::xml_text as esc;
 
 /// One test case.
 struct Case {
@@ -82,8 +77,13 @@ fn cases(r: &Report) -> Vec<Case> {
         .collect()
 }
 
+/// Lines of text, each escaped (a value's own line break written `\n`), one a line.
+fn esc_lines(lines: &[String]) -> String {
+    lines.iter().map(|l| esc(l)).collect::<Vec<_>>().join("\n")
+}
+
 /// Findings below the fail level, one line each, for the suite's `<system-out>`.
-fn below_fail_level(r: &Report) -> String {
+fn below_fail_level(r: &Report) -> Vec<String> {
     r.findings
         .iter()
         .filter(|f| r.fail_on.is_none_or(|t| f.severity < t))
@@ -91,8 +91,7 @@ fn below_fail_level(r: &Report) -> String {
             Some(file) => format!("{} {}: {file}: {}", f.severity.name(), f.check, f.message),
             None => format!("{} {}: {}", f.severity.name(), f.check, f.message),
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect()
 }
 
 /// Renders a report as JUnit XML.
@@ -128,7 +127,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(
         o,
         "    <system-out>{}</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>",
-        esc(&below_fail_level(r))
+        esc_lines(&below_fail_level(r))
     );
     o
 }
@@ -156,7 +155,7 @@ fn write_case(o: &mut String, c: &Case) {
                 "{head}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
                 esc(&first),
                 sev.name(),
-                esc(&lines.join("\n"))
+                esc_lines(lines)
             );
         }
     }

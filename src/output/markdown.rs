@@ -2,8 +2,12 @@
 //! (diff), then the findings and the figures, with only what fails or differs open (errors and
 //! warnings, figures that do not match, rows that drifted or cannot be compared) and the rest
 //! folded in `<details>`. Rows stop at a hard bound well below GitHub's 65,536 characters of a
-//! comment; past it the report says how many rows are in the full report instead.
+//! comment; past it the report says how many rows are in the full report instead. Every string
+//! rigaudit did not write itself (findings' messages, check ids, files, pointers, keys, values,
+//! headlines) goes through [`super::escape`]'s Markdown escapers: page text is never raw HTML,
+//! never a link or an image, never a code span, and never splits a table cell.
 
+use super::escape::{markdown_cell as cell, markdown_code as code, markdown_prose, markdown_text};
 use rigaudit_audit::decide::p_cell;
 use rigaudit_audit::verdict::{better_word, runs_to_tell_line, Comparison, ReplayVerdict};
 use rigaudit_audit::{headline, Finding, Report, Severity, Verdict};
@@ -11,21 +15,8 @@ use std::fmt::Write;
 
 /// The most characters of table rows one report holds; with its headings, folds and last line it
 /// stays below GitHub's 65,536 characters of a comment (each row is at most a few cells of
-/// [`CELL_MAX`], and a report has a handful of tables).
+/// [`super::escape::CELL_MAX`] characters of text, and a report has a handful of tables).
 const ROWS_MAX: usize = 60_000;
-
-/// The most characters of one table cell.
-const CELL_MAX: usize = 300;
-
-/// A table cell: pipes and line breaks escaped, long text cut with its size said.
-fn cell(s: &str) -> String {
-    let one_line = s.replace('|', "\\|").replace(['\n', '\r'], " ");
-    if one_line.chars().count() <= CELL_MAX {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(CELL_MAX).collect();
-    format!("{cut}… ({} characters in all)", one_line.chars().count())
-}
 
 fn num(x: Option<f64>) -> String {
     x.map_or("–".into(), |v| {
@@ -95,9 +86,9 @@ fn verdict_line(r: &Report) -> String {
         None => word.to_string(),
     };
     format!(
-        "{icon} **rigaudit {} `{}`: {word}** ({} errors, {} warnings, {} notes; {} checks ran)",
-        r.command,
-        cell(&r.bundle),
+        "{icon} **rigaudit {} {}: {word}** ({} errors, {} warnings, {} notes; {} checks ran)",
+        markdown_text(&r.command),
+        code(&r.bundle),
         r.counts.error,
         r.counts.warning,
         r.counts.info,
@@ -110,15 +101,15 @@ fn verdict_line(r: &Report) -> String {
 fn why(p: &mut Page, r: &Report) {
     let mut lines: Vec<String> = Vec::new();
     if let Some(why) = &r.incomplete {
-        lines.push(format!("- incomplete: {}", cell(why)));
+        lines.push(format!("- incomplete: {}", markdown_prose(why)));
     }
     lines.extend(
         headline::headlines(r)
             .iter()
-            .map(|h| format!("- {}", cell(h))),
+            .map(|h| format!("- {}", markdown_prose(h))),
     );
     if let Some(next) = headline::next_step(r) {
-        lines.push(format!("- what to do: {}", cell(&next)));
+        lines.push(format!("- what to do: {}", markdown_prose(&next)));
     }
     if !lines.is_empty() {
         p.line("");
@@ -132,14 +123,14 @@ const FINDINGS_HEAD: &str = "| severity | check | where | message |\n|---|---|--
 
 fn finding_row(f: &Finding) -> String {
     let place = match (&f.file, &f.pointer) {
-        (Some(file), Some(p)) => format!("`{}` `{}`", cell(file), cell(p)),
-        (Some(file), None) => format!("`{}`", cell(file)),
+        (Some(file), Some(p)) => format!("{} {}", code(file), code(p)),
+        (Some(file), None) => code(file),
         _ => String::new(),
     };
     format!(
-        "| {} | `{}` | {place} | {} |",
+        "| {} | {} | {place} | {} |",
         f.severity.name(),
-        f.check,
+        code(&f.check),
         cell(&f.message)
     )
 }
@@ -192,8 +183,8 @@ fn comparison_row(c: &Comparison, diff: bool) -> String {
         String::new()
     };
     format!(
-        "| `{}` | {} | {} | {} | {} | {}{} |{better} {} |",
-        c.key,
+        "| {} | {} | {} | {} | {} | {}{} |{better} {} |",
+        code(&c.key),
         num(c.recorded),
         num(c.replayed),
         c.change_pct.map_or("–".into(), |x| format!("{x:+.1}")),
@@ -225,7 +216,7 @@ fn comparisons(p: &mut Page, r: &Report) {
     };
     p.line("\n### Figures");
     if let Some(s) = &r.replay_summary {
-        p.line(&format!("\n{}", s.line(diff)));
+        p.line(&format!("\n{}", markdown_text(&s.line(diff))));
     }
     let (better_head, better_rule) = if diff {
         (" better |", "---|")
@@ -269,8 +260,8 @@ fn recomputed(p: &mut Page, r: &Report) {
     let row = |v: &rigaudit_audit::Recomputed| {
         let page = v.page.as_deref().map_or("–".into(), cell);
         format!(
-            "| `{}` | {} | {} | {page} |",
-            v.key,
+            "| {} | {} | {} | {page} |",
+            code(&v.key),
             num(v.value),
             num(v.file)
         )
@@ -330,7 +321,8 @@ pub fn catalogue() -> String {
     for f in families {
         let _ = writeln!(o, "\n## {f}");
         for c in all.iter().filter(|c| family(c.id) == f) {
-            let (id, doc, severity) = (c.id, cell(c.doc), c.severity.name());
+            // The catalogue's own words, written for Markdown.
+            let (id, doc, severity) = (c.id, c.doc, c.severity.name());
             let _ = writeln!(o, "\n### `{id}`\n\n{doc} ({severity})");
         }
     }
@@ -373,7 +365,7 @@ mod tests {
                 l.starts_with("| error")
                     || l.starts_with("| warning")
                     || l.starts_with("| info")
-                    || l.starts_with("| `k")
+                    || l.starts_with("| <code>k")
             })
             .count();
         let all = r.findings.len() + r.recomputed.len();
@@ -404,8 +396,8 @@ mod tests {
         let figures = md
             .find("<details><summary>figures that match (2)</summary>")
             .unwrap();
-        assert!(md.find("| `k1` ").unwrap() < figures, "{md}");
-        assert!(md.find("| `k0` ").unwrap() > figures, "{md}");
+        assert!(md.find("| <code>k1</code> ").unwrap() < figures, "{md}");
+        assert!(md.find("| <code>k0</code> ").unwrap() > figures, "{md}");
         assert!(!md.contains("more in the full report"));
     }
 

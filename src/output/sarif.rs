@@ -7,8 +7,12 @@
 //! relative to the bundle (`BUNDLE`). The run's properties carry the verdict as the text report
 //! leads with it (what a pass covers, why a run is incomplete, the headlines, what to do), and its
 //! invocation says whether the run could check everything (an incomplete one is not successful and
-//! has a notification saying why).
+//! has a notification saying why). A file's `uri` is percent-encoded and never climbs above its
+//! base ([`super::escape::sarif_uri`]; a path it had to change is kept as the location's property
+//! `path`), a message's text cannot form a link ([`super::escape::sarif_message`]), and the log
+//! holds no raw control or bidirectional character ([`super::escape::json`]).
 
+use super::escape;
 use super::place::Places;
 use rigaudit_audit::{headline, Finding, Report, Severity};
 use serde_json::{json, Value};
@@ -73,7 +77,7 @@ fn driver() -> Value {
 }
 
 fn pretty(log: &Value) -> String {
-    let mut s = serde_json::to_string_pretty(log).unwrap_or_default();
+    let mut s = escape::json(&serde_json::to_string_pretty(log).unwrap_or_default());
     s.push('\n');
     s
 }
@@ -95,7 +99,12 @@ fn location(f: &Finding, file: &str, places: &Places) -> Value {
     } else {
         "BUNDLE"
     };
-    let mut physical = json!({"artifactLocation": {"uri": places.path(file), "uriBaseId": base}});
+    let path = places.path(file);
+    let (uri, changed) = escape::sarif_uri(&path);
+    let mut physical = json!({"artifactLocation": {"uri": uri, "uriBaseId": base}});
+    if changed {
+        physical["artifactLocation"]["properties"] = json!({"path": path});
+    }
     if let Some(line) = places.line(file, f.pointer.as_deref()) {
         physical["region"] = json!({"startLine": line});
     }
@@ -142,7 +151,7 @@ fn invocation(r: &Report) -> Value {
                          "exitCode": r.exit_code()});
     if let Some(why) = &r.incomplete {
         inv["toolExecutionNotifications"] = json!([{"level": "error",
-            "message": {"text": format!("incomplete: {why}")}}]);
+            "message": {"text": escape::sarif_message(&format!("incomplete: {why}"))}}]);
     }
     inv
 }
@@ -153,7 +162,9 @@ pub fn render(r: &Report, places: &Places) -> String {
         .findings
         .iter()
         .map(|f| {
-            let mut res = json!({"ruleId": f.check, "level": level(f.severity), "message": {"text": f.message}});
+            let text = escape::sarif_message(&f.message);
+            let mut res =
+                json!({"ruleId": f.check, "level": level(f.severity), "message": {"text": text}});
             if let Some(file) = &f.file {
                 res["locations"] = json!([location(f, file, places)]);
             }

@@ -4,7 +4,9 @@
 //! the recomputed figures as one line plus only the rows that differ or have no result (every row
 //! with `--verbose`), and a diff's or replay's figures beside each other. Every line fits
 //! [`WIDTH`] columns: longer ones wrap at spaces (a hand-written wrap: the one rule here does not
-//! need a crate).
+//! need a crate). Every string rigaudit did not write itself goes through
+//! [`super::escape::terminal`]: controls and bidirectional characters written visibly, a
+//! value's line break as `\n` (so no value starts a line of a CI log).
 
 use super::Style;
 use rigaudit_audit::decide::p_cell;
@@ -35,9 +37,10 @@ pub(crate) fn num(x: Option<f64>) -> String {
     }
 }
 
-/// Text from a report that may quote input: control characters escaped, length bounded.
+/// Text from a report that may quote input: hidden characters and line breaks written visibly,
+/// length bounded.
 fn safe(s: &str) -> String {
-    crate::input::shown_n(s, crate::input::MESSAGE_MAX)
+    super::escape::terminal_cut(s, crate::input::MESSAGE_MAX)
 }
 
 /// Renders a report: the verdict and what it rests on first, then the findings by severity and
@@ -65,7 +68,7 @@ fn summary(r: &Report, color: bool) -> String {
         let _ = writeln!(o, "  - {}", safe(&h));
     }
     if let Some(next) = headline::next_step(r) {
-        let _ = writeln!(o, "  what to do: {next}");
+        let _ = writeln!(o, "  what to do: {}", safe(&next));
     }
     o
 }
@@ -77,9 +80,13 @@ fn verdict_line(r: &Report, color: bool) -> String {
         Verdict::Incomplete => paint("INCOMPLETE", "33;1", color),
     };
     if let Some(covers) = headline::coverage(r) {
-        verdict.push_str(&format!(", {covers}"));
+        verdict.push_str(&format!(", {}", safe(&covers)));
     }
-    let head = format!("rigaudit {} {}: {verdict}", r.command, safe(&r.bundle));
+    let head = format!(
+        "rigaudit {} {}: {verdict}",
+        safe(&r.command),
+        safe(&r.bundle)
+    );
     let counts = format!(
         "({} errors, {} warnings, {} notes; {} checks ran)",
         r.counts.error,
@@ -135,11 +142,7 @@ fn findings_of(o: &mut String, r: &Report, sev: Severity, color: bool) {
                 (Some(file), None) => format!("{}: ", safe(file)),
                 _ => String::new(),
             };
-            let _ = writeln!(
-                o,
-                "    - {place}{}",
-                crate::input::shown_n(&f.message, crate::input::MESSAGE_MAX)
-            );
+            let _ = writeln!(o, "    - {place}{}", safe(&f.message));
         }
     }
 }
@@ -329,7 +332,7 @@ pub fn fit_hanging(text: &str, width: usize, extra: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.trim_start_matches('\n').lines() {
         if columns(line) <= width {
-            out.push_str(line);
+            out.push_str(&super::escape::no_command(line));
             out.push('\n');
             continue;
         }
@@ -368,7 +371,18 @@ fn words_with_gaps(line: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
+/// [`wrap_line`], each line it makes passed through [`super::escape::no_command`] (a wrap can
+/// start a line with any word of a value).
 fn wrap_into(out: &mut String, line: &str, hang: usize, width: usize) {
+    let mut wrapped = String::new();
+    wrap_line(&mut wrapped, line, hang, width);
+    for l in wrapped.lines() {
+        out.push_str(&super::escape::no_command(l));
+        out.push('\n');
+    }
+}
+
+fn wrap_line(out: &mut String, line: &str, hang: usize, width: usize) {
     let lead = line.len() - line.trim_start().len();
     let mut current = " ".repeat(lead);
     let mut has_word = false;
@@ -437,7 +451,7 @@ fn comparisons_section(o: &mut String, r: &Report) {
     };
     let _ = writeln!(o, "\n{header}");
     if let Some(s) = &r.replay_summary {
-        let _ = writeln!(o, "  {}", s.line(diff));
+        let _ = writeln!(o, "  {}", safe(&s.line(diff)));
     }
     for c in &r.comparisons {
         let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));

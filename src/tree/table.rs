@@ -5,7 +5,7 @@
 use super::{verify_all, walk, Row, Tree, LIMITS};
 use crate::fatal::{fatal, Fatal};
 use crate::input;
-use crate::output::{self, Format};
+use crate::output::{self, escape, Format};
 use rigaudit_audit::{Report, Severity};
 use serde_json::json;
 use std::collections::HashSet;
@@ -123,15 +123,25 @@ fn write_reports(root: &Path, rows: &[Row], dirs: &[(Format, PathBuf)]) -> Resul
 }
 
 /// What a run that could not be checked leaves in its report file: JSON for the machine formats,
-/// a line of text otherwise.
+/// a line of text otherwise, escaped for the file's format.
 fn refused_text(row: &Row, why: &str, format: Format) -> String {
     match format {
         Format::Json | Format::Sarif | Format::Intoto => {
             let v =
                 json!({"run": row.run, "tool": row.tool, "verdict": "incomplete", "error": why});
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+            escape::json(&serde_json::to_string_pretty(&v).unwrap_or_default()) + "\n"
         }
-        _ => format!("{}: not checked: {}\n", row.run, input::escaped(why)),
+        _ => {
+            let esc: fn(&str) -> String = match format {
+                Format::Markdown => escape::markdown_text,
+                Format::Html => escape::html_text,
+                Format::Junit => escape::xml_text,
+                _ => escape::terminal,
+            };
+            let why = esc(&escape::terminal(why));
+            let line = format!("{}: not checked: {why}", esc(&row.run));
+            escape::no_command(&line).into_owned() + "\n"
+        }
     }
 }
 
@@ -214,7 +224,7 @@ fn json_table(root: &str, rows: &[Row]) -> String {
     let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
     let verdict = ["pass", "fail", "incomplete"][worst.clamp(0, 2) as usize];
     let v = json!({"format": "rigaudit/tree/1", "command": "verify", "root": root, "verdict": verdict, "exit_code": worst, "counts": tally(rows), "runs": runs});
-    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    escape::json(&serde_json::to_string_pretty(&v).unwrap_or_default()) + "\n"
 }
 
 /// The runs counted by verdict.
@@ -226,7 +236,7 @@ fn tally(rows: &[Row]) -> serde_json::Value {
 fn text_table(rows: &[Row]) -> String {
     let w = rows
         .iter()
-        .map(|r| r.run.chars().count())
+        .map(|r| escape::terminal(&r.run).chars().count())
         .max()
         .unwrap_or(3)
         .max(3);
@@ -238,10 +248,19 @@ fn text_table(rows: &[Row]) -> String {
         let (v, e, wa, _) = cells(row);
         s += &format!(
             "{:<w$}  {:<12}  {:<10}  {:>6}  {:>8}\n",
-            row.run, row.tool, v, e, wa
+            escape::terminal(&row.run),
+            escape::terminal(&row.tool),
+            v,
+            e,
+            wa
         );
     }
-    s += &refusals(rows, "");
+    s += &refusals(rows, "", escape::terminal);
+    // A run's name starts its line: none may start a workflow command.
+    let mut s: String = s
+        .lines()
+        .map(|l| escape::no_command(l).into_owned() + "\n")
+        .collect();
     let t = tally(rows);
     s += &format!(
         "{} runs: {} pass, {} fail, {} not checked\n",
@@ -255,19 +274,23 @@ fn markdown_table(rows: &[Row]) -> String {
         String::from("| run | tool | verdict | errors | warnings |\n|---|---|---|---:|---:|\n");
     for row in rows {
         let (v, e, w, _) = cells(row);
-        let run = row.run.replace('|', "\\|");
-        s += &format!("| `{run}` | {} | {v} | {e} | {w} |\n", row.tool);
+        let (run, tool) = (
+            escape::markdown_code(&row.run),
+            escape::markdown_cell(&row.tool),
+        );
+        s += &format!("| {run} | {tool} | {v} | {e} | {w} |\n");
     }
-    s + &refusals(rows, "- ")
+    s + &refusals(rows, "- ", escape::markdown_text)
 }
 
-/// The runs that could not be checked, each with why (one line each, after the table).
-fn refusals(rows: &[Row], bullet: &str) -> String {
+/// The runs that could not be checked, each with why (one line each, after the table), in the
+/// format's escaping `esc`.
+fn refusals(rows: &[Row], bullet: &str, esc: fn(&str) -> String) -> String {
     let mut s = String::new();
     for row in rows {
         if let Err(why) = &row.report {
-            let why = input::shown_n(why, input::MESSAGE_MAX);
-            s += &format!("{bullet}{}: not checked: {why}\n", row.run);
+            let why = escape::terminal_cut(why, input::MESSAGE_MAX);
+            s += &format!("{bullet}{}: not checked: {}\n", esc(&row.run), esc(&why));
         }
     }
     s

@@ -1,14 +1,17 @@
 //! What every part of the page writes text and numbers with: HTML escaping and the numbers of a
 //! table cell, at the precision a page prints them with.
 
-/// HTML text with the five characters escaped and control characters dropped.
-pub fn esc(s: &str) -> String {
-    crate::output::escape::markup(s, "&#39;", |c| c.is_control() && c != '\n' && c != '\t')
-}
+/// HTML text or attribute value: [`crate::output::escape::html_text`] (the five markup
+/// characters as entities, controls and bidirectional characters written visibly).
+pub use crate::output::escape::html_text as esc;
 
-/// Text from a report that may quote input, escaped and bounded as the text report bounds it.
+/// Text from a report that may quote input, escaped and bounded as the text report bounds it
+/// (a line break written `\n`).
 pub fn quoted(s: &str) -> String {
-    esc(&crate::input::shown_n(s, crate::input::MESSAGE_MAX))
+    esc(&crate::output::escape::terminal_cut(
+        s,
+        crate::input::MESSAGE_MAX,
+    ))
 }
 
 /// A figure in a table cell as the text report writes it: "no result" when there is none, three

@@ -6,7 +6,10 @@
 //! drawn so that disagreement, missing results and spread show (`plots.rs` picks them,
 //! `charts.rs` draws them); last a diff's setup differences, each once. `cells.rs` escapes text
 //! and writes numbers for all of them. The page is well-formed XML as well as HTML (void
-//! elements closed, ids once), so a strict parser reads it (tests/reports.rs checks it so).
+//! elements closed, ids once), so a strict parser reads it (tests/reports.rs checks it so). Every
+//! string rigaudit did not write itself, in text and in attributes alike, goes through
+//! [`super::escape::html_text`]; and the page's Content-Security-Policy ([`CSP`]) lets it load
+//! nothing and run nothing, should anything get through.
 
 mod cells;
 mod charts;
@@ -30,6 +33,12 @@ tr.error td:first-child{color:#c22}tr.warning td:first-child{color:#b80}\
 .figures td{white-space:nowrap}.figures td:last-child{white-space:normal}\
 tr.differs{background:#fde2e2}tr.differs td:last-child{color:#c22}tr.noresult{background:#f3f3f3}\
 figure{margin:1em 0}figcaption{font-weight:bold}.chart-notes{font-size:13px;margin:0 0 1em}";
+
+/// The page's Content-Security-Policy: nothing loaded (no script, no image, no font, no frame,
+/// no connection), only the inline style; no `<base>`, no form sent anywhere. Its charts are inline
+/// SVG, which needs no source.
+pub const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'";
 
 /// Why, under the verdict, as the text report's first lines say it: why it is incomplete, one
 /// headline per failing family with its sum, and what to do (empty when there is nothing to say).
@@ -86,7 +95,7 @@ pub fn render(r: &Report) -> String {
     let mut o = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>");
     let _ = write!(
         o,
-        "<title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"/><meta name=\"referrer\" content=\"no-referrer\"/><title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
         esc(&title),
         esc(&title)
     );
@@ -165,6 +174,10 @@ mod tests {
     fn input_quoted_in_a_finding_is_text_not_markup() {
         let page = render(&replayed());
         assert!(!page.contains("<script"));
+        assert!(page.contains(&format!(
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"/>"
+        )));
+        assert!(!CSP.contains("script-src") && !CSP.contains("http"));
         assert!(
             page.contains("decode &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;")
         );
