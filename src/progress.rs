@@ -4,8 +4,8 @@
 //! line of the page's choosing, `::error ...` at a line's start is a workflow command, ESC a
 //! terminal control. So a line is written with its control characters (but the line feeds
 //! rigaudit puts between its own lines) and the bidirectional marks shown escaped (as
-//! [`crate::input::escaped`] does), and a line that would start with `::` after its indent gets
-//! its first colon shown as `\u{3a}`.
+//! [`crate::input::escaped`] does), and each line goes through the text report's
+//! [`crate::output::escape::no_command`] (a `\` before a line that would start with `::`).
 
 use std::fmt::Arguments;
 use std::io::Write;
@@ -16,22 +16,11 @@ pub fn text(text: &str) -> String {
     if !escaped.lines().any(|l| l.trim_start().starts_with("::")) {
         return escaped;
     }
-    let mut out = String::with_capacity(escaped.len() + 16);
-    for (i, line) in escaped.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let body = line.trim_start();
-        match body.strip_prefix(':').filter(|_| body.starts_with("::")) {
-            Some(rest) => {
-                out.push_str(&line[..line.len() - body.len()]);
-                out.push_str("\\u{3a}");
-                out.push_str(rest);
-            }
-            None => out.push_str(line),
-        }
-    }
-    out
+    let lines: Vec<_> = escaped
+        .split('\n')
+        .map(crate::output::escape::no_command)
+        .collect();
+    lines.join("\n")
 }
 
 /// Writes one line (or several, split by rigaudit's own line feeds) on standard error, escaped;
@@ -55,7 +44,7 @@ mod tests {
         );
         assert_eq!(
             text("run:\n  ::error title=x::pwned\n::add-mask::y"),
-            "run:\n  \\u{3a}:error title=x::pwned\n\\u{3a}:add-mask::y"
+            "run:\n  \\::error title=x::pwned\n\\::add-mask::y"
         );
         assert_eq!(text("a ::b"), "a ::b");
         for line in text("x\n\t ::set-output name=a::b").lines() {

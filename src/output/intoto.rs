@@ -72,7 +72,8 @@ pub fn render(r: &Report) -> String {
             "failedTests": failed,
         }
     });
-    let mut s = serde_json::to_string_pretty(&statement).unwrap_or_default();
+    // The same JSON value with no raw control or bidi mark (a subject is a file name of the page).
+    let mut s = super::escape::json(&serde_json::to_string_pretty(&statement).unwrap_or_default());
     s.push('\n');
     s
 }
@@ -101,7 +102,7 @@ impl SignKey {
             .ok()
             .and_then(|m| permissions_warning(&shown, &m))
         {
-            eprintln!("rigaudit: warning: {warning}");
+            crate::progress::say(format_args!("rigaudit: warning: {warning}"));
         }
         let bytes = input::read_all_bounded(f, 64 * 1024, "signing key", &shown)?;
         let key = key_of(&bytes).map_err(|what| fatal(format!("{shown}: {what}; {SUPPORTED}")))?;

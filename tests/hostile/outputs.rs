@@ -93,6 +93,7 @@ fn with_reports(command: &[&str], format: &str) -> Vec<String> {
         "sarif:out/r.sarif",
         "out/r.json",
         "out/r.txt",
+        "out/r.intoto.json",
     ] {
         args.extend(["--output".into(), o.into()]);
     }
@@ -786,6 +787,7 @@ fn every_output_of_a_page_with_every_payload_everywhere_is_clean() {
         ("junit", Surface::Junit),
         ("sarif", Surface::Sarif),
         ("json", Surface::Json),
+        ("intoto", Surface::Json),
     ] {
         let o = verify(&s, &b, format);
         o.exit(1).clean(surface);
@@ -843,4 +845,33 @@ fn a_tree_run_that_cannot_be_checked_is_named_escaped_in_its_report_files() {
         json["run"].as_str().unwrap().ends_with("a|b \\u{9b}31m"),
         "{json}"
     );
+}
+
+#[test]
+fn an_attestation_names_a_hostile_file_without_a_raw_character() {
+    let s = Scratch::new();
+    let b = page(&s, PAGE);
+    let name = format!("logs/{}.log", name_payload());
+    std::fs::create_dir_all(b.join("logs")).unwrap();
+    std::fs::write(b.join(&name), "a log\n").unwrap();
+    edit(&b, "bundle.json", |m| {
+        m["files"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"kind": "log", "path": name,
+            "sha256": "0".repeat(64), "published": true, "reconstructed": false}));
+    });
+    rehash(&b);
+    let args = ["verify", b.to_str().unwrap(), "--format", "intoto"];
+    let o = Attack::new(&s, &args).run();
+    o.exit(1).clean(Surface::Json);
+    // The escapes are JSON's: the subject is the file's name, unchanged for a reader.
+    let statement: Value = serde_json::from_str(&o.run.stdout).unwrap();
+    let names: Vec<String> = statement["subject"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.iter().any(|n| n.ends_with(&name)), "{names:?}");
 }
