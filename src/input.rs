@@ -258,6 +258,19 @@ pub fn escaped(s: &str) -> String {
     out
 }
 
+/// A line of text for a terminal or a CI log that does not start, after its indent, with `::`
+/// (which the Actions runner reads as a workflow command wherever the line comes from): such a
+/// line gets a `\` before it. Wrapping can start a line with any word of a value, so the text
+/// renderers pass each line they write through this.
+pub fn no_command(line: &str) -> std::borrow::Cow<'_, str> {
+    let text = line.trim_start();
+    if !text.starts_with("::") {
+        return line.into();
+    }
+    let indent = &line[..line.len() - text.len()];
+    format!("{indent}\\{text}").into()
+}
+
 /// A character shown escaped: controls (C0 but the line feed, DEL, C1), the bidirectional marks,
 /// embeddings, overrides and isolates, and the Unicode line and paragraph separators (which some
 /// readers take as line breaks).

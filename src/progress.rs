@@ -5,7 +5,7 @@
 //! terminal control. So a line is written with its control characters (but the line feeds
 //! rigaudit puts between its own lines) and the bidirectional marks shown escaped (as
 //! [`crate::input::escaped`] does), and each line goes through the text report's
-//! [`crate::output::escape::no_command`] (a `\` before a line that would start with `::`).
+//! [`crate::input::no_command`] (a `\` before a line that would start with `::`).
 
 use std::fmt::Arguments;
 use std::io::Write;
@@ -16,10 +16,7 @@ pub fn text(text: &str) -> String {
     if !escaped.lines().any(|l| l.trim_start().starts_with("::")) {
         return escaped;
     }
-    let lines: Vec<_> = escaped
-        .split('\n')
-        .map(crate::output::escape::no_command)
-        .collect();
+    let lines: Vec<_> = escaped.split('\n').map(crate::input::no_command).collect();
     lines.join("\n")
 }
 

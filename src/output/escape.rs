@@ -126,18 +126,7 @@ pub fn terminal_cut(s: &str, max: usize) -> String {
     o
 }
 
-/// A line of text for a terminal or a CI log that does not start, after its indent, with `::`
-/// (which the Actions runner reads as a workflow command wherever the line comes from): such a
-/// line gets a `\` before it. Wrapping can start a line with any word of a value, so the text
-/// renderers pass each line they write through this.
-pub fn no_command(line: &str) -> std::borrow::Cow<'_, str> {
-    let text = line.trim_start();
-    if !text.starts_with("::") {
-        return line.into();
-    }
-    let indent = &line[..line.len() - text.len()];
-    format!("{indent}\\{text}").into()
-}
+pub use crate::input::no_command;
 
 /// The numeric character reference of a Markdown character with a meaning, when `c` is one
 /// wherever it is.
