@@ -1,0 +1,1 @@
+//! Differential tests of guidellm (see main.rs).

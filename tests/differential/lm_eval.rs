@@ -1,0 +1,1 @@
+//! Differential tests of lm_eval (see main.rs).

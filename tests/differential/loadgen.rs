@@ -1,0 +1,1 @@
+//! Differential tests of loadgen (see main.rs).

@@ -1,0 +1,1 @@
+//! Differential tests of vllm (see main.rs).
