@@ -16,6 +16,7 @@
 //!   per-document scores; its stderr is the sample standard deviation (ddof 1) / sqrt(n).
 
 use super::DECLARED_METRIC_MISSING;
+use super::NOT_RECOMPUTABLE;
 use super::{compare, row, std_sample, Row};
 use super::{
     CACHED_RESPONSES, NON_FINITE_SCORE, NOT_RESCORED, SUBSET_OF_DATASET, ZERO_UNPARSEABLE,
@@ -49,6 +50,11 @@ pub struct Sample {
     /// The document's id (`doc_id`), when the record names it: two runs are compared paired by
     /// it.
     pub doc_id: Option<String>,
+    /// The continuation of each loglikelihood request (`arguments`: its second argument), in the
+    /// order of `loglikelihoods`; empty when the record does not give them.
+    pub continuations: Vec<String>,
+    /// Whether the target is a list (several right answers): not re-scored here.
+    pub target_is_list: bool,
 }
 
 /// One metric of a task as the results file prints it.
@@ -70,6 +76,8 @@ pub struct Metric {
     pub ignore_punctuation: bool,
     /// `regexes_to_ignore` of the metric's config (removed from reply and target first).
     pub regexes_to_ignore: Vec<String>,
+    /// `ignore_numbers` of the metric's config (ASCII digits dropped).
+    pub ignore_numbers: bool,
 }
 
 /// One task: its metrics, counts and samples.
@@ -91,6 +99,11 @@ pub struct Task {
     pub samples: Vec<Sample>,
     /// Why the task's scores cannot be re-scored here, when so (its own `process_results`).
     pub own_scoring: Option<String>,
+    /// The config's `output_type` (`generate_until`, `multiple_choice`, `loglikelihood`, ...).
+    pub output_type: Option<String>,
+    /// The config's `target_delimiter` (put before each choice in its continuation; `" "` when
+    /// the config does not say).
+    pub target_delimiter: Option<String>,
 }
 
 /// One task as the results file prints it (with or without its samples).
@@ -110,6 +123,9 @@ pub struct Printed {
     /// (`.select(...)`), with that line: the documents lm-eval counts as `original` are then
     /// already a cut.
     pub cut_in_code: Option<(String, String)>,
+    /// A group's tasks (`group_subtasks`; empty for a task): lm-eval writes no samples of a
+    /// group, its figures aggregate its tasks'.
+    pub subtasks: Vec<String>,
 }
 
 /// One results file (and the samples given with it) as the checks read it.
@@ -125,6 +141,9 @@ pub struct Results {
     pub limit: Option<f64>,
     /// `config.use_cache`: the response cache the run answered from.
     pub use_cache: Option<String>,
+    /// Samples given whose records the reader could not use, with why (named, never read as
+    /// empty): `(task, file, why)`.
+    pub unusable: Vec<(String, String, String)>,
 }
 
 impl Results {
@@ -153,6 +172,7 @@ pub const CHECKS: &[Row<Results>] = &[
     row(EMPTY_SCORED_WRONG, empty_scored_wrong),
     row(UNSCORABLE_REPLY, unscorable),
     row(NOT_RESCORED, not_rescored),
+    row(NOT_RECOMPUTABLE, not_recomputable),
     row(SUBSET_OF_DATASET, subset_of_dataset),
     row(ZERO_UNPARSEABLE, zero_unparseable),
     row(NON_FINITE_SCORE, non_finite_score),
@@ -185,29 +205,66 @@ fn scores(t: &Task, m: &Metric) -> Vec<f64> {
         .collect()
 }
 
-/// `quality.pct-mismatch`: each mean-aggregated metric recomputed as the mean of its scores.
+/// The metrics lm-eval's registry aggregates by `mean` when a task's `metric_list` names no
+/// aggregation (`lm_eval/api/metrics.py`, `@register_metric(..., aggregation="mean")`; rows
+/// L7-L8 of docs/formats/lm-eval.md).
+const MEAN_BY_DEFAULT: &[&str] = &[
+    "acc",
+    "acc_norm",
+    "acc_mutual_info",
+    "acc_bytes",
+    "exact_match",
+];
+
+/// How lm-eval aggregates a metric's per-document scores: its config's `aggregation`, else the
+/// registry's default for the metric's name; `None` when neither is known here.
+pub fn aggregation(m: &Metric) -> Option<&str> {
+    match m.aggregation.as_deref() {
+        Some(a) => Some(a),
+        None if MEAN_BY_DEFAULT.contains(&m.name.as_str()) => Some("mean"),
+        None if m.name == "perplexity" => Some("perplexity"),
+        None => None,
+    }
+}
+
+/// A metric's aggregate as lm-eval computes it from its per-document scores (docs/formats/lm-eval.md
+/// row L7): `mean` the mean, `nanmean` the mean of the finite ones, `perplexity` exp(-mean of the
+/// log-likelihoods); `None` for any other aggregation (shown, not recomputed).
+pub fn aggregate(m: &Metric, scores: &[f64]) -> Option<f64> {
+    let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+    match aggregation(m)? {
+        "mean" => mean(scores),
+        "nanmean" => {
+            let kept: Vec<f64> = scores.iter().copied().filter(|x| !x.is_nan()).collect();
+            mean(&kept)
+        }
+        "perplexity" => mean(scores).map(|x| (-x).exp()),
+        _ => None,
+    }
+}
+
+/// `quality.pct-mismatch`: each metric whose aggregation lm-eval states or implies recomputed
+/// from its per-document scores (docs/formats/lm-eval.md row L7).
 fn rescore(x: &Results, emit: &mut Emit) -> Ran {
     let mut compared = false;
     for t in x.sampled() {
         for m in &t.metrics {
-            if m.aggregation.as_deref().is_some_and(|a| a != "mean") {
-                continue;
-            }
             let scores = scores(t, m);
-            if scores.is_empty() || !m.value.is_finite() {
+            let Some(value) = aggregate(m, &scores).filter(|_| m.value.is_finite()) else {
                 continue;
-            }
-            let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+            };
             let key = format!("lm-eval.{}.{},{}", t.name, m.name, m.filter);
             let at = format!("/results/{}/{},{}", t.name, m.name, m.filter);
-            compare(emit, (&t.file, &at), &key, mean, m.value);
+            compare(emit, (&t.file, &at), &key, value, m.value);
             compared = true;
         }
     }
     compared.then_some(())
 }
 
-/// The reply as `exact_match` compares it: case and punctuation dropped when the config says so.
+/// The reply as `exact_match` compares it (lm-eval's `exact_match_hf_evaluate`, or the HF
+/// `evaluate` metric before 0.4.3; docs/formats/lm-eval.md row L9): the regexes removed, then
+/// case, punctuation and digits dropped when the config says so.
 fn normal(s: &str, m: &Metric) -> String {
     let mut s = s.to_string();
     for r in &m.regexes_to_ignore {
@@ -221,77 +278,152 @@ fn normal(s: &str, m: &Metric) -> String {
     if m.ignore_punctuation {
         s.retain(|c| !c.is_ascii_punctuation());
     }
+    if m.ignore_numbers {
+        s.retain(|c| !c.is_ascii_digit());
+    }
     s
 }
 
-/// `quality.scoring-disagrees`: every `exact_match` score re-scored from the filtered reply and
-/// the target. Ran when some task has an `exact_match`.
+/// `quality.scoring-disagrees`: per-document scores re-scored as lm-eval's own code scores them
+/// (docs/formats/lm-eval.md rows L9-L11): a generation's `exact_match` from its filtered reply and
+/// target; a multiple-choice `acc` and `acc_norm` from the choices' log-likelihoods; a
+/// loglikelihood task's `acc` from whether the target was the greedy continuation.
 fn scoring_disagrees(x: &Results, emit: &mut Emit) -> Ran {
     let mut ran = false;
     for t in x.rescorable() {
         for m in &t.metrics {
-            match m.name.as_str() {
-                "exact_match" => rescore_exact_match(t, m, emit),
-                "acc" => rescore_choice(t, m, emit),
-                _ => continue,
-            }
-            ran = true;
+            ran |= match (t.output_type.as_deref(), m.name.as_str()) {
+                (Some("generate_until"), "exact_match") => rescore_exact_match(t, m, emit),
+                (Some("multiple_choice"), "acc" | "acc_norm") => rescore_choice(t, m, emit),
+                (Some("loglikelihood"), "acc") => rescore_greedy(t, m, emit),
+                _ => false,
+            };
         }
     }
     ran.then_some(())
 }
 
-/// A multiple-choice task's `acc`: right when the choice of highest log-likelihood is the target
-/// (its index), as lm-eval's `process_results` for `multiple_choice` scores it.
-fn rescore_choice(t: &Task, m: &Metric, emit: &mut Emit) {
-    let samples_file = t.samples_file.as_deref().unwrap_or_default();
-    for s in t.samples.iter().filter(|s| !s.loglikelihoods.is_empty()) {
-        let (Some(target), Some(&score)) = (s.target.as_deref(), s.scores.get(&m.name)) else {
-            continue;
-        };
-        let Ok(gold) = target.trim().parse::<usize>() else {
-            continue;
-        };
-        let chosen = s
-            .loglikelihoods
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
-            .map(|(i, _)| i);
-        let right = chosen == Some(gold);
-        if right != (score >= 1.0) {
-            emit.finding(format!(
-                "{}: the choice of highest log-likelihood is {} and the target {gold}, so the answer is {}, but it is scored {score}",
-                t.name,
-                chosen.map_or("none".into(), |c| c.to_string()),
-                if right { "right" } else { "wrong" }
-            ))
-            .file(samples_file)
-            .pointer(format!("line {}", s.line));
+/// The index of the first largest value (numpy's `argmax`: the first of equal ones).
+fn argmax(xs: impl Iterator<Item = f64>) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, x) in xs.enumerate() {
+        if best.is_none_or(|(_, b)| x > b) {
+            best = Some((i, x));
         }
     }
+    best.map(|(i, _)| i)
 }
 
-fn rescore_exact_match(t: &Task, m: &Metric, emit: &mut Emit) {
-    let samples_file = t.samples_file.as_deref().unwrap_or_default();
+/// A multiple-choice document's gold index: the target as an index, or the choice it names.
+fn gold(s: &Sample, choices: &[&str]) -> Option<usize> {
+    let target = s.target.as_deref()?.trim();
+    target
+        .parse::<usize>()
+        .ok()
+        .or_else(|| choices.iter().position(|c| *c == target))
+}
+
+/// A multiple-choice `acc` (argmax of the log-likelihoods) or `acc_norm` (argmax of each divided
+/// by its choice's length in characters), as `ConfigurableTask.process_results` scores them.
+/// Returns whether any document was re-scored.
+fn rescore_choice(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
+    let delimiter = t.target_delimiter.as_deref().unwrap_or(" ");
+    let mut ran = false;
     for s in &t.samples {
+        let n = s.loglikelihoods.len();
+        let choices: Vec<&str> = s
+            .continuations
+            .iter()
+            .map(|c| c.strip_prefix(delimiter).unwrap_or(c))
+            .collect();
+        let (Some(&score), false, true) =
+            (s.scores.get(&m.name), s.target_is_list, choices.len() == n)
+        else {
+            continue;
+        };
+        let Some(gold) = gold(s, &choices).filter(|g| *g < n) else {
+            continue;
+        };
+        let lls = s.loglikelihoods.iter().map(|(ll, _)| *ll);
+        let chosen = if m.name == "acc_norm" {
+            let lens = choices.iter().map(|c| c.chars().count() as f64);
+            argmax(lls.zip(lens).map(|(ll, len)| ll / len))
+        } else {
+            argmax(lls)
+        };
+        ran = true;
+        let right = chosen == Some(gold);
+        if right != (score >= 1.0) {
+            disagree(t, s, emit, format!(
+                "{}: {} picks choice {} and the target is {gold}, so it is {}, but it is scored {score}",
+                t.name,
+                m.name,
+                chosen.map_or("none".into(), |c| c.to_string()),
+                if right { "right" } else { "wrong" }
+            ));
+        }
+    }
+    ran
+}
+
+/// A loglikelihood task's `acc`: 1 when the target was the greedy continuation.
+fn rescore_greedy(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
+    let mut ran = false;
+    for s in &t.samples {
+        let (Some(&score), [(_, greedy)]) = (s.scores.get(&m.name), s.loglikelihoods.as_slice())
+        else {
+            continue;
+        };
+        ran = true;
+        if *greedy != (score >= 1.0) {
+            disagree(
+                t,
+                s,
+                emit,
+                format!(
+                    "{}: the target {} the greedy continuation, but acc is {score}",
+                    t.name,
+                    if *greedy { "is" } else { "is not" }
+                ),
+            );
+        }
+    }
+    ran
+}
+
+fn disagree(t: &Task, s: &Sample, emit: &mut Emit, message: String) {
+    emit.finding(message)
+        .file(t.samples_file.as_deref().unwrap_or_default())
+        .pointer(format!("line {}", s.line));
+}
+
+/// A generation's `exact_match` from its filtered reply and its target. Returns whether any
+/// document was re-scored.
+fn rescore_exact_match(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
+    let mut ran = false;
+    for s in t.samples.iter().filter(|s| !s.target_is_list) {
         let (Some(f), Some(target), Some(&score)) = (&s.filtered, &s.target, s.scores.get(&m.name))
         else {
             continue;
         };
+        ran = true;
         let right = normal(f, m) == normal(target, m);
         if right != (score >= 1.0) {
-            emit.finding(format!(
-                "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
-                t.name,
-                short(f),
-                short(target),
-                if right { "right" } else { "wrong" }
-            ))
-            .file(samples_file)
-            .pointer(format!("line {}", s.line));
+            disagree(
+                t,
+                s,
+                emit,
+                format!(
+                    "{}: the reply '{}' against the target '{}' is {}, but it is scored {score}",
+                    t.name,
+                    short(f),
+                    short(target),
+                    if right { "right" } else { "wrong" }
+                ),
+            );
         }
     }
+    ran
 }
 
 fn short(s: &str) -> String {
@@ -310,8 +442,13 @@ fn stderr_mismatch(x: &Results, emit: &mut Emit) -> Ran {
     compared.then_some(())
 }
 
-/// One metric's stderr and margins. Returns whether it compared one.
+/// One metric's stderr and margins. Returns whether it compared one. lm-eval gives a
+/// mean-aggregated metric `mean_stderr` (sample sd / sqrt(n)) and any other a bootstrap, which is
+/// not recomputed (docs/formats/lm-eval.md row L8).
 fn stderr_of(t: &Task, m: &Metric, emit: &mut Emit) -> bool {
+    if aggregation(m) != Some("mean") {
+        return false;
+    }
     let scores = scores(t, m);
     let (Some(shown), Some(sd)) = (m.stderr.filter(|e| e.is_finite()), std_sample(&scores)) else {
         return false;
@@ -354,9 +491,9 @@ fn empty(s: &Sample) -> bool {
     s.loglikelihoods.is_empty() && s.replies.iter().all(|r| r.trim().is_empty())
 }
 
-/// `import.empty-scored-wrong`: empty replies (a null or unparsable answer becomes `""`) scored
-/// as wrong answers: they are no answer, and belong out of the total; the result over the
-/// answered documents is given.
+/// `import.empty-scored-wrong` (warning): empty replies scored as wrong answers, as lm-eval
+/// scores them (its API models turn a null or unparsable answer into `""`; docs/formats/lm-eval.md
+/// row L12): they are no answer; the result over the answered documents is given.
 fn empty_scored_wrong(x: &Results, emit: &mut Emit) -> Ran {
     for t in x.sampled() {
         empty_scored_of(t, emit);
@@ -389,7 +526,7 @@ fn empty_scored_of(t: &Task, emit: &mut Emit) {
         }
     }
     emit.finding(format!(
-        "{}: {} of {} replies are empty and scored as wrong answers; an empty reply is no answer ({})",
+        "{}: {} of {} replies are empty, and lm-eval scores an empty reply as a wrong answer; it is no answer ({})",
         t.name,
         empties.len(),
         t.samples.len(),
@@ -434,7 +571,7 @@ fn unscorable_of(t: &Task, emit: &mut Emit) {
         format!("max_gen_toks = {n}")
     });
     emit.finding(format!(
-        "{}: {} of {} replies gave the filter no answer ({}) and are scored as wrong; lm-eval keeps no finish_reason, so how many were cut off at {limit} is unknown",
+        "{}: {} of {} replies gave the filter no answer ({}), and lm-eval scores the filter's '[invalid]' as a wrong answer; it keeps no finish_reason, so how many were cut off at {limit} is unknown",
         t.name,
         bad.len(),
         t.samples.len(),
@@ -467,15 +604,59 @@ fn not_rescored(x: &Results, emit: &mut Emit) -> Ran {
     x.any().or_else(|| (!x.printed.is_empty()).then_some(()))
 }
 
+/// `import.not-recomputable` (info): what the samples given could not recompute, named (never a
+/// silent pass): a metric whose aggregation is not one lm-eval computes from per-document numbers
+/// (f1, bleu, a task's own function) or whose records hold no number for it; a stderr lm-eval
+/// draws by bootstrap; a samples file whose records this reader cannot use (docs/formats/lm-eval.md
+/// rows L7, L8, S1-S4).
+fn not_recomputable(x: &Results, emit: &mut Emit) -> Ran {
+    for t in x.sampled() {
+        let mut what = Vec::new();
+        for m in &t.metrics {
+            let scores = scores(t, m);
+            if aggregate(m, &scores).is_none() {
+                let agg = aggregation(m).unwrap_or("unknown");
+                what.push(format!("{},{} (aggregation {agg})", m.name, m.filter));
+            } else if m.stderr.is_some_and(f64::is_finite) && aggregation(m) != Some("mean") {
+                what.push(format!("{}_stderr,{} (a bootstrap)", m.name, m.filter));
+            }
+        }
+        if !what.is_empty() {
+            emit.finding(format!(
+                "{}: not recomputed from its samples: {}; shown as printed",
+                t.name,
+                what.join(", ")
+            ))
+            .file(&t.file)
+            .pointer(format!("/results/{}", t.name));
+        }
+    }
+    for g in x.printed.iter().filter(|p| !p.subtasks.is_empty()) {
+        emit.finding(format!(
+            "{}: a group of {}: lm-eval writes no samples of a group, and its figures (an aggregate of its tasks') are shown as printed, not recomputed",
+            g.name,
+            g.subtasks.join(", ")
+        ))
+        .file(&x.file)
+        .pointer(format!("/results/{}", g.name));
+    }
+    for (task, file, why) in &x.unusable {
+        emit.finding(format!("{task}: its samples file's records cannot be used: {why}; nothing of the task was recomputed from them"))
+            .file(file)
+            .data(json!({"task": task, "samples": "unusable"}));
+    }
+    let groups = x.printed.iter().any(|p| !p.subtasks.is_empty());
+    (x.any().is_some() || !x.unusable.is_empty() || groups).then_some(())
+}
+
 /// The tasks the results print whose samples were not given: one finding each, saying what to
 /// add (its details mark it, so the verdict says it covers the results only).
 fn without_samples(x: &Results, emit: &mut Emit) {
     let sampled: Vec<&str> = x.sampled().map(|t| t.name.as_str()).collect();
-    for p in x
-        .printed
-        .iter()
-        .filter(|p| !sampled.contains(&p.name.as_str()))
-    {
+    let unusable = |name: &str| x.unusable.iter().any(|(t, _, _)| t == name);
+    for p in x.printed.iter().filter(|p| {
+        !sampled.contains(&p.name.as_str()) && !unusable(&p.name) && p.subtasks.is_empty()
+    }) {
         emit.finding(format!(
             "{0}: not re-scored: its samples file was not given; add samples_{0}_<date>.jsonl from the same output folder (lm_eval --log_samples writes it)",
             p.name
@@ -499,10 +680,9 @@ fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
         .collect();
     // A --limit at or above a task's documents takes them all: it cuts only where the file
     // shows fewer effective than original documents, or does not say.
-    let counted = !x.printed.is_empty()
-        && x.printed
-            .iter()
-            .all(|t| t.effective.is_some() && t.original.is_some());
+    let tasks = || x.printed.iter().filter(|t| t.subtasks.is_empty());
+    let counted =
+        tasks().next().is_some() && tasks().all(|t| t.effective.is_some() && t.original.is_some());
     let limit = x
         .limit
         .filter(|l| *l > 0.0 && !(counted && part.is_empty()));

@@ -94,8 +94,8 @@ pub const TTFT_EMPTY_CHUNK: About = About {
 /// `import.empty-scored-wrong`.
 pub const EMPTY_SCORED_WRONG: About = About {
     id: "import.empty-scored-wrong",
-    severity: Severity::Error,
-    doc: "An empty reply (a null or unparsable answer) is scored as a wrong answer; it is no answer and belongs out of the total.",
+    severity: Severity::Warning,
+    doc: "Empty replies (a null or unparsable answer) are scored as wrong answers, as the tool's own code scores them; they are no answer, and the result over the answered documents is given beside.",
 };
 
 /// `import.unscorable-reply`.

@@ -2,6 +2,7 @@
 
 use super::{case, check_cases, quiet, Case};
 use crate::imported::lm_eval::{Metric, Printed, Results, Sample, Task, CHECKS, INVALID};
+use crate::imported::NOT_RECOMPUTABLE;
 use crate::imported::{CACHED_RESPONSES, DECLARED_METRIC_MISSING, EMPTY_SCORED_WRONG};
 use crate::imported::{FAILED_HIDDEN, NON_FINITE_SCORE, NOT_RESCORED, STDERR_MISMATCH};
 use crate::imported::{SUBSET_OF_DATASET, UNSCORABLE_REPLY, ZERO_UNPARSEABLE};
@@ -19,13 +20,27 @@ fn reply(line: usize, answer: &str, target: &str, metric: &str, score: f64) -> S
     }
 }
 
-/// A choice among two by log-likelihood (the first the likelier), the target, scored `acc`.
-fn choice(line: usize, target: &str, score: f64) -> Sample {
+/// A choice among two by log-likelihood (the first the likelier, the second the likelier per
+/// character), the target, scored `acc` and `acc_norm`.
+fn choice(line: usize, target: &str, acc: f64, acc_norm: f64) -> Sample {
     Sample {
         line,
-        loglikelihoods: vec![(-1.0, false), (-2.0, false)],
+        loglikelihoods: vec![(-1.0, false), (-1.5, false)],
+        continuations: vec![" 4".into(), " four".into()],
         target: Some(target.into()),
-        scores: [("acc".to_string(), score)].into(),
+        scores: [("acc".to_string(), acc), ("acc_norm".to_string(), acc_norm)].into(),
+        ..Default::default()
+    }
+}
+
+/// A loglikelihood task's document: its target greedy or not, scored `acc`.
+fn greedy(line: usize, is_greedy: bool, acc: f64) -> Sample {
+    Sample {
+        line,
+        loglikelihoods: vec![(-0.5, is_greedy)],
+        continuations: vec![" 4".into()],
+        target: Some(" 4".into()),
+        scores: [("acc".to_string(), acc)].into(),
         ..Default::default()
     }
 }
@@ -42,8 +57,8 @@ fn metric(name: &str, value: f64, stderr: Option<f64>) -> Metric {
 
 /// One task of two documents under `metric` (one right, one wrong: 0.5, stderr 0.5), with
 /// its samples, and its printed results and counts agreeing.
-fn task(metric_name: &str, samples: Vec<Sample>) -> Results {
-    let metrics = vec![metric(metric_name, 0.5, Some(0.5))];
+fn task(output_type: &str, names: &[&str], samples: Vec<Sample>) -> Results {
+    let metrics: Vec<Metric> = names.iter().map(|n| metric(n, 0.5, Some(0.5))).collect();
     Results {
         file: "results.json".into(),
         tasks: vec![Task {
@@ -54,31 +69,41 @@ fn task(metric_name: &str, samples: Vec<Sample>) -> Results {
             effective: Some(2.0),
             max_gen_toks: Some(256.0),
             samples,
-            own_scoring: None,
+            output_type: Some(output_type.into()),
+            ..Default::default()
         }],
         printed: vec![Printed {
             name: "gsm8k".into(),
             metrics,
             original: Some(2.0),
             effective: Some(2.0),
-            declared: vec![metric_name.into()],
+            declared: names.iter().map(|n| n.to_string()).collect(),
             cut_in_code: None,
+            subtasks: Vec::new(),
         }],
-        limit: None,
-        use_cache: None,
+        ..Default::default()
     }
 }
 
 fn clean() -> Results {
     let em = "exact_match";
     task(
-        em,
+        "generate_until",
+        &[em],
         vec![reply(1, "4", "4", em, 1.0), reply(2, "5", "4", em, 0.0)],
     )
 }
 
+/// Two documents: the first's target is the likelier choice, the second's the likelier per
+/// character (acc 1, 0; acc_norm 0, 1).
 fn multiple_choice() -> Results {
-    task("acc", vec![choice(1, "0", 1.0), choice(2, "1", 0.0)])
+    let docs = vec![choice(1, "0", 1.0, 0.0), choice(2, "1", 0.0, 1.0)];
+    task("multiple_choice", &["acc", "acc_norm"], docs)
+}
+
+fn loglikelihood() -> Results {
+    let docs = vec![greedy(1, true, 1.0), greedy(2, false, 0.0)];
+    task("loglikelihood", &["acc"], docs)
 }
 
 /// [`clean`] whose printed results are a score of 0 with half the replies parseable.
@@ -115,9 +140,26 @@ pub(super) const CASES: &[Case<Results>] = &[
     .saying("the reply '4'"),
     // The likelier choice is the target, scored wrong.
     case(quality::SCORING_DISAGREES.id, multiple_choice, |x| {
-        sample(x, 1).target = Some("0".into())
+        sample(x, 1).scores.insert("acc".into(), 1.0);
     })
-    .saying("highest log-likelihood"),
+    .saying("acc picks choice 0 and the target is 1"),
+    // Two choices equally likely per character: numpy's argmax takes the first.
+    case(quality::SCORING_DISAGREES.id, multiple_choice, |x| {
+        sample(x, 1).loglikelihoods = vec![(-2.0, false), (-5.0, false)];
+        sample(x, 1).continuations = vec![" ab".into(), " abcde".into()];
+    })
+    .saying("acc_norm picks choice 0"),
+    // A greedy target scored wrong.
+    case(quality::SCORING_DISAGREES.id, loglikelihood, |x| {
+        sample(x, 0).scores.insert("acc".into(), 0.0);
+    })
+    .saying("is the greedy continuation"),
+    // The metric's ignore_numbers dropped: '4' and '5' differ.
+    case(quality::SCORING_DISAGREES.id, clean, |x| {
+        x.tasks[0].metrics[0].ignore_numbers = true;
+        sample(x, 1).scores.insert("exact_match".into(), 0.0);
+    })
+    .saying("the reply '5' against the target '4' is right"),
     case(STDERR_MISMATCH.id, clean, |x| {
         x.tasks[0].metrics[0].stderr = Some(0.3)
     }),
@@ -130,6 +172,16 @@ pub(super) const CASES: &[Case<Results>] = &[
     case(NOT_RESCORED.id, clean, |x| {
         x.tasks[0].own_scoring = Some("process_results".into())
     }),
+    // An aggregation lm-eval computes by its own function (f1): named, not recomputed.
+    case(NOT_RECOMPUTABLE.id, clean, |x| {
+        x.tasks[0].metrics[0].aggregation = Some("f1".into())
+    })
+    .saying("exact_match,none (aggregation f1)"),
+    // A samples file whose records cannot be used: named.
+    case(NOT_RECOMPUTABLE.id, clean, |x| {
+        x.unusable = vec![("gsm8k".into(), "s.jsonl".into(), "no filter".into())]
+    })
+    .saying("cannot be used: no filter"),
     // Fewer effective than original documents; a --limit where the file gives no counts;
     // the task's own process_docs selecting rows.
     case(SUBSET_OF_DATASET.id, clean, |x| {
@@ -170,5 +222,6 @@ fn each_row_raises_its_id_on_its_planted_problem_only() {
 fn the_clean_results_raise_nothing() {
     quiet(CHECKS, &clean());
     quiet(CHECKS, &multiple_choice());
+    quiet(CHECKS, &loglikelihood());
     quiet(CHECKS, &scored_zero());
 }
