@@ -9,12 +9,14 @@
 # The cases (each one lm_eval run; small: 6 to 12 documents a task, answers of 1 to 4 tokens):
 #   gen       generate_until, two filters on exact_match (strict-match, flexible-extract),
 #             regexes_to_ignore, case and punctuation ignored; the same with a 1-token answer limit
-#             (single-token replies, some empty); --limit 8 (a count)
+#             (single-token replies, some empty); --limit 8 (a count); through the chat endpoint
+#             before 0.4.4
 #   choice    multiple_choice (acc, acc_norm) and loglikelihood (acc, perplexity) in a group
-#             (rd_suite, acc weighted by size); --limit 0.5 (a fraction); through the completions
+#             (rd_suite, acc weighted by size); --limit 0.5 (a fraction); from 0.4.4 (before, the
+#             API model cannot score loglikelihood requests); through the completions
 #             endpoint with the engine's own tokenizer (echo + logprobs)
-#   chat      rd_gen through the chat endpoint, 1 few-shot example, --bootstrap_iters 0 (no stderr
-#             computed); --apply_chat_template from 0.4.3
+#   chat      rd_gen through the chat endpoint, 1 few-shot example; --limit 6, or from 0.4.9
+#             --samples of 6 documents by index; --apply_chat_template from 0.4.3
 #
 # Tools: one Python environment with lm_eval's dependencies pinned below (torch's CPU-and-CUDA
 # wheel from PyPI: lm_eval imports torch before 0.4.10), and each lm_eval version installed without
@@ -37,12 +39,12 @@ mapfile -t PINNED < <(sed -n '/^\[lm-eval\]/,/^\[/p' fixtures/differential/pins.
 VERSIONS=("$@")
 [ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=("${PINNED[@]}")
 
-BASE_DEPS="torch==2.3.1 numpy==1.26.4 transformers==4.44.2 tokenizers==0.19.1 datasets==2.20.0
+BASE_DEPS="torch==2.3.1 numpy==1.26.4 transformers==4.46.3 tokenizers==0.20.3 datasets==2.20.0
 accelerate==0.33.0 peft==0.12.0 evaluate==0.4.2 sacrebleu==2.4.3 rouge-score==0.1.2 scikit-learn==1.5.1
 sqlitedict==2.1.0 jsonlines==4.0.0 numexpr==2.10.1 pybind11==2.13.5 pytablewriter==1.2.0
 tqdm-multiprocess==0.0.11 zstandard==0.23.0 dill==0.3.8 word2number==1.1 more-itertools==10.4.0
-openai==1.40.0 tiktoken==0.7.0 tenacity==8.5.0 aiohttp==3.10.3 requests==2.32.3 jinja2==3.1.4
-typing-extensions==4.12.2 tqdm==4.66.5 pandas==2.2.2"
+openai==1.40.0 httpx==0.27.2 tiktoken==0.7.0 tenacity==8.5.0 aiohttp==3.10.3 requests==2.32.3 jinja2==3.1.4
+typing-extensions==4.15.0 tqdm==4.66.5 pandas==2.2.2 pyarrow==17.0.0"
 PY=$TOOLS/lm-eval-base/bin/python
 if [ ! -x "$PY" ]; then
     python3 -m venv "$TOOLS/lm-eval-base"
@@ -91,13 +93,17 @@ printf '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 1024,
 
 # The run's folder: the repository's fixtures (the tasks name their data by a relative path) and
 # HF evaluate's exact_match, which lm_eval 0.4.0-0.4.2 load by name: its compute rule, as the
-# metric's script (huggingface/evaluate metrics/exact_match/exact_match.py) has it.
+# metric's script (huggingface/evaluate metrics/exact_match/exact_match.py) has it (evaluate reads
+# its imports one per line).
 CWD=$TMP/cwd
 mkdir -p "$CWD/exact_match"
 ln -s "$ROOT/fixtures" "$CWD/fixtures"
 cat >"$CWD/exact_match/exact_match.py" <<'PY'
-import re, string
-import datasets, evaluate
+import re
+import string
+
+import datasets
+import evaluate
 import numpy as np
 
 
@@ -161,8 +167,18 @@ for v in "${VERSIONS[@]}"; do
     fi
     TEMPLATE=()
     at_least "$v" 0.4.3 && TEMPLATE=(--apply_chat_template)
-    lm_eval_run "$v" gen local-completions "$COMP" --tasks rd_gen,rd_gen_one --limit 8
-    lm_eval_run "$v" choice local-completions "$COMP" --tasks rd_suite --limit 0.5
-    lm_eval_run "$v" chat local-chat-completions "$CHAT" --tasks rd_gen --limit 6 \
-        --num_fewshot 1 --bootstrap_iters 0 "${TEMPLATE[@]}"
+    # Before 0.4.4 local-completions hands generation's `until` to the openai client, which refuses
+    # it (v0.4.2 lm_eval/models/openai_completions.py:272-283): generation goes through chat there.
+    GEN=(local-completions "$COMP")
+    at_least "$v" 0.4.4 || GEN=(local-chat-completions "$CHAT")
+    lm_eval_run "$v" gen "${GEN[@]}" --tasks rd_gen,rd_gen_one --limit 8
+    # Before 0.4.4 the API model cannot score a loglikelihood request (TemplateLM._encode_pair
+    # reads the HF model's AUTO_MODEL_CLASS: v0.4.2 lm_eval/api/model.py:300): no choice case.
+    at_least "$v" 0.4.4 &&
+        lm_eval_run "$v" choice local-completions "$COMP" --tasks rd_suite --limit 0.5
+    # Documents by index where the CLI has --samples (0.4.9 on), else the first 6.
+    PICK=(--limit 6)
+    at_least "$v" 0.4.9 && PICK=(--samples '{"rd_gen": [0, 2, 4, 6, 8, 10]}')
+    lm_eval_run "$v" chat local-chat-completions "$CHAT" --tasks rd_gen --num_fewshot 1 \
+        "${PICK[@]}" "${TEMPLATE[@]}"
 done

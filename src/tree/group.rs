@@ -137,11 +137,12 @@ fn split(found: Vec<(Format, Read)>) -> Vec<(Format, PathBuf, Vec<Read>)> {
 }
 
 /// lm-eval's files of one folder into runs: each results file with the samples of its time; with
-/// one results file (or none), every file of the folder is one run.
+/// one results file (or none), every file of the folder is one run (0.4.0-0.4.2's
+/// `results.json` with its `<model_args>_<task>.jsonl` arrays, told by content).
 fn lm_eval(files: Vec<Read>) -> Vec<Vec<Read>> {
     let (samples, results): (Vec<Read>, Vec<Read>) = files
         .into_iter()
-        .partition(|(_, s)| s.name.starts_with("samples_"));
+        .partition(|(_, s)| s.name.starts_with("samples_") || import::lm_eval::is_samples_array(s));
     if results.len() <= 1 {
         return vec![results.into_iter().chain(samples).collect()];
     }

@@ -180,7 +180,8 @@ pub const CHECKS: &[Row<Results>] = &[
     row(DECLARED_METRIC_MISSING, declared_metric_missing),
 ];
 
-/// `import.failed-hidden`: the documents the results count against the samples file.
+/// `import.failed-hidden`: the documents the results count against the samples file's records of
+/// each filter (docs/formats/lm-eval.md rows R2, S3).
 fn failed_hidden(x: &Results, emit: &mut Emit) -> Ran {
     for t in x.sampled() {
         let n = t.samples.len() as f64;
@@ -431,7 +432,8 @@ fn short(s: &str) -> String {
 }
 
 /// `import.stderr-mismatch`: each printed stderr against the sample standard deviation of the
-/// scores / sqrt(n); beside it, the 95 % margins by the normal approximation and by Wilson.
+/// scores / sqrt(n) (docs/formats/lm-eval.md row L8); beside it, the 95 % margins by the normal
+/// approximation and by Wilson.
 fn stderr_mismatch(x: &Results, emit: &mut Emit) -> Ran {
     let mut compared = false;
     for t in x.sampled() {
@@ -495,8 +497,13 @@ fn empty(s: &Sample) -> bool {
 /// scores them (its API models turn a null or unparsable answer into `""`; docs/formats/lm-eval.md
 /// row L12): they are no answer; the result over the answered documents is given.
 fn empty_scored_wrong(x: &Results, emit: &mut Emit) -> Ran {
+    // The replies are the same under each filter: one finding per task.
+    let mut seen: Vec<&str> = Vec::new();
     for t in x.sampled() {
-        empty_scored_of(t, emit);
+        if !seen.contains(&t.name.as_str()) {
+            seen.push(&t.name);
+            empty_scored_of(t, emit);
+        }
     }
     x.any()
 }
@@ -539,7 +546,7 @@ fn empty_scored_of(t: &Task, emit: &mut Emit) {
 
 /// `import.unscorable-reply`: non-empty replies from which the filter extracted no answer
 /// (`[invalid]`), scored as wrong; lm-eval keeps no `finish_reason`, so those cut off at
-/// `max_gen_toks` cannot be told apart.
+/// `max_gen_toks` cannot be told apart (docs/formats/lm-eval.md row L12).
 fn unscorable(x: &Results, emit: &mut Emit) -> Ran {
     for t in x.sampled() {
         unscorable_of(t, emit);
@@ -570,8 +577,9 @@ fn unscorable_of(t: &Task, emit: &mut Emit) {
     let limit = t.max_gen_toks.map_or("its answer limit".to_string(), |n| {
         format!("max_gen_toks = {n}")
     });
+    let filter = t.metrics.first().map_or("none", |m| m.filter.as_str());
     emit.finding(format!(
-        "{}: {} of {} replies gave the filter no answer ({}), and lm-eval scores the filter's '[invalid]' as a wrong answer; it keeps no finish_reason, so how many were cut off at {limit} is unknown",
+        "{} ({filter}): {} of {} replies gave the filter no answer ({}), and lm-eval scores the filter's '[invalid]' as a wrong answer; it keeps no finish_reason, so how many were cut off at {limit} is unknown",
         t.name,
         bad.len(),
         t.samples.len(),
@@ -668,7 +676,8 @@ fn without_samples(x: &Results, emit: &mut Emit) {
 }
 
 /// `import.subset-of-dataset`: tasks scored on part of their documents (`--limit`, fewer
-/// effective than original documents, or the task's own code selecting rows of its dataset).
+/// effective than original documents, or the task's own code selecting rows of its dataset;
+/// docs/formats/lm-eval.md row R2).
 fn subset_of_dataset(x: &Results, emit: &mut Emit) -> Ran {
     let part: Vec<String> = x
         .printed
