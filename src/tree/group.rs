@@ -106,13 +106,8 @@ fn split(found: Vec<(Format, Read)>) -> Vec<(Format, PathBuf, Vec<Read>)> {
         if mine.is_empty() {
             continue;
         }
-        // Companions alone (a compliance verdict without its logs) are no run.
-        if mine
-            .iter()
-            .all(|(_, s)| import::companion(&s.name).is_some())
-        {
-            continue;
-        }
+        // Companions alone (an accuracy.txt, a compliance verdict, without the logs) are a run
+        // of their own too: dropped, a folder of them would pass without being read.
         let folder = mine[0]
             .0
             .parent()
