@@ -199,6 +199,10 @@ fn scores_of_line(line: &str) -> Vec<(String, f64)> {
             })
             .collect();
     }
+    // A log line naming a URL (`no results: http://...jpg, idx=539`) holds no score.
+    if t.contains("://") {
+        return Vec::new();
+    }
     t.split(',')
         .filter_map(|part| {
             let at = part.rfind(['=', ':'])?;

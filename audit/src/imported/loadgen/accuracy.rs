@@ -118,17 +118,46 @@ const LLAMA2_70B_SCALED: &[(&str, f64)] = &[
 ];
 const LLAMA2_70B_BOUNDS: &[(&str, f64, f64)] = &[("tokens_per_sample", 294.45 * 0.9, 294.45 * 1.1)];
 
-/// The MLPerf LLM benchmark a path names, nearest folder first: a folder named as one
+/// The MLPerf inference benchmarks (v4.0-v6.0) whose accuracy.txt is read but not judged here:
+/// a path that names one is of that benchmark, never guessed from its keys (llama3.1-8b prints
+/// gptj's keys: rouge1, gen_len, gen_num).
+pub const OTHER_BENCHMARKS: &[&str] = &[
+    "llama3.1-8b-edge",
+    "llama3.1-8b",
+    "deepseek-r1",
+    "gpt-oss-120b",
+    "qwen3-vl-235b-a22b",
+    "wan-2.2-t2v-a14b",
+    "stable-diffusion-xl",
+    "resnet50",
+    "retinanet",
+    "bert-99.9",
+    "bert-99",
+    "dlrm-v2-99.9",
+    "dlrm-v2-99",
+    "dlrm-v3",
+    "3d-unet-99.9",
+    "3d-unet-99",
+    "rgat",
+    "whisper",
+    "pointpainting",
+    "yolo-95",
+    "yolo-99",
+];
+
+/// The MLPerf benchmark a path names, nearest folder first: a folder named as one
 /// (`llama2-70b-99.9`, as MLPerf's results tree lays runs out) or holding the name between dashes
-/// (`v4.1-nvidia-h100x8-llama2-70b-99.9-server`).
+/// (`v4.1-nvidia-h100x8-llama2-70b-99.9-server`). The judged benchmarks are asked first, so a
+/// class suffix is kept (`llama2-70b-99.9`, not a shorter name).
 pub fn benchmark_in(path: &str) -> Option<String> {
     let names = || {
-        TARGETS.iter().flat_map(|t| {
+        let judged = TARGETS.iter().flat_map(|t| {
             t.classes.iter().map(|(class, _)| match *class {
                 "" => t.base.to_string(),
                 c => format!("{}-{c}", t.base),
             })
-        })
+        });
+        judged.chain(OTHER_BENCHMARKS.iter().map(|n| n.to_string()))
     };
     path.rsplit(['/', '\\']).find_map(|part| {
         let dashed = format!("-{part}-");
@@ -136,10 +165,12 @@ pub fn benchmark_in(path: &str) -> Option<String> {
     })
 }
 
-/// The benchmark of an accuracy.txt and its class's fraction: by the folder its path names,
-/// else by its keys (gsm8k: mixtral; exact_match and rougeL without rouge1: llama3.1-405b;
-/// tokens_per_sample: llama2-70b; gen_len alone: gptj) at the
-/// benchmark's lowest class (99 %: a 99.9 % run is then held to the 99 % target only).
+/// The benchmark of an accuracy.txt and its class's fraction (rows A1, A5): by the folder its
+/// path names (none when that benchmark has no target here); else, no benchmark named, by its
+/// keys where they are of one benchmark alone (gsm8k and mbxp: mixtral; exact_match and rougeL
+/// without rouge1: llama3.1-405b; rouge1 with tokens_per_sample: llama2-70b; gptj's keys are also
+/// llama3.1-8b's, so they tell nothing) at the benchmark's lowest class (99 %: a 99.9 % run is
+/// then held to the 99 % target only).
 pub fn target_of(a: &Accuracy) -> Option<(&'static Target, String, f64)> {
     if let Some(named) = &a.named {
         for t in TARGETS {
@@ -153,6 +184,7 @@ pub fn target_of(a: &Accuracy) -> Option<(&'static Target, String, f64)> {
                 }
             }
         }
+        return None;
     }
     let has = |k: &str| a.score(k).is_some();
     let base = if has("gsm8k") && has("mbxp") {
@@ -161,8 +193,6 @@ pub fn target_of(a: &Accuracy) -> Option<(&'static Target, String, f64)> {
         "llama3.1-405b"
     } else if has("rouge1") && has("tokens_per_sample") {
         "llama2-70b"
-    } else if has("rouge1") && has("gen_len") {
-        "gptj"
     } else {
         return None;
     };
@@ -278,7 +308,10 @@ pub(super) fn coverage(x: &Logs, emit: &mut Emit) {
     let keys: Vec<&str> = a.scores.iter().map(|(k, _)| k.as_str()).collect();
     let judged = match target_of(a) {
         Some((_, name, _)) => format!("judged against {name}'s targets"),
-        None => format!("read ({}), not judged: no MLPerf target for this benchmark is known here (the LLM benchmarks' are: gptj, llama2-70b, mixtral-8x7b, llama3.1-405b)", keys.join(", ")),
+        None => format!("read ({}), not judged: {} (targets are known here for gptj, llama2-70b, mixtral-8x7b, llama3.1-405b)", keys.join(", "), match &a.named {
+            Some(n) => format!("no MLPerf target for {n} is known here"),
+            None => "no folder of its path names its benchmark, and its keys are not of one benchmark alone".into(),
+        }),
     };
     emit.info(format!(
         "{}: the scores are the accuracy script's, not recomputed (that needs mlperf_log_accuracy.json, the dataset and the script); {judged}",

@@ -242,9 +242,18 @@ pub const CHECKS: &[Row<Logs>] = &[
     row(NOT_RECOMPUTABLE, coverage),
 ];
 
-/// `import.run-incomplete`: LoadGen's own verdict INVALID, with every unmet rule named.
+/// `import.run-incomplete` (rows L14, L21): LoadGen's own verdict INVALID, with every unmet rule
+/// named; or a detail log that ends before LoadGen's end-of-test entries (`power_end`, logged
+/// once every issued sample completed, in every mode; then, in performance mode, the result).
 fn validity(x: &Logs, emit: &mut Emit) -> Ran {
     let d = &x.detail;
+    if d.given && !d.values.contains_key("power_end") && !d.values.contains_key("result_validity") {
+        let last = d.values.values().map(|(l, _)| *l).max().unwrap_or(0);
+        emit.finding(format!("{} ends at line {last} before LoadGen's end-of-test entries (power_end, result_validity): the run did not finish, and states no result", d.file))
+            .file(&d.file)
+            .pointer(format!("line {last}"));
+        return Some(());
+    }
     let Some(v) = d.text("result_validity") else {
         return Some(());
     };
