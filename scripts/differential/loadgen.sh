@@ -24,6 +24,7 @@ VERSIONS=${LOADGEN_VERSIONS:-}
 declare -A CASES=(
     [offline]='{"scenario":"Offline","samples":8,"settings":{"use_token_latencies":true,"offline_expected_qps":2,"min_duration_ms":2000,"min_query_count":6,"sample_concatenate_permutation":true}}'
     [offline-accuracy]='{"scenario":"Offline","mode":"accuracy","samples":6,"settings":{"use_token_latencies":true}}'
+    [offline-accuracy-shapes]='{"scenario":"Offline","mode":"accuracy","samples":6,"settings":{"use_token_latencies":true},"shapes":{"1":"refused","3":"single"}}'
     [offline-shapes]='{"scenario":"Offline","samples":8,"settings":{"use_token_latencies":true,"offline_expected_qps":2,"min_duration_ms":1000,"min_query_count":8},"shapes":{"2":"refused","5":"single"}}'
     [offline-inferred]='{"scenario":"Offline","samples":6,"settings":{"infer_token_latencies":true,"token_latency_scaling_factor":69,"offline_expected_qps":2,"min_duration_ms":1000,"min_query_count":6}}'
     [server]='{"scenario":"Server","samples":8,"settings":{"use_token_latencies":true,"server_target_qps":1,"ttft_latency":2000000000,"tpot_latency":200000000,"server_target_latency_ns":4000000000,"server_target_latency_percentile":0.5,"min_duration_ms":6000,"min_query_count":8}}'

@@ -68,6 +68,10 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     let accuracy = accuracy_of(sources);
     let compliance = compliance(sources);
     let accuracy_log = accuracy_log(sources);
+    let accuracy_replies = sources
+        .iter()
+        .find(|s| s.role == "accuracy log")
+        .map(|s| replies(&s.bytes));
     let mut imp = Imported::default();
     notes(sources, di, si, detail.as_ref(), summary.as_ref(), &mut imp);
     let detail = match (detail, &summary) {
@@ -84,6 +88,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     logs.accuracy = accuracy;
     logs.accuracy_log_empty = accuracy_log.as_ref().is_some_and(|(_, empty)| *empty);
     logs.accuracy_log = accuracy_log.map(|(name, _)| name);
+    logs.accuracy_replies = accuracy_replies;
     let text = |k: &str| {
         logs.detail
             .values
@@ -125,9 +130,9 @@ fn accuracy_of(sources: &mut [Source]) -> Option<Accuracy> {
     Some(accuracy(s))
 }
 
-/// `mlperf_log_accuracy.json` among the sources (by name; not read: it holds every sample's
-/// output, hundreds of MB for an LLM run), marked as taken: its name, and whether it holds no
-/// entry (`[` and `]` alone, what LoadGen writes in performance mode).
+/// `mlperf_log_accuracy.json` among the sources (by name; its outputs are not decoded, only its
+/// entries counted, [`replies`]), marked as taken: its name, and whether it holds no entry (`[`
+/// and `]` alone, what LoadGen writes in performance mode).
 fn accuracy_log(sources: &mut [Source]) -> Option<(String, bool)> {
     let s = sources
         .iter_mut()
@@ -135,6 +140,28 @@ fn accuracy_log(sources: &mut [Source]) -> Option<(String, bool)> {
     s.role = "accuracy log".into();
     let empty = s.bytes.iter().all(|b| b"[] \t\r\n".contains(b));
     Some((s.name.clone(), empty))
+}
+
+/// The entries of an accuracy log (LoadGen writes one `{ "seq_id" : .., "qsl_idx" : .., "data" :
+/// "..", ... }` a line) and the `qsl_idx` of those with an empty reply (`"data" : ""`).
+fn replies(bytes: &[u8]) -> (usize, Vec<u64>) {
+    let (mut entries, mut empty) = (0, Vec::new());
+    for line in bytes.split(|b| *b == b'\n') {
+        let line = String::from_utf8_lossy(line);
+        const KEY: &str = "\"qsl_idx\" : ";
+        let Some(at) = line.find(KEY) else {
+            continue;
+        };
+        entries += 1;
+        if line.contains("\"data\" : \"\"") {
+            let digits: String = line[at + KEY.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            empty.extend(digits.parse::<u64>().ok());
+        }
+    }
+    (entries, empty)
 }
 
 /// Reads accuracy.txt in every form the benchmarks' accuracy scripts print it (docs/formats/
@@ -315,7 +342,7 @@ fn accuracy_notes(sources: &[Source], imp: &mut Imported) {
     }
     if let Some(s) = role("accuracy log") {
         imp.not_taken.push(format!(
-            "{}: not read (every sample's output); the accuracy is not recomputed",
+            "{}: its entries counted for empty replies; the outputs are not decoded, so the accuracy is not recomputed",
             s.name
         ));
     }
@@ -535,6 +562,13 @@ mod tests {
         );
         assert_eq!(a.named.as_deref(), Some("mixtral-8x7b"));
         assert_eq!(a.line, 7);
+    }
+
+    #[test]
+    fn an_accuracy_logs_empty_replies_are_counted_and_named() {
+        let log = b"[\n{ \"seq_id\" : 2, \"qsl_idx\" : 1, \"data\" : \"\", \"token_count\" : 0 },\n{ \"seq_id\" : 4, \"qsl_idx\" : 13, \"data\" : \"546F\", \"token_count\" : 1 },\n{ \"seq_id\" : 5, \"qsl_idx\" : 40, \"data\" : \"\" }\n]\n";
+        assert_eq!(replies(log), (3, vec![1, 40]));
+        assert_eq!(replies(b"[\n]\n"), (0, vec![]));
     }
 
     #[test]

@@ -320,3 +320,31 @@ pub(super) fn coverage(x: &Logs, emit: &mut Emit) {
     .file(&a.file)
     .pointer(format!("line {}", a.line));
 }
+
+/// `import.empty-scored-wrong`, at warning (row A7): the replies of an accuracy run's log that
+/// are empty (`"data" : ""`: the SUT completed the sample with no output, a refused or failed
+/// request), counted and named; the accuracy scripts decode and score every entry, so each is in
+/// accuracy.txt's scores as a wrong answer. Ran when the log was read.
+pub(super) fn empty_replies(x: &Logs, emit: &mut Emit) -> Ran {
+    let (entries, empty) = x.accuracy_replies.as_ref()?;
+    if empty.is_empty() {
+        return Some(());
+    }
+    let log = x
+        .accuracy_log
+        .as_deref()
+        .unwrap_or("mlperf_log_accuracy.json");
+    let shown: Vec<String> = empty.iter().take(5).map(|i| i.to_string()).collect();
+    emit.at_severity(
+        crate::report::Severity::Warning,
+        format!(
+            "{} of the {entries} replies in {log} are empty (qsl_idx {}{}): the accuracy script scores each as a wrong answer, so the score counts them as answered wrong, not as failed requests",
+            empty.len(),
+            shown.join(", "),
+            if empty.len() > 5 { ", ..." } else { "" }
+        ),
+    )
+    .file(log)
+    .data(json!({"empty": empty.len(), "entries": entries}));
+    Some(())
+}

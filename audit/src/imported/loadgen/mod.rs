@@ -27,7 +27,7 @@ mod figures;
 pub use accuracy::{benchmark_in, target_of, Accuracy, Target, TARGETS};
 
 use super::{impossible, record, row, Row, Spread, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE};
-use super::{ACCURACY_BELOW_TARGET, ACCURACY_COUNT_MISMATCH, ACCURACY_MISSING};
+use super::{ACCURACY_BELOW_TARGET, ACCURACY_COUNT_MISMATCH, ACCURACY_MISSING, EMPTY_SCORED_WRONG};
 use super::{
     COMPLIANCE_FAILED, RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH,
 };
@@ -181,6 +181,9 @@ pub struct Logs {
     pub accuracy_log: Option<String>,
     /// Whether that log holds no entry (`[` `]`: what LoadGen writes in performance mode).
     pub accuracy_log_empty: bool,
+    /// The entries of that log the file holds, and the `qsl_idx` of those whose reply is empty
+    /// (`"data" : ""`), when it was read.
+    pub accuracy_replies: Option<(usize, Vec<u64>)>,
 }
 
 /// One verdict line of a compliance test's verification output, as the MLPerf scripts write
@@ -239,6 +242,7 @@ pub const CHECKS: &[Row<Logs>] = &[
     row(ACCURACY_BELOW_TARGET, accuracy::accuracy_targets),
     row(ACCURACY_COUNT_MISMATCH, accuracy::accuracy_count),
     row(ACCURACY_MISSING, accuracy::accuracy_missing),
+    row(EMPTY_SCORED_WRONG, accuracy::empty_replies),
     row(NOT_RECOMPUTABLE, coverage),
 ];
 

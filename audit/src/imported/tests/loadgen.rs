@@ -4,7 +4,7 @@ use super::{case, check_cases, lowered, quiet, Case};
 use crate::imported::loadgen::{Accuracy, Detail, Logs, Summary, Verdict, CHECKS};
 use crate::imported::SETTINGS_BELOW_RULES;
 use crate::imported::{ACCURACY_BELOW_TARGET, ACCURACY_COUNT_MISMATCH, ACCURACY_MISSING};
-use crate::imported::{COMPLIANCE_FAILED, TOOL_ERRORS, VALIDITY_MISMATCH};
+use crate::imported::{COMPLIANCE_FAILED, EMPTY_SCORED_WRONG, TOOL_ERRORS, VALIDITY_MISMATCH};
 use crate::imported::{IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE, RUN_INCOMPLETE};
 use crate::report::Severity;
 use crate::speed;
@@ -74,6 +74,7 @@ fn clean() -> Logs {
         accuracy: Some(accuracy()),
         accuracy_log: Some("mlperf_log_accuracy.json".into()),
         accuracy_log_empty: false,
+        accuracy_replies: Some((24576, Vec::new())),
     }
 }
 
@@ -271,6 +272,11 @@ pub(super) const CASES: &[Case<Logs>] = &[
     })
     .saying("gen_num 24575 samples, but mlperf_log_detail.txt's qsl_reported_total_count is 24576"),
     case(ACCURACY_MISSING.id, clean, |x| x.accuracy = None),
+    // Two empty replies in the accuracy log (row A7): counted, named, a warning.
+    lowered(EMPTY_SCORED_WRONG.id, Severity::Warning, clean, |x| {
+        x.accuracy_replies = Some((24576, vec![17, 902]))
+    })
+    .saying("2 of the 24576 replies in mlperf_log_accuracy.json are empty (qsl_idx 17, 902)"),
 ];
 
 #[test]
