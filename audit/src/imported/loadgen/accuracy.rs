@@ -205,7 +205,7 @@ pub fn target_of(a: &Accuracy) -> Option<(&'static Target, String, f64)> {
     Some((t, format!("{name} (told by its keys)"), *f))
 }
 
-/// `import.accuracy-below-target`: each score of accuracy.txt against its benchmark's target
+/// `import.accuracy-below-target` (row A5): each score of accuracy.txt against its benchmark's target
 /// and upper limit. Ran when the benchmark is known.
 pub(super) fn accuracy_targets(x: &Logs, emit: &mut Emit) -> Ran {
     let a = x.accuracy.as_ref().filter(|a| a.unread.is_none())?;
@@ -242,7 +242,7 @@ pub(super) fn accuracy_targets(x: &Logs, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `import.accuracy-count-mismatch`: accuracy.txt's `gen_num` against the run's sample count
+/// `import.accuracy-count-mismatch` (row A5): accuracy.txt's `gen_num` against the run's sample count
 /// (the detail log's `qsl_reported_total_count`, every sample of which an accuracy run issues;
 /// else the benchmark's dataset size). Ran when both are known.
 pub(super) fn accuracy_count(x: &Logs, emit: &mut Emit) -> Ran {

@@ -430,8 +430,8 @@ fn consequences(texts: &[&str]) -> String {
     out
 }
 
-/// `import.compliance-failed`: every verdict line of a compliance test's verification that
-/// says fail. Ran when one was given.
+/// `import.compliance-failed` (rows C1-C3): every verdict line of a compliance test's
+/// verification that says fail. Ran when one was given.
 fn compliance(x: &Logs, emit: &mut Emit) -> Ran {
     if x.compliance.is_empty() {
         return None;
@@ -653,8 +653,8 @@ fn recompute(x: &Logs, emit: &mut Emit) -> Ran {
     ran.then_some(())
 }
 
-/// `speed.recompute-mismatch`: every figure and verdict the summary prints against the detail
-/// log's value, at the coarser of the two precisions (the summary's decimals; the detail log's
+/// The summary's lines against the detail log (rows L15-L19): every figure and verdict the
+/// summary prints against the detail log's value, at the coarser of the two precisions (the summary's decimals; the detail log's
 /// six significant digits for a double). Ran when it compared one.
 fn summary_against_detail(x: &Logs, emit: &mut Emit) -> Ran {
     let (s, d) = (x.summary.as_ref()?, &x.detail);
@@ -775,8 +775,8 @@ const FAMILIES: [Family; 3] = [
     },
 ];
 
-/// `import.impossible-aggregate`: per latency, the mean and every percentile within the min and
-/// the max, and the percentiles in order: figures of one set of queries that cannot all hold
+/// `import.impossible-aggregate` (rows L8, L4, L9): per latency, the mean and every percentile
+/// within the min and the max, and the percentiles in order: figures of one set of queries that cannot all hold
 /// (an overflowed sum gives a mean below the min).
 fn impossible_aggregates(x: &Logs, emit: &mut Emit) -> Ran {
     let d = &x.detail;
