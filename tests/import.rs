@@ -1349,8 +1349,12 @@ const LOADGEN_CASES: &[Case] = &[
             );
         },
         code: Some(1),
-        // 21028.23 agrees with 21028.2 (at most 0.05 + 0.005 apart); 21028.26 does not.
-        expect: &[one("speed.recompute-mismatch").at(&["line 38"])],
+        // 21028.23 agrees with 21028.2 (at most 0.05 + 0.005 apart); 21028.26 does not. The
+        // edited detail value no longer gives the token count result_token_throughput gives
+        // (docs/formats/loadgen.md rows L5, L6): the detail log's line 114 says so.
+        expect: &[found("speed.recompute-mismatch", 2)
+            .at(&["line 38", "line 114"])
+            .says(&["the completed tokens per second give"])],
     },
     Case {
         what: "the summary given alone is read and judged by itself",
@@ -1843,4 +1847,107 @@ fn mlperf_accuracy_txt_is_held_to_its_targets_and_its_sample_count() {
     let left_out = missing.findings("import.accuracy-missing");
     assert_eq!(left_out.len(), 1, "{}", missing.stdout);
     assert_eq!(left_out[0]["severity"], "warning");
+}
+
+/// A published v4.1 run's logs copied into `<tmp>/llama2-70b-99.9/Offline/accuracy/`, as MLPerf
+/// lays an accuracy run out; the folder.
+fn accuracy_folder(tmp: &Path) -> PathBuf {
+    let case = root().join("fixtures/published/loadgen/v4.1-nvidia-h100x8-llama2-70b-99.9-offline");
+    let run = tmp.join("llama2-70b-99.9/Offline/accuracy");
+    std::fs::create_dir_all(&run).unwrap();
+    for f in ["mlperf_log_summary.txt", "mlperf_log_detail.txt"] {
+        std::fs::copy(case.join(f), run.join(f)).unwrap();
+    }
+    run
+}
+
+/// accuracy.txt as newer accuracy scripts print it (numpy 2's `np.float64(44.5)`, docs/formats/
+/// loadgen.md row A1): read and judged, not refused.
+#[test]
+fn mlperf_accuracy_txt_of_numpy_2_is_read_and_judged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = accuracy_folder(tmp.path());
+    let write = |text: &str| std::fs::write(run.join("accuracy.txt"), text).unwrap();
+    let np = |rouge1: &str| {
+        format!("\nResults\n\n{{'rouge1': np.float64({rouge1}), 'rouge2': np.float64(22.1222), 'rougeL': np.float64(28.7396), 'gen_len': np.int64(28211344), 'gen_num': 24576, 'tokens_per_sample': np.float64(290.3)}}\n\nhash=9e7b\n")
+    };
+    write(&np("44.5437"));
+    let good = verify_from("loadgen", &run);
+    assert_eq!(good.code, 0, "{}{}", good.stdout, good.stderr);
+    write(&np("44.0"));
+    let below = verify_from("loadgen", &run);
+    let says: Vec<String> = below
+        .findings("import.accuracy-below-target")
+        .iter()
+        .map(|f| f["message"].to_string())
+        .collect();
+    assert!(
+        says.len() == 1 && says[0].contains("'rouge1' 44"),
+        "{says:?}"
+    );
+}
+
+/// The other benchmarks' accuracy.txt (rows A2-A4) is read and said not judged; a file with no
+/// score in any form is one finding naming it (row A6), given alone or in a folder given whole;
+/// and a folder of a tree holding only an accuracy.txt is a run, not skipped.
+#[test]
+fn mlperf_accuracy_txt_is_never_refused_and_a_folder_never_passes_without_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = accuracy_folder(tmp.path());
+    // resnet's form, alone in its accuracy folder: read, not judged, and said so.
+    let resnet = tmp.path().join("resnet50/Offline/accuracy");
+    std::fs::create_dir_all(&resnet).unwrap();
+    let text = "accuracy=76.456%, good=38228, total=50000\n";
+    std::fs::write(resnet.join("accuracy.txt"), text).unwrap();
+    let alone = verify_from("loadgen", &resnet);
+    assert_eq!(alone.code, 0, "{}{}", alone.stdout, alone.stderr);
+    let notes: Vec<String> = alone
+        .findings("import.not-recomputable")
+        .iter()
+        .map(|f| f["message"].to_string())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.contains("read (accuracy, good, total), not judged")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|m| m.contains("no LoadGen log was given")),
+        "{notes:?}"
+    );
+    std::fs::remove_dir_all(tmp.path().join("resnet50")).unwrap();
+    std::fs::write(run.join("accuracy.txt"), "rouge1 44.5\n").unwrap();
+    for verdict in [
+        verify_from("loadgen", &run),
+        rigaudit_line("verify {} --format json", &[run.to_str().unwrap()]),
+    ] {
+        assert_ne!(verdict.code, 2, "{}", verdict.stderr);
+        let missing = verdict.findings("import.accuracy-missing");
+        assert!(
+            missing.len() == 1
+                && missing[0]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("accuracy.txt holds no accuracy score"),
+            "{}",
+            verdict.stdout
+        );
+    }
+    // The tree: a folder with only an accuracy.txt is a run of its own, read.
+    for f in ["mlperf_log_summary.txt", "mlperf_log_detail.txt"] {
+        std::fs::remove_file(run.join(f)).unwrap();
+    }
+    let tree = rigaudit_line("verify {} --format json", &[tmp.path().to_str().unwrap()]);
+    let rows = tree.json()["runs"].as_array().cloned().unwrap_or_default();
+    let row = rows
+        .iter()
+        .find(|r| r["run"] == "llama2-70b-99.9/Offline/accuracy");
+    // Its one warning: import.accuracy-missing, as verify of the file says.
+    assert_eq!(
+        row.map(|r| (r["tool"].clone(), r["warnings"].clone())),
+        Some((json!("loadgen"), json!(1))),
+        "{}",
+        tree.stdout
+    );
 }

@@ -450,11 +450,7 @@ fn what_is_no_run_is_listed_and_counted_never_left_out_in_silence() {
     let stray = tmp.path().join("notes");
     std::fs::create_dir_all(&stray).unwrap();
     std::fs::write(stray.join("system_desc.json"), r#"{"submitter": "x"}"#).unwrap();
-    std::fs::write(
-        stray.join("verify_accuracy.txt"),
-        "TEST06 verify_accuracy\n",
-    )
-    .unwrap();
+    std::fs::write(stray.join("results.txt"), "a note, no tool's\n").unwrap();
     let root_s = tmp.path().display().to_string();
     let (run, v, rows) = table(&[&root_s]);
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -469,8 +465,7 @@ fn what_is_no_run_is_listed_and_counted_never_left_out_in_silence() {
     assert!(
         left_out
             .iter()
-            .any(|(p, why)| p == "notes/verify_accuracy.txt"
-                && why.contains("without the run's logs")),
+            .any(|(p, why)| p == "notes/results.txt" && why.contains("of no tool rigaudit reads")),
         "{left_out:?}"
     );
     assert_eq!(v["counts"]["left_out"], left_out.len());

@@ -10,6 +10,9 @@ use crate::report::{Finding, Report, Severity, Verdict};
 const RECONSTRUCTED: &str = "claims.reconstructed";
 /// The id of the check whose findings say a task of another tool's results was not re-scored.
 const NOT_RESCORED: &str = "import.not-rescored";
+/// The id of the check whose findings say what another tool's file prints that its records
+/// cannot give.
+const NOT_RECOMPUTABLE: &str = "import.not-recomputable";
 /// The ids of diff's setup differences and of its figures that moved.
 const SETUP_DIFFERS: &str = "diff.setup-differs";
 const MOVED: &str = "diff.moved";
@@ -18,9 +21,10 @@ const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 
 /// What a passing verdict covers when agreement proves less than a measurement: "results only: N
 /// tasks not re-scored (no samples given)" for another tool's results without their records,
-/// "self-consistent only: N of M files reconstructed" when files of the bundle were reconstructed
-/// from the page (read from the `import.not-rescored` and `claims.reconstructed` findings'
-/// details). `None` for a report that fails, is incomplete, or rests on recorded files.
+/// "nothing recomputed: N notes (import.not-recomputable) say what could not be" when no figure
+/// was recomputed or compared, "self-consistent only: N of M files reconstructed" when files of
+/// the bundle were reconstructed from the page (read from the `import.not-rescored`,
+/// `import.not-recomputable` and `claims.reconstructed` findings and their details). `None` for a report that fails, is incomplete, or rests on recorded files.
 pub fn coverage(r: &Report) -> Option<String> {
     if r.verdict != Verdict::Pass {
         return None;
@@ -36,12 +40,33 @@ pub fn coverage(r: &Report) -> Option<String> {
             "results only: {unsampled} task{s} not re-scored (no samples given)"
         ));
     }
+    if let Some(nothing) = nothing_recomputed(r) {
+        return Some(nothing);
+    }
     let f = r.findings.iter().find(|f| f.check == RECONSTRUCTED)?;
     let count = |k: &str| f.data.get(k).and_then(serde_json::Value::as_u64);
     let (rec, files) = (count("reconstructed")?, count("files")?);
     Some(format!(
         "self-consistent only: {rec} of {files} files reconstructed"
     ))
+}
+
+/// "nothing recomputed: ..." when a report recomputed no figure, compared none, and has notes of
+/// what could not be recomputed (another tool's summary without its records, a compliance
+/// verdict alone): a pass that checked only the printed figures against each other.
+fn nothing_recomputed(r: &Report) -> Option<String> {
+    if !r.recomputed.is_empty() || !r.comparisons.is_empty() {
+        return None;
+    }
+    let n = r
+        .findings
+        .iter()
+        .filter(|f| f.check == NOT_RECOMPUTABLE)
+        .count();
+    let s = if n == 1 { "" } else { "s" };
+    (n > 0).then(|| {
+        format!("nothing recomputed: {n} note{s} ({NOT_RECOMPUTABLE}) say what could not be")
+    })
 }
 
 /// The verdict as a person reads it first, with what it covers: `PASS, self-consistent only: 43

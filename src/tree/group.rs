@@ -31,17 +31,10 @@ type Read = (PathBuf, Source);
 type Grouped = (Format, PathBuf, Vec<Read>);
 
 /// The runs of a folder's files (`files` sorted), and the files that may be results (by their
-/// extension) but are no run, each with why: of no tool rigaudit reads, or a LoadGen companion
-/// without the run's logs.
+/// extension) but are of no tool rigaudit reads.
 pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> (Vec<Run>, Vec<LeftOut>) {
-    let (found, refused, mut left_out) = read_results(files, FOLDER_READ_MAX);
-    let (groups, alone) = split(found);
-    left_out.extend(alone.into_iter().map(|p| {
-        LeftOut::new(
-            &p,
-            "a LoadGen companion (an accuracy log or a compliance verdict) without the run's logs in its folder",
-        )
-    }));
+    let (found, refused, left_out) = read_results(files, FOLDER_READ_MAX);
+    let groups = split(found);
     let alone = groups.len() + refused.len() == 1;
     let name = |lead: &Path| relative(root, if alone { dir } else { lead });
     let mut out: Vec<Run> = groups
@@ -116,11 +109,9 @@ fn read_results(
 }
 
 /// The files of each format into runs, each with its lead (what names it when the folder holds
-/// more than one run: the folder, or the run's main file); and the companions that are no run
-/// alone.
-fn split(found: Vec<(Format, Read)>) -> (Vec<Grouped>, Vec<PathBuf>) {
+/// more than one run: the folder, or the run's main file).
+fn split(found: Vec<(Format, Read)>) -> Vec<Grouped> {
     let mut out = Vec::new();
-    let mut alone = Vec::new();
     let mut found = found;
     for &f in <Format as clap::ValueEnum>::value_variants() {
         let (of_f, rest): (Vec<_>, Vec<_>) = found.into_iter().partition(|(g, _)| *g == f);
@@ -129,14 +120,8 @@ fn split(found: Vec<(Format, Read)>) -> (Vec<Grouped>, Vec<PathBuf>) {
         if mine.is_empty() {
             continue;
         }
-        // Companions alone (a compliance verdict without its logs) are no run.
-        if mine
-            .iter()
-            .all(|(_, s)| import::companion(&s.name).is_some())
-        {
-            alone.extend(mine.into_iter().map(|(p, _)| p));
-            continue;
-        }
+        // Companions alone (an accuracy.txt, a compliance verdict, without the logs) are a run
+        // of their own too: dropped, a folder of them would pass without being read.
         let folder = mine[0]
             .0
             .parent()
@@ -157,7 +142,7 @@ fn split(found: Vec<(Format, Read)>) -> (Vec<Grouped>, Vec<PathBuf>) {
             _ => out.extend(mine.into_iter().map(|r| (f, r.0.clone(), vec![r]))),
         }
     }
-    (out, alone)
+    out
 }
 
 /// lm-eval's files of one folder into runs: each results file with the samples of its time; with
@@ -193,8 +178,8 @@ fn lm_eval(files: Vec<Read>) -> Vec<Vec<Read>> {
 }
 
 /// Verifies the runs of one place; a panic of a reader is a refused row, not the end of the tree.
-/// Also what the place holds that is no run checked (files of no known tool, companions alone,
-/// runs that `--from` leaves out).
+/// Also what the place holds that is no run checked (files of no known tool, runs that `--from`
+/// leaves out).
 pub fn verify_place(
     tree: &Tree,
     place: &Place,
@@ -305,7 +290,8 @@ mod tests {
     }
 
     #[test]
-    fn a_compliance_verdict_goes_with_the_loadgen_logs_of_its_folder_and_is_no_run_alone() {
+    fn a_compliance_verdict_goes_with_the_loadgen_logs_of_its_folder_and_alone_is_a_run_of_its_own()
+    {
         let tmp = tempfile::tempdir().unwrap();
         let case = published("loadgen/v4.1-nvidia-b200x1-llama2-70b-99.9-server");
         let run = tmp.path().join("run_1");
@@ -338,7 +324,13 @@ mod tests {
             alone.join("verify_accuracy.txt"),
         )
         .unwrap();
-        assert_eq!(named(tmp.path(), &alone), vec![]);
+        // Alone it is still read (a folder of verdicts must not pass unread).
+        let want = (
+            "TEST06".to_string(),
+            "loadgen".to_string(),
+            vec!["verify_accuracy.txt".to_string()],
+        );
+        assert_eq!(named(tmp.path(), &alone), vec![want]);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 use super::{case, check_cases, lowered, quiet, Case};
 use crate::imported::loadgen::{Accuracy, Detail, Logs, Summary, Verdict, CHECKS};
+use crate::imported::SETTINGS_BELOW_RULES;
 use crate::imported::{ACCURACY_BELOW_TARGET, ACCURACY_COUNT_MISMATCH, ACCURACY_MISSING};
-use crate::imported::{COMPLIANCE_FAILED, TOOL_ERRORS, VALIDITY_MISMATCH};
-use crate::imported::{IMPOSSIBLE_AGGREGATE, RUN_INCOMPLETE, SETTINGS_BELOW_RULES};
+use crate::imported::{COMPLIANCE_FAILED, EMPTY_SCORED_WRONG, TOOL_ERRORS, VALIDITY_MISMATCH};
+use crate::imported::{IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE, RUN_INCOMPLETE};
 use crate::report::Severity;
 use crate::speed;
 use serde_json::{json, Value};
@@ -15,14 +16,23 @@ fn set(d: &mut Detail, k: &str, v: Value) {
     d.values.insert(k.into(), (line, v));
 }
 
-/// A VALID run of 100 queries over 1000 s (min duration 600 s, min 100 queries, every rule
-/// met), its latencies in order, and its summary agreeing with its detail log.
+/// A VALID Server run of 100 queries scheduled over 990 s (min duration 600 s, min 100 queries,
+/// p90 latency 180 ns within its 1000 ns target, none over it: early stopping needs 44), its
+/// latencies in order, and its summary agreeing with its detail log.
 fn clean() -> Logs {
     let mut d = Detail {
         file: "mlperf_log_detail.txt".into(),
+        given: true,
         ..Default::default()
     };
     for (k, v) in [
+        ("effective_scenario", json!("Server")),
+        ("power_end", json!("12-03-2026 12:31:49.135")),
+        ("effective_target_latency_percentile", json!(0.9)),
+        ("effective_target_latency_ns", json!(1000)),
+        ("result_overlatency_query_count", json!(0)),
+        ("result_scheduled_samples_per_sec", json!(0.1)),
+        ("result_90.00_percentile_latency_ns", json!(180)),
         ("result_validity", json!("VALID")),
         ("result_perf_constraints_met", json!(true)),
         ("result_min_duration_met", json!(true)),
@@ -55,7 +65,7 @@ fn clean() -> Logs {
             .enumerate()
             .map(|(i, (k, v))| (i + 1, k.to_string(), v.to_string()))
             .collect(),
-        counted: Vec::new(),
+        ..Default::default()
     };
     Logs {
         summary: Some(summary),
@@ -63,6 +73,8 @@ fn clean() -> Logs {
         compliance: Verdict::read("verify_accuracy.txt", "TEST PASS\n"),
         accuracy: Some(accuracy()),
         accuracy_log: Some("mlperf_log_accuracy.json".into()),
+        accuracy_log_empty: false,
+        accuracy_replies: Some((24576, Vec::new())),
     }
 }
 
@@ -84,6 +96,7 @@ fn accuracy() -> Accuracy {
         line: 5,
         scores: scores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         named: Some("llama2-70b-99.9".into()),
+        unread: None,
     }
 }
 
@@ -104,34 +117,66 @@ pub(super) const CASES: &[Case<Logs>] = &[
         set(&mut x.detail, "result_validity", json!("INVALID"));
         set(&mut x.detail, "result_min_duration_met", json!(false));
     }),
+    // A detail log that ends before LoadGen's end-of-test entries (row L21).
+    case(RUN_INCOMPLETE.id, clean, |x| {
+        x.detail.values.retain(|k, _| !k.starts_with("result_") && k != "power_end");
+    })
+    .saying("before LoadGen's end-of-test entries"),
     // VALID though a rule is not met; a minimum duration or query count said met but not.
     case(VALIDITY_MISMATCH.id, clean, |x| {
         set(&mut x.detail, "early_stopping_met", json!(false))
     })
     .saying("VALID though"),
+    // Server's minimum duration is measured on the final query's scheduled time (row L10):
+    // 99 / 1.0 = 99 s, short of 600 s.
     case(VALIDITY_MISMATCH.id, clean, |x| {
-        set(
-            &mut x.detail,
-            "result_completed_samples_per_sec",
-            json!(1.0),
-        )
+        set(&mut x.detail, "result_scheduled_samples_per_sec", json!(1.0));
+        set(&mut x.detail, "result_completed_samples_per_sec", json!(1.0));
     })
-    .saying("minimum duration is said met"),
+    .saying("minimum duration is said met, but LoadGen measures it as (queries - 1) / scheduled"),
     case(VALIDITY_MISMATCH.id, clean, |x| {
         set(&mut x.detail, "effective_min_query_count", json!(200))
     })
     .saying("minimum query count is said met"),
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "result_min_duration_met", json!(false));
+        set(&mut x.detail, "result_validity", json!("INVALID"));
+    })
+    .saying("minimum duration is said not met"),
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "result_validity", json!("INVALID"))
+    })
+    .saying("INVALID though every rule"),
+    // 4 of 100 queries over the bound at p90 need h(4) + 4 = 113 (row L13; 3 would need 97).
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "result_overlatency_query_count", json!(4))
+    })
+    .saying("early stopping is said met, but 100 queries with 4 over the latency bound need 13 more at p90"),
+    case(VALIDITY_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "result_90.00_percentile_latency_ns", json!(1001));
+        set(&mut x.detail, "result_99.00_percentile_latency_ns", json!(1001));
+        set(&mut x.detail, "result_max_latency_ns", json!(1001));
+    })
+    .saying("latency constraint is said met, but the p90 latency is 1001 ns"),
     case(TOOL_ERRORS.id, clean, |x| {
         x.detail
             .errors
             .push((20, "error_runtime".into(), "sample dropped".into()))
     })
     .saying("sample dropped"),
-    // Only the summary's count of errors.
-    case(TOOL_ERRORS.id, clean, |x| {
+    // Only the summary's count of errors: a warning (it may be LoadGen's build error).
+    lowered(TOOL_ERRORS.id, Severity::Warning, clean, |x| {
         set(&mut x.detail, "num_errors", json!(2))
     })
     .saying("the summary does not say which"),
+    // LoadGen's error about its own build is a note, not an error of the run.
+    lowered(TOOL_ERRORS.id, Severity::Info, clean, |x| {
+        let text = "Loadgen built with uncommitted changes!";
+        x.detail
+            .errors
+            .push((5, "error_uncommitted_loadgen_changes".into(), text.into()))
+    })
+    .saying("the MLPerf submission checker ignores it"),
     lowered(TOOL_ERRORS.id, Severity::Warning, clean, |x| {
         x.detail
             .warnings
@@ -154,6 +199,29 @@ pub(super) const CASES: &[Case<Logs>] = &[
         set(&mut x.detail, "result_mean_latency_ns", json!(250))
     })
     .saying("outside its min"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        set(&mut x.detail, "result_completed_samples_per_sec", json!(0.2))
+    })
+    .saying("above scheduled samples per second"),
+    // Offline: 8 samples over 700 s; 5 per second would be 3500, no count LoadGen issued (L2).
+    case(speed::RECOMPUTE_MISMATCH.id, offline, |x| {
+        set(&mut x.detail, "result_samples_per_second", json!(5.0))
+    })
+    .saying("gives 3500.0 samples"),
+    // The token count two ways (rows L5, L6): 99 / 0.1 s x 2 tokens/s = 1980, not 2000 x 100 x 150.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        set(&mut x.detail, "result_completed_tokens_per_second", json!(2.0));
+        set(&mut x.detail, "result_token_throughput", json!(0.2));
+    })
+    .saying("the completed tokens per second give 1980 tokens"),
+    case(NOT_RECOMPUTABLE.id, offline, |x| {
+        x.summary = Some(Summary {
+            file: "mlperf_log_summary.txt".into(),
+            ..Default::default()
+        });
+        x.detail.given = false;
+    })
+    .saying("mlperf_log_detail.txt was not given"),
     case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
         set(
             &mut x.detail,
@@ -204,6 +272,11 @@ pub(super) const CASES: &[Case<Logs>] = &[
     })
     .saying("gen_num 24575 samples, but mlperf_log_detail.txt's qsl_reported_total_count is 24576"),
     case(ACCURACY_MISSING.id, clean, |x| x.accuracy = None),
+    // Two empty replies in the accuracy log (row A7): counted, named, a warning.
+    lowered(EMPTY_SCORED_WRONG.id, Severity::Warning, clean, |x| {
+        x.accuracy_replies = Some((24576, vec![17, 902]))
+    })
+    .saying("2 of the 24576 replies in mlperf_log_accuracy.json are empty (qsl_idx 17, 902)"),
 ];
 
 #[test]
@@ -212,8 +285,50 @@ fn each_row_raises_its_id_on_its_planted_problem_only() {
 }
 
 #[test]
-fn the_clean_logs_raise_nothing() {
-    quiet(CHECKS, &clean());
+fn the_clean_logs_raise_nothing_but_what_they_cannot_show() {
+    loud_free(&clean());
+    let found = super::super::run(CHECKS, &clean());
+    let info: Vec<&str> = found.findings.iter().map(|f| f.message.as_str()).collect();
+    assert!(
+        info.iter()
+            .any(|m| m.contains("per-query latencies are not in")),
+        "{info:?}"
+    );
+    quiet(CHECKS, &offline());
+}
+
+/// A VALID Offline run without latencies, accuracy or compliance: 8 samples (6 asked, padded to
+/// whole sets of 4) over a 700 s max latency.
+fn offline() -> Logs {
+    let mut d = Detail {
+        file: "mlperf_log_detail.txt".into(),
+        given: true,
+        ..Default::default()
+    };
+    for (k, v) in [
+        ("effective_scenario", json!("Offline")),
+        ("power_end", json!("12-03-2026 12:31:49.135")),
+        ("generated_samples_per_query", json!(6)),
+        ("generated_query_count", json!(1)),
+        ("effective_performance_sample_count", json!(4)),
+        ("result_samples_per_second", json!(8.0 / 700.0)),
+        ("result_validity", json!("VALID")),
+        ("result_min_duration_met", json!(true)),
+        ("result_min_queries_met", json!(true)),
+        ("early_stopping_met", json!(true)),
+        ("effective_min_duration_ms", json!(600_000)),
+    ] {
+        set(&mut d, k, v);
+    }
+    // The max latency by itself: no latency family, so no note on percentiles.
+    d.values.insert(
+        "result_max_latency_ns".into(),
+        (99, json!(700_000_000_000u64)),
+    );
+    Logs {
+        detail: d,
+        ..Logs::default()
+    }
 }
 
 #[test]
@@ -221,5 +336,17 @@ fn a_99_percent_run_passes_where_its_99_9_twin_would_not() {
     let mut x = clean();
     x.accuracy.as_mut().unwrap().named = Some("llama2-70b-99".into());
     score(&mut x, "rouge1", 44.38);
-    quiet(CHECKS, &x);
+    loud_free(&x);
+}
+
+/// Asserts the rows raise no error and no warning (notes of what cannot be shown may be).
+fn loud_free(x: &Logs) {
+    let found = super::super::run(CHECKS, x);
+    let loud: Vec<_> = found
+        .findings
+        .iter()
+        .filter(|f| f.severity != Severity::Info)
+        .map(|f| format!("{}: {}", f.check, f.message))
+        .collect();
+    assert!(loud.is_empty(), "{loud:#?}");
 }
