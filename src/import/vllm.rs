@@ -1,11 +1,10 @@
-//! vLLM's `vllm bench serve --save-result --save-detailed` JSON, read into
+//! vLLM's serving-benchmark result JSON (`vllm bench serve --save-result`, before it
+//! `benchmarks/benchmark_serving.py`; SGLang's `bench_serving` of the same family), read into
 //! `rigaudit_audit::imported::vllm`'s record.
 //!
-//! Definitions (vLLM 0.34; in full in `audit/src/imported/vllm.rs`):
-//! - units: per-request seconds, aggregates in ms, throughputs per second;
-//! - TTFT: the first streamed chunk with text, less the request's start (0.0 for a failure);
-//! - token counts: `output_lens` from the server's usage, else the client's tokenizer;
-//! - aggregates: over the requests without an error; throughputs over the run's `duration`.
+//! Definitions: vLLM's own code at each version, tabled in `docs/formats/vllm.md` (rows V1-V17);
+//! the checks in `audit/src/imported/vllm.rs` cite them. Every top-level key is kept: which keys
+//! a file has tells which version wrote it (row V1).
 
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
@@ -201,6 +200,11 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
                 .ok_or_else(|| err("duration", "the run's duration in seconds, above 0"))?,
         ),
     };
+    let keys = obj.keys().cloned().collect();
+    let backend = obj
+        .get("backend")
+        .and_then(|b| b.as_str())
+        .map(String::from);
     let printed = obj
         .iter()
         .filter(|(k, _)| !SETUP.contains(&k.as_str()) || k.as_str() == "max_concurrency")
@@ -212,6 +216,8 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
             line,
             duration,
             printed,
+            keys,
+            backend,
             ..Run::default()
         });
     };
@@ -241,6 +247,8 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
         texts: strings("generated_texts"),
         errors: strings("errors").unwrap_or_default(),
         printed,
+        keys,
+        backend,
         ttfts,
     };
     lengths_agree(&r, src)?;
