@@ -170,7 +170,7 @@ one_version() {
             ;;
         shapes)
             up 1024
-            run shapes vllm "plain plain empty stop single nodone slow midstream abort http500 plain" \
+            run shapes vllm "plain plain eos empty stop single nodone slow midstream abort http500 plain" \
                 -- "${detailed[@]}" "${cap[@]}"
             ;;
         refused)

@@ -2,8 +2,10 @@
 
     python vllm_data.py OUT.json SEED ITEM...
 
-Each ITEM is `plain`, `long` (a prompt too long for a 256-token window: refused with HTTP 400)
-or a reply shape of shapes_proxy.py (`empty`, `stop`, `single`, `slow`, `nodone`, `midstream`,
+Each ITEM is `plain` (a prompt the model continues with text), `eos` (one the bundled model at
+temperature 0 answers with an end-of-sequence token first: an immediate stop, no text, no token),
+`long` (a prompt too long for a 256-token window: refused with HTTP 400) or a reply shape of
+shapes_proxy.py (`empty`, `stop`, `single`, `slow`, `nodone`, `midstream`,
 `abort`, `http400`, `http500`), whose prompt carries the proxy's marker. vLLM's client shuffles the
 dataset with `random.seed(SEED)` before it takes `--num-prompts` of them and sends the first one
 alone as its readiness test; the items are placed so that, after that shuffle, a `plain` one comes
@@ -20,7 +22,9 @@ TOPICS = ["the sea", "a mountain", "a small town", "the rain", "a library", "the
 
 
 def prompt(item: str, i: int) -> str:
-    p = f"Write two sentences about {TOPICS[i % len(TOPICS)]}."
+    p = f"Here are two sentences about {TOPICS[i % len(TOPICS)]}:"
+    if item == "eos":
+        return "Write two sentences about the sea."
     if item == "long":
         return p + " " + " ".join(f"word{j}" for j in range(150))
     if item != "plain":

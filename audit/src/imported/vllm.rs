@@ -199,7 +199,7 @@ pub const CHECKS: &[Row<Run>] = &[
     row(TTFT_EMPTY_CHUNK, textless_successes),
     row(NOT_RECOMPUTABLE, not_recomputable),
     row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
-    row(speed::TOKEN_SOURCE.about(), itl_per_chunk),
+    row(speed::TOKEN_SOURCE.about(), token_counts),
     row(PERCENTILE_FEW_SAMPLES, percentile_few_samples),
 ];
 
@@ -304,8 +304,8 @@ fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
 }
 
 /// `import.failed-as-zero` (docs/formats/vllm.md rows V2, V3, V8): a success with no first token
-/// where the writer's code cannot record one (0.6.4 on, a streaming backend: a success has a
-/// TTFT; to 0.6.3 vLLM itself records a reply with no text so, named at warning), a failed
+/// where the writer's code cannot record one (completions from 0.6.4, chat from 0.30; where
+/// vLLM itself records a reply with no text so, named at warning), a failed
 /// request whose output tokens are counted (vLLM writes 0 for every failure), and a printed
 /// distribution that is the value over every request with the failed ones at 0.
 fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
@@ -317,16 +317,17 @@ fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
         .into_iter()
         .filter(|&i| r.ttfts[i] <= 0.0)
         .collect();
-    match r.writer() {
-        Writer::Early if !no_ttft.is_empty() => early_textless(r, emit, &no_ttft),
-        Writer::Later if r.streams() => {
+    match zero_ttft(r) {
+        _ if no_ttft.is_empty() => {}
+        ZeroTtft::Vllms(how) => textless_at_zero(r, emit, &no_ttft, how),
+        ZeroTtft::Impossible => {
             for &i in &no_ttft {
-                emit.finding(format!("request {i} has no error but no first token (TTFT {}): from 0.6.4 vLLM's streaming request functions fail a reply without a chunk (\"Never received a valid chunk to calculate TTFT\"), so this success is not as vLLM recorded it", r.ttfts[i]))
+                emit.finding(format!("request {i} has no error but no first token (TTFT {}): vLLM's completions request function fails a reply without a chunk from 0.6.4 (its chat one from 0.30: \"Never received a valid chunk to calculate TTFT\"), so this success is not as vLLM recorded it", r.ttfts[i]))
                     .at(&r.file, r.at(format!("/ttfts/{i}")))
                     .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
             }
         }
-        _ => {}
+        ZeroTtft::Unknown => {}
     }
     for i in (0..r.ttfts.len()).filter(|&i| !r.ok(i) && r.output_lens[i] > 0.0) {
         emit.finding(format!("request {i} failed, yet its output tokens ({}) are added to total_output_tokens and the throughputs: vLLM writes 0 for a failed request", r.output_lens[i]))
@@ -344,17 +345,39 @@ fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// vLLM to 0.6.3 (row V3): the successes `idx` with TTFT 0, replies whose stream carried no text
-/// (an end-of-sequence token first, or no token), named at warning: vLLM's own figures hold them.
-fn early_textless(r: &Run, emit: &mut Emit, idx: &[usize]) {
+/// What a success with TTFT 0 is under the file's writer and backend (rows V2, V3).
+enum ZeroTtft {
+    /// vLLM's own code records a reply with no text so (how, for the warning).
+    Vllms(&'static str),
+    /// vLLM's code fails such a reply (completions from 0.6.4; chat and audio from 0.30, when
+    /// `latencies` came in).
+    Impossible,
+    /// A non-streaming or unknown backend, or SGLang: nothing is said.
+    Unknown,
+}
+
+fn zero_ttft(r: &Run) -> ZeroTtft {
+    let backend = r.backend.as_deref().unwrap_or("");
+    match r.writer() {
+        Writer::Early if r.streams() => ZeroTtft::Vllms("vLLM to 0.6.3 records a 200 reply whose stream carried no text (an end-of-sequence token first, or no token) as a success with TTFT 0 (backend_request_func.py:266-291 at 0.6.2)"),
+        Writer::Later if matches!(backend, "vllm" | "openai") => ZeroTtft::Impossible,
+        Writer::Later if r.streams() && r.keys.contains("latencies") => ZeroTtft::Impossible,
+        Writer::Later if r.streams() => ZeroTtft::Vllms("vLLM's chat and audio request functions before 0.30 record a 200 reply with no content chunk as a success with TTFT 0 (backend_request_func.py:354-391 at 0.6.6)"),
+        _ => ZeroTtft::Unknown,
+    }
+}
+
+/// The successes `idx` with TTFT 0 that vLLM's own code records so (`how`), named at warning:
+/// vLLM's own figures hold them.
+fn textless_at_zero(r: &Run, emit: &mut Emit, idx: &[usize], how: &str) {
     let list: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
     emit.warning(format!(
-        "{} of the {} successes have TTFT 0 and no output token: vLLM to 0.6.3 records a reply whose stream carried no text (such as an end-of-sequence token first) as a success with TTFT 0 (backend_request_func.py:274-291 at 0.6.2), so completed, the throughputs and every TTFT figure (at 0 s) include them",
+        "{} of the {} successes have TTFT 0 and no text: {how}, so completed, the throughputs and every TTFT figure (at 0 s) include them",
         idx.len(),
         r.ok_idx().len()
     ))
     .at(&r.file, r.at(format!("/ttfts/{}", list.join(","))))
-    .data(json!({"requests": idx, "writer": "vllm<=0.6.3"}));
+    .data(json!({"requests": idx}));
 }
 
 /// `import.ttft-empty-chunk` (docs/formats/vllm.md rows V3, V6): successes with a TTFT but no
@@ -582,18 +605,19 @@ fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f6
 /// E2EL mean and median written under each other's names.
 fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
     if r.writer() == Writer::Early && r.printed.contains_key("median_e2el_ms") {
-        emit.finding("mean_e2el_ms holds the median end-to-end latency and median_e2el_ms the mean: vLLM to 0.6.3 computes each under the other's name (benchmark_serving.py:371-373 at 0.6.2, fixed in 0.6.4); neither is recomputed (no latencies are saved)")
+        emit.finding("mean_e2el_ms holds the median end-to-end latency and median_e2el_ms the mean: vLLM to 0.6.3 computes each under the other's name (benchmark_serving.py:376-378 at 0.6.2, fixed in 0.6.4); neither is recomputed (no latencies are saved)")
             .at(&r.file, r.at("/median_e2el_ms"))
             .data(json!({"writer": "vllm<=0.6.3"}));
     }
     if !r.detailed {
+        let compared = aggregates_compared(r);
         let keys: Vec<&str> = r
             .printed
             .keys()
-            .filter(|k| split_key(k).is_some())
+            .filter(|k| is_figure(k) && !compared.contains(&k.as_str()))
             .map(String::as_str)
             .collect();
-        emit.finding(format!("{} printed distributions are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its aggregates are checked against each other", keys.len()))
+        emit.finding(format!("{} printed figures are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its throughputs are checked against its totals", keys.len()))
             .file(&r.file)
             .data(json!({ "keys": keys }));
         return Some(());
@@ -604,13 +628,45 @@ fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
         .map(|(k, _, _)| k.clone())
         .collect();
     keys.extend(peak_values(r).err().unwrap_or_default());
+    // Goodput's SLOs are not saved (row V12); rtfx is 0 but for audio input.
     for k in ["request_goodput", "request_goodput:", "rtfx"] {
-        if r.printed.get(k).is_some_and(|x| *x != 0.0) {
+        if r.printed.get(k).is_some_and(|x| *x != 0.0 || k != "rtfx") {
             keys.push(k.to_string());
         }
     }
     let why = "the per-request lists do not give them";
     not_checked(emit, (&r.file, "keys"), ("printed figures", why), &keys)
+}
+
+/// Whether a printed key is one of the run's figures (a count, total, throughput, distribution,
+/// peak or goodput), not a setting.
+fn is_figure(k: &str) -> bool {
+    split_key(k).is_some()
+        || k.ends_with("_throughput")
+        || k.starts_with("total_")
+        || PEAK_KEYS.contains(&k)
+        || ["completed", "request_goodput", "request_goodput:"].contains(&k)
+}
+
+/// The throughputs [`aggregates`] compares, without the lists: those printed beside their total.
+fn aggregates_compared(r: &Run) -> Vec<&'static str> {
+    let has = |k: &str| r.printed.contains_key(k);
+    let mut out = Vec::new();
+    if r.duration.is_some_and(|d| d > 0.0) {
+        for (k, needs) in [
+            ("request_throughput", &["completed"][..]),
+            ("output_throughput", &["total_output_tokens"][..]),
+            (
+                "total_token_throughput",
+                &["total_input_tokens", "total_output_tokens"][..],
+            ),
+        ] {
+            if has(k) && needs.iter().all(|n| has(n)) {
+                out.push(k);
+            }
+        }
+    }
+    out
 }
 
 /// Without per-request lists: each throughput against its total over `duration`, where the file
@@ -720,12 +776,14 @@ fn get_cap(r: &Run) -> Option<f64> {
         .filter(|c| *c > 0.0)
 }
 
-/// `speed.token-source` (warning; docs/formats/vllm.md row V4): a mean ITL well above the mean TPOT: the gaps were timed per
-/// streamed chunk of several tokens, not per token (vLLM's ITL assumes one token a chunk).
-fn itl_per_chunk(r: &Run, emit: &mut Emit) -> Ran {
+/// `speed.token-source` (warning; docs/formats/vllm.md rows V4, V6): a mean ITL well above the
+/// mean TPOT (the gaps were timed per streamed chunk of several tokens, not per token: vLLM's ITL
+/// assumes one token a chunk), and successes with text but no output token.
+fn token_counts(r: &Run, emit: &mut Emit) -> Ran {
+    let ran = uncounted_replies(r, emit);
     let (Some(itl), Some(tpot)) = (r.printed.get("mean_itl_ms"), r.printed.get("mean_tpot_ms"))
     else {
-        return None;
+        return ran.then_some(());
     };
     if *tpot > 0.0 && *itl > 2.0 * tpot {
         emit.warning(format!("mean_itl_ms ({itl}) is {:.1} times mean_tpot_ms ({tpot}): the inter-token gaps were timed per streamed chunk of about that many tokens, not per token, so the ITL figures are per chunk", itl / tpot))
@@ -733,4 +791,29 @@ fn itl_per_chunk(r: &Run, emit: &mut Emit) -> Ran {
             .data(json!({"ratio": itl / tpot}));
     }
     Some(())
+}
+
+/// Successes with text but 0 output tokens (row V6): vLLM 0.7.0 to 0.8.3 takes a reply's count
+/// from a usage-only chunk (one without choices) and otherwise keeps its default 0, the tokenizer
+/// being used only for a count of None; a server that puts usage on its finish chunk (llama.cpp,
+/// the bundled engine) or sends none gets 0 for every reply. Returns whether it could look.
+fn uncounted_replies(r: &Run, emit: &mut Emit) -> bool {
+    let Some(texts) = r.texts.as_ref().filter(|_| r.detailed) else {
+        return false;
+    };
+    let idx: Vec<usize> = r
+        .ok_idx()
+        .into_iter()
+        .filter(|&i| r.output_lens[i] <= 0.0 && texts.get(i).is_some_and(|t| !t.is_empty()))
+        .collect();
+    if !idx.is_empty() {
+        emit.warning(format!(
+            "{} of the {} successes carry text but 0 output tokens: vLLM 0.7.0 to 0.8.3 counts a reply's tokens only from a usage chunk without choices and otherwise keeps 0 (benchmark_serving.py:467 at 0.7.3, `is None`; fixed in 0.8.4), so total_output_tokens, the output throughputs and TPOT leave these replies out",
+            idx.len(),
+            r.ok_idx().len()
+        ))
+        .at(&r.file, r.at("/output_lens"))
+        .data(json!({"requests": idx}));
+    }
+    true
 }

@@ -103,7 +103,7 @@ pub(super) const CASES: &[Case<Run>] = &[
         x.ttfts[0] = 0.0;
         x.texts.as_mut().unwrap()[0] = String::new();
     })
-    .saying("vLLM to 0.6.3 records a reply whose stream carried no text"),
+    .saying("vLLM to 0.6.3 records a 200 reply whose stream carried no text"),
     case(FAILED_AS_ZERO.id, clean, |x| {
         fail(x);
         x.output_lens[1] = 3.0;
@@ -160,7 +160,17 @@ pub(super) const CASES: &[Case<Run>] = &[
     // ITL timed per chunk of several tokens.
     case(speed::TOKEN_SOURCE.id, clean, |x| {
         print(x, "mean_itl_ms", 500.0)
-    }),
+    })
+    .saying("times mean_tpot_ms"),
+    // vLLM 0.7.0-0.8.3 without a usage-only chunk: text, 0 tokens.
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        x.output_lens = vec![0.0, 0.0];
+        for k in ["total_output_tokens", "output_throughput", "mean_tpot_ms"] {
+            print(x, k, 0.0);
+        }
+        print(x, "total_token_throughput", 10.0);
+    })
+    .saying("2 of the 2 successes carry text but 0 output tokens"),
 ];
 
 #[test]
