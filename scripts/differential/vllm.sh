@@ -7,6 +7,7 @@
 #   bash scripts/differential/vllm.sh [VERSION...]      (default: the versions pinned in
 #                                                         fixtures/differential/pins.toml [vllm])
 #   CASES="clean shapes" bash scripts/differential/vllm.sh 0.34.0   (some cases only)
+#   bash scripts/differential/vllm.sh sglang                        (SGLang's bench_serving only)
 #
 # The vllm package does not install on a CPU-only machine: each version's source release (sdist,
 # from PyPI's file host, its sha256 checked) is unpacked and its benchmark code run unchanged by
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 CACHE=${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}
 TOOLS=$CACHE/import-tools
-OUT=fixtures/differential/vllm
+OUT=${DIFF_OUT:-fixtures/differential/vllm} # benches/differential/vllm.sh writes elsewhere
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 NO_COLOR=1 PYTHONHASHSEED=0
 
 pins() { # pins KEY: a value of the [vllm] section of pins.toml, one item a line
@@ -29,6 +30,7 @@ print("\n".join(v) if isinstance(v, list) else v)
 PY
 }
 mapfile -t VERSIONS < <(if [ $# -gt 0 ]; then printf '%s\n' "$@"; else pins versions; fi)
+if [ "${1:-}" = sglang ]; then VERSIONS=() SGLANG=1; fi
 read -r -a CASE_LIST <<<"${CASES:-$(pins cases | tr '\n' ' ')}"
 
 PY=$TOOLS/vllm-diff/bin/python
@@ -201,7 +203,51 @@ one_version() {
     done
 }
 
-for VERSION in "${VERSIONS[@]}"; do
+# SGLang's bench_serving (the same family of JSON, docs/formats/vllm.md row V17): the module file of
+# its wheel, run alone against the same engine (it needs nothing else of sglang); it appends one
+# JSON line of aggregates a run (`--output-file`).
+sglang_source() {
+    local dir=$TOOLS/sglang-src/$1
+    if [ ! -f "$dir/bench_serving.py" ]; then
+        rm -rf "$TMP/wheel" && mkdir -p "$dir"
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            -d "$TMP/wheel" "sglang==$1"
+        unzip -q -o -j "$TMP"/wheel/sglang-*.whl 'sglang/bench_serving.py' -d "$dir"
+    fi
+    echo "$dir"
+}
+
+sglang_run() { # sglang_run VERSION CASE ITEMS -- EXTRA...
+    local version=$1 case=$2 items=$3 dest=$OUT/sglang/$1/$2 src n
+    shift 3
+    [ "${1:-}" = "--" ] && shift
+    src=$(sglang_source "$version")
+    # shellcheck disable=SC2086 # ITEMS is a list of words
+    python3 scripts/differential/vllm_data.py "$TMP/data.json" 1 $items
+    n=$(wc -w <<<"$items")
+    local args=(--backend vllm --base-url "$URL" --model smollm2 --tokenizer local/smollm2
+        --dataset-name sharegpt --dataset-path "$TMP/data.json" --num-prompts "$n"
+        --sharegpt-output-len 8 --seed 1 --output-file "$TMP/out.jsonl" "$@")
+    rm -f "$TMP/out.jsonl"
+    (cd "$TMP" && nice -n 10 "$PY" "$src/bench_serving.py" "${args[@]}") >"$TMP/client.log" 2>&1 ||
+        { tail -30 "$TMP/client.log" >&2; exit 1; }
+    rm -rf "$dest" && mkdir -p "$dest"
+    cp "$TMP/out.jsonl" "$dest/result.jsonl"
+    printf 'sglang %s bench_serving %s\nitems: %s\n' "$version" \
+        "$(printf '%q ' "${args[@]}" | sed "s#$TMP#TMP#g; s#$URL#URL#g")" "$items" >"$dest/cmd.txt"
+    echo "sglang $version $case: $(wc -c <"$dest/result.jsonl") bytes"
+}
+
+for VERSION in "${VERSIONS[@]+"${VERSIONS[@]}"}"; do
     one_version
 done
+if [ $# -eq 0 ] || [ -n "${SGLANG:-}" ]; then
+    mapfile -t SGLANG_VERSIONS < <(pins sglang_versions)
+    for v in "${SGLANG_VERSIONS[@]}"; do
+        up 1024
+        sglang_run "$v" clean "plain plain plain plain plain plain"
+        up 256
+        sglang_run "$v" refused "plain long plain plain eos plain"
+    done
+fi
 stop

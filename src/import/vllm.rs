@@ -26,12 +26,15 @@ const SETUP: &[&str] = &[
 ];
 
 /// Whether a source is a vLLM bench serve result (by content): its run figures, or the setup
-/// keys it writes first beside a TTFT aggregate (a writer that keeps only the percentiles).
+/// keys it writes first beside a TTFT aggregate (a writer that keeps only the percentiles), or
+/// SGLang's bench_serving result of the same family.
 pub fn looks_like(s: &Source) -> bool {
     let has = |k: &str| super::holds(&s.bytes, k);
     ["\"request_throughput\"", "\"duration\"", "\"completed\""]
         .iter()
         .all(|k| has(k))
+        // SGLang's bench_serving (0.3 writes no request_throughput).
+        || (has("\"total_output_tokens_retokenized\"") && has("\"duration\""))
         || (has("\"backend\"")
             && has("\"model_id\"")
             && (has("\"mean_ttft_ms\"") || has("\"median_ttft_ms\"")))
@@ -51,7 +54,8 @@ fn results_of(src: &Source) -> Result<Vec<LineResult>, Fatal> {
             line.map_or(String::new(), |n| format!("line {n}: "))
         ))),
     };
-    match super::json_of(src) {
+    // Python's json writes a bare `Infinity` (`--burstiness inf`; SGLang's `request_rate`).
+    match super::json_of_python(src) {
         Ok(v) => Ok(vec![object(v, None)?]),
         Err(e) => {
             // A first line that is a whole result, and more lines: JSON Lines, whose reader
@@ -60,8 +64,14 @@ fn results_of(src: &Source) -> Result<Vec<LineResult>, Fatal> {
                 .bytes
                 .split(|b| *b == b'\n')
                 .filter(|l| !l.trim_ascii().is_empty());
-            let first = lines.next().unwrap_or_default();
-            let whole = serde_json::from_slice::<Value>(first).is_ok_and(|v| v.is_object());
+            let first = Source {
+                name: src.name.clone(),
+                shown: src.shown.clone(),
+                bytes: lines.next().unwrap_or_default().to_vec(),
+                sha256: String::new(),
+                role: String::new(),
+            };
+            let whole = super::json_of_python(&first).is_ok_and(|v| v.is_object());
             if !whole || lines.next().is_none() {
                 return Err(e);
             }

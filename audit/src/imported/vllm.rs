@@ -656,6 +656,7 @@ fn aggregates_compared(r: &Run) -> Vec<&'static str> {
         for (k, needs) in [
             ("request_throughput", &["completed"][..]),
             ("output_throughput", &["total_output_tokens"][..]),
+            ("input_throughput", &["total_input_tokens"][..]),
             (
                 "total_token_throughput",
                 &["total_input_tokens", "total_output_tokens"][..],
@@ -681,6 +682,8 @@ fn aggregates(r: &Run, emit: &mut Emit) -> bool {
     let rows = [
         ("request_throughput", get("completed").map(|c| c / d)),
         ("output_throughput", output.map(|o| o / d)),
+        // SGLang's (row V17): total input over the duration.
+        ("input_throughput", input.map(|i| i / d)),
         (
             "total_token_throughput",
             input.zip(output).map(|(i, o)| (i + o) / d),
