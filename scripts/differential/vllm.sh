@@ -211,8 +211,8 @@ sglang_source() {
     if [ ! -f "$dir/bench_serving.py" ]; then
         rm -rf "$TMP/wheel" && mkdir -p "$dir"
         python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-            -d "$TMP/wheel" "sglang==$1"
-        unzip -q -o -j "$TMP"/wheel/sglang-*.whl 'sglang/bench_serving.py' -d "$dir"
+            -d "$TMP/wheel" "sglang==$1" >&2
+        unzip -q -o -j "$TMP"/wheel/sglang-*.whl 'sglang/bench_serving.py' -d "$dir" >&2
     fi
     echo "$dir"
 }

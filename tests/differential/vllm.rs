@@ -8,7 +8,7 @@
 use crate::common::{rigaudit, root, Run};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The warnings a genuine vLLM file may draw: failed requests named, vLLM's own recording of
 /// textless replies (rows V2, V3) and of uncounted tokens (row V6, `speed.token-source` naming
@@ -42,14 +42,17 @@ fn fixtures() -> Vec<(String, String, PathBuf)> {
     out
 }
 
-fn verify(path: &PathBuf) -> Run {
+fn verify(path: &Path) -> Run {
     let p = path.to_str().unwrap();
     rigaudit(&["verify", "--from", "vllm", p, "--format", "json"])
 }
 
 /// The results of a file: one object, or one a line (`--append-result`).
-fn results(path: &PathBuf) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
+fn results(path: &Path) -> Vec<Value> {
+    // Python's json writes a bare Infinity (SGLang's request_rate): read here as null.
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(": Infinity", ": null");
     match serde_json::from_str::<Value>(&text) {
         Ok(v) => vec![v],
         Err(_) => text
@@ -91,7 +94,10 @@ fn no_genuine_file_draws_an_error_and_every_warning_names_vllms_own_behaviour() 
             wrong.push(format!("{v}/{c}: exit {}: {}", run.code, run.stderr));
         }
         for f in run.json()["findings"].as_array().unwrap() {
-            let (sev, check) = (f["severity"].as_str().unwrap(), f["check"].as_str().unwrap());
+            let (sev, check) = (
+                f["severity"].as_str().unwrap(),
+                f["check"].as_str().unwrap(),
+            );
             let message = f["message"].as_str().unwrap();
             if sev == "error" || sev == "warning" && !named(check, message) {
                 wrong.push(format!("{v}/{c}: {sev} {check}: {}", f["message"]));
@@ -116,7 +122,13 @@ fn every_printed_figure_is_recomputed_as_the_version_did_or_said_not_to_be() {
                     wrong.push(format!("{v}/{c}: {r}"));
                 }
             })
-            .map(|r| r["key"].as_str().unwrap().trim_start_matches("vllm.").to_string())
+            .map(|r| {
+                r["key"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("vllm.")
+                    .to_string()
+            })
             .collect();
         let said: BTreeSet<String> = report["findings"]
             .as_array()
@@ -129,7 +141,9 @@ fn every_printed_figure_is_recomputed_as_the_version_did_or_said_not_to_be() {
         for result in results(&path) {
             for k in figures(&result) {
                 if !recomputed.contains(&k) && !said.contains(&k) {
-                    wrong.push(format!("{v}/{c}: {k} neither recomputed nor said not to be"));
+                    wrong.push(format!(
+                        "{v}/{c}: {k} neither recomputed nor said not to be"
+                    ));
                 }
             }
         }
@@ -153,7 +167,12 @@ fn what_is_recomputed_follows_what_each_version_saves() {
             .map(|r| r["key"].as_str().unwrap().to_string())
             .collect();
         let has = |k: &str| keys.contains(&format!("vllm.{k}"));
-        for k in ["completed", "mean_ttft_ms", "p99_itl_ms", "output_throughput"] {
+        for k in [
+            "completed",
+            "mean_ttft_ms",
+            "p99_itl_ms",
+            "output_throughput",
+        ] {
             assert!(has(k), "{v}/{c}: {k} not recomputed: {keys:?}");
         }
         let (_, minor) = version(&v);
@@ -161,9 +180,21 @@ fn what_is_recomputed_follows_what_each_version_saves() {
         // TPOT needs latencies, unless no success has two tokens (vLLM's list is then empty,
         // its figures those of [0]: 0.7.3's uncounted replies).
         let r = &results(&path)[0];
-        let one_token = r["output_lens"].as_array().unwrap().iter().all(|x| x.as_f64().unwrap() <= 1.0);
-        assert_eq!(has("std_tpot_ms"), minor >= 30 || one_token, "{v}/{c}: {keys:?}");
-        assert_eq!(has("max_concurrent_requests"), minor >= 30, "{v}/{c}: {keys:?}");
+        let one_token = r["output_lens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x.as_f64().unwrap() <= 1.0);
+        assert_eq!(
+            has("std_tpot_ms"),
+            minor >= 30 || one_token,
+            "{v}/{c}: {keys:?}"
+        );
+        assert_eq!(
+            has("max_concurrent_requests"),
+            minor >= 30,
+            "{v}/{c}: {keys:?}"
+        );
     }
 }
 
@@ -174,7 +205,13 @@ fn case(v: &str, c: &str) -> Run {
 fn messages(run: &Run, check: &str) -> Vec<String> {
     run.findings(check)
         .iter()
-        .map(|f| format!("{} {}", f["severity"].as_str().unwrap(), f["message"].as_str().unwrap()))
+        .map(|f| {
+            format!(
+                "{} {}",
+                f["severity"].as_str().unwrap(),
+                f["message"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -184,19 +221,28 @@ fn a_textless_reply_is_recorded_as_each_version_records_it() {
     // replies) is a success at TTFT 0, in vLLM's own figures: named at warning, not an error.
     let run = case("0.6.2", "shapes");
     let m = messages(&run, "import.failed-as-zero").join("\n");
-    assert!(m.starts_with("warning 3 of the 8 successes have TTFT 0"), "{m}");
+    assert!(
+        m.starts_with("warning 3 of the 8 successes have TTFT 0"),
+        "{m}"
+    );
     assert!(m.contains("vLLM to 0.6.3 records a 200 reply"), "{m}");
     // 0.6.6: the completions client fails such a reply.
     let run = case("0.6.6", "shapes");
     let m = messages(&run, "import.failed-requests").join("\n");
-    assert!(m.contains("3 x Never received a valid chunk to calculate TTFT"), "{m}");
+    assert!(
+        m.contains("3 x Never received a valid chunk to calculate TTFT"),
+        "{m}"
+    );
     assert!(!run.has("import.failed-as-zero") && !run.has("import.ttft-empty-chunk"));
     // From 0.7 a chunk with choices and no text is a first token: the shaped empty reply (and
     // the engine's stops, whose finish chunk has choices) are successes with a TTFT.
     for v in ["0.7.3", "0.10.1", "0.11.1", "0.20.0", "0.34.0"] {
         let run = case(v, "shapes");
         let m = messages(&run, "import.ttft-empty-chunk").join("\n");
-        assert!(m.starts_with("warning ") && m.contains("successes carry no text: vLLM from 0.7"), "{v}: {m}");
+        assert!(
+            m.starts_with("warning ") && m.contains("successes carry no text: vLLM from 0.7"),
+            "{v}: {m}"
+        );
         assert!(!run.has("import.failed-as-zero"), "{v}: {}", run.stdout);
     }
 }
@@ -208,7 +254,10 @@ fn replies_without_a_usage_only_chunk_count_no_token_from_0_7_to_0_8_3() {
     // usage from any chunk, 0.11.1 falls back to the tokenizer.
     let run = case("0.7.3", "clean");
     let m = messages(&run, "speed.token-source").join("\n");
-    assert!(m.starts_with("warning 6 of the 6 successes carry text but 0 output tokens"), "{m}");
+    assert!(
+        m.starts_with("warning 6 of the 6 successes carry text but 0 output tokens"),
+        "{m}"
+    );
     let r = &results(&root().join("fixtures/differential/vllm/0.7.3/clean/result.json"))[0];
     assert_eq!(r["total_output_tokens"], 0);
     assert_eq!(r["mean_tpot_ms"], 0.0);
@@ -236,11 +285,19 @@ fn refused_and_broken_replies_are_named_failures_over_which_nothing_is_computed(
     for v in ["0.6.2", "0.7.3", "0.34.0"] {
         let run = case(v, "refused");
         let m = messages(&run, "import.failed-requests").join("\n");
-        assert!(m.contains("2 of 6 requests failed (2 x Bad Request)"), "{v}: {m}");
+        assert!(
+            m.contains("2 of 6 requests failed (2 x Bad Request)"),
+            "{v}: {m}"
+        );
     }
     // A stream cut, an HTTP 500, and (0.6.2) a stream without [DONE] or with an error object.
     let m = messages(&case("0.6.2", "shapes"), "import.failed-requests").join("\n");
-    for what in ["Internal Server Error", "KeyError: 'choices'", "'latency'", "ClientPayloadError"] {
+    for what in [
+        "Internal Server Error",
+        "KeyError: 'choices'",
+        "'latency'",
+        "ClientPayloadError",
+    ] {
         assert!(m.contains(what), "{what}: {m}");
     }
     // 0.34 fails a stream carrying an error object (stream_error, 0.31 on).
@@ -275,20 +332,31 @@ fn an_edit_that_vllm_could_not_have_written_is_still_an_error() {
     std::fs::write(&q, r.to_string()).unwrap();
     let run = verify(&q);
     assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(run.has_at("import.failed-as-zero", "error"), "{}", run.stdout);
+    assert!(
+        run.has_at("import.failed-as-zero", "error"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
 fn sglang_bench_serving_lines_are_read_their_throughputs_recomputed_the_rest_said() {
     // SGLang's bench_serving appends one line of aggregates a run, `request_rate` a bare
-    // Infinity; 0.3.6 writes no request_throughput (row V17).
+    // Infinity; 0.3.6 writes no request_throughput nor input_throughput (row V17).
     let base = root().join("fixtures/differential/vllm/sglang");
     let mut seen = 0;
     for v in std::fs::read_dir(&base).unwrap() {
         for c in std::fs::read_dir(v.unwrap().path()).unwrap() {
             let path = c.unwrap().path().join("result.jsonl");
             let run = verify(&path);
-            assert_eq!(run.code, 0, "{}: {}{}", path.display(), run.stdout, run.stderr);
+            assert_eq!(
+                run.code,
+                0,
+                "{}: {}{}",
+                path.display(),
+                run.stdout,
+                run.stderr
+            );
             let report = run.json();
             let keys: Vec<&str> = report["recomputed"]
                 .as_array()
@@ -296,9 +364,18 @@ fn sglang_bench_serving_lines_are_read_their_throughputs_recomputed_the_rest_sai
                 .iter()
                 .map(|r| r["key"].as_str().unwrap())
                 .collect();
-            for k in ["vllm.output_throughput", "vllm.input_throughput"] {
-                assert!(keys.contains(&k), "{}: {keys:?}", path.display());
+            // Each throughput the line prints, against its total over the duration.
+            let line = &results(&path)[0];
+            for k in [
+                "request_throughput",
+                "output_throughput",
+                "input_throughput",
+            ] {
+                let printed = line.get(k).is_some();
+                let checked = keys.contains(&format!("vllm.{k}").as_str());
+                assert_eq!(printed, checked, "{}: {k}: {keys:?}", path.display());
             }
+            assert!(keys.contains(&"vllm.output_throughput"), "{keys:?}");
             assert!(run.has("import.not-recomputable"), "{}", run.stdout);
             seen += 1;
         }
