@@ -11,6 +11,7 @@ use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
 use rigaudit_audit::imported::vllm::{values, Run, CHECKS};
 use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The setup keys `vllm bench serve` writes before its results (the run's settings for `diff`).
 const SETUP: &[&str] = &[
@@ -210,16 +211,7 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
                 .ok_or_else(|| err("duration", "the run's duration in seconds, above 0"))?,
         ),
     };
-    let keys = obj.keys().cloned().collect();
-    let backend = obj
-        .get("backend")
-        .and_then(|b| b.as_str())
-        .map(String::from);
-    let printed = obj
-        .iter()
-        .filter(|(k, _)| !SETUP.contains(&k.as_str()) || k.as_str() == "max_concurrency")
-        .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
-        .collect();
+    let (keys, backend, printed) = top_level(obj);
     let Some(ttfts) = nums("ttfts")? else {
         return Ok(Run {
             file: src.name.clone(),
@@ -263,6 +255,24 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
     };
     lengths_agree(&r, src)?;
     Ok(r)
+}
+
+/// Every top-level key (the writer's version shows in them), `backend`, and every top-level
+/// number but the setup's (`max_concurrency` kept, for the cap).
+fn top_level(
+    obj: &Map<String, Value>,
+) -> (BTreeSet<String>, Option<String>, BTreeMap<String, f64>) {
+    let keys = obj.keys().cloned().collect();
+    let backend = obj
+        .get("backend")
+        .and_then(|b| b.as_str())
+        .map(String::from);
+    let printed = obj
+        .iter()
+        .filter(|(k, _)| !SETUP.contains(&k.as_str()) || k.as_str() == "max_concurrency")
+        .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
+        .collect();
+    (keys, backend, printed)
 }
 
 /// `itls`: one list of seconds per request.
