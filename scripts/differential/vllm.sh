@@ -193,6 +193,14 @@ one_version() {
             up 1024
             run aggregates vllm "plain plain plain http500" -- "${cap[@]}" --append-result
             ;;
+        queue)
+            # The client-side queue figures (0.30 on): a cap, a finite rate, both metrics asked.
+            grep -q client_queue_time "$SRC/vllm/benchmarks/serve.py" 2>/dev/null || continue
+            up 1024
+            run queue vllm "plain plain plain plain plain" -- "${detailed[@]}" "${cap[@]}" \
+                --request-rate 8 --metric-percentiles 50,99.9 --percentile-metrics \
+                ttft,tpot,itl,e2el,client_queue_time,e2el_including_client_queue
+            ;;
         warmup-rampup)
             has "$VERSION" --num-warmups || continue
             up 1024

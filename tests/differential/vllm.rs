@@ -382,3 +382,24 @@ fn sglang_bench_serving_lines_are_read_their_throughputs_recomputed_the_rest_sai
     }
     assert!(seen >= 4, "{seen} SGLang fixtures");
 }
+
+#[test]
+fn client_queue_figures_and_decimal_percentiles_are_recomputed() {
+    // 0.34 with --max-concurrency, a finite rate and both queue metrics asked (row V14), and
+    // --metric-percentiles 50,99.9 (keys `p99.9_*`, row V11).
+    let run = case("0.34.0", "queue");
+    let keys: Vec<String> = run.json()["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap().to_string())
+        .collect();
+    for k in [
+        "vllm.p99.9_client_queue_time_ms",
+        "vllm.std_e2el_including_client_queue_ms",
+        "vllm.p99.9_ttft_ms",
+    ] {
+        assert!(keys.iter().any(|x| x == k), "{k}: {keys:?}");
+    }
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
