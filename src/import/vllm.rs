@@ -1,17 +1,17 @@
-//! vLLM's `vllm bench serve --save-result --save-detailed` JSON, read into
+//! vLLM's serving-benchmark result JSON (`vllm bench serve --save-result`, before it
+//! `benchmarks/benchmark_serving.py`; SGLang's `bench_serving` of the same family), read into
 //! `rigaudit_audit::imported::vllm`'s record.
 //!
-//! Definitions (vLLM 0.34; in full in `audit/src/imported/vllm.rs`):
-//! - units: per-request seconds, aggregates in ms, throughputs per second;
-//! - TTFT: the first streamed chunk with text, less the request's start (0.0 for a failure);
-//! - token counts: `output_lens` from the server's usage, else the client's tokenizer;
-//! - aggregates: over the requests without an error; throughputs over the run's `duration`.
+//! Definitions: vLLM's own code at each version, tabled in `docs/formats/vllm.md` (rows V1-V17);
+//! the checks in `audit/src/imported/vllm.rs` cite them. Every top-level key is kept: which keys
+//! a file has tells which version wrote it (row V1).
 
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
 use rigaudit_audit::imported::vllm::{values, Run, CHECKS};
 use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The setup keys `vllm bench serve` writes before its results (the run's settings for `diff`).
 const SETUP: &[&str] = &[
@@ -27,12 +27,15 @@ const SETUP: &[&str] = &[
 ];
 
 /// Whether a source is a vLLM bench serve result (by content): its run figures, or the setup
-/// keys it writes first beside a TTFT aggregate (a writer that keeps only the percentiles).
+/// keys it writes first beside a TTFT aggregate (a writer that keeps only the percentiles), or
+/// SGLang's bench_serving result of the same family.
 pub fn looks_like(s: &Source) -> bool {
     let has = |k: &str| super::holds(&s.bytes, k);
     ["\"request_throughput\"", "\"duration\"", "\"completed\""]
         .iter()
         .all(|k| has(k))
+        // SGLang's bench_serving (0.3 writes no request_throughput).
+        || (has("\"total_output_tokens_retokenized\"") && has("\"duration\""))
         || (has("\"backend\"")
             && has("\"model_id\"")
             && (has("\"mean_ttft_ms\"") || has("\"median_ttft_ms\"")))
@@ -52,7 +55,8 @@ fn results_of(src: &Source) -> Result<Vec<LineResult>, Fatal> {
             line.map_or(String::new(), |n| format!("line {n}: "))
         ))),
     };
-    match super::json_of(src) {
+    // Python's json writes a bare `Infinity` (`--burstiness inf`; SGLang's `request_rate`).
+    match super::json_of_python(src) {
         Ok(v) => Ok(vec![object(v, None)?]),
         Err(e) => {
             // A first line that is a whole result, and more lines: JSON Lines, whose reader
@@ -61,8 +65,14 @@ fn results_of(src: &Source) -> Result<Vec<LineResult>, Fatal> {
                 .bytes
                 .split(|b| *b == b'\n')
                 .filter(|l| !l.trim_ascii().is_empty());
-            let first = lines.next().unwrap_or_default();
-            let whole = serde_json::from_slice::<Value>(first).is_ok_and(|v| v.is_object());
+            let first = Source {
+                name: src.name.clone(),
+                shown: src.shown.clone(),
+                bytes: lines.next().unwrap_or_default().to_vec(),
+                sha256: String::new(),
+                role: String::new(),
+            };
+            let whole = super::json_of_python(&first).is_ok_and(|v| v.is_object());
             if !whole || lines.next().is_none() {
                 return Err(e);
             }
@@ -201,17 +211,15 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
                 .ok_or_else(|| err("duration", "the run's duration in seconds, above 0"))?,
         ),
     };
-    let printed = obj
-        .iter()
-        .filter(|(k, _)| !SETUP.contains(&k.as_str()) || k.as_str() == "max_concurrency")
-        .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
-        .collect();
+    let (keys, backend, printed) = top_level(obj);
     let Some(ttfts) = nums("ttfts")? else {
         return Ok(Run {
             file: src.name.clone(),
             line,
             duration,
             printed,
+            keys,
+            backend,
             ..Run::default()
         });
     };
@@ -241,10 +249,30 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
         texts: strings("generated_texts"),
         errors: strings("errors").unwrap_or_default(),
         printed,
+        keys,
+        backend,
         ttfts,
     };
     lengths_agree(&r, src)?;
     Ok(r)
+}
+
+/// Every top-level key (the writer's version shows in them), `backend`, and every top-level
+/// number but the setup's (`max_concurrency` kept, for the cap).
+fn top_level(
+    obj: &Map<String, Value>,
+) -> (BTreeSet<String>, Option<String>, BTreeMap<String, f64>) {
+    let keys = obj.keys().cloned().collect();
+    let backend = obj
+        .get("backend")
+        .and_then(|b| b.as_str())
+        .map(String::from);
+    let printed = obj
+        .iter()
+        .filter(|(k, _)| !SETUP.contains(&k.as_str()) || k.as_str() == "max_concurrency")
+        .filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x)))
+        .collect();
+    (keys, backend, printed)
 }
 
 /// `itls`: one list of seconds per request.

@@ -1,36 +1,38 @@
-//! vLLM's `vllm bench serve --save-result --save-detailed` result: one JSON object with the run's
-//! setup, its aggregates and, per request in order, `input_lens`, `output_lens`, `ttfts`, `itls`,
-//! `latencies`, `start_times`, `queue_times`, `generated_texts` and `errors`.
+//! vLLM's serving-benchmark result (`vllm bench serve --save-result`, before it
+//! `benchmarks/benchmark_serving.py`): one JSON object with the run's setup, its aggregates and,
+//! with the per-request lists (`--save-detailed` from 0.9.1, always before), per request in order
+//! `input_lens`, `output_lens`, `ttfts`, `itls`, `generated_texts`, `errors` and, in later
+//! versions, `start_times` (0.16), `latencies` and `queue_times` (0.30).
 //!
-//! Definitions, as vLLM 0.34 writes them (`vllm/benchmarks/serve.py`, `calculate_metrics`):
+//! The definitions are vLLM's own code at each version, tabled with file and line in
+//! `docs/formats/vllm.md` (rows V1-V17, cited by each check below). In short:
 //! - units: per-request times in seconds; aggregates `*_ms` in milliseconds; `duration` in s;
-//!   throughputs per second; lengths in tokens;
-//! - TTFT anchor: the first streamed chunk that carries text, less the request's start;
-//!   a failed request keeps the default 0.0;
-//! - token counts: `output_lens` is the server's usage `completion_tokens` when the stream ends
-//!   with usage, else the client's tokenizer on the generated text (the file does not say which);
-//!   0 for a failed request; `input_lens` is the dataset's prompt length (the client's count);
-//! - which requests: every aggregate is over the successful requests (no error): `completed`,
+//!   throughputs per second; lengths in tokens (V1);
+//! - which requests: every aggregate is over the successes (no error): `completed`,
 //!   `total_input_tokens`, each mean/median/std (numpy, ddof 0)/percentile (numpy's linear rule)
 //!   of TTFT, TPOT (`(latency - ttft) / (output_len - 1)`, requests with more than one output
 //!   token), ITL (every gap of every success) and E2EL; `total_output_tokens` adds every
-//!   `output_lens` (0 for failures); throughputs divide by `duration` (the whole run's wall time);
-//!   an empty list counts as `[0]`. `max_concurrent_requests` and `max_output_tokens_per_s` come
-//!   from the successes' start times, TTFTs, ITLs and latencies, in whole-second buckets from the
-//!   first start (0.34's "peak concurrent requests" counts every request active at any time in a
-//!   second, so it can exceed `max_concurrency`; later versions take the exact peak).
+//!   `output_lens` (0 for failures); throughputs divide by `duration`; an empty list counts as
+//!   `[0]` (V2, V8, V9);
+//! - what a success is depends on the version (V2, V3): to 0.6.3 any HTTP 200 stream that ended
+//!   with `[DONE]` (one with no text: TTFT 0, no token); 0.6.4 to 0.6.6 one with a chunk of text;
+//!   from 0.7 one with a chunk with `choices`, its text possibly empty (TTFT at that chunk);
+//! - to 0.6.3 the file's `mean_e2el_ms` is the median and `median_e2el_ms` the mean (V10);
+//! - `max_concurrent_requests` and `max_output_tokens_per_s` (0.11+) count whole-second buckets
+//!   from the first success's start: a request counts in every second from its start's to its
+//!   end's, so the figure can exceed `max_concurrency` (V13).
 
 use super::{
     compare, impossible, not_checked, percentile_linear, row, std_population, Row, Spread,
 };
 use super::{
     FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE,
-    PERCENTILE_FEW_SAMPLES,
+    PERCENTILE_FEW_SAMPLES, TTFT_EMPTY_CHUNK,
 };
 use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The result file, typed.
 #[derive(Debug, Clone, Default)]
@@ -64,7 +66,41 @@ pub struct Run {
     pub errors: Vec<String>,
     /// Every top-level number the file prints, by key.
     pub printed: BTreeMap<String, f64>,
+    /// Every top-level key of the result (which keys a version writes tells its writer).
+    pub keys: BTreeSet<String>,
+    /// `backend` (the client's request function: `vllm`, `openai`, `openai-chat`, ...).
+    pub backend: Option<String>,
 }
+
+/// Which writer the result's keys show (docs/formats/vllm.md row V1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    /// vLLM's `benchmark_serving.py` to 0.6.3.post1: neither `burstiness` nor `max_concurrency`
+    /// (both written from 0.6.4). A 200 reply with no text is a success at TTFT 0 (row V3), and
+    /// `mean_e2el_ms`/`median_e2el_ms` are each the other (row V10).
+    Early,
+    /// vLLM 0.6.4 and later (and the forks of that code).
+    Later,
+    /// SGLang's `bench_serving` (`*_e2e_latency_ms`, `total_output_tokens_retokenized`): the same
+    /// lists and rules for TTFT, ITL, counts and throughputs; its E2E latency and TPOT need the
+    /// latencies it does not save (row V17).
+    Sglang,
+}
+
+/// The backends whose request functions stream (a success has a TTFT above 0): all of vLLM's
+/// but the non-streaming `deepspeed-mii` (its TTFT is 0 by design) and the pooling ones.
+const STREAMING: &[&str] = &[
+    "vllm",
+    "openai",
+    "openai-chat",
+    "openai-audio",
+    "openai-responses",
+    "tgi",
+    "lmdeploy",
+    "tensorrt-llm",
+    "scalellm",
+    "sglang",
+];
 
 impl Run {
     /// Whether request `i` succeeded (no error), as vLLM's aggregates take it.
@@ -82,6 +118,28 @@ impl Run {
 
     fn ok_idx(&self) -> Vec<usize> {
         (0..self.ttfts.len()).filter(|i| self.ok(*i)).collect()
+    }
+
+    /// The writer its keys show (row V1).
+    pub fn writer(&self) -> Writer {
+        let has = |k: &str| self.keys.contains(k);
+        if has("total_output_tokens_retokenized")
+            || self.keys.iter().any(|k| k.ends_with("_e2e_latency_ms"))
+        {
+            Writer::Sglang
+        } else if !has("burstiness") && !has("max_concurrency") {
+            Writer::Early
+        } else {
+            Writer::Later
+        }
+    }
+
+    /// Whether its backend streams (a success then has a TTFT above 0); unknown backends do not
+    /// count as streaming.
+    fn streams(&self) -> bool {
+        self.backend
+            .as_deref()
+            .is_some_and(|b| STREAMING.contains(&b))
     }
 }
 
@@ -138,13 +196,14 @@ pub const CHECKS: &[Row<Run>] = &[
     row(speed::RECOMPUTE_MISMATCH.about(), recompute),
     row(FAILED_REQUESTS, failed_requests),
     row(FAILED_AS_ZERO, failed_as_zero),
+    row(TTFT_EMPTY_CHUNK, textless_successes),
     row(NOT_RECOMPUTABLE, not_recomputable),
     row(IMPOSSIBLE_AGGREGATE, impossible_aggregates),
-    row(speed::TOKEN_SOURCE.about(), itl_per_chunk),
+    row(speed::TOKEN_SOURCE.about(), token_counts),
     row(PERCENTILE_FEW_SAMPLES, percentile_few_samples),
 ];
 
-/// `import.percentile-few-samples`: each printed percentile (`p99_ttft_ms`) against the samples
+/// `import.percentile-few-samples` (docs/formats/vllm.md row V11): each printed percentile (`p99_ttft_ms`) against the samples
 /// it was taken from: the per-request values with the lists, else `completed` for a
 /// distribution of one value a request (ITL, one value a gap, has no count without the lists).
 fn percentile_few_samples(r: &Run, emit: &mut Emit) -> Ran {
@@ -173,23 +232,25 @@ fn percentile_few_samples(r: &Run, emit: &mut Emit) -> Ran {
     ran.then_some(())
 }
 
-/// `import.failed-hidden`: `failed` against the requests with an error.
+/// `import.failed-hidden` (docs/formats/vllm.md row V8): a printed `failed` (0.11.1 on) below the
+/// requests with an error. Before 0.11.1 vLLM writes no `failed`: its failures are named by
+/// `import.failed-requests`, not hidden.
 fn failed_hidden(r: &Run, emit: &mut Emit) -> Ran {
-    if !r.detailed {
+    let shown_failed = r.printed.get("failed").copied();
+    let (true, Some(shown)) = (r.detailed, shown_failed) else {
         return None;
-    }
+    };
     let n = r.ttfts.len() as f64;
     let ok = r.ok_idx().len() as f64;
-    let shown_failed = r.printed.get("failed").copied();
-    if n - ok > shown_failed.unwrap_or(0.0) {
-        emit.finding(format!("{} of the {n} requests carry an error but `failed` says {}: they are left out of every figure unsaid", n - ok, shown_failed.map_or("nothing".into(), |x| x.to_string())))
+    if n - ok > shown {
+        emit.finding(format!("{} of the {n} requests carry an error but `failed` says {shown}: vLLM counts every request without success there (serve.py calculate_metrics), so the file was changed", n - ok))
         .at(&r.file, r.at("/failed"))
-        .data(json!({"errors": n - ok, "printed": shown_failed}));
+        .data(json!({"errors": n - ok, "printed": shown}));
     }
     Some(())
 }
 
-/// `speed.recompute-mismatch`: `completed`, every distribution (but one printed over every
+/// `speed.recompute-mismatch` (docs/formats/vllm.md rows V8, V9, V13, V14): `completed`, every distribution (but one printed over every
 /// request, failed ones at 0: `import.failed-as-zero`), the totals and throughputs, and the peaks.
 fn recompute(r: &Run, emit: &mut Emit) -> Ran {
     if !r.detailed {
@@ -213,7 +274,8 @@ fn recompute(r: &Run, emit: &mut Emit) -> Ran {
     compared.then_some(())
 }
 
-/// `import.failed-requests`: the requests that failed, with their errors' last lines.
+/// `import.failed-requests` (docs/formats/vllm.md row V2): the requests that failed, with their
+/// errors' last lines.
 fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
     if !r.detailed {
         return None;
@@ -241,29 +303,36 @@ fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `import.failed-as-zero`: a request counted as a success (no error) that looks failed (no
-/// first token, no text, no output token), a failed request whose output tokens are added to
-/// `total_output_tokens`, and a printed distribution that is the value over every request with
-/// the failed ones at 0.
+/// `import.failed-as-zero` (docs/formats/vllm.md rows V2, V3, V8): a success with no first token
+/// where the writer's code cannot record one (completions from 0.6.4, chat from 0.30; where
+/// vLLM itself records a reply with no text so, named at warning), a failed
+/// request whose output tokens are counted (vLLM writes 0 for every failure), and a printed
+/// distribution that is the value over every request with the failed ones at 0.
 fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
     if !r.detailed {
         return None;
     }
-    for i in 0..r.ttfts.len() {
-        let empty = r
-            .texts
-            .as_ref()
-            .is_some_and(|t| t.get(i).is_some_and(|x| x.is_empty()));
-        let what = if r.ok(i) && (r.ttfts[i] <= 0.0 || empty || r.output_lens[i] <= 0.0) {
-            "has no error but no first token, text or output token, and is counted as a success in every figure"
-        } else if !r.ok(i) && r.output_lens[i] > 0.0 {
-            "failed, yet its output tokens are added to total_output_tokens and the throughputs"
-        } else {
-            continue;
-        };
-        emit.finding(format!("request {i} {what}"))
-            .at(&r.file, r.at(format!("/ttfts/{i}")))
-            .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
+    let no_ttft: Vec<usize> = r
+        .ok_idx()
+        .into_iter()
+        .filter(|&i| r.ttfts[i] <= 0.0)
+        .collect();
+    match zero_ttft(r) {
+        _ if no_ttft.is_empty() => {}
+        ZeroTtft::Vllms(how) => textless_at_zero(r, emit, &no_ttft, how),
+        ZeroTtft::Impossible => {
+            for &i in &no_ttft {
+                emit.finding(format!("request {i} has no error but no first token (TTFT {}): vLLM's completions request function fails a reply without a chunk from 0.6.4 (its chat one from 0.30: \"Never received a valid chunk to calculate TTFT\"), so this success is not as vLLM recorded it", r.ttfts[i]))
+                    .at(&r.file, r.at(format!("/ttfts/{i}")))
+                    .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
+            }
+        }
+        ZeroTtft::Unknown => {}
+    }
+    for i in (0..r.ttfts.len()).filter(|&i| !r.ok(i) && r.output_lens[i] > 0.0) {
+        emit.finding(format!("request {i} failed, yet its output tokens ({}) are added to total_output_tokens and the throughputs: vLLM writes 0 for a failed request", r.output_lens[i]))
+            .at(&r.file, r.at(format!("/output_lens/{i}")))
+            .data(json!({"output_len": r.output_lens[i], "error": r.errors.get(i)}));
     }
     let (ok, all) = (r.ok_idx().len(), r.ttfts.len());
     for (k, shown, exact) in printed_distributions(r) {
@@ -273,6 +342,71 @@ fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
                 .data(json!({"printed": shown, "recomputed": exact}));
         }
     }
+    Some(())
+}
+
+/// What a success with TTFT 0 is under the file's writer and backend (rows V2, V3).
+enum ZeroTtft {
+    /// vLLM's own code records a reply with no text so (how, for the warning).
+    Vllms(&'static str),
+    /// vLLM's code fails such a reply (completions from 0.6.4; chat and audio from 0.30, when
+    /// `latencies` came in).
+    Impossible,
+    /// A non-streaming or unknown backend, or SGLang: nothing is said.
+    Unknown,
+}
+
+fn zero_ttft(r: &Run) -> ZeroTtft {
+    let backend = r.backend.as_deref().unwrap_or("");
+    match r.writer() {
+        Writer::Early if r.streams() => ZeroTtft::Vllms("vLLM to 0.6.3 records a 200 reply whose stream carried no text (an end-of-sequence token first, or no token) as a success with TTFT 0 (backend_request_func.py:266-291 at 0.6.2)"),
+        Writer::Later if matches!(backend, "vllm" | "openai") => ZeroTtft::Impossible,
+        Writer::Later if r.streams() && r.keys.contains("latencies") => ZeroTtft::Impossible,
+        Writer::Later if r.streams() => ZeroTtft::Vllms("vLLM's chat and audio request functions before 0.30 record a 200 reply with no content chunk as a success with TTFT 0 (backend_request_func.py:354-391 at 0.6.6)"),
+        _ => ZeroTtft::Unknown,
+    }
+}
+
+/// The successes `idx` with TTFT 0 that vLLM's own code records so (`how`), named at warning:
+/// vLLM's own figures hold them.
+fn textless_at_zero(r: &Run, emit: &mut Emit, idx: &[usize], how: &str) {
+    let list: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+    emit.warning(format!(
+        "{} of the {} successes have TTFT 0 and no text: {how}, so completed, the throughputs and every TTFT figure (at 0 s) include them",
+        idx.len(),
+        r.ok_idx().len()
+    ))
+    .at(&r.file, r.at(format!("/ttfts/{}", list.join(","))))
+    .data(json!({"requests": idx}));
+}
+
+/// `import.ttft-empty-chunk` (docs/formats/vllm.md rows V3, V6): successes with a TTFT but no
+/// text. vLLM from 0.7 takes the first streamed chunk with `choices` as the first token even when
+/// its text is empty (a special token, or the finish chunk), and counts the reply a success; its
+/// TTFT is the time to that textless chunk and its output tokens the server's count (or the
+/// tokenizer's count of no text: 0). Named at warning, as vLLM computed it.
+fn textless_successes(r: &Run, emit: &mut Emit) -> Ran {
+    let texts = r
+        .texts
+        .as_ref()
+        .filter(|_| r.detailed && r.writer() == Writer::Later)?;
+    let idx: Vec<usize> = r
+        .ok_idx()
+        .into_iter()
+        .filter(|&i| r.ttfts[i] > 0.0 && texts.get(i).is_some_and(|t| t.is_empty()))
+        .collect();
+    if idx.is_empty() {
+        return Some(());
+    }
+    let tokens: f64 = idx.iter().map(|&i| r.output_lens[i]).sum();
+    let list: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+    emit.finding(format!(
+        "{} of the {} successes carry no text: vLLM from 0.7 takes the first streamed chunk with choices as the first token even when its text is empty, and counts such a reply as a success; their TTFT is the time to that textless chunk, and they add {tokens} output tokens",
+        idx.len(),
+        r.ok_idx().len()
+    ))
+    .at(&r.file, r.at(format!("/generated_texts/{}", list.join(","))))
+    .data(json!({"requests": idx, "output_tokens": tokens}));
     Some(())
 }
 
@@ -370,12 +504,13 @@ fn compare_printed(r: &Run, emit: &mut Emit, k: &str, exact: f64) -> bool {
 
 const PEAK_KEYS: [&str; 2] = ["max_concurrent_requests", "max_output_tokens_per_s"];
 
-/// `max_concurrent_requests` (vLLM 0.34: the most successes active in one whole second from the
-/// first start, which counts requests that only follow each other in that second; later
-/// versions: the most overlapping [start, start + latency) intervals; either is accepted) and
-/// `max_output_tokens_per_s` (the most token times, first token then each ITL, in one whole
-/// second from the first start), as vLLM computes them: `Err` with the printed keys they cannot
-/// be recomputed for, `Ok(None)` when there is no success.
+/// `max_concurrent_requests` and `max_output_tokens_per_s` as vLLM computes them (0.11.0 to
+/// 0.34.0 alike; docs/formats/vllm.md row V13): the most successes active in one whole second
+/// from the first success's start (a request counts in every second from its start's to its
+/// end's, both included, so requests that only follow each other in a second both count), and
+/// the most token times (first token, then each ITL) in one whole second. `Err` with the printed
+/// keys they cannot be recomputed for (no `start_times` before 0.16, or without --save-detailed),
+/// `Ok(None)` when there is no success.
 fn peak_values(r: &Run) -> Result<Option<[f64; 2]>, Vec<String>> {
     let (Some(st), Some(lat)) = (&r.start_times, &r.latencies) else {
         return Err(PEAK_KEYS
@@ -388,14 +523,10 @@ fn peak_values(r: &Run) -> Result<Option<[f64; 2]>, Vec<String>> {
     if ok.is_empty() {
         return Ok(None);
     }
-    let Some((peak, per_second, tokens)) = peaks(r, &ok, st, lat) else {
+    let Some((_, per_second, tokens)) = peaks(r, &ok, st, lat) else {
         return Err(PEAK_KEYS.iter().map(|k| k.to_string()).collect());
     };
-    let concurrent = match r.printed.get(PEAK_KEYS[0]) {
-        Some(x) if (per_second - x).abs() < (peak - x).abs() => per_second,
-        _ => peak,
-    };
-    Ok(Some([concurrent, tokens]))
+    Ok(Some([per_second, tokens]))
 }
 
 /// The printed peaks against [`peak_values`]. Returns whether it compared any.
@@ -410,8 +541,8 @@ fn peaks_compared(r: &Run, emit: &mut Emit) -> bool {
     compared
 }
 
-/// The successes' exact peak concurrency, vLLM 0.34's per-second one, and the most token times
-/// in one whole second from the first start.
+/// The successes' exact peak concurrency (for the client's cap), vLLM's per-second one and the
+/// most token times in one whole second from the first start (row V13).
 fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f64)> {
     let mut events: Vec<(f64, i32)> = ok
         .iter()
@@ -446,9 +577,8 @@ fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f6
         }
     }
     let tokens = buckets.iter().copied().fold(0.0, f64::max);
-    // vLLM 0.34: the most requests active in one whole second (a request counts in every second
-    // from its start's to its end's, both included); later vLLM: the exact sweep-line peak.
-    // A difference array (+1 at a request's first second, -1 after its last), so the work is one
+    // vLLM: the most requests active in one whole second (a request counts in every second from
+    // its start's to its end's, both included; serve.py calculate_metrics). A difference array (+1 at a request's first second, -1 after its last), so the work is one
     // pass over the requests and one over the seconds, whatever the spans a file states.
     let mut change = vec![0i64; buckets.len() + 2];
     for &i in ok {
@@ -469,17 +599,25 @@ fn peaks(r: &Run, ok: &[usize], st: &[f64], lat: &[f64]) -> Option<(f64, f64, f6
     Some((peak as f64, per_second, tokens))
 }
 
-/// `import.not-recomputable`: printed figures the file's records cannot give (goodput: its SLOs
-/// are not saved; an unknown metric).
+/// `import.not-recomputable` (docs/formats/vllm.md rows V9-V15): printed figures the file's
+/// records cannot give (goodput: its SLOs are not saved; TPOT and E2EL without `latencies`, before
+/// 0.30; the peaks without `start_times`, before 0.16; an unknown metric), and, to 0.6.3, the
+/// E2EL mean and median written under each other's names.
 fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
+    if r.writer() == Writer::Early && r.printed.contains_key("median_e2el_ms") {
+        emit.finding("mean_e2el_ms holds the median end-to-end latency and median_e2el_ms the mean: vLLM to 0.6.3 computes each under the other's name (benchmark_serving.py:376-378 at 0.6.2, fixed in 0.6.4); neither is recomputed (no latencies are saved)")
+            .at(&r.file, r.at("/median_e2el_ms"))
+            .data(json!({"writer": "vllm<=0.6.3"}));
+    }
     if !r.detailed {
+        let compared = aggregates_compared(r);
         let keys: Vec<&str> = r
             .printed
             .keys()
-            .filter(|k| split_key(k).is_some())
+            .filter(|k| is_figure(k) && !compared.contains(&k.as_str()))
             .map(String::as_str)
             .collect();
-        emit.finding(format!("{} printed distributions are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its aggregates are checked against each other", keys.len()))
+        emit.finding(format!("{} printed figures are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its throughputs are checked against its totals", keys.len()))
             .file(&r.file)
             .data(json!({ "keys": keys }));
         return Some(());
@@ -490,13 +628,46 @@ fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
         .map(|(k, _, _)| k.clone())
         .collect();
     keys.extend(peak_values(r).err().unwrap_or_default());
-    for k in ["request_goodput", "rtfx"] {
-        if r.printed.get(k).is_some_and(|x| *x != 0.0) {
+    // Goodput's SLOs are not saved (row V12); rtfx is 0 but for audio input.
+    for k in ["request_goodput", "request_goodput:", "rtfx"] {
+        if r.printed.get(k).is_some_and(|x| *x != 0.0 || k != "rtfx") {
             keys.push(k.to_string());
         }
     }
     let why = "the per-request lists do not give them";
     not_checked(emit, (&r.file, "keys"), ("printed figures", why), &keys)
+}
+
+/// Whether a printed key is one of the run's figures (a count, total, throughput, distribution,
+/// peak or goodput), not a setting.
+fn is_figure(k: &str) -> bool {
+    split_key(k).is_some()
+        || k.ends_with("_throughput")
+        || k.starts_with("total_")
+        || PEAK_KEYS.contains(&k)
+        || ["completed", "request_goodput", "request_goodput:"].contains(&k)
+}
+
+/// The throughputs [`aggregates`] compares, without the lists: those printed beside their total.
+fn aggregates_compared(r: &Run) -> Vec<&'static str> {
+    let has = |k: &str| r.printed.contains_key(k);
+    let mut out = Vec::new();
+    if r.duration.is_some_and(|d| d > 0.0) {
+        for (k, needs) in [
+            ("request_throughput", &["completed"][..]),
+            ("output_throughput", &["total_output_tokens"][..]),
+            ("input_throughput", &["total_input_tokens"][..]),
+            (
+                "total_token_throughput",
+                &["total_input_tokens", "total_output_tokens"][..],
+            ),
+        ] {
+            if has(k) && needs.iter().all(|n| has(n)) {
+                out.push(k);
+            }
+        }
+    }
+    out
 }
 
 /// Without per-request lists: each throughput against its total over `duration`, where the file
@@ -511,6 +682,8 @@ fn aggregates(r: &Run, emit: &mut Emit) -> bool {
     let rows = [
         ("request_throughput", get("completed").map(|c| c / d)),
         ("output_throughput", output.map(|o| o / d)),
+        // SGLang's (row V17): total input over the duration.
+        ("input_throughput", input.map(|i| i / d)),
         (
             "total_token_throughput",
             input.zip(output).map(|(i, o)| (i + o) / d),
@@ -525,13 +698,18 @@ fn aggregates(r: &Run, emit: &mut Emit) -> bool {
     compared
 }
 
-/// `import.impossible-aggregate`: figures of one run that cannot all hold: a metric's median and
-/// percentiles out of order or a negative spread; more completed and failed than sent; and,
-/// from the per-request lists, more requests in flight at once than the client's own cap.
+/// `import.impossible-aggregate` (docs/formats/vllm.md rows V8-V13): figures of one run that
+/// cannot all hold: a metric's median and percentiles out of order or a negative spread; more
+/// completed and failed than sent; a goodput above the throughput; and, from the per-request
+/// lists, more requests in flight at once than the client's own cap.
 fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
     let mut by_metric: BTreeMap<&str, Spread> = BTreeMap::new();
     for (k, v) in &r.printed {
         let Some((s, m)) = split_key(k) else { continue };
+        // To 0.6.3 `median_e2el_ms` is the mean (row V10): not a percentile.
+        if r.writer() == Writer::Early && k == "median_e2el_ms" {
+            continue;
+        }
         let q = match s {
             "median" => 50.0,
             "std" if *v < 0.0 => {
@@ -560,7 +738,21 @@ fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
         }
     }
     over_cap(r, emit);
+    goodput_over_throughput(r, emit);
     Some(())
+}
+
+/// A goodput above the request throughput (row V12): vLLM counts the good requests among the
+/// successes (`good_completed` <= `completed`), both over the same duration.
+fn goodput_over_throughput(r: &Run, emit: &mut Emit) {
+    let get = |k: &str| r.printed.get(k).copied();
+    let good = get("request_goodput").or(get("request_goodput:"));
+    if let (Some(g), Some(t)) = (good, get("request_throughput")) {
+        if g > t * (1.0 + 1e-9) + 1e-12 {
+            emit.finding(format!("the request goodput ({g}) is above the request throughput ({t}): vLLM counts good requests among the successes, over the same duration"))
+                .at(&r.file, r.at("/request_throughput"));
+        }
+    }
 }
 
 /// More successes in flight at once (from their start times and latencies) than the client's
@@ -587,12 +779,14 @@ fn get_cap(r: &Run) -> Option<f64> {
         .filter(|c| *c > 0.0)
 }
 
-/// `speed.token-source` (warning): a mean ITL well above the mean TPOT: the gaps were timed per
-/// streamed chunk of several tokens, not per token (vLLM's ITL assumes one token a chunk).
-fn itl_per_chunk(r: &Run, emit: &mut Emit) -> Ran {
+/// `speed.token-source` (warning; docs/formats/vllm.md rows V4, V6): a mean ITL well above the
+/// mean TPOT (the gaps were timed per streamed chunk of several tokens, not per token: vLLM's ITL
+/// assumes one token a chunk), and successes with text but no output token.
+fn token_counts(r: &Run, emit: &mut Emit) -> Ran {
+    let ran = uncounted_replies(r, emit);
     let (Some(itl), Some(tpot)) = (r.printed.get("mean_itl_ms"), r.printed.get("mean_tpot_ms"))
     else {
-        return None;
+        return ran.then_some(());
     };
     if *tpot > 0.0 && *itl > 2.0 * tpot {
         emit.warning(format!("mean_itl_ms ({itl}) is {:.1} times mean_tpot_ms ({tpot}): the inter-token gaps were timed per streamed chunk of about that many tokens, not per token, so the ITL figures are per chunk", itl / tpot))
@@ -600,4 +794,29 @@ fn itl_per_chunk(r: &Run, emit: &mut Emit) -> Ran {
             .data(json!({"ratio": itl / tpot}));
     }
     Some(())
+}
+
+/// Successes with text but 0 output tokens (row V6): vLLM 0.7.0 to 0.8.3 takes a reply's count
+/// from a usage-only chunk (one without choices) and otherwise keeps its default 0, the tokenizer
+/// being used only for a count of None; a server that puts usage on its finish chunk (llama.cpp,
+/// the bundled engine) or sends none gets 0 for every reply. Returns whether it could look.
+fn uncounted_replies(r: &Run, emit: &mut Emit) -> bool {
+    let Some(texts) = r.texts.as_ref().filter(|_| r.detailed) else {
+        return false;
+    };
+    let idx: Vec<usize> = r
+        .ok_idx()
+        .into_iter()
+        .filter(|&i| r.output_lens[i] <= 0.0 && texts.get(i).is_some_and(|t| !t.is_empty()))
+        .collect();
+    if !idx.is_empty() {
+        emit.warning(format!(
+            "{} of the {} successes carry text but 0 output tokens: vLLM 0.7.0 to 0.8.3 counts a reply's tokens only from a usage chunk without choices and otherwise keeps 0 (benchmark_serving.py:467 at 0.7.3, `is None`; fixed in 0.8.4), so total_output_tokens, the output throughputs and TPOT leave these replies out",
+            idx.len(),
+            r.ok_idx().len()
+        ))
+        .at(&r.file, r.at("/output_lens"))
+        .data(json!({"requests": idx}));
+    }
+    true
 }

@@ -1,10 +1,10 @@
 //! The rows of [`crate::imported::vllm`].
 
-use super::{case, check_cases, quiet, Case};
+use super::{case, check_cases, lowered, quiet, Case};
 use crate::imported::vllm::{Run, CHECKS};
-use crate::imported::NOT_RECOMPUTABLE;
-use crate::imported::PERCENTILE_FEW_SAMPLES;
 use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE};
+use crate::imported::{NOT_RECOMPUTABLE, PERCENTILE_FEW_SAMPLES, TTFT_EMPTY_CHUNK};
+use crate::report::Severity;
 use crate::speed;
 
 /// Two requests over 2 s (--save-detailed), overlapping, at most 2 at once: 10 prompt and 3
@@ -40,12 +40,30 @@ fn clean() -> Run {
         queue_times: None,
         texts: Some(vec!["a b c".into(), "d e f".into()]),
         errors: vec![String::new(), String::new()],
+        keys: printed
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .chain(["burstiness".to_string()])
+            .collect(),
+        backend: Some("vllm".into()),
         printed: printed.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
     }
 }
 
 fn print(x: &mut Run, k: &str, v: f64) {
     x.printed.insert(k.into(), v);
+    x.keys.insert(k.into());
+}
+
+/// As vLLM to 0.6.3 writes it (no `burstiness`, no `max_concurrency`, no `failed`, no latencies
+/// nor start times).
+fn early(x: &mut Run) {
+    x.latencies = None;
+    x.start_times = None;
+    for k in ["burstiness", "max_concurrency", "failed"] {
+        x.keys.remove(k);
+        x.printed.remove(k);
+    }
 }
 
 /// The second request failed (and, as vLLM records a failed one, has no output tokens).
@@ -76,16 +94,26 @@ pub(super) const CASES: &[Case<Run>] = &[
         fail(x);
         print(x, "failed", 1.0);
     }),
-    // A success with no text; a failure whose tokens are counted.
-    case(FAILED_AS_ZERO.id, clean, |x| {
-        x.texts.as_mut().unwrap()[0] = String::new()
+    // A success without a first token where vLLM (0.6.4 on, streaming) cannot record one; to
+    // 0.6.3 vLLM itself records a reply without text so (named at warning); a failure whose
+    // tokens are counted.
+    case(FAILED_AS_ZERO.id, clean, |x| x.ttfts[0] = 0.0).saying("no first token (TTFT 0)"),
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
+        early(x);
+        x.ttfts[0] = 0.0;
+        x.texts.as_mut().unwrap()[0] = String::new();
     })
-    .saying("no first token, text or output token"),
+    .saying("vLLM to 0.6.3 records a 200 reply whose stream carried no text"),
     case(FAILED_AS_ZERO.id, clean, |x| {
         fail(x);
         x.output_lens[1] = 3.0;
     })
     .saying("yet its output tokens"),
+    // vLLM from 0.7: a success whose first chunk (and only text) was empty.
+    case(TTFT_EMPTY_CHUNK.id, clean, |x| {
+        x.texts.as_mut().unwrap()[0] = String::new()
+    })
+    .saying("1 of the 2 successes carry no text"),
     // A figure printed over all requests, the failed one's included: mean_itl_ms stays the
     // mean of both requests' gaps (15 ms) though only the first (10 ms) succeeded.
     case(FAILED_AS_ZERO.id, clean, |x| {
@@ -112,6 +140,17 @@ pub(super) const CASES: &[Case<Run>] = &[
         print(x, "max_concurrency", 1.0)
     })
     .saying("above the client's own cap"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        print(x, "request_goodput", 1.5)
+    })
+    .saying("goodput (1.5) is above the request throughput"),
+    // To 0.6.3 the E2EL mean and median are each the other: named, never out of order.
+    case(NOT_RECOMPUTABLE.id, clean, |x| {
+        early(x);
+        print(x, "median_e2el_ms", 900.0);
+        print(x, "p90_e2el_ms", 600.0);
+    })
+    .saying("median_e2el_ms the mean"),
     // A p99 of two requests: their larger one in disguise; without the lists, counted by
     // `completed`.
     case(PERCENTILE_FEW_SAMPLES.id, clean, |x| {
@@ -121,7 +160,17 @@ pub(super) const CASES: &[Case<Run>] = &[
     // ITL timed per chunk of several tokens.
     case(speed::TOKEN_SOURCE.id, clean, |x| {
         print(x, "mean_itl_ms", 500.0)
-    }),
+    })
+    .saying("times mean_tpot_ms"),
+    // vLLM 0.7.0-0.8.3 without a usage-only chunk: text, 0 tokens.
+    case(speed::TOKEN_SOURCE.id, clean, |x| {
+        x.output_lens = vec![0.0, 0.0];
+        for k in ["total_output_tokens", "output_throughput", "mean_tpot_ms"] {
+            print(x, k, 0.0);
+        }
+        print(x, "total_token_throughput", 10.0);
+    })
+    .saying("2 of the 2 successes carry text but 0 output tokens"),
 ];
 
 #[test]
@@ -132,4 +181,37 @@ fn each_row_raises_its_id_on_its_planted_problem_only() {
 #[test]
 fn the_clean_run_raises_nothing() {
     quiet(CHECKS, &clean());
+}
+
+#[test]
+fn before_0_6_4_a_failure_uncounted_and_the_e2el_names_swapped_are_vllms_own() {
+    // vLLM to 0.6.3 writes no `failed`, and its median_e2el_ms is the mean (above p90 here).
+    // The second request failed; every figure as vLLM computes it over the first one.
+    let mut x = clean();
+    early(&mut x);
+    fail(&mut x);
+    for (k, v) in [
+        ("completed", 1.0),
+        ("total_input_tokens", 10.0),
+        ("total_output_tokens", 3.0),
+        ("request_throughput", 0.5),
+        ("output_throughput", 1.5),
+        ("total_token_throughput", 6.5),
+        ("mean_ttft_ms", 100.0),
+        ("median_ttft_ms", 100.0),
+        ("p50_ttft_ms", 100.0),
+        ("mean_itl_ms", 10.0),
+    ] {
+        print(&mut x, k, v);
+    }
+    print(&mut x, "median_e2el_ms", 900.0);
+    print(&mut x, "p90_e2el_ms", 600.0);
+    let found = crate::imported::run(CHECKS, &x);
+    let errors: Vec<_> = found
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| format!("{}: {}", f.check, f.message))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
 }
