@@ -250,6 +250,7 @@ fn the_json_table_has_its_shape() {
             "counts",
             "exit_code",
             "format",
+            "left_out",
             "root",
             "runs",
             "verdict"
@@ -259,7 +260,10 @@ fn the_json_table_has_its_shape() {
         (v["format"].as_str(), v["command"].as_str()),
         (Some("rigaudit/tree/1"), Some("verify"))
     );
-    assert_eq!(keys(&v["counts"]), ["fail", "incomplete", "pass", "runs"]);
+    assert_eq!(
+        keys(&v["counts"]),
+        ["fail", "incomplete", "left_out", "pass", "runs"]
+    );
     let c = &v["counts"];
     let sum = ["pass", "fail", "incomplete"]
         .map(|k| c[k].as_u64().unwrap())
@@ -409,13 +413,91 @@ fn links_in_or_out_of_the_tree_are_not_followed() {
     let file = outside.path().join("secret/serving_llama8B_tp1_qps_4.json");
     std::os::unix::fs::symlink(file, tmp.path().join("in/run/linked.json")).unwrap();
     let root = tmp.path().display().to_string();
-    let (run, _, rows) = table(&[&root]);
+    let (run, v, rows) = table(&[&root]);
     let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(names, ["in/run"], "{}", run.stderr);
     assert_eq!(run.code, 0);
-    for l in ["in/out", "in/loop", "in/run/linked.json"] {
-        run.assert_stderr_has(&format!("{l}: a symbolic link, not followed"));
+    let left_out = left_out_of(&v);
+    for l in ["in/loop", "in/out", "in/run/linked.json"] {
+        let want = (l.to_string(), "a symbolic link, not followed".to_string());
+        assert!(left_out.contains(&want), "{left_out:?}");
     }
+    // And the case's own expected.json, which is no tool's file.
+    assert_eq!(v["counts"]["left_out"], 4, "{left_out:?}");
+}
+
+/// The `left_out` entries of a JSON table as (path, why).
+fn left_out_of(v: &Value) -> Vec<(String, String)> {
+    let all = v["left_out"].as_array().unwrap();
+    all.iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap().to_string();
+            (s("path"), s("why"))
+        })
+        .collect()
+}
+
+#[test]
+fn what_is_no_run_is_listed_and_counted_never_left_out_in_silence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = published().join("vllm/ascend-20250218-llama3-8b-qps4");
+    copy_dir(&case, &tmp.path().join("vllm/run"));
+    std::fs::remove_file(tmp.path().join("vllm/run/expected.json")).unwrap();
+    copy_dir(
+        &root().join("fixtures/imports/lm-eval/clean"),
+        &tmp.path().join("lm-eval"),
+    );
+    let stray = tmp.path().join("notes");
+    std::fs::create_dir_all(&stray).unwrap();
+    std::fs::write(stray.join("system_desc.json"), r#"{"submitter": "x"}"#).unwrap();
+    std::fs::write(
+        stray.join("verify_accuracy.txt"),
+        "TEST06 verify_accuracy\n",
+    )
+    .unwrap();
+    let root_s = tmp.path().display().to_string();
+    let (run, v, rows) = table(&[&root_s]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let left_out = left_out_of(&v);
+    assert!(
+        left_out
+            .iter()
+            .any(|(p, why)| p == "notes/system_desc.json"
+                && why.contains("of no tool rigaudit reads")),
+        "{left_out:?}"
+    );
+    assert!(
+        left_out
+            .iter()
+            .any(|(p, why)| p == "notes/verify_accuracy.txt"
+                && why.contains("without the run's logs")),
+        "{left_out:?}"
+    );
+    assert_eq!(v["counts"]["left_out"], left_out.len());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The text table names them and counts them in its last line.
+    let text = rigaudit(&["verify", &root_s]);
+    assert!(
+        text.stdout.contains("left out, no run checked (2):"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("; 2 left out (no run checked; listed above)"),
+        "{}",
+        text.stdout
+    );
+    // --from keeps one tool's runs and names the others it left out.
+    let (_, v, rows) = table(&[&root_s, "--from", "vllm"]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let left_out = left_out_of(&v);
+    assert!(
+        left_out
+            .iter()
+            .any(|(p, why)| p.starts_with("lm-eval") && why.contains("--from names (vllm)")),
+        "{left_out:?}"
+    );
 }
 
 #[test]

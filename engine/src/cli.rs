@@ -370,6 +370,33 @@ struct ServeArgs {
     /// prompt's prefill, so a replay can show what a slower decode looks like.
     #[arg(long, value_name = "N", default_value_t = 0)]
     decode_delay_ms: u64,
+    /// Deliberate reply shapes for testing a server's clients: chosen requests are refused,
+    /// empty, cut short, slow to start, fail mid-stream, hang or get HTTP 500 (default: none).
+    ///
+    /// SPEC is a comma list of SHAPE@WHEN rules; the generation requests (/v1/completions,
+    /// /v1/chat/completions) are numbered from 1 in arrival order (a malformed one takes its
+    /// number too), and the first rule whose WHEN holds gives a request its shape. Shapes apply
+    /// to requests the engine would serve (a real refusal stays what it is).
+    ///
+    /// SHAPE: `refuse` (HTTP 400, the engine's context-length refusal), `empty` (one token, no
+    /// text, finish stop), `one` (one real token, finish stop), `stop` (no token, finish stop),
+    /// `length=N` (exactly N tokens, end-of-sequence and stop strings ignored, finish length),
+    /// `slow-first=MS` (a normal reply MS ms late, stream headers at once), `midstream-error=N`
+    /// (N tokens, then vLLM's error: an SSE `data: {"error": ...}` event and `[DONE]`, or HTTP
+    /// 500 when not streamed), `hang[=MS]` (nothing until the client goes, HTTP 504 after MS,
+    /// default 60000), `http500` (HTTP 500 with vLLM's error body). Never more tokens than the
+    /// request allows; MS from 1 to 3600000.
+    ///
+    /// WHEN: `N` (the N-th request), `N-K` (the N-th to the K-th), `N/M` (the N-th and every
+    /// M-th after it), `N-K/M`, `P%` or `P%:SEED` (about P in a hundred, by a fixed hash of the
+    /// request number and SEED, 0 by default).
+    ///
+    /// Each shaped reply is counted on /metrics (rigaudit_engine_shaped_replies_total{shape=...})
+    /// and logged on stderr; docs/reply-shapes.md has each shape's wire form. Example:
+    ///
+    /// `refuse@3,empty@5/7,slow-first=1500@2,midstream-error=4@9,hang=30000@11,http500@1/13`
+    #[arg(long, value_name = "SPEC", value_parser = crate::shapes::Spec::parse)]
+    reply_shapes: Option<crate::shapes::Spec>,
     /// Exit when standard input closes (lets a supervising process, such
     /// as a test, take the engine down with it however it ends).
     #[arg(long)]
@@ -423,6 +450,7 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         bos_text: m.bos_text,
         eos_text: m.eos_text,
         ids: AtomicU64::new(1),
+        shapes: crate::shapes::Shapes::new(a.reply_shapes.clone()),
     });
     listen(&a.host, a.port, &line, state)?;
     // Ctrl-C: the server is gone, so the engine thread ends; wait for it (briefly), so that a
@@ -564,7 +592,7 @@ fn start_line(
         DraftArg::Off => "off".to_string(),
         DraftArg::Copies => format!("copies(max={})", a.draft_max),
     };
-    let delay = delay_word(a.decode_delay_ms);
+    let tail = delay_word(a.decode_delay_ms) + &shapes_word(a.reply_shapes.as_ref());
     format!(
         "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={}{}",
         env!("CARGO_PKG_VERSION"),
@@ -585,7 +613,7 @@ fn start_line(
         m.defaults.top_p,
         m.defaults_src,
         draft,
-        delay,
+        tail,
     )
 }
 
@@ -595,6 +623,12 @@ fn delay_word(ms: u64) -> String {
         0 => String::new(),
         n => format!(" decode_delay_ms={n}"),
     }
+}
+
+/// The start line's word for `--reply-shapes`: named only when given.
+fn shapes_word(spec: Option<&crate::shapes::Spec>) -> String {
+    spec.map(|s| format!(" reply_shapes={}", s.text()))
+        .unwrap_or_default()
 }
 
 /// Exits the process once standard input closes (`--exit-with-stdin`).
@@ -715,5 +749,23 @@ mod tests {
         );
         assert_eq!(delay_word(0), "");
         assert_eq!(delay_word(12), " decode_delay_ms=12");
+    }
+
+    #[test]
+    fn reply_shapes_default_to_none_are_parsed_by_the_parser_and_replayable() {
+        assert!(serve_args(&[]).reply_shapes.is_none());
+        assert_eq!(shapes_word(None), "");
+        let a = serve_args(&["--reply-shapes", "stop@2, http500@3/2"]);
+        let spec = a.reply_shapes.expect("parsed");
+        assert_eq!(spec.shape_of(2), Some(crate::shapes::Shape::Stop));
+        assert_eq!(shapes_word(Some(&spec)), " reply_shapes=stop@2,http500@3/2");
+        let argv = |spec: &str| -> Vec<String> {
+            ["serve", "m.gguf", "--name", "m", "--reply-shapes", spec]
+                .map(String::from)
+                .to_vec()
+        };
+        assert!(replayable(&argv("hang=500@1/1")).is_ok());
+        let why = replayable(&argv("explode@1")).unwrap_err();
+        assert!(why.contains("unknown shape `explode`"), "{why}");
     }
 }

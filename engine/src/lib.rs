@@ -6,8 +6,9 @@
 //! `tokenizers` tokenizer from its metadata, [`kernels`] and [`tiled`] hold the
 //! SIMD compute kernels (checked against scalar/f32 references), [`model`] is
 //! the batched llama forward pass, [`pool`] the persistent thread pool,
-//! [`engine`] the continuous-batching scheduler, [`server`] the HTTP API and
-//! [`synth`] makes random-weights models from a seed.
+//! [`engine`] the continuous-batching scheduler, [`server`] the HTTP API, [`shapes`] the
+//! deliberate reply shapes `serve --reply-shapes` gives chosen requests, and [`synth`] makes
+//! random-weights models from a seed.
 
 // Numeric kernels index several arrays in lock-step and take many shape
 // arguments; these lints would obscure them.
@@ -23,6 +24,7 @@ pub mod model;
 pub mod pool;
 pub mod reference;
 pub mod server;
+pub mod shapes;
 pub mod synth;
 pub mod tiled;
 pub mod tokenizer;

@@ -19,6 +19,10 @@
 //! raw model distribution's (log-softmax of the logits at temperature 1,
 //! before any sampling transform); see [`crate::engine`].
 //!
+//! With `--reply-shapes`, chosen generation requests get a deterministic reply shape instead
+//! (refused, empty, one token, a stop, a slow first token, an error mid-stream, a hang, HTTP 500):
+//! [`crate::shapes`] and docs/reply-shapes.md.
+//!
 //! A legacy completions request may carry several prompts (an array of strings
 //! or of token-id arrays, as lm-evaluation-harness batches them): one choice
 //! per prompt, in prompt order, usage added up; every prompt is checked against
@@ -38,6 +42,7 @@ use serde_json::{json, Map, Value};
 use crate::engine::{
     EngineHandle, Event, GenParams, Metrics, Request, SamplingDefaults, TokenLogprob, Usage,
 };
+use crate::shapes::{self, Shape, Shapes};
 use crate::tokenizer::EngineTokenizer;
 
 /// Everything the HTTP handlers share.
@@ -64,6 +69,8 @@ pub struct AppState {
     pub eos_text: String,
     /// Request id counter.
     pub ids: AtomicU64,
+    /// Reply shapes (`--reply-shapes`): numbers the generation requests as they arrive.
+    pub shapes: Shapes,
 }
 
 /// An API error turned into an OpenAI-shaped JSON response.
@@ -204,6 +211,7 @@ async fn metrics(State(s): State<Arc<AppState>>) -> impl IntoResponse {
             "# HELP rigaudit_engine_{name} {help}\n# TYPE rigaudit_engine_{name} {ty}\nrigaudit_engine_{name} {v}\n"
         ));
     }
+    out.push_str(&s.shapes.metrics_text());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
 }
 
@@ -305,6 +313,8 @@ struct Common {
     stream: bool,
     /// Legacy completions: return the prompt (and its log-probabilities).
     echo: bool,
+    /// Its number among the generation requests, in arrival order (`--reply-shapes`).
+    request: u64,
 }
 
 /// Most alternatives per position (`top_logprobs`, legacy `logprobs`), as vLLM.
@@ -368,6 +378,7 @@ fn common(s: &AppState, m: &Map<String, Value>, zero_ok: bool) -> Result<Common,
         max_tokens,
         stream,
         echo: false,
+        request: 0,
     })
 }
 
@@ -604,22 +615,50 @@ fn check_window(s: &AppState, prompt: usize, max: Option<usize>) -> Result<usize
         return Err(ApiError::param("prompt", "the prompt is empty"));
     }
     if prompt.saturating_add(max_tokens) > w || prompt >= w {
-        return Err(ApiError {
-            status: StatusCode::BAD_REQUEST,
-            message: format!(
-                "This model's maximum context length is {w} tokens. However, you requested {} tokens ({prompt} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.",
-                prompt.saturating_add(max_tokens)
-            ),
-            code: Some("context_length_exceeded"),
-            param: Some("messages".into()),
-        });
+        return Err(context_error(w, prompt, max_tokens));
     }
     Ok(max_tokens)
 }
 
+/// The refusal of `prompt` tokens with `max_tokens` to generate in a window of `w`.
+fn context_error(w: usize, prompt: usize, max_tokens: usize) -> ApiError {
+    ApiError {
+        status: StatusCode::BAD_REQUEST,
+        message: format!(
+            "This model's maximum context length is {w} tokens. However, you requested {} tokens ({prompt} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.",
+            prompt.saturating_add(max_tokens)
+        ),
+        code: Some("context_length_exceeded"),
+        param: Some("messages".into()),
+    }
+}
+
+/// The reply of a shape that answers without generating (refuse, hang, HTTP 500), for a request
+/// whose longest prompt has `prompt` tokens and `max_tokens` to generate; `None` for the others.
+async fn whole_reply(
+    s: &AppState,
+    shape: Option<Shape>,
+    prompt: usize,
+    max_tokens: usize,
+) -> Option<Result<Response, ApiError>> {
+    match shape? {
+        // As for a request past the window (`prompt` is below it): the same words and numbers
+        // that add up, the completion grown to just past the window when it fits.
+        Shape::Refuse => {
+            let grown = max_tokens.max((s.window + 1).saturating_sub(prompt));
+            Some(Err(context_error(s.window, prompt, grown)))
+        }
+        Shape::Http500 => Some(Ok(shapes::internal_error())),
+        Shape::Hang(ms) => Some(Ok(s.shapes.hang(ms).await)),
+        _ => None,
+    }
+}
+
 async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
+    let request = s.shapes.arrive();
     let m = parse_body(&body)?;
     let mut c = common(&s, &m, false)?;
+    c.request = request;
     c.params.logprobs = chat_logprobs_param(&m)?;
     let text = render_chat(&s, &m)?;
     let prompt = s.tok.encode_prompt(&text);
@@ -627,10 +666,12 @@ async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, A
 }
 
 async fn completions(State(s): State<Arc<AppState>>, body: Bytes) -> Result<Response, ApiError> {
+    let request = s.shapes.arrive();
     let m = parse_body(&body)?;
     let echo = opt_bool(&m, "echo")?.unwrap_or(false);
     let mut c = common(&s, &m, echo)?;
     c.echo = echo;
+    c.request = request;
     c.params.logprobs = top_count(&m, "logprobs")?;
     c.params.prompt_logprobs = echo && c.params.logprobs.is_some();
     let mut prompts = completion_prompts(&s, &m)?;
@@ -692,9 +733,15 @@ async fn run_many(
     for (p, _) in &prompts {
         limits.push(check_window(&s, p.len(), c.max_tokens)?);
     }
+    let shape = s.shapes.give(c.request, false, false);
+    let longest = prompts.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+    let longest_max = check_window(&s, longest, c.max_tokens)?;
+    if let Some(reply) = whole_reply(&s, shape, longest, longest_max).await {
+        return reply;
+    }
     let mut pending = Vec::with_capacity(prompts.len());
     for ((prompt, text), max_tokens) in prompts.into_iter().zip(limits) {
-        let rx = submit(&s, prompt, &c.params, max_tokens)?;
+        let rx = start(&s, prompt, &c.params, max_tokens, shape)?;
         pending.push((text, rx));
     }
     let (mut choices, mut total) = (Vec::new(), Usage::default());
@@ -708,6 +755,9 @@ async fn run_many(
         total.cached_tokens += u.cached_tokens;
         total.drafted += u.drafted;
         total.accepted += u.accepted;
+    }
+    if shape.is_some_and(Shape::fails) {
+        return Ok(shapes::internal_error());
     }
     let n = s.ids.fetch_add(1, Ordering::Relaxed);
     Ok(axum::Json(json!({
@@ -909,6 +959,35 @@ fn submit(
     Ok(rx)
 }
 
+/// Starts generating `prompt` as [`submit`] does, shaped by `shape` when there is one: capped
+/// at its limit, run to the cap by the shapes that need every token, after its first-token delay,
+/// its final usage the one the shape reports.
+fn start(
+    s: &Arc<AppState>,
+    prompt: Vec<u32>,
+    params: &GenParams,
+    max_tokens: usize,
+    shape: Option<Shape>,
+) -> Result<tokio::sync::mpsc::UnboundedReceiver<Event>, ApiError> {
+    let Some(shape) = shape else {
+        return submit(s, prompt, params, max_tokens);
+    };
+    let mut p = params.clone();
+    if shape.to_cap() {
+        p.ignore_eos = true;
+        p.stop.clear();
+    }
+    let limit = shape.limit(max_tokens);
+    let Some(delay) = shape.first_delay() else {
+        let rx = submit(s, prompt, &p, limit)?;
+        let now = std::time::Duration::ZERO;
+        return Ok(shapes::forward(shape, max_tokens, now, move || Some(rx)));
+    };
+    let s = Arc::clone(s);
+    let later = move || submit(&s, prompt, &p, limit).ok();
+    Ok(shapes::forward(shape, max_tokens, delay, later))
+}
+
 async fn run(
     s: Arc<AppState>,
     prompt: Vec<u32>,
@@ -917,7 +996,11 @@ async fn run(
     chat: bool,
 ) -> Result<Response, ApiError> {
     let max_tokens = check_window(&s, prompt.len(), c.max_tokens)?;
-    let mut rx = submit(&s, prompt, &c.params, max_tokens)?;
+    let shape = s.shapes.give(c.request, chat, c.stream);
+    if let Some(reply) = whole_reply(&s, shape, prompt.len(), max_tokens).await {
+        return reply;
+    }
+    let mut rx = start(&s, prompt, &c.params, max_tokens, shape)?;
     let n = s.ids.fetch_add(1, Ordering::Relaxed);
     let id = if chat {
         format!("chatcmpl-{n}")
@@ -932,6 +1015,9 @@ async fn run(
     };
     if !c.stream {
         let (got, u) = collect(&mut rx).await?;
+        if shape.is_some_and(Shape::fails) {
+            return Ok(shapes::internal_error());
+        }
         let body = json!({
             "id": head.id, "object": if chat { "chat.completion" } else { "text_completion" },
             "created": head.created, "model": head.model,
@@ -942,14 +1028,8 @@ async fn run(
     }
     let (btx, brx) = tokio::sync::mpsc::channel::<Result<Bytes, std::convert::Infallible>>(64);
     let echo = c.echo.then_some(prompt_text);
-    tokio::spawn(stream_task(
-        s,
-        head,
-        c.params.logprobs.is_some(),
-        echo,
-        rx,
-        btx,
-    ));
+    let want_lp = c.params.logprobs.is_some();
+    tokio::spawn(stream_task(s, head, want_lp, echo, shape, rx, btx));
     let stream = tokio_stream::wrappers::ReceiverStream::new(brx);
     Ok(Response::builder()
         .status(StatusCode::OK)
@@ -1033,12 +1113,15 @@ impl StreamLogprobs {
 
 /// Forward engine events as SSE chunks until the request ends or the client
 /// goes (dropping `rx` then cancels the request). Log-probabilities of
-/// tokens whose text is held back ride on the chunk that carries it.
+/// tokens whose text is held back ride on the chunk that carries it. A chat
+/// stream starts with the role chunk, held back to the first event when `shape`
+/// delays the first token (as vLLM sends it with the first output).
 async fn stream_task(
     s: Arc<AppState>,
     h: Head,
     want_lp: bool,
     mut echo: Option<String>,
+    shape: Option<Shape>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>,
     btx: Sse,
 ) {
@@ -1048,21 +1131,22 @@ async fn stream_task(
         chat: h.chat,
         offset: 0,
     };
-    let send = |b: Bytes| btx.send(Ok(b));
-    if h.chat && send(h.role_chunk()).await.is_err() {
+    let mut role = h.chat.then(|| h.role_chunk());
+    if shape.and_then(Shape::first_delay).is_none() && !send_once(&btx, &mut role).await {
         return;
     }
     while let Some(ev) = rx.recv().await {
+        if !send_once(&btx, &mut role).await {
+            return;
+        }
         if let Event::Prompt(p) = ev {
             prompt.extend(p);
             continue;
         }
         if let Some(text) = echo.take() {
             let lps = lp.take(&s.tok, &mut prompt);
-            if send(h.chunk(json!({"content": text}), lps, Value::Null, None))
-                .await
-                .is_err()
-            {
+            let echoed = h.chunk(json!({"content": text}), lps, Value::Null, None);
+            if !put(&btx, echoed).await {
                 return;
             }
         }
@@ -1071,20 +1155,53 @@ async fn stream_task(
             Event::Text(t) if t.is_empty() => {}
             Event::Text(t) => {
                 let lps = lp.take(&s.tok, &mut pend);
-                if send(h.chunk(json!({"content": t}), lps, Value::Null, None))
-                    .await
-                    .is_err()
-                {
+                if !put(&btx, h.chunk(json!({"content": t}), lps, Value::Null, None)).await {
                     return; // client gone: dropping rx cancels the request
                 }
             }
             Event::Done(u) => {
                 let tail = (want_lp && !pend.is_empty()).then(|| lp.take(&s.tok, &mut pend));
-                send_end(&btx, &h, tail, &u).await;
+                end_stream(&btx, &h, tail, &u, shape).await;
                 return;
             }
             Event::Prompt(_) => {}
         }
+    }
+}
+
+/// Sends `b`; false when the client has gone.
+async fn put(btx: &Sse, b: Bytes) -> bool {
+    btx.send(Ok(b)).await.is_ok()
+}
+
+/// Sends `b` if it is still there (taking it); false when the client has gone.
+async fn send_once(btx: &Sse, b: &mut Option<Bytes>) -> bool {
+    match b.take() {
+        Some(b) => put(btx, b).await,
+        None => true,
+    }
+}
+
+/// Ends a stream as `shape` wants: for an error mid-stream, vLLM's error event and `[DONE]`
+/// (no finish chunk, no usage); for `empty`, its one token's chunk (no text) before the finish;
+/// else as [`send_end`].
+async fn end_stream(btx: &Sse, h: &Head, tail: Option<Value>, u: &Usage, shape: Option<Shape>) {
+    match shape {
+        Some(sh) if sh.fails() => {
+            if let Some(lps) = tail {
+                let _ = btx
+                    .send(Ok(h.chunk(json!({"content": ""}), lps, Value::Null, None)))
+                    .await;
+            }
+            let _ = btx.send(Ok(shapes::sse_error())).await;
+            let _ = btx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
+        }
+        Some(Shape::Empty) if u.completion_tokens > 0 => {
+            let token = h.chunk(json!({"content": ""}), Value::Null, Value::Null, None);
+            let _ = btx.send(Ok(token)).await;
+            send_end(btx, h, tail, u).await;
+        }
+        _ => send_end(btx, h, tail, u).await,
     }
 }
 

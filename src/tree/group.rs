@@ -7,7 +7,7 @@
 //! of a known tool that cannot be read (a Git LFS pointer, empty, over its bound) is a run of its
 //! own that is refused, naming it.
 
-use super::{relative, Place, Row, Tree};
+use super::{relative, LeftOut, Place, Row, Tree};
 use crate::import::{self, Format, Source};
 use crate::input;
 use crate::subject::Subject;
@@ -27,10 +27,21 @@ pub struct Run {
 /// A file read, with where it lies.
 type Read = (PathBuf, Source);
 
-/// The runs of a folder's files (`files` sorted); files of no known tool are left out.
-pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> Vec<Run> {
-    let (found, refused) = read_results(files, FOLDER_READ_MAX);
-    let groups = split(found);
+/// One run's files: its format, its lead (what names it) and the files.
+type Grouped = (Format, PathBuf, Vec<Read>);
+
+/// The runs of a folder's files (`files` sorted), and the files that may be results (by their
+/// extension) but are no run, each with why: of no tool rigaudit reads, or a LoadGen companion
+/// without the run's logs.
+pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> (Vec<Run>, Vec<LeftOut>) {
+    let (found, refused, mut left_out) = read_results(files, FOLDER_READ_MAX);
+    let (groups, alone) = split(found);
+    left_out.extend(alone.into_iter().map(|p| {
+        LeftOut::new(
+            &p,
+            "a LoadGen companion (an accuracy log or a compliance verdict) without the run's logs in its folder",
+        )
+    }));
     let alone = groups.len() + refused.len() == 1;
     let name = |lead: &Path| relative(root, if alone { dir } else { lead });
     let mut out: Vec<Run> = groups
@@ -46,7 +57,7 @@ pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> Vec<Run> {
         tool,
         job: Err(why),
     }));
-    out
+    (out, left_out)
 }
 
 /// The most bytes of one folder's result files held at once (a folder's runs are grouped before
@@ -59,9 +70,13 @@ type Refused = (PathBuf, Option<Format>, String);
 /// The folder's files that may be results (by extension), read: each with its tool (by content,
 /// else by name; a companion such as LoadGen's compliance verdict by its name, [`import::companion`]),
 /// or refused naming why; files of no known tool are left out.
-fn read_results(files: &[PathBuf], budget: u64) -> (Vec<(Format, Read)>, Vec<Refused>) {
+fn read_results(
+    files: &[PathBuf],
+    budget: u64,
+) -> (Vec<(Format, Read)>, Vec<Refused>, Vec<LeftOut>) {
     let mut found = Vec::new();
     let mut refused = Vec::new();
+    let mut unknown = Vec::new();
     let mut held = 0u64;
     for p in files {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -79,7 +94,13 @@ fn read_results(files: &[PathBuf], budget: u64) -> (Vec<(Format, Read)>, Vec<Ref
             }
             Ok(src) => {
                 let tool = import::detect_one(&src).or_else(|| import::companion(&name));
-                let Some(f) = tool else { continue };
+                let Some(f) = tool else {
+                    unknown.push(LeftOut::new(
+                        p,
+                        "of no tool rigaudit reads (by its content and its name)",
+                    ));
+                    continue;
+                };
                 held += src.bytes.len() as u64;
                 if held > budget {
                     held -= src.bytes.len() as u64;
@@ -91,13 +112,15 @@ fn read_results(files: &[PathBuf], budget: u64) -> (Vec<(Format, Read)>, Vec<Ref
             }
         }
     }
-    (found, refused)
+    (found, refused, unknown)
 }
 
 /// The files of each format into runs, each with its lead (what names it when the folder holds
-/// more than one run: the folder, or the run's main file).
-fn split(found: Vec<(Format, Read)>) -> Vec<(Format, PathBuf, Vec<Read>)> {
+/// more than one run: the folder, or the run's main file); and the companions that are no run
+/// alone.
+fn split(found: Vec<(Format, Read)>) -> (Vec<Grouped>, Vec<PathBuf>) {
     let mut out = Vec::new();
+    let mut alone = Vec::new();
     let mut found = found;
     for &f in <Format as clap::ValueEnum>::value_variants() {
         let (of_f, rest): (Vec<_>, Vec<_>) = found.into_iter().partition(|(g, _)| *g == f);
@@ -111,6 +134,7 @@ fn split(found: Vec<(Format, Read)>) -> Vec<(Format, PathBuf, Vec<Read>)> {
             .iter()
             .all(|(_, s)| import::companion(&s.name).is_some())
         {
+            alone.extend(mine.into_iter().map(|(p, _)| p));
             continue;
         }
         let folder = mine[0]
@@ -133,7 +157,7 @@ fn split(found: Vec<(Format, Read)>) -> Vec<(Format, PathBuf, Vec<Read>)> {
             _ => out.extend(mine.into_iter().map(|r| (f, r.0.clone(), vec![r]))),
         }
     }
-    out
+    (out, alone)
 }
 
 /// lm-eval's files of one folder into runs: each results file with the samples of its time; with
@@ -168,29 +192,48 @@ fn lm_eval(files: Vec<Read>) -> Vec<Vec<Read>> {
 }
 
 /// Verifies the runs of one place; a panic of a reader is a refused row, not the end of the tree.
+/// Also what the place holds that is no run checked (files of no known tool, companions alone,
+/// runs that `--from` leaves out).
 pub fn verify_place(
     tree: &Tree,
     place: &Place,
     fail_on: Option<Severity>,
     finish: &(dyn Fn(Report) -> Report + Sync),
-) -> Vec<Row> {
-    match place {
+) -> (Vec<Row>, Vec<LeftOut>) {
+    let from_note = |f: Format| format!("not of the tool --from names ({})", f.name());
+    match (place, tree.from) {
         // `--from FORMAT` keeps that tool's runs: no bundle.
-        Place::Bundle(_) if tree.from.is_some() => Vec::new(),
-        Place::Bundle(dir) => {
+        (Place::Bundle(dir), Some(f)) => {
+            let why = format!("a bundle, {}", from_note(f));
+            (Vec::new(), vec![LeftOut::new(dir, why)])
+        }
+        (Place::Bundle(dir), None) => {
             let run = relative(&tree.root, dir);
             let report = caught(&run, finish, || {
                 let s = Subject::open(std::slice::from_ref(dir), None).map_err(|e| e.0)?;
                 crate::verify::run(&s, fail_on).map_err(|e| e.0)
             });
             let tool = "bundle".to_string();
-            vec![Row { run, tool, report }]
+            (vec![Row { run, tool, report }], Vec::new())
         }
-        Place::Files(dir, files) => runs(&tree.root, dir, files)
-            .into_iter()
-            .filter(|r| tree.from.is_none() || r.tool == tree.from)
-            .map(|r| verify_run(tree, r, fail_on, finish))
-            .collect(),
+        (Place::Files(dir, files), _) => {
+            let (runs, mut left_out) = runs(&tree.root, dir, files);
+            let mut rows = Vec::new();
+            for r in runs {
+                match tree.from {
+                    Some(f) if r.tool != Some(f) => {
+                        let why = format!(
+                            "a run of {}, {}",
+                            r.tool.map_or("an unknown tool", Format::name),
+                            from_note(f)
+                        );
+                        left_out.push(LeftOut::new(&tree.root.join(&r.run), why));
+                    }
+                    _ => rows.push(verify_run(tree, r, fail_on, finish)),
+                }
+            }
+            (rows, left_out)
+        }
     }
 }
 
@@ -250,6 +293,7 @@ mod tests {
             .collect();
         files.sort();
         runs(root, dir, &files)
+            .0
             .into_iter()
             .map(|r| {
                 let tool = r.tool.map_or("unknown", Format::name).to_string();
@@ -309,7 +353,7 @@ mod tests {
                 p
             })
             .collect();
-        let (found, refused) = read_results(&files, 2 * size);
+        let (found, refused, _) = read_results(&files, 2 * size);
         assert_eq!(found.len(), 2);
         assert_eq!(refused.len(), 1);
         let (path, tool, why) = &refused[0];

@@ -66,10 +66,31 @@ pub enum Place {
 pub struct Walked {
     /// The folders to look at, in the order walked.
     pub places: Vec<Place>,
-    /// Symbolic links met and not followed.
-    pub links: Vec<PathBuf>,
-    /// Entries neither a regular file nor a folder (FIFOs, sockets, devices), not read.
-    pub others: usize,
+    /// Folders below the root that could not be listed, with why: each a run not checked (it
+    /// may hold runs).
+    pub unlisted: Vec<(PathBuf, String)>,
+    /// What the walk did not read, with why: symbolic links (not followed) and entries neither a
+    /// regular file nor a folder (FIFOs, sockets, devices).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// Something in the tree that is no run rigaudit checked, and why: named in the table and
+/// counted in its last line, so a tree never reads as whole when it was not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Its path.
+    pub path: PathBuf,
+    /// Why it was left out.
+    pub why: String,
+}
+
+impl LeftOut {
+    pub fn new(path: &Path, why: impl Into<String>) -> LeftOut {
+        LeftOut {
+            path: path.to_path_buf(),
+            why: why.into(),
+        }
+    }
 }
 
 /// One run of the tree and what verifying it gave.
@@ -110,7 +131,7 @@ pub fn is_tree(path: &Path) -> bool {
         }
     }
     files.sort();
-    let runs = group::runs(path, path, &files);
+    let (runs, _) = group::runs(path, path, &files);
     // A file that cannot be read does not make a tree: the one run's reader names it.
     let readable = runs.iter().filter(|r| r.job.is_ok()).count();
     readable > 1 || (runs.is_empty() && has_folder)
@@ -127,7 +148,14 @@ pub fn walk(root: &Path, limits: Limits) -> Result<Walked, Fatal> {
             out.places.push(Place::Bundle(dir));
             continue;
         }
-        let mut listed = list(&dir)?;
+        let mut listed = match list(&dir) {
+            Ok(l) => l,
+            Err(e) if depth > 0 => {
+                out.unlisted.push((dir, e.0));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         entries += listed.len();
         if entries > limits.entries {
             return Err(fatal(format!(
@@ -154,8 +182,13 @@ pub fn walk(root: &Path, limits: Limits) -> Result<Walked, Fatal> {
                     out.places.push(Place::Bundle(path))
                 }
                 Kind::File => files.push(path),
-                Kind::Link => out.links.push(path),
-                Kind::Other => out.others += 1,
+                Kind::Link => out
+                    .left_out
+                    .push(LeftOut::new(&path, "a symbolic link, not followed")),
+                Kind::Other => out.left_out.push(LeftOut::new(
+                    &path,
+                    "neither a regular file nor a folder (a FIFO, a socket or a device), not read",
+                )),
             }
         }
         if !files.is_empty() {
@@ -193,36 +226,43 @@ fn list(dir: &Path) -> Result<Vec<(PathBuf, Kind)>, Fatal> {
 }
 
 /// Verifies every run of the places, on `workers` threads taking places off one queue; the rows
-/// come back sorted by run. `finish` applies the policy to each report.
+/// come back sorted by run, with what the places held that is no run. `finish` applies the policy
+/// to each report.
 pub fn verify_all(
     tree: &Tree,
     places: &[Place],
     fail_on: Option<Severity>,
     finish: &(dyn Fn(Report) -> Report + Sync),
-) -> Vec<Row> {
+) -> (Vec<Row>, Vec<LeftOut>) {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, places.len().max(1));
     let next = AtomicUsize::new(0);
-    let mut rows: Vec<Row> = std::thread::scope(|s| {
+    let (mut rows, mut left_out) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
-                    let mut mine = Vec::new();
+                    let (mut rows, mut left_out) = (Vec::new(), Vec::new());
                     while let Some(place) = places.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        mine.extend(group::verify_place(tree, place, fail_on, finish));
+                        let (r, l) = group::verify_place(tree, place, fail_on, finish);
+                        rows.extend(r);
+                        left_out.extend(l);
                     }
-                    mine
+                    (rows, left_out)
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+        let (mut rows, mut left_out) = (Vec::new(), Vec::new());
+        for h in handles {
+            let (r, l) = h.join().unwrap_or_default();
+            rows.extend(r);
+            left_out.extend(l);
+        }
+        (rows, left_out)
     });
     rows.sort_by(|a, b| a.run.cmp(&b.run));
-    rows
+    left_out.sort_by(|a, b| a.path.cmp(&b.path));
+    (rows, left_out)
 }
 
 /// A path shown relative to the root (`.` for the root itself).
@@ -284,6 +324,9 @@ mod tests {
         let run = dir.path().join("run");
         let only = Place::Files(run.clone(), vec![run.join("results.json")]);
         assert_eq!(w.places, vec![only]);
-        assert_eq!((w.links.len(), w.others), (2, 1));
+        let why =
+            |w: &Walked, what: &str| w.left_out.iter().filter(|l| l.why.contains(what)).count();
+        assert_eq!((why(&w, "symbolic link"), why(&w, "FIFO")), (2, 1));
+        assert!(w.left_out.iter().any(|l| l.path == fifo));
     }
 }

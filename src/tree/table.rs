@@ -41,32 +41,60 @@ pub fn verify(
     }
     let dirs = output_dirs(opts)?;
     let walked = walk(&tree.root, LIMITS)?;
-    for l in &walked.links {
-        crate::progress::say(format_args!(
-            "rigaudit: {}: a symbolic link, not followed",
-            input::shown_path(l)
-        ));
-    }
-    if walked.others > 0 {
-        crate::progress::say(format_args!(
-            "rigaudit: {} entries neither a file nor a folder (FIFOs, sockets, devices), not read",
-            walked.others
-        ));
-    }
-    let rows = verify_all(tree, &walked.places, opts.fail_on, finish);
+    let (mut rows, found_left_out) = verify_all(tree, &walked.places, opts.fail_on, finish);
+    rows.extend(walked.unlisted.iter().map(|(dir, why)| Row {
+        run: super::relative(&tree.root, dir),
+        tool: "unknown".into(),
+        report: Err(format!("{why}: the folder's runs, if any, are not checked")),
+    }));
+    rows.sort_by(|a, b| a.run.cmp(&b.run));
+    let mut left_out: Vec<(String, String)> = walked
+        .left_out
+        .iter()
+        .chain(&found_left_out)
+        .map(|l| (super::relative(&tree.root, &l.path), l.why.clone()))
+        .collect();
+    left_out.sort();
     if rows.is_empty() {
         return Err(fatal(format!(
-            "{}: no run found in the folder: no bundle, and no result file of a format rigaudit imports ({})",
+            "{}: no run found in the folder: no bundle, and no result file of a format rigaudit imports ({}){}",
             input::shown_path(&tree.root),
-            crate::import::Format::all_names()
+            crate::import::Format::all_names(),
+            left_out_said(&left_out)
         )));
     }
     write_reports(&tree.root, &rows, &dirs)?;
     let root = input::shown_path(&tree.root);
-    print!("{}", render(&root, &rows, shown));
+    let table = Table {
+        rows: &rows,
+        left_out: &left_out,
+    };
+    print!("{}", render(&root, &table, shown));
     let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
     Ok(ExitCode::from(worst as u8))
 }
+
+/// For the error of a tree with no run: what it held that was left out, in short.
+fn left_out_said(left_out: &[(String, String)]) -> String {
+    match left_out.first() {
+        None => String::new(),
+        Some((path, why)) => format!(
+            "; left out: {} entr{} (the first: {}: {why})",
+            left_out.len(),
+            if left_out.len() == 1 { "y" } else { "ies" },
+            input::shown(path)
+        ),
+    }
+}
+
+/// What a tree's table shows: its runs, and what it left out (path relative to the root, why).
+pub struct Table<'a> {
+    pub rows: &'a [Row],
+    pub left_out: &'a [(String, String)],
+}
+
+/// The most left-out entries the text and Markdown tables name (JSON names them all).
+const LEFT_OUT_SHOWN: usize = 50;
 
 /// The folders `--output` and `--report` name, made when missing; a name that asks for one file
 /// (by its extension) is refused, since a tree has a report per run.
@@ -201,15 +229,16 @@ fn cells(row: &Row) -> (&'static str, usize, usize, usize) {
 }
 
 /// The table in the format asked for.
-pub fn render(root: &str, rows: &[Row], f: Format) -> String {
+pub fn render(root: &str, t: &Table, f: Format) -> String {
     match f {
-        Format::Json => json_table(root, rows),
-        Format::Markdown => markdown_table(rows),
-        _ => text_table(rows),
+        Format::Json => json_table(root, t),
+        Format::Markdown => markdown_table(t),
+        _ => text_table(t),
     }
 }
 
-fn json_table(root: &str, rows: &[Row]) -> String {
+fn json_table(root: &str, t: &Table) -> String {
+    let rows = t.rows;
     let runs: Vec<_> = rows
         .iter()
         .map(|row| {
@@ -223,7 +252,14 @@ fn json_table(root: &str, rows: &[Row]) -> String {
         .collect();
     let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
     let verdict = ["pass", "fail", "incomplete"][worst.clamp(0, 2) as usize];
-    let v = json!({"format": "rigaudit/tree/1", "command": "verify", "root": root, "verdict": verdict, "exit_code": worst, "counts": tally(rows), "runs": runs});
+    let left_out: Vec<_> = t
+        .left_out
+        .iter()
+        .map(|(path, why)| json!({"path": path, "why": why}))
+        .collect();
+    let mut counts = tally(rows);
+    counts["left_out"] = json!(left_out.len());
+    let v = json!({"format": "rigaudit/tree/1", "command": "verify", "root": root, "verdict": verdict, "exit_code": worst, "counts": counts, "runs": runs, "left_out": left_out});
     escape::json(&serde_json::to_string_pretty(&v).unwrap_or_default()) + "\n"
 }
 
@@ -233,7 +269,8 @@ fn tally(rows: &[Row]) -> serde_json::Value {
     json!({"runs": rows.len(), "pass": n("pass"), "fail": n("fail"), "incomplete": n("incomplete")})
 }
 
-fn text_table(rows: &[Row]) -> String {
+fn text_table(t: &Table) -> String {
+    let rows = t.rows;
     let w = rows
         .iter()
         .map(|r| escape::terminal(&r.run).chars().count())
@@ -256,20 +293,49 @@ fn text_table(rows: &[Row]) -> String {
         );
     }
     s += &refusals(rows, "", escape::terminal);
+    s += &left_out_lines(t.left_out, "  ", escape::terminal);
     // A run's name starts its line: none may start a workflow command.
     let mut s: String = s
         .lines()
         .map(|l| escape::no_command(l).into_owned() + "\n")
         .collect();
-    let t = tally(rows);
-    s += &format!(
-        "{} runs: {} pass, {} fail, {} not checked\n",
-        t["runs"], t["pass"], t["fail"], t["incomplete"]
-    );
+    s += &last_line(t);
     s
 }
 
-fn markdown_table(rows: &[Row]) -> String {
+/// The table's last line: the runs by verdict, and what was left out.
+fn last_line(t: &Table) -> String {
+    let n = tally(t.rows);
+    let left = match t.left_out.len() {
+        0 => String::new(),
+        k => format!("; {k} left out (no run checked; listed above)"),
+    };
+    format!(
+        "{} runs: {} pass, {} fail, {} not checked{left}\n",
+        n["runs"], n["pass"], n["fail"], n["incomplete"]
+    )
+}
+
+/// What the walk left out, one line each (at most [`LEFT_OUT_SHOWN`]), under a heading.
+fn left_out_lines(left_out: &[(String, String)], bullet: &str, esc: fn(&str) -> String) -> String {
+    if left_out.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("left out, no run checked ({}):\n", left_out.len());
+    for (path, why) in left_out.iter().take(LEFT_OUT_SHOWN) {
+        s += &format!("{bullet}{}: {}\n", esc(path), esc(why));
+    }
+    if left_out.len() > LEFT_OUT_SHOWN {
+        s += &format!(
+            "{bullet}and {} more (--format json lists every one)\n",
+            left_out.len() - LEFT_OUT_SHOWN
+        );
+    }
+    s
+}
+
+fn markdown_table(t: &Table) -> String {
+    let rows = t.rows;
     let mut s =
         String::from("| run | tool | verdict | errors | warnings |\n|---|---|---|---:|---:|\n");
     for row in rows {
@@ -280,7 +346,9 @@ fn markdown_table(rows: &[Row]) -> String {
         );
         s += &format!("| {run} | {tool} | {v} | {e} | {w} |\n");
     }
-    s + &refusals(rows, "- ", escape::markdown_text)
+    s += &refusals(rows, "- ", escape::markdown_text);
+    s += &left_out_lines(t.left_out, "- ", escape::markdown_text);
+    s + &last_line(t)
 }
 
 /// The runs that could not be checked, each with why (one line each, after the table), in the

@@ -4,7 +4,6 @@
 //! contradicts. One module per tool; the fixtures are in `fixtures/differential/<tool>/`.
 
 #[path = "../common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 mod guidellm;
