@@ -13,13 +13,16 @@
 #   synchronous-max-seconds     one at a time for 8 s: the request still running when time is up is
 #                               cancelled (incomplete)
 #   constant-refused            1.5 requests/s, 8 requests, a 256-token window and prompts of 20 to
-#                               400 tokens: the longer ones are refused with HTTP 400 (errored)
+#                               500 tokens: the longer ones are refused with HTTP 400 (errored)
 #   poisson-sampled             2 requests/s (Poisson), 8 requests, 2 kept per status
 #                               (--output-sampling, --sample-requests, sample_size)
 #   throughput-one-token        all at once, 6 requests of one output token each
 #   sweep                       synchronous, throughput and one constant rate between, 4 requests each
 #   concurrent-warmup-seconds   2 streams for 10 s, warm-up and cool-down of 20 % of the time
 #   refused-max-errors          2 streams, prompts past a 256-token window, stopped after 2 errors
+#   synchronous-reply-shapes    one at a time, 12 requests, the engine's --reply-shapes giving a
+#                               refusal, an empty reply, one token, an immediate stop, a slow first
+#                               token, an error mid-stream, an HTTP 500 and a hang (docs/reply-shapes.md)
 #
 # Each version is installed into its own virtual environment under
 # ${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}/differential-tools/guidellm-<version>. The tokenizer comes
@@ -40,7 +43,7 @@ pinned() {
         sed -n 's/^versions *= *\[\(.*\)\]/\1/p' | tr -d '" ' | tr ',' ' '
 }
 CASES_ALL=(concurrent-warmup-cooldown synchronous-max-seconds constant-refused poisson-sampled
-    throughput-one-token sweep concurrent-warmup-seconds refused-max-errors)
+    throughput-one-token sweep concurrent-warmup-seconds refused-max-errors synchronous-reply-shapes)
 VERSIONS=()
 CASES=()
 while [ $# -gt 0 ]; do
@@ -70,13 +73,32 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start_engine WINDOW: the engine with that context window on a free port; sets URL.
+# shapes_of VERSION CASE: the engine's reply shapes for a case (docs/reply-shapes.md), none for
+# most. GuideLLM 0.2.1 run one request at a time cannot finish a benchmark given an HTTP error
+# status (400, 500, 504): its worker process dies re-raising httpx's HTTPStatusError across
+# processes (TypeError: HTTPStatusError.__init__() missing 'request' and 'response'), and no file
+# is written; there the refusal, the HTTP 500 and the hang are left out (its refusals are seen in
+# constant-refused and refused-max-errors, run with several requests at once).
+shapes_of() {
+    local replies="empty@3,one@4,stop@5,slow-first=800@6,midstream-error=3@7"
+    case $2 in
+    synchronous-reply-shapes)
+        case $1 in
+        0.2.* | 0.3.*) echo "$replies" ;;
+        *) echo "refuse@2,$replies,http500@8,hang=3000@9" ;;
+        esac
+        ;;
+    esac
+}
+
+# start_engine WINDOW [SHAPES]: the engine with that context window on a free port; sets URL.
 start_engine() {
-    local port
+    local port shapes=()
     port="$(free_port)"
     URL=http://127.0.0.1:$port
+    [ -z "${2:-}" ] || shapes=(--reply-shapes "$2")
     nice -n 10 "$ENGINE_BIN" serve "$MODEL" --name smollm2 --parallel 4 --context "$1" \
-        --host 127.0.0.1 --port "$port" --threads 2 >"$TMP/engine.log" 2>&1 &
+        --host 127.0.0.1 --port "$port" --threads 2 "${shapes[@]}" >"$TMP/engine.log" 2>&1 &
     ENGINE=$!
     for _ in $(seq 1 300); do
         curl -sf "$URL/v1/models" >/dev/null && return 0
@@ -99,34 +121,48 @@ tokenizer_dir() {
     printf '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 8192, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>", "pad_token": "<|im_end|>"}\n' >"$TOK_DIR/tokenizer_config.json"
 }
 
+# The libraries an older version needs held back (pins.toml's `with`): GuideLLM 0.2-0.6 pin no
+# upper bound, and transformers 5 and datasets 4 removed what they import.
+held_back() {
+    case $1 in
+    0.2.* | 0.3.*) echo "transformers<5 datasets<4" ;;
+    0.4.* | 0.5.* | 0.6.*) echo "transformers<5" ;;
+    esac
+}
+
 install() { # install VERSION
     local venv=$TOOLS/guidellm-$1
     if [ ! -x "$venv/bin/guidellm" ]; then
         python3 -m venv "$venv"
-        nice -n 10 "$venv/bin/pip" install --quiet --disable-pip-version-check "guidellm==$1"
+        # shellcheck disable=SC2046 # the held-back libraries are several words
+        nice -n 10 "$venv/bin/pip" install --quiet --disable-pip-version-check "guidellm==$1" $(held_back "$1")
     fi
 }
 
 # The case's neutral settings: WINDOW PROFILE RATE MAX_REQUESTS MAX_SECONDS WARMUP COOLDOWN
-# PROMPT_STDEV OUTPUT_TOKENS SAMPLE MAX_ERRORS ("-" for none). Prompts are 40 tokens on average.
+# PROMPT OUTPUT_TOKENS SAMPLE MAX_ERRORS ("-" for none); PROMPT is the synthetic prompts' mean
+# tokens, or MEAN:STDEV (from 20 to 500).
 settings() {
     case $1 in
-    concurrent-warmup-cooldown) echo "1024 concurrent 2 10 - 2 2 - 6 - -" ;;
-    synchronous-max-seconds) echo "1024 synchronous - - 8 - - - 16 - -" ;;
-    constant-refused) echo "256 constant 1.5 8 - - - 150 8 - -" ;;
-    poisson-sampled) echo "1024 poisson 2 8 - - - - 6 2 -" ;;
-    throughput-one-token) echo "1024 throughput - 6 - - - - 1 - -" ;;
-    sweep) echo "1024 sweep 3 4 - - - - 4 - -" ;;
-    concurrent-warmup-seconds) echo "1024 concurrent 2 - 10 0.2 0.2 - 8 - -" ;;
-    refused-max-errors) echo "256 concurrent 2 10 - - - 300 8 - 2" ;;
+    concurrent-warmup-cooldown) echo "1024 concurrent 2 10 - 2 2 40 6 - -" ;;
+    synchronous-max-seconds) echo "1024 synchronous - - 8 - - 40 16 - -" ;;
+    constant-refused) echo "256 constant 1.5 8 - - - 200:120 8 - -" ;;
+    poisson-sampled) echo "1024 poisson 2 8 - - - 40 6 2 -" ;;
+    throughput-one-token) echo "1024 throughput - 6 - - - 40 1 - -" ;;
+    sweep) echo "1024 sweep 3 4 - - - 30 4 - -" ;;
+    concurrent-warmup-seconds) echo "1024 concurrent 2 - 10 0.2 0.2 40 8 - -" ;;
+    refused-max-errors) echo "256 concurrent 2 10 - - - 300:60 8 - 2" ;;
+    synchronous-reply-shapes) echo "1024 synchronous - 12 - - - 40 8 - -" ;;
     *) echo "unknown case $1" >&2; exit 2 ;;
     esac
 }
 
-# data_spec STDEV OUTPUT: GuideLLM's synthetic data settings (the same keys from 0.2 to 0.8).
+# data_spec PROMPT OUTPUT: GuideLLM's synthetic data settings (the same keys from 0.2 to 0.8).
 data_spec() {
-    local s="prompt_tokens=40,output_tokens=$2"
-    [ "$1" = - ] || s="$s,prompt_tokens_stdev=$1,prompt_tokens_min=20,prompt_tokens_max=400"
+    local s="prompt_tokens=${1%%:*},output_tokens=$2"
+    case $1 in
+    *:*) s="$s,prompt_tokens_stdev=${1##*:},prompt_tokens_min=20,prompt_tokens_max=500" ;;
+    esac
     echo "$s"
 }
 
@@ -137,7 +173,12 @@ args_0_2() { # WINDOW PROFILE RATE MAXREQ MAXSEC WARM COOL STDEV OUT SAMPLE MAXE
     local a=(benchmark --target "$URL" --model smollm2 --processor "$TOK_DIR"
         --data "$(data_spec "$8" "$9")" --rate-type "$2" --random-seed 7
         --output-path "$TMP/run/benchmarks.json" --disable-progress)
-    [ "$3" = - ] || a+=(--rate "$3")
+    # 0.2's concurrent profile calls float.is_integer on the rate: an integer is written as 2.0.
+    case $3 in
+    -) ;;
+    *.*) a+=(--rate "$3") ;;
+    *) a+=(--rate "$3.0") ;;
+    esac
     [ "$4" = - ] || a+=(--max-requests "$4")
     [ "$5" = - ] || a+=(--max-seconds "$5")
     [ "$6" = - ] || a+=(--warmup-percent "$(fraction "$6" "$4")")
@@ -166,6 +207,7 @@ args_0_8() {
     concurrent) profile="$profile,streams=$3" ;;
     constant | poisson) profile="$profile,rate=$3" ;;
     sweep) profile="$profile,sweep_size=$3" ;;
+    throughput) profile="$profile,max_concurrency=$4" ;; # 0.8 requires a cap: all requests at once
     esac
     [ "$6" = - ] || profile="$profile,warmup=$6"
     [ "$7" = - ] || profile="$profile,cooldown=$7"
@@ -193,7 +235,7 @@ run_case() { # run_case VERSION CASE
     local s dest cli
     read -r -a s <<<"$(settings "$2")"
     dest=$OUT/$1/$2
-    start_engine "${s[0]}"
+    start_engine "${s[0]}" "$(shapes_of "$1" "$2")"
     tokenizer_dir
     rm -rf "$TMP/run" && mkdir -p "$TMP/run"
     case $1 in
@@ -212,11 +254,18 @@ run_case() { # run_case VERSION CASE
     printf 'guidellm==%s\nguidellm %s\n' "$1" "${args[*]}" |
         sed -e "s#$URL#http://127.0.0.1:PORT#g" -e "s#$TOK_DIR#TOKENIZER_DIR#g" \
             -e "s#$TMP/run/#./#g" >"$dest/command.txt"
+    [ -z "$(shapes_of "$1" "$2")" ] || echo "engine --reply-shapes $(shapes_of "$1" "$2")" >>"$dest/command.txt"
 }
 
-for v in "${VERSIONS[@]}"; do
-    install "$v"
-    for c in "${CASES[@]}"; do
-        run_case "$v" "$c"
+main() {
+    for v in "${VERSIONS[@]}"; do
+        install "$v"
+        for c in "${CASES[@]}"; do
+            run_case "$v" "$c"
+        done
     done
-done
+}
+
+# One line, so that bash has read all it runs before it starts (an edit of this file while it
+# runs changes nothing).
+main; exit

@@ -67,8 +67,18 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
 
 /// The run's settings (0.8's `config.spec`; before, each benchmark's `args` or `config`).
 fn settings(v: &Value, file: &str, imp: &mut Imported) {
-    let skip = ["target", "tokenizer", "output", "api_routes", "api_key", "environment"];
-    let at = [("/config/spec", "/config/spec"), ("/benchmarks/0/args", "/benchmarks/0/args")];
+    let skip = [
+        "target",
+        "tokenizer",
+        "output",
+        "api_routes",
+        "api_key",
+        "environment",
+    ];
+    let at = [
+        ("/config/spec", "/config/spec"),
+        ("/benchmarks/0/args", "/benchmarks/0/args"),
+    ];
     for (pointer, prefix) in at {
         if let Some(spec) = v.pointer(pointer) {
             super::flatten(spec, prefix, file, &skip, &mut imp.settings);
@@ -78,9 +88,12 @@ fn settings(v: &Value, file: &str, imp: &mut Imported) {
 }
 
 fn model_of(v: &Value) -> Option<String> {
-    ["/config/spec/backend/model", "/benchmarks/0/worker/backend_model"]
-        .iter()
-        .find_map(|p| super::string_at(v, p))
+    [
+        "/config/spec/backend/model",
+        "/benchmarks/0/worker/backend_model",
+    ]
+    .iter()
+    .find_map(|p| super::string_at(v, p))
 }
 
 /// What the file says of its version: the label for `taken`, the name for messages, and whether
@@ -105,10 +118,20 @@ fn family_of(src: &Source, v: &Value) -> Result<(Family, Version), Fatal> {
         return Ok((family, version));
     }
     let first = v.pointer("/benchmarks/0").unwrap_or(&Value::Null);
-    let (family, era, why) = if first.get("run_stats").is_some() || first.get("request_totals").is_some() {
-        (Family::V02, "0.2-0.3", "run_stats and request_totals beside metrics")
+    let (family, era, why) = if first.get("run_stats").is_some()
+        || first.get("request_totals").is_some()
+    {
+        (
+            Family::V02,
+            "0.2-0.3",
+            "run_stats and request_totals beside metrics",
+        )
     } else if first.get("scheduler_metrics").is_some() {
-        (Family::V04, "0.4.0", "scheduler_metrics and metrics.request_totals")
+        (
+            Family::V04,
+            "0.4.0",
+            "scheduler_metrics and metrics.request_totals",
+        )
     } else {
         return Err(fatal(format!("{}: a benchmarks list whose first benchmark has neither run_stats (GuideLLM 0.2-0.3) nor scheduler_metrics (0.4 on), and no metadata.guidellm_version: a layout this reader does not know, so not read as empty", src.shown)));
     };
@@ -272,8 +295,15 @@ fn request(r: &Value, status: &str, index: usize) -> Result<Request, String> {
     }
     let error = ["/info/error", "/error"]
         .iter()
-        .find_map(|p| r.pointer(p).filter(|e| !e.is_null() && e.as_str() != Some("")))
-        .map(|e| e.as_str().map(String::from).unwrap_or_else(|| e.to_string()));
+        .find_map(|p| {
+            r.pointer(p)
+                .filter(|e| !e.is_null() && e.as_str() != Some(""))
+        })
+        .map(|e| {
+            e.as_str()
+                .map(String::from)
+                .unwrap_or_else(|| e.to_string())
+        });
     let prompt = r.get("prompt");
     Ok(Request {
         status: status.to_string(),
@@ -293,6 +323,7 @@ fn request(r: &Value, status: &str, index: usize) -> Result<Request, String> {
             .get("output")
             .and_then(|x| x.as_str())
             .map_or(0, |s| s.chars().count()),
+        has_output: r.get("output").is_some_and(Value::is_string),
     })
 }
 

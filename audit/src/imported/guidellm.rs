@@ -59,6 +59,8 @@ pub struct Request {
     pub error: Option<String>,
     /// Characters of the reply text.
     pub output_chars: usize,
+    /// Whether the reply text is recorded (a string; null where sampling cleared it).
+    pub has_output: bool,
 }
 
 /// One printed distribution: its fields (`mean`, `median`, `percentiles.p50`, ...).
@@ -199,39 +201,124 @@ const REQUEST: Keep = Keep::Window(Event::Start, Event::End);
 /// 0.2-0.3 (`benchmark.py` `from_stats`, row G4).
 const V02_DISTS: &[Dist] = &[
     d("request_latency", "request_latency", Weight::One, Keep::All),
-    d("prompt_token_count", "prompt_tokens", Weight::One, Keep::Prompt),
-    d("output_token_count", "output_tokens", Weight::One, Keep::Tokens(1.0)),
-    d("time_to_first_token_ms", "time_to_first_token_ms", Weight::One, Keep::Tokens(1.0)),
-    d("time_per_output_token_ms", "time_per_output_token_ms", Weight::Tokens, Keep::Tokens(1.0)),
-    d("inter_token_latency_ms", "inter_token_latency_ms", Weight::TokensAfterFirst, Keep::Tokens(2.0)),
+    d(
+        "prompt_token_count",
+        "prompt_tokens",
+        Weight::One,
+        Keep::Prompt,
+    ),
+    d(
+        "output_token_count",
+        "output_tokens",
+        Weight::One,
+        Keep::Tokens(1.0),
+    ),
+    d(
+        "time_to_first_token_ms",
+        "time_to_first_token_ms",
+        Weight::One,
+        Keep::Tokens(1.0),
+    ),
+    d(
+        "time_per_output_token_ms",
+        "time_per_output_token_ms",
+        Weight::Tokens,
+        Keep::Tokens(1.0),
+    ),
+    d(
+        "inter_token_latency_ms",
+        "inter_token_latency_ms",
+        Weight::TokensAfterFirst,
+        Keep::Tokens(2.0),
+    ),
 ];
 
 /// 0.4-0.7.3 (`metrics.py` `GenerativeMetrics.compile`, row G4).
 const V04_DISTS: &[Dist] = &[
     d("request_latency", "request_latency", Weight::One, REQUEST),
-    d("request_streaming_iterations_count", "info.timings.request_iterations", Weight::One, REQUEST),
+    d(
+        "request_streaming_iterations_count",
+        "info.timings.request_iterations",
+        Weight::One,
+        REQUEST,
+    ),
     d("prompt_token_count", "prompt_tokens", Weight::One, REQUEST),
     d("output_token_count", "output_tokens", Weight::One, REQUEST),
     d("total_token_count", "total_tokens", Weight::One, REQUEST),
-    d("time_to_first_token_ms", "time_to_first_token_ms", Weight::One, REQUEST),
-    d("time_to_first_output_token_ms", "time_to_first_output_token_ms", Weight::One, REQUEST),
-    d("time_per_output_token_ms", "time_per_output_token_ms", Weight::Tokens, REQUEST),
-    d("inter_token_latency_ms", "inter_token_latency_ms", Weight::TokensAfterFirst, REQUEST),
+    d(
+        "time_to_first_token_ms",
+        "time_to_first_token_ms",
+        Weight::One,
+        REQUEST,
+    ),
+    d(
+        "time_to_first_output_token_ms",
+        "time_to_first_output_token_ms",
+        Weight::One,
+        REQUEST,
+    ),
+    d(
+        "time_per_output_token_ms",
+        "time_per_output_token_ms",
+        Weight::Tokens,
+        REQUEST,
+    ),
+    d(
+        "inter_token_latency_ms",
+        "inter_token_latency_ms",
+        Weight::TokensAfterFirst,
+        REQUEST,
+    ),
 ];
 
 /// 0.7.4 on (`metrics.py` `GenerativeMetrics.compile`, row G4).
 const V074_DISTS: &[Dist] = &[
     d("request_latency", "request_latency", Weight::One, REQUEST),
-    d("request_streaming_iterations_count", "info.timings.request_iterations", Weight::One, REQUEST),
+    d(
+        "request_streaming_iterations_count",
+        "info.timings.request_iterations",
+        Weight::One,
+        REQUEST,
+    ),
     d("prompt_token_count", "prompt_tokens", Weight::One, REQUEST),
     d("output_token_count", "output_tokens", Weight::One, REQUEST),
     d("total_token_count", "total_tokens", Weight::One, REQUEST),
-    d("time_to_first_token_ms", "time_to_first_token_ms", Weight::One, Keep::Window(Event::Start, Event::FirstToken)),
-    d("time_to_first_output_token_ms", "time_to_first_output_token_ms", Weight::One, Keep::Window(Event::Start, Event::FirstOutputToken)),
-    d("time_to_last_round_trip_ms", "time_to_last_round_trip_ms", Weight::One, REQUEST),
-    d("avg_round_trip_time_ms", "avg_round_trip_time_ms", Weight::One, REQUEST),
-    d("time_per_output_token_ms", "time_per_output_token_ms", Weight::Tokens, REQUEST),
-    d("inter_token_latency_ms", "inter_token_latency_ms", Weight::TokensAfterFirst, Keep::Window(Event::FirstToken, Event::End)),
+    d(
+        "time_to_first_token_ms",
+        "time_to_first_token_ms",
+        Weight::One,
+        Keep::Window(Event::Start, Event::FirstToken),
+    ),
+    d(
+        "time_to_first_output_token_ms",
+        "time_to_first_output_token_ms",
+        Weight::One,
+        Keep::Window(Event::Start, Event::FirstOutputToken),
+    ),
+    d(
+        "time_to_last_round_trip_ms",
+        "time_to_last_round_trip_ms",
+        Weight::One,
+        REQUEST,
+    ),
+    d(
+        "avg_round_trip_time_ms",
+        "avg_round_trip_time_ms",
+        Weight::One,
+        REQUEST,
+    ),
+    d(
+        "time_per_output_token_ms",
+        "time_per_output_token_ms",
+        Weight::Tokens,
+        REQUEST,
+    ),
+    d(
+        "inter_token_latency_ms",
+        "inter_token_latency_ms",
+        Weight::TokensAfterFirst,
+        Keep::Window(Event::FirstToken, Event::End),
+    ),
 ];
 
 impl Family {
@@ -496,10 +583,12 @@ fn distributions(x: &Report, b: &Benchmark, emit: &mut Emit) -> bool {
 
 /// A printed summary of nothing: every field 0, as both families write it.
 fn zeros(count: f64) -> Printed {
-    let mut out: Printed = ["mean", "median", "mode", "variance", "std_dev", "min", "max"]
-        .iter()
-        .map(|k| (k.to_string(), 0.0))
-        .collect();
+    let mut out: Printed = [
+        "mean", "median", "mode", "variance", "std_dev", "min", "max",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), 0.0))
+    .collect();
     out.insert("count".into(), count);
     out.insert("total_sum".into(), 0.0);
     for (name, _) in PERCENTILES {
@@ -514,7 +603,10 @@ fn from_pdf(pdf: &[(f64, f64)], out: &mut Printed) {
     let total: f64 = pdf.iter().map(|(_, w)| w).sum();
     let probs: Vec<(f64, f64)> = pdf.iter().map(|(v, w)| (*v, w / total)).collect();
     let mean = probs.iter().map(|(v, p)| v * p).sum::<f64>();
-    let var = probs.iter().map(|(v, p)| (v - mean).powi(2) * p).sum::<f64>();
+    let var = probs
+        .iter()
+        .map(|(v, p)| (v - mean).powi(2) * p)
+        .sum::<f64>();
     out.insert("mean".into(), mean);
     out.insert("variance".into(), var);
     out.insert("std_dev".into(), var.sqrt());
@@ -640,7 +732,41 @@ fn failed_as_zero(x: &Report, emit: &mut Emit) -> Ran {
     per_benchmark(x, emit, |x, b, emit| {
         empty_successes(x, b, emit);
         failed_in_totals(x, b, emit);
+        unseen_tokens(x, b, emit);
     })
+}
+
+/// Measured requests counted with more output tokens than their reply text has characters: the
+/// count is not the reply's (0.2-0.3 give a reply without usage the request's target, an errored
+/// one included; 0.4-0.5.3 start from the request's target and override it with the server's
+/// usage, so a stream cut by an error keeps the target; an empty reply's usage counts its
+/// end-of-sequence token). They enter output_token_count and the token rates at that count.
+fn unseen_tokens(x: &Report, b: &Benchmark, emit: &mut Emit) {
+    let unseen: Vec<&Request> = b
+        .measured(x.family)
+        .into_iter()
+        .filter(|r| r.has_output && r.value("output_tokens") > r.output_chars as f64)
+        .collect();
+    let Some(first) = unseen.first() else { return };
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &unseen {
+        *by_status.entry(r.status.as_str()).or_default() += 1;
+    }
+    let list: Vec<String> = by_status.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    emit.warning(format!(
+        "benchmark {}: {} requests ({}) are counted with more output tokens than their reply text has characters ({} request {}: {} tokens for {} characters); {} counts the server's usage, else the request's target (docs row G10), not the reply, and puts them into output_token_count at that count",
+        b.index,
+        unseen.len(),
+        list.join(", "),
+        first.status,
+        first.index,
+        first.value("output_tokens"),
+        first.output_chars,
+        x.tool()
+    ))
+    .file(&x.file)
+    .pointer(format!("/benchmarks/{}/requests/{}/{}", b.index, first.status, first.index))
+    .data(json!({"requests": unseen.len()}));
 }
 
 /// What the version does with a success without a first token, or without a reply token.
@@ -653,6 +779,10 @@ fn empty_success_rule(family: Family, first_token: bool) -> &'static str {
     }
 }
 
+/// 0.2-0.3: a success that streamed no token keeps `first_token_time` -1.0 (`aggregator.py`
+/// `first_iter_time or -1.0`), so its TTFT is minus the epoch in ms.
+const NEGATIVE_TTFT: &str = "GuideLLM 0.2-0.3 record a success with no first token at first_token_time -1 (aggregator.py `first_iter_time or -1.0`), and count it with its output tokens (the server's, else the request's target), so this value enters the TTFT distributions, whose mean is then not a time, and a 0 ms TPOT and ITL";
+
 /// A measured successful request with no first token, or no reply token.
 fn empty_successes(x: &Report, b: &Benchmark, emit: &mut Emit) {
     for r in b.measured(x.family) {
@@ -661,16 +791,24 @@ fn empty_successes(x: &Report, b: &Benchmark, emit: &mut Emit) {
         }
         let ttft = r.values.get("time_to_first_token_ms").copied();
         let tokens = r.values.get("output_tokens").copied();
-        let (what, first) = match (ttft, tokens) {
-            (None, _) => ("no first token: it is counted as a success though nothing was streamed", true),
-            (_, None | Some(0.0)) => ("no reply token", false),
+        let (what, rule) = match (ttft, tokens) {
+            (Some(t), _) if t < 0.0 => {
+                (format!("a time_to_first_token_ms of {t} ms"), NEGATIVE_TTFT)
+            }
+            (None, _) => (
+                "no first token: it is counted as a success though nothing was streamed"
+                    .to_string(),
+                empty_success_rule(x.family, true),
+            ),
+            (_, None | Some(0.0)) => (
+                "no reply token".to_string(),
+                empty_success_rule(x.family, false),
+            ),
             _ => continue,
         };
         emit.warning(format!(
-            "benchmark {}: successful request {} has {what}; {} (docs row G5)",
-            b.index,
-            r.index,
-            empty_success_rule(x.family, first)
+            "benchmark {}: successful request {} has {what}; {rule} (docs row G5)",
+            b.index, r.index
         ))
         .file(&x.file)
         .pointer(format!(
@@ -685,7 +823,9 @@ fn empty_successes(x: &Report, b: &Benchmark, emit: &mut Emit) {
 fn failed_in_totals(x: &Report, b: &Benchmark, emit: &mut Emit) {
     for dist in x.family.dists() {
         let printed = b.metrics.get(dist.name);
-        if !printed.is_some_and(|m| m.contains_key("total")) {
+        // A metric no request records (the round trips of a plain HTTP run) is zeros throughout.
+        let recorded = b.requests.iter().any(|r| r.values.contains_key(dist.field));
+        if !recorded || !printed.is_some_and(|m| m.contains_key("total")) {
             continue;
         }
         let zeros = b
@@ -714,8 +854,10 @@ fn token_source(x: &Report, emit: &mut Emit) -> Ran {
 }
 
 fn token_source_of(x: &Report, b: &Benchmark, emit: &mut Emit) {
+    let measured = b.measured(x.family).len();
     let from_chunks = b.requests_where(|r| {
-        r.usage_recorded
+        r.kept(b, x.family.counted())
+            && r.usage_recorded
             && r.usage_output.is_none()
             && r.values.get("output_tokens").is_some_and(|t| *t > 0.0)
     });
@@ -726,7 +868,7 @@ fn token_source_of(x: &Report, b: &Benchmark, emit: &mut Emit) {
         "benchmark {}: {} of {} requests have no usage from the server; {} counted their reply tokens as streamed iterations (one token each assumed, docs row G10)",
         b.index,
         from_chunks.len(),
-        b.requests.len(),
+        measured,
         x.tool()
     ))
     .file(&x.file)
@@ -822,7 +964,10 @@ mod tests {
         assert_eq!(s["percentiles.p90"], 9.0);
         // Nothing left: every field 0, the count kept.
         let s = summarize(&[(7.0, 0.0)]);
-        assert_eq!((s["count"], s["mean"], s["percentiles.p99"]), (0.0, 0.0, 0.0));
+        assert_eq!(
+            (s["count"], s["mean"], s["percentiles.p99"]),
+            (0.0, 0.0, 0.0)
+        );
     }
 
     #[test]
@@ -837,7 +982,45 @@ mod tests {
         // the most frequent.
         let s = summarize_v02(&[(2.0, 1.0), (1.0, 1.0), (2.0, 1.0)]);
         assert_eq!(s["mode"], 1.0);
-        assert_eq!(summarize(&[(2.0, 1.0), (1.0, 1.0), (2.0, 1.0)])["mode"], 2.0);
+        assert_eq!(
+            summarize(&[(2.0, 1.0), (1.0, 1.0), (2.0, 1.0)])["mode"],
+            2.0
+        );
+    }
+
+    /// A request of this span, first token and output tokens.
+    fn req(start: f64, end: f64, first: Option<f64>, tokens: f64) -> Request {
+        Request {
+            status: "successful".into(),
+            start: Some(start),
+            end: Some(end),
+            first_token: first,
+            values: [("output_tokens".to_string(), tokens)].into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_family_takes_the_requests_its_code_takes() {
+        let b = Benchmark {
+            window: Some((10.0, 20.0)),
+            ..Default::default()
+        };
+        let warm = req(5.0, 9.0, Some(6.0), 8.0);
+        let overlapping = req(8.0, 12.0, Some(9.0), 8.0);
+        let no_first_token = req(12.0, 13.0, None, 0.0);
+        // 0.4 on: a request overlapping the window counts; one wholly before it does not.
+        assert!(!warm.kept(&b, REQUEST) && overlapping.kept(&b, REQUEST));
+        assert!(no_first_token.kept(&b, REQUEST));
+        // 0.7.4 on: TTFT windows by the first token: before the window, or none, is left out.
+        let ttft = Keep::Window(Event::Start, Event::FirstToken);
+        assert!(!overlapping.kept(&b, ttft) && !no_first_token.kept(&b, ttft));
+        // ITL from the first token to the end: no first token starts at the end.
+        let itl = Keep::Window(Event::FirstToken, Event::End);
+        assert!(overlapping.kept(&b, itl) && no_first_token.kept(&b, itl));
+        // 0.2-0.3: the lists are what counts; TTFT needs one output token, ITL two.
+        assert!(warm.kept(&b, Keep::All) && !no_first_token.kept(&b, Keep::Tokens(1.0)));
+        assert!(!req(0.0, 1.0, None, 1.0).kept(&b, Keep::Tokens(2.0)));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The rows of [`crate::imported::guidellm`].
 
 use super::{case, check_cases, lowered, quiet, Case};
-use crate::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
+use crate::imported::guidellm::{Benchmark, Family, Printed, Report, Request, CHECKS};
 use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
 use crate::imported::{PERCENTILE_FEW_SAMPLES, RECORDS_MISSING};
 use crate::report::Severity;
@@ -119,6 +119,31 @@ pub(super) const CASES: &[Case<Report>] = &[
         bench(x).requests[2].values.remove("request_latency");
     })
     .saying("counted as 0 in the total request_latency"),
+    // A warm-up request listed outside the measured window (0.4 on): named at info, not hidden.
+    lowered(FAILED_HIDDEN.id, Severity::Info, clean, |x| {
+        let b = bench(x);
+        b.window = Some((10.0, 20.0));
+        for (i, r) in b.requests.iter_mut().enumerate() {
+            (r.start, r.end) = (Some(11.0 + i as f64), Some(12.0 + i as f64));
+        }
+        let mut warm = errored(2);
+        (warm.start, warm.end) = (Some(8.0), Some(9.0));
+        b.requests.push(warm);
+    })
+    .saying("outside its measured window"),
+    // A refused request counted with the request's target of output tokens and no text.
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, with_errored, |x| {
+        let r = &mut bench(x).requests[2];
+        (r.has_output, r.output_chars) = (true, 0);
+    })
+    .saying("more output tokens than their reply text has characters"),
+    // 0.2-0.3: a success with no first token at first_token_time -1, a TTFT of minus the epoch.
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
+        x.family = Family::V02;
+        let r = &mut bench(x).requests[0];
+        r.values.insert("time_to_first_token_ms".into(), -1.7e15);
+    })
+    .saying("first_token_time -1"),
     // No usage from the server: reply tokens counted as streamed iterations.
     case(speed::TOKEN_SOURCE.id, clean, |x| {
         bench(x).requests[0].usage_output = None
