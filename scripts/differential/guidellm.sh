@@ -34,7 +34,8 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 CACHE=${RIGAUDIT_CACHE:-$HOME/.cache/rigaudit}
 TOOLS=$CACHE/differential-tools
-OUT=$ROOT/fixtures/differential/guidellm
+# Where the files go (benches/differential/guidellm.sh writes a wider matrix elsewhere).
+OUT=${GUIDELLM_DIFFERENTIAL_OUT:-$ROOT/fixtures/differential/guidellm}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 NO_COLOR=1
 
 # The versions of pins.toml's [guidellm] section (versions = [...]).
