@@ -981,11 +981,12 @@ const GUIDELLM_CASES: &[Case] = &[
         format: "guidellm",
         run: "failures",
         edit: unchanged,
-        code: Some(1),
+        // Warnings only: each figure is what GuideLLM 0.8.1 computed (docs/formats/guidellm.md).
+        code: Some(0),
         expect: &[
             one("import.failed-requests").says(&["1 of 12 requests errored", "400 Bad Request"]),
             none("speed.recompute-mismatch"),
-            found("import.failed-as-zero", 2)
+            found("import.failed-as-zero", 4)
                 .says(&["counted as 0 in the total request_latency distribution"])
                 .severity("warning"),
         ],
@@ -1025,7 +1026,7 @@ const GUIDELLM_CASES: &[Case] = &[
             c.set(REPORT, &format!("{at}3/output_tokens"), json!(0));
             c.set(
                 REPORT,
-                &format!("{at}5/output_metrics/text_tokens"),
+                &format!("{at}5/output_metrics/total_tokens"),
                 Value::Null,
             );
         },
@@ -1038,6 +1039,41 @@ const GUIDELLM_CASES: &[Case] = &[
         ],
     },
 ];
+
+/// The edit of the GuideLLM case below: the measured window starts after request 0 ended.
+fn window_after_the_first_request(c: &Files) {
+    let text = std::fs::read_to_string(c.file(REPORT)).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let end = v
+        .pointer("/benchmarks/0/requests/successful/0/request_end_time")
+        .and_then(Value::as_f64)
+        .unwrap();
+    let at = "/benchmarks/0/scheduler_metrics/measure_start_time";
+    c.set(REPORT, at, json!(end + 1e-3));
+}
+
+const GUIDELLM_WINDOW_CASES: &[Case] = &[Case {
+    what: "a measured window that leaves the first request out while the figures still count it",
+    format: "guidellm",
+    run: "clean",
+    edit: window_after_the_first_request,
+    code: Some(1),
+    // GuideLLM 0.4 on count only the requests that overlap the window (docs row G2): the listed
+    // request outside is named, not hidden, and the totals that still count it are one more than
+    // the window's requests the file lists.
+    expect: &[
+        one("import.failed-hidden")
+            .says(&["lie outside its measured window"])
+            .severity("info"),
+        one("import.records-missing").says(&["11 of 12 successful"]),
+        none("speed.recompute-mismatch"),
+    ],
+}];
+
+#[test]
+fn guidellm_window_cases() {
+    run_cases(GUIDELLM_WINDOW_CASES);
+}
 
 #[test]
 fn guidellm_cases() {

@@ -1,7 +1,7 @@
 //! The rows of [`crate::imported::guidellm`].
 
 use super::{case, check_cases, lowered, quiet, Case};
-use crate::imported::guidellm::{Benchmark, Printed, Report, Request, CHECKS};
+use crate::imported::guidellm::{Benchmark, Family, Printed, Report, Request, CHECKS};
 use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, NOT_RECOMPUTABLE};
 use crate::imported::{PERCENTILE_FEW_SAMPLES, RECORDS_MISSING};
 use crate::report::Severity;
@@ -38,13 +38,15 @@ fn clean() -> Report {
     let totals = [("successful", 2.0), ("incomplete", 0.0), ("errored", 0.0)];
     Report {
         file: "benchmarks.json".into(),
+        version: "GuideLLM 0.8.1".into(),
         benchmarks: vec![Benchmark {
             index: 0,
-            stripped: false,
             totals: totals.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             metrics: [("request_latency".to_string(), latency.into_iter().collect())].into(),
             requests: vec![request(0, 1.0), request(1, 2.0)],
+            ..Default::default()
         }],
+        ..Default::default()
     }
 }
 
@@ -83,13 +85,13 @@ pub(super) const CASES: &[Case<Report>] = &[
     case(FAILED_HIDDEN.id, clean, |x| {
         bench(x).requests.push(errored(2))
     }),
-    // Fewer requests listed than counted, by sampling (request_samples).
+    // Fewer requests listed than counted, by sampling (config.sample_size).
     case(NOT_RECOMPUTABLE.id, clean, |x| {
+        bench(x).sampling = Some("config.sample_size 2".into());
         bench(x).totals.insert("successful".into(), 3.0);
     }),
     // Fewer listed than counted though no sampling was asked.
     case(RECORDS_MISSING.id, clean, |x| {
-        bench(x).stripped = true;
         bench(x).totals.insert("successful".into(), 3.0);
     }),
     case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
@@ -101,12 +103,12 @@ pub(super) const CASES: &[Case<Report>] = &[
         bench(x).totals.insert("errored".into(), 1.0);
     }),
     // A success that never got a first token.
-    case(FAILED_AS_ZERO.id, clean, |x| {
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
         bench(x).requests[0].values.remove("time_to_first_token_ms");
     })
     .saying("no first token"),
     // A success of zero reply tokens.
-    case(FAILED_AS_ZERO.id, clean, |x| {
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
         bench(x).requests[0]
             .values
             .insert("output_tokens".into(), 0.0);
@@ -117,11 +119,37 @@ pub(super) const CASES: &[Case<Report>] = &[
         bench(x).requests[2].values.remove("request_latency");
     })
     .saying("counted as 0 in the total request_latency"),
+    // A warm-up request listed outside the measured window (0.4 on): named at info, not hidden.
+    lowered(FAILED_HIDDEN.id, Severity::Info, clean, |x| {
+        let b = bench(x);
+        b.window = Some((10.0, 20.0));
+        for (i, r) in b.requests.iter_mut().enumerate() {
+            (r.start, r.end) = (Some(11.0 + i as f64), Some(12.0 + i as f64));
+        }
+        let mut warm = errored(2);
+        (warm.start, warm.end) = (Some(8.0), Some(9.0));
+        b.requests.push(warm);
+    })
+    .saying("outside its measured window"),
+    // A refused request counted with the request's target of output tokens and no text.
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, with_errored, |x| {
+        let r = &mut bench(x).requests[2];
+        (r.has_output, r.output_chars) = (true, 0);
+    })
+    .saying("more output tokens than their reply text has characters"),
+    // 0.2-0.3: a success with no first token at first_token_time -1, a TTFT of minus the epoch.
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
+        x.family = Family::V02;
+        let r = &mut bench(x).requests[0];
+        r.values.insert("time_to_first_token_ms".into(), -1.7e15);
+    })
+    .saying("first_token_time -1"),
     // No usage from the server: reply tokens counted as streamed iterations.
     case(speed::TOKEN_SOURCE.id, clean, |x| {
         bench(x).requests[0].usage_output = None
     }),
-    case(speed::CACHED_TOKENS.id, clean, |x| {
+    // Cached prompt tokens: named, as a warning (the figures are what GuideLLM computed).
+    lowered(speed::CACHED_TOKENS.id, Severity::Warning, clean, |x| {
         bench(x).requests[0].cached = Some(3.0)
     }),
     // A p99 of two requests' latency: the larger one in disguise.
