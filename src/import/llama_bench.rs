@@ -9,6 +9,7 @@
 //! - aggregates: every timed repetition (`-r`), after one untimed warm-up; sample standard
 //!   deviation.
 
+use super::llama_bench_text::{self as text_out, Layout};
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample, Series};
@@ -27,16 +28,22 @@ const MEASURED: &[&str] = &[
     "model_filename",
 ];
 
-/// Whether a source is llama-bench's JSON or JSON Lines output (by content).
+/// Whether a source is llama-bench's output (by content): JSON or JSON Lines with samples, or the
+/// CSV, SQL or Markdown it prints.
 pub fn looks_like(s: &Source) -> bool {
-    super::holds(&s.bytes, "\"samples_ns\"") && super::holds(&s.bytes, "\"n_prompt\"")
+    (super::holds(&s.bytes, "\"samples_ns\"") && super::holds(&s.bytes, "\"n_prompt\""))
+        || (s.bytes.len() < 64 << 20
+            && std::str::from_utf8(&s.bytes)
+                .ok()
+                .and_then(text_out::text_layout)
+                .is_some())
 }
 
 /// Reads the file (one; more are refused) and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let i = super::take(sources, looks_like, "results", "not llama-bench output (expected the JSON of `llama-bench -o json` or `-o jsonl`: tests with samples_ns and n_prompt)")?;
+    let i = super::take(sources, looks_like, "results", "not llama-bench output (expected what `llama-bench -o json`, `jsonl`, `csv`, `sql` or `md` prints: tests with n_prompt and their timings)")?;
     let src = &sources[i];
-    let (values, truncated) = values(src)?;
+    let (values, truncated, layout) = values(src)?;
     let mut tests = Vec::new();
     for (at, v) in &values {
         tests.push(test(v, at).map_err(|w| fatal(format!("{}: {at}: {w}", src.shown)))?);
@@ -48,9 +55,18 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         file: src.name.clone(),
         tests,
         truncated,
+        layout: layout.option().to_string(),
     };
     let first = values.first().map(|(_, v)| v);
-    let text = |k: &str| first.and_then(|v| v.get(k)).map(as_text);
+    let built = (layout == Layout::Markdown)
+        .then(|| src.text().ok().and_then(text_out::md_build))
+        .flatten();
+    let text = |k: &str| {
+        first.and_then(|v| v.get(k)).map(as_text).or_else(|| {
+            let (commit, number) = built.clone()?;
+            Some(if k == "build_number" { number } else { commit })
+        })
+    };
     let mut imp = Imported {
         tool_version: first.map(|_| {
             format!(
@@ -62,7 +78,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         model: model(first),
         ..Default::default()
     };
-    notes(&bench, &mut imp);
+    notes(&bench, layout, &mut imp);
     imp.note_unread(sources, "one llama-bench file is read at a time; not read");
     imp.found = rigaudit_audit::imported::run(CHECKS, &bench);
     for (at, v) in &values {
@@ -95,18 +111,30 @@ fn model(first: Option<&Value>) -> Option<String> {
     })
 }
 
-fn notes(b: &Bench, imp: &mut Imported) {
+fn notes(b: &Bench, layout: Layout, imp: &mut Imported) {
     let reps: Vec<String> = b
         .tests
         .iter()
         .map(|t| format!("{} x{}", t.name(), t.samples_ns.len()))
         .collect();
-    imp.taken.push(format!(
-        "{} tests of {} ({}): each repetition's ns and tokens/s, the printed means and standard deviations, and the settings each test records",
-        b.tests.len(),
-        b.file,
-        reps.join(", ")
-    ));
+    if matches!(layout, Layout::Json | Layout::Jsonl) {
+        imp.taken.push(format!(
+            "{} tests of {} ({}): each repetition's ns and tokens/s, the printed means and standard deviations, and the settings each test records",
+            b.tests.len(),
+            b.file,
+            reps.join(", ")
+        ));
+    } else {
+        let names: Vec<String> = b.tests.iter().map(Test::name).collect();
+        imp.taken.push(format!(
+            "{} tests of {} (llama-bench {}: {}): the printed means and standard deviations and the settings each test records",
+            b.tests.len(),
+            b.file,
+            layout.option(),
+            names.join(", ")
+        ));
+        imp.not_taken.push(format!("each repetition's time: llama-bench {} prints only the means and standard deviations, so no figure can be recomputed (`-o json` or `-o jsonl` print the samples)", layout.option()));
+    }
     imp.not_taken.push("a served request's figures: llama-bench times batches inside one process (no HTTP, no TTFT, no queue); a pp figure is prompt tokens per second, a tg figure generated tokens per second".into());
     imp.not_taken
         .push("the warm-up run and model load: llama-bench does not time them".into());
@@ -138,13 +166,23 @@ fn series(b: &Bench) -> Vec<Series> {
     out
 }
 
-/// The file's test objects with where each is (`/0` or `line 3`), and whether a JSON array
-/// ends unclosed.
-fn values(src: &Source) -> Result<(Vec<(String, Value)>, bool), Fatal> {
+/// The file's test objects with where each is (`/0` or `line 3`), whether a JSON array ends
+/// unclosed, and which output it is.
+fn values(src: &Source) -> Result<(Vec<(String, Value)>, bool, Layout), Fatal> {
     let text = src.text()?;
+    if let Some(layout) = text_out::text_layout(text) {
+        let tests = text_out::tests(text, layout).map_err(|e| {
+            fatal(format!(
+                "{}: llama-bench {}: {e}",
+                src.shown,
+                layout.option()
+            ))
+        })?;
+        return Ok((tests, false, layout));
+    }
     if !text.trim_start().starts_with('[') {
         let lines = super::json_lines(src, |v, n| Ok((format!("line {n}"), v.clone())))?;
-        return Ok((lines, false));
+        return Ok((lines, false, Layout::Jsonl));
     }
     match super::json_of(src) {
         Ok(Value::Array(a)) => Ok((
@@ -153,13 +191,14 @@ fn values(src: &Source) -> Result<(Vec<(String, Value)>, bool), Fatal> {
                 .map(|(i, v)| (format!("/{i}"), v))
                 .collect(),
             false,
+            Layout::Json,
         )),
         Ok(_) => Err(fatal(format!(
             "{}: expected a JSON array of tests at the top",
             src.shown
         ))),
         Err(e) => match unclosed(text) {
-            Some(v) => Ok((v, true)),
+            Some(v) => Ok((v, true, Layout::Json)),
             None => Err(e),
         },
     }
@@ -198,10 +237,14 @@ fn test(v: &Value, at: &str) -> Result<Test, String> {
                 .ok_or_else(|| format!("at /{k}: expected a whole number, found {x}")),
         }
     };
-    let list_u = v
-        .get("samples_ns")
-        .and_then(|x| x.as_array())
-        .ok_or("expected 'samples_ns', a list of nanoseconds")?;
+    let list_u = match v.get("samples_ns") {
+        Some(x) => x
+            .as_array()
+            .ok_or("at /samples_ns: expected a list of nanoseconds")?
+            .clone(),
+        None if v.get("avg_ts").is_some() => Vec::new(),
+        None => return Err("expected 'samples_ns', a list of nanoseconds".into()),
+    };
     let samples_ns = list_u
         .iter()
         .map(|x| x.as_u64())

@@ -76,6 +76,10 @@ pub(super) fn response(v: &Value, line: usize) -> Result<(Response, Value), Stri
         text,
         prompt_tokens,
         reply_tokens,
+        pre_slot: obj.contains_key("generation_settings")
+            && !obj.contains_key("slot_id")
+            && !obj.contains_key("id_slot"),
+        truncated: obj.get("truncated") == Some(&Value::Bool(true)),
         ..Default::default()
     };
     Ok((r, v.clone()))

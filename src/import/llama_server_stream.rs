@@ -218,6 +218,8 @@ fn finished(src: &Source, v: &Value, t: &Timed, r: &mut Response) -> Result<(), 
         .map_err(|w| fatal(format!("{}: line {line}: {w}", src.shown)))?;
     r.line = line;
     r.timings = whole.timings;
+    r.pre_slot = whole.pre_slot;
+    r.truncated = whole.truncated;
     r.ended_on_eos = v.get("stop_type").and_then(Value::as_str) == Some("eos")
         || t.finish_reason.as_deref() == Some("stop");
     r.prompt_tokens = whole

@@ -13,6 +13,7 @@ pub mod aiperf;
 pub mod diff;
 pub mod guidellm;
 pub mod llama_bench;
+mod llama_bench_text;
 pub mod llama_server;
 mod llama_server_body;
 pub mod llama_server_stream;

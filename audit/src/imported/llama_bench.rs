@@ -18,7 +18,10 @@
 //! A test that fails (a context that cannot be made, a model that does not load) ends the run:
 //! with `-o json` the array is left unclosed after the tests that ran.
 
-use super::{compare, record, row, std_sample, Row, EDITED_OUTPUT, RUN_INCOMPLETE};
+use super::{
+    compare, not_checked, record, row, std_sample, Row, EDITED_OUTPUT, IMPOSSIBLE_AGGREGATE,
+    NOT_RECOMPUTABLE, RUN_INCOMPLETE,
+};
 use crate::check::{Emit, Ran};
 use crate::speed;
 use serde_json::json;
@@ -182,12 +185,16 @@ pub struct Bench {
     pub tests: Vec<Test>,
     /// Whether a `-o json` array ends unclosed (the run stopped).
     pub truncated: bool,
+    /// The output it is, as the option that writes it (`-o json`, `-o csv`, ...).
+    pub layout: String,
 }
 
 /// Every llama-bench check, in the order they run.
 pub const CHECKS: &[Row<Bench>] = &[
     row(RUN_INCOMPLETE, stopped),
     row(speed::RECOMPUTE_MISMATCH.about(), recompute),
+    row(IMPOSSIBLE_AGGREGATE, mean_of_rates),
+    row(NOT_RECOMPUTABLE, not_recomputable),
     row(EDITED_OUTPUT, edited_output),
 ];
 
@@ -240,14 +247,64 @@ fn edited_output(b: &Bench, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `speed.recompute-mismatch`: per test, each repetition's tokens/s, the means and spreads.
+/// `speed.recompute-mismatch`: per test with its samples, each repetition's tokens/s, the means
+/// and spreads (docs/formats/llama-bench.md rows B4-B7). Runs when some test has samples.
 fn recompute(b: &Bench, emit: &mut Emit) -> Ran {
-    for t in &b.tests {
+    let mut ran = false;
+    for t in b.tests.iter().filter(|t| !t.samples_ns.is_empty()) {
+        ran = true;
         samples_ts(b, t, emit);
         means(b, t, emit);
         stddev_ns(b, t, emit);
     }
-    (!b.tests.is_empty()).then_some(())
+    ran.then_some(())
+}
+
+/// `import.impossible-aggregate` (row B6): llama-bench's `avg_ts` is the mean of each
+/// repetition's `1e9 * N / ns`, never below `1e9 * N` over the mean time (the arithmetic mean of
+/// rates is at least the rate of the mean), and `avg_ns` is that mean time rounded down; a file
+/// printing both against this bound is not one run's. For outputs without samples (CSV, SQL).
+fn mean_of_rates(b: &Bench, emit: &mut Emit) -> Ran {
+    let mut ran = false;
+    for t in b.tests.iter().filter(|t| t.samples_ns.is_empty()) {
+        let (Some(avg_ns), Some(avg_ts)) = (t.avg_ns, t.avg_ts) else {
+            continue;
+        };
+        ran = true;
+        let tokens = (t.n_prompt + t.n_gen) as f64;
+        let floor = 1e9 * tokens / (avg_ns as f64 + 1.0);
+        if avg_ts + 5e-7 >= floor * (1.0 - 1e-9) {
+            continue;
+        }
+        emit.finding(format!(
+            "{}: avg_ts {avg_ts} is below {floor:.6}, the rate of its mean time avg_ns {avg_ns} over {tokens} tokens: llama-bench's avg_ts is the mean of the repetitions' rates, which is never below that",
+            t.name()
+        ))
+        .at(&b.file, t.pointer("avg_ts"))
+        .data(json!({"avg_ts": avg_ts, "avg_ns": avg_ns, "bound": floor}));
+    }
+    ran.then_some(())
+}
+
+/// `import.not-recomputable` (rows B8-B10): the figures of tests printed without their samples
+/// (CSV, SQL and Markdown outputs), shown and not checked.
+fn not_recomputable(b: &Bench, emit: &mut Emit) -> Ran {
+    let names: Vec<String> = b
+        .tests
+        .iter()
+        .filter(|t| t.samples_ns.is_empty())
+        .map(|t| format!("{} ({})", t.name(), t.at))
+        .collect();
+    let what = if b.layout == "-o md" {
+        "tests' t/s (avg_ts ± stddev_ts at two decimals)"
+    } else {
+        "tests' avg_ns, stddev_ns, avg_ts and stddev_ts"
+    };
+    let why = format!(
+        "llama-bench {} does not print the repetitions' samples they are computed from",
+        b.layout
+    );
+    not_checked(emit, (&b.file, "tests"), (what, &why), &names)
 }
 
 /// `import.run-incomplete`: a `-o json` array left unclosed: llama-bench stopped at a failed test.
@@ -280,8 +337,24 @@ fn samples_ts(b: &Bench, t: &Test, emit: &mut Emit) {
     for (i, (exact, shown)) in t.ts().iter().zip(&t.samples_ts).enumerate() {
         let key = format!("llama-bench.{}.samples_ts.{i}", t.name());
         let at = t.pointer(&format!("samples_ts/{i}"));
-        compare(emit, (&b.file, &at), &key, *exact, *shown);
+        if six_digits(*exact, *shown) {
+            record(emit, &key, *exact, *shown);
+        } else {
+            compare(emit, (&b.file, &at), &key, *exact, *shown);
+        }
     }
+}
+
+/// Whether `shown` is `exact` as a C++ stream prints a double by default (six significant
+/// digits: `2410.97`, `123457`, `1.23457e+06`), which is how every llama-bench version writes
+/// `samples_ts` (row B5): a rate of 100000 tokens/s or more is printed without decimals.
+pub fn six_digits(exact: f64, shown: f64) -> bool {
+    if exact == 0.0 || !exact.is_finite() {
+        return exact == shown;
+    }
+    let magnitude = exact.abs().log10().floor() as i32;
+    let half = 0.5 * 10f64.powi(magnitude - 5);
+    (exact - shown).abs() <= half * (1.0 + 1e-9)
 }
 
 /// `avg_ns` (llama-bench's integer mean), `avg_ts` and `stddev_ts` (mean and sample standard

@@ -67,6 +67,12 @@ pub struct Response {
     pub prompt_tokens: Option<(f64, &'static str)>,
     /// The reply tokens it states (`tokens_predicted`, or `usage.completion_tokens`).
     pub reply_tokens: Option<(f64, &'static str)>,
+    /// Whether it is from llama.cpp's server before its slots (2023, up to about b1400: a
+    /// `/completion` body with `generation_settings` and no `slot_id`/`id_slot`), whose timings
+    /// are `llama_get_timings`' counters (docs/formats/llama-server.md row S2).
+    pub pre_slot: bool,
+    /// `truncated`: the server cut the prompt to fit its window (row S8).
+    pub truncated: bool,
 }
 
 /// The saved responses as the checks read them.
@@ -109,15 +115,50 @@ fn recompute(x: &Responses, emit: &mut Emit) -> Ran {
 }
 
 /// `speed.token-source`: each timed response's stated counts against its timings, and a
-/// stream's chunks of text against `predicted_n`.
+/// stream's chunks of text against the tokens it generated (rows S3, S4, S7); the pre-slot
+/// server's counters once for the file (row S2).
 fn token_source(x: &Responses, emit: &mut Emit) -> Ran {
     let mut ran = false;
+    let (mut counters, mut files) = (Vec::new(), Vec::new());
     for (r, t) in x.timed() {
         ran = true;
-        token_counts(&x.file, r, t, emit);
+        if r.pre_slot {
+            let said = pre_slot_counts(r, t);
+            if said.is_some() && !files.contains(&file_of(&x.file, r)) {
+                files.push(file_of(&x.file, r));
+            }
+            counters.extend(said);
+        } else {
+            token_counts(&x.file, r, t, emit);
+        }
         chunks(&x.file, r, t, emit);
     }
+    if let Some(first) = counters.first() {
+        emit.finding(format!(
+            "llama.cpp's server before its slots (2023: no id_slot in its responses) prints llama_get_timings' counters, not the request's tokens: prompt_n is the prompt tokens decoded in batches and predicted_n the tokens decoded one at a time (the sampled tokens fed back, not the first, and a prompt token decoded alone), each at least 1; in {} of {} responses they differ from the tokens it states ({first}), so a rate over the stated counts is not the server's",
+            counters.len(),
+            x.timed().count()
+        ))
+        .file(files.join(", "))
+        .data(json!({"responses": counters}));
+    }
     ran.then_some(())
+}
+
+/// A pre-slot response's stated counts against its counters, when they differ (row S2).
+fn pre_slot_counts(r: &Response, t: &Timings) -> Option<String> {
+    let pairs = [
+        (r.prompt_tokens, t.get("prompt_n"), "prompt_n"),
+        (r.reply_tokens, t.get("predicted_n"), "predicted_n"),
+    ];
+    let diff: Vec<String> = pairs
+        .iter()
+        .filter_map(|(stated, timed, k)| {
+            let ((n, field), c) = ((*stated)?, (*timed)?);
+            (n != c).then(|| format!("{field} {n}, {k} {c}"))
+        })
+        .collect();
+    (!diff.is_empty()).then(|| format!("{}: {}", named(r), diff.join(", ")))
 }
 
 fn at(line: usize, field: &str) -> String {
@@ -201,8 +242,11 @@ fn predicted_rates(file: &str, r: &Response, t: &Timings, emit: &mut Emit) -> bo
 
 /// The prompt and reply tokens a response states beside its timings (`tokens_evaluated`/
 /// `usage.prompt_tokens` = prompt_n + cache_n, `tokens_predicted`/`usage.completion_tokens` =
-/// predicted_n); a figure over one count is not over the other.
+/// predicted_n); a figure over one count is not over the other. A server without `cache_n`
+/// (before about b6000) counts in prompt_n only the tokens it computed, the cached rest being in
+/// the stated count alone (row S3): only a stated count below prompt_n is wrong there.
 fn token_counts(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
+    let has_cache_n = t.get("cache_n").is_some();
     let prompt = t
         .get("prompt_n")
         .map(|p| p + t.get("cache_n").unwrap_or(0.0));
@@ -210,11 +254,12 @@ fn token_counts(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
         (r.prompt_tokens, prompt, "prompt_n + cache_n"),
         (r.reply_tokens, t.get("predicted_n"), "predicted_n"),
     ];
-    for (stated, timed, what) in pairs {
+    for (i, (stated, timed, what)) in pairs.into_iter().enumerate() {
         let (Some((stated, field)), Some(timed)) = (stated, timed) else {
             continue;
         };
-        if stated != timed {
+        let cached_rest = i == 0 && !has_cache_n && stated > timed;
+        if stated != timed && !cached_rest {
             emit.finding(
                 format!("{}: {field} is {stated} but the timings count {timed} ({what}): a rate over one is not over the other", named(r)),
             )
@@ -224,25 +269,36 @@ fn token_counts(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
     }
 }
 
-/// `speed.cached-tokens`: responses whose prompt was partly taken from the slot's cache
-/// (`cache_n` > 0): their `prompt_ms` is not the whole prompt's prefill, and a prefill figure
-/// over `prompt_n + cache_n` counts tokens that were not computed.
+/// `speed.cached-tokens`, as a warning (row S3): responses whose prompt was partly taken from
+/// the slot's cache: llama-server counts in `prompt_n`, `prompt_ms` and `prompt_per_second` only
+/// the tokens it computed, so its figures are right for those, and are no prefill of the whole
+/// prompt. The cached tokens are `cache_n` (b6000 on), or, before it, the stated prompt tokens
+/// beyond `prompt_n`.
 fn cached(x: &Responses, emit: &mut Emit) -> Ran {
     let file = x.file.as_str();
-    for (r, t) in x.timed() {
-        let cached = t.get("cache_n").unwrap_or(0.0);
+    for (r, t) in x.timed().filter(|(r, _)| !r.pre_slot) {
+        let computed = t.get("prompt_n").unwrap_or(0.0);
+        let (cached, field) = match (t.get("cache_n"), r.prompt_tokens) {
+            (Some(c), _) => (c, "cache_n"),
+            (None, Some((stated, k))) if stated > computed => (stated - computed, k),
+            _ => continue,
+        };
         if cached <= 0.0 {
             continue;
         }
-        let computed = t.get("prompt_n").unwrap_or(0.0);
-        emit.finding(format!(
-            "{}: {cached} of the prompt's {} tokens came from the cache (cache_n), {computed} were computed: its prompt_ms and prompt_per_second are not a prefill of the prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
+        let how = if field == "cache_n" {
+            "cache_n".to_string()
+        } else {
+            format!("{field} less prompt_n: this server prints no cache_n")
+        };
+        emit.warning(format!(
+            "{}: {cached} of the prompt's {} tokens came from the slot's cache ({how}); llama-server counts only the {computed} it computed in prompt_n, prompt_ms and prompt_per_second, so they are no prefill of the whole prompt, and a prefill figure over all {} tokens counts {cached} that were not computed",
             named(r),
             cached + computed,
             cached + computed
         ))
-        .at(file_of(file, r), at(r.line, "cache_n"))
-        .data(json!({"cache_n": cached, "prompt_n": computed}));
+        .at(file_of(file, r), at(r.line, if field == "cache_n" { "cache_n" } else { "prompt_n" }))
+        .data(json!({"cached": cached, "prompt_n": computed, "from": field}));
     }
     Some(())
 }
@@ -250,6 +306,7 @@ fn cached(x: &Responses, emit: &mut Emit) -> Ran {
 /// `import.failed-requests`: responses that are errors (a refused request, or a stream that ended
 /// on an `error` event, perhaps after some text): no timings, no finished reply.
 fn failed(x: &Responses, emit: &mut Emit) -> Ran {
+    truncated(x, emit);
     let (file, responses) = (x.file.as_str(), &x.responses);
     let failed: Vec<&Response> = responses.iter().filter(|r| r.error.is_some()).collect();
     if failed.is_empty() {
@@ -284,46 +341,75 @@ fn failed(x: &Responses, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `import.failed-as-zero` (as a warning): a response with timings but no reply text or no
-/// decode step (one token or none): its generation rate is 0 or undefined, not a speed, and an
-/// average over responses that keeps it is pulled down by a request that generated nothing.
+/// Responses whose prompt the server cut to fit its window (`truncated`, row S8): the pre-slot
+/// server and slot servers before about b4000 kept the first `n_keep` tokens and the end of the
+/// prompt instead of refusing it, and `tokens_evaluated` still counts the whole prompt.
+fn truncated(x: &Responses, emit: &mut Emit) {
+    for r in x.responses.iter().filter(|r| r.truncated) {
+        let stated = r.prompt_tokens.map_or("?".into(), |(n, _)| n.to_string());
+        emit.finding(format!(
+            "{}: the server truncated the prompt (truncated: true) to fit its window instead of refusing it: the reply answers a prompt cut from {stated} tokens, not the one sent",
+            named(r)
+        ))
+        .at(file_of(&x.file, r), format!("line {}", r.line));
+    }
+}
+
+/// `import.failed-as-zero` (as a warning, row S6): a response with timings but no reply text or no
+/// decode step (one token or none): llama-server's generation rate is then no speed (b7000 on:
+/// over `predicted_n - 1` steps, printed 0; before: `predicted_n` over the time from the first
+/// token to the end, which holds no decode; the pre-slot server: at least one counted eval), and
+/// an average over responses that keeps it is pulled by a request that generated nothing.
 fn empty(x: &Responses, emit: &mut Emit) -> Ran {
     let file = x.file.as_str();
     for (r, t) in x.timed().filter(|(r, _)| r.error.is_none()) {
         let n = t.get("predicted_n").unwrap_or(0.0);
+        let tokens = r.reply_tokens.map_or(n, |(k, _)| k);
         let empty = r.text.as_deref().is_some_and(|x| x.trim().is_empty());
-        if !empty && n > 1.0 {
+        if !empty && tokens > 1.0 {
             continue;
         }
+        let rate = t
+            .get("predicted_per_second")
+            .map_or("null".to_string(), |v| v.to_string());
         emit.warning(format!(
-            "{}: {} ({n} token{}): its predicted_per_second ({}) is no generation speed; an average over the responses must leave it out",
+            "{}: {} ({tokens} token{}): llama-server's predicted_per_second ({rate}) is then no generation speed (there is no decode step to time), and an average over the responses must leave it out",
             named(r),
             if empty { "an empty reply" } else { "no decode step" },
-            if n == 1.0 { "" } else { "s" },
-            t.get("predicted_per_second").unwrap_or(0.0)
+            if tokens == 1.0 { "" } else { "s" },
         ))
         .at(file_of(file, r), at(r.line, "predicted_n"));
     }
     Some(())
 }
 
-/// Streams only: the chunks that carried text against `predicted_n`. A tool that counts chunks
-/// as tokens counts the chunks; the server counts its end-of-generation token (which sends no
-/// text) and sends a token cut inside a character with the next one.
+/// Streams only (row S7): the chunks that carried text against the tokens the server generated
+/// (the stated reply tokens, else `predicted_n`). llama-server sends a token whose text ends inside
+/// a UTF-8 character with the next one and its end-of-generation token with none, so a stream may
+/// carry fewer chunks than tokens by up to those; more chunks, or fewer beyond them, are named (a
+/// tool that counts chunks as tokens counts another number).
 fn chunks(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
-    let (Some(chunks), Some(n)) = (r.chunks, t.get("predicted_n")) else {
+    let tokens = r.reply_tokens.map(|(n, _)| n).or(t.get("predicted_n"));
+    let (Some(chunks), Some(n)) = (r.chunks, tokens) else {
         return;
     };
     let eos = u64::from(r.ended_on_eos) as f64;
-    if chunks as f64 == n || chunks as f64 + eos == n {
+    let held = r.text.as_deref().map_or(0, held_back) as f64;
+    let short = n - chunks as f64;
+    if short >= 0.0 && short <= eos + held {
         return;
     }
     emit.finding(format!(
-        "{}: the stream sent {chunks} chunks of text but the timings count {n} generated token(s) (predicted_n): a tool that counts chunks as tokens counts {chunks}, and a rate over that count is not over the server's (the end-of-generation token, allowed for, sends no text; a token cut inside a character is sent with the next, and a stop word's tokens are not sent)",
+        "{}: the stream sent {chunks} chunks of text but the server generated {n} token(s): llama-server sends one chunk a token, except a token ending inside a UTF-8 character (sent with the next: {held:.0} possible here) and the end-of-generation token (none), so the chunks are not the stream's tokens as sent; a tool that counts chunks as tokens counts {chunks}",
         named(r)
     ))
     .at(file_of(file, r), at(r.line, "predicted_n"))
-    .data(json!({"chunks": chunks, "predicted_n": n}));
+    .data(json!({"chunks": chunks, "tokens": n, "held_back_at_most": held}));
+}
+
+/// The most tokens a text's multi-byte characters can have held back (one per byte past the first).
+fn held_back(text: &str) -> usize {
+    text.chars().map(|c| c.len_utf8() - 1).sum()
 }
 
 /// `import.run-incomplete`, streams only: a stream cut before its final chunk (no timings, no
