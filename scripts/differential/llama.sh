@@ -61,6 +61,9 @@ tree() {
 # build TREE TARGET...: the targets' binaries, built once (Makefile trees at the top, CMake in build/).
 build() {
     local t=$1; shift
+    local missing=0 x
+    for x in "$@"; do [ -x "$(bin_of "$t" "$x")" ] || missing=1; done
+    [ $missing = 1 ] || return 0
     if grep -q '^llama-bench:' "$t/Makefile" 2>/dev/null && ! grep -q 'build is deprecated' "$t/Makefile"; then
         (cd "$t" && nice -n 10 make -j2 "$@" >/dev/null)
     else

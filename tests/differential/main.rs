@@ -7,6 +7,8 @@
 mod common;
 
 mod guidellm;
+mod llama_bench;
+mod llama_server;
 mod lm_eval;
 mod loadgen;
 mod vllm;
