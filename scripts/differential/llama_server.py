@@ -26,6 +26,14 @@ def set_path(obj, name, path):
 
 def draft(p, path):
     sp = p.speculative
+    if hasattr(sp, "draft"):  # 2026.10: speculative.draft.mparams, and the type to use
+        d = sp.draft
+        set_path(d, "mparams", path)
+        d.n_max, d.n_min = 4, 0
+        kind = type(sp.types[0])
+        sp.types = [kind.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+        p.speculative = sp
+        return
     if hasattr(sp, "mparams_dft"):
         set_path(sp, "mparams_dft", path)
     else:

@@ -90,8 +90,9 @@ class InProc:
         if err:  # the HTTP layer sends an error as {"error": {...}}
             e = json.loads(err[0])
             return 400, json.dumps(e if "error" in e else {"error": e}, separators=(",", ":")).encode()
-        if body.get("stream"):
-            events = "".join(f"data: {c}\n\n" for c in out) + "data: [DONE]\n\n"
+        if body.get("stream"):  # a handler's list of chunks is sent one event each
+            chunks = [x for c in out for x in (json.loads(c) if c.startswith("[") else [json.loads(c)])]
+            events = "".join(f"data: {compact(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
             return 200, events.encode()
         return 200, out[-1].encode()
 

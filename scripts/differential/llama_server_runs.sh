@@ -20,6 +20,14 @@ wait_up() {
     return 1
 }
 
+# stop PID: the server ended (xllamacpp's server ignores SIGTERM while it serves: SIGKILL after 5 s).
+stop() {
+    kill "$1" 2>/dev/null || true
+    for _ in $(seq 1 25); do kill -0 "$1" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
 # record DIR LINE: the command line beside each case's files.
 record() { for d in "$1"/*/; do printf '%s\n' "$2" >"$d/command.txt"; done; }
 
@@ -34,7 +42,7 @@ server_src() { # VERSION: the 2023 server over HTTP, on the tiny model
     wait_up "http://127.0.0.1:$port" "$pid" || { tail -20 "$TOOLS/server.log" >&2; exit 1; }
     rm -rf "$out" && mkdir -p "$out"
     python3 scripts/differential/llama_server_cases.py http "http://127.0.0.1:$port" "$out" completion stream
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    stop "$pid"
     record "$out" "${1#src-} llama.cpp tree: server -m tiny.gguf -t 1 -c 256 (one slot); requests: llama_server_cases.py"
 }
 
@@ -50,13 +58,13 @@ server_xl() { # VERSION: xllamacpp, over HTTP where it listens, else in process
         pid=$!
         wait_up "http://127.0.0.1:$port" "$pid" || { tail -20 "$TOOLS/server.log" >&2; exit 1; }
         python3 scripts/differential/llama_server_cases.py http "http://127.0.0.1:$port" "$out" "${cases[@]}"
-        kill "$pid"; wait "$pid" 2>/dev/null || true
+        stop "$pid"
         port=$(free_port)
         PYTHONPATH=$lib python3 scripts/differential/llama_server.py "$MODEL" "$port" 256 1 --draft "$MODEL" >"$TOOLS/server.log" 2>&1 &
         pid=$!
         wait_up "http://127.0.0.1:$port" "$pid" || { tail -20 "$TOOLS/server.log" >&2; exit 1; }
         python3 scripts/differential/llama_server_cases.py http "http://127.0.0.1:$port" "$out" speculative
-        kill "$pid"; wait "$pid" 2>/dev/null || true
+        stop "$pid"
         record "$out" "xllamacpp==$v over HTTP: SmolLM2-135M-Instruct Q4_1, one slot of 256 tokens, 1 thread (speculative: the same model as draft, n_max 4); requests: llama_server_cases.py"
     else
         PYTHONPATH=$lib python3 scripts/differential/llama_server_cases.py inproc "$MODEL" "$out" "${cases[@]}" 2>"$TOOLS/server.log"

@@ -40,7 +40,12 @@ pub fn text_layout(text: &str) -> Option<Layout> {
     if first.starts_with("build_commit,") && first.contains(",avg_ts") {
         return Some(Layout::Csv);
     }
-    if text.contains("CREATE TABLE IF NOT EXISTS test") && text.contains("INSERT INTO test (") {
+    // The table is `test` up to 2025, `llama_bench` later (row B8).
+    let table = |t: &str| {
+        text.contains(&format!("CREATE TABLE IF NOT EXISTS {t} ("))
+            && text.contains(&format!("INSERT INTO {t} ("))
+    };
+    if table("test") || table("llama_bench") {
         return Some(Layout::Sql);
     }
     md_head(text).map(|_| Layout::Markdown)
@@ -148,11 +153,16 @@ fn csv(text: &str) -> Result<Vec<(String, Value)>, String> {
         .collect()
 }
 
-/// `INSERT INTO test (f, ...) VALUES ('v', ...);`, one a line.
+/// `INSERT INTO test (f, ...) VALUES ('v', ...);` (the table `llama_bench` in later builds), one
+/// a line.
 fn sql(text: &str) -> Result<Vec<(String, Value)>, String> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
-        let Some(rest) = l.trim().strip_prefix("INSERT INTO test (") else {
+        let l = l.trim();
+        let Some(rest) = l
+            .strip_prefix("INSERT INTO test (")
+            .or_else(|| l.strip_prefix("INSERT INTO llama_bench ("))
+        else {
             continue;
         };
         let at = format!("line {}", i + 1);

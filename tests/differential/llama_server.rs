@@ -28,27 +28,42 @@ impl Fixture {
         args.extend(self.files.iter().map(|f| f.display().to_string()));
         args.extend(["--format".into(), "json".into()]);
         let run = rigaudit(&args);
-        assert!(run.code == 0 || run.code == 1, "{}: {}", self.name(), run.stderr);
+        assert!(
+            run.code == 0 || run.code == 1,
+            "{}: {}",
+            self.name(),
+            run.stderr
+        );
         run
     }
 
     fn text(&self) -> String {
-        self.files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
+        self.files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).unwrap())
+            .collect()
     }
 }
 
 fn pinned() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("fixtures/differential/pins.toml")).unwrap();
     let section = text.split("[llama-server]").nth(1).unwrap();
-    let line = section.lines().find(|l| l.starts_with("versions = [")).unwrap();
+    let line = section
+        .lines()
+        .find(|l| l.starts_with("versions = ["))
+        .unwrap();
     let list = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
-    list.split(',').map(|s| s.trim().trim_matches('"').to_string()).collect()
+    list.split(',')
+        .map(|s| s.trim().trim_matches('"').to_string())
+        .collect()
 }
 
 fn fixtures() -> Vec<Fixture> {
     let mut out = Vec::new();
     for version in pinned() {
-        let dir = root().join("fixtures/differential/llama-server").join(&version);
+        let dir = root()
+            .join("fixtures/differential/llama-server")
+            .join(&version);
         let cases = std::fs::read_dir(&dir).unwrap_or_else(|_| panic!("{version}: no fixtures"));
         for c in cases.flatten() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(c.path())
@@ -59,7 +74,11 @@ fn fixtures() -> Vec<Fixture> {
                 .collect();
             files.sort();
             let case = c.file_name().to_string_lossy().to_string();
-            out.push(Fixture { version: version.clone(), case, files });
+            out.push(Fixture {
+                version: version.clone(),
+                case,
+                files,
+            });
         }
     }
     out.sort_by_key(Fixture::name);
@@ -73,7 +92,8 @@ fn named(check: &str, message: &str) -> bool {
         "speed.token-source" => message.contains("llama.cpp's server before its slots"),
         "import.failed-as-zero" => message.contains("llama-server's predicted_per_second"),
         "import.failed-requests" => {
-            message.contains("exceeds the available context size") || message.contains("the server truncated the prompt")
+            message.contains("exceeds the available context size")
+                || message.contains("the server truncated the prompt")
         }
         _ => false,
     }
@@ -83,13 +103,27 @@ fn named(check: &str, message: &str) -> bool {
 fn every_pinned_version_answered_its_matrix() {
     let all = fixtures();
     for v in pinned() {
-        let cases: Vec<&str> = all.iter().filter(|f| f.version == v).map(|f| f.case.as_str()).collect();
+        let cases: Vec<&str> = all
+            .iter()
+            .filter(|f| f.version == v)
+            .map(|f| f.case.as_str())
+            .collect();
         let want: &[&str] = if v.starts_with("src-") {
             &["completion", "stream"]
         } else {
-            &["chat", "completion", "nocache", "speculative", "stream", "stream-chat"]
+            &[
+                "chat",
+                "completion",
+                "nocache",
+                "speculative",
+                "stream",
+                "stream-chat",
+            ]
         };
-        assert_eq!(cases, want, "{v} (run scripts/differential/llama.sh server)");
+        assert_eq!(
+            cases, want,
+            "{v} (run scripts/differential/llama.sh server)"
+        );
     }
     assert!(all.iter().all(|f| !f.files.is_empty()));
 }
@@ -100,14 +134,22 @@ fn every_rate_is_recomputed_and_every_warning_names_the_server() {
         let run = f.verify();
         let report = run.json();
         for x in report["findings"].as_array().unwrap() {
-            let (sev, check, msg) = (x["severity"].as_str().unwrap(), x["check"].as_str().unwrap(), x["message"].as_str().unwrap());
+            let (sev, check, msg) = (
+                x["severity"].as_str().unwrap(),
+                x["check"].as_str().unwrap(),
+                x["message"].as_str().unwrap(),
+            );
             assert_ne!(sev, "error", "{}: {check}: {msg}", f.name());
             if sev == "warning" {
                 assert!(named(check, msg), "{}: {check}: {msg}", f.name());
             }
         }
         let rows = report["recomputed"].as_array().unwrap();
-        assert!(!rows.is_empty() && rows.iter().all(|r| r["matches"] == true), "{}: {rows:?}", f.name());
+        assert!(
+            !rows.is_empty() && rows.iter().all(|r| r["matches"] == true),
+            "{}: {rows:?}",
+            f.name()
+        );
     }
 }
 
@@ -119,8 +161,15 @@ fn each_case_draws_what_the_server_did() {
         let text = f.text();
         let pre_slot = f.version.starts_with("src-");
         // A prompt asked again is served from the slot's cache (rows S2, S3).
-        if matches!(f.case.as_str(), "completion" | "stream" | "chat" | "stream-chat") {
-            let id = if pre_slot { "speed.token-source" } else { "speed.cached-tokens" };
+        if matches!(
+            f.case.as_str(),
+            "completion" | "stream" | "chat" | "stream-chat"
+        ) {
+            let id = if pre_slot {
+                "speed.token-source"
+            } else {
+                "speed.cached-tokens"
+            };
             assert!(run.has_at(id, "warning"), "{}: {}", f.name(), run.stdout);
         }
         if f.case == "nocache" {
@@ -128,7 +177,11 @@ fn each_case_draws_what_the_server_did() {
         }
         // One token, or an empty reply: no decode step to time (row S6).
         if f.case != "speculative" {
-            assert!(run.has_at("import.failed-as-zero", "warning"), "{}", f.name());
+            assert!(
+                run.has_at("import.failed-as-zero", "warning"),
+                "{}",
+                f.name()
+            );
         }
         // The prompt past the window: refused (HTTP 400) by the builds that refuse, cut by those
         // that truncate (row S8) where the body says so, answered as if whole by b4798's /v1.
@@ -136,12 +189,21 @@ fn each_case_draws_what_the_server_did() {
             assert!(run.has("import.failed-requests"), "{}", f.name());
         }
         if text.contains("\"truncated\":true") {
-            assert!(run.findings("import.failed-requests").iter().any(|x| x["message"].as_str().unwrap().contains("truncated")), "{}", f.name());
+            assert!(
+                run.findings("import.failed-requests")
+                    .iter()
+                    .any(|x| x["message"].as_str().unwrap().contains("truncated")),
+                "{}",
+                f.name()
+            );
         }
         // Speculative drafts, where the build prints them, are inside predicted_n (row S9).
         if f.case == "speculative" && text.contains("draft_n") {
             let v: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-            assert!(v["timings"]["draft_n"].as_f64().unwrap() >= v["timings"]["draft_n_accepted"].as_f64().unwrap());
+            assert!(
+                v["timings"]["draft_n"].as_f64().unwrap()
+                    >= v["timings"]["draft_n_accepted"].as_f64().unwrap()
+            );
         }
     }
 }
