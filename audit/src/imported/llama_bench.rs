@@ -448,6 +448,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn samples_ts_are_compared_at_six_significant_digits() {
+        // A C++ stream prints 123456.7 as "123457": right at six digits, 0.3 off at one decimal.
+        assert!(six_digits(123_456.7, 123_457.0));
+        assert!(!super::super::close(123_456.7, 123_457.0));
+        assert!(six_digits(2410.9741, 2410.97));
+        assert!(six_digits(1_234_567.0, 1.23457e6));
+        assert!(!six_digits(2410.9741, 2411.0));
+    }
+
+    #[test]
+    fn a_mean_rate_below_the_rate_of_the_mean_time_is_impossible() {
+        let t = |avg_ts: f64| Test {
+            at: "line 2".into(),
+            n_prompt: 512,
+            avg_ns: Some(1_000_000_000),
+            avg_ts: Some(avg_ts),
+            ..Default::default()
+        };
+        let bench = |avg_ts| Bench {
+            file: "llama-bench.csv".into(),
+            tests: vec![t(avg_ts)],
+            layout: "-o csv".into(),
+            ..Default::default()
+        };
+        let found = |b: &Bench| crate::imported::run(CHECKS, b).findings.len();
+        // 512 tokens in a mean of 1 s: the mean of the rates is at least 512 (less the rounding).
+        assert_eq!(found(&bench(512.0)), 1, "the not-recomputable note only");
+        assert_eq!(found(&bench(511.0)), 2);
+    }
+
+    #[test]
     fn the_integer_stddev_is_llama_bench_s_and_wraps() {
         // Samples of a real run under load (fixtures/imports/llama-bench/overflow).
         let v = [740_069_036, 3_941_222_400, 2_168_001_670];

@@ -364,7 +364,11 @@ fn empty(x: &Responses, emit: &mut Emit) -> Ran {
     let file = x.file.as_str();
     for (r, t) in x.timed().filter(|(r, _)| r.error.is_none()) {
         let n = t.get("predicted_n").unwrap_or(0.0);
-        let tokens = r.reply_tokens.map_or(n, |(k, _)| k);
+        // The pre-slot server's predicted_n is no token count (row S2): its stated one is.
+        let tokens = match (r.pre_slot, r.reply_tokens) {
+            (true, Some((k, _))) => k,
+            _ => n,
+        };
         let empty = r.text.as_deref().is_some_and(|x| x.trim().is_empty());
         if !empty && tokens > 1.0 {
             continue;
@@ -384,12 +388,18 @@ fn empty(x: &Responses, emit: &mut Emit) -> Ran {
 }
 
 /// Streams only (row S7): the chunks that carried text against the tokens the server generated
-/// (the stated reply tokens, else `predicted_n`). llama-server sends a token whose text ends inside
+/// (`predicted_n`; the stated reply tokens for the pre-slot server). llama-server sends a token whose text ends inside
 /// a UTF-8 character with the next one and its end-of-generation token with none, so a stream may
 /// carry fewer chunks than tokens by up to those; more chunks, or fewer beyond them, are named (a
 /// tool that counts chunks as tokens counts another number).
 fn chunks(file: &str, r: &Response, t: &Timings, emit: &mut Emit) {
-    let tokens = r.reply_tokens.map(|(n, _)| n).or(t.get("predicted_n"));
+    // predicted_n is every generated token for the slot servers (row S4), not for the pre-slot one.
+    let stated = r.reply_tokens.map(|(n, _)| n);
+    let tokens = if r.pre_slot {
+        stated.or(t.get("predicted_n"))
+    } else {
+        t.get("predicted_n").or(stated)
+    };
     let (Some(chunks), Some(n)) = (r.chunks, tokens) else {
         return;
     };

@@ -2,7 +2,7 @@
 
 use super::{case, check_cases, quiet, Case};
 use crate::imported::llama_bench::{Bench, Test, CHECKS, KEYS_AT_BUILD};
-use crate::imported::{EDITED_OUTPUT, RUN_INCOMPLETE};
+use crate::imported::{EDITED_OUTPUT, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE, RUN_INCOMPLETE};
 use crate::speed;
 
 /// One tg16 test of two 1 s repetitions (16 t/s each), with every key its build prints.
@@ -24,7 +24,15 @@ fn clean() -> Bench {
             ..Default::default()
         }],
         truncated: false,
+        layout: "-o json".into(),
     }
+}
+
+/// The clean test as CSV prints it: the aggregates without the samples (row B8).
+fn csv(x: &mut Bench) {
+    x.layout = "-o csv".into();
+    test(x).samples_ns.clear();
+    test(x).samples_ts.clear();
 }
 
 fn test(x: &mut Bench) -> &mut Test {
@@ -51,6 +59,14 @@ pub(super) const CASES: &[Case<Bench>] = &[
         test(x).stddev_ns = Some(5_000)
     })
     .saying("stddev_ns"),
+    // CSV: a mean rate below the rate of the mean time (row B6); every CSV test is named as
+    // not recomputable, which this case's own row expects too.
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        csv(x);
+        test(x).avg_ts = Some(15.0);
+    })
+    .saying("below"),
+    case(NOT_RECOMPUTABLE.id, clean, csv).saying("-o csv does not print"),
     // A key the stated build does not print.
     case(EDITED_OUTPUT.id, clean, |x| {
         test(x).keys.push("n_cpu_moe".into())

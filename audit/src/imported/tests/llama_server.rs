@@ -66,9 +66,32 @@ pub(super) const CASES: &[Case<Responses>] = &[
         response(x).chunks = Some(2)
     })
     .saying("sent 2 chunks"),
-    case(speed::CACHED_TOKENS.id, clean, |x| {
+    // Cached prompt tokens are what the server counts them as (row S3): a warning naming it,
+    // from cache_n or, where the server prints none, from the stated count past prompt_n.
+    lowered(speed::CACHED_TOKENS.id, Severity::Warning, clean, |x| {
         timing(x, "cache_n", 4.0)
-    }),
+    })
+    .saying("llama-server counts only the 10"),
+    lowered(speed::CACHED_TOKENS.id, Severity::Warning, clean, |x| {
+        response(x)
+            .timings
+            .as_mut()
+            .unwrap()
+            .fields
+            .remove("cache_n");
+        response(x).prompt_tokens = Some((14.0, "usage.prompt_tokens"));
+    })
+    .saying("4 of the prompt's 14 tokens"),
+    // The pre-slot server's counters differ from its stated counts by design (row S2).
+    lowered(speed::TOKEN_SOURCE.id, Severity::Warning, clean, |x| {
+        response(x).pre_slot = true;
+        response(x).reply_tokens = Some((6.0, "tokens_predicted"));
+        response(x).chunks = Some(5);
+    })
+    .saying("before its slots"),
+    // A prompt the server cut to its window (row S8).
+    case(FAILED_REQUESTS.id, clean, |x| response(x).truncated = true)
+        .saying("truncated the prompt"),
     case(FAILED_REQUESTS.id, clean, |x| {
         response(x).error = Some((Some(500), "context too long".into()))
     }),
