@@ -166,9 +166,12 @@ fn series(b: &Bench) -> Vec<Series> {
     out
 }
 
+/// A file's tests (each with where it is), whether a JSON array ends unclosed, its output.
+type Values = (Vec<(String, Value)>, bool, Layout);
+
 /// The file's test objects with where each is (`/0` or `line 3`), whether a JSON array ends
 /// unclosed, and which output it is.
-fn values(src: &Source) -> Result<(Vec<(String, Value)>, bool, Layout), Fatal> {
+fn values(src: &Source) -> Result<Values, Fatal> {
     let text = src.text()?;
     if let Some(layout) = text_out::text_layout(text) {
         let tests = text_out::tests(text, layout).map_err(|e| {

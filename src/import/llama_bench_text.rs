@@ -204,39 +204,61 @@ fn test_name(name: &str) -> Option<(u64, u64, u64)> {
     Some((p, g, depth))
 }
 
+/// Every llama-bench table of the text (a log that ran it several times holds several, between
+/// other lines), its rows as tests.
 fn markdown(text: &str) -> Result<Vec<(String, Value)>, String> {
-    let (start, head) = md_head(text).ok_or("no Markdown table with model, test and t/s")?;
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
-    for (i, l) in text.lines().enumerate().skip(start + 2) {
-        let Some(cells) = md_cells(l) else { break };
-        let at = format!("line {}", i + 1);
-        if cells.len() != head.len() {
-            return Err(format!(
-                "{at}: {} cells under a head of {}",
-                cells.len(),
-                head.len()
-            ));
+    let mut i = 0;
+    while let Some((start, head)) = md_head(&lines[i..].join("\n")) {
+        let start = i + start;
+        let rows = lines[start + 2..]
+            .iter()
+            .take_while(|l| md_cells(l).is_some())
+            .count();
+        for (k, l) in lines[start + 2..start + 2 + rows].iter().enumerate() {
+            out.push(md_row(&head, l, start + 3 + k)?);
         }
-        let mut map = Map::new();
-        for (k, v) in head.iter().zip(&cells) {
-            map.insert(k.clone(), Value::String(v.clone()));
+        i = start + 2 + rows;
+        if i >= lines.len() {
+            break;
         }
-        let test = map["test"].as_str().unwrap_or_default().to_string();
-        let (p, g, d) =
-            test_name(&test).ok_or_else(|| format!("{at}: test {test:?} is not llama-bench's"))?;
-        let ts = map["t/s"].as_str().unwrap_or_default().to_string();
-        let (avg, sd) = ts
-            .split_once('±')
-            .map(|(a, s)| (a.trim().to_string(), s.trim().to_string()))
-            .ok_or_else(|| format!("{at}: t/s {ts:?} is not `avg ± stddev`"))?;
-        map.insert("n_prompt".into(), p.into());
-        map.insert("n_gen".into(), g.into());
-        map.insert("n_depth".into(), d.into());
-        map.insert("avg_ts".into(), typed("avg_ts", &avg));
-        map.insert("stddev_ts".into(), typed("stddev_ts", &sd));
-        out.push((at, Value::Object(map)));
+    }
+    if out.is_empty() {
+        return Err("no Markdown table with model, test and t/s".into());
     }
     Ok(out)
+}
+
+/// One Markdown row (line `n`, from 1) under `head`, as a test object.
+fn md_row(head: &[String], line: &str, n: usize) -> Result<(String, Value), String> {
+    let at = format!("line {n}");
+    let cells = md_cells(line).unwrap_or_default();
+    if cells.len() != head.len() {
+        return Err(format!(
+            "{at}: {} cells under a head of {}",
+            cells.len(),
+            head.len()
+        ));
+    }
+    let mut map = Map::new();
+    for (k, v) in head.iter().zip(&cells) {
+        map.insert(k.clone(), Value::String(v.clone()));
+    }
+    let test = map["test"].as_str().unwrap_or_default().to_string();
+    let (p, g, d) =
+        test_name(&test).ok_or_else(|| format!("{at}: test {test:?} is not llama-bench's"))?;
+    let ts = map["t/s"].as_str().unwrap_or_default().to_string();
+    let (avg, sd) = ts
+        .split_once('±')
+        .map(|(a, s)| (a.trim().to_string(), s.trim().to_string()))
+        .ok_or_else(|| format!("{at}: t/s {ts:?} is not `avg ± stddev`"))?;
+    map.insert("n_prompt".into(), p.into());
+    map.insert("n_gen".into(), g.into());
+    map.insert("n_depth".into(), d.into());
+    map.insert("avg_ts".into(), typed("avg_ts", &avg));
+    map.insert("stddev_ts".into(), typed("stddev_ts", &sd));
+    Ok((at, Value::Object(map)))
 }
 
 /// Markdown's closing `build: COMMIT (NUMBER)` line, when the file has it.
