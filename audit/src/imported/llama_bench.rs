@@ -198,8 +198,9 @@ pub const CHECKS: &[Row<Bench>] = &[
     row(EDITED_OUTPUT, edited_output),
 ];
 
-/// `import.edited-output`: a test that states a build whose output has been seen as written, with
-/// other keys than that build prints (keys added later, or one it printed missing).
+/// `import.edited-output` (docs/formats/llama-bench.md row B1): a test that states a build whose
+/// output has been seen as written, with other keys than that build prints (keys added later, or
+/// one it printed missing).
 fn edited_output(b: &Bench, emit: &mut Emit) -> Ran {
     for t in &b.tests {
         let Some((build, known)) = t
@@ -307,7 +308,8 @@ fn not_recomputable(b: &Bench, emit: &mut Emit) -> Ran {
     not_checked(emit, (&b.file, "tests"), (what, &why), &names)
 }
 
-/// `import.run-incomplete`: a `-o json` array left unclosed: llama-bench stopped at a failed test.
+/// `import.run-incomplete` (row B11): a `-o json` array left unclosed: llama-bench stopped at a
+/// failed test.
 fn stopped(b: &Bench, emit: &mut Emit) -> Ran {
     if !b.truncated {
         return Some(());

@@ -104,7 +104,7 @@ pub const CHECKS: &[Row<Responses>] = &[
 ];
 
 /// `speed.recompute-mismatch`: each timed response's prompt and generation rates from its
-/// counts and times.
+/// counts and times (docs/formats/llama-server.md rows S1, S5, S5b).
 fn recompute(x: &Responses, emit: &mut Emit) -> Ran {
     let mut compared = false;
     for (r, t) in x.timed() {
@@ -303,7 +303,7 @@ fn cached(x: &Responses, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `import.failed-requests`: responses that are errors (a refused request, or a stream that ended
+/// `import.failed-requests` (row S8): responses that are errors (a refused request, or a stream that ended
 /// on an `error` event, perhaps after some text): no timings, no finished reply.
 fn failed(x: &Responses, emit: &mut Emit) -> Ran {
     truncated(x, emit);
@@ -422,7 +422,7 @@ fn held_back(text: &str) -> usize {
     text.chars().map(|c| c.len_utf8() - 1).sum()
 }
 
-/// `import.run-incomplete`, streams only: a stream cut before its final chunk (no timings, no
+/// `import.run-incomplete`, streams only (row S7: a stream ends on its chunk with timings): a stream cut before its final chunk (no timings, no
 /// stop): whatever it generated is not timed, and a count over it is short.
 fn incomplete(x: &Responses, emit: &mut Emit) -> Ran {
     let (file, responses) = (x.file.as_str(), &x.responses);
