@@ -18,6 +18,7 @@ Cases: completion, chat, stream, stream-chat, nocache, speculative.
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -66,6 +67,7 @@ class Http:
 class InProc:
     def __init__(self, model, ctx, slots, draft):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        os.chdir(tempfile.gettempdir())  # xllamacpp 0.1 writes a llama.<id>.log where it runs
         import xllamacpp as xl
         from llama_server import draft as set_draft, set_path
         p = xl.CommonParams()
@@ -133,6 +135,7 @@ def run(server, case, out):
 
 def main():
     mode, target, out = sys.argv[1:4]
+    out = os.path.abspath(out)
     rest = sys.argv[4:]
     opt = lambda k, d: rest[rest.index(k) + 1] if k in rest else d
     cases = [c for c in rest if not c.startswith("--") and c not in (opt("--ctx", ""), opt("--slots", ""), opt("--draft", ""))]
