@@ -10,6 +10,9 @@ use crate::report::{Finding, Report, Severity, Verdict};
 const RECONSTRUCTED: &str = "claims.reconstructed";
 /// The id of the check whose findings say a task of another tool's results was not re-scored.
 const NOT_RESCORED: &str = "import.not-rescored";
+/// The id of the check whose findings name figures not recomputed (`records: false` in its data:
+/// a summary given without its per-request records).
+const NOT_RECOMPUTABLE: &str = "import.not-recomputable";
 /// The ids of diff's setup differences and of its figures that moved.
 const SETUP_DIFFERS: &str = "diff.setup-differs";
 const MOVED: &str = "diff.moved";
@@ -20,7 +23,9 @@ const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 /// tasks not re-scored (no samples given)" for another tool's results without their records,
 /// "self-consistent only: N of M files reconstructed" when files of the bundle were reconstructed
 /// from the page (read from the `import.not-rescored` and `claims.reconstructed` findings'
-/// details). `None` for a report that fails, is incomplete, or rests on recorded files.
+/// details), "summary only: N distributions not recomputed (no per-request records given)" for a
+/// summary read without its records (an `import.not-recomputable` finding with `records: false`).
+/// `None` for a report that fails, is incomplete, or rests on recorded files.
 pub fn coverage(r: &Report) -> Option<String> {
     if r.verdict != Verdict::Pass {
         return None;
@@ -36,11 +41,36 @@ pub fn coverage(r: &Report) -> Option<String> {
             "results only: {unsampled} task{s} not re-scored (no samples given)"
         ));
     }
+    if let Some(covers) = summary_only(r) {
+        return Some(covers);
+    }
     let f = r.findings.iter().find(|f| f.check == RECONSTRUCTED)?;
     let count = |k: &str| f.data.get(k).and_then(serde_json::Value::as_u64);
     let (rec, files) = (count("reconstructed")?, count("files")?);
     Some(format!(
         "self-consistent only: {rec} of {files} files reconstructed"
+    ))
+}
+
+/// "summary only: N distributions not recomputed (no per-request records given)", from the
+/// `import.not-recomputable` findings that say no records were given.
+fn summary_only(r: &Report) -> Option<String> {
+    let unrecorded: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.check == NOT_RECOMPUTABLE && f.data.get("records") == Some(&false.into()))
+        .collect();
+    if unrecorded.is_empty() {
+        return None;
+    }
+    let n: usize = unrecorded
+        .iter()
+        .filter_map(|f| f.data.get("metrics").and_then(serde_json::Value::as_array))
+        .map(Vec::len)
+        .sum();
+    let s = if n == 1 { "" } else { "s" };
+    Some(format!(
+        "summary only: {n} distribution{s} not recomputed (no per-request records given)"
     ))
 }
 

@@ -67,6 +67,9 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         );
         imp.not_taken.retain(|n| !n.starts_with("whether a TTFT"));
     }
+    if let Some(limit) = duration_limit(&config) {
+        imp.not_taken.push(format!("the requests still running at the end of the --benchmark-duration window ({limit}): AIPerf leaves them out of every figure and of the records, and writes nowhere how many (docs/formats/aiperf.md row A2)"));
+    }
     imp.note_unread(sources, "not an AIPerf file the importer reads");
     let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
     let export = Export {
@@ -161,14 +164,47 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
             .pointer("/input_config/endpoint/streaming")
             .and_then(|x| x.as_bool()),
         errors: error_summary(&v),
+        window_s: window(&v),
     };
     let model = super::string_at(&v, "/input_config/models/items/0/name");
     let config = v.get("input_config").cloned().unwrap_or(Value::Null);
     Ok((s, model, config))
 }
 
-/// `error_summary`: each kind of error the run met, as `count x code type: message`.
-fn error_summary(v: &Value) -> Vec<String> {
+/// The run's duration limit and grace period, as `D s + G s grace`, when it had one: under
+/// `loadgen` to 0.11, as the profiling phase's `duration` and `grace_period` from 0.12.
+fn duration_limit(config: &Value) -> Option<String> {
+    let phase = config
+        .get("phases")
+        .and_then(Value::as_array)
+        .and_then(|p| p.iter().find(|x| x["kind"] == "profiling"));
+    let (d, g) = match phase {
+        Some(p) => (p.get("duration"), p.get("grace_period")),
+        None => (
+            config.pointer("/loadgen/benchmark_duration"),
+            config.pointer("/loadgen/benchmark_grace_period"),
+        ),
+    };
+    let d = d.and_then(Value::as_f64)?;
+    let g = g
+        .and_then(Value::as_f64)
+        .map_or(String::new(), |g| format!(" + {g} s grace"));
+    Some(format!("{d} s{g}"))
+}
+
+/// `end_time` - `start_time` in seconds: ISO date-times printed to the microsecond, in local time
+/// (0.12.0 on the window its throughputs are over).
+fn window(v: &Value) -> Option<f64> {
+    let at = |k: &str| {
+        let t = v.get(k)?.as_str()?;
+        chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f").ok()
+    };
+    let d = at("end_time")? - at("start_time")?;
+    Some(d.num_microseconds()? as f64 / 1e6)
+}
+
+/// `error_summary`: each kind of error the run met, its count and `code type: message`.
+fn error_summary(v: &Value) -> Vec<(f64, String)> {
     v.get("error_summary")
         .and_then(|e| e.as_array())
         .into_iter()
@@ -183,8 +219,8 @@ fn error_summary(v: &Value) -> Vec<String> {
                     })
                     .unwrap_or_default()
             };
-            let n = e.get("count").map(|c| c.to_string()).unwrap_or_default();
-            format!("{n} x {} {}: {}", d("code"), d("type"), d("message"))
+            let n = e.get("count").and_then(Value::as_f64).unwrap_or(0.0);
+            (n, format!("{} {}: {}", d("code"), d("type"), d("message")))
         })
         .collect()
 }
@@ -194,7 +230,7 @@ fn error_summary(v: &Value) -> Vec<String> {
 fn series(s: &Summary, records: &[Record]) -> Vec<Series> {
     let ok: Vec<&Record> = records
         .iter()
-        .filter(|r| r.phase == "profiling" && r.error.is_none())
+        .filter(|r| r.phase == "profiling" && !r.failed())
         .collect();
     let mut out = Vec::new();
     for tag in [
@@ -275,7 +311,11 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
             .and_then(|c| c.as_bool())
             .unwrap_or(false),
         error,
-        start_ns: meta.get("request_start_ns").and_then(|x| x.as_i64()),
+        // `timestamp_ns` (the request's start) before 0.1.x's flat export (43b78902).
+        start_ns: meta
+            .get("request_start_ns")
+            .or_else(|| meta.get("timestamp_ns"))
+            .and_then(|x| x.as_i64()),
         end_ns: meta.get("request_end_ns").and_then(|x| x.as_i64()),
         metrics: out,
         request_id: super::string_at(v, "/metadata/x_request_id"),
