@@ -20,6 +20,17 @@
 #             warm-up: 0.2.0 with a warm-up and a duration waits for ever for the records it left out
 #   cancel    (0.2.0 on) chat, streamed, --concurrency 2, --request-count 8,
 #             --request-cancellation-rate 50 --request-cancellation-delay 0.3
+# GenAI-Perf (AIPerf's predecessor; `genai_perf_versions` of the same pins section), each version
+# in its own venv with tritonclient 2.50.0's perf_analyzer binary and the CUDA runtime library it
+# links (nvidia-cuda-runtime-cu12; no GPU is used), into fixtures/differential/aiperf/
+# genai-perf-<version>/<case>/:
+#   count     chat, streamed, --concurrency 2, 8 requests (0.0.8: a 4 s measurement interval)
+#   rate      completions, not streamed, --request-rate 4
+#   shapes    chat, streamed, --concurrency 2: empty@3, one@4, stop@5, slow-first=600@6,
+#             length=1@7 (perf_analyzer aborts the run on an HTTP error: no refuse or 500 here)
+# Kept: profile_export_genai_perf.json and .csv (the summary) and perf_analyzer's
+# profile_export.json (every request's timestamps and response chunks).
+#
 # Kept: profile_export_aiperf.json and .csv (the summary), profile_export.jsonl (per-request
 # records, 0.2.0 on; --export-level raw from 0.3.0) and profile_export_raw.jsonl (0.3.0 on).
 #
@@ -37,20 +48,30 @@ OUT_BASE=fixtures/differential/aiperf
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 NO_COLOR=1
 export TOKENIZERS_PARALLELISM=false
 
-mapfile -t PINNED < <(sed -n '/^\[aiperf\]/,/^\[/p' fixtures/differential/pins.toml |
-    sed -n 's/^versions *= *\[\(.*\)\]/\1/p' | tr -d '" ' | tr ',' '\n')
+pinned() { # pinned KEY: the list KEY of the [aiperf] section of pins.toml
+    sed -n '/^\[aiperf\]/,/^\[/p' fixtures/differential/pins.toml |
+        sed -n "s/^$1 *= *\\[\\(.*\\)\\]/\\1/p" | tr -d '" ' | tr ',' '\n'
+}
+mapfile -t PINNED < <(pinned versions)
+mapfile -t GENAI < <(pinned genai_perf_versions)
 VERSIONS=("$@")
-[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=("${PINNED[@]}")
+[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=("${PINNED[@]}" "${GENAI[@]/#/genai-perf-}")
 
 for v in "${VERSIONS[@]}"; do
     venv=$TOOLS/aiperf-$v
+    spec=("aiperf==$v")
+    if [[ $v == genai-perf-* ]]; then
+        venv=$TOOLS/$v
+        spec=("genai-perf==${v#genai-perf-}" "tritonclient[http]==2.50.0" "transformers<4.50"
+            nvidia-cuda-runtime-cu12)
+    fi
     lock=$OUT_BASE/$v/requirements.txt
-    if [ ! -x "$venv/bin/aiperf" ]; then
+    if [ ! -x "$venv/bin/python" ]; then
         python3 -m venv "$venv"
         if [ -f "$lock" ]; then
             "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$lock"
         else
-            "$venv/bin/pip" install --quiet --disable-pip-version-check "aiperf==$v"
+            "$venv/bin/pip" install --quiet --disable-pip-version-check "${spec[@]}"
         fi
     fi
     mkdir -p "$OUT_BASE/$v"
@@ -132,8 +153,46 @@ run_case() {
     echo "$v $case: $(ls "$dest" | tr '\n' ' ')"
 }
 
+# genai_case VERSION CASE SHAPES GENAI-PERF-ARGS...: one GenAI-Perf run against a fresh engine.
+genai_case() {
+    local v=$1 case=$2 shapes=$3
+    shift 3
+    [ -z "${CASES:-}" ] || [[ " $CASES " == *" $case "* ]] || return 0
+    if [ "$shapes" = - ]; then start_engine; else start_engine --reply-shapes "$shapes"; fi
+    tokenizer_dir
+    local venv=$TOOLS/$v out=$TMP/out-$v-$case
+    rm -rf "$out"
+    local cuda
+    cuda=$(dirname "$(find "$venv" -name 'libcudart.so.12' | head -1)")
+    local count=(--request-count 8)
+    [ "$v" = genai-perf-0.0.8 ] && count=(--measurement-interval 4000)
+    # Before 0.0.14 the OpenAI endpoints are chosen by --service-kind (the default is triton).
+    at_least "${v#genai-perf-}" 0.0.14 || count+=(--service-kind openai)
+    (cd "$TMP" && PATH=$venv/bin:$PATH LD_LIBRARY_PATH=$cuda timeout 600 "$venv/bin/genai-perf" \
+        profile -m smollm2 --url "127.0.0.1:$PORT" --tokenizer local/smollm2 \
+        --synthetic-input-tokens-mean 40 --synthetic-input-tokens-stddev 0 --output-tokens-mean 8 \
+        --random-seed 7 --artifact-dir "$out" "${count[@]}" "$@") >"$TMP/$v-$case.log" 2>&1 ||
+        { tail -40 "$TMP/$v-$case.log" >&2; exit 1; }
+    stop_engine
+    local dest=$OUT_BASE/$v/$case
+    rm -rf "$dest" && mkdir -p "$dest"
+    for f in profile_export_genai_perf.json profile_export_genai_perf.csv profile_export.json; do
+        cp "$(find "$out" -name "$f" | head -1)" "$dest/"
+    done
+    grep 'reply-shape request' "$TMP/engine.log" | sed 's/^.*reply-shape //' >"$dest/shapes.log" || true
+    [ -s "$dest/shapes.log" ] || rm -f "$dest/shapes.log"
+    echo "$v $case: $(ls "$dest" | tr '\n' ' ')"
+}
+
 CHAT=(--endpoint-type chat --streaming)
 for v in "${VERSIONS[@]}"; do
+    if [[ $v == genai-perf-* ]]; then
+        genai_case "$v" count - "${CHAT[@]}" --concurrency 2
+        genai_case "$v" rate - --endpoint-type completions --request-rate 4
+        genai_case "$v" shapes 'empty@3,one@4,stop@5,slow-first=600@6,length=1@7' "${CHAT[@]}" \
+            --concurrency 2
+        continue
+    fi
     run_case "$v" count - "${CHAT[@]}" --concurrency 2 --request-count 8 \
         --warmup-request-count 2 --osl 8 --osl-stddev 0
     run_case "$v" rate 'empty@2,one@3,stop@4,http500@5' --endpoint-type completions \

@@ -9,6 +9,9 @@
 //! - aggregates: over the profiling-phase records without an error; errors are counted apart
 //!   (`error_request_count`); warm-up records are not in the figures.
 
+#[path = "aiperf_genai.rs"]
+mod genai;
+
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
@@ -17,29 +20,35 @@ use rigaudit_audit::imported::compare::{Sample, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Whether a source is one of AIPerf's files (its summary, by content).
+/// Whether a source is one of AIPerf's files (its summary, by content), or GenAI-Perf's (its
+/// summary or perf_analyzer's export).
 pub fn looks_like(s: &Source) -> bool {
     let records =
         super::holds(&s.bytes, "\"benchmark_phase\"") || super::holds(&s.bytes, "\"credit_phase\"");
-    is_summary(s) || (s.name.ends_with(".jsonl") && records)
+    is_summary(s) || (s.name.ends_with(".jsonl") && records) || genai::is_export(s)
 }
 
 /// AIPerf's summary: `aiperf_version` (0.3 on), or, as every earlier export writes them,
 /// `input_config` beside `was_cancelled`.
 fn is_summary(s: &Source) -> bool {
     let has = |k: &str| super::holds(&s.bytes, k);
-    s.name.ends_with(".json")
-        && (has("\"aiperf_version\"") || (has("\"input_config\"") && has("\"was_cancelled\"")))
+    let aiperf = has("\"aiperf_version\"") || (has("\"input_config\"") && has("\"was_cancelled\""));
+    (s.name.ends_with(".json") && aiperf) || genai::is_summary(s)
 }
 
 /// Reads the summary and the records and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version, or input_config and was_cancelled before 0.3)")?;
+    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version, or input_config and was_cancelled before 0.4; or GenAI-Perf's profile_export_genai_perf.json)")?;
     let ri = sources
         .iter()
-        .position(|s| s.name.ends_with(".jsonl") && !is_raw(s));
-    let (summary, model, config) = summary(&sources[si])?;
+        .position(|s| (s.name.ends_with(".jsonl") && !is_raw(s)) || genai::is_export(s));
+    let (mut summary, model, config) = summary(&sources[si])?;
+    summary.genai_perf = genai::is_summary(&sources[si]);
     let records = match ri {
+        Some(i) if genai::is_export(&sources[i]) => {
+            sources[i].role = "records".into();
+            genai::records(&sources[i])?
+        }
         Some(i) => {
             sources[i].role = "records".into();
             records(&sources[i])?
@@ -165,8 +174,11 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
             .and_then(|x| x.as_bool()),
         errors: error_summary(&v),
         window_s: window(&v),
+        genai_perf: false,
     };
-    let model = super::string_at(&v, "/input_config/models/items/0/name");
+    let model = super::string_at(&v, "/input_config/models/items/0/name")
+        .or_else(|| super::string_at(&v, "/input_config/model_names/0"))
+        .or_else(|| super::string_at(&v, "/input_config/model/0"));
     let config = v.get("input_config").cloned().unwrap_or(Value::Null);
     Ok((s, model, config))
 }

@@ -22,26 +22,42 @@ const NAMED_BEHAVIOUR: &[&str] = &[
 /// 0.1.1).
 const CASES: &[&str] = &["count", "rate", "shapes", "timeout"];
 const CASES_0_2: &[&str] = &["duration", "cancel"];
+/// GenAI-Perf's cases (perf_analyzer aborts on an HTTP error: no timeout case).
+const CASES_GENAI: &[&str] = &["count", "rate", "shapes"];
 
 const SUMMARY: &str = "profile_export_aiperf.json";
 const RECORDS: &str = "profile_export.jsonl";
+const GENAI_SUMMARY: &str = "profile_export_genai_perf.json";
+const GENAI_RECORDS: &str = "profile_export.json";
 
 fn base() -> PathBuf {
     root().join("fixtures/differential/aiperf")
 }
 
-/// The pinned versions (`[aiperf] versions` of pins.toml).
-fn pinned() -> Vec<String> {
+/// A pinned list of the `[aiperf]` section of pins.toml (`versions`, `genai_perf_versions`).
+fn pins(key: &str) -> Vec<String> {
     let pins = std::fs::read_to_string(root().join("fixtures/differential/pins.toml")).unwrap();
     let section = pins.split("[aiperf]").nth(1).unwrap();
     let line = section
         .lines()
-        .find(|l| l.starts_with("versions"))
-        .expect("[aiperf] versions in pins.toml");
+        .find(|l| l.split_once(" =").is_some_and(|(k, _)| k == key))
+        .unwrap_or_else(|| panic!("[aiperf] {key} in pins.toml"));
     let list = line.split_once('[').unwrap().1.trim_end_matches(']');
     list.split(',')
         .map(|v| v.trim().trim_matches('"').to_string())
         .collect()
+}
+
+/// The pinned AIPerf versions, then GenAI-Perf's as `genai-perf-<version>` (their folders).
+fn pinned() -> Vec<String> {
+    let genai = pins("genai_perf_versions");
+    let mut all = pins("versions");
+    all.extend(genai.iter().map(|v| format!("genai-perf-{v}")));
+    all
+}
+
+fn genai(v: &str) -> bool {
+    v.starts_with("genai-perf-")
 }
 
 /// Whether a version is 0.1.x (summary only, no duration limit or cancellation).
@@ -54,7 +70,11 @@ fn cases() -> Vec<(String, String, Vec<PathBuf>)> {
     let mut out = Vec::new();
     for v in pinned() {
         let more = if first(&v) { &[][..] } else { CASES_0_2 };
-        for case in CASES.iter().chain(more) {
+        let all: Vec<&&str> = match genai(&v) {
+            true => CASES_GENAI.iter().collect(),
+            false => CASES.iter().chain(more).collect(),
+        };
+        for case in all {
             let dir = base().join(&v).join(case);
             let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
                 .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -85,29 +105,37 @@ fn verify(files: &[PathBuf], format: &str) -> Run {
 fn summary_of(files: &[PathBuf]) -> Value {
     let p = files
         .iter()
-        .find(|f| name(f) == SUMMARY)
+        .find(|f| name(f) == SUMMARY || name(f) == GENAI_SUMMARY)
         .expect("a summary");
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 #[test]
 fn every_pinned_version_wrote_every_case() {
-    let versions = pinned();
-    assert!(versions.len() >= 3, "{versions:?}");
+    assert!(pins("versions").len() >= 3 && pins("genai_perf_versions").len() >= 3);
     let all = cases();
-    for v in &versions {
+    for v in &pinned() {
         let n = all.iter().filter(|(x, _, _)| x == v).count();
-        assert_eq!(n, if first(v) { 4 } else { 6 }, "{v}");
+        let want = match (genai(v), first(v)) {
+            (true, _) => 3,
+            (false, true) => 4,
+            (false, false) => 6,
+        };
+        assert_eq!(n, want, "{v}");
     }
     for (v, case, files) in &all {
         let names: Vec<String> = files.iter().map(|f| name(f)).collect();
+        let (summary, records) = match genai(v) {
+            true => (GENAI_SUMMARY, GENAI_RECORDS),
+            false => (SUMMARY, RECORDS),
+        };
         assert!(
-            names.contains(&SUMMARY.to_string()),
+            names.contains(&summary.to_string()),
             "{v}/{case}: {names:?}"
         );
-        // Row A1: per-request records from 0.2.0 on.
-        let records = names.contains(&RECORDS.to_string());
-        assert_eq!(records, !first(v), "{v}/{case}: {names:?}");
+        // Row A1: per-request records from 0.2.0 on (G1: perf_analyzer's export always).
+        let has_records = names.contains(&records.to_string());
+        assert_eq!(has_records, !first(v), "{v}/{case}: {names:?}");
         for f in files {
             let size = std::fs::metadata(f).unwrap().len();
             assert!(size < 400_000, "{}: {size} bytes", f.display());
@@ -221,9 +249,12 @@ fn every_failed_request_is_counted_and_named_as_aiperf_counted_it() {
     for (v, case, files) in cases() {
         let summary = summary_of(&files);
         let metrics = summary.get("records").unwrap_or(&summary);
-        let errors = metrics["error_request_count"]["avg"]
-            .as_f64()
-            .unwrap_or(0.0);
+        let errors = match genai(&v) {
+            true => without_content(&files) as f64,
+            false => metrics["error_request_count"]["avg"]
+                .as_f64()
+                .unwrap_or(0.0),
+        };
         let run = verify(&files, "json");
         let found = run.findings("import.failed-requests");
         if errors == 0.0 {
@@ -252,6 +283,30 @@ fn every_failed_request_is_counted_and_named_as_aiperf_counted_it() {
     }
 }
 
+/// GenAI-Perf (row G2): the requests of perf_analyzer's export none of whose response chunks
+/// carries text, counted here apart from the reader (a non-empty `"content"` or `"text"`).
+fn without_content(files: &[PathBuf]) -> usize {
+    let p = files.iter().find(|f| name(f) == GENAI_RECORDS).unwrap();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let requests = v["experiments"][0]["requests"].as_array().unwrap();
+    let texted = |o: &Value| {
+        let r = o["response"].as_str().unwrap_or_default();
+        ["\"content\":\"", "\"text\":\""]
+            .iter()
+            .any(|k| r.split(k).skip(1).any(|rest| !rest.starts_with('"')))
+    };
+    let outputs = |r: &Value| {
+        r["response_outputs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    requests
+        .iter()
+        .filter(|r| !outputs(r).iter().any(texted))
+        .count()
+}
+
 /// A copy of a case's files with `edit` applied to its summary.
 fn edited_summary(version: &str, case: &str, edit: impl Fn(&mut Value)) -> Vec<PathBuf> {
     let from = base().join(version).join(case);
@@ -267,7 +322,7 @@ fn edited_summary(version: &str, case: &str, edit: impl Fn(&mut Value)) -> Vec<P
             continue;
         }
         let mut text = std::fs::read_to_string(&p).unwrap();
-        if name(&p) == SUMMARY {
+        if name(&p) == SUMMARY || name(&p) == GENAI_SUMMARY {
             let mut v: Value = serde_json::from_str(&text).unwrap();
             edit(&mut v);
             text = serde_json::to_string_pretty(&v).unwrap();
@@ -296,6 +351,15 @@ fn each_version_is_held_to_its_own_rule_not_another_versions() {
         .as_str()
         .unwrap()
         .contains("aiperf.request_throughput"));
+    // GenAI-Perf (row G2, G3): request_throughput counts the 2 requests without content that
+    // request_count leaves out; the same rate over the 6 counted is not what it computed.
+    let files = edited_summary("genai-perf-0.0.16", "shapes", |v| {
+        let rate = v["request_throughput"]["avg"].as_f64().unwrap();
+        v["request_throughput"]["avg"] = (rate * 6.0 / 8.0).into();
+    });
+    let run = verify(&files, "json");
+    let found = run.findings("speed.recompute-mismatch");
+    assert_eq!(found.len(), 1, "{}", run.stdout);
     // 0.7 (row A3): the duration is the valid requests' start + request_latency, not their last
     // request_end_ns; 1 ms more is caught.
     let files = edited_summary("0.7.0", "count", |v| {

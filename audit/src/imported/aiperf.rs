@@ -60,12 +60,23 @@ pub struct Summary {
     /// `end_time` - `start_time` in seconds (both printed to the microsecond): from 0.12.0 on the
     /// window every throughput is over (docs/formats/aiperf.md row A4).
     pub window_s: Option<f64>,
+    /// Whether the file is GenAI-Perf's (`profile_export_genai_perf.json`, rows G1-G4).
+    pub genai_perf: bool,
 }
 
 impl Summary {
     /// Whether this version computes its figures from the column store (0.12.0 on: timestamps as
     /// 64-bit floats, throughputs over the phase's window; rows A3, A4). Unknown before 0.3.0,
     /// which prints no version: those are older.
+    /// The tool that wrote it, as findings name it.
+    fn tool(&self) -> &'static str {
+        if self.genai_perf {
+            "GenAI-Perf"
+        } else {
+            "AIPerf"
+        }
+    }
+
     fn column_store(&self) -> bool {
         let Some(v) = self.version.as_deref() else {
             return false;
@@ -328,9 +339,12 @@ fn reasoning_only(x: &Export, emit: &mut Emit) -> Ran {
 /// (with the raw records) each TTFT against its chunks.
 fn recompute(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
-    let mut compared = rates(s, emit);
+    let mut compared = !s.genai_perf && rates(s, emit);
     if x.complete() {
         let counted = x.counted();
+        if s.genai_perf {
+            compared |= genai_rates(s, &counted, emit);
+        }
         compared |= distributions(s, &counted, emit);
         compared |= totals(s, &counted, emit);
         compared |= counts(s, &counted, emit);
@@ -520,6 +534,7 @@ fn not_recomputable(x: &Export, emit: &mut Emit) -> Ran {
         s.metrics
             .iter()
             .filter(|(t, m)| m.fields.contains_key("avg") && !recomputed(t))
+            .filter(|(_, m)| m.fields.get("count").is_none_or(|c| *c == 1.0))
             .filter(|(t, _)| !printed_distributions(s).any(|(d, _)| d == *t))
             .map(|(t, _)| t.as_str()),
     );
@@ -575,7 +590,8 @@ fn printed(s: &Summary, k: &str) -> Option<f64> {
 /// `import.failed-hidden`: failed records the summary's error count leaves out (or a count the
 /// records do not give).
 fn failed_hidden(x: &Export, emit: &mut Emit) -> Ran {
-    if !x.complete() {
+    // GenAI-Perf prints no error count (row G2): its dropped requests are import.failed-requests.
+    if !x.complete() || x.summary.genai_perf {
         return None;
     }
     let s = &x.summary;
@@ -719,6 +735,43 @@ fn rates(s: &Summary, emit: &mut Emit) -> bool {
     compared
 }
 
+/// GenAI-Perf's throughputs (docs/formats/aiperf.md row G3): over the span from the earliest
+/// timestamp to the latest last content chunk of the requests with content; `request_throughput`
+/// counts every request of the export, those without content too (`len(requests)`), and
+/// `output_token_throughput` the reply tokens (output_sequence_length's avg x count). Returns
+/// whether it compared any.
+fn genai_rates(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
+    let ok: Vec<&&Record> = records.iter().filter(|r| !r.failed()).collect();
+    let start = ok.iter().filter_map(|r| r.start_ns).min();
+    let end = ok.iter().filter_map(|r| r.end_ns).max();
+    let (Some(start), Some(end)) = (start, end) else {
+        return false;
+    };
+    let span = (end - start) as f64 / 1e9;
+    let osl = s.metrics.get("output_sequence_length").and_then(|m| {
+        let count = m.fields.get("count").copied().unwrap_or(ok.len() as f64);
+        Some(m.fields.get("avg")? * count)
+    });
+    let mut compared = false;
+    for (rate, amount) in [
+        ("request_throughput", Some(records.len() as f64)),
+        ("output_token_throughput", osl),
+    ] {
+        if let (Some(shown), Some(a)) = (printed(s, rate), amount) {
+            let at = format!("/{rate}/avg");
+            compare(
+                emit,
+                (&s.file, &at),
+                &format!("aiperf.{rate}"),
+                a / span,
+                shown,
+            );
+            compared = true;
+        }
+    }
+    compared
+}
+
 /// [`compare`], agreeing also within a relative `within` (a figure derived from one printed to
 /// fewer digits than it carries).
 fn compare_within(
@@ -759,20 +812,27 @@ fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
                 short(msg)
             ),
             None if r.cancelled => "cancelled".into(),
-            None => {
-                "no error named (a reply AIPerf found no content in: it carries error metrics only)"
-                    .into()
-            }
+            None => format!(
+                "no error named (a reply {} found no content in)",
+                x.summary.tool()
+            ),
         };
         *why.entry(k).or_default() += 1;
     }
     let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
+    // Row G2: GenAI-Perf counts them in request_throughput all the same.
+    let genai = if x.summary.genai_perf {
+        ", but its request_throughput counts them"
+    } else {
+        ""
+    };
     emit.finding(format!(
-        "{} of {} requests failed or were cancelled ({}); AIPerf's latency and throughput figures are over the other {} only",
+        "{} of {} requests failed or were cancelled ({}); {}'s latency and throughput figures are over the other {} only{genai}",
         failed.len(),
         records.len(),
         list.join("; "),
+        x.summary.tool(),
         records.len() - failed.len()
     ))
     .file(&x.records_file)
@@ -830,10 +890,13 @@ fn failed_as_zero(x: &Export, emit: &mut Emit) -> Ran {
         let osl = r.one("output_sequence_length");
         let usage = r.one("usage_completion_tokens");
         let no_ttft = s.streaming == Some(true) && r.one("time_to_first_token").is_none();
-        let zero = osl == Some(0.0) || usage == Some(0.0) || (osl.is_none() && usage.is_none());
+        // GenAI-Perf's records hold no token counts (row G1): no count is not zero there.
+        let uncounted = osl.is_none() && usage.is_none() && !s.genai_perf;
+        let zero = osl == Some(0.0) || usage == Some(0.0) || uncounted;
         if zero || no_ttft {
             emit.warning(format!(
-                "AIPerf counts a request with {} as valid (no error): it enters the request count and throughput as a success",
+                "{} counts a request with {} as valid (no error): it enters the request count and throughput as a success",
+                s.tool(),
                 if zero { "no reply tokens" } else { "no first token" }
             ))
             .file(&x.records_file)
@@ -906,9 +969,10 @@ fn cached_tokens(x: &Export, emit: &mut Emit) -> Ran {
             format!(" and its {k} (input_sequence_length / TTFT)")
         });
     emit.warning(format!(
-        "{} of {} requests were served with cached prompt tokens ({tokens} in all): AIPerf's TTFT figures{prefill} include prompt tokens the server did not compute",
+        "{} of {} requests were served with cached prompt tokens ({tokens} in all): {}'s TTFT figures{prefill} include prompt tokens the server did not compute",
         cached.len(),
         records.len(),
+        s.tool(),
     ))
     .file(&x.records_file)
     .pointer(format!("line {}", lines.join(", ")))

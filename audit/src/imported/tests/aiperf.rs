@@ -180,6 +180,12 @@ pub(super) const CASES: &[Case<Export>] = &[
         field(x, "output_token_throughput", "avg", 7.0)
     })
     .saying("aiperf.output_token_throughput is printed as 7 but its records give 6"),
+    // GenAI-Perf (row G3): every request of the export over the span of those with content.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.genai_perf = true;
+        field(x, "request_throughput", "avg", 1.5)
+    })
+    .saying("aiperf.request_throughput is printed as 1.5 but its records give 1"),
     // A duration that is not the valid requests' window (row A3).
     case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
         field(x, "benchmark_duration", "avg", 2.5)
@@ -210,6 +216,12 @@ pub(super) const CASES: &[Case<Export>] = &[
         x.summary.errors = vec![(1.0, "500 Internal Server Error: boom".into())];
     })
     .saying("1 x 500 Internal Server Error: boom; 1 with no error named in error_summary"),
+    // GenAI-Perf (row G2): a request without content, out of every figure but the throughput.
+    case(FAILED_REQUESTS.id, clean, |x| {
+        x.summary.genai_perf = true;
+        x.records[1].metrics.remove("request_latency");
+    })
+    .saying("a reply GenAI-Perf found no content in)); GenAI-Perf's latency and throughput figures are over the other 1 only, but its request_throughput counts them"),
     // A record processed as invalid: no request_latency, no error (0.2.0-0.3.0).
     case(FAILED_REQUESTS.id, clean, |x| {
         x.records[1].metrics.remove("request_latency");
