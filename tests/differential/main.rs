@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod aiperf;
 mod guidellm;
 mod lm_eval;
 mod loadgen;

@@ -311,7 +311,9 @@ pub fn impossible(what: &str, s: &Spread) -> Option<(String, String)> {
     ordered.splice(0..0, s.min.map(|v| (-1.0, "min", v)));
     let w = ordered
         .windows(2)
-        .find(|w| w[0].2 > w[1].2 * (1.0 + 1e-9) + 1e-12)?;
+        // Out of order beyond a relative 1e-9 (of either's magnitude: a negative figure, such as
+        // AIPerf's osl_mismatch_diff_pct, equal to its neighbour is in order).
+        .find(|w| w[0].2 - w[1].2 > 1e-9 * w[0].2.abs().max(w[1].2.abs()) + 1e-12)?;
     let msg = format!(
         "the {what} {} ({}) is above its {} ({}): one set of values cannot give these",
         w[0].1, w[0].2, w[1].1, w[1].2
