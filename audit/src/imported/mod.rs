@@ -451,7 +451,7 @@ pub fn compare_text(
 ) -> Option<bool> {
     let shown = text.trim().parse::<f64>().ok()?;
     record(emit, key, exact, shown);
-    let ok = agrees(exact, shown, crate::stats::printed_decimals(text.trim()));
+    let ok = crate::stats::agrees_printed(exact, text);
     if !ok {
         mismatch(emit, at, key, exact, shown);
     }
@@ -466,6 +466,15 @@ pub fn record(emit: &mut Emit, key: &str, exact: f64, shown: f64) {
         Some(shown),
         None,
     ));
+}
+
+/// [`record`] of a row whose agreement the check judged itself, at a precision of its own (a
+/// figure LoadGen writes to six significant digits in one file and to two decimals in the
+/// other): the table says what the check found.
+pub fn record_judged(emit: &mut Emit, key: &str, (exact, shown): (f64, f64), agrees: bool) {
+    let mut row = Recomputed::new(key.to_string(), Some(exact), Some(shown), None);
+    row.matches = agrees;
+    emit.recomputed(row);
 }
 
 fn mismatch(emit: &mut Emit, at: (&str, &str), key: &str, exact: f64, shown: f64) {
