@@ -324,7 +324,7 @@ fn failed_by_count(r: &Run, emit: &mut Emit) -> Ran {
     emit.finding(format!(
         "{failed} of {total} requests failed (the file holds no per-request lists, so not their errors); {over}"
     ))
-    .at(&r.file, r.at("/completed".to_string()))
+    .at(&r.file, r.at("/completed"))
     .data(json!({"failed": failed, "total": total, "completed": completed}));
     Some(())
 }
