@@ -79,14 +79,16 @@ const RECORDS: &str = "profile_export.jsonl";
 #[test]
 fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
     let run = verify_from("aiperf", &imports("aiperf", "clean"));
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, 0, "{}", run.stderr);
     let r = run.json();
     assert!(!run.has("speed.recompute-mismatch"), "{}", run.stdout);
     assert!(!run.has("import.failed-requests"));
     assert!(!run.has("import.failed-hidden"));
     assert!(!run.has("import.failed-as-zero"));
-    // The engine serves the chat template's prefix from its cache: a real finding.
-    assert!(run.has_at("speed.cached-tokens", "error"));
+    // The engine serves the chat template's prefix from its cache: a real finding, a warning
+    // naming what AIPerf's figures then include (docs/formats/aiperf.md row A9), not an error:
+    // the file is what AIPerf computed.
+    assert!(run.has_at("speed.cached-tokens", "warning"));
     // The time-sliced figures have no per-request records: named, not checked.
     let n = run.findings("import.not-recomputable");
     assert_eq!(n.len(), 1);
@@ -144,7 +146,8 @@ fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
         "import --from aiperf {} --out {} --format json",
         &[src.to_str().unwrap(), b.to_str().unwrap()],
     );
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    // A refused request and cached prompt tokens: warnings; nothing AIPerf's code contradicts.
+    assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.has("import.failed-requests"));
     let m: Value = read_json(&b.join("bundle.json"));
     let rec: Value = read_json(&b.join("import.json"));
@@ -171,7 +174,7 @@ fn aiperf_import_writes_a_bundle_that_verify_reads_and_whose_digests_hold() {
         .iter()
         .any(|n| n.as_str().unwrap().starts_with("not taken:")));
     let v = common::verify(&b);
-    assert_eq!(v.code, 1, "{}", v.stderr);
+    assert_eq!(v.code, 0, "{}", v.stderr);
     assert!(v.has("import.failed-requests"));
     assert!(!v.has("schema.digest-mismatch"));
     assert_eq!(v.json()["artifacts"].as_array().unwrap().len(), 4);
@@ -854,7 +857,7 @@ const AIPERF_CASES: &[Case] = &[
         format: "aiperf",
         run: "failures",
         edit: unchanged,
-        code: Some(1),
+        code: Some(0),
         expect: &[
             one("import.failed-requests")
                 .at(&["line 9"])
@@ -884,10 +887,10 @@ const AIPERF_CASES: &[Case] = &[
         },
         code: Some(1),
         expect: &[found("speed.recompute-mismatch", 3).at(&[
-            "/time_to_first_token/p50",
-            "/request_count/avg",
             // 11 requests over the run's window is a lower rate than the printed one.
             "/request_throughput/avg",
+            "/time_to_first_token/p50",
+            "/request_count/avg",
         ])],
     },
     Case {
@@ -906,15 +909,19 @@ const AIPERF_CASES: &[Case] = &[
         format: "aiperf",
         run: "failures",
         edit: |c| {
+            // A success as AIPerf writes it carries a request_latency (row A5).
             c.edit_line(RECORDS, 9, |v| {
                 v.as_object_mut().unwrap().remove("error");
                 v["metrics"]["output_sequence_length"] = json!({"value": 0, "unit": "tokens"});
+                v["metrics"]["request_latency"] = json!({"value": 5.0, "unit": "ms"});
             });
         },
         code: Some(1),
         // The summary's error count (1) no longer matches the records (0) either.
         expect: &[
-            one("import.failed-as-zero").at(&["line 9"]),
+            one("import.failed-as-zero")
+                .at(&["line 9"])
+                .severity("warning"),
             one("import.failed-hidden").at(&["/error_request_count/avg"]),
         ],
     },
@@ -935,6 +942,12 @@ const AIPERF_CASES: &[Case] = &[
                 .map(|(k, m)| (k.clone(), m.clone()))
                 .collect();
             o.retain(|_, m| m.get("unit").is_none());
+            // 0.1-0.2 divide by benchmark_duration, 0.13 by its phase's window (row A4): the
+            // 0.13 throughputs have no place in a 0.1-0.2 summary.
+            let metrics = metrics
+                .into_iter()
+                .filter(|(k, _)| !k.ends_with("_throughput"))
+                .collect();
             o.insert("records".into(), Value::Object(metrics));
             std::fs::write(&p, v.to_string()).unwrap();
             let r = c.file(RECORDS);

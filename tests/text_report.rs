@@ -41,9 +41,24 @@ fn screens(empty_root: &std::path::Path) -> Vec<Screen> {
             why: &["not measured: add the raw records the findings name"],
         },
         Screen {
+            // AIPerf's own figures over the requests it kept: warnings that name its behaviour
+            // (failed requests left out, cached prompt tokens), no error.
             args: verify(root().join("fixtures/imports/aiperf/failures")),
+            verdict: "PASS",
+            why: &["import.failed-requests", "speed.cached-tokens"],
+        },
+        Screen {
+            // The same gated on warnings fails, leading with them.
+            args: [
+                verify(root().join("fixtures/imports/aiperf/failures")),
+                vec!["--fail-on".into(), "warning".into()],
+            ]
+            .concat(),
             verdict: "FAIL",
-            why: &["speed: a speed request was served with cached prompt tokens"],
+            why: &[
+                "  - speed: reply tokens were counted from chunks",
+                "\nwarnings\n",
+            ],
         },
         Screen {
             args: verify(root().join("fixtures/runs/smollm2-cpu")),
@@ -93,8 +108,14 @@ fn the_first_24_lines_say_the_verdict_why_and_what_to_do_and_every_line_fits() {
             assert_has(&top, "what to do: ");
         }
         if run.code == 1 {
-            // The first error finding is in view too.
-            assert_has(&top, "\nerrors\n");
+            // The first failing finding is in view too (an error, or a warning under
+            // --fail-on warning).
+            let section = if top.contains("(0 errors") {
+                "\nwarnings\n"
+            } else {
+                "\nerrors\n"
+            };
+            assert_has(&top, section);
         }
         for l in &lines {
             assert!(
@@ -147,6 +168,8 @@ fn the_verbose_stock_page_and_an_aiperf_import_match_their_snapshots() {
             "--out",
             "aiperf-bundle",
             "--quiet",
+            "--fail-on",
+            "warning",
         ])
         .output()
         .unwrap();

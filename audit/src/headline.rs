@@ -11,7 +11,7 @@ const RECONSTRUCTED: &str = "claims.reconstructed";
 /// The id of the check whose findings say a task of another tool's results was not re-scored.
 const NOT_RESCORED: &str = "import.not-rescored";
 /// The id of the check whose findings say what another tool's file prints that its records
-/// cannot give.
+/// cannot give (`records: false` in its data: a summary given without its per-request records).
 const NOT_RECOMPUTABLE: &str = "import.not-recomputable";
 /// The ids of diff's setup differences and of its figures that moved.
 const SETUP_DIFFERS: &str = "diff.setup-differs";
@@ -21,10 +21,13 @@ const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 
 /// What a passing verdict covers when agreement proves less than a measurement: "results only: N
 /// tasks not re-scored (no samples given)" for another tool's results without their records,
+/// "summary only: N distributions not recomputed (no per-request records given)" for a
+/// summary read without its records (an `import.not-recomputable` finding with `records: false`),
 /// "nothing recomputed: N notes (import.not-recomputable) say what could not be" when no figure
 /// was recomputed or compared, "self-consistent only: N of M files reconstructed" when files of
 /// the bundle were reconstructed from the page (read from the `import.not-rescored`,
-/// `import.not-recomputable` and `claims.reconstructed` findings and their details). `None` for a report that fails, is incomplete, or rests on recorded files.
+/// `import.not-recomputable` and `claims.reconstructed` findings and their details). `None` for
+/// a report that fails, is incomplete, or rests on recorded files.
 pub fn coverage(r: &Report) -> Option<String> {
     if r.verdict != Verdict::Pass {
         return None;
@@ -40,8 +43,8 @@ pub fn coverage(r: &Report) -> Option<String> {
             "results only: {unsampled} task{s} not re-scored (no samples given)"
         ));
     }
-    if let Some(nothing) = nothing_recomputed(r) {
-        return Some(nothing);
+    if let Some(covers) = summary_only(r).or_else(|| nothing_recomputed(r)) {
+        return Some(covers);
     }
     let f = r.findings.iter().find(|f| f.check == RECONSTRUCTED)?;
     let count = |k: &str| f.data.get(k).and_then(serde_json::Value::as_u64);
@@ -67,6 +70,28 @@ fn nothing_recomputed(r: &Report) -> Option<String> {
     (n > 0).then(|| {
         format!("nothing recomputed: {n} note{s} ({NOT_RECOMPUTABLE}) say what could not be")
     })
+}
+
+/// "summary only: N distributions not recomputed (no per-request records given)", from the
+/// `import.not-recomputable` findings that say no records were given.
+fn summary_only(r: &Report) -> Option<String> {
+    let unrecorded: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.check == NOT_RECOMPUTABLE && f.data.get("records") == Some(&false.into()))
+        .collect();
+    if unrecorded.is_empty() {
+        return None;
+    }
+    let n: usize = unrecorded
+        .iter()
+        .filter_map(|f| f.data.get("metrics").and_then(serde_json::Value::as_array))
+        .map(Vec::len)
+        .sum();
+    let s = if n == 1 { "" } else { "s" };
+    Some(format!(
+        "summary only: {n} distribution{s} not recomputed (no per-request records given)"
+    ))
 }
 
 /// The verdict as a person reads it first, with what it covers: `PASS, self-consistent only: 43

@@ -245,7 +245,7 @@ impl Recomputed {
     /// page's text at the decimals it prints); a figure shown where there is no result, or a page
     /// text that is no number, does not. A row that shows nothing agrees.
     pub fn agrees(value: Option<f64>, file: Option<f64>, page: Option<&str>) -> bool {
-        use crate::stats::{agrees, printed_decimals, written_decimals};
+        use crate::stats::{agrees, written_decimals};
         let Some(exact) = value else {
             return file.is_none() && page.is_none();
         };
@@ -257,11 +257,7 @@ impl Recomputed {
             let scale = exact.abs().max(x.abs());
             (exact - x).abs() <= 1e-6 * scale || agrees(exact, x, written_decimals(x))
         });
-        let page_ok = page.is_none_or(|text| {
-            let text = text.trim();
-            text.parse::<f64>()
-                .is_ok_and(|x| agrees(exact, x, printed_decimals(text)))
-        });
+        let page_ok = page.is_none_or(|text| crate::stats::agrees_printed(exact, text));
         file_ok && page_ok
     }
 }

@@ -92,6 +92,29 @@ pub fn printed_decimals(s: &str) -> usize {
     s.split_once('.').map_or(0, |(_, f)| f.len())
 }
 
+/// One unit of the last place a number's text prints: `28.0` 0.1, `8` 1, and in the exponent
+/// form a C or Python `%g` writes large and small numbers in, `1.13553e+06` 10 and `2.5E-3`
+/// 0.0001 (six significant digits, not nine decimals).
+pub fn printed_unit(s: &str) -> f64 {
+    let s = s.trim();
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().unwrap_or(0)),
+        None => (s, 0),
+    };
+    let decimals = mantissa.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+    10f64.powi(exponent - decimals)
+}
+
+/// Whether `exact` rounds to the number `text` prints, at its last printed place
+/// ([`printed_unit`]); false when `text` is no number.
+pub fn agrees_printed(exact: f64, text: &str) -> bool {
+    let Ok(shown) = text.trim().parse::<f64>() else {
+        return false;
+    };
+    let half = 0.5 * printed_unit(text);
+    (exact - shown).abs() <= half * (1.0 + 1e-9) + 1e-12 * exact.abs().max(1.0)
+}
+
 /// Decimals of a number as written in a raw file: its shortest round-trip form, at least one.
 pub fn written_decimals(x: f64) -> usize {
     printed_decimals(&format!("{x}")).max(1)
@@ -168,6 +191,19 @@ mod tests {
         // A test with nothing right still has a Wilson margin: the 0.0 % +- 4.4 of 40 refusals.
         let w0 = margin_pts(0, 40, 1.96, MarginMethod::Wilson).unwrap();
         assert!(agrees(w0, 4.4, 1), "{w0}");
+    }
+
+    #[test]
+    fn the_exponent_form_rounds_at_its_last_significant_digit() {
+        assert_eq!(printed_unit("28.0"), 0.1);
+        assert_eq!(printed_unit("8"), 1.0);
+        assert_eq!(printed_unit("1.13553e+06"), 10.0);
+        assert!((printed_unit("2.5E-3") - 1e-4).abs() < 1e-18);
+        // Published: H3C's v2.1 dlrm Offline summary prints 1.13553e+06 samples per second.
+        assert!(agrees_printed(1_135_534.2, "1.13553e+06"));
+        assert!(!agrees_printed(1_135_600.0, "1.13553e+06"));
+        assert!(agrees_printed(28.04, "28.0") && !agrees_printed(28.06, "28.0"));
+        assert!(!agrees_printed(1.0, "n/a"));
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! - aggregates: over the profiling-phase records without an error; errors are counted apart
 //!   (`error_request_count`); warm-up records are not in the figures.
 
+#[path = "aiperf_genai.rs"]
+mod genai;
+
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use crate::input::shown;
@@ -17,29 +20,35 @@ use rigaudit_audit::imported::compare::{Sample, Series};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Whether a source is one of AIPerf's files (its summary, by content).
+/// Whether a source is one of AIPerf's files (its summary, by content), or GenAI-Perf's (its
+/// summary or perf_analyzer's export).
 pub fn looks_like(s: &Source) -> bool {
     let records =
         super::holds(&s.bytes, "\"benchmark_phase\"") || super::holds(&s.bytes, "\"credit_phase\"");
-    is_summary(s) || (s.name.ends_with(".jsonl") && records)
+    is_summary(s) || (s.name.ends_with(".jsonl") && records) || genai::is_export(s)
 }
 
 /// AIPerf's summary: `aiperf_version` (0.3 on), or, as every earlier export writes them,
 /// `input_config` beside `was_cancelled`.
 fn is_summary(s: &Source) -> bool {
     let has = |k: &str| super::holds(&s.bytes, k);
-    s.name.ends_with(".json")
-        && (has("\"aiperf_version\"") || (has("\"input_config\"") && has("\"was_cancelled\"")))
+    let aiperf = has("\"aiperf_version\"") || (has("\"input_config\"") && has("\"was_cancelled\""));
+    (s.name.ends_with(".json") && aiperf) || genai::is_summary(s)
 }
 
 /// Reads the summary and the records and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version, or input_config and was_cancelled before 0.3)")?;
+    let si = super::take(sources, is_summary, "summary", "no AIPerf summary among them (expected profile_export_aiperf.json, a JSON object with aiperf_version, or input_config and was_cancelled before 0.4; or GenAI-Perf's profile_export_genai_perf.json)")?;
     let ri = sources
         .iter()
-        .position(|s| s.name.ends_with(".jsonl") && !is_raw(s));
-    let (summary, model, config) = summary(&sources[si])?;
+        .position(|s| (s.name.ends_with(".jsonl") && !is_raw(s)) || genai::is_export(s));
+    let (mut summary, model, config) = summary(&sources[si])?;
+    summary.genai_perf = genai::is_summary(&sources[si]);
     let records = match ri {
+        Some(i) if genai::is_export(&sources[i]) => {
+            sources[i].role = "records".into();
+            genai::records(&sources[i])?
+        }
         Some(i) => {
             sources[i].role = "records".into();
             records(&sources[i])?
@@ -66,6 +75,9 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
             "the raw records' chunk times, against which each TTFT's anchor is checked".into(),
         );
         imp.not_taken.retain(|n| !n.starts_with("whether a TTFT"));
+    }
+    if let Some(limit) = duration_limit(&config) {
+        imp.not_taken.push(format!("the requests still running at the end of the --benchmark-duration window ({limit}): AIPerf leaves them out of every figure and of the records, and writes nowhere how many (docs/formats/aiperf.md row A2)"));
     }
     imp.note_unread(sources, "not an AIPerf file the importer reads");
     let raw_file = raw_i.map(|i| sources[i].name.clone()).unwrap_or_default();
@@ -161,14 +173,50 @@ fn summary(src: &Source) -> Result<(Summary, Option<String>, Value), Fatal> {
             .pointer("/input_config/endpoint/streaming")
             .and_then(|x| x.as_bool()),
         errors: error_summary(&v),
+        window_s: window(&v),
+        genai_perf: false,
     };
-    let model = super::string_at(&v, "/input_config/models/items/0/name");
+    let model = super::string_at(&v, "/input_config/models/items/0/name")
+        .or_else(|| super::string_at(&v, "/input_config/model_names/0"))
+        .or_else(|| super::string_at(&v, "/input_config/model/0"));
     let config = v.get("input_config").cloned().unwrap_or(Value::Null);
     Ok((s, model, config))
 }
 
-/// `error_summary`: each kind of error the run met, as `count x code type: message`.
-fn error_summary(v: &Value) -> Vec<String> {
+/// The run's duration limit and grace period, as `D s + G s grace`, when it had one: under
+/// `loadgen` to 0.11, as the profiling phase's `duration` and `grace_period` from 0.12.
+fn duration_limit(config: &Value) -> Option<String> {
+    let phase = config
+        .get("phases")
+        .and_then(Value::as_array)
+        .and_then(|p| p.iter().find(|x| x["kind"] == "profiling"));
+    let (d, g) = match phase {
+        Some(p) => (p.get("duration"), p.get("grace_period")),
+        None => (
+            config.pointer("/loadgen/benchmark_duration"),
+            config.pointer("/loadgen/benchmark_grace_period"),
+        ),
+    };
+    let d = d.and_then(Value::as_f64)?;
+    let g = g
+        .and_then(Value::as_f64)
+        .map_or(String::new(), |g| format!(" + {g} s grace"));
+    Some(format!("{d} s{g}"))
+}
+
+/// `end_time` - `start_time` in seconds: ISO date-times printed to the microsecond, in local time
+/// (0.12.0 on the window its throughputs are over).
+fn window(v: &Value) -> Option<f64> {
+    let at = |k: &str| {
+        let t = v.get(k)?.as_str()?;
+        chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f").ok()
+    };
+    let d = at("end_time")? - at("start_time")?;
+    Some(d.num_microseconds()? as f64 / 1e6)
+}
+
+/// `error_summary`: each kind of error the run met, its count and `code type: message`.
+fn error_summary(v: &Value) -> Vec<(f64, String)> {
     v.get("error_summary")
         .and_then(|e| e.as_array())
         .into_iter()
@@ -183,8 +231,8 @@ fn error_summary(v: &Value) -> Vec<String> {
                     })
                     .unwrap_or_default()
             };
-            let n = e.get("count").map(|c| c.to_string()).unwrap_or_default();
-            format!("{n} x {} {}: {}", d("code"), d("type"), d("message"))
+            let n = e.get("count").and_then(Value::as_f64).unwrap_or(0.0);
+            (n, format!("{} {}: {}", d("code"), d("type"), d("message")))
         })
         .collect()
 }
@@ -194,7 +242,7 @@ fn error_summary(v: &Value) -> Vec<String> {
 fn series(s: &Summary, records: &[Record]) -> Vec<Series> {
     let ok: Vec<&Record> = records
         .iter()
-        .filter(|r| r.phase == "profiling" && r.error.is_none())
+        .filter(|r| r.phase == "profiling" && !r.failed())
         .collect();
     let mut out = Vec::new();
     for tag in [
@@ -275,7 +323,11 @@ fn record(v: &Value, line: usize) -> Result<Record, String> {
             .and_then(|c| c.as_bool())
             .unwrap_or(false),
         error,
-        start_ns: meta.get("request_start_ns").and_then(|x| x.as_i64()),
+        // `timestamp_ns` (the request's start) before 0.1.x's flat export (43b78902).
+        start_ns: meta
+            .get("request_start_ns")
+            .or_else(|| meta.get("timestamp_ns"))
+            .and_then(|x| x.as_i64()),
         end_ns: meta.get("request_end_ns").and_then(|x| x.as_i64()),
         metrics: out,
         request_id: super::string_at(v, "/metadata/x_request_id"),

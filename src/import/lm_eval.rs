@@ -300,7 +300,9 @@ impl Config {
             target_delimiter: get("target_delimiter")
                 .and_then(|x| x.as_str())
                 .map(String::from),
-            max_gen_toks: at("configs/{}/generation_kwargs/max_gen_toks"),
+            // HF models take max_new_tokens for it too (huggingface.py's _model_generate).
+            max_gen_toks: at("configs/{}/generation_kwargs/max_gen_toks")
+                .or_else(|| at("configs/{}/generation_kwargs/max_new_tokens")),
             effective: at("n-samples/{}/effective"),
             own_scoring: own_scoring(v, name, metrics),
             names,
@@ -530,11 +532,16 @@ fn sample(v: &Value, line: usize, names: &[String]) -> Result<(Option<String>, S
         .iter()
         .filter_map(|m| o.get(m).and_then(score).map(|x| (m.clone(), x)))
         .collect();
+    // A filter chain without take_first leaves each response a list (`[["[invalid]"]]`): the
+    // metric then gets that one-element list, which it scores as its element.
     let filtered = o
         .get("filtered_resps")
         .and_then(|f| f.as_array())
         .and_then(|a| a.first())
-        .map(text);
+        .map(|f| match f {
+            Value::Array(inner) if inner.len() == 1 && inner[0].is_string() => text(&inner[0]),
+            f => text(f),
+        });
     let sample = Sample {
         line,
         replies,

@@ -77,8 +77,10 @@ pub struct Args {
     /// `--ssh`/Slurm boxes); the replay's notes say why it was not read otherwise.
     #[arg(long, default_value = "auto", value_parser = measure::gpu::parse_choice, value_name = "N|auto|off")]
     pub gpu: measure::gpu::Choice,
-    /// Pass a recorded environment variable that loads code or changes what runs (`LD_PRELOAD`,
-    /// `PYTHONPATH`, `PATH`, ...) to the engine; refused otherwise. Repeatable.
+    /// Pass a recorded environment variable that replay's allow-list refuses (a place code is
+    /// loaded from: `LD_PRELOAD`, `LD_LIBRARY_PATH`, `PYTHONPATH`, `RIGAUDIT_NCCL`, ...; or a
+    /// setting whose value is not a plain word). Without it, a place passes only when its value
+    /// is placeholders you fill with --set; every refused variable is named. Repeatable.
     #[arg(long = "allow-env", value_name = "NAME")]
     pub allow_env: Vec<String>,
     /// Confirm a speed drift in a second session before calling it drift, and judge a value too

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod aiperf;
 mod guidellm;
 mod llama_bench;
 mod llama_server;

@@ -55,8 +55,38 @@ pub struct Summary {
     pub incomplete_reason: Option<String>,
     /// Whether the endpoint was streamed (`input_config.endpoint.streaming`).
     pub streaming: Option<bool>,
-    /// `error_summary`: each kind of error, as `count x code type: message`.
-    pub errors: Vec<String>,
+    /// `error_summary`: each kind of error, its count and `code type: message`.
+    pub errors: Vec<(f64, String)>,
+    /// `end_time` - `start_time` in seconds (both printed to the microsecond): from 0.12.0 on the
+    /// window every throughput is over (docs/formats/aiperf.md row A4).
+    pub window_s: Option<f64>,
+    /// Whether the file is GenAI-Perf's (`profile_export_genai_perf.json`, rows G1-G4).
+    pub genai_perf: bool,
+}
+
+impl Summary {
+    /// Whether this version computes its figures from the column store (0.12.0 on: timestamps as
+    /// 64-bit floats, throughputs over the phase's window; rows A3, A4). Unknown before 0.3.0,
+    /// which prints no version: those are older.
+    /// The tool that wrote it, as findings name it.
+    fn tool(&self) -> &'static str {
+        if self.genai_perf {
+            "GenAI-Perf"
+        } else {
+            "AIPerf"
+        }
+    }
+
+    fn column_store(&self) -> bool {
+        let Some(v) = self.version.as_deref() else {
+            return false;
+        };
+        let mut parts = v
+            .split(['.', '+', '-'])
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        major > 0 || minor >= 12
+    }
 }
 
 /// One per-request record of `profile_export.jsonl`.
@@ -98,6 +128,21 @@ impl Record {
     fn one(&self, tag: &str) -> Option<f64> {
         self.metrics.get(tag).and_then(|v| v.first().copied())
     }
+
+    /// Whether AIPerf counted the request as failed (docs/formats/aiperf.md row A5): it carries
+    /// an `error`, or it was processed as invalid, and then it carries no `request_latency` (only
+    /// error metrics such as `error_isl`): 0.2.0-0.3.0 write a reply with no content so, with no
+    /// error named.
+    pub fn failed(&self) -> bool {
+        self.error.is_some() || !self.metrics.contains_key("request_latency")
+    }
+
+    /// Its last response's time as AIPerf's `max_response_timestamp` takes it (row A3): the
+    /// request's start plus its `request_latency`, in ns.
+    fn response_end_ns(&self) -> Option<i64> {
+        let latency_ns = (self.one("request_latency")? * 1e6).round() as i64;
+        Some(self.start_ns? + latency_ns)
+    }
 }
 
 /// Which record metric each printed total sums.
@@ -106,6 +151,7 @@ const TOTALS: &[(&str, &str)] = &[
     ("total_isl", "input_sequence_length"),
     ("total_output_tokens", "output_token_count"),
     ("total_error_isl", "error_isl"),
+    ("total_reasoning_tokens", "reasoning_token_count"),
     ("total_usage_completion_tokens", "usage_completion_tokens"),
     ("total_usage_prompt_tokens", "usage_prompt_tokens"),
     ("total_usage_total_tokens", "usage_total_tokens"),
@@ -113,6 +159,23 @@ const TOTALS: &[(&str, &str)] = &[
         "total_usage_prompt_cache_read_tokens",
         "usage_prompt_cache_read_tokens",
     ),
+];
+
+/// The single figures (not distributions) the checks recompute: the totals of [`TOTALS`] and these
+/// (rows A3, A4, A5); every other one printed is named by `import.not-recomputable`.
+const RECOMPUTED_SINGLE: &[&str] = &[
+    "request_count",
+    "completed_request_count",
+    "error_request_count",
+    "request_error_rate",
+    "benchmark_duration",
+    "min_request_timestamp",
+    "max_response_timestamp",
+    "request_throughput",
+    "output_token_throughput",
+    "input_token_throughput",
+    "total_token_throughput",
+    "overall_usage_prompt_cache_read_pct",
 ];
 
 /// The fields of a distribution and how each is computed.
@@ -147,7 +210,7 @@ impl Export {
     /// The valid requests the records hold against those the summary counts, when they are
     /// fewer (records missing).
     fn short(&self) -> Option<(f64, f64)> {
-        let valid = self.counted().iter().filter(|r| r.error.is_none()).count() as f64;
+        let valid = self.counted().iter().filter(|r| !r.failed()).count() as f64;
         let counted = printed(&self.summary, "request_count")?;
         (!self.records.is_empty() && valid < counted).then_some((valid, counted))
     }
@@ -271,21 +334,25 @@ fn reasoning_only(x: &Export, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `speed.recompute-mismatch`: every distribution, total, count and throughput the summary
-/// prints against the records, and (with the raw records) each TTFT against its chunks.
+/// `speed.recompute-mismatch`: every throughput against the totals and duration the summary
+/// prints (row A4), and with every record: every distribution, total, count, the duration and
+/// (with the raw records) each TTFT against its chunks.
 fn recompute(x: &Export, emit: &mut Emit) -> Ran {
-    if !x.complete() {
-        return None;
-    }
-    let counted = x.counted();
     let s = &x.summary;
-    let mut compared = distributions(s, &counted, emit);
-    compared |= totals(s, &counted, emit);
-    compared |= counts(s, &counted, emit);
-    compared |= throughputs(s, &counted, emit);
-    if let Some((raw_file, raw)) = &x.raw {
-        ttft_anchor(&counted, raw_file, raw, Anchor::NotAtAChunk, emit);
-        compared = true;
+    let mut compared = !s.genai_perf && rates(s, emit);
+    if x.complete() {
+        let counted = x.counted();
+        if s.genai_perf {
+            compared |= genai_rates(s, &counted, emit);
+        }
+        compared |= distributions(s, &counted, emit);
+        compared |= totals(s, &counted, emit);
+        compared |= counts(s, &counted, emit);
+        compared |= duration(s, &counted, emit);
+        if let Some((raw_file, raw)) = &x.raw {
+            ttft_anchor(&counted, raw_file, raw, Anchor::NotAtAChunk, emit);
+            compared = true;
+        }
     }
     compared.then_some(())
 }
@@ -405,11 +472,12 @@ fn field(sorted: &[f64], name: &str) -> Option<f64> {
     }
 }
 
-/// The printed distributions: those with a `count` or a `p50`.
+/// The printed distributions: those with a `p50` or a `min` (0.1.x also gives its single figures
+/// a `count` of 1, with no spread: `request_count`, the throughputs).
 fn printed_distributions(s: &Summary) -> impl Iterator<Item = (&String, &Stat)> {
     s.metrics
         .iter()
-        .filter(|(_, stat)| stat.fields.contains_key("count") || stat.fields.contains_key("p50"))
+        .filter(|(_, stat)| stat.fields.contains_key("p50") || stat.fields.contains_key("min"))
 }
 
 /// Every distribution the summary prints (avg, min, max, std, percentiles, sum, count)
@@ -436,15 +504,41 @@ fn distributions(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
 }
 
 /// `import.not-recomputable`: the printed distributions no record carries (time-sliced figures,
-/// `adj_*` percentiles), in one finding.
+/// `adj_*` percentiles), in one finding; without records, every printed distribution, said so
+/// (`records: false` in its data: the verdict's coverage says "summary only").
 fn not_recomputable(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
+    if x.records.is_empty() {
+        let tags: Vec<&str> = printed_distributions(s).map(|(t, _)| t.as_str()).collect();
+        if !tags.is_empty() {
+            emit.finding(format!(
+                "summary only: its {} printed distributions are not recomputed, since no per-request records (profile_export.jsonl, written from 0.2.0 on) were given: {}",
+                tags.len(),
+                tags.join(", ")
+            ))
+            .file(&s.file)
+            .data(json!({"metrics": tags, "records": false}));
+        }
+        return Some(());
+    }
     let counted = x.counted();
-    let tags: Vec<&str> = printed_distributions(s)
+    let mut tags: Vec<&str> = printed_distributions(s)
         .filter(|(tag, _)| values(&counted, tag).is_empty())
         .map(|(tag, _)| tag.as_str())
         .collect();
-    let why = "no request record carries them";
+    // Counts against thresholds or goals the file does not hold (AIPERF_* environment settings,
+    // --goodput): usage_discrepancy_count, osl_mismatch_count, good_request_count, ...
+    let recomputed =
+        |t: &str| RECOMPUTED_SINGLE.contains(&t) || TOTALS.iter().any(|(k, _)| *k == t);
+    tags.extend(
+        s.metrics
+            .iter()
+            .filter(|(t, m)| m.fields.contains_key("avg") && !recomputed(t))
+            .filter(|(_, m)| m.fields.get("count").is_none_or(|c| *c == 1.0))
+            .filter(|(t, _)| !printed_distributions(s).any(|(d, _)| d == *t))
+            .map(|(t, _)| t.as_str()),
+    );
+    let why = "no request record carries them, or (single counts) they count against thresholds the file does not hold";
     not_checked(
         emit,
         (&s.file, "metrics"),
@@ -484,7 +578,7 @@ fn totals(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
 
 /// The failed requests among the records, and the count the summary prints.
 fn errors(s: &Summary, records: &[&Record]) -> (f64, Option<f64>) {
-    let errors = records.iter().filter(|r| r.error.is_some()).count() as f64;
+    let errors = records.iter().filter(|r| r.failed()).count() as f64;
     (errors, printed(s, "error_request_count"))
 }
 
@@ -496,7 +590,8 @@ fn printed(s: &Summary, k: &str) -> Option<f64> {
 /// `import.failed-hidden`: failed records the summary's error count leaves out (or a count the
 /// records do not give).
 fn failed_hidden(x: &Export, emit: &mut Emit) -> Ran {
-    if !x.complete() {
+    // GenAI-Perf prints no error count (row G2): its dropped requests are import.failed-requests.
+    if !x.complete() || x.summary.genai_perf {
         return None;
     }
     let s = &x.summary;
@@ -544,76 +639,154 @@ fn counts(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
     compared
 }
 
-/// `speed.recompute-mismatch`: the benchmark duration against the records' span (to 1 ms or
-/// 0.1 %), and every throughput against one observation window: request count, output, input
-/// and total tokens divided by their throughputs must give one duration, no shorter than the
-/// records' span (a shorter window inflates every rate). Returns whether the records give a
-/// span to compare with.
-fn throughputs(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
-    let start = records.iter().filter_map(|r| r.start_ns).min();
-    let end = records.iter().filter_map(|r| r.end_ns).max();
+/// The run's window as AIPerf takes it (docs/formats/aiperf.md row A3): from the earliest start
+/// of a valid request (`min_request_timestamp`) to the latest start plus `request_latency` of one
+/// (`max_response_timestamp`); failed and cancelled requests do not enter it.
+fn window(records: &[&Record]) -> Option<(i64, i64)> {
+    let ok: Vec<&&Record> = records.iter().filter(|r| !r.failed()).collect();
+    let start = ok.iter().filter_map(|r| r.start_ns).min()?;
+    let end = ok.iter().filter_map(|r| r.response_end_ns()).max()?;
+    Some((start, end))
+}
+
+/// `benchmark_duration`, and `min_request_timestamp` and `max_response_timestamp` where printed
+/// (0.2.0-0.3.0), against the records' window (row A3). Returns whether it compared any.
+fn duration(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
+    let Some((start, end)) = window(records) else {
+        return false;
+    };
+    // 0.12.0 on: the two timestamps are 64-bit floats (256 ns apart at today's epoch), and the
+    // duration their difference.
+    let span = if s.column_store() {
+        (end as f64 - start as f64) / 1e9
+    } else {
+        (end - start) as f64 / 1e9
+    };
+    let mut compared = false;
+    for (k, exact) in [
+        ("benchmark_duration", span),
+        ("min_request_timestamp", start as f64),
+        ("max_response_timestamp", end as f64),
+    ] {
+        if let Some(v) = printed(s, k) {
+            let at = format!("/{k}/avg");
+            compare(emit, (&s.file, &at), &format!("aiperf.{k}"), exact, v);
+            compared = true;
+        }
+    }
+    compared
+}
+
+/// Every throughput as AIPerf derives it from the summary's own figures (row A4): its total
+/// (request_count, total_osl, total_isl, both) over the printed `benchmark_duration`, or from
+/// 0.12.0 on over the phase's window (`end_time` - `start_time`, known to the microsecond, so
+/// compared to that). 0.1.x prints no duration: there `output_token_throughput` is
+/// `request_throughput` times the reply tokens (output_sequence_length's avg x count) per valid
+/// request. Returns whether it compared any.
+fn rates(s: &Summary, emit: &mut Emit) -> bool {
+    let p = |k: &str| printed(s, k);
+    let window = match (s.column_store(), s.window_s) {
+        (true, Some(w)) if w > 0.0 => Some((w, 2e-6 / w)),
+        (true, _) => None,
+        (false, _) => p("benchmark_duration").map(|d| (d, 0.0)),
+    };
+    let mut compared = false;
+    let mut check = |rate: &str, exact: f64, emit: &mut Emit, within: f64| {
+        if let Some(shown) = p(rate) {
+            let at = format!("/{rate}/avg");
+            compare_within(
+                emit,
+                (&s.file, &at),
+                &format!("aiperf.{rate}"),
+                exact,
+                shown,
+                within,
+            );
+            compared = true;
+        }
+    };
+    if let Some((d, within)) = window.filter(|(d, _)| *d > 0.0) {
+        let both = p("total_isl").zip(p("total_osl")).map(|(a, b)| a + b);
+        for (rate, amount) in [
+            ("request_throughput", p("request_count")),
+            ("output_token_throughput", p("total_osl")),
+            ("input_token_throughput", p("total_isl")),
+            ("total_token_throughput", both),
+        ] {
+            if let Some(a) = amount {
+                check(rate, a / d, emit, within);
+            }
+        }
+    } else if let (Some(per_s), Some(n), Some(osl)) = (
+        p("request_throughput"),
+        p("request_count").filter(|n| *n > 0.0),
+        s.metrics.get("output_sequence_length"),
+    ) {
+        let f = |k: &str| osl.fields.get(k).copied();
+        if let (Some(avg), Some(count)) = (f("avg"), f("count")) {
+            check(
+                "output_token_throughput",
+                per_s * avg * count / n,
+                emit,
+                0.0,
+            );
+        }
+    }
+    compared
+}
+
+/// GenAI-Perf's throughputs (docs/formats/aiperf.md row G3): over the span from the earliest
+/// timestamp to the latest last content chunk of the requests with content; `request_throughput`
+/// counts every request of the export, those without content too (`len(requests)`), and
+/// `output_token_throughput` the reply tokens (output_sequence_length's avg x count). Returns
+/// whether it compared any.
+fn genai_rates(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
+    let ok: Vec<&&Record> = records.iter().filter(|r| !r.failed()).collect();
+    let start = ok.iter().filter_map(|r| r.start_ns).min();
+    let end = ok.iter().filter_map(|r| r.end_ns).max();
     let (Some(start), Some(end)) = (start, end) else {
         return false;
     };
     let span = (end - start) as f64 / 1e9;
-    let printed = |k: &str| printed(s, k);
-    if let Some(d) = printed("benchmark_duration") {
-        record(emit, "aiperf.benchmark_duration", span, d);
-        if (d - span).abs() > 0.001f64.max(0.001 * span) {
-            mismatch(
+    let osl = s.metrics.get("output_sequence_length").and_then(|m| {
+        let count = m.fields.get("count").copied().unwrap_or(ok.len() as f64);
+        Some(m.fields.get("avg")? * count)
+    });
+    let mut compared = false;
+    for (rate, amount) in [
+        ("request_throughput", Some(records.len() as f64)),
+        ("output_token_throughput", osl),
+    ] {
+        if let (Some(shown), Some(a)) = (printed(s, rate), amount) {
+            let at = format!("/{rate}/avg");
+            compare(
                 emit,
-                &s.file,
-                "/benchmark_duration/avg",
-                "benchmark_duration",
-                d,
-                span,
-                "the records' span (last end - first start)",
-            );
-        }
-    }
-    let total = |k: &str| printed(k);
-    let pairs = [
-        ("request_throughput", total("request_count")),
-        ("output_token_throughput", total("total_osl")),
-        ("input_token_throughput", total("total_isl")),
-        (
-            "total_token_throughput",
-            total("total_isl")
-                .zip(total("total_osl"))
-                .map(|(a, b)| a + b),
-        ),
-    ];
-    for (rate, amount) in pairs {
-        let (Some(r), Some(a)) = (printed(rate), amount) else {
-            continue;
-        };
-        if r <= 0.0 {
-            continue;
-        }
-        let window = a / r;
-        if window < span * (1.0 - 1e-6) - 0.001 {
-            let what =
-                format!("a window of {window:.6} s, shorter than the records' span of {span:.6} s");
-            mismatch(
-                emit,
-                &s.file,
-                &format!("/{rate}/avg"),
-                rate,
-                r,
+                (&s.file, &at),
+                &format!("aiperf.{rate}"),
                 a / span,
-                &what,
+                shown,
             );
+            compared = true;
         }
     }
-    true
+    compared
 }
 
-fn mismatch(emit: &mut Emit, file: &str, at: &str, key: &str, shown: f64, exact: f64, why: &str) {
-    emit.finding(format!(
-        "{key} is printed as {shown} but its records give {exact} ({why})"
-    ))
-    .at(file, at)
-    .data(json!({"printed": shown, "recomputed": exact}));
+/// [`compare`], agreeing also within a relative `within` (a figure derived from one printed to
+/// fewer digits than it carries).
+fn compare_within(
+    emit: &mut Emit,
+    at: (&str, &str),
+    key: &str,
+    exact: f64,
+    shown: f64,
+    within: f64,
+) {
+    if (exact - shown).abs() <= within * exact.abs() {
+        record(emit, key, exact, shown);
+    } else {
+        compare(emit, at, key, exact, shown);
+    }
 }
 
 /// `import.failed-requests`: failed and cancelled requests named with their errors, since every
@@ -625,7 +798,7 @@ fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
     let records = x.counted();
     let failed: Vec<&&Record> = records
         .iter()
-        .filter(|r| r.error.is_some() || r.cancelled)
+        .filter(|r| r.failed() || r.cancelled)
         .collect();
     if failed.is_empty() {
         return Some(());
@@ -638,17 +811,28 @@ fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
                 code.map_or("-".into(), |c| c.to_string()),
                 short(msg)
             ),
-            None => "cancelled".into(),
+            None if r.cancelled => "cancelled".into(),
+            None => format!(
+                "no error named (a reply {} found no content in)",
+                x.summary.tool()
+            ),
         };
         *why.entry(k).or_default() += 1;
     }
     let lines: Vec<String> = failed.iter().map(|r| r.line.to_string()).collect();
     let list: Vec<String> = why.iter().map(|(k, n)| format!("{n} x {k}")).collect();
+    // Row G2: GenAI-Perf counts them in request_throughput all the same.
+    let genai = if x.summary.genai_perf {
+        ", but its request_throughput counts them"
+    } else {
+        ""
+    };
     emit.finding(format!(
-        "{} of {} requests failed or were cancelled ({}); AIPerf's latency and throughput figures are over the other {} only",
+        "{} of {} requests failed or were cancelled ({}); {}'s latency and throughput figures are over the other {} only{genai}",
         failed.len(),
         records.len(),
         list.join("; "),
+        x.summary.tool(),
         records.len() - failed.len()
     ))
     .file(&x.records_file)
@@ -664,17 +848,23 @@ fn failed_in_summary(s: &Summary, emit: &mut Emit) -> Ran {
         let valid = printed(s, "request_count").map_or(String::new(), |n| {
             format!("; its figures are over the other {n}")
         });
-        let why = if s.errors.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", s.errors.join("; "))
-        };
+        let named: f64 = s.errors.iter().map(|(n, _)| n).sum();
+        let kinds: Vec<String> = s.errors.iter().map(|(n, k)| format!("{n} x {k}")).collect();
+        let mut why = kinds.join("; ");
+        if named < errors {
+            // Row A5: a reply with no content is failed with no error named (0.1.1-0.3.0).
+            why.push_str(&format!(
+                "{}{} with no error named in error_summary (AIPerf counts a reply it found no content in as failed without naming an error)",
+                if why.is_empty() { "" } else { "; " },
+                errors - named
+            ));
+        }
         emit.finding(format!(
-            "the summary counts {errors} failed or cancelled requests{why}{valid}"
+            "the summary counts {errors} failed or cancelled requests ({why}){valid}"
         ))
         .file(&s.file)
         .pointer("/error_request_count")
-        .data(json!({"failed": errors}));
+        .data(json!({"failed": errors, "named": named}));
     }
     Some(())
 }
@@ -696,18 +886,17 @@ fn short(msg: &str) -> String {
 /// tokens, or no first token on a streamed endpoint, yet inside the distributions.
 fn failed_as_zero(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
-    for r in x
-        .counted()
-        .iter()
-        .filter(|r| r.error.is_none() && !r.cancelled)
-    {
+    for r in x.counted().iter().filter(|r| !r.failed() && !r.cancelled) {
         let osl = r.one("output_sequence_length");
         let usage = r.one("usage_completion_tokens");
         let no_ttft = s.streaming == Some(true) && r.one("time_to_first_token").is_none();
-        let zero = osl == Some(0.0) || usage == Some(0.0) || (osl.is_none() && usage.is_none());
+        // GenAI-Perf's records hold no token counts (row G1): no count is not zero there.
+        let uncounted = osl.is_none() && usage.is_none() && !s.genai_perf;
+        let zero = osl == Some(0.0) || usage == Some(0.0) || uncounted;
         if zero || no_ttft {
-            emit.finding(format!(
-                "a request with {} is counted as valid (no error), so it enters the request count and throughput as a success",
+            emit.warning(format!(
+                "{} counts a request with {} as valid (no error): it enters the request count and throughput as a success",
+                s.tool(),
                 if zero { "no reply tokens" } else { "no first token" }
             ))
             .file(&x.records_file)
@@ -773,16 +962,17 @@ fn cached_tokens(x: &Export, emit: &mut Emit) -> Ran {
         .filter_map(|r| r.one("usage_prompt_cache_read_tokens"))
         .sum();
     let lines: Vec<String> = cached.iter().map(|r| r.line.to_string()).collect();
-    let prefill = s.metrics.contains_key("prefill_throughput_per_user");
-    emit.finding(format!(
-        "{} of {} requests were served with cached prompt tokens ({tokens} in all){}",
+    let prefill = ["prefill_throughput_per_user", "prefill_throughput"]
+        .into_iter()
+        .find(|k| s.metrics.contains_key(*k))
+        .map_or(String::new(), |k| {
+            format!(" and its {k} (input_sequence_length / TTFT)")
+        });
+    emit.warning(format!(
+        "{} of {} requests were served with cached prompt tokens ({tokens} in all): {}'s TTFT figures{prefill} include prompt tokens the server did not compute",
         cached.len(),
         records.len(),
-        if prefill {
-            ": prefill_throughput_per_user and the TTFT figures include prompts the server did not compute"
-        } else {
-            ""
-        }
+        s.tool(),
     ))
     .file(&x.records_file)
     .pointer(format!("line {}", lines.join(", ")))

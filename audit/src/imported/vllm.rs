@@ -278,7 +278,7 @@ fn recompute(r: &Run, emit: &mut Emit) -> Ran {
 /// errors' last lines.
 fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
     if !r.detailed {
-        return None;
+        return failed_by_count(r, emit);
     }
     let failed: Vec<usize> = (0..r.ttfts.len()).filter(|i| !r.ok(*i)).collect();
     if failed.is_empty() {
@@ -300,6 +300,32 @@ fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
     ))
     .at(&r.file, r.at(format!("/errors/{}", idx.join(","))))
     .data(json!({"failed": failed.len(), "total": r.ttfts.len(), "requests": failed}));
+    Some(())
+}
+
+/// [`failed_requests`] of a file without the per-request lists: from its printed `completed`
+/// and `failed` (or `num_prompts`), the errors themselves not in the file. Published: three
+/// `llm-benchmaq` runs print `completed 0, failed 100` (no server was up).
+fn failed_by_count(r: &Run, emit: &mut Emit) -> Ran {
+    let completed = r.printed.get("completed").copied()?;
+    let failed = match r.printed.get("failed") {
+        Some(f) => *f,
+        None => r.printed.get("num_prompts").copied()? - completed,
+    };
+    if failed <= 0.0 {
+        return Some(());
+    }
+    let total = completed + failed;
+    let over = if completed == 0.0 {
+        "no request completed: every latency and throughput figure is over none".to_string()
+    } else {
+        format!("vLLM's figures are over the other {completed}")
+    };
+    emit.finding(format!(
+        "{failed} of {total} requests failed (the file holds no per-request lists, so not their errors); {over}"
+    ))
+    .at(&r.file, r.at("/completed"))
+    .data(json!({"failed": failed, "total": total, "completed": completed}));
     Some(())
 }
 

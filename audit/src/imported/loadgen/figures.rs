@@ -41,10 +41,9 @@ impl Detail {
     pub(super) fn fig(&self, k: &str) -> Option<Fig> {
         let v = self.num(k)?;
         if let Some(text) = self.printed.get(k) {
-            let decimals = crate::stats::printed_decimals(text.trim());
             return Some(Fig {
                 v,
-                err: 0.5 * 10f64.powi(-(decimals as i32)) * self.scale(k),
+                err: 0.5 * crate::stats::printed_unit(text) * self.scale(k),
             });
         }
         let double =
@@ -392,20 +391,32 @@ pub(super) fn offline_samples(d: &Detail) -> Option<String> {
         .num("generated_samples_per_query")
         .or(d.num("effective_samples_per_query"))?;
     let queries = d.num("generated_query_count").unwrap_or(1.0).max(1.0);
-    let set = d.num("effective_performance_sample_count").unwrap_or(0.0);
+    // The loaded set is the performance sample count, or the QSL's whole count when it holds
+    // fewer (`GenerateLoadableSets`, loadgen.cc l. 624-660 at v5.1): published, a QSL of 20.
+    let psc = d.num("effective_performance_sample_count").unwrap_or(0.0);
+    let qsl = d.num("qsl_reported_total_count");
+    let set = qsl.map_or(psc, |q| if psc > 0.0 { psc.min(q) } else { q });
     let padded = if set > 0.0 {
         (per / set).ceil() * set
     } else {
         per
     };
-    let unique = d.num("effective_performance_sample_count");
-    let candidates = [Some(per * queries), Some(padded * queries), unique];
+    let candidates = [
+        Some(per * queries),
+        Some(padded * queries),
+        Some(set).filter(|s| *s > 0.0),
+    ];
     let slack = n.err * 1.01 + 0.5;
     if candidates
         .iter()
         .flatten()
         .any(|c| (n.v - c).abs() <= slack)
     {
+        return None;
+    }
+    // Without the QSL's count (a summary alone) the set may be any size up to the performance
+    // sample count: only a count outside what any set gives is wrong.
+    if qsl.is_none() && n.v >= per * queries - slack && n.v <= padded * queries + slack {
         return None;
     }
     Some(format!(

@@ -26,7 +26,7 @@ mod figures;
 
 pub use accuracy::{benchmark_in, target_of, Accuracy, Target, TARGETS};
 
-use super::{impossible, record, row, Row, Spread, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE};
+use super::{impossible, record_judged, row, Row, Spread, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE};
 use super::{ACCURACY_BELOW_TARGET, ACCURACY_COUNT_MISMATCH, ACCURACY_MISSING, EMPTY_SCORED_WRONG};
 use super::{
     COMPLIANCE_FAILED, RUN_INCOMPLETE, SETTINGS_BELOW_RULES, TOOL_ERRORS, VALIDITY_MISMATCH,
@@ -39,6 +39,9 @@ use std::collections::BTreeMap;
 
 /// The minimum run duration the MLPerf inference rules ask for, in ms.
 pub const RULES_MIN_DURATION_MS: f64 = 600_000.0;
+
+/// The minimum duration of the v0.5 and v0.7 rounds (row L20).
+pub const PRE_1_0_MIN_DURATION_MS: f64 = 60_000.0;
 
 /// The summary: `(line, key, value)` of every `Key : value` line.
 #[derive(Debug, Clone, Default)]
@@ -471,16 +474,32 @@ fn rules(x: &Logs, emit: &mut Emit) -> Ran {
     let Some(min) = d.num("effective_min_duration_ms") else {
         return Some(());
     };
-    if min >= RULES_MIN_DURATION_MS {
+    // The v0.5 and v0.7 rounds asked for 60 s (the submission checker's
+    // TEST_DURATION_MS_PRE_1_0, tools/submission/submission_checker.py l. 1166-1167 and
+    // 1720-1722 at v3.0); v0.7's LoadGen says `0.7 @ ...` (v0.5's detail log is not in MLLOG
+    // form, and the v1.0 round's LoadGen still says `.5a1`: held to 600 s).
+    let pre_1_0 = d
+        .text("loadgen_version")
+        .is_some_and(|v| v.starts_with("0."));
+    let (rule, round) = if pre_1_0 {
+        (PRE_1_0_MIN_DURATION_MS, "the v0.5 and v0.7 rounds' 60 s")
+    } else {
+        (
+            RULES_MIN_DURATION_MS,
+            "the 600 s of the MLPerf inference rules",
+        )
+    };
+    if min >= rule {
         return Some(());
     }
     let line = d
         .values
         .get("effective_min_duration_ms")
         .map_or(0, |(l, _)| *l);
-    emit.finding(
-        format!("the run's minimum duration is {} s, below the 600 s of the MLPerf inference rules (set by the run's own settings)", min / 1000.0),
-    )
+    emit.finding(format!(
+        "the run's minimum duration is {} s, below {round} (set by the run's own settings)",
+        min / 1000.0
+    ))
     .file(&d.file)
     .pointer(format!("line {line}"));
     Some(())
@@ -683,8 +702,9 @@ fn summary_against_detail(x: &Logs, emit: &mut Emit) -> Ran {
         let (agrees, detail) = match (v.trim().parse::<f64>(), dv) {
             (Ok(shown), Value::Number(n)) => {
                 let Some(exact) = n.as_f64() else { continue };
-                record(emit, &key, exact, shown);
-                (same_figure(n, v), None)
+                let same = same_figure(n, v);
+                record_judged(emit, &key, (exact, shown), same);
+                (same, None)
             }
             (_, Value::Bool(b)) => (
                 v.trim().eq_ignore_ascii_case("yes") == *b,
@@ -726,9 +746,8 @@ pub fn same_figure(detail: &serde_json::Number, text: &str) -> bool {
     let (Some(x), Ok(shown)) = (detail.as_f64(), text.trim().parse::<f64>()) else {
         return false;
     };
-    let decimals = crate::stats::printed_decimals(text.trim());
-    let text_unit = 10f64.powi(-(decimals as i32));
-    let double = detail.is_f64() || decimals > 0;
+    let text_unit = crate::stats::printed_unit(text);
+    let double = detail.is_f64() || text_unit < 1.0;
     let detail_unit = if double && x != 0.0 {
         10f64.powi(x.abs().log10().floor() as i32 - 5)
     } else {

@@ -1,10 +1,11 @@
 //! The rows of [`crate::imported::aiperf`].
 
-use super::{case, check_cases, quiet, Case};
+use super::{case, check_cases, lowered, quiet, Case};
 use crate::imported::aiperf::{Export, RawRecord, Record, Stat, Summary, CHECKS};
 use crate::imported::{FAILED_AS_ZERO, FAILED_HIDDEN, FAILED_REQUESTS, IMPOSSIBLE_AGGREGATE};
 use crate::imported::{NOT_RECOMPUTABLE, REASONING_ONLY, RECORDS_MISSING, RUN_INCOMPLETE};
 use crate::imported::{PERCENTILE_FEW_SAMPLES, TTFT_EMPTY_CHUNK};
+use crate::report::Severity;
 use crate::speed;
 
 fn stat(fields: &[(&str, f64)]) -> Stat {
@@ -14,9 +15,11 @@ fn stat(fields: &[(&str, f64)]) -> Stat {
     }
 }
 
-/// A profiling record of one request: its TTFT (ms), reply tokens, and start and end (ns).
+/// A profiling record of one valid request: its TTFT (ms), reply tokens, and start and end (ns),
+/// its request_latency their difference.
 fn record(line: usize, id: &str, ttft: f64, osl: f64, span: (i64, i64)) -> Record {
     let metrics = [
+        ("request_latency", (span.1 - span.0) as f64 / 1e6),
         ("time_to_first_token", ttft),
         ("output_sequence_length", osl),
         ("usage_completion_tokens", osl),
@@ -109,6 +112,15 @@ fn summary_only() -> Export {
     }
 }
 
+/// The summary alone, with its single figures only (no distribution).
+fn totals_only() -> Export {
+    let mut x = summary_only();
+    x.summary
+        .metrics
+        .retain(|_, m| !m.fields.contains_key("p50"));
+    x
+}
+
 fn field(x: &mut Export, tag: &str, k: &str, v: f64) {
     let stat = x.summary.metrics.entry(tag.into()).or_default();
     stat.fields.insert(k.into(), v);
@@ -142,11 +154,43 @@ pub(super) const CASES: &[Case<Export>] = &[
         field(x, "time_to_first_token", "p50", 16.0)
     })
     .saying("aiperf.time_to_first_token.p50"),
-    // A throughput over a window shorter than the records' span.
+    // A throughput that is not its total over the printed duration (row A4).
     case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
         field(x, "request_throughput", "avg", 4.0)
     })
-    .saying("a window of"),
+    .saying("aiperf.request_throughput is printed as 4 but its records give 1"),
+    // The same without records, from the summary alone.
+    case(speed::RECOMPUTE_MISMATCH.id, summary_only, |x| {
+        field(x, "request_throughput", "avg", 4.0)
+    })
+    .saying("aiperf.request_throughput is printed as 4 but its records give 1"),
+    // 0.12.0 on: over end_time - start_time (4 s here), not the duration.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.version = Some("0.13.0".into());
+        x.summary.window_s = Some(4.0);
+        field(x, "request_throughput", "avg", 1.0)
+    })
+    .saying("printed as 1 but its records give 0.5"),
+    // 0.1.x prints no duration: the reply tokens per valid request (6) x request_throughput.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.metrics.remove("benchmark_duration");
+        field(x, "output_sequence_length", "avg", 6.0);
+        field(x, "output_sequence_length", "count", 2.0);
+        field(x, "request_throughput", "avg", 1.0);
+        field(x, "output_token_throughput", "avg", 7.0)
+    })
+    .saying("aiperf.output_token_throughput is printed as 7 but its records give 6"),
+    // GenAI-Perf (row G3): every request of the export over the span of those with content.
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.genai_perf = true;
+        field(x, "request_throughput", "avg", 1.5)
+    })
+    .saying("aiperf.request_throughput is printed as 1.5 but its records give 1"),
+    // A duration that is not the valid requests' window (row A3).
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        field(x, "benchmark_duration", "avg", 2.5)
+    })
+    .saying("aiperf.benchmark_duration is printed as 2.5 but its records give 2"),
     // A TTFT at no chunk's time in the raw record.
     case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
         x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(12.0, true)])
@@ -155,6 +199,10 @@ pub(super) const CASES: &[Case<Export>] = &[
     case(NOT_RECOMPUTABLE.id, clean, |x| {
         field(x, "adj_time_to_first_token", "p50", 15.0)
     }),
+    case(NOT_RECOMPUTABLE.id, totals_only, |x| {
+        field(x, "time_to_first_token", "p50", 15.0)
+    })
+    .saying("summary only: its 1 printed distributions are not recomputed"),
     case(FAILED_HIDDEN.id, clean, failed_record),
     case(FAILED_REQUESTS.id, clean, failed_record).saying("1 x 500 server error"),
     case(FAILED_REQUESTS.id, clean, |x| x.records[1].cancelled = true).saying("1 x cancelled"),
@@ -162,20 +210,40 @@ pub(super) const CASES: &[Case<Export>] = &[
         field(x, "error_request_count", "avg", 1.0)
     })
     .saying("the summary counts 1 failed"),
-    case(FAILED_AS_ZERO.id, clean, |x| {
+    // Row A5: a failed request error_summary does not name (a reply with no content, 0.1.1).
+    case(FAILED_REQUESTS.id, summary_only, |x| {
+        field(x, "error_request_count", "avg", 2.0);
+        x.summary.errors = vec![(1.0, "500 Internal Server Error: boom".into())];
+    })
+    .saying("1 x 500 Internal Server Error: boom; 1 with no error named in error_summary"),
+    // GenAI-Perf (row G2): a request without content, out of every figure but the throughput.
+    case(FAILED_REQUESTS.id, clean, |x| {
+        x.summary.genai_perf = true;
+        x.records[1].metrics.remove("request_latency");
+    })
+    .saying("a reply GenAI-Perf found no content in)); GenAI-Perf's latency and throughput figures are over the other 1 only, but its request_throughput counts them"),
+    // A record processed as invalid: no request_latency, no error (0.2.0-0.3.0).
+    case(FAILED_REQUESTS.id, clean, |x| {
+        x.records[1].metrics.remove("request_latency");
+        field(x, "request_count", "avg", 1.0);
+        field(x, "error_request_count", "avg", 1.0);
+    })
+    .saying("1 x no error named"),
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
         set(&mut x.records[0], "output_sequence_length", 0.0)
     })
-    .saying("no reply tokens"),
-    case(FAILED_AS_ZERO.id, clean, |x| {
+    .saying("AIPerf counts a request with no reply tokens as valid"),
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
         x.records[0].metrics.remove("time_to_first_token");
     })
     .saying("no first token"),
     case(speed::TOKEN_SOURCE.id, clean, |x| {
         set(&mut x.records[0], "usage_completion_tokens", 6.0)
     }),
-    case(speed::CACHED_TOKENS.id, clean, |x| {
+    lowered(speed::CACHED_TOKENS.id, Severity::Warning, clean, |x| {
         set(&mut x.records[0], "usage_prompt_cache_read_tokens", 2.0)
-    }),
+    })
+    .saying("AIPerf's TTFT figures include prompt tokens the server did not compute"),
     // The role-only first chunk of a chat stream taken as the first token.
     case(TTFT_EMPTY_CHUNK.id, clean, |x| {
         x.raw.as_mut().unwrap().1[0] = raw(1, "a", 0, &[(10.0, false), (12.0, true)])
