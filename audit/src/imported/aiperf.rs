@@ -239,7 +239,7 @@ pub const CHECKS: &[Row<Export>] = &[
     row(PERCENTILE_FEW_SAMPLES, percentile_few_samples),
 ];
 
-/// `import.percentile-few-samples`: each printed percentile (`p1` .. `p99`) against the `count`
+/// `import.percentile-few-samples` (row A7): each printed percentile (`p1` .. `p99`) against the `count`
 /// its distribution says it was taken from ([`super::FewSamples`]).
 fn percentile_few_samples(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
@@ -266,7 +266,7 @@ fn percentile_few_samples(x: &Export, emit: &mut Emit) -> Ran {
         .then_some(())
 }
 
-/// `import.impossible-aggregate`: per printed distribution, its avg within its min and max, and
+/// `import.impossible-aggregate` (row A7): per printed distribution, its avg within its min and max, and
 /// its percentiles in order between them.
 fn impossible_aggregates(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
@@ -295,7 +295,7 @@ fn impossible_aggregates(x: &Export, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `import.records-missing`: fewer valid records than the summary's request count.
+/// `import.records-missing` (rows A2, A5): fewer valid records than the summary's request count.
 fn records_missing(x: &Export, emit: &mut Emit) -> Ran {
     if x.records.is_empty() {
         return None;
@@ -308,7 +308,7 @@ fn records_missing(x: &Export, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `import.reasoning-only-replies`: fewer requests with answer tokens (`output_token_count`'s
+/// `import.reasoning-only-replies` (row A8): fewer requests with answer tokens (`output_token_count`'s
 /// count) than valid requests, where reasoning tokens are counted: the other replies are
 /// reasoning only, cut before any answer, yet their tokens are in the output figures.
 fn reasoning_only(x: &Export, emit: &mut Emit) -> Ran {
@@ -334,7 +334,7 @@ fn reasoning_only(x: &Export, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `speed.recompute-mismatch`: every throughput against the totals and duration the summary
+/// `speed.recompute-mismatch` (rows A3, A4, A7, G3, G4): every throughput against the totals and duration the summary
 /// prints (row A4), and with every record: every distribution, total, count, the duration and
 /// (with the raw records) each TTFT against its chunks.
 fn recompute(x: &Export, emit: &mut Emit) -> Ran {
@@ -357,7 +357,7 @@ fn recompute(x: &Export, emit: &mut Emit) -> Ran {
     compared.then_some(())
 }
 
-/// `import.ttft-empty-chunk`: with the raw records, a TTFT taken at an empty chunk.
+/// `import.ttft-empty-chunk` (row A7): with the raw records, a TTFT taken at an empty chunk.
 fn ttft_empty_chunk(x: &Export, emit: &mut Emit) -> Ran {
     let (raw_file, raw) = x.raw.as_ref()?;
     ttft_anchor(&x.counted(), raw_file, raw, Anchor::AtAnEmptyChunk, emit);
@@ -419,7 +419,7 @@ fn ttft_anchor(
     }
 }
 
-/// `import.run-incomplete`: AIPerf says the run was cancelled or did not complete.
+/// `import.run-incomplete` (docs/formats/aiperf.md row A2): AIPerf says the run was cancelled or did not complete.
 fn run_complete(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
     let cancelled = s.was_cancelled == Some(true);
@@ -503,7 +503,7 @@ fn distributions(s: &Summary, records: &[&Record], emit: &mut Emit) -> bool {
     compared
 }
 
-/// `import.not-recomputable`: the printed distributions no record carries (time-sliced figures,
+/// `import.not-recomputable` (rows A1, A11): the printed distributions no record carries (time-sliced figures,
 /// `adj_*` percentiles), in one finding; without records, every printed distribution, said so
 /// (`records: false` in its data: the verdict's coverage says "summary only").
 fn not_recomputable(x: &Export, emit: &mut Emit) -> Ran {
@@ -587,7 +587,7 @@ fn printed(s: &Summary, k: &str) -> Option<f64> {
     s.metrics.get(k).and_then(|m| m.fields.get("avg")).copied()
 }
 
-/// `import.failed-hidden`: failed records the summary's error count leaves out (or a count the
+/// `import.failed-hidden` (row A5): failed records the summary's error count leaves out (or a count the
 /// records do not give).
 fn failed_hidden(x: &Export, emit: &mut Emit) -> Ran {
     // GenAI-Perf prints no error count (row G2): its dropped requests are import.failed-requests.
@@ -789,7 +789,7 @@ fn compare_within(
     }
 }
 
-/// `import.failed-requests`: failed and cancelled requests named with their errors, since every
+/// `import.failed-requests` (rows A5, A6, G2): failed and cancelled requests named with their errors, since every
 /// success figure of AIPerf leaves them out.
 fn failed_requests(x: &Export, emit: &mut Emit) -> Ran {
     if x.records.is_empty() {
@@ -882,7 +882,7 @@ fn short(msg: &str) -> String {
     inner.chars().take(160).collect()
 }
 
-/// `import.failed-as-zero`: a request counted as valid (no error) that got no reply: zero output
+/// `import.failed-as-zero` (row A5): a request counted as valid (no error) that got no reply: zero output
 /// tokens, or no first token on a streamed endpoint, yet inside the distributions.
 fn failed_as_zero(x: &Export, emit: &mut Emit) -> Ran {
     let s = &x.summary;
@@ -906,7 +906,7 @@ fn failed_as_zero(x: &Export, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `speed.token-source`: the reply and prompt token counts AIPerf's figures use are the client's
+/// `speed.token-source` (row A8): the reply and prompt token counts AIPerf's figures use are the client's
 /// tokenizer counts; where the server's usage disagrees, say by how much.
 fn token_source(x: &Export, emit: &mut Emit) -> Ran {
     let records = x.counted();
@@ -943,7 +943,7 @@ fn token_source(x: &Export, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// `speed.cached-tokens`: the server says prompt tokens were read from its cache, so
+/// `speed.cached-tokens` (row A9): the server says prompt tokens were read from its cache, so
 /// `prefill_throughput_per_user` (prompt tokens / TTFT) counts tokens that were not computed.
 fn cached_tokens(x: &Export, emit: &mut Emit) -> Ran {
     let (s, records) = (&x.summary, x.counted());
