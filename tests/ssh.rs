@@ -623,7 +623,8 @@ fn the_seed_pages_plan_both_ranks_on_their_boxes() {
         "  run:  '/opt/tensorfold/tensorfold-native' 'serve' '<folder of Mia-AiLab",
         "  env:  NCCL_COMM_ID='10.0.0.1:29583'",
         "  env:  TF_GLM_RANK='1'",
-        "  env:  LD_LIBRARY_PATH='<folder with libnccl.so.2.30.7>'  (refused: it loads code",
+        // A place whose value is wholly the user's placeholder passes (the user fills it).
+        "  env:  LD_LIBRARY_PATH='<folder with libnccl.so.2.30.7>'\n",
         "on the box, with sha256sum = 441a3847",
         "NCCL libnccl.so.2.30.7 on the box = sha256 fc7ea663, version 2.30.7",
     ] {
