@@ -32,6 +32,7 @@ use crate::startline;
 use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use validity::{Figure, Side};
 
 /// What every `diff.*` row holds: [`DIFF`] decides them.
 const BY_DIFF: Staged = Staged("diff");
@@ -130,10 +131,22 @@ pub struct Diffed {
     pub found: Findings,
 }
 
-/// Compares two bundles: the setup, then every figure. See the module docs.
+/// Compares two bundles: the setup, then every figure, each side's own validity findings
+/// ([`crate::verify()`] of it) carried and marking the rows they touch ([`validity`]). See the
+/// module docs.
 pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
     let setup = setup_changes(a, b);
+    let mut carried = validity::carried(Side::A, &crate::verify(a));
+    carried.extend(validity::carried(Side::B, &crate::verify(b)));
+    let narrow = |c: &validity::Carried, key: &str| {
+        let side = match c.side {
+            Side::A => a,
+            Side::B => b,
+        };
+        narrow_in_bundle(side, &c.finding, key)
+    };
     let mut found = Findings::default();
+    validity::report(&carried, &mut found);
     found.stage(&DIFF, |s| {
         s.decided(&SETUP_DIFFERS);
         for c in &setup {
@@ -145,17 +158,54 @@ pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Di
         };
         let compared = compare(a, b, &tol);
         machine_speed(a, b, &compared, s);
-        for row in compared.comparisons.into_iter().map(as_change) {
-            figure_finding(&row, s);
-            s.comparison(row);
+        let mut rows: Vec<Comparison> = compared.comparisons.into_iter().map(as_change).collect();
+        for row in &mut rows {
+            let figure = match row.key.starts_with("quality.") {
+                true => Figure::Quality,
+                false => Figure::Speed,
+            };
+            validity::mark(row, figure, &carried, &narrow);
         }
-        if !s.comparisons().is_empty() {
+        figure_findings(&rows, s);
+        if !rows.is_empty() {
             for c in [&MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
                 s.decided(c);
             }
         }
+        s.comparisons().extend(rows);
     });
+    found.incomplete = validity::nothing_comparable(&found.comparisons);
     Diffed { setup, found }
+}
+
+/// Which rows a bundle's finding touches where it points: a speed request at the rows of its
+/// step, a `fits` row at the rows of its part and depth, a file under `quality/TEST/` at that
+/// test's row; `None` (the rule's rows) for anything else.
+fn narrow_in_bundle(b: &Bundle, f: &crate::report::Finding, key: &str) -> Option<bool> {
+    let file = f.file.as_deref()?;
+    if let Some(test) = file
+        .strip_prefix("quality/")
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(test, _)| test)
+    {
+        return Some(key == format!("quality.{test}.pct"));
+    }
+    let result = b.speed_result.as_ref().filter(|r| r.path == file)?;
+    let pointer = f.pointer.as_deref()?;
+    let index = |what: &str| -> Option<usize> {
+        let rest = pointer.strip_prefix(what)?;
+        rest.split(['/', ',', ' ']).next()?.parse().ok()
+    };
+    if key.starts_with("quality.") {
+        return Some(false);
+    }
+    if let Some(q) = index("/requests/").and_then(|i| result.value.requests.get(i)) {
+        return crate::replay::row_measures(key, q);
+    }
+    if let Some(fit) = index("/fits/").and_then(|i| result.value.fits.get(i)) {
+        return crate::replay::row_fits(key, &fit.part, fit.depth);
+    }
+    None
 }
 
 /// Every setup difference of the two bundles, in subject order.
@@ -274,15 +324,49 @@ fn machine_speed(a: &Bundle, b: &Bundle, compared: &Findings, found: &mut StageO
 /// A replay row in diff's words: its verdict about change between two runs (unchanged,
 /// changed), whether B is better for a changed row (by the figure's direction, see
 /// [`crate::verdict::higher_is_better`]), and A and B in the place of recorded and replayed.
+///
+/// The row shows one change, the one the rule judged (`change_pct` for speed, `change_points` for
+/// quality; a row not comparable has none), and its reason does not repeat it.
 pub fn as_change(mut r: Comparison) -> Comparison {
     r.verdict = r.verdict.as_change();
+    if r.verdict == ReplayVerdict::NotComparable {
+        r.change_pct = None;
+        r.change_points = None;
+        r.direction = None;
+    }
     r.better = (r.verdict == ReplayVerdict::Changed)
-        .then_some(r.change_pct)
+        .then_some(r.change_points.or(r.change_pct))
         .flatten()
         .filter(|c| *c != 0.0)
         .map(|c| (c > 0.0) == crate::verdict::higher_is_better(&r.key));
-    r.why = relabel_text(&r.why);
+    r.why = relabel_text(&without_change(&r));
     r
+}
+
+/// A row's reason without the change it leads with (`-54.9 % (90 % interval -69.3 % to -33.7 %;
+/// 12 and 9 samples): beyond ...` is `90 % interval -69.3 % to -33.7 %; 12 and 9 samples:
+/// beyond ...`), for a report that shows the change in its own column; else the reason as it is.
+fn without_change(r: &Comparison) -> String {
+    // As `decide::show_change` writes it (a change that rounds to zero is `+0.0`).
+    let tenths = |v: f64| if v.abs() < 0.05 { 0.0 } else { v };
+    let lead = match (r.change_points, r.change_pct) {
+        (Some(p), _) => format!("{:+.1} points", tenths(p)),
+        (None, Some(c)) => format!("{:+.1} %", tenths(c)),
+        (None, None) => return r.why.clone(),
+    };
+    // A row no rule could test says how far its figure moved at its end (replay's words).
+    if let Some(c) = r.change_pct {
+        if let Some(rest) = r.why.strip_suffix(&format!("; the figure moved {c:+.1} %")) {
+            return rest.to_string();
+        }
+    }
+    let Some(rest) = r.why.strip_prefix(&format!("{lead} (")) else {
+        return r.why.clone();
+    };
+    match rest.split_once(')') {
+        Some((inner, after)) => format!("{inner}{after}"),
+        None => r.why.clone(),
+    }
 }
 
 /// Replay's words with A and B in the place of recorded and replayed.
@@ -299,9 +383,48 @@ fn relabel_text(text: &str) -> String {
         .replace("replayed ", "B ")
 }
 
-/// The finding a figure row gives, through its row's emitter (none when it reproduced).
-pub(crate) fn row_finding(r: &Comparison, found: &mut Findings) {
-    found.stage(&DIFF, |s| figure_finding(r, s));
+/// The findings the figure rows give, through their rows' emitter ([`figure_findings`]).
+pub(crate) fn row_findings(rows: &[Comparison], found: &mut Findings) {
+    found.stage(&DIFF, |s| figure_findings(rows, s));
+}
+
+/// The most rows a finding that stands for several names; the rest are counted.
+const ROWS_NAMED: usize = 6;
+
+/// One finding a row (none for a row unchanged), but the rows its sides' validity findings made
+/// not comparable for one same reason are one finding that names them (`vllm.ttft_ms,
+/// vllm.tpot_ms and 20 more (22 rows): not comparable: B lost requests: ...`), the rows in its
+/// data; the findings behind them are listed under their own checks.
+fn figure_findings(rows: &[Comparison], found: &mut StageOut) {
+    let mut grouped: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in rows {
+        if !validity::marked(r) {
+            figure_finding(r, found);
+            continue;
+        }
+        match grouped.iter_mut().find(|(why, _)| *why == r.why) {
+            Some((_, keys)) => keys.push(&r.key),
+            None => grouped.push((&r.why, vec![&r.key])),
+        }
+    }
+    for (why, keys) in grouped {
+        if let [key] = keys[..] {
+            let row = rows.iter().find(|r| r.key == key);
+            if let Some(r) = row {
+                figure_finding(r, found);
+            }
+            continue;
+        }
+        let named = keys[..keys.len().min(ROWS_NAMED)].join(", ");
+        let rest = match keys.len().saturating_sub(ROWS_NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        found
+            .row(&NOT_COMPARABLE)
+            .finding(format!("{named}{rest} ({} rows): {why}", keys.len()))
+            .data(json!({ "rows": keys, "why": why }));
+    }
 }
 
 fn figure_finding(r: &Comparison, found: &mut StageOut) {
@@ -311,9 +434,10 @@ fn figure_finding(r: &Comparison, found: &mut StageOut) {
         ReplayVerdict::Inconclusive => &INCONCLUSIVE,
         ReplayVerdict::NotComparable => &NOT_COMPARABLE,
     };
+    let change = r.change_shown().map_or(String::new(), |c| format!(" {c}"));
     found
         .row(check)
-        .finding(format!("{}: {}", r.key, r.why))
+        .finding(format!("{}{change}: {}", r.key, r.why))
         .data(serde_json::to_value(r).unwrap_or_default());
 }
 
@@ -702,6 +826,9 @@ fn contract_changes(a: &Bundle, b: &Bundle) -> Vec<SetupChange> {
 pub fn setup_json(changes: &[SetupChange]) -> Value {
     json!(changes)
 }
+
+#[path = "diff_validity.rs"]
+pub mod validity;
 
 #[cfg(test)]
 #[path = "diff_tests.rs"]

@@ -83,6 +83,8 @@ impl Comparison {
             runs_to_tell: None,
             warm_up_dropped: None,
             better: None,
+            change_points: None,
+            caveats: Vec::new(),
         }
     }
 }
@@ -109,6 +111,19 @@ pub fn higher_is_better(key: &str) -> bool {
     ]
     .iter()
     .any(|w| k.contains(w))
+}
+
+impl Comparison {
+    /// The row's one change as a report shows it: points for a quality row the rule judged
+    /// (`+2.0 pp`), else percent (`-54.9 %`); `None` when it has none (a row not comparable).
+    pub fn change_shown(&self) -> Option<String> {
+        let tenths = |v: f64| if v.abs() < 0.05 { 0.0 } else { v };
+        match (self.change_points, self.change_pct) {
+            (Some(p), _) => Some(format!("{:+.1} pp", tenths(p))),
+            (None, Some(c)) => Some(format!("{:+.1} %", tenths(c))),
+            (None, None) => None,
+        }
+    }
 }
 
 /// A diff's better/worse cell: `better`, `worse`, or `-` for a row that did not change.
@@ -285,6 +300,14 @@ pub struct Comparison {
     /// for a row that moved; set by diff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub better: Option<bool>,
+    /// The change in points of a quality row the decision rule judged (replayed - recorded, B -
+    /// A); such a row has no `change_pct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_points: Option<f64>,
+    /// diff: what a side's own validity findings say of this row without stopping its comparison
+    /// (`B: 2 empty replies scored as wrong`), each led by its side.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
 }
 
 /// The subjects a setup difference belongs to.

@@ -1,7 +1,8 @@
 //! `rigaudit diff A B` of two runs of another tool (each a folder or file of its results, or a
 //! bundle `rigaudit import` wrote, opened as such by `crate::subject`): the tool's settings side
 //! by side, then every figure both give with the statistics of
-//! `rigaudit_audit::imported::compare`.
+//! `rigaudit_audit::imported::compare`, each side's validity findings (what `verify` of it says)
+//! carried and marking the rows they touch (`rigaudit_audit::diff::validity`).
 
 use super::Format;
 use crate::fatal::{fatal, Fatal};
@@ -44,10 +45,12 @@ pub fn run(
     let sa = Compared {
         series: &ia.series,
         settings: &ia.settings,
+        found: &ia.found,
     };
     let sb = Compared {
         series: &ib.series,
         settings: &ib.settings,
+        found: &ib.found,
     };
     let d = compare(sa, sb, tol, policy);
     let name = format!("{} vs {}", a.shown, b.shown);

@@ -187,7 +187,7 @@ fn comparison_row(c: &Comparison, diff: bool) -> String {
         code(&c.key),
         num(c.recorded),
         num(c.replayed),
-        c.change_pct.map_or("–".into(), |x| format!("{x:+.1}")),
+        c.change_shown().unwrap_or_else(|| "–".into()),
         c.p_value.map_or("–".into(), p_cell),
         c.verdict.name(),
         if c.informational { " (info)" } else { "" },
@@ -224,7 +224,7 @@ fn comparisons(p: &mut Page, r: &Report) {
         ("", "")
     };
     let head = format!(
-        "| key | {a} | {b} | change % | p | verdict |{better_head} why |\n|---|---|---|---|---|---|{better_rule}---|"
+        "| key | {a} | {b} | change | p | verdict |{better_head} why |\n|---|---|---|---|---|---|{better_rule}---|"
     );
     let differs = |c: &&Comparison| {
         matches!(
@@ -259,12 +259,10 @@ fn recomputed(p: &mut Page, r: &Report) {
     let head = "| key | recomputed | file | page |\n|---|---|---|---|";
     let row = |v: &rigaudit_audit::Recomputed| {
         let page = v.page.as_deref().map_or("–".into(), cell);
-        format!(
-            "| {} | {} | {} | {page} |",
-            code(&v.key),
-            num(v.value),
-            num(v.file)
-        )
+        let (value, file) = (num(v.value), num(v.file));
+        let (value, file) =
+            crate::output::text::shown_apart(v, (&value, &file)).unwrap_or((value, file));
+        format!("| {} | {value} | {file} | {page} |", code(&v.key))
     };
     let (agree, differ): (Vec<_>, Vec<_>) = r.recomputed.iter().partition(|v| v.matches);
     if differ.is_empty() {

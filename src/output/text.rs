@@ -37,6 +37,21 @@ pub(crate) fn num(x: Option<f64>) -> String {
     }
 }
 
+/// A recomputed row's value and file figure with as many decimals as show them apart (at most 12),
+/// when the row does not match yet its cells `shown` would print both alike (a difference past
+/// the decimals a cell shows: 14.028 / 14.028); `None` otherwise, the cells as they are.
+pub(crate) fn shown_apart(v: &Recomputed, shown: (&str, &str)) -> Option<(String, String)> {
+    let (Some(a), Some(b)) = (v.value, v.file) else {
+        return None;
+    };
+    if v.matches || a == b || shown.0 != shown.1 {
+        return None;
+    }
+    (4..=12)
+        .map(|d| (format!("{a:.d$}"), format!("{b:.d$}")))
+        .find(|(x, y)| x != y)
+}
+
 /// Text from a report that may quote input: hidden characters and line breaks written visibly,
 /// length bounded.
 fn safe(s: &str) -> String {
@@ -265,13 +280,19 @@ fn recomputed_row(o: &mut String, v: &Recomputed) {
         Agreement::Differs => "DIFFERS",
         Agreement::NoResult => "no result",
     };
-    // The value at the page's precision; the file's as it says it, at most three decimals.
+    // The value at the page's precision; the file's as it says it, at most three decimals (more
+    // where a row that differs would print both alike).
+    let (value, file) = (
+        at_precision(v.value, page),
+        v.file.map_or("-".into(), |x| num(Some(x))),
+    );
+    let (value, file) = shown_apart(v, (&value, &file)).unwrap_or((value, file));
     let _ = writeln!(
         o,
         "  {:<32} {:>12} {:>12} {:>12}   {mark}",
         safe(&v.key),
-        at_precision(v.value, page),
-        v.file.map_or("-".into(), |x| num(Some(x))),
+        value,
+        file,
         page.map_or("-".into(), safe)
     );
 }
@@ -445,16 +466,16 @@ fn comparisons_section(o: &mut String, r: &Report) {
     }
     let diff = r.command == "diff";
     let header = if diff {
-        "A beside B (key / A / B / change % / p / verdict / better / why)"
+        "A beside B (key / A / B / change / p / verdict / better / why)"
     } else {
-        "recorded beside the replay (key / recorded / replayed / change % / p / verdict / why)"
+        "recorded beside the replay (key / recorded / replayed / change / p / verdict / why)"
     };
     let _ = writeln!(o, "\n{header}");
     if let Some(s) = &r.replay_summary {
         let _ = writeln!(o, "  {}", safe(&s.line(diff)));
     }
     for c in &r.comparisons {
-        let change = c.change_pct.map_or("-".into(), |x| format!("{x:+.1}"));
+        let change = c.change_shown().unwrap_or_else(|| "-".into());
         let p = c.p_value.map_or("-".into(), p_cell);
         let verdict = format!(
             "{}{}",
@@ -498,6 +519,22 @@ fn rule_section(o: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_that_differs_past_the_decimals_shown_prints_them_apart() {
+        // AIPerf's benchmark_duration of issue 38: 14.028 / 14.028 marked DIFFERS.
+        let mut v = Recomputed::new("d".into(), Some(14.027_885_568), Some(14.028_01), None);
+        v.matches = false;
+        let shown = (num(v.value), num(v.file));
+        assert_eq!(shown.0, shown.1, "alike at three decimals");
+        let (a, b) = shown_apart(&v, (&shown.0, &shown.1)).unwrap();
+        assert_eq!((a.as_str(), b.as_str()), ("14.0279", "14.0280"));
+        // A row that matches, or that already prints apart, is left as it is.
+        v.matches = true;
+        assert_eq!(shown_apart(&v, (&shown.0, &shown.1)), None);
+        v.matches = false;
+        assert_eq!(shown_apart(&v, ("14.028", "14.03")), None);
+    }
 
     fn row(key: &str) -> Recomputed {
         Recomputed::new(key.into(), Some(1.0), None, None)

@@ -12,10 +12,11 @@ use crate::decide::quality::{paired_evidence, unpaired_evidence, Paired};
 use crate::decide::ratio::{self, Runs};
 use crate::decide::steady::steady_part;
 use crate::decide::{self, Decision, Evidence, FigureKind, Moderated, Tolerances};
-use crate::diff::{Diffed, SetupChange, SetupPolicy, Subject};
+use crate::diff::{validity, Diffed, SetupChange, SetupPolicy, Subject};
 use crate::diff::{INCONCLUSIVE, MOVED, NOT_COMPARABLE, SETUP_DIFFERS};
 use crate::replay::{apply_judgement, Comparison, Inconclusive, ReplayVerdict, Tolerance};
-use std::collections::BTreeMap;
+use crate::report::Findings;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What one side gives for a figure.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,11 +66,25 @@ pub struct Side<'a> {
     pub series: &'a [Series],
     /// Its settings.
     pub settings: &'a [Setting],
+    /// What the format's own checks found on it (what `verify` of it says): its validity
+    /// findings are carried into the diff and mark the rows they touch
+    /// ([`crate::diff::validity`]).
+    pub found: &'a Findings,
 }
 
 /// Compares two imported runs of one tool.
 pub fn compare(a: Side, b: Side, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
     let mut d = Diffed::default();
+    let mut carried = validity::carried(validity::Side::A, a.found);
+    carried.extend(validity::carried(validity::Side::B, b.found));
+    validity::report(&carried, &mut d.found);
+    let quality: BTreeSet<&str> = a
+        .series
+        .iter()
+        .chain(b.series)
+        .filter(|s| matches!(s.sample, Sample::Proportion { .. } | Sample::Answers(_)))
+        .map(|s| s.key.as_str())
+        .collect();
     d.found.stage(&crate::diff::DIFF, |s| {
         for c in [&SETUP_DIFFERS, &MOVED, &INCONCLUSIVE, &NOT_COMPARABLE] {
             s.decided(c);
@@ -93,9 +108,21 @@ pub fn compare(a: Side, b: Side, tol: &Tolerance, policy: &SetupPolicy) -> Diffe
         rows.push((one_sided(&s.key, None, mean_of(&s.sample)), None));
     }
     decide_rows(&mut rows, tol);
-    for (row, _) in rows {
-        push_row(crate::diff::as_change(row), &mut d);
-    }
+    let rows: Vec<Comparison> = rows
+        .into_iter()
+        .map(|(row, _)| {
+            let mut row = crate::diff::as_change(row);
+            let figure = match quality.contains(row.key.as_str()) {
+                true => validity::Figure::Quality,
+                false => validity::Figure::Speed,
+            };
+            validity::mark(&mut row, figure, &carried, &|_, _| None);
+            row
+        })
+        .collect();
+    crate::diff::row_findings(&rows, &mut d.found);
+    d.found.incomplete = validity::nothing_comparable(&rows);
+    d.found.comparisons.extend(rows);
     d
 }
 
@@ -127,12 +154,6 @@ fn settings(a: &[Setting], b: &[Setting], policy: &SetupPolicy, d: &mut Diffed) 
         }
         d.setup.push(change);
     }
-}
-
-/// A figure row, with the finding of its row of the diff family (none when it reproduced).
-fn push_row(row: Comparison, d: &mut Diffed) {
-    crate::diff::row_finding(&row, &mut d.found);
-    d.found.comparisons.push(row);
 }
 
 /// A side's tally of a quality score: right of n.
@@ -362,6 +383,10 @@ fn percentile_row(
     let interval = ratio_interval(a, b, q, 0.90);
     row.test = "order-statistic".into();
     row.band = Some(shown(band));
+    // The one change the row shows: the one judged, of the two percentiles.
+    if let Some((d, _, _)) = interval.filter(|(d, _, _)| d.is_finite()) {
+        row.change_pct = Some(shown(d));
+    }
     row.interval90 = interval
         .filter(|(_, lo, hi)| lo.is_finite() && hi.is_finite())
         .map(|(_, lo, hi)| [shown(lo), shown(hi)]);
@@ -480,14 +505,17 @@ mod tests {
 
     /// Two runs of figures and settings compared with the default tolerance and policy.
     fn diffed(a: (&[Series], &[Setting]), b: (&[Series], &[Setting])) -> Diffed {
+        let nothing = Findings::default();
         let (a, b) = (
             Side {
                 series: a.0,
                 settings: a.1,
+                found: &nothing,
             },
             Side {
                 series: b.0,
                 settings: b.1,
+                found: &nothing,
             },
         );
         compare(a, b, &Tolerance::default(), &SetupPolicy::default())

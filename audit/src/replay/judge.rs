@@ -158,9 +158,10 @@ pub fn test_name(e: &Evidence) -> &'static str {
     }
 }
 
-/// A judgement written into its row: the verdict, the raw and adjusted p, the 90 % interval and
-/// band as the report shows them (percent for speed, points for quality), the runs that would
-/// settle an inconclusive row, and the reason (with the tallies `detail` names, for quality).
+/// A judgement written into its row: the verdict, the change it judged, the raw and adjusted p,
+/// the 90 % interval and band as the report shows them (percent for speed, points for quality),
+/// the runs that would settle an inconclusive row, and the reason (with the tallies `detail`
+/// names, for quality).
 pub fn apply(row: &mut Comparison, j: &Judgement, detail: Option<&str>) {
     let e = &j.evidence;
     let shown = |x: f64| match e.kind {
@@ -177,6 +178,19 @@ pub fn apply(row: &mut Comparison, j: &Judgement, detail: Option<&str>) {
         (Decision::Inconclusive, None) => Some(Inconclusive::WideInterval),
         _ => None,
     };
+    // The one change the row shows is the one the rule judged: percent of the ratio for speed
+    // (of the geometric means), points for quality (never a relative percent of a score).
+    match e.kind {
+        FigureKind::Quality => {
+            row.change_pct = None;
+            row.change_points = e.estimate.is_finite().then_some(e.estimate);
+        }
+        _ if e.estimate.is_finite() => row.change_pct = Some(shown(e.estimate)),
+        _ => {}
+    }
+    if e.estimate.is_finite() {
+        row.direction = crate::verdict::direction(Some(e.estimate));
+    }
     row.p_value = e.p_zero;
     row.p_adjusted = j.p_adjusted;
     row.test = test_name(e).into();

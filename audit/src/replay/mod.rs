@@ -18,7 +18,10 @@
 //! - the contract is the side's own, else the other side's (a replay measures with the recorded
 //!   contracts).
 //!
-//! `change_pct` = 100 (replayed - recorded) / recorded; `direction` is `up` or `down` by its sign.
+//! A row's change is the one the decision rule judged: `change_pct` the percent of the ratio of
+//! the two sides' geometric means for speed, `change_points` the difference in points for
+//! quality (no `change_pct`); a row no rule judged keeps 100 (replayed - recorded) / recorded.
+//! `direction` is `up` or `down` by its sign.
 //!
 //! Quality rows are keyed `quality.<test>.pct`: right / answered questions in percent, over the
 //! questions the server answered (from the answers file's tally; without one, from the summary's
@@ -318,6 +321,23 @@ fn compare_into(recorded: &Bundle, replayed: &Bundle, opts: &Tolerance, out: &mu
     for r in rows {
         out.comparison(r.row);
     }
+}
+
+/// Whether the row `key` is measured by the speed request `q` (a request of its step); `None` for
+/// a key of no step.
+pub fn row_measures(key: &str, q: &SpeedRequest) -> Option<bool> {
+    let step = step_of(key)?;
+    Some(q.step == step.name() && step.matches(q))
+}
+
+/// Whether the row `key` is of the speed result's `fits` row of `part` at `depth`; `None` for a
+/// key of no step.
+pub fn row_fits(key: &str, part: &str, depth: u64) -> Option<bool> {
+    let step = step_of(key)?;
+    Some(
+        step.fit()
+            .is_some_and(|(p, d)| p == part && d.is_none_or(|d| d == depth)),
+    )
 }
 
 /// Whether both cards are there and name other hardware.

@@ -62,12 +62,16 @@ fn recomputed_row(v: &Recomputed) -> String {
         Agreement::Differs => "<strong>differs</strong>".to_string(),
         a => a.word().to_string(),
     };
+    let (value, file) = (
+        at_precision(v.value, page),
+        v.file.map_or("–".into(), |x| num(Some(x))),
+    );
+    let (value, file) =
+        crate::output::text::shown_apart(v, (&value, &file)).unwrap_or((value, file));
     format!(
-        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{}</td><td>{}</td><td>{mark}</td></tr>",
+        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{value}</td><td>{file}</td><td>{mark}</td></tr>",
         esc(&v.key),
         page.map_or("–".into(), quoted),
-        at_precision(v.value, page),
-        v.file.map_or("–".into(), |x| num(Some(x)))
     )
 }
 
@@ -116,7 +120,7 @@ fn comparison_row(c: &Comparison, diff: bool) -> String {
         ReplayVerdict::NotComparable => "noresult",
         _ => "match",
     };
-    let change = c.change_pct.map_or("–".into(), |x| format!("{x:+.1} %"));
+    let change = c.change_shown().unwrap_or_else(|| "–".into());
     let better = if diff {
         format!("<td>{}</td>", better_word(c.better))
     } else {
