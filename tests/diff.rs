@@ -292,7 +292,7 @@ fn diff_reports_follow_the_report_schema_and_state_the_rule() {
         assert!(rule[0].as_str().unwrap().contains("Holm"), "{rule:?}");
     }
     // Other tools' per-request times are compared by their percentiles too.
-    let (_, r) = diff(&vllm.join("clean"), &vllm.join("failures"), &[]);
+    let (_, r) = diff(&vllm.join("clean"), &vllm.join("clean"), &[]);
     let p99 = row(&r, "vllm.ttft_ms.p99");
     assert_eq!(p99["test"], "order-statistic", "{p99}");
     assert_eq!(p99["verdict"], "inconclusive", "{p99}");
@@ -387,4 +387,116 @@ fn the_report_says_how_many_runs_a_step_needs_to_tell_5_and_10_percent() {
         )),
         "{shared}"
     );
+}
+
+#[test]
+fn a_run_that_lost_requests_is_never_better_its_findings_carried_as_its_own() {
+    // Issue 38: B lost 3 of 12 requests to HTTP 400, which `verify B` reports; the diff said TPOT
+    // "better -54.9 %" and the throughputs +156 %.
+    let vllm = root().join("fixtures/imports/vllm");
+    let (a, b) = (vllm.join("clean"), vllm.join("failures"));
+    let (run, r) = diff(&a, &b, &[]);
+    let lost = common::findings_in(&r, "import.failed-requests");
+    assert_eq!(lost.len(), 1, "{}", run.stdout);
+    assert_eq!(lost[0]["severity"], "warning", "as verify of B says it");
+    assert_eq!(lost[0]["data"]["side"], "B");
+    assert!(
+        lost[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("B: 3 of 12 requests failed (3 x Bad Request)"),
+        "{}",
+        lost[0]
+    );
+    for key in [
+        "vllm.tpot_ms",
+        "vllm.ttft_ms.p50",
+        "vllm.output_throughput",
+        "vllm.request_throughput",
+    ] {
+        let row = row(&r, key);
+        assert_eq!(row["verdict"], "not-comparable", "{row}");
+        assert!(row.get("better").is_none(), "{row}");
+        assert_eq!(row["change_pct"], Value::Null, "{row}");
+        assert_eq!(row["test"], "none", "{row}");
+        assert!(
+            row["why"]
+                .as_str()
+                .unwrap()
+                .starts_with("not comparable: B lost requests: 3 of 12 requests failed"),
+            "{row}"
+        );
+    }
+    // No figure could be compared: the diff is incomplete and exits as its verdict says (2, or
+    // 3 where incomplete has a code of its own), never 0.
+    assert_eq!(r["verdict"], "incomplete", "{}", run.stdout);
+    assert!(matches!(run.code, 2 | 3), "{}", run.code);
+    let text = rigaudit(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(text.code, run.code);
+    let better = |l: &str| l.trim_start().starts_with("better");
+    assert!(!text.stdout.lines().any(better), "{}", text.stdout);
+    assert!(!text.stdout.contains("-54.9"), "{}", text.stdout);
+    assert_has(&text.stdout, "B: 3 of 12 requests failed");
+    // The other way round the lost requests are A's.
+    let (_, r) = diff(&b, &a, &[]);
+    let lost = common::findings_in(&r, "import.failed-requests");
+    assert_eq!(lost[0]["data"]["side"], "A");
+    assert!(row(&r, "vllm.tpot_ms")["why"]
+        .as_str()
+        .unwrap()
+        .starts_with("not comparable: A lost requests"));
+    // A clean run against itself carries nothing and compares every figure.
+    let (run, r) = diff(&a, &a, &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(common::findings_in(&r, "import.failed-requests").is_empty());
+    assert_eq!(row(&r, "vllm.ttft_ms.p99")["test"], "order-statistic");
+}
+
+#[test]
+fn each_row_shows_one_change_the_judged_one_quality_in_points() {
+    let (a, b) = (
+        fixture("tensorfold-127-stock-2x"),
+        fixture("mia-recipe-1104-2x"),
+    );
+    let (_, r) = diff(&a, &b, &[]);
+    // A speed row the rule judged: its change is the one judged (inside its own interval), and
+    // its reason does not say it again.
+    let p = row(&r, "prefill.2048");
+    let change = p["change_pct"].as_f64().unwrap();
+    let [lo, hi] = [&p["interval90"][0], &p["interval90"][1]].map(|x| x.as_f64().unwrap());
+    assert!(lo < change && change < hi, "{p}");
+    let why = p["why"].as_str().unwrap();
+    assert!(why.starts_with("90 % interval"), "{p}");
+    assert!(!why.contains(&format!("{change:+.1} %")), "{p}");
+    // A quality row: points, never a relative percent.
+    let q = row(&r, "quality.mmlu-pro.pct");
+    assert_eq!(q["change_pct"], Value::Null, "{q}");
+    let points = q["change_points"].as_f64().unwrap();
+    let (qa, qb) = (
+        q["recorded"].as_f64().unwrap(),
+        q["replayed"].as_f64().unwrap(),
+    );
+    assert!((points - (qb - qa)).abs() < 0.05, "{q}");
+    assert!(!q["why"].as_str().unwrap().contains("points (90 %"), "{q}");
+    // Every row's judged change is not repeated in its reason.
+    for c in r["comparisons"].as_array().unwrap() {
+        if let Some(x) = c["change_pct"].as_f64() {
+            let why = c["why"].as_str().unwrap();
+            assert!(!why.contains(&format!("{x:+.1} %")), "{c}");
+        }
+    }
+    // Each format shows the one change: text, Markdown and HTML alike.
+    let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let text = rigaudit(&["diff", sa, sb]).stdout;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  quality.mmlu-pro.pct "))
+        .unwrap();
+    assert_has(line, &format!("{points:+.1} pp"));
+    assert_has(&text, "(key / A / B / change / p / verdict / better / why)");
+    let md = rigaudit(&["diff", sa, sb, "--format", "markdown"]).stdout;
+    assert_has(&md, &format!("| {points:+.1} pp |"));
+    assert_has(&md, &format!("| {change:+.1} % |"));
+    let html = rigaudit(&["diff", sa, sb, "--format", "html"]).stdout;
+    assert_has(&html, &format!("<td>{points:+.1} pp</td>"));
 }

@@ -351,7 +351,7 @@ fn diff_of_two_aiperf_runs_names_the_changed_setting_and_a_moved_latency() {
     assert!(moved[0]["message"]
         .as_str()
         .unwrap()
-        .starts_with("aiperf.time_to_first_token: +200.0 % (90 % interval"));
+        .starts_with("aiperf.time_to_first_token +200.0 %: 90 % interval"));
     assert!(
         moved.iter().all(|f| f["message"]
             .as_str()
@@ -699,7 +699,8 @@ fn vllm_results_diff_and_import() {
             imports("vllm", "failures").to_str().unwrap(),
         ],
     );
-    assert!(run.code < 2, "{}{}", run.stdout, run.stderr);
+    // B lost 3 of 12 requests: no figure of it is comparable, so the diff compared nothing.
+    assert_eq!(run.json()["verdict"], "incomplete", "{}", run.stdout);
     let rows = run.json()["comparisons"].as_array().unwrap().clone();
     assert!(rows.iter().any(|r| r["key"] == "vllm.ttft_ms"));
     let out = tempfile::tempdir().unwrap();

@@ -107,3 +107,89 @@ fn machine_speed_says_the_machine_ran_slower_on_one_side() {
     assert_eq!(f[0].severity, Severity::Info);
     assert_says(&f[0], "speed moves it explains are inconclusive");
 }
+
+/// The diff of `a` with `b` (default tolerance and policy).
+fn diffed(a: &Kit, b: &Kit) -> Diffed {
+    diff(
+        &a.bundle(),
+        &b.bundle(),
+        &Tolerance::default(),
+        &SetupPolicy::default(),
+    )
+}
+
+fn row_of<'a>(d: &'a Diffed, key: &str) -> &'a Comparison {
+    let rows = &d.found.comparisons;
+    rows.iter()
+        .find(|r| r.key == key)
+        .unwrap_or_else(|| panic!("no row {key}: {rows:?}"))
+}
+
+#[test]
+fn a_side_that_lost_a_request_carries_its_finding_and_its_steps_rows_are_not_comparable() {
+    let a = Kit::of(SMOLLM2);
+    // One counted decode request of the prompt `code` refused on B; the step keeps a value.
+    let b = a.clone().with(RESULT, |v| {
+        let requests = v["requests"].as_array_mut().expect("requests");
+        let q = requests
+            .iter_mut()
+            .find(|q| q["step"] == "decode" && q["prompt_id"] == "code" && q["warmup"] == false)
+            .expect("a counted decode request");
+        q["status"] = json!(400);
+        q["error"] = json!("maximum context length exceeded");
+    });
+    let d = diffed(&a, &b);
+    // B's own verify finds the lost request; the diff lists it as B's, under its own check.
+    let carried: Vec<&Finding> = d
+        .found
+        .findings
+        .iter()
+        .filter(|f| f.check == "speed.failed-request")
+        .collect();
+    assert!(!carried.is_empty(), "{:?}", d.found.findings);
+    for f in &carried {
+        assert!(f.message.starts_with("B: "), "{}", f.message);
+        assert_eq!(f.data["side"], "B");
+    }
+    assert!(d.found.ran.iter().any(|id| id == "speed.failed-request"));
+    // The rows of that step are not comparable, never better or worse; the others are judged.
+    for key in ["decode", "decode.code"] {
+        let r = row_of(&d, key);
+        assert_eq!(r.verdict, ReplayVerdict::NotComparable, "{key}: {}", r.why);
+        assert!(
+            r.why.starts_with("not comparable: B lost requests: "),
+            "{}",
+            r.why
+        );
+        assert_eq!((r.better, r.change_pct, r.p_value), (None, None, None));
+    }
+    for key in ["decode.prose", "prefill.128"] {
+        let r = row_of(&d, key);
+        assert_ne!(r.verdict, ReplayVerdict::NotComparable, "{key}: {}", r.why);
+    }
+    // A's side is clean: nothing of A is carried.
+    assert!(d
+        .found
+        .findings
+        .iter()
+        .all(|f| !f.message.starts_with("A: ")));
+}
+
+#[test]
+fn a_quality_row_shows_its_change_in_points_once() {
+    let a = Kit::of(SMOLLM2);
+    let d = diffed(&a, &a);
+    let q = row_of(&d, "quality.arith.pct");
+    assert_eq!(
+        q.change_pct, None,
+        "a score's change is never a relative percent"
+    );
+    assert_eq!(q.change_points, Some(0.0));
+    assert_eq!(q.change_shown().as_deref(), Some("+0.0 pp"));
+    assert!(!q.why.contains("+0.0 points ("), "{}", q.why);
+    // A speed row judged by the rule: its change is the one judged, not repeated in its reason.
+    let decode = row_of(&d, "decode");
+    assert_eq!(decode.test, "log-ratio");
+    let shown = decode.change_shown().expect("a judged change");
+    assert!(!decode.why.contains(&shown), "{shown} in {}", decode.why);
+}

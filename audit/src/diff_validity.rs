@@ -4,8 +4,11 @@
 //! `diff` runs verify's own checks on each side (a bundle's [`crate::verify()`], another tool's
 //! format checks) and keeps the findings of the checks in [`RULES`] at warning or error (a note is
 //! context, not a fault of the run): each is carried into the diff report under its own check
-//! id, its message led by its side (`B: 3 of 12 requests failed ...`) and `side` in its data.
-//! Each rule then names the rows of that side it touches and what it does to them:
+//! id, its message led by its side (`B: 3 of 12 requests failed ...`) and `side` in its data, at
+//! warning (an error of the side's own verify included: the diff judges what changed between the
+//! two runs, `verify` of a side judges that side; `--fail-on warning`, or a policy's severity for
+//! the check, gates on them). Each rule then names the rows of that side it touches and what it
+//! does to them:
 //!
 //! - **not comparable**: the side's figure does not describe the run the other side's describes
 //!   (requests lost and left out of it, prompt tokens served from a cache, replies cut before
@@ -275,8 +278,8 @@ pub struct Carried {
 }
 
 impl Carried {
-    /// The finding as the diff report lists it: its check, severity, file and pointer kept, its
-    /// message led by the side, `side` and the effect in its data.
+    /// The finding as the diff report lists it: its check, file and pointer kept, at warning,
+    /// its message led by the side, `side`, the effect and the side's own severity in its data.
     pub fn labelled(&self) -> Finding {
         let f = &self.finding;
         let mut data = match &f.data {
@@ -286,7 +289,9 @@ impl Carried {
         };
         data["side"] = json!(self.side.name());
         data["diff_effect"] = json!(self.rule.effect.name());
+        data["side_severity"] = json!(f.severity.name());
         Finding {
+            severity: Severity::Warning,
             message: format!("{}: {}", self.side.name(), f.message),
             data,
             ..f.clone()
@@ -547,6 +552,10 @@ mod tests {
             Severity::Error,
             "l1: refused",
         )]);
+        // An error of the side's own verify is a warning of the diff, its severity kept in data.
+        let f = c[0].labelled();
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.data["side_severity"], "error");
         let only_l1 = |_: &Carried, key: &str| Some(key == "l1_decode");
         let mut decode = judged("decode");
         mark(&mut decode, Figure::Speed, &c, &only_l1);
