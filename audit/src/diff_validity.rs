@@ -19,9 +19,11 @@
 //!   the change (foreign load, refused requests a score counted as wrong and the diff left out,
 //!   empty or unscorable replies, a subset of the documents). The row keeps its verdict; its
 //!   `caveats` and reason name the side and the finding.
+//! - **one-sided**: not comparable when only one side has it, a caveat when both do (a server
+//!   that served cached prompt tokens on both runs is compared like for like).
 //!
 //! The rows a rule touches: every speed row (rates, times and their percentiles), the TTFT rows,
-//! every quality row, or every row. A bundle's finding narrows them where it points: a speed
+//! the TTFT and prefill rows, every quality row, or every row. A bundle's finding narrows them where it points: a speed
 //! request or `fits` row to the rows of its step, a file under `quality/TEST/` to that test's
 //! row ([`Narrow`]). Not-comparable wins over caveats on one row.
 
@@ -55,6 +57,8 @@ pub enum Rows {
     Speed,
     /// The time-to-first-token rows.
     Ttft,
+    /// The time-to-first-token and prefill rows (what cached prompt tokens speed up).
+    Prefill,
     /// Every quality row.
     Quality,
     /// Every row.
@@ -68,6 +72,8 @@ pub enum Effect {
     NotComparable,
     /// The row keeps its verdict, with the finding said beside it.
     Caveat,
+    /// Not comparable when only one side has a finding of the check, a caveat when both do.
+    OneSided,
 }
 
 impl Effect {
@@ -76,6 +82,7 @@ impl Effect {
         match self {
             Effect::NotComparable => "not-comparable",
             Effect::Caveat => "caveat",
+            Effect::OneSided => "not-comparable-unless-both",
         }
     }
 }
@@ -103,8 +110,8 @@ const fn rule(check: &'static str, what: &'static str, rows: Rows, effect: Effec
     }
 }
 
-use Effect::{Caveat, NotComparable};
-use Rows::{All, Quality, Speed, Ttft};
+use Effect::{Caveat, NotComparable, OneSided};
+use Rows::{All, Prefill, Quality, Speed, Ttft};
 
 /// The rule: every validity check of verify whose findings a diff carries, and what each does to
 /// the rows of its side (docs/statistics.md, "A side's own validity findings").
@@ -156,8 +163,8 @@ pub const RULES: &[Rule] = &[
     rule(
         "speed.cached-tokens",
         "served cached prompt tokens",
-        Speed,
-        NotComparable,
+        Prefill,
+        OneSided,
     ),
     rule(
         "speed.reply-not-at-limit",
@@ -169,7 +176,7 @@ pub const RULES: &[Rule] = &[
         "import.cached-responses",
         "answered from a response cache",
         Quality,
-        NotComparable,
+        OneSided,
     ),
     rule(
         "import.zero-unparseable",
@@ -261,6 +268,10 @@ pub fn covers(rows: Rows, key: &str, figure: Figure) -> bool {
     match rows {
         Rows::Speed => figure == Figure::Speed,
         Rows::Ttft => figure == Figure::Speed && is_ttft(key),
+        Rows::Prefill => {
+            figure == Figure::Speed
+                && (is_ttft(key) || key.to_ascii_lowercase().contains("prefill"))
+        }
         Rows::Quality => figure == Figure::Quality,
         Rows::All => true,
     }
@@ -363,9 +374,14 @@ pub fn mark(row: &mut Comparison, figure: Figure, carried: &[Carried], narrow: &
         .iter()
         .filter(|c| narrow(c, &row.key).unwrap_or_else(|| covers(c.rule.rows, &row.key, figure)))
         .collect();
+    let effect = |c: &Carried| match c.rule.effect {
+        Effect::OneSided if both_sides(carried, c.rule.check) => Effect::Caveat,
+        Effect::OneSided => Effect::NotComparable,
+        e => e,
+    };
     let not_comparable: Vec<String> = touching
         .iter()
-        .filter(|c| c.rule.effect == Effect::NotComparable)
+        .filter(|c| effect(c) == Effect::NotComparable)
         .map(|c| c.said())
         .collect();
     if !not_comparable.is_empty() {
@@ -378,6 +394,15 @@ pub fn mark(row: &mut Comparison, figure: Figure, carried: &[Carried], narrow: &
     if !row.caveats.is_empty() {
         row.why = format!("{}; caveat: {}", row.why, row.caveats.join("; "));
     }
+}
+
+/// Whether both sides carry a finding of `check`.
+fn both_sides(carried: &[Carried], check: &str) -> bool {
+    [Side::A, Side::B].iter().all(|s| {
+        carried
+            .iter()
+            .any(|c| c.side == *s && c.rule.check == check)
+    })
 }
 
 /// How the reason of a row [`mark`] made not comparable begins.
@@ -563,6 +588,37 @@ mod tests {
         let mut l1 = judged("l1_decode");
         mark(&mut l1, Figure::Speed, &c, &only_l1);
         assert_eq!(l1.verdict, ReplayVerdict::NotComparable);
+    }
+
+    #[test]
+    fn cached_prompt_tokens_on_one_side_make_its_first_token_rows_not_comparable_on_both_a_caveat()
+    {
+        let cached = |side| Carried {
+            side,
+            rule: rule_of("speed.cached-tokens").unwrap(),
+            finding: finding(
+                "speed.cached-tokens",
+                Severity::Error,
+                "10 of 12 requests cached",
+            ),
+        };
+        let one = vec![cached(Side::B)];
+        let both = vec![cached(Side::A), cached(Side::B)];
+        let marked = |key: &str, carried: &[Carried]| {
+            let mut r = judged(key);
+            mark(&mut r, Figure::Speed, carried, &|_, _| None);
+            r
+        };
+        let ttft = marked("aiperf.time_to_first_token", &one);
+        assert_eq!(ttft.verdict, ReplayVerdict::NotComparable, "{}", ttft.why);
+        let prefill = marked("aiperf.prefill_throughput_per_user", &one);
+        assert_eq!(prefill.verdict, ReplayVerdict::NotComparable);
+        assert!(marked("aiperf.inter_token_latency", &one)
+            .caveats
+            .is_empty());
+        let ttft = marked("aiperf.time_to_first_token", &both);
+        assert_eq!(ttft.verdict, ReplayVerdict::Changed);
+        assert_eq!(ttft.caveats.len(), 2, "{:?}", ttft.caveats);
     }
 
     #[test]
