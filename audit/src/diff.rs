@@ -18,7 +18,11 @@
 //!   inside the figure's band, *changed* when significant after multiplicity control over the
 //!   diff's rows and beyond the band (with whether B is better by the figure's direction),
 //!   else *inconclusive* (with the runs a side that would settle it); "not comparable" when a
-//!   step is invalid on a side; a figure only one side has is listed as such.
+//!   step is invalid on a side; a figure only one side has is listed as such. Each row shows one
+//!   change, the one the rule judged ([`as_change`]).
+//! - **Each side's validity**: what `verify` of a side finds invalid is carried as that side's
+//!   findings and marks the rows it touches not comparable or caveated ([`validity`]); a diff
+//!   whose every figure is not comparable is incomplete.
 //! - Exit: a setup difference is a `diff.setup-differs` error when its subject is one the policy
 //!   says matters ([`SetupPolicy`]; by default every subject but free text), a warning otherwise;
 //!   a changed figure is `diff.moved` (error).
@@ -65,7 +69,7 @@ pub const INCONCLUSIVE: Check<Staged> = Check {
 pub const NOT_COMPARABLE: Check<Staged> = Check {
     id: "diff.not-comparable",
     severity: Severity::Warning,
-    doc: "A figure cannot be compared: its step is invalid on a side (refused, not fitting, cached, cut) or only one side has it.",
+    doc: "A figure cannot be compared: its step is invalid on a side (refused, not fitting, cached, cut), a side's own verify finds it invalid (requests lost, records missing, cached prompt tokens on one side only), or only one side has it.",
     run: BY_DIFF,
 };
 

@@ -622,6 +622,27 @@ mod tests {
     }
 
     #[test]
+    fn docs_statistics_md_tables_every_rule_as_it_is() {
+        let doc = include_str!("../../docs/statistics.md");
+        for r in RULES {
+            let rows = match r.rows {
+                Rows::Speed => "speed",
+                Rows::Ttft => "TTFT",
+                Rows::Prefill => "TTFT and prefill",
+                Rows::Quality => "quality",
+                Rows::All => "all",
+            };
+            let effect = match r.effect {
+                Effect::NotComparable => "not comparable",
+                Effect::Caveat => "caveat",
+                Effect::OneSided => "one-sided",
+            };
+            let line = format!("| `{}` | {} | {rows} | {effect} |", r.check, r.what);
+            assert!(doc.contains(&line), "docs/statistics.md lacks: {line}");
+        }
+    }
+
+    #[test]
     fn every_rule_names_a_check_of_the_catalogue_once() {
         let known: Vec<&str> = crate::table::all().iter().map(|a| a.id).collect();
         for (i, r) in RULES.iter().enumerate() {
