@@ -11,21 +11,23 @@
 //! does to them:
 //!
 //! - **not comparable**: the side's figure does not describe the run the other side's describes
-//!   (requests lost and left out of it, prompt tokens served from a cache, replies cut before
-//!   their cap, records missing, a tool that says its run was incomplete). The row is
-//!   `not-comparable`, its reason naming the side and the finding; it has no change, no test and
-//!   no better or worse.
+//!   (requests lost and left out of it, replies cut before their cap, records missing). The row
+//!   is `not-comparable`, its reason naming the side and the finding; it has no change, no test
+//!   and no better or worse.
 //! - **caveat**: the figure still describes the run but something in it is worth saying beside
 //!   the change (foreign load, refused requests a score counted as wrong and the diff left out,
 //!   empty or unscorable replies, a subset of the documents). The row keeps its verdict; its
 //!   `caveats` and reason name the side and the finding.
-//! - **one-sided**: not comparable when only one side has it, a caveat when both do (a server
-//!   that served cached prompt tokens on both runs is compared like for like).
+//! - **one-sided**: not comparable when only one side has it, a caveat when both do (servers
+//!   that served cached prompt tokens on both runs, or a tool that calls both runs incomplete or
+//!   invalid, as LoadGen's INVALID, are compared like for like).
 //!
 //! The rows a rule touches: every speed row (rates, times and their percentiles), the TTFT rows,
-//! the TTFT and prefill rows, every quality row, or every row. A bundle's finding narrows them where it points: a speed
-//! request or `fits` row to the rows of its step, a file under `quality/TEST/` to that test's
-//! row ([`Narrow`]). Not-comparable wins over caveats on one row.
+//! the TTFT and prefill rows, every quality row, or every row. A bundle's finding narrows them
+//! where it points: a speed request or `fits` row to the rows of its step, a file under
+//! `quality/TEST/` to that test's row ([`Narrow`]). Not-comparable wins over caveats on one row.
+//! A diff whose every figure is not comparable compared nothing ([`nothing_comparable`]): it is
+//! incomplete.
 
 use crate::report::{Finding, Findings, Severity};
 use crate::verdict::{Comparison, ReplayVerdict};
@@ -145,7 +147,7 @@ pub const RULES: &[Rule] = &[
         "import.run-incomplete",
         "is an incomplete run",
         All,
-        NotComparable,
+        OneSided,
     ),
     rule(
         "import.records-missing",
@@ -424,7 +426,17 @@ pub fn nothing_comparable(rows: &[Comparison]) -> Option<String> {
     {
         return None;
     }
-    let why = first.why.strip_prefix(LEAD).unwrap_or(&first.why);
+    // The first reason of the first row, the others counted.
+    let reasons: Vec<&str> = first
+        .why
+        .strip_prefix(LEAD)
+        .unwrap_or(&first.why)
+        .split("; ")
+        .collect();
+    let why = match reasons.len() {
+        1 => reasons[0].to_string(),
+        n => format!("{} and {} more", reasons[0], n - 1),
+    };
     let n = rows.len();
     let all = match n {
         1 => "the one figure is".to_string(),
