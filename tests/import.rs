@@ -113,6 +113,25 @@ fn aiperf_clean_run_recomputes_every_aggregate_and_names_the_cached_prefix() {
         assert!(keys.contains(&k), "{k} not recomputed");
     }
     assert!(keys.len() > 300, "{}", keys.len());
+    // Issue 38: `benchmark_duration`, 8e-8 s off its records' sum, was a DIFFERS row printed
+    // 14.028 / 14.028 with no finding behind it. Every row agrees, and the text shows none.
+    let differ: Vec<&Value> = r["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["matches"] != true)
+        .collect();
+    assert!(differ.is_empty(), "{differ:?}");
+    let text = rigaudit_line(
+        "verify --from aiperf {} --verbose",
+        &[imports("aiperf", "clean").to_str().unwrap()],
+    );
+    let duration = text
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("aiperf.benchmark_duration "))
+        .unwrap_or_else(|| panic!("{}", text.stdout));
+    assert!(duration.ends_with("match"), "{duration}");
 }
 
 #[test]
