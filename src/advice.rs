@@ -18,8 +18,7 @@ const BUNDLE_DEPTH: usize = 8;
 fn word(p: &Path) -> String {
     let s = input::shown_path(p);
     if !s.is_empty()
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b))
     {
         s
@@ -210,7 +209,8 @@ fn inside_bundle(path: &Path) -> Option<Fatal> {
 /// The kind a bundle's manifest lists the file at `rel` as (`card`, `quality-answers`), read
 /// within the manifest's bound; `None` when it cannot be read or does not list it.
 fn listed_as(bundle: &Path, rel: &str) -> Option<String> {
-    let text = input::read_text(&bundle.join("bundle.json"), input::MANIFEST_MAX, "manifest").ok()?;
+    let text =
+        input::read_text(&bundle.join("bundle.json"), input::MANIFEST_MAX, "manifest").ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
     let norm = |p: &str| {
         p.split(['/', '\\'])
@@ -243,10 +243,7 @@ fn lm_eval_name(p: &Path) -> (bool, bool) {
 /// figures in `results_<time>.json` beside them; named when the folder holds one.
 fn lone_samples(paths: &[PathBuf]) -> Option<Fatal> {
     let files: Vec<&PathBuf> = paths.iter().filter(|p| !p.is_dir()).collect();
-    if files.is_empty()
-        || files.len() != paths.len()
-        || !files.iter().all(|p| lm_eval_name(p).0)
-    {
+    if files.is_empty() || files.len() != paths.len() || !files.iter().all(|p| lm_eval_name(p).0) {
         return None;
     }
     let first = files[0];
@@ -294,11 +291,21 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let cases = [
             ("run.zip", &b"PK\x03\x04rest"[..], "a zip archive", "unzip"),
-            ("run.tar.xz", b"\xfd7zXZ\x00", "xz-compressed tar", "tar -xJf"),
+            (
+                "run.tar.xz",
+                b"\xfd7zXZ\x00",
+                "xz-compressed tar",
+                "tar -xJf",
+            ),
             ("run.tar.bz2", b"BZh9", "bzip2-compressed tar", "tar -xjf"),
             ("run.tar.zst", b"x", "zstd-compressed tar", "tar --zstd"),
             ("run.7z", b"x", "7-Zip", "7z x"),
-            ("results.json.gz", b"\x1f\x8b", "gzip-compressed file", "gunzip -k"),
+            (
+                "results.json.gz",
+                b"\x1f\x8b",
+                "gzip-compressed file",
+                "gunzip -k",
+            ),
             ("results.bin", b"PK\x03\x04", "a zip archive", "unzip"),
         ];
         for (name, bytes, what, tool) in cases {
@@ -322,10 +329,15 @@ mod tests {
     #[test]
     fn a_file_inside_a_bundle_names_the_bundle_and_what_it_lists_it_as() {
         let b = fixture("runs/smollm2-cpu");
-        let e = undetected(&[b.join("quality/arith/answers.jsonl")]).unwrap().0;
+        let e = undetected(&[b.join("quality/arith/answers.jsonl")])
+            .unwrap()
+            .0;
         assert!(e.contains("a file of the bundle"), "{e}");
         assert!(e.contains("lists it as the quality-answers"), "{e}");
-        assert!(e.contains(&format!("give its folder, {}", b.display())), "{e}");
+        assert!(
+            e.contains(&format!("give its folder, {}", b.display())),
+            "{e}"
+        );
         let e = undetected(&[b.join("quality")]).unwrap().0;
         assert!(e.contains("a folder of the bundle"), "{e}");
     }

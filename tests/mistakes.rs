@@ -154,7 +154,12 @@ fn mistakes_with_their_own_advice(tmp: &Path) -> Vec<Mistake> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("samples_"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("samples_")
+        })
         .unwrap();
     let zip = tmp.join("run.zip");
     std::fs::write(&zip, b"PK\x03\x04\x14\0\0\0").unwrap();
@@ -398,7 +403,10 @@ fn a_model_that_cannot_be_fetched_names_the_cause_and_the_way_out() {
     assert!(run.stderr.contains("pip's output:"), "{}", run.stderr);
     assert!(run.stderr.contains("Connection refused"), "{}", run.stderr);
     let says = run.findings("replay.not-run")[0]["message"].to_string();
-    assert!(says.contains("(pip's output: above)") && !says.contains("Retrying"), "{says}");
+    assert!(
+        says.contains("(pip's output: above)") && !says.contains("Retrying"),
+        "{says}"
+    );
 
     // No python3: PATH holds none.
     let no_python: Vec<(&str, &Path)> = vec![("RIGAUDIT_CACHE", &cache), ("PATH", &bin)];
@@ -425,7 +433,13 @@ fn a_refused_variable_is_named_even_when_the_replay_stops_early() {
     let out = path(&tmp.path().join("replayed"));
     let args = |cmd: &'static str| {
         let mut a = vec![cmd.to_string(), outside.clone()];
-        a.extend(owned(&["--engine", &python, "--trust-executable", "--out", &out]));
+        a.extend(owned(&[
+            "--engine",
+            &python,
+            "--trust-executable",
+            "--out",
+            &out,
+        ]));
         a
     };
     let mut audit = args("audit");

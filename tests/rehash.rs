@@ -657,7 +657,10 @@ fn nccl_file_that_is_no_shared_library_is_named_so() {
         let r = case.run_expecting(1, args);
         let d = with_severity(&r, "rehash.nccl-digest", "error");
         assert!(!d.is_empty(), "{args:?}: {r:#}");
-        assert_says(d[0], "not a shared library (ELF header missing; it starts with");
+        assert_says(
+            d[0],
+            "not a shared library (ELF header missing; it starts with",
+        );
         assert_says(d[0], "sha256 is ");
         let v = findings(&r, "rehash.nccl-version");
         assert!(

@@ -870,7 +870,10 @@ fn a_fifo_or_link_member_of_a_packed_bundle_is_one_finding_and_the_rest_is_check
             .find(|f| f["file"] == file)
             .unwrap_or_else(|| panic!("{file}: {unreadable:#?}"));
         let says = f["message"].as_str().unwrap();
-        assert_has(says, &format!("is {what} in the packed bundle, not a regular file"));
+        assert_has(
+            says,
+            &format!("is {what} in the packed bundle, not a regular file"),
+        );
         // The finding names the file in the bundle, not the temporary folder it was unpacked to.
         assert!(!says.contains("/tmp"), "{says}");
     }

@@ -588,7 +588,11 @@ mod tests {
         assert_eq!(examples.len(), ALL.len(), "two checks share an example");
         for a in ALL {
             assert!(a.fix.len() > 30 && a.example.len() > 30, "{}", a.id);
-            assert!(!a.fix.ends_with('.') && !a.example.ends_with('.'), "{}", a.id);
+            assert!(
+                !a.fix.ends_with('.') && !a.example.ends_with('.'),
+                "{}",
+                a.id
+            );
         }
     }
 
@@ -597,7 +601,11 @@ mod tests {
     #[test]
     fn diff_advice_does_not_regrade_the_check() {
         let setup = of("diff.setup-differs").unwrap();
-        assert!(setup.example.contains("--setup-fails-on"), "{}", setup.example);
+        assert!(
+            setup.example.contains("--setup-fails-on"),
+            "{}",
+            setup.example
+        );
         for a in ALL.iter().filter(|a| a.id.starts_with("diff.")) {
             assert!(!a.example.contains("severity"), "{}", a.id);
         }

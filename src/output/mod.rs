@@ -226,7 +226,9 @@ fn policy_example(c: &rigaudit_audit::check::About) -> Option<String> {
         return None;
     }
     let (to, reason) = match c.severity {
-        rigaudit_audit::Severity::Info => ("warning", "this gate fails on it (with --fail-on warning)"),
+        rigaudit_audit::Severity::Info => {
+            ("warning", "this gate fails on it (with --fail-on warning)")
+        }
         _ => ("info", "why this gate accepts it"),
     };
     Some(format!(

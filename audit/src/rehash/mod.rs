@@ -737,7 +737,11 @@ mod tests {
         assert!(d[0].message.contains("sha256 is 0000"), "{}", d[0].message);
         let v = of(&c, "rehash.nccl-version");
         assert_eq!(v[0].severity, Severity::Warning);
-        assert!(v[0].message.contains("not a shared library"), "{}", v[0].message);
+        assert!(
+            v[0].message.contains("not a shared library"),
+            "{}",
+            v[0].message
+        );
     }
 
     #[test]

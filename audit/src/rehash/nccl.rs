@@ -177,7 +177,11 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut StageOut) {
             // A file that is no shared library is named as one: a digest that differs says less.
             if let NcclVersion::NotLibrary { why } = &seen.version {
                 let head = format!("{what} {}: ", h.at.describe());
-                let rest = f.message.strip_prefix(&head).unwrap_or(&f.message).to_string();
+                let rest = f
+                    .message
+                    .strip_prefix(&head)
+                    .unwrap_or(&f.message)
+                    .to_string();
                 f.severity = Severity::Error;
                 f.message = format!(
                     "{head}not a shared library ({why}), so not the library an engine loads; {rest}"
