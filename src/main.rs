@@ -9,6 +9,7 @@
 //! ([`subject`]), builds its one report with `Report::new` from the `Findings` its stages return
 //! (`verify.rs`, `rehash/`, `replay/`, `audit.rs`) and emits it ([`commands`]).
 
+mod advice;
 mod answers;
 mod audit;
 mod bundle;
@@ -100,6 +101,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
         None => None,
     };
     cli.command.set_quiet(cli.quiet);
+    cli.command.set_verbose(cli.verbose);
     let show = commands::Show {
         color: cli.color,
         verbose: cli.verbose,

@@ -7,6 +7,7 @@
 //! stands for the files directly inside it), their format named with `--from` or detected from
 //! their content. With `--from`, a plain bundle folder is read as the named tool's files too.
 
+use crate::advice;
 use crate::bundle::{self, Opened};
 use crate::fatal::{fatal, Fatal};
 use crate::import::{self, Format};
@@ -37,6 +38,11 @@ impl Subject {
     /// `--from`).
     pub fn open(paths: &[PathBuf], from: Option<Format>) -> Result<Subject, Fatal> {
         if let (None, Some(e)) = (from, paths.iter().find_map(|p| bundle::manifest_given(p))) {
+            return Err(e);
+        }
+        // An archive rigaudit does not unpack is named as one, with the tool that unpacks it,
+        // whatever --from says.
+        if let Some(e) = paths.iter().find_map(|p| advice::archive(p)) {
             return Err(e);
         }
         if let [path] = paths {
@@ -101,21 +107,30 @@ fn is_imported(opened: &Opened) -> bool {
         .any(|f| f.path == "import.json")
 }
 
-/// The format of files given without `--from`, detected from their content.
+/// The format of files given without `--from`, detected from their content. Files that are no
+/// tool's are first asked what mistake they are ([`advice::undetected`]: a file of a bundle,
+/// lm-eval samples without their results), and only then told to name the format.
 fn detected(paths: &[PathBuf]) -> Result<Format, Fatal> {
-    let sources = import::read_sources(paths).map_err(|e| match paths {
-        [one] if !one.is_file() => fatal(format!(
-            "{}: not a bundle (a folder with bundle.json, or .tar.gz / .tar), and its files cannot be read as another tool's: {e}",
-            input::shown_path(one)
-        )),
-        _ => e,
+    let sources = import::read_sources(paths).map_err(|e| {
+        if let Some(advice) = advice::undetected(paths) {
+            return advice;
+        }
+        match paths {
+            [one] if !one.is_file() => fatal(format!(
+                "{}: not a bundle (a folder with bundle.json, or .tar.gz / .tar), and its files cannot be read as another tool's: {e}",
+                input::shown_path(one)
+            )),
+            _ => e,
+        }
     })?;
     import::detect(&sources).ok_or_else(|| {
-        fatal(format!(
-            "{}: not a bundle (a folder with bundle.json, or .tar.gz / .tar), and not a result file of a format rigaudit imports ({}); name the format with --from FORMAT",
-            import::names(&sources),
-            Format::all_names()
-        ))
+        advice::undetected(paths).unwrap_or_else(|| {
+            fatal(format!(
+                "{}: not a bundle (a folder with bundle.json, or .tar.gz / .tar), and not a result file of a format rigaudit imports ({}); name the format with --from FORMAT",
+                import::names(&sources),
+                Format::all_names()
+            ))
+        })
     })
 }
 

@@ -65,6 +65,31 @@ fn checks_id_explains_one_check_and_an_unknown_id_names_the_nearest() {
     ] {
         assert!(run.stdout.contains(part), "{}", run.stdout);
     }
+    // Each check has its own fix and example, not its family's.
+    let explain = |id: &str| rigaudit(&["checks", id, "--format", "json"]).json();
+    let (refused, pct) = (
+        explain("quality.refused-counted-as-wrong"),
+        explain("quality.pct-mismatch"),
+    );
+    assert_ne!(refused["fix"], pct["fix"]);
+    assert_ne!(refused["example"], pct["example"]);
+    assert!(
+        refused["fix"].as_str().unwrap().contains("refused"),
+        "{refused:#}"
+    );
+    // A diff's setup difference is accepted with --setup-fails-on, never by a policy that lowers
+    // it; a check a gate may re-grade shows the policy that does.
+    let setup = rigaudit(&["checks", "diff.setup-differs"]);
+    assert!(
+        setup.stdout.contains("--setup-fails-on"),
+        "{}",
+        setup.stdout
+    );
+    assert!(!setup.stdout.contains("severity ="), "{}", setup.stdout);
+    assert!(explain("diff.setup-differs")["policy"].is_null());
+    assert!(run
+        .stdout
+        .contains("[checks.\"quality.refused-counted-as-wrong\"]"));
     let unknown = rigaudit(&["checks", "speed.cached-token"]);
     unknown.assert_exit_saying(2, "nearest: speed.cached-tokens");
     let html = rigaudit(&["checks", "--format", "html"]);

@@ -642,6 +642,35 @@ fn missing_nccl_library_is_a_clear_finding() {
     assert_says(f[0], "cannot be opened");
 }
 
+/// A file named like the NCCL library that is no shared library (text, a download error page) is
+/// named as such: found under --root and named with --file alike, and never loaded.
+#[test]
+fn nccl_file_that_is_no_shared_library_is_named_so() {
+    let case = Case::new(nccl_card("fc7ea663", "fc7ea663", "2.30.7"), None);
+    let text = case.root().join("atom/libnccl.so.2");
+    fs::create_dir_all(text.parent().expect("parent")).expect("mkdir");
+    fs::write(&text, "<html>404 Not Found</html>\n").expect("write");
+    let (file, dir) = (format!("nccl@atom={}", text.display()), case.root());
+    let named = ["--file", &file];
+    let root = ["--root", dir.to_str().expect("utf8")];
+    for args in [&named[..], &root[..]] {
+        let r = case.run_expecting(1, args);
+        let d = with_severity(&r, "rehash.nccl-digest", "error");
+        assert!(!d.is_empty(), "{args:?}: {r:#}");
+        assert_says(
+            d[0],
+            "not a shared library (ELF header missing; it starts with",
+        );
+        assert_says(d[0], "sha256 is ");
+        let v = findings(&r, "rehash.nccl-version");
+        assert!(
+            v.iter()
+                .any(|f| f["severity"] == "warning" && msg(f).contains("not a shared library")),
+            "{args:?}: {v:#?}"
+        );
+    }
+}
+
 #[test]
 fn unloadable_nccl_is_not_queried_with_a_reason_never_a_crash() {
     let case = Case::new(nccl_card("fc7ea663", "fc7ea663", "2.30.7"), None);

@@ -805,6 +805,85 @@ fn one_unreadable_raw_file_is_one_finding_and_the_rest_is_checked() {
         .all(|f| f["check"] != "coverage.incomplete"));
 }
 
+/// Every regular file below `dir`, by its path inside it (`/`-separated), sorted.
+fn files_below(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy();
+                out.push(rel.replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A packed bundle (`.tar.gz`) whose answers file is a FIFO member and whose speed log is a
+/// symbolic link to a file outside: each is one finding on that file, nothing is unpacked as a
+/// FIFO or a link, and every other check still runs.
+#[test]
+fn a_fifo_or_link_member_of_a_packed_bundle_is_one_finding_and_the_rest_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let packed = dir.path().join("tf.tar.gz");
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&packed).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    let src = fixture(TF);
+    let (fifo, link) = ("quality/ifeval/answers.jsonl", "speed/log.txt");
+    for rel in files_below(&src) {
+        let name = format!("tf/{rel}");
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        if rel == fifo {
+            h.set_entry_type(tar::EntryType::Fifo);
+            h.set_size(0);
+            tar.append_data(&mut h, &name, std::io::empty()).unwrap();
+        } else if rel == link {
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            tar.append_link(&mut h, &name, "/etc/passwd").unwrap();
+        } else {
+            let bytes = std::fs::read(src.join(&rel)).unwrap();
+            h.set_size(bytes.len() as u64);
+            tar.append_data(&mut h, &name, &bytes[..]).unwrap();
+        }
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+    let run = verify(&packed);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete", "{}", run.stderr);
+    let unreadable = run.findings("schema.unreadable");
+    assert_eq!(unreadable.len(), 2, "{unreadable:#?}");
+    for (file, what) in [(fifo, "a FIFO"), (link, "a symbolic link")] {
+        let f = unreadable
+            .iter()
+            .find(|f| f["file"] == file)
+            .unwrap_or_else(|| panic!("{file}: {unreadable:#?}"));
+        let says = f["message"].as_str().unwrap();
+        assert_has(
+            says,
+            &format!("is {what} in the packed bundle, not a regular file"),
+        );
+        // The finding names the file in the bundle, not the temporary folder it was unpacked to.
+        assert!(!says.contains("/tmp"), "{says}");
+    }
+    // The page's own errors are still found, by the same checks as the folder's.
+    assert_eq!(run.findings("quality.refused-counted-as-wrong").len(), 2);
+    let pristine = verify(&fixture(TF)).json();
+    assert_eq!(r["checks_run"], pristine["checks_run"]);
+    assert_eq!(run.findings("coverage.incomplete").len(), 1);
+}
+
 /// A raw file with a line over its bound (2 MiB, in the middle) is one finding where the line
 /// is, and every other check still runs.
 #[test]

@@ -18,6 +18,7 @@
 //! - on top: [`table`] (every family's rows: the catalogue), [`headline`] (what a report says
 //!   first) and [`verify()`].
 
+pub mod advice;
 pub mod catalogue;
 pub mod check;
 pub mod claims;

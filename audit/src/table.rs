@@ -90,16 +90,15 @@ pub fn families() -> Vec<(&'static str, Vec<About>)> {
     ]
 }
 
-/// What a family of checks reads, and how to fix what its checks find: the words `rigaudit checks
-/// ID` adds to a row's doc, written once per family (a row's id names its family).
+/// What a family of checks reads: the words `rigaudit checks ID` adds to a row's doc, written
+/// once per family (a row's id names its family). How to fix what each check finds, and an
+/// example, are the check's own ([`crate::advice`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Family {
     /// The id prefix (`quality`).
     pub prefix: &'static str,
     /// What its checks read.
     pub reads: &'static str,
-    /// How to fix what they find.
-    pub fix: &'static str,
 }
 
 /// Every family's words, in catalogue order.
@@ -107,57 +106,46 @@ pub const FAMILY_TEXT: &[Family] = &[
     Family {
         prefix: "schema",
         reads: "each file of the bundle against its JSON Schema and the manifest that lists it",
-        fix: "correct the file so it matches its schema (`rigaudit schema KIND` prints it), or list it in bundle.json as what it is; publish a file the manifest lists",
     },
     Family {
         prefix: "quality",
         reads: "the quality tests: their contracts, summaries and per-question answers files",
-        fix: "recompute the summary from its answers file (right answers over the questions answered, refused and cut-off requests counted apart, the margin by the contract's method), or publish the answers it rests on",
     },
     Family {
         prefix: "speed",
         reads: "the speed contract, the speed result and its per-request records",
-        fix: "recompute the figure from the per-request records as the contract defines it, give no value to a step that could not run, or publish the records it rests on",
     },
     Family {
         prefix: "setup",
         reads: "the card, the server's start lines and the recorded commands",
-        fix: "make the card say what ran: the command, the server's flags, versions and revisions as its logs show them",
     },
     Family {
         prefix: "fit",
         reads: "each step's prompt and reply sizes against the server's context window",
-        fix: "size the prompts to the window the server ran with, or run with a window that holds them",
     },
     Family {
         prefix: "claims",
         reads: "the page's figures against the records of the bundle that measure them",
-        fix: "back every figure on the page with the records that measure it, publish those records, or mark the figure as not measured",
     },
     Family {
         prefix: "rehash",
         reads: "the artifacts the card records (package, binary, NCCL, checkpoint) and the bundle's raw files, hashed",
-        fix: "give rehash the artifacts the card records (--root DIR, --file NAME=PATH), or correct the digests the card or the manifest records",
     },
     Family {
         prefix: "replay",
         reads: "the recorded figures beside a new run of the recorded command",
-        fix: "replay on the recorded hardware with the recorded command; where a figure drifted, measure again or correct the page",
     },
     Family {
         prefix: "diff",
         reads: "two bundles of one setup: their setup and every figure",
-        fix: "compare runs of one setup; the setup differences listed say which subject changed between them",
     },
     Family {
         prefix: "import",
         reads: "another tool's result files (AIPerf, GuideLLM, lm-eval, LoadGen, llama-bench, llama-server, vLLM)",
-        fix: "re-run the tool so its files keep the per-request or per-document records its figures rest on, and publish them beside its summary",
     },
     Family {
         prefix: "coverage",
         reads: "what the run could not check: a file it could not read, an artifact it did not find, a stage that could not run",
-        fix: "add what the finding names (the file, the folder with --root, the samples or records) and run again; until then the verdict is INCOMPLETE, exit code 2",
     },
 ];
 

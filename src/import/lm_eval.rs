@@ -50,7 +50,7 @@ fn first_byte(s: &Source) -> Option<u8> {
 
 /// Reads the results and the samples of each task, and runs the checks.
 pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
-    let ri = super::take(sources, is_results, "results", "no lm-eval results among them (expected results_<date>.json or results.json, a JSON object with results, versions and configs or n-shot)")?;
+    let ri = super::take(sources, is_results, "results", "no lm-eval results among them (expected results_<date>.json or results.json, a JSON object with results, versions and configs or n-shot); give the results file lm_eval wrote beside its samples, or the folder that holds both")?;
     let src = sources[ri].clone();
     let v: Value = super::json_of_python(&src)?;
     let results = super::required_at(&src, &v, "/results", Value::as_object, "an object of tasks")?;

@@ -306,7 +306,7 @@ pub fn render(r: &Report) -> String {
 /// heading per family, and one per check, whose anchor SARIF's rules link to.
 pub fn catalogue() -> String {
     let mut o = String::from(
-        "# The checks\n\nEvery check rigaudit runs, by family: its id, the highest severity it reports, and\nwhat it finds. `rigaudit checks` prints the same list; this page is written by\n`rigaudit checks --format markdown` (a test keeps it current).\n",
+        "# The checks\n\nEvery check rigaudit runs, by family: its id, the highest severity it reports, what\nit finds, how to fix it and an example. `rigaudit checks` prints the same list and `rigaudit\nchecks ID` one check; this page is written by `rigaudit checks --format markdown` (a test keeps\nit current).\n",
     );
     let all = rigaudit_audit::table::all();
     let family = |id: &'static str| id.split('.').next().unwrap_or(id);
@@ -320,11 +320,38 @@ pub fn catalogue() -> String {
         let _ = writeln!(o, "\n## {f}");
         for c in all.iter().filter(|c| family(c.id) == f) {
             // The catalogue's own words, written for Markdown.
-            let (id, doc, severity) = (c.id, c.doc, c.severity.name());
+            let (id, doc, severity) = (c.id, own_words(c.doc), c.severity.name());
             let _ = writeln!(o, "\n### `{id}`\n\n{doc} ({severity})");
+            if let Some(a) = rigaudit_audit::advice::of(c.id) {
+                let _ = writeln!(
+                    o,
+                    "\n**Fix:** {}.\n\n**Example:** {}.",
+                    own_words(a.fix),
+                    own_words(a.example)
+                );
+            }
         }
     }
     o
+}
+
+/// rigaudit's own words (the catalogue's, never a page's) for Markdown: a `<` or `>` outside a
+/// code span written as an entity, so `results_<time>.json` is not read as an HTML tag.
+fn own_words(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut code = false;
+    for ch in s.chars() {
+        match ch {
+            '`' => {
+                code = !code;
+                out.push(ch);
+            }
+            '<' if !code => out.push_str("&lt;"),
+            '>' if !code => out.push_str("&gt;"),
+            _ => out.push(ch),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -168,11 +168,12 @@ pub fn catalogue(f: Format) -> String {
 }
 
 /// One check explained (`rigaudit checks ID`), like `ruff rule`: what it finds (its row's doc),
-/// why it matters (its severity, what its family reads), how to fix what it finds (its family's
-/// words) and an example (where it shows, and a policy that re-grades it); as text, or a JSON
-/// object with the same parts. An unknown id is an error naming the nearest ids.
+/// why it matters (its severity, what its family reads), how to fix what it finds and an example
+/// (the check's own words, [`rigaudit_audit::advice`]), and, for a check a gate may re-grade, the
+/// policy that does; as text, or a JSON object with the same parts. An unknown id is an error
+/// naming the nearest ids.
 pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
-    use rigaudit_audit::table;
+    use rigaudit_audit::{advice, table};
     let all = table::all();
     let Some(c) = all.iter().find(|c| c.id == id) else {
         let near = nearest(id, all.iter().map(|c| c.id));
@@ -186,11 +187,10 @@ pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
             crate::input::shown(id)
         )));
     };
-    let family = table::family_of(c.id);
-    let reads = family.map_or("", |fam| fam.reads);
-    let fix = family.map_or("", |fam| fam.fix);
+    let reads = table::family_of(c.id).map_or("", |fam| fam.reads);
+    let (fix, example) = advice::of(c.id).map_or(("", ""), |a| (a.fix, a.example));
     let why = if c.id.starts_with("coverage.") {
-        "a warning that comes with the verdict INCOMPLETE (exit code 2) whatever --fail-on says: part of what the run was asked to check was not checked, so it cannot pass (the errors it did find are still listed)"
+        "a warning that comes with the verdict INCOMPLETE whatever --fail-on says: part of what the run was asked to check was not checked, so it cannot pass (the errors it did find are still listed)"
     } else {
         match c.severity {
         rigaudit_audit::Severity::Error => "an error: a figure that is wrong or a step that is invalid; it fails the run (exit 1) unless a policy re-grades it",
@@ -198,24 +198,43 @@ pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
         rigaudit_audit::Severity::Info => "a note: context worth knowing; it fails the run only with --fail-on info",
         }
     };
-    let example = format!(
-        "rigaudit verify BUNDLE lists each finding of {id} with its file and place; a policy (--policy FILE) re-grades it with a reason the report repeats:\n\n[checks.\"{id}\"]\nseverity = \"warning\"\nreason = \"why this gate accepts it\"",
-        id = c.id
-    );
+    let policy = policy_example(c);
     if f == Format::Json {
-        let v = serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc, "reads": reads, "why": why, "fix": fix, "example": example});
+        let v = serde_json::json!({"id": c.id, "severity": c.severity, "doc": c.doc, "reads": reads, "why": why, "fix": fix, "example": example, "policy": policy});
         return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
-    let doc = format!(
+    let mut doc = format!(
         "{} ({})\n\nWhat it finds\n{}\n\nWhy it matters\n{}\n\nHow to fix it\n{}\n\nExample\n{}\n",
         c.id,
         c.severity.name(),
         indent(c.doc),
         indent(&format!("It is {why}. Its family reads {reads}.")),
         indent(&capital(fix)),
-        indent(&example)
+        indent(&ended(example))
     );
+    if let Some(p) = policy {
+        doc.push_str(&format!("\nIn a policy\n{}\n", indent(&p)));
+    }
     Ok(text::fit_text(&doc))
+}
+
+/// The policy that re-grades a check, for a gate that accepts what it finds (or fails on a note):
+/// none for `diff.*`, whose setup differences are accepted with `--setup-fails-on`, and for
+/// `coverage.*`, whose run stays incomplete whatever its severity.
+fn policy_example(c: &rigaudit_audit::check::About) -> Option<String> {
+    if c.id.starts_with("diff.") || c.id.starts_with("coverage.") {
+        return None;
+    }
+    let (to, reason) = match c.severity {
+        rigaudit_audit::Severity::Info => {
+            ("warning", "this gate fails on it (with --fail-on warning)")
+        }
+        _ => ("info", "why this gate accepts it"),
+    };
+    Some(format!(
+        "A gate re-grades it with --policy FILE, with a reason the report repeats:\n\n[checks.\"{}\"]\nseverity = \"{to}\"\nreason = \"{reason}\"",
+        c.id
+    ))
 }
 
 /// Text indented by two spaces, line by line (an empty line stays empty).
@@ -243,6 +262,16 @@ fn capital(s: &str) -> String {
         out.push('.');
     }
     out
+}
+
+/// A sentence with a final period, its first letter as written (an example may start with a file
+/// or command name).
+fn ended(s: &str) -> String {
+    if s.ends_with('.') {
+        s.to_string()
+    } else {
+        format!("{s}.")
+    }
 }
 
 /// The ids nearest to `id`: those that contain it or that it contains, then the fewest edits

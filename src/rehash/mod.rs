@@ -791,7 +791,15 @@ pub(crate) fn package_read(
 /// the file cannot be read.
 fn ask_nccl(m: &mut Measured, nccl_files: Vec<Hashed>, args: &Args, named_nccl: &BTreeSet<String>) {
     for h in nccl_files {
-        let version = if args.no_load {
+        // A file that is no shared library is said so, whatever else is asked of it.
+        let not_library = h
+            .sha256
+            .is_ok()
+            .then(|| nccl::not_library(Path::new(&h.at.path)))
+            .flatten();
+        let version = if let Some(why) = not_library {
+            NcclVersion::NotLibrary { why }
+        } else if args.no_load {
             NcclVersion::NotQueried {
                 why: "--no-load was given".into(),
             }

@@ -22,6 +22,26 @@ use std::time::{Duration, Instant};
 /// How long the child that loads a library may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why a file is no shared library, when its ELF header is missing: `None` for a file that starts
+/// with one (or that cannot be read: the digest says that). Words for "not a shared library (...)".
+pub fn not_library(path: &Path) -> Option<String> {
+    let mut head = [0u8; 20];
+    let f = crate::input::open_regular(path, "NCCL library").ok()?;
+    let n = f.take(20).read(&mut head).ok()?;
+    if n >= 4 && &head[..4] == b"\x7fELF" {
+        return None;
+    }
+    let start: String = String::from_utf8_lossy(&head[..n.min(16)]).into_owned();
+    Some(if n < 4 {
+        format!("ELF header missing: the file holds {n} bytes")
+    } else {
+        format!(
+            "ELF header missing; it starts with \"{}\"",
+            crate::input::shown(&start)
+        )
+    })
+}
+
 /// The processor an ELF file is built for, from its header; `Err` when it is no ELF shared object.
 pub fn elf_machine(path: &Path) -> Result<&'static str, String> {
     let mut head = [0u8; 20];
@@ -29,7 +49,7 @@ pub fn elf_machine(path: &Path) -> Result<&'static str, String> {
     f.read_exact(&mut head)
         .map_err(|_| "the file is shorter than an ELF header".to_string())?;
     if &head[..4] != b"\x7fELF" {
-        return Err("the file is not an ELF library".into());
+        return Err("the file is not a shared library (ELF header missing)".into());
     }
     let m = if head[5] == 2 {
         u16::from_be_bytes([head[18], head[19]])
@@ -261,5 +281,10 @@ mod tests {
         let q = dir.path().join("not-elf");
         std::fs::write(&q, b"hello").expect("write");
         assert!(matches!(probe(&q), NcclVersion::NotQueried { .. }));
+        assert_eq!(not_library(&p), None);
+        assert_eq!(
+            not_library(&q).as_deref(),
+            Some("ELF header missing; it starts with \"hello\"")
+        );
     }
 }

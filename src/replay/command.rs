@@ -317,16 +317,32 @@ fn fill_commands(
             quoted(&format!("{first}=PATH"))
         )));
     }
-    if !refused_env.is_empty() {
-        let note = format!(
+    notes.extend(refused_note(&refused_env));
+    Ok(filled)
+}
+
+/// The note that names each refused variable with its reason, once, with how one passes.
+fn refused_note(refused: &[String]) -> Option<String> {
+    (!refused.is_empty()).then(|| {
+        format!(
             "recorded environment refused, not set ({}): {}",
             super::env_rules::HOW_TO_PASS,
-            refused_env.join("; ")
-        );
-        crate::progress::say(format_args!("rigaudit: {note}"));
-        notes.push(note);
+            refused.join("; ")
+        )
+    })
+}
+
+/// The note naming every recorded variable the allow-list refuses (as [`resolve`] writes it),
+/// worked out before anything is fetched or started, so that a replay that stops early (the
+/// model cannot be fetched, the executable is refused) still names each variable it would not
+/// have set. `opts.sets` holds a stand-in for each placeholder replay fills itself.
+pub fn refused_env_note(card: &Card, opts: &ResolveOpts) -> Option<String> {
+    let mut unfilled = Vec::new();
+    let mut refused = Vec::new();
+    for c in &card.commands {
+        fill_env(c, opts, &mut unfilled, &mut refused);
     }
-    Ok(filled)
+    refused_note(&refused)
 }
 
 /// The executable to run: this rigaudit for the bundled engine (every rank must record it), or

@@ -68,6 +68,10 @@ pub struct Args {
     /// No progress bar: the global `--quiet`, set by `main`.
     #[arg(skip)]
     pub quiet: bool,
+    /// The output of the tools replay runs for it (pip's, when it fetches the model) on standard
+    /// error: the global `--verbose`, set by `main`.
+    #[arg(skip)]
+    pub verbose: bool,
     /// Measure without the foreign-load guard (by default every counted try is watched with the
     /// contract's rule, or the seeds' rule when it states none).
     #[arg(long)]
@@ -273,8 +277,9 @@ fn raw_file(
 }
 
 /// What a replay that could not run at all reports inside `audit`: an error, and the result is
-/// incomplete.
-pub fn not_run(e: &Fatal) -> Findings {
+/// incomplete; with each note it made before it stopped (the recorded variables it refused, the
+/// placeholders it filled), a `replay.note`.
+pub fn not_run_noted(e: &Fatal, notes: &[String]) -> Findings {
     let mut found = Findings {
         incomplete: Some(format!("the replay could not run: {e}")),
         ..Findings::default()
@@ -283,6 +288,9 @@ pub fn not_run(e: &Fatal) -> Findings {
         s.decided(&replay::NOT_RUN);
         s.row(&replay::NOT_RUN)
             .finding(format!("the replay could not run: {e}"));
+        for n in notes {
+            s.row(&replay::NOTE).finding(n.clone());
+        }
     });
     found
 }
@@ -301,6 +309,13 @@ pub struct Replayed {
 /// `Err` when it could not be replayed at all (exit 2): unreadable bundle, no card or contract, an
 /// executable refused, an engine that does not come up.
 pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
+    run_noted(path, a, &mut Vec::new())
+}
+
+/// [`run`], its notes kept in `notes` as they are made: when it cannot run to the end, what it
+/// did before (the recorded variables it refused, the placeholders it filled) is still there for
+/// the report ([`not_run_noted`]).
+pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Replayed, Fatal> {
     let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
     // The user's box and ssh flags are checked before the page is read, so a bad one is named
     // first, whatever the bundle holds.
@@ -314,10 +329,9 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
             path.display()
         ))
     })?;
-    let mut notes = Vec::new();
-    let filled = fill_placeholders(&card.value, a, &mut notes, &mut say)?;
+    let filled = fill_placeholders(&card.value, a, notes, &mut say)?;
     let port = filled.port.clone();
-    let (resolved, planned) = launches(&card.value, a, filled.sets, &mut notes)?;
+    let (resolved, planned) = launches(&card.value, a, filled.sets, notes)?;
     let rank0 = resolved
         .launches
         .first()
@@ -333,7 +347,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         &opened,
         &recorded,
         filled.model_file.as_deref(),
-        &mut notes,
+        notes,
     )?;
     let session = Session {
         launches: &planned.launches,
@@ -354,7 +368,7 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
     let started = Instant::now();
-    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), &mut notes)?;
+    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), notes)?;
     notes.extend(slurm::job_ended(&planned.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
     let first = Sides {
@@ -362,16 +376,16 @@ pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
         replayed: &replayed,
     };
     let auto = a.runs == auto::RunsMode::Auto && measured.stopped.is_none();
-    let pooled = auto.then(|| more_runs(&session, &first, &out, started, &mut notes));
+    let pooled = auto.then(|| more_runs(&session, &first, &out, started, notes));
     let sides = Sides {
         recorded: &recorded,
         replayed: pooled.as_ref().unwrap_or(&replayed),
     };
-    let compared = compare_confirmed(&session, &sides, a, &out, &measured, &mut notes);
+    let compared = compare_confirmed(&session, &sides, a, &out, &measured, notes);
     Ok(Replayed {
         id: opened.manifest.id.clone(),
         // The first session's bundle is the one on disk that verify reads.
-        found: report(&first, compared, &measured, &notes),
+        found: report(&first, compared, &measured, notes),
         bundle: measured.dir,
     })
 }
@@ -393,7 +407,14 @@ fn launches(
             allow_env: a.allow_env.clone(),
         },
     )?;
-    notes.extend(resolved.notes.iter().cloned());
+    // The refused variables were noted before anything was fetched (fill_placeholders): once.
+    let new: Vec<String> = resolved
+        .notes
+        .iter()
+        .filter(|n| !notes.contains(n))
+        .cloned()
+        .collect();
+    notes.extend(new);
     let planned = if a.boxes.slurm.slurm {
         slurm::plan(card, &resolved.launches, a)?
     } else {
@@ -434,6 +455,27 @@ fn fill_placeholders(
         print!("{plan}");
         std::process::exit(0);
     }
+    // Every recorded variable the allow-list refuses, named now (on standard error and in the
+    // notes), before the model is fetched or anything started: a replay that stops early names
+    // them too. The placeholders replay fills itself stand in with values of their shape.
+    let mut stand_in = sets.clone();
+    for name in command::placeholders(card) {
+        if name == "port" {
+            stand_in.entry(name).or_insert_with(|| "1".into());
+        } else if is_model_placeholder(&name) {
+            stand_in.entry(name).or_insert_with(|| "/model".into());
+        }
+    }
+    let opts = ResolveOpts {
+        engine: engine_choice(a),
+        sets: stand_in,
+        trust_executable: a.trust_executable,
+        allow_env: a.allow_env.clone(),
+    };
+    if let Some(note) = command::refused_env_note(card, &opts) {
+        say(note.clone());
+        notes.push(note);
+    }
     let mut port: Option<String> = sets.get("port").cloned();
     let mut model_file: Option<PathBuf> = None;
     for name in command::placeholders(card) {
@@ -449,7 +491,11 @@ fn fill_placeholders(
             port = Some(p.clone());
             sets.insert(name, p);
         } else if is_model_placeholder(&name) {
-            let f = crate::fetch::checkpoint_file(&card.checkpoint, say)?;
+            let way = crate::fetch::WayOut {
+                placeholder: name.clone(),
+                verbose: a.verbose,
+            };
+            let f = crate::fetch::checkpoint_file(&card.checkpoint, &way, say)?;
             notes.push(format!(
                 "<{name}> filled with {} (sha256 matches the card)",
                 f.display()

@@ -56,6 +56,10 @@ pub fn verify(
         .collect();
     left_out.sort();
     if rows.is_empty() {
+        // A folder inside a bundle is named as such, with the bundle's folder to give.
+        if let Some(e) = crate::advice::undetected(std::slice::from_ref(&tree.root)) {
+            return Err(e);
+        }
         return Err(fatal(format!(
             "{}: no run found in the folder: no bundle, and no result file of a format rigaudit imports ({}){}",
             input::shown_path(&tree.root),

@@ -245,6 +245,12 @@ pub enum NcclVersion {
         /// Why.
         why: String,
     },
+    /// The file is no shared library at all (its ELF header is missing): it cannot be the library
+    /// an engine loaded, whatever its digest.
+    NotLibrary {
+        /// What it is instead (`ELF header missing; it starts with "hello"`).
+        why: String,
+    },
 }
 
 /// One NCCL library found.
@@ -705,6 +711,37 @@ mod tests {
         let v = of(&c, "rehash.nccl-version");
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].severity, Severity::Error);
+    }
+
+    /// A file that is no shared library is named as such in the digest finding, not only as a
+    /// digest that differs.
+    #[test]
+    fn nccl_file_that_is_no_library_is_named_so() {
+        let mut m = measured();
+        m.nccl.push(nccl(
+            Some("atom"),
+            &"0".repeat(64),
+            NcclVersion::NotLibrary {
+                why: "ELF header missing; it starts with \"hello\"".into(),
+            },
+        ));
+        let c = check(&card(), &m);
+        let d = of(&c, "rehash.nccl-digest");
+        assert_eq!(d[0].severity, Severity::Error);
+        assert!(
+            d[0].message
+                .contains("not a shared library (ELF header missing; it starts with \"hello\")"),
+            "{}",
+            d[0].message
+        );
+        assert!(d[0].message.contains("sha256 is 0000"), "{}", d[0].message);
+        let v = of(&c, "rehash.nccl-version");
+        assert_eq!(v[0].severity, Severity::Warning);
+        assert!(
+            v[0].message.contains("not a shared library"),
+            "{}",
+            v[0].message
+        );
     }
 
     #[test]

@@ -166,14 +166,28 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut StageOut) {
     for (i, r) in records {
         if done.insert(r.sha256.trim().to_ascii_lowercase()) {
             let what = format!("NCCL library (recorded for box {})", r.box_name);
-            out.push(digest_finding(
+            let mut f = digest_finding(
                 &NCCL_DIGEST,
                 &what,
                 &r.sha256,
                 h,
                 file,
                 &format!("/nccl/per_box/{i}/sha256"),
-            ));
+            );
+            // A file that is no shared library is named as one: a digest that differs says less.
+            if let NcclVersion::NotLibrary { why } = &seen.version {
+                let head = format!("{what} {}: ", h.at.describe());
+                let rest = f
+                    .message
+                    .strip_prefix(&head)
+                    .unwrap_or(&f.message)
+                    .to_string();
+                f.severity = Severity::Error;
+                f.message = format!(
+                    "{head}not a shared library ({why}), so not the library an engine loads; {rest}"
+                );
+            }
+            out.push(f);
         }
     }
 }
@@ -207,6 +221,14 @@ fn version_of(seen: &NcclSeen, file: &str, out: &mut StageOut) -> Option<(i64, S
             }
         },
         NcclVersion::NotQueried { why } => {
+            out.row(&NCCL_VERSION)
+                .warning(format!("NCCL library {at}: version not queried: {why}"))
+                .at(file, "/nccl/version")
+                .data(json!({"at": seen.file.at.data(), "queried": false, "why": why}));
+            None
+        }
+        NcclVersion::NotLibrary { why } => {
+            let why = format!("not a shared library ({why})");
             out.row(&NCCL_VERSION)
                 .warning(format!("NCCL library {at}: version not queried: {why}"))
                 .at(file, "/nccl/version")
