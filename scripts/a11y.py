@@ -5,7 +5,7 @@ axe's best practices) in headless Chromium on each page, and measures the page's
 
     a11y.py --axe AXE.MIN.JS [--width 1280] [--json] PAGE.html...
 
-Each page is checked as a copy beside it (PAGE.a11y.html, removed after) with axe and a runner
+Each page is checked as a copy beside it (PAGE.a11y.html and axe beside it, removed after) with axe and a runner
 added: the report's own Content-Security-Policy runs no script, so the copy drops it (it changes
 nothing else of how the page draws). The runner writes its result into the DOM, which Chromium
 prints with --dump-dom once the page's scripts are done (--virtual-time-budget).
@@ -71,9 +71,9 @@ def check(page, axe, width):
     text, n = CSP.subn("", text, count=1)
     folder = os.path.dirname(os.path.abspath(page))
     copy = os.path.join(folder, os.path.basename(page) + ".a11y.html")
-    script = os.path.join(folder, "axe.min.js")
+    script = copy + ".axe.js"
     shutil.copyfile(axe, script)
-    addition = '<script src="axe.min.js"></script>' + RUNNER
+    addition = f'<script src="{os.path.basename(script)}"></script>' + RUNNER
     with open(copy, "w", encoding="utf-8") as f:
         f.write(text.replace("</body>", addition + "</body>", 1))
     try:
