@@ -980,3 +980,140 @@ fn the_hooks_manifest_is_valid_and_the_default_hook_is_built_from_the_repository
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The fenced block of `lang` in `docs/ci.md` that starts with `start`.
+fn doc_block(lang: &str, start: &str) -> String {
+    let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
+    let fence = format!("```{lang}\n{start}");
+    let at = doc
+        .find(&fence)
+        .unwrap_or_else(|| panic!("no {fence} in docs/ci.md"))
+        + 4
+        + lang.len();
+    let end = doc[at..].find("\n```").unwrap();
+    doc[at..at + end + 1].to_string()
+}
+
+/// docs/ci.md's workflow uses the Action from a checkout (a submodule pinned to a commit, no tag
+/// that does not exist), with inputs the Action has; run with those inputs (its pages replaced
+/// by fixtures, its SARIF folder by a temporary one) it verifies, builds rigaudit without an
+/// index, and uploads the SARIF logs.
+#[test]
+fn the_workflow_in_docs_ci_uses_the_action_from_a_pinned_checkout_and_runs() {
+    let text = doc_block("yaml", "name: audit the pages");
+    assert!(!text.contains("OWNER") && !text.contains("@v0."), "{text}");
+    let workflow: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let steps = workflow["jobs"]["audit"]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["uses"], "actions/checkout@v4");
+    assert_eq!(steps[0]["with"]["submodules"], true);
+    let step = steps.iter().find(|s| s["id"] == "rigaudit").unwrap();
+    let uses = step["uses"].as_str().unwrap();
+    assert!(uses.starts_with("./") && !uses.contains('@'), "{uses}");
+    let action = yaml("action.yml");
+    let with = step["with"].as_object().unwrap();
+    for name in with.keys() {
+        assert!(
+            action["inputs"].get(name).is_some(),
+            "the Action has no input {name}"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("cargo.log");
+    let r = Runner::new(tmp.path(), &stand_in_cargo(tmp.path(), &log));
+    let sarif = tmp.path().join("sarif");
+    let value = |k: &str, v: &serde_json::Value| match k {
+        "paths" => "fixtures/pages/tensorfold-127-stock-2x\nfixtures/runs/smollm2-cpu\n".into(),
+        "sarif" => sarif.to_str().unwrap().to_string(),
+        _ => v.as_str().map_or(v.to_string(), String::from),
+    };
+    let inputs: Vec<(String, String)> =
+        with.iter().map(|(k, v)| (k.clone(), value(k, v))).collect();
+    let inputs: Vec<(&str, &str)> = inputs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let job = r.run(&inputs);
+    assert_eq!(job.code, 1, "{}", job.log); // the stock page fails at `error`
+    assert_eq!(job.outputs["verdict"], "fail");
+    assert!(sarif.join("rigaudit-2.sarif").is_file());
+    let upload = job
+        .used
+        .iter()
+        .find(|(u, _)| u.contains("upload-sarif"))
+        .unwrap();
+    assert_eq!(upload.1["sarif_file"], sarif.to_str().unwrap());
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+}
+
+/// docs/ci.md's pre-commit set-up, run as written in a repository of pages (with rigaudit cloned
+/// at ~/src/rigaudit): the configuration it writes names a hook of the manifest at a commit, and
+/// the commit hook pre-commit installs builds rigaudit from the clone and verifies the pages.
+#[test]
+fn the_pre_commit_setup_in_docs_ci_runs_as_written() {
+    let pre_commit = or_skip!(pre_commit());
+    let r = HookRepo::new(pre_commit.clone());
+    let home = r.tmp.path().join("home");
+    std::fs::create_dir_all(home.join("src")).unwrap();
+    let clone = home.join("src/rigaudit");
+    let st = Command::new("git")
+        .args(["clone", "-q", "--no-hardlinks"])
+        .arg(root())
+        .arg(&clone)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let snippet = doc_block("sh", "cat > .pre-commit-config.yaml");
+    let bin = pre_commit.parent().unwrap();
+    let path = format!("{}:{}", bin.display(), r.path);
+    let out = Command::new("bash")
+        .args(["-euc", &snippet])
+        .current_dir(&r.repo)
+        .env("HOME", &home)
+        .env("PATH", &path)
+        .env("PRE_COMMIT_HOME", r.tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config: serde_json::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(r.repo.join(".pre-commit-config.yaml")).unwrap(),
+    )
+    .unwrap();
+    let entry = &config["repos"][0];
+    assert_eq!(entry["repo"], clone.to_str().unwrap());
+    assert_eq!(
+        entry["rev"].as_str().unwrap().len(),
+        40,
+        "a commit: {entry}"
+    );
+    assert_eq!(entry["hooks"][0]["id"], "rigaudit-verify");
+    // The commit runs the hook: pre-commit builds rigaudit from the clone and verifies the page.
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(["commit", "-q", "-m", "pages"])
+        .current_dir(&r.repo)
+        .env("HOME", &home)
+        .env("PATH", &path)
+        .env("PRE_COMMIT_HOME", r.tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("rigaudit verify....") && said.contains("Passed"),
+        "{said}"
+    );
+    let log = std::fs::read_to_string(&r.cargo_log).unwrap();
+    assert!(log.contains("|install --bins --root "), "{log}");
+}
