@@ -43,9 +43,10 @@ source_dir() {
 }
 TARGET="${HOME:?}/.cache/rigaudit-action/target"
 
-# The sha256 of the Action's source: every file cargo builds rigaudit from, by path.
+# The sha256 of the Action's source: every file cargo builds rigaudit from (the crates' sources,
+# the JSON schemas and the hook's script the binary embeds), by path.
 source_hash() {
-    (cd "$(source_dir)" && find Cargo.toml Cargo.lock src audit engine -type f -print0 |
+    (cd "$(source_dir)" && find Cargo.toml Cargo.lock src audit engine schemas action/pre-commit.sh -type f -print0 |
         LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)
 }
 

@@ -6,9 +6,11 @@
 //! says `✓ better` or `✗ worse` (and an improvement is never drawn red), a chart's sides differ by
 //! marker and stroke too, and a disagreement is marked ≠.
 //!
-//! Tables fit a 1280 px wide screen: a cell of values wraps anywhere when it must (digests, paths
-//! and command lines have no spaces), so a table is never wider than the page's column; the
-//! names a row or column is known by (a check, a figure, a header) wrap only between words.
+//! Tables fit a 1280 px wide screen, so a table is never wider than the page's column: a path
+//! may break after each `/` (`cells::path`), a message or a reason anywhere when it must, and a
+//! diff's setup table (digests, paths and command lines, which have no spaces) has fixed columns
+//! whose cells wrap anywhere; the names a row or column is known by (a check, a figure, a
+//! header) wrap only between words.
 
 /// The colours, by what they mean.
 pub mod palette {
@@ -128,9 +130,11 @@ pub fn css() -> String {
 a,a:visited{{color:{LINK}}}\
 .verdict{{font-size:20px;font-weight:bold}}.pass{{color:{GOOD}}}.fail{{color:{BAD}}}.incomplete{{color:{AMBER}}}\
 table{{border-collapse:collapse;margin:1em 0;max-width:100%}}caption{{text-align:left;font-weight:bold;padding:2px 0}}\
-td,th{{border:1px solid {RULE};padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}}\
+td,th{{border:1px solid {RULE};padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}}\
 th[scope=row]{{font-weight:normal}}\
-th[scope=col],th[scope=row],td:first-child{{overflow-wrap:normal}}\
+.findings td:last-child,.figures td:last-child{{overflow-wrap:anywhere}}\
+table.setup{{table-layout:fixed;width:100%}}table.setup td{{overflow-wrap:anywhere}}\
+table.setup th:nth-child(1){{width:8%}}table.setup th:nth-child(2){{width:22%}}table.setup th:nth-child(n+3){{width:17.5%}}\
 .callout{{border:2px solid {BAD};border-left:8px solid {BAD};background:{CALLOUT};padding:0 1em;margin:1em 0}}\
 .callout h3{{color:{BAD}}}\
 tr.error td:first-child{{color:{BAD}}}tr.warning td:first-child{{color:{AMBER}}}\

@@ -2,7 +2,7 @@
 //! (verify, audit), the figures of two sides with their change and verdict (diff, replay), the
 //! decision rule they were judged by, and a diff's setup differences, each listed once.
 
-use super::cells::{at_precision, esc, num, numeric_order, quoted, Agreement};
+use super::cells::{at_precision, esc, num, numeric_order, path, quoted, Agreement};
 use super::findings::SETUP_ANCHOR;
 use rigaudit_audit::decide::p_cell;
 use rigaudit_audit::verdict::{better_word, runs_to_tell_line, Comparison, ReplayVerdict};
@@ -186,8 +186,8 @@ pub fn setup(r: &Report) -> String {
             quoted(&c.what),
             quoted(&c.a),
             quoted(&c.b),
-            quoted(&c.where_a),
-            quoted(&c.where_b)
+            path(&quoted(&c.where_a)),
+            path(&quoted(&c.where_b))
         );
     }
     o.push_str("</tbody></table></section>\n");
