@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The pre-commit hook (.pre-commit-hooks.yaml): from the files a commit touches, finds the
+# The pre-commit hooks (.pre-commit-hooks.yaml): from the files a commit touches, finds the
 # bundles they belong to (the nearest folder above each with bundle.json), verifies each once
-# with `rigaudit verify` (RIGAUDIT, else `rigaudit` on PATH), and fails when one fails.
+# with `rigaudit verify` (RIGAUDIT, else `rigaudit` on PATH), and fails when one fails. The hook
+# rigaudit-verify runs it as `rigaudit __pre-commit` (src/pre_commit.rs embeds it), RIGAUDIT then
+# naming that rigaudit; rigaudit-verify-installed runs this file.
 #
 # Paths are never options. pre-commit runs `entry ARGS... FILES...`: the hook's `args` (by
 # default `["--"]`), then the file names, which anyone who commits a file chooses (a file named
@@ -17,7 +19,7 @@ set -euo pipefail
 
 rigaudit="${RIGAUDIT:-rigaudit}"
 if ! command -v "$rigaudit" >/dev/null; then
-    echo "rigaudit-verify: no '$rigaudit' on PATH; install it (pip install rigaudit) or set RIGAUDIT" >&2
+    echo "rigaudit-verify: no '$rigaudit' on PATH; install it (cargo install --locked --path . in a clone of rigaudit), set RIGAUDIT, or use the hook rigaudit-verify, which pre-commit builds" >&2
     exit 2
 fi
 

@@ -5,9 +5,9 @@
 # errors and warnings in $GITHUB_OUTPUT, and exits as rigaudit does: 0 pass, 1 fail (by
 # --fail-on), 2 when a path could not be verified (the worst over the paths).
 #
-# Inputs, as variables: INPUT_PATHS, INPUT_VERSION (installed from PyPI into a virtual
-# environment under $RUNNER_TEMP), INPUT_BINARY (used instead when given), INPUT_FAIL_ON,
-# INPUT_SARIF (a folder).
+# Inputs, as variables: INPUT_PATHS, INPUT_BINARY (the rigaudit to run: the `binary` input, or
+# what action/install.sh installed or built in the steps before), INPUT_FAIL_ON, INPUT_SARIF (a
+# folder).
 set -euo pipefail
 
 # Text for a workflow command's message (`::error title=...::MESSAGE`), escaped as the runner
@@ -56,21 +56,11 @@ fail() {
     exit 2
 }
 
-# The rigaudit to run: the binary given, or the pinned version from PyPI.
+# The rigaudit to run: the binary given, or the one action/install.sh installed or built.
 install() {
-    if [[ -n "${INPUT_BINARY:-}" ]]; then
-        [[ -x "$INPUT_BINARY" ]] || fail "binary: $INPUT_BINARY is not an executable file"
-        RIGAUDIT="$INPUT_BINARY"
-        return
-    fi
-    local version="${INPUT_VERSION:-}"
-    [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+([a-z0-9.+-]*)$ ]] \
-        || fail "version: '$version' is not a pinned version such as 0.1.0 (or give binary)"
-    local venv="${RUNNER_TEMP:-/tmp}/rigaudit-venv"
-    python3 -m venv "$venv" || fail "cannot make a Python virtual environment in $venv"
-    "$venv/bin/python" -m pip install --quiet "rigaudit==$version" \
-        || fail "pip could not install rigaudit==$version"
-    RIGAUDIT="$venv/bin/rigaudit"
+    [[ -n "${INPUT_BINARY:-}" ]] || fail "binary: no rigaudit given (action.yml's install steps give the one they installed or built)"
+    [[ -x "$INPUT_BINARY" ]] || fail "binary: $INPUT_BINARY is not an executable file"
+    RIGAUDIT="$INPUT_BINARY"
 }
 
 # The severity counts of a JSON report: "ERRORS WARNINGS".

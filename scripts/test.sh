@@ -53,6 +53,9 @@ if ! command -v chromium >/dev/null 2>&1; then
         exit 1
     fi
 fi
+# axe-core (pinned by scripts/a11y/package-lock.json; one npm package, 3 MB) under the target
+# folder's tmp/: tests/reports.rs runs it in Chromium on the HTML reports (WCAG A/AA rules).
+bash scripts/fetch-axe.sh "${CARGO_TARGET_DIR:-target}/tmp/axe" >/dev/null
 # OpenSSH's server and client: tests/ssh.rs starts an sshd of its own on a loopback port (its own
 # keys and config; no system service is started) and replays ranks on it as on another box.
 if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || ! command -v ssh-keygen >/dev/null 2>&1; then

@@ -32,6 +32,7 @@ mod layers;
 mod measure;
 mod output;
 mod policy;
+mod pre_commit;
 mod progress;
 mod rehash;
 mod replay;
@@ -59,6 +60,13 @@ fn main() -> ExitCode {
         return rigaudit_engine::cli::main_from(
             std::iter::once(std::ffi::OsString::from("rigaudit-engine")).chain(args),
         );
+    }
+    // `rigaudit __pre-commit ARGS...` is the pre-commit hook (`.pre-commit-hooks.yaml`).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == pre_commit::SUBCOMMAND)
+    {
+        return pre_commit::main(std::env::args_os().skip(2));
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -14,6 +14,12 @@ pub fn quoted(s: &str) -> String {
     ))
 }
 
+/// Escaped text of a path or a JSON pointer, with a break opportunity after each `/`, so that a
+/// narrow cell wraps it between its parts rather than past the table's edge.
+pub fn path(escaped: &str) -> String {
+    escaped.replace('/', "/<wbr/>")
+}
+
 /// A figure in a table cell as the text report writes it: "no result" when there is none, three
 /// significant decimals at most.
 pub(crate) use crate::output::text::num;

@@ -5,6 +5,7 @@
 //! solid line, open squares on a dashed one), so equal values show both marks.
 
 use super::cells::{esc, quoted};
+use super::style::palette::{BAD, GOOD, GRID, HATCH, SIDE_A, SIDE_B, TEXT, WHISKER};
 use std::fmt::Write;
 
 /// One bar: its value (none: no result) and its whisker, as the low and high ends.
@@ -14,12 +15,14 @@ pub struct Bar {
     pub whisker: Option<(f64, f64)>,
 }
 
-/// One group of a bar chart: a figure, a bar per side, whether its sides disagree, and why a
-/// side has no result (words printed under the chart).
+/// One group of a bar chart: a figure, a bar per side, whether its sides disagree (and, for a
+/// diff's change, whether B is better), and why a side has no result (words printed under the
+/// chart).
 pub struct Group {
     pub label: String,
     pub bars: [Bar; 2],
     pub differs: bool,
+    pub better: Option<bool>,
     pub note: Option<String>,
 }
 
@@ -34,8 +37,36 @@ pub struct Frame<'a> {
     pub differs: &'a str,
 }
 
-pub const COLORS: [&str; 2] = ["#4e79a7", "#f28e2b"];
-const DIFFERS: &str = "#c22";
+/// The two sides' colours (A, then B).
+pub const COLORS: [&str; 2] = [SIDE_A, SIDE_B];
+/// The mark over a figure (or a level) whose sides differ, and its colour: ≠ where the sides
+/// disagree, ✓ where B changed for the better (never red), ✗ where it changed for the worse.
+fn differs_mark(better: Option<bool>) -> (&'static str, &'static str) {
+    match better {
+        Some(true) => ("✓", GOOD),
+        Some(false) => ("✗", BAD),
+        None => ("≠", BAD),
+    }
+}
+
+/// What a differs mark means in a legend: the frame's words, and the direction when it has one.
+fn differs_words(frame_words: &str, better: Option<bool>) -> String {
+    match better {
+        Some(true) => format!("{frame_words}, better"),
+        Some(false) => format!("{frame_words}, worse"),
+        None => frame_words.to_string(),
+    }
+}
+
+/// The directions of the differs marks drawn, each once, in the legend's order.
+fn directions_drawn(drawn: impl Iterator<Item = Option<bool>>) -> Vec<Option<bool>> {
+    let drawn: Vec<Option<bool>> = drawn.collect();
+    [None, Some(false), Some(true)]
+        .into_iter()
+        .filter(|d| drawn.contains(d))
+        .collect()
+}
+
 const W: f64 = 720.0;
 const H: f64 = 320.0;
 const LEFT: f64 = 60.0;
@@ -73,7 +104,7 @@ fn y_axis(o: &mut String, top: f64, step: f64, unit: &str) {
         let y = y_of(v, top);
         let _ = write!(
             o,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{W}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{W}" y2="{y:.1}" stroke="{GRID}"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
             LEFT - 4.0,
             y + 3.0,
             short(v)
@@ -100,7 +131,11 @@ fn short(v: f64) -> String {
 
 /// What every chart of a page shares, defined once (an id is once per page): the hatching of a
 /// placeholder for no result.
-pub const DEFS: &str = r##"<svg width="0" height="0" style="position:absolute" aria-hidden="true" xmlns="http://www.w3.org/2000/svg"><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="2"/></pattern></defs></svg>"##;
+pub fn defs() -> String {
+    format!(
+        r##"<svg width="0" height="0" style="position:absolute" aria-hidden="true" xmlns="http://www.w3.org/2000/svg"><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="{HATCH}" stroke-width="2"/></pattern></defs></svg>"##
+    )
+}
 
 /// The opening of a chart: its caption, and an SVG labelled by its title and a description.
 fn open(title: &str, described: &str) -> String {
@@ -148,7 +183,7 @@ pub fn bar_chart(frame: &Frame, groups: &[Group]) -> String {
         no_result: groups
             .iter()
             .any(|g| g.bars.iter().any(|b| b.value.is_none())),
-        differs: differing > 0,
+        differs: directions_drawn(groups.iter().filter(|g| g.differs).map(|g| g.better)),
     };
     legend(&mut o, frame, marks);
     o.push_str("</svg>");
@@ -184,7 +219,7 @@ fn draw_bar(o: &mut String, x: f64, bw: f64, b: &Bar, top: f64, color: &str) {
         let cx = x + bw / 2.0 - 1.0;
         let _ = write!(
             o,
-            r##"<path class="err" d="M{cx:.1} {y_hi:.1}V{y_lo:.1}M{:.1} {y_hi:.1}H{:.1}M{:.1} {y_lo:.1}H{:.1}" stroke="#222" stroke-width="1.5" fill="none"/>"##,
+            r##"<path class="err" d="M{cx:.1} {y_hi:.1}V{y_lo:.1}M{:.1} {y_hi:.1}H{:.1}M{:.1} {y_lo:.1}H{:.1}" stroke="{WHISKER}" stroke-width="1.5" fill="none"/>"##,
             cx - 4.0,
             cx + 4.0,
             cx - 4.0,
@@ -205,13 +240,19 @@ fn value_label(o: &mut String, cx: f64, b: &Bar, top: f64) {
     );
 }
 
-/// A group's name under its bars (red when its sides disagree) and ≠ over them.
+/// A group's name under its bars (in its mark's colour when its sides differ, the mark after it)
+/// and the mark over them: ≠, or ✓ / ✗ for a diff's change for the better or the worse.
 fn group_label(o: &mut String, x: f64, g: &Group, top: f64) {
     let y = H - BOTTOM + 14.0;
-    let color = if g.differs { DIFFERS } else { "#000" };
+    let (mark, color) = differs_mark(g.better);
+    let (label_color, suffix) = if g.differs {
+        (color, format!(" {mark}"))
+    } else {
+        (TEXT, String::new())
+    };
     let _ = write!(
         o,
-        r##"<text x="{x:.1}" y="{y:.1}" font-size="10" text-anchor="end" fill="{color}" transform="rotate(-35 {x:.1} {y:.1})">{}</text>"##,
+        r##"<text x="{x:.1}" y="{y:.1}" font-size="10" text-anchor="end" fill="{label_color}" transform="rotate(-35 {x:.1} {y:.1})">{}{suffix}</text>"##,
         esc(&g.label)
     );
     if g.differs {
@@ -227,17 +268,17 @@ fn group_label(o: &mut String, x: f64, g: &Group, top: f64) {
         let y_mark = (highest - 8.0).max(TOP + 12.0);
         let _ = write!(
             o,
-            r##"<text class="differs" x="{x:.1}" y="{y_mark:.1}" font-size="16" font-weight="bold" text-anchor="middle" fill="{DIFFERS}">≠</text>"##
+            r##"<text class="differs" x="{x:.1}" y="{y_mark:.1}" font-size="16" font-weight="bold" text-anchor="middle" fill="{color}">{mark}</text>"##
         );
     }
 }
 
 /// Which marks a chart drew, so its legend names each of them.
-#[derive(Clone, Copy)]
 struct Marks {
     whisker: bool,
     no_result: bool,
-    differs: bool,
+    /// The directions of the differs marks drawn (none: ≠).
+    differs: Vec<Option<bool>>,
 }
 
 /// The legend along the top: both sides, and each other mark the chart drew.
@@ -262,19 +303,22 @@ fn legend(o: &mut String, frame: &Frame, marks: Marks) {
         item(o, swatch, side);
     }
     if marks.whisker {
-        let swatch =
-            r##"<path d="M5 0V10M1 0H9M1 10H9" stroke="#222" stroke-width="1.5" fill="none"/>"##;
-        item(o, swatch.into(), frame.whisker);
+        let swatch = format!(
+            r##"<path d="M5 0V10M1 0H9M1 10H9" stroke="{WHISKER}" stroke-width="1.5" fill="none"/>"##
+        );
+        item(o, swatch, frame.whisker);
     }
     if marks.no_result {
-        let swatch = r##"<rect width="10" height="10" fill="url(#hatch)" stroke="#999"/>"##;
-        item(o, swatch.into(), "no result (why: under the chart)");
+        let swatch =
+            format!(r##"<rect width="10" height="10" fill="url(#hatch)" stroke="{HATCH}"/>"##);
+        item(o, swatch, "no result (why: under the chart)");
     }
-    if marks.differs {
+    for better in marks.differs {
+        let (mark, color) = differs_mark(better);
         let swatch = format!(
-            r##"<text x="5" y="10" font-size="14" font-weight="bold" text-anchor="middle" fill="{DIFFERS}">≠</text>"##
+            r##"<text x="5" y="10" font-size="14" font-weight="bold" text-anchor="middle" fill="{color}">{mark}</text>"##
         );
-        item(o, swatch, frame.differs);
+        item(o, swatch, &differs_words(frame.differs, better));
     }
 }
 
@@ -307,8 +351,8 @@ pub struct Series {
 }
 
 /// Lines of throughput against requests at once, each side in its colour and stroke; the levels
-/// in `differs` marked ≠.
-pub fn line_chart(frame: &Frame, series: &[Series], differs: &[u32]) -> String {
+/// in `differs` marked (≠, or ✓ / ✗ by whether B is better there).
+pub fn line_chart(frame: &Frame, series: &[Series], differs: &[(u32, Option<bool>)]) -> String {
     let (title, unit, sides) = (frame.title, frame.unit, frame.sides);
     let max_y = series
         .iter()
@@ -353,24 +397,26 @@ pub fn line_chart(frame: &Frame, series: &[Series], differs: &[u32]) -> String {
     for (s, pts) in series.iter().zip(&points) {
         draw_markers(&mut o, s, pts);
     }
-    let differs_word = (!differs.is_empty()).then_some(frame.differs);
-    line_legend(&mut o, sides, differs_word);
+    let drawn = directions_drawn(differs.iter().map(|d| d.1));
+    line_legend(&mut o, sides, frame.differs, &drawn);
     o.push_str("</svg></figure>\n");
     o
 }
 
-/// The x axis of a line chart: each level at its x, ≠ over a level in `differs`, and its name.
-fn levels_axis(o: &mut String, xs: &[(u32, f64)], differs: &[u32]) {
+/// The x axis of a line chart: each level at its x, its mark over a level in `differs`, and its
+/// name.
+fn levels_axis(o: &mut String, xs: &[(u32, f64)], differs: &[(u32, Option<bool>)]) {
     for (lv, x) in xs {
         let _ = write!(
             o,
             r##"<text x="{x:.1}" y="{:.1}" font-size="10" text-anchor="middle">{lv}</text>"##,
             H - BOTTOM + 14.0
         );
-        if differs.contains(lv) {
+        if let Some((_, better)) = differs.iter().find(|d| d.0 == *lv) {
+            let (mark, color) = differs_mark(*better);
             let _ = write!(
                 o,
-                r##"<text class="differs" x="{x:.1}" y="{:.1}" font-size="16" font-weight="bold" text-anchor="middle" fill="{DIFFERS}">≠</text>"##,
+                r##"<text class="differs" x="{x:.1}" y="{:.1}" font-size="16" font-weight="bold" text-anchor="middle" fill="{color}">{mark}</text>"##,
                 TOP + 12.0
             );
         }
@@ -438,8 +484,8 @@ fn marker(side: usize, x: f64, y: f64, color: &str) -> String {
     }
 }
 
-/// The legend of a line chart: each side's stroke and marker, and ≠ when drawn.
-fn line_legend(o: &mut String, sides: [&str; 2], differs: Option<&str>) {
+/// The legend of a line chart: each side's stroke and marker, and each differs mark drawn.
+fn line_legend(o: &mut String, sides: [&str; 2], differs: &str, drawn: &[Option<bool>]) {
     let mut x = LEFT;
     for (side, name) in sides.iter().enumerate() {
         let color = COLORS[side];
@@ -452,11 +498,14 @@ fn line_legend(o: &mut String, sides: [&str; 2], differs: Option<&str>) {
         );
         x += 40.0 + 6.0 * name.chars().count() as f64;
     }
-    if let Some(word) = differs {
+    for better in drawn {
+        let (mark, color) = differs_mark(*better);
+        let words = differs_words(differs, *better);
         let _ = write!(
             o,
-            r##"<text x="{x:.1}" y="17" font-size="11" fill="{DIFFERS}">≠ {}</text>"##,
-            esc(word)
+            r##"<text x="{x:.1}" y="17" font-size="11" fill="{color}">{mark} {}</text>"##,
+            esc(&words)
         );
+        x += 20.0 + 6.0 * words.chars().count() as f64;
     }
 }

@@ -2,7 +2,7 @@
 //! severity a table grouped by check in order of first appearance. A diff's setup differences are
 //! one row pointing at their own table, so each difference is listed once.
 
-use super::cells::{esc, quoted};
+use super::cells::{esc, path, quoted};
 use rigaudit_audit::{Finding, Report, Severity};
 use std::fmt::Write;
 
@@ -81,7 +81,7 @@ fn finding_row(f: &Finding) -> String {
         "<tr class=\"{}\"><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
         f.severity.name(),
         esc(&f.check),
-        esc(&place),
+        path(&esc(&place)),
         quoted(&f.message)
     )
 }

@@ -5,7 +5,8 @@
 //! and replay's figures side by side with their change and verdict (`tables.rs`); the charts,
 //! drawn so that disagreement, missing results and spread show (`plots.rs` picks them,
 //! `charts.rs` draws them); last a diff's setup differences, each once. `cells.rs` escapes text
-//! and writes numbers for all of them. The page is well-formed XML as well as HTML (void
+//! and writes numbers for all of them; `style.rs` holds the colours (each pair WCAG AA) and the
+//! style sheet. The page is well-formed XML as well as HTML (void
 //! elements closed, ids once), so a strict parser reads it (tests/reports.rs checks it so). Every
 //! string rigaudit did not write itself, in text and in attributes alike, goes through
 //! [`super::escape::html_text`]; and the page's Content-Security-Policy ([`CSP`]) lets it load
@@ -15,24 +16,12 @@ mod cells;
 mod charts;
 mod findings;
 mod plots;
+mod style;
 mod tables;
 
 use cells::esc;
 use rigaudit_audit::{Report, Verdict};
 use std::fmt::Write;
-
-/// The page's style: tables, the verdict's colours, the errors' callout, rows that differ.
-const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}\
-.verdict{font-size:20px;font-weight:bold}.pass{color:#2a7}.fail{color:#c22}.incomplete{color:#b80}\
-table{border-collapse:collapse;margin:1em 0}caption{text-align:left;font-weight:bold;padding:2px 0}\
-td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}\
-th[scope=row]{font-weight:normal}\
-.callout{border:2px solid #c22;border-left:8px solid #c22;background:#fdf0f0;padding:0 1em;margin:1em 0}\
-.callout h3{color:#c22}\
-tr.error td:first-child{color:#c22}tr.warning td:first-child{color:#b80}\
-.figures td{white-space:nowrap}.figures td:last-child{white-space:normal}\
-tr.differs{background:#fde2e2}tr.differs td:last-child{color:#c22}tr.noresult{background:#f3f3f3}\
-figure{margin:1em 0}figcaption{font-weight:bold}.chart-notes{font-size:13px;margin:0 0 1em}";
 
 /// The page's Content-Security-Policy: nothing loaded (no script, no image, no font, no frame,
 /// no connection), only the inline style; no `<base>`, no form sent anywhere. Its charts are inline
@@ -95,8 +84,9 @@ pub fn render(r: &Report) -> String {
     let mut o = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>");
     let _ = write!(
         o,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"/><meta name=\"referrer\" content=\"no-referrer\"/><title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"/><meta name=\"referrer\" content=\"no-referrer\"/><title>{}</title><style>{}</style></head><body><main><h1>{}</h1>",
         esc(&title),
+        style::css(),
         esc(&title)
     );
     o.push_str(&lead(r));
@@ -149,7 +139,9 @@ mod tests {
             "only diff has better/worse"
         );
         assert_eq!(page.matches("<tr class=\"differs\">").count(), 1);
-        assert!(page.contains("<td>-33.3 %</td><td>drifted</td><td>&lt; 0.0001</td>"));
+        assert!(
+            page.contains("<td>-33.3 %</td><td class=\"mark\">drifted</td><td>&lt; 0.0001</td>")
+        );
         // The chart: both whiskers, ≠ over the drift with its legend, the placeholder's why.
         assert_eq!(page.matches("class=\"err\"").count(), 2);
         assert_eq!(page.matches("<text class=\"differs\"").count(), 1);
@@ -168,6 +160,56 @@ mod tests {
         assert!(page.contains(
             "<p class=\"plan\">runs a side to tell ±5 % / ±10 % at the spread measured: decode 9/3"
         ));
+    }
+
+    /// A diff's report: B decodes faster (better) and takes longer to the first token (worse).
+    fn diffed() -> Report {
+        let mut r = Report::new("diff", "a vs b", Some(Severity::Error), Findings::default());
+        let mut faster = Comparison::untested("decode", (Some(20.0), Some(30.0)), (5, 5));
+        faster.verdict = ReplayVerdict::Changed;
+        faster.better = Some(true);
+        let mut slower = Comparison::untested("ttft.2048", (Some(1.0), Some(2.0)), (5, 5));
+        slower.verdict = ReplayVerdict::Changed;
+        slower.better = Some(false);
+        r.comparisons = vec![faster, slower];
+        r
+    }
+
+    #[test]
+    fn a_diff_says_better_and_worse_in_words_and_never_draws_an_improvement_red() {
+        use style::palette::{BAD, GOOD};
+        let page = render(&diffed());
+        assert!(page.contains(
+            "<tr class=\"better\"><th scope=\"row\"><code>decode</code></th><td>20</td><td>30</td><td>+50.0 %</td><td class=\"mark\">✓ better</td><td>changed</td>"
+        ), "{page}");
+        assert!(page.contains(
+            "<tr class=\"worse\"><th scope=\"row\"><code>ttft.2048</code></th><td>1</td><td>2</td><td>+100.0 %</td><td class=\"mark\">✗ worse</td><td>changed</td>"
+        ), "{page}");
+        // The charts: ✓ in green over the better figure, ✗ in red over the worse, each named
+        // in the legend and after the figure's name.
+        let good = format!("fill=\"{GOOD}\">✓</text>");
+        let bad = format!("fill=\"{BAD}\">✗</text>");
+        assert_eq!(page.matches(&good).count(), 2, "mark and legend");
+        assert_eq!(page.matches(&bad).count(), 2, "mark and legend");
+        assert!(page.contains(">changed beyond the band, better</text>"));
+        assert!(page.contains(">changed beyond the band, worse</text>"));
+        assert!(page.contains(">decode ✓</text>") && page.contains(">ttft.2048 ✗</text>"));
+        assert!(!page.contains(&format!("fill=\"{BAD}\">✓")));
+        // The style sheet colours a better row's mark green, a worse row's red.
+        assert!(page.contains(&format!("tr.better .mark{{color:{GOOD}}}")));
+        assert!(page.contains(&format!("tr.differs .mark,tr.worse .mark{{color:{BAD}}}")));
+    }
+
+    #[test]
+    fn every_colour_on_a_page_is_the_palettes() {
+        for page in [render(&replayed()), render(&diffed())] {
+            for c in style::colours_in(&page) {
+                assert!(
+                    style::palette::ALL.contains(&c.as_str()),
+                    "{c} is not in the palette"
+                );
+            }
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! no result says why (the comparison's reason, or the findings on that test's files).
 
 use super::cells::{numeric_order, Agreement};
-use super::charts::{bar_chart, line_chart, Bar, Frame, Group, Series, DEFS};
+use super::charts::{bar_chart, defs, line_chart, Bar, Frame, Group, Series};
 use rigaudit_audit::verdict::ReplayVerdict;
 use rigaudit_audit::{Recomputed, Report};
 use std::collections::BTreeMap;
@@ -17,6 +17,8 @@ struct Figure {
     key: String,
     bars: [Bar; 2],
     differs: bool,
+    /// For a diff's figure that changed: whether B is better.
+    better: Option<bool>,
     note: Option<String>,
 }
 
@@ -79,6 +81,7 @@ fn from_comparisons(r: &Report) -> Figures {
                     },
                 ],
                 differs: moved,
+                better: c.better.filter(|_| moved),
                 note: missing.then(|| c.why.clone()),
             }
         })
@@ -178,6 +181,7 @@ fn from_recomputed(r: &Report) -> Figures {
                     },
                 ],
                 differs: !v.matches,
+                better: None,
                 note: (agreement == Agreement::NoResult).then(|| no_result_note(r, &v.key)),
             }
         })
@@ -211,10 +215,11 @@ fn is_quality(key: &str) -> bool {
 }
 
 /// The throughput at each number of requests at once, total and per request, a line per side;
-/// and the levels where the sides disagree.
-fn concurrency(f: &Figures) -> (Vec<Series>, Vec<u32>) {
+/// and the levels where the sides disagree, each with whether B is better there (when every
+/// figure that moved at that level says the same).
+fn concurrency(f: &Figures) -> (Vec<Series>, Vec<(u32, Option<bool>)>) {
     let mut series = Vec::new();
-    let mut differs = Vec::new();
+    let mut differs: Vec<(u32, Option<bool>)> = Vec::new();
     for (prefix, name) in [
         ("conc_total.", "total"),
         ("conc_per_request.", "per request"),
@@ -234,10 +239,16 @@ fn concurrency(f: &Figures) -> (Vec<Series>, Vec<u32>) {
                 });
             }
         }
-        differs.extend(f.rows.iter().filter(|row| row.differs).filter_map(level));
+        for row in f.rows.iter().filter(|row| row.differs) {
+            let Some(lv) = level(row) else { continue };
+            match differs.iter_mut().find(|d| d.0 == lv) {
+                Some(d) if d.1 != row.better => d.1 = None,
+                Some(_) => {}
+                None => differs.push((lv, row.better)),
+            }
+        }
     }
-    differs.sort_unstable();
-    differs.dedup();
+    differs.sort_unstable_by_key(|d| d.0);
     (series, differs)
 }
 
@@ -288,6 +299,7 @@ fn bars_of(f: &Figures, kind: &BarKind) -> String {
             label: label(&row.key),
             bars: row.bars,
             differs: row.differs,
+            better: row.better,
             note: row.note.clone(),
         })
         .collect();
@@ -329,7 +341,10 @@ pub fn charts(r: &Report) -> String {
     if o.is_empty() {
         return o;
     }
-    format!("<section id=\"charts\"><h2>Charts</h2>{DEFS}{o}</section>\n")
+    format!(
+        "<section id=\"charts\"><h2>Charts</h2>{}{o}</section>\n",
+        defs()
+    )
 }
 
 /// A figure's name under its bars: a quality test by its name alone.

@@ -2,7 +2,7 @@
 //! (verify, audit), the figures of two sides with their change and verdict (diff, replay), the
 //! decision rule they were judged by, and a diff's setup differences, each listed once.
 
-use super::cells::{at_precision, esc, num, numeric_order, quoted, Agreement};
+use super::cells::{at_precision, esc, num, numeric_order, path, quoted, Agreement};
 use super::findings::SETUP_ANCHOR;
 use rigaudit_audit::decide::p_cell;
 use rigaudit_audit::verdict::{better_word, runs_to_tell_line, Comparison, ReplayVerdict};
@@ -59,8 +59,8 @@ fn recomputed_row(v: &Recomputed) -> String {
     };
     let page = v.page.as_deref();
     let mark = match agreement {
-        Agreement::Differs => "<strong>differs</strong>".to_string(),
-        a => a.word().to_string(),
+        Agreement::Differs => "<td class=\"mark\"><strong>differs</strong></td>".to_string(),
+        a => format!("<td>{}</td>", a.word()),
     };
     let (value, file) = (
         at_precision(v.value, page),
@@ -69,7 +69,7 @@ fn recomputed_row(v: &Recomputed) -> String {
     let (value, file) =
         crate::output::text::shown_apart(v, (&value, &file)).unwrap_or((value, file));
     format!(
-        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{value}</td><td>{file}</td><td>{mark}</td></tr>",
+        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{value}</td><td>{file}</td>{mark}</tr>",
         esc(&v.key),
         page.map_or("–".into(), quoted),
     )
@@ -114,21 +114,42 @@ pub fn comparisons(r: &Report) -> String {
     o
 }
 
+/// A figure's row: a diff's change marked better (✓, green) or worse (✗, red), never by colour
+/// alone and never an improvement in red; a replay's drift marked in its verdict cell.
 fn comparison_row(c: &Comparison, diff: bool) -> String {
-    let class = match c.verdict {
-        ReplayVerdict::Drifted | ReplayVerdict::Changed => "differs",
-        ReplayVerdict::NotComparable => "noresult",
+    let moved = matches!(c.verdict, ReplayVerdict::Drifted | ReplayVerdict::Changed);
+    let class = match (c.verdict, c.better) {
+        (ReplayVerdict::NotComparable, _) => "noresult",
+        (_, Some(true)) if moved && diff => "better",
+        (_, Some(false)) if moved && diff => "worse",
+        _ if moved => "differs",
         _ => "match",
     };
     let change = c.change_shown().unwrap_or_else(|| "–".into());
     let better = if diff {
-        format!("<td>{}</td>", better_word(c.better))
+        let symbol = match c.better {
+            Some(true) => "✓ ",
+            Some(false) => "✗ ",
+            None => "",
+        };
+        let mark = if c.better.is_some() {
+            " class=\"mark\""
+        } else {
+            ""
+        };
+        format!("<td{mark}>{symbol}{}</td>", better_word(c.better))
     } else {
         String::new()
     };
+    // A replay's row says how it moved in its verdict cell.
+    let verdict_mark = if !diff && moved {
+        " class=\"mark\""
+    } else {
+        ""
+    };
     let info = if c.informational { " (info)" } else { "" };
     format!(
-        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{}</td><td>{change}</td>{better}<td>{}{info}</td><td>{}</td><td>{}</td></tr>",
+        "<tr class=\"{class}\"><th scope=\"row\"><code>{}</code></th><td>{}</td><td>{}</td><td>{change}</td>{better}<td{verdict_mark}>{}{info}</td><td>{}</td><td>{}</td></tr>",
         esc(&c.key),
         num(c.recorded),
         num(c.replayed),
@@ -169,8 +190,8 @@ pub fn setup(r: &Report) -> String {
             quoted(&c.what),
             quoted(&c.a),
             quoted(&c.b),
-            quoted(&c.where_a),
-            quoted(&c.where_b)
+            path(&quoted(&c.where_a)),
+            path(&quoted(&c.where_b))
         );
     }
     o.push_str("</tbody></table></section>\n");
