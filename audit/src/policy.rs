@@ -201,6 +201,7 @@ impl crate::report::Report {
                 .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
             self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
         }
+        self.qualify();
     }
 }
 
