@@ -619,16 +619,29 @@ fn unreadable_bundles_exit_2_with_the_file_and_place() {
     assert!(!run.stderr.contains("panicked"));
 }
 
+/// Exit 3 is an incomplete report (the bundle was read, not everything in it could be checked);
+/// 2 is a command line the tool could not act on (a path typed wrong): never the same code.
 #[test]
-fn nothing_checked_is_exit_2_never_0() {
+fn nothing_checked_is_exit_3_never_0_and_a_typo_is_2() {
     let c = Copy::of(MIA);
     let m = c.read_json("bundle.json");
     for f in m["files"].as_array().unwrap() {
         let _ = std::fs::remove_file(c.path().join(f["path"].as_str().unwrap()));
     }
     let run = verify(c.path());
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete");
+    assert_eq!(r["verdict_qualifier"], r["incomplete"], "{r:#}");
+    let text = rigaudit(&["verify", c.path().to_str().unwrap()]);
+    assert_eq!(text.code, 3, "{}", text.stdout);
+    assert_has(text.stdout.lines().next().unwrap_or_default(), ": INCOMPLETE (");
+    // The same folder's name with a letter wrong: nothing was read, no report, exit 2.
+    let typo = format!("{}x", c.path().display());
+    let run = rigaudit(&["verify", &typo, "--format", "json"]);
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert_eq!(run.json()["verdict"], "incomplete");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    run.assert_stderr_has(&typo);
 }
 
 #[test]
@@ -778,7 +791,7 @@ fn one_unreadable_raw_file_is_one_finding_and_the_rest_is_checked() {
         .unwrap();
     assert!(status.success());
     let run = verify(c.path());
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, 3, "{}", run.stderr);
     let r = run.json();
     assert_eq!(r["verdict"], "incomplete");
     let unreadable = run.findings("schema.unreadable");
@@ -818,7 +831,7 @@ fn a_line_over_its_bound_in_a_raw_file_is_one_finding_and_the_rest_is_checked() 
     std::fs::write(&answers, lines.join("\n") + "\n").unwrap();
     c.rehash();
     let run = verify(c.path());
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, 3, "{}", run.stderr);
     let r = run.json();
     let of_file: Vec<&Value> = r["findings"]
         .as_array()
