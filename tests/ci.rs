@@ -527,3 +527,28 @@ fn the_action_passes_every_input_to_its_script_and_the_hook_names_a_script_here(
     let mode = std::fs::metadata(&entry).unwrap().permissions().mode();
     assert!(mode & 0o111 != 0, "{} is not executable", entry.display());
 }
+
+/// The recorder's last step (`fixtures/runs/record.sh`, from its step 5): verify at the default
+/// gate, its first line shown and its exit code the script's, so a recording that fails verify
+/// fails the recorder (it used to verify with `--fail-on never` and exit 0 whatever it found).
+#[test]
+fn the_recorders_last_step_fails_when_its_recording_fails_verify() {
+    let script = std::fs::read_to_string(root().join("fixtures/runs/record.sh")).unwrap();
+    let at = script.find("# 5. verifies").expect("record.sh's step 5");
+    let tail = &script[at..];
+    assert!(!tail.contains("--fail-on never"), "{tail}");
+    for (bundle, code, says) in [(tensorfold(), 1, ": FAIL ("), (smollm2(), 0, ": PASS (")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = Command::new("bash")
+            .args(["-c", &format!("set -euo pipefail\n{tail}")])
+            .env("BIN", env!("CARGO_BIN_EXE_rigaudit"))
+            .env("OUT", &bundle)
+            .env("TMP", tmp.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{stdout}");
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert_has(&stdout, says);
+    }
+}
