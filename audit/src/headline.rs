@@ -225,12 +225,12 @@ pub fn next_step(r: &Report) -> Option<String> {
             "add what the findings below say is missing and run again; not everything was checked"
                 .into(),
         ),
-        Verdict::Pass if coverage(r).is_some() => Some(
-            "checked against what was printed, not measured: add the raw records the findings name"
-                .into(),
-        ),
         Verdict::Pass if r.fail_on.is_none() && r.counts.error + r.counts.warning > 0 => Some(
             "the gate is off (fail-on never): the findings below are not judged; run again with --fail-on error to gate on them"
+                .into(),
+        ),
+        Verdict::Pass if coverage(r).is_some() => Some(
+            "checked against what was printed, not measured: add the raw records the findings name"
                 .into(),
         ),
         Verdict::Pass
