@@ -453,6 +453,30 @@ fn quality_no_result_has_value() {
         .any(|f| f["file"] == "bundle.json"));
 }
 
+/// The recorded run's arith-long: every one of its 24 requests refused (the prompts do not fit the
+/// window) and excluded, its figures left empty: no result, said as a warning, and its recomputed
+/// rows not `matches`. Where a summary counts such refusals as wrong answers (the stock page),
+/// `quality.refused-counted-as-wrong` says it, and this check stays quiet.
+#[test]
+fn quality_no_result() {
+    let run = verify(&common::root().join("fixtures/runs/smollm2-cpu"));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let found = run.findings("quality.no-result");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["severity"], "warning");
+    assert_eq!(found[0]["file"], "quality/arith-long/summary.json");
+    assert_has(
+        found[0]["message"].as_str().unwrap(),
+        "arith-long: no result: all 24 of its requests were refused",
+    );
+    let r = run.json();
+    for key in ["quality.arith-long.pct", "quality.arith-long.margin"] {
+        let row = common::entry(&r, "recomputed", "key", key);
+        assert!(row["value"].is_null() && row["matches"] == false, "{row}");
+    }
+    pristine_lacks(TF, "quality.no-result");
+}
+
 #[test]
 fn quality_pct_mismatch() {
     let c = Copy::of(TF);
@@ -706,7 +730,7 @@ fn every_check_in_the_catalogue_has_a_test_here() {
 }
 
 /// Random one-value changes anywhere in the fixtures' JSON files (wrong types, extremes, huge
-/// strings): verify always answers with 0, 1 or 2 and never panics.
+/// strings): verify always answers with 0, 1, 2 or 3 and never panics.
 #[test]
 fn random_changes_never_panic() {
     fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
@@ -764,7 +788,7 @@ fn random_changes_never_panic() {
             c.set(file, at, w.clone());
             let run = verify(c.path());
             assert!(
-                [0, 1, 2].contains(&run.code),
+                [0, 1, 2, 3].contains(&run.code),
                 "{file} {at} = {w}: exit {}: {}",
                 run.code,
                 run.stderr
