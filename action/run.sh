@@ -86,7 +86,28 @@ r = json.load(open(sys.argv[1]))
 c, v, q = r["counts"], r["verdict"], r.get("verdict_qualifier")
 print(v, c["error"], c["warning"])
 line = v.upper() + ("" if q is None else (": " if v == "incomplete" else ", ") + q)
-print("".join(" " if ord(ch) < 32 or 127 <= ord(ch) < 160 else ch for ch in line))' "$1"
+print(line.replace("\n", " ").replace("\r", " "))' "$1"
+}
+
+# One line of the multi-line output qualified-verdict, "PATH: VERDICT, QUALIFIER": controls, the
+# bidirectional marks and the Unicode line separators shown as \xHH or \u{HHHH} (so the line stays
+# one line and draws nothing), and a `\` before a line that would start with `::` (so a workflow
+# that echoes the output runs no command a path wrote).
+output_line() {
+    python3 -c 'import sys
+def shown(ch):
+    o = ord(ch)
+    if o < 32 or o == 127:
+        return "\\x%02X" % o
+    if 0xDC80 <= o <= 0xDCFF:
+        return "\\x%02X" % (o - 0xDC00)
+    if 127 < o < 160 or o in (0x200E, 0x200F, 0x2028, 0x2029) or 0x202A <= o <= 0x202E or 0x2066 <= o <= 0x2069:
+        return "\\u{%x}" % o
+    return ch
+line = "".join(shown(ch) for ch in sys.argv[1] + ": " + sys.argv[2])
+if line.lstrip().startswith("::"):
+    line = "\\" + line.lstrip()
+print(line)' "$1" "$2"
 }
 
 main() {
@@ -127,8 +148,7 @@ main() {
             [[ "${verdicts[$rank]}" != "$v" ]] || break
         done
         ((rank <= worst)) || worst=$rank
-        # One line a path in the multi-line output (its delimiter random): no control character.
-        qualified+="${path//[[:cntrl:]]/ }: ${q//[[:cntrl:]]/ }"$'\n'
+        qualified+="$(output_line "$path" "$q")"$'\n'
     done <<<"${INPUT_PATHS:-}"
     ((n > 0)) || fail "paths: no path given (one per line)"
     local delimiter
