@@ -119,8 +119,14 @@ impl Settled {
         if self.info > 0 {
             out.push("replay on the hardware the card names");
         }
-        if j.foreign_load + j.gpu_throttled + j.machine_speed > 0 {
+        if j.foreign_load > 0 {
             out.push("on a quiet machine");
+        }
+        if j.gpu_throttled > 0 {
+            out.push("on a GPU that does not throttle");
+        }
+        if j.machine_speed > 0 {
+            out.push("when the machine runs at its recorded speed");
         }
         if j.wide_interval + j.too_few_runs + j.sessions_disagree > 0 {
             out.push("with more runs (each row says how many would settle it)");
