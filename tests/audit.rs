@@ -111,7 +111,7 @@ fn assert_decode_agrees_with_the_engines_timing(replayed: &Path) {
 }
 
 #[test]
-fn on_other_hardware_speed_is_informational_and_the_rest_reproduces() {
+fn on_other_hardware_speed_is_informational_and_the_audit_settles_nothing() {
     let _one = serial();
     let tmp = tempfile::tempdir().unwrap();
     let other = json!({

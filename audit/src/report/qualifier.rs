@@ -4,7 +4,8 @@
 //!
 //! - a **PASS** says what it rests on when that is less than a measurement checked against its
 //!   records: the gate was off (`not gated (fail-on never): 36 errors, 1 warning`), what a replay
-//!   reproduced (`3 of 22 values reproduced (20 for information only: other hardware; ...)`), or
+//!   reproduced (`3 of 22 values reproduced (20 for information only: other hardware; ...)`) or
+//!   that an audit replayed nothing (`not replayed: verified only`), or
 //!   that only printed figures were checked (`summary only: ...`, `results only: ...`,
 //!   `nothing recomputed: ...`, `self-consistent only: ...`), joined by `; `;
 //! - an **INCOMPLETE** says why (the report's `incomplete`), a replay that settled nothing among
@@ -28,7 +29,7 @@ pub(super) fn of(r: &Report) -> Option<String> {
         Verdict::Incomplete => r.incomplete.clone(),
         Verdict::Fail => None,
         Verdict::Pass => {
-            let parts: Vec<String> = [not_gated(r), replayed(r), printed_only(r)]
+            let parts: Vec<String> = [not_gated(r), replayed(r), not_replayed(r), printed_only(r)]
                 .into_iter()
                 .flatten()
                 .collect();
@@ -136,6 +137,13 @@ impl Settled {
         }
         out
     }
+}
+
+/// `not replayed: verified only` for an audit with no replay's rows (`--no-replay`, or another
+/// tool's files, which record no command to launch): the main job did not measure again.
+fn not_replayed(r: &Report) -> Option<String> {
+    (r.command == "audit" && r.comparisons.is_empty())
+        .then(|| "not replayed: verified only".to_string())
 }
 
 /// Whether no row has a recorded figure: the recorded bundle held none (a card and contracts
@@ -336,6 +344,9 @@ mod tests {
         assert_eq!(replay.verdict, Verdict::Incomplete);
         let diff = replayed("diff", other_hardware(), Some(Severity::Error));
         assert_eq!((diff.verdict, diff.verdict_qualifier), (Verdict::Pass, None));
+        // An audit that replayed nothing (--no-replay) says it verified only.
+        let verified = replayed("audit", Vec::new(), Some(Severity::Error));
+        assert_eq!(verified.qualified(), "PASS, not replayed: verified only");
     }
 
     #[test]
