@@ -248,10 +248,7 @@ fn an_incomplete_bundle_is_incomplete_in_the_actions_outputs_and_exits_3() {
     assert_starts_with(&s.outputs, "verdict=incomplete\n");
     let (_, qualified) = outputs_of(&s);
     assert_eq!(qualified.len(), 1, "{qualified:?}");
-    assert_starts_with(
-        &qualified[0],
-        &format!("{}: INCOMPLETE: ", dir.display()),
-    );
+    assert_starts_with(&qualified[0], &format!("{}: INCOMPLETE: ", dir.display()));
 }
 
 #[test]

@@ -69,7 +69,10 @@ fn screens(empty_root: &std::path::Path) -> Vec<Screen> {
             // With the gate off the verdict says so, and what it would have gated.
             args: [verify(tf.clone()), vec!["--fail-on".into(), "never".into()]].concat(),
             verdict: "PASS, not gated (fail-on never): 4 errors, 2 warnings;",
-            why: &["quality: 2 tests count 70 refused requests", "the gate is off"],
+            why: &[
+                "quality: 2 tests count 70 refused requests",
+                "the gate is off",
+            ],
         },
         Screen {
             args: vec!["diff".into(), path(&tf), path(&mia)],

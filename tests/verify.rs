@@ -659,7 +659,10 @@ fn nothing_checked_is_exit_3_never_0_and_a_typo_is_2() {
     assert_eq!(r["verdict_qualifier"], r["incomplete"], "{r:#}");
     let text = rigaudit(&["verify", c.path().to_str().unwrap()]);
     assert_eq!(text.code, 3, "{}", text.stdout);
-    assert_has(text.stdout.lines().next().unwrap_or_default(), ": INCOMPLETE (");
+    assert_has(
+        text.stdout.lines().next().unwrap_or_default(),
+        ": INCOMPLETE (",
+    );
     // The same folder's name with a letter wrong: nothing was read, no report, exit 2.
     let typo = format!("{}x", c.path().display());
     let run = rigaudit(&["verify", &typo, "--format", "json"]);

@@ -5,7 +5,7 @@
 //! answers"), and what to do next. It reads the report and the catalogue's rows (for a check's one-line doc), so
 //! it sits on top, beside [`crate::table`].
 
-use crate::report::{qualifier, Finding, Report, ReplaySummary, Severity, Verdict};
+use crate::report::{qualifier, Finding, ReplaySummary, Report, Severity, Verdict};
 
 /// The ids of diff's setup differences and of its figures that moved.
 const SETUP_DIFFERS: &str = "diff.setup-differs";

@@ -823,7 +823,9 @@ fn a_tree_run_that_cannot_be_checked_is_named_escaped_in_its_report_files() {
     args.extend(["--output", "html:out", "--output", "markdown:out"]);
     args.extend(["--output", "text:out", "--output", "json:out"]);
     let o = Attack::new(&s, &args).run();
-    o.exit(3).saying("incomplete, not read").clean(Surface::Markdown);
+    o.exit(3)
+        .saying("incomplete, not read")
+        .clean(Surface::Markdown);
     tables_keep_their_columns(&o.run.stdout);
     let refused = |ext: &str| {
         let f = files_under(&s.out())

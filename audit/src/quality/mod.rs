@@ -67,7 +67,8 @@ pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: "quality.no-result",
         severity: Severity::Warning,
-        doc: "A test has no result: every request it sent was refused, so no question was answered.",
+        doc:
+            "A test has no result: every request it sent was refused, so no question was answered.",
         run: no_result,
     },
     Check {

@@ -12,7 +12,7 @@
 //!   them ([`nothing_settled`]);
 //! - a **FAIL** carries none: its headlines say why.
 
-use super::{Finding, Report, ReplaySummary, Verdict};
+use super::{Finding, ReplaySummary, Report, Verdict};
 use crate::verdict::Comparison;
 
 /// The id of the check whose finding says how many files were reconstructed from the page.
@@ -149,7 +149,8 @@ fn not_replayed(r: &Report) -> Option<String> {
 /// Whether no row has a recorded figure: the recorded bundle held none (a card and contracts
 /// only), so its replay is a recording, with nothing to reproduce.
 fn nothing_recorded(rows: &[Comparison]) -> bool {
-    rows.iter().all(|c| c.recorded.is_none() && c.n_recorded == 0)
+    rows.iter()
+        .all(|c| c.recorded.is_none() && c.n_recorded == 0)
 }
 
 /// What a passing replay reproduced: `all 22 values reproduced`, `3 of 22 values reproduced (...)`,
@@ -170,9 +171,17 @@ fn replayed(r: &Report) -> Option<String> {
     Some(if rep == s.n {
         format!("all {} reproduced", plural(s.n, "value"))
     } else if rep == 0 {
-        format!("nothing reproduced: 0 of {} ({})", plural(s.n, "value"), s.rest())
+        format!(
+            "nothing reproduced: 0 of {} ({})",
+            plural(s.n, "value"),
+            s.rest()
+        )
     } else {
-        format!("{rep} of {} reproduced ({})", plural(s.n, "value"), s.rest())
+        format!(
+            "{rep} of {} reproduced ({})",
+            plural(s.n, "value"),
+            s.rest()
+        )
     })
 }
 
@@ -307,7 +316,12 @@ mod tests {
             rows.push(row(&format!("prefill.{i}"), V::Inconclusive, true, load));
         }
         for i in 0..2 {
-            rows.push(row(&format!("ctx_decode.{i}"), V::NotComparable, true, None));
+            rows.push(row(
+                &format!("ctx_decode.{i}"),
+                V::NotComparable,
+                true,
+                None,
+            ));
         }
         let wide = Some(Inconclusive::WideInterval);
         rows.push(row("quality.arith.pct", V::Inconclusive, false, wide));
@@ -343,7 +357,10 @@ mod tests {
         let replay = replayed("replay", other_hardware(), Some(Severity::Error));
         assert_eq!(replay.verdict, Verdict::Incomplete);
         let diff = replayed("diff", other_hardware(), Some(Severity::Error));
-        assert_eq!((diff.verdict, diff.verdict_qualifier), (Verdict::Pass, None));
+        assert_eq!(
+            (diff.verdict, diff.verdict_qualifier),
+            (Verdict::Pass, None)
+        );
         // An audit that replayed nothing (--no-replay) says it verified only.
         let verified = replayed("audit", Vec::new(), Some(Severity::Error));
         assert_eq!(verified.qualified(), "PASS, not replayed: verified only");
@@ -376,7 +393,12 @@ mod tests {
         // A drift on the card's hardware settles a value; with the gate off the pass says both.
         let drift = vec![
             row("decode", V::Drifted, false, None),
-            row("prefill.64", V::Inconclusive, false, Some(Inconclusive::ForeignLoad)),
+            row(
+                "prefill.64",
+                V::Inconclusive,
+                false,
+                Some(Inconclusive::ForeignLoad),
+            ),
         ];
         let mut found = Findings::default();
         found.ran("replay.drifted");
@@ -415,7 +437,8 @@ mod tests {
         let mut found = Findings::default();
         found.ran("import.not-recomputable");
         let keys = serde_json::json!({"keys": ["mean_ttft_ms", "p99_ttft_ms"], "records": false});
-        found.findings = vec![Finding::new("import.not-recomputable", Severity::Info, "x").data(keys)];
+        found.findings =
+            vec![Finding::new("import.not-recomputable", Severity::Info, "x").data(keys)];
         let r = Report::new("verify", "b", Some(Severity::Error), found.clone());
         assert_eq!(
             r.qualified(),
