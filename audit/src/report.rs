@@ -490,6 +490,9 @@ impl Report {
         let incomplete = match incomplete {
             Some(why) => Some(why),
             None if ran.is_empty() => Some(NOTHING_RAN.into()),
+            // A failing replay fails (a drift, a failed step); one that would pass and settled
+            // nothing is incomplete.
+            None if failed => None,
             None => qualifier::nothing_settled(command, &comparisons),
         };
         let mut findings = findings;
@@ -536,6 +539,39 @@ impl Report {
     /// Decides what the verdict settled ([`qualifier`]), after the verdict is (again) decided.
     pub(crate) fn qualify(&mut self) {
         self.verdict_qualifier = qualifier::of(self);
+    }
+
+    /// The verdict decided again over the findings as they are now (a policy re-graded or left
+    /// some out): an incomplete report stays incomplete, but for one that was only because its
+    /// replay settled nothing, which is decided again like the rest (fail when a finding reaches
+    /// `fail_on`, else incomplete when the replay settled nothing, else pass); then what it
+    /// settled.
+    pub(crate) fn redecide(&mut self) {
+        let settled_nothing = qualifier::nothing_settled(&self.command, &self.comparisons);
+        let said = |why: &str| format!("not everything was checked: {why}");
+        if let (Some(why), Verdict::Incomplete) = (&settled_nothing, self.verdict) {
+            if self.incomplete.as_ref() == Some(why) {
+                let finding = said(why);
+                self.findings
+                    .retain(|f| !(f.check == INCOMPLETE && f.message == finding));
+                self.incomplete = None;
+                self.verdict = Verdict::Pass;
+            }
+        }
+        if self.verdict != Verdict::Incomplete {
+            let failed = self
+                .fail_on
+                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
+            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
+            if let (Verdict::Pass, Some(why)) = (self.verdict, settled_nothing) {
+                self.findings
+                    .push(Finding::new(INCOMPLETE, Severity::Warning, said(&why)));
+                self.incomplete = Some(why);
+                self.verdict = Verdict::Incomplete;
+            }
+        }
+        self.counts = Counts::of(&self.findings);
+        self.qualify();
     }
 
     /// The verdict as a person reads it first, with what it settled: `PASS, self-consistent

@@ -452,4 +452,63 @@ mod tests {
             "PASS, summary only: 3 distributions not recomputed (no per-request records given)"
         );
     }
+
+    /// A replay whose step failed (an error) fails, whatever it settled; a policy that leaves the
+    /// failure out leaves a replay that settled nothing: incomplete; one that raises a finding to
+    /// the fail level over such an incomplete report makes it fail.
+    #[test]
+    fn a_failing_replay_fails_and_a_policy_decides_again_what_it_settled() {
+        use crate::policy::{Action, CheckRule, Policy};
+        let mut found = Findings::default();
+        found.ran("replay.drifted");
+        found.comparisons = other_hardware();
+        found.findings = vec![Finding::new(
+            "replay.step-failed",
+            Severity::Error,
+            "decode",
+        )];
+        let r = Report::new("replay", "b", Some(Severity::Error), found);
+        assert_eq!((r.verdict, r.exit_code()), (Verdict::Fail, 1));
+        assert!(r.findings.iter().all(|f| f.check != INCOMPLETE));
+        let rule = |severity| CheckRule {
+            severity,
+            reason: "ours".into(),
+        };
+        let ignore = Policy {
+            checks: [("replay.step-failed".to_string(), rule(Action::Ignore))].into(),
+            ..Policy::default()
+        };
+        let mut quiet = r.clone();
+        quiet.apply_policy(&ignore);
+        assert_eq!((quiet.verdict, quiet.exit_code()), (Verdict::Incomplete, 3));
+        let why = quiet.verdict_qualifier.clone().unwrap();
+        assert!(why.starts_with("the replay settled nothing"), "{why}");
+        let said: Vec<_> = quiet
+            .findings
+            .iter()
+            .filter(|f| f.check == INCOMPLETE)
+            .collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert_eq!(quiet.counts.warning, 1);
+        // Decided again: a warning raised to an error fails it, and the finding saying it was
+        // incomplete goes with that.
+        let mut loud = replayed("audit", other_hardware(), Some(Severity::Error));
+        loud.findings.push(Finding::new(
+            "replay.hardware-differs",
+            Severity::Warning,
+            "other box",
+        ));
+        assert_eq!(loud.verdict, Verdict::Incomplete);
+        let raise = Policy {
+            checks: [("replay.hardware-differs".to_string(), rule(Action::Error))].into(),
+            ..Policy::default()
+        };
+        loud.apply_policy(&raise);
+        assert_eq!(
+            (loud.verdict, loud.verdict_qualifier.as_deref()),
+            (Verdict::Fail, None)
+        );
+        assert!(loud.findings.iter().all(|f| f.check != INCOMPLETE));
+        assert_eq!(loud.incomplete, None);
+    }
 }
