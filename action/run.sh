@@ -2,8 +2,12 @@
 # The GitHub Action's step (action.yml): verifies each path given, one per line, with
 # `rigaudit verify --format github` (annotations on standard output, the Markdown report added
 # to $GITHUB_STEP_SUMMARY), writes a SARIF log per path when asked, sets the outputs verdict,
-# errors and warnings in $GITHUB_OUTPUT, and exits as rigaudit does: 0 pass, 1 fail (by
-# --fail-on), 2 when a path could not be verified (the worst over the paths).
+# qualified-verdict, errors and warnings in $GITHUB_OUTPUT, and exits as rigaudit does. Each
+# path's verdict is read from its JSON report, not from the exit code: pass, fail (by --fail-on),
+# incomplete (the report says not everything could be checked), or error when there is no report
+# (rigaudit could not run on the path: a typo, a path that cannot be read). The step's verdict is
+# the worst over the paths (error, then incomplete, then fail, then pass) and its exit code that
+# verdict's: 0 pass, 1 fail, 2 error, 3 incomplete.
 #
 # Inputs, as variables: INPUT_PATHS, INPUT_BINARY (the rigaudit to run: the `binary` input, or
 # what action/install.sh installed or built in the steps before), INPUT_FAIL_ON, INPUT_SARIF (a
@@ -63,11 +67,37 @@ install() {
     RIGAUDIT="$INPUT_BINARY"
 }
 
-# The severity counts of a JSON report: "ERRORS WARNINGS".
-counts() {
+# What a JSON report says: "VERDICT ERRORS WARNINGS" on the first line, the verdict with what it
+# settled (`PASS, summary only: ...`, as the text report's first line) on the second, its
+# control characters as spaces.
+summary() {
     python3 -c 'import json, sys
-c = json.load(open(sys.argv[1]))["counts"]
-print(c["error"], c["warning"])' "$1"
+r = json.load(open(sys.argv[1]))
+c, v, q = r["counts"], r["verdict"], r.get("verdict_qualifier")
+print(v, c["error"], c["warning"])
+line = v.upper() + ("" if q is None else (": " if v == "incomplete" else ", ") + q)
+print(line.replace("\n", " ").replace("\r", " "))' "$1"
+}
+
+# One line of the multi-line output qualified-verdict, "PATH: VERDICT, QUALIFIER": controls, the
+# bidirectional marks and the Unicode line separators shown as \xHH or \u{HHHH} (so the line stays
+# one line and draws nothing), and a `\` before a line that would start with `::` (so a workflow
+# that echoes the output runs no command a path wrote).
+output_line() {
+    python3 -c 'import sys
+def shown(ch):
+    o = ord(ch)
+    if o < 32 or o == 127:
+        return "\\x%02X" % o
+    if 0xDC80 <= o <= 0xDCFF:
+        return "\\x%02X" % (o - 0xDC00)
+    if 127 < o < 160 or o in (0x200E, 0x200F, 0x2028, 0x2029) or 0x202A <= o <= 0x202E or 0x2066 <= o <= 0x2069:
+        return "\\u{%x}" % o
+    return ch
+line = "".join(shown(ch) for ch in sys.argv[1] + ": " + sys.argv[2])
+if line.lstrip().startswith("::"):
+    line = "\\" + line.lstrip()
+print(line)' "$1" "$2"
 }
 
 main() {
@@ -80,7 +110,9 @@ main() {
     local work
     work="$(mktemp -d "${RUNNER_TEMP:-/tmp}/rigaudit.XXXXXX")"
     [[ -z "${INPUT_SARIF:-}" ]] || mkdir -p "$INPUT_SARIF"
-    local worst=0 errors=0 warnings=0 n=0 path code
+    # Verdicts by rank: the worst over the paths is the step's.
+    local verdicts=(pass fail incomplete error) codes=(0 1 3 2)
+    local worst=0 errors=0 warnings=0 n=0 path code rank qualified="" v e w q
     while IFS= read -r path || [[ -n "$path" ]]; do
         path="${path#"${path%%[![:space:]]*}"}"
         path="${path%"${path##*[![:space:]]}"}"
@@ -94,28 +126,33 @@ main() {
         code=0
         "$RIGAUDIT" "${args[@]}" || code=$?
         if [[ -f "$work/$n.json" ]]; then
-            read -r e w < <(counts "$work/$n.json")
+            { read -r v e w && IFS= read -r q; } < <(summary "$work/$n.json")
             errors=$((errors + e))
             warnings=$((warnings + w))
         else
             echo "::error title=rigaudit::$(gh_escape "$path"): could not be verified (exit $code); see the log above"
-            code=2
+            v=error
+            q="ERROR: rigaudit could not run on this path (exit $code)"
         fi
-        if ((code > 1)); then
-            worst=2
-        elif ((code == 1 && worst == 0)); then
-            worst=1
-        fi
+        for rank in 0 1 2 3; do
+            [[ "${verdicts[$rank]}" != "$v" ]] || break
+        done
+        ((rank <= worst)) || worst=$rank
+        qualified+="$(output_line "$path" "$q")"$'\n'
     done <<<"${INPUT_PATHS:-}"
     ((n > 0)) || fail "paths: no path given (one per line)"
-    local verdict=(pass fail incomplete)
+    local delimiter
+    delimiter="rigaudit-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
     {
-        echo "verdict=${verdict[$worst]}"
+        echo "verdict=${verdicts[$worst]}"
         echo "errors=$errors"
         echo "warnings=$warnings"
+        echo "qualified-verdict<<$delimiter"
+        printf '%s' "$qualified"
+        echo "$delimiter"
     } >>"$GITHUB_OUTPUT"
     rm -rf "$work"
-    exit "$worst"
+    exit "${codes[$worst]}"
 }
 
 main

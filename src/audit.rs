@@ -1,6 +1,6 @@
 //! `rigaudit audit BUNDLE`: the main job as a pipeline of stages, verify, then rehash when roots
 //! or files are given, then replay unless told not to, merged into one report. A replay that
-//! cannot run at all makes the report incomplete (exit 2), with the verify (and rehash) findings
+//! cannot run at all makes the report incomplete (exit 3), with the verify (and rehash) findings
 //! kept. Another tool's files (a bundle `rigaudit import` wrote) are verified, and the report says
 //! that replay does not apply to them.
 

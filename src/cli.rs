@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// The exit codes of a command that prints a report, for its help.
 macro_rules! report_exits {
     () => {
-        "Exit codes:\n  0  PASS: no finding reaches --fail-on\n  1  FAIL: a finding reaches --fail-on\n  2  INCOMPLETE (not everything could be checked), or the tool could not do its job (bad\n     arguments, unreadable input)"
+        "Exit codes:\n  0  PASS: no finding reaches --fail-on (with --fail-on never: PASS, not gated)\n  1  FAIL: a finding reaches --fail-on\n  2  the tool could not run: a usage error, or an input named on the command line that\n     cannot be read (a wrong path, a typo, not a bundle or a result file)\n  3  INCOMPLETE: not everything could be checked (the report says why and what to add)"
     };
 }
 
@@ -80,7 +80,8 @@ pub enum FailOn {
     Warning,
     /// Fail on any finding.
     Info,
-    /// Never fail on findings (exit 2 still means the tool could not do its job).
+    /// Never fail on findings: the verdict says PASS, not gated, with the errors and warnings it
+    /// counts (exit 3 still means incomplete, 2 that the tool could not run).
     Never,
 }
 

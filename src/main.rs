@@ -1,7 +1,8 @@
 //! rigaudit: audits published LLM-inference benchmark results.
 //!
 //! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2 when the tool could not
-//! do its job (bad arguments, unreadable bundle, nothing checked).
+//! run (bad arguments, an input named on the command line that cannot be read: a [`Fatal`]), 3 when
+//! the report is incomplete (not everything could be checked: `Report::exit_code`).
 //!
 //! [`main`] parses the arguments ([`cli`]) and hands them to [`run`], which reads the policy once,
 //! dispatches each command and returns its exit code or the [`Fatal`] error that stopped it;

@@ -162,6 +162,19 @@ fn step(inputs: &[(&str, &str)]) -> Step {
     }
 }
 
+/// The single-line outputs (verdict, errors, warnings) and the lines of the multi-line
+/// `qualified-verdict`, whose delimiter is random (`NAME<<DELIMITER`, the lines, `DELIMITER`).
+fn outputs_of(s: &Step) -> (String, Vec<String>) {
+    let (plain, rest) = s
+        .outputs
+        .split_once("qualified-verdict<<")
+        .unwrap_or_else(|| panic!("no qualified-verdict output: {}", s.outputs));
+    let (delimiter, body) = rest.split_once('\n').unwrap();
+    assert!(delimiter.len() > 30, "{delimiter}");
+    let lines = body.strip_suffix(&format!("{delimiter}\n")).unwrap();
+    (plain.to_string(), lines.lines().map(String::from).collect())
+}
+
 fn counts(page: &Path) -> (u64, u64) {
     let r = rigaudit(&["verify", page.to_str().unwrap(), "--format", "json"]).json();
     (
@@ -177,9 +190,17 @@ fn the_actions_script_annotates_summarises_writes_sarif_and_sets_outputs() {
     assert_eq!(s.code, 1, "{}", s.stdout);
     let ((e1, w1), (e2, w2)) = (counts(&tensorfold()), counts(&smollm2()));
     assert!(e1 > 0);
+    let (plain, qualified) = outputs_of(&s);
     assert_eq!(
-        s.outputs,
+        plain,
         format!("verdict=fail\nerrors={}\nwarnings={}\n", e1 + e2, w1 + w2)
+    );
+    assert_eq!(
+        qualified,
+        [
+            "fixtures/pages/tensorfold-127-stock-2x: FAIL",
+            "fixtures/runs/smollm2-cpu: PASS"
+        ]
     );
     let errors = annotations(&s.stdout)
         .into_iter()
@@ -197,19 +218,43 @@ fn the_actions_script_annotates_summarises_writes_sarif_and_sets_outputs() {
         assert_eq!(log["version"], "2.1.0");
         assert!(log["runs"][0]["originalUriBaseIds"]["SRCROOT"].is_object());
     }
-    // The fail level decides: at `never` the same pages pass.
+    // The fail level decides: at `never` the same pages pass, saying the gate was off.
     let s = step(&[("INPUT_PATHS", paths), ("INPUT_FAIL_ON", "never")]);
     assert_eq!(s.code, 0, "{}", s.stdout);
     assert!(s.outputs.starts_with("verdict=pass\n"), "{}", s.outputs);
-    // A passing page alone passes at the warning level.
+    let (_, qualified) = outputs_of(&s);
+    assert_eq!(
+        qualified[0],
+        format!("fixtures/pages/tensorfold-127-stock-2x: PASS, not gated (fail-on never): {e1} errors, {w1} warnings; self-consistent only: 25 of 28 files reconstructed")
+    );
+    // The recording passes at the error level and fails at the warning level: its test whose
+    // every request was refused has no result (a warning).
     let s = step(&[
         ("INPUT_PATHS", "fixtures/runs/smollm2-cpu"),
         ("INPUT_FAIL_ON", "warning"),
     ]);
-    assert_eq!(
-        (s.code, s.outputs.as_str()),
-        (0, "verdict=pass\nerrors=0\nwarnings=0\n")
-    );
+    assert_eq!(s.code, 1, "{}", s.stdout);
+    assert_starts_with(&s.outputs, "verdict=fail\nerrors=0\nwarnings=1\n");
+    assert_has(&s.stdout, "title=quality.no-result::arith-long: no result");
+}
+
+/// A bundle in which nothing could be checked: its report says so, and the Action takes the
+/// verdict from the report (incomplete, exit 3), not from what a typo gives (error, exit 2).
+#[test]
+fn an_incomplete_bundle_is_incomplete_in_the_actions_outputs_and_exits_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    common::copy_dir(&smollm2(), &dir);
+    let m = read_json(&dir.join("bundle.json"));
+    for f in m["files"].as_array().unwrap() {
+        let _ = std::fs::remove_file(dir.join(f["path"].as_str().unwrap()));
+    }
+    let s = step(&[("INPUT_PATHS", dir.to_str().unwrap())]);
+    assert_eq!(s.code, 3, "{}", s.stdout);
+    assert_starts_with(&s.outputs, "verdict=incomplete\n");
+    let (_, qualified) = outputs_of(&s);
+    assert_eq!(qualified.len(), 1, "{qualified:?}");
+    assert_starts_with(&qualified[0], &format!("{}: INCOMPLETE: ", dir.display()));
 }
 
 #[test]
@@ -218,12 +263,21 @@ fn the_actions_script_says_what_is_wrong_with_its_inputs() {
         "INPUT_PATHS",
         "fixtures/pages/no-such-page\nfixtures/runs/smollm2-cpu",
     )]);
+    // A path typed wrong is no incomplete bundle: rigaudit could not run on it (exit 2, error).
     assert_eq!(s.code, 2, "{}", s.stdout);
     assert_has(
         &s.stdout,
         "::error title=rigaudit::fixtures/pages/no-such-page: could not be verified",
     );
-    assert_starts_with(&s.outputs, "verdict=incomplete\n");
+    assert_starts_with(&s.outputs, "verdict=error\n");
+    let (_, qualified) = outputs_of(&s);
+    assert_eq!(
+        qualified,
+        [
+            "fixtures/pages/no-such-page: ERROR: rigaudit could not run on this path (exit 2)",
+            "fixtures/runs/smollm2-cpu: PASS"
+        ]
+    );
     let s = step(&[
         ("INPUT_PATHS", "fixtures/runs/smollm2-cpu"),
         ("INPUT_FAIL_ON", "sometimes"),
@@ -914,8 +968,10 @@ fn the_action_passes_every_input_to_the_step_that_reads_it() {
             o["value"],
             format!("${{{{ steps.verify.outputs.{name} }}}}")
         );
+        // One line (`NAME=VALUE`), or several after a delimiter (`NAME<<DELIMITER`).
         assert!(
-            run_sh.contains(&format!("echo \"{name}=")),
+            run_sh.contains(&format!("echo \"{name}="))
+                || run_sh.contains(&format!("echo \"{name}<<")),
             "run.sh does not set {name}"
         );
     }
@@ -1116,4 +1172,29 @@ fn the_pre_commit_setup_in_docs_ci_runs_as_written() {
     );
     let log = std::fs::read_to_string(&r.cargo_log).unwrap();
     assert!(log.contains("|install --bins --root "), "{log}");
+}
+
+/// The recorder's last step (`fixtures/runs/record.sh`, from its step 5): verify at the default
+/// gate, its first line shown and its exit code the script's, so a recording that fails verify
+/// fails the recorder (it used to verify with `--fail-on never` and exit 0 whatever it found).
+#[test]
+fn the_recorders_last_step_fails_when_its_recording_fails_verify() {
+    let script = std::fs::read_to_string(root().join("fixtures/runs/record.sh")).unwrap();
+    let at = script.find("# 5. verifies").expect("record.sh's step 5");
+    let tail = &script[at..];
+    assert!(!tail.contains("--fail-on never"), "{tail}");
+    for (bundle, code, says) in [(tensorfold(), 1, ": FAIL ("), (smollm2(), 0, ": PASS (")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = Command::new("bash")
+            .args(["-c", &format!("set -euo pipefail\n{tail}")])
+            .env("BIN", env!("CARGO_BIN_EXE_rigaudit"))
+            .env("OUT", &bundle)
+            .env("TMP", tmp.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{stdout}");
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert_has(&stdout, says);
+    }
 }

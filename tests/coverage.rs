@@ -91,7 +91,7 @@ fn rehash_finding_nothing(format: &str) -> Run {
 #[test]
 fn an_incomplete_report_always_says_why() {
     let run = rehash_finding_nothing("text");
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 3);
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[0].contains(": INCOMPLETE"), "{}", run.stdout);
     assert!(
@@ -121,7 +121,7 @@ fn files_of_two_tools_are_refused_naming_the_one_not_read() {
 #[test]
 fn a_rehash_that_found_nothing_it_was_asked_for_is_incomplete() {
     let run = rehash_finding_nothing("json");
-    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert_eq!(run.code, 3, "{}", run.stdout);
     let r = run.json();
     assert_eq!(r["verdict"], "incomplete");
     let why = r["incomplete"].as_str().unwrap();
@@ -205,7 +205,7 @@ fn lm_eval_results_that_list_no_task_are_incomplete_saying_what_to_give() {
     let file = tmp.path().join("results_2024-01-01T00-00-00.json");
     std::fs::write(&file, results.to_string()).unwrap();
     let run = rigaudit(&["verify", file.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert_eq!(run.code, 3, "{}", run.stdout);
     let r = run.json();
     assert_eq!(r["verdict"], "incomplete");
     let said = findings_of(&r, "coverage.incomplete");

@@ -45,8 +45,10 @@ fn replays_the_fixture_on_llama_cpp() {
         out.to_str().unwrap(),
     ];
     let run = rigaudit_line(line, &values);
+    // Another engine, maybe other hardware: any verdict but "could not run" (3 when the replay
+    // settled no value: speed for information only, quality too close to call).
     assert!(
-        run.code == 0 || run.code == 1,
+        [0, 1, 3].contains(&run.code),
         "{}\n{}",
         run.stdout,
         run.stderr

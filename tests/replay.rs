@@ -162,10 +162,20 @@ fn a_faultless_fake_replays_as_reproduced() {
     let s = Setup::new();
     let rec = s.recorded();
     let (run, _) = s.replay(&rec, "again", &["mode=ok", "after=2", "delay=0"], &[]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let rows = run.json()["comparisons"].as_array().unwrap().clone();
+    let report = run.json();
+    let rows = report["comparisons"].as_array().unwrap().clone();
     assert!(rows.iter().any(|r| r["key"] == "decode.code"));
     assert!(rows.iter().all(|r| r["verdict"] != "drifted"), "{rows:#?}");
+    // A pass says how many values it reproduced; a busy machine (foreign load on every try)
+    // leaves every row inconclusive, and a replay that reproduced nothing is incomplete.
+    let why = report["verdict_qualifier"].as_str().unwrap_or_default();
+    if rows.iter().any(|r| r["verdict"] == "reproduced") {
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        assert!(why.contains(" reproduced"), "{why}");
+    } else {
+        assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+        assert!(why.starts_with("the replay settled nothing"), "{why}");
+    }
     assert!(s.leftovers().is_empty());
 }
 

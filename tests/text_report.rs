@@ -63,7 +63,16 @@ fn screens(empty_root: &std::path::Path) -> Vec<Screen> {
         Screen {
             args: verify(root().join("fixtures/runs/smollm2-cpu")),
             verdict: "PASS (0 errors",
-            why: &[],
+            why: &["quality.no-result", "arith-long: no result"],
+        },
+        Screen {
+            // With the gate off the verdict says so, and what it would have gated.
+            args: [verify(tf.clone()), vec!["--fail-on".into(), "never".into()]].concat(),
+            verdict: "PASS, not gated (fail-on never): 4 errors, 2 warnings;",
+            why: &[
+                "quality: 2 tests count 70 refused requests",
+                "the gate is off",
+            ],
         },
         Screen {
             args: vec!["diff".into(), path(&tf), path(&mia)],
@@ -89,7 +98,11 @@ fn the_first_24_lines_say_the_verdict_why_and_what_to_do_and_every_line_fits() {
     for s in screens(empty.path()) {
         let args = &s.args;
         let run = rigaudit(args);
-        assert!(run.code <= 2 && !run.stdout.is_empty(), "{}", run.stderr);
+        assert!(
+            [0, 1, 3].contains(&run.code) && !run.stdout.is_empty(),
+            "{}",
+            run.stderr
+        );
         let lines: Vec<&str> = run.stdout.lines().collect();
         let top = lines[..lines.len().min(24)].join("\n");
         let first = lines[0];
@@ -268,4 +281,56 @@ fn color_follows_the_flag_and_no_color() {
         ],
     );
     assert!(!esc(&both));
+}
+
+/// A summary read without its per-request records passes as "summary only", in the text
+/// report's first line and in the JSON report's `verdict_qualifier`: AIPerf's summary file alone,
+/// and vLLM's result saved without its per-request lists (the fixture's, the lists taken out).
+#[test]
+fn a_summary_without_its_records_passes_as_summary_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vllm = root().join("fixtures/imports/vllm/clean/openai-infqps-concurrency2-smollm2.json");
+    let mut result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&vllm).unwrap()).unwrap();
+    for k in [
+        "input_lens",
+        "output_lens",
+        "ttfts",
+        "itls",
+        "latencies",
+        "start_times",
+        "queue_times",
+        "generated_texts",
+        "errors",
+    ] {
+        result.as_object_mut().unwrap().remove(k);
+    }
+    let summary = tmp.path().join("openai-infqps-concurrency2-smollm2.json");
+    std::fs::write(&summary, result.to_string()).unwrap();
+    let aiperf = root().join("fixtures/imports/aiperf/clean/profile_export_aiperf.json");
+    let cases = [
+        (
+            summary,
+            "summary only: 29 printed figures not recomputed (no per-request records given)",
+        ),
+        (
+            aiperf,
+            "summary only: 50 distributions not recomputed (no per-request records given)",
+        ),
+    ];
+    for (file, says) in cases {
+        let file = file.display().to_string();
+        let text = rigaudit(&["verify", &file]);
+        assert_eq!(text.code, 0, "{}", text.stderr);
+        let first_two = text.stdout.lines().take(2).collect::<Vec<_>>().join(" ");
+        let first_two = first_two.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_has(&first_two, &format!(": PASS, {says}"));
+        let json = rigaudit(&["verify", &file, "--format", "json"]).json();
+        assert_eq!(json["verdict"], "pass");
+        assert_eq!(json["verdict_qualifier"], says, "{file}");
+    }
+    // The same vLLM result with its per-request lists is recomputed: a plain pass.
+    let detailed = rigaudit(&["verify", vllm.to_str().unwrap(), "--format", "json"]).json();
+    assert_eq!(detailed["verdict"], "pass");
+    assert!(detailed.get("verdict_qualifier").is_none(), "{detailed:#}");
 }

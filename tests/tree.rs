@@ -145,7 +145,7 @@ fn the_published_corpus_is_one_run_a_case_each_as_verified_alone() {
         .map(|(_, _, verdict)| match verdict.as_str() {
             "pass" => 0,
             "fail" => 1,
-            _ => 2,
+            _ => 3,
         })
         .max()
         .unwrap();
@@ -322,7 +322,7 @@ fn the_text_table_lists_each_run_and_a_count() {
     // Each case folder holds one run and its expected.json, which is no tool's file: named.
     let n = vllm_cases();
     run.assert_stdout_has(&format!(
-        "{n} runs: {n} pass, 0 fail, 0 not checked; {n} left out"
+        "{n} runs: {n} pass, 0 fail, 0 incomplete; {n} left out"
     ));
 }
 
@@ -374,7 +374,9 @@ fn files_that_cannot_be_read_are_named_and_the_rest_still_verified() {
     hostile_tree(tmp.path());
     let root = tmp.path().display().to_string();
     let (run, v, rows) = table(&[&root]);
-    assert_eq!(run.code, 2, "{}", run.stdout);
+    // Runs of the tree could not be read: incomplete (3), in the table, its last line and the
+    // exit code alike; 2 is for what the command line names.
+    assert_eq!(run.code, 3, "{}", run.stdout);
     let good = ["good/vllm", "good/mlperf/run_1"];
     for g in good {
         assert_eq!(row(&v, g)["verdict"], "pass", "{v:#}");
@@ -411,6 +413,22 @@ fn files_that_cannot_be_read_are_named_and_the_rest_still_verified() {
     }
     // The note is not a run, whatever its text says.
     assert_eq!(rows.len(), 7, "{rows:?}");
+    // The text table says of them what its last line counts: incomplete, in both.
+    let text = rigaudit(&["verify", &root]);
+    assert_eq!(text.code, 3, "{}", text.stdout);
+    let in_table = text
+        .stdout
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("incomplete"))
+        .count();
+    assert_eq!(in_table, 4, "{}", text.stdout);
+    let c = &v["counts"];
+    assert_eq!(c["incomplete"], 4, "{v:#}");
+    text.assert_stdout_has(&format!(
+        "7 runs: {} pass, {} fail, 4 incomplete",
+        c["pass"], c["fail"]
+    ));
+    text.assert_stdout_has("bad/cut: incomplete, not read: ");
 }
 
 #[test]

@@ -453,6 +453,30 @@ fn quality_no_result_has_value() {
         .any(|f| f["file"] == "bundle.json"));
 }
 
+/// The recorded run's arith-long: every one of its 24 requests refused (the prompts do not fit the
+/// window) and excluded, its figures left empty: no result, said as a warning, and its recomputed
+/// rows not `matches`. Where a summary counts such refusals as wrong answers (the stock page),
+/// `quality.refused-counted-as-wrong` says it, and this check stays quiet.
+#[test]
+fn quality_no_result() {
+    let run = verify(&common::root().join("fixtures/runs/smollm2-cpu"));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let found = run.findings("quality.no-result");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["severity"], "warning");
+    assert_eq!(found[0]["file"], "quality/arith-long/summary.json");
+    assert_has(
+        found[0]["message"].as_str().unwrap(),
+        "arith-long: no result: all 24 of its requests were refused",
+    );
+    let r = run.json();
+    for key in ["quality.arith-long.pct", "quality.arith-long.margin"] {
+        let row = common::entry(&r, "recomputed", "key", key);
+        assert!(row["value"].is_null() && row["matches"] == false, "{row}");
+    }
+    pristine_lacks(TF, "quality.no-result");
+}
+
 #[test]
 fn quality_pct_mismatch() {
     let c = Copy::of(TF);
@@ -619,16 +643,32 @@ fn unreadable_bundles_exit_2_with_the_file_and_place() {
     assert!(!run.stderr.contains("panicked"));
 }
 
+/// Exit 3 is an incomplete report (the bundle was read, not everything in it could be checked);
+/// 2 is a command line the tool could not act on (a path typed wrong): never the same code.
 #[test]
-fn nothing_checked_is_exit_2_never_0() {
+fn nothing_checked_is_exit_3_never_0_and_a_typo_is_2() {
     let c = Copy::of(MIA);
     let m = c.read_json("bundle.json");
     for f in m["files"].as_array().unwrap() {
         let _ = std::fs::remove_file(c.path().join(f["path"].as_str().unwrap()));
     }
     let run = verify(c.path());
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let r = run.json();
+    assert_eq!(r["verdict"], "incomplete");
+    assert_eq!(r["verdict_qualifier"], r["incomplete"], "{r:#}");
+    let text = rigaudit(&["verify", c.path().to_str().unwrap()]);
+    assert_eq!(text.code, 3, "{}", text.stdout);
+    assert_has(
+        text.stdout.lines().next().unwrap_or_default(),
+        ": INCOMPLETE (",
+    );
+    // The same folder's name with a letter wrong: nothing was read, no report, exit 2.
+    let typo = format!("{}x", c.path().display());
+    let run = rigaudit(&["verify", &typo, "--format", "json"]);
     assert_eq!(run.code, 2, "{}", run.stdout);
-    assert_eq!(run.json()["verdict"], "incomplete");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    run.assert_stderr_has(&typo);
 }
 
 #[test]
@@ -693,7 +733,7 @@ fn every_check_in_the_catalogue_has_a_test_here() {
 }
 
 /// Random one-value changes anywhere in the fixtures' JSON files (wrong types, extremes, huge
-/// strings): verify always answers with 0, 1 or 2 and never panics.
+/// strings): verify always answers with 0, 1, 2 or 3 and never panics.
 #[test]
 fn random_changes_never_panic() {
     fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
@@ -751,7 +791,7 @@ fn random_changes_never_panic() {
             c.set(file, at, w.clone());
             let run = verify(c.path());
             assert!(
-                [0, 1, 2].contains(&run.code),
+                [0, 1, 2, 3].contains(&run.code),
                 "{file} {at} = {w}: exit {}: {}",
                 run.code,
                 run.stderr
@@ -778,7 +818,7 @@ fn one_unreadable_raw_file_is_one_finding_and_the_rest_is_checked() {
         .unwrap();
     assert!(status.success());
     let run = verify(c.path());
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, 3, "{}", run.stderr);
     let r = run.json();
     assert_eq!(r["verdict"], "incomplete");
     let unreadable = run.findings("schema.unreadable");
@@ -897,7 +937,7 @@ fn a_line_over_its_bound_in_a_raw_file_is_one_finding_and_the_rest_is_checked() 
     std::fs::write(&answers, lines.join("\n") + "\n").unwrap();
     c.rehash();
     let run = verify(c.path());
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, 3, "{}", run.stderr);
     let r = run.json();
     let of_file: Vec<&Value> = r["findings"]
         .as_array()

@@ -85,6 +85,11 @@ pub const ALL: &[Advice] = &[
         "livecodebench prints 0/40 where all 40 requests got HTTP 400 'maximum context length is 8192 tokens'; passes: \"errors\": 40, no pct and no margin, and the page saying 'no result: no question was answered'",
     ),
     a(
+        "quality.no-result",
+        "size the test's prompts to the server's window (or run it with a window that holds them) so that its questions are answered; until then the page prints 'no result', not a percentage",
+        "arith-long: all 24 requests refused with HTTP 400 (prompts of about 1,400 tokens on a 1024-token window); passes: the page printing 'no result', or the test run on a window that holds its prompts",
+    ),
+    a(
         "quality.no-result-has-value",
         "show no percentage and no margin for a test with no answered question: it has no result",
         "a summary with total 0 prints pct 0.0 and margin 0.0; passes: pct and margin null, the page printing 'no result'",

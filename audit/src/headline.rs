@@ -1,110 +1,34 @@
-//! What a report says first, in every format that leads with a summary: what its verdict covers
-//! ("self-consistent only: 25 of 28 files reconstructed"), one headline per family of checks whose
-//! findings fail the run, with its sum ("2 tests count 70 refused requests as wrong answers"), and
-//! what to do next. It reads the report and the catalogue's rows (for a check's one-line doc), so
+//! What a report says first, in every format that leads with a summary: under its qualified
+//! verdict (decided with the verdict, in the report model: `report::qualifier`), one headline per
+//! family of a replay's values ("replayed speed, 20 values: 0 reproduced, ..."), one per family of
+//! checks whose findings fail the run, with its sum ("2 tests count 70 refused requests as wrong
+//! answers"), and what to do next. It reads the report and the catalogue's rows (for a check's one-line doc), so
 //! it sits on top, beside [`crate::table`].
 
-use crate::report::{Finding, Report, Severity, Verdict};
+use crate::report::{qualifier, Finding, ReplaySummary, Report, Severity, Verdict};
 
-/// The id of the check whose finding says how many files were reconstructed from the page.
-const RECONSTRUCTED: &str = "claims.reconstructed";
-/// The id of the check whose findings say a task of another tool's results was not re-scored.
-const NOT_RESCORED: &str = "import.not-rescored";
-/// The id of the check whose findings say what another tool's file prints that its records
-/// cannot give (`records: false` in its data: a summary given without its per-request records).
-const NOT_RECOMPUTABLE: &str = "import.not-recomputable";
 /// The ids of diff's setup differences and of its figures that moved.
 const SETUP_DIFFERS: &str = "diff.setup-differs";
 const MOVED: &str = "diff.moved";
 /// The id of the check whose findings carry the refused requests a summary counted as wrong.
 const REFUSED_COUNTED: &str = "quality.refused-counted-as-wrong";
 
-/// What a passing verdict covers when agreement proves less than a measurement: "results only: N
-/// tasks not re-scored (no samples given)" for another tool's results without their records,
-/// "summary only: N distributions not recomputed (no per-request records given)" for a
-/// summary read without its records (an `import.not-recomputable` finding with `records: false`),
-/// "nothing recomputed: N notes (import.not-recomputable) say what could not be" when no figure
-/// was recomputed or compared, "self-consistent only: N of M files reconstructed" when files of
-/// the bundle were reconstructed from the page (read from the `import.not-rescored`,
-/// `import.not-recomputable` and `claims.reconstructed` findings and their details). `None` for
-/// a report that fails, is incomplete, or rests on recorded files.
+/// What a passing verdict covers when agreement proves less than a measurement: only printed
+/// figures were checked ([`qualifier::printed_only`]: "results only", "summary only", "nothing
+/// recomputed", "self-consistent only"). `None` for a report that fails, is incomplete, or rests
+/// on recorded files. The whole qualifier of the verdict is the report's own
+/// (`Report::verdict_qualifier`).
 pub fn coverage(r: &Report) -> Option<String> {
     if r.verdict != Verdict::Pass {
         return None;
     }
-    let unsampled = r
-        .findings
-        .iter()
-        .filter(|f| f.check == NOT_RESCORED && f.data.get("samples") == Some(&false.into()))
-        .count();
-    if unsampled > 0 {
-        let s = if unsampled == 1 { "" } else { "s" };
-        return Some(format!(
-            "results only: {unsampled} task{s} not re-scored (no samples given)"
-        ));
-    }
-    if let Some(covers) = summary_only(r).or_else(|| nothing_recomputed(r)) {
-        return Some(covers);
-    }
-    let f = r.findings.iter().find(|f| f.check == RECONSTRUCTED)?;
-    let count = |k: &str| f.data.get(k).and_then(serde_json::Value::as_u64);
-    let (rec, files) = (count("reconstructed")?, count("files")?);
-    Some(format!(
-        "self-consistent only: {rec} of {files} files reconstructed"
-    ))
+    qualifier::printed_only(r)
 }
 
-/// "nothing recomputed: ..." when a report recomputed no figure, compared none, and has notes of
-/// what could not be recomputed (another tool's summary without its records, a compliance
-/// verdict alone): a pass that checked only the printed figures against each other.
-fn nothing_recomputed(r: &Report) -> Option<String> {
-    if !r.recomputed.is_empty() || !r.comparisons.is_empty() {
-        return None;
-    }
-    let n = r
-        .findings
-        .iter()
-        .filter(|f| f.check == NOT_RECOMPUTABLE)
-        .count();
-    let s = if n == 1 { "" } else { "s" };
-    (n > 0).then(|| {
-        format!("nothing recomputed: {n} note{s} ({NOT_RECOMPUTABLE}) say what could not be")
-    })
-}
-
-/// "summary only: N distributions not recomputed (no per-request records given)", from the
-/// `import.not-recomputable` findings that say no records were given.
-fn summary_only(r: &Report) -> Option<String> {
-    let unrecorded: Vec<&Finding> = r
-        .findings
-        .iter()
-        .filter(|f| f.check == NOT_RECOMPUTABLE && f.data.get("records") == Some(&false.into()))
-        .collect();
-    if unrecorded.is_empty() {
-        return None;
-    }
-    let n: usize = unrecorded
-        .iter()
-        .filter_map(|f| f.data.get("metrics").and_then(serde_json::Value::as_array))
-        .map(Vec::len)
-        .sum();
-    let s = if n == 1 { "" } else { "s" };
-    Some(format!(
-        "summary only: {n} distribution{s} not recomputed (no per-request records given)"
-    ))
-}
-
-/// The verdict as a person reads it first, with what it covers: `PASS, self-consistent only: 43
-/// of 43 files reconstructed`, `FAIL`, `INCOMPLETE: none of the artifacts ... was found` (the
-/// reason an incomplete report carries). Formats without a summary of their own (SARIF, JUnit,
-/// annotations) carry this line.
+/// The verdict as a person reads it first, with what it settled: the report's own
+/// [`Report::qualified`].
 pub fn qualified(r: &Report) -> String {
-    let verdict = r.verdict.name().to_ascii_uppercase();
-    match (coverage(r), &r.incomplete) {
-        (Some(covers), _) => format!("{verdict}, {covers}"),
-        (None, Some(why)) => format!("{verdict}: {why}"),
-        (None, None) => verdict,
-    }
+    r.qualified()
 }
 
 /// The severity at which a finding counts against the verdict: the report's `fail_on`, else
@@ -113,13 +37,60 @@ fn failing(r: &Report) -> Severity {
     r.fail_on.unwrap_or(Severity::Error)
 }
 
-/// One headline per family (the id's first part) with findings at or above the failing severity,
-/// in the order the families first appear: the family's sum where its lead check has one, else the
-/// lead check's doc; the lead check is the family's with the most such findings.
+/// The headlines under the verdict: one per family of a replay's values ([`replayed`]), then one
+/// per family (the id's first part) with findings at or above the failing severity, in the order
+/// the families first appear: the family's sum where its lead check has one, else the lead
+/// check's doc; the lead check is the family's with the most such findings.
 pub fn headlines(r: &Report) -> Vec<String> {
-    by_family(r)
-        .iter()
-        .map(|(fam, of)| family_headline(fam, of))
+    let mut out = replayed(r);
+    out.extend(
+        by_family(r)
+            .iter()
+            .map(|(fam, of)| family_headline(fam, of)),
+    );
+    out
+}
+
+/// The family of a replay's value by its key: `quality.arith.pct` quality, `fit.*` fit, the rest
+/// (decode, prefill, time to first token, requests at once, context) speed.
+fn value_family(key: &str) -> &'static str {
+    match key.split('.').next() {
+        Some("quality") => "quality",
+        Some("fit") => "fit",
+        _ => "speed",
+    }
+}
+
+/// One headline per family of a replay's values (`replay`, `audit`), families in the order of
+/// their first row: `replayed speed, 20 values: 0 reproduced, 2 drifted, 16 inconclusive (16
+/// foreign load), 2 not comparable; 20 for information only (other hardware)`.
+pub fn replayed(r: &Report) -> Vec<String> {
+    if !qualifier::is_replay(r) {
+        return Vec::new();
+    }
+    let mut families: Vec<&str> = Vec::new();
+    for c in &r.comparisons {
+        let fam = value_family(&c.key);
+        if !families.contains(&fam) {
+            families.push(fam);
+        }
+    }
+    families
+        .into_iter()
+        .map(|fam| {
+            let rows: Vec<_> = r
+                .comparisons
+                .iter()
+                .filter(|c| value_family(&c.key) == fam)
+                .cloned()
+                .collect();
+            let n = rows.len();
+            format!(
+                "replayed {fam}, {n} value{}: {}",
+                if n == 1 { "" } else { "s" },
+                ReplaySummary::of(&rows).line(false)
+            )
+        })
         .collect()
 }
 
@@ -254,10 +225,23 @@ pub fn next_step(r: &Report) -> Option<String> {
             "add what the findings below say is missing and run again; not everything was checked"
                 .into(),
         ),
+        Verdict::Pass if r.fail_on.is_none() && r.counts.error + r.counts.warning > 0 => Some(
+            "the gate is off (fail-on never): the findings below are not judged; run again with --fail-on error to gate on them"
+                .into(),
+        ),
         Verdict::Pass if coverage(r).is_some() => Some(
             "checked against what was printed, not measured: add the raw records the findings name"
                 .into(),
         ),
+        Verdict::Pass
+            if qualifier::is_replay(r)
+                && r.replay_summary.is_some_and(|s| s.reproduced < r.comparisons.len()) =>
+        {
+            Some(
+                "not every value reproduced: each row of the replay says why, and how many runs would settle it"
+                    .into(),
+            )
+        }
         Verdict::Pass => None,
     }
 }
@@ -318,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_pass_on_reconstructed_files_says_so() {
-        let f = Finding::new(RECONSTRUCTED, Severity::Info, "m")
+        let f = Finding::new("claims.reconstructed", Severity::Info, "m")
             .data(serde_json::json!({"reconstructed": 43, "files": 43}));
         let r = report(vec![f]);
         assert_eq!(r.verdict, Verdict::Pass);
@@ -350,9 +334,10 @@ mod tests {
     fn the_ids_it_reads_are_rows_of_the_catalogue() {
         let all = crate::table::all();
         for id in [
-            RECONSTRUCTED,
+            "claims.reconstructed",
             REFUSED_COUNTED,
-            NOT_RESCORED,
+            "import.not-rescored",
+            "import.not-recomputable",
             SETUP_DIFFERS,
             MOVED,
         ] {

@@ -34,7 +34,7 @@
 //! ```
 
 use crate::diff::Subject;
-use crate::report::{Counts, Finding, Severity, Verdict};
+use crate::report::{Finding, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -182,8 +182,9 @@ impl Policy {
 /// A policy over a report.
 impl crate::report::Report {
     /// Applies a policy: per check a severity or `ignore` (the finding leaves the findings and its
-    /// reason is listed in `policy`), and the fail level; then counts and the verdict again. An
-    /// incomplete report stays incomplete.
+    /// reason is listed in `policy`), and the fail level; then counts and the verdict again
+    /// (`Report::redecide`). An incomplete report stays incomplete, but for a replay that settled
+    /// nothing, which fails when a finding now reaches the fail level and passes never.
     pub fn apply_policy(&mut self, p: &Policy) {
         let (kept, ignored) = p.apply(std::mem::take(&mut self.findings));
         self.findings = kept;
@@ -194,13 +195,7 @@ impl crate::report::Report {
             file: p.file.clone(),
             ignored,
         });
-        self.counts = Counts::of(&self.findings);
-        if self.verdict != Verdict::Incomplete {
-            let failed = self
-                .fail_on
-                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
-            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
-        }
+        self.redecide();
     }
 }
 

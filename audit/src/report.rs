@@ -1,4 +1,7 @@
-//! The one report model every command produces and every renderer reads.
+//! The one report model every command produces and every renderer reads. The verdict and what it
+//! settled ([`qualifier`]) are decided here, once; the renderers only show them.
+
+pub mod qualifier;
 
 use crate::verdict::Comparison;
 use serde::{Deserialize, Serialize};
@@ -273,6 +276,13 @@ pub struct Report {
     pub bundle: String,
     /// Overall verdict.
     pub verdict: Verdict,
+    /// What the verdict settled, in words (absent for a plain verdict): for a pass, what it rests
+    /// on when that is less than a measurement checked against its records (`not gated (fail-on
+    /// never): 36 errors, 0 warnings`, `3 of 22 values reproduced (...)`, `summary only: ...`);
+    /// for an incomplete report, why (as `incomplete`). Decided with the verdict
+    /// ([`qualifier`]); [`Report::qualified`] is the verdict with it, as every format leads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_qualifier: Option<String>,
     /// Why the verdict is incomplete (present only then): what could not be checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
@@ -380,10 +390,9 @@ impl ReplaySummary {
         s
     }
 
-    /// One line for people: `12 reproduced, 1 drifted, 3 inconclusive (2 interval across the
-    /// band, 1 too few runs), 2 not comparable`; a diff's (`diff`) says unchanged and changed.
-    pub fn line(&self, diff: bool) -> String {
-        let why: Vec<String> = [
+    /// The inconclusive rows counted by reason, in words: `2 interval across the band`, ...
+    pub fn reasons(&self) -> Vec<String> {
+        [
             (self.wide_interval, "interval across the band"),
             (self.foreign_load, "foreign load"),
             (self.too_few_runs, "too few runs"),
@@ -395,7 +404,13 @@ impl ReplaySummary {
         .iter()
         .filter(|(n, _)| *n > 0)
         .map(|(n, w)| format!("{n} {w}"))
-        .collect();
+        .collect()
+    }
+
+    /// One line for people: `12 reproduced, 1 drifted, 3 inconclusive (2 interval across the
+    /// band, 1 too few runs), 2 not comparable`; a diff's (`diff`) says unchanged and changed.
+    pub fn line(&self, diff: bool) -> String {
+        let why = self.reasons();
         let (same, moved) = if diff {
             ("unchanged", "changed")
         } else {
@@ -451,9 +466,11 @@ const NOTHING_RAN: &str = "no check had what it needs to run: give the files its
 
 impl Report {
     /// Builds a report from what a command's stages found and decides its verdict, in this one
-    /// place: incomplete when no check ran or a stage could not do its job
-    /// ([`Findings::incomplete`]), with a [`INCOMPLETE`] finding saying why and what to add, else
-    /// fail when a finding reaches `fail_on` (`None` never fails), else pass.
+    /// place: incomplete when no check ran, a stage could not do its job
+    /// ([`Findings::incomplete`]) or a replay settled nothing (no value reproduced or drifted on
+    /// the card's hardware: [`qualifier::nothing_settled`]), with a [`INCOMPLETE`] finding saying
+    /// why and what to add, else fail when a finding reaches `fail_on` (`None` never fails), else
+    /// pass; and what the verdict settled ([`Report::verdict_qualifier`]).
     pub fn new(
         command: &str,
         bundle: &str,
@@ -473,7 +490,10 @@ impl Report {
         let incomplete = match incomplete {
             Some(why) => Some(why),
             None if ran.is_empty() => Some(NOTHING_RAN.into()),
-            None => None,
+            // A failing replay fails (a drift, a failed step); one that would pass and settled
+            // nothing is incomplete.
+            None if failed => None,
+            None => qualifier::nothing_settled(command, &comparisons),
         };
         let mut findings = findings;
         let said = findings.iter().any(|f| f.check == INCOMPLETE);
@@ -492,11 +512,12 @@ impl Report {
         } else {
             Verdict::Pass
         };
-        Report {
+        let mut report = Report {
             format: "rigaudit/report/1".into(),
             command: command.into(),
             bundle: bundle.into(),
             verdict,
+            verdict_qualifier: None,
             incomplete,
             fail_on,
             counts,
@@ -510,15 +531,76 @@ impl Report {
             artifacts: Vec::new(),
             setup_changes: Vec::new(),
             decision_rule: Vec::new(),
+        };
+        report.qualify();
+        report
+    }
+
+    /// Decides what the verdict settled ([`qualifier`]), after the verdict is (again) decided.
+    pub(crate) fn qualify(&mut self) {
+        self.verdict_qualifier = qualifier::of(self);
+    }
+
+    /// The verdict decided again over the findings as they are now (a policy re-graded or left
+    /// some out): an incomplete report stays incomplete, but for one that was only because its
+    /// replay settled nothing, which is decided again like the rest (fail when a finding reaches
+    /// `fail_on`, else incomplete when the replay settled nothing, else pass); then what it
+    /// settled.
+    pub(crate) fn redecide(&mut self) {
+        let settled_nothing = qualifier::nothing_settled(&self.command, &self.comparisons);
+        let said = |why: &str| format!("not everything was checked: {why}");
+        if let (Some(why), Verdict::Incomplete) = (&settled_nothing, self.verdict) {
+            if self.incomplete.as_ref() == Some(why) {
+                let finding = said(why);
+                self.findings
+                    .retain(|f| !(f.check == INCOMPLETE && f.message == finding));
+                self.incomplete = None;
+                self.verdict = Verdict::Pass;
+            }
+        }
+        if self.verdict != Verdict::Incomplete {
+            let failed = self
+                .fail_on
+                .is_some_and(|t| self.findings.iter().any(|f| f.severity >= t));
+            self.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
+            if let (Verdict::Pass, Some(why)) = (self.verdict, settled_nothing) {
+                self.findings
+                    .push(Finding::new(INCOMPLETE, Severity::Warning, said(&why)));
+                self.incomplete = Some(why);
+                self.verdict = Verdict::Incomplete;
+            }
+        }
+        self.counts = Counts::of(&self.findings);
+        self.qualify();
+    }
+
+    /// The verdict as a person reads it first, with what it settled: `PASS, self-consistent
+    /// only: 43 of 43 files reconstructed`, `PASS, not gated (fail-on never): 36 errors, 1
+    /// warning`, `FAIL`, `INCOMPLETE: none of the artifacts ... was found` (the reason an
+    /// incomplete report carries). Formats without a summary of their own (SARIF, JUnit,
+    /// annotations, the Action's outputs) carry this line.
+    pub fn qualified(&self) -> String {
+        let word = self.verdict.name().to_ascii_uppercase();
+        format!("{word}{}", self.qualifier_tail())
+    }
+
+    /// What follows the verdict's word on its line: `, QUALIFIER` for a pass, `: WHY` for an
+    /// incomplete report, nothing for a plain verdict.
+    pub fn qualifier_tail(&self) -> String {
+        match (&self.verdict_qualifier, self.verdict) {
+            (None, _) => String::new(),
+            (Some(q), Verdict::Incomplete) => format!(": {q}"),
+            (Some(q), _) => format!(", {q}"),
         }
     }
 
-    /// The process exit code the verdict maps to: 0 pass, 1 fail, 2 incomplete.
+    /// The process exit code the verdict maps to: 0 pass, 1 fail, 3 incomplete (2 is the tool's
+    /// own: a usage error, or an input given on the command line it could not read).
     pub fn exit_code(&self) -> i32 {
         match self.verdict {
             Verdict::Pass => 0,
             Verdict::Fail => 1,
-            Verdict::Incomplete => 2,
+            Verdict::Incomplete => 3,
         }
     }
 }

@@ -76,7 +76,7 @@ pub fn render(r: &Report, places: &Places) -> String {
         "rigaudit {} {}: {} ({} errors, {} warnings, {} notes; {} checks ran)",
         escape_data(&r.command),
         escape_data(&r.bundle),
-        escape_data(&rigaudit_audit::headline::qualified(r)),
+        escape_data(&r.qualified()),
         r.counts.error,
         r.counts.warning,
         r.counts.info,

@@ -117,7 +117,7 @@ pub fn render(r: &Report) -> String {
         o,
         "    <properties>\n      <property name=\"verdict\" value=\"{}\"/>\n      <property name=\"qualified_verdict\" value=\"{}\"/>\n      <property name=\"rules_version\" value=\"{}\"/>\n      <property name=\"not_applicable\" value=\"{}\"/>\n    </properties>",
         r.verdict.name(),
-        esc(&rigaudit_audit::headline::qualified(r)),
+        esc(&r.qualified()),
         esc(&r.rules_version),
         esc(&not_applicable(r))
     );

@@ -80,10 +80,10 @@ fn verdict_line(r: &Report) -> String {
         Verdict::Fail => ("❌", "FAIL"),
         Verdict::Incomplete => ("⚠️", "INCOMPLETE"),
     };
-    // A pass that rests on less than a measurement says so, as the text report does.
-    let word = match headline::coverage(r) {
-        Some(covers) => format!("{word}, {}", cell(&covers)),
-        None => word.to_string(),
+    // What a pass settled, decided with the verdict, as the text report says it.
+    let word = match (r.verdict, &r.verdict_qualifier) {
+        (Verdict::Pass, Some(q)) => format!("{word}, {}", cell(q)),
+        _ => word.to_string(),
     };
     format!(
         "{icon} **rigaudit {} {}: {word}** ({} errors, {} warnings, {} notes; {} checks ran)",

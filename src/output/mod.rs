@@ -190,7 +190,7 @@ pub fn explain(id: &str, f: Format) -> Result<String, Fatal> {
     let reads = table::family_of(c.id).map_or("", |fam| fam.reads);
     let (fix, example) = advice::of(c.id).map_or(("", ""), |a| (a.fix, a.example));
     let why = if c.id.starts_with("coverage.") {
-        "a warning that comes with the verdict INCOMPLETE whatever --fail-on says: part of what the run was asked to check was not checked, so it cannot pass (the errors it did find are still listed)"
+        "a warning that comes with the verdict INCOMPLETE (exit code 3) whatever --fail-on says: part of what the run was asked to check was not checked, so it cannot pass (the errors it did find are still listed)"
     } else {
         match c.severity {
         rigaudit_audit::Severity::Error => "an error: a figure that is wrong or a step that is invalid; it fails the run (exit 1) unless a policy re-grades it",

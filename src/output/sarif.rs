@@ -125,12 +125,16 @@ fn base_ids(places: &Places) -> Value {
     }
 }
 
-/// The run's verdict as its property bag: the verdict, spelled as in JSON, with what it covers
-/// (`qualified`: `PASS, self-consistent only: ...`), why it is incomplete, the headlines and what
-/// to do, as the text report leads with them.
+/// The run's verdict as its property bag: the verdict, spelled as in JSON, with what it settled
+/// (`qualified_verdict`: `PASS, self-consistent only: ...`; `verdict_qualifier` as in JSON), what a
+/// pass that checked printed figures only covers (`coverage`), why it is incomplete, the headlines
+/// and what to do, as the text report leads with them.
 fn verdict_properties(r: &Report) -> Value {
-    let mut p = json!({"verdict": r.verdict.name(), "qualified_verdict": headline::qualified(r),
+    let mut p = json!({"verdict": r.verdict.name(), "qualified_verdict": r.qualified(),
                        "headlines": headline::headlines(r)});
+    if let Some(q) = &r.verdict_qualifier {
+        p["verdict_qualifier"] = Value::from(q.as_str());
+    }
     if let Some(covers) = headline::coverage(r) {
         p["coverage"] = Value::from(covers);
     }

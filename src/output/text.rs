@@ -94,8 +94,9 @@ fn verdict_line(r: &Report, color: bool) -> String {
         Verdict::Fail => paint("FAIL", "31;1", color),
         Verdict::Incomplete => paint("INCOMPLETE", "33;1", color),
     };
-    if let Some(covers) = headline::coverage(r) {
-        verdict.push_str(&format!(", {}", safe(&covers)));
+    // What a pass settled, decided with the verdict; an incomplete report's why is the next line.
+    if let (Verdict::Pass, Some(q)) = (r.verdict, &r.verdict_qualifier) {
+        verdict.push_str(&format!(", {}", safe(q)));
     }
     let head = format!(
         "rigaudit {} {}: {verdict}",

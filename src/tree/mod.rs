@@ -104,9 +104,10 @@ pub struct Row {
 }
 
 impl Row {
-    /// The run's exit code: 0 pass, 1 fail, 2 could not be checked.
+    /// The run's exit code: 0 pass, 1 fail, 3 incomplete (its own report's, or a run that could
+    /// not be read: the tree was read, one of its runs was not).
     pub fn exit_code(&self) -> i32 {
-        self.report.as_ref().map_or(2, Report::exit_code)
+        self.report.as_ref().map_or(3, Report::exit_code)
     }
 }
 

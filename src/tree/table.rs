@@ -25,7 +25,8 @@ pub struct Options {
 }
 
 /// `verify DIR` on a tree: every run verified, the table printed, each run's report written to
-/// every output folder; the exit code is the worst run's (0 pass, 1 fail, 2 not checked).
+/// every output folder; the exit code is the worst run's (0 pass, 1 fail, 3 incomplete: its
+/// report was, or it could not be read).
 /// `finish` makes a run's report as it leaves the tool (the policy applied).
 pub fn verify(
     tree: &Tree,
@@ -74,7 +75,7 @@ pub fn verify(
         left_out: &left_out,
     };
     print!("{}", render(&root, &table, shown));
-    let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
+    let worst = rows.iter().map(Row::exit_code).max().unwrap_or(3);
     Ok(ExitCode::from(worst as u8))
 }
 
@@ -171,7 +172,7 @@ fn refused_text(row: &Row, why: &str, format: Format) -> String {
                 _ => escape::terminal,
             };
             let why = esc(&escape::terminal(why));
-            let line = format!("{}: not checked: {why}", esc(&row.run));
+            let line = format!("{}: incomplete, not read: {why}", esc(&row.run));
             escape::no_command(&line).into_owned() + "\n"
         }
     }
@@ -254,8 +255,12 @@ fn json_table(root: &str, t: &Table) -> String {
             v
         })
         .collect();
-    let worst = rows.iter().map(Row::exit_code).max().unwrap_or(2);
-    let verdict = ["pass", "fail", "incomplete"][worst.clamp(0, 2) as usize];
+    let worst = rows.iter().map(Row::exit_code).max().unwrap_or(3);
+    let verdict = match worst {
+        0 => "pass",
+        1 => "fail",
+        _ => "incomplete",
+    };
     let left_out: Vec<_> = t
         .left_out
         .iter()
@@ -307,7 +312,8 @@ fn text_table(t: &Table) -> String {
     s
 }
 
-/// The table's last line: the runs by verdict, and what was left out.
+/// The table's last line: the runs by verdict, in the table's words (a run that could not be read
+/// is incomplete there and here), and what was left out.
 fn last_line(t: &Table) -> String {
     let n = tally(t.rows);
     let left = match t.left_out.len() {
@@ -315,7 +321,7 @@ fn last_line(t: &Table) -> String {
         k => format!("; {k} left out (no run checked; listed above)"),
     };
     format!(
-        "{} runs: {} pass, {} fail, {} not checked{left}\n",
+        "{} runs: {} pass, {} fail, {} incomplete{left}\n",
         n["runs"], n["pass"], n["fail"], n["incomplete"]
     )
 }
@@ -355,14 +361,18 @@ fn markdown_table(t: &Table) -> String {
     s + &last_line(t)
 }
 
-/// The runs that could not be checked, each with why (one line each, after the table), in the
-/// format's escaping `esc`.
+/// The runs that could not be read, each with why (one line each, after the table, in the table's
+/// word: incomplete), in the format's escaping `esc`.
 fn refusals(rows: &[Row], bullet: &str, esc: fn(&str) -> String) -> String {
     let mut s = String::new();
     for row in rows {
         if let Err(why) = &row.report {
             let why = escape::terminal_cut(why, input::MESSAGE_MAX);
-            s += &format!("{bullet}{}: not checked: {}\n", esc(&row.run), esc(&why));
+            s += &format!(
+                "{bullet}{}: incomplete, not read: {}\n",
+                esc(&row.run),
+                esc(&why)
+            );
         }
     }
     s

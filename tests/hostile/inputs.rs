@@ -575,7 +575,7 @@ fn action_path_lines_carrying_workflow_commands_inject_none() {
     o.exit(2).clean(Surface::Github);
     o.saying("::error title=rigaudit::::error title=pwned::PWNED: could not be verified");
     assert!(
-        outputs(&s).starts_with("verdict=incomplete\n"),
+        outputs(&s).starts_with("verdict=error\n"),
         "{}",
         outputs(&s)
     );

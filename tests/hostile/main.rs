@@ -131,7 +131,7 @@ fn manifest_over_its_bound_is_refused() {
 }
 
 #[test]
-fn fifo_card_and_contract_are_refused_with_exit_2() {
+fn fifo_card_and_contract_are_refused_as_incomplete() {
     let c = Copy::of(PAGE);
     let m = c.read_json("bundle.json");
     for kind in ["card", "speed-contract"] {
@@ -140,7 +140,7 @@ fn fifo_card_and_contract_are_refused_with_exit_2() {
         mkfifo(&c.path().join(&path));
     }
     let r = verify(c.path());
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stdout.contains("a FIFO"), "{}", r.stdout);
 }
 
@@ -152,7 +152,7 @@ fn card_over_its_bound_is_refused() {
     c.write_json("card.json", &card);
     c.rehash();
     let r = verify(c.path());
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stdout.contains("larger than 4 MiB, the bound for a card"));
 }
 
@@ -169,7 +169,7 @@ fn answers_line_over_its_bound_is_an_error_not_memory() {
     }
     drop(f);
     let r = verify(c.path());
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
     let bound = "longer than 1 MiB, the bound for one line of an answers file";
     assert!(r.stdout.contains(bound), "{}", r.stdout);
 }
@@ -300,7 +300,7 @@ fn control_characters_and_huge_values_are_escaped_and_cut() {
         &["verify", c.path().to_str().unwrap()],
         Duration::from_secs(60),
     );
-    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
+    assert!(r.code == 1 || r.code == 3, "{}", r.stderr);
     assert!(!r.stdout.contains('\u{1b}'), "raw escape in the output");
     assert!(r.stdout.contains("\\u{1b}"), "{}", r.stdout);
     assert!(r.stdout.len() < 200_000, "{} bytes printed", r.stdout.len());
@@ -598,7 +598,7 @@ fn manifest_of_many_entries_stays_small() {
     std::fs::write(d.path().join("bundle.json"), m.to_string()).unwrap();
     let t = Instant::now();
     let r = verify(d.path());
-    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
+    assert!(r.code == 1 || r.code == 3, "{}", r.stderr);
     assert!(r.stdout.len() < 1 << 20, "{} bytes printed", r.stdout.len());
     eprintln!("{i} entries verified in {:?}", t.elapsed());
 }
@@ -871,7 +871,7 @@ fn mutated_files_of_every_imported_tool_end_in_a_verdict_or_a_clear_error() {
                 Duration::from_secs(30),
             );
             assert!(
-                (0..=2).contains(&run.code) && !run.stderr.contains("panicked"),
+                (0..=3).contains(&run.code) && !run.stderr.contains("panicked"),
                 "{format}/{name} mutated {:?}: exit {}\n{}",
                 files[victim],
                 run.code,

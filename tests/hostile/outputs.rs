@@ -823,7 +823,9 @@ fn a_tree_run_that_cannot_be_checked_is_named_escaped_in_its_report_files() {
     args.extend(["--output", "html:out", "--output", "markdown:out"]);
     args.extend(["--output", "text:out", "--output", "json:out"]);
     let o = Attack::new(&s, &args).run();
-    o.exit(2).saying("not checked").clean(Surface::Markdown);
+    o.exit(3)
+        .saying("incomplete, not read")
+        .clean(Surface::Markdown);
     tables_keep_their_columns(&o.run.stdout);
     let refused = |ext: &str| {
         let f = files_under(&s.out())
@@ -836,7 +838,7 @@ fn a_tree_run_that_cannot_be_checked_is_named_escaped_in_its_report_files() {
         std::fs::read_to_string(f).unwrap()
     };
     assert!(refused("html").starts_with("\\::add-mask::x &lt;script&gt;alert(1)"));
-    assert!(refused("md").contains("a&#124;b &#92;u{9b}31m: not checked"));
+    assert!(refused("md").contains("a&#124;b &#92;u{9b}31m: incomplete, not read"));
     assert!(refused("txt").starts_with("\\::add-mask::x <script>"));
     let json: Value = serde_json::from_str(&refused("json")).unwrap();
     // The tree names a run as its folder, shown: its controls already visible.

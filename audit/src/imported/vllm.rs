@@ -645,7 +645,7 @@ fn not_recomputable(r: &Run, emit: &mut Emit) -> Ran {
             .collect();
         emit.finding(format!("{} printed figures are not recomputed: the file holds no per-request lists (saved without --save-detailed, or by a writer that keeps only aggregates); its throughputs are checked against its totals", keys.len()))
             .file(&r.file)
-            .data(json!({ "keys": keys }));
+            .data(json!({ "keys": keys, "records": false }));
         return Some(());
     }
     let mut keys: Vec<String> = printed_distributions(r)

@@ -65,6 +65,13 @@ pub const CHECKS: &[Check<Run>] = &[
         run: refused_counted_as_wrong,
     },
     Check {
+        id: "quality.no-result",
+        severity: Severity::Warning,
+        doc:
+            "A test has no result: every request it sent was refused, so no question was answered.",
+        run: no_result,
+    },
+    Check {
         id: "quality.no-result-has-value",
         severity: Severity::Error,
         doc: "A test with no answered question shows a percentage or a margin.",
@@ -291,6 +298,42 @@ fn refused_counted_as_wrong(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
     Some(())
 }
 
+/// `quality.no-result` (a warning, as `speed.step-exceeds-window` is for a step sent and refused):
+/// a test whose every request was refused measured nothing, so it has no result, though nothing it
+/// shows is wrong. Said where no other check says it: a summary that counts the refusals as wrong
+/// answers is `quality.refused-counted-as-wrong` (an error, which says "no result" too).
+fn no_result(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
+    let tally = t.answers.as_ref().map(|a| &a.value);
+    let (refused, answered, counted, file) = match (&t.summary, &t.answers) {
+        (Some(s), _) => {
+            let r = Refused::of(tally, &s.value);
+            (r.all, r.answered, r.counted, &s.path)
+        }
+        (None, Some(a)) => (a.value.refused(), a.value.answered, 0, &a.path),
+        (None, None) => return None,
+    };
+    if answered != 0 || refused == 0 || counted != 0 {
+        return Some(());
+    }
+    let why = tally
+        .map(|v| {
+            v.refusals
+                .iter()
+                .map(|(k, n)| format!("{n} x {k}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .filter(|w| !w.is_empty())
+        .unwrap_or_else(|| "status and text not recorded in the summary".into());
+    let test = &t.test;
+    e.finding(format!(
+        "{test}: no result: all {refused} of its requests were refused ({why}), so no question was answered and the test measured nothing"
+    ))
+    .file(file)
+    .data(json!({"test": test, "refused": refused, "answered": 0}));
+    Some(())
+}
+
 fn no_result_has_value(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
     let s = t.summary.as_ref()?;
     let sv = &s.value;
@@ -430,7 +473,8 @@ fn count_mismatch(b: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
 
 /// The test's percentage and margin recomputed: over the summary's counts (none when no question
 /// was answered), or the percentage over the answered questions of the answers file when there is
-/// no summary.
+/// no summary. A test whose requests were all refused has no result, and its rows do not match
+/// (`matches` false): a result was asked for and there is none to agree with.
 fn recomputed(b: &Bundle, t: &QualityTest) -> Vec<Recomputed> {
     let (test, page) = (&t.test, page_of(b, t));
     let Some(s) = &t.summary else {
@@ -438,20 +482,26 @@ fn recomputed(b: &Bundle, t: &QualityTest) -> Vec<Recomputed> {
             .answers
             .iter()
             .map(|a| {
-                Recomputed::new(
-                    format!("quality.{test}.pct"),
-                    pct(a.value.right, a.value.answered),
-                    None,
-                    page.and_then(|p| p.pct.clone()),
+                let refused = a.value.answered == 0 && a.value.total > 0;
+                unmatched_if(
+                    refused,
+                    Recomputed::new(
+                        format!("quality.{test}.pct"),
+                        pct(a.value.right, a.value.answered),
+                        None,
+                        page.and_then(|p| p.pct.clone()),
+                    ),
                 )
             })
             .collect();
     };
     let sv = &s.value;
     let margin = margin_of(t);
-    let answered = Refused::of(t.answers.as_ref().map(|a| &a.value), sv).answered;
+    let r = Refused::of(t.answers.as_ref().map(|a| &a.value), sv);
+    let answered = r.answered;
+    let refused = answered == 0 && r.all > 0;
     let valued = |x: Option<f64>| if answered == 0 { None } else { x };
-    vec![
+    [
         Recomputed::new(
             format!("quality.{test}.pct"),
             valued(pct(sv.right, sv.total)),
@@ -465,6 +515,17 @@ fn recomputed(b: &Bundle, t: &QualityTest) -> Vec<Recomputed> {
             page.and_then(|p| p.margin.clone()),
         ),
     ]
+    .into_iter()
+    .map(|row| unmatched_if(refused, row))
+    .collect()
+}
+
+/// The row, with `matches` false when `refused` (every request of its test refused).
+fn unmatched_if(refused: bool, mut row: Recomputed) -> Recomputed {
+    if refused {
+        row.matches = false;
+    }
+    row
 }
 
 /// The message of a margin that does not match, with a hint when the other method does.

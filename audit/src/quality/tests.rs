@@ -1,8 +1,8 @@
 //! One case per row of `quality::CHECKS`: each check, run alone by its id over every test, finds
 //! a problem planted in a small bundle and stays quiet on the bundle without it.
 
-use crate::report::Severity::{Error, Info};
-use crate::testkit::{assert_cases, case, one_value_cases, Kit};
+use crate::report::Severity::{Error, Info, Warning};
+use crate::testkit::{assert_cases, case, one_value_cases, run_check, Kit};
 use crate::testkit::{MIA, SMOLLM2, TENSORFOLD as TF};
 use serde_json::{json, Value};
 
@@ -73,6 +73,13 @@ fn every_quality_row_finds_its_planted_problem() {
         )
         .saying("3 x HTTP 500: internal error"),
         case("quality.no-result-has-value", &no_result, tf.clone(), Error).saying("livecodebench"),
+        case(
+            "quality.no-result",
+            &Kit::of(SMOLLM2).lines(LONG, |_| true, answered),
+            Kit::of(SMOLLM2),
+            Warning,
+        )
+        .saying("arith-long: no result: all 24 of its requests were refused (24 x HTTP 400"),
         case("quality.margin-mismatch", &tf, normal, Error).saying("wilson gives"),
         case(
             "quality.cutoffs",
@@ -86,6 +93,7 @@ fn every_quality_row_finds_its_planted_problem() {
 }
 
 const ARITH: &str = "quality/arith/answers.jsonl";
+const LONG: &str = "quality/arith-long/answers.jsonl";
 const ARITH_SUMMARY: &str = "quality/arith/summary.json";
 
 /// A refusal of arith-long rewritten as an answered wrong reply.
@@ -134,4 +142,34 @@ fn every_quality_consistency_row_finds_its_planted_problem() {
         case("quality.excluded-unearned", &run, excluded, Error),
         case("quality.impossible-record", &run, impossible, Error),
     ]);
+}
+
+/// A test whose every request was refused has no result: a warning names it, and its recomputed
+/// rows do not match (there is no value to agree with), however honestly the summary leaves its
+/// figures empty. A summary that counts such refusals as wrong answers is named by the error
+/// `quality.refused-counted-as-wrong` alone.
+#[test]
+fn a_test_whose_every_request_was_refused_has_no_result_and_does_not_match() {
+    let b = Kit::of(SMOLLM2).bundle();
+    let found = run_check(&b, "quality.no-result");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, Warning);
+    assert_eq!(found[0].data["refused"], 24);
+    let mut out = crate::report::Findings::default();
+    super::run(&b, &mut out);
+    let long: Vec<_> = out
+        .recomputed
+        .iter()
+        .filter(|r| r.key.starts_with("quality.arith-long."))
+        .collect();
+    assert_eq!(long.len(), 2, "{long:?}");
+    for r in long {
+        assert!(r.value.is_none() && !r.matches, "{r:?}");
+        let json = serde_json::to_value(r).unwrap();
+        assert_eq!(json["matches"], false);
+    }
+    let arith = out.recomputed.iter().find(|r| r.key == "quality.arith.pct");
+    assert!(arith.is_some_and(|r| r.matches), "{arith:?}");
+    let counted = run_check(&Kit::of(TF).bundle(), "quality.no-result");
+    assert!(counted.is_empty(), "{counted:?}");
 }

@@ -55,10 +55,10 @@ fn lead(r: &Report) -> String {
         Verdict::Fail => ("FAIL", "fail"),
         Verdict::Incomplete => ("INCOMPLETE", "incomplete"),
     };
-    // A pass that rests on less than a measurement says so, as the text report does.
-    let word = match rigaudit_audit::headline::coverage(r) {
-        Some(covers) => format!("{word}, {}", esc(&covers)),
-        None => word.to_string(),
+    // What a pass settled, decided with the verdict, as the text report says it.
+    let word = match (r.verdict, &r.verdict_qualifier) {
+        (Verdict::Pass, Some(q)) => format!("{word}, {}", esc(q)),
+        _ => word.to_string(),
     };
     let mut o = format!(
         "<p class=\"verdict {class}\">{word} ({} errors, {} warnings, {} notes; {} checks ran; rules {})</p>",
