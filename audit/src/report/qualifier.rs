@@ -5,7 +5,8 @@
 //! - a **PASS** says what it rests on when that is less than a measurement checked against its
 //!   records: the gate was off (`not gated (fail-on never): 36 errors, 1 warning`), what a replay
 //!   reproduced (`3 of 22 values reproduced (20 for information only: other hardware; ...)`) or
-//!   that an audit replayed nothing (`not replayed: verified only`), or
+//!   that an audit replayed nothing (`not replayed: verified only`), what a diff compared (`3 of 22
+//!   figures unchanged (...)`), or
 //!   that only printed figures were checked (`summary only: ...`, `results only: ...`,
 //!   `nothing recomputed: ...`, `self-consistent only: ...`), joined by `; `;
 //! - an **INCOMPLETE** says why (the report's `incomplete`), a replay that settled nothing among
@@ -29,10 +30,16 @@ pub(super) fn of(r: &Report) -> Option<String> {
         Verdict::Incomplete => r.incomplete.clone(),
         Verdict::Fail => None,
         Verdict::Pass => {
-            let parts: Vec<String> = [not_gated(r), replayed(r), not_replayed(r), printed_only(r)]
-                .into_iter()
-                .flatten()
-                .collect();
+            let parts: Vec<String> = [
+                not_gated(r),
+                replayed(r),
+                compared(r),
+                not_replayed(r),
+                printed_only(r),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             (!parts.is_empty()).then(|| parts.join("; "))
         }
     }
@@ -137,6 +144,55 @@ impl Settled {
         }
         out
     }
+}
+
+/// What a passing diff compared: `all 12 figures unchanged`, or `3 of 22 figures unchanged (1
+/// changed; 16 inconclusive: 16 interval across the band; 2 not comparable; 4 caveated)`, or `no
+/// figure compared: setup only` when the two sides shared no figure. A pass of a diff whose rows
+/// moved or could not be told apart says so, as a replay's does.
+fn compared(r: &Report) -> Option<String> {
+    if r.command != "diff" {
+        return None;
+    }
+    let rows = &r.comparisons;
+    if rows.is_empty() {
+        return Some("no figure compared: setup only".into());
+    }
+    let s = ReplaySummary::of(rows);
+    let caveated = rows.iter().filter(|c| !c.caveats.is_empty()).count();
+    let mut rest = Vec::new();
+    if s.drifted > 0 {
+        rest.push(format!("{} changed", s.drifted));
+    }
+    if s.inconclusive > 0 {
+        let why = s.reasons();
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", why.join(", "))
+        };
+        rest.push(format!("{} inconclusive{why}", s.inconclusive));
+    }
+    if s.not_comparable > 0 {
+        rest.push(format!("{} not comparable", s.not_comparable));
+    }
+    if caveated > 0 {
+        rest.push(format!("{caveated} caveated"));
+    }
+    let head = if s.reproduced == rows.len() {
+        format!("all {} unchanged", plural(rows.len(), "figure"))
+    } else {
+        format!(
+            "{} of {} unchanged",
+            s.reproduced,
+            plural(rows.len(), "figure")
+        )
+    };
+    Some(if rest.is_empty() {
+        head
+    } else {
+        format!("{head} ({})", rest.join("; "))
+    })
 }
 
 /// `not replayed: verified only` for an audit with no replay's rows (`--no-replay`, or another
@@ -358,8 +414,12 @@ mod tests {
         assert_eq!(replay.verdict, Verdict::Incomplete);
         let diff = replayed("diff", other_hardware(), Some(Severity::Error));
         assert_eq!(
-            (diff.verdict, diff.verdict_qualifier),
-            (Verdict::Pass, None)
+            (diff.verdict, diff.qualified().as_str()),
+            (
+                Verdict::Pass,
+                "PASS, 0 of 22 figures unchanged (2 changed; 17 inconclusive: 1 interval across the \
+                 band, 16 foreign load; 3 not comparable)"
+            )
         );
         // An audit that replayed nothing (--no-replay) says it verified only.
         let verified = replayed("audit", Vec::new(), Some(Severity::Error));
@@ -411,6 +471,29 @@ mod tests {
             "PASS, not gated (fail-on never): 1 error, 0 warnings; nothing reproduced: 0 of 2 values \
              (1 drifted; 1 inconclusive: 1 foreign load)"
         );
+    }
+
+    /// A passing diff says what it compared: every figure unchanged, or how many and what the
+    /// others were (caveated rows counted), or that it compared the setup only.
+    #[test]
+    fn a_passing_diff_says_how_many_figures_it_found_unchanged() {
+        let all = vec![
+            row("decode", V::Unchanged, false, None),
+            row("prefill", V::Unchanged, false, None),
+        ];
+        let r = replayed("diff", all.clone(), Some(Severity::Error));
+        assert_eq!(r.qualified(), "PASS, all 2 figures unchanged");
+        let mut some = all;
+        some[1].verdict = V::Inconclusive;
+        some[1].inconclusive = Some(Inconclusive::WideInterval);
+        some[0].caveats = vec!["B: refused requests counted as wrong".into()];
+        let r = replayed("diff", some, Some(Severity::Error));
+        assert_eq!(
+            r.qualified(),
+            "PASS, 1 of 2 figures unchanged (1 inconclusive: 1 interval across the band; 1 caveated)"
+        );
+        let setup = replayed("diff", Vec::new(), Some(Severity::Error));
+        assert_eq!(setup.qualified(), "PASS, no figure compared: setup only");
     }
 
     #[test]
