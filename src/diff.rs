@@ -188,7 +188,8 @@ fn bundles(
 ) -> Result<Report, Fatal> {
     let (ba, bb) = (bundle::load(oa), bundle::load(ob));
     whole([("A", &a.a, &ba), ("B", &a.b, &bb)])?;
-    let d = rigaudit_audit::diff::diff(&ba, &bb, tol, &policy(a)?);
+    let verified = [&rigaudit_audit::verify(&ba), &rigaudit_audit::verify(&bb)];
+    let d = rigaudit_audit::diff::diff((&ba, &bb), verified, tol, &policy(a)?);
     let mut found = Findings::default();
     let compared = !d.found.comparisons.is_empty() || ba.card.is_some() && bb.card.is_some();
     if compared {

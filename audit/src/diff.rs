@@ -136,12 +136,18 @@ pub struct Diffed {
 }
 
 /// Compares two bundles: the setup, then every figure, each side's own validity findings
-/// ([`crate::verify()`] of it) carried and marking the rows they touch ([`validity`]). See the
-/// module docs.
-pub fn diff(a: &Bundle, b: &Bundle, tol: &Tolerance, policy: &SetupPolicy) -> Diffed {
+/// (`verified`: what `verify` of A and of B found, given by the caller so that this module does
+/// not import `verify`, which sits above the families) carried and marking the rows they touch
+/// ([`validity`]). See the module docs.
+pub fn diff(
+    (a, b): (&Bundle, &Bundle),
+    verified: [&Findings; 2],
+    tol: &Tolerance,
+    policy: &SetupPolicy,
+) -> Diffed {
     let setup = setup_changes(a, b);
-    let mut carried = validity::carried(Side::A, &crate::verify(a));
-    carried.extend(validity::carried(Side::B, &crate::verify(b)));
+    let mut carried = validity::carried(Side::A, verified[0]);
+    carried.extend(validity::carried(Side::B, verified[1]));
     let narrow = |c: &validity::Carried, key: &str| {
         let side = match c.side {
             Side::A => a,

@@ -9,12 +9,7 @@ const RESULT: &str = "speed/speed-result.json";
 
 /// The findings of one row when `a` is diffed with `b` (default tolerance and policy).
 fn found(a: &Kit, b: &Kit, id: &str) -> Vec<Finding> {
-    let d = diff(
-        &a.bundle(),
-        &b.bundle(),
-        &Tolerance::default(),
-        &SetupPolicy::default(),
-    );
+    let d = diffed(a, b);
     assert!(d.found.ran.iter().any(|r| r == id), "{id} did not run");
     d.found
         .findings
@@ -110,9 +105,11 @@ fn machine_speed_says_the_machine_ran_slower_on_one_side() {
 
 /// The diff of `a` with `b` (default tolerance and policy).
 fn diffed(a: &Kit, b: &Kit) -> Diffed {
+    let (a, b) = (a.bundle(), b.bundle());
+    let verified = [&crate::verify(&a), &crate::verify(&b)];
     diff(
-        &a.bundle(),
-        &b.bundle(),
+        (&a, &b),
+        verified,
         &Tolerance::default(),
         &SetupPolicy::default(),
     )
