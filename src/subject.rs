@@ -111,7 +111,7 @@ fn is_imported(opened: &Opened) -> bool {
 /// tool's are first asked what mistake they are ([`advice::undetected`]: a file of a bundle,
 /// lm-eval samples without their results), and only then told to name the format.
 fn detected(paths: &[PathBuf]) -> Result<Format, Fatal> {
-    let sources = import::read_sources(paths).map_err(|e| {
+    let read = import::read_sources(paths).map_err(|e| {
         if let Some(advice) = advice::undetected(paths) {
             return advice;
         }
@@ -123,11 +123,11 @@ fn detected(paths: &[PathBuf]) -> Result<Format, Fatal> {
             _ => e,
         }
     })?;
-    import::detect(&sources).ok_or_else(|| {
+    read.detect().ok_or_else(|| {
         advice::undetected(paths).unwrap_or_else(|| {
             fatal(format!(
                 "{}: not a bundle (a folder with bundle.json, or .tar.gz / .tar), and not a result file of a format rigaudit imports ({}); name the format with --from FORMAT",
-                import::names(&sources),
+                import::names(&read.sources),
                 Format::all_names()
             ))
         })

@@ -220,10 +220,23 @@ fn aiperf_bad_input_is_exit_2_naming_the_file_and_line() {
     let run = verify_from("aiperf", c.path());
     assert_eq!(run.code, 2, "{}", run.stdout);
     run.assert_stderr_has("profile_export.jsonl: line 13: at /metrics/x/value: expected a number");
+    // Records that are not JSON Lines: one finding on that file, the summary checked.
     std::fs::write(&p, "not json\n").unwrap();
     let run = verify_from("aiperf", c.path());
-    assert_eq!(run.code, 2);
-    run.assert_stderr_has("profile_export.jsonl: line 1, column 2: not valid JSON");
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.unreadable");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(
+        (&f[0]["file"], &f[0]["pointer"]),
+        (&json!(RECORDS), &json!("line 1, column 2"))
+    );
+    assert_has(f[0]["message"].as_str().unwrap(), "not valid JSON");
+    let artifacts = run.json()["artifacts"].to_string();
+    assert!(
+        artifacts.contains(SUMMARY) && !artifacts.contains(&format!("\"{RECORDS}\"")),
+        "{artifacts}"
+    );
+
     // Without its records the summary is read alone (as AIPerf before --export-level records):
     // nothing is recomputed from requests, and that is said.
     std::fs::remove_file(&p).unwrap();
@@ -468,6 +481,117 @@ fn every_format_imports_into_a_bundle_whose_verify_gives_the_same_findings() {
         };
         assert_eq!(checks(&v), checks(&direct), "{format}");
         assert_eq!(v.code, direct.code, "{format}");
+    }
+}
+
+/// The lm-eval fixture's samples file in a copy of the run.
+fn lm_eval_samples(c: &Files) -> PathBuf {
+    let found = std::fs::read_dir(c.path()).unwrap().flatten();
+    let mut names = found.map(|e| e.path()).filter(|p| {
+        let n = p.file_name().unwrap().to_string_lossy();
+        n.starts_with("samples_")
+    });
+    names.next().unwrap()
+}
+
+/// A verify of an lm-eval folder whose samples file could not be read: one `import.unreadable`
+/// error on that file, the results still checked (the task said not re-scored, for that reason).
+fn assert_results_checked_without(run: &Run, samples: &str, pointer: Value, says: &str) {
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.unreadable");
+    assert_eq!(f.len(), 1, "{}", run.stdout);
+    assert_eq!(f[0]["file"], samples, "{}", run.stdout);
+    assert_eq!(f[0]["pointer"], pointer, "{}", run.stdout);
+    assert_eq!(f[0]["severity"], "error");
+    assert_has(f[0]["message"].as_str().unwrap(), says);
+    let ran = run.json()["checks_run"].to_string();
+    assert!(ran.contains("import.subset-of-dataset"), "{ran}");
+    let said = run.findings("import.not-recomputable");
+    assert_any(&said, |x| {
+        x["file"] == samples
+            && x["message"].as_str().unwrap().contains(
+                "could not be read whole (import.unreadable), so the task is not re-scored",
+            )
+    });
+    let artifacts = run.json()["artifacts"].to_string();
+    assert!(
+        artifacts.contains("results_") && !artifacts.contains(samples),
+        "{artifacts}"
+    );
+}
+
+#[test]
+fn an_lm_eval_samples_file_with_a_line_over_1_mib_is_one_finding_and_the_results_are_checked() {
+    let c = Files::of("lm-eval", "clean");
+    let p = lm_eval_samples(&c);
+    let name = p.file_name().unwrap().to_str().unwrap().to_string();
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    let lines = text.lines().count();
+    text.push_str(&format!(
+        "{{\"doc_id\": 99, \"resps\": \"{}\"}}\n",
+        "a".repeat(2 << 20)
+    ));
+    std::fs::write(&p, &text).unwrap();
+    let run = verify_from("lm-eval", c.path());
+    let line = json!(format!("line {}", lines + 1));
+    assert_results_checked_without(
+        &run,
+        &name,
+        line,
+        "longer than the bound for one record (1 MiB)",
+    );
+    // Without --from too (the format detected), and in the text report.
+    let text = rigaudit(&["verify", c.path().to_str().unwrap()]);
+    assert_eq!(text.code, 1, "{}{}", text.stdout, text.stderr);
+    assert_has(&text.stdout, "import.unreadable");
+}
+
+#[test]
+fn an_lm_eval_samples_fifo_is_one_finding_and_the_results_are_checked() {
+    let c = Files::of("lm-eval", "clean");
+    let p = lm_eval_samples(&c);
+    let name = p.file_name().unwrap().to_str().unwrap().to_string();
+    std::fs::remove_file(&p).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let run = verify_from("lm-eval", c.path());
+    assert_results_checked_without(&run, &name, Value::Null, "not a regular file (a FIFO)");
+    let run = rigaudit(&["verify", c.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+}
+
+#[test]
+fn an_unreadable_lm_eval_results_file_makes_the_run_incomplete_naming_it() {
+    let c = Files::of("lm-eval", "clean");
+    let mut results = std::fs::read_dir(c.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path());
+    let p = results
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("results_")
+        })
+        .unwrap();
+    let name = p.file_name().unwrap().to_str().unwrap().to_string();
+    std::fs::write(&p, "{\"results\": {\"versions\": 1, \"n-shot\": ").unwrap();
+    for run in [
+        verify_from("lm-eval", c.path()),
+        rigaudit(&["verify", c.path().to_str().unwrap(), "--format", "json"]),
+    ] {
+        assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+        let f = run.findings("import.unreadable");
+        assert_eq!(f.len(), 1, "{}", run.stdout);
+        assert_eq!(f[0]["file"], name.as_str());
+        assert_has(f[0]["message"].as_str().unwrap(), "not valid JSON");
+        assert_eq!(run.json()["verdict"], "incomplete");
+        assert_has(&run.stdout, "the run cannot be checked");
+        assert!(!run.has("import.not-recomputable"), "{}", run.stdout);
     }
 }
 
@@ -1792,10 +1916,26 @@ fn a_git_lfs_pointer_in_place_of_a_result_file_is_refused_naming_it() {
     let c = Files::of("aiperf", "clean");
     let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
     std::fs::write(c.file(RECORDS), pointer).unwrap();
-    let run = verify_from("aiperf", c.path());
+    // Named by itself: exit 2, naming it.
+    let run = verify_from("aiperf", &c.file(RECORDS));
     assert_eq!(run.code, 2, "{}", run.stdout);
     run.assert_stderr_has("profile_export.jsonl: a Git LFS pointer (oid sha256:4d7a2146");
     run.assert_stderr_has("size 12345");
+    // In its folder: one finding naming it, the summary checked without it.
+    let run = verify_from("aiperf", c.path());
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.unreadable");
+    assert_eq!(
+        (f.len(), &f[0]["file"]),
+        (1, &json!(RECORDS)),
+        "{}",
+        run.stdout
+    );
+    assert_has(
+        f[0]["message"].as_str().unwrap(),
+        "a Git LFS pointer (oid sha256:4d7a2146",
+    );
+    assert_has(f[0]["message"].as_str().unwrap(), "size 12345");
 }
 
 /// Checks whose only real example is a published file (`fixtures/published/`, judged by hand in
@@ -1849,9 +1989,25 @@ fn vllm_json_lines_with_a_broken_line_is_refused_naming_the_line() {
         one.trim()
     );
     std::fs::write(&p, text).unwrap();
-    let run = verify_from("vllm", c.path());
+    // Named by itself: exit 2, naming the file and the line.
+    let run = verify_from("vllm", &p);
     assert_eq!(run.code, 2, "{}", run.stdout);
     run.assert_stderr_has(&format!("{VLLM}: line 3, column"));
+    // Its folder, of which it is the only file: one finding naming it and the line, and nothing
+    // else could be checked (incomplete).
+    let run = verify_from("vllm", c.path());
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let f = run.findings("import.unreadable");
+    assert_eq!(
+        (f.len(), &f[0]["file"]),
+        (1, &json!(VLLM)),
+        "{}",
+        run.stdout
+    );
+    assert!(f[0]["pointer"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 3, column"));
 }
 
 #[test]

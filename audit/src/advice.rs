@@ -433,6 +433,11 @@ pub const ALL: &[Advice] = &[
     ),
     // import
     a(
+        "import.unreadable",
+        "publish the tool's file as it wrote it: a regular file (not a FIFO, device or link to nothing), UTF-8, valid JSON (JSON Lines: one record a line, each under 1 MiB), within rigaudit's bounds; or leave out of the folder what is not the tool's output",
+        "samples_arith_2026-12-03.jsonl line 4 is 2 MiB long (a reply pasted whole), so the task is not re-scored while the results are checked; passes: one record a line as lm_eval --log_samples writes it",
+    ),
+    a(
         "import.failed-hidden",
         "count every request the run sent, failed and errored ones included, and print them beside the figures",
         "the summary counts 1000 requests, the records hold 1000 successes and 37 errors; passes: 1037 sent, 37 failed, printed beside the figures",

@@ -11,7 +11,7 @@
 //! - aggregates: over every document, empty and unextractable replies scored 0.
 
 use super::{Imported, Source};
-use crate::fatal::Fatal;
+use crate::fatal::{Fatal, Unreadable};
 use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
 use rigaudit_audit::imported::lm_eval::{Metric, Printed, Results, Sample, Task, CHECKS};
 use serde_json::Value;
@@ -48,8 +48,9 @@ fn first_byte(s: &Source) -> Option<u8> {
     s.bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
 }
 
-/// Reads the results and the samples of each task, and runs the checks.
-pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
+/// Reads the results and the samples of each task, and runs the checks; a task whose samples file
+/// is among `unread` (it could not be read whole) is said not re-scored for that reason.
+pub fn import(sources: &mut [Source], unread: &[Unreadable]) -> Result<Imported, Fatal> {
     let ri = super::take(sources, is_results, "results", "no lm-eval results among them (expected results_<date>.json or results.json, a JSON object with results, versions and configs or n-shot); give the results file lm_eval wrote beside its samples, or the folder that holds both")?;
     let src = sources[ri].clone();
     let v: Value = super::json_of_python(&src)?;
@@ -70,7 +71,14 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         let metrics = metrics(&v, name, r);
         out.printed.push(printed(&v, name, &metrics));
         let Some(records) = records_of(sources, &v, name, &names, &src.name)? else {
-            if subtasks(&v, name).is_empty() {
+            let of_task = |u: &&Unreadable| {
+                is_samples_of(&u.file, name) || old_samples_task(&u.file, &names) == Some(name)
+            };
+            if let Some(u) = unread.iter().find(of_task) {
+                imp.not_taken.push(format!("{name}: its samples file {} could not be read whole: its figures are not re-scored", u.file));
+                let why = "the file could not be read whole (import.unreadable), so the task is not re-scored".to_string();
+                out.unusable.push((name.clone(), u.file.clone(), why));
+            } else if subtasks(&v, name).is_empty() {
                 imp.not_taken.push(format!("{name}: no samples file (samples_{name}_<date>.jsonl, written with --log_samples): its figures are not re-scored"));
             }
             continue;

@@ -23,7 +23,7 @@ pub mod vllm;
 pub mod yaml;
 mod yaml_depth;
 
-use crate::fatal::{fatal, Fatal};
+use crate::fatal::{fatal, Fatal, Unreadable};
 use crate::input;
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Series, Setting};
@@ -112,8 +112,63 @@ pub struct Source {
 impl Source {
     /// Its content as text; an error naming the file when it is not UTF-8.
     pub fn text(&self) -> Result<&str, Fatal> {
-        std::str::from_utf8(&self.bytes)
-            .map_err(|e| fatal(format!("{}: not UTF-8 text: {e}", self.shown)))
+        std::str::from_utf8(&self.bytes).map_err(|e| {
+            self.unreadable(
+                None,
+                format!("not UTF-8 text: {e}; expected the tool's text output"),
+            )
+        })
+    }
+
+    /// The error of a source that cannot be read whole at `place` (`line 3`): it names the file,
+    /// and marks it, so that a run of several files is checked without it ([`import_read`]).
+    pub fn unreadable(&self, place: Option<String>, why: impl Into<String>) -> Fatal {
+        crate::fatal::unreadable(
+            &self.shown,
+            Unreadable {
+                file: self.name.clone(),
+                place,
+                why: why.into(),
+            },
+        )
+    }
+
+    /// [`Source::unreadable`] for a JSON parse error `e` at its line and column.
+    fn not_json(&self, line: usize, e: &serde_json::Error) -> Fatal {
+        self.unreadable(
+            Some(format!("line {line}, column {}", e.column())),
+            format!("not valid JSON: {e}"),
+        )
+    }
+}
+
+/// Another tool's files as read: those read whole, and those that could not be (one finding
+/// each, `import.unreadable`, while the rest is checked).
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    /// The files read whole.
+    pub sources: Vec<Source>,
+    /// The files that could not be read whole, each with where and why.
+    pub unread: Vec<Unreadable>,
+    /// Whether a file that cannot be read stops the command (exit 2): one file named by itself,
+    /// which is all that was asked for.
+    pub strict: bool,
+}
+
+impl Read {
+    /// Sources already read (a tree's run): strict when it is one file.
+    pub fn of(sources: Vec<Source>) -> Read {
+        Read {
+            strict: sources.len() == 1,
+            sources,
+            unread: Vec::new(),
+        }
+    }
+
+    /// The format of the files: by the content of those read ([`detect`]), else by the name of
+    /// one that could not be read ([`named`]).
+    pub fn detect(&self) -> Option<Format> {
+        detect(&self.sources).or_else(|| self.unread.iter().find_map(|u| named(&u.file)))
     }
 }
 
@@ -193,23 +248,54 @@ fn common_settings(imp: &mut Imported, format: Format) {
     }
 }
 
-/// Reads the given files (a folder stands for the files directly inside it).
-pub fn read_sources(files: &[PathBuf]) -> Result<Vec<Source>, Fatal> {
-    let mut out: Vec<Source> = Vec::new();
+/// Reads the given files (a folder stands for the files directly inside it, every one that is not
+/// a folder). One file named by itself that cannot be read is an error (exit 2); of a folder or of
+/// several files, each that cannot be read whole (not a regular file, over its bound, a Git LFS
+/// pointer) is kept in [`Read::unread`], and the others are read.
+pub fn read_sources(files: &[PathBuf]) -> Result<Read, Fatal> {
+    let strict = matches!(files, [one] if !one.is_dir());
+    let mut out = Read {
+        strict,
+        ..Read::default()
+    };
     for p in expand(files)? {
-        let src = read_source(&p)?;
-        if out.iter().any(|s| s.name == src.name) {
+        let (name, shown) = (name_of(&p), input::shown_path(&p));
+        if out
+            .sources
+            .iter()
+            .map(|s| &s.name)
+            .chain(out.unread.iter().map(|u| &u.file))
+            .any(|n| *n == name)
+        {
             return Err(fatal(format!(
-                "{}: two sources are named '{}'; give each file once",
-                src.shown, src.name
+                "{shown}: two sources are named '{name}'; give each file once"
             )));
         }
-        out.push(src);
+        match read_source(&p) {
+            Ok(src) => out.sources.push(src),
+            Err(e) if !strict => {
+                let why = e.0.strip_prefix(&format!("{shown}: ")).unwrap_or(&e.0);
+                let why = why.strip_suffix("; refused").unwrap_or(why);
+                out.unread.push(Unreadable {
+                    file: name,
+                    place: None,
+                    why: why.to_string(),
+                });
+            }
+            Err(e) => return Err(e),
+        }
     }
-    if out.is_empty() {
+    if out.sources.is_empty() && out.unread.is_empty() {
         return Err(fatal("no file to import was given"));
     }
     Ok(out)
+}
+
+/// A path's file name as an import names the source (made safe to show when it is not UTF-8).
+fn name_of(p: &Path) -> String {
+    p.file_name()
+        .map(|n| input::shown(&n.to_string_lossy()))
+        .unwrap_or_else(|| input::shown_path(p))
 }
 
 /// Reads one file (bounded, a regular file only) and hashes it; `Err` naming it when it cannot
@@ -267,7 +353,9 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
             let mut inner: Vec<PathBuf> = rd
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.is_file())
+                // Every entry but a folder: a FIFO, a socket or a link to nothing is read, refused and
+                // named (`import.unreadable`), never skipped in silence.
+                .filter(|p| !p.is_dir())
                 .collect();
             inner.sort();
             if inner.len() > SOURCES_MAX {
@@ -287,14 +375,7 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Fatal> {
 
 /// A source's JSON document; an error names the file, line and column.
 pub fn json_of(src: &Source) -> Result<Value, Fatal> {
-    serde_json::from_slice(&src.bytes).map_err(|e| {
-        fatal(format!(
-            "{}: line {}, column {}: not valid JSON: {e}",
-            src.shown,
-            e.line(),
-            e.column()
-        ))
-    })
+    serde_json::from_slice(&src.bytes).map_err(|e| src.not_json(e.line(), &e))
 }
 
 /// A source's JSON as Python's `json` writes it: bare `NaN`, `Infinity` and `-Infinity` (which
@@ -305,14 +386,7 @@ pub fn json_of_python(src: &Source) -> Result<Value, Fatal> {
         Ok(v) => Ok(v),
         Err(e) => {
             let quoted = quote_non_finite(&src.bytes).ok_or(e)?;
-            serde_json::from_slice(&quoted).map_err(|e| {
-                fatal(format!(
-                    "{}: line {}, column {}: not valid JSON: {e}",
-                    src.shown,
-                    e.line(),
-                    e.column()
-                ))
-            })
+            serde_json::from_slice(&quoted).map_err(|e| src.not_json(e.line(), &e))
         }
     }
 }
@@ -403,21 +477,17 @@ fn json_lines_by<T>(
         if line.trim().is_empty() {
             continue;
         }
-        if line_max.is_some_and(|max| line.len() > max) {
-            return Err(fatal(format!(
-                "{}: line {}: longer than the bound for one record; refused",
-                src.shown,
-                i + 1
-            )));
+        if let Some(max) = line_max.filter(|max| line.len() > *max) {
+            return Err(src.unreadable(
+                Some(format!("line {}", i + 1)),
+                format!(
+                    "{} bytes, longer than the bound for one record ({}): expected one JSON record a line, each within it",
+                    line.len(),
+                    input::size(max as u64)
+                ),
+            ));
         }
-        let v = parse(line).map_err(|e| {
-            fatal(format!(
-                "{}: line {}, column {}: not valid JSON: {e}",
-                src.shown,
-                i + 1,
-                e.column()
-            ))
-        })?;
+        let v = parse(line).map_err(|e| src.not_json(i + 1, &e))?;
         out.push(
             each(&v, i + 1).map_err(|w| fatal(format!("{}: line {}: {w}", src.shown, i + 1)))?,
         );
@@ -596,16 +666,93 @@ pub fn detect_one(src: &Source) -> Option<Format> {
     detect(std::slice::from_ref(src)).or_else(|| named(&src.name))
 }
 
-/// Runs the format's reader and checks over the sources (their roles are set).
-pub fn import(format: Format, sources: &mut [Source]) -> Result<Imported, Fatal> {
+/// Runs the format's reader and checks over the sources (their roles are set); `unread` are the
+/// run's files that could not be read whole (lm-eval says which tasks they leave not re-scored).
+fn import(
+    format: Format,
+    sources: &mut [Source],
+    unread: &[Unreadable],
+) -> Result<Imported, Fatal> {
     match format {
         Format::Aiperf => aiperf::import(sources),
         Format::Guidellm => guidellm::import(sources),
-        Format::LmEval => lm_eval::import(sources),
+        Format::LmEval => lm_eval::import(sources, unread),
         Format::Loadgen => loadgen::import(sources),
         Format::LlamaBench => llama_bench::import(sources),
         Format::LlamaServer => llama_server::import(sources),
         Format::Vllm => vllm::import(sources),
+    }
+}
+
+/// The one rule of every format for a file that cannot be read whole: the format's reader runs
+/// over the files read; when it stops on one that cannot be read whole (a line over its bound,
+/// not UTF-8, not valid JSON: [`Source::unreadable`]), that file is set aside and the reader runs
+/// again over the others. Each file set aside is one `import.unreadable` error naming it, the
+/// place and why; when the others cannot be checked without it (a results file), the report is
+/// incomplete, saying why. `Err` when the files are one named by itself ([`Read::strict`]: the
+/// command could not run on what was asked), or the reader stops on anything else.
+pub fn import_read(format: Format, read: &mut Read) -> Result<Imported, Fatal> {
+    let mut imp = loop {
+        read.sources.iter_mut().for_each(|s| s.role.clear());
+        match import(format, &mut read.sources, &read.unread) {
+            Ok(imp) => break imp,
+            Err(Fatal(_, Some(u)))
+                if !read.strict && read.sources.iter().any(|s| s.name == u.file) =>
+            {
+                read.sources.retain(|s| s.name != u.file);
+                read.unread.push(u);
+            }
+            Err(e) if !read.strict && !read.unread.is_empty() => {
+                // Read, not checked: no note says of each that no check reads it.
+                for s in read.sources.iter_mut() {
+                    s.role = "not checked (the run could not be)".into();
+                }
+                break cannot_check(&e, read);
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    said_unread(&read.unread, &mut imp);
+    Ok(imp)
+}
+
+/// The import of a run whose reader could not run over the files that were read: nothing is
+/// checked, and the report is incomplete, naming the files that could not be read and why.
+fn cannot_check(e: &Fatal, read: &Read) -> Imported {
+    let names: Vec<&str> = read.unread.iter().map(|u| u.file.as_str()).collect();
+    let mut imp = Imported::default();
+    imp.found.incomplete = Some(format!(
+        "the run cannot be checked: {} could not be read (import.unreadable), and without it: {}",
+        names.join(", "),
+        e.0.trim_start_matches(": ")
+    ));
+    imp
+}
+
+/// One `import.unreadable` error for each file that could not be read whole, naming it, the
+/// place and why; and a note of it among what was not taken.
+fn said_unread(unread: &[Unreadable], imp: &mut Imported) {
+    use rigaudit_audit::imported::UNREADABLE;
+    for u in unread {
+        // The place is the finding's pointer, shown beside the file.
+        let msg = format!(
+            "{}; the file is not read, so nothing in it is checked (the run's other files are)",
+            u.why
+        );
+        let at = u
+            .place
+            .as_deref()
+            .map_or(String::new(), |p| format!("{p}: "));
+        let f = rigaudit_audit::Finding::new(UNREADABLE.id, UNREADABLE.severity, msg).file(&u.file);
+        imp.found.ran(UNREADABLE.id);
+        imp.found.push(match &u.place {
+            Some(p) => f.pointer(p),
+            None => f,
+        });
+        imp.not_taken.push(format!(
+            "{}: could not be read whole: {at}{}",
+            u.file, u.why
+        ));
     }
 }
 
@@ -614,11 +761,16 @@ pub fn load(
     format: Option<Format>,
     files: &[PathBuf],
 ) -> Result<(Format, Vec<Source>, Imported), Fatal> {
-    let mut sources = read_sources(files)?;
+    let mut read = read_sources(files)?;
     let format = match format {
         Some(f) => f,
-        None => detect(&sources).ok_or_else(|| {
-            let names: Vec<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
+        None => read.detect().ok_or_else(|| {
+            let names: Vec<String> = read
+                .sources
+                .iter()
+                .map(|s| s.shown.clone())
+                .chain(read.unread.iter().map(|u| u.file.clone()))
+                .collect();
             fatal(format!(
                 "{}: not a bundle, and not a result file of a format rigaudit imports ({}); name it with --from",
                 names.join(", "),
@@ -626,10 +778,10 @@ pub fn load(
             ))
         })?,
     };
-    let mut imported = import(format, &mut sources)?;
-    refuse_unread(format, &sources, &mut imported.found)?;
+    let mut imported = import_read(format, &mut read)?;
+    refuse_unread(format, &read.sources, &mut imported.found)?;
     common_settings(&mut imported, format);
-    Ok((format, sources, imported))
+    Ok((format, read.sources, imported))
 }
 
 /// A file given (named, or in a named folder) that the format's reader took nothing from is
@@ -686,13 +838,14 @@ pub fn verify_files(
 /// `verify` of one run's sources, already read, as `format`; the report's id is `id`.
 pub fn verify_read(
     format: Format,
-    mut sources: Vec<Source>,
+    sources: Vec<Source>,
     id: &str,
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
-    let mut imp = import(format, &mut sources)?;
+    let mut read = Read::of(sources);
+    let mut imp = import_read(format, &mut read)?;
     common_settings(&mut imp, format);
-    Ok(verified(id, &sources, &imp, fail_on))
+    Ok(verified(id, &read.sources, &imp, fail_on))
 }
 
 /// The report of a verify of sources: the checks' findings, and the files read with their
@@ -823,7 +976,7 @@ pub fn verify_bundle(
 ) -> Result<Report, Fatal> {
     let read = crate::bundle::load(opened);
     let mut sources = read_sources(files)?;
-    let imp = import(format, &mut sources)?;
+    let imp = import_read(format, &mut sources)?;
     // The bundle's own files (present, digests) by the schema checks, then the format's checks.
     let mut all = Findings::default();
     rigaudit_audit::schema::run(&read, &mut all);

@@ -245,8 +245,16 @@ pub const PERCENTILE_FEW_SAMPLES: About = About {
     doc: "A percentile printed from fewer samples than it takes to estimate it (a q-percentile needs 1 / (1 - q): a p99 from fewer than 100 requests is the largest one in disguise, and has no upper bound).",
 };
 
+/// `import.unreadable`.
+pub const UNREADABLE: About = About {
+    id: "import.unreadable",
+    severity: Severity::Error,
+    doc: "A file of the imported run cannot be read whole (not a regular file, over its size bound, a line over 1 MiB, not UTF-8, not valid JSON where the format is JSON): nothing in it is checked; the run's other files are, and a run that cannot be checked without it is incomplete.",
+};
+
 /// The `import.*` checks, in catalogue order (each format's table pairs them with its functions).
 pub const CHECKS: &[About] = &[
+    UNREADABLE,
     FAILED_HIDDEN,
     FAILED_AS_ZERO,
     FAILED_REQUESTS,
