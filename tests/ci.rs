@@ -729,11 +729,10 @@ impl Runner {
             job.log += &String::from_utf8_lossy(&out.stderr);
             let id = step["id"].as_str().unwrap_or("").to_string();
             let written = std::fs::read_to_string(&output).unwrap();
-            let values = written.lines().map(|l| {
-                let (k, v) = l.split_once('=').expect("a NAME=VALUE line");
-                (k.to_string(), v.to_string())
-            });
-            cx.steps.entry(id.clone()).or_default().extend(values);
+            cx.steps
+                .entry(id.clone())
+                .or_default()
+                .extend(github_outputs(&written));
             if !out.status.success() {
                 cx.failed = true;
                 job.code = out.status.code().unwrap_or(-1);
@@ -1197,4 +1196,23 @@ fn the_recorders_last_step_fails_when_its_recording_fails_verify() {
         assert_eq!(stdout.lines().count(), 1, "{stdout}");
         assert_has(&stdout, says);
     }
+}
+
+/// The outputs a step wrote to `GITHUB_OUTPUT`, as GitHub reads them: `NAME=VALUE` lines and
+/// multi-line values written `NAME<<DELIMITER`, the lines of the value, then `DELIMITER` alone.
+fn github_outputs(written: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = written.lines();
+    while let Some(l) = lines.next() {
+        if let Some((k, delim)) = l.split_once("<<").filter(|(k, _)| !k.contains('=')) {
+            let value: Vec<&str> = lines.by_ref().take_while(|x| *x != delim).collect();
+            out.push((k.to_string(), value.join("\n")));
+        } else {
+            let (k, v) = l
+                .split_once('=')
+                .expect("a NAME=VALUE or NAME<<DELIMITER line");
+            out.push((k.to_string(), v.to_string()));
+        }
+    }
+    out
 }
