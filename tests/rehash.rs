@@ -464,7 +464,7 @@ fn bundle_file_changed_after_the_manifest_fails() {
 fn checkpoint_with_nothing_to_compare_is_incomplete() {
     let case = Case::new(only, None);
     write_checkpoint(&case.root().join("GLM"), 1, "# card", "{}", None);
-    let r = case.run_expecting(2, &["--root", case.root().to_str().expect("utf8")]);
+    let r = case.run_expecting(3, &["--root", case.root().to_str().expect("utf8")]);
     assert!(
         msg(findings(&r, "rehash.checkpoint-files")[0]).contains("nothing to compare them with")
     );
@@ -473,7 +473,7 @@ fn checkpoint_with_nothing_to_compare_is_incomplete() {
 #[test]
 fn nothing_found_is_incomplete_not_a_pass() {
     let case = Case::new(|_| {}, None);
-    let r = case.run_expecting(2, &["--root", case.root().to_str().expect("utf8")]);
+    let r = case.run_expecting(3, &["--root", case.root().to_str().expect("utf8")]);
     assert_eq!(r["verdict"], "incomplete");
     assert!(findings(&r, "rehash.not-found")
         .iter()
