@@ -2,7 +2,7 @@
 //! parses them and hands them on; nothing here runs anything.
 
 use crate::output::{ColorWhen, Format};
-use crate::{diff, download, import, measure, rehash, replay};
+use crate::{ab, diff, download, import, measure, rehash, replay};
 use clap::{Parser, Subcommand, ValueEnum};
 use rigaudit_audit::Severity;
 use std::path::PathBuf;
@@ -213,6 +213,21 @@ pub enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Measure two setups in one session, interleaved (ABBA quartets, one server at a time), and
+    /// judge each figure by its paired change: unchanged, changed (better or worse) or
+    /// inconclusive, stopping once every figure is decided or the budget is spent. Decisive where
+    /// `diff` of two sessions is not: the machine's session-to-session speed cancels.
+    #[command(after_help = examples!(report_exits:
+        "rigaudit ab stock/ patched/",
+        "rigaudit ab ./bundle --arg-b=--decode-delay-us=500 --budget 5m",
+        "rigaudit ab ./bundle --set-b 'nccl=/opt/nccl-2.30.7' --format markdown > ab.md",
+    ))]
+    Ab {
+        #[command(flatten)]
+        args: ab::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
     /// Re-launch the recorded command, measure again with the bundle's contracts, and say per
     /// value whether the page reproduces; writes the replayed bundle.
     #[command(after_help = examples!(report_exits:
@@ -325,6 +340,7 @@ impl Command {
         match self {
             Command::Rehash { args, .. } => args.quiet = quiet,
             Command::Replay { args, .. } => args.quiet = quiet,
+            Command::Ab { args, .. } => args.quiet = quiet,
             Command::Audit { replay, .. } => replay.quiet = quiet,
             Command::Measure(args) => args.quiet = quiet,
             _ => {}
@@ -346,6 +362,7 @@ impl Command {
             Command::Verify { out, .. }
             | Command::Audit { out, .. }
             | Command::Diff { out, .. }
+            | Command::Ab { out, .. }
             | Command::Replay { out, .. }
             | Command::Rehash { out, .. } => Some(out),
             Command::Import { report, .. } => Some(report),

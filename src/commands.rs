@@ -6,7 +6,7 @@ use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::{Other, Subject};
-use crate::{audit, diff, download, import, input, measure, output, rehash, replay, tree, verify};
+use crate::{ab, audit, diff, download, import, input, measure, output, rehash, replay, tree, verify};
 use output::intoto::{self, SignKey};
 use output::Format;
 use rigaudit_audit::decide::DecisionRule;
@@ -235,6 +235,15 @@ pub fn diff(
         p.tune_diff(&mut args);
     }
     gate.emit(stating(diff::run(&args, gate.fail_on())?, &args.rule), None)
+}
+
+/// `ab`, with the policy's decision rule (its multiplicity control) and boxes.
+pub fn ab(gate: &Gate, mut args: ab::Args) -> Result<ExitCode, Fatal> {
+    if let Some(p) = &gate.policy {
+        p.tune_ab(&mut args);
+        p.tune_boxes(&mut args.boxes.ssh);
+    }
+    gate.emit(ab::run(&args, gate.fail_on())?, None)
 }
 
 /// `replay`, with the policy's decision rule and boxes.

@@ -10,6 +10,7 @@
 //! ([`subject`]), builds its one report with `Report::new` from the `Findings` its stages return
 //! (`verify.rs`, `rehash/`, `replay/`, `audit.rs`) and emits it ([`commands`]).
 
+mod ab;
 mod advice;
 mod answers;
 mod audit;
@@ -135,6 +136,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
             report,
         } => commands::import(&gate(report, policy), from, &files, &out),
         Command::Diff { args, fetch, out } => commands::diff(&gate(out, policy), args, &fetch),
+        Command::Ab { args, out } => commands::ab(&gate(out, policy), args),
         Command::Replay { bundle, args, out } => {
             commands::replay(&gate(out, policy), &bundle, args)
         }

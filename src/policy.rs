@@ -66,6 +66,11 @@ impl Loaded {
         a.rule = self.rules.decide;
     }
 
+    /// The policy's decision rule over ab's options.
+    pub fn tune_ab(&self, a: &mut crate::ab::Args) {
+        a.rule = self.rules.decide;
+    }
+
     /// The policy's decision rule and setup subjects over diff's options.
     pub fn tune_diff(&self, a: &mut diff::Args) {
         a.rule = self.rules.decide;

@@ -422,6 +422,26 @@ pub const ALL: &[Advice] = &[
         "prefill.512 is inconclusive with 3 runs a side; the row says 10 would settle it: record both sides with 10 runs and diff again",
     ),
     a(
+        "ab.changed",
+        "when the change under test was meant to be neutral, find what in the setup difference costs it; when it was meant to help or hurt, this is the answer, with its interval",
+        "decode -4.9 % (95.0 % interval -6.2 % to -3.6 % over 6 quartets): beyond the ±2.0 % band with --arg-b=--decode-delay-us=500: the slowdown shows",
+    ),
+    a(
+        "ab.inconclusive",
+        "give the comparison a longer --budget (the row names the quartets that would settle it), on a quieter machine, or a wider --band",
+        "prefill.512 inconclusive after 5 quartets; about 9 would settle it: rigaudit ab again with --budget 20m",
+    ),
+    a(
+        "ab.not-comparable",
+        "make the step valid on both setups (the blocks' own reports under OUT/blocks name why it failed) and compare again",
+        "ctx.2048 refused in every B block (a smaller --context on B): the figure cannot be paired",
+    ),
+    a(
+        "ab.session",
+        "nothing to fix: it records what ran (blocks, order and seed, looks, why it stopped, bands, failed blocks) so that the comparison can be repeated",
+        "12 blocks in 3 quartets (seed 7: ABBA BAAB ABBA); stopped: every row decided at look 1",
+    ),
+    a(
         "diff.not-comparable",
         "make the step valid on both sides (fitting the window, answered, no cached tokens) and measured by both, then diff again",
         "ctx.2048 is refused on side A and answered on side B (a larger window): not comparable until both sides run it validly",

@@ -25,6 +25,7 @@ pub mod claims;
 pub mod consistency;
 pub mod coverage;
 pub mod decide;
+pub mod ab;
 pub mod diff;
 pub mod figures;
 pub mod fit;

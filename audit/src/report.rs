@@ -465,6 +465,12 @@ const NOTHING_RAN: &str = "no check had what it needs to run: give the files its
      (`rigaudit checks` lists each family and what it reads)";
 
 impl Report {
+    /// Whether the report compares two runs or setups (`diff`, `ab`): its rows speak of change
+    /// (unchanged, changed, better or worse), its sides are A and B.
+    pub fn compares_two(&self) -> bool {
+        matches!(self.command.as_str(), "diff" | "ab")
+    }
+
     /// Builds a report from what a command's stages found and decides its verdict, in this one
     /// place: incomplete when no check ran, a stage could not do its job
     /// ([`Findings::incomplete`]) or a replay settled nothing (no value reproduced or drifted on

@@ -85,6 +85,7 @@ impl Comparison {
             better: None,
             change_points: None,
             caveats: Vec::new(),
+            unit_changes: Vec::new(),
         }
     }
 }
@@ -308,6 +309,10 @@ pub struct Comparison {
     /// (`B: 2 empty replies scored as wrong`), each led by its side.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caveats: Vec<String>,
+    /// ab: each ABBA quartet's change of B over A in percent, in time order (what the HTML
+    /// report draws beside the interval).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unit_changes: Vec<f64>,
 }
 
 /// The subjects a setup difference belongs to.

@@ -370,6 +370,11 @@ struct ServeArgs {
     /// prompt's prefill, so a replay can show what a slower decode looks like.
     #[arg(long, value_name = "N", default_value_t = 0)]
     decode_delay_ms: u64,
+    /// The same slowdown in microseconds, for a few-percent slowdown (at ~10 ms a token, 500 is
+    /// about 5 %): sleeps N µs in every decode step (at least N; the kernel's timer slack, about
+    /// 50 µs, can add to it). Not with --decode-delay-ms.
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "decode_delay_ms")]
+    decode_delay_us: u64,
     /// Deliberate reply shapes for testing a server's clients: chosen requests are refused,
     /// empty, cut short, slow to start, fail mid-stream, hang or get HTTP 500 (default: none).
     ///
@@ -434,7 +439,7 @@ fn serve(a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         batch: a.batch.max(1),
         draft,
         draft_max: a.draft_max,
-        decode_delay: std::time::Duration::from_millis(a.decode_delay_ms),
+        decode_delay: decode_delay(&a),
     };
     let (handle, ended) = engine::start(forward, m.tok.clone(), engine_cfg);
     let line = line + &device_facts;
@@ -592,7 +597,7 @@ fn start_line(
         DraftArg::Off => "off".to_string(),
         DraftArg::Copies => format!("copies(max={})", a.draft_max),
     };
-    let tail = delay_word(a.decode_delay_ms) + &shapes_word(a.reply_shapes.as_ref());
+    let tail = delay_word(a.decode_delay_ms, a.decode_delay_us) + &shapes_word(a.reply_shapes.as_ref());
     format!(
         "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={}{}",
         env!("CARGO_PKG_VERSION"),
@@ -617,11 +622,20 @@ fn start_line(
     )
 }
 
-/// The start line's word for `--decode-delay-ms`: named only when there is a delay.
-fn delay_word(ms: u64) -> String {
-    match ms {
-        0 => String::new(),
-        n => format!(" decode_delay_ms={n}"),
+/// The decode step's deliberate sleep: `--decode-delay-ms` or `--decode-delay-us` (clap lets only
+/// one be given).
+fn decode_delay(a: &ServeArgs) -> std::time::Duration {
+    std::time::Duration::from_millis(a.decode_delay_ms)
+        + std::time::Duration::from_micros(a.decode_delay_us)
+}
+
+/// The start line's word for `--decode-delay-ms` / `--decode-delay-us`, in the unit given: named
+/// only when there is a delay.
+fn delay_word(ms: u64, us: u64) -> String {
+    match (ms, us) {
+        (0, 0) => String::new(),
+        (0, n) => format!(" decode_delay_us={n}"),
+        (n, _) => format!(" decode_delay_ms={n}"),
     }
 }
 
@@ -747,8 +761,16 @@ mod tests {
             Cli::try_parse_from(["e", "serve", "m", "--name", "m", "--decode-delay-ms", "-1"])
                 .is_err()
         );
-        assert_eq!(delay_word(0), "");
-        assert_eq!(delay_word(12), " decode_delay_ms=12");
+        assert_eq!(delay_word(0, 0), "");
+        assert_eq!(delay_word(12, 0), " decode_delay_ms=12");
+        assert_eq!(delay_word(0, 480), " decode_delay_us=480");
+        let us = serve_args(&["--decode-delay-us", "480"]);
+        assert_eq!(decode_delay(&us), std::time::Duration::from_micros(480));
+        let ms = serve_args(&["--decode-delay-ms", "3"]);
+        assert_eq!(decode_delay(&ms), std::time::Duration::from_millis(3));
+        let both = ["e", "serve", "m", "--name", "m", "--decode-delay-ms", "1"];
+        let both = both.iter().chain(&["--decode-delay-us", "5"]);
+        assert!(Cli::try_parse_from(both).is_err(), "one unit at a time");
     }
 
     #[test]

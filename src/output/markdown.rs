@@ -208,7 +208,7 @@ fn rule_list(p: &mut Page, r: &Report) {
 /// The comparison rows: those that moved or cannot be compared open, the others folded; then
 /// the decision rule.
 fn comparisons(p: &mut Page, r: &Report) {
-    let diff = r.command == "diff";
+    let diff = r.compares_two();
     let (a, b) = if diff {
         ("A", "B")
     } else {

@@ -144,7 +144,7 @@ fn findings_of(o: &mut String, r: &Report, sev: Severity, color: bool) {
             .findings
             .iter()
             .filter(|f| f.severity == sev && f.check == c);
-        if r.command == "diff" && c == rigaudit_audit::diff::SETUP_DIFFERS.id {
+        if r.compares_two() && c == rigaudit_audit::diff::SETUP_DIFFERS.id {
             let _ = writeln!(
                 o,
                 "    - {} setup difference(s), listed under \"setup differences\"",
@@ -465,7 +465,7 @@ fn comparisons_section(o: &mut String, r: &Report) {
     if r.comparisons.is_empty() {
         return;
     }
-    let diff = r.command == "diff";
+    let diff = r.compares_two();
     let header = if diff {
         "A beside B (key / A / B / change / p / verdict / better / why)"
     } else {

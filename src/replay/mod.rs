@@ -16,6 +16,7 @@ pub mod command;
 pub mod env_rules;
 pub mod launch;
 pub mod plan_text;
+pub mod prepared;
 pub mod probe;
 pub mod remote;
 pub mod slurm;

@@ -39,6 +39,7 @@
 
 pub mod moderated;
 pub mod multiplicity;
+pub mod paired;
 pub mod percentile;
 pub mod quality;
 pub mod ratio;

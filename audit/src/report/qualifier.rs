@@ -151,7 +151,7 @@ impl Settled {
 /// figure compared: setup only` when the two sides shared no figure. A pass of a diff whose rows
 /// moved or could not be told apart says so, as a replay's does.
 fn compared(r: &Report) -> Option<String> {
-    if r.command != "diff" {
+    if !r.compares_two() {
         return None;
     }
     let rows = &r.comparisons;
@@ -246,6 +246,9 @@ fn replayed(r: &Report) -> Option<String> {
 /// `None` when a row settled, for no replay's rows, or when the recorded bundle held no figure
 /// to reproduce (its replay is a recording: the qualifier says so).
 pub(super) fn nothing_settled(command: &str, rows: &[Comparison]) -> Option<String> {
+    if command == "ab" {
+        return ab_settled_nothing(rows);
+    }
     if !matches!(command, "replay" | "audit") || rows.is_empty() || nothing_recorded(rows) {
         return None;
     }
@@ -263,6 +266,24 @@ pub(super) fn nothing_settled(command: &str, rows: &[Comparison]) -> Option<Stri
         "the replay settled nothing: none of its {} reproduced or drifted ({}){advice}",
         plural(s.n, "value"),
         s.rest()
+    ))
+}
+
+/// Why an interleaved comparison (`ab`) is incomplete: no figure was called unchanged or changed
+/// (or none was measured); `None` when one was.
+fn ab_settled_nothing(rows: &[Comparison]) -> Option<String> {
+    if rows.is_empty() {
+        return Some("the interleaved comparison measured no figure on both sides".into());
+    }
+    let s = ReplaySummary::of(rows);
+    if s.reproduced + s.drifted > 0 {
+        return None;
+    }
+    Some(format!(
+        "the interleaved comparison settled nothing: none of its {} unchanged or changed ({} inconclusive, {} not comparable); to settle them: a longer --budget (each row names the quartets that would), on a quieter machine",
+        plural(rows.len(), "figure"),
+        s.inconclusive,
+        s.not_comparable
     ))
 }
 

@@ -43,7 +43,7 @@ fn severity_block(r: &Report, sev: Severity) -> String {
     );
     for check in checks_in_order(&of) {
         let rows: Vec<&&Finding> = of.iter().filter(|f| f.check == check).collect();
-        if r.command == "diff" && check == rigaudit_audit::diff::SETUP_DIFFERS.id {
+        if r.compares_two() && check == rigaudit_audit::diff::SETUP_DIFFERS.id {
             let _ = write!(
                 o,
                 "<tr class=\"{}\"><td><code>{}</code></td><td></td><td>{} setup difference(s), listed once under <a href=\"#{SETUP_ANCHOR}\">Setup differences</a></td></tr>",

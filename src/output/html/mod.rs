@@ -71,7 +71,7 @@ fn lead(r: &Report) -> String {
     o.push_str(&why(r));
     if r.comparisons.is_empty() {
         if let Some(s) = &r.replay_summary {
-            let _ = write!(o, "<p>{}</p>", esc(&s.line(r.command == "diff")));
+            let _ = write!(o, "<p>{}</p>", esc(&s.line(r.compares_two())));
         }
     }
     o

@@ -46,7 +46,7 @@ fn margin_whisker(pct: Option<f64>, n: usize) -> Option<(f64, f64)> {
 /// The comparison rows (replay, audit, diff): speed whiskers are one standard deviation of the
 /// runs, quality whiskers the 95 % margin; a row that moved is marked, one not comparable says why.
 fn from_comparisons(r: &Report) -> Figures {
-    let (sides, differs) = if r.command == "diff" {
+    let (sides, differs) = if r.compares_two() {
         (["A", "B"], "changed beyond the band")
     } else {
         (["recorded", "replayed"], "drifted beyond the band")

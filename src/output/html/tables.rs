@@ -82,7 +82,7 @@ pub fn comparisons(r: &Report) -> String {
     if r.comparisons.is_empty() {
         return String::new();
     }
-    let diff = r.command == "diff";
+    let diff = r.compares_two();
     let mut names = vec!["figure"];
     names.extend(if diff {
         ["A", "B"]

@@ -1,0 +1,127 @@
+//! A bundle's recorded command prepared once and launched again and again (`rigaudit ab`): its
+//! placeholders filled, every rank resolved under replay's safety rules and placed (here, over
+//! ssh or under Slurm), the contract and questions read; each [`Prepared::block`] is one session
+//! of replay's: start the ranks, measure, stop every rank.
+
+use super::*;
+use rigaudit_audit::records::card::Card;
+use rigaudit_audit::records::SpeedContract;
+
+/// A side ready to launch.
+pub(crate) struct Prepared {
+    /// The bundle's id.
+    pub(crate) id: String,
+    /// Each rank's command as it runs (placeholders filled, the engine resolved).
+    pub(crate) shown: Vec<Vec<String>>,
+    title: String,
+    launches: Vec<command::Launch>,
+    launchers: Vec<remote::Launcher>,
+    rank0: u32,
+    base_url: String,
+    a: Args,
+    inputs: Inputs,
+}
+
+/// Reads the bundle at `path`, lets `edit` change its card's commands (the user's `--arg-a`),
+/// fills its placeholders and resolves and places its ranks as replay does; nothing is started.
+pub(crate) fn prepare(
+    path: &Path,
+    a: &Args,
+    edit: &dyn Fn(&mut Card),
+    notes: &mut Vec<String>,
+) -> Result<Prepared, Fatal> {
+    let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
+    a.boxes.ssh.targets()?;
+    crate::ssh::client::Ssh::new(&a.boxes.ssh)?;
+    let opened = bundle::open(path)?;
+    let recorded = bundle::load(&opened);
+    let mut card = recorded
+        .card
+        .as_ref()
+        .ok_or_else(|| {
+            fatal(format!(
+                "{}: the bundle has no readable card, so there is no recorded command to launch",
+                path.display()
+            ))
+        })?
+        .value
+        .clone();
+    edit(&mut card);
+    let filled = fill_placeholders(&card, a, notes, &mut say)?;
+    let port = filled.port.clone();
+    let (resolved, planned) = launches(&card, a, filled.sets, notes)?;
+    let rank0 = resolved
+        .launches
+        .first()
+        .ok_or_else(|| fatal("the card records no command"))?;
+    let box_host = planned
+        .rank0_host
+        .clone()
+        .or_else(|| remote::rank0_host(&card, &a.boxes, rank0.rank));
+    let base_url = base_url(a, rank0, port, box_host)?;
+    let mut inputs = plan(
+        path,
+        &opened,
+        &recorded,
+        filled.model_file.as_deref(),
+        notes,
+    )?;
+    // The blocks' cards record the commands as edited.
+    if let Ok(commands) = serde_json::to_value(&card.commands) {
+        inputs.card["commands"] = commands;
+    }
+    Ok(Prepared {
+        id: opened.manifest.id.clone(),
+        shown: resolved.launches.iter().map(|l| l.shown.clone()).collect(),
+        title: opened.manifest.title.clone(),
+        rank0: rank0.rank,
+        launches: planned.launches,
+        launchers: planned.launchers,
+        base_url,
+        a: a.clone(),
+        inputs,
+    })
+}
+
+impl Prepared {
+    /// The recorded speed contract and its text.
+    pub(crate) fn contract(&self) -> (&SpeedContract, &str) {
+        (&self.inputs.contract, &self.inputs.contract_text)
+    }
+
+    /// Whether the bundle records quality tests to ask again.
+    pub(crate) fn has_quality(&self) -> bool {
+        !self.inputs.quality.is_empty()
+    }
+
+    /// One block: the ranks started, `contract` measured once (and the recorded questions asked
+    /// when `quality`), every rank stopped, the bundle written under `dir/bundle` and the
+    /// engines' logs under `dir/engine-logs`.
+    pub(crate) fn block(
+        &self,
+        (contract, text): (&SpeedContract, &str),
+        quality: bool,
+        dir: &Path,
+        tag: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<measure::Measured, Fatal> {
+        let session = Session {
+            launches: &self.launches,
+            launchers: &self.launchers,
+            rank0: self.rank0,
+            base_url: &self.base_url,
+            a: &self.a,
+            contract,
+            contract_text: text,
+            contract_origin: format!("{} ({tag})", self.inputs.contract_origin),
+            quality: if quality { &self.inputs.quality } else { &[] },
+            tokenizer: self.inputs.tokenizer.as_ref(),
+            card: &self.inputs.card,
+            id: format!("{}-{tag}", self.id),
+            title: format!("{} ({tag})", self.title),
+        };
+        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes)?;
+        notes.extend(slurm::job_ended(&self.launchers));
+        Ok(measured)
+    }
+}
