@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long)]
     pub seed: Option<u64>,
     /// The band of every speed figure, in percent (default: what the run resolves, from the pair
-    /// spread measured at the first look).
+    /// spread measured, at most 10 %).
     #[arg(long, value_name = "PCT")]
     pub band: Option<f64>,
     /// A speed contract both sides measure with (default: side A's).
@@ -522,7 +522,7 @@ fn session_lines(
         lines.push(format!(
             "{kind}: band ±{pct:.1} % ({})",
             if *auto {
-                "the change this run resolves: twice the 95 % half-width its planned quartets reach at the pair spread of the first look; --band sets it"
+                "the change this run resolves: twice the 95 % half-width its planned quartets reach at the pair spread measured (each variance moderated toward the rows' prior), at most 10 %; --band sets it"
             } else {
                 "--band"
             }

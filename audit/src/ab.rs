@@ -15,7 +15,7 @@
 
 use crate::check::{Check, Stage, StageOut, Staged};
 use crate::decide::paired::{self, Spending};
-use crate::decide::{self, FigureKind, Multiplicity};
+use crate::decide::{self, FigureKind, Moderated, Multiplicity};
 use crate::replay::{apply_judgement as apply, Comparison, ReplayVerdict};
 use crate::report::Severity;
 use serde::{Deserialize, Serialize};
@@ -148,7 +148,7 @@ pub struct Looked {
 pub struct Looks {
     /// The error rates' spending.
     pub spending: Spending,
-    /// Each kind's band (log), fixed at the first look that could set it.
+    /// Each kind's band (log) at the latest look.
     pub bands: BTreeMap<&'static str, (f64, bool)>,
     /// Rows decided at an earlier look.
     pub decided: BTreeMap<String, Comparison>,
@@ -178,7 +178,7 @@ pub fn judge_look(blocks: &[Block], looks: &mut Looks, last: bool, rule: Multipl
     let units: Vec<Vec<f64>> = keys.iter().map(|k| units_of(blocks, k)).collect();
     let refs: Vec<&[f64]> = units.iter().map(Vec::as_slice).collect();
     let prior = paired::prior_of(&refs);
-    set_bands(&keys, &units, looks);
+    set_bands(&keys, &units, &prior, looks);
     let share = looks.spending.next_share(last);
     let (tested, evidence): (Vec<usize>, Vec<decide::Evidence>) = keys
         .iter()
@@ -234,20 +234,19 @@ fn decided(r: &Comparison) -> bool {
     matches!(r.verdict, ReplayVerdict::Unchanged | ReplayVerdict::Changed)
 }
 
-/// Each kind's band, set once: the user's, else what the run resolves at the spread of the first
-/// look with two quartets or more of that kind ([`paired::resolved_band`]).
-fn set_bands(keys: &[String], units: &[Vec<f64>], looks: &mut Looks) {
+/// Each kind's band at this look: the user's, else what the run resolves at its planned quartets
+/// and the spread measured so far, each row's variance moderated toward the family's `prior`
+/// ([`paired::resolved_band`]). The spread, not the change, sets it, so it may move from look to
+/// look as the spread is known better; a row decided keeps the band it was decided with.
+fn set_bands(keys: &[String], units: &[Vec<f64>], prior: &Moderated, looks: &mut Looks) {
     let mut vars: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     for (k, u) in keys.iter().zip(units) {
         let kind = FigureKind::of_key(k).unwrap_or(FigureKind::Decode).name();
         if let Some(s) = paired::unit_stats(u) {
-            vars.entry(kind).or_default().push(s.var);
+            vars.entry(kind).or_default().push(prior.posterior(s.var, s.df).0);
         }
     }
     for (kind, v) in vars {
-        if looks.bands.contains_key(kind) {
-            continue;
-        }
         let band = match looks.fixed_band {
             Some(b) => Some((b, false)),
             None => paired::resolved_band(&v, looks.planned).map(|b| (b, true)),

@@ -33,8 +33,9 @@
 //! # The band
 //!
 //! Without a band given, each kind's band is the change this run can resolve: twice the half-width
-//! (at 95 %) of the interval the planned quartets would reach at the spread the first look
-//! measured, at least 1 %, rounded up to half a percent ([`resolved_band`]); the report says so.
+//! (at 95 %) of the interval the planned quartets would reach at the spread measured so far
+//! (moderated), at least 1 %, rounded up to half a percent, at most 10 % ([`resolved_band`],
+//! [`BAND_CAP_PCT`]); the report says so.
 
 use super::ratio::{t_quantile, t_upper};
 use super::{Evidence, FigureKind, Moderated, RunsNeeded};
@@ -228,9 +229,14 @@ pub fn units_needed(mean: f64, band: f64, var: f64, present: usize) -> RunsNeede
     }
 }
 
+/// The widest band a run sets itself, in percent: a machine whose spread would resolve only more
+/// leaves its rows inconclusive rather than calling them unchanged within a band too wide to
+/// matter (`--band` sets a wider one on purpose).
+pub const BAND_CAP_PCT: f64 = 10.0;
+
 /// The band a run resolves from the unit variances `vars` of one kind's rows (their median), at
-/// `planned` quartets: twice the 95 % half-width, at least 1 %, rounded up to half a percent; in
-/// log units. `None` without a variance.
+/// `planned` quartets: twice the 95 % half-width, at least 1 %, rounded up to half a percent, at
+/// most [`BAND_CAP_PCT`]; in log units. `None` without a variance.
 pub fn resolved_band(vars: &[f64], planned: usize) -> Option<f64> {
     let mut v: Vec<f64> = vars.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
@@ -240,7 +246,7 @@ pub fn resolved_band(vars: &[f64], planned: usize) -> Option<f64> {
     let median = v[v.len() / 2];
     let half = 1.959_963_984_540_054 * (median / planned.max(1) as f64).sqrt();
     let pct = (200.0 * half).max(1.0);
-    let rounded = (pct * 2.0).ceil() / 2.0;
+    let rounded = ((pct * 2.0).ceil() / 2.0).min(BAND_CAP_PCT);
     Some((rounded / 100.0).ln_1p())
 }
 
@@ -340,6 +346,8 @@ mod tests {
         let floor = resolved_band(&[1e-8], 16).unwrap();
         assert!((floor.exp_m1() - 0.01).abs() < 1e-9);
         assert_eq!(resolved_band(&[], 16), None);
+        let capped = resolved_band(&[0.25], 4).unwrap();
+        assert!((capped.exp_m1() - BAND_CAP_PCT / 100.0).abs() < 1e-9, "a wide spread is capped");
     }
 
     /// A/A under the stopping rule, simulated: a row is called changed (p / share below 5 % and

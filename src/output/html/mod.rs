@@ -16,6 +16,7 @@ mod cells;
 mod charts;
 mod findings;
 mod plots;
+mod strips;
 mod style;
 mod tables;
 
@@ -96,6 +97,7 @@ pub fn render(r: &Report) -> String {
     } else {
         o.push_str(&tables::comparisons(r));
     }
+    o.push_str(&strips::paired_changes(r));
     o.push_str(&plots::charts(r));
     o.push_str(&tables::setup(r));
     o.push_str("</main></body></html>\n");
