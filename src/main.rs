@@ -31,6 +31,7 @@ mod interrupt;
 #[cfg(test)]
 mod layers;
 mod measure;
+mod noise;
 mod output;
 mod policy;
 mod pre_commit;
@@ -135,6 +136,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
             report,
         } => commands::import(&gate(report, policy), from, &files, &out),
         Command::Diff { args, fetch, out } => commands::diff(&gate(out, policy), args, &fetch),
+        Command::Noise { args, out } => commands::noise(&gate(out, policy), args),
         Command::Replay { bundle, args, out } => {
             commands::replay(&gate(out, policy), &bundle, args)
         }

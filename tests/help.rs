@@ -10,6 +10,7 @@ const COMMANDS: &[&str] = &[
     "import",
     "audit",
     "diff",
+    "noise",
     "replay",
     "measure",
     "rehash",
