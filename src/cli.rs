@@ -2,7 +2,7 @@
 //! parses them and hands them on; nothing here runs anything.
 
 use crate::output::{ColorWhen, Format};
-use crate::{ab, diff, download, import, measure, rehash, replay};
+use crate::{ab, diff, download, import, measure, noise, rehash, replay};
 use clap::{Parser, Subcommand, ValueEnum};
 use rigaudit_audit::Severity;
 use std::path::PathBuf;
@@ -228,6 +228,21 @@ pub enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Say, from a bundle's own repeated runs, the smallest difference each figure could show: the
+    /// 90 % interval between two sessions of as many runs, the runs a side to tell ±5 % / ±10 %,
+    /// quality in points (paired at the flip rate when questions were answered twice); and what
+    /// one run or a headline cannot tell. Launches and fetches nothing.
+    #[command(after_help = examples!(report_exits:
+        "rigaudit noise ./bundle",
+        "rigaudit noise page.tar.gz --format json > noise.json",
+        "rigaudit noise ./bundle --policy dedicated.toml   (its [decide] session spread)",
+    ))]
+    Noise {
+        #[command(flatten)]
+        args: noise::Args,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
     /// Re-launch the recorded command, measure again with the bundle's contracts, and say per
     /// value whether the page reproduces; writes the replayed bundle.
     #[command(after_help = examples!(report_exits:
@@ -299,7 +314,7 @@ pub enum Command {
     /// command.
     #[command(after_help = examples!(plain_exits:
         "rigaudit man > rigaudit.1 && man ./rigaudit.1",
-        "for c in verify import audit diff replay measure rehash checks; do",
+        "for c in verify import audit diff ab noise replay measure rehash checks; do",
         "  rigaudit man $c > rigaudit-$c.1; done",
     ))]
     Man {
@@ -363,6 +378,7 @@ impl Command {
             | Command::Audit { out, .. }
             | Command::Diff { out, .. }
             | Command::Ab { out, .. }
+            | Command::Noise { out, .. }
             | Command::Replay { out, .. }
             | Command::Rehash { out, .. } => Some(out),
             Command::Import { report, .. } => Some(report),

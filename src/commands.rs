@@ -6,7 +6,9 @@ use crate::cli::ReportArgs;
 use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::{Other, Subject};
-use crate::{ab, audit, diff, download, import, input, measure, output, rehash, replay, tree, verify};
+use crate::{
+    ab, audit, diff, download, import, input, measure, noise, output, rehash, replay, tree, verify,
+};
 use output::intoto::{self, SignKey};
 use output::Format;
 use rigaudit_audit::decide::DecisionRule;
@@ -244,6 +246,15 @@ pub fn ab(gate: &Gate, mut args: ab::Args) -> Result<ExitCode, Fatal> {
         p.tune_boxes(&mut args.boxes.ssh);
     }
     gate.emit(ab::run(&args, gate.fail_on())?, None)
+}
+
+/// `noise`: one bundle's figures told from its own runs, with the policy's decision rule.
+pub fn noise(gate: &Gate, mut args: noise::Args) -> Result<ExitCode, Fatal> {
+    if let Some(p) = &gate.policy {
+        p.tune_noise(&mut args);
+    }
+    let base = args.bundle.is_dir().then(|| args.bundle.clone());
+    gate.emit(noise::run(&args, gate.fail_on())?, base.as_deref())
 }
 
 /// `replay`, with the policy's decision rule and boxes.

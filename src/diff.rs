@@ -68,7 +68,7 @@ const PROBLEMS_SHOWN: usize = 10;
 /// Why each file diff compares could not be read whole, one line each (`path: what`): missing,
 /// outside the bundle, refused (not a regular file, over its bound), not valid JSON, or not of its
 /// schema.
-fn unread_files(b: &rigaudit_audit::Bundle) -> Vec<String> {
+pub(crate) fn unread_files(b: &rigaudit_audit::Bundle) -> Vec<String> {
     let mut out = Vec::new();
     for f in &b.files {
         let Some(e) = b.manifest.files.get(f.index).filter(|e| compared(e.kind)) else {

@@ -32,6 +32,7 @@ mod interrupt;
 #[cfg(test)]
 mod layers;
 mod measure;
+mod noise;
 mod output;
 mod policy;
 mod pre_commit;
@@ -137,6 +138,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
         } => commands::import(&gate(report, policy), from, &files, &out),
         Command::Diff { args, fetch, out } => commands::diff(&gate(out, policy), args, &fetch),
         Command::Ab { args, out } => commands::ab(&gate(out, policy), args),
+        Command::Noise { args, out } => commands::noise(&gate(out, policy), args),
         Command::Replay { bundle, args, out } => {
             commands::replay(&gate(out, policy), &bundle, args)
         }

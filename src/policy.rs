@@ -1,11 +1,11 @@
 //! A gate's policy (`--policy FILE`), read and checked once per run, then handed to what it tunes:
-//! replay's and diff's decision rule, diff's setup subjects, the boxes and ssh options, and the
-//! report it judges (`Report::apply_policy`).
+//! replay's, diff's and noise's decision rule, diff's setup subjects, the boxes and ssh options,
+//! and the report it judges (`Report::apply_policy`).
 
 use crate::fatal::{fatal, Fatal};
 use crate::ssh::boxmap::PolicyBoxes;
 use crate::ssh::SshArgs;
-use crate::{diff, input, replay, schemas};
+use crate::{diff, input, noise, replay, schemas};
 use rigaudit_audit::policy::Policy;
 use std::path::Path;
 
@@ -68,6 +68,11 @@ impl Loaded {
 
     /// The policy's decision rule over ab's options.
     pub fn tune_ab(&self, a: &mut crate::ab::Args) {
+        a.rule = self.rules.decide;
+    }
+
+    /// The policy's decision rule over noise's options.
+    pub fn tune_noise(&self, a: &mut noise::Args) {
         a.rule = self.rules.decide;
     }
 

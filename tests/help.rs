@@ -10,6 +10,8 @@ const COMMANDS: &[&str] = &[
     "import",
     "audit",
     "diff",
+    "ab",
+    "noise",
     "replay",
     "measure",
     "rehash",

@@ -451,6 +451,17 @@ pub const ALL: &[Advice] = &[
         "nothing is wrong in itself: measure both sides on a machine at the same speed (no other tenant, fixed clocks) to judge their speed moves",
         "side A's speed reference is 11.8 GB/s, side B's 9.0 GB/s: a -20 % decode move between them is inconclusive: machine speed",
     ),
+    // noise
+    a(
+        "noise.smallest-difference",
+        "nothing is wrong: read it before comparing the page with another run; to tell a smaller difference, measure more runs a side (the row says how many), on a machine with a smaller session spread, or answer each question twice and compare paired",
+        "decode.code: 5 runs, spread 2.3 %: two sessions of 5 runs each tell apart only a difference beyond ±20.4 %, within one session ±2.7 %; a 10 % move between two such pages cannot be told on a shared VM",
+    ),
+    a(
+        "noise.cannot-tell",
+        "publish every counted run's record (the speed result's requests), 3 runs or more a step, so the spread is measured and a comparison has an interval",
+        "l1_decode has one run: no spread measured, the smallest difference cannot be told from the page; passes: the step recorded 3 times with each request's record",
+    ),
     // import
     a(
         "import.unreadable",

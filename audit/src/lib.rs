@@ -11,7 +11,8 @@
 //!   result's figures recomputed from its records), and [`catalogue`] (its version);
 //! - [`bundle`]: the parsed bundle;
 //! - the check families, each with its table of rows: [`schema`], [`quality`], [`speed`],
-//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`imported`], [`coverage`]
+//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`noise`], [`imported`],
+//!   [`coverage`]
 //!   (the finding of an incomplete report, which the report model adds); the rows
 //!   that read across a bundle's files sit in their families' tables, their functions in
 //!   [`consistency`], which imports no family;
@@ -31,6 +32,7 @@ pub mod figures;
 pub mod fit;
 pub mod headline;
 pub mod imported;
+pub mod noise;
 pub mod policy;
 pub mod quality;
 pub mod records;

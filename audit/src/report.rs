@@ -319,6 +319,10 @@ pub struct Report {
     /// figure and its multiplicity control (`replay`, `audit`, `diff`; absent elsewhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decision_rule: Vec<String>,
+    /// The smallest difference each figure of the page could show, from its own repeated runs
+    /// (`noise` only; absent when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise: Vec<crate::verdict::NoiseRow>,
 }
 
 /// A raw file whose digest was verified: the subject of an attestation.
@@ -537,6 +541,7 @@ impl Report {
             artifacts: Vec::new(),
             setup_changes: Vec::new(),
             decision_rule: Vec::new(),
+            noise: Vec::new(),
         };
         report.qualify();
         report

@@ -8,7 +8,9 @@
 
 use crate::bundle::Run;
 use crate::check::{about, About, Check, Stage};
-use crate::{ab, claims, coverage, diff, fit, quality, rehash, replay, schema, setup, speed};
+use crate::{
+    ab, claims, coverage, diff, fit, noise, quality, rehash, replay, schema, setup, speed,
+};
 
 /// The bundle families `verify` runs over the whole bundle, in the order it runs them (after
 /// `schema` over each file and `quality` over each test).
@@ -41,7 +43,7 @@ pub const ACROSS_FILES: &[Check<Run>] = &[
 ];
 
 /// Every check rigaudit knows, in catalogue order: schema, quality, speed, setup, fit, claims,
-/// consistency, rehash, replay, diff, imported, coverage.
+/// consistency, rehash, replay, diff, noise, imported, coverage.
 pub fn all() -> Vec<About> {
     let mut v: Vec<About> = about(schema::CHECKS).collect();
     v.extend(about(quality::CHECKS));
@@ -52,6 +54,7 @@ pub fn all() -> Vec<About> {
     v.extend(about(replay::CHECKS));
     v.extend(about(diff::CHECKS));
     v.extend(about(ab::CHECKS));
+    v.extend(about(noise::CHECKS));
     v.extend(crate::imported::CHECKS.iter().copied());
     v.extend(about(coverage::CHECKS));
     v
@@ -65,6 +68,7 @@ pub const STAGES: &[&Stage] = &[
     &replay::FAILED_STEPS,
     &diff::DIFF,
     &ab::AB,
+    &noise::NOISE,
     &coverage::REPORT,
 ];
 
@@ -88,6 +92,7 @@ pub fn families() -> Vec<(&'static str, Vec<About>)> {
         ("replay", about(replay::CHECKS).collect()),
         ("diff", about(diff::CHECKS).collect()),
         ("ab", about(ab::CHECKS).collect()),
+        ("noise", about(noise::CHECKS).collect()),
         ("import", crate::imported::CHECKS.to_vec()),
         ("coverage", about(coverage::CHECKS).collect()),
     ]
@@ -145,6 +150,10 @@ pub const FAMILY_TEXT: &[Family] = &[
     Family {
         prefix: "ab",
         reads: "two setups measured in one session, interleaved in ABBA quartets: every block's figures, paired",
+    },
+    Family {
+        prefix: "noise",
+        reads: "a bundle's own repeated runs (a speed step's runs, a concurrency level's rounds, a quality test's answers) for the smallest difference each figure could show",
     },
     Family {
         prefix: "import",
@@ -235,6 +244,7 @@ mod tests {
             .chain(replay::CHECKS.iter().map(|c| (c.id, c.run)))
             .chain(diff::CHECKS.iter().map(|c| (c.id, c.run)))
             .chain(ab::CHECKS.iter().map(|c| (c.id, c.run)))
+            .chain(noise::CHECKS.iter().map(|c| (c.id, c.run)))
             .chain(coverage::CHECKS.iter().map(|c| (c.id, c.run)));
         for (id, by) in staged {
             let stage = STAGES.iter().find(|s| s.name == by.0);

@@ -1,7 +1,10 @@
 //! The verdict types of a replay: one [`Comparison`] row per figure, what it concluded
-//! ([`ReplayVerdict`]) and why an inconclusive row is inconclusive ([`Inconclusive`]).
+//! ([`ReplayVerdict`]) and why an inconclusive row is inconclusive ([`Inconclusive`]); and the
+//! rows of `rigaudit noise` ([`NoiseRow`]): the smallest difference each figure of a page could
+//! show, from its own repeated runs.
 //!
-//! They live at the ground with the report model, which carries the rows; `replay/` makes them.
+//! They live at the ground with the report model, which carries the rows; `replay/` and `noise.rs`
+//! make them.
 
 use serde::{Deserialize, Serialize};
 
@@ -387,6 +390,99 @@ impl SetupChange {
             _ => format!("{a}; {b}"),
         }
     }
+}
+
+/// What `rigaudit noise` could measure a figure's noise from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseBasis {
+    /// Two runs or more of a speed step (rounds, for throughput): their spread measured.
+    Runs,
+    /// The answered questions of a quality test.
+    Questions,
+    /// One run: no spread measured.
+    OneRun,
+    /// A headline figure only, no per-run records.
+    HeadlineOnly,
+    /// No value: no counted run or answered question gave one.
+    NoValue,
+}
+
+impl NoiseBasis {
+    /// Whether the figure's smallest difference could be told from it.
+    pub fn told(self) -> bool {
+        matches!(self, NoiseBasis::Runs | NoiseBasis::Questions)
+    }
+}
+
+/// The smallest difference a speed figure could show, from its step's runs: the 90 % interval of
+/// the log ratio of two sessions of as many runs at no change, as a percent of the ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SpeedNoise {
+    /// The runs' spread: the standard deviation of their logs, in percent (about their CV).
+    pub log_sd_pct: f64,
+    /// The decision rule's declared session spread σs of this kind of figure, in percent.
+    pub session_sd_pct: f64,
+    /// Half-width of the 90 % interval between two sessions of this many runs each, the
+    /// declared session spread included: a smaller difference cannot be told.
+    pub half_width_pct: f64,
+    /// The same within one session: the runs' spread only.
+    pub half_width_within_pct: f64,
+    /// Runs a side that would tell ±5 % / ±10 % between two sessions (0: no number of runs, the
+    /// session spread alone is wider).
+    pub runs_to_tell: RunsToTell,
+    /// Runs a side that would tell ±5 % / ±10 % within one session.
+    pub runs_to_tell_within: RunsToTell,
+}
+
+/// The smallest difference a quality figure could show, in points, from its answered questions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QualityNoise {
+    /// Distinct questions answered.
+    pub questions: usize,
+    /// Half-width of the 90 % interval of the difference of two unpaired runs over this many
+    /// questions at this score, in points.
+    pub half_width_unpaired_points: f64,
+    /// Questions answered more than once (repeated trials).
+    pub repeated_questions: usize,
+    /// The share of repeated questions whose correctness differs between their trials, in
+    /// percent; absent when no question was answered twice (it cannot be measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip_rate_pct: Option<f64>,
+    /// Half-width of the 90 % interval of a paired comparison over these questions at the
+    /// measured flip rate, in points (never under one question); absent without a flip rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub half_width_paired_points: Option<f64>,
+    /// The decision rule's quality band, in points.
+    pub band_points: f64,
+    /// The largest flip rate (percent) at which a paired comparison over these questions tells
+    /// the band.
+    pub flip_rate_for_band_pct: f64,
+    /// Questions a paired comparison needs to tell the band at the measured flip rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub questions_for_band: Option<u64>,
+}
+
+/// One figure of a page with the smallest difference its own repeated runs say it could show
+/// (`rigaudit noise`), or what cannot be told.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseRow {
+    /// The figure's key (`decode.code`, `prefill.512`, `quality.arith.pct`).
+    pub key: String,
+    /// The figure: recomputed from the records, else the page's headline.
+    pub value: Option<f64>,
+    /// Runs (rounds) of a speed step, answered records of a quality test.
+    pub n: usize,
+    /// What its noise was measured from, or why it could not be.
+    pub basis: NoiseBasis,
+    /// A speed figure's numbers, when its runs' spread was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<SpeedNoise>,
+    /// A quality figure's numbers, when questions were answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<QualityNoise>,
+    /// One sentence a person reads.
+    pub why: String,
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use super::Style;
 use rigaudit_audit::decide::p_cell;
-use rigaudit_audit::verdict::{better_word, runs_to_tell_line};
+use rigaudit_audit::verdict::{better_word, runs_to_tell_line, NoiseBasis, NoiseRow, RunsToTell};
 use rigaudit_audit::{headline, Recomputed, Report, Severity, Verdict};
 use std::fmt::Write;
 
@@ -70,6 +70,7 @@ pub fn render(r: &Report, style: Style) -> String {
     recomputed_section(&mut o, r, style.verbose);
     setup_section(&mut o, r);
     comparisons_section(&mut o, r);
+    noise_section(&mut o, r);
     fit(&o, WIDTH)
 }
 
@@ -504,6 +505,73 @@ fn comparisons_section(o: &mut String, r: &Report) {
         let _ = writeln!(o, "  {}", safe(&line));
     }
     rule_section(o, r);
+}
+
+/// `noise`'s rows: per figure its runs, spread and smallest difference (speed: between two
+/// sessions, the declared session spread included, and within one; quality: in points), or what
+/// it lacks.
+fn noise_section(o: &mut String, r: &Report) {
+    if r.noise.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nsmallest difference each figure could show (90 % half-widths): between two sessions of its\n  runs, the declared session spread included, and within one; runs a side to tell ±5/±10 %"
+    );
+    let _ = writeln!(
+        o,
+        "  {:<26} {:>9} {:>4} {:>7} {:>10} {:>9}  runs: sessions; within",
+        "key", "value", "n", "spread", "sessions", "within"
+    );
+    for row in &r.noise {
+        let head = format!(
+            "  {:<26} {:>9} {:>4}",
+            safe(&row.key),
+            num(row.value),
+            row.n
+        );
+        let _ = writeln!(o, "{head} {}", noise_cells(row));
+    }
+}
+
+/// A noise row's cells after its key, value and runs.
+fn noise_cells(row: &NoiseRow) -> String {
+    let plan = |t: RunsToTell| {
+        let one = |n: usize| {
+            if n == 0 {
+                "–".to_string()
+            } else {
+                n.to_string()
+            }
+        };
+        format!("{}/{}", one(t.pct5), one(t.pct10))
+    };
+    if let Some(s) = &row.speed {
+        return format!(
+            "{:>7} {:>10} {:>9}  {}; {}",
+            format!("{:.1} %", s.log_sd_pct),
+            format!("±{:.1} %", s.half_width_pct),
+            format!("±{:.1} %", s.half_width_within_pct),
+            plan(s.runs_to_tell),
+            plan(s.runs_to_tell_within)
+        );
+    }
+    if let Some(q) = &row.quality {
+        let paired = match (q.half_width_paired_points, q.flip_rate_pct) {
+            (Some(p), Some(f)) => format!("paired ±{p:.1} at {f:.1} % flips"),
+            _ => "flip rate not measured".to_string(),
+        };
+        return format!(
+            " ±{:.1} points unpaired; {paired}",
+            q.half_width_unpaired_points
+        );
+    }
+    match row.basis {
+        NoiseBasis::OneRun => " cannot be told: one run",
+        NoiseBasis::HeadlineOnly => " cannot be told: a headline only",
+        _ => " no value",
+    }
+    .to_string()
 }
 
 /// The decision rule the rows were judged by: its bands and multiplicity control.

@@ -190,6 +190,37 @@ pub fn unpaired_evidence(ra: u64, na: u64, rb: u64, nb: u64, tol: &Tolerance) ->
     }
 }
 
+/// The half-width in points of the 90 % interval of the difference of two unpaired runs over
+/// `n` questions that each got `right` right: Newcombe's hybrid score interval at no change, whose
+/// two arms are then equal. `None` for no question.
+pub fn unpaired_half_width(right: u64, n: u64) -> Option<f64> {
+    (n > 0).then(|| -100.0 * newcombe_unpaired(right, n, right, n, Z90).0)
+}
+
+/// The half-width in points of the 90 % interval of a paired comparison over `n` questions of
+/// which a share `flip_rate` is discordant (right on one run, wrong on the other), at no change:
+/// 100 z √(f / n), the normal approximation of McNemar's (the difference of two paired
+/// proportions has variance ((b + c) / n - ((b - c) / n)²) / n, f / n when b = c), and never
+/// less than one question, 100 / n. `None` for no question.
+pub fn paired_half_width(flip_rate: f64, n: u64) -> Option<f64> {
+    (n > 0).then(|| {
+        let n = n as f64;
+        (100.0 * Z90 * (flip_rate / n).sqrt()).max(100.0 / n)
+    })
+}
+
+/// The largest discordant share at which a paired comparison over `n` questions has a 90 %
+/// half-width within `band` points: n (band / (100 z))², [`paired_half_width`] solved for f.
+pub fn flip_rate_within(band: f64, n: u64) -> f64 {
+    n as f64 * (band / (100.0 * Z90)).powi(2)
+}
+
+/// The questions a paired comparison needs for a 90 % half-width within `band` points at a
+/// discordant share `flip_rate`: ⌈f (100 z / band)²⌉, at least 1.
+pub fn questions_within(band: f64, flip_rate: f64) -> u64 {
+    (flip_rate * (100.0 * Z90 / band).powi(2)).ceil().max(1.0) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

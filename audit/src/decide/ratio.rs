@@ -261,3 +261,18 @@ pub fn runs_plan(run_var: f64, session_var: f64) -> RunsPlan {
         pct10: runs_to_tell(0.10, run_var, session_var),
     }
 }
+
+/// The half-width of the 90 % interval of the log ratio of two sessions of `n` runs each at no
+/// change, for runs of log variance `run_var` and the session term `session_var` (σs² (1/ka +
+/// 1/kb): 2 σs² for one session a side, 0 for two halves of one session):
+/// t(0.95, 2 (n - 1)) √(2 run_var / n + session_var). It is the interval [`log_ratio`] gives two
+/// such sides with no prior ([`Moderated::NONE`]: its degrees of freedom are then capped at the
+/// runs' own, 2 (n - 1)): the smallest difference two runs of this size could tell apart.
+/// `None` below two runs.
+pub fn no_change_half_width(run_var: f64, n: usize, session_var: f64) -> Option<f64> {
+    if n < 2 {
+        return None;
+    }
+    let se = (2.0 * run_var / n as f64 + session_var).sqrt();
+    Some(t_quantile(0.95, 2.0 * (n as f64 - 1.0)) * se)
+}

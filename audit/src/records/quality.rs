@@ -263,6 +263,17 @@ pub struct AnswerTally {
     scored: Vec<(u64, bool)>,
 }
 
+/// The answered questions of an answers file by id ([`AnswerTally::trials`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trials {
+    /// Distinct question ids answered.
+    pub questions: u64,
+    /// Of them, answered more than once.
+    pub repeated: u64,
+    /// Of those, scored right on one trial and wrong on another.
+    pub flipped: u64,
+}
+
 fn id_hash(id: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -375,6 +386,21 @@ impl AnswerTally {
             .collect();
         let unmatched = self.scored.len() + other.scored.len() - 2 * pairs.len();
         (!pairs.is_empty()).then_some((pairs, unmatched))
+    }
+
+    /// The answered questions by id (call after [`AnswerTally::finish`], which sorts them): how
+    /// many distinct ones, how many were answered more than once (repeated trials of one
+    /// question), and how many of those were scored right on one trial and wrong on another.
+    pub fn trials(&self) -> Trials {
+        let mut t = Trials::default();
+        for one in self.scored.chunk_by(|a, b| a.0 == b.0) {
+            t.questions += 1;
+            if one.len() > 1 {
+                t.repeated += 1;
+                t.flipped += u64::from(one.iter().any(|(_, right)| *right != one[0].1));
+            }
+        }
+        t
     }
 
     /// Requests that got no answer.
