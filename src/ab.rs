@@ -9,11 +9,11 @@ use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
 use crate::replay::prepared::{self, Prepared};
 use crate::replay::{self, remote};
-use rigaudit_audit::replay as audit_replay;
 use rigaudit_audit::ab::{self as rows, Block, Looked, Looks, Side};
 use rigaudit_audit::decide::{paired, DecisionRule};
 use rigaudit_audit::records::card::Card;
 use rigaudit_audit::records::SpeedContract;
+use rigaudit_audit::replay as audit_replay;
 use rigaudit_audit::{Findings, Report, Severity};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -34,10 +34,18 @@ pub struct Args {
     pub set_b: Vec<String>,
     /// Appends one flag to side A's recorded command, or replaces its value where the command has
     /// it: `--arg-a=--threads=1`, `--arg-a=--no-mmap`. Repeatable; every rank.
-    #[arg(long = "arg-a", value_name = "FLAG[=VALUE]", allow_hyphen_values = true)]
+    #[arg(
+        long = "arg-a",
+        value_name = "FLAG[=VALUE]",
+        allow_hyphen_values = true
+    )]
     pub arg_a: Vec<String>,
     /// The same for side B: `--arg-b=--decode-delay-us=500`.
-    #[arg(long = "arg-b", value_name = "FLAG[=VALUE]", allow_hyphen_values = true)]
+    #[arg(
+        long = "arg-b",
+        value_name = "FLAG[=VALUE]",
+        allow_hyphen_values = true
+    )]
     pub arg_b: Vec<String>,
     /// The most time the blocks may take together (`90s`, `10m`, `1h`); the comparison stops
     /// earlier once every figure is decided.
@@ -211,7 +219,12 @@ fn next_stop(
     if crate::interrupt::interrupted() {
         return Some(Stop::Halted("interrupted".into()));
     }
-    let failed = ran.iter().rev().take(4).filter(|r| r.failed.is_some()).count();
+    let failed = ran
+        .iter()
+        .rev()
+        .take(4)
+        .filter(|r| r.failed.is_some())
+        .count();
     if failed == 4 {
         return Some(Stop::Halted("a whole quartet's blocks failed".into()));
     }
@@ -344,7 +357,9 @@ pub fn parse_arg(s: &str) -> Result<(String, Option<String>), Fatal> {
     let word = flag.trim_start_matches('-');
     let ok = flag.starts_with('-')
         && !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !ok {
         return Err(fatal(format!(
             "--arg-a/--arg-b {s}: expected FLAG or FLAG=VALUE with FLAG like --name or -n"
@@ -391,7 +406,8 @@ fn editor(flags: Vec<(String, Option<String>)>) -> impl Fn(&mut Card) {
 /// Both sides prepared (A's contract for both unless `--contract`), questions asked only when
 /// both sides record them.
 fn prepare_sides(args: &Args, notes: &mut Vec<String>) -> Result<Sides, Fatal> {
-    let parse = |v: &[String]| -> Result<Vec<_>, Fatal> { v.iter().map(|s| parse_arg(s)).collect() };
+    let parse =
+        |v: &[String]| -> Result<Vec<_>, Fatal> { v.iter().map(|s| parse_arg(s)).collect() };
     let (flags_a, flags_b) = (parse(&args.arg_a)?, parse(&args.arg_b)?);
     let b_path = args.b.clone().unwrap_or_else(|| args.a.clone());
     let side = |path: &Path, sets: &[String], flags, notes: &mut Vec<String>| {
@@ -468,7 +484,11 @@ fn setup_changes(
 
 /// The quality rows: each side's first block's answers, paired per question (McNemar), in the
 /// words of change; none when the questions were not asked.
-fn quality_rows(ran: &[Ran], sides: &Sides, args: &Args) -> Vec<rigaudit_audit::verdict::Comparison> {
+fn quality_rows(
+    ran: &[Ran],
+    sides: &Sides,
+    args: &Args,
+) -> Vec<rigaudit_audit::verdict::Comparison> {
     if !sides.quality {
         return Vec::new();
     }
@@ -497,7 +517,11 @@ fn session_lines(
 ) -> Vec<String> {
     let order: String = ran
         .chunks(4)
-        .map(|q| q.iter().map(|r| format!("{:?}", r.side)).collect::<String>())
+        .map(|q| {
+            q.iter()
+                .map(|r| format!("{:?}", r.side))
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join(" ");
     let mut lines = vec![format!(
@@ -536,7 +560,10 @@ fn session_lines(
         .iter()
         .map(|r| r.machine_gbps.map_or("-".into(), |g| format!("{g:.1}")))
         .collect();
-    lines.push(format!("machine-speed reference per block, GB/s: {}", gbps.join(" ")));
+    lines.push(format!(
+        "machine-speed reference per block, GB/s: {}",
+        gbps.join(" ")
+    ));
     lines
 }
 
@@ -548,7 +575,9 @@ fn rule_lines(looked: &Looked, args: &Args) -> Vec<String> {
         "a row's first decision stands; the comparison stops once every row is decided or the budget is spent".to_string(),
     ];
     if looked.bands.values().any(|(_, auto)| *auto) {
-        lines.push("bands: the change this run resolves (each kind's line in the session findings)".into());
+        lines.push(
+            "bands: the change this run resolves (each kind's line in the session findings)".into(),
+        );
     }
     lines
 }
@@ -582,7 +611,11 @@ mod tests {
         );
         let mut b = argv("engine --verbose --x");
         set_flag(&mut b, "--verbose", Some("2"));
-        assert_eq!(b, argv("engine --verbose 2 --x"), "a value after a bare flag");
+        assert_eq!(
+            b,
+            argv("engine --verbose 2 --x"),
+            "a value after a bare flag"
+        );
     }
 
     #[test]

@@ -32,7 +32,12 @@ fn fake_bundle(tmp: &Path, token_delay: &str) -> PathBuf {
     let script = fake_engine(tmp, "ab_fake_engine.py");
     let card = fake_engine_card(&script, &["--token-delay", token_delay], json!({}));
     let dir = tmp.join("fake-bundle");
-    write_bundle(&dir, ("fake-ab", "fake engine"), &card, &decode_contract(3, 24));
+    write_bundle(
+        &dir,
+        ("fake-ab", "fake engine"),
+        &card,
+        &decode_contract(3, 24),
+    );
     dir
 }
 
@@ -97,7 +102,9 @@ fn a_fake_engine_twenty_percent_slower_is_changed_worse_and_the_same_engine_is_n
         assert!(q[0] == q[3] && q[1] == q[2] && q[0] != q[1], "{sides:?}");
     }
     assert!(
-        slower["setup_changes"].to_string().contains("--token-delay"),
+        slower["setup_changes"]
+            .to_string()
+            .contains("--token-delay"),
         "the setup difference comes first: {}",
         slower["setup_changes"]
     );
@@ -121,7 +128,8 @@ fn a_fake_engine_twenty_percent_slower_is_changed_worse_and_the_same_engine_is_n
 /// (128 tokens, 2 runs).
 fn short_contract(dir: &Path) -> PathBuf {
     let path = dir.join("short-contract.json");
-    let mut c: Value = common::read_json(&root().join("fixtures/runs/smollm2-cpu/speed/speed-contract.json"));
+    let mut c: Value =
+        common::read_json(&root().join("fixtures/runs/smollm2-cpu/speed/speed-contract.json"));
     c["parts"] = json!(["decode", "prefill"]);
     c["prompt_ids"] = json!(["prose"]);
     c["runs"] = json!(2);
@@ -156,10 +164,16 @@ fn the_bundled_engine_with_a_decode_delay_is_slower_on_decode_and_not_on_prefill
     assert_eq!(decode["verdict"], "changed", "{decode}");
     assert_eq!(decode["better"], false, "{decode}");
     let prefill = row(&r, "prefill.128");
-    assert_ne!(prefill["verdict"], "changed", "a decode delay moved prefill: {prefill}");
+    assert_ne!(
+        prefill["verdict"], "changed",
+        "a decode delay moved prefill: {prefill}"
+    );
     let session = r["findings"].to_string();
     assert!(session.contains("ab.session"), "{session}");
-    assert!(session.contains("--decode-delay-us 4000"), "side B's command: {session}");
+    assert!(
+        session.contains("--decode-delay-us 4000"),
+        "side B's command: {session}"
+    );
 }
 
 #[test]
@@ -168,7 +182,11 @@ fn a_flag_that_is_not_a_flag_and_a_missing_bundle_are_refused_by_name() {
     let bundle = fake_bundle(tmp.path(), "0.001");
     let bad = rigaudit(&["ab", bundle.to_str().unwrap(), "--arg-b=rm -rf /"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
-    assert!(bad.stderr.contains("expected FLAG or FLAG=VALUE"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("expected FLAG or FLAG=VALUE"),
+        "{}",
+        bad.stderr
+    );
     let missing = tmp.path().join("no-such-bundle");
     let flags = fake_engine_flags();
     let mut args = vec!["ab", bundle.to_str().unwrap(), missing.to_str().unwrap()];

@@ -25,7 +25,12 @@ const ROWS: [(&str, f64, bool); 3] = [
 ];
 
 /// One session's blocks, all `quartets` of them.
-fn blocks(rng: &mut SplitMix64, slow: f64, (block_sd, walk_sd): (f64, f64), quartets: usize) -> Vec<Block> {
+fn blocks(
+    rng: &mut SplitMix64,
+    slow: f64,
+    (block_sd, walk_sd): (f64, f64),
+    quartets: usize,
+) -> Vec<Block> {
     let mut machine = 0.0;
     quartet_order(rng.next_u64(), quartets)
         .into_iter()
@@ -36,7 +41,11 @@ fn blocks(rng: &mut SplitMix64, slow: f64, (block_sd, walk_sd): (f64, f64), quar
                 .map(|(key, value, slowed)| {
                     let is_time = key.starts_with("ttft");
                     let m = if is_time { -machine } else { machine };
-                    let s = if *slowed && side == Side::B { (1.0 - slow).ln() } else { 0.0 };
+                    let s = if *slowed && side == Side::B {
+                        (1.0 - slow).ln()
+                    } else {
+                        0.0
+                    };
                     let v = value * (m + s + block_sd * rng.normal()).exp();
                     (key.to_string(), Some(v))
                 })
@@ -47,7 +56,12 @@ fn blocks(rng: &mut SplitMix64, slow: f64, (block_sd, walk_sd): (f64, f64), quar
 }
 
 /// The verdicts of one session under the stopping rule, by key.
-fn session(rng: &mut SplitMix64, slow: f64, spread: (f64, f64), quartets: usize) -> BTreeMap<String, (ReplayVerdict, Option<bool>)> {
+fn session(
+    rng: &mut SplitMix64,
+    slow: f64,
+    spread: (f64, f64),
+    quartets: usize,
+) -> BTreeMap<String, (ReplayVerdict, Option<bool>)> {
     let all = blocks(rng, slow, spread, quartets);
     let mut looks = Looks::new(quartets, None);
     let schedule = look_schedule(quartets);
@@ -55,14 +69,23 @@ fn session(rng: &mut SplitMix64, slow: f64, spread: (f64, f64), quartets: usize)
         let last = i + 1 == schedule.len();
         let l = judge_look(&all[..4 * n], &mut looks, last, Multiplicity::Holm);
         if l.settled || last {
-            return l.rows.into_iter().map(|r| (r.key, (r.verdict, r.better))).collect();
+            return l
+                .rows
+                .into_iter()
+                .map(|r| (r.key, (r.verdict, r.better)))
+                .collect();
         }
     }
     BTreeMap::new()
 }
 
 fn main() {
-    let arg = |i: usize, d: f64| std::env::args().nth(i).and_then(|s| s.parse().ok()).unwrap_or(d);
+    let arg = |i: usize, d: f64| {
+        std::env::args()
+            .nth(i)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d)
+    };
     let spread = (arg(1, 0.02), arg(2, 0.01));
     let quartets = arg(3, 12.0) as usize;
     println!(

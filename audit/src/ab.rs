@@ -243,7 +243,9 @@ fn set_bands(keys: &[String], units: &[Vec<f64>], prior: &Moderated, looks: &mut
     for (k, u) in keys.iter().zip(units) {
         let kind = FigureKind::of_key(k).unwrap_or(FigureKind::Decode).name();
         if let Some(s) = paired::unit_stats(u) {
-            vars.entry(kind).or_default().push(prior.posterior(s.var, s.df).0);
+            vars.entry(kind)
+                .or_default()
+                .push(prior.posterior(s.var, s.df).0);
         }
     }
     for (kind, v) in vars {
@@ -380,7 +382,11 @@ mod tests {
         let d = row("decode");
         assert_eq!(d.verdict, ReplayVerdict::Changed, "{}", d.why);
         assert_eq!(d.better, Some(false));
-        assert!((d.change_pct.unwrap() + 5.0).abs() < 0.5, "{:?}", d.change_pct);
+        assert!(
+            (d.change_pct.unwrap() + 5.0).abs() < 0.5,
+            "{:?}",
+            d.change_pct
+        );
         assert_eq!(d.unit_changes.len(), 6);
         let p = row("prefill.128");
         assert_eq!(p.verdict, ReplayVerdict::Unchanged, "{}", p.why);

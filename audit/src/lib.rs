@@ -19,6 +19,7 @@
 //! - on top: [`table`] (every family's rows: the catalogue), [`headline`] (what a report says
 //!   first) and [`verify()`].
 
+pub mod ab;
 pub mod advice;
 pub mod catalogue;
 pub mod check;
@@ -26,7 +27,6 @@ pub mod claims;
 pub mod consistency;
 pub mod coverage;
 pub mod decide;
-pub mod ab;
 pub mod diff;
 pub mod figures;
 pub mod fit;

@@ -373,7 +373,12 @@ struct ServeArgs {
     /// The same slowdown in microseconds, for a few-percent slowdown (at ~10 ms a token, 500 is
     /// about 5 %): sleeps N µs in every decode step (at least N; the kernel's timer slack, about
     /// 50 µs, can add to it). Not with --decode-delay-ms.
-    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "decode_delay_ms")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        conflicts_with = "decode_delay_ms"
+    )]
     decode_delay_us: u64,
     /// Deliberate reply shapes for testing a server's clients: chosen requests are refused,
     /// empty, cut short, slow to start, fail mid-stream, hang or get HTTP 500 (default: none).
@@ -597,7 +602,8 @@ fn start_line(
         DraftArg::Off => "off".to_string(),
         DraftArg::Copies => format!("copies(max={})", a.draft_max),
     };
-    let tail = delay_word(a.decode_delay_ms, a.decode_delay_us) + &shapes_word(a.reply_shapes.as_ref());
+    let tail =
+        delay_word(a.decode_delay_ms, a.decode_delay_us) + &shapes_word(a.reply_shapes.as_ref());
     format!(
         "rigaudit-engine start version={} commit={} model={} sha256={} name={} streams={} window={} window_source=\"{}\" n_ctx_train={} kv_cache={}MiB kv_type=f32 mem_left={}MiB threads={} simd={:?} sampling=temperature={},top_k={},top_p={} sampling_source={} draft={}{}",
         env!("CARGO_PKG_VERSION"),

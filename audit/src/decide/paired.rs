@@ -285,14 +285,20 @@ mod tests {
         }
         let mut s = Spending::for_units(16);
         assert_eq!(s.planned, 6);
-        assert!((s.next_share(false) - 0.1).abs() < 1e-12, "0.5 over 5 interim looks");
+        assert!(
+            (s.next_share(false) - 0.1).abs() < 1e-12,
+            "0.5 over 5 interim looks"
+        );
     }
 
     #[test]
     fn a_quartet_cancels_a_linear_drift() {
         // A B B A at times 0..3 with the machine 2 % slower each block and B 5 % faster.
         let speed = |t: f64| (1.0 - 0.02 * t) * 100.0;
-        let (a, b) = ([speed(0.0), speed(3.0)], [speed(1.0) * 1.05, speed(2.0) * 1.05]);
+        let (a, b) = (
+            [speed(0.0), speed(3.0)],
+            [speed(1.0) * 1.05, speed(2.0) * 1.05],
+        );
         let d = unit_change(a, b).unwrap();
         assert!((d.exp() - 1.05).abs() < 0.002, "{}", d.exp());
         assert_eq!(unit_change([1.0, 0.0], b), None);
@@ -303,7 +309,11 @@ mod tests {
         let trend: Vec<f64> = (0..10).map(|i| 0.01 * f64::from(i)).collect();
         assert!(lag1(&trend) > 0.3);
         let alternating: Vec<f64> = (0..10).map(|i| f64::from(i % 2)).collect();
-        assert_eq!(lag1(&alternating), 0.0, "a negative one is not used to narrow");
+        assert_eq!(
+            lag1(&alternating),
+            0.0,
+            "a negative one is not used to narrow"
+        );
         let s = unit_stats(&trend).unwrap();
         let plain = trend.iter().map(|x| (x - s.mean).powi(2)).sum::<f64>() / 9.0;
         assert!(s.var > plain * 1.5, "{} vs {plain}", s.var);
@@ -347,7 +357,10 @@ mod tests {
         assert!((floor.exp_m1() - 0.01).abs() < 1e-9);
         assert_eq!(resolved_band(&[], 16), None);
         let capped = resolved_band(&[0.25], 4).unwrap();
-        assert!((capped.exp_m1() - BAND_CAP_PCT / 100.0).abs() < 1e-9, "a wide spread is capped");
+        assert!(
+            (capped.exp_m1() - BAND_CAP_PCT / 100.0).abs() < 1e-9,
+            "a wide spread is capped"
+        );
     }
 
     /// A/A under the stopping rule, simulated: a row is called changed (p / share below 5 % and
