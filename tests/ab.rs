@@ -78,7 +78,14 @@ fn a_fake_engine_twenty_percent_slower_is_changed_worse_and_the_same_engine_is_n
     let bundle = fake_bundle(tmp.path(), "0.004");
     let flags = fake_engine_flags();
     let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let html = tmp.path().join("ab.html");
+    let markdown = tmp.path().join("ab.md");
+    let outputs = [
+        format!("html:{}", html.display()),
+        format!("markdown:{}", markdown.display()),
+    ];
     extra.extend(["--arg-b=--token-delay=0.005", "--budget", "3m"]);
+    extra.extend(["--output", &outputs[0], "--output", &outputs[1]]);
     let (slower, code) = ab(&bundle, &tmp.path().join("slower"), &extra);
     let decode = row(&slower, "decode");
     assert_eq!(decode["verdict"], "changed", "{decode}");
@@ -101,6 +108,18 @@ fn a_fake_engine_twenty_percent_slower_is_changed_worse_and_the_same_engine_is_n
     for q in sides.chunks(4) {
         assert!(q[0] == q[3] && q[1] == q[2] && q[0] != q[1], "{sides:?}");
     }
+    // HTML draws each quartet's change; Markdown speaks of A and B in words of change.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Paired changes, B over A, per quartet"),
+        "{page}"
+    );
+    assert!(
+        page.matches("<circle").count() >= 6,
+        "a dot a quartet and row"
+    );
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(md.contains("changed") && md.contains("decode"), "{md}");
     assert!(
         slower["setup_changes"]
             .to_string()
@@ -157,7 +176,7 @@ fn the_bundled_engine_with_a_decode_delay_is_slower_on_decode_and_not_on_prefill
             contract.to_str().unwrap(),
             "--no-quality",
             "--budget",
-            "4m",
+            "2m",
         ],
     );
     let decode = row(&r, "decode.prose");

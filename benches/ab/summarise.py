@@ -55,11 +55,15 @@ def summarise(kind, reports):
 
 def main():
     out = pathlib.Path(sys.argv[1])
+    # --rejudged: the reports audit/examples/ab_rejudge.rs wrote from the same blocks.
+    suffix = ".rejudged.json" if "--rejudged" in sys.argv[2:] else ".json"
     print("| comparison | runs | a row changed | decode changed worse | prefill changed | rate rows unchanged within ±5 % | rate rows unchanged (any band) | quartets (median) | decode change (mean) | quartet spread (median sd) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for kind, name in (("aa", "A/A"), ("ab", "A/B")):
         reports = []
         for p in sorted(out.glob(f"{kind}-*.json")):
+            if p.name.endswith(".rejudged.json") != (suffix == ".rejudged.json"):
+                continue
             try:
                 reports.append(json.loads(p.read_text()))
             except (ValueError, OSError):

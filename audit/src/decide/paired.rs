@@ -159,12 +159,31 @@ pub fn unit_stats(xs: &[f64]) -> Option<UnitStats> {
     })
 }
 
-/// The prior every row's unit variance is shrunk toward.
+/// The prior every row's unit variance is shrunk toward, fitted to the distinct rows only: a row
+/// whose changes repeat another's, or mirror them (`decode` is `decode.prose` when the contract
+/// has one prompt; a prompt's TTFT is its prefill rate turned over), is one variance, not two,
+/// and counting it twice would give the prior degrees of freedom it does not have (and pull a
+/// noisy row toward a quiet one's spread).
 pub fn prior_of(rows: &[&[f64]]) -> Moderated {
-    let (vars, dfs): (Vec<f64>, Vec<f64>) = rows
-        .iter()
-        .filter_map(|xs| unit_stats(xs).map(|s| (s.var, s.df)))
-        .unzip();
+    let mut seen: Vec<&[f64]> = Vec::new();
+    let mut vars = Vec::new();
+    let mut dfs = Vec::new();
+    for xs in rows {
+        let same = |o: &&[f64]| {
+            o.len() == xs.len()
+                && o.iter()
+                    .zip(xs.iter())
+                    .all(|(a, b)| (a.abs() - b.abs()).abs() < 1e-9)
+        };
+        if seen.iter().any(same) {
+            continue;
+        }
+        seen.push(xs);
+        if let Some(s) = unit_stats(xs) {
+            vars.push(s.var);
+            dfs.push(s.df);
+        }
+    }
     Moderated::fit(&vars, &dfs)
 }
 
@@ -322,10 +341,7 @@ mod tests {
 
     #[test]
     fn a_tight_series_inside_the_band_and_a_clear_slowdown_are_told_apart() {
-        let units_a: Vec<f64> = [0.004, -0.006, 0.002, -0.001, 0.003, -0.004]
-            .iter()
-            .copied()
-            .collect();
+        let units_a: Vec<f64> = [0.004, -0.006, 0.002, -0.001, 0.003, -0.004].to_vec();
         let e = evidence(FigureKind::Decode, &units_a, 0.03, 0.5, &Moderated::NONE);
         assert!(e.inside_band(), "{e:?}");
         let slower: Vec<f64> = units_a.iter().map(|x| x - 0.05).collect();
@@ -335,6 +351,20 @@ mod tests {
         let wide = evidence(FigureKind::Decode, &slower, 0.03, 0.05, &Moderated::NONE);
         assert!(wide.hi90 - wide.lo90 > e.hi90 - e.lo90);
         assert!(wide.p_zero.unwrap() > e.p_zero.unwrap());
+    }
+
+    #[test]
+    fn a_repeated_or_mirrored_row_counts_once_in_the_prior() {
+        let noisy = [0.05, -0.04, 0.03, -0.05];
+        let quiet = [0.002, -0.001, 0.001, -0.002];
+        let mirror: Vec<f64> = quiet.iter().map(|x| -x).collect();
+        // Two distinct rows: too few for a prior, so the noisy row keeps its own spread.
+        assert_eq!(
+            prior_of(&[&noisy, &noisy, &quiet, &mirror]),
+            Moderated::NONE
+        );
+        let third = [0.01, -0.02, 0.015, 0.0];
+        assert_ne!(prior_of(&[&noisy, &quiet, &third]), Moderated::NONE);
     }
 
     #[test]
