@@ -180,10 +180,14 @@ pub fn judge_look(blocks: &[Block], looks: &mut Looks, last: bool, rule: Multipl
     let prior = paired::prior_of(&refs);
     set_bands(&keys, &units, &prior, looks);
     let share = looks.spending.next_share(last);
+    // A row whose quartet changes are another's, number for number (`decode` is `decode.prose`
+    // when one prompt was asked), is one test under two names: it is judged once, so that Holm
+    // counts it once, and both names get the judgement.
+    let twin_of = |i: usize| (0..i).find(|&o| units[o].len() >= 2 && units[o] == units[i]);
     let (tested, evidence): (Vec<usize>, Vec<decide::Evidence>) = keys
         .iter()
         .enumerate()
-        .filter(|(i, _)| units[*i].len() >= 2)
+        .filter(|(i, _)| units[*i].len() >= 2 && twin_of(*i).is_none())
         .map(|(i, k)| {
             let kind = FigureKind::of_key(k).unwrap_or(FigureKind::Decode);
             let band = looks.bands.get(kind.name()).map_or(f64::INFINITY, |b| b.0);
@@ -196,10 +200,14 @@ pub fn judge_look(blocks: &[Block], looks: &mut Looks, last: bool, rule: Multipl
         .enumerate()
         .map(|(i, k)| untested_row(blocks, k, &units[i]))
         .collect();
-    for (i, j) in tested.into_iter().zip(judged) {
-        apply(&mut rows[i], &j, None);
+    let judged: BTreeMap<usize, decide::Judgement> = tested.into_iter().zip(judged).collect();
+    for i in 0..keys.len() {
+        let Some(j) = judged.get(&twin_of(i).unwrap_or(i)) else {
+            continue;
+        };
+        apply(&mut rows[i], j, None);
         rows[i] = crate::diff::as_change(rows[i].clone());
-        rows[i].why = why(&rows[i], &j, share);
+        rows[i].why = why(&rows[i], j, share);
     }
     for row in &mut rows {
         let first = looks.decided.get(&row.key).cloned();
@@ -417,6 +425,29 @@ mod tests {
         let t = l.rows.iter().find(|r| r.key == "ttft.128").unwrap();
         assert_eq!(t.verdict, ReplayVerdict::NotComparable);
         assert!(t.why.contains("0 complete quartets"), "{}", t.why);
+    }
+
+    #[test]
+    fn one_figure_under_two_names_is_one_test_in_holm() {
+        let blocks = session(6, 0.03);
+        let mut twinned = blocks.clone();
+        for b in &mut twinned {
+            let decode = b.figures["decode"];
+            b.figures.insert("decode.prose".into(), decode);
+        }
+        let look =
+            |bs: &[Block]| judge_look(bs, &mut Looks::new(6, Some(2.0)), true, Multiplicity::Holm);
+        let (alone, both) = (look(&blocks), look(&twinned));
+        let row = |l: &Looked, k: &str| l.rows.iter().find(|r| r.key == k).unwrap().clone();
+        assert!(row(&alone, "decode")
+            .why
+            .contains("after the looks and Holm"));
+        assert_eq!(row(&both, "decode").why, row(&alone, "decode").why);
+        assert_eq!(row(&both, "decode.prose").why, row(&alone, "decode").why);
+        assert_eq!(
+            row(&both, "prefill.128").why,
+            row(&alone, "prefill.128").why
+        );
     }
 
     #[test]

@@ -5,8 +5,11 @@
 # short contract of benches/ab/ (decode and prefill). Not a test: it needs the machine quiet for
 # about N x 2 x BUDGET. Prints the table of docs/statistics.md; every report is kept under OUT.
 #
-#     bash benches/ab/calibrate.sh [N=10] [BUDGET=3m] [DELAY_US=300] [OUT=target/ab-calibration]
+#     bash benches/ab/calibrate.sh [N=10] [BUDGET=3m] [DELAY_US=500] [OUT=target/ab-calibration]
 #
+# DELAY_US: at about 9.5 ms a token (the engine's decode on one thread here) 500 us is a 5 %
+# slowdown; the A/B rows report the change measured. FIRST (default 1) the first run's number and
+# KINDS (default "aa ab") which comparisons, to resume a calibration that was stopped.
 # RIGAUDIT (default target/debug/rigaudit, whose engine is built optimised) is the binary run;
 # THREADS (default 1) the engine's --threads on both sides (on a 2-core machine one core is left
 # to the measuring client and the load guard).
@@ -14,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-10}
 BUDGET=${2:-3m}
-DELAY_US=${3:-300}
+DELAY_US=${3:-500}
 OUT=${4:-target/ab-calibration}
 BIN=${RIGAUDIT:-target/debug/rigaudit}
 THREADS=${THREADS:-1}
@@ -22,8 +25,8 @@ mkdir -p "$OUT"
 common=(fixtures/runs/smollm2-cpu --contract benches/ab/short-contract.json --no-quality
     --budget "$BUDGET" --format json --quiet
     "--arg-a=--threads=$THREADS" "--arg-b=--threads=$THREADS")
-for i in $(seq 1 "$N"); do
-    for kind in aa ab; do
+for i in $(seq "${FIRST:-1}" "$N"); do
+    for kind in ${KINDS:-aa ab}; do
         extra=()
         [ "$kind" = ab ] && extra=("--arg-b=--decode-delay-us=$DELAY_US")
         rc=0

@@ -370,9 +370,10 @@ struct ServeArgs {
     /// prompt's prefill, so a replay can show what a slower decode looks like.
     #[arg(long, value_name = "N", default_value_t = 0)]
     decode_delay_ms: u64,
-    /// The same slowdown in microseconds, for a few-percent slowdown (at ~10 ms a token, 500 is
-    /// about 5 %): sleeps N µs in every decode step (at least N; the kernel's timer slack, about
-    /// 50 µs, can add to it). Not with --decode-delay-ms.
+    /// A few-percent slowdown in microseconds (at ~10 ms a token, 500 is about 5 %): busy-waits
+    /// N µs in every decode step, a fixed amount of work a token as a slower kernel adds (a sleep
+    /// costs what the scheduler's wake-up makes it: on a shared VM from nothing to twice N). Not
+    /// with --decode-delay-ms.
     #[arg(
         long,
         value_name = "N",
@@ -628,11 +629,15 @@ fn start_line(
     )
 }
 
-/// The decode step's deliberate sleep: `--decode-delay-ms` or `--decode-delay-us` (clap lets only
-/// one be given).
-fn decode_delay(a: &ServeArgs) -> std::time::Duration {
-    std::time::Duration::from_millis(a.decode_delay_ms)
-        + std::time::Duration::from_micros(a.decode_delay_us)
+/// The decode step's deliberate slowdown: `--decode-delay-ms` sleeps, `--decode-delay-us`
+/// busy-waits (clap lets only one be given).
+fn decode_delay(a: &ServeArgs) -> engine::DecodeDelay {
+    use std::time::Duration;
+    match (a.decode_delay_ms, a.decode_delay_us) {
+        (0, 0) => engine::DecodeDelay::None,
+        (0, us) => engine::DecodeDelay::Spin(Duration::from_micros(us)),
+        (ms, _) => engine::DecodeDelay::Sleep(Duration::from_millis(ms)),
+    }
 }
 
 /// The start line's word for `--decode-delay-ms` / `--decode-delay-us`, in the unit given: named
@@ -771,9 +776,12 @@ mod tests {
         assert_eq!(delay_word(12, 0), " decode_delay_ms=12");
         assert_eq!(delay_word(0, 480), " decode_delay_us=480");
         let us = serve_args(&["--decode-delay-us", "480"]);
-        assert_eq!(decode_delay(&us), std::time::Duration::from_micros(480));
+        let spin = engine::DecodeDelay::Spin(std::time::Duration::from_micros(480));
+        assert_eq!(decode_delay(&us), spin);
         let ms = serve_args(&["--decode-delay-ms", "3"]);
-        assert_eq!(decode_delay(&ms), std::time::Duration::from_millis(3));
+        let sleep = engine::DecodeDelay::Sleep(std::time::Duration::from_millis(3));
+        assert_eq!(decode_delay(&ms), sleep);
+        assert_eq!(decode_delay(&serve_args(&[])), engine::DecodeDelay::None);
         let both = ["e", "serve", "m", "--name", "m", "--decode-delay-ms", "1"];
         let both = both.iter().chain(&["--decode-delay-us", "5"]);
         assert!(Cli::try_parse_from(both).is_err(), "one unit at a time");

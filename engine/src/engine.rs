@@ -184,9 +184,47 @@ pub struct EngineConfig {
     pub draft: Draft,
     /// Max draft tokens per step per slot.
     pub draft_max: usize,
-    /// A deliberate slowdown (`serve --decode-delay-ms`): slept once in every step that runs
-    /// decode chunks, after its forward pass; zero: none.
-    pub decode_delay: Duration,
+    /// A deliberate slowdown (`serve --decode-delay-ms` / `--decode-delay-us`), taken once in
+    /// every step that runs decode chunks, after its forward pass.
+    pub decode_delay: DecodeDelay,
+}
+
+/// How a decode step is slowed on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DecodeDelay {
+    /// No slowdown.
+    #[default]
+    None,
+    /// Sleeps (`--decode-delay-ms`): a slow engine without a busy core; what a sleep costs
+    /// varies with the scheduler's wake-up (on a shared VM from nothing to twice the sleep).
+    Sleep(Duration),
+    /// Busy-waits on the step's thread (`--decode-delay-us`): a fixed amount of work a token, as
+    /// a slower kernel would add, so a few-percent slowdown is that few percent in every session.
+    Spin(Duration),
+}
+
+impl DecodeDelay {
+    /// The time it adds to a step.
+    pub fn duration(self) -> Duration {
+        match self {
+            DecodeDelay::None => Duration::ZERO,
+            DecodeDelay::Sleep(d) | DecodeDelay::Spin(d) => d,
+        }
+    }
+
+    /// Takes it: sleeps or busy-waits for its duration.
+    fn take(self) {
+        match self {
+            DecodeDelay::None => {}
+            DecodeDelay::Sleep(d) => std::thread::sleep(d),
+            DecodeDelay::Spin(d) => {
+                let start = std::time::Instant::now();
+                while start.elapsed() < d {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
 }
 
 struct Active {
@@ -574,7 +612,7 @@ impl Scheduler {
         let logits = self.model.run(&chunks);
         drop(chunks);
         if let Some(d) = decode_delay(&plan, self.cfg.decode_delay) {
-            std::thread::sleep(d);
+            d.take();
         }
         self.metrics.steps.fetch_add(1, Ordering::Relaxed);
         for (p, lg) in plan.into_iter().zip(logits) {
@@ -809,9 +847,9 @@ impl Scheduler {
 /// The sleep a step with chunks `plan` takes after its forward pass: `delay` when it is not zero
 /// and the step ran a decode chunk, else none (a prompt's chunks and the token sampled after
 /// them never wait).
-fn decode_delay(plan: &[Planned], delay: Duration) -> Option<Duration> {
+fn decode_delay(plan: &[Planned], delay: DecodeDelay) -> Option<DecodeDelay> {
     let decodes = plan.iter().any(|p| p.kind == ChunkKind::Decode);
-    (decodes && !delay.is_zero()).then_some(delay)
+    (decodes && !delay.duration().is_zero()).then_some(delay)
 }
 
 /// How far the decoded `text` can be sent while generation goes on: not past `emitted` while
@@ -871,22 +909,41 @@ mod tests {
     }
 
     #[test]
-    fn the_decode_delay_is_slept_only_in_steps_that_decode() {
-        let ms = Duration::from_millis(7);
+    fn the_decode_delay_is_taken_only_in_steps_that_decode() {
+        let ms = DecodeDelay::Sleep(Duration::from_millis(7));
         let (mid, last, dec) = (
             ChunkKind::PrefillMid,
             ChunkKind::PrefillLast,
             ChunkKind::Decode,
         );
-        // A prompt's chunks, its last (the first token sampled after it): no sleep.
+        // A prompt's chunks, its last (the first token sampled after it): no delay.
         assert_eq!(decode_delay(&[planned(mid)], ms), None);
         assert_eq!(decode_delay(&[planned(last), planned(mid)], ms), None);
         assert_eq!(decode_delay(&[], ms), None);
-        // Decode chunks, alone or beside another slot's prompt: one sleep for the step.
+        // Decode chunks, alone or beside another slot's prompt: one delay for the step.
         assert_eq!(decode_delay(&[planned(dec), planned(dec)], ms), Some(ms));
         assert_eq!(decode_delay(&[planned(dec), planned(last)], ms), Some(ms));
         // No delay asked: never.
-        assert_eq!(decode_delay(&[planned(dec)], Duration::ZERO), None);
+        assert_eq!(decode_delay(&[planned(dec)], DecodeDelay::None), None);
+        let zero = DecodeDelay::Spin(Duration::ZERO);
+        assert_eq!(decode_delay(&[planned(dec)], zero), None);
+    }
+
+    #[test]
+    fn a_spun_delay_is_work_on_this_thread_for_at_least_its_duration() {
+        let d = Duration::from_millis(20);
+        let (wall, cpu) = (std::time::Instant::now(), thread_cpu());
+        DecodeDelay::Spin(d).take();
+        assert!(wall.elapsed() >= d);
+        // A sleep would leave the thread's CPU time near zero; a spin spends it.
+        assert!(thread_cpu() - cpu >= d / 2, "{:?}", thread_cpu() - cpu);
+    }
+
+    /// This thread's time on a CPU (Linux's schedstat, in ns).
+    fn thread_cpu() -> Duration {
+        let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        let ns: u64 = stat.split_whitespace().next().unwrap().parse().unwrap();
+        Duration::from_nanos(ns)
     }
 
     #[test]
