@@ -171,12 +171,12 @@ fn the_bundled_engine_with_a_decode_delay_is_slower_on_decode_and_not_on_prefill
         &bundle,
         &tmp.path().join("delay"),
         &[
-            "--arg-b=--decode-delay-us=4000",
+            "--arg-b=--decode-delay-us=8000",
             "--contract",
             contract.to_str().unwrap(),
             "--no-quality",
             "--budget",
-            "2m",
+            "150s",
         ],
     );
     let decode = row(&r, "decode.prose");
@@ -190,7 +190,7 @@ fn the_bundled_engine_with_a_decode_delay_is_slower_on_decode_and_not_on_prefill
     let session = r["findings"].to_string();
     assert!(session.contains("ab.session"), "{session}");
     assert!(
-        session.contains("--decode-delay-us 4000"),
+        session.contains("--decode-delay-us 8000"),
         "side B's command: {session}"
     );
 }

@@ -201,13 +201,13 @@ pub fn judge_look(blocks: &[Block], looks: &mut Looks, last: bool, rule: Multipl
         .map(|(i, k)| untested_row(blocks, k, &units[i]))
         .collect();
     let judged: BTreeMap<usize, decide::Judgement> = tested.into_iter().zip(judged).collect();
-    for i in 0..keys.len() {
+    for (i, row) in rows.iter_mut().enumerate() {
         let Some(j) = judged.get(&twin_of(i).unwrap_or(i)) else {
             continue;
         };
-        apply(&mut rows[i], j, None);
-        rows[i] = crate::diff::as_change(rows[i].clone());
-        rows[i].why = why(&rows[i], j, share);
+        apply(row, j, None);
+        *row = crate::diff::as_change(row.clone());
+        row.why = why(row, j, share);
     }
     for row in &mut rows {
         let first = looks.decided.get(&row.key).cloned();
