@@ -183,11 +183,13 @@ pub fn judge_look(blocks: &[Block], looks: &mut Looks, last: bool, rule: Multipl
     // A row whose quartet changes are another's, number for number (`decode` is `decode.prose`
     // when one prompt was asked), is one test under two names: it is judged once, so that Holm
     // counts it once, and both names get the judgement.
-    let twin_of = |i: usize| (0..i).find(|&o| units[o].len() >= 2 && units[o] == units[i]);
+    let twin_of: Vec<Option<usize>> = (0..keys.len())
+        .map(|i| (0..i).find(|&o| units[o].len() >= 2 && units[o] == units[i]))
+        .collect();
     let (tested, evidence): (Vec<usize>, Vec<decide::Evidence>) = keys
         .iter()
         .enumerate()
-        .filter(|(i, _)| units[*i].len() >= 2 && twin_of(*i).is_none())
+        .filter(|(i, _)| units[*i].len() >= 2 && twin_of[*i].is_none())
         .map(|(i, k)| {
             let kind = FigureKind::of_key(k).unwrap_or(FigureKind::Decode);
             let band = looks.bands.get(kind.name()).map_or(f64::INFINITY, |b| b.0);
@@ -202,7 +204,7 @@ pub fn judge_look(blocks: &[Block], looks: &mut Looks, last: bool, rule: Multipl
         .collect();
     let judged: BTreeMap<usize, decide::Judgement> = tested.into_iter().zip(judged).collect();
     for (i, row) in rows.iter_mut().enumerate() {
-        let Some(j) = judged.get(&twin_of(i).unwrap_or(i)) else {
+        let Some(j) = judged.get(&twin_of[i].unwrap_or(i)) else {
             continue;
         };
         apply(row, j, None);
