@@ -7,7 +7,8 @@ use crate::fatal::{fatal, Fatal};
 use crate::policy::Loaded;
 use crate::subject::{Other, Subject};
 use crate::{
-    ab, audit, diff, download, import, input, measure, noise, output, rehash, replay, tree, verify,
+    ab, audit, diff, download, import, input, loaded, measure, noise, output, rehash, replay, tree,
+    verify,
 };
 use output::intoto::{self, SignKey};
 use output::Format;
@@ -80,6 +81,17 @@ impl Gate {
         for (format, path) in files {
             let text = rendered(&report, format, (plain, &places), key.as_ref());
             output::write_atomic(&path, text.as_bytes())?;
+            // What ran, as a statement of its own beside the test result (signed alike).
+            let loaded = (format == Format::Intoto)
+                .then(|| intoto::render_loaded(&report))
+                .flatten();
+            if let Some(statement) = loaded {
+                let text = match key.as_ref() {
+                    Some(k) => intoto::envelope(&statement, k),
+                    None => statement,
+                };
+                output::write_atomic(&intoto::loaded_path(&path), text.as_bytes())?;
+            }
         }
         if out.format == Format::Github {
             if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
@@ -277,7 +289,21 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
     if let Some(p) = &gate.policy {
         p.tune_boxes(&mut args.ssh);
     }
-    gate.emit(rehash::run(&args, gate.fail_on())?, None)
+    let running = loaded::running_targets(&args.running)?;
+    let (id, mut found, (card_file, card)) = rehash::stage_with_card(&args)?;
+    if !running.is_empty() {
+        let targets = running
+            .into_iter()
+            .map(|(rank, pid)| loaded::Target {
+                rank,
+                box_name: replay::remote::box_of(&card, rank)
+                    .unwrap_or_else(|| format!("rank {rank}")),
+                pid: Ok(pid),
+            })
+            .collect();
+        found.merge(loaded::running(&card, &card_file, targets));
+    }
+    gate.emit(Report::new("rehash", &id, gate.fail_on(), found), None)
 }
 
 /// `audit`: verify, rehash, replay (unless `--no-replay`), with the policy's decision rule and boxes.

@@ -31,6 +31,7 @@ mod input;
 mod interrupt;
 #[cfg(test)]
 mod layers;
+mod loaded;
 mod measure;
 mod noise;
 mod output;

@@ -9,7 +9,7 @@
 mod common;
 
 use common::assert_has;
-use common::{sha_file, sha_hex as sha};
+use common::{real_nccl, sha_file, sha_hex as sha};
 use serde_json::{json, Value};
 use std::fs;
 use std::io::Write;
@@ -497,37 +497,6 @@ fn bad_arguments_exit_2_with_a_message() {
 }
 
 // --- NCCL, with the real library -------------------------------------------------------------
-
-/// The real libnccl.so.2, or `None` (skip) when it is absent outside CI.
-fn real_nccl() -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("RIGAUDIT_NCCL_LIB") {
-        candidates.push(PathBuf::from(p));
-    }
-    let cache = std::env::var_os("RIGAUDIT_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/rigaudit")));
-    if let Some(c) = cache {
-        if let Ok(rd) = fs::read_dir(c.join("nccl")) {
-            let mut v: Vec<PathBuf> = rd
-                .flatten()
-                .map(|e| e.path().join("libnccl.so.2"))
-                .collect();
-            v.sort();
-            candidates.extend(v.into_iter().rev());
-        }
-    }
-    if let Some(p) = candidates.into_iter().find(|p| p.is_file()) {
-        return Some(p);
-    }
-    let why =
-        "the real NCCL library is absent: run scripts/fetch-nccl.sh (or set RIGAUDIT_NCCL_LIB)";
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("note: skipping an NCCL test: {why}");
-    None
-}
 
 /// The version and digest the real library has (from the wheel: 2.32.3 = 23203).
 const REAL_VERSION: &str = "2.32.3";

@@ -155,6 +155,17 @@ fn mid_run_fault(mode: &str, after: &str, says: &str) {
     let v = common::verify(&b);
     assert_ne!(v.code, 2, "{}", v.stdout);
     assert!(s.leftovers().is_empty(), "left behind: {:?}", s.leftovers());
+    // What the server mapped was read once it was ready; a rank gone before the end read is said.
+    let report = run.json();
+    assert_eq!(report["loaded"][0]["read_at"][0], "ready", "{report:#}");
+    if mode == "exit-mid-stream" {
+        let gone = run.findings("loaded.not-read");
+        assert!(
+            gone.iter()
+                .any(|f| f["message"].as_str().unwrap().contains("had exited")),
+            "{gone:#?}"
+        );
+    }
 }
 
 #[test]
@@ -385,5 +396,73 @@ fn runs_auto_adds_runs_where_the_spread_needs_them_within_the_budget() {
     assert_eq!(row["n_replayed"], 16, "{row}");
     assert_has(&note, "stopped by the budget");
     assert_has(&note, "decode.code 16 (budget: about ");
+    assert!(s.leftovers().is_empty());
+}
+
+/// The seed page's one deviation, replayed: the card records NCCL 2.30.7 (another file's digest)
+/// and the rank's LD_LIBRARY_PATH puts the PyPI wheel's NCCL 2.32.3 in front, which the server
+/// (the fake engine with `--load-library libnccl.so.2`, dlopen by name as engines do) loads. The
+/// inventory lists that library hashed with its version; `loaded.nccl` names both files and the
+/// variable; the statement of what ran is written beside the in-toto attestation.
+#[test]
+fn a_swapped_nccl_is_named_with_the_variable_that_put_it_there() {
+    let Some(lib) = common::real_nccl() else {
+        return;
+    };
+    let s = Setup::new();
+    let b = s.tmp.path().join("swapped");
+    let mut card = fake_engine_card(
+        &s.script,
+        &["--load-library", "libnccl.so.2"],
+        json!({"LD_LIBRARY_PATH": "<nccl folder>"}),
+    );
+    card["nccl"] = json!({"version": "2.30.7", "file": "libnccl.so.2.30.7",
+        "per_box": [{"box": "local", "sha256": "fc7ea66300000000000000000000000000000000000000000000000000000000"}]});
+    write_bundle(&b, ("fake-swapped", "fake"), &card, &decode_contract(2, 8));
+    let folder = lib.parent().unwrap().canonicalize().unwrap();
+    let attestation = s.tmp.path().join("replay.intoto.json");
+    let (run, _) = s.replay(
+        &b,
+        "swapped-out",
+        &[&format!("nccl folder={}", folder.display())],
+        &["--output", attestation.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let report = run.json();
+    let rank = &report["loaded"][0];
+    assert_eq!(rank["read_at"], json!(["ready", "end"]), "{rank:#}");
+    let objects = rank["objects"].as_array().unwrap();
+    let nccl = objects
+        .iter()
+        .find(|o| o["path"].as_str().unwrap().ends_with("/libnccl.so.2"))
+        .unwrap_or_else(|| panic!("no libnccl in {objects:#?}"));
+    assert_eq!(nccl["sha256"], common::sha_file(&lib));
+    assert_eq!(nccl["version"], "NCCL 2.32.3");
+    assert!(objects
+        .iter()
+        .any(|o| o["role"] == "executable" && o["sha256"].is_string()));
+    let found = run.findings("loaded.nccl");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let m = found[0]["message"].as_str().unwrap();
+    for part in [
+        format!("{}/libnccl.so.2", folder.display()),
+        "NCCL 2.32.3".into(),
+        "libnccl.so.2.30.7".into(),
+        format!("LD_LIBRARY_PATH={}", folder.display()),
+    ] {
+        assert!(m.contains(&part), "{part} not in {m}");
+    }
+    let statement: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.tmp.path().join("replay.loaded.intoto.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        statement["predicateType"],
+        "https://rigaudit.dev/attestation/loaded/v0.1"
+    );
+    let subject = statement["subject"].as_array().unwrap();
+    assert!(subject
+        .iter()
+        .any(|x| x["digest"]["sha256"] == common::sha_file(&lib)));
     assert!(s.leftovers().is_empty());
 }

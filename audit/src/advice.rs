@@ -359,6 +359,37 @@ pub const ALL: &[Advice] = &[
         "give rehash the artifact: --root DIR where it lies, or --file NAME=PATH (NAME: package, binary, nccl, checkpoint)",
         "rehash --root /opt finds no libnccl.so.2; passes: rehash BUNDLE --root /opt --file nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2",
     ),
+    // loaded
+    a(
+        "loaded.engine-binary",
+        "run the card's engine binary (the file whose sha256 the card records), or record the binary that ran with its sha256",
+        "the card records bin/llama-server sha256 3f1a…, rank 0 ran /usr/local/bin/llama-server sha256 9c0e…; passes: the release's own binary launched, or the card updated to the binary that ran",
+    ),
+    a(
+        "loaded.nccl",
+        "make each rank load the NCCL library the card records (its folder first on LD_LIBRARY_PATH, or RIGAUDIT_NCCL set to it), or record the library that loaded, with its version and sha256 per box",
+        "the card records NCCL 2.30.7 (sha256 5d2e…) and rank 0 mapped /opt/other/lib/libnccl.so.2 (NCCL 2.32.3), put there by LD_LIBRARY_PATH=/opt/other/lib; passes: the recorded library mapped",
+    ),
+    a(
+        "loaded.checkpoint",
+        "serve the checkpoint files the card records (fetch them at the pinned revision and check their digests), or record the files that were served",
+        "the card records model.gguf sha256 b179…, rank 0 mapped /data/model.gguf sha256 77aa…; passes: the recorded file served",
+    ),
+    a(
+        "loaded.ranks-differ",
+        "install the same engine build and libraries on every box (one image, one package), so that every rank maps the same files",
+        "rank 0 mapped libnccl.so.2 sha256 5d2e…, rank 1 libnccl.so.2 sha256 0b7c…; passes: one NCCL on both boxes",
+    ),
+    a(
+        "loaded.unrecorded",
+        "nothing is wrong in itself: record on the card what the page wants a replay to check (the engine binary, NCCL, the CUDA runtime), with sha256; the report's inventory lists every mapped file with its digest",
+        "rank 0: 31 of 33 executables and libraries it mapped are not recorded on the card: /usr/lib/x86_64-linux-gnu/libc.so.6 (deb libc6 2.36-9), ...",
+    ),
+    a(
+        "loaded.not-read",
+        "keep the server running until rigaudit has read it (no exit after the last request); run it as the same user as rigaudit; do not replace files of a running server",
+        "rank 1 on this machine: exited before it was read at the end; passes: the rank still running when the last request is answered",
+    ),
     // replay
     a(
         "replay.drifted",

@@ -11,7 +11,7 @@
 //!   result's figures recomputed from its records), and [`catalogue`] (its version);
 //! - [`bundle`]: the parsed bundle;
 //! - the check families, each with its table of rows: [`schema`], [`quality`], [`speed`],
-//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`replay`], [`diff`], [`noise`], [`imported`],
+//!   [`setup`], [`fit`], [`claims`], [`rehash`], [`loaded`], [`replay`], [`diff`], [`noise`], [`imported`],
 //!   [`coverage`]
 //!   (the finding of an incomplete report, which the report model adds); the rows
 //!   that read across a bundle's files sit in their families' tables, their functions in
@@ -32,6 +32,7 @@ pub mod figures;
 pub mod fit;
 pub mod headline;
 pub mod imported;
+pub mod loaded;
 pub mod noise;
 pub mod policy;
 pub mod quality;

@@ -96,6 +96,8 @@ pub struct Findings {
     pub findings: Vec<Finding>,
     /// A recorded bundle's figures beside its replay's.
     pub comparisons: Vec<Comparison>,
+    /// What each replayed or running server mapped, per rank (`loaded.*` judges it).
+    pub loaded: Vec<crate::records::LoadedRank>,
     /// Why the job could not be done (nothing could be checked, a stage could not run), when so:
     /// the report is then incomplete whatever it found.
     pub incomplete: Option<String>,
@@ -182,6 +184,7 @@ impl Findings {
         self.recomputed.extend(other.recomputed);
         self.findings.extend(other.findings);
         self.comparisons.extend(other.comparisons);
+        self.loaded.extend(other.loaded);
         if self.incomplete.is_none() {
             self.incomplete = other.incomplete;
         }
@@ -302,6 +305,11 @@ pub struct Report {
     /// The raw files whose sha256 matched the manifest in full (verify, audit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
+    /// What each replayed or running server mapped, per rank: the executable and every
+    /// file-backed mapping of it and its children, hashed (`replay`, `audit`, `rehash
+    /// --running`; absent when nothing was read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded: Vec<crate::records::LoadedRank>,
     /// The policy applied, if any: its file and the findings it ignored, with its reasons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Applied>,
@@ -494,6 +502,7 @@ impl Report {
             findings,
             comparisons,
             incomplete,
+            loaded,
             ..
         } = found;
         let failed = fail_on.is_some_and(|t| findings.iter().any(|f| f.severity >= t));
@@ -539,6 +548,7 @@ impl Report {
             rules_version: String::new(),
             policy: None,
             artifacts: Vec::new(),
+            loaded,
             setup_changes: Vec::new(),
             decision_rule: Vec::new(),
             noise: Vec::new(),

@@ -9,7 +9,7 @@
 use crate::bundle::Run;
 use crate::check::{about, About, Check, Stage};
 use crate::{
-    ab, claims, coverage, diff, fit, noise, quality, rehash, replay, schema, setup, speed,
+    ab, claims, coverage, diff, fit, loaded, noise, quality, rehash, replay, schema, setup, speed,
 };
 
 /// The bundle families `verify` runs over the whole bundle, in the order it runs them (after
@@ -43,7 +43,7 @@ pub const ACROSS_FILES: &[Check<Run>] = &[
 ];
 
 /// Every check rigaudit knows, in catalogue order: schema, quality, speed, setup, fit, claims,
-/// consistency, rehash, replay, diff, noise, imported, coverage.
+/// consistency, rehash, loaded, replay, diff, ab, noise, imported, coverage.
 pub fn all() -> Vec<About> {
     let mut v: Vec<About> = about(schema::CHECKS).collect();
     v.extend(about(quality::CHECKS));
@@ -51,6 +51,7 @@ pub fn all() -> Vec<About> {
         v.extend(about(t));
     }
     v.extend(about(rehash::CHECKS));
+    v.extend(about(loaded::CHECKS));
     v.extend(about(replay::CHECKS));
     v.extend(about(diff::CHECKS));
     v.extend(about(ab::CHECKS));
@@ -89,6 +90,7 @@ pub fn families() -> Vec<(&'static str, Vec<About>)> {
         ("fit", of(&[fit::CHECKS, fit::ACROSS_FILES])),
         ("claims", of(&[claims::CHECKS, claims::ACROSS_FILES])),
         ("rehash", about(rehash::CHECKS).collect()),
+        ("loaded", about(loaded::CHECKS).collect()),
         ("replay", about(replay::CHECKS).collect()),
         ("diff", about(diff::CHECKS).collect()),
         ("ab", about(ab::CHECKS).collect()),
@@ -138,6 +140,10 @@ pub const FAMILY_TEXT: &[Family] = &[
     Family {
         prefix: "rehash",
         reads: "the artifacts the card records (package, binary, NCCL, checkpoint) and the bundle's raw files, hashed",
+    },
+    Family {
+        prefix: "loaded",
+        reads: "what each replayed or running server mapped (its executable and every file-backed mapping of it and its children, hashed), against the card",
     },
     Family {
         prefix: "replay",

@@ -372,10 +372,11 @@ const ROW_TESTS: &[&str] = &[
     include_str!("claims_tests.rs"),
 ];
 
-/// The unit tests of the stage families' rows (`rehash.`, `replay.`, `diff.`, `noise.`): the test
+/// The unit tests of the stage families' rows (`rehash.`, `replay.`, `diff.`, `noise.`) and of
+/// `loaded.`: the test
 /// module of the file that holds the rows (what follows its `#[cfg(test)]`), or a file of their
 /// tests.
-fn stage_row_tests() -> [&'static str; 5] {
+fn stage_row_tests() -> [&'static str; 6] {
     let tests_of = |file: &'static str| file.split_once("#[cfg(test)]").map_or("", |(_, t)| t);
     [
         tests_of(include_str!("replay/mod.rs")),
@@ -383,6 +384,7 @@ fn stage_row_tests() -> [&'static str; 5] {
         include_str!("replay/failed_tests.rs"),
         include_str!("diff_tests.rs"),
         include_str!("noise_tests.rs"),
+        include_str!("loaded_tests.rs"),
     ]
 }
 
@@ -393,7 +395,7 @@ const REPORTED_BY_THE_CLI: &[&str] = &["replay.not-run", "replay.note"];
 #[test]
 fn every_row_of_the_stage_families_has_a_unit_test() {
     let ids = crate::table::all().into_iter().map(|c| c.id);
-    let families = ["rehash.", "replay.", "diff.", "noise."];
+    let families = ["rehash.", "replay.", "diff.", "noise.", "loaded."];
     let staged: Vec<&str> = ids
         .filter(|id| families.iter().any(|f| id.starts_with(f)))
         .filter(|id| !REPORTED_BY_THE_CLI.contains(id))

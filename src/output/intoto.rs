@@ -78,6 +78,58 @@ pub fn render(r: &Report) -> String {
     s
 }
 
+/// The predicate type of the inventory statement: what each rank's server mapped.
+pub const LOADED_PREDICATE: &str = "https://rigaudit.dev/attestation/loaded/v0.1";
+
+/// The inventory of what ran (`Report::loaded`) as an in-toto Statement of its own: as subject
+/// every file a rank mapped that was hashed (its path and sha256, once), as predicate each rank's
+/// box, host, read times, loader variables and files with what they say of themselves, and what
+/// could not be read. `None` when the report read no server.
+pub fn render_loaded(r: &Report) -> Option<String> {
+    if r.loaded.is_empty() {
+        return None;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let subject: Vec<Value> = r
+        .loaded
+        .iter()
+        .flat_map(|rank| rank.objects.iter())
+        .filter_map(|o| Some((o.path.as_str(), o.sha256.as_deref()?)))
+        .filter(|pair| seen.insert(*pair))
+        .map(|(path, d)| json!({"name": path, "digest": {"sha256": d}}))
+        .collect();
+    let statement = json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": subject,
+        "predicateType": LOADED_PREDICATE,
+        "predicate": {
+            "command": r.command,
+            "bundle": r.bundle,
+            "tool": format!("pkg:cargo/rigaudit@{}", env!("CARGO_PKG_VERSION")),
+            "rules": r.rules_version,
+            "ranks": r.loaded,
+        }
+    });
+    let mut s = super::escape::json(&serde_json::to_string_pretty(&statement).unwrap_or_default());
+    s.push('\n');
+    Some(s)
+}
+
+/// Where the inventory statement goes beside an in-toto file: `X.intoto.json` ->
+/// `X.loaded.intoto.json` (any other name gets `.loaded.intoto.json` after it).
+pub fn loaded_path(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".intoto.jsonl")
+        .or_else(|| name.strip_suffix(".intoto.json"))
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(&name);
+    path.with_file_name(format!("{stem}.loaded.intoto.json"))
+}
+
 /// An ed25519 key to sign attestations with, and its keyid.
 pub struct SignKey {
     key: ed25519_dalek::SigningKey,

@@ -253,6 +253,39 @@ fn comparisons(p: &mut Page, r: &Report) {
     rule_list(p, r);
 }
 
+/// What each rank's server mapped: the rank's line and loader variables, then its executables,
+/// NCCL and files not surely hashed open, every other file folded.
+fn loaded(p: &mut Page, r: &Report) {
+    use super::loaded::{loader_line, object_note, rank_line, role, short_digest, shown_short};
+    if r.loaded.is_empty() {
+        return;
+    }
+    p.line("\n### What ran");
+    let head = "| role | sha256 | path | what the file says |\n|---|---|---|---|";
+    for rank in &r.loaded {
+        p.line(&format!("\n{}", markdown_text(&rank_line(rank))));
+        if let Some(line) = loader_line(rank) {
+            p.line(&format!("\n{}", markdown_text(&line)));
+        }
+        for why in &rank.not_read {
+            p.line(&format!("\n- not read: {}", markdown_text(why)));
+        }
+        let row = |o: &&rigaudit_audit::records::LoadedObject| {
+            format!(
+                "| {} | {} | {} | {} |",
+                role(o),
+                code(&short_digest(o)),
+                code(&o.path),
+                cell(&object_note(o))
+            )
+        };
+        let (open, rest): (Vec<_>, Vec<_>) = rank.objects.iter().partition(|o| shown_short(o));
+        p.table(None, head, open.iter().map(row).collect());
+        let folded = format!("every other file mapped ({})", rest.len());
+        p.table(Some(folded), head, rest.iter().map(row).collect());
+    }
+}
+
 /// The recomputed figures: those that do not match open, the others folded.
 fn recomputed(p: &mut Page, r: &Report) {
     p.line("\n### Recomputed figures");
@@ -285,6 +318,7 @@ pub fn render(r: &Report) -> String {
     } else if !r.recomputed.is_empty() {
         recomputed(&mut p, r);
     }
+    loaded(&mut p, r);
     if p.left_out > 0 {
         let n = p.left_out;
         p.line(&format!(

@@ -7,6 +7,7 @@ pub mod intoto;
 pub mod json;
 pub mod junit;
 pub mod lines;
+pub mod loaded;
 pub mod markdown;
 pub mod place;
 pub mod sarif;

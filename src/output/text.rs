@@ -71,6 +71,7 @@ pub fn render(r: &Report, style: Style) -> String {
     setup_section(&mut o, r);
     comparisons_section(&mut o, r);
     noise_section(&mut o, r);
+    loaded_section(&mut o, r, style.verbose);
     fit(&o, WIDTH)
 }
 
@@ -459,6 +460,52 @@ fn setup_section(o: &mut String, r: &Report) {
             safe(&c.b),
             safe(&c.places())
         );
+    }
+}
+
+/// What each rank's server mapped: per rank its line, its loader variables, and its files
+/// (executables, NCCL and what could not surely be hashed; every file with `--verbose`).
+fn loaded_section(o: &mut String, r: &Report, verbose: bool) {
+    use super::loaded::{loader_line, object_note, rank_line, role, short_digest, shown_short};
+    if r.loaded.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nwhat ran (role / sha256 / path / what the file says)");
+    for rank in &r.loaded {
+        let _ = writeln!(o, "  {}", safe(&rank_line(rank)));
+        if let Some(line) = loader_line(rank) {
+            let _ = writeln!(o, "    {}", safe(&line));
+        }
+        for why in &rank.not_read {
+            let _ = writeln!(o, "    not read: {}", safe(why));
+        }
+        let shown: Vec<_> = rank
+            .objects
+            .iter()
+            .filter(|x| verbose || shown_short(x))
+            .collect();
+        for x in &shown {
+            let note = object_note(x);
+            let _ = writeln!(
+                o,
+                "    {:<10} {:<16} {}{}",
+                role(x),
+                short_digest(x),
+                safe(&x.path),
+                if note.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", safe(&note))
+                }
+            );
+        }
+        let rest = rank.objects.len() - shown.len();
+        if rest > 0 {
+            let _ = writeln!(
+                o,
+                "    and {rest} more libraries and files, each hashed (--verbose lists them; the JSON report has each with its sha256)"
+            );
+        }
     }
 }
 

@@ -24,7 +24,7 @@ use rigaudit_audit::rehash::{
     MissingFile, NcclSeen, NcclVersion, RevisionFileSeen,
 };
 use rigaudit_audit::schema::safe_path;
-use rigaudit_audit::{Findings, Report, Severity};
+use rigaudit_audit::Findings;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -69,6 +69,11 @@ pub struct Args {
     /// box's node, in steps of one allocation (see `rehash/reach.rs`).
     #[command(flatten)]
     pub slurm: crate::slurm::SlurmArgs,
+    /// A server someone already runs on this machine, as `[RANK=]PID` (rank 0, 1, ... in the
+    /// order given when no rank is named): what it and its children mapped is read now, each file
+    /// hashed, and judged against the card (`loaded.*`), with no replay. Repeatable.
+    #[arg(long = "running", value_name = "[RANK=]PID")]
+    pub running: Vec<String>,
 }
 
 /// What an artifact named with `--file` is.
@@ -356,17 +361,18 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
     )
 }
 
-/// Runs `rigaudit rehash`. `Err` when the bundle or an option cannot be used at all (exit 2).
-pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let (id, found) = stage(args)?;
-    Ok(Report::new("rehash", &id, fail_on, found))
-}
-
 /// The rehash stage, a pipeline: plan jobs -> hash -> collate -> ask NCCL -> write manifest ->
 /// check. Returns the bundle's id and what comparing the card's digests with the files found gave.
 pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
+    stage_with_card(args).map(|(id, found, _)| (id, found))
+}
+
+/// [`stage`], with the card it read (its file in the bundle and its records) for the stages that
+/// judge against it after (`rehash --running`).
+pub fn stage_with_card(args: &Args) -> Result<(String, Findings, (String, Card)), Fatal> {
     let opened = bundle::open(&args.bundle)?;
     let (card_file, card, start_nccl) = read_card(&opened)?;
+    let card_of = (card_file.clone(), card.clone());
     let m = Measured {
         card_file,
         start_line_nccl: start_nccl,
@@ -379,7 +385,7 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     plan.m.bundle_files = bundle_files_seen(&opened, std::mem::take(&mut plan.bundle_digests));
     write_manifest(args, &plan.m)?;
     let found = rigaudit_audit::rehash::findings(&card, &plan.m);
-    Ok((opened.manifest.id.clone(), found))
+    Ok((opened.manifest.id.clone(), found, card_of))
 }
 
 /// What the rehash will hash, and what it learnt while planning.

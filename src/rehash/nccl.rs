@@ -216,9 +216,13 @@ fn query_in_child(path: &Path) -> Result<i64, String> {
 
 /// The version an NCCL library's text names (`NCCL version 2.30.7+cuda13.3`), read as a stream.
 pub fn version_in_text(path: &Path) -> io::Result<Option<String>> {
+    version_in_reader(&mut std::fs::File::open(path)?)
+}
+
+/// [`version_in_text`] of an open file (or any stream), read from where it stands.
+pub fn version_in_reader(f: &mut dyn Read) -> io::Result<Option<String>> {
     let re = regex::bytes::Regex::new(r"NCCL version ([0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3})[+ ]")
         .map_err(io::Error::other)?;
-    let mut f = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 4 << 20];
     let mut keep = 0usize;
     loop {

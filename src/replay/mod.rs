@@ -27,7 +27,7 @@ use crate::fatal::{fatal, At, Fatal};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
 use rigaudit_audit::decide::DecisionRule;
-use rigaudit_audit::records::FileKind;
+use rigaudit_audit::records::{FileKind, LoadedRank};
 use rigaudit_audit::replay::{self, Tolerance};
 use rigaudit_audit::{Findings, Severity};
 use std::collections::BTreeMap;
@@ -131,12 +131,15 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// Starts the ranks, measures into `out`, stops every rank (also when measuring fails).
+    /// Starts the ranks, measures into `out`, stops every rank (also when measuring fails). With
+    /// `loaded`, what each rank's server mapped is read once it is ready and again after the last
+    /// request, and hashed after every rank has stopped ([`crate::loaded`]).
     fn run(
         &self,
         out: &Path,
         logs: &Path,
         notes: &mut Vec<String>,
+        loaded: Option<&mut Vec<LoadedRank>>,
     ) -> Result<measure::Measured, Fatal> {
         let running = launch::start_ranks(
             self.launches,
@@ -149,6 +152,12 @@ impl Session<'_> {
         )?;
         let start_lines = running.start_lines(self.rank0);
         let server_pids = running.pids();
+        let mut inventory = loaded
+            .is_some()
+            .then(|| crate::loaded::Inventory::new(self.inventory_targets(&server_pids)));
+        if let Some(inv) = inventory.as_mut() {
+            inv.read("ready");
+        }
         notes.extend(running.notes().iter().cloned());
         let running = Arc::new(Mutex::new(running));
         let watch = Arc::clone(&running);
@@ -177,12 +186,48 @@ impl Session<'_> {
             gpu: self.gpu_choice(notes),
         };
         let measured = measure::measure(&plan);
+        if let Some(inv) = inventory.as_mut() {
+            inv.read("end");
+        }
         // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).
         notes.extend(slurm::term_steps(self.launchers));
         // Stop every rank before anything else can fail.
         let stop_notes = running.lock().unwrap_or_else(|p| p.into_inner()).stop();
         notes.extend(stop_notes);
+        if let (Some(inv), Some(loaded)) = (inventory, loaded) {
+            *loaded = inv.finish();
+        }
         measured
+    }
+
+    /// The ranks whose mappings are read: a rank here by its server's pid; one on another machine
+    /// (ssh, Slurm) is listed with why it is not read.
+    fn inventory_targets(&self, pids: &[u32]) -> Vec<crate::loaded::Target> {
+        let card: Option<rigaudit_audit::records::Card> =
+            serde_json::from_value(self.card.clone()).ok();
+        let box_of = |rank| {
+            card.as_ref()
+                .and_then(|c| remote::box_of(c, rank))
+                .unwrap_or_else(|| format!("rank {rank}"))
+        };
+        self.launches
+            .iter()
+            .zip(self.launchers)
+            .zip(pids)
+            .map(|((l, how), pid)| crate::loaded::Target {
+                rank: l.rank,
+                box_name: box_of(l.rank),
+                pid: match how {
+                    remote::Launcher::Local => Ok(*pid),
+                    remote::Launcher::Ssh { destination, .. } => Err(format!(
+                        "runs on {destination} over ssh: what a remote rank mapped is not read (only ranks on this machine are)"
+                    )),
+                    remote::Launcher::Slurm { node, .. } => Err(format!(
+                        "runs as a Slurm step on node {node}: what a remote rank mapped is not read (only ranks on this machine are)"
+                    )),
+                },
+            })
+            .collect()
     }
 }
 
@@ -227,7 +272,7 @@ impl Session<'_> {
             "rigaudit: --runs auto: round {round}, more runs of {plan:?}"
         ));
         let dir = out.join(format!("more-{round}"));
-        let measured = more.run(&dir.join("bundle"), &dir.join("engine-logs"), notes)?;
+        let measured = more.run(&dir.join("bundle"), &dir.join("engine-logs"), notes, None)?;
         Ok(bundle::load(&bundle::open(&measured.dir)?))
     }
 }
@@ -369,7 +414,13 @@ pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Repla
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
     let started = Instant::now();
-    let measured = session.run(&out.join("bundle"), &out.join("engine-logs"), notes)?;
+    let mut loaded = Vec::new();
+    let measured = session.run(
+        &out.join("bundle"),
+        &out.join("engine-logs"),
+        notes,
+        Some(&mut loaded),
+    )?;
     notes.extend(slurm::job_ended(&planned.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
     let first = Sides {
@@ -386,7 +437,7 @@ pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Repla
     Ok(Replayed {
         id: opened.manifest.id.clone(),
         // The first session's bundle is the one on disk that verify reads.
-        found: report(&first, compared, &measured, notes),
+        found: report(&first, compared, &measured, notes, loaded),
         bundle: measured.dir,
     })
 }
@@ -718,6 +769,7 @@ fn compare_confirmed(
         &out.join("confirm/bundle"),
         &out.join("confirm/engine-logs"),
         notes,
+        None,
     );
     match second.and_then(|m| bundle::open(&m.dir)) {
         Ok(o) => {
@@ -744,6 +796,7 @@ fn report(
     compared: Findings,
     measured: &measure::Measured,
     notes: &[String],
+    loaded: Vec<LoadedRank>,
 ) -> Findings {
     let mut found = Findings::default();
     found.stage(&replay::COMMAND, |s| {
@@ -772,5 +825,15 @@ fn report(
     for id in &compared.ran {
         found.ran(id);
     }
+    if let Some(card) = &sides.recorded.card {
+        found.merge(rigaudit_audit::loaded::check(
+            &rigaudit_audit::loaded::Input {
+                card: &card.value,
+                ranks: &loaded,
+                card_file: &card.path,
+            },
+        ));
+    }
+    found.loaded = loaded;
     found
 }

@@ -120,7 +120,7 @@ impl Prepared {
             id: format!("{}-{tag}", self.id),
             title: format!("{} ({tag})", self.title),
         };
-        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes)?;
+        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes, None)?;
         notes.extend(slurm::job_ended(&self.launchers));
         Ok(measured)
     }

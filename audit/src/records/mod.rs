@@ -5,12 +5,14 @@
 
 pub mod card;
 pub mod fit;
+pub mod loaded;
 pub mod manifest;
 pub mod quality;
 pub mod speed;
 
 pub use card::Card;
 pub use fit::FitResult;
+pub use loaded::{LoadedObject, LoadedRank};
 pub use manifest::{FileEntry, FileKind, Manifest};
 pub use quality::{Answer, AnswerTally, AnswerView, QualityContract, QualitySummary};
 pub use speed::{SpeedContract, SpeedRequest, SpeedResult};

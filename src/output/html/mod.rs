@@ -100,6 +100,7 @@ pub fn render(r: &Report) -> String {
     o.push_str(&strips::paired_changes(r));
     o.push_str(&plots::charts(r));
     o.push_str(&tables::setup(r));
+    o.push_str(&tables::loaded(r));
     o.push_str("</main></body></html>\n");
     o
 }

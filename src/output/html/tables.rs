@@ -197,3 +197,43 @@ pub fn setup(r: &Report) -> String {
     o.push_str("</tbody></table></section>\n");
     o
 }
+
+/// What each rank's server mapped: per rank its line, loader variables and what could not be
+/// read, then every file with its role, sha256 and what it says of itself.
+pub fn loaded(r: &Report) -> String {
+    use crate::output::loaded::{loader_line, object_note, rank_line, role};
+    if r.loaded.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from("<section id=\"loaded\"><h2>What ran</h2>");
+    for rank in &r.loaded {
+        let _ = write!(o, "<h3>{}</h3>", esc(&rank_line(rank)));
+        if let Some(line) = loader_line(rank) {
+            let _ = write!(o, "<p>{}</p>", esc(&line));
+        }
+        for why in &rank.not_read {
+            let _ = write!(o, "<p class=\"noresult\">not read: {}</p>", esc(why));
+        }
+        if rank.objects.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<table class=\"loaded\">{}<tbody>",
+            head(&["role", "sha256", "path", "what the file says"])
+        );
+        for x in &rank.objects {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+                role(x),
+                esc(x.sha256.as_deref().unwrap_or("–")),
+                esc(&x.path),
+                esc(&object_note(x))
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+    o.push_str("</section>\n");
+    o
+}

@@ -1,0 +1,380 @@
+//! What actually ran: per rank, the executable and every file-backed mapping of the server process
+//! and its children, read from `/proc` once the server is ready and again after the last request
+//! ([`Inventory::read`]), then each file hashed once and asked what it is ([`Inventory::finish`]):
+//! the records `loaded.*` judges against the card (`rigaudit_audit::loaded`).
+//!
+//! A file is pinned when it is seen: the executable through `/proc/PID/exe` (the very inode the
+//! process runs, even when its path was replaced or deleted since), a mapped file by opening its
+//! path and checking that the inode is the one the maps line names (a file replaced since it was
+//! mapped is said, never hashed in its place). The open files are hashed after the server has
+//! stopped, so hashing never competes with the measurement; a file two ranks or both reads share
+//! is hashed once. Nothing is loaded: versions come from the files' text and ELF notes.
+
+pub mod facts;
+pub mod proc;
+
+use crate::rehash::hash::{self, Progress};
+use rigaudit_audit::records::loaded::{LoadedObject, LoadedRank, Role};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+
+/// The most distinct files one inventory pins (and keeps open until they are hashed).
+const MAX_FILES: usize = 8192;
+
+/// One rank to read.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The rank.
+    pub rank: u32,
+    /// The card's box it runs on.
+    pub box_name: String,
+    /// Its server's process on this machine, or why it is not read here (it runs elsewhere).
+    pub pid: Result<u32, String>,
+}
+
+/// A file identified by device and inode.
+type Key = (u64, u64);
+
+/// What one rank showed of one path.
+struct Seen {
+    executable: bool,
+    key: Option<Key>,
+    problem: Option<String>,
+    at: Vec<&'static str>,
+}
+
+/// One rank's reads so far.
+struct Rank {
+    target: Target,
+    read_at: Vec<String>,
+    processes: BTreeSet<u32>,
+    loader_env: BTreeMap<String, String>,
+    objects: BTreeMap<String, Seen>,
+    not_read: Vec<String>,
+}
+
+/// The ranks' reads and the files they pinned.
+pub struct Inventory {
+    ranks: Vec<Rank>,
+    files: BTreeMap<Key, File>,
+    full: bool,
+}
+
+impl Inventory {
+    /// An inventory of these ranks, nothing read yet; a rank that runs elsewhere is said at once.
+    pub fn new(targets: Vec<Target>) -> Self {
+        let ranks = targets
+            .into_iter()
+            .map(|t| Rank {
+                not_read: t.pid.as_ref().err().cloned().into_iter().collect(),
+                target: t,
+                read_at: Vec::new(),
+                processes: BTreeSet::new(),
+                loader_env: BTreeMap::new(),
+                objects: BTreeMap::new(),
+            })
+            .collect();
+        Inventory {
+            ranks,
+            files: BTreeMap::new(),
+            full: false,
+        }
+    }
+
+    /// Reads every rank's process tree now; `at` names the moment (`ready`, `end`, `now`).
+    pub fn read(&mut self, at: &'static str) {
+        for i in 0..self.ranks.len() {
+            let Ok(pid) = self.ranks[i].target.pid.clone() else {
+                continue;
+            };
+            if !proc::alive(pid) {
+                self.ranks[i].not_read.push(format!(
+                    "the server (pid {pid}) had exited when it was to be read at {at}"
+                ));
+                continue;
+            }
+            self.ranks[i].read_at.push(at.to_string());
+            for p in proc::tree(pid) {
+                self.read_process(i, p, pid, at);
+            }
+        }
+    }
+
+    /// Reads one process of rank `i`'s tree into its objects, pinning the files.
+    fn read_process(&mut self, i: usize, pid: u32, root: u32, at: &'static str) {
+        let p = proc::process(pid);
+        let gone = !proc::alive(pid);
+        let rank = &mut self.ranks[i];
+        rank.processes.insert(pid);
+        if pid == root {
+            rank.loader_env = p.loader_env.clone();
+        }
+        if !gone {
+            rank.not_read
+                .extend(p.refused.iter().map(|w| format!("process {pid}: {w}")));
+        }
+        if let Some(exe) = &p.exe {
+            let path = exe.strip_suffix(" (deleted)").unwrap_or(exe).to_string();
+            let pinned = File::open(format!("/proc/{pid}/exe"));
+            let seen = self.pin(pinned.map_err(|e| e.to_string()), None);
+            self.note(i, path, true, seen, at);
+        }
+        for m in &p.maps {
+            let seen = if m.deleted {
+                (
+                    None,
+                    Some("deleted since it was mapped: not hashed".to_string()),
+                )
+            } else {
+                self.pin(
+                    File::open(&m.path).map_err(|e| e.to_string()),
+                    Some(m.inode),
+                )
+            };
+            self.note(i, m.path.clone(), false, seen, at);
+        }
+    }
+
+    /// Keeps `file` open under its key (once), checking its inode against the mapped one.
+    fn pin(
+        &mut self,
+        file: Result<File, String>,
+        mapped: Option<u64>,
+    ) -> (Option<Key>, Option<String>) {
+        let file = match file {
+            Ok(f) => f,
+            Err(e) => return (None, Some(format!("cannot be opened: {e}"))),
+        };
+        let Ok(meta) = file.metadata() else {
+            return (None, Some("cannot be read".into()));
+        };
+        if !meta.is_file() {
+            return (None, Some("not a regular file".into()));
+        }
+        if let Some(ino) = mapped.filter(|ino| *ino != meta.ino()) {
+            let why = format!(
+                "replaced since it was mapped (inode {ino} mapped, {} at the path now): not hashed",
+                meta.ino()
+            );
+            return (None, Some(why));
+        }
+        let key = (meta.dev(), meta.ino());
+        if !self.files.contains_key(&key) {
+            if self.files.len() >= MAX_FILES {
+                self.full = true;
+                return (
+                    None,
+                    Some(format!(
+                        "past the {MAX_FILES} files one inventory hashes: not hashed"
+                    )),
+                );
+            }
+            self.files.insert(key, file);
+        }
+        (Some(key), None)
+    }
+
+    /// Records that rank `i` showed `path` at `at`.
+    fn note(
+        &mut self,
+        i: usize,
+        path: String,
+        executable: bool,
+        (key, problem): (Option<Key>, Option<String>),
+        at: &'static str,
+    ) {
+        let seen = self.ranks[i].objects.entry(path).or_insert(Seen {
+            executable,
+            key,
+            problem: problem.clone(),
+            at: Vec::new(),
+        });
+        seen.executable |= executable;
+        if seen.key.is_none() && key.is_some() {
+            (seen.key, seen.problem) = (key, None);
+        } else if seen.key.is_some() && key.is_some() && seen.key != key {
+            seen.problem =
+                Some("another file at this path between the reads: the first is hashed".into());
+        }
+        if !seen.at.contains(&at) {
+            seen.at.push(at);
+        }
+    }
+
+    /// Hashes every pinned file once (on every core), reads what each says of itself, and gives
+    /// the ranks' records.
+    pub fn finish(self) -> Vec<LoadedRank> {
+        let nccl: BTreeSet<Key> = self
+            .ranks
+            .iter()
+            .flat_map(|r| r.objects.iter())
+            .filter(|(path, _)| is_nccl(path))
+            .filter_map(|(_, seen)| seen.key)
+            .collect();
+        let files: Vec<(Key, File)> = self.files.into_iter().collect();
+        let described = hash::parallel(&files, crate::host::cores(), |(k, f)| {
+            describe(f, nccl.contains(k))
+        });
+        let by_key: BTreeMap<Key, Described> =
+            files.iter().map(|(k, _)| *k).zip(described).collect();
+        let mut python = facts::PythonPackages::default();
+        let mut ranks: Vec<LoadedRank> = self
+            .ranks
+            .into_iter()
+            .map(|r| rank_record(r, &by_key, &mut python))
+            .collect();
+        if self.full {
+            for r in &mut ranks {
+                r.not_read.push(format!(
+                    "more than {MAX_FILES} distinct files were mapped: those past them are listed, not hashed"
+                ));
+            }
+        }
+        ranks
+    }
+}
+
+/// Whether a path names an NCCL library (runtime or plugin).
+fn is_nccl(path: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .is_some_and(|n| n.starts_with("libnccl"))
+}
+
+/// `--running [RANK=]PID` values as (rank, pid), ranks 0, 1, ... in the order given where none is
+/// named; `Err` names a value that is neither, a rank given twice, or a process not running here.
+pub fn running_targets(specs: &[String]) -> Result<Vec<(u32, u32)>, crate::fatal::Fatal> {
+    use crate::fatal::fatal;
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let (rank, pid) = match spec.split_once('=') {
+            Some((r, p)) => (r.trim().parse::<u32>().ok(), p.trim()),
+            None => (u32::try_from(i).ok(), spec.trim()),
+        };
+        let pid = pid.parse::<u32>().ok().filter(|p| *p > 0);
+        let (Some(rank), Some(pid)) = (rank, pid) else {
+            return Err(fatal(format!(
+                "--running {}: write PID or RANK=PID (whole numbers: the server's process id on this machine)",
+                crate::input::shown(spec)
+            )));
+        };
+        if out.iter().any(|(r, _)| *r == rank) {
+            return Err(fatal(format!(
+                "--running {spec}: rank {rank} is given twice"
+            )));
+        }
+        if !proc::alive(pid) {
+            return Err(fatal(format!(
+                "--running {spec}: no process {pid} is running on this machine (or it is not visible to this user)"
+            )));
+        }
+        out.push((rank, pid));
+    }
+    Ok(out)
+}
+
+/// What the running servers `targets` mapped, read now, hashed and judged against `card`: the
+/// findings of `loaded.*` with the inventory.
+pub fn running(
+    card: &rigaudit_audit::records::Card,
+    card_file: &str,
+    targets: Vec<Target>,
+) -> rigaudit_audit::Findings {
+    let mut inventory = Inventory::new(targets);
+    inventory.read("now");
+    let ranks = inventory.finish();
+    let mut found = rigaudit_audit::loaded::check(&rigaudit_audit::loaded::Input {
+        card,
+        ranks: &ranks,
+        card_file,
+    });
+    found.loaded = ranks;
+    found
+}
+
+/// What one pinned file is: digest, size, ELF facts, NCCL version.
+struct Described {
+    sha256: Result<String, String>,
+    size: u64,
+    elf: Option<facts::ElfFacts>,
+    nccl: Option<String>,
+}
+
+/// Hashes `f` and reads its facts (its NCCL version too when `nccl`).
+fn describe(f: &File, nccl: bool) -> Described {
+    let mut reader = f;
+    let sha = reader
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| hash::hash_reader(&mut reader, &Progress::none()));
+    let mut again = f;
+    let version = nccl
+        .then(|| again.seek(SeekFrom::Start(0)).ok())
+        .flatten()
+        .and_then(|_| facts::nccl_version(&mut again));
+    Described {
+        size: sha.as_ref().map(|(_, n)| *n).unwrap_or(0),
+        sha256: sha
+            .map(|(d, _)| d)
+            .map_err(|e| format!("cannot be read: {e}")),
+        elf: facts::elf(f),
+        nccl: version,
+    }
+}
+
+fn rank_record(
+    r: Rank,
+    by_key: &BTreeMap<Key, Described>,
+    python: &mut facts::PythonPackages,
+) -> LoadedRank {
+    let mut objects: Vec<LoadedObject> = r
+        .objects
+        .into_iter()
+        .map(|(path, seen)| object(path, seen, by_key, python))
+        .collect();
+    objects.sort_by(|a, b| (a.role, &a.path).cmp(&(b.role, &b.path)));
+    LoadedRank {
+        rank: r.target.rank,
+        box_name: r.target.box_name,
+        host: "this machine".into(),
+        pid: r.target.pid.ok(),
+        read_at: r.read_at,
+        processes: r.processes.len() as u32,
+        loader_env: r.loader_env,
+        objects,
+        not_read: r.not_read,
+    }
+}
+
+fn object(
+    path: String,
+    seen: Seen,
+    by_key: &BTreeMap<Key, Described>,
+    python: &mut facts::PythonPackages,
+) -> LoadedObject {
+    let d = seen.key.and_then(|k| by_key.get(&k));
+    let elf = d.and_then(|d| d.elf.clone());
+    let role = match (seen.executable, &elf) {
+        (true, _) => Role::Executable,
+        (false, Some(_)) => Role::Library,
+        (false, None) => Role::Data,
+    };
+    let mut problem = seen.problem;
+    if let Some(Err(e)) = d.map(|d| &d.sha256) {
+        problem = Some(e.clone());
+    }
+    LoadedObject {
+        sha256: d.and_then(|d| d.sha256.clone().ok()),
+        size: d.map_or(0, |d| d.size),
+        soname: elf.as_ref().and_then(|e| e.soname.clone()),
+        version: d.and_then(|d| d.nccl.clone()),
+        package: elf
+            .and_then(|e| e.package)
+            .or_else(|| python.of(&path).map(|p| format!("pypi {p}"))),
+        seen: seen.at.iter().map(|s| s.to_string()).collect(),
+        problem,
+        role,
+        path,
+    }
+}
