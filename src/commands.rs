@@ -290,7 +290,15 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
         p.tune_boxes(&mut args.ssh);
     }
     let running = loaded::running_targets(&args.running)?;
-    let (id, mut found, (card_file, card)) = rehash::stage_with_card(&args)?;
+    // With --running and no artifact named, the card is judged against what the servers mapped
+    // alone (no search of this machine's files, whose absence would leave the report incomplete).
+    let only_running = !running.is_empty() && args.roots.is_empty() && args.files.is_empty();
+    let (id, mut found, (card_file, card)) = if only_running {
+        let (id, card) = rehash::bundle_card(&args.bundle)?;
+        (id, rigaudit_audit::Findings::default(), card)
+    } else {
+        rehash::stage_with_card(&args)?
+    };
     if !running.is_empty() {
         let targets = running
             .into_iter()

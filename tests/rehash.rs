@@ -685,3 +685,86 @@ fn unloadable_nccl_is_not_queried_with_a_reason_never_a_crash() {
         assert_eq!(arm_f["data"]["queried"], false);
     }
 }
+
+// --- what a running server mapped (--running) ----------------------------------------------
+
+/// A process that loads `libnccl.so.2` by name with `folder` first on LD_LIBRARY_PATH, says so,
+/// and waits; killed when dropped.
+struct Loader(std::process::Child);
+
+impl Loader {
+    fn start(folder: &Path) -> Loader {
+        use std::io::BufRead;
+        let script = "import ctypes, sys, time\nctypes.CDLL('libnccl.so.2')\nprint('loaded', flush=True)\ntime.sleep(120)\n";
+        let mut child = Command::new("python3")
+            .args(["-c", script])
+            .env("LD_LIBRARY_PATH", folder)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("its line");
+        assert_eq!(line.trim(), "loaded");
+        Loader(child)
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Two ranks already running: rank 0 loaded the NCCL the card records, rank 1 a copy with bytes
+/// appended (loadable, another digest) from another folder. `rehash --running` reads both now:
+/// rank 1's NCCL is an error naming both files and its LD_LIBRARY_PATH, the ranks differ, rank 0
+/// passes; the inventory lists both libraries hashed.
+#[test]
+fn running_servers_are_read_and_judged_without_a_replay() {
+    let Some(lib) = real_nccl() else { return };
+    let d = sha_file(&lib);
+    let case = Case::new(nccl_card(&d, &d, REAL_VERSION), None);
+    let other = case.dir.path().join("other-nccl");
+    fs::create_dir_all(&other).unwrap();
+    let mut bytes = fs::read(&lib).unwrap();
+    bytes.extend_from_slice(b"appended after the ELF image");
+    fs::write(other.join("libnccl.so.2"), &bytes).unwrap();
+    let good = Loader::start(lib.parent().unwrap());
+    let swapped = Loader::start(&other);
+    let (code, r, err) = case.run(&[
+        "--running",
+        &format!("0={}", good.0.id()),
+        "--running",
+        &format!("1={}", swapped.0.id()),
+    ]);
+    assert_eq!(code, 1, "{r:#}\n{err}");
+    let nccl = findings(&r, "loaded.nccl");
+    assert_eq!(nccl.len(), 1, "{r:#}");
+    assert_says(nccl[0], "rank 1 mapped ");
+    assert_says(nccl[0], &format!("{}/libnccl.so.2", other.display()));
+    assert_says(nccl[0], &format!("LD_LIBRARY_PATH={}", other.display()));
+    assert_says(nccl[0], "on box pgx");
+    assert_eq!(findings(&r, "loaded.ranks-differ").len(), 1, "{r:#}");
+    let ranks = r["loaded"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    assert_eq!(ranks[1]["box"], "pgx");
+    assert_eq!(ranks[0]["read_at"], json!(["now"]));
+    let digest_of = |rank: &Value| -> String {
+        rank["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["path"].as_str().unwrap().ends_with("libnccl.so.2"))
+            .map(|o| o["sha256"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(digest_of(&ranks[0]), d);
+    assert_eq!(digest_of(&ranks[1]), sha(&bytes));
+    // A process that is not running is refused before anything is read.
+    let (code, _, err) = case.run(&["--running", "999999999"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no process 999999999"), "{err}");
+}

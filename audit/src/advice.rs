@@ -383,7 +383,7 @@ pub const ALL: &[Advice] = &[
     a(
         "loaded.unrecorded",
         "nothing is wrong in itself: record on the card what the page wants a replay to check (the engine binary, NCCL, the CUDA runtime), with sha256; the report's inventory lists every mapped file with its digest",
-        "rank 0: 31 of 33 executables and libraries it mapped are not recorded on the card: /usr/lib/x86_64-linux-gnu/libc.so.6 (deb libc6 2.36-9), ...",
+        "rank 0: 31 of 33 executables and libraries it mapped are not recorded on the card: /usr/lib/x86_64-linux-gnu/libc.so.6 (deb libc6 2.36-9) and 30 more",
     ),
     a(
         "loaded.not-read",

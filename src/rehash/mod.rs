@@ -367,6 +367,15 @@ pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
     stage_with_card(args).map(|(id, found, _)| (id, found))
 }
 
+/// The bundle's id and its card (the card's file in the bundle and its records), read and
+/// checked against its schema as [`stage`] reads it, with nothing searched or hashed: what
+/// `rehash --running` judges a running server against when no artifact is named.
+pub fn bundle_card(path: &Path) -> Result<(String, (String, Card)), Fatal> {
+    let opened = bundle::open(path)?;
+    let (card_file, card, _) = read_card(&opened)?;
+    Ok((opened.manifest.id.clone(), (card_file, card)))
+}
+
 /// [`stage`], with the card it read (its file in the bundle and its records) for the stages that
 /// judge against it after (`rehash --running`).
 pub fn stage_with_card(args: &Args) -> Result<(String, Findings, (String, Card)), Fatal> {
