@@ -232,7 +232,7 @@ fn checkpoint(i: &Input, e: &mut Emit) -> Ran {
 }
 
 /// Per file name of an executable or library, the ranks' (rank, object) that mapped one.
-fn by_name<'a>(ranks: &'a [LoadedRank]) -> BTreeMap<&'a str, Vec<(u32, &'a LoadedObject)>> {
+fn by_name<'a>(ranks: &[&'a LoadedRank]) -> BTreeMap<&'a str, Vec<(u32, &'a LoadedObject)>> {
     let mut names: BTreeMap<&str, Vec<(u32, &LoadedObject)>> = BTreeMap::new();
     for r in ranks {
         for o in r.objects.iter().filter(|o| o.role != Role::Data) {
@@ -247,7 +247,6 @@ fn ranks_differ(i: &Input, e: &mut Emit) -> Ran {
     if read.len() < 2 {
         return None;
     }
-    let read: Vec<LoadedRank> = read.into_iter().cloned().collect();
     for (name, seen) in by_name(&read) {
         let digests: BTreeSet<&str> = seen
             .iter()
