@@ -306,7 +306,7 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
                 rank,
                 box_name: replay::remote::box_of(&card, rank)
                     .unwrap_or_else(|| format!("rank {rank}")),
-                pid: Ok(pid),
+                place: loaded::Place::Here(pid),
             })
             .collect();
         found.merge(loaded::running(&card, &card_file, targets));

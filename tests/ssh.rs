@@ -417,6 +417,35 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
             && n.contains("version 2.30.7 (read from its text, not loaded")
     });
     assert_any(&notes, |n| n == "rank 1 stopped (exit code 0)");
+    // What rank 1's server mapped was read on the box (over ssh, at ready and at the end) and
+    // hashed there: its executable is the python3 this machine has (the box is this machine).
+    let report = run.json();
+    let rank1 = report["loaded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rank"] == 1)
+        .unwrap_or_else(|| panic!("no rank 1 in {:#}", report["loaded"]));
+    assert!(
+        rank1["host"].as_str().unwrap().contains("127.0.0.1"),
+        "{rank1:#}"
+    );
+    assert_eq!(rank1["read_at"], json!(["ready", "end"]), "{rank1:#}");
+    let objects = rank1["objects"].as_array().unwrap();
+    let exe = objects.iter().find(|o| o["role"] == "executable").unwrap();
+    assert_eq!(exe["sha256"], sha_file(&python3()), "{exe:#}");
+    let libc = objects
+        .iter()
+        .find(|o| o["path"].as_str().unwrap().contains("libc.so"))
+        .unwrap_or_else(|| panic!("no libc in {objects:#?}"));
+    assert_eq!(libc["role"], "library");
+    let libc_path = std::path::Path::new(libc["path"].as_str().unwrap());
+    assert_eq!(libc["sha256"], sha_file(libc_path));
+    assert!(
+        about(&run, "loaded.not-read").is_empty(),
+        "{:?}",
+        about(&run, "loaded.not-read")
+    );
     // A rank on another machine: its GPU is not this machine's NVML's to read.
     assert_any(&notes, |n| {
         n.starts_with("gpu: not read: ranks run on other machines")

@@ -12,6 +12,7 @@
 
 pub mod facts;
 pub mod proc;
+pub mod remote;
 
 use crate::rehash::hash::{self, Progress};
 use rigaudit_audit::records::loaded::{LoadedObject, LoadedRank, Role};
@@ -24,23 +25,41 @@ use std::os::unix::fs::MetadataExt;
 const MAX_FILES: usize = 8192;
 
 /// One rank to read.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Target {
     /// The rank.
     pub rank: u32,
     /// The card's box it runs on.
     pub box_name: String,
-    /// Its server's process on this machine, or why it is not read here (it runs elsewhere).
-    pub pid: Result<u32, String>,
+    /// Where its server runs and how it is read.
+    pub place: Place,
+}
+
+/// Where a rank's server runs.
+#[derive(Clone)]
+pub enum Place {
+    /// On this machine, as this pid.
+    Here(u32),
+    /// On a box reached over ssh: read there by fixed scripts.
+    OnBox(remote::OnBox),
+    /// Not read, and why.
+    NotRead(String),
 }
 
 /// A file identified by device and inode.
 type Key = (u64, u64);
 
-/// What one rank showed of one path.
+/// What one rank showed of one path: pinned here (`key`), or listed on a box (`inode`, and the
+/// executable's `digest`), and what hashing it on the box gave.
+#[derive(Default)]
 struct Seen {
     executable: bool,
     key: Option<Key>,
+    inode: Option<u64>,
+    digest: Option<String>,
+    size: Option<u64>,
+    elf: Option<bool>,
+    version: Option<String>,
     problem: Option<String>,
     at: Vec<&'static str>,
 }
@@ -63,12 +82,15 @@ pub struct Inventory {
 }
 
 impl Inventory {
-    /// An inventory of these ranks, nothing read yet; a rank that runs elsewhere is said at once.
+    /// An inventory of these ranks, nothing read yet; a rank that is not read is said at once.
     pub fn new(targets: Vec<Target>) -> Self {
         let ranks = targets
             .into_iter()
             .map(|t| Rank {
-                not_read: t.pid.as_ref().err().cloned().into_iter().collect(),
+                not_read: match &t.place {
+                    Place::NotRead(why) => vec![why.clone()],
+                    _ => Vec::new(),
+                },
                 target: t,
                 read_at: Vec::new(),
                 processes: BTreeSet::new(),
@@ -86,19 +108,62 @@ impl Inventory {
     /// Reads every rank's process tree now; `at` names the moment (`ready`, `end`, `now`).
     pub fn read(&mut self, at: &'static str) {
         for i in 0..self.ranks.len() {
-            let Ok(pid) = self.ranks[i].target.pid.clone() else {
-                continue;
+            match self.ranks[i].target.place.clone() {
+                Place::Here(pid) => self.read_here(i, pid, at),
+                Place::OnBox(b) => self.read_on_box(i, &b, at),
+                Place::NotRead(_) => {}
+            }
+        }
+    }
+
+    /// Reads rank `i`'s tree on this machine.
+    fn read_here(&mut self, i: usize, pid: u32, at: &'static str) {
+        if !proc::alive(pid) {
+            self.ranks[i].not_read.push(format!(
+                "the server (pid {pid}) had exited when it was to be read at {at}"
+            ));
+            return;
+        }
+        self.ranks[i].read_at.push(at.to_string());
+        for p in proc::tree(pid) {
+            self.read_process(i, p, pid, at);
+        }
+    }
+
+    /// Reads rank `i`'s tree on its box.
+    fn read_on_box(&mut self, i: usize, b: &remote::OnBox, at: &'static str) {
+        let rank = &mut self.ranks[i];
+        let listing = match remote::list(b) {
+            Ok(l) => l,
+            Err(e) => return rank.not_read.push(format!("at {at}: {e}")),
+        };
+        if listing.gone {
+            let why = format!(
+                "the server (pid {} on {}) had exited when it was to be read at {at}",
+                b.pid, b.target
+            );
+            return rank.not_read.push(why);
+        }
+        if let Some(why) = listing.refused {
+            return rank.not_read.push(format!("at {at}: {why}"));
+        }
+        rank.read_at.push(at.to_string());
+        rank.processes.extend(listing.processes);
+        rank.loader_env = listing.loader_env;
+        for (path, digest) in listing.executables {
+            let seen = Seen {
+                executable: true,
+                digest,
+                ..Seen::default()
             };
-            if !proc::alive(pid) {
-                self.ranks[i].not_read.push(format!(
-                    "the server (pid {pid}) had exited when it was to be read at {at}"
-                ));
-                continue;
-            }
-            self.ranks[i].read_at.push(at.to_string());
-            for p in proc::tree(pid) {
-                self.read_process(i, p, pid, at);
-            }
+            self.note_seen(i, path, seen, at);
+        }
+        for (inode, path) in listing.maps {
+            let seen = Seen {
+                inode: Some(inode),
+                ..Seen::default()
+            };
+            self.note_seen(i, path, seen, at);
         }
     }
 
@@ -176,7 +241,7 @@ impl Inventory {
         (Some(key), None)
     }
 
-    /// Records that rank `i` showed `path` at `at`.
+    /// Records that rank `i` showed `path` at `at`, pinned here under `key` or not (why).
     fn note(
         &mut self,
         i: usize,
@@ -185,19 +250,31 @@ impl Inventory {
         (key, problem): (Option<Key>, Option<String>),
         at: &'static str,
     ) {
-        let seen = self.ranks[i].objects.entry(path).or_insert(Seen {
+        let seen = Seen {
             executable,
             key,
-            problem: problem.clone(),
-            at: Vec::new(),
-        });
-        seen.executable |= executable;
-        if seen.key.is_none() && key.is_some() {
-            (seen.key, seen.problem) = (key, None);
-        } else if seen.key.is_some() && key.is_some() && seen.key != key {
+            problem,
+            ..Seen::default()
+        };
+        self.note_seen(i, path, seen, at);
+    }
+
+    /// Merges what one read showed of `path` into rank `i`'s record of it.
+    fn note_seen(&mut self, i: usize, path: String, new: Seen, at: &'static str) {
+        let seen = self.ranks[i].objects.entry(path).or_default();
+        seen.executable |= new.executable;
+        let first = seen.at.is_empty();
+        let moved = (seen.key.is_some() && new.key.is_some() && seen.key != new.key)
+            || (seen.inode.is_some() && new.inode.is_some() && seen.inode != new.inode);
+        if first || (seen.key.is_none() && new.key.is_some()) {
+            seen.key = new.key.or(seen.key);
+            seen.inode = new.inode.or(seen.inode);
+            seen.problem = new.problem;
+        } else if moved {
             seen.problem =
                 Some("another file at this path between the reads: the first is hashed".into());
         }
+        seen.digest = seen.digest.take().or(new.digest);
         if !seen.at.contains(&at) {
             seen.at.push(at);
         }
@@ -223,7 +300,10 @@ impl Inventory {
         let mut ranks: Vec<LoadedRank> = self
             .ranks
             .into_iter()
-            .map(|r| rank_record(r, &by_key, &mut python))
+            .map(|mut r| {
+                hash_on_box(&mut r);
+                rank_record(r, &by_key, &mut python)
+            })
             .collect();
         if self.full {
             for r in &mut ranks {
@@ -233,6 +313,41 @@ impl Inventory {
             }
         }
         ranks
+    }
+}
+
+/// Hashes on its box what a rank there mapped (the executables were hashed when listed): each
+/// file whose inode is still the one mapped gets its digest, size and facts.
+fn hash_on_box(r: &mut Rank) {
+    let Place::OnBox(b) = &r.target.place else {
+        return;
+    };
+    let paths: Vec<String> = r
+        .objects
+        .iter()
+        .filter(|(_, s)| s.digest.is_none() && s.problem.is_none())
+        .map(|(p, _)| p.clone())
+        .collect();
+    let hashed = match remote::hash(b, &paths) {
+        Ok(h) => h,
+        Err(e) => return r.not_read.push(e),
+    };
+    for (path, got) in hashed {
+        let Some(seen) = r.objects.get_mut(&path) else {
+            continue;
+        };
+        match got {
+            None => seen.problem = Some("cannot be read on the box".into()),
+            Some(h) if seen.inode.is_some_and(|i| i != h.inode) => {
+                seen.problem = Some(format!("replaced since it was mapped (inode {} mapped, {} at the path now): not hashed", seen.inode.unwrap_or(0), h.inode));
+            }
+            Some(h) => {
+                seen.digest = Some(h.sha256);
+                seen.size = Some(h.size);
+                seen.elf = Some(h.elf);
+                seen.version = h.version;
+            }
+        }
     }
 }
 
@@ -331,14 +446,23 @@ fn rank_record(
     let mut objects: Vec<LoadedObject> = r
         .objects
         .into_iter()
-        .map(|(path, seen)| object(path, seen, by_key, python))
+        .map(|(path, seen)| {
+            // A Python environment's RECORDs are read here: only for files on this machine.
+            let python = matches!(r.target.place, Place::Here(_)).then_some(&mut *python);
+            object(path, seen, by_key, python)
+        })
         .collect();
     objects.sort_by(|a, b| (a.role, &a.path).cmp(&(b.role, &b.path)));
+    let (host, pid) = match &r.target.place {
+        Place::Here(pid) => ("this machine".to_string(), Some(*pid)),
+        Place::OnBox(b) => (b.target.to_string(), Some(b.pid)),
+        Place::NotRead(_) => ("unknown".to_string(), None),
+    };
     LoadedRank {
         rank: r.target.rank,
         box_name: r.target.box_name,
-        host: "this machine".into(),
-        pid: r.target.pid.ok(),
+        host,
+        pid,
         read_at: r.read_at,
         processes: r.processes.len() as u32,
         loader_env: r.loader_env,
@@ -351,27 +475,28 @@ fn object(
     path: String,
     seen: Seen,
     by_key: &BTreeMap<Key, Described>,
-    python: &mut facts::PythonPackages,
+    python: Option<&mut facts::PythonPackages>,
 ) -> LoadedObject {
     let d = seen.key.and_then(|k| by_key.get(&k));
     let elf = d.and_then(|d| d.elf.clone());
-    let role = match (seen.executable, &elf) {
+    let is_elf = elf.is_some() || seen.elf == Some(true);
+    let role = match (seen.executable, is_elf) {
         (true, _) => Role::Executable,
-        (false, Some(_)) => Role::Library,
-        (false, None) => Role::Data,
+        (false, true) => Role::Library,
+        (false, false) => Role::Data,
     };
     let mut problem = seen.problem;
     if let Some(Err(e)) = d.map(|d| &d.sha256) {
         problem = Some(e.clone());
     }
     LoadedObject {
-        sha256: d.and_then(|d| d.sha256.clone().ok()),
-        size: d.map_or(0, |d| d.size),
+        sha256: d.and_then(|d| d.sha256.clone().ok()).or(seen.digest),
+        size: d.map_or(seen.size.unwrap_or(0), |d| d.size),
         soname: elf.as_ref().and_then(|e| e.soname.clone()),
-        version: d.and_then(|d| d.nccl.clone()),
+        version: d.and_then(|d| d.nccl.clone()).or(seen.version),
         package: elf
             .and_then(|e| e.package)
-            .or_else(|| python.of(&path).map(|p| format!("pypi {p}"))),
+            .or_else(|| python?.of(&path).map(|p| format!("pypi {p}"))),
         seen: seen.at.iter().map(|s| s.to_string()).collect(),
         problem,
         role,

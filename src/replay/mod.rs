@@ -152,9 +152,14 @@ impl Session<'_> {
         )?;
         let start_lines = running.start_lines(self.rank0);
         let server_pids = running.pids();
-        let mut inventory = loaded
-            .is_some()
-            .then(|| crate::loaded::Inventory::new(self.inventory_targets(&server_pids)));
+        let mut inventory = loaded.is_some().then(|| {
+            let lines: Vec<Vec<String>> = self
+                .launches
+                .iter()
+                .map(|l| running.start_lines(l.rank))
+                .collect();
+            crate::loaded::Inventory::new(self.inventory_targets(&server_pids, &lines))
+        });
         if let Some(inv) = inventory.as_mut() {
             inv.read("ready");
         }
@@ -200,9 +205,11 @@ impl Session<'_> {
         measured
     }
 
-    /// The ranks whose mappings are read: a rank here by its server's pid; one on another machine
-    /// (ssh, Slurm) is listed with why it is not read.
-    fn inventory_targets(&self, pids: &[u32]) -> Vec<crate::loaded::Target> {
+    /// The ranks whose mappings are read: a rank here by its server's pid, a rank on a box over
+    /// ssh by the pid its wrapper printed among its first lines (`lines`); a Slurm rank is listed
+    /// with why it is not read.
+    fn inventory_targets(&self, pids: &[u32], lines: &[Vec<String>]) -> Vec<crate::loaded::Target> {
+        use crate::loaded::{remote as read_on_box, Place};
         let card: Option<rigaudit_audit::records::Card> =
             serde_json::from_value(self.card.clone()).ok();
         let box_of = |rank| {
@@ -210,24 +217,46 @@ impl Session<'_> {
                 .and_then(|c| remote::box_of(c, rank))
                 .unwrap_or_else(|| format!("rank {rank}"))
         };
-        self.launches
+        let boxes = self.a.boxes.ssh.targets().ok();
+        let reach = crate::ssh::client::Ssh::new(&self.a.boxes.ssh)
+            .ok()
+            .map(|s| Arc::new(crate::rehash::reach::Reach::Ssh(s)));
+        let on_box = |name: &str, lines: &[String]| -> Result<Place, String> {
+            let target = boxes.as_ref().and_then(|b| b.get(name)).cloned();
+            let pid = read_on_box::pid_of(lines);
+            match (target, pid, &reach) {
+                (Some(target), Some(pid), Some(reach)) => Ok(Place::OnBox(read_on_box::OnBox {
+                    reach: Arc::clone(reach),
+                    target,
+                    pid,
+                })),
+                _ => Err(format!("runs on box {name} over ssh, and its server's pid there was not printed: what it mapped is not read")),
+            }
+        };
+        let mut targets = Vec::new();
+        for (((l, how), pid), lines) in self
+            .launches
             .iter()
             .zip(self.launchers)
             .zip(pids)
-            .map(|((l, how), pid)| crate::loaded::Target {
+            .zip(lines)
+        {
+            let place = match how {
+                remote::Launcher::Local => Place::Here(*pid),
+                remote::Launcher::Ssh { box_name, .. } => {
+                    on_box(box_name, lines).unwrap_or_else(Place::NotRead)
+                }
+                remote::Launcher::Slurm { node, .. } => Place::NotRead(format!(
+                    "runs as a Slurm step on node {node}: what a Slurm rank mapped is not read (ranks here and over ssh are)"
+                )),
+            };
+            targets.push(crate::loaded::Target {
                 rank: l.rank,
                 box_name: box_of(l.rank),
-                pid: match how {
-                    remote::Launcher::Local => Ok(*pid),
-                    remote::Launcher::Ssh { destination, .. } => Err(format!(
-                        "runs on {destination} over ssh: what a remote rank mapped is not read (only ranks on this machine are)"
-                    )),
-                    remote::Launcher::Slurm { node, .. } => Err(format!(
-                        "runs as a Slurm step on node {node}: what a remote rank mapped is not read (only ranks on this machine are)"
-                    )),
-                },
-            })
-            .collect()
+                place,
+            });
+        }
+        targets
     }
 }
 
