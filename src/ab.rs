@@ -107,6 +107,9 @@ struct Ran {
     failed: Option<String>,
     #[serde(skip)]
     block: Block,
+    /// What the side's servers mapped (each side's first block only).
+    #[serde(skip)]
+    loaded: Vec<rigaudit_audit::records::LoadedRank>,
 }
 
 /// The sides, prepared, with what they measure.
@@ -143,10 +146,38 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         }
     });
     found.comparisons = comparisons;
+    found.merge(what_ran(&mut ran, &sides));
     let mut report = Report::new("ab", &name, fail_on, found);
     report.setup_changes = setup;
     report.decision_rule = rule_lines(&looked, args);
     Ok(report)
+}
+
+/// What each side's servers mapped in its first block, judged against that side's card
+/// (`loaded.*`), the inventory labelled by side.
+fn what_ran(ran: &mut [Ran], sides: &Sides) -> Findings {
+    let mut found = Findings::default();
+    for r in ran.iter_mut().take(2) {
+        let (prepared, name) = match r.side {
+            Side::A => (&sides.a, "A"),
+            Side::B => (&sides.b, "B"),
+        };
+        let mut ranks = std::mem::take(&mut r.loaded);
+        for rank in &mut ranks {
+            rank.side = Some(name.into());
+        }
+        if let Some(card) = prepared.card() {
+            found.merge(rigaudit_audit::loaded::check(
+                &rigaudit_audit::loaded::Input {
+                    card: &card,
+                    ranks: &ranks,
+                    card_file: &format!("side {name}'s card"),
+                },
+            ));
+        }
+        found.loaded.extend(ranks);
+    }
+    found
 }
 
 /// Why the comparison stopped.
@@ -260,7 +291,10 @@ fn one_block(sides: &Sides, side: Side, index: usize, out: &Path, notes: &mut Ve
     let t = Instant::now();
     let mut block_notes = Vec::new();
     let contract = (&sides.contract.0, sides.contract.1.as_str());
-    let measured = prepared.block(contract, quality, &dir, &tag, &mut block_notes);
+    // Each side's first block reads what its servers mapped (blocks 1 and 2 are one of each).
+    let mut loaded = Vec::new();
+    let read = (index < 2).then_some(&mut loaded);
+    let measured = prepared.block(contract, quality, (&dir, &tag), &mut block_notes, read);
     let seconds = t.elapsed().as_secs_f64();
     for n in block_notes {
         if !notes.contains(&n) {
@@ -285,6 +319,7 @@ fn one_block(sides: &Sides, side: Side, index: usize, out: &Path, notes: &mut Ve
         machine_gbps: gbps,
         failed,
         block: Block { side, figures },
+        loaded,
     }
 }
 

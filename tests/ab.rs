@@ -108,6 +108,19 @@ fn a_fake_engine_twenty_percent_slower_is_changed_worse_and_the_same_engine_is_n
     for q in sides.chunks(4) {
         assert!(q[0] == q[3] && q[1] == q[2] && q[0] != q[1], "{sides:?}");
     }
+    // Each side's first block read what its server mapped: one rank a side, labelled.
+    let loaded = slower["loaded"].as_array().unwrap();
+    let labelled: Vec<&str> = loaded.iter().map(|r| r["side"].as_str().unwrap()).collect();
+    assert_eq!(labelled.len(), 2, "{loaded:#?}");
+    assert!(
+        labelled.contains(&"A") && labelled.contains(&"B"),
+        "{labelled:?}"
+    );
+    assert!(loaded.iter().all(|r| r["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o["role"] == "executable" && o["sha256"].is_string())));
     // HTML draws each quartet's change; Markdown speaks of A and B in words of change.
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(

@@ -85,6 +85,14 @@ pub fn check(input: &Input) -> Findings {
     found
 }
 
+/// `rank 0`, or `side A rank 0` in a comparison.
+fn who(r: &LoadedRank) -> String {
+    match &r.side {
+        Some(side) => format!("side {side} rank {}", r.rank),
+        None => format!("rank {}", r.rank),
+    }
+}
+
 /// The first 12 hex digits of a digest, for a finding's words.
 fn short(digest: &str) -> &str {
     digest.get(..12).unwrap_or(digest)
@@ -145,8 +153,8 @@ fn engine_binary(i: &Input, e: &mut Emit) -> Ran {
             .map(described)
             .collect();
         e.finding(format!(
-            "rank {} ran {}, not the card's engine binary {} (sha256 {}): no file the server mapped has that digest",
-            r.rank,
+            "{} ran {}, not the card's engine binary {} (sha256 {}): no file the server mapped has that digest",
+            who(r),
             list(&ran, 3),
             b.path,
             b.sha256
@@ -179,8 +187,8 @@ fn nccl(i: &Input, e: &mut Emit) -> Ran {
         let mapped: Vec<&LoadedObject> = r.objects.iter().filter(|o| o.is_nccl()).collect();
         if mapped.is_empty() {
             e.warning(format!(
-                "the card records NCCL {} ({}), and rank {} mapped no NCCL library (read at {}): the server did not load it while it was read",
-                n.version, n.file, r.rank, r.read_at.join(" and ")
+                "the card records NCCL {} ({}), and {} mapped no NCCL library (read at {}): the server did not load it while it was read",
+                n.version, n.file, who(r), r.read_at.join(" and ")
             ))
             .at(i.card_file, "/nccl");
             continue;
@@ -190,8 +198,8 @@ fn nccl(i: &Input, e: &mut Emit) -> Ran {
                 continue;
             }
             e.finding(format!(
-                "rank {} mapped {}, not the card's NCCL {} {} (sha256 {} on box {}): {}",
-                r.rank,
+                "{} mapped {}, not the card's NCCL {} {} (sha256 {} on box {}): {}",
+                who(r),
                 described(o),
                 n.version,
                 n.file,
@@ -218,8 +226,8 @@ fn checkpoint(i: &Input, e: &mut Emit) -> Ran {
                     continue;
                 }
                 e.finding(format!(
-                    "rank {} mapped {}, not the card's checkpoint file {} (sha256 {}…)",
-                    r.rank,
+                    "{} mapped {}, not the card's checkpoint file {} (sha256 {}…)",
+                    who(r),
                     described(o),
                     f.path,
                     short(&f.sha256)
@@ -231,12 +239,12 @@ fn checkpoint(i: &Input, e: &mut Emit) -> Ran {
     Some(())
 }
 
-/// Per file name of an executable or library, the ranks' (rank, object) that mapped one.
-fn by_name<'a>(ranks: &[&'a LoadedRank]) -> BTreeMap<&'a str, Vec<(u32, &'a LoadedObject)>> {
-    let mut names: BTreeMap<&str, Vec<(u32, &LoadedObject)>> = BTreeMap::new();
+/// Per file name of an executable or library, the ranks (named) and the objects they mapped.
+fn by_name<'a>(ranks: &[&'a LoadedRank]) -> BTreeMap<&'a str, Vec<(String, &'a LoadedObject)>> {
+    let mut names: BTreeMap<&str, Vec<(String, &LoadedObject)>> = BTreeMap::new();
     for r in ranks {
         for o in r.objects.iter().filter(|o| o.role != Role::Data) {
-            names.entry(o.name()).or_default().push((r.rank, o));
+            names.entry(o.name()).or_default().push((who(r), o));
         }
     }
     names
@@ -257,7 +265,7 @@ fn ranks_differ(i: &Input, e: &mut Emit) -> Ran {
         }
         let each: Vec<String> = seen
             .iter()
-            .map(|(rank, o)| format!("rank {rank}: {}", described(o)))
+            .map(|(rank, o)| format!("{rank}: {}", described(o)))
             .collect();
         e.finding(format!(
             "the ranks mapped different files named {name}: {}",
@@ -294,8 +302,8 @@ fn unrecorded(i: &Input, e: &mut Emit) -> Ran {
             continue;
         }
         e.finding(format!(
-            "rank {}: {} of {} executables and libraries it mapped are not recorded on the card (record them, with their sha256, so a replay can check them; all are in the inventory): {}",
-            r.rank,
+            "{}: {} of {} executables and libraries it mapped are not recorded on the card (record them, with their sha256, so a replay can check them; all are in the inventory): {}",
+            who(r),
             missing.len(),
             code.len(),
             list(&missing, 8)
@@ -308,7 +316,7 @@ fn unrecorded(i: &Input, e: &mut Emit) -> Ran {
 fn not_read(i: &Input, e: &mut Emit) -> Ran {
     for r in i.ranks {
         for why in &r.not_read {
-            e.finding(format!("rank {} on {}: {why}", r.rank, r.host));
+            e.finding(format!("{} on {}: {why}", who(r), r.host));
         }
         let unsure: Vec<String> = r
             .objects
@@ -317,8 +325,8 @@ fn not_read(i: &Input, e: &mut Emit) -> Ran {
             .collect();
         if !unsure.is_empty() {
             e.finding(format!(
-                "rank {}: {} mapped file(s) not surely hashed as mapped: {}",
-                r.rank,
+                "{}: {} mapped file(s) not surely hashed as mapped: {}",
+                who(r),
                 unsure.len(),
                 list(&unsure, 6)
             ));

@@ -45,6 +45,7 @@ fn object(path: &str, role: Role, sha256: &str) -> LoadedObject {
 /// A rank that ran the recorded binary with the recorded NCCL, weights and libc.
 fn faithful(rank: u32, box_name: &str) -> LoadedRank {
     LoadedRank {
+        side: None,
         rank,
         box_name: box_name.into(),
         host: "this machine".into(),

@@ -459,6 +459,7 @@ fn rank_record(
         Place::NotRead(_) => ("unknown".to_string(), None),
     };
     LoadedRank {
+        side: None,
         rank: r.target.rank,
         box_name: r.target.box_name,
         host,

@@ -16,8 +16,12 @@ pub fn rank_line(r: &LoadedRank) -> String {
             r.read_at.join(" and ")
         )
     };
+    let side = r
+        .side
+        .as_ref()
+        .map_or(String::new(), |s| format!("side {s}, "));
     format!(
-        "rank {} on box {}: {pid}on {}, {read}, {} file{} mapped",
+        "{side}rank {} on box {}: {pid}on {}, {read}, {} file{} mapped",
         r.rank,
         r.box_name,
         r.host,

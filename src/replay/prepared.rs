@@ -89,6 +89,12 @@ impl Prepared {
         (&self.inputs.contract, &self.inputs.contract_text)
     }
 
+    /// The card as the side runs it (its commands as edited), for judging what its servers
+    /// mapped.
+    pub(crate) fn card(&self) -> Option<Card> {
+        serde_json::from_value(self.inputs.card.clone()).ok()
+    }
+
     /// Whether the bundle records quality tests to ask again.
     pub(crate) fn has_quality(&self) -> bool {
         !self.inputs.quality.is_empty()
@@ -101,9 +107,9 @@ impl Prepared {
         &self,
         (contract, text): (&SpeedContract, &str),
         quality: bool,
-        dir: &Path,
-        tag: &str,
+        (dir, tag): (&Path, &str),
         notes: &mut Vec<String>,
+        loaded: Option<&mut Vec<LoadedRank>>,
     ) -> Result<measure::Measured, Fatal> {
         let session = Session {
             launches: &self.launches,
@@ -120,7 +126,7 @@ impl Prepared {
             id: format!("{}-{tag}", self.id),
             title: format!("{} ({tag})", self.title),
         };
-        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes, None)?;
+        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes, loaded)?;
         notes.extend(slurm::job_ended(&self.launchers));
         Ok(measured)
     }

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 /// What one rank's server process tree had mapped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadedRank {
+    /// The side of a comparison the rank served (`A`, `B`: `rigaudit ab`), when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<String>,
     /// The rank (the card's numbering).
     pub rank: u32,
     /// The card's box the rank ran on.
