@@ -349,7 +349,8 @@ fn the_plan_maps_boxes_to_nodes_and_shows_each_step_without_allocating() {
         "rank 0 (box head, the allocation's node 1 not named with --box)",
     );
     assert_has(t, "rank 1 (box second, node n2 (--box))");
-    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE=");
+    assert_has(t, "  step: 'srun' '--jobid' '<job>' '--nodelist' 'n2' '-N1' '-n1' '--kill-on-bad-exit=1' '--export=NONE' '--' '/bin/sh' '-c' ");
+    assert_has(t, "' 'rigaudit-rank' '/usr/bin/env' '-i' 'FAKE_ARGV_FILE=");
     assert_has(t, "'line one\\nline two'");
     assert!(
         t.contains(&format!(
@@ -424,6 +425,31 @@ fn rank_1_runs_on_n2_as_a_step_with_its_argv_and_environment_verbatim() {
         other => format!("warning: slurm: process tracking is {other}, not proctrack/cgroup"),
     };
     assert_has(&notes, &said);
+    // What each rank's server mapped was read on its node, in steps of the replay's job beside
+    // the rank's (the cluster's nodes are this machine): python3, hashed there.
+    let report = r.json();
+    let ranks = report["loaded"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2, "{ranks:#?}");
+    let rank1 = ranks.iter().find(|x| x["rank"] == 1).unwrap();
+    assert_eq!(rank1["host"], "n2", "{rank1:#}");
+    assert_eq!(rank1["read_at"], json!(["ready", "end"]), "{rank1:#}");
+    let exe = rank1["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["role"] == "executable")
+        .unwrap_or_else(|| panic!("{rank1:#}"));
+    assert_eq!(exe["sha256"], sha_file(&python3()), "{exe:#}");
+    assert!(rank1["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o["role"] == "library" && o["sha256"].is_string()));
+    assert!(
+        r.findings("loaded.not-read").is_empty(),
+        "{:#?}",
+        r.findings("loaded.not-read")
+    );
     assert_nothing_left(&conf, &s, 10, 10);
 }
 

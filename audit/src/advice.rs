@@ -388,7 +388,7 @@ pub const ALL: &[Advice] = &[
     a(
         "loaded.not-read",
         "keep the server running until rigaudit has read it (no exit after the last request); run it as the same user as rigaudit; do not replace files of a running server",
-        "rank 1 on this machine: exited before it was read at the end; passes: the rank still running when the last request is answered",
+        "rank 1 on n2: at end: the listing on node n2 in a step of Slurm job 17 failed (exit 1); passes: the node answering the step (a rank that had exited before a read is a note: its end is the replay's failed step)",
     ),
     // replay
     a(

@@ -68,7 +68,7 @@ pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: "loaded.not-read",
         severity: Severity::Warning,
-        doc: "What a rank mapped could not be read or not surely hashed: the rank exited first, /proc refused, a file deleted or replaced since it was mapped.",
+        doc: "What a rank mapped could not be read or not surely hashed: /proc refused, a box did not answer, a file deleted or replaced since it was mapped (note: the rank had exited before a read).",
         run: not_read,
     },
 ];
@@ -317,6 +317,9 @@ fn not_read(i: &Input, e: &mut Emit) -> Ran {
     for r in i.ranks {
         for why in &r.not_read {
             e.finding(format!("{} on {}: {why}", who(r), r.host));
+        }
+        for why in &r.gone {
+            e.info(format!("{} on {}: {why}", who(r), r.host));
         }
         let unsure: Vec<String> = r
             .objects

@@ -72,6 +72,7 @@ struct Rank {
     loader_env: BTreeMap<String, String>,
     objects: BTreeMap<String, Seen>,
     not_read: Vec<String>,
+    gone: Vec<String>,
 }
 
 /// The ranks' reads and the files they pinned.
@@ -96,6 +97,7 @@ impl Inventory {
                 processes: BTreeSet::new(),
                 loader_env: BTreeMap::new(),
                 objects: BTreeMap::new(),
+                gone: Vec::new(),
             })
             .collect();
         Inventory {
@@ -119,7 +121,7 @@ impl Inventory {
     /// Reads rank `i`'s tree on this machine.
     fn read_here(&mut self, i: usize, pid: u32, at: &'static str) {
         if !proc::alive(pid) {
-            self.ranks[i].not_read.push(format!(
+            self.ranks[i].gone.push(format!(
                 "the server (pid {pid}) had exited when it was to be read at {at}"
             ));
             return;
@@ -469,6 +471,7 @@ fn rank_record(
         loader_env: r.loader_env,
         objects,
         not_read: r.not_read,
+        gone: r.gone,
     }
 }
 

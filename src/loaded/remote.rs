@@ -225,13 +225,16 @@ pub fn hash(b: &OnBox, paths: &[String]) -> Result<BTreeMap<String, Option<Hashe
     Ok(parse_hashed(&out.stdout))
 }
 
-/// The server's pid on its box from the remote wrapper's line among the rank's first lines
-/// (`rigaudit-remote: rank started on HOST as process group PID`).
+/// The server's pid on its box from the line its start printed among the rank's first lines:
+/// the ssh wrapper's (`rigaudit-remote: rank started on HOST as process group PID`) or a Slurm
+/// step's (`rigaudit-slurm: rank started on NODE as pid PID`).
 pub fn pid_of(start_lines: &[String]) -> Option<u32> {
-    start_lines
-        .iter()
-        .filter(|l| l.contains("rigaudit-remote: rank started on "))
-        .find_map(|l| l.rsplit(" as process group ").next()?.trim().parse().ok())
+    start_lines.iter().find_map(|l| {
+        let said = l.contains("rigaudit-remote: rank started on ")
+            || l.contains("rigaudit-slurm: rank started on ");
+        let pid = l.rsplit([' ']).next()?.trim();
+        said.then(|| pid.parse().ok()).flatten()
+    })
 }
 
 #[cfg(test)]
@@ -274,5 +277,7 @@ mod tests {
         ];
         assert_eq!(pid_of(&lines), Some(4242));
         assert_eq!(pid_of(&lines[..1]), None);
+        let slurm = vec!["rigaudit-slurm: rank started on n2 as pid 77".to_string()];
+        assert_eq!(pid_of(&slurm), Some(77));
     }
 }

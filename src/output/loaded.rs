@@ -79,3 +79,75 @@ pub fn short_digest(o: &LoadedObject) -> String {
         .as_deref()
         .map_or("–".into(), |d| d.get(..16).unwrap_or(d).to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rigaudit_audit::{Findings, Report, Severity};
+
+    /// A report whose inventory holds a path and a variable written to break each format.
+    fn hostile() -> Report {
+        let object = LoadedObject {
+            path: "/opt/<script>alert(1)</script>/\u{1b}[31mlibnccl.so.2|x`".into(),
+            role: Role::Library,
+            sha256: Some("ab".repeat(32)),
+            size: 1,
+            soname: None,
+            version: Some("NCCL 2.30.7".into()),
+            package: None,
+            seen: vec!["ready".into(), "end".into()],
+            problem: None,
+        };
+        let rank = LoadedRank {
+            rank: 0,
+            box_name: "b<i>".into(),
+            host: "this machine".into(),
+            processes: 1,
+            read_at: vec!["ready".into()],
+            loader_env: [(
+                "LD_LIBRARY_PATH".to_string(),
+                "/x\u{1b}]0;t\u{7}".to_string(),
+            )]
+            .into(),
+            objects: vec![object],
+            ..Default::default()
+        };
+        let found = Findings {
+            loaded: vec![rank],
+            ..Default::default()
+        };
+        Report::new("replay", "b", Some(Severity::Error), found)
+    }
+
+    #[test]
+    fn every_format_escapes_what_a_server_mapped() {
+        let r = hostile();
+        let style = crate::output::Style {
+            color: false,
+            verbose: true,
+        };
+        let text = crate::output::text::render(&r, style);
+        assert!(text.contains("what ran"), "{text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        let html = crate::output::html::render(&r);
+        assert!(html.contains("What ran"));
+        assert!(
+            !html.contains("<script>") && !html.contains("<i>"),
+            "{html}"
+        );
+        let md = crate::output::markdown::render(&r);
+        assert!(md.contains("### What ran"));
+        assert!(!md.contains("<script>") && !md.contains('\u{1b}'), "{md}");
+        let statement = crate::output::intoto::render_loaded(&r).unwrap();
+        assert!(!statement.contains('\u{1b}'), "{statement}");
+        let v: serde_json::Value = serde_json::from_str(&statement).unwrap();
+        assert_eq!(v["subject"][0]["digest"]["sha256"], "ab".repeat(32));
+        assert_eq!(
+            v["predicate"]["ranks"][0]["objects"][0]["path"],
+            "/opt/<script>alert(1)</script>/\u{1b}[31mlibnccl.so.2|x`"
+        );
+    }
+}

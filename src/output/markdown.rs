@@ -267,7 +267,7 @@ fn loaded(p: &mut Page, r: &Report) {
         if let Some(line) = loader_line(rank) {
             p.line(&format!("\n{}", markdown_text(&line)));
         }
-        for why in &rank.not_read {
+        for why in rank.not_read.iter().chain(&rank.gone) {
             p.line(&format!("\n- not read: {}", markdown_text(why)));
         }
         let row = |o: &&rigaudit_audit::records::LoadedObject| {

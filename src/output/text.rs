@@ -476,7 +476,7 @@ fn loaded_section(o: &mut String, r: &Report, verbose: bool) {
         if let Some(line) = loader_line(rank) {
             let _ = writeln!(o, "    {}", safe(&line));
         }
-        for why in &rank.not_read {
+        for why in rank.not_read.iter().chain(&rank.gone) {
             let _ = writeln!(o, "    not read: {}", safe(why));
         }
         let shown: Vec<_> = rank

@@ -31,6 +31,9 @@ pub enum Reach {
     Ssh(Ssh),
     /// Steps of this allocation (cancelled when dropped).
     Slurm(Allocation),
+    /// Steps of a job another part holds (a replay's, whose ranks run as steps of it), run with
+    /// `--overlap` so that they run beside the ranks' steps on the nodes' busy CPUs.
+    Job(String),
 }
 
 impl Reach {
@@ -40,6 +43,7 @@ impl Reach {
         match self {
             Reach::Ssh(_) => format!("{t} over ssh"),
             Reach::Slurm(a) => format!("node {} in a step of Slurm job {}", t.host, a.job),
+            Reach::Job(job) => format!("node {} in a step of Slurm job {job}", t.host),
         }
     }
 
@@ -59,6 +63,7 @@ impl Reach {
         match self {
             Reach::Ssh(ssh) => ssh.run_script_with(t, script, args, b),
             Reach::Slurm(a) => run_step(step_argv(&a.job, &t.host, script, args), b),
+            Reach::Job(job) => run_step(overlapping(step_argv(job, &t.host, script, args)), b),
         }
     }
 
@@ -78,6 +83,10 @@ impl Reach {
         match self {
             Reach::Ssh(ssh) => ssh.spawn_script(t, script, args),
             Reach::Slurm(a) => spawn_step(&step_argv(&a.job, &t.host, script, args), Stdio::null()),
+            Reach::Job(job) => spawn_step(
+                &overlapping(step_argv(job, &t.host, script, args)),
+                Stdio::null(),
+            ),
         }
     }
 }
@@ -107,6 +116,13 @@ pub fn step_argv(job: &str, node: &str, script: &str, args: &[&str]) -> Vec<Stri
     .collect();
     v.extend(args.iter().map(|s| s.to_string()));
     v
+}
+
+/// A step's argv with `--overlap` after its `-n1`: it shares the CPUs other steps hold.
+fn overlapping(mut argv: Vec<String>) -> Vec<String> {
+    let at = argv.iter().position(|w| w == "-n1").map_or(1, |i| i + 1);
+    argv.insert(at, "--overlap".into());
+    argv
 }
 
 fn spawn_step(argv: &[String], stdin: Stdio) -> Result<Child, String> {

@@ -680,7 +680,7 @@ fn nccl_version(reach: &Reach, t: &Target, path: &str) -> NcclVersion {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
     let via = match reach {
         Reach::Ssh(_) => " over ssh".to_string(),
-        Reach::Slurm(_) => format!(", {}", reach.how(t)),
+        Reach::Slurm(_) | Reach::Job(_) => format!(", {}", reach.how(t)),
     };
     let why = format!(
         "on box {}{via}: read from its text, never loaded",

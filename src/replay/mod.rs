@@ -206,8 +206,8 @@ impl Session<'_> {
     }
 
     /// The ranks whose mappings are read: a rank here by its server's pid, a rank on a box over
-    /// ssh by the pid its wrapper printed among its first lines (`lines`); a Slurm rank is listed
-    /// with why it is not read.
+    /// ssh or in a Slurm step of its own by the pid its start printed among its first lines
+    /// (`lines`), read on its box or node; a task of a PMIx step is listed with why it is not.
     fn inventory_targets(&self, pids: &[u32], lines: &[Vec<String>]) -> Vec<crate::loaded::Target> {
         use crate::loaded::{remote as read_on_box, Place};
         let card: Option<rigaudit_audit::records::Card> =
@@ -246,8 +246,26 @@ impl Session<'_> {
                 remote::Launcher::Ssh { box_name, .. } => {
                     on_box(box_name, lines).unwrap_or_else(Place::NotRead)
                 }
+                remote::Launcher::Slurm {
+                    node,
+                    job,
+                    tasks: None,
+                    box_name,
+                } => match read_on_box::pid_of(lines) {
+                    Some(pid) => Place::OnBox(read_on_box::OnBox {
+                        reach: Arc::new(crate::rehash::reach::Reach::Job(job.clone())),
+                        target: crate::ssh::Target {
+                            box_name: box_name.clone(),
+                            user: None,
+                            host: node.clone(),
+                            port: None,
+                        },
+                        pid,
+                    }),
+                    None => Place::NotRead(format!("runs as a Slurm step on node {node}, and its pid there was not printed: what it mapped is not read")),
+                },
                 remote::Launcher::Slurm { node, .. } => Place::NotRead(format!(
-                    "runs as a Slurm step on node {node}: what a Slurm rank mapped is not read (ranks here and over ssh are)"
+                    "runs as a task of the PMIx step on node {node}: what a task of a shared step mapped is not read (ranks here, over ssh and in steps of their own are)"
                 )),
             };
             targets.push(crate::loaded::Target {

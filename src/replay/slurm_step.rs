@@ -2,8 +2,9 @@
 //! `--slurm-pmix` one step of every rank with the probe of its environment.
 //!
 //! - A rank's step: `srun --jobid J --nodelist NODE -N1 -n1 --kill-on-bad-exit=1 --export=NONE --
-//!   /usr/bin/env -i NAME=VALUE... PROGRAM ARGS...`: `env -i` gives the program exactly its
-//!   recorded environment, nothing inherited.
+//!   /bin/sh -c PID_LINE rigaudit-rank /usr/bin/env -i NAME=VALUE... PROGRAM ARGS...`: the fixed
+//!   [`PID_LINE`] prints the pid the program runs as and execs the rest; `env -i` gives the
+//!   program exactly its recorded environment, nothing inherited.
 //! - The PMIx step, for an engine that takes its rank from Slurm: `srun --jobid J --nodelist
 //!   NODE0,NODE1,... -N NODES -n RANKS --distribution=arbitrary --mpi=pmix --label
 //!   --kill-on-bad-exit=1 --export=NONE -- /usr/bin/env NAME=VALUE... PROGRAM ARGS...`: task `r`
@@ -28,12 +29,19 @@ use std::time::Duration;
 /// The fixed program of a digest step: it reads NUL-terminated paths on its stdin.
 pub const DIGEST_STEP: [&str; 5] = ["/usr/bin/xargs", "-0", "-r", "/usr/bin/sha256sum", "--"];
 
+/// The fixed start of a rank's step: one line with the node and the pid the program will run as
+/// (`exec` keeps the shell's pid, and `env` execs the program in turn), so that what it maps can
+/// be read on the node ([`crate::loaded`]), then the rest of the argv run as it is.
+pub const PID_LINE: &str =
+    r#"printf 'rigaudit-slurm: rank started on %s as pid %s\n' "$(uname -n)" "$$" >&2; exec "$@""#;
+
 /// The argv of rank `l`'s step on `node` of job `job`, running `program`.
 pub fn rank_step(l: &Launch, job: &str, node: &str, program: &str) -> Result<Vec<String>, Fatal> {
     runnable(l, program)?;
     let mut v = step_head(job, node);
     v.extend(["--kill-on-bad-exit=1".into(), "--export=NONE".into()]);
-    v.extend(["--".into(), "/usr/bin/env".into(), "-i".into()]);
+    v.extend(["--", "/bin/sh", "-c", PID_LINE, "rigaudit-rank"].map(String::from));
+    v.extend(["/usr/bin/env".into(), "-i".into()]);
     v.extend(l.env.iter().map(|(k, val)| format!("{k}={val}")));
     v.push(program.to_string());
     v.extend(l.args.iter().cloned());
@@ -275,6 +283,10 @@ mod tests {
         let v = rank_step(&l, "7", "n2", "/e").unwrap();
         let tail = [
             "--",
+            "/bin/sh",
+            "-c",
+            PID_LINE,
+            "rigaudit-rank",
             "/usr/bin/env",
             "-i",
             "K=v w=$x",

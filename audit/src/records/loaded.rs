@@ -33,9 +33,13 @@ pub struct LoadedRank {
     pub loader_env: BTreeMap<String, String>,
     /// The executables and mapped files, by path.
     pub objects: Vec<LoadedObject>,
-    /// What could not be read, and why (a rank that exited first, a process that refused).
+    /// What could not be read, and why (a process that refused, a box that did not answer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_read: Vec<String>,
+    /// The reads the server had exited before (`the server (pid 4242) had exited when it was to
+    /// be read at end`): its end is the replay's to report; here it is a note.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gone: Vec<String>,
 }
 
 /// What a mapped file is to the process.

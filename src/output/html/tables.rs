@@ -211,7 +211,7 @@ pub fn loaded(r: &Report) -> String {
         if let Some(line) = loader_line(rank) {
             let _ = write!(o, "<p>{}</p>", esc(&line));
         }
-        for why in &rank.not_read {
+        for why in rank.not_read.iter().chain(&rank.gone) {
             let _ = write!(o, "<p class=\"noresult\">not read: {}</p>", esc(why));
         }
         if rank.objects.is_empty() {
