@@ -146,7 +146,7 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
         }
     });
     found.comparisons = comparisons;
-    found.merge(what_ran(&mut ran, &sides));
+    found.merge(what_ran(&mut ran, &sides, args.trust_executable));
     let mut report = Report::new("ab", &name, fail_on, found);
     report.setup_changes = setup;
     report.decision_rule = rule_lines(&looked, args);
@@ -155,7 +155,7 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
 
 /// What each side's servers mapped in its first block, judged against that side's card
 /// (`loaded.*`), the inventory labelled by side.
-fn what_ran(ran: &mut [Ran], sides: &Sides) -> Findings {
+fn what_ran(ran: &mut [Ran], sides: &Sides, executable_trusted: bool) -> Findings {
     let mut found = Findings::default();
     for r in ran.iter_mut().take(2) {
         let (prepared, name) = match r.side {
@@ -172,6 +172,7 @@ fn what_ran(ran: &mut [Ran], sides: &Sides) -> Findings {
                     card: &card,
                     ranks: &ranks,
                     card_file: &format!("side {name}'s card"),
+                    executable_trusted,
                 },
             ));
         }

@@ -159,6 +159,25 @@ fn on_other_hardware_speed_is_informational_and_the_audit_settles_nothing() {
     assert_eq!(row(&report, "quality.arith.pct")["informational"], false);
     assert_cpu_independent_rows(&report);
     assert_decode_agrees_with_the_engines_timing(&out);
+    // What ran: the bundled engine is this rigaudit (`rigaudit __engine`), read at ready and at
+    // the end, every file it mapped hashed; the card records none of them (a note).
+    let rank = &report["loaded"][0];
+    assert_eq!(rank["read_at"], json!(["ready", "end"]), "{rank:#}");
+    let objects = rank["objects"].as_array().unwrap();
+    let exe = objects.iter().find(|o| o["role"] == "executable").unwrap();
+    let me = std::path::Path::new(env!("CARGO_BIN_EXE_rigaudit"));
+    assert_eq!(exe["sha256"], common::sha_file(me), "{exe:#}");
+    assert!(
+        objects.iter().all(|o| o["sha256"].is_string()),
+        "{objects:#?}"
+    );
+    assert!(
+        objects.iter().any(|o| o["soname"] == "libc.so.6"),
+        "{objects:#?}"
+    );
+    let unrecorded = common::findings_in(&report, "loaded.unrecorded");
+    assert_eq!(unrecorded.len(), 1, "{unrecorded:#?}");
+    assert_eq!(unrecorded[0]["severity"], "info");
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub struct Input<'a> {
     pub ranks: &'a [LoadedRank],
     /// The card's file name, for the findings' place.
     pub card_file: &'a str,
+    /// Whether the user ran an executable whose digest differs from the card's knowingly
+    /// (`--trust-executable`): then another binary is a warning, not an error.
+    pub executable_trusted: bool,
 }
 
 /// A `loaded.*` row's function.
@@ -152,14 +155,19 @@ fn engine_binary(i: &Input, e: &mut Emit) -> Ran {
             .filter(|o| o.role == Role::Executable)
             .map(described)
             .collect();
-        e.finding(format!(
+        let message = format!(
             "{} ran {}, not the card's engine binary {} (sha256 {}): no file the server mapped has that digest",
             who(r),
             list(&ran, 3),
             b.path,
             b.sha256
-        ))
-        .at(i.card_file, "/engine/binary/sha256");
+        );
+        let mark = if i.executable_trusted {
+            e.warning(format!("{message} (run knowingly: --trust-executable)"))
+        } else {
+            e.finding(message)
+        };
+        mark.at(i.card_file, "/engine/binary/sha256");
     }
     Some(())
 }

@@ -73,6 +73,7 @@ fn run(ranks: &[LoadedRank]) -> Findings {
         card: &card(),
         ranks,
         card_file: "card.json",
+        executable_trusted: false,
     })
 }
 
@@ -174,6 +175,23 @@ fn another_executable_is_an_engine_binary_error() {
     assert!(e[0].message.contains("/usr/local/bin/tensorfold-native"));
     assert!(e[0].message.contains("441a3847"));
     assert_eq!(e[0].pointer.as_deref(), Some("/engine/binary/sha256"));
+    assert_eq!(e[0].severity, Severity::Error);
+    // Run knowingly (--trust-executable): said, as a warning.
+    let trusted = check(&Input {
+        card: &card(),
+        ranks: &[r_again()],
+        card_file: "card.json",
+        executable_trusted: true,
+    });
+    let w = of(&trusted, "loaded.engine-binary");
+    assert_eq!(w[0].severity, Severity::Warning);
+    assert!(w[0].message.contains("--trust-executable"));
+}
+
+fn r_again() -> LoadedRank {
+    let mut r = faithful(0, "atom");
+    r.objects[0] = object("/usr/local/bin/tensorfold-native", Role::Executable, OTHER);
+    r
 }
 
 #[test]

@@ -406,6 +406,7 @@ pub fn running(
         card,
         ranks: &ranks,
         card_file,
+        executable_trusted: false,
     });
     found.loaded = ranks;
     found

@@ -484,7 +484,13 @@ pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Repla
     Ok(Replayed {
         id: opened.manifest.id.clone(),
         // The first session's bundle is the one on disk that verify reads.
-        found: report(&first, compared, &measured, notes, loaded),
+        found: report(
+            &first,
+            compared,
+            &measured,
+            notes,
+            (loaded, a.trust_executable),
+        ),
         bundle: measured.dir,
     })
 }
@@ -843,7 +849,7 @@ fn report(
     compared: Findings,
     measured: &measure::Measured,
     notes: &[String],
-    loaded: Vec<LoadedRank>,
+    (loaded, executable_trusted): (Vec<LoadedRank>, bool),
 ) -> Findings {
     let mut found = Findings::default();
     found.stage(&replay::COMMAND, |s| {
@@ -878,6 +884,7 @@ fn report(
                 card: &card.value,
                 ranks: &loaded,
                 card_file: &card.path,
+                executable_trusted,
             },
         ));
     }
