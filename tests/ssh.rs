@@ -434,6 +434,10 @@ fn rank_1_runs_on_the_box_over_ssh_with_its_argv_and_environment_verbatim() {
     let objects = rank1["objects"].as_array().unwrap();
     let exe = objects.iter().find(|o| o["role"] == "executable").unwrap();
     assert_eq!(exe["sha256"], sha_file(&python3()), "{exe:#}");
+    let python_size = std::fs::metadata(python3().canonicalize().unwrap())
+        .unwrap()
+        .len();
+    assert_eq!(exe["size"], python_size, "{exe:#}");
     let libc = objects
         .iter()
         .find(|o| o["path"].as_str().unwrap().contains("libc.so"))

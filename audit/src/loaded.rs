@@ -41,7 +41,7 @@ pub const CHECKS: &[Check<Run>] = &[
     Check {
         id: "loaded.engine-binary",
         severity: Severity::Error,
-        doc: "A rank's server ran an executable other than the engine binary the card records (by digest).",
+        doc: "A rank's server ran an executable other than the engine binary the card records (by digest); warning when it was run knowingly (--trust-executable).",
         run: engine_binary,
     },
     Check {

@@ -152,10 +152,12 @@ impl Inventory {
         rank.read_at.push(at.to_string());
         rank.processes.extend(listing.processes);
         rank.loader_env = listing.loader_env;
-        for (path, digest) in listing.executables {
+        for (path, hashed) in listing.executables {
+            let (digest, size) = hashed.unzip();
             let seen = Seen {
                 executable: true,
                 digest,
+                size,
                 ..Seen::default()
             };
             self.note_seen(i, path, seen, at);
@@ -277,6 +279,7 @@ impl Inventory {
                 Some("another file at this path between the reads: the first is hashed".into());
         }
         seen.digest = seen.digest.take().or(new.digest);
+        seen.size = seen.size.or(new.size);
         if !seen.at.contains(&at) {
             seen.at.push(at);
         }

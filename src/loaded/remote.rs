@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// The listing: `$1` is the server's pid on the box. Prints `gone` (it has exited) or `refused
 /// WHY`, else `V NAME=VALUE` per loader variable of the server, then per process `P PID`, `E
-/// EXE`, `X SHA256` of its executable and `M INODE PATH` per file mapping (once each).
+/// EXE`, `X SHA256 SIZE` of its executable and `M INODE PATH` per file mapping (once each).
 pub const LIST: &str = r#"root=$1
 if [ ! -d "/proc/$root" ]; then echo gone; exit 0; fi
 if [ ! -r "/proc/$root/maps" ]; then echo "refused /proc/$root/maps cannot be read by $(id -un)"; exit 0; fi
@@ -40,7 +40,7 @@ for p in $all; do
     printf 'P %s\n' "$p"
     if e=$(readlink /proc/"$p"/exe 2>/dev/null); then
         printf 'E %s\n' "$e"
-        d=$(sha256sum </proc/"$p"/exe 2>/dev/null) && printf 'X %s\n' "${d%% *}"
+        d=$(sha256sum </proc/"$p"/exe 2>/dev/null) && printf 'X %s %s\n' "${d%% *}" "$(stat -L -c %s /proc/"$p"/exe 2>/dev/null || echo 0)"
     fi
     awk '$5 != 0 { i = index($0, "/"); if (i > 0) { k = $5 " " substr($0, i); if (!s[k]++) print "M " k } }' /proc/"$p"/maps 2>/dev/null
 done
@@ -92,8 +92,8 @@ pub struct Listing {
     pub refused: Option<String>,
     /// Its processes.
     pub processes: Vec<u32>,
-    /// Each executable with its digest.
-    pub executables: Vec<(String, Option<String>)>,
+    /// Each executable with its digest and size.
+    pub executables: Vec<(String, Option<(String, u64)>)>,
     /// Each mapped file with its inode.
     pub maps: Vec<(u64, String)>,
     /// The server's loader variables.
@@ -111,8 +111,9 @@ pub fn parse_listing(text: &str) -> Listing {
             "P" => l.processes.extend(rest.parse::<u32>().ok()),
             "E" => l.executables.push((rest.to_string(), None)),
             "X" => {
+                let (digest, size) = rest.split_once(' ').unwrap_or((rest, "0"));
                 if let Some(last) = l.executables.last_mut() {
-                    last.1 = Some(rest.to_string());
+                    last.1 = Some((digest.to_string(), size.trim().parse().unwrap_or(0)));
                 }
             }
             "M" => {
@@ -243,13 +244,16 @@ mod tests {
 
     #[test]
     fn a_listing_reads_processes_executables_maps_and_variables() {
-        let text = "V LD_LIBRARY_PATH=/opt/n lib\nP 10\nE /usr/bin/python3.11\nX abc\nM 77 /usr/lib/libc.so.6\nM 78 /opt/n lib/libnccl.so.2 (deleted)\nP 11\nE /bin/x\n";
+        let text = "V LD_LIBRARY_PATH=/opt/n lib\nP 10\nE /usr/bin/python3.11\nX abc 6\nM 77 /usr/lib/libc.so.6\nM 78 /opt/n lib/libnccl.so.2 (deleted)\nP 11\nE /bin/x\n";
         let l = parse_listing(text);
         assert_eq!(l.processes, vec![10, 11]);
         assert_eq!(
             l.executables,
             vec![
-                ("/usr/bin/python3.11".to_string(), Some("abc".to_string())),
+                (
+                    "/usr/bin/python3.11".to_string(),
+                    Some(("abc".to_string(), 6))
+                ),
                 ("/bin/x".to_string(), None)
             ]
         );
