@@ -43,15 +43,16 @@ pub fn loader_line(r: &LoadedRank) -> Option<String> {
 }
 
 /// What a file says of itself and what went wrong reading it: `soname libc.so.6; deb libc6
-/// 2.36-9; NCCL 2.30.7; deleted since it was mapped`.
-pub fn object_note(o: &LoadedObject) -> String {
+/// 2.36-9; NCCL 2.30.7; deleted since it was mapped`; with `reads` reads of its rank, that it
+/// was mapped at one of them only.
+pub fn object_note(o: &LoadedObject, reads: usize) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(s) = o.soname.as_ref().filter(|s| *s != o.name()) {
         parts.push(format!("soname {s}"));
     }
     parts.extend(o.package.clone());
     parts.extend(o.version.clone());
-    if o.seen.len() == 1 {
+    if o.seen.len() == 1 && reads > 1 {
         parts.push(format!("mapped at {} only", o.seen[0]));
     }
     parts.extend(o.problem.clone());
@@ -117,6 +118,15 @@ mod tests {
             ..Default::default()
         };
         Report::new("replay", "b", Some(Severity::Error), found)
+    }
+
+    #[test]
+    fn mapped_at_one_read_only_is_said_when_there_were_two() {
+        let mut o = hostile().loaded[0].objects[0].clone();
+        o.seen = vec!["end".into()];
+        assert!(object_note(&o, 2).contains("mapped at end only"));
+        o.seen = vec!["now".into()];
+        assert_eq!(object_note(&o, 1), "NCCL 2.30.7");
     }
 
     #[test]

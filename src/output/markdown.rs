@@ -276,7 +276,7 @@ fn loaded(p: &mut Page, r: &Report) {
                 role(o),
                 code(&short_digest(o)),
                 code(&o.path),
-                cell(&object_note(o))
+                cell(&object_note(o, rank.read_at.len()))
             )
         };
         let (open, rest): (Vec<_>, Vec<_>) = rank.objects.iter().partition(|o| shown_short(o));

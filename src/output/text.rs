@@ -485,7 +485,7 @@ fn loaded_section(o: &mut String, r: &Report, verbose: bool) {
             .filter(|x| verbose || shown_short(x))
             .collect();
         for x in &shown {
-            let note = object_note(x);
+            let note = object_note(x, rank.read_at.len());
             let _ = writeln!(
                 o,
                 "    {:<10} {:<16} {}{}",

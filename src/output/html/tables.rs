@@ -229,7 +229,7 @@ pub fn loaded(r: &Report) -> String {
                 role(x),
                 esc(x.sha256.as_deref().unwrap_or("–")),
                 esc(&x.path),
-                esc(&object_note(x))
+                esc(&object_note(x, rank.read_at.len()))
             );
         }
         o.push_str("</tbody></table>");
