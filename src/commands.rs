@@ -304,8 +304,7 @@ pub fn rehash(gate: &Gate, mut args: rehash::Args) -> Result<ExitCode, Fatal> {
             .into_iter()
             .map(|(rank, pid)| loaded::Target {
                 rank,
-                box_name: replay::remote::box_of(&card, rank)
-                    .unwrap_or_else(|| format!("rank {rank}")),
+                box_name: replay::remote::box_or_rank(&card, rank),
                 place: loaded::Place::Here(pid),
             })
             .collect();

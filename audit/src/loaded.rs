@@ -17,7 +17,7 @@ use crate::check::{list, Check, Emit, Ran};
 use crate::records::card::Card;
 use crate::records::loaded::{LoadedObject, LoadedRank, Role};
 use crate::report::{Findings, Severity};
-use crate::schema::{compare_digest, DigestMatch};
+use crate::schema::{compare_digest, recorded_digest};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the `loaded.*` rows read: the card and what each rank mapped.
@@ -141,10 +141,9 @@ pub fn put_there_by(r: &LoadedRank, o: &LoadedObject) -> String {
 }
 
 fn engine_binary(i: &Input, e: &mut Emit) -> Ran {
+    // A malformed recorded digest is rehash's to report (`rehash.binary-digest`).
     let b = i.card.engine.binary.as_ref()?;
-    if compare_digest(&b.sha256, &"0".repeat(64)) == DigestMatch::Malformed {
-        return None;
-    }
+    recorded_digest(&b.sha256)?;
     for r in i.ranks.iter().filter(|r| !r.objects.is_empty()) {
         if r.objects.iter().any(|o| agrees(o, &b.sha256)) {
             continue;

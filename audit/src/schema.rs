@@ -302,13 +302,21 @@ impl DigestMatch {
     }
 }
 
+/// A recorded sha256 as [`compare_digest`] reads it (lower case, without `sha256:`), when it is
+/// 8 to 64 hex digits.
+pub fn recorded_digest(recorded: &str) -> Option<String> {
+    let r = recorded.trim().to_ascii_lowercase();
+    let r = r.strip_prefix("sha256:").unwrap_or(&r).to_string();
+    let ok = (8..=64).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_hexdigit());
+    ok.then_some(r)
+}
+
 /// Compares a recorded sha256 (full or a prefix of at least 8 hex digits) with a computed one.
 pub fn compare_digest(recorded: &str, computed_hex: &str) -> DigestMatch {
-    let r = recorded.trim().to_ascii_lowercase();
-    let r = r.strip_prefix("sha256:").unwrap_or(&r);
-    if r.len() < 8 || r.len() > 64 || !r.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let Some(r) = recorded_digest(recorded) else {
         return DigestMatch::Malformed;
-    }
+    };
+    let r = r.as_str();
     let c = computed_hex.to_ascii_lowercase();
     if !c.starts_with(r) {
         DigestMatch::Mismatch

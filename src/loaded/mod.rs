@@ -144,7 +144,7 @@ impl Inventory {
                 "the server (pid {} on {}) had exited when it was to be read at {at}",
                 b.pid, b.target
             );
-            return rank.not_read.push(why);
+            return rank.gone.push(why);
         }
         if let Some(why) = listing.refused {
             return rank.not_read.push(format!("at {at}: {why}"));
@@ -223,11 +223,7 @@ impl Inventory {
             return (None, Some("not a regular file".into()));
         }
         if let Some(ino) = mapped.filter(|ino| *ino != meta.ino()) {
-            let why = format!(
-                "replaced since it was mapped (inode {ino} mapped, {} at the path now): not hashed",
-                meta.ino()
-            );
-            return (None, Some(why));
+            return (None, Some(replaced(ino, meta.ino())));
         }
         let key = (meta.dev(), meta.ino());
         if !self.files.contains_key(&key) {
@@ -344,7 +340,7 @@ fn hash_on_box(r: &mut Rank) {
         match got {
             None => seen.problem = Some("cannot be read on the box".into()),
             Some(h) if seen.inode.is_some_and(|i| i != h.inode) => {
-                seen.problem = Some(format!("replaced since it was mapped (inode {} mapped, {} at the path now): not hashed", seen.inode.unwrap_or(0), h.inode));
+                seen.problem = Some(replaced(seen.inode.unwrap_or(0), h.inode));
             }
             Some(h) => {
                 seen.digest = Some(h.sha256);
@@ -354,6 +350,13 @@ fn hash_on_box(r: &mut Rank) {
             }
         }
     }
+}
+
+/// Why a mapped file is not hashed: the inode at its path is not the one mapped.
+fn replaced(mapped: u64, now: u64) -> String {
+    format!(
+        "replaced since it was mapped (inode {mapped} mapped, {now} at the path now): not hashed"
+    )
 }
 
 /// Whether a path names an NCCL library (runtime or plugin).
@@ -382,12 +385,14 @@ pub fn running_targets(specs: &[String]) -> Result<Vec<(u32, u32)>, crate::fatal
         };
         if out.iter().any(|(r, _)| *r == rank) {
             return Err(fatal(format!(
-                "--running {spec}: rank {rank} is given twice"
+                "--running {}: rank {rank} is given twice",
+                crate::input::shown(spec)
             )));
         }
         if !proc::alive(pid) {
             return Err(fatal(format!(
-                "--running {spec}: no process {pid} is running on this machine (or it is not visible to this user)"
+                "--running {}: no process {pid} is running on this machine (or it is not visible to this user)",
+                crate::input::shown(spec)
             )));
         }
         out.push((rank, pid));

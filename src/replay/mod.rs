@@ -212,10 +212,9 @@ impl Session<'_> {
         use crate::loaded::{remote as read_on_box, Place};
         let card: Option<rigaudit_audit::records::Card> =
             serde_json::from_value(self.card.clone()).ok();
-        let box_of = |rank| {
-            card.as_ref()
-                .and_then(|c| remote::box_of(c, rank))
-                .unwrap_or_else(|| format!("rank {rank}"))
+        let box_of = |rank| match &card {
+            Some(c) => remote::box_or_rank(c, rank),
+            None => format!("rank {rank}"),
         };
         let boxes = self.a.boxes.ssh.targets().ok();
         let reach = crate::ssh::client::Ssh::new(&self.a.boxes.ssh)
@@ -460,6 +459,20 @@ pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Repla
     for l in &resolved.launches {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
+    let id = opened.manifest.id.clone();
+    measure_and_judge(&session, (id, &recorded), &out, notes)
+}
+
+/// Stage 3: the first session measured (with what its servers mapped), more runs with `--runs
+/// auto`, a confirming session where a value moved, each value compared and judged; `id` is the
+/// recorded bundle's.
+fn measure_and_judge(
+    session: &Session,
+    (id, recorded): (String, &rigaudit_audit::Bundle),
+    out: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Replayed, Fatal> {
+    let a = session.a;
     let started = Instant::now();
     let mut loaded = Vec::new();
     let measured = session.run(
@@ -468,21 +481,21 @@ pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Repla
         notes,
         Some(&mut loaded),
     )?;
-    notes.extend(slurm::job_ended(&planned.launchers));
+    notes.extend(slurm::job_ended(session.launchers));
     let replayed = bundle::load(&bundle::open(&measured.dir)?);
     let first = Sides {
-        recorded: &recorded,
+        recorded,
         replayed: &replayed,
     };
     let auto = a.runs == auto::RunsMode::Auto && measured.stopped.is_none();
-    let pooled = auto.then(|| more_runs(&session, &first, &out, started, notes));
+    let pooled = auto.then(|| more_runs(session, &first, out, started, notes));
     let sides = Sides {
-        recorded: &recorded,
+        recorded,
         replayed: pooled.as_ref().unwrap_or(&replayed),
     };
-    let compared = compare_confirmed(&session, &sides, a, &out, &measured, notes);
+    let compared = compare_confirmed(session, &sides, a, out, &measured, notes);
     Ok(Replayed {
-        id: opened.manifest.id.clone(),
+        id,
         // The first session's bundle is the one on disk that verify reads.
         found: report(
             &first,

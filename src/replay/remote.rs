@@ -113,6 +113,11 @@ pub fn box_of(card: &Card, rank: u32) -> Option<String> {
         })
 }
 
+/// [`box_of`], or `rank N` when the card places the rank on no box (a box of its own).
+pub fn box_or_rank(card: &Card, rank: u32) -> String {
+    box_of(card, rank).unwrap_or_else(|| format!("rank {rank}"))
+}
+
 /// The `--box` and `--box-engine` mappings, by box name.
 pub(super) struct Mappings {
     pub(super) targets: BTreeMap<String, Target>,

@@ -23,7 +23,7 @@
 
 use super::command::Launch;
 use super::probe::{compare, expected, Expected};
-use super::remote::{box_of, mappings, Launcher, Planned};
+use super::remote::{box_or_rank, mappings, Launcher, Planned};
 use super::slurm_step::{digest_step, pmix_argv, pmix_step, rank_step, same_command, Placed};
 use crate::fatal::{fatal, Fatal};
 use crate::slurm::alloc::{cancel, node_addr, proctrack, quick};
@@ -61,10 +61,7 @@ pub fn node_map(card: &Card, ranks: &[u32], a: &super::remote::BoxArgs) -> Resul
         }
         mapped.insert(name.clone(), t.host.clone());
     }
-    let ranks = ranks
-        .iter()
-        .map(|&r| (r, box_of(card, r).unwrap_or_else(|| format!("rank {r}"))))
-        .collect();
+    let ranks = ranks.iter().map(|&r| (r, box_or_rank(card, r))).collect();
     Ok(NodeMap { ranks, mapped })
 }
 
