@@ -179,6 +179,7 @@ pub fn verify(
                 fail_on: gate.fail_on(),
                 report: gate.out.report.clone(),
                 outputs: gate.out.outputs.clone(),
+                quiet: gate.show.quiet,
             };
             return tree::verify(&t, &shown, &|r| gate.finish(r));
         }

@@ -120,7 +120,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
         quiet: cli.quiet,
     };
     let gate = |out, policy| Gate { out, policy, show };
-    match cli.command {
+    let result = match cli.command {
         Command::Verify {
             bundle,
             mut more,
@@ -176,6 +176,22 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
         ),
         Command::Checks { id, format } => checks(id.as_deref(), format),
         Command::Schema { kind } => printed(schema_text(&kind)?.as_bytes()),
+    };
+    if show.verbose && !show.quiet {
+        say_hashed();
+    }
+    result
+}
+
+/// Under `--verbose`: how many files the run hashed, and how many digests it took from its own
+/// cache instead of reading a file again ([`digest`]).
+fn say_hashed() {
+    match digest::cache_counts() {
+        (0, 0) => {}
+        (hashed, 0) => progress::say(format_args!("rigaudit: {hashed} files hashed")),
+        (hashed, served) => progress::say(format_args!(
+            "rigaudit: {hashed} files hashed, {served} more digests of files already hashed in this run taken without reading them again"
+        )),
     }
 }
 

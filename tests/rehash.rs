@@ -439,6 +439,39 @@ fn checkpoints_on_two_boxes_must_agree() {
 }
 
 #[test]
+fn a_checkpoint_reached_on_two_boxes_through_hard_links_is_read_once() {
+    let case = Case::new(only, None);
+    let atom = case.root().join("atom/GLM");
+    write_checkpoint(&atom, 2, "# card", "{}", None);
+    let pgx = case.root().join("pgx/GLM");
+    fs::create_dir_all(&pgx).expect("mkdir");
+    let mut files = 0;
+    for e in fs::read_dir(&atom).expect("list").flatten() {
+        fs::hard_link(e.path(), pgx.join(e.file_name())).expect("link");
+        files += 1;
+    }
+    // Digests are kept for files that had settled a second before their reading began.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let out = Command::new(BIN)
+        .args(["--verbose", "rehash"])
+        .arg(case.bundle())
+        .args([
+            "--root",
+            case.root().to_str().expect("utf8"),
+            "--format",
+            "json",
+        ])
+        .output()
+        .expect("run rigaudit");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(out.status.code(), Some(0), "{r:#}\n{stderr}");
+    assert!(findings(&r, "rehash.boxes-differ").is_empty(), "{r:#}");
+    let said = format!("{files} more digests of files already hashed in this run");
+    assert!(stderr.contains(&said), "{said}: {stderr}");
+}
+
+#[test]
 fn bundle_file_changed_after_the_manifest_fails() {
     let case = Case::new(
         |c| {

@@ -618,3 +618,62 @@ fn a_tree_without_a_run_is_a_clear_error() {
     assert_has(&run.stderr, "no run found in the folder");
     assert_has(&run.stderr, "vllm");
 }
+
+/// `from` copied to `to` as hard links (as `cp -al` makes them).
+fn link_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            link_dir(&src, &dst);
+        } else {
+            std::fs::hard_link(&src, &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_file_cited_by_many_runs_is_hashed_once_and_a_changed_one_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = tmp.path().join("first");
+    copy_dir(&fixture("mia-recipe-1104-2x"), &first);
+    for copy in ["second", "third"] {
+        link_dir(&first, &tmp.path().join(copy));
+    }
+    // A digest is kept for a file that had settled when its reading began (a second earlier).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let root = tmp.path().display().to_string();
+    let counts = |run: &common::Run| -> (u64, u64) {
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.contains("files hashed"))
+            .unwrap_or_else(|| panic!("no count of files hashed: {}", run.stderr));
+        let n: Vec<u64> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        (n[0], n.get(1).copied().unwrap_or(0))
+    };
+    let verdicts = |run: &common::Run| -> Vec<String> {
+        let rows = run.json()["runs"].as_array().unwrap().clone();
+        rows.iter()
+            .map(|r| r["verdict"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let run = rigaudit(&["--verbose", "verify", &root, "--format", "json"]);
+    let (hashed, served) = counts(&run);
+    let alone = rigaudit(&["--verbose", "verify", &first.display().to_string()]);
+    let (one, _) = counts(&alone);
+    assert!(one > 0);
+    // Three runs, each file read once: the two linked copies take their digests from the first.
+    assert_eq!((hashed, served), (one, 2 * one), "{}", run.stderr);
+    assert_eq!(verdicts(&run), ["pass", "pass", "pass"]);
+    // A file changed through one link is read again, and every run that cites it fails.
+    let card = first.join("card.json");
+    let mut text = std::fs::read_to_string(&card).unwrap();
+    text.push(' ');
+    std::fs::write(&card, text).unwrap();
+    let run = rigaudit(&["--verbose", "verify", &root, "--format", "json"]);
+    assert_eq!(verdicts(&run), ["fail", "fail", "fail"], "{}", run.stderr);
+}

@@ -104,12 +104,28 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// sha256 of a file. When a core is idle (fewer files in flight than cores), a large file is read
 /// by a second thread while this one hashes, so reading costs no hashing time; when every core
 /// already hashes a file of its own, an extra reader thread would only take turns with them.
+/// A file hashed earlier in the run is not read again ([`crate::digest::once_per_file`]); its
+/// bytes still count as done for the progress bar.
 pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> {
     let mut f = crate::input::open_regular(path, "file")
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut read = None;
+    let digest = crate::digest::once_per_file(&mut f, |f| {
+        let (digest, n) = hash_open(f, len, progress)?;
+        read = Some(n);
+        Ok(digest)
+    })?;
+    if read.is_none() {
+        progress.add(len);
+    }
+    Ok((digest, read.unwrap_or(len)))
+}
+
+/// sha256 of an open file of `len` bytes: see [`hash_file`].
+fn hash_open(f: &mut std::fs::File, len: u64, progress: &Progress) -> io::Result<(String, u64)> {
     if len < PIPELINE_MIN || ACTIVE.load(Ordering::Relaxed) >= crate::host::cores() {
-        return hash_reader(&mut f, progress);
+        return hash_reader(f, progress);
     }
     let (full_tx, full_rx): (SyncSender<Filled>, Receiver<Filled>) = sync_channel(BUFFERS);
     let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(BUFFERS);
@@ -120,7 +136,7 @@ pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> 
     std::thread::scope(|s| {
         s.spawn(move || {
             while let Ok(mut buf) = empty_rx.recv() {
-                let r = fill(&mut f, &mut buf);
+                let r = fill(f, &mut buf);
                 let last = !matches!(r, Ok(n) if n == buf.len());
                 if full_tx.send(r.map(|n| (buf, n))).is_err() || last {
                     break;

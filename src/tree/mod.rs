@@ -10,12 +10,15 @@
 //! verified by itself, as `verify` of it alone would; one that cannot be read is a row of the table
 //! that names the file and why (verdict incomplete), and the other runs are verified all the same.
 //! [`table`] prints the table and writes each run's report; the exit code is the worst run's.
+//! On a terminal a line of [`progress`] says folders done, runs verified, runs a second and the
+//! time left.
 //!
 //! It sits above the front door ([`subject`]) and the verify stage: only `commands.rs` calls it,
 //! with plain values and a closure that finishes each report (the policy), and nothing it imports
 //! imports it back (`layers.rs` tests this).
 
 mod group;
+mod progress;
 mod table;
 
 pub use table::{verify, Options};
@@ -228,13 +231,14 @@ fn list(dir: &Path) -> Result<Vec<(PathBuf, Kind)>, Fatal> {
 
 /// Verifies every run of the places, on `workers` threads taking places off one queue; the rows
 /// come back sorted by run, with what the places held that is no run. `finish` applies the policy
-/// to each report.
+/// to each report; `quiet` keeps the progress line off a terminal.
 pub fn verify_all(
     tree: &Tree,
     places: &[Place],
-    fail_on: Option<Severity>,
+    (fail_on, quiet): (Option<Severity>, bool),
     finish: &(dyn Fn(Report) -> Report + Sync),
 ) -> (Vec<Row>, Vec<LeftOut>) {
+    let progress = progress::Progress::new(places.len(), quiet);
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, places.len().max(1));
@@ -246,6 +250,7 @@ pub fn verify_all(
                     let (mut rows, mut left_out) = (Vec::new(), Vec::new());
                     while let Some(place) = places.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let (r, l) = group::verify_place(tree, place, fail_on, finish);
+                        progress.folder_done(r.len());
                         rows.extend(r);
                         left_out.extend(l);
                     }
@@ -261,6 +266,7 @@ pub fn verify_all(
         }
         (rows, left_out)
     });
+    progress.finish();
     rows.sort_by(|a, b| a.run.cmp(&b.run));
     left_out.sort_by(|a, b| a.path.cmp(&b.path));
     (rows, left_out)

@@ -22,6 +22,8 @@ pub struct Options {
     pub report: Option<PathBuf>,
     /// `--output [FORMAT:]DIR`: folders for each run's report in a format.
     pub outputs: Vec<String>,
+    /// `--quiet`: no progress line on a terminal.
+    pub quiet: bool,
 }
 
 /// `verify DIR` on a tree: every run verified, the table printed, each run's report written to
@@ -42,7 +44,8 @@ pub fn verify(
     }
     let dirs = output_dirs(opts)?;
     let walked = walk(&tree.root, LIMITS)?;
-    let (mut rows, found_left_out) = verify_all(tree, &walked.places, opts.fail_on, finish);
+    let (mut rows, found_left_out) =
+        verify_all(tree, &walked.places, (opts.fail_on, opts.quiet), finish);
     rows.extend(walked.unlisted.iter().map(|(dir, why)| Row {
         run: super::relative(&tree.root, dir),
         tool: "unknown".into(),
