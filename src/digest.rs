@@ -37,9 +37,9 @@ pub fn hex(bytes: &[u8]) -> String {
 /// sha256 of a file, streamed, once a run (see the module's doc); a path that is not a regular
 /// file (a FIFO, a device) is refused rather than read without end.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = crate::input::open_regular(path, "file")
+    let f = crate::input::open_regular(path, "file")
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.0))?;
-    once_per_file(&mut f, |f| {
+    once_per_file(&f, |mut f| {
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 1 << 20];
         loop {
@@ -109,8 +109,8 @@ pub fn cache_counts() -> (u64, u64) {
 /// The digest of an open file: the one made earlier in this run for the same content (see the
 /// module's doc), or `hash(file)`'s, kept when the file did not change while it was read.
 pub fn once_per_file(
-    file: &mut File,
-    hash: impl FnOnce(&mut File) -> std::io::Result<String>,
+    file: &File,
+    hash: impl FnOnce(&File) -> std::io::Result<String>,
 ) -> std::io::Result<String> {
     let Some(id) = FileId::of(file) else {
         return hash(file);
@@ -247,8 +247,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
         std::fs::write(&p, b"x").unwrap();
-        let mut f = File::open(&p).unwrap();
-        let e = once_per_file(&mut f, |_| Err(std::io::Error::other("boom")));
+        let f = File::open(&p).unwrap();
+        let e = once_per_file(&f, |_| Err(std::io::Error::other("boom")));
         assert!(e.is_err());
         let d = sha256_file(&p).unwrap();
         assert_eq!(d, hex(&Sha256::digest(b"x")));

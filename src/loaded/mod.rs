@@ -430,20 +430,22 @@ struct Described {
 
 /// Hashes `f` and reads its facts (its NCCL version too when `nccl`).
 fn describe(f: &File, nccl: bool) -> Described {
-    let mut reader = f;
-    let sha = reader
-        .seek(SeekFrom::Start(0))
-        .and_then(|_| hash::hash_reader(&mut reader, &Progress::none()));
+    let mut size = None;
+    let sha = crate::digest::once_per_file(f, |mut reader| {
+        reader.seek(SeekFrom::Start(0))?;
+        let (digest, n) = hash::hash_reader(&mut reader, &Progress::none())?;
+        size = Some(n);
+        Ok(digest)
+    });
+    let size = size.or_else(|| f.metadata().ok().map(|m| m.len()));
     let mut again = f;
     let version = nccl
         .then(|| again.seek(SeekFrom::Start(0)).ok())
         .flatten()
         .and_then(|_| facts::nccl_version(&mut again));
     Described {
-        size: sha.as_ref().map(|(_, n)| *n).unwrap_or(0),
-        sha256: sha
-            .map(|(d, _)| d)
-            .map_err(|e| format!("cannot be read: {e}")),
+        size: size.filter(|_| sha.is_ok()).unwrap_or(0),
+        sha256: sha.map_err(|e| format!("cannot be read: {e}")),
         elf: facts::elf(f),
         nccl: version,
     }

@@ -107,11 +107,11 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// A file hashed earlier in the run is not read again ([`crate::digest::once_per_file`]); its
 /// bytes still count as done for the progress bar.
 pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> {
-    let mut f = crate::input::open_regular(path, "file")
+    let f = crate::input::open_regular(path, "file")
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut read = None;
-    let digest = crate::digest::once_per_file(&mut f, |f| {
+    let digest = crate::digest::once_per_file(&f, |f| {
         let (digest, n) = hash_open(f, len, progress)?;
         read = Some(n);
         Ok(digest)
@@ -123,9 +123,9 @@ pub fn hash_file(path: &Path, progress: &Progress) -> io::Result<(String, u64)> 
 }
 
 /// sha256 of an open file of `len` bytes: see [`hash_file`].
-fn hash_open(f: &mut std::fs::File, len: u64, progress: &Progress) -> io::Result<(String, u64)> {
+fn hash_open(mut f: &std::fs::File, len: u64, progress: &Progress) -> io::Result<(String, u64)> {
     if len < PIPELINE_MIN || ACTIVE.load(Ordering::Relaxed) >= crate::host::cores() {
-        return hash_reader(f, progress);
+        return hash_reader(&mut f, progress);
     }
     let (full_tx, full_rx): (SyncSender<Filled>, Receiver<Filled>) = sync_channel(BUFFERS);
     let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(BUFFERS);
@@ -136,7 +136,7 @@ fn hash_open(f: &mut std::fs::File, len: u64, progress: &Progress) -> io::Result
     std::thread::scope(|s| {
         s.spawn(move || {
             while let Ok(mut buf) = empty_rx.recv() {
-                let r = fill(f, &mut buf);
+                let r = fill(&mut f, &mut buf);
                 let last = !matches!(r, Ok(n) if n == buf.len());
                 if full_tx.send(r.map(|n| (buf, n))).is_err() || last {
                     break;
