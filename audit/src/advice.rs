@@ -520,6 +520,16 @@ pub const ALL: &[Advice] = &[
         "LoadGen's summary says 'Result is : INVALID'; passes: a run of the required duration whose summary says VALID",
     ),
     a(
+        "import.energy-window",
+        "publish energy figures measured over a steady state of the length and batch the benchmark requires (ML.ENERGY: 30 s or more with at least 0.8 of max_num_seqs running), lengthening the run (more requests or num_request_repeats) until it has one",
+        "steady_state_duration 25 s with max_num_seqs 64 and 256 requests; passes: num_request_repeats 2, a 60 s window with 63 requests running on average",
+    ),
+    a(
+        "import.energy-readings",
+        "check the GPU's power and temperature readings and the energy meter before publishing; a run whose energy per token is 0 or above 100 J, or whose readings leave the GPU's range, measured something else",
+        "1,200 device_instant samples above 1.7 x 700 W on an H100; passes: a run whose samples stay within 70-1,190 W",
+    ),
+    a(
         "import.ttft-empty-chunk",
         "take the time to first token at the first chunk that carries generated text (or the tool's version that does), not at an empty role or keep-alive chunk",
         "TTFT 12 ms taken at a chunk with delta {\"role\": \"assistant\"} and no content; passes: TTFT at the first chunk with text",

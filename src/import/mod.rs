@@ -19,6 +19,7 @@ mod llama_server_body;
 pub mod llama_server_stream;
 pub mod lm_eval;
 pub mod loadgen;
+pub mod ml_energy;
 pub mod vllm;
 pub mod yaml;
 mod yaml_depth;
@@ -60,6 +61,8 @@ pub enum Format {
     LlamaServer,
     /// vLLM: the result of `vllm bench serve --save-result --save-detailed`.
     Vllm,
+    /// The ML.ENERGY benchmark (v3): results.json, with prometheus.json beside it.
+    MlEnergy,
 }
 
 impl Format {
@@ -73,6 +76,7 @@ impl Format {
             Format::LlamaBench => "llama-bench",
             Format::LlamaServer => "llama-server",
             Format::Vllm => "vllm",
+            Format::MlEnergy => "ml-energy",
         }
     }
 
@@ -584,6 +588,8 @@ type LooksLike = fn(&Source) -> bool;
 
 /// The formats in the order [`detect`] asks them, each with its test on a source's content.
 const BY_CONTENT: &[(Format, LooksLike)] = &[
+    // First: its results.json is vLLM's result grown energy figures (and is named as lm-eval's).
+    (Format::MlEnergy, ml_energy::looks_like),
     (Format::Aiperf, aiperf::looks_like),
     (Format::Guidellm, guidellm::looks_like),
     (Format::LmEval, lm_eval::looks_like),
@@ -639,17 +645,18 @@ pub fn named(name: &str) -> Option<Format> {
 /// The format a file of this name goes with, when its content alone says no tool's (it is read with
 /// the tool's logs of the same folder, and is no run by itself): MLPerf's compliance verdicts
 /// `verify_accuracy.txt` and `verify_performance.txt`, and an accuracy run's `accuracy.txt` and
-/// `mlperf_log_accuracy.json`, read with LoadGen's logs.
+/// `mlperf_log_accuracy.json`, read with LoadGen's logs; ML.ENERGY's `prometheus.json`, read with its
+/// `results.json`.
 pub fn companion(name: &str) -> Option<Format> {
     let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
+    match n.as_str() {
         "verify_accuracy.txt"
-            | "verify_performance.txt"
-            | "accuracy.txt"
-            | "mlperf_log_accuracy.json"
-    )
-    .then_some(Format::Loadgen)
+        | "verify_performance.txt"
+        | "accuracy.txt"
+        | "mlperf_log_accuracy.json" => Some(Format::Loadgen),
+        "prometheus.json" => Some(Format::MlEnergy),
+        _ => None,
+    }
 }
 
 /// Whether a file of this name may be a tool's result, by its extension (what a tree's walk reads:
@@ -681,6 +688,7 @@ fn import(
         Format::LlamaBench => llama_bench::import(sources),
         Format::LlamaServer => llama_server::import(sources),
         Format::Vllm => vllm::import(sources),
+        Format::MlEnergy => ml_energy::import(sources),
     }
 }
 

@@ -252,6 +252,7 @@ fn run(obj: &Map<String, Value>, src: &Source, line: Option<usize>) -> Result<Ru
         keys,
         backend,
         ttfts,
+        per_request_objects: false,
     };
     lengths_agree(&r, src)?;
     Ok(r)

@@ -12,4 +12,5 @@ mod llama_bench;
 mod llama_server;
 mod lm_eval;
 mod loadgen;
+mod ml_energy;
 mod vllm;

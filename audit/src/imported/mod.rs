@@ -27,6 +27,7 @@ pub mod llama_bench;
 pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
+pub mod ml_energy;
 pub mod vllm;
 
 #[cfg(test)]
@@ -282,6 +283,8 @@ pub const CHECKS: &[About] = &[
     ACCURACY_BELOW_TARGET,
     ACCURACY_COUNT_MISMATCH,
     ACCURACY_MISSING,
+    ml_energy::ENERGY_WINDOW,
+    ml_energy::ENERGY_READINGS,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its

@@ -70,6 +70,10 @@ pub struct Run {
     pub keys: BTreeSet<String>,
     /// `backend` (the client's request function: `vllm`, `openai`, `openai-chat`, ...).
     pub backend: Option<String>,
+    /// Where the per-request values stand: in vLLM's lists (`/ttfts/3`), or one object a request
+    /// under `/results` (`/results/3/ttft`), as the ML.ENERGY benchmark, built on vLLM's client,
+    /// writes them.
+    pub per_request_objects: bool,
 }
 
 /// Which writer the result's keys show (docs/formats/vllm.md row V1).
@@ -114,6 +118,28 @@ impl Run {
             Some(n) => format!("line {n} {}", pointer.as_ref()),
             None => pointer.as_ref().to_string(),
         }
+    }
+
+    /// A pointer to request values: `list` is vLLM's list name (`ttfts`), `idx` one index or
+    /// several joined by commas.
+    pub fn request_at(&self, list: &str, idx: &str) -> String {
+        if !self.per_request_objects {
+            return self.at(format!("/{list}/{idx}"));
+        }
+        let field = match list {
+            "ttfts" => "ttft",
+            "itls" => "itl",
+            "input_lens" => "input_len",
+            "output_lens" => "output_len",
+            "latencies" => "latency",
+            "errors" => "error",
+            "generated_texts" => "output_text",
+            other => other,
+        };
+        if idx.is_empty() {
+            return self.at(format!("/results/*/{field}"));
+        }
+        self.at(format!("/results/{idx}/{field}"))
     }
 
     fn ok_idx(&self) -> Vec<usize> {
@@ -298,7 +324,7 @@ fn failed_requests(r: &Run, emit: &mut Emit) -> Ran {
         list.join("; "),
         r.ttfts.len() - failed.len()
     ))
-    .at(&r.file, r.at(format!("/errors/{}", idx.join(","))))
+    .at(&r.file, r.request_at("errors", &idx.join(",")))
     .data(json!({"failed": failed.len(), "total": r.ttfts.len(), "requests": failed}));
     Some(())
 }
@@ -349,7 +375,7 @@ fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
         ZeroTtft::Impossible => {
             for &i in &no_ttft {
                 emit.finding(format!("request {i} has no error but no first token (TTFT {}): vLLM's completions request function fails a reply without a chunk from 0.6.4 (its chat one from 0.30: \"Never received a valid chunk to calculate TTFT\"), so this success is not as vLLM recorded it", r.ttfts[i]))
-                    .at(&r.file, r.at(format!("/ttfts/{i}")))
+                    .at(&r.file, r.request_at("ttfts", &i.to_string()))
                     .data(json!({"ttft": r.ttfts[i], "output_len": r.output_lens[i], "error": r.errors.get(i)}));
             }
         }
@@ -357,7 +383,7 @@ fn failed_as_zero(r: &Run, emit: &mut Emit) -> Ran {
     }
     for i in (0..r.ttfts.len()).filter(|&i| !r.ok(i) && r.output_lens[i] > 0.0) {
         emit.finding(format!("request {i} failed, yet its output tokens ({}) are added to total_output_tokens and the throughputs: vLLM writes 0 for a failed request", r.output_lens[i]))
-            .at(&r.file, r.at(format!("/output_lens/{i}")))
+            .at(&r.file, r.request_at("output_lens", &i.to_string()))
             .data(json!({"output_len": r.output_lens[i], "error": r.errors.get(i)}));
     }
     let (ok, all) = (r.ok_idx().len(), r.ttfts.len());
@@ -402,7 +428,7 @@ fn textless_at_zero(r: &Run, emit: &mut Emit, idx: &[usize], how: &str) {
         idx.len(),
         r.ok_idx().len()
     ))
-    .at(&r.file, r.at(format!("/ttfts/{}", list.join(","))))
+    .at(&r.file, r.request_at("ttfts", &list.join(",")))
     .data(json!({"requests": idx}));
 }
 
@@ -431,7 +457,7 @@ fn textless_successes(r: &Run, emit: &mut Emit) -> Ran {
         idx.len(),
         r.ok_idx().len()
     ))
-    .at(&r.file, r.at(format!("/generated_texts/{}", list.join(","))))
+    .at(&r.file, r.request_at("generated_texts", &list.join(",")))
     .data(json!({"requests": idx, "output_tokens": tokens}));
     Some(())
 }
@@ -841,7 +867,7 @@ fn uncounted_replies(r: &Run, emit: &mut Emit) -> bool {
             idx.len(),
             r.ok_idx().len()
         ))
-        .at(&r.file, r.at("/output_lens"))
+        .at(&r.file, r.request_at("output_lens", ""))
         .data(json!({"requests": idx}));
     }
     true

@@ -11,6 +11,7 @@ mod llama_bench;
 mod llama_server;
 mod lm_eval;
 mod loadgen;
+mod ml_energy;
 mod shared;
 mod vllm;
 
@@ -141,6 +142,7 @@ fn every_row_of_every_format_has_a_case() {
         ),
         uncovered("lm_eval", super::lm_eval::CHECKS, lm_eval::CASES),
         uncovered("loadgen", super::loadgen::CHECKS, loadgen::CASES),
+        uncovered("ml_energy", super::ml_energy::CHECKS, ml_energy::CASES),
         uncovered("vllm", super::vllm::CHECKS, vllm::CASES),
     ]
     .concat();

@@ -47,6 +47,7 @@ fn clean() -> Run {
             .collect(),
         backend: Some("vllm".into()),
         printed: printed.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        per_request_objects: false,
     }
 }
 
