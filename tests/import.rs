@@ -2182,3 +2182,62 @@ fn mlperf_accuracy_txt_is_never_refused_and_a_folder_never_passes_without_it() {
         tree.stdout
     );
 }
+
+/// A copy of one ML.ENERGY run of `fixtures/differential/ml-energy/` (written through the
+/// benchmark's own functions; see its README), to change.
+fn ml_energy(case: &str) -> Files {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = root().join("fixtures/differential/ml-energy").join(case);
+    for name in ["results.json", "prometheus.json"] {
+        std::fs::copy(from.join(name), tmp.path().join(name)).unwrap();
+    }
+    Files { tmp }
+}
+
+#[test]
+fn ml_energy_is_detected_imported_and_its_validators_rules_caught_in_copies() {
+    let run = ml_energy("v3.0-two-gpus");
+    // Detected from its content (its results.json has vLLM's keys and lm-eval's name).
+    let v = rigaudit_line("verify {} --format json", &[run.path().to_str().unwrap()]);
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    // Imported into a bundle that verify reads with the same findings.
+    let out = tempfile::tempdir().unwrap();
+    let bundle = out.path().join("b");
+    let imp = rigaudit_line(
+        "import --from ml-energy {} {} --out {}",
+        &[
+            run.file("results.json").to_str().unwrap(),
+            run.file("prometheus.json").to_str().unwrap(),
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(imp.code, 0, "{}", imp.stderr);
+    let again = rigaudit_line("verify {} --format json", &[bundle.to_str().unwrap()]);
+    assert_eq!(again.code, 0, "{}", again.stdout);
+    // A GPU that ran hot in a fifth of its samples: the validator fails it.
+    let hot: Vec<Value> = (0..10)
+        .map(|i| json!([i, if i < 2 { 97.0 } else { 60.0 }]))
+        .collect();
+    run.set("results.json", "/timeline/temperature", json!({"0": hot}));
+    let v = verify_from("ml-energy", run.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    assert!(v.has_at("import.energy-readings", "error"), "{}", v.stdout);
+    // A window of 20 s: the energy it measured is not the steady state's.
+    run.set("results.json", "/steady_state_duration", json!(20.0));
+    run.set(
+        "results.json",
+        "/steady_state_measurement/time",
+        json!(20.0),
+    );
+    let v = verify_from("ml-energy", run.path());
+    assert!(v.has_at("import.energy-window", "error"), "{}", v.stdout);
+    // Without prometheus.json the batch is said not checked.
+    std::fs::remove_file(run.file("prometheus.json")).unwrap();
+    let v = verify_from("ml-energy", run.path());
+    assert_any(&v.findings("import.not-recomputable"), |f| {
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("prometheus.json was not given")
+    });
+}

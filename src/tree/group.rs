@@ -128,7 +128,7 @@ fn split(found: Vec<(Format, Read)>) -> Vec<Grouped> {
             .map(Path::to_path_buf)
             .unwrap_or_default();
         match f {
-            Format::Aiperf | Format::Loadgen => out.push((f, folder, mine)),
+            Format::Aiperf | Format::Loadgen | Format::MlEnergy => out.push((f, folder, mine)),
             Format::LmEval => out.extend(lm_eval(mine).into_iter().map(|g| (f, g[0].0.clone(), g))),
             Format::LlamaServer => {
                 let (streams, rest): (Vec<Read>, Vec<Read>) = mine
