@@ -2241,3 +2241,48 @@ fn ml_energy_is_detected_imported_and_its_validators_rules_caught_in_copies() {
             .contains("prometheus.json was not given")
     });
 }
+
+#[test]
+fn mlperf_endpoints_is_detected_imported_and_an_edited_figure_caught() {
+    let from = root().join("fixtures/differential/mlperf-endpoints/online-poisson-streaming");
+    let tmp = tempfile::tempdir().unwrap();
+    for (src, name) in [
+        ("performance/result_summary.json", "result_summary.json"),
+        ("events.jsonl", "events.jsonl"),
+        ("config.yaml", "config.yaml"),
+    ] {
+        std::fs::copy(from.join(src), tmp.path().join(name)).unwrap();
+    }
+    let run = Files { tmp };
+    // A folder of the three is one run, detected from the summary's content.
+    let v = rigaudit_line("verify {} --format json", &[run.path().to_str().unwrap()]);
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    let rows = v.json()["recomputed"].as_array().unwrap().len();
+    assert!(rows >= 50, "{rows} figures recomputed");
+    let out = tempfile::tempdir().unwrap();
+    let bundle = out.path().join("b");
+    let imp = rigaudit_line(
+        "import --from mlperf-endpoints {} {} {} --out {}",
+        &[
+            run.file("result_summary.json").to_str().unwrap(),
+            run.file("events.jsonl").to_str().unwrap(),
+            run.file("config.yaml").to_str().unwrap(),
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(imp.code, 0, "{}", imp.stderr);
+    let again = rigaudit_line("verify {} --format json", &[bundle.to_str().unwrap()]);
+    assert_eq!(again.code, 0, "{}", again.stdout);
+    // The checker reads the p99 TTFT estimate: printed lower than the events give, it fails.
+    run.set(
+        "result_summary.json",
+        "/ttft/early_stopping_percentiles/99.0",
+        json!(1_500_000_000.0),
+    );
+    let v = verify_from("mlperf-endpoints", run.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    v.assert_finding_at(
+        "speed.recompute-mismatch",
+        "/ttft/early_stopping_percentiles/99.0",
+    );
+}

@@ -11,6 +11,7 @@
 
 pub mod aiperf;
 pub mod diff;
+pub mod endpoints;
 pub mod guidellm;
 pub mod llama_bench;
 mod llama_bench_text;
@@ -63,6 +64,8 @@ pub enum Format {
     Vllm,
     /// The ML.ENERGY benchmark (v3): results.json, with prometheus.json beside it.
     MlEnergy,
+    /// MLPerf Endpoints: performance/result_summary.json, with events.jsonl and config.yaml.
+    MlperfEndpoints,
 }
 
 impl Format {
@@ -77,6 +80,7 @@ impl Format {
             Format::LlamaServer => "llama-server",
             Format::Vllm => "vllm",
             Format::MlEnergy => "ml-energy",
+            Format::MlperfEndpoints => "mlperf-endpoints",
         }
     }
 
@@ -590,6 +594,7 @@ type LooksLike = fn(&Source) -> bool;
 const BY_CONTENT: &[(Format, LooksLike)] = &[
     // First: its results.json is vLLM's result grown energy figures (and is named as lm-eval's).
     (Format::MlEnergy, ml_energy::looks_like),
+    (Format::MlperfEndpoints, endpoints::looks_like),
     (Format::Aiperf, aiperf::looks_like),
     (Format::Guidellm, guidellm::looks_like),
     (Format::LmEval, lm_eval::looks_like),
@@ -689,6 +694,7 @@ fn import(
         Format::LlamaServer => llama_server::import(sources),
         Format::Vllm => vllm::import(sources),
         Format::MlEnergy => ml_energy::import(sources),
+        Format::MlperfEndpoints => endpoints::import(sources),
     }
 }
 

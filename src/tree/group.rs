@@ -33,8 +33,14 @@ type Grouped = (Format, PathBuf, Vec<Read>);
 /// The runs of a folder's files (`files` sorted), and the files that may be results (by their
 /// extension) but are of no tool rigaudit reads.
 pub fn runs(root: &Path, dir: &Path, files: &[PathBuf]) -> (Vec<Run>, Vec<LeftOut>) {
-    let (found, refused, left_out) = read_results(files, FOLDER_READ_MAX);
-    let groups = split(found);
+    let (found, refused, mut left_out) = read_results(files, FOLDER_READ_MAX);
+    let mut groups = split(found.found);
+    // An Endpoints run takes its folder's config.yaml and events.jsonl, which no tool's content
+    // names; elsewhere they stay files of no tool.
+    if let Some(g) = groups.iter_mut().find(|g| g.0 == Format::MlperfEndpoints) {
+        left_out.retain(|l| !found.endpoints_extras.iter().any(|(p, _)| *p == l.path));
+        g.2.extend(found.endpoints_extras);
+    }
     let alone = groups.len() + refused.len() == 1;
     let name = |lead: &Path| relative(root, if alone { dir } else { lead });
     let mut out: Vec<Run> = groups
@@ -60,14 +66,19 @@ const FOLDER_READ_MAX: u64 = 1 << 30;
 /// A file of a known tool that cannot be read: where it is, its tool by name, and why.
 type Refused = (PathBuf, Option<Format>, String);
 
+/// The files of a folder read with their tools, and those of no tool an Endpoints run of the
+/// same folder takes (its `config.yaml`, `events.jsonl`).
+#[derive(Default)]
+struct Found {
+    found: Vec<(Format, Read)>,
+    endpoints_extras: Vec<Read>,
+}
+
 /// The folder's files that may be results (by extension), read: each with its tool (by content,
 /// else by name; a companion such as LoadGen's compliance verdict by its name, [`import::companion`]),
 /// or refused naming why; files of no known tool are left out.
-fn read_results(
-    files: &[PathBuf],
-    budget: u64,
-) -> (Vec<(Format, Read)>, Vec<Refused>, Vec<LeftOut>) {
-    let mut found = Vec::new();
+fn read_results(files: &[PathBuf], budget: u64) -> (Found, Vec<Refused>, Vec<LeftOut>) {
+    let mut found = Found::default();
     let mut refused = Vec::new();
     let mut unknown = Vec::new();
     let mut held = 0u64;
@@ -92,6 +103,12 @@ fn read_results(
                         p,
                         "of no tool rigaudit reads (by its content and its name)",
                     ));
+                    if import::endpoints::companion(&name)
+                        && held + (src.bytes.len() as u64) <= budget
+                    {
+                        held += src.bytes.len() as u64;
+                        found.endpoints_extras.push((p.clone(), src));
+                    }
                     continue;
                 };
                 held += src.bytes.len() as u64;
@@ -101,7 +118,7 @@ fn read_results(
                     refused.push((p.clone(), Some(f), why));
                     continue;
                 }
-                found.push((f, (p.clone(), src)));
+                found.found.push((f, (p.clone(), src)));
             }
         }
     }
@@ -128,7 +145,9 @@ fn split(found: Vec<(Format, Read)>) -> Vec<Grouped> {
             .map(Path::to_path_buf)
             .unwrap_or_default();
         match f {
-            Format::Aiperf | Format::Loadgen | Format::MlEnergy => out.push((f, folder, mine)),
+            Format::Aiperf | Format::Loadgen | Format::MlEnergy | Format::MlperfEndpoints => {
+                out.push((f, folder, mine))
+            }
             Format::LmEval => out.extend(lm_eval(mine).into_iter().map(|g| (f, g[0].0.clone(), g))),
             Format::LlamaServer => {
                 let (streams, rest): (Vec<Read>, Vec<Read>) = mine
@@ -347,7 +366,7 @@ mod tests {
             })
             .collect();
         let (found, refused, _) = read_results(&files, 2 * size);
-        assert_eq!(found.len(), 2);
+        assert_eq!(found.found.len(), 2);
         assert_eq!(refused.len(), 1);
         let (path, tool, why) = &refused[0];
         assert_eq!((path, *tool), (&files[2], Some(Format::Vllm)));

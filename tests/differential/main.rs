@@ -13,4 +13,5 @@ mod llama_server;
 mod lm_eval;
 mod loadgen;
 mod ml_energy;
+mod mlperf_endpoints;
 mod vllm;

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 
 pub mod aiperf;
 pub mod compare;
+pub mod endpoints;
 pub mod guidellm;
 pub mod llama_bench;
 pub mod llama_server;

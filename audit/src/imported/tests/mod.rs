@@ -6,6 +6,7 @@ use super::Row;
 use crate::report::{Findings, Severity};
 
 mod aiperf;
+mod endpoints;
 mod guidellm;
 mod llama_bench;
 mod llama_server;
@@ -142,6 +143,7 @@ fn every_row_of_every_format_has_a_case() {
         ),
         uncovered("lm_eval", super::lm_eval::CHECKS, lm_eval::CASES),
         uncovered("loadgen", super::loadgen::CHECKS, loadgen::CASES),
+        uncovered("endpoints", super::endpoints::CHECKS, endpoints::CASES),
         uncovered("ml_energy", super::ml_energy::CHECKS, ml_energy::CASES),
         uncovered("vllm", super::vllm::CHECKS, vllm::CASES),
     ]

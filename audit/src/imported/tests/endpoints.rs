@@ -1,0 +1,123 @@
+//! The MLPerf Endpoints rows' cases: a clean run of three samples built by hand (issued at 10,
+//! 20, 30 ns, first chunks 30 ns later, completions at 110, 130, 150 ns, one tracking block from
+//! 0), its summary as the writer would print it (docs/formats/mlperf-endpoints.md rows S1-S16),
+//! and one planted problem per row.
+
+use super::{case, lowered, Case};
+use crate::imported::endpoints::{Events, Run, Sample, Series, Summary};
+use crate::imported::{
+    FAILED_AS_ZERO, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE, RUN_INCOMPLETE, SETTINGS_BELOW_RULES,
+};
+use crate::report::Severity;
+use crate::speed;
+
+fn latency() -> Series {
+    Series {
+        name: "latency".into(),
+        total: Some(330.0),
+        min: Some(100.0),
+        max: Some(120.0),
+        median: Some(110.0),
+        avg: Some(110.0),
+        std_dev: Some(10.0),
+        percentiles: vec![("99.0".into(), Some(110.0)), ("50.0".into(), Some(110.0))],
+        // Three samples are under every estimate's floor: the writer prints nulls.
+        early_stopping: Some(vec![("99.0".into(), None), ("50.0".into(), None)]),
+    }
+}
+
+pub(super) fn clean() -> Run {
+    let sample = |issued, first, complete| Sample {
+        issued,
+        first: Some(first),
+        complete: Some(complete),
+        errors: 0,
+        block: Some(0),
+    };
+    Run {
+        summary: Summary {
+            file: "result_summary.json".into(),
+            issued: Some(3.0),
+            completed: Some(3.0),
+            failed: Some(0.0),
+            duration_ns: Some(150.0),
+            state: Some("complete".into()),
+            complete: Some(true),
+            series: vec![latency()],
+            legacy_window_ns: Some(140.0),
+            // (3 - 1) completions over the 140 ns from the first issue to the last one's end.
+            qps: Some(2.0 / 140e-9),
+            tps: None,
+            finish_reasons: Some(vec![("stop".into(), 3.0), ("length".into(), 0.0)]),
+            load_pattern: Some("poisson".into()),
+            legacy_qps: None,
+        },
+        events: Some(Events {
+            file: "events.jsonl".into(),
+            blocks: vec![0],
+            samples: vec![
+                sample(10, 40, 110),
+                sample(20, 50, 130),
+                sample(30, 60, 150),
+            ],
+        }),
+        min_duration_ms: Some(600_000.0),
+        config_given: true,
+        early_stopping_enabled: Some(true),
+    }
+}
+
+/// The planted problems, at least one per row of [`crate::imported::endpoints::CHECKS`].
+pub(super) const CASES: &[Case<Run>] = &[
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.duration_ns = Some(160.0)
+    })
+    .saying("endpoints.duration_ns"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.series[0].avg = Some(111.0)
+    })
+    .saying("endpoints.latency.avg"),
+    case(speed::RECOMPUTE_MISMATCH.id, clean, |x| {
+        x.summary.qps = Some(3.0 / 150e-9)
+    })
+    .saying("endpoints.qps"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        x.summary.series[0].percentiles[0].1 = Some(90.0)
+    }),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        x.summary.finish_reasons = Some(vec![("stop".into(), 2.0)])
+    })
+    .saying("add up to 2"),
+    lowered(IMPOSSIBLE_AGGREGATE.id, Severity::Warning, clean, |x| {
+        x.summary.series.push(Series {
+            name: "tpot".into(),
+            min: Some(-5.0),
+            max: Some(7.0),
+            ..Series::default()
+        })
+    })
+    .saying("tpot's min is -5 ns"),
+    case(RUN_INCOMPLETE.id, clean, |x| {
+        x.summary.state = Some("failed".into())
+    }),
+    lowered(FAILED_AS_ZERO.id, Severity::Warning, clean, |x| {
+        x.summary.failed = Some(1.0)
+    }),
+    case(SETTINGS_BELOW_RULES.id, clean, |x| {
+        x.min_duration_ms = Some(1000.0)
+    })
+    .saying("min_duration_ms is 1000"),
+    case(SETTINGS_BELOW_RULES.id, clean, |x| {
+        x.early_stopping_enabled = Some(false)
+    })
+    .saying("no early-stopping estimates"),
+    lowered(NOT_RECOMPUTABLE.id, Severity::Info, clean, |x| {
+        x.events = None
+    })
+    .saying("events.jsonl was not given"),
+];
+
+#[test]
+fn every_row_raises_its_planted_problem_and_nothing_on_the_clean_run() {
+    super::check_cases(crate::imported::endpoints::CHECKS, CASES);
+}
