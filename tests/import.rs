@@ -2286,3 +2286,51 @@ fn mlperf_endpoints_is_detected_imported_and_an_edited_figure_caught() {
         "/ttft/early_stopping_percentiles/99.0",
     );
 }
+
+#[test]
+fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
+    let tmp = tempfile::tempdir().unwrap();
+    common::copy_dir(&root().join("fixtures/submissions/v4.1"), tmp.path());
+    let red = tmp.path().join("closed/RedHat");
+    let sys = "L40S-RedHat-OpenShift";
+    std::fs::remove_dir_all(red.join(format!("compliance/{sys}/llama2-70b-99.9/Server/TEST06")))
+        .unwrap();
+    std::fs::remove_file(red.join(format!(
+        "results/{sys}/llama2-70b-99.9/Server/accuracy/mlperf_log_accuracy.json"
+    )))
+    .unwrap();
+    let drop_key = |p: PathBuf, key: &str| {
+        let mut v: Value = read_json(&p);
+        v.as_object_mut().unwrap().remove(key);
+        std::fs::write(&p, v.to_string()).unwrap();
+    };
+    drop_key(red.join(format!("systems/{sys}.json")), "cooling");
+    drop_key(
+        red.join(format!(
+            "measurements/{sys}/llama2-70b-99.9/Server/{sys}.json"
+        )),
+        "weight_data_types",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    let run = rigaudit(&["verify", tmp.path().to_str().unwrap(), "--output", &spec]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let report = out.path().join(format!(
+        "closed__RedHat__results__{sys}__llama2-70b-99.9__Server.json"
+    ));
+    let r = read_json(&report);
+    let ids: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    for id in [
+        "import.submission-files",
+        "import.submission-compliance",
+        "import.submission-system",
+        "import.submission-measurements",
+    ] {
+        assert!(ids.contains(&id), "{id}: {ids:?}");
+    }
+}

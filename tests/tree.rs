@@ -677,3 +677,77 @@ fn a_file_cited_by_many_runs_is_hashed_once_and_a_changed_one_again() {
     let run = rigaudit(&["--verbose", "verify", &root, "--format", "json"]);
     assert_eq!(verdicts(&run), ["fail", "fail", "fail"], "{}", run.stderr);
 }
+
+/// A copy of the published v4.1 Red Hat submission (`fixtures/submissions/`), changed by `change`
+/// (one of `expected.json`'s cases), and each result's verdict as rigaudit gives it in one call.
+fn submission_verdicts(change: &str) -> Vec<(String, String)> {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("fixtures/submissions/v4.1"), tmp.path());
+    let red = tmp.path().join("closed/RedHat");
+    let server_cmp = red.join("compliance/L40S-RedHat-OpenShift/llama2-70b-99.9/Server");
+    let offline = red.join("results/L40S-RedHat-OpenShift/llama2-70b-99.9/Offline");
+    let edit = |p: &Path, f: &dyn Fn(String) -> String| {
+        let text = std::fs::read_to_string(p).unwrap();
+        std::fs::write(p, f(text)).unwrap();
+    };
+    let drop_key = |p: &Path, key: &str| {
+        let mut v: Value = common::read_json(p);
+        v.as_object_mut().unwrap().remove(key).expect(key);
+        std::fs::write(p, serde_json::to_string(&v).unwrap()).unwrap();
+    };
+    match change {
+        "as-published" => {}
+        "compliance-missing-server" => std::fs::remove_dir_all(&server_cmp).unwrap(),
+        "test06-eos-false-server" => edit(&server_cmp.join("TEST06/verify_accuracy.txt"), &|t| {
+            t.replace("EOS check pass: True", "EOS check pass: False")
+        }),
+        "test06-firsttoken-skipped-server" => {
+            edit(&server_cmp.join("TEST06/verify_accuracy.txt"), &|t| {
+                t.replace("First token check pass: True", "First token check pass: Skipped")
+            })
+        }
+        "accuracy-no-hash-offline" => edit(&offline.join("accuracy/accuracy.txt"), &|t| {
+            t.lines().filter(|l| !l.starts_with("hash=")).map(|l| format!("{l}\n")).collect()
+        }),
+        "accuracy-json-missing-offline" => {
+            std::fs::remove_file(offline.join("accuracy/mlperf_log_accuracy.json")).unwrap()
+        }
+        "offline-accuracy-txt-missing" => {
+            std::fs::remove_file(offline.join("accuracy/accuracy.txt")).unwrap()
+        }
+        "system-field-missing" => drop_key(&red.join("systems/L40S-RedHat-OpenShift.json"), "cooling"),
+        "measurements-field-missing" => drop_key(
+            &red.join("measurements/L40S-RedHat-OpenShift/llama2-70b-99.9/Offline/L40S-RedHat-OpenShift.json"),
+            "weight_data_types",
+        ),
+        other => panic!("no change {other}"),
+    }
+    let (run, _, rows) = table(&[tmp.path().to_str().unwrap()]);
+    assert!(
+        rows.iter().all(|r| r.1 == "mlperf-result"),
+        "{}",
+        run.stdout
+    );
+    rows.into_iter().map(|(r, _, v)| (r, v)).collect()
+}
+
+#[test]
+fn a_submitters_folder_is_one_row_a_result_judged_as_its_checker_judges_it() {
+    let expected = common::read_json(&root().join("fixtures/submissions/expected.json"));
+    let cases = expected["cases"].as_object().unwrap();
+    assert!(cases.len() >= 9);
+    for (change, case) in cases {
+        let got = submission_verdicts(change);
+        let want: Vec<(String, String)> = case["results"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(r, status)| {
+                // The checker's "not-reported" (a system it skips whole) is a failed result here.
+                let v = if status == "valid" { "pass" } else { "fail" };
+                (r.clone(), v.to_string())
+            })
+            .collect();
+        assert_eq!(got, want, "{change}");
+    }
+}

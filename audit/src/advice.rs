@@ -520,6 +520,26 @@ pub const ALL: &[Advice] = &[
         "LoadGen's summary says 'Result is : INVALID'; passes: a run of the required duration whose summary says VALID",
     ),
     a(
+        "import.submission-files",
+        "publish each result with the files the submission checker reads: performance/run_1's summary and detail logs, and accuracy/ with accuracy.txt (its hash= line) and mlperf_log_accuracy.json",
+        "accuracy/ holds the logs but no accuracy.txt; passes: accuracy.txt from the benchmark's accuracy script, with the hash of the accuracy log",
+    ),
+    a(
+        "import.submission-compliance",
+        "run every compliance test the benchmark requires and publish its folder with its verify file; a test that fails is rerun after the cause is fixed, not left out",
+        "compliance/SYS/llama2-70b-99.9/Server/ has no TEST06; passes: TEST06/verify_accuracy.txt saying First token, EOS and Sample length checks pass: True",
+    ),
+    a(
+        "import.submission-system",
+        "fill every field of the system description the checker requires, the meaningful ones with real values, and name the submitter and division of its folders",
+        "systems/SYS.json lacks cooling and leaves framework empty; passes: cooling 'air', framework 'vLLM 0.10.1'",
+    ),
+    a(
+        "import.submission-measurements",
+        "describe the implementation of each result: input and weight data types, retraining, starting weights and their transformations, beside its user.conf and README.md",
+        "measurements/SYS/llama3.1-8b/Offline/SYS.json lacks weight_data_types; passes: weight_data_types 'fp8'",
+    ),
+    a(
         "import.energy-window",
         "publish energy figures measured over a steady state of the length and batch the benchmark requires (ML.ENERGY: 30 s or more with at least 0.8 of max_num_seqs running), lengthening the run (more requests or num_request_repeats) until it has one",
         "steady_state_duration 25 s with max_num_seqs 64 and 256 requests; passes: num_request_repeats 2, a 60 s window with 63 requests running on average",

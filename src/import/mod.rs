@@ -856,9 +856,22 @@ pub fn verify_read(
     id: &str,
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
+    verify_read_with(format, sources, id, fail_on, Findings::default())
+}
+
+/// [`verify_read`] with findings of other checks over the same run added (an MLPerf result's
+/// submission rules beside its LoadGen logs' checks).
+pub fn verify_read_with(
+    format: Format,
+    sources: Vec<Source>,
+    id: &str,
+    fail_on: Option<Severity>,
+    extra: Findings,
+) -> Result<Report, Fatal> {
     let mut read = Read::of(sources);
     let mut imp = import_read(format, &mut read)?;
     common_settings(&mut imp, format);
+    imp.found.merge(extra);
     Ok(verified(id, &read.sources, &imp, fail_on))
 }
 

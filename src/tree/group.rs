@@ -221,6 +221,15 @@ pub fn verify_place(
             let tool = "bundle".to_string();
             (vec![Row { run, tool, report }], Vec::new())
         }
+        (Place::Result(r), Some(f)) if f != Format::Loadgen => {
+            let why = format!("an MLPerf result, {}", from_note(f));
+            (Vec::new(), vec![LeftOut::new(&r.dir(), why)])
+        }
+        (Place::Result(r), _) => {
+            let row = super::submission::verify(tree, r, fail_on);
+            let report = caught(&row.run, finish, || row.report.clone());
+            (vec![Row { report, ..row }], Vec::new())
+        }
         (Place::Files(dir, files), _) => {
             let (runs, mut left_out) = runs(&tree.root, dir, files);
             let mut rows = Vec::new();

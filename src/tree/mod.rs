@@ -10,6 +10,8 @@
 //! verified by itself, as `verify` of it alone would; one that cannot be read is a row of the table
 //! that names the file and why (verdict incomplete), and the other runs are verified all the same.
 //! [`table`] prints the table and writes each run's report; the exit code is the worst run's.
+//! An MLPerf submitter's folder is read as its submission checker reads it: one run per result
+//! ([`submission`]).
 //! On a terminal a line of [`progress`] says folders done, runs verified, runs a second and the
 //! time left.
 //!
@@ -19,6 +21,7 @@
 
 mod group;
 mod progress;
+mod submission;
 mod table;
 
 pub use table::{verify, Options};
@@ -62,6 +65,8 @@ pub enum Place {
     Bundle(PathBuf),
     /// A folder and the regular files directly inside it, sorted.
     Files(PathBuf, Vec<PathBuf>),
+    /// A result of an MLPerf submission, read through its submitter's folders ([`submission`]).
+    Result(submission::ResultDir),
 }
 
 /// What the walk found.

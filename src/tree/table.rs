@@ -44,8 +44,8 @@ pub fn verify(
     }
     let dirs = output_dirs(opts)?;
     let walked = walk(&tree.root, LIMITS)?;
-    let (mut rows, found_left_out) =
-        verify_all(tree, &walked.places, (opts.fail_on, opts.quiet), finish);
+    let places = super::submission::results_as_places(walked.places.clone());
+    let (mut rows, found_left_out) = verify_all(tree, &places, (opts.fail_on, opts.quiet), finish);
     rows.extend(walked.unlisted.iter().map(|(dir, why)| Row {
         run: super::relative(&tree.root, dir),
         tool: "unknown".into(),

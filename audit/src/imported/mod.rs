@@ -29,6 +29,7 @@ pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
 pub mod ml_energy;
+pub mod submission;
 pub mod vllm;
 
 #[cfg(test)]
@@ -286,6 +287,10 @@ pub const CHECKS: &[About] = &[
     ACCURACY_MISSING,
     ml_energy::ENERGY_WINDOW,
     ml_energy::ENERGY_READINGS,
+    submission::FILES,
+    submission::COMPLIANCE,
+    submission::SYSTEM,
+    submission::MEASUREMENTS,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its

@@ -14,6 +14,7 @@ mod lm_eval;
 mod loadgen;
 mod ml_energy;
 mod shared;
+mod submission;
 mod vllm;
 
 /// One planted problem of a format's input: the row `id` must raise it on `clean` with `plant`
@@ -145,6 +146,7 @@ fn every_row_of_every_format_has_a_case() {
         uncovered("loadgen", super::loadgen::CHECKS, loadgen::CASES),
         uncovered("endpoints", super::endpoints::CHECKS, endpoints::CASES),
         uncovered("ml_energy", super::ml_energy::CHECKS, ml_energy::CASES),
+        uncovered("submission", super::submission::CHECKS, submission::CASES),
         uncovered("vllm", super::vllm::CHECKS, vllm::CASES),
     ]
     .concat();

@@ -1,0 +1,403 @@
+//! One result of an MLPerf inference submission, as the submission checker reads it
+//! (`mlcommons/inference` `tools/submission/`, rounds v4.0 to v6.0): beside its LoadGen logs
+//! (checked by [`super::loadgen`]'s table), the files the result must have, the compliance tests
+//! its benchmark requires and their verdicts, its measurements description, and its system's
+//! description.
+//!
+//! The rules are the checker's own code, tabled with file and line in `docs/formats/loadgen.md`
+//! section "The submission tree" (rows A, T, and the lists below): in short,
+//! - `performance/run_1/` holds `mlperf_log_summary.txt` and `mlperf_log_detail.txt`; `accuracy/`
+//!   holds `accuracy.txt` (with a `hash=` line), `mlperf_log_accuracy.json` and the accuracy run's
+//!   logs (A1-A3);
+//! - closed and network results need their benchmark's compliance tests: TEST06 for the LLMs but
+//!   gptj and llama3.1-8b-edge, TEST07 and TEST09 for gpt-oss-120b; TEST06 passes when its
+//!   `verify_accuracy.txt` says `First token check pass: True` (or `Skipped`), `EOS check pass:
+//!   True` and `Sample length check pass: True`; TEST07 and TEST09 when theirs says `TEST PASS`
+//!   (T1-T6);
+//! - the measurements JSON names the input and weight data types, retraining, the starting weights
+//!   and their transformations, each non-empty, beside `user.conf` and `README.md` (A5);
+//! - the system's JSON has every field the checker requires, the meaningful ones non-empty, and
+//!   its `submitter` and `division` are its folders' (A7).
+
+use super::{row, Row};
+use crate::check::{About, Emit, Ran};
+use crate::report::Severity;
+use serde_json::{json, Map, Value};
+
+/// `import.submission-files`.
+pub const FILES: About = About {
+    id: "import.submission-files",
+    severity: Severity::Error,
+    doc: "A result of an MLPerf submission lacks a file the submission checker requires (the performance run's summary and detail logs, the accuracy run's accuracy.txt with its hash line and its accuracy log): the checker gives it no result.",
+};
+
+/// `import.submission-compliance`.
+pub const COMPLIANCE: About = About {
+    id: "import.submission-compliance",
+    severity: Severity::Error,
+    doc: "A closed or network MLPerf result lacks a compliance test its benchmark requires (TEST06 for the LLMs; TEST07 and TEST09 for gpt-oss-120b), or the test's verify file does not pass by the submission checker's rule.",
+};
+
+/// `import.submission-system`.
+pub const SYSTEM: About = About {
+    id: "import.submission-system",
+    severity: Severity::Error,
+    doc: "An MLPerf result's system description (systems/<system>.json) is missing, lacks a field the submission checker requires or leaves a meaningful one empty, or names another submitter or division than its folders.",
+};
+
+/// `import.submission-measurements`.
+pub const MEASUREMENTS: About = About {
+    id: "import.submission-measurements",
+    severity: Severity::Error,
+    doc: "An MLPerf result's measurements description (measurements/<system>/<benchmark>/<scenario>/) lacks its JSON (input and weight data types, retraining, starting weights, weight transformations, each non-empty), user.conf or README.md.",
+};
+
+/// The fields the checker requires of a system description (`SYSTEM_DESC_REQUIRED_FIELDS`,
+/// the same list from v4.1 to v5.1).
+pub const SYSTEM_FIELDS: &[&str] = &[
+    "division",
+    "submitter",
+    "status",
+    "system_name",
+    "number_of_nodes",
+    "host_processor_model_name",
+    "host_processors_per_node",
+    "host_processor_core_count",
+    "host_memory_capacity",
+    "host_storage_capacity",
+    "host_storage_type",
+    "accelerators_per_node",
+    "accelerator_model_name",
+    "accelerator_memory_capacity",
+    "framework",
+    "operating_system",
+    "system_type",
+    "other_software_stack",
+    "host_processor_frequency",
+    "host_processor_caches",
+    "host_memory_configuration",
+    "host_processor_interconnect",
+    "host_networking",
+    "host_networking_topology",
+    "accelerator_frequency",
+    "accelerator_host_interconnect",
+    "accelerator_interconnect",
+    "accelerator_interconnect_topology",
+    "accelerator_memory_configuration",
+    "accelerator_on-chip_memories",
+    "cooling",
+    "hw_notes",
+    "sw_notes",
+    "host_network_card_count",
+    "system_type_detail",
+];
+
+/// Those that must not be empty (`SYSTEM_DESC_MEANINGFUL_RESPONSE_REQUIRED_FIELDS`).
+pub const SYSTEM_MEANINGFUL: &[&str] = &[
+    "division",
+    "submitter",
+    "system_type",
+    "status",
+    "system_name",
+    "number_of_nodes",
+    "host_processor_model_name",
+    "host_processors_per_node",
+    "host_processor_core_count",
+    "host_memory_capacity",
+    "host_memory_configuration",
+    "host_storage_capacity",
+    "host_storage_type",
+    "host_networking",
+    "host_network_card_count",
+    "host_networking_topology",
+    "accelerators_per_node",
+    "accelerator_model_name",
+    "accelerator_memory_capacity",
+    "accelerator_host_interconnect",
+    "accelerator_memory_configuration",
+    "accelerator_interconnect",
+    "cooling",
+    "framework",
+    "operating_system",
+    "other_software_stack",
+];
+
+/// The keys a measurements JSON must hold, non-empty (`SYSTEM_IMP_REQUIRED_FILES`).
+pub const MEASUREMENT_KEYS: &[&str] = &[
+    "input_data_types",
+    "retraining",
+    "starting_weights_filename",
+    "weight_data_types",
+    "weight_transformations",
+];
+
+/// A compliance test's folder as found: its name and its verify file's lines, when it has one.
+#[derive(Debug, Clone, Default)]
+pub struct Compliance {
+    pub test: String,
+    /// The verify file the checker reads (`verify_accuracy.txt`, `verify_output_len.txt`) and its
+    /// lines; `None` when the folder lacks it.
+    pub verify: Option<(String, Vec<String>)>,
+}
+
+/// A described JSON file: its path as shown and its object (`None`: not JSON or not an object).
+pub type Described = (String, Option<Map<String, Value>>);
+
+/// One result, as the tree found it.
+#[derive(Debug, Clone, Default)]
+pub struct Result {
+    /// The result's folder as shown (`closed/ORG/results/SYSTEM/BENCHMARK/SCENARIO`).
+    pub dir: String,
+    pub division: String,
+    pub submitter: String,
+    pub system: String,
+    pub benchmark: String,
+    pub scenario: String,
+    /// The file names in `performance/run_1/` and `accuracy/`.
+    pub performance: Vec<String>,
+    pub accuracy: Vec<String>,
+    /// Whether `accuracy.txt` has a `hash=` line.
+    pub accuracy_hash: bool,
+    /// Where the compliance tests were looked for, and those found.
+    pub compliance_dir: String,
+    pub compliance: Vec<Compliance>,
+    /// The measurements folder as shown, its file names, and its JSON.
+    pub measurements_dir: String,
+    pub measurement_files: Vec<String>,
+    pub measurements: Option<Described>,
+    /// `systems/<system>.json`.
+    pub system_desc: Option<Described>,
+}
+
+/// The checks of one result.
+pub const CHECKS: &[Row<Result>] = &[
+    row(FILES, files),
+    row(COMPLIANCE, compliance),
+    row(SYSTEM, system),
+    row(MEASUREMENTS, measurements),
+];
+
+/// The compliance tests a benchmark requires in the closed and network divisions (table T).
+pub fn required_tests(benchmark: &str) -> Option<&'static [&'static str]> {
+    let b = benchmark.to_ascii_lowercase();
+    if b.starts_with("gptj") || b == "llama3.1-8b-edge" {
+        return Some(&[]);
+    }
+    if b.starts_with("gpt-oss") {
+        return Some(&["TEST07", "TEST09"]);
+    }
+    let llm = [
+        "llama2-70b",
+        "mixtral-8x7b",
+        "llama3.1-405b",
+        "llama3.1-8b",
+        "deepseek-r1",
+    ];
+    llm.iter().any(|m| b.starts_with(m)).then_some(&["TEST06"])
+}
+
+/// `import.submission-files` (rows A1-A3).
+fn files(r: &Result, emit: &mut Emit) -> Ran {
+    let need = [
+        (
+            "performance/run_1",
+            &r.performance,
+            &["mlperf_log_summary.txt", "mlperf_log_detail.txt"][..],
+        ),
+        (
+            "accuracy",
+            &r.accuracy,
+            &["accuracy.txt", "mlperf_log_accuracy.json"][..],
+        ),
+    ];
+    for (folder, has, wanted) in need {
+        let missing: Vec<&str> = wanted
+            .iter()
+            .copied()
+            .filter(|w| !has.iter().any(|h| h == w))
+            .collect();
+        if !missing.is_empty() {
+            emit.finding(format!(
+                "{folder}/ lacks {}: the submission checker gives the result none",
+                missing.join(" and ")
+            ))
+            .at(&r.dir, format!("/{folder}"))
+            .data(json!({"folder": folder, "missing": missing}));
+        }
+    }
+    if r.accuracy.iter().any(|a| a == "accuracy.txt") && !r.accuracy_hash {
+        emit.finding("accuracy/accuracy.txt has no hash= line (the accuracy log's digest): the submission checker takes its accuracy as not valid")
+            .at(&r.dir, "/accuracy/accuracy.txt");
+    }
+    Some(())
+}
+
+/// `import.submission-compliance` (rows T1-T6).
+fn compliance(r: &Result, emit: &mut Emit) -> Ran {
+    if r.division.eq_ignore_ascii_case("open") {
+        return Some(());
+    }
+    let required = required_tests(&r.benchmark)?;
+    for test in required {
+        let found = r
+            .compliance
+            .iter()
+            .find(|c| c.test.eq_ignore_ascii_case(test));
+        let Some(c) = found else {
+            emit.finding(format!("{test} is missing from {}: {} requires it in the {} division, and the submission checker gives the result none without it", r.compliance_dir, r.benchmark, r.division))
+                .at(&r.dir, format!("/{test}"))
+                .data(json!({"test": test}));
+            continue;
+        };
+        match &c.verify {
+            None => {
+                emit.finding(format!(
+                    "{}/{test} has no verify file ({}): the test's verdict is missing",
+                    r.compliance_dir,
+                    verify_file(test)
+                ))
+                .at(&r.dir, format!("/{test}"));
+            }
+            Some((file, lines)) => {
+                if let Some(why) = failed(test, lines) {
+                    emit.finding(format!(
+                        "{test} does not pass by the submission checker's rule: {why}"
+                    ))
+                    .at(file.as_str(), "")
+                    .data(json!({"test": test}));
+                }
+            }
+        }
+    }
+    Some(())
+}
+
+/// The verify file the checker reads for a test.
+pub fn verify_file(test: &str) -> &'static str {
+    if test.eq_ignore_ascii_case("TEST09") {
+        "verify_output_len.txt"
+    } else {
+        "verify_accuracy.txt"
+    }
+}
+
+/// Why a test's verify lines fail the checker's rule, if they do (T1, T3, T4).
+pub fn failed(test: &str, lines: &[String]) -> Option<String> {
+    let has = |l: &str| lines.iter().any(|x| x.trim() == l);
+    if test.eq_ignore_ascii_case("TEST06") {
+        let mut missing = Vec::new();
+        if !has("First token check pass: True") && !has("First token check pass: Skipped") {
+            missing.push("First token check pass: True (or Skipped)");
+        }
+        for l in ["EOS check pass: True", "Sample length check pass: True"] {
+            if !has(l) {
+                missing.push(l);
+            }
+        }
+        return (!missing.is_empty())
+            .then(|| format!("its verify_accuracy.txt lacks {}", missing.join(", ")));
+    }
+    let pass = lines.iter().any(|x| x.contains("TEST PASS"));
+    (!pass).then(|| format!("its {} does not say TEST PASS", verify_file(test)))
+}
+
+/// `import.submission-system` (row A7).
+fn system(r: &Result, emit: &mut Emit) -> Ran {
+    let Some((file, desc)) = &r.system_desc else {
+        emit.finding(format!(
+            "systems/{}.json is missing: the submission checker gives the system's results none",
+            r.system
+        ))
+        .at(&r.dir, "");
+        return Some(());
+    };
+    let Some(d) = desc else {
+        emit.finding("the system description is not a JSON object")
+            .at(file.as_str(), "");
+        return Some(());
+    };
+    let missing: Vec<&str> = SYSTEM_FIELDS
+        .iter()
+        .copied()
+        .filter(|k| !d.contains_key(*k))
+        .collect();
+    let empty: Vec<&str> = SYSTEM_MEANINGFUL
+        .iter()
+        .copied()
+        .filter(|k| d.get(*k).is_some_and(falsy))
+        .collect();
+    if !missing.is_empty() || !empty.is_empty() {
+        let mut said = Vec::new();
+        if !missing.is_empty() {
+            said.push(format!("lacks {}", missing.join(", ")));
+        }
+        if !empty.is_empty() {
+            said.push(format!("leaves empty {}", empty.join(", ")));
+        }
+        emit.finding(format!(
+            "the system description {}: the submission checker gives the system's results none",
+            said.join("; ")
+        ))
+        .at(file.as_str(), "")
+        .data(json!({"missing": missing, "empty": empty}));
+    }
+    let text = |k: &str| {
+        d.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    if !text("submitter").eq_ignore_ascii_case(&r.submitter) || text("division") != r.division {
+        emit.finding(format!("the system description names submitter '{}' and division '{}'; its folders are {} and {}", text("submitter"), text("division"), r.submitter, r.division))
+            .at(file.as_str(), "/submitter");
+    }
+    Some(())
+}
+
+/// Python's falsiness, as `not systems_json[k]` tests it.
+fn falsy(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+/// `import.submission-measurements` (row A5).
+fn measurements(r: &Result, emit: &mut Emit) -> Ran {
+    for f in ["user.conf", "README.md"] {
+        if !r.measurement_files.iter().any(|x| x == f) {
+            emit.finding(format!("{} lacks {f}", r.measurements_dir))
+                .at(&r.dir, "");
+        }
+    }
+    match &r.measurements {
+        None => {
+            emit.finding(format!("{} has no {}.json (the implementation's description): the submission checker gives the result none", r.measurements_dir, r.system))
+                .at(&r.dir, "");
+        }
+        Some((file, None)) => {
+            emit.finding("the measurements description is not a JSON object")
+                .at(file.as_str(), "");
+        }
+        Some((file, Some(m))) => {
+            let bad: Vec<&str> = MEASUREMENT_KEYS
+                .iter()
+                .copied()
+                .filter(|k| m.get(*k).is_none_or(falsy))
+                .collect();
+            if !bad.is_empty() {
+                emit.finding(format!(
+                    "the measurements description lacks or leaves empty {}",
+                    bad.join(", ")
+                ))
+                .at(file.as_str(), "")
+                .data(json!({"keys": bad}));
+            }
+        }
+    }
+    Some(())
+}

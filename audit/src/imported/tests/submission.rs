@@ -1,0 +1,127 @@
+//! The MLPerf submission rows' cases: a clean closed-division llama2-70b-99.9 Server result built
+//! by hand (the files the checker requires, a passing TEST06, full measurements and system
+//! descriptions) and one planted problem per rule of `docs/formats/loadgen.md`'s submission rows.
+
+use super::{case, Case};
+use crate::imported::submission::{
+    Compliance, Result, COMPLIANCE, FILES, MEASUREMENTS, MEASUREMENT_KEYS, SYSTEM, SYSTEM_FIELDS,
+};
+use serde_json::{json, Map, Value};
+
+fn object(keys: &[&str]) -> Map<String, Value> {
+    keys.iter().map(|k| (k.to_string(), json!("x"))).collect()
+}
+
+pub(super) fn clean() -> Result {
+    let mut system = object(SYSTEM_FIELDS);
+    system.insert("submitter".into(), json!("RedHat"));
+    system.insert("division".into(), json!("closed"));
+    let lines = [
+        "First token check pass: True",
+        "EOS check pass: True",
+        "Sample length check pass: True",
+    ];
+    Result {
+        dir: "closed/RedHat/results/SYS/llama2-70b-99.9/Server".into(),
+        division: "closed".into(),
+        submitter: "RedHat".into(),
+        system: "SYS".into(),
+        benchmark: "llama2-70b-99.9".into(),
+        scenario: "Server".into(),
+        performance: vec![
+            "mlperf_log_detail.txt".into(),
+            "mlperf_log_summary.txt".into(),
+        ],
+        accuracy: vec!["accuracy.txt".into(), "mlperf_log_accuracy.json".into()],
+        accuracy_hash: true,
+        compliance_dir: "closed/RedHat/compliance/SYS/llama2-70b-99.9/Server".into(),
+        compliance: vec![Compliance {
+            test: "TEST06".into(),
+            verify: Some((
+                "TEST06/verify_accuracy.txt".into(),
+                lines.iter().map(|l| l.to_string()).collect(),
+            )),
+        }],
+        measurements_dir: "closed/RedHat/measurements/SYS/llama2-70b-99.9/Server".into(),
+        measurement_files: vec!["README.md".into(), "SYS.json".into(), "user.conf".into()],
+        measurements: Some(("SYS.json".into(), Some(object(MEASUREMENT_KEYS)))),
+        system_desc: Some(("systems/SYS.json".into(), Some(system))),
+    }
+}
+
+/// The planted problems, at least one per row of [`crate::imported::submission::CHECKS`].
+pub(super) const CASES: &[Case<Result>] = &[
+    case(FILES.id, clean, |x| {
+        x.performance.pop().map(drop).unwrap_or(())
+    })
+    .saying("performance/run_1/ lacks"),
+    case(FILES.id, clean, |x| x.accuracy_hash = false).saying("no hash= line"),
+    case(COMPLIANCE.id, clean, |x| x.compliance.clear()).saying("TEST06 is missing"),
+    case(COMPLIANCE.id, clean, |x| {
+        let (_, lines) = x.compliance[0].verify.as_mut().unwrap();
+        lines[1] = "EOS check pass: False".into();
+    })
+    .saying("EOS check pass: True"),
+    case(COMPLIANCE.id, clean, |x| x.compliance[0].verify = None).saying("no verify file"),
+    case(SYSTEM.id, clean, |x| {
+        x.system_desc
+            .as_mut()
+            .unwrap()
+            .1
+            .as_mut()
+            .unwrap()
+            .remove("cooling");
+    })
+    .saying("lacks cooling"),
+    case(SYSTEM.id, clean, |x| {
+        x.system_desc
+            .as_mut()
+            .unwrap()
+            .1
+            .as_mut()
+            .unwrap()
+            .insert("framework".into(), json!(""));
+    })
+    .saying("leaves empty framework"),
+    case(SYSTEM.id, clean, |x| x.submitter = "Other".into()).saying("its folders are Other"),
+    case(SYSTEM.id, clean, |x| x.system_desc = None).saying("systems/SYS.json is missing"),
+    case(MEASUREMENTS.id, clean, |x| {
+        x.measurements
+            .as_mut()
+            .unwrap()
+            .1
+            .as_mut()
+            .unwrap()
+            .remove("weight_data_types");
+    })
+    .saying("weight_data_types"),
+    case(MEASUREMENTS.id, clean, |x| {
+        x.measurement_files.retain(|f| f != "user.conf")
+    })
+    .saying("lacks user.conf"),
+];
+
+#[test]
+fn every_row_raises_its_planted_problem_and_nothing_on_the_clean_result() {
+    super::check_cases(crate::imported::submission::CHECKS, CASES);
+}
+
+#[test]
+fn gptj_and_open_results_need_no_compliance_test() {
+    let found = |r: &Result| crate::imported::run(crate::imported::submission::CHECKS, r);
+    let mut gptj = clean();
+    gptj.benchmark = "gptj-99".into();
+    gptj.compliance.clear();
+    assert!(found(&gptj).findings.is_empty());
+    let mut open = clean();
+    open.division = "open".into();
+    open.system_desc
+        .as_mut()
+        .unwrap()
+        .1
+        .as_mut()
+        .unwrap()
+        .insert("division".into(), json!("open"));
+    open.compliance.clear();
+    assert!(found(&open).findings.is_empty());
+}

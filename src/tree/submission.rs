@@ -1,0 +1,253 @@
+//! An MLPerf submission inside a tree, read as the submission checker reads it: one row per
+//! result (`<division>/<submitter>/results/<system>/<benchmark>/<scenario>/`) rather than one per
+//! folder. A result's row holds its performance run's LoadGen checks (with its accuracy run's
+//! `accuracy.txt`) and the submission's own rules over the result
+//! (`rigaudit_audit::imported::submission`): the files it must have, the compliance tests its
+//! benchmark requires (`compliance/<system>/<benchmark>/<scenario>/TEST0x/`, or inside the result
+//! from v6.0), its measurements description and its system's description.
+//!
+//! A submitter's folder is told by its `results/` and `systems/` folders side by side; the folders
+//! of its results, compliance tests, measurements and systems are then read through their
+//! results, not as runs of their own.
+
+use super::{relative, Place, Row, Tree};
+use crate::import::{self, Format};
+use crate::input;
+use rigaudit_audit::imported::submission::{self as rules, Compliance, Described, Result};
+use rigaudit_audit::{Report, Severity};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// One result of a submission: its submitter's folder and its names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ResultDir {
+    /// `<division>/<submitter>`.
+    pub submitter_dir: PathBuf,
+    pub system: String,
+    pub benchmark: String,
+    pub scenario: String,
+}
+
+impl ResultDir {
+    /// The result's folder.
+    pub fn dir(&self) -> PathBuf {
+        self.submitter_dir
+            .join("results")
+            .join(&self.system)
+            .join(&self.benchmark)
+            .join(&self.scenario)
+    }
+
+    /// A folder of the submitter's, per result: `compliance/...`, `measurements/...`.
+    fn per_result(&self, kind: &str) -> PathBuf {
+        self.submitter_dir
+            .join(kind)
+            .join(&self.system)
+            .join(&self.benchmark)
+            .join(&self.scenario)
+    }
+}
+
+/// The places of the walk with every submission's results as one place each, in place of the
+/// folders they are read through.
+pub fn results_as_places(places: Vec<Place>) -> Vec<Place> {
+    let mut results = BTreeSet::new();
+    for p in &places {
+        if let Place::Files(dir, _) = p {
+            if let Some(r) = result_of(dir) {
+                results.insert(r);
+            }
+        }
+    }
+    if results.is_empty() {
+        return places;
+    }
+    let submitters: BTreeSet<PathBuf> = results.iter().map(|r| r.submitter_dir.clone()).collect();
+    let read_through = |dir: &Path| {
+        submitters.iter().any(|s| {
+            ["results", "compliance", "measurements", "systems"]
+                .iter()
+                .any(|k| dir.starts_with(s.join(k)))
+        })
+    };
+    let mut out: Vec<Place> = places
+        .into_iter()
+        .filter(|p| !matches!(p, Place::Files(dir, _) if read_through(dir)))
+        .collect();
+    out.extend(results.into_iter().map(Place::Result));
+    out
+}
+
+/// The result a folder lies in: `.../<submitter>/results/<system>/<benchmark>/<scenario>/...`
+/// where the submitter's folder also has `systems/`.
+fn result_of(dir: &Path) -> Option<ResultDir> {
+    let parts: Vec<&std::ffi::OsStr> = dir.iter().collect();
+    let i = parts.iter().rposition(|c| *c == "results")?;
+    let (system, benchmark, scenario) = (parts.get(i + 1)?, parts.get(i + 2)?, parts.get(i + 3)?);
+    let submitter_dir: PathBuf = parts[..i].iter().collect();
+    if !submitter_dir.join("systems").is_dir() {
+        return None;
+    }
+    let s = |c: &std::ffi::OsStr| c.to_string_lossy().into_owned();
+    Some(ResultDir {
+        submitter_dir,
+        system: s(system),
+        benchmark: s(benchmark),
+        scenario: s(scenario),
+    })
+}
+
+/// Verifies one result: its LoadGen logs with the submission's rules over it.
+pub fn verify(tree: &Tree, r: &ResultDir, fail_on: Option<Severity>) -> Row {
+    let run = relative(&tree.root, &r.dir());
+    let id = input::shown_path(&r.dir());
+    let record = record(tree, r);
+    let extra = rigaudit_audit::imported::run(rules::CHECKS, &record);
+    let perf = r.dir().join("performance/run_1");
+    let mut files: Vec<PathBuf> = ["mlperf_log_summary.txt", "mlperf_log_detail.txt"]
+        .iter()
+        .map(|f| perf.join(f))
+        .filter(|p| p.is_file())
+        .collect();
+    let accuracy = r.dir().join("accuracy/accuracy.txt");
+    if accuracy.is_file() {
+        files.push(accuracy);
+    }
+    let report = if files.iter().any(|f| f.starts_with(&perf)) {
+        import::read_sources(&files)
+            .and_then(|read| {
+                import::verify_read_with(Format::Loadgen, read.sources, &id, fail_on, extra)
+            })
+            .map_err(|e| e.0)
+    } else {
+        Ok(Report::new("verify", &id, fail_on, extra))
+    };
+    Row {
+        run,
+        tool: "mlperf-result".into(),
+        report,
+    }
+}
+
+/// The names of a folder's regular files, sorted (none when it cannot be listed).
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A small text file's lines (bounded), none when it cannot be read.
+fn lines(p: &Path) -> Option<Vec<String>> {
+    let bytes = input::read_bounded(p, 1 << 20, "verify file").ok()?;
+    Some(
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(String::from)
+            .collect(),
+    )
+}
+
+/// A JSON description: its path as shown and its object.
+fn described(tree: &Tree, p: &Path) -> Option<Described> {
+    if !p.is_file() {
+        return None;
+    }
+    let object = input::read_bounded(p, input::CARD_MAX, "description")
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.as_object().cloned());
+    Some((relative(&tree.root, p), object))
+}
+
+/// The typed result the rules read.
+fn record(tree: &Tree, r: &ResultDir) -> Result {
+    let dir = r.dir();
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let division = r.submitter_dir.parent().map(name).unwrap_or_default();
+    let accuracy_hash = lines(&dir.join("accuracy/accuracy.txt"))
+        .is_some_and(|l| l.iter().any(|x| x.starts_with("hash=")));
+    // From v6.0 the compliance tests and the measurements sit inside the result.
+    let v6 = dir.join("measurements.json").is_file()
+        || names_of_dirs(&dir).iter().any(|d| d.starts_with("TEST"));
+    let compliance_dir = if v6 {
+        dir.clone()
+    } else {
+        r.per_result("compliance")
+    };
+    let measurements_dir = if v6 {
+        dir.clone()
+    } else {
+        r.per_result("measurements")
+    };
+    let measurement_json = if v6 {
+        dir.join("measurements.json")
+    } else {
+        [
+            format!("{}_{}.json", r.system, r.scenario),
+            format!("{}.json", r.system),
+        ]
+        .iter()
+        .map(|n| measurements_dir.join(n))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| measurements_dir.join(format!("{}.json", r.system)))
+    };
+    Result {
+        dir: relative(&tree.root, &dir),
+        division,
+        submitter: name(&r.submitter_dir),
+        system: r.system.clone(),
+        benchmark: r.benchmark.clone(),
+        scenario: r.scenario.clone(),
+        performance: names(&dir.join("performance/run_1")),
+        accuracy: names(&dir.join("accuracy")),
+        accuracy_hash,
+        compliance: compliance(tree, &compliance_dir),
+        compliance_dir: relative(&tree.root, &compliance_dir),
+        measurement_files: names(&measurements_dir),
+        measurements_dir: relative(&tree.root, &measurements_dir),
+        measurements: described(tree, &measurement_json),
+        system_desc: described(
+            tree,
+            &r.submitter_dir
+                .join("systems")
+                .join(format!("{}.json", r.system)),
+        ),
+    }
+}
+
+fn names_of_dirs(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The compliance tests in a folder, each with its verify file's lines.
+fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
+    let mut tests: Vec<String> = names_of_dirs(dir)
+        .into_iter()
+        .filter(|d| d.starts_with("TEST"))
+        .collect();
+    tests.sort();
+    tests
+        .into_iter()
+        .map(|test| {
+            let file = dir.join(&test).join(rules::verify_file(&test));
+            let verify = lines(&file).map(|l| (relative(&tree.root, &file), l));
+            Compliance { test, verify }
+        })
+        .collect()
+}
