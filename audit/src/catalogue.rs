@@ -5,6 +5,12 @@
 /// severity and doc, so a report names the exact catalogue it was judged by and a page that passed
 /// under one catalogue can be re-checked under it.
 pub fn version() -> String {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(digest).clone()
+}
+
+/// [`version`], computed (once a process: a tree of thousands of runs names it in each report).
+fn digest() -> String {
     let mut h: u32 = 0x811c_9dc5;
     for c in crate::table::all() {
         for b in

@@ -397,7 +397,7 @@ fn detail(src: &Source) -> Result<Detail, Fatal> {
         };
         let at = i + 1;
         match entry(json, &lines[i + 1..]) {
-            Ok(v) => take_entry(&mut d, at, &v),
+            Ok(v) => take_entry(&mut d, at, v),
             Err(e) => d.unreadable.push((at, e)),
         }
     }
@@ -427,26 +427,34 @@ fn entry(json: &str, after: &[&str]) -> Result<Value, String> {
     ))
 }
 
-fn take_entry(d: &mut Detail, at: usize, v: &Value) {
+/// One entry into the detail's values (taken, not copied); an error's or warning's value is also
+/// kept as text, to be shown.
+fn take_entry(d: &mut Detail, at: usize, mut v: Value) {
     let Some(key) = v["key"].as_str().map(String::from) else {
         d.unreadable.push((at, "no 'key' in the entry".into()));
         return;
     };
-    let value = v.get("value").cloned().unwrap_or(Value::Null);
-    let shown = value
-        .as_str()
-        .map(String::from)
-        .unwrap_or_else(|| value.to_string());
     let flag = |f: &str| {
         v.pointer(&format!("/metadata/{f}"))
             .and_then(|x| x.as_bool())
             .unwrap_or(false)
     };
-    if flag("is_error") {
-        d.errors.push((at, key.clone(), shown.clone()));
-    }
-    if flag("is_warning") {
-        d.warnings.push((at, key.clone(), shown));
+    let (error, warning) = (flag("is_error"), flag("is_warning"));
+    let value = v.get_mut("value").map(Value::take).unwrap_or(Value::Null);
+    if error || warning {
+        let shown = value
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| value.to_string());
+        let list = if error {
+            &mut d.errors
+        } else {
+            &mut d.warnings
+        };
+        list.push((at, key.clone(), shown.clone()));
+        if error && warning {
+            d.warnings.push((at, key.clone(), shown));
+        }
     }
     d.values.insert(key, (at, value));
 }

@@ -52,10 +52,11 @@ pub struct Limits {
 }
 
 /// The bounds of `verify DIR`: an MLPerf results tree is 7 folders deep
-/// (`closed/ORG/results/SYSTEM/MODEL/SCENARIO/performance/run_1`).
+/// (`closed/ORG/results/SYSTEM/MODEL/SCENARIO/performance/run_1`), and a whole round of some 7,000
+/// results holds about 200,000 files and folders (each path kept, some 100 bytes: tens of MiB).
 pub const LIMITS: Limits = Limits {
     depth: 16,
-    entries: 100_000,
+    entries: 500_000,
 };
 
 /// One folder of the tree to look at.
