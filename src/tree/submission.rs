@@ -222,6 +222,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
                 .join("systems")
                 .join(format!("{}.json", r.system)),
         ),
+        seeds: seeds(&dir.join("performance/run_1/mlperf_log_detail.txt")),
     }
 }
 
@@ -250,4 +251,27 @@ fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
             Compliance { test, verify }
         })
         .collect()
+}
+
+/// The three `effective_*_rng_seed` values of a detail log, when it gives all three.
+fn seeds(detail: &Path) -> Option<[u64; 3]> {
+    let bytes = input::read_bounded(detail, input::RECORD_MAX, "detail log").ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let keys = [
+        "effective_qsl_rng_seed",
+        "effective_sample_index_rng_seed",
+        "effective_schedule_rng_seed",
+    ];
+    let mut out = [None; 3];
+    for line in text.lines().filter_map(|l| l.strip_prefix(":::MLLOG ")) {
+        let Some(i) = keys
+            .iter()
+            .position(|k| line.contains(&format!("\"key\": \"{k}\"")))
+        else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        out[i] = v.get("value").and_then(serde_json::Value::as_u64);
+    }
+    Some([out[0]?, out[1]?, out[2]?])
 }

@@ -291,6 +291,7 @@ pub const CHECKS: &[About] = &[
     submission::COMPLIANCE,
     submission::SYSTEM,
     submission::MEASUREMENTS,
+    submission::SEEDS,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its

@@ -45,6 +45,123 @@ pub const SYSTEM: About = About {
     doc: "An MLPerf result's system description (systems/<system>.json) is missing, lacks a field the submission checker requires or leaves a meaningful one empty, or names another submitter or division than its folders.",
 };
 
+/// `import.submission-seeds`.
+pub const SEEDS: About = About {
+    id: "import.submission-seeds",
+    severity: Severity::Error,
+    doc: "An MLPerf result's performance run used random seeds (effective_qsl_rng_seed, effective_sample_index_rng_seed, effective_schedule_rng_seed) that are not the official ones of any round: the submission checker gives the result none. A match names the round the run was configured for (a note).",
+};
+
+/// The official seeds of each round (qsl, sample index, schedule), as the submission checkers
+/// hold them (`MODEL_CONFIG[round]["seeds"]`: v0.5-v4.0 at `e39003a9`, v4.1 at `379ee534`, v5.0 and
+/// v5.1 at `47b91b97`, v6.0 and v6.1 in the package at `b66003e1`).
+pub const ROUND_SEEDS: &[(&str, [u64; 3])] = &[
+    (
+        "v0.5",
+        [3133965575612453542, 665484352860916858, 3622009729038561421],
+    ),
+    (
+        "v0.7",
+        [
+            12786827339337101903,
+            12640797754436136668,
+            3135815929913719677,
+        ],
+    ),
+    (
+        "v1.0",
+        [
+            7322528924094909334,
+            1570999273408051088,
+            3507442325620259414,
+        ],
+    ),
+    (
+        "v1.1",
+        [
+            1624344308455410291,
+            517984244576520566,
+            10051496985653635065,
+        ],
+    ),
+    (
+        "v2.0",
+        [
+            6655344265603136530,
+            15863379492028895792,
+            12662793979680847247,
+        ],
+    ),
+    (
+        "v2.1",
+        [
+            14284205019438841327,
+            4163916728725999944,
+            299063814864929621,
+        ],
+    ),
+    (
+        "v3.0",
+        [
+            10003631887983097364,
+            17183018601990103738,
+            12134888396634371638,
+        ],
+    ),
+    (
+        "v3.1",
+        [148687905518835231, 520418551913322573, 811580660758947900],
+    ),
+    (
+        "v4.0",
+        [
+            13281865557512327830,
+            198141574272810017,
+            7575108116881280410,
+        ],
+    ),
+    (
+        "v4.1",
+        [
+            3066443479025735752,
+            10688027786191513374,
+            14962580496156340209,
+        ],
+    ),
+    (
+        "v5.0",
+        [
+            6023615788873153749,
+            15036839855038426416,
+            9933818062894767841,
+        ],
+    ),
+    (
+        "v5.1",
+        [
+            1780908523862526354,
+            14771362308971278857,
+            18209322760996052031,
+        ],
+    ),
+    (
+        "v6.0",
+        [
+            2465351861681999779,
+            14276810075590677512,
+            3936089224930324775,
+        ],
+    ),
+    (
+        "v6.1",
+        [
+            2085463073848966840,
+            2747215439041700203,
+            16159082839903944936,
+        ],
+    ),
+];
+
 /// `import.submission-measurements`.
 pub const MEASUREMENTS: About = About {
     id: "import.submission-measurements",
@@ -167,6 +284,9 @@ pub struct Result {
     pub measurements: Option<Described>,
     /// `systems/<system>.json`.
     pub system_desc: Option<Described>,
+    /// The performance run's `effective_qsl_rng_seed`, `effective_sample_index_rng_seed` and
+    /// `effective_schedule_rng_seed`, when its detail log gives all three.
+    pub seeds: Option<[u64; 3]>,
 }
 
 /// The checks of one result.
@@ -175,6 +295,7 @@ pub const CHECKS: &[Row<Result>] = &[
     row(COMPLIANCE, compliance),
     row(SYSTEM, system),
     row(MEASUREMENTS, measurements),
+    row(SEEDS, seeds),
 ];
 
 /// The compliance tests a benchmark requires in the closed and network divisions (table T).
@@ -397,6 +518,25 @@ fn measurements(r: &Result, emit: &mut Emit) -> Ran {
                 .at(file.as_str(), "")
                 .data(json!({"keys": bad}));
             }
+        }
+    }
+    Some(())
+}
+
+/// `import.submission-seeds` (row A9): the run's seeds against every round's.
+fn seeds(r: &Result, emit: &mut Emit) -> Ran {
+    let got = r.seeds?;
+    let at = format!("{}/performance/run_1/mlperf_log_detail.txt", r.dir);
+    match ROUND_SEEDS.iter().find(|(_, s)| *s == got) {
+        Some((round, _)) => {
+            emit.info(format!("the performance run's seeds are round {round}'s: the run was configured for that round"))
+                .at(at.as_str(), "")
+                .data(json!({"round": round}));
+        }
+        None => {
+            emit.finding(format!("the performance run's seeds (qsl {}, sample index {}, schedule {}) are no round's official ones (v0.5 to v6.1): the submission checker gives the result none", got[0], got[1], got[2]))
+                .at(at.as_str(), "")
+                .data(json!({"seeds": got}));
         }
     }
     Some(())

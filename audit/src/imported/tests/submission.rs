@@ -4,7 +4,8 @@
 
 use super::{case, Case};
 use crate::imported::submission::{
-    Compliance, Result, COMPLIANCE, FILES, MEASUREMENTS, MEASUREMENT_KEYS, SYSTEM, SYSTEM_FIELDS,
+    Compliance, Result, COMPLIANCE, FILES, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SYSTEM,
+    SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
 
@@ -46,6 +47,8 @@ pub(super) fn clean() -> Result {
         measurement_files: vec!["README.md".into(), "SYS.json".into(), "user.conf".into()],
         measurements: Some(("SYS.json".into(), Some(object(MEASUREMENT_KEYS)))),
         system_desc: Some(("systems/SYS.json".into(), Some(system))),
+        // A run without seeds in its log: the seeds row then does not run (its note is tested below).
+        seeds: None,
     }
 }
 
@@ -99,6 +102,7 @@ pub(super) const CASES: &[Case<Result>] = &[
         x.measurement_files.retain(|f| f != "user.conf")
     })
     .saying("lacks user.conf"),
+    case(SEEDS.id, clean, |x| x.seeds = Some([1, 2, 3])).saying("no round's official ones"),
 ];
 
 #[test]
@@ -112,7 +116,10 @@ fn gptj_and_open_results_need_no_compliance_test() {
     let mut gptj = clean();
     gptj.benchmark = "gptj-99".into();
     gptj.compliance.clear();
-    assert!(found(&gptj).findings.is_empty());
+    assert!(found(&gptj)
+        .findings
+        .iter()
+        .all(|f| f.severity == crate::report::Severity::Info));
     let mut open = clean();
     open.division = "open".into();
     open.system_desc
@@ -123,5 +130,27 @@ fn gptj_and_open_results_need_no_compliance_test() {
         .unwrap()
         .insert("division".into(), json!("open"));
     open.compliance.clear();
-    assert!(found(&open).findings.is_empty());
+    assert!(found(&open)
+        .findings
+        .iter()
+        .all(|f| f.severity == crate::report::Severity::Info));
+}
+
+#[test]
+fn official_seeds_name_their_round_in_a_note() {
+    let mut r = clean();
+    r.seeds = Some(crate::imported::submission::ROUND_SEEDS[9].1);
+    let found = crate::imported::run(crate::imported::submission::CHECKS, &r);
+    let note: Vec<&str> = found
+        .findings
+        .iter()
+        .filter(|f| f.check == SEEDS.id)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(note.len(), 1);
+    assert!(note[0].contains("round v4.1's"), "{note:?}");
+    assert!(found
+        .findings
+        .iter()
+        .all(|f| f.severity == crate::report::Severity::Info));
 }
