@@ -2332,6 +2332,8 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
         "import.submission-measurements",
         // A note here: the run's seeds are the v4.1 round's.
         "import.submission-seeds",
+        // The Server's compliance folder is left empty.
+        "import.submission-folder",
     ] {
         assert!(ids.contains(&id), "{id}: {ids:?}");
     }

@@ -545,6 +545,11 @@ pub const ALL: &[Advice] = &[
         "effective_qsl_rng_seed 1 in the detail log; passes: the v4.1 seeds 3066443479025735752, 10688027786191513374, 14962580496156340209",
     ),
     a(
+        "import.submission-folder",
+        "clean the submitter's folder before publishing: no empty folder, dotfile, name with a space, __pycache__, file over 50 MB or broken link",
+        "compliance/SYS/llama2-70b-99.9/Server/ is left empty; passes: the folder holds its TEST06, or is removed with its result",
+    ),
+    a(
         "import.energy-window",
         "publish energy figures measured over a steady state of the length and batch the benchmark requires (ML.ENERGY: 30 s or more with at least 0.8 of max_num_seqs running), lengthening the run (more requests or num_request_repeats) until it has one",
         "steady_state_duration 25 s with max_num_seqs 64 and 256 requests; passes: num_request_repeats 2, a 60 s window with 63 requests running on average",

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 pub struct ResultDir {
     /// `<division>/<submitter>`.
     pub submitter_dir: PathBuf,
+    /// What the checker refuses anywhere in the submitter's folder ([`submitter_problems`]).
+    pub submitter_problems: Vec<String>,
     pub system: String,
     pub benchmark: String,
     pub scenario: String,
@@ -63,6 +65,17 @@ pub fn results_as_places(places: Vec<Place>) -> Vec<Place> {
         return places;
     }
     let submitters: BTreeSet<PathBuf> = results.iter().map(|r| r.submitter_dir.clone()).collect();
+    let problems: std::collections::BTreeMap<PathBuf, Vec<String>> = submitters
+        .iter()
+        .map(|s| (s.clone(), submitter_problems(s)))
+        .collect();
+    let results: BTreeSet<ResultDir> = results
+        .into_iter()
+        .map(|mut r| {
+            r.submitter_problems = problems[&r.submitter_dir].clone();
+            r
+        })
+        .collect();
     let read_through = |dir: &Path| {
         submitters.iter().any(|s| {
             ["results", "compliance", "measurements", "systems"]
@@ -91,6 +104,7 @@ fn result_of(dir: &Path) -> Option<ResultDir> {
     let s = |c: &std::ffi::OsStr| c.to_string_lossy().into_owned();
     Some(ResultDir {
         submitter_dir,
+        submitter_problems: Vec::new(),
         system: s(system),
         benchmark: s(benchmark),
         scenario: s(scenario),
@@ -223,6 +237,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
                 .join(format!("{}.json", r.system)),
         ),
         seeds: seeds(&dir.join("performance/run_1/mlperf_log_detail.txt")),
+        submitter_problems: r.submitter_problems.clone(),
     }
 }
 
@@ -274,4 +289,69 @@ fn seeds(detail: &Path) -> Option<[u64; 3]> {
         out[i] = v.get("value").and_then(serde_json::Value::as_u64);
     }
     Some([out[0]?, out[1]?, out[2]?])
+}
+
+/// What the submission checker refuses anywhere in a submitter's folder (row A8), in its order:
+/// broken symbolic links, files over 50 MB, names starting with a dot, names holding a space,
+/// `__pycache__` folders, empty folders; each with its path below the submitter's folder. The
+/// walk keeps to the tree's bounds and never follows a link.
+pub fn submitter_problems(submitter: &Path) -> Vec<String> {
+    let mut kinds: [Vec<String>; 6] = Default::default();
+    let mut stack = vec![(submitter.to_path_buf(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut empty = true;
+        for e in entries.flatten() {
+            empty = false;
+            seen += 1;
+            if seen > super::LIMITS.entries {
+                return kinds.concat();
+            }
+            let path = e.path();
+            let shown = path
+                .strip_prefix(submitter)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).map(|t| dir.join(t));
+                if !target.is_ok_and(|t| t.exists()) {
+                    kinds[0].push(format!("a broken symbolic link: {shown}"));
+                }
+                continue;
+            }
+            if kind.is_file() && e.metadata().is_ok_and(|m| m.len() > 50 * 1024 * 1024) {
+                kinds[1].push(format!("a file over 50 MB: {shown}"));
+            }
+            if name.starts_with('.') {
+                kinds[2].push(format!("a name starting with a dot: {shown}"));
+            }
+            if name.contains(' ') {
+                kinds[3].push(format!("a name with a space: {shown}"));
+            }
+            if kind.is_dir() {
+                if name == "__pycache__" {
+                    kinds[4].push(format!("a __pycache__ folder: {shown}"));
+                }
+                if depth < super::LIMITS.depth {
+                    stack.push((path, depth + 1));
+                }
+            }
+        }
+        if empty && dir != submitter {
+            let shown = dir
+                .strip_prefix(submitter)
+                .unwrap_or(&dir)
+                .display()
+                .to_string();
+            kinds[5].push(format!("an empty folder: {shown}"));
+        }
+    }
+    kinds.iter_mut().for_each(|k| k.sort());
+    kinds.concat()
 }

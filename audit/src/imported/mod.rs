@@ -292,6 +292,7 @@ pub const CHECKS: &[About] = &[
     submission::SYSTEM,
     submission::MEASUREMENTS,
     submission::SEEDS,
+    submission::FOLDER,
 ];
 
 /// The figures of one distribution a file prints: its min, mean and max when printed, and its

@@ -45,6 +45,13 @@ pub const SYSTEM: About = About {
     doc: "An MLPerf result's system description (systems/<system>.json) is missing, lacks a field the submission checker requires or leaves a meaningful one empty, or names another submitter or division than its folders.",
 };
 
+/// `import.submission-folder`.
+pub const FOLDER: About = About {
+    id: "import.submission-folder",
+    severity: Severity::Error,
+    doc: "An MLPerf submitter's folder holds what the submission checker refuses anywhere in it (an empty folder, a name starting with a dot or holding a space, a __pycache__ folder, a file over 50 MB, a broken symbolic link): it gives every result of the submitter none.",
+};
+
 /// `import.submission-seeds`.
 pub const SEEDS: About = About {
     id: "import.submission-seeds",
@@ -287,6 +294,8 @@ pub struct Result {
     /// The performance run's `effective_qsl_rng_seed`, `effective_sample_index_rng_seed` and
     /// `effective_schedule_rng_seed`, when its detail log gives all three.
     pub seeds: Option<[u64; 3]>,
+    /// What the checker refuses anywhere in the submitter's folder (row A8), each with its path.
+    pub submitter_problems: Vec<String>,
 }
 
 /// The checks of one result.
@@ -296,6 +305,7 @@ pub const CHECKS: &[Row<Result>] = &[
     row(SYSTEM, system),
     row(MEASUREMENTS, measurements),
     row(SEEDS, seeds),
+    row(FOLDER, folder),
 ];
 
 /// The compliance tests a benchmark requires in the closed and network divisions (table T).
@@ -538,6 +548,23 @@ fn seeds(r: &Result, emit: &mut Emit) -> Ran {
                 .at(at.as_str(), "")
                 .data(json!({"seeds": got}));
         }
+    }
+    Some(())
+}
+
+/// `import.submission-folder` (row A8).
+fn folder(r: &Result, emit: &mut Emit) -> Ran {
+    if let Some(first) = r.submitter_problems.first() {
+        let more = match r.submitter_problems.len() - 1 {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        emit.finding(format!(
+            "{}/{}: {first}{more}: the submission checker gives every result of the submitter none",
+            r.division, r.submitter
+        ))
+        .at(&r.dir, "")
+        .data(json!({"problems": r.submitter_problems}));
     }
     Some(())
 }

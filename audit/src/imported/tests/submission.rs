@@ -4,7 +4,7 @@
 
 use super::{case, Case};
 use crate::imported::submission::{
-    Compliance, Result, COMPLIANCE, FILES, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SYSTEM,
+    Compliance, Result, COMPLIANCE, FILES, FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SYSTEM,
     SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
@@ -49,6 +49,7 @@ pub(super) fn clean() -> Result {
         system_desc: Some(("systems/SYS.json".into(), Some(system))),
         // A run without seeds in its log: the seeds row then does not run (its note is tested below).
         seeds: None,
+        submitter_problems: Vec::new(),
     }
 }
 
@@ -102,6 +103,11 @@ pub(super) const CASES: &[Case<Result>] = &[
         x.measurement_files.retain(|f| f != "user.conf")
     })
     .saying("lacks user.conf"),
+    case(FOLDER.id, clean, |x| {
+        x.submitter_problems
+            .push("an empty folder: compliance/SYS".into())
+    })
+    .saying("every result of the submitter"),
     case(SEEDS.id, clean, |x| x.seeds = Some([1, 2, 3])).saying("no round's official ones"),
 ];
 
