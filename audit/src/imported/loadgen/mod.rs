@@ -951,6 +951,61 @@ mod tests {
     }
 
     #[test]
+    fn the_newer_llms_are_judged_where_the_path_names_them() {
+        let of = |p: &str| super::benchmark_in(p);
+        assert_eq!(
+            of("c/X/results/Y/llama3.1-8b-edge/SingleStream/accuracy/accuracy.txt").as_deref(),
+            Some("llama3.1-8b-edge")
+        );
+        assert_eq!(
+            of("c/X/results/Y/llama3.1-8b/Offline/accuracy/accuracy.txt").as_deref(),
+            Some("llama3.1-8b")
+        );
+        let judge = |path: &str, scores: &[(&str, f64)]| {
+            let logs = Logs {
+                accuracy: Some(super::accuracy::Accuracy {
+                    file: "accuracy.txt".into(),
+                    line: 1,
+                    scores: scores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                    named: of(path),
+                    unread: None,
+                }),
+                ..Logs::default()
+            };
+            let found = super::super::run(CHECKS, &logs);
+            found
+                .findings
+                .into_iter()
+                .filter(|f| f.check == "import.accuracy-below-target")
+                .map(|f| f.message)
+                .collect::<Vec<_>>()
+        };
+        // gpt-oss-120b: exact_match at 0.99 x 83.13; tokens_per_sample only bounded from above.
+        let oss = "c/X/results/Y/gpt-oss-120b/Offline/accuracy/accuracy.txt";
+        assert!(judge(oss, &[("exact_match", 83.396)]).is_empty());
+        let low = judge(oss, &[("exact_match", 80.0)]);
+        assert!(
+            low.len() == 1 && low[0].contains("below the target 82.2987"),
+            "{low:?}"
+        );
+        assert_eq!(
+            judge(
+                oss,
+                &[("exact_match", 83.4), ("tokens_per_sample", 12000.0)]
+            )
+            .len(),
+            1
+        );
+        // deepseek-r1: exact_match at 0.99 x 81.3582, tokens per sample within its bounds.
+        let r1 = "c/X/results/Y/deepseek-r1/Server/accuracy/accuracy.txt";
+        assert!(judge(r1, &[("exact_match", 81.43), ("tokens_per_sample", 3726.5)]).is_empty());
+        assert_eq!(
+            judge(r1, &[("exact_match", 80.0), ("tokens_per_sample", 3726.5)]).len(),
+            1
+        );
+    }
+
+    #[test]
     fn a_double_written_without_its_point_is_compared_at_six_digits() {
         assert!(same_figure(&n("23144"), "23144.02"));
         assert!(same_figure(&n("21028.2"), "21028.23"));
