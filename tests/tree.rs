@@ -766,3 +766,68 @@ fn a_submitters_folder_is_one_row_a_result_judged_as_its_checker_judges_it() {
         assert_eq!(got, want, "{change}");
     }
 }
+
+#[test]
+fn an_endpoints_result_in_a_submitters_folder_is_read_by_the_endpoints_reader() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("fixtures/submissions/v4.1"), tmp.path());
+    let red = tmp.path().join("closed/RedHat");
+    let sys = "L40S-RedHat-OpenShift";
+    let result = red.join(format!("results/{sys}/deepseek-r1/Server"));
+    let published =
+        root().join("fixtures/published/mlperf-endpoints/nvidia-v6.1-deepseek-r1-Server");
+    std::fs::create_dir_all(result.join("performance")).unwrap();
+    std::fs::create_dir_all(result.join("accuracy")).unwrap();
+    std::fs::copy(published.join("config.yaml"), result.join("config.yaml")).unwrap();
+    std::fs::copy(
+        published.join("result_summary.json"),
+        result.join("performance/result_summary.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        root().join("fixtures/submissions/endpoints/accuracy_results.json"),
+        result.join("accuracy/accuracy_results.json"),
+    )
+    .unwrap();
+    copy_dir(
+        &red.join(format!("measurements/{sys}/llama2-70b-99.9/Server")),
+        &red.join(format!("measurements/{sys}/deepseek-r1/Server")),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    let (run, _, rows) = table(&[tmp.path().to_str().unwrap(), "--output", &spec]);
+    let row = rows
+        .iter()
+        .find(|r| r.0.ends_with("deepseek-r1/Server"))
+        .expect("the Endpoints row");
+    assert_eq!(
+        (row.1.as_str(), row.2.as_str()),
+        ("mlperf-result", "pass"),
+        "{}",
+        run.stdout
+    );
+    let report = common::read_json(&out.path().join(format!(
+        "closed__RedHat__results__{sys}__deepseek-r1__Server.json"
+    )));
+    let findings = report["findings"].as_array().unwrap();
+    // Read as Endpoints: no LoadGen files asked for, no TEST06; its seeds are v6.1's.
+    assert!(
+        findings.iter().all(|f| f["severity"] == "info"),
+        "{findings:#?}"
+    );
+    assert!(findings
+        .iter()
+        .any(|f| f["check"] == "import.submission-seeds"
+            && f["message"].as_str().unwrap().contains("round v6.1's")));
+    assert!(report["recomputed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["key"] == "endpoints.qps(summary)"));
+    // A LoadGen result of the same folder is still read as one.
+    let llama = rows
+        .iter()
+        .find(|r| r.0.ends_with("llama2-70b-99.9/Server"))
+        .unwrap();
+    assert_eq!(llama.2, "pass");
+}

@@ -117,6 +117,9 @@ pub fn verify(tree: &Tree, r: &ResultDir, fail_on: Option<Severity>) -> Row {
     let id = input::shown_path(&r.dir());
     let record = record(tree, r);
     let extra = rigaudit_audit::imported::run(rules::CHECKS, &record);
+    if record.endpoints {
+        return verify_endpoints(&r.dir(), (run, id), fail_on, extra);
+    }
     let perf = r.dir().join("performance/run_1");
     let mut files: Vec<PathBuf> = ["mlperf_log_summary.txt", "mlperf_log_detail.txt"]
         .iter()
@@ -136,6 +139,35 @@ pub fn verify(tree: &Tree, r: &ResultDir, fail_on: Option<Severity>) -> Row {
     } else {
         Ok(Report::new("verify", &id, fail_on, extra))
     };
+    Row {
+        run,
+        tool: "mlperf-result".into(),
+        report,
+    }
+}
+
+/// An Endpoints result's row: its summary with its config (and events, when published) read by the
+/// Endpoints reader, the submission's rules beside.
+fn verify_endpoints(
+    dir: &Path,
+    (run, id): (String, String),
+    fail_on: Option<Severity>,
+    extra: rigaudit_audit::Findings,
+) -> Row {
+    let files: Vec<PathBuf> = [
+        "performance/result_summary.json",
+        "config.yaml",
+        "events.jsonl",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .filter(|p| p.is_file())
+    .collect();
+    let report = import::read_sources(&files)
+        .and_then(|read| {
+            import::verify_read_with(Format::MlperfEndpoints, read.sources, &id, fail_on, extra)
+        })
+        .map_err(|e| e.0);
     Row {
         run,
         tool: "mlperf-result".into(),
@@ -215,7 +247,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
         .find(|p| p.is_file())
         .unwrap_or_else(|| measurements_dir.join(format!("{}.json", r.system)))
     };
-    Result {
+    let mut out = Result {
         dir: relative(&tree.root, &dir),
         division,
         submitter: name(&r.submitter_dir),
@@ -238,7 +270,15 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
         ),
         seeds: seeds(&dir.join("performance/run_1/mlperf_log_detail.txt")),
         submitter_problems: r.submitter_problems.clone(),
+        endpoints: false,
+        endpoint_seeds: None,
+    };
+    if is_endpoints(&dir) {
+        out.endpoints = true;
+        out.performance = names(&dir.join("performance"));
+        out.endpoint_seeds = endpoint_seeds(&dir.join("config.yaml"));
     }
+    out
 }
 
 fn names_of_dirs(dir: &Path) -> Vec<String> {
@@ -354,4 +394,21 @@ pub fn submitter_problems(submitter: &Path) -> Vec<String> {
     }
     kinds.iter_mut().for_each(|k| k.sort());
     kinds.concat()
+}
+
+/// Whether a result is an MLPerf Endpoints one: a `performance/result_summary.json` and no
+/// LoadGen run (docs/formats/mlperf-endpoints.md row C1).
+fn is_endpoints(dir: &Path) -> bool {
+    dir.join("performance/result_summary.json").is_file() && !dir.join("performance/run_1").exists()
+}
+
+/// `config.yaml`'s data loader and scheduler seeds.
+fn endpoint_seeds(config: &Path) -> Option<[u64; 2]> {
+    let bytes = input::read_bounded(config, input::CARD_MAX, "config").ok()?;
+    let v = crate::import::yaml::parse(&bytes).ok()?;
+    let seed = |k: &str| v.pointer(&format!("/settings/runtime/{k}"))?.as_u64();
+    Some([
+        seed("dataloader_random_seed")?,
+        seed("scheduler_random_seed")?,
+    ])
 }

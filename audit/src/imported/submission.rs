@@ -296,6 +296,11 @@ pub struct Result {
     pub seeds: Option<[u64; 3]>,
     /// What the checker refuses anywhere in the submitter's folder (row A8), each with its path.
     pub submitter_problems: Vec<String>,
+    /// An MLPerf Endpoints result (from v6.1: `performance/result_summary.json`, no LoadGen logs;
+    /// docs/formats/mlperf-endpoints.md row C1): `performance` then lists `performance/`, and its
+    /// seeds are `config.yaml`'s data loader and scheduler seeds (the checker skips the QSL's).
+    pub endpoints: bool,
+    pub endpoint_seeds: Option<[u64; 2]>,
 }
 
 /// The checks of one result.
@@ -329,18 +334,26 @@ pub fn required_tests(benchmark: &str) -> Option<&'static [&'static str]> {
 
 /// `import.submission-files` (rows A1-A3).
 fn files(r: &Result, emit: &mut Emit) -> Ran {
-    let need = [
-        (
-            "performance/run_1",
-            &r.performance,
-            &["mlperf_log_summary.txt", "mlperf_log_detail.txt"][..],
-        ),
-        (
-            "accuracy",
-            &r.accuracy,
-            &["accuracy.txt", "mlperf_log_accuracy.json"][..],
-        ),
-    ];
+    let need = if r.endpoints {
+        // The Endpoints parser opens these two and nothing else of the run (row C2).
+        [
+            ("performance", &r.performance, &["result_summary.json"][..]),
+            ("accuracy", &r.accuracy, &["accuracy_results.json"][..]),
+        ]
+    } else {
+        [
+            (
+                "performance/run_1",
+                &r.performance,
+                &["mlperf_log_summary.txt", "mlperf_log_detail.txt"][..],
+            ),
+            (
+                "accuracy",
+                &r.accuracy,
+                &["accuracy.txt", "mlperf_log_accuracy.json"][..],
+            ),
+        ]
+    };
     for (folder, has, wanted) in need {
         let missing: Vec<&str> = wanted
             .iter()
@@ -356,7 +369,7 @@ fn files(r: &Result, emit: &mut Emit) -> Ran {
             .data(json!({"folder": folder, "missing": missing}));
         }
     }
-    if r.accuracy.iter().any(|a| a == "accuracy.txt") && !r.accuracy_hash {
+    if !r.endpoints && r.accuracy.iter().any(|a| a == "accuracy.txt") && !r.accuracy_hash {
         emit.finding("accuracy/accuracy.txt has no hash= line (the accuracy log's digest): the submission checker takes its accuracy as not valid")
             .at(&r.dir, "/accuracy/accuracy.txt");
     }
@@ -366,6 +379,13 @@ fn files(r: &Result, emit: &mut Emit) -> Ran {
 /// `import.submission-compliance` (rows T1-T6).
 fn compliance(r: &Result, emit: &mut Emit) -> Ran {
     if r.division.eq_ignore_ascii_case("open") {
+        return Some(());
+    }
+    if r.endpoints {
+        // The Endpoints audits (audit/audit_<test>.json) are required only of models none of the
+        // LLMs is (row C12): not read here.
+        emit.info("an Endpoints result: its audits (audit/audit_<test>.json) are not read")
+            .at(&r.dir, "/audit");
         return Some(());
     }
     let required = required_tests(&r.benchmark)?;
@@ -535,6 +555,9 @@ fn measurements(r: &Result, emit: &mut Emit) -> Ran {
 
 /// `import.submission-seeds` (row A9): the run's seeds against every round's.
 fn seeds(r: &Result, emit: &mut Emit) -> Ran {
+    if let Some(got) = r.endpoint_seeds {
+        return endpoint_seeds(r, got, emit);
+    }
     let got = r.seeds?;
     let at = format!("{}/performance/run_1/mlperf_log_detail.txt", r.dir);
     match ROUND_SEEDS.iter().find(|(_, s)| *s == got) {
@@ -565,6 +588,30 @@ fn folder(r: &Result, emit: &mut Emit) -> Ran {
         ))
         .at(&r.dir, "")
         .data(json!({"problems": r.submitter_problems}));
+    }
+    Some(())
+}
+
+/// [`seeds`] for an Endpoints result: `config.yaml`'s `dataloader_random_seed` and
+/// `scheduler_random_seed` against each round's sample-index and schedule seeds (row C9).
+fn endpoint_seeds(r: &Result, got: [u64; 2], emit: &mut Emit) -> Ran {
+    let at = format!("{}/config.yaml", r.dir);
+    match ROUND_SEEDS
+        .iter()
+        .find(|(_, s)| s[1] == got[0] && s[2] == got[1])
+    {
+        Some((round, _)) => {
+            emit.info(format!(
+                "config.yaml's seeds are round {round}'s: the run was configured for that round"
+            ))
+            .at(at.as_str(), "/settings/runtime")
+            .data(json!({"round": round}));
+        }
+        None => {
+            emit.finding(format!("config.yaml's seeds (data loader {}, scheduler {}) are no round's official ones: the submission checker gives the result none", got[0], got[1]))
+                .at(at.as_str(), "/settings/runtime")
+                .data(json!({"seeds": got}));
+        }
     }
     Some(())
 }

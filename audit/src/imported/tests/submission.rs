@@ -50,6 +50,8 @@ pub(super) fn clean() -> Result {
         // A run without seeds in its log: the seeds row then does not run (its note is tested below).
         seeds: None,
         submitter_problems: Vec::new(),
+        endpoints: false,
+        endpoint_seeds: None,
     }
 }
 
@@ -159,4 +161,38 @@ fn official_seeds_name_their_round_in_a_note() {
         .findings
         .iter()
         .all(|f| f.severity == crate::report::Severity::Info));
+}
+
+#[test]
+fn an_endpoints_result_needs_its_summary_and_accuracy_file_and_the_rounds_seeds() {
+    let run = |r: &Result| crate::imported::run(crate::imported::submission::CHECKS, r);
+    let mut r = clean();
+    r.endpoints = true;
+    r.performance = vec!["result_summary.json".into()];
+    r.accuracy = vec!["accuracy_results.json".into()];
+    r.compliance.clear();
+    r.endpoint_seeds = Some([2747215439041700203, 16159082839903944936]);
+    let found = run(&r);
+    assert!(
+        found
+            .findings
+            .iter()
+            .all(|f| f.severity == crate::report::Severity::Info),
+        "{:?}",
+        found.findings
+    );
+    assert!(found
+        .findings
+        .iter()
+        .any(|f| f.check == SEEDS.id && f.message.contains("round v6.1's")));
+    r.performance.clear();
+    r.endpoint_seeds = Some([1, 2]);
+    let found = run(&r);
+    let errors: Vec<&str> = found
+        .findings
+        .iter()
+        .filter(|f| f.severity == crate::report::Severity::Error)
+        .map(|f| f.check.as_str())
+        .collect();
+    assert_eq!(errors, [FILES.id, SEEDS.id]);
 }
