@@ -311,21 +311,20 @@ fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
 /// The three `effective_*_rng_seed` values of a detail log, when it gives all three.
 fn seeds(detail: &Path) -> Option<[u64; 3]> {
     let bytes = input::read_bounded(detail, input::RECORD_MAX, "detail log").ok()?;
-    let text = String::from_utf8_lossy(&bytes);
     let keys = [
-        "effective_qsl_rng_seed",
-        "effective_sample_index_rng_seed",
-        "effective_schedule_rng_seed",
+        "\"key\": \"effective_qsl_rng_seed\"",
+        "\"key\": \"effective_sample_index_rng_seed\"",
+        "\"key\": \"effective_schedule_rng_seed\"",
     ];
     let mut out = [None; 3];
-    for line in text.lines().filter_map(|l| l.strip_prefix(":::MLLOG ")) {
-        let Some(i) = keys
-            .iter()
-            .position(|k| line.contains(&format!("\"key\": \"{k}\"")))
-        else {
-            continue;
-        };
-        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    for (i, key) in keys.iter().enumerate() {
+        // The entry's line, found by its key (a detail log has hundreds of entries).
+        let at = memchr::memmem::find(&bytes, key.as_bytes())?;
+        let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |p| p + 1);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |p| at + p);
+        let line = std::str::from_utf8(&bytes[start..end]).ok()?;
+        let json = line.strip_prefix(":::MLLOG ")?;
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
         out[i] = v.get("value").and_then(serde_json::Value::as_u64);
     }
     Some([out[0]?, out[1]?, out[2]?])
