@@ -226,9 +226,9 @@ pub fn verify_place(
             (Vec::new(), vec![LeftOut::new(&r.dir(), why)])
         }
         (Place::Result(r), _) => {
-            let row = super::submission::verify(tree, r, fail_on);
-            let report = caught(&row.run, finish, || row.report.clone());
-            (vec![Row { report, ..row }], Vec::new())
+            let Row { run, tool, report } = super::submission::verify(tree, r, fail_on);
+            let report = caught(&run, finish, move || report);
+            (vec![Row { run, tool, report }], Vec::new())
         }
         (Place::Files(dir, files), _) => {
             let (runs, mut left_out) = runs(&tree.root, dir, files);
