@@ -1,12 +1,12 @@
 //! The measuring client's overhead: `rigaudit measure` against a loopback server (the tests' fake,
-//! `tests/common/fake_server.rs`) that streams one-word chunks as fast as it can, and against the
+//! `tests/it/common/fake_server.rs`) that streams one-word chunks as fast as it can, and against the
 //! same server pacing 10 ms per token (a 100 tok/s engine, the bundled engine's speed here).
 //!
 //! Reports the client's ceiling (tokens/s it can take in), its cost per token, that cost as a share
 //! of a 100 tok/s engine's 10 ms per token, and the decode rate measured at 100 tok/s against the
 //! true rate. Run: `cargo bench --bench client_overhead`.
 
-#[path = "../tests/common/fake_server.rs"]
+#[path = "../tests/it/common/fake_server.rs"]
 mod fake_server;
 
 use fake_server::{Fake, Mode};

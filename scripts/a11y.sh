@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTML reports' accessibility check by hand (tests/reports.rs runs the same): writes the HTML
+# The HTML reports' accessibility check by hand (tests/it/reports.rs runs the same): writes the HTML
 # report of `verify` on each seed page and on the recorded run, and of `diff` on the two seed
 # pages and on two vLLM runs (fixtures/imports/vllm/clean vs failures), then runs axe-core in
 # headless Chromium on each and measures its width at a 1280 px viewport (scripts/a11y.py).

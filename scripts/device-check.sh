@@ -25,11 +25,11 @@ prepare() {
     export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}"
     cargo build --release -p rigaudit
     local tests
-    tests=$(cargo test --release -p rigaudit-engine --test gpu --no-run --message-format=json |
+    tests=$(cargo test --release -p rigaudit-engine --test it --no-run --message-format=json |
         python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "it":
         print(m["executable"])')
     mkdir -p "$DIR"
     rm -f "$DIR/rigaudit" "$DIR/rigaudit.gz" "$DIR/rigaudit-engine"
@@ -219,7 +219,7 @@ print(glob.glob(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))[0])' 2
     # Not CI there: without the carried real layers, the real-weights test is skipped (it says so).
     local real=/nonexistent
     [ -f "$DIR/smollm2-2layers.gguf" ] && real=$(realpath "$DIR/smollm2-2layers.gguf")
-    env -u CI RIGAUDIT_MODEL="$real" timeout 120 "$DIR/gpu-tests" --test-threads 1 --nocapture \
+    env -u CI RIGAUDIT_MODEL="$real" timeout 120 "$DIR/gpu-tests" gpu:: --test-threads 1 --nocapture \
         >"$out/gpu-tests.txt" 2>&1
     local tests_rc=$?
     timeout 90 "$ENGINE" gpu-bench --tokens 256 --cpu-tokens 64 \

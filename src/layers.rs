@@ -24,11 +24,13 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A file that only tests compile (`tests.rs`, `*_tests.rs`, the checks' `testkit.rs`): a test's
-/// imports are no dependency.
+/// A file that only tests compile (a module's `tests.rs`, a file under a `tests/` folder, the
+/// checks' `testkit.rs`): a test's imports are no dependency.
 fn is_test_file(path: &Path) -> bool {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    name == "tests.rs" || name.ends_with("_tests.rs") || name == "testkit.rs"
+    let in_src = path.components().skip_while(|c| c.as_os_str() != "src");
+    let under_tests = in_src.into_iter().any(|c| c.as_os_str() == "tests");
+    name == "tests.rs" || under_tests || name == "testkit.rs"
 }
 
 /// A file's code: without its unit tests and its comments.

@@ -1,5 +1,5 @@
 //! Test-only: assertions on text that show the whole text when they fail. Shared by the unit
-//! tests (through [`crate::testkit`]) and the integration tests (`tests/common` includes this
+//! tests (through [`crate::testkit`]) and the integration tests (`tests/it/common` includes this
 //! file), so that one `assert!(text.contains(..), "{}", text)` shape is written once.
 
 /// Asserts `text` contains `needle` (and shows `text` when it does not).

@@ -120,5 +120,4 @@ crate::consistency::across_files! { "claims":
 }
 
 #[cfg(test)]
-#[path = "claims_tests.rs"]
 mod tests;

@@ -157,5 +157,4 @@ crate::consistency::across_files! { "fit":
 }
 
 #[cfg(test)]
-#[path = "fit_tests.rs"]
 mod tests;

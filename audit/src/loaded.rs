@@ -346,5 +346,4 @@ fn not_read(i: &Input, e: &mut Emit) -> Ran {
 }
 
 #[cfg(test)]
-#[path = "loaded_tests.rs"]
 mod tests;

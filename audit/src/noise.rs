@@ -425,5 +425,4 @@ fn quality_words(key: &str, pct: f64, q: &QualityNoise, has_answers: bool) -> St
 }
 
 #[cfg(test)]
-#[path = "noise_tests.rs"]
 mod tests;

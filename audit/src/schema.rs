@@ -328,32 +328,4 @@ pub fn compare_digest(recorded: &str, computed_hex: &str) -> DigestMatch {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths() {
-        assert!(safe_path("speed/result.json").is_ok());
-        assert!(safe_path("a/../b.json").is_ok());
-        assert!(safe_path("../x").is_err());
-        assert!(safe_path("a/../../x").is_err());
-        assert!(safe_path("/etc/passwd").is_err());
-        assert!(safe_path("C:/x").is_err());
-        assert!(safe_path("").is_err());
-    }
-
-    #[test]
-    fn digests() {
-        let full = "250b7cd3".to_string() + &"0".repeat(56);
-        assert_eq!(compare_digest(&full, &full), DigestMatch::Full);
-        assert_eq!(compare_digest("250b7cd3", &full), DigestMatch::Prefix(8));
-        assert_eq!(compare_digest("250b7cd4", &full), DigestMatch::Mismatch);
-        assert_eq!(compare_digest("250b7", &full), DigestMatch::Malformed);
-        assert_eq!(compare_digest("zzzzzzzz", &full), DigestMatch::Malformed);
-        assert!(!DigestMatch::Prefix(8).describe().contains("full"));
-    }
-}
-
-#[cfg(test)]
-#[path = "schema_tests.rs"]
-mod row_tests;
+mod tests;

@@ -1,7 +1,7 @@
 //! Test-only: small bundles for the checks' unit tests, and one check run by its id.
 //!
 //! A [`Kit`] holds the JSON of a fixture's files (those a test needs, compiled in), lets a test
-//! change one value at a JSON pointer, as `tests/common`'s `Copy::set` does on disk, and parses
+//! change one value at a JSON pointer, as `tests/it/common`'s `Copy::set` does on disk, and parses
 //! them into a [`Bundle`] the way the CLI does (files in manifest order, answers tallied line by
 //! line, every listed file seen present with the digest its manifest records). [`run_check`] looks
 //! a check up by its id in whichever table holds it, so a row that moves between tables keeps its
@@ -365,11 +365,11 @@ pub fn one_value_cases(family: &str) -> Vec<Case> {
 /// or in [`ONE_VALUE`].
 const ROW_TESTS: &[&str] = &[
     include_str!("speed/tests.rs"),
-    include_str!("setup/row_tests.rs"),
+    include_str!("setup/tests.rs"),
     include_str!("quality/tests.rs"),
-    include_str!("schema_tests.rs"),
-    include_str!("fit_tests.rs"),
-    include_str!("claims_tests.rs"),
+    include_str!("schema/tests.rs"),
+    include_str!("fit/tests.rs"),
+    include_str!("claims/tests.rs"),
 ];
 
 /// The unit tests of the stage families' rows (`rehash.`, `replay.`, `diff.`, `noise.`) and of
@@ -381,15 +381,15 @@ fn stage_row_tests() -> [&'static str; 6] {
     [
         tests_of(include_str!("replay/mod.rs")),
         tests_of(include_str!("rehash/mod.rs")),
-        include_str!("replay/failed_tests.rs"),
-        include_str!("diff_tests.rs"),
-        include_str!("noise_tests.rs"),
-        include_str!("loaded_tests.rs"),
+        include_str!("replay/failed/tests.rs"),
+        include_str!("diff/tests.rs"),
+        include_str!("noise/tests.rs"),
+        include_str!("loaded/tests.rs"),
     ]
 }
 
 /// Rows the `replay` command itself reports (what it did, whether it could run): tested end to
-/// end, in tests/ssh.rs and tests/slurm.rs.
+/// end, in tests/it/ssh.rs and tests/it/slurm.rs.
 const REPORTED_BY_THE_CLI: &[&str] = &["replay.not-run", "replay.note"];
 
 #[test]

@@ -9,7 +9,6 @@
 //! - aggregates: over the profiling-phase records without an error; errors are counted apart
 //!   (`error_request_count`); warm-up records are not in the figures.
 
-#[path = "aiperf_genai.rs"]
 mod genai;
 
 use super::{Imported, Source};

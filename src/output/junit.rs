@@ -6,7 +6,7 @@
 //! JSON, and `qualified_verdict` as the text report leads with it (what a pass covers, why a run
 //! is incomplete). Findings below the fail level are listed in the suite's `<system-out>`. The shape
 //! is the strict one of Apache Ant's JUnit task, which CI servers read (no `<system-out>` inside
-//! a test case, `timestamp`, `hostname`, `package` and `id` on the suite); `tests/reports.rs`
+//! a test case, `timestamp`, `hostname`, `package` and `id` on the suite); `tests/it/reports.rs`
 //! validates it against `tests/schemas/junit.xsd`.
 
 use rigaudit_audit::{Report, Severity};

@@ -120,5 +120,4 @@ fn unanswered_quality(recorded: &Bundle, replayed: &Bundle) -> Vec<Finding> {
 }
 
 #[cfg(test)]
-#[path = "failed_tests.rs"]
 mod tests;

@@ -617,20 +617,4 @@ crate::consistency::across_files! { "setup":
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flags() {
-        let argv: Vec<String> = ["x", "serve", "--parallel", "8", "--ctx-size=4096"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(flag(&argv, SLOT_FLAGS), Some("8"));
-        assert_eq!(flag(&argv, WINDOW_FLAGS), Some("4096"));
-        assert_eq!(flag(&argv, NAME_FLAGS), None);
-    }
-}
-
-#[cfg(test)]
-mod row_tests;
+mod tests;

@@ -7,7 +7,7 @@
 //! `charts.rs` draws them); last a diff's setup differences, each once. `cells.rs` escapes text
 //! and writes numbers for all of them; `style.rs` holds the colours (each pair WCAG AA) and the
 //! style sheet. The page is well-formed XML as well as HTML (void
-//! elements closed, ids once), so a strict parser reads it (tests/reports.rs checks it so). Every
+//! elements closed, ids once), so a strict parser reads it (tests/it/reports.rs checks it so). Every
 //! string rigaudit did not write itself, in text and in attributes alike, goes through
 //! [`super::escape::html_text`]; and the page's Content-Security-Policy ([`CSP`]) lets it load
 //! nothing and run nothing, should anything get through.
