@@ -89,10 +89,11 @@ trap 'bash scripts/slurm-cluster.sh stop; echo "== test command took $((SECONDS 
 export RIGAUDIT_REQUIRE_SLURM=1
 # The suite in one call, then its quiet tests: a test whose verdict depends on how fast the machine
 # is sits in a `quiet` module (tests/it/) and runs after the rest, alone and one at a time. Any
-# argument goes to one plain `cargo test --workspace` instead.
+# argument goes to one plain `cargo test --workspace` instead. The rest runs four tests at a time:
+# many wait on a server, a cluster or a lock most of their time.
 if [ $# -gt 0 ]; then
     cargo test --workspace "$@"
     exit
 fi
-cargo test --workspace -- --skip ::quiet::
+cargo test --workspace -- --skip ::quiet:: --test-threads=4
 cargo test -p rigaudit --test it -- ::quiet:: --test-threads=1

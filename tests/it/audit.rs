@@ -111,76 +111,6 @@ fn assert_decode_agrees_with_the_engines_timing(replayed: &Path) {
 }
 
 #[test]
-fn on_other_hardware_speed_is_informational_and_the_audit_settles_nothing() {
-    let _one = serial();
-    let tmp = tempfile::tempdir().unwrap();
-    let other = json!({
-        "description": "1 box: AMD EPYC 9999 (a machine this test never runs on), 64 cores, CPU only",
-        "boxes": [{"name": "local", "model": "AMD EPYC 9999 64-Core Processor", "rank": 0, "cores": 64}],
-        "link": null, "driver": null, "kernel": null, "gpu_clock_mhz": null, "accelerator": "cpu"
-    });
-    let bundle = fixture_on(tmp.path(), other);
-    let out = tmp.path().join("replay");
-    let (run, report) = audit(&bundle, &out);
-    // Nothing it measured bears on the page: speed on other hardware, quality too close to call.
-    // The audit reproduced nothing, so it is incomplete and says why, not a pass.
-    assert_eq!(
-        run.code,
-        3,
-        "{}\n{}",
-        serde_json::to_string_pretty(&report["comparisons"]).unwrap(),
-        run.stderr
-    );
-    assert_eq!(report["command"], "audit");
-    assert_eq!(report["verdict"], "incomplete");
-    let why = report["verdict_qualifier"].as_str().unwrap();
-    assert_eq!(Some(why), report["incomplete"].as_str());
-    let n = report["comparisons"].as_array().unwrap().len();
-    let info = speed_rows(&report).len();
-    assert_has(
-        why,
-        &format!(
-            "the replay settled nothing: none of its {n} values reproduced or drifted ({info} for information only: other hardware;"
-        ),
-    );
-    assert_has(why, "to settle them: replay on the hardware the card names");
-    assert!(!common::findings_in(&report, "coverage.incomplete").is_empty());
-    let hw = common::findings_in(&report, "replay.hardware-differs");
-    assert_eq!(hw.len(), 1, "{:#?}", report["findings"]);
-    assert!(hw[0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("AMD EPYC 9999 64-Core Processor"));
-    let speed = speed_rows(&report);
-    assert!(!speed.is_empty());
-    for r in speed {
-        assert_eq!(r["informational"], true, "{r}");
-    }
-    assert_eq!(row(&report, "quality.arith.pct")["informational"], false);
-    assert_cpu_independent_rows(&report);
-    assert_decode_agrees_with_the_engines_timing(&out);
-    // What ran: the bundled engine is this rigaudit (`rigaudit __engine`), read at ready and at
-    // the end, every file it mapped hashed; the card records none of them (a note).
-    let rank = &report["loaded"][0];
-    assert_eq!(rank["read_at"], json!(["ready", "end"]), "{rank:#}");
-    let objects = rank["objects"].as_array().unwrap();
-    let exe = objects.iter().find(|o| o["role"] == "executable").unwrap();
-    let me = std::path::Path::new(env!("CARGO_BIN_EXE_rigaudit"));
-    assert_eq!(exe["sha256"], common::sha_file(me), "{exe:#}");
-    assert!(
-        objects.iter().all(|o| o["sha256"].is_string()),
-        "{objects:#?}"
-    );
-    assert!(
-        objects.iter().any(|o| o["soname"] == "libc.so.6"),
-        "{objects:#?}"
-    );
-    let unrecorded = common::findings_in(&report, "loaded.unrecorded");
-    assert_eq!(unrecorded.len(), 1, "{unrecorded:#?}");
-    assert_eq!(unrecorded[0]["severity"], "info");
-}
-
-#[test]
 fn on_this_machine_speed_is_judged() {
     let _one = serial();
     let tmp = tempfile::tempdir().unwrap();
@@ -473,6 +403,76 @@ fn a_replay_on_a_throttling_gpu_is_inconclusive_and_says_why() {
 /// `quiet` module after the rest of the suite, one test at a time.
 mod quiet {
     use super::*;
+
+    #[test]
+    fn on_other_hardware_speed_is_informational_and_the_audit_settles_nothing() {
+        let _quiet = common::machine_to_myself();
+        let tmp = tempfile::tempdir().unwrap();
+        let other = json!({
+            "description": "1 box: AMD EPYC 9999 (a machine this test never runs on), 64 cores, CPU only",
+            "boxes": [{"name": "local", "model": "AMD EPYC 9999 64-Core Processor", "rank": 0, "cores": 64}],
+            "link": null, "driver": null, "kernel": null, "gpu_clock_mhz": null, "accelerator": "cpu"
+        });
+        let bundle = fixture_on(tmp.path(), other);
+        let out = tmp.path().join("replay");
+        let (run, report) = audit(&bundle, &out);
+        // Nothing it measured bears on the page: speed on other hardware, quality too close to call.
+        // The audit reproduced nothing, so it is incomplete and says why, not a pass.
+        assert_eq!(
+            run.code,
+            3,
+            "{}\n{}",
+            serde_json::to_string_pretty(&report["comparisons"]).unwrap(),
+            run.stderr
+        );
+        assert_eq!(report["command"], "audit");
+        assert_eq!(report["verdict"], "incomplete");
+        let why = report["verdict_qualifier"].as_str().unwrap();
+        assert_eq!(Some(why), report["incomplete"].as_str());
+        let n = report["comparisons"].as_array().unwrap().len();
+        let info = speed_rows(&report).len();
+        assert_has(
+            why,
+            &format!(
+                "the replay settled nothing: none of its {n} values reproduced or drifted ({info} for information only: other hardware;"
+            ),
+        );
+        assert_has(why, "to settle them: replay on the hardware the card names");
+        assert!(!common::findings_in(&report, "coverage.incomplete").is_empty());
+        let hw = common::findings_in(&report, "replay.hardware-differs");
+        assert_eq!(hw.len(), 1, "{:#?}", report["findings"]);
+        assert!(hw[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("AMD EPYC 9999 64-Core Processor"));
+        let speed = speed_rows(&report);
+        assert!(!speed.is_empty());
+        for r in speed {
+            assert_eq!(r["informational"], true, "{r}");
+        }
+        assert_eq!(row(&report, "quality.arith.pct")["informational"], false);
+        assert_cpu_independent_rows(&report);
+        assert_decode_agrees_with_the_engines_timing(&out);
+        // What ran: the bundled engine is this rigaudit (`rigaudit __engine`), read at ready and at
+        // the end, every file it mapped hashed; the card records none of them (a note).
+        let rank = &report["loaded"][0];
+        assert_eq!(rank["read_at"], json!(["ready", "end"]), "{rank:#}");
+        let objects = rank["objects"].as_array().unwrap();
+        let exe = objects.iter().find(|o| o["role"] == "executable").unwrap();
+        let me = std::path::Path::new(env!("CARGO_BIN_EXE_rigaudit"));
+        assert_eq!(exe["sha256"], common::sha_file(me), "{exe:#}");
+        assert!(
+            objects.iter().all(|o| o["sha256"].is_string()),
+            "{objects:#?}"
+        );
+        assert!(
+            objects.iter().any(|o| o["soname"] == "libc.so.6"),
+            "{objects:#?}"
+        );
+        let unrecorded = common::findings_in(&report, "loaded.unrecorded");
+        assert_eq!(unrecorded.len(), 1, "{unrecorded:#?}");
+        assert_eq!(unrecorded[0]["severity"], "info");
+    }
 
     #[test]
     fn a_bundle_recorded_here_reproduces_here() {
