@@ -373,14 +373,11 @@ const ROW_TESTS: &[&str] = &[
 ];
 
 /// The unit tests of the stage families' rows (`rehash.`, `replay.`, `diff.`, `noise.`) and of
-/// `loaded.`: the test
-/// module of the file that holds the rows (what follows its `#[cfg(test)]`), or a file of their
-/// tests.
+/// `loaded.`: the `tests.rs` of the module that holds the rows.
 fn stage_row_tests() -> [&'static str; 6] {
-    let tests_of = |file: &'static str| file.split_once("#[cfg(test)]").map_or("", |(_, t)| t);
     [
-        tests_of(include_str!("replay/mod.rs")),
-        tests_of(include_str!("rehash/mod.rs")),
+        include_str!("replay/tests.rs"),
+        include_str!("rehash/tests.rs"),
         include_str!("replay/failed/tests.rs"),
         include_str!("diff/tests.rs"),
         include_str!("noise/tests.rs"),

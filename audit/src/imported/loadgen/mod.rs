@@ -23,6 +23,7 @@
 mod accuracy;
 pub mod early_stopping;
 mod figures;
+mod keys;
 
 pub use accuracy::{benchmark_in, target_of, Accuracy, Target, TARGETS};
 
@@ -34,6 +35,7 @@ use super::{
 use crate::check::{Emit, Ran};
 use crate::report::Severity;
 use crate::speed;
+pub use keys::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -505,152 +507,6 @@ fn rules(x: &Logs, emit: &mut Emit) -> Ran {
     Some(())
 }
 
-/// The detail key of a summary line's key, and the factor from the detail log's value to the
-/// printed one: every figure `results.cc` prints in `LogSummary` is the one it logs in
-/// `LogDetail`, rounded (rows L15-L19), except MultiStream's latency lines, which are per query
-/// (`result_*_query_latency_ns`, row L18), and SingleStream's `TPS w/o loadgen overhead`, per
-/// second where the detail log's `result_token_throughput` is per nanosecond (row L6).
-pub fn detail_key(k: &str, scenario: Option<&str>) -> Option<(String, f64)> {
-    if let Some(key) = fixed_key(k, scenario == Some("MultiStream")) {
-        let scale = if key == "result_token_throughput" {
-            1e9
-        } else {
-            1.0
-        };
-        return Some((key.to_string(), scale));
-    }
-    if let Some(p) = k.strip_suffix("th percentile latency (ns)") {
-        let p: f64 = p.trim().parse().ok()?;
-        let suffix = match scenario {
-            Some("MultiStream") => "_percentile_per_query_latency_ns",
-            _ => "_percentile_latency_ns",
-        };
-        return Some((format!("result_{p:.2}{suffix}"), 1.0));
-    }
-    if let Some(p) = k.strip_suffix("th first token percentile latency (ns)") {
-        let p: f64 = p.trim().parse().ok()?;
-        return Some((
-            format!("result_first_token_{p:.2}_percentile_latency_ns"),
-            1.0,
-        ));
-    }
-    let (p, rest) = k.split_once(" percentile ")?;
-    let name = match (rest, scenario) {
-        ("latency (ns)", Some("MultiStream")) => {
-            format!("result_{p}_percentile_per_query_latency_ns")
-        }
-        ("latency (ns)", _) => format!("result_{p}_percentile_latency_ns"),
-        ("first token latency (ns)", _) => format!("result_first_token_{p}_percentile_latency_ns"),
-        ("time to output token (ns)", _) => {
-            format!("result_time_per_output_token_{p}_percentile_ns")
-        }
-        _ => return None,
-    };
-    Some((name, 1.0))
-}
-
-/// The summary lines whose detail key does not depend on the percentile.
-const FIXED_KEYS: &[(&str, &str)] = &[
-    (
-        "Completed samples per second",
-        "result_completed_samples_per_sec",
-    ),
-    (
-        "Completed tokens per second",
-        "result_completed_tokens_per_second",
-    ),
-    (
-        "Scheduled samples per second",
-        "result_scheduled_samples_per_sec",
-    ),
-    ("Samples per second", "result_samples_per_second"),
-    ("Tokens per second", "result_tokens_per_second"),
-    (
-        "Tokens per second (inferred)",
-        "result_inferred_tokens_per_second",
-    ),
-    (
-        "Completed tokens per second (inferred)",
-        "result_inferred_completed_tokens_per_second",
-    ),
-    (
-        "QPS w/ loadgen overhead",
-        "result_qps_with_loadgen_overhead",
-    ),
-    (
-        "QPS w/o loadgen overhead",
-        "result_qps_without_loadgen_overhead",
-    ),
-    (
-        "TPS w/ loadgen overhead",
-        "result_token_throughput_with_loadgen_overhead",
-    ),
-    ("TPS w/o loadgen overhead", "result_token_throughput"),
-    ("Min latency (ns)", "result_min_latency_ns"),
-    ("Max latency (ns)", "result_max_latency_ns"),
-    ("Mean latency (ns)", "result_mean_latency_ns"),
-    (
-        "Min First Token latency (ns)",
-        "result_first_token_min_latency_ns",
-    ),
-    (
-        "Max First Token latency (ns)",
-        "result_first_token_max_latency_ns",
-    ),
-    (
-        "Mean First Token latency (ns)",
-        "result_first_token_mean_latency_ns",
-    ),
-    // LoadGen 6.0 prints "Time per Output Token", earlier versions "Time to Output Token".
-    (
-        "Min Time per Output Token (ns)",
-        "result_time_to_output_token_min",
-    ),
-    (
-        "Max Time per Output Token (ns)",
-        "result_time_to_output_token_max",
-    ),
-    (
-        "Mean Time per Output Token (ns)",
-        "result_time_to_output_token_mean",
-    ),
-    (
-        "Min Time to Output Token (ns)",
-        "result_time_to_output_token_min",
-    ),
-    (
-        "Max Time to Output Token (ns)",
-        "result_time_to_output_token_max",
-    ),
-    (
-        "Mean Time to Output Token (ns)",
-        "result_time_to_output_token_mean",
-    ),
-    ("Result is", "result_validity"),
-    (
-        "Performance constraints satisfied",
-        "result_perf_constraints_met",
-    ),
-    ("Min duration satisfied", "result_min_duration_met"),
-    ("Min queries satisfied", "result_min_queries_met"),
-    ("Early stopping satisfied", "early_stopping_met"),
-];
-
-fn fixed_key(k: &str, per_query: bool) -> Option<&'static str> {
-    if per_query {
-        let query = match k {
-            "Min latency (ns)" => Some("result_min_query_latency_ns"),
-            "Max latency (ns)" => Some("result_max_query_latency_ns"),
-            "Mean latency (ns)" => Some("result_mean_query_latency_ns"),
-            _ => None,
-        };
-        if query.is_some() {
-            return query;
-        }
-    }
-    FIXED_KEYS.iter().find(|(s, _)| *s == k).map(|(_, d)| *d)
-}
-
 /// `speed.recompute-mismatch`: every printed figure recomputed: the summary's lines from the
 /// detail log's values (rows L15-L19), Offline's samples per second from its max latency and
 /// sample count (L2), the token count two ways (L5, L6). Ran when it compared one.
@@ -731,29 +587,6 @@ fn summary_against_detail(x: &Logs, emit: &mut Emit) -> Ran {
         emit.finding(msg).file(&s.file).pointer(at).data(data);
     }
     compared.then_some(())
-}
-
-/// Whether the summary's text and the detail log's number are one figure: each is the exact
-/// value rounded (the text at its decimals, a double of the detail log at six significant
-/// digits, an integer exactly), so they may differ by half a unit of each.
-///
-/// A double is known by its point in either file: LoadGen writes the detail log's doubles with
-/// the stream's default format (six significant digits, trailing zeros and the point dropped:
-/// 23144.0 is written `23144`), so a detail value without a point is still a double where the
-/// summary prints the same figure with decimals (it prints integers without: counts, ns).
-/// Published: HPE's v4.1 llama2-70b Server run, completed tokens/s `23144.02` against `23144`.
-pub fn same_figure(detail: &serde_json::Number, text: &str) -> bool {
-    let (Some(x), Ok(shown)) = (detail.as_f64(), text.trim().parse::<f64>()) else {
-        return false;
-    };
-    let text_unit = crate::stats::printed_unit(text);
-    let double = detail.is_f64() || text_unit < 1.0;
-    let detail_unit = if double && x != 0.0 {
-        10f64.powi(x.abs().log10().floor() as i32 - 5)
-    } else {
-        0.0
-    };
-    (x - shown).abs() <= 0.5 * (text_unit + detail_unit) * (1.0 + 1e-9) + 1e-12 * x.abs()
 }
 
 /// The figures of one latency a log prints: min, mean, max and percentiles, by their keys.
@@ -889,132 +722,4 @@ fn coverage(x: &Logs, emit: &mut Emit) -> Ran {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{same_figure, Detail, Logs, Verdict, CHECKS};
-
-    fn n(text: &str) -> serde_json::Number {
-        serde_json::from_str(text).unwrap()
-    }
-
-    #[test]
-    fn test06_verdicts_are_read_with_skipped_as_a_pass() {
-        let text = "First token check pass: Skipped\nEOS check pass: True\nSample length check pass: False\nTEST06 verification failed\n";
-        let v = Verdict::read("verify_accuracy.txt", text);
-        let pass: Vec<bool> = v.iter().map(|v| v.pass).collect();
-        assert_eq!(pass, [true, true, false, false]);
-        assert_eq!(v[2].line, 3);
-        let r = Verdict::read("verify_performance.txt", "TEST PASS\n");
-        assert!(r[0].pass);
-        assert!(Verdict::read("x", "Results\n{'rouge1': 44.5}\n").is_empty());
-    }
-
-    #[test]
-    fn a_failed_compliance_verdict_is_an_error_and_a_pass_is_not() {
-        let run = |text: &str| {
-            let logs = Logs {
-                summary: None,
-                detail: Detail::default(),
-                compliance: Verdict::read("verify_accuracy.txt", text),
-                ..Logs::default()
-            };
-            super::super::run(CHECKS, &logs)
-        };
-        let id = "import.compliance-failed";
-        let failed = run("EOS check pass: True\nTEST FAIL\n");
-        let of_id: Vec<_> = failed.findings.iter().filter(|f| f.check == id).collect();
-        assert_eq!(of_id.len(), 1, "{:?}", failed.findings);
-        assert!(failed.ran.iter().any(|r| r == id));
-        let passed = run("First token check pass: True\nTEST06 verification complete\n");
-        assert!(passed.findings.iter().all(|f| f.check != id));
-        assert!(passed.ran.iter().any(|r| r == id));
-        assert!(run("").ran.iter().all(|r| r != id));
-    }
-
-    #[test]
-    fn a_benchmark_is_named_by_a_folder_or_between_dashes_never_by_a_prefix() {
-        let of = |p: &str| super::benchmark_in(p);
-        let tree = "closed/NVIDIA/results/H100/llama2-70b-99.9/Offline/accuracy/accuracy.txt";
-        assert_eq!(of(tree).as_deref(), Some("llama2-70b-99.9"));
-        let case = "published/loadgen/v4.1-supermicro-h100x8-llama2-70b-99-server/accuracy.txt";
-        assert_eq!(of(case).as_deref(), Some("llama2-70b-99"));
-        assert_eq!(
-            of("x/mixtral-8x7b/Server/accuracy.txt").as_deref(),
-            Some("mixtral-8x7b")
-        );
-        assert_eq!(of("x/llama2-70b-99.95/accuracy.txt"), None);
-        let interactive = "closed/X/results/Y/llama2-70b-interactive-99.9/Server/accuracy";
-        assert_eq!(
-            of(interactive).as_deref(),
-            Some("llama2-70b-interactive-99.9")
-        );
-        assert_eq!(of("accuracy.txt"), None);
-    }
-
-    #[test]
-    fn the_newer_llms_are_judged_where_the_path_names_them() {
-        let of = |p: &str| super::benchmark_in(p);
-        assert_eq!(
-            of("c/X/results/Y/llama3.1-8b-edge/SingleStream/accuracy/accuracy.txt").as_deref(),
-            Some("llama3.1-8b-edge")
-        );
-        assert_eq!(
-            of("c/X/results/Y/llama3.1-8b/Offline/accuracy/accuracy.txt").as_deref(),
-            Some("llama3.1-8b")
-        );
-        let judge = |path: &str, scores: &[(&str, f64)]| {
-            let logs = Logs {
-                accuracy: Some(super::accuracy::Accuracy {
-                    file: "accuracy.txt".into(),
-                    line: 1,
-                    scores: scores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                    named: of(path),
-                    unread: None,
-                }),
-                ..Logs::default()
-            };
-            let found = super::super::run(CHECKS, &logs);
-            found
-                .findings
-                .into_iter()
-                .filter(|f| f.check == "import.accuracy-below-target")
-                .map(|f| f.message)
-                .collect::<Vec<_>>()
-        };
-        // gpt-oss-120b: exact_match at 0.99 x 83.13; tokens_per_sample only bounded from above.
-        let oss = "c/X/results/Y/gpt-oss-120b/Offline/accuracy/accuracy.txt";
-        assert!(judge(oss, &[("exact_match", 83.396)]).is_empty());
-        let low = judge(oss, &[("exact_match", 80.0)]);
-        assert!(
-            low.len() == 1 && low[0].contains("below the target 82.2987"),
-            "{low:?}"
-        );
-        assert_eq!(
-            judge(
-                oss,
-                &[("exact_match", 83.4), ("tokens_per_sample", 12000.0)]
-            )
-            .len(),
-            1
-        );
-        // deepseek-r1: exact_match at 0.99 x 81.3582, tokens per sample within its bounds.
-        let r1 = "c/X/results/Y/deepseek-r1/Server/accuracy/accuracy.txt";
-        assert!(judge(r1, &[("exact_match", 81.43), ("tokens_per_sample", 3726.5)]).is_empty());
-        assert_eq!(
-            judge(r1, &[("exact_match", 80.0), ("tokens_per_sample", 3726.5)]).len(),
-            1
-        );
-    }
-
-    #[test]
-    fn a_double_written_without_its_point_is_compared_at_six_digits() {
-        assert!(same_figure(&n("23144"), "23144.02"));
-        assert!(same_figure(&n("21028.2"), "21028.23"));
-        assert!(!same_figure(&n("23144"), "23144.60"));
-    }
-
-    #[test]
-    fn an_integer_printed_as_one_is_compared_exactly() {
-        assert!(same_figure(&n("825000"), "825000"));
-        assert!(!same_figure(&n("825000"), "825001"));
-    }
-}
+mod tests;
