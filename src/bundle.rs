@@ -6,7 +6,6 @@
 //! checks of `rigaudit_audit` turn into findings; only a bundle whose manifest cannot be read at
 //! all is a [`Fatal`] error. Every read is bounded and of regular files only (`input.rs`).
 
-use crate::digest::hex;
 use crate::fatal::{fatal, Fatal};
 use crate::input;
 use crate::schemas;
@@ -16,7 +15,6 @@ use rigaudit_audit::schema::safe_path;
 use rigaudit_audit::{Bundle, QualityTest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -437,14 +435,14 @@ fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
             }
             Ok(got) => Some(got),
         },
-        _ => match input::read_bounded(path, limit_of(e.kind), e.kind.name()) {
+        _ => match crate::digest::read_whole(path, limit_of(e.kind), e.kind.name()) {
             Err(err) => {
                 cx.refuse(in_bundle(err.0, path));
                 None
             }
-            Ok(bytes) => {
+            Ok((bytes, sha256)) => {
                 load_file(e, &bytes, b, &mut cx);
-                Some(hex(&Sha256::digest(&bytes)))
+                Some(sha256)
             }
         },
     };
@@ -554,6 +552,7 @@ fn load_answers(
         }
     };
     let validator = schemas::validator(FileKind::QualityAnswers)?;
+    input::count_read(&f);
     let result = crate::answers::tally(f, validator);
     for p in &result.problems {
         let detail = format!("{}: {}", p.pointer, p.message);

@@ -53,6 +53,36 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     })
 }
 
+/// A whole file of at most `limit` bytes read once (as [`crate::input::read_bounded`]), with its
+/// sha256 made from the same bytes and kept in the cache: a later digest of the file in this run
+/// (rehash hashing a bundle's files) is taken without reading it again.
+pub fn read_whole(
+    path: &Path,
+    limit: u64,
+    what: &str,
+) -> Result<(Vec<u8>, String), crate::fatal::Fatal> {
+    let f = crate::input::open_regular(path, what)?;
+    let place = crate::input::shown_path(path);
+    let mut read = None;
+    let made = once_per_file(&f, |mut file| {
+        let bytes = crate::input::read_all_bounded(&mut file, limit, what, &place)
+            .map_err(|e| std::io::Error::other(e.0))?;
+        let digest = hex(&Sha256::digest(&bytes));
+        read = Some(bytes);
+        Ok(digest)
+    });
+    let digest = made.map_err(|e| crate::fatal::fatal(e.to_string()))?;
+    let bytes = match read {
+        Some(bytes) => bytes,
+        // The digest came from the cache: the bytes are read here, once.
+        None => {
+            crate::input::count_read(&f);
+            crate::input::read_all_bounded(&f, limit, what, &place)?
+        }
+    };
+    Ok((bytes, digest))
+}
+
 /// What names a file's content without reading it, for the length of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct FileId {
@@ -113,6 +143,7 @@ pub fn once_per_file(
     hash: impl FnOnce(&File) -> std::io::Result<String>,
 ) -> std::io::Result<String> {
     let Some(id) = FileId::of(file) else {
+        crate::input::count_read(file);
         return hash(file);
     };
     let cell = {
@@ -124,6 +155,7 @@ pub fn once_per_file(
     let mut own: Option<std::io::Result<String>> = None;
     let kept = cell.get_or_init(|| {
         let h = hash.take()?;
+        crate::input::count_read(file);
         let made = h(file);
         HASHED.fetch_add(1, Ordering::Relaxed);
         let kept = match &made {
@@ -146,7 +178,10 @@ pub fn once_per_file(
         }
         // Another thread's reading failed or saw the file change: read it here.
         (None, None) => match hash.take() {
-            Some(h) => h(file),
+            Some(h) => {
+                crate::input::count_read(file);
+                h(file)
+            }
             None => Err(std::io::Error::other("the file could not be hashed")),
         },
     }

@@ -14,6 +14,7 @@
 //! Every limit is a named constant here; `docs/security.md` lists them with the trust model.
 
 use crate::fatal::{fatal, Fatal};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -100,7 +101,43 @@ pub fn open_regular(path: &Path, what: &str) -> Result<File, Fatal> {
             file_type_name(&md)
         )));
     }
+    count_open(path, &md);
     Ok(f)
+}
+
+/// Every file this run read, by identity (device, inode): a path it was opened by, and how many
+/// times its content was read. `--verbose` names any read more than once: a file is read once a
+/// run, by whichever stage comes first; the others take its digest from [`crate::digest`]'s cache
+/// or its records from what was parsed.
+static READ: std::sync::Mutex<BTreeMap<(u64, u64), (PathBuf, u32)>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+fn read_log() -> std::sync::MutexGuard<'static, BTreeMap<(u64, u64), (PathBuf, u32)>> {
+    READ.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Notes the path a file was opened by, for [`count_read`] to name it.
+fn count_open(path: &Path, md: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    read_log()
+        .entry((md.dev(), md.ino()))
+        .or_insert_with(|| (path.to_path_buf(), 0));
+}
+
+/// Counts one reading of the content of `file`, opened by [`open_regular`].
+pub fn count_read(file: &File) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(md) = file.metadata() else { return };
+    if let Some(seen) = read_log().get_mut(&(md.dev(), md.ino())) {
+        seen.1 += 1;
+    }
+}
+
+/// How many files this run read, and those it read more than once, with how often.
+pub fn read_files() -> (usize, Vec<(PathBuf, u32)>) {
+    let read = read_log();
+    let again = read.values().filter(|(_, n)| *n > 1).cloned().collect();
+    (read.values().filter(|(_, n)| *n > 0).count(), again)
 }
 
 fn file_type_name(md: &std::fs::Metadata) -> &'static str {
@@ -147,6 +184,7 @@ pub fn too_big(place: &str, what: &str, limit: u64) -> String {
 /// Reads a whole regular file of at most `limit` bytes.
 pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Fatal> {
     let f = open_regular(path, what)?;
+    count_read(&f);
     read_all_bounded(f, limit, what, &shown_path(path))
 }
 

@@ -179,6 +179,7 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
     };
     if show.verbose && !show.quiet {
         say_hashed();
+        say_read();
     }
     result
 }
@@ -192,6 +193,20 @@ fn say_hashed() {
         (hashed, served) => progress::say(format_args!(
             "rigaudit: {hashed} files hashed, {served} more digests of files already hashed in this run taken without reading them again"
         )),
+    }
+}
+
+/// Under `--verbose`: how many input files the run read, and any it read more than once
+/// ([`input::read_files`]).
+fn say_read() {
+    let (files, again) = input::read_files();
+    if files == 0 {
+        return;
+    }
+    progress::say(format_args!("rigaudit: {files} input files read"));
+    for (path, times) in again {
+        let path = input::shown_path(&path);
+        progress::say(format_args!("rigaudit: {path} read {times} times"));
     }
 }
 

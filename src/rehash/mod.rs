@@ -182,7 +182,7 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         })?;
     let path = crate::input::inside(&o.root, &entry.path)
         .map_err(|m| fatal(format!("bundle.json: the card's path {m}")))?;
-    let text = crate::input::read_bounded(&path, crate::input::CARD_MAX, "card")?;
+    let (text, _) = crate::digest::read_whole(&path, crate::input::CARD_MAX, "card")?;
     let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
         fatal(format!(
             "{}: line {}, column {}: not valid JSON: {e}",
@@ -209,8 +209,8 @@ fn read_card(o: &bundle::Opened) -> Result<(String, Card, Option<String>), Fatal
         .filter(|e| e.kind == FileKind::SpeedResult)
         .find_map(|e| {
             let p = crate::input::inside(&o.root, &e.path).ok()?;
-            let bytes = crate::input::read_bounded(&p, crate::input::RECORD_MAX, "speed result");
-            let v: serde_json::Value = serde_json::from_slice(&bytes.ok()?).ok()?;
+            let read = crate::digest::read_whole(&p, crate::input::RECORD_MAX, "speed result");
+            let v: serde_json::Value = serde_json::from_slice(&read.ok()?.0).ok()?;
             let lines: Vec<String> = v
                 .get("server")?
                 .get("start_lines")?

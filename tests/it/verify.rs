@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::assert_has;
-use common::{fixture, read_json, rigaudit, rigaudit_line, verify, Copy};
+use common::{fixture, read_json, rigaudit, rigaudit_line, root, verify, Copy};
 use serde_json::{json, Value};
 
 const TF: &str = "tensorfold-127-stock-2x";
@@ -955,4 +955,60 @@ fn a_line_over_its_bound_in_a_raw_file_is_one_finding_and_the_rest_is_checked() 
     let pristine = verify(&fixture(TF)).json();
     assert_eq!(r["checks_run"], pristine["checks_run"]);
     assert_eq!(run.findings("coverage.incomplete").len(), 1);
+}
+
+/// What `--verbose` says of the files a run read: how many, and any read more than once.
+fn read_more_than_once(args: &[&str]) -> (usize, Vec<String>) {
+    let mut all = args.to_vec();
+    all.push("--verbose");
+    let run = rigaudit(&all);
+    assert_ne!(run.code, 2, "{args:?}: {}", run.stderr);
+    let read = run
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("rigaudit: ")?
+                .strip_suffix(" input files read")
+        })
+        .unwrap_or_else(|| panic!("{args:?} said no count of what it read: {}", run.stderr))
+        .parse()
+        .unwrap();
+    let again = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("rigaudit: ") && l.contains(" read ") && l.ends_with(" times"))
+        .map(String::from)
+        .collect();
+    (read, again)
+}
+
+/// A file is read once a run, whichever stages need it: verify of a bundle and of another tool's
+/// files, rehash (which hashes the card it parsed without reading it again), the audit's verify
+/// and rehash, and diff of two bundles each read once.
+#[test]
+fn every_input_file_is_read_once_a_run() {
+    let run = root().join("fixtures/runs/smollm2-cpu");
+    let page = fixture("tensorfold-127-stock-2x");
+    let lm_eval = root().join("fixtures/imports/lm-eval");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("audit");
+    let (run_s, page_s) = (run.to_str().unwrap(), page.to_str().unwrap());
+    let cases: [&[&str]; 5] = [
+        &["verify", run_s],
+        &["verify", lm_eval.to_str().unwrap()],
+        &["rehash", run_s],
+        &[
+            "audit",
+            run_s,
+            "--no-replay",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["diff", run_s, page_s],
+    ];
+    for args in cases {
+        let (read, again) = read_more_than_once(args);
+        assert!(read >= 2, "{args:?} read {read} files");
+        assert!(again.is_empty(), "{args:?}: {again:#?}");
+    }
 }

@@ -22,12 +22,39 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs `rigaudit ARGS` with a wall-clock deadline (the child is killed past it, and the test
-/// fails) and checks that child's peak memory stays under 256 MiB.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its own peak memory
+/// tests/peak/peak.c, built once a run: it runs a program in a fork of its own and says the
+/// program's exit code and peak memory (a child spawned straight from this large test binary would
+/// report the binary's peak as its own).
+fn peak() -> &'static Path {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("peak")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap()
+            .keep();
+        let exe = dir.join("peak");
+        common::output_ok(
+            Command::new("gcc")
+                .args(["-O2", "-o"])
+                .arg(&exe)
+                .arg(common::root().join("tests/peak/peak.c")),
+        );
+        exe
+    })
+}
+
+/// Runs `rigaudit ARGS` with a wall-clock deadline (its process group is killed past it, and the
+/// test fails) and checks its peak memory stays under 256 MiB.
 fn run_within<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], deadline: Duration) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let said = tmp.path().join("peak");
+    let mut child = Command::new(peak())
+        .arg(&said)
+        .arg(env!("CARGO_BIN_EXE_rigaudit"))
         .args(args)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -45,37 +72,35 @@ fn run_within<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], deadline:
         let _ = err.read_to_end(&mut s);
         s
     });
-    // This child's own peak (wait4), not the peak of every child the test binary ever had.
-    let pid = child.id() as libc::pid_t;
     let start = Instant::now();
-    let (status, peak_kib) = loop {
-        let mut status = 0;
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
-        if r == pid {
-            break (status, ru.ru_maxrss);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
         }
         if start.elapsed() > deadline {
-            let _ = child.kill();
+            // SAFETY: kill(2) on the process group this test started.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = child.wait();
             panic!("rigaudit {args:?} did not end within {deadline:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let stderr = String::from_utf8_lossy(&e.join().unwrap()).into_owned();
+    assert!(
+        status.success(),
+        "the python that ran rigaudit: {status}\n{stderr}"
+    );
+    let said = std::fs::read_to_string(&said).unwrap();
+    let (code, peak_kib) = said.split_once(' ').unwrap();
+    let peak_kib: u64 = peak_kib.parse().unwrap();
     assert!(
         peak_kib < 256 * 1024,
-        "a child's peak memory was {peak_kib} KiB (bound 256 MiB)"
+        "rigaudit's peak memory was {peak_kib} KiB (bound 256 MiB)"
     );
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
     Run {
-        code,
+        code: code.parse().unwrap(),
         stdout: String::from_utf8_lossy(&o.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&e.join().unwrap()).into_owned(),
+        stderr,
     }
 }
 
