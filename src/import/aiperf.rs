@@ -397,3 +397,29 @@ fn carries_text(p: &Value) -> bool {
                     .is_some_and(|t| !t.is_empty())
         })
 }
+
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::Aiperf
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn writes_name(&self, n: &str) -> bool {
+        n.starts_with("profile_export")
+            && [".json", ".jsonl", ".csv"].iter().any(|e| n.ends_with(e))
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        _unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources)
+    }
+}

@@ -280,3 +280,28 @@ fn test(v: &Value, at: &str) -> Result<Test, String> {
             .unwrap_or_default(),
     })
 }
+
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::LlamaBench
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn writes_name(&self, n: &str) -> bool {
+        n.starts_with("llama-bench") && [".json", ".jsonl"].iter().any(|e| n.ends_with(e))
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        _unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources)
+    }
+}

@@ -64,3 +64,28 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     imp.series = series(&responses.responses);
     Ok(imp)
 }
+
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::LlamaServer
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn writes_name(&self, n: &str) -> bool {
+        n.ends_with(".sse")
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        _unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources)
+    }
+}

@@ -667,3 +667,29 @@ fn series(tasks: &[Task]) -> Vec<Series> {
     }
     out
 }
+
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::LmEval
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn writes_name(&self, n: &str) -> bool {
+        (n.starts_with("results") && n.ends_with(".json"))
+            || (n.starts_with("samples_") && n.ends_with(".jsonl"))
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources, unread)
+    }
+}

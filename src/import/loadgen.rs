@@ -523,6 +523,41 @@ fn counted(line: &str) -> Option<(u64, &'static str)> {
     Some((n, what))
 }
 
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::Loadgen
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn writes_name(&self, n: &str) -> bool {
+        n.starts_with("mlperf_log_") && n.ends_with(".txt")
+    }
+
+    fn goes_with(&self, n: &str) -> bool {
+        matches!(
+            n,
+            "verify_accuracy.txt"
+                | "verify_performance.txt"
+                | "accuracy.txt"
+                | "mlperf_log_accuracy.json"
+        )
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        _unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,6 +337,31 @@ fn sample(line: &str) -> Option<(&str, f64)> {
     Some((&line[..name_end], value))
 }
 
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::MlEnergy
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn goes_with(&self, n: &str) -> bool {
+        n == "prometheus.json"
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        _unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,7 @@ mod yaml_depth;
 
 mod bundle;
 mod detect;
+pub mod importer;
 mod parse;
 mod source;
 
@@ -165,17 +166,7 @@ fn import(
     sources: &mut [Source],
     unread: &[Unreadable],
 ) -> Result<Imported, Fatal> {
-    match format {
-        Format::Aiperf => aiperf::import(sources),
-        Format::Guidellm => guidellm::import(sources),
-        Format::LmEval => lm_eval::import(sources, unread),
-        Format::Loadgen => loadgen::import(sources),
-        Format::LlamaBench => llama_bench::import(sources),
-        Format::LlamaServer => llama_server::import(sources),
-        Format::Vllm => vllm::import(sources),
-        Format::MlEnergy => ml_energy::import(sources),
-        Format::MlperfEndpoints => endpoints::import(sources),
-    }
+    importer::importer(format).import(sources, unread)
 }
 
 /// The one rule of every format for a file that cannot be read whole: the format's reader runs

@@ -307,3 +307,24 @@ fn lengths_agree(r: &Run, src: &Source) -> Result<(), Fatal> {
     }
     Ok(())
 }
+
+/// The importer of this tool's files ([`super::importer::Importer`]).
+pub struct Reader;
+
+impl super::importer::Importer for Reader {
+    fn format(&self) -> super::Format {
+        super::Format::Vllm
+    }
+
+    fn looks_like(&self, src: &Source) -> bool {
+        looks_like(src)
+    }
+
+    fn import(
+        &self,
+        sources: &mut [Source],
+        _unread: &[crate::fatal::Unreadable],
+    ) -> Result<super::Imported, crate::fatal::Fatal> {
+        import(sources)
+    }
+}

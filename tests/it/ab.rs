@@ -212,11 +212,17 @@ mod quiet {
         let decode = row(&r, "decode.prose");
         assert_eq!(decode["verdict"], "changed", "{decode}");
         assert_eq!(decode["better"], false, "{decode}");
+        // A delay that leaked into prefill would slow it: never changed worse. Changed better
+        // has been seen on this VM (2026-12-07: side B's prefill +8 % and +9.6 % in two of four
+        // runs, p 0.006 and 0.02, bands of 6.5 % and 9 %; the two before and after, unchanged): a
+        // side whose decode sleeps leaves the machine readier for its next prompt, an effect of
+        // the setup that `ab` rightly reports, and not the delay reaching prefill.
         let prefill = row(&r, "prefill.128");
-        assert_ne!(
-            prefill["verdict"], "changed",
-            "a decode delay moved prefill: {prefill}"
-        );
+        let worse = prefill["verdict"] == "changed" && prefill["better"] == false;
+        assert!(!worse, "a decode delay slowed prefill: {prefill}");
+        if prefill["verdict"] == "changed" {
+            eprintln!("prefill changed better with a decode delay on B: {prefill}");
+        }
         let session = r["findings"].to_string();
         assert!(session.contains("ab.session"), "{session}");
         assert!(
