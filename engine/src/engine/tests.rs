@@ -37,8 +37,10 @@ fn a_spun_delay_is_work_on_this_thread_for_at_least_its_duration() {
     let (wall, cpu) = (std::time::Instant::now(), thread_cpu());
     DecodeDelay::Spin(d).take();
     assert!(wall.elapsed() >= d);
-    // A sleep would leave the thread's CPU time near zero; a spin spends it.
-    assert!(thread_cpu() - cpu >= d / 2, "{:?}", thread_cpu() - cpu);
+    // A sleep would leave the thread's CPU time near zero (microseconds); a spin spends it, as
+    // much of the 20 ms as the machine gives this thread: 9 ms with four test threads on two
+    // cores, so a fifth is the bound.
+    assert!(thread_cpu() - cpu >= d / 5, "{:?}", thread_cpu() - cpu);
 }
 
 /// This thread's time on a CPU (Linux's schedstat, in ns).
