@@ -231,6 +231,12 @@ impl Emit<'_> {
         self.out.push(Finding::new(self.id, severity, message))
     }
 
+    /// A finding built by a helper several rows share; it must be this check's.
+    pub fn push(&mut self, f: Finding) -> Mark<'_> {
+        debug_assert_eq!(f.check, self.id, "a finding of another check");
+        self.out.push(f)
+    }
+
     /// A value recomputed from raw records.
     pub fn recomputed(&mut self, r: Recomputed) {
         self.out.recomputed.push(r);

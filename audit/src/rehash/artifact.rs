@@ -6,14 +6,14 @@ use super::*;
 /// Compares one computed digest with a recorded one and words the result. A match is info (a prefix
 /// match says how many digits were published), a difference or an unreadable file an error.
 pub fn digest_finding(
-    row: &Check<Staged>,
+    check: &'static str,
     what: &str,
     recorded: &str,
     h: &Hashed,
     file: &str,
     pointer: &str,
 ) -> Finding {
-    let base = |sev, msg: String| Finding::new(row.id, sev, msg).file(file).pointer(pointer);
+    let base = |sev, msg: String| Finding::new(check, sev, msg).file(file).pointer(pointer);
     let got = match &h.sha256 {
         Ok(g) => g,
         Err(e) => {
@@ -121,10 +121,8 @@ pub fn copies_agree(
     Some(f)
 }
 
-/// The engine package and the binary inside it: one check of two artifacts.
+/// The engine package or the binary inside it.
 struct EngineArtifact {
-    /// Its row.
-    row: &'static Check<Staged>,
     /// Words for a report (`engine package`).
     what: &'static str,
     /// The card's field (`/engine/package`).
@@ -132,52 +130,93 @@ struct EngineArtifact {
 }
 
 const PACKAGE: EngineArtifact = EngineArtifact {
-    row: &PACKAGE_DIGEST,
     what: "engine package",
     pointer: "/engine/package",
 };
 
 const BINARY: EngineArtifact = EngineArtifact {
-    row: &BINARY_DIGEST,
     what: "engine binary",
     pointer: "/engine/binary",
 };
 
-/// Each found copy of an engine artifact against the card's digest, and the copies against each
-/// other; `name` and `recorded` are the card's name and digest of it.
-fn engine_artifact(
+/// Each of the card's engine artifacts that it records, with its name and digest and the copies
+/// found of it.
+fn engine_artifacts<'a>(
+    card: &'a Card,
+    m: &'a Measured,
+) -> impl Iterator<Item = (&'static EngineArtifact, (&'a str, &'a str), &'a [Hashed])> {
+    let package = card.engine.package.as_ref().map(|p| {
+        let named = (p.file.as_str(), p.sha256.as_str());
+        (&PACKAGE, named, m.package.as_slice())
+    });
+    let binary = card.engine.binary.as_ref().map(|b| {
+        let named = (b.path.as_str(), b.sha256.as_str());
+        (&BINARY, named, m.binary.as_slice())
+    });
+    package.into_iter().chain(binary)
+}
+
+/// Each found copy of one engine artifact against the card's digest.
+fn engine_digests(
     a: &EngineArtifact,
-    (name, recorded): (&str, &str),
+    recorded: &str,
     found: &[Hashed],
     m: &Measured,
-    out: &mut StageOut,
-) {
+    out: &mut Emit,
+) -> Ran {
     if found.is_empty() {
-        let what = format!("the {} {name}", a.what);
-        not_found(m, &what, a.pointer, "its sha256", out);
-        return;
+        return None;
     }
-    out.decided(a.row);
     let pointer = format!("{}/sha256", a.pointer);
+    let id = out.id();
     for h in found {
-        let f = digest_finding(a.row, a.what, recorded, h, &m.card_file, &pointer);
-        out.push(f);
+        out.push(digest_finding(
+            id,
+            a.what,
+            recorded,
+            h,
+            &m.card_file,
+            &pointer,
+        ));
     }
-    let copies: Vec<&Hashed> = found.iter().collect();
-    out.decided(&BOXES_DIFFER);
-    if let Some(f) = copies_agree(name, &copies, None) {
-        out.push(f);
-    }
+    Some(())
 }
 
-pub(super) fn check_package(card: &Card, m: &Measured, out: &mut StageOut) {
-    if let Some(p) = &card.engine.package {
-        engine_artifact(&PACKAGE, (&p.file, &p.sha256), &m.package, m, out);
-    }
+/// `rehash.package-digest`.
+pub(super) fn package_digest(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let p = card.engine.package.as_ref()?;
+    engine_digests(&PACKAGE, &p.sha256, &m.package, m, out)
 }
 
-pub(super) fn check_binary(card: &Card, m: &Measured, out: &mut StageOut) {
-    if let Some(b) = &card.engine.binary {
-        engine_artifact(&BINARY, (&b.path, &b.sha256), &m.binary, m, out);
+/// `rehash.binary-digest`.
+pub(super) fn binary_digest(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let b = card.engine.binary.as_ref()?;
+    engine_digests(&BINARY, &b.sha256, &m.binary, m, out)
+}
+
+/// The copies found of each engine artifact against each other (`rehash.boxes-differ`); whether
+/// any was found.
+pub(super) fn engine_copies(card: &Card, m: &Measured, out: &mut Emit) -> bool {
+    let mut compared = false;
+    for (_, (name, _), found) in engine_artifacts(card, m) {
+        if found.is_empty() {
+            continue;
+        }
+        compared = true;
+        let copies: Vec<&Hashed> = found.iter().collect();
+        if let Some(f) = copies_agree(name, &copies, None) {
+            out.push(f);
+        }
+    }
+    compared
+}
+
+/// The engine artifacts the card records that were not found (`rehash.not-found`).
+pub(super) fn engine_not_found(card: &Card, m: &Measured, out: &mut Emit) {
+    for (a, (name, _), found) in engine_artifacts(card, m) {
+        if found.is_empty() {
+            let what = format!("the {} {name}", a.what);
+            unchecked(m, &what, a.pointer, "its sha256", out);
+        }
     }
 }

@@ -2,44 +2,52 @@
 
 use super::*;
 
-pub(super) fn check_bundle_files(_: &Card, m: &Measured, out: &mut StageOut) {
-    let mut matched = 0usize;
+/// `rehash.bundle-file-digest`: every raw file the bundle holds against its manifest's digest.
+pub(super) fn bundle_file_digests(_: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let (mut matched, mut compared) = (0usize, false);
     for b in &m.bundle_files {
-        let Some(want) = &b.recorded else { continue };
-        match &b.sha256 {
-            None if b.published => {
-                out.row(&NOT_FOUND)
-                    .warning(format!("{} is listed as published but is not in the bundle, so its sha256 was not checked", b.path))
+        let (Some(want), Some(seen)) = (&b.recorded, &b.sha256) else {
+            continue;
+        };
+        compared = true;
+        match seen {
+            Err(e) => {
+                out.finding(format!("{}: cannot be read: {e}", b.path))
                     .file(&b.path);
             }
-            None => {}
-            Some(Err(e)) => {
-                out.decided(&BUNDLE_FILE_DIGEST);
-                out.row(&BUNDLE_FILE_DIGEST)
-                    .finding(format!("{}: cannot be read: {e}", b.path))
-                    .file(&b.path);
-            }
-            Some(Ok(got)) => {
-                out.decided(&BUNDLE_FILE_DIGEST);
+            Ok(got) => {
                 let r = compare_digest(want, got);
                 if r.ok() {
                     matched += 1;
                 } else {
-                    out.row(&BUNDLE_FILE_DIGEST)
-                        .finding(format!(
-                            "{}: sha256 is {got}, the manifest records {want} ({})",
-                            b.path,
-                            r.describe()
-                        ))
-                        .file(&b.path)
-                        .data(json!({"recorded": want, "computed": got}));
+                    out.finding(format!(
+                        "{}: sha256 is {got}, the manifest records {want} ({})",
+                        b.path,
+                        r.describe()
+                    ))
+                    .file(&b.path)
+                    .data(json!({"recorded": want, "computed": got}));
                 }
             }
         }
     }
     if matched > 0 {
-        out.row(&BUNDLE_FILE_DIGEST).info(format!(
+        out.info(format!(
             "{matched} raw files of the bundle match the sha256 their manifest records"
         ));
+    }
+    compared.then_some(())
+}
+
+/// Raw files the manifest lists as published that the bundle does not hold (`rehash.not-found`).
+pub(super) fn bundle_files_not_found(m: &Measured, out: &mut Emit) {
+    for b in &m.bundle_files {
+        if b.recorded.is_some() && b.sha256.is_none() && b.published {
+            out.warning(format!(
+                "{} is listed as published but is not in the bundle, so its sha256 was not checked",
+                b.path
+            ))
+            .file(&b.path);
+        }
     }
 }

@@ -282,23 +282,56 @@ fn series_numbers(name: &str) -> Option<(u32, u32)> {
     Some((n.parse().ok()?, of.parse().ok()?))
 }
 
-pub(super) fn check_checkpoints(card: &Card, m: &Measured, out: &mut StageOut) {
+/// Words for a checkpoint folder found.
+fn folder(seen: &CheckpointSeen) -> String {
+    format!("checkpoint folder {}", seen.at.describe())
+}
+
+/// `rehash.checkpoint-files`: every checkpoint folder found against the files the card records
+/// and the manifest given with `--compare`.
+pub(super) fn checkpoint_files(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let recorded = recorded_manifest(&card.checkpoint);
+    let mut compared = false;
+    for seen in &m.checkpoints {
+        compared |= files_of(card, m, seen, recorded.as_ref(), out);
+    }
+    compared.then_some(())
+}
+
+/// `rehash.checkpoint-shards`: the weight shards of every folder found against the card's count.
+pub(super) fn checkpoint_shards(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let want = card.checkpoint.shards?;
+    for seen in &m.checkpoints {
+        shards(&folder(seen), want, &seen.manifest, &m.card_file, out);
+    }
+    (!m.checkpoints.is_empty()).then_some(())
+}
+
+/// `rehash.revision-file`: every folder's revision file and the revision a hub client's cache
+/// names, against the card.
+pub(super) fn revision_files(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let ck = &card.checkpoint;
+    let mut compared = false;
+    for seen in &m.checkpoints {
+        let what = folder(seen);
+        if let Some(rf) = &ck.revision_file {
+            compared |= revision_file(card, rf, seen, &what, &m.card_file, out);
+        }
+        if let Some(h) = &seen.hub_revision {
+            hub_revision(ck, h, &what, &m.card_file, out);
+            compared = true;
+        }
+    }
+    compared.then_some(())
+}
+
+/// The checkpoint, when no folder of it was found (`rehash.not-found`).
+pub(super) fn checkpoint_not_found(card: &Card, m: &Measured, out: &mut Emit) {
     let ck = &card.checkpoint;
     if m.checkpoints.is_empty() {
-        not_found(
-            m,
-            &format!("a checkpoint folder of {} at {}", ck.repo, ck.revision),
-            "/checkpoint",
-            "its files",
-            out,
-        );
-        return;
+        let what = format!("a checkpoint folder of {} at {}", ck.repo, ck.revision);
+        unchecked(m, &what, "/checkpoint", "its files", out);
     }
-    let recorded = recorded_manifest(ck);
-    for seen in &m.checkpoints {
-        one_checkpoint(card, m, seen, recorded.as_ref(), out);
-    }
-    copies_of_checkpoint(m, ck.revision_file.as_ref().map(|r| r.path.as_str()), out);
 }
 
 /// The files the card records for the checkpoint, as a manifest.
@@ -316,75 +349,75 @@ fn recorded_manifest(ck: &Checkpoint) -> Option<FileManifest> {
     })
 }
 
-/// One checkpoint folder against the card's files, `--compare`, the shard count, the revision
-/// file and the hub's revision.
-fn one_checkpoint(
+/// One checkpoint folder against the card's files and `--compare`; whether it was compared.
+fn files_of(
     card: &Card,
     m: &Measured,
     seen: &CheckpointSeen,
     recorded: Option<&FileManifest>,
-    out: &mut StageOut,
-) {
+    out: &mut Emit,
+) -> bool {
     let ck = &card.checkpoint;
     let file = &m.card_file;
     let marker = ck.revision_file.as_ref().map(|r| r.path.as_str());
-    let what = format!("checkpoint folder {}", seen.at.describe());
+    let what = folder(seen);
     if recorded.is_none()
         && m.reference.is_none()
         && ck.shards.is_none()
         && ck.revision_file.is_none()
         && seen.hub_revision.is_none()
     {
-        out.row(&CHECKPOINT_FILES)
-            .info(format!(
-                "{what}: {} files hashed, but the card records no files, shard count or revision file and no --compare was given, so there is nothing to compare them with",
-                seen.manifest.entries.len()
-            ))
-            .at(file, "/checkpoint");
+        out.info(format!(
+            "{what}: {} files hashed, but the card records no files, shard count or revision file and no --compare was given, so there is nothing to compare them with",
+            seen.manifest.entries.len()
+        ))
+        .at(file, "/checkpoint");
     }
     for (p, e) in &seen.unreadable {
-        out.decided(&CHECKPOINT_FILES);
-        out.row(&CHECKPOINT_FILES)
-            .finding(format!("{what}: {p} cannot be read: {e}"))
+        out.finding(format!("{what}: {p} cannot be read: {e}"))
             .at(file, "/checkpoint");
     }
+    let mut compared = !seen.unreadable.is_empty();
     for reference in recorded.into_iter().chain(m.reference.iter()) {
-        out.decided(&CHECKPOINT_FILES);
+        compared = true;
         let d = compare_manifests(&seen.manifest, reference, marker);
         out.push(diff_finding(&what, &reference.origin, &d, file));
     }
-    if let Some(want) = ck.shards {
-        out.decided(&CHECKPOINT_SHARDS);
-        shards(&what, want, &seen.manifest, file, out);
-    }
-    if let Some(rf) = &ck.revision_file {
-        revision_file(card, rf, seen, &what, file, out);
-    }
-    if let Some(h) = &seen.hub_revision {
-        hub_revision(ck, h, &what, file, out);
-    }
+    compared
 }
 
 /// The revision the hub client downloaded against the card's snapshot (or revision).
-fn hub_revision(ck: &Checkpoint, h: &str, what: &str, file: &str, out: &mut StageOut) {
-    out.decided(&REVISION_FILE);
+fn hub_revision(ck: &Checkpoint, h: &str, what: &str, file: &str, out: &mut Emit) {
     let (want, which) = match &ck.snapshot {
         Some(s) => (s.as_str(), "snapshot"),
         None => (ck.revision.as_str(), "revision"),
     };
     if !same_revision(h, want) {
-        out.row(&REVISION_FILE)
-            .finding(format!("{what} is the hub client's download of revision {h}, but the card's {which} is {want}"))
-            .at(file, if which == "snapshot" { "/checkpoint/snapshot" } else { "/checkpoint/revision" });
+        out.finding(format!(
+            "{what} is the hub client's download of revision {h}, but the card's {which} is {want}"
+        ))
+        .at(
+            file,
+            if which == "snapshot" {
+                "/checkpoint/snapshot"
+            } else {
+                "/checkpoint/revision"
+            },
+        );
     }
 }
 
-/// The same checkpoint on several boxes: every file must agree.
-fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut StageOut) {
+/// The same checkpoint on several boxes: every file must agree (`rehash.boxes-differ`); whether
+/// there were several.
+pub(super) fn checkpoint_copies(card: &Card, m: &Measured, out: &mut Emit) -> bool {
+    let marker = card
+        .checkpoint
+        .revision_file
+        .as_ref()
+        .map(|r| r.path.as_str());
     if m.checkpoints.len() < 2 {
-        return;
+        return false;
     }
-    out.decided(&BOXES_DIFFER);
     let first = &m.checkpoints[0];
     for other in &m.checkpoints[1..] {
         let d = compare_manifests(&other.manifest, &first.manifest, marker);
@@ -401,23 +434,23 @@ fn copies_of_checkpoint(m: &Measured, marker: Option<&str>, out: &mut StageOut) 
         } else {
             Severity::Error
         };
-        out.row(&BOXES_DIFFER)
-            .at_severity(
-                sev,
-                format!(
-                    "checkpoint folder {} differs from {} in {} files: {}",
-                    other.at.describe(),
-                    first.at.describe(),
-                    d.differ.len(),
-                    list.join(", ")
-                ),
-            )
-            .at(&m.card_file, "/checkpoint")
-            .data(json!({"weights_equal": d.weights_equal(), "differ": list}));
+        out.at_severity(
+            sev,
+            format!(
+                "checkpoint folder {} differs from {} in {} files: {}",
+                other.at.describe(),
+                first.at.describe(),
+                d.differ.len(),
+                list.join(", ")
+            ),
+        )
+        .at(&m.card_file, "/checkpoint")
+        .data(json!({"weights_equal": d.weights_equal(), "differ": list}));
     }
+    true
 }
 
-fn shards(what: &str, want: u32, manifest: &FileManifest, file: &str, out: &mut StageOut) {
+fn shards(what: &str, want: u32, manifest: &FileManifest, file: &str, out: &mut Emit) {
     let (n, of, missing) = shard_series(manifest);
     let mut wrong = Vec::new();
     if n != want as usize {
@@ -459,10 +492,10 @@ fn revision_file(
     seen: &CheckpointSeen,
     what: &str,
     file: &str,
-    out: &mut StageOut,
-) {
+    out: &mut Emit,
+) -> bool {
     let (sev, msg) = match &seen.revision_file {
-        None => return,
+        None => return false,
         Some(RevisionFileSeen::NotLocatable(why)) => (
             Severity::Warning,
             format!(
@@ -486,12 +519,9 @@ fn revision_file(
         ),
         Some(RevisionFileSeen::Content(text)) => revision_named(&card.checkpoint, rf, text, what),
     };
-    if !matches!(seen.revision_file, Some(RevisionFileSeen::NotLocatable(_))) {
-        out.decided(&REVISION_FILE);
-    }
-    out.row(&REVISION_FILE)
-        .at_severity(sev, msg)
+    out.at_severity(sev, msg)
         .at(file, "/checkpoint/revision_file");
+    !matches!(seen.revision_file, Some(RevisionFileSeen::NotLocatable(_)))
 }
 
 /// What the revision file's first line names, against what the card says it names, the pinned

@@ -5,16 +5,16 @@
 //! version; it hands what it measured to [`check`] as a [`Measured`]. Everything here is pure: no
 //! file is read and no library is loaded.
 //!
-//! The rows are [`CHECKS`], all decided by one stage, [`ARTIFACTS`]: [`check`] runs its passes
-//! ([`PASSES`]) in order, one per artifact: `artifact` (the engine package and its binary, one
-//! check of two artifacts), `nccl`, `checkpoint`, `bundle_files`, and the files named with
-//! `--file` that cannot be opened. A pass reports under every row its artifact concerns (an NCCL
-//! library's digest, its version, its copies on several boxes, the artifact not found).
+//! The rows are [`CHECKS`], each with its function ([`Run`]: the card and what was measured);
+//! [`check`] runs them in order. The functions live with the artifact they read: `artifact` (the
+//! engine package and its binary), `nccl`, `checkpoint`, `bundle_files`; the two rows that span
+//! every artifact, [`BOXES_DIFFER`] (copies on several boxes) and [`NOT_FOUND`], ask each of them
+//! in turn.
 //!
 //! A recorded digest may be full (64 hex digits) or the prefix a page shows (at least 8); a prefix
 //! match is always reported as "matches the N published digits", never as a full match.
 
-use crate::check::{Check, Stage, StageOut, Staged};
+use crate::check::{Check, Emit, Ran};
 use crate::records::Card;
 use crate::report::{Finding, Findings, Severity};
 
@@ -27,132 +27,98 @@ mod bundle_files;
 mod checkpoint;
 mod nccl;
 
-use artifact::{check_binary, check_package};
 pub use artifact::{copies_agree, digest_finding};
-use bundle_files::check_bundle_files;
-use checkpoint::check_checkpoints;
 pub use checkpoint::{
     classify, compare_manifests, same_revision, shard_series, FileClass, FileDiff, ManifestDiff,
 };
-use nccl::check_nccl;
 pub use nccl::{nccl_code, nccl_dotted};
 
-/// One pass of the rehash stage: it reads the card and what the CLI measured and reports about
-/// one artifact, under any row of [`ARTIFACTS`].
-pub type Pass = fn(&Card, &Measured, &mut StageOut);
-
-/// What every `rehash.*` row holds: the stage that decides it.
-const BY_ARTIFACTS: Staged = Staged("rehash.artifacts");
+/// What a `rehash.*` row runs: it reads the card and what the CLI measured; `Some(())` when it
+/// compared something.
+pub type Run = fn(&Card, &Measured, &mut Emit) -> Ran;
 
 /// `rehash.package-digest`.
-pub const PACKAGE_DIGEST: Check<Staged> = Check {
+pub const PACKAGE_DIGEST: Check<Run> = Check {
     id: "rehash.package-digest",
     severity: Severity::Error,
     doc: "The engine package's sha256 differs from the card's (a match on the published digits only is said so).",
-    run: BY_ARTIFACTS,
+    run: artifact::package_digest,
 };
 
 /// `rehash.binary-digest`.
-pub const BINARY_DIGEST: Check<Staged> = Check {
+pub const BINARY_DIGEST: Check<Run> = Check {
     id: "rehash.binary-digest",
     severity: Severity::Error,
     doc: "The binary inside the package (or a copy on a box) differs from the sha256 the card records.",
-    run: BY_ARTIFACTS,
+    run: artifact::binary_digest,
 };
 
 /// `rehash.nccl-digest`.
-pub const NCCL_DIGEST: Check<Staged> = Check {
+pub const NCCL_DIGEST: Check<Run> = Check {
     id: "rehash.nccl-digest",
     severity: Severity::Error,
     doc: "An NCCL library file differs from the sha256 the card records for its box.",
-    run: BY_ARTIFACTS,
+    run: nccl::nccl_digests,
 };
 
 /// `rehash.nccl-version`.
-pub const NCCL_VERSION: Check<Staged> = Check {
+pub const NCCL_VERSION: Check<Run> = Check {
     id: "rehash.nccl-version",
     severity: Severity::Error,
     doc: "The version the NCCL file itself reports differs from the card or the engine's start line (warning: not queried, and why).",
-    run: BY_ARTIFACTS,
+    run: nccl::nccl_versions,
 };
 
 /// `rehash.boxes-differ`.
-pub const BOXES_DIFFER: Check<Staged> = Check {
+pub const BOXES_DIFFER: Check<Run> = Check {
     id: "rehash.boxes-differ",
     severity: Severity::Error,
     doc: "Copies of one artifact on several boxes or ranks have different digests; names the one that differs.",
-    run: BY_ARTIFACTS,
+    run: boxes_differ,
 };
 
 /// `rehash.checkpoint-files`.
-pub const CHECKPOINT_FILES: Check<Staged> = Check {
+pub const CHECKPOINT_FILES: Check<Run> = Check {
     id: "rehash.checkpoint-files",
     severity: Severity::Error,
     doc: "A weight or config file of a checkpoint differs from the recorded or compared manifest (not weights-equal).",
-    run: BY_ARTIFACTS,
+    run: checkpoint::checkpoint_files,
 };
 
 /// `rehash.checkpoint-shards`.
-pub const CHECKPOINT_SHARDS: Check<Staged> = Check {
+pub const CHECKPOINT_SHARDS: Check<Run> = Check {
     id: "rehash.checkpoint-shards",
     severity: Severity::Error,
     doc: "The number of weight shards differs from the card, or the numbered series has gaps.",
-    run: BY_ARTIFACTS,
+    run: checkpoint::checkpoint_shards,
 };
 
 /// `rehash.revision-file`.
-pub const REVISION_FILE: Check<Staged> = Check {
+pub const REVISION_FILE: Check<Run> = Check {
     id: "rehash.revision-file",
     severity: Severity::Error,
     doc: "The checkpoint's revision file is missing or names another revision than the card.",
-    run: BY_ARTIFACTS,
+    run: checkpoint::revision_files,
 };
 
 /// `rehash.bundle-file-digest`.
-pub const BUNDLE_FILE_DIGEST: Check<Staged> = Check {
+pub const BUNDLE_FILE_DIGEST: Check<Run> = Check {
     id: "rehash.bundle-file-digest",
     severity: Severity::Error,
     doc: "A raw file of the bundle differs from the sha256 its manifest records.",
-    run: BY_ARTIFACTS,
+    run: bundle_files::bundle_file_digests,
 };
 
 /// `rehash.not-found`.
-pub const NOT_FOUND: Check<Staged> = Check {
+pub const NOT_FOUND: Check<Run> = Check {
     id: "rehash.not-found",
     severity: Severity::Error,
     doc: "An artifact the card records was not found, so it was not checked (error when named with --file).",
-    run: BY_ARTIFACTS,
+    run: not_found,
 };
-
-/// The rehash stage: every artifact the card records, against what was measured.
-pub const ARTIFACTS: Stage = Stage {
-    name: BY_ARTIFACTS.0,
-    rows: &[
-        PACKAGE_DIGEST.about(),
-        BINARY_DIGEST.about(),
-        NCCL_DIGEST.about(),
-        NCCL_VERSION.about(),
-        BOXES_DIFFER.about(),
-        CHECKPOINT_FILES.about(),
-        CHECKPOINT_SHARDS.about(),
-        REVISION_FILE.about(),
-        BUNDLE_FILE_DIGEST.about(),
-        NOT_FOUND.about(),
-    ],
-};
-
-/// The passes of [`ARTIFACTS`], in the order [`check`] runs them.
-pub const PASSES: &[Pass] = &[
-    check_package,
-    check_binary,
-    check_nccl,
-    check_checkpoints,
-    check_bundle_files,
-    check_missing,
-];
 
 /// `rehash.*` checks.
-pub const CHECKS: &[Check<Staged>] = &[
+pub const CHECKS: &[Check<Run>] = &[
     PACKAGE_DIGEST,
     BINARY_DIGEST,
     NCCL_DIGEST,
@@ -357,31 +323,44 @@ pub struct Measured {
     pub missing: Vec<MissingFile>,
 }
 
-/// Runs the rehash stage over what was measured: the ids of the rows that compared something
+/// Runs every `rehash.*` row over what was measured: the ids of the rows that compared something
 /// are its `ran` (empty when nothing was checked), and matches are findings too (as info), so a
 /// reader sees what was verified.
 pub fn check(card: &Card, m: &Measured) -> Findings {
     let mut out = Findings::default();
-    out.stage(&ARTIFACTS, |s| {
-        for pass in PASSES {
-            pass(card, m, s);
-        }
-    });
+    for row in CHECKS {
+        out.check(row, |run, emit| run(card, m, emit));
+    }
     out
 }
 
-/// Artifacts named with `--file` that cannot be opened.
-fn check_missing(_: &Card, m: &Measured, out: &mut StageOut) {
+/// `rehash.boxes-differ`: the copies of each artifact on several boxes (the engine's package and
+/// binary, the NCCL library and the card's own per-box record of it, the checkpoint folders).
+fn boxes_differ(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let compared = [
+        artifact::engine_copies(card, m, out),
+        nccl::nccl_copies(card, m, out),
+        checkpoint::checkpoint_copies(card, m, out),
+    ];
+    compared.contains(&true).then_some(())
+}
+
+/// `rehash.not-found`: every artifact the card records that was not found (a warning: it went
+/// unchecked), and every file named with `--file` that cannot be opened (an error: the row ran).
+fn not_found(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    artifact::engine_not_found(card, m, out);
+    nccl::nccl_not_found(card, m, out);
+    checkpoint::checkpoint_not_found(card, m, out);
+    bundle_files::bundle_files_not_found(m, out);
     for miss in &m.missing {
-        out.decided(&NOT_FOUND);
-        out.row(&NOT_FOUND)
-            .finding(format!(
-                "{} given with --file cannot be opened: {}",
-                miss.at.describe(),
-                miss.why
-            ))
-            .data(json!({"kind": miss.kind, "at": miss.at.data(), "why": miss.why}));
+        out.finding(format!(
+            "{} given with --file cannot be opened: {}",
+            miss.at.describe(),
+            miss.why
+        ))
+        .data(json!({"kind": miss.kind, "at": miss.at.data(), "why": miss.why}));
     }
+    (!m.missing.is_empty()).then_some(())
 }
 
 /// [`check`] as a command's [`Findings`]: when no artifact the card records was found (only the
@@ -403,13 +382,12 @@ pub fn findings(card: &Card, m: &Measured) -> Findings {
     } else {
         m.searched.join(", ")
     };
-    found.stage(&ARTIFACTS, |s| {
-        s.row(&NOT_FOUND)
-            .finding(format!(
-                "no artifact the card records was found ({searched}), so nothing but the bundle's own files was checked"
-            ))
-            .file(&m.card_file);
-    });
+    found
+        .emitter(&NOT_FOUND)
+        .finding(format!(
+            "no artifact the card records was found ({searched}), so nothing but the bundle's own files was checked"
+        ))
+        .file(&m.card_file);
     found.incomplete = Some(none_found(m));
     found
 }
@@ -447,13 +425,13 @@ fn searched(m: &Measured) -> String {
     }
 }
 
-fn not_found(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut StageOut) {
-    out.row(&NOT_FOUND)
-        .warning(format!(
-            "{what} was not found ({}), so {tail} went unchecked",
-            searched(m)
-        ))
-        .at(&m.card_file, pointer);
+/// A `rehash.not-found` warning: `what` was not found, so `tail` went unchecked.
+fn unchecked(m: &Measured, what: &str, pointer: &str, tail: &str, out: &mut Emit) {
+    out.warning(format!(
+        "{what} was not found ({}), so {tail} went unchecked",
+        searched(m)
+    ))
+    .at(&m.card_file, pointer);
 }
 
 #[cfg(test)]

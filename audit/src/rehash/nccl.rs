@@ -32,29 +32,35 @@ pub fn nccl_dotted(code: i64) -> String {
     }
 }
 
-pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut StageOut) {
-    let Some(n) = &card.nccl else { return };
+/// `rehash.nccl-digest`: every NCCL library found against the digest the card records for its
+/// box.
+pub(super) fn nccl_digests(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let n = card.nccl.as_ref()?;
+    let mut compared = false;
+    for seen in &m.nccl {
+        compared |= nccl_digest(n, seen, &m.card_file, out);
+    }
+    compared.then_some(())
+}
+
+/// `rehash.nccl-version`: the version the card states against the one the recorded start line
+/// reports, and the version every library found reports against both.
+pub(super) fn nccl_versions(card: &Card, m: &Measured, out: &mut Emit) -> Ran {
+    let n = card.nccl.as_ref()?;
     let file = &m.card_file;
-    per_box_records_agree(n, file, out);
-    // The version the card states against the one the recorded start line reports.
     let card_code = nccl_code(&n.version);
     let start_code = m.start_line_nccl.as_deref().and_then(nccl_code);
+    let mut compared = false;
     if let (Some(c), Some(s)) = (card_code, start_code) {
-        out.decided(&NCCL_VERSION);
+        compared = true;
         if c != s {
-            out.row(&NCCL_VERSION)
-                .finding(format!(
-                    "the card says NCCL {} ({c}) but the engine's recorded start line reports {} ({s})",
-                    n.version,
-                    nccl_dotted(s)
-                ))
-                .at(file, "/nccl/version");
+            out.finding(format!(
+                "the card says NCCL {} ({c}) but the engine's recorded start line reports {} ({s})",
+                n.version,
+                nccl_dotted(s)
+            ))
+            .at(file, "/nccl/version");
         }
-    }
-    if m.nccl.is_empty() {
-        let what = format!("the NCCL library {}", n.file);
-        not_found(m, &what, "/nccl", "its sha256 and version", out);
-        return;
     }
     let codes = Codes {
         card: card_code,
@@ -62,20 +68,43 @@ pub(super) fn check_nccl(card: &Card, m: &Measured, out: &mut StageOut) {
         start_code,
     };
     for seen in &m.nccl {
-        nccl_digest(n, seen, file, out);
-        nccl_version(n, &codes, seen, file, out);
+        compared |= nccl_version(n, &codes, seen, file, out);
     }
-    boxes_without_library(n, m, out);
+    compared.then_some(())
+}
+
+/// The card's per-box record against itself and the libraries found against each other
+/// (`rehash.boxes-differ`); whether either was compared.
+pub(super) fn nccl_copies(card: &Card, m: &Measured, out: &mut Emit) -> bool {
+    let Some(n) = &card.nccl else { return false };
+    let file = &m.card_file;
+    let records_differ = per_box_records_agree(n, file, out);
+    if m.nccl.is_empty() {
+        return records_differ;
+    }
     let copies: Vec<&Hashed> = m.nccl.iter().map(|s| &s.file).collect();
-    out.decided(&BOXES_DIFFER);
     if let Some(f) = copies_agree(&n.file, &copies, Some((file, "/nccl/per_box"))) {
         out.push(f);
+    }
+    true
+}
+
+/// The NCCL library the card records, when no copy was found, or the boxes none was found for
+/// (`rehash.not-found`).
+pub(super) fn nccl_not_found(card: &Card, m: &Measured, out: &mut Emit) {
+    let Some(n) = &card.nccl else { return };
+    if m.nccl.is_empty() {
+        let what = format!("the NCCL library {}", n.file);
+        unchecked(m, &what, "/nccl", "its sha256 and version", out);
+    } else {
+        boxes_without_library(n, m, out);
     }
 }
 
 /// The card's own per-box record must agree with itself before any file is looked at. Two
-/// records agree when one is a prefix of the other (a page may show 8 digits of one).
-fn per_box_records_agree(n: &Nccl, file: &str, out: &mut StageOut) {
+/// records agree when one is a prefix of the other (a page may show 8 digits of one). Whether they
+/// conflict.
+fn per_box_records_agree(n: &Nccl, file: &str, out: &mut Emit) -> bool {
     let norm = |d: &str| d.trim().to_ascii_lowercase();
     let conflict = n.per_box.iter().any(|a| {
         n.per_box.iter().any(|b| {
@@ -84,23 +113,22 @@ fn per_box_records_agree(n: &Nccl, file: &str, out: &mut StageOut) {
         })
     });
     if conflict {
-        out.decided(&BOXES_DIFFER);
         let list: Vec<String> = n
             .per_box
             .iter()
             .map(|b| format!("{} {}", b.box_name, b.sha256))
             .collect();
-        out.row(&BOXES_DIFFER)
-            .finding(format!(
-                "the card records different NCCL digests per box: {}",
-                list.join(", ")
-            ))
-            .at(file, "/nccl/per_box");
+        out.finding(format!(
+            "the card records different NCCL digests per box: {}",
+            list.join(", ")
+        ))
+        .at(file, "/nccl/per_box");
     }
+    conflict
 }
 
 /// Every box the card lists should have had its library found, once any box-tagged copy was.
-fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut StageOut) {
+fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut Emit) {
     let found_boxes: BTreeSet<&str> = m
         .nccl
         .iter()
@@ -111,28 +139,26 @@ fn boxes_without_library(n: &Nccl, m: &Measured, out: &mut StageOut) {
     }
     for (i, b) in n.per_box.iter().enumerate() {
         if !found_boxes.contains(b.box_name.as_str()) {
-            out.row(&NOT_FOUND)
-                .warning(format!(
-                    "no NCCL library was found for box {} ({}), so its copy was not checked",
-                    b.box_name,
-                    searched(m)
-                ))
-                .at(&m.card_file, format!("/nccl/per_box/{i}"));
+            out.warning(format!(
+                "no NCCL library was found for box {} ({}), so its copy was not checked",
+                b.box_name,
+                searched(m)
+            ))
+            .at(&m.card_file, format!("/nccl/per_box/{i}"));
         }
     }
 }
 
-fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut StageOut) {
+/// One library found against the card's records for its box; whether it was compared.
+fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut Emit) -> bool {
     let h = &seen.file;
     if let Err(e) = &h.sha256 {
-        out.decided(&NCCL_DIGEST);
-        out.row(&NCCL_DIGEST)
-            .finding(format!(
-                "NCCL library {}: cannot be read: {e}",
-                h.at.describe()
-            ))
-            .at(file, "/nccl");
-        return;
+        out.finding(format!(
+            "NCCL library {}: cannot be read: {e}",
+            h.at.describe()
+        ))
+        .at(file, "/nccl");
+        return true;
     }
     // The record of this file's box, or, for a file on no known box, every record.
     let records: Vec<(usize, &crate::records::card::BoxDigest)> = match &h.at.box_name {
@@ -151,23 +177,21 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut StageOut) {
             }
             _ => "the card records no NCCL digest".to_string(),
         };
-        out.row(&NCCL_DIGEST)
-            .warning(format!(
-                "NCCL library {}: sha256 {} not compared: {why}",
-                h.at.describe(),
-                h.sha256.as_deref().unwrap_or("")
-            ))
-            .at(file, "/nccl/per_box");
-        return;
+        out.warning(format!(
+            "NCCL library {}: sha256 {} not compared: {why}",
+            h.at.describe(),
+            h.sha256.as_deref().unwrap_or("")
+        ))
+        .at(file, "/nccl/per_box");
+        return false;
     }
-    out.decided(&NCCL_DIGEST);
     // One finding per distinct recorded digest (both boxes usually record the same one).
     let mut done = BTreeSet::new();
     for (i, r) in records {
         if done.insert(r.sha256.trim().to_ascii_lowercase()) {
             let what = format!("NCCL library (recorded for box {})", r.box_name);
             let mut f = digest_finding(
-                &NCCL_DIGEST,
+                NCCL_DIGEST.id,
                 &what,
                 &r.sha256,
                 h,
@@ -190,6 +214,7 @@ fn nccl_digest(n: &Nccl, seen: &NcclSeen, file: &str, out: &mut StageOut) {
             out.push(f);
         }
     }
+    true
 }
 
 /// The NCCL version codes to compare a file's with: the card's, and the start line's (as written
@@ -202,7 +227,7 @@ struct Codes<'a> {
 
 /// The version code a file reports (queried, or named in its text), with how it was learnt; a
 /// warning when there is none.
-fn version_of(seen: &NcclSeen, file: &str, out: &mut StageOut) -> Option<(i64, String)> {
+fn version_of(seen: &NcclSeen, file: &str, out: &mut Emit) -> Option<(i64, String)> {
     let at = seen.file.at.describe();
     match &seen.version {
         NcclVersion::Queried { code } => {
@@ -214,23 +239,20 @@ fn version_of(seen: &NcclSeen, file: &str, out: &mut StageOut) -> Option<(i64, S
                 format!("not queried ({why}); the file's own text names version"),
             )),
             None => {
-                out.row(&NCCL_VERSION)
-                    .warning(format!("NCCL library {at}: version not queried: {why}; its text names '{version}', which is no version"))
+                out.warning(format!("NCCL library {at}: version not queried: {why}; its text names '{version}', which is no version"))
                     .at(file, "/nccl/version");
                 None
             }
         },
         NcclVersion::NotQueried { why } => {
-            out.row(&NCCL_VERSION)
-                .warning(format!("NCCL library {at}: version not queried: {why}"))
+            out.warning(format!("NCCL library {at}: version not queried: {why}"))
                 .at(file, "/nccl/version")
                 .data(json!({"at": seen.file.at.data(), "queried": false, "why": why}));
             None
         }
         NcclVersion::NotLibrary { why } => {
             let why = format!("not a shared library ({why})");
-            out.row(&NCCL_VERSION)
-                .warning(format!("NCCL library {at}: version not queried: {why}"))
+            out.warning(format!("NCCL library {at}: version not queried: {why}"))
                 .at(file, "/nccl/version")
                 .data(json!({"at": seen.file.at.data(), "queried": false, "why": why}));
             None
@@ -238,11 +260,12 @@ fn version_of(seen: &NcclSeen, file: &str, out: &mut StageOut) -> Option<(i64, S
     }
 }
 
-fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut StageOut) {
+/// The version one library reports against the card's and the start line's; whether it was
+/// compared.
+fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut Emit) -> bool {
     let Some((code, how)) = version_of(seen, file, out) else {
-        return;
+        return false;
     };
-    out.decided(&NCCL_VERSION);
     let (at, dotted) = (seen.file.at.describe(), nccl_dotted(code));
     let mut wrong = Vec::new();
     match codes.card {
@@ -268,7 +291,7 @@ fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut 
         "start_line": codes.start,
         "queried": matches!(seen.version, NcclVersion::Queried { .. }),
     });
-    let mut e = out.row(&NCCL_VERSION);
+    let e = out;
     let mark = if wrong.is_empty() {
         let also = if codes.start.is_some() {
             " and with the engine's recorded start line"
@@ -285,4 +308,5 @@ fn nccl_version(n: &Nccl, codes: &Codes, seen: &NcclSeen, file: &str, out: &mut 
         ))
     };
     mark.at(file, "/nccl/version").data(data);
+    true
 }
