@@ -24,7 +24,7 @@
 //!   figure can be told is incomplete.
 
 use crate::bundle::{Bundle, QualityTest};
-use crate::check::{Check, Stage, StageOut, Staged};
+use crate::check::{Check, Emit, Ran};
 use crate::decide::quality::{
     flip_rate_within, paired_half_width, questions_within, unpaired_half_width,
 };
@@ -36,33 +36,28 @@ use crate::report::{Findings, Severity};
 use crate::verdict::{NoiseBasis, NoiseRow, QualityNoise, RunsToTell, SpeedNoise};
 use std::collections::BTreeSet;
 
-/// What every `noise.*` row holds: [`NOISE`] decides them.
-const BY_NOISE: Staged = Staged("noise");
+/// What a `noise.*` row runs: it reads the figures placed in the page, each with its noise row;
+/// `Some(())` when there was a figure.
+pub type Run = fn(&[Placed], &mut Emit) -> Ran;
 
 /// `noise.smallest-difference`.
-pub const SMALLEST_DIFFERENCE: Check<Staged> = Check {
+pub const SMALLEST_DIFFERENCE: Check<Run> = Check {
     id: "noise.smallest-difference",
     severity: Severity::Info,
     doc: "The smallest difference a figure could show, from the page's own repeated runs: the 90 % half-width between two sessions of as many runs (with the declared session spread, and within one session) and the runs a side to tell ±5 % / ±10 %; for quality, in points, unpaired and (with repeated answers) paired at the measured flip rate.",
-    run: BY_NOISE,
+    run: smallest_difference,
 };
 
 /// `noise.cannot-tell`.
-pub const CANNOT_TELL: Check<Staged> = Check {
+pub const CANNOT_TELL: Check<Run> = Check {
     id: "noise.cannot-tell",
     severity: Severity::Warning,
     doc: "A figure whose smallest difference cannot be told from the page: one run, or a headline with no per-run records, has no spread measured (a figure with no value at all is a note).",
-    run: BY_NOISE,
-};
-
-/// The pass of `rigaudit noise` over one bundle.
-pub const NOISE: Stage = Stage {
-    name: BY_NOISE.0,
-    rows: &[SMALLEST_DIFFERENCE.about(), CANNOT_TELL.about()],
+    run: cannot_tell,
 };
 
 /// `noise.*` checks.
-pub const CHECKS: &[Check<Staged>] = &[SMALLEST_DIFFERENCE, CANNOT_TELL];
+pub const CHECKS: &[Check<Run>] = &[SMALLEST_DIFFERENCE, CANNOT_TELL];
 
 /// What [`noise`] found.
 #[derive(Debug, Default)]
@@ -74,7 +69,7 @@ pub struct Noised {
 }
 
 /// A row with the file (and JSON pointer) its figure comes from.
-struct Placed {
+pub struct Placed {
     row: NoiseRow,
     file: Option<String>,
     pointer: Option<String>,
@@ -87,15 +82,9 @@ pub fn noise(b: &Bundle, rule: &DecisionRule) -> Noised {
     let mut placed = speed_rows(b, &tol);
     placed.extend(b.quality.iter().map(|t| quality_row(t, &tol)));
     let mut found = Findings::default();
-    found.stage(&NOISE, |s| {
-        for p in &placed {
-            emit(p, s);
-        }
-        if !placed.is_empty() {
-            s.decided(&SMALLEST_DIFFERENCE);
-            s.decided(&CANNOT_TELL);
-        }
-    });
+    for row in CHECKS {
+        found.check(row, |run, emit| run(&placed, emit));
+    }
     let rows: Vec<NoiseRow> = placed.into_iter().map(|p| p.row).collect();
     found.incomplete = nothing_told(&rows);
     Noised { rows, found }
@@ -114,16 +103,29 @@ fn nothing_told(rows: &[NoiseRow]) -> Option<String> {
     })
 }
 
-/// One row's finding: `noise.smallest-difference` when told, else `noise.cannot-tell` (a note
-/// for a figure with no value).
-fn emit(p: &Placed, s: &mut StageOut) {
-    let (check, severity) = match p.row.basis {
-        b if b.told() => (&SMALLEST_DIFFERENCE, Severity::Info),
-        NoiseBasis::NoValue => (&CANNOT_TELL, Severity::Info),
-        _ => (&CANNOT_TELL, Severity::Warning),
-    };
-    let mut row = s.row(check);
-    let mark = row.at_severity(severity, p.row.why.clone());
+/// `noise.smallest-difference`: every figure whose noise the page tells.
+fn smallest_difference(placed: &[Placed], out: &mut Emit) -> Ran {
+    for p in placed.iter().filter(|p| p.row.basis.told()) {
+        at_place(p, out.info(p.row.why.clone()));
+    }
+    (!placed.is_empty()).then_some(())
+}
+
+/// `noise.cannot-tell`: every figure whose noise the page cannot tell (a figure with no value at
+/// all, as a note).
+fn cannot_tell(placed: &[Placed], out: &mut Emit) -> Ran {
+    for p in placed.iter().filter(|p| !p.row.basis.told()) {
+        let severity = match p.row.basis {
+            NoiseBasis::NoValue => Severity::Info,
+            _ => Severity::Warning,
+        };
+        at_place(p, out.at_severity(severity, p.row.why.clone()));
+    }
+    (!placed.is_empty()).then_some(())
+}
+
+/// Points a finding at the figure's file and place.
+fn at_place(p: &Placed, mark: crate::check::Mark<'_>) {
     let mark = mark.maybe_file(p.file.as_deref());
     if let Some(pointer) = &p.pointer {
         mark.pointer(pointer.clone());
