@@ -123,29 +123,22 @@ struct Sides {
 /// Runs the comparison and builds its report. `Err` when a side cannot be prepared or its first
 /// block fails (exit 2).
 pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    let out = out_dir(args)?;
     let seed = args.seed.unwrap_or_else(drawn_seed);
     let mut notes = Vec::new();
+    // Both sides are read and their commands checked before anything is written.
     let sides = prepare_sides(args, &mut notes)?;
+    let out = out_dir(args)?;
     let started = Instant::now();
     let mut ran: Vec<Ran> = Vec::new();
     let (looked, stop) = interleave(args, &sides, seed, &out, &mut ran, &mut notes, started)?;
     write_record(&out, seed, &ran, &stop)?;
     let name = format!("{} vs {}", sides.a.id, sides.b.id);
-    let mut found = Findings::default();
     let setup = setup_changes(&ran, &sides, args, &mut notes);
     let mut comparisons = looked.rows.clone();
     comparisons.extend(quality_rows(&ran, &sides, args));
-    found.stage(&rows::AB, |s| {
-        rows::findings(&comparisons, s);
-        for line in session_lines(&ran, seed, &looked, &stop, started) {
-            s.row(&rows::SESSION).finding(line);
-        }
-        for n in &notes {
-            s.row(&rows::SESSION).finding(n.clone());
-        }
-    });
-    found.comparisons = comparisons;
+    let mut session = session_lines(&ran, seed, &looked, &stop, started);
+    session.append(&mut notes);
+    let mut found = rows::report(comparisons, &session);
     found.merge(what_ran(&mut ran, &sides, args.trust_executable));
     let mut report = Report::new("ab", &name, fail_on, found);
     report.setup_changes = setup;
@@ -166,17 +159,14 @@ fn what_ran(ran: &mut [Ran], sides: &Sides, executable_trusted: bool) -> Finding
         for rank in &mut ranks {
             rank.side = Some(name.into());
         }
-        if let Some(card) = prepared.card() {
-            found.merge(rigaudit_audit::loaded::check(
-                &rigaudit_audit::loaded::Input {
-                    card: &card,
-                    ranks: &ranks,
-                    card_file: &format!("side {name}'s card"),
-                    executable_trusted,
-                },
-            ));
-        }
-        found.loaded.extend(ranks);
+        let card = prepared.card();
+        let card_file = format!("side {name}'s card");
+        let card = card.as_ref().map(|c| (c, card_file.as_str()));
+        found.merge(rigaudit_audit::loaded::judged(
+            card,
+            ranks,
+            executable_trusted,
+        ));
     }
     found
 }

@@ -22,8 +22,8 @@ pub struct Artifacts {
     pub slurm: crate::slurm::SlurmArgs,
 }
 
-/// Runs the stages and builds the one report. `bundle` is the path `subject` was opened from
-/// (rehash and replay read it again).
+/// Runs the stages and builds the one report. `bundle` is the path `subject` was opened from; the
+/// bundle is read once, and verify, rehash and replay take what was read.
 pub fn run(
     subject: Subject,
     bundle: &Path,
@@ -35,16 +35,26 @@ pub fn run(
         Subject::Bundle(opened) => opened,
         Subject::Other(other) => return other_files(&other, &artifacts, replay_args, fail_on),
     };
-    let v = verify::check_opened(&opened);
+    let (read, kept) = match replay_args {
+        Some(_) => crate::bundle::load_keeping(&opened),
+        None => (crate::bundle::load(&opened), Default::default()),
+    };
+    let v = verify::check_loaded(&opened, &read);
     let mut found = v.found;
     if !artifacts.roots.is_empty() || !artifacts.files.is_empty() {
-        found.merge(rehash_stage(bundle, artifacts)?);
+        found.merge(rehash_stage(bundle, (&opened, &read), artifacts)?);
     }
     if let Some(a) = replay_args {
-        found.merge(replay_stage(bundle, a));
+        let recorded = replay::Recorded {
+            path: bundle.to_path_buf(),
+            opened,
+            bundle: read,
+            kept,
+        };
+        found.merge(replay_stage(&recorded, a));
     }
     // The audit lists the checks of all its stages sorted.
-    found.ran.sort();
+    found.sort_ran();
     Ok(Report::new("audit", &v.id, fail_on, found))
 }
 
@@ -57,18 +67,17 @@ fn other_files(
     replay_args: Option<&replay::Args>,
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
-    let verified = verify::other_files(other, fail_on)?;
-    let mut found = Findings {
-        ran: verified.checks_run,
-        recomputed: verified.recomputed,
-        findings: verified.findings,
-        incomplete: verified.incomplete,
-        ..Findings::default()
-    };
+    let mut verified = verify::other_files(other)?;
     let tool = other.format.name();
     if replay_args.is_some() {
-        found.emitter(&rigaudit_audit::replay::NOTE).finding(format!(
+        let note = format!(
             "replay does not apply to another tool's files ({tool}): they record no command to launch; the audit verified them"
+        );
+        verified.found.merge(rigaudit_audit::replay::command(
+            &rigaudit_audit::replay::Done {
+                not_run: None,
+                notes: &[note],
+            },
         ));
     }
     if !artifacts.roots.is_empty() || !artifacts.files.is_empty() {
@@ -76,14 +85,16 @@ fn other_files(
             "rigaudit: rehash does not apply to another tool's files ({tool}): they record no card whose artifacts --root or --file could be hashed against; not rehashed"
         ));
     }
-    let mut report = Report::new("audit", &verified.bundle, fail_on, found);
-    report.artifacts = verified.artifacts;
-    Ok(report)
+    Ok(verified.report("audit", fail_on))
 }
 
-/// The rehash stage, quiet.
-fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> {
-    rehash::stage(&rehash::Args {
+/// The rehash stage, quiet, over the bundle already opened and read.
+fn rehash_stage(
+    bundle: &Path,
+    (opened, read): (&crate::bundle::Opened, &rigaudit_audit::Bundle),
+    artifacts: Artifacts,
+) -> Result<Findings, Fatal> {
+    let args = rehash::Args {
         bundle: bundle.to_path_buf(),
         roots: artifacts.roots,
         files: artifacts.files,
@@ -91,14 +102,14 @@ fn rehash_stage(bundle: &Path, artifacts: Artifacts) -> Result<Findings, Fatal> 
         ssh: artifacts.ssh,
         slurm: artifacts.slurm,
         ..Default::default()
-    })
-    .map(|(_, found)| found)
+    };
+    rehash::stage_read(&args, opened, read)
 }
 
 /// The replay stage; a replay that cannot run is a finding and makes the result incomplete.
-fn replay_stage(bundle: &Path, a: &replay::Args) -> Findings {
+fn replay_stage(recorded: &replay::Recorded, a: &replay::Args) -> Findings {
     let mut notes = Vec::new();
-    match replay::run_noted(bundle, a, &mut notes) {
+    match replay::run_noted(recorded, a, &mut notes) {
         Ok(r) => {
             if !a.quiet {
                 crate::progress::say(format_args!(

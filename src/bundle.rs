@@ -366,10 +366,47 @@ fn normal(p: &str) -> String {
         .join("/")
 }
 
+/// The bytes of the files a replay copies or asks again (the card, the contracts, the answers),
+/// kept from the one read that loaded them, by their path in the bundle; empty unless asked for.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// Whether to keep them.
+    on: bool,
+    bytes: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+impl Kept {
+    /// The bytes kept of the file at `path` in the bundle.
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.bytes.get(path).map(Vec::as_slice)
+    }
+
+    /// Keeps `bytes` as the file at `path`, when keeping.
+    fn keep(&mut self, path: &str, bytes: &[u8]) {
+        if self.on {
+            self.bytes.insert(path.to_string(), bytes.to_vec());
+        }
+    }
+}
+
 /// Reads and parses every file the manifest lists, and records what it saw of each (whether it is
 /// there, its digest, what was wrong reading it) for the `schema.*` checks. A path listed twice
 /// (in any spelling) or a file listed under a second name is read once, under its first.
 pub fn load(o: &Opened) -> Bundle {
+    load_into(o, &mut Kept::default())
+}
+
+/// [`load`], keeping the bytes of the files a replay copies or asks again (the card, the
+/// contracts, an answers file within the questions' bound), so that it need not read them again.
+pub fn load_keeping(o: &Opened) -> (Bundle, Kept) {
+    let mut kept = Kept {
+        on: true,
+        ..Kept::default()
+    };
+    (load_into(o, &mut kept), kept)
+}
+
+fn load_into(o: &Opened, kept: &mut Kept) -> Bundle {
     let m = &o.manifest;
     let mut b = Bundle::new(m.clone());
     let mut seen_paths = BTreeSet::new();
@@ -385,7 +422,7 @@ pub fn load(o: &Opened) -> Bundle {
                 Ok(_) if input::identity(&path).is_some_and(|id| !seen_files.insert(id)) => {
                     Seen::Alias
                 }
-                Ok(_) => look(e, &path, index, &mut b),
+                Ok(_) => look(e, &path, index, (&mut b, &mut *kept)),
             },
         };
         b.files.push(FileFacts { index, seen });
@@ -423,11 +460,11 @@ fn in_bundle(message: String, path: &Path) -> String {
 
 /// What is in a file that is inside the bundle and listed once: read (bounded, regular files
 /// only), hashed and parsed. A log is only hashed, streamed; an answers file is streamed.
-fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
+fn look(e: &FileEntry, path: &Path, index: usize, (b, kept): (&mut Bundle, &mut Kept)) -> Seen {
     let mut cx = Ctx::default();
     let sha256 = match e.kind {
         // Hashed in the same pass that validates it: the file is read once.
-        FileKind::QualityAnswers => load_answers(e, index, path, b, &mut cx),
+        FileKind::QualityAnswers => load_answers(e, index, path, (b, kept), &mut cx),
         FileKind::Log => match sha256_file(path) {
             Err(err) => {
                 cx.refuse(in_bundle(input::escaped(&err.to_string()), path));
@@ -442,6 +479,12 @@ fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
             }
             Ok((bytes, sha256)) => {
                 load_file(e, &bytes, b, &mut cx);
+                if matches!(
+                    e.kind,
+                    FileKind::Card | FileKind::SpeedContract | FileKind::QualityContract
+                ) {
+                    kept.keep(&e.path, &bytes);
+                }
                 Some(sha256)
             }
         },
@@ -451,6 +494,58 @@ fn look(e: &FileEntry, path: &Path, index: usize, b: &mut Bundle) -> Seen {
         read: cx.read,
         problems: cx.problems,
     }
+}
+
+/// An answers file's tally, from its one read: its digest goes to the run's cache (a rehash of
+/// the bundle's files takes it from there), and its bytes are kept when asked ([`read_ahead`]).
+fn tally_once(
+    f: &std::fs::File,
+    validator: &jsonschema::Validator,
+    (path, kept): (&str, &mut Kept),
+) -> crate::answers::Tallied {
+    let mut tallied = None;
+    let _ = crate::digest::once_per_file(f, |f| {
+        let result = tally_keeping(f, validator, (path, &mut *kept));
+        let digest = result.sha256.clone();
+        let complete = result.refused.is_none();
+        tallied = Some(result);
+        match complete {
+            true => Ok(digest),
+            false => Err(std::io::Error::other("read stopped before its end")),
+        }
+    });
+    // The digest came from the cache: the records are read here, once.
+    tallied.unwrap_or_else(|| {
+        input::count_read(f);
+        tally_keeping(f, validator, (path, kept))
+    })
+}
+
+/// An answers file's tally, its bytes kept when asked.
+fn tally_keeping(
+    f: &std::fs::File,
+    validator: &jsonschema::Validator,
+    (path, kept): (&str, &mut Kept),
+) -> crate::answers::Tallied {
+    let (head, whole) = read_ahead(f, kept);
+    let result = crate::answers::tally(head.as_slice().chain(f), validator);
+    if whole {
+        kept.keep(path, &head);
+    }
+    result
+}
+
+/// The bytes of an answers file read ahead to be kept: all of it when it is to be kept and within
+/// the questions' bound (a replay asks its questions again), else none; `whole` says whether
+/// they are all of it (a read that failed midway leaves the rest to the stream, which names it).
+fn read_ahead(f: &std::fs::File, kept: &Kept) -> (Vec<u8>, bool) {
+    let len = f.metadata().map_or(u64::MAX, |m| m.len());
+    let mut head = Vec::new();
+    if !kept.on || len > input::QUESTIONS_MAX {
+        return (head, false);
+    }
+    let whole = f.take(len + 1).read_to_end(&mut head).is_ok() && head.len() as u64 == len;
+    (head, whole)
 }
 
 fn test_slot<'a>(b: &'a mut Bundle, test: &str) -> &'a mut QualityTest {
@@ -535,7 +630,7 @@ fn load_answers(
     e: &FileEntry,
     index: usize,
     path: &Path,
-    b: &mut Bundle,
+    (b, kept): (&mut Bundle, &mut Kept),
     cx: &mut Ctx,
 ) -> Option<String> {
     cx.read = true;
@@ -552,8 +647,7 @@ fn load_answers(
         }
     };
     let validator = schemas::validator(FileKind::QualityAnswers)?;
-    input::count_read(&f);
-    let result = crate::answers::tally(f, validator);
+    let result = tally_once(&f, validator, (&e.path, kept));
     for p in &result.problems {
         let detail = format!("{}: {}", p.pointer, p.message);
         cx.problem(p.unreadable, Some(p.pointer.clone()), detail);

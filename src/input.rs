@@ -106,9 +106,9 @@ pub fn open_regular(path: &Path, what: &str) -> Result<File, Fatal> {
 }
 
 /// Every file this run read, by identity (device, inode): a path it was opened by, and how many
-/// times its content was read. `--verbose` names any read more than once: a file is read once a
-/// run, by whichever stage comes first; the others take its digest from [`crate::digest`]'s cache
-/// or its records from what was parsed.
+/// times its content was read, logged under `--verbose` only ([`log_reads`]), which names any read
+/// more than once: a file is read once a run, by whichever stage comes first; the others take its
+/// digest from [`crate::digest`]'s cache or its records from what was parsed.
 static READ: std::sync::Mutex<BTreeMap<(u64, u64), (PathBuf, u32)>> =
     std::sync::Mutex::new(BTreeMap::new());
 
@@ -116,9 +116,25 @@ fn read_log() -> std::sync::MutexGuard<'static, BTreeMap<(u64, u64), (PathBuf, u
     READ.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Whether this run logs the files it reads (`--verbose`): a tree of many thousand files keeps no
+/// entry per file otherwise.
+static LOGGING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Logs the files this run reads from now on, for [`read_files`].
+pub fn log_reads() {
+    LOGGING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn logging() -> bool {
+    LOGGING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Notes the path a file was opened by, for [`count_read`] to name it.
 fn count_open(path: &Path, md: &std::fs::Metadata) {
     use std::os::unix::fs::MetadataExt;
+    if !logging() {
+        return;
+    }
     read_log()
         .entry((md.dev(), md.ino()))
         .or_insert_with(|| (path.to_path_buf(), 0));
@@ -127,6 +143,9 @@ fn count_open(path: &Path, md: &std::fs::Metadata) {
 /// Counts one reading of the content of `file`, opened by [`open_regular`].
 pub fn count_read(file: &File) {
     use std::os::unix::fs::MetadataExt;
+    if !logging() {
+        return;
+    }
     let Ok(md) = file.metadata() else { return };
     if let Some(seen) = read_log().get_mut(&(md.dev(), md.ino())) {
         seen.1 += 1;

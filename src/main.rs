@@ -114,6 +114,9 @@ fn run(mut cli: Cli) -> Result<ExitCode, Fatal> {
     };
     cli.command.set_quiet(cli.quiet);
     cli.command.set_verbose(cli.verbose);
+    if cli.verbose && !cli.quiet {
+        input::log_reads();
+    }
     let show = commands::Show {
         color: cli.color,
         verbose: cli.verbose,

@@ -5,21 +5,16 @@ use crate::bundle;
 use crate::fatal::Fatal;
 use crate::import;
 use crate::subject::{Other, Subject};
-use rigaudit_audit::{Findings, Report, Severity};
-
-/// What verifying a bundle found, with the bundle's id.
-pub struct Verified {
-    /// The bundle's id.
-    pub id: String,
-    /// What the checks found.
-    pub found: Findings,
-    /// The raw files whose digest matched the manifest in full.
-    pub artifacts: Vec<rigaudit_audit::report::Artifact>,
-}
+use rigaudit_audit::report::Verified;
+use rigaudit_audit::{Report, Severity};
 
 /// The verify stage on a bundle already opened: reads it and runs every bundle check.
 pub fn check_opened(opened: &bundle::Opened) -> Verified {
-    let read = bundle::load(opened);
+    check_loaded(opened, &bundle::load(opened))
+}
+
+/// [`check_opened`] of a bundle already read (`read`, its records).
+pub fn check_loaded(opened: &bundle::Opened, read: &rigaudit_audit::Bundle) -> Verified {
     // A file refused as hostile (not a regular file, over its bound) is said here too, as the
     // reason the result is incomplete.
     for r in read.refused() {
@@ -30,30 +25,26 @@ pub fn check_opened(opened: &bundle::Opened) -> Verified {
     }
     Verified {
         id: opened.manifest.id.clone(),
-        found: rigaudit_audit::verify(&read),
-        artifacts: rigaudit_audit::schema::verified(&read),
+        found: rigaudit_audit::verify(read),
+        artifacts: rigaudit_audit::schema::verified(read),
     }
 }
 
 /// Verifies what the user's paths are: a bundle, or another tool's files (given, or copied into a
 /// bundle `rigaudit import` wrote). `Err` when what they hold cannot be read at all.
 pub fn run(subject: &Subject, fail_on: Option<Severity>) -> Result<Report, Fatal> {
-    match subject {
-        Subject::Bundle(opened) => {
-            let v = check_opened(opened);
-            let mut report = Report::new("verify", &v.id, fail_on, v.found);
-            report.artifacts = v.artifacts;
-            Ok(report)
-        }
-        Subject::Other(other) => other_files(other, fail_on),
-    }
+    let verified = match subject {
+        Subject::Bundle(opened) => check_opened(opened),
+        Subject::Other(other) => other_files(other)?,
+    };
+    Ok(verified.report("verify", fail_on))
 }
 
 /// `verify` of another tool's files: an imported bundle's digests and its sources' checks, or the
 /// files themselves.
-pub fn other_files(other: &Other, fail_on: Option<Severity>) -> Result<Report, Fatal> {
+pub fn other_files(other: &Other) -> Result<Verified, Fatal> {
     match &other.imported {
-        Some(opened) => import::verify_bundle(opened, other.format, &other.files, fail_on),
-        None => import::verify_files(Some(other.format), &other.files, fail_on),
+        Some(opened) => import::verify_bundle(opened, other.format, &other.files),
+        None => import::verify_files(Some(other.format), &other.files),
     }
 }

@@ -17,7 +17,7 @@ use crate::check::{Check, Stage, StageOut, Staged};
 use crate::decide::paired::{self, Spending};
 use crate::decide::{self, FigureKind, Moderated, Multiplicity};
 use crate::replay::{apply_judgement as apply, Comparison, ReplayVerdict};
-use crate::report::Severity;
+use crate::report::{Findings, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -324,6 +324,20 @@ fn why(r: &Comparison, j: &decide::Judgement, share: f64) -> String {
             format!("{interval}: neither inside the {band} band nor beyond it{p}; {settle}")
         }
     }
+}
+
+/// The report's findings of the last look: its rows ([`findings`]), kept as its comparisons, and
+/// what the session ran, an `ab.session` finding per line of `session`.
+pub fn report(rows: Vec<Comparison>, session: &[String]) -> Findings {
+    let mut found = Findings::default();
+    found.stage(&AB, |s| {
+        findings(&rows, s);
+        for line in session {
+            s.row(&SESSION).finding(line.clone());
+        }
+    });
+    found.comparisons = rows;
+    found
 }
 
 /// The report's rows of the last look: a finding per changed, inconclusive or not comparable row.

@@ -9,8 +9,9 @@
 //! `?`) when it did not; the runner records the id of each check that ran.
 //!
 //! A row's `run` is generic: bundle checks read a [`crate::Bundle`], a schema check one file's
-//! facts, a quality check one test. A pass that decides several rows at once (rehash's artifact
-//! check, replay's comparison, diff's figures) is a [`Stage`]: it declares the rows it may emit,
+//! facts, a quality check one test, a rehash check the card and what was measured. A comparison
+//! that decides several rows at once from both sides (replay's comparison, diff's figures, ab's
+//! paired rows) is a [`Stage`]: it declares the rows it may emit,
 //! each such row holds [`Staged`] (the stage's name) in place of a function of its own, and the
 //! stage writes through a [`StageOut`], which refuses a row the stage did not declare. "Ran" is
 //! recorded only by the runners: [`Findings::check`] for a row with its own function,
@@ -112,8 +113,8 @@ impl Findings {
     }
 }
 
-/// A pass that decides several rows at once (replay's comparison, diff's figures, rehash's
-/// artifact check): its name and the rows it may emit. Its rows hold [`Staged`] with its name.
+/// A comparison that decides several rows at once from both sides (replay's comparison, diff's
+/// figures, ab's paired rows): its name and the rows it may emit. Its rows hold [`Staged`] with its name.
 #[derive(Debug, Clone, Copy)]
 pub struct Stage {
     /// The stage's name, as its rows' [`Staged`] give it.

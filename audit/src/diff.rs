@@ -185,6 +185,11 @@ pub fn diff(
         s.comparisons().extend(rows);
     });
     found.incomplete = validity::nothing_comparable(&found.comparisons);
+    if found.comparisons.is_empty() && (a.card.is_none() || b.card.is_none()) {
+        // Nothing could be compared (no figure, no two cards): no check counts as run, so the
+        // report is incomplete.
+        found.ran.clear();
+    }
     Diffed { setup, found }
 }
 

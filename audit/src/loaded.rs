@@ -88,6 +88,26 @@ pub fn check(input: &Input) -> Findings {
     found
 }
 
+/// What `ranks` mapped judged against `card` (the card and its file's name, when there is one)
+/// by [`check`], with the inventory kept in the findings ([`Findings::loaded`]) for the report.
+pub fn judged(
+    card: Option<(&Card, &str)>,
+    ranks: Vec<LoadedRank>,
+    executable_trusted: bool,
+) -> Findings {
+    let mut found = match card {
+        Some((card, card_file)) => check(&Input {
+            card,
+            ranks: &ranks,
+            card_file,
+            executable_trusted,
+        }),
+        None => Findings::default(),
+    };
+    found.loaded = ranks;
+    found
+}
+
 /// `rank 0`, or `side A rank 0` in a comparison.
 fn who(r: &LoadedRank) -> String {
     match &r.side {

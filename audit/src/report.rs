@@ -140,6 +140,13 @@ impl Findings {
         }
     }
 
+    /// Sorts the ids of the checks that ran, each once (a command whose stages or tables each ran
+    /// some lists them all sorted).
+    pub fn sort_ran(&mut self) {
+        self.ran.sort();
+        self.ran.dedup();
+    }
+
     /// A collector that lists at most `cap.per_check` findings of one check.
     pub fn capped(cap: Cap) -> Self {
         Findings {
@@ -340,6 +347,28 @@ pub struct Artifact {
     pub path: String,
     /// Its sha256, hex.
     pub sha256: String,
+}
+
+/// What a verify found, before it is a report: the id of what was verified, the findings, and the
+/// files whose digests were verified (the subjects of an attestation). A command that adds
+/// stages to a verify (`audit`) merges their findings in and makes one report of it.
+#[derive(Debug, Clone, Default)]
+pub struct Verified {
+    /// The bundle's id, or the files' names.
+    pub id: String,
+    /// What the checks found.
+    pub found: Findings,
+    /// The files whose digest was verified.
+    pub artifacts: Vec<Artifact>,
+}
+
+impl Verified {
+    /// The report of `command` over what was verified.
+    pub fn report(self, command: &str, fail_on: Option<Severity>) -> Report {
+        let mut report = Report::new(command, &self.id, fail_on, self.found);
+        report.artifacts = self.artifacts;
+        report
+    }
 }
 
 /// The comparison rows of a replay counted by verdict, inconclusive ones also by reason, so a

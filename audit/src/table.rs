@@ -52,7 +52,7 @@ pub fn all() -> Vec<About> {
     }
     v.extend(about(rehash::CHECKS));
     v.extend(about(loaded::CHECKS));
-    v.extend(about(replay::CHECKS));
+    v.extend(replay::catalogue());
     v.extend(about(diff::CHECKS));
     v.extend(about(ab::CHECKS));
     v.extend(about(noise::CHECKS));
@@ -64,7 +64,6 @@ pub fn all() -> Vec<About> {
 /// Every stage that decides rows of the table (the rows hold its name as their `Staged`).
 pub const STAGES: &[&Stage] = &[
     &replay::COMPARISON,
-    &replay::COMMAND,
     &replay::FAILED_STEPS,
     &diff::DIFF,
     &ab::AB,
@@ -89,7 +88,7 @@ pub fn families() -> Vec<(&'static str, Vec<About>)> {
         ("claims", of(&[claims::CHECKS, claims::ACROSS_FILES])),
         ("rehash", about(rehash::CHECKS).collect()),
         ("loaded", about(loaded::CHECKS).collect()),
-        ("replay", about(replay::CHECKS).collect()),
+        ("replay", replay::catalogue().collect()),
         ("diff", about(diff::CHECKS).collect()),
         ("ab", about(ab::CHECKS).collect()),
         ("noise", about(noise::CHECKS).collect()),
@@ -236,9 +235,10 @@ mod tests {
         reached.extend(BUNDLE.iter().flat_map(|t| t.iter().map(|c| c.id)));
         // `loaded::check` runs every row of its table.
         reached.extend(loaded::CHECKS.iter().map(|c| c.id));
-        // `rehash::check` and `noise::noise` run every row of their tables.
+        // `rehash::check`, `noise::noise` and `replay::command` run every row of their tables.
         reached.extend(rehash::CHECKS.iter().map(|c| c.id));
         reached.extend(noise::CHECKS.iter().map(|c| c.id));
+        reached.extend(replay::COMMAND_CHECKS.iter().map(|c| c.id));
         for s in STAGES {
             reached.extend(s.rows.iter().map(|r| r.id));
         }
@@ -247,8 +247,9 @@ mod tests {
                 assert!(reached.contains(r.id), "{} is reached by nothing", r.id);
             }
         }
-        let staged = replay::CHECKS
+        let staged = replay::COMPARED
             .iter()
+            .chain(replay::FAILED)
             .map(|c| (c.id, c.run))
             .chain(diff::CHECKS.iter().map(|c| (c.id, c.run)))
             .chain(ab::CHECKS.iter().map(|c| (c.id, c.run)))

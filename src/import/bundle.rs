@@ -132,8 +132,7 @@ pub fn verify_bundle(
     opened: &crate::bundle::Opened,
     format: Format,
     files: &[PathBuf],
-    fail_on: Option<Severity>,
-) -> Result<Report, Fatal> {
+) -> Result<Verified, Fatal> {
     let read = crate::bundle::load(opened);
     let mut sources = read_sources(files)?;
     let imp = import_read(format, &mut sources)?;
@@ -141,9 +140,10 @@ pub fn verify_bundle(
     let mut all = Findings::default();
     rigaudit_audit::schema::run(&read, &mut all);
     all.merge(found(&imp));
-    all.ran.sort();
-    all.ran.dedup();
-    let mut r = Report::new("verify", &opened.manifest.id, fail_on, all);
-    r.artifacts = rigaudit_audit::schema::verified(&read);
-    Ok(r)
+    all.sort_ran();
+    Ok(Verified {
+        id: opened.manifest.id.clone(),
+        found: all,
+        artifacts: rigaudit_audit::schema::verified(&read),
+    })
 }

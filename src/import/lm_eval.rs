@@ -13,7 +13,7 @@
 use super::{Imported, Source};
 use crate::fatal::{Fatal, Unreadable};
 use rigaudit_audit::imported::compare::{Sample as Drawn, Series};
-use rigaudit_audit::imported::lm_eval::{Metric, Printed, Results, Sample, Task, CHECKS};
+use rigaudit_audit::imported::lm_eval::{Metric, Printed, Results, Sample, Task};
 use serde_json::Value;
 
 /// Whether a source is an lm-eval file (by content): a results file, or a samples file of
@@ -99,8 +99,7 @@ pub fn import(sources: &mut [Source], unread: &[Unreadable]) -> Result<Imported,
         }
     }
     not_taken(sources, &mut imp);
-    imp.found = rigaudit_audit::imported::run(CHECKS, &out);
-    imp.found.incomplete = no_task(&out);
+    imp.found = rigaudit_audit::imported::lm_eval::check(&out);
     settings(&v, &src.name, &mut imp);
     imp.series = series(&out.tasks);
     Ok(imp)
@@ -224,16 +223,6 @@ fn old_samples_task<'t>(file: &str, tasks: &'t [String]) -> Option<&'t str> {
         })
         .max_by_key(|t| t.len())
         .map(String::as_str)
-}
-
-/// Why results that list no task are incomplete (nothing was scored or checked), and what to give.
-fn no_task(results: &Results) -> Option<String> {
-    results.printed.is_empty().then(|| {
-        format!(
-            "{}: its results list no task, so nothing was scored or checked: give the results file of a run that evaluated tasks (lm_eval --tasks NAME --output_path DIR --log_samples)",
-            results.file
-        )
-    })
 }
 
 /// What the import leaves out: what lm-eval does not record, and the files it does not read.

@@ -63,8 +63,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     imp.found
         .merge(rigaudit_audit::imported::run(vllm::CHECKS, &run.requests));
     imp.found.merge(rigaudit_audit::imported::run(CHECKS, &run));
-    imp.found.ran.sort();
-    imp.found.ran.dedup();
+    imp.found.sort_ran();
     let setup: Map<String, Value> = obj
         .iter()
         .filter(|(k, _)| SETUP.contains(&k.as_str()))

@@ -40,6 +40,7 @@ use crate::fatal::{fatal, Fatal, Unreadable};
 use crate::input;
 use rigaudit_audit::diff::Subject;
 use rigaudit_audit::imported::compare::{Series, Setting};
+use rigaudit_audit::report::Verified;
 use rigaudit_audit::{Findings, Report, Severity};
 use serde_json::{json, Value};
 use sha2::Digest as _;
@@ -205,35 +206,34 @@ pub fn import_read(format: Format, read: &mut Read) -> Result<Imported, Fatal> {
 /// checked, and the report is incomplete, naming the files that could not be read and why.
 fn cannot_check(e: &Fatal, read: &Read) -> Imported {
     let names: Vec<&str> = read.unread.iter().map(|u| u.file.as_str()).collect();
-    let mut imp = Imported::default();
-    imp.found.incomplete = Some(format!(
-        "the run cannot be checked: {} could not be read (import.unreadable), and without it: {}",
-        names.join(", "),
-        e.0.trim_start_matches(": ")
-    ));
-    imp
+    let why = e.0.trim_start_matches(": ");
+    Imported {
+        found: rigaudit_audit::imported::read::cannot_check(&names, why),
+        ..Imported::default()
+    }
 }
 
 /// One `import.unreadable` error for each file that could not be read whole, naming it, the
 /// place and why; and a note of it among what was not taken.
 fn said_unread(unread: &[Unreadable], imp: &mut Imported) {
-    use rigaudit_audit::imported::UNREADABLE;
+    use rigaudit_audit::imported::read::{FilesRead, UnreadFile};
+    let read = FilesRead {
+        unreadable: unread
+            .iter()
+            .map(|u| UnreadFile {
+                file: u.file.clone(),
+                place: u.place.clone(),
+                why: u.why.clone(),
+            })
+            .collect(),
+        ..FilesRead::default()
+    };
+    rigaudit_audit::imported::read::said(&read, &mut imp.found);
     for u in unread {
-        // The place is the finding's pointer, shown beside the file.
-        let msg = format!(
-            "{}; the file is not read, so nothing in it is checked (the run's other files are)",
-            u.why
-        );
         let at = u
             .place
             .as_deref()
             .map_or(String::new(), |p| format!("{p}: "));
-        let f = rigaudit_audit::Finding::new(UNREADABLE.id, UNREADABLE.severity, msg).file(&u.file);
-        imp.found.ran(UNREADABLE.id);
-        imp.found.push(match &u.place {
-            Some(p) => f.pointer(p),
-            None => f,
-        });
         imp.not_taken.push(format!(
             "{}: could not be read whole: {at}{}",
             u.file, u.why
@@ -274,6 +274,11 @@ pub fn load(
 /// it; any other (AIPerf's CSV beside its JSON, a README) is a note that names it as not read.
 /// None is dropped in silence.
 fn refuse_unread(format: Format, sources: &[Source], found: &mut Findings) -> Result<(), Fatal> {
+    use rigaudit_audit::imported::read::FilesRead;
+    let mut read = FilesRead {
+        format: format.name().to_string(),
+        ..FilesRead::default()
+    };
     for s in sources.iter().filter(|s| s.role.is_empty()) {
         if let Some(other) = detect(std::slice::from_ref(s)).filter(|g| *g != format) {
             return Err(fatal(format!(
@@ -283,19 +288,9 @@ fn refuse_unread(format: Format, sources: &[Source], found: &mut Findings) -> Re
                 format.name()
             )));
         }
-        let note = format!(
-            "not read: no {} check reads this file, so nothing in it was checked",
-            format.name()
-        );
-        found.push(
-            rigaudit_audit::Finding::new(
-                rigaudit_audit::imported::NOT_RECOMPUTABLE.id,
-                Severity::Info,
-                note,
-            )
-            .file(&s.name),
-        );
+        read.not_read.push(s.name.clone());
     }
+    rigaudit_audit::imported::read::said(&read, found);
     Ok(())
 }
 
@@ -310,14 +305,10 @@ fn found(imp: &Imported) -> Findings {
 }
 
 /// `verify --from FORMAT FILE...` (or files whose format is detected).
-pub fn verify_files(
-    format: Option<Format>,
-    files: &[PathBuf],
-    fail_on: Option<Severity>,
-) -> Result<Report, Fatal> {
+pub fn verify_files(format: Option<Format>, files: &[PathBuf]) -> Result<Verified, Fatal> {
     let (_, sources, imp) = load(format, files)?;
     let shown: Vec<String> = files.iter().map(|f| input::shown_path(f)).collect();
-    Ok(verified(&shown.join(" "), &sources, &imp, fail_on))
+    Ok(verified(&shown.join(" "), &sources, &imp))
 }
 
 /// `verify` of one run's sources, already read, as `format`; the report's id is `id`.
@@ -343,19 +334,21 @@ pub fn verify_read_with(
     let mut imp = import_read(format, &mut read)?;
     common_settings(&mut imp, format);
     imp.found.merge(extra);
-    Ok(verified(id, &read.sources, &imp, fail_on))
+    Ok(verified(id, &read.sources, &imp).report("verify", fail_on))
 }
 
 /// The report of a verify of sources: the checks' findings, and the files read with their
 /// digests (the subjects of an attestation).
-fn verified(id: &str, sources: &[Source], imp: &Imported, fail_on: Option<Severity>) -> Report {
-    let mut r = report("verify", id, imp, fail_on);
-    r.artifacts = sources
-        .iter()
-        .map(|s| rigaudit_audit::report::Artifact {
-            path: s.name.clone(),
-            sha256: s.sha256.clone(),
-        })
-        .collect();
-    r
+fn verified(id: &str, sources: &[Source], imp: &Imported) -> Verified {
+    Verified {
+        id: id.to_string(),
+        found: found(imp),
+        artifacts: sources
+            .iter()
+            .map(|s| rigaudit_audit::report::Artifact {
+                path: s.name.clone(),
+                sha256: s.sha256.clone(),
+            })
+            .collect(),
+    }
 }

@@ -109,8 +109,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     for r in &runs {
         imp.found.merge(rigaudit_audit::imported::run(CHECKS, r));
     }
-    imp.found.ran.sort();
-    imp.found.ran.dedup();
+    imp.found.sort_ran();
     let setup: Map<String, Value> = first
         .iter()
         .filter(|(k, _)| SETUP.contains(&k.as_str()))

@@ -410,14 +410,7 @@ pub fn running(
     let mut inventory = Inventory::new(targets);
     inventory.read("now");
     let ranks = inventory.finish();
-    let mut found = rigaudit_audit::loaded::check(&rigaudit_audit::loaded::Input {
-        card,
-        ranks: &ranks,
-        card_file,
-        executable_trusted: false,
-    });
-    found.loaded = ranks;
-    found
+    rigaudit_audit::loaded::judged(Some((card, card_file)), ranks, false)
 }
 
 /// What one pinned file is: digest, size, ELF facts, NCCL version.

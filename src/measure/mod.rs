@@ -259,6 +259,11 @@ fn checked<T: serde::de::DeserializeOwned>(
 /// Reads and schema-checks a speed contract; returns it with its text.
 pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal> {
     let text = crate::input::read_text(path, crate::input::CONTRACT_MAX, "speed contract")?;
+    speed_contract_of(path, text)
+}
+
+/// A speed contract's text (read from `path`, which names it in messages), schema-checked.
+pub fn speed_contract_of(path: &Path, text: String) -> Result<(SpeedContract, String), Fatal> {
     let c = checked(
         path,
         rigaudit_audit::records::FileKind::SpeedContract,
@@ -270,6 +275,16 @@ pub fn read_speed_contract(path: &Path) -> Result<(SpeedContract, String), Fatal
 /// Reads a quality contract and its questions.
 pub fn read_quality(contract: &Path, questions: &Path) -> Result<quality::QualityPlan, Fatal> {
     let text = crate::input::read_text(contract, crate::input::CONTRACT_MAX, "quality contract")?;
+    let asked = crate::input::read_text(questions, crate::input::QUESTIONS_MAX, "questions file")?;
+    quality_of((contract, text), (questions, &asked))
+}
+
+/// A quality contract's text and its questions' (each with the path that names it in messages),
+/// checked and parsed.
+pub fn quality_of(
+    (contract, text): (&Path, String),
+    (questions, asked): (&Path, &str),
+) -> Result<quality::QualityPlan, Fatal> {
     let c: rigaudit_audit::records::QualityContract = checked(
         contract,
         rigaudit_audit::records::FileKind::QualityContract,
@@ -280,7 +295,7 @@ pub fn read_quality(contract: &Path, questions: &Path) -> Result<quality::Qualit
     Ok(quality::QualityPlan {
         contract: c,
         contract_text: text,
-        questions: quality::read_questions(questions)?,
+        questions: quality::questions_of(questions, asked)?,
     })
 }
 

@@ -34,10 +34,10 @@ pub struct QualityPlan {
     pub questions: Vec<Question>,
 }
 
-/// Reads a questions file: JSON Lines whose records carry at least `id`, `prompt` and `gold` (an
-/// answers file of a bundle qualifies). Errors name the file and the line.
-pub fn read_questions(path: &Path) -> Result<Vec<Question>, Fatal> {
-    let text = crate::input::read_text(path, crate::input::QUESTIONS_MAX, "questions file")?;
+/// The questions of a questions file's `text` (read from `path`, which names it in messages):
+/// JSON Lines whose records carry at least `id`, `prompt` and `gold` (an answers file of a bundle
+/// qualifies). Errors name the file and the line.
+pub fn questions_of(path: &Path, text: &str) -> Result<Vec<Question>, Fatal> {
     let mut out = Vec::new();
     let lines = text.lines().enumerate();
     for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {

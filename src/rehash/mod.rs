@@ -2,7 +2,7 @@
 //! package, the binary inside it, the NCCL library of every box, checkpoint folders, the bundle's
 //! own raw files), asks each NCCL library for its version, and compares everything with the card.
 //!
-//! This module does the I/O, as a pipeline of named stages ([`stage`]): plan jobs -> hash ->
+//! This module does the I/O, as a pipeline of named stages ([`stage_with_card`]): plan jobs -> hash ->
 //! collate -> ask NCCL -> write manifest -> check; the rules live in [`rigaudit_audit::rehash`].
 
 pub mod archive;
@@ -363,14 +363,8 @@ fn revision_file(card: &Card, dir: &Path) -> Option<RevisionFileSeen> {
     )
 }
 
-/// The rehash stage, a pipeline: plan jobs -> hash -> collate -> ask NCCL -> write manifest ->
-/// check. Returns the bundle's id and what comparing the card's digests with the files found gave.
-pub fn stage(args: &Args) -> Result<(String, Findings), Fatal> {
-    stage_with_card(args).map(|(id, found, _)| (id, found))
-}
-
 /// The bundle's id and its card (the card's file in the bundle and its records), read and
-/// checked against its schema as [`stage`] reads it, with nothing searched or hashed: what
+/// checked against its schema as [`stage_with_card`] reads it, with nothing searched or hashed: what
 /// `rehash --running` judges a running server against when no artifact is named.
 pub fn bundle_card(path: &Path) -> Result<(String, (String, Card)), Fatal> {
     let opened = bundle::open(path)?;
@@ -378,25 +372,56 @@ pub fn bundle_card(path: &Path) -> Result<(String, (String, Card)), Fatal> {
     Ok((opened.manifest.id.clone(), (card_file, card)))
 }
 
-/// [`stage`], with the card it read (its file in the bundle and its records) for the stages that
-/// judge against it after (`rehash --running`).
+/// The rehash stage, a pipeline: plan jobs -> hash -> collate -> ask NCCL -> write manifest ->
+/// check. Returns the bundle's id, what comparing the card's digests with the files found gave,
+/// and the card it read (its file in the bundle and its records) for the stages that judge
+/// against it after (`rehash --running`).
 pub fn stage_with_card(args: &Args) -> Result<(String, Findings, (String, Card)), Fatal> {
     let opened = bundle::open(&args.bundle)?;
     let (card_file, card, start_nccl) = read_card(&opened)?;
     let card_of = (card_file.clone(), card.clone());
+    let found = rehash_opened(args, &opened, (card_file, &card, start_nccl))?;
+    Ok((opened.manifest.id.clone(), found, card_of))
+}
+
+/// [`stage_with_card`] of a bundle already opened and read (`read`, its records: the audit's), its card and
+/// start line taken from them, so no file of it is read again; a bundle whose card could not be
+/// read is read the rehash's way, which names why.
+pub fn stage_read(
+    args: &Args,
+    opened: &bundle::Opened,
+    read: &rigaudit_audit::Bundle,
+) -> Result<Findings, Fatal> {
+    let Some(card) = &read.card else {
+        let (card_file, card, start_nccl) = read_card(opened)?;
+        return rehash_opened(args, opened, (card_file, &card, start_nccl));
+    };
+    let start_nccl = read
+        .speed_result
+        .as_ref()
+        .and_then(|s| rigaudit_audit::startline::parse(&s.value.server.start_lines).nccl);
+    rehash_opened(args, opened, (card.path.clone(), &card.value, start_nccl))
+}
+
+/// Stages 1 to 4 over an opened bundle and its card (its file in the bundle, its records, the NCCL
+/// version its start line reports): plan, hash, collate, ask NCCL, judge.
+fn rehash_opened(
+    args: &Args,
+    opened: &bundle::Opened,
+    (card_file, card, start_nccl): (String, &Card, Option<String>),
+) -> Result<Findings, Fatal> {
     let m = Measured {
         card_file,
         start_line_nccl: start_nccl,
         ..Default::default()
     };
-    let mut plan = plan_jobs(args, &opened, &card, m)?;
+    let mut plan = plan_jobs(args, opened, card, m)?;
     let done = hash_jobs(&plan.jobs, args);
     let nccl_files = collate(&mut plan, done, opened.manifest.files.len())?;
     ask_nccl(&mut plan.m, nccl_files, args, &plan.named_nccl);
-    plan.m.bundle_files = bundle_files_seen(&opened, std::mem::take(&mut plan.bundle_digests));
+    plan.m.bundle_files = bundle_files_seen(opened, std::mem::take(&mut plan.bundle_digests));
     write_manifest(args, &plan.m)?;
-    let found = rigaudit_audit::rehash::findings(&card, &plan.m);
-    Ok((opened.manifest.id.clone(), found, card_of))
+    Ok(rigaudit_audit::rehash::findings(card, &plan.m))
 }
 
 /// Stage 2: hashes every job on `--jobs` threads (default: one per core), with a progress bar.

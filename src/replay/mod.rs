@@ -30,7 +30,7 @@ use command::{EngineChoice, ResolveOpts};
 use rigaudit_audit::decide::DecisionRule;
 use rigaudit_audit::records::{FileKind, LoadedRank};
 use rigaudit_audit::replay::{self, Tolerance};
-use rigaudit_audit::{Findings, Severity};
+use rigaudit_audit::Findings;
 use session::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -119,19 +119,11 @@ pub struct Args {
 /// incomplete; with each note it made before it stopped (the recorded variables it refused, the
 /// placeholders it filled), a `replay.note`.
 pub fn not_run_noted(e: &Fatal, notes: &[String]) -> Findings {
-    let mut found = Findings {
-        incomplete: Some(format!("the replay could not run: {e}")),
-        ..Findings::default()
-    };
-    found.stage(&replay::COMMAND, |s| {
-        s.decided(&replay::NOT_RUN);
-        s.row(&replay::NOT_RUN)
-            .finding(format!("the replay could not run: {e}"));
-        for n in notes {
-            s.row(&replay::NOTE).finding(n.clone());
-        }
-    });
-    found
+    let why = e.to_string();
+    replay::command(&replay::Done {
+        not_run: Some(&why),
+        notes,
+    })
 }
 
 /// The outcome of a replay: what it found and where the new bundle is.
@@ -144,55 +136,84 @@ pub struct Replayed {
     pub bundle: PathBuf,
 }
 
+/// The recorded bundle a replay measures again, opened and read once: the path it was given as,
+/// the opened bundle, its records, and the bytes of the files the replay copies or asks again
+/// (the card, the contracts, the answers), kept from that one read.
+pub struct Recorded {
+    /// The bundle as the user named it.
+    pub path: PathBuf,
+    /// The opened bundle.
+    pub opened: bundle::Opened,
+    /// Its records.
+    pub bundle: rigaudit_audit::Bundle,
+    /// The bytes kept of the files the replay copies or asks again.
+    pub kept: bundle::Kept,
+}
+
+impl Recorded {
+    /// Opens and reads the bundle at `path`, keeping what a replay needs of it.
+    pub fn open(path: &Path) -> Result<Recorded, Fatal> {
+        let opened = bundle::open(path)?;
+        let (bundle, kept) = bundle::load_keeping(&opened);
+        Ok(Recorded {
+            path: path.to_path_buf(),
+            opened,
+            bundle,
+            kept,
+        })
+    }
+
+    /// The text kept of the file of `kind` (of quality test `test`) the manifest lists, when it
+    /// was kept and is UTF-8.
+    fn kept_text(&self, kind: FileKind, test: Option<&str>) -> Option<&str> {
+        let entry = self
+            .opened
+            .manifest
+            .files
+            .iter()
+            .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))?;
+        std::str::from_utf8(self.kept.get(&entry.path)?).ok()
+    }
+}
+
 /// Replays a bundle, as a pipeline: fill placeholders -> plan -> session -> confirm -> report.
 /// `Err` when it could not be replayed at all (exit 2): unreadable bundle, no card or contract, an
 /// executable refused, an engine that does not come up.
 pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
-    run_noted(path, a, &mut Vec::new())
+    boxes_first(a)?;
+    run_noted(&Recorded::open(path)?, a, &mut Vec::new())
 }
 
-/// [`run`], its notes kept in `notes` as they are made: when it cannot run to the end, what it
-/// did before (the recorded variables it refused, the placeholders it filled) is still there for
-/// the report ([`not_run_noted`]).
-pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Replayed, Fatal> {
-    let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
-    // The user's box and ssh flags are checked before the page is read, so a bad one is named
-    // first, whatever the bundle holds.
+/// The user's box and ssh flags, checked before the page is read, so a bad one is named first,
+/// whatever the bundle holds.
+fn boxes_first(a: &Args) -> Result<(), Fatal> {
     a.boxes.ssh.targets()?;
     crate::ssh::client::Ssh::new(&a.boxes.ssh)?;
-    let opened = bundle::open(path)?;
-    let recorded = bundle::load(&opened);
+    Ok(())
+}
+
+/// [`run`] of a bundle already read, its notes kept in `notes` as they are made: when it cannot
+/// run to the end, what it did before (the recorded variables it refused, the placeholders it
+/// filled) is still there for the report ([`not_run_noted`]).
+pub fn run_noted(rec: &Recorded, a: &Args, notes: &mut Vec<String>) -> Result<Replayed, Fatal> {
+    let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
+    boxes_first(a)?;
+    let (path, opened, recorded) = (rec.path.as_path(), &rec.opened, &rec.bundle);
     let card = recorded.card.as_ref().ok_or_else(|| {
         fatal(format!(
             "{}: the bundle has no readable card, so there is no recorded command to replay",
             path.display()
         ))
     })?;
-    let filled = fill_placeholders(&card.value, a, notes, &mut say)?;
-    let port = filled.port.clone();
-    let (resolved, planned) = launches(&card.value, a, filled.sets, notes)?;
-    let rank0 = resolved
-        .launches
-        .first()
-        .ok_or_else(|| fatal("the card records no command"))?;
-    let box_host = planned
-        .rank0_host
-        .clone()
-        .or_else(|| remote::rank0_host(&card.value, &a.boxes, rank0.rank));
-    let base_url = base_url(a, rank0, port, box_host)?;
-    let out = out_dir(a, &opened)?;
-    let inputs = plan(
-        path,
-        &opened,
-        &recorded,
-        filled.model_file.as_deref(),
-        notes,
-    )?;
+    let ready = ready(&card.value, a, notes, &mut say)?;
+    let inputs = plan(rec, ready.model_file.as_deref(), notes)?;
+    // Written to only once the bundle's command and contracts were read and checked.
+    let out = out_dir(a, opened)?;
     let session = Session {
-        launches: &planned.launches,
-        launchers: &planned.launchers,
-        rank0: rank0.rank,
-        base_url: &base_url,
+        launches: &ready.planned.launches,
+        launchers: &ready.planned.launchers,
+        rank0: ready.rank0,
+        base_url: &ready.base_url,
         a,
         contract: &inputs.contract,
         contract_text: &inputs.contract_text,
@@ -203,11 +224,11 @@ pub fn run_noted(path: &Path, a: &Args, notes: &mut Vec<String>) -> Result<Repla
         id: format!("{}-replay", opened.manifest.id),
         title: format!("Replay of {}", opened.manifest.title),
     };
-    for l in &resolved.launches {
+    for l in &ready.resolved.launches {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));
     }
     let id = opened.manifest.id.clone();
-    measure_and_judge(&session, (id, &recorded), &out, notes)
+    measure_and_judge(&session, (id, recorded), &out, notes)
 }
 
 /// Stage 3: the first session measured (with what its servers mapped), more runs with `--runs
@@ -287,6 +308,46 @@ fn launches(
     };
     notes.extend(planned.notes.iter().cloned());
     Ok((resolved, planned))
+}
+
+/// A card's commands made ready to launch: each rank resolved and placed, rank 0 and the URL of
+/// its server, and the model file a placeholder named.
+struct Ready {
+    resolved: command::Resolved,
+    planned: remote::Planned,
+    rank0: u32,
+    base_url: String,
+    model_file: Option<PathBuf>,
+}
+
+/// Stage 1 of every replay (and of each side of `ab`): fills the placeholders of `card`'s commands,
+/// resolves and places its ranks, and finds rank 0's server.
+fn ready(
+    card: &rigaudit_audit::records::Card,
+    a: &Args,
+    notes: &mut Vec<String>,
+    say: &mut dyn FnMut(String),
+) -> Result<Ready, Fatal> {
+    let filled = fill_placeholders(card, a, notes, say)?;
+    let port = filled.port.clone();
+    let (resolved, planned) = launches(card, a, filled.sets, notes)?;
+    let rank0 = resolved
+        .launches
+        .first()
+        .ok_or_else(|| fatal("the card records no command"))?;
+    let box_host = planned
+        .rank0_host
+        .clone()
+        .or_else(|| remote::rank0_host(card, &a.boxes, rank0.rank));
+    let base_url = base_url(a, rank0, port, box_host)?;
+    let rank0 = rank0.rank;
+    Ok(Ready {
+        resolved,
+        planned,
+        rank0,
+        base_url,
+        model_file: filled.model_file,
+    })
 }
 
 /// The placeholders filled: the values to put in, the port and the model file when known.
@@ -429,22 +490,24 @@ struct Inputs {
 
 /// Stage 2, the plan: the recorded contracts, the recorded questions, the model's tokenizer.
 fn plan(
-    path: &Path,
-    opened: &bundle::Opened,
-    recorded: &rigaudit_audit::Bundle,
+    rec: &Recorded,
     model_file: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Result<Inputs, Fatal> {
+    let opened = &rec.opened;
     let card_path = raw_file(opened, FileKind::Card, None)?.ok_or_else(|| fatal("no card file"))?;
     let contract_path = raw_file(opened, FileKind::SpeedContract, None)?.ok_or_else(|| {
         fatal(format!(
             "{}: the bundle has no speed contract to measure with",
-            path.display()
+            rec.path.display()
         ))
     })?;
-    let (contract, contract_text) = measure::read_speed_contract(&contract_path)?;
+    let (contract, contract_text) = match rec.kept_text(FileKind::SpeedContract, None) {
+        Some(text) => measure::speed_contract_of(&contract_path, text.to_string())?,
+        None => measure::read_speed_contract(&contract_path)?,
+    };
     let mut quality = Vec::new();
-    for t in &recorded.quality {
+    for t in &rec.bundle.quality {
         let (Some(c), Some(q)) = (
             raw_file(opened, FileKind::QualityContract, Some(&t.test))?,
             raw_file(opened, FileKind::QualityAnswers, Some(&t.test))?,
@@ -455,7 +518,15 @@ fn plan(
             ));
             continue;
         };
-        match measure::read_quality(&c, &q) {
+        let kept = (
+            rec.kept_text(FileKind::QualityContract, Some(&t.test)),
+            rec.kept_text(FileKind::QualityAnswers, Some(&t.test)),
+        );
+        let read = match kept {
+            (Some(ct), Some(qt)) => measure::quality_of((&c, ct.to_string()), (&q, qt)),
+            _ => measure::read_quality(&c, &q),
+        };
+        match read {
             Ok(p) => quality.push(p),
             Err(e) => notes.push(format!("quality {}: not replayed: {e}", t.test)),
         }
@@ -466,8 +537,13 @@ fn plan(
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let text = crate::input::read_text(&card_path, crate::input::CARD_MAX, "card")?;
-    let card = serde_json::from_str(&text).at(card_path.display())?;
+    let card = match rec.kept_text(FileKind::Card, None) {
+        Some(text) => serde_json::from_str(text).at(card_path.display())?,
+        None => {
+            let text = crate::input::read_text(&card_path, crate::input::CARD_MAX, "card")?;
+            serde_json::from_str(&text).at(card_path.display())?
+        }
+    };
     Ok(Inputs {
         contract,
         contract_text,
@@ -611,43 +687,15 @@ fn report(
     notes: &[String],
     (loaded, executable_trusted): (Vec<LoadedRank>, bool),
 ) -> Findings {
-    let mut found = Findings::default();
-    found.stage(&replay::COMMAND, |s| {
-        for n in notes {
-            s.row(&replay::NOTE).finding(n.clone());
-        }
-    });
-    let stopped = measured.stopped.as_deref();
-    replay::failed_steps(sides.recorded, sides.replayed, stopped, &mut found);
-    found.findings.extend(compared.findings);
-    for mut f in rigaudit_audit::verify(sides.replayed).findings {
-        // Foreign load during the replay is the comparison's to judge (its rows say
-        // "inconclusive: foreign load"); it is not a fault of the page.
-        if f.check == rigaudit_audit::speed::LOAD_GUARD.id {
-            f.severity = Severity::Info;
-        }
-        f.file = Some(format!(
-            "{}/{}",
-            measured.dir.display(),
-            f.file.unwrap_or_default()
-        ));
-        f.message = format!("replay: {}", f.message);
-        found.findings.push(f);
-    }
-    found.comparisons = compared.comparisons;
-    for id in &compared.ran {
-        found.ran(id);
-    }
-    if let Some(card) = &sides.recorded.card {
-        found.merge(rigaudit_audit::loaded::check(
-            &rigaudit_audit::loaded::Input {
-                card: &card.value,
-                ranks: &loaded,
-                card_file: &card.path,
-                executable_trusted,
-            },
-        ));
-    }
-    found.loaded = loaded;
-    found
+    let dir = measured.dir.display().to_string();
+    let outcome = replay::Outcome {
+        recorded: sides.recorded,
+        replayed: sides.replayed,
+        dir: &dir,
+        stopped: measured.stopped.as_deref(),
+        notes,
+        ranks: loaded,
+        executable_trusted,
+    };
+    replay::report(outcome, compared, rigaudit_audit::verify(sides.replayed))
 }

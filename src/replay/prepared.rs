@@ -33,8 +33,8 @@ pub(crate) fn prepare(
     let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
     a.boxes.ssh.targets()?;
     crate::ssh::client::Ssh::new(&a.boxes.ssh)?;
-    let opened = bundle::open(path)?;
-    let recorded = bundle::load(&opened);
+    let rec = super::Recorded::open(path)?;
+    let (opened, recorded) = (&rec.opened, &rec.bundle);
     let mut card = recorded
         .card
         .as_ref()
@@ -47,37 +47,25 @@ pub(crate) fn prepare(
         .value
         .clone();
     edit(&mut card);
-    let filled = fill_placeholders(&card, a, notes, &mut say)?;
-    let port = filled.port.clone();
-    let (resolved, planned) = launches(&card, a, filled.sets, notes)?;
-    let rank0 = resolved
-        .launches
-        .first()
-        .ok_or_else(|| fatal("the card records no command"))?;
-    let box_host = planned
-        .rank0_host
-        .clone()
-        .or_else(|| remote::rank0_host(&card, &a.boxes, rank0.rank));
-    let base_url = base_url(a, rank0, port, box_host)?;
-    let mut inputs = plan(
-        path,
-        &opened,
-        &recorded,
-        filled.model_file.as_deref(),
-        notes,
-    )?;
+    let ready = ready(&card, a, notes, &mut say)?;
+    let mut inputs = plan(&rec, ready.model_file.as_deref(), notes)?;
     // The blocks' cards record the commands as edited.
     if let Ok(commands) = serde_json::to_value(&card.commands) {
         inputs.card["commands"] = commands;
     }
     Ok(Prepared {
         id: opened.manifest.id.clone(),
-        shown: resolved.launches.iter().map(|l| l.shown.clone()).collect(),
+        shown: ready
+            .resolved
+            .launches
+            .iter()
+            .map(|l| l.shown.clone())
+            .collect(),
         title: opened.manifest.title.clone(),
-        rank0: rank0.rank,
-        launches: planned.launches,
-        launchers: planned.launchers,
-        base_url,
+        rank0: ready.rank0,
+        launches: ready.planned.launches,
+        launchers: ready.planned.launchers,
+        base_url: ready.base_url,
         a: a.clone(),
         inputs,
     })

@@ -95,9 +95,19 @@ fn a_flag_that_is_not_a_flag_and_a_missing_bundle_are_refused_by_name() {
     let flags = fake_engine_flags();
     let mut args = vec!["ab", bundle.to_str().unwrap(), missing.to_str().unwrap()];
     args.extend(flags.iter().map(String::as_str));
-    let run = rigaudit(&args);
+    // Run where its default output folder (`ab-<bundle>` in the current folder) would go.
+    let here = tmp.path().join("here");
+    std::fs::create_dir(&here).unwrap();
+    let run = common::Run::of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_rigaudit"))
+            .args(&args)
+            .current_dir(&here),
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("no-such-bundle"), "{}", run.stderr);
+    // Refused before anything was written: no output folder left behind.
+    let left: Vec<_> = std::fs::read_dir(&here).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// The tests whose verdicts need the machine to themselves: `scripts/test.sh` runs every

@@ -983,27 +983,35 @@ fn read_more_than_once(args: &[&str]) -> (usize, Vec<String>) {
 }
 
 /// A file is read once a run, whichever stages need it: verify of a bundle and of another tool's
-/// files, rehash (which hashes the card it parsed without reading it again), the audit's verify
-/// and rehash, and diff of two bundles each read once.
+/// files, rehash (which hashes the card it parsed without reading it again), the audit's verify,
+/// rehash and replay (which take the bundle the audit read: its card, contracts and answers; the
+/// replay here stops after its plan, its engine given no time to come up), and diff of two
+/// bundles each read once.
 #[test]
 fn every_input_file_is_read_once_a_run() {
     let run = root().join("fixtures/runs/smollm2-cpu");
     let page = fixture("tensorfold-127-stock-2x");
     let lm_eval = root().join("fixtures/imports/lm-eval");
+    let fixtures = root().join("fixtures");
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("audit");
+    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let (audit, rehashed, replayed) = (out("audit"), out("rehashed"), out("replayed"));
     let (run_s, page_s) = (run.to_str().unwrap(), page.to_str().unwrap());
-    let cases: [&[&str]; 5] = [
+    let cases: [&[&str]; 7] = [
         &["verify", run_s],
         &["verify", lm_eval.to_str().unwrap()],
         &["rehash", run_s],
+        &["audit", run_s, "--no-replay", "--out", &audit],
         &[
             "audit",
             run_s,
             "--no-replay",
+            "--root",
+            fixtures.to_str().unwrap(),
             "--out",
-            out.to_str().unwrap(),
+            &rehashed,
         ],
+        &["audit", run_s, "--ready-timeout", "0", "--out", &replayed],
         &["diff", run_s, page_s],
     ];
     for args in cases {

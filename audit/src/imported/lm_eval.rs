@@ -128,6 +128,19 @@ pub struct Printed {
     pub subtasks: Vec<String>,
 }
 
+/// Runs the table over `results`: results that list no task are incomplete (nothing was scored
+/// or checked), saying what to give.
+pub fn check(results: &Results) -> crate::report::Findings {
+    let mut found = super::run(CHECKS, results);
+    found.incomplete = results.printed.is_empty().then(|| {
+        format!(
+            "{}: its results list no task, so nothing was scored or checked: give the results file of a run that evaluated tasks (lm_eval --tasks NAME --output_path DIR --log_samples)",
+            results.file
+        )
+    });
+    found
+}
+
 /// One results file (and the samples given with it) as the checks read it.
 #[derive(Debug, Clone, Default)]
 pub struct Results {

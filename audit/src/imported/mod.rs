@@ -29,6 +29,7 @@ pub mod llama_server;
 pub mod lm_eval;
 pub mod loadgen;
 pub mod ml_energy;
+pub mod read;
 pub mod submission;
 pub mod vllm;
 

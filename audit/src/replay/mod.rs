@@ -73,6 +73,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::verdict::{Comparison, Inconclusive, ReplayVerdict};
 
+mod command;
 mod confirm;
 mod failed;
 mod judge;
@@ -81,6 +82,10 @@ mod quality;
 mod setup;
 mod speed;
 
+pub use command::{
+    catalogue, command, replayed_verified, report, Done, DoneRun, Outcome, COMMAND_CHECKS, NOTE,
+    NOT_RUN,
+};
 pub use confirm::{confirm, keys_to_confirm, pool, SessionSpread};
 pub use failed::failed_steps;
 pub use judge::apply as apply_judgement;
@@ -93,9 +98,6 @@ use speed::*;
 
 /// What the rows of the comparison hold: [`COMPARISON`] decides them.
 const BY_COMPARISON: Staged = Staged("replay.comparison");
-
-/// What the rows of the replay command hold: [`COMMAND`] decides them.
-const BY_COMMAND: Staged = Staged("replay.command");
 
 /// What `replay.step-failed` holds: [`FAILED_STEPS`] decides it.
 const BY_FAILED_STEPS: Staged = Staged("replay.failed-steps");
@@ -148,22 +150,6 @@ pub const MACHINE_SPEED: Check<Staged> = Check {
     run: BY_COMPARISON,
 };
 
-/// `replay.not-run`.
-pub const NOT_RUN: Check<Staged> = Check {
-    id: "replay.not-run",
-    severity: Severity::Error,
-    doc: "The replay could not run: the recorded command, its executable or the engine failed before anything was measured.",
-    run: BY_COMMAND,
-};
-
-/// `replay.note`.
-pub const NOTE: Check<Staged> = Check {
-    id: "replay.note",
-    severity: Severity::Info,
-    doc: "What the replay did: placeholders it filled, how the executable's digest compared, how the engine stopped.",
-    run: BY_COMMAND,
-};
-
 /// `replay.step-failed`.
 pub const STEP_FAILED: Check<Staged> = Check {
     id: "replay.step-failed",
@@ -186,30 +172,24 @@ pub const COMPARISON: Stage = Stage {
     ],
 };
 
-/// The `replay` command itself: what it did, whether it could run (the CLI reports them).
-pub const COMMAND: Stage = Stage {
-    name: BY_COMMAND.0,
-    rows: &[NOT_RUN.about(), NOTE.about()],
-};
-
 /// [`failed_steps`]: the steps the replayed run failed.
 pub const FAILED_STEPS: Stage = Stage {
     name: BY_FAILED_STEPS.0,
     rows: &[STEP_FAILED.about()],
 };
 
-/// `replay.*` checks.
-pub const CHECKS: &[Check<Staged>] = &[
+/// The rows [`COMPARISON`] decides.
+pub const COMPARED: &[Check<Staged>] = &[
     DRIFTED,
     INCONCLUSIVE,
     NOT_COMPARABLE,
     HARDWARE_DIFFERS,
     SETUP_DIFFERS,
     MACHINE_SPEED,
-    NOT_RUN,
-    NOTE,
-    STEP_FAILED,
 ];
+
+/// The row [`FAILED_STEPS`] decides.
+pub const FAILED: &[Check<Staged>] = &[STEP_FAILED];
 
 /// How [`compare`] decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
