@@ -25,6 +25,7 @@ pub mod slurm_step;
 
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
+use crate::input::{CARD_MAX, CONTRACT_MAX, QUESTIONS_MAX};
 use crate::measure;
 use command::{EngineChoice, ResolveOpts};
 use rigaudit_audit::decide::DecisionRule;
@@ -163,16 +164,22 @@ impl Recorded {
         })
     }
 
-    /// The text kept of the file of `kind` (of quality test `test`) the manifest lists, when it
-    /// was kept and is UTF-8.
-    fn kept_text(&self, kind: FileKind, test: Option<&str>) -> Option<&str> {
-        let entry = self
-            .opened
-            .manifest
-            .files
-            .iter()
-            .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))?;
-        std::str::from_utf8(self.kept.get(&entry.path)?).ok()
+    /// The text of the bundle's file of `kind` (of quality test `test`) at `path`: the bytes kept
+    /// from the bundle's one read when they were kept and are UTF-8, else read now, bounded by
+    /// `limit` (`what` names it in an error).
+    fn text_of(
+        &self,
+        (kind, test): (FileKind, Option<&str>),
+        path: &Path,
+        (limit, what): (u64, &str),
+    ) -> Result<std::borrow::Cow<'_, str>, Fatal> {
+        let kept = listed(&self.opened, kind, test)
+            .and_then(|entry| self.kept.get(&entry.path))
+            .and_then(|bytes| std::str::from_utf8(bytes).ok());
+        match kept {
+            Some(text) => Ok(text.into()),
+            None => crate::input::read_text(path, limit, what).map(Into::into),
+        }
     }
 }
 
@@ -181,7 +188,7 @@ impl Recorded {
 /// executable refused, an engine that does not come up.
 pub fn run(path: &Path, a: &Args) -> Result<Replayed, Fatal> {
     boxes_first(a)?;
-    run_noted(&Recorded::open(path)?, a, &mut Vec::new())
+    replay_recorded(&Recorded::open(path)?, a, &mut Vec::new())
 }
 
 /// The user's box and ssh flags, checked before the page is read, so a bad one is named first,
@@ -196,8 +203,13 @@ fn boxes_first(a: &Args) -> Result<(), Fatal> {
 /// run to the end, what it did before (the recorded variables it refused, the placeholders it
 /// filled) is still there for the report ([`not_run_noted`]).
 pub fn run_noted(rec: &Recorded, a: &Args, notes: &mut Vec<String>) -> Result<Replayed, Fatal> {
-    let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
     boxes_first(a)?;
+    replay_recorded(rec, a, notes)
+}
+
+/// The pipeline of [`run`] over a bundle read, its box and ssh flags already checked.
+fn replay_recorded(rec: &Recorded, a: &Args, notes: &mut Vec<String>) -> Result<Replayed, Fatal> {
+    let mut say = |s: String| crate::progress::say(format_args!("rigaudit: {s}"));
     let (path, opened, recorded) = (rec.path.as_path(), &rec.opened, &rec.bundle);
     let card = recorded.card.as_ref().ok_or_else(|| {
         fatal(format!(
@@ -502,10 +514,9 @@ fn plan(
             rec.path.display()
         ))
     })?;
-    let (contract, contract_text) = match rec.kept_text(FileKind::SpeedContract, None) {
-        Some(text) => measure::speed_contract_of(&contract_path, text.to_string())?,
-        None => measure::read_speed_contract(&contract_path)?,
-    };
+    let speed = (FileKind::SpeedContract, None);
+    let text = rec.text_of(speed, &contract_path, (CONTRACT_MAX, "speed contract"))?;
+    let (contract, contract_text) = measure::speed_contract_of(&contract_path, text.into_owned())?;
     let mut quality = Vec::new();
     for t in &rec.bundle.quality {
         let (Some(c), Some(q)) = (
@@ -518,14 +529,18 @@ fn plan(
             ));
             continue;
         };
-        let kept = (
-            rec.kept_text(FileKind::QualityContract, Some(&t.test)),
-            rec.kept_text(FileKind::QualityAnswers, Some(&t.test)),
-        );
-        let read = match kept {
-            (Some(ct), Some(qt)) => measure::quality_of((&c, ct.to_string()), (&q, qt)),
-            _ => measure::read_quality(&c, &q),
-        };
+        let test = Some(t.test.as_str());
+        let read = rec
+            .text_of(
+                (FileKind::QualityContract, test),
+                &c,
+                (CONTRACT_MAX, "quality contract"),
+            )
+            .and_then(|contract| {
+                let asked = (QUESTIONS_MAX, "questions file");
+                let questions = rec.text_of((FileKind::QualityAnswers, test), &q, asked)?;
+                measure::quality_of((&c, contract.into_owned()), (&q, &questions))
+            });
         match read {
             Ok(p) => quality.push(p),
             Err(e) => notes.push(format!("quality {}: not replayed: {e}", t.test)),
@@ -537,13 +552,8 @@ fn plan(
             "no tokenizer from the checkpoint: prompt sizes probed with the server's usage".into(),
         );
     }
-    let card = match rec.kept_text(FileKind::Card, None) {
-        Some(text) => serde_json::from_str(text).at(card_path.display())?,
-        None => {
-            let text = crate::input::read_text(&card_path, crate::input::CARD_MAX, "card")?;
-            serde_json::from_str(&text).at(card_path.display())?
-        }
-    };
+    let text = rec.text_of((FileKind::Card, None), &card_path, (CARD_MAX, "card"))?;
+    let card = serde_json::from_str(&text).at(card_path.display())?;
     Ok(Inputs {
         contract,
         contract_text,

@@ -236,6 +236,18 @@ pub(super) fn flag_value(argv: &[String], flag: &str) -> Option<String> {
     rigaudit_audit::setup::flag(argv, &[flag]).map(String::from)
 }
 
+/// The manifest's entry of the bundle's raw file of a kind (and test), when it lists one.
+pub(super) fn listed<'a>(
+    o: &'a bundle::Opened,
+    kind: FileKind,
+    test: Option<&str>,
+) -> Option<&'a rigaudit_audit::records::FileEntry> {
+    o.manifest
+        .files
+        .iter()
+        .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
+}
+
 /// The path of the bundle's raw file of a kind (and test): `Ok(None)` when the manifest lists
 /// none, `Err` naming the file when the path it lists is refused (absolute, or leaving the bundle).
 pub(super) fn raw_file(
@@ -243,12 +255,7 @@ pub(super) fn raw_file(
     kind: FileKind,
     test: Option<&str>,
 ) -> Result<Option<PathBuf>, Fatal> {
-    let Some(f) = o
-        .manifest
-        .files
-        .iter()
-        .find(|f| f.kind == kind && test.is_none_or(|t| f.test.as_deref() == Some(t)))
-    else {
+    let Some(f) = listed(o, kind, test) else {
         return Ok(None);
     };
     crate::input::inside(&o.root, &f.path)
