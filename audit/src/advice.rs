@@ -545,6 +545,11 @@ pub const ALL: &[Advice] = &[
         "effective_qsl_rng_seed 1 in the detail log; passes: the v4.1 seeds 3066443479025735752, 10688027786191513374, 14962580496156340209",
     ),
     a(
+        "import.submission-settings",
+        "run the performance run with the round's mlperf.conf settings: at least 10 minutes, the benchmark's performance sample count and, Offline, its samples per query",
+        "effective_min_duration_ms 60000 in the detail log; passes: 600000",
+    ),
+    a(
         "import.submission-folder",
         "clean the submitter's folder before publishing: no empty folder, dotfile, name with a space, __pycache__, file over 50 MB or broken link",
         "compliance/SYS/llama2-70b-99.9/Server/ is left empty; passes: the folder holds its TEST06, or is removed with its result",

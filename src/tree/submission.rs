@@ -247,6 +247,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
         .find(|p| p.is_file())
         .unwrap_or_else(|| measurements_dir.join(format!("{}.json", r.system)))
     };
+    let (seeds, settings) = detail_settings(&dir.join("performance/run_1/mlperf_log_detail.txt"));
     let mut out = Result {
         dir: relative(&tree.root, &dir),
         division,
@@ -268,7 +269,8 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
                 .join("systems")
                 .join(format!("{}.json", r.system)),
         ),
-        seeds: seeds(&dir.join("performance/run_1/mlperf_log_detail.txt")),
+        seeds,
+        settings,
         submitter_problems: r.submitter_problems.clone(),
         endpoints: false,
         endpoint_seeds: None,
@@ -308,26 +310,44 @@ fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
         .collect()
 }
 
-/// The three `effective_*_rng_seed` values of a detail log, when it gives all three.
-fn seeds(detail: &Path) -> Option<[u64; 3]> {
-    let bytes = input::read_bounded(detail, input::RECORD_MAX, "detail log").ok()?;
-    let keys = [
-        "\"key\": \"effective_qsl_rng_seed\"",
-        "\"key\": \"effective_sample_index_rng_seed\"",
-        "\"key\": \"effective_schedule_rng_seed\"",
-    ];
-    let mut out = [None; 3];
-    for (i, key) in keys.iter().enumerate() {
-        // The entry's line, found by its key (a detail log has hundreds of entries).
-        let at = memchr::memmem::find(&bytes, key.as_bytes())?;
-        let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |p| p + 1);
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |p| at + p);
-        let line = std::str::from_utf8(&bytes[start..end]).ok()?;
-        let json = line.strip_prefix(":::MLLOG ")?;
-        let v: serde_json::Value = serde_json::from_str(json).ok()?;
-        out[i] = v.get("value").and_then(serde_json::Value::as_u64);
-    }
-    Some([out[0]?, out[1]?, out[2]?])
+/// What the rules read of a performance run's detail log, read once: its three
+/// `effective_*_rng_seed` values (when it gives all three) and its settings (row A9).
+fn detail_settings(detail: &Path) -> (Option<[u64; 3]>, rules::Settings) {
+    let Ok(bytes) = input::read_bounded(detail, input::RECORD_MAX, "detail log") else {
+        return (None, rules::Settings::default());
+    };
+    let value = |key: &str| entry_value(&bytes, key);
+    let number = |key: &str| value(key).and_then(|v| v.as_u64());
+    let seeds = [
+        "effective_qsl_rng_seed",
+        "effective_sample_index_rng_seed",
+        "effective_schedule_rng_seed",
+    ]
+    .map(number);
+    let settings = rules::Settings {
+        scenario: value("effective_scenario").and_then(|v| v.as_str().map(String::from)),
+        performance_sample_count: number("effective_performance_sample_count"),
+        samples_per_query: number("effective_samples_per_query"),
+        min_duration_ms: number("effective_min_duration_ms"),
+        token_latencies: value("requested_use_token_latencies").and_then(|v| v.as_bool()),
+    };
+    let seeds = match seeds {
+        [Some(a), Some(b), Some(c)] => Some([a, b, c]),
+        _ => None,
+    };
+    (seeds, settings)
+}
+
+/// The value of a detail log's first entry of `key` (a detail log has hundreds of entries: the
+/// entry's line is found by its key, then parsed alone).
+fn entry_value(bytes: &[u8], key: &str) -> Option<serde_json::Value> {
+    let needle = format!("\"key\": \"{key}\"");
+    let at = memchr::memmem::find(bytes, needle.as_bytes())?;
+    let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |p| p + 1);
+    let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |p| at + p);
+    let line = std::str::from_utf8(&bytes[start..end]).ok()?;
+    let mut v: serde_json::Value = serde_json::from_str(line.strip_prefix(":::MLLOG ")?).ok()?;
+    Some(v.get_mut("value")?.take())
 }
 
 /// What the submission checker refuses anywhere in a submitter's folder (row A8), in its order:

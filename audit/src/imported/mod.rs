@@ -293,6 +293,7 @@ pub const CHECKS: &[About] = &[
     submission::SYSTEM,
     submission::MEASUREMENTS,
     submission::SEEDS,
+    submission::SETTINGS,
     submission::FOLDER,
 ];
 

@@ -59,6 +59,51 @@ pub const SEEDS: About = About {
     doc: "An MLPerf result's performance run used random seeds (effective_qsl_rng_seed, effective_sample_index_rng_seed, effective_schedule_rng_seed) that are not the official ones of any round: the submission checker gives the result none. A match names the round the run was configured for (a note).",
 };
 
+/// `import.submission-settings`.
+pub const SETTINGS: About = About {
+    id: "import.submission-settings",
+    severity: Severity::Error,
+    doc: "An MLPerf result's performance run was configured below what the submission checker requires of every round: a minimum duration under 600,000 ms (10 minutes), a performance sample count under its benchmark's, an Offline run's samples per query under its benchmark's minimum, or an LLM's run without its token latencies (use_token_latencies). LoadGen itself can call such a run VALID; the checker gives it no result.",
+};
+
+/// The least performance sample count and Offline samples per query of each LLM benchmark, the
+/// same in every round that names it (`performance-sample-count` and `OFFLINE_MIN_SPQ_SINCE_V4`:
+/// v4.0 at `e39003a9`, v4.1 at `379ee534`, v5.0 at `7bf59976`, v5.1 at `47b91b97`, v6.0 in the
+/// package's `constants.py` at `6d0cf9dc`). The checker raises "model not known" for any other.
+pub const LLM_SAMPLE_MINIMUMS: &[(&str, u64)] = &[
+    ("gptj-99", 13368),
+    ("gptj-99.9", 13368),
+    ("llama2-70b-99", 24576),
+    ("llama2-70b-99.9", 24576),
+    ("llama2-70b-interactive-99", 24576),
+    ("llama2-70b-interactive-99.9", 24576),
+    ("mixtral-8x7b", 15000),
+    ("llama3.1-405b", 8313),
+    ("llama3.1-8b", 13368),
+    ("llama3.1-8b-edge", 5000),
+    ("deepseek-r1", 4388),
+    ("gpt-oss-120b", 6396),
+];
+
+/// The LLM benchmarks whose runs must log token latencies (`requested_use_token_latencies`: the
+/// models `extra_check_llm` is applied to, C41 l. 1043-1057 and 1111-1112, C51 l. 1581-1586, P60
+/// `Config.get_llm_models`; gptj and gpt-oss-120b are not among them).
+pub const TOKEN_LATENCY_BENCHMARKS: &[&str] = &[
+    "llama2-70b-99",
+    "llama2-70b-99.9",
+    "llama2-70b-interactive-99",
+    "llama2-70b-interactive-99.9",
+    "mixtral-8x7b",
+    "llama3.1-405b",
+    "llama3.1-8b",
+    "llama3.1-8b-edge",
+    "deepseek-r1",
+];
+
+/// The least `effective_min_duration_ms` of a performance run (`TEST_DURATION_MS`, every round
+/// from v1.0).
+pub const MIN_DURATION_MS: u64 = 600_000;
+
 /// The official seeds of each round (qsl, sample index, schedule), as the submission checkers
 /// hold them (`MODEL_CONFIG[round]["seeds"]`: v0.5-v4.0 at `e39003a9`, v4.1 at `379ee534`, v5.0 and
 /// v5.1 at `47b91b97`, v6.0 and v6.1 in the package at `b66003e1`).
@@ -267,6 +312,21 @@ pub struct Compliance {
 /// A described JSON file: its path as shown and its object (`None`: not JSON or not an object).
 pub type Described = (String, Option<Map<String, Value>>);
 
+/// A performance run's settings, as its detail log states them (each `None` when it does not).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `effective_scenario`.
+    pub scenario: Option<String>,
+    /// `effective_performance_sample_count`.
+    pub performance_sample_count: Option<u64>,
+    /// `effective_samples_per_query`.
+    pub samples_per_query: Option<u64>,
+    /// `effective_min_duration_ms`.
+    pub min_duration_ms: Option<u64>,
+    /// `requested_use_token_latencies`.
+    pub token_latencies: Option<bool>,
+}
+
 /// One result, as the tree found it.
 #[derive(Debug, Clone, Default)]
 pub struct Result {
@@ -294,6 +354,8 @@ pub struct Result {
     /// The performance run's `effective_qsl_rng_seed`, `effective_sample_index_rng_seed` and
     /// `effective_schedule_rng_seed`, when its detail log gives all three.
     pub seeds: Option<[u64; 3]>,
+    /// The performance run's settings the checker holds to the rules (row A9), from its detail log.
+    pub settings: Settings,
     /// What the checker refuses anywhere in the submitter's folder (row A8), each with its path.
     pub submitter_problems: Vec<String>,
     /// An MLPerf Endpoints result (from v6.1: `performance/result_summary.json`, no LoadGen logs;
@@ -310,6 +372,7 @@ pub const CHECKS: &[Row<Result>] = &[
     row(SYSTEM, system),
     row(MEASUREMENTS, measurements),
     row(SEEDS, seeds),
+    row(SETTINGS, settings),
     row(FOLDER, folder),
 ];
 
@@ -573,6 +636,83 @@ fn seeds(r: &Result, emit: &mut Emit) -> Ran {
         }
     }
     Some(())
+}
+
+/// `import.submission-settings` (row A9, D6): the run's minimum duration, performance sample
+/// count, Offline samples per query and, for the LLMs that need them, token latencies against the
+/// rules (`check_performance_dir`, C41 l. 1134-1141, 1240-1258; P60 `performance_check.py` l.
+/// 166-187, 292-347, 395-425). From v6.0 the samples per query
+/// bind the closed division only; before, every division.
+fn settings(r: &Result, emit: &mut Emit) -> Ran {
+    if r.endpoints {
+        return None;
+    }
+    let s = &r.settings;
+    let at = format!("{}/performance/run_1/mlperf_log_detail.txt", r.dir);
+    let benchmark = r.benchmark.to_ascii_lowercase();
+    if TOKEN_LATENCY_BENCHMARKS.contains(&benchmark.as_str()) && s.token_latencies == Some(false) {
+        emit.finding(format!("the performance run did not log token latencies (requested_use_token_latencies false); the submission checker requires them of {}: it gives the result none", r.benchmark))
+            .at(at.as_str(), "")
+            .data(json!({"key": "requested_use_token_latencies", "found": false}));
+    }
+    let mut said = |key: &str, found: u64, least: u64, what: &str| {
+        emit.finding(format!("the performance run's {key} is {found}; the submission checker requires at least {least} ({what}): it gives the result none"))
+            .at(at.as_str(), "")
+            .data(json!({"key": key, "found": found, "least": least}));
+    };
+    let mut ran = s.token_latencies.map(drop);
+    if let Some(ms) = s.min_duration_ms {
+        ran = Some(());
+        if ms < MIN_DURATION_MS {
+            said(
+                "effective_min_duration_ms",
+                ms,
+                MIN_DURATION_MS,
+                "a run of 10 minutes",
+            );
+        }
+    }
+    let least = LLM_SAMPLE_MINIMUMS
+        .iter()
+        .find(|(b, _)| *b == benchmark)
+        .map(|(_, n)| *n);
+    let Some(least) = least else { return ran };
+    if let Some(n) = s.performance_sample_count {
+        ran = Some(());
+        if n < least {
+            said(
+                "effective_performance_sample_count",
+                n,
+                least,
+                &format!("{} samples", r.benchmark),
+            );
+        }
+    }
+    let offline = s.scenario.as_deref().unwrap_or(&r.scenario) == "Offline";
+    if let (true, Some(n), true) = (offline, s.samples_per_query, spq_binds(r)) {
+        ran = Some(());
+        if n < least {
+            said(
+                "effective_samples_per_query",
+                n,
+                least,
+                &format!("an Offline query of {} samples", r.benchmark),
+            );
+        }
+    }
+    ran
+}
+
+/// Whether the Offline samples per query bind the result's division: always before v6.0, the
+/// closed division only from it (by the round its seeds name; a run of no round's seeds is held to
+/// it).
+fn spq_binds(r: &Result) -> bool {
+    let round = r
+        .seeds
+        .and_then(|got| ROUND_SEEDS.iter().find(|(_, s)| *s == got))
+        .map(|(round, _)| *round);
+    let package = matches!(round, Some("v6.0" | "v6.1"));
+    !package || r.division.eq_ignore_ascii_case("closed")
 }
 
 /// `import.submission-folder` (row A8).

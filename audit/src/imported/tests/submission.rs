@@ -4,8 +4,8 @@
 
 use super::{case, Case};
 use crate::imported::submission::{
-    Compliance, Result, COMPLIANCE, FILES, FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SYSTEM,
-    SYSTEM_FIELDS,
+    Compliance, Result, Settings, COMPLIANCE, FILES, FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS,
+    SETTINGS, SYSTEM, SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
 
@@ -49,6 +49,13 @@ pub(super) fn clean() -> Result {
         system_desc: Some(("systems/SYS.json".into(), Some(system))),
         // A run without seeds in its log: the seeds row then does not run (its note is tested below).
         seeds: None,
+        settings: Settings {
+            scenario: Some("Server".into()),
+            performance_sample_count: Some(24576),
+            samples_per_query: Some(1),
+            min_duration_ms: Some(600_000),
+            token_latencies: Some(true),
+        },
         submitter_problems: Vec::new(),
         endpoints: false,
         endpoint_seeds: None,
@@ -111,7 +118,47 @@ pub(super) const CASES: &[Case<Result>] = &[
     })
     .saying("every result of the submitter"),
     case(SEEDS.id, clean, |x| x.seeds = Some([1, 2, 3])).saying("no round's official ones"),
+    case(SETTINGS.id, clean, |x| {
+        x.settings.min_duration_ms = Some(60_000)
+    })
+    .saying("effective_min_duration_ms is 60000"),
+    case(SETTINGS.id, clean, |x| {
+        x.settings.performance_sample_count = Some(1024)
+    })
+    .saying("at least 24576"),
+    case(SETTINGS.id, clean, offline_of_one_sample_a_query).saying("an Offline query"),
+    case(SETTINGS.id, clean, |x| {
+        x.settings.token_latencies = Some(false)
+    })
+    .saying("did not log token latencies"),
 ];
+
+/// The clean result made an Offline run whose queries hold one sample each.
+fn offline_of_one_sample_a_query(x: &mut Result) {
+    x.scenario = "Offline".into();
+    x.settings.scenario = Some("Offline".into());
+    x.settings.samples_per_query = Some(1);
+}
+
+#[test]
+fn offline_samples_per_query_bind_every_division_before_v6_and_only_closed_from_it() {
+    let rounds = crate::imported::submission::ROUND_SEEDS;
+    let seeds_of = |name: &str| rounds.iter().find(|(r, _)| *r == name).unwrap().1;
+    let spq_found = |division: &str, round: &str| {
+        let mut r = clean();
+        offline_of_one_sample_a_query(&mut r);
+        r.division = division.into();
+        r.seeds = Some(seeds_of(round));
+        crate::imported::run(crate::imported::submission::CHECKS, &r)
+            .findings
+            .iter()
+            .any(|f| f.check == SETTINGS.id)
+    };
+    assert!(spq_found("closed", "v4.1"));
+    assert!(spq_found("open", "v4.1"));
+    assert!(spq_found("closed", "v6.0"));
+    assert!(!spq_found("open", "v6.0"));
+}
 
 #[test]
 fn every_row_raises_its_planted_problem_and_nothing_on_the_clean_result() {
