@@ -520,6 +520,11 @@ pub const ALL: &[Advice] = &[
         "LoadGen's summary says 'Result is : INVALID'; passes: a run of the required duration whose summary says VALID",
     ),
     a(
+        "import.accuracy-unscored",
+        "publish the accuracy file the scorer wrote whole, with its numeric score; rerun a partial scoring (complete false) once every subset can be scored",
+        "accuracy_scores[0].score null; passes: score 81.43 (deepseek-r1, complete true)",
+    ),
+    a(
         "import.submission-files",
         "publish each result with the files the submission checker reads: performance/run_1's summary and detail logs, and accuracy/ with accuracy.txt (its hash= line) and mlperf_log_accuracy.json",
         "accuracy/ holds the logs but no accuracy.txt; passes: accuracy.txt from the benchmark's accuracy script, with the hash of the accuracy log",

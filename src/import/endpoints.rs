@@ -9,7 +9,9 @@
 use super::{Imported, Source};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample as CompareSample, Series as CompareSeries};
+use rigaudit_audit::imported::endpoints::accuracy::{Accuracy, Entry};
 use rigaudit_audit::imported::endpoints::{Events, Run, Sample, Series, Summary, CHECKS};
+use rigaudit_audit::imported::Spread;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -26,15 +28,24 @@ pub fn looks_like(s: &Source) -> bool {
 }
 
 /// Whether a file of this name, of no tool by its content, goes with an Endpoints summary of its
-/// folder (a tree's grouping): the run's `config.yaml` and `events.jsonl`.
+/// folder (a tree's grouping): the run's `config.yaml`, `events.jsonl` and, when it sits beside
+/// them, `accuracy_results.json`.
 pub fn companion(name: &str) -> bool {
-    matches!(name, "config.yaml" | "config.yml" | "events.jsonl")
+    matches!(
+        name,
+        "config.yaml" | "config.yml" | "events.jsonl" | "accuracy_results.json"
+    )
 }
 
 /// Whether a source is the events log: its first line an event record of the writer.
 fn is_events(s: &Source) -> bool {
     let head = &s.bytes[..s.bytes.len().min(4096)];
     super::holds(head, "\"event_type\":\"") && super::holds(head, "\"timestamp_ns\":")
+}
+
+/// Whether a source is the run's accuracy file (`accuracy/accuracy_results.json`): its scores.
+fn is_accuracy(s: &Source) -> bool {
+    super::holds(&s.bytes, "\"accuracy_scores\"")
 }
 
 /// Whether a source is the run's `config.yaml`: the writer's settings.
@@ -55,6 +66,13 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
         sources[e].role = "events".into();
         run.events = Some(events(&sources[e])?);
     }
+    if let Some(a) = sources
+        .iter()
+        .position(|s| s.role.is_empty() && is_accuracy(s))
+    {
+        sources[a].role = "accuracy".into();
+        run.accuracy = Some(accuracy(&sources[a])?);
+    }
     if let Some(c) = sources
         .iter()
         .position(|s| s.role.is_empty() && is_config(s))
@@ -64,7 +82,7 @@ pub fn import(sources: &mut [Source]) -> Result<Imported, Fatal> {
     }
     let mut imp = Imported::default();
     notes(&run, &mut imp);
-    imp.note_unread(sources, "one Endpoints run (result_summary.json, events.jsonl, config.yaml) is read at a time; not read");
+    imp.note_unread(sources, "one Endpoints run (result_summary.json, events.jsonl, config.yaml, accuracy_results.json) is read at a time; not read");
     imp.found.merge(rigaudit_audit::imported::run(CHECKS, &run));
     imp.series = series(&run);
     Ok(imp)
@@ -168,6 +186,68 @@ fn series_of(name: &str, x: &Value) -> Series {
         std_dev: num("std_dev"),
         percentiles: list("percentiles").unwrap_or_default(),
         early_stopping: list("early_stopping_percentiles"),
+    }
+}
+
+/// The accuracy file, typed (row A).
+fn accuracy(src: &Source) -> Result<Accuracy, Fatal> {
+    let v = super::json_of_python(src)?;
+    let expected = || {
+        fatal(format!(
+            "{}: expected a JSON object with an accuracy_scores list (an Endpoints accuracy_results.json)",
+            src.shown
+        ))
+    };
+    let entries = v
+        .get("accuracy_scores")
+        .and_then(Value::as_array)
+        .ok_or_else(expected)?;
+    Ok(Accuracy {
+        file: src.name.clone(),
+        average: v.get("average_accuracy").and_then(Value::as_f64),
+        entries: entries.iter().map(accuracy_entry).collect(),
+    })
+}
+
+/// One `accuracy_scores` entry (row A1).
+fn accuracy_entry(e: &Value) -> Entry {
+    let num = |k: &str| e.get(k).and_then(Value::as_f64);
+    let counts = e.get("response_counts").and_then(|c| {
+        let n = |k: &str| c.get(k).and_then(Value::as_f64);
+        Some([n("issued")?, n("scored")?, n("empty")?, n("missing")?])
+    });
+    let osl = e.get("output_sequence_lengths").filter(|o| o.is_object());
+    Entry {
+        dataset_name: e
+            .get("dataset_name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        performance: e.get("dataset_type").and_then(Value::as_str) == Some("performance"),
+        // A number, never a bool: the writer's own test of a numeric score.
+        score: e
+            .get("score")
+            .filter(|s| s.is_number())
+            .and_then(Value::as_f64),
+        unit_samples: num("unit_samples"),
+        num_repeats: num("num_repeats"),
+        total_samples: num("total_samples"),
+        complete: e.get("complete").and_then(Value::as_bool),
+        counts,
+        osl_total: osl.and_then(|o| o.get("total")).and_then(Value::as_f64),
+        osl: osl.map(|o| {
+            let s = series_of("output_sequence_lengths", o);
+            Spread {
+                min: s.min,
+                mean: s.avg,
+                max: s.max,
+                percentiles: s
+                    .percentiles
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.parse::<f64>().ok()? / 100.0, k.clone(), (*v)?)))
+                    .collect(),
+            }
+        }),
     }
 }
 

@@ -158,6 +158,7 @@ fn verify_endpoints(
         "performance/result_summary.json",
         "config.yaml",
         "events.jsonl",
+        "accuracy/accuracy_results.json",
     ]
     .iter()
     .map(|f| dir.join(f))

@@ -2287,6 +2287,45 @@ fn mlperf_endpoints_is_detected_imported_and_an_edited_figure_caught() {
     );
 }
 
+/// NVIDIA's published v6.1 deepseek-r1 Server result with its accuracy file beside its summary:
+/// the file is read with the run (a folder of the three is one run) and raises nothing as
+/// published; an average that is not its scores' mean, and a file without a numeric score, are
+/// caught where they are.
+#[test]
+fn an_endpoints_accuracy_file_is_read_with_its_summary_and_held_to_its_writers_sums() {
+    let published =
+        root().join("fixtures/published/mlperf-endpoints/nvidia-v6.1-deepseek-r1-Server");
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["result_summary.json", "config.yaml"] {
+        std::fs::copy(published.join(name), tmp.path().join(name)).unwrap();
+    }
+    std::fs::copy(
+        root().join("fixtures/submissions/endpoints/accuracy_results.json"),
+        tmp.path().join("accuracy_results.json"),
+    )
+    .unwrap();
+    let run = Files { tmp };
+    let v = rigaudit_line("verify {} --format json", &[run.path().to_str().unwrap()]);
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    assert!(!v.has("import.accuracy-unscored"), "{}", v.stdout);
+    assert!(
+        !v.stdout.contains("not read"),
+        "the accuracy file is read with its run: {}",
+        v.stdout
+    );
+    run.set("accuracy_results.json", "/average_accuracy", json!(85.0));
+    let v = verify_from("mlperf-endpoints", run.path());
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    v.assert_finding_at("import.impossible-aggregate", "/average_accuracy");
+    run.set(
+        "accuracy_results.json",
+        "/accuracy_scores/0/score",
+        json!({"rouge1": 0.4}),
+    );
+    let v = verify_from("mlperf-endpoints", run.path());
+    v.assert_finding_at("import.accuracy-unscored", "/accuracy_scores");
+}
+
 #[test]
 fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
     let tmp = tempfile::tempdir().unwrap();

@@ -288,6 +288,7 @@ pub const CHECKS: &[About] = &[
     ACCURACY_MISSING,
     ml_energy::ENERGY_WINDOW,
     ml_energy::ENERGY_READINGS,
+    endpoints::accuracy::UNSCORED,
     submission::FILES,
     submission::COMPLIANCE,
     submission::SYSTEM,

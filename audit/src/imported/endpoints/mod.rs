@@ -20,6 +20,7 @@
 //! - `qps` = (completed - 1) / the legacy window for a Poisson load with LoadGen's metrics (the
 //!   default), else completed / duration; `tps` the output tokens over the same window (S12-S14).
 
+pub mod accuracy;
 pub mod early_stopping;
 
 use super::{compare, impossible, row, Row, Spread};
@@ -108,6 +109,8 @@ pub struct Run {
     pub config_given: bool,
     /// `settings.early_stopping.enabled` (`None`: not given, the writer's default is on).
     pub early_stopping_enabled: Option<bool>,
+    /// `accuracy/accuracy_results.json`, when given.
+    pub accuracy: Option<accuracy::Accuracy>,
 }
 
 /// The checks of an Endpoints run.
@@ -118,6 +121,7 @@ pub const CHECKS: &[Row<Run>] = &[
     row(FAILED_AS_ZERO, failures_completed),
     row(SETTINGS_BELOW_RULES, settings_below_rules),
     row(NOT_RECOMPUTABLE, not_recomputable),
+    row(accuracy::UNSCORED, accuracy::unscored),
 ];
 
 impl Events {
@@ -366,6 +370,7 @@ fn summary_relations(s: &Summary, emit: &mut Emit) -> bool {
 /// percentile, the finish reasons adding up to the completions; a negative TPOT named as the
 /// writer's stamping (a warning).
 fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
+    accuracy::impossible_aggregates(r, emit);
     let s = &r.summary;
     for x in &s.series {
         let spread = Spread {

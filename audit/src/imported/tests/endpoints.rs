@@ -4,6 +4,7 @@
 //! and one planted problem per row.
 
 use super::{case, lowered, Case};
+use crate::imported::endpoints::accuracy::{Accuracy, Entry, UNSCORED};
 use crate::imported::endpoints::{Events, Run, Sample, Series, Summary};
 use crate::imported::{
     FAILED_AS_ZERO, IMPOSSIBLE_AGGREGATE, NOT_RECOMPUTABLE, RUN_INCOMPLETE, SETTINGS_BELOW_RULES,
@@ -64,7 +65,50 @@ pub(super) fn clean() -> Run {
         min_duration_ms: Some(600_000.0),
         config_given: true,
         early_stopping_enabled: Some(true),
+        accuracy: Some(accuracy()),
     }
+}
+
+/// An accuracy file as the writer prints it: one accuracy dataset of 4 samples scored twice
+/// (8 issued: 6 scored, 1 empty, 1 missing), the 6 scored outputs 10, 20, 20, 30, 40, 60 tokens
+/// long, and the performance run's outputs scored beside it (left out of the average).
+fn accuracy() -> Accuracy {
+    let osl = crate::imported::Spread {
+        min: Some(10.0),
+        mean: Some(30.0),
+        max: Some(60.0),
+        percentiles: vec![(0.5, "50.0".into(), 20.0), (0.99, "99.0".into(), 40.0)],
+    };
+    Accuracy {
+        file: "accuracy_results.json".into(),
+        average: Some(75.0),
+        entries: vec![
+            Entry {
+                dataset_name: "math".into(),
+                performance: false,
+                score: Some(75.0),
+                unit_samples: Some(4.0),
+                num_repeats: Some(2.0),
+                total_samples: Some(8.0),
+                complete: Some(true),
+                counts: Some([8.0, 6.0, 1.0, 1.0]),
+                osl_total: Some(180.0),
+                osl: Some(osl),
+            },
+            Entry {
+                dataset_name: "performance".into(),
+                performance: true,
+                score: Some(12.0),
+                total_samples: Some(3.0),
+                complete: Some(true),
+                ..Entry::default()
+            },
+        ],
+    }
+}
+
+fn math(x: &mut Run) -> &mut Entry {
+    &mut x.accuracy.as_mut().unwrap().entries[0]
 }
 
 /// The planted problems, at least one per row of [`crate::imported::endpoints::CHECKS`].
@@ -115,6 +159,36 @@ pub(super) const CASES: &[Case<Run>] = &[
         x.events = None
     })
     .saying("events.jsonl was not given"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        x.accuracy.as_mut().unwrap().average = Some(43.5)
+    })
+    .saying("the mean of the 1 accuracy scores is 75"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        math(x).total_samples = Some(4.5)
+    })
+    .saying("unit_samples 4 x num_repeats 2 is 8"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        math(x).counts = Some([9.0, 6.0, 1.0, 1.0])
+    })
+    .saying("scored 6 + empty 1 + missing 1 is 8"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        math(x).osl_total = Some(240.0)
+    })
+    .saying("over the 6 scored responses is 40"),
+    case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
+        math(x).osl.as_mut().unwrap().mean = Some(70.0)
+    })
+    .saying("outside its min"),
+    case(UNSCORED.id, clean, |x| {
+        for e in &mut x.accuracy.as_mut().unwrap().entries {
+            e.score = None;
+        }
+    })
+    .saying("no accuracy_scores entry has a numeric score"),
+    lowered(UNSCORED.id, Severity::Warning, clean, |x| {
+        math(x).complete = Some(false)
+    })
+    .saying("a partial headline"),
 ];
 
 #[test]
