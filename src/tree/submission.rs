@@ -331,6 +331,7 @@ fn detail_settings(detail: &Path) -> (Option<[u64; 3]>, rules::Settings) {
         samples_per_query: number("effective_samples_per_query"),
         min_duration_ms: number("effective_min_duration_ms"),
         token_latencies: value("requested_use_token_latencies").and_then(|v| v.as_bool()),
+        equal_issue: value("effective_sample_concatenate_permutation").and_then(|v| v.as_bool()),
     };
     let seeds = match seeds {
         [Some(a), Some(b), Some(c)] => Some([a, b, c]),

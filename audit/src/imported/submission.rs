@@ -63,7 +63,7 @@ pub const SEEDS: About = About {
 pub const SETTINGS: About = About {
     id: "import.submission-settings",
     severity: Severity::Error,
-    doc: "An MLPerf result's performance run was configured below what the submission checker requires of every round: a minimum duration under 600,000 ms (10 minutes), a performance sample count under its benchmark's, an Offline run's samples per query under its benchmark's minimum, or an LLM's run without its token latencies (use_token_latencies). LoadGen itself can call such a run VALID; the checker gives it no result.",
+    doc: "An MLPerf result's performance run was configured below what the submission checker requires of every round: a minimum duration under 600,000 ms (10 minutes), a performance sample count under its benchmark's, an Offline run's samples per query under its benchmark's minimum, an LLM's run without its token latencies (use_token_latencies), or, in rounds v5.0 and v5.1, an LLM's run without equal issue (sample_concatenate_permutation). LoadGen itself can call such a run VALID; the checker gives it no result.",
 };
 
 /// The least performance sample count and Offline samples per query of each LLM benchmark, the
@@ -98,6 +98,44 @@ pub const TOKEN_LATENCY_BENCHMARKS: &[&str] = &[
     "llama3.1-8b",
     "llama3.1-8b-edge",
     "deepseek-r1",
+];
+
+/// The LLM benchmarks whose runs must use equal issue (`sample_concatenate_permutation`), by the
+/// round the run's seeds name, and whether the closed and network divisions alone: v5.0
+/// (`requires_equal_issue`, C50 l. 1003-1021, 1420-1429) and v5.1 (C51 l. 1159-1177, 1598-1607). v4.0
+/// and v4.1 accept a line of the measurements' `mlperf.conf` instead and, through two missing commas
+/// in v4.1's list, ask it of other benchmarks than they name; the v6.0 package asks it of no round it
+/// reads (D7): not held here.
+pub const EQUAL_ISSUE: &[(&str, bool, &[&str])] = &[
+    (
+        "v5.0",
+        true,
+        &[
+            "gptj-99",
+            "gptj-99.9",
+            "llama2-70b-99",
+            "llama2-70b-99.9",
+            "llama2-70b-interactive-99",
+            "llama2-70b-interactive-99.9",
+            "mixtral-8x7b",
+            "llama3.1-405b",
+        ],
+    ),
+    (
+        "v5.1",
+        false,
+        &[
+            "gptj-99",
+            "gptj-99.9",
+            "llama2-70b-99",
+            "llama2-70b-99.9",
+            "mixtral-8x7b",
+            "llama3.1-405b",
+            "llama3.1-8b",
+            "llama3.1-8b-edge",
+            "deepseek-r1",
+        ],
+    ),
 ];
 
 /// The least `effective_min_duration_ms` of a performance run (`TEST_DURATION_MS`, every round
@@ -325,6 +363,8 @@ pub struct Settings {
     pub min_duration_ms: Option<u64>,
     /// `requested_use_token_latencies`.
     pub token_latencies: Option<bool>,
+    /// `effective_sample_concatenate_permutation` (equal issue).
+    pub equal_issue: Option<bool>,
 }
 
 /// One result, as the tree found it.
@@ -650,6 +690,13 @@ fn settings(r: &Result, emit: &mut Emit) -> Ran {
     let s = &r.settings;
     let at = format!("{}/performance/run_1/mlperf_log_detail.txt", r.dir);
     let benchmark = r.benchmark.to_ascii_lowercase();
+    if s.equal_issue == Some(false) {
+        if let Some(round) = equal_issue_required(r, &benchmark) {
+            emit.finding(format!("the performance run did not use equal issue (sample_concatenate_permutation false); the {round} submission checker requires it of {}: it gives the result none", r.benchmark))
+                .at(at.as_str(), "")
+                .data(json!({"key": "effective_sample_concatenate_permutation", "found": false, "round": round}));
+        }
+    }
     if TOKEN_LATENCY_BENCHMARKS.contains(&benchmark.as_str()) && s.token_latencies == Some(false) {
         emit.finding(format!("the performance run did not log token latencies (requested_use_token_latencies false); the submission checker requires them of {}: it gives the result none", r.benchmark))
             .at(at.as_str(), "")
@@ -701,6 +748,21 @@ fn settings(r: &Result, emit: &mut Emit) -> Ran {
         }
     }
     ran
+}
+
+/// The round (named by the run's seeds) whose checker requires equal issue of this result
+/// ([`EQUAL_ISSUE`]), if one does.
+fn equal_issue_required(r: &Result, benchmark: &str) -> Option<&'static str> {
+    let round = r
+        .seeds
+        .and_then(|got| ROUND_SEEDS.iter().find(|(_, s)| *s == got))
+        .map(|(round, _)| *round)?;
+    let (name, closed_only, benchmarks) = EQUAL_ISSUE.iter().find(|(n, _, _)| *n == round)?;
+    let division_binds = !closed_only
+        || ["closed", "network"]
+            .iter()
+            .any(|d| r.division.eq_ignore_ascii_case(d));
+    (division_binds && benchmarks.contains(&benchmark)).then_some(*name)
 }
 
 /// Whether the Offline samples per query bind the result's division: always before v6.0, the

@@ -55,6 +55,7 @@ pub(super) fn clean() -> Result {
             samples_per_query: Some(1),
             min_duration_ms: Some(600_000),
             token_latencies: Some(true),
+            equal_issue: Some(true),
         },
         submitter_problems: Vec::new(),
         endpoints: false,
@@ -138,6 +139,30 @@ fn offline_of_one_sample_a_query(x: &mut Result) {
     x.scenario = "Offline".into();
     x.settings.scenario = Some("Offline".into());
     x.settings.samples_per_query = Some(1);
+}
+
+#[test]
+fn equal_issue_is_held_to_the_rounds_whose_checker_requires_it() {
+    let rounds = crate::imported::submission::ROUND_SEEDS;
+    let found = |round: &str, division: &str, benchmark: &str| {
+        let mut r = clean();
+        r.settings.equal_issue = Some(false);
+        r.division = division.into();
+        r.benchmark = benchmark.into();
+        r.seeds = Some(rounds.iter().find(|(n, _)| *n == round).unwrap().1);
+        crate::imported::run(crate::imported::submission::CHECKS, &r)
+            .findings
+            .iter()
+            .any(|f| f.check == SETTINGS.id && f.message.contains("equal issue"))
+    };
+    assert!(found("v5.1", "closed", "llama3.1-8b"));
+    assert!(found("v5.1", "open", "deepseek-r1"));
+    assert!(found("v5.0", "closed", "llama2-70b-99.9"));
+    assert!(!found("v5.0", "open", "llama2-70b-99.9"));
+    assert!(!found("v5.0", "closed", "llama3.1-8b"));
+    // v4.1 accepts an mlperf.conf line instead, v6.0 asks it of none: not held.
+    assert!(!found("v4.1", "closed", "llama2-70b-99.9"));
+    assert!(!found("v6.0", "closed", "llama2-70b-99.9"));
 }
 
 #[test]
