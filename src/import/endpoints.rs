@@ -11,7 +11,6 @@ use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::imported::compare::{Sample as CompareSample, Series as CompareSeries};
 use rigaudit_audit::imported::endpoints::accuracy::{Accuracy, Entry};
 use rigaudit_audit::imported::endpoints::{Events, Run, Sample, Series, Summary, CHECKS};
-use rigaudit_audit::imported::Spread;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -234,20 +233,7 @@ fn accuracy_entry(e: &Value) -> Entry {
         total_samples: num("total_samples"),
         complete: e.get("complete").and_then(Value::as_bool),
         counts,
-        osl_total: osl.and_then(|o| o.get("total")).and_then(Value::as_f64),
-        osl: osl.map(|o| {
-            let s = series_of("output_sequence_lengths", o);
-            Spread {
-                min: s.min,
-                mean: s.avg,
-                max: s.max,
-                percentiles: s
-                    .percentiles
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.parse::<f64>().ok()? / 100.0, k.clone(), (*v)?)))
-                    .collect(),
-            }
-        }),
+        osl: osl.map(|o| series_of("output_sequence_lengths", o)),
     }
 }
 

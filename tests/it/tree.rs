@@ -682,22 +682,25 @@ fn a_file_cited_by_many_runs_is_hashed_once_and_a_changed_one_again() {
 /// checker's cases were made: `expected.py`'s `_mllog_set`).
 fn set_entry(result: &Path, key: &str, value: &str) {
     let detail = result.join("performance/run_1/mlperf_log_detail.txt");
-    let text = std::fs::read_to_string(&detail).unwrap();
-    let needle = format!("\"key\": \"{key}\", \"value\": ");
-    let i = text.find(&needle).expect(key) + needle.len();
+    set_after(&detail, &format!("\"key\": \"{key}\", \"value\": "), value);
+}
+
+/// The value that follows the first `needle` in `file` (up to the next `,` or `}`) set to `value`.
+fn set_after(file: &Path, needle: &str, value: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let i = text.find(needle).expect(needle) + needle.len();
     let j = i + text[i..].find([',', '}']).unwrap();
-    std::fs::write(&detail, format!("{}{value}{}", &text[..i], &text[j..])).unwrap();
+    std::fs::write(file, format!("{}{value}{}", &text[..i], &text[j..])).unwrap();
 }
 
 /// The score `key` of `result`'s `accuracy.txt` (`{'rouge1': 44.4312, ...}`) set to `value`, as
 /// `run-checker.py` sets it.
 fn set_accuracy(result: &Path, key: &str, value: &str) {
-    let file = result.join("accuracy/accuracy.txt");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let needle = format!("'{key}': ");
-    let i = text.find(&needle).expect(key) + needle.len();
-    let j = i + text[i..].find([',', '}']).unwrap();
-    std::fs::write(&file, format!("{}{value}{}", &text[..i], &text[j..])).unwrap();
+    set_after(
+        &result.join("accuracy/accuracy.txt"),
+        &format!("'{key}': "),
+        value,
+    );
 }
 
 /// Where rigaudit's verdict departs from the v4.1 checker's on purpose, and why

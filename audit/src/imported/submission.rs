@@ -405,6 +405,17 @@ pub struct Result {
     pub endpoint_seeds: Option<[u64; 2]>,
 }
 
+impl Result {
+    /// The round whose official seeds the performance run used ([`ROUND_SEEDS`]), if any.
+    pub fn round(&self) -> Option<&'static str> {
+        let got = self.seeds?;
+        ROUND_SEEDS
+            .iter()
+            .find(|(_, s)| *s == got)
+            .map(|(round, _)| *round)
+    }
+}
+
 /// The checks of one result.
 pub const CHECKS: &[Row<Result>] = &[
     row(FILES, files),
@@ -663,8 +674,8 @@ fn seeds(r: &Result, emit: &mut Emit) -> Ran {
     }
     let got = r.seeds?;
     let at = format!("{}/performance/run_1/mlperf_log_detail.txt", r.dir);
-    match ROUND_SEEDS.iter().find(|(_, s)| *s == got) {
-        Some((round, _)) => {
+    match r.round() {
+        Some(round) => {
             emit.info(format!("the performance run's seeds are round {round}'s: the run was configured for that round"))
                 .at(at.as_str(), "")
                 .data(json!({"round": round}));
@@ -687,76 +698,67 @@ fn settings(r: &Result, emit: &mut Emit) -> Ran {
     if r.endpoints {
         return None;
     }
-    let s = &r.settings;
     let at = format!("{}/performance/run_1/mlperf_log_detail.txt", r.dir);
     let benchmark = r.benchmark.to_ascii_lowercase();
-    if s.equal_issue == Some(false) {
-        if let Some(round) = equal_issue_required(r, &benchmark) {
-            emit.finding(format!("the performance run did not use equal issue (sample_concatenate_permutation false); the {round} submission checker requires it of {}: it gives the result none", r.benchmark))
+    flags_off(r, &benchmark, &at, emit);
+    let limits = settings_limits(r, &benchmark);
+    for (key, found, least, what) in &limits {
+        if found < least {
+            emit.finding(format!("the performance run's {key} is {found}; the submission checker requires at least {least} ({what}): it gives the result none"))
                 .at(at.as_str(), "")
+                .data(json!({"key": key, "found": found, "least": least}));
+        }
+    }
+    (r.settings.token_latencies.is_some() || !limits.is_empty()).then_some(())
+}
+
+/// Equal issue and token latencies off where the result's checker requires them on.
+fn flags_off(r: &Result, benchmark: &str, at: &str, emit: &mut Emit) {
+    let s = &r.settings;
+    if s.equal_issue == Some(false) {
+        if let Some(round) = equal_issue_required(r, benchmark) {
+            emit.finding(format!("the performance run did not use equal issue (sample_concatenate_permutation false); the {round} submission checker requires it of {}: it gives the result none", r.benchmark))
+                .at(at, "")
                 .data(json!({"key": "effective_sample_concatenate_permutation", "found": false, "round": round}));
         }
     }
-    if TOKEN_LATENCY_BENCHMARKS.contains(&benchmark.as_str()) && s.token_latencies == Some(false) {
+    if TOKEN_LATENCY_BENCHMARKS.contains(&benchmark) && s.token_latencies == Some(false) {
         emit.finding(format!("the performance run did not log token latencies (requested_use_token_latencies false); the submission checker requires them of {}: it gives the result none", r.benchmark))
-            .at(at.as_str(), "")
+            .at(at, "")
             .data(json!({"key": "requested_use_token_latencies", "found": false}));
     }
-    let mut said = |key: &str, found: u64, least: u64, what: &str| {
-        emit.finding(format!("the performance run's {key} is {found}; the submission checker requires at least {least} ({what}): it gives the result none"))
-            .at(at.as_str(), "")
-            .data(json!({"key": key, "found": found, "least": least}));
-    };
-    let mut ran = s.token_latencies.map(drop);
+}
+
+/// The run's settings the rules bound from below that bind this result, as (key, found, least,
+/// what the least stands for): the minimum duration always, the sample counts for the LLMs whose
+/// minimums are known, the samples per query for an Offline run where they bind its division.
+fn settings_limits(r: &Result, benchmark: &str) -> Vec<(&'static str, u64, u64, String)> {
+    let s = &r.settings;
+    let mut out = Vec::new();
     if let Some(ms) = s.min_duration_ms {
-        ran = Some(());
-        if ms < MIN_DURATION_MS {
-            said(
-                "effective_min_duration_ms",
-                ms,
-                MIN_DURATION_MS,
-                "a run of 10 minutes",
-            );
-        }
+        let what = "a run of 10 minutes".to_string();
+        out.push(("effective_min_duration_ms", ms, MIN_DURATION_MS, what));
     }
-    let least = LLM_SAMPLE_MINIMUMS
-        .iter()
-        .find(|(b, _)| *b == benchmark)
-        .map(|(_, n)| *n);
-    let Some(least) = least else { return ran };
+    let least = LLM_SAMPLE_MINIMUMS.iter().find(|(b, _)| *b == benchmark);
+    let Some(&(_, least)) = least else {
+        return out;
+    };
     if let Some(n) = s.performance_sample_count {
-        ran = Some(());
-        if n < least {
-            said(
-                "effective_performance_sample_count",
-                n,
-                least,
-                &format!("{} samples", r.benchmark),
-            );
-        }
+        let what = format!("{} samples", r.benchmark);
+        out.push(("effective_performance_sample_count", n, least, what));
     }
     let offline = s.scenario.as_deref().unwrap_or(&r.scenario) == "Offline";
     if let (true, Some(n), true) = (offline, s.samples_per_query, spq_binds(r)) {
-        ran = Some(());
-        if n < least {
-            said(
-                "effective_samples_per_query",
-                n,
-                least,
-                &format!("an Offline query of {} samples", r.benchmark),
-            );
-        }
+        let what = format!("an Offline query of {} samples", r.benchmark);
+        out.push(("effective_samples_per_query", n, least, what));
     }
-    ran
+    out
 }
 
 /// The round (named by the run's seeds) whose checker requires equal issue of this result
 /// ([`EQUAL_ISSUE`]), if one does.
 fn equal_issue_required(r: &Result, benchmark: &str) -> Option<&'static str> {
-    let round = r
-        .seeds
-        .and_then(|got| ROUND_SEEDS.iter().find(|(_, s)| *s == got))
-        .map(|(round, _)| *round)?;
+    let round = r.round()?;
     let (name, closed_only, benchmarks) = EQUAL_ISSUE.iter().find(|(n, _, _)| *n == round)?;
     let division_binds = !closed_only
         || ["closed", "network"]
@@ -769,11 +771,7 @@ fn equal_issue_required(r: &Result, benchmark: &str) -> Option<&'static str> {
 /// closed division only from it (by the round its seeds name; a run of no round's seeds is held to
 /// it).
 fn spq_binds(r: &Result) -> bool {
-    let round = r
-        .seeds
-        .and_then(|got| ROUND_SEEDS.iter().find(|(_, s)| *s == got))
-        .map(|(round, _)| *round);
-    let package = matches!(round, Some("v6.0" | "v6.1"));
+    let package = matches!(r.round(), Some("v6.0" | "v6.1"));
     !package || r.division.eq_ignore_ascii_case("closed")
 }
 

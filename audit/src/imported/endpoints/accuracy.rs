@@ -14,8 +14,8 @@
 //!   the submission checker takes the first numeric `score` as the run's accuracy: with none, the
 //!   result has no accuracy (checker row C11).
 
-use super::super::{impossible, Spread};
-use super::Run;
+use super::super::impossible;
+use super::{Run, Series};
 use crate::check::{About, Emit, Ran};
 use crate::report::Severity;
 use serde_json::json;
@@ -53,9 +53,8 @@ pub struct Entry {
     pub complete: Option<bool>,
     /// `response_counts`: issued, scored, empty, missing.
     pub counts: Option<[f64; 4]>,
-    /// `output_sequence_lengths`: its `total` and its spread (min, avg, max, percentiles).
-    pub osl_total: Option<f64>,
-    pub osl: Option<Spread>,
+    /// `output_sequence_lengths`, the summary's series shape.
+    pub osl: Option<Series>,
 }
 
 /// `import.impossible-aggregate` over the accuracy file (rows A2-A5).
@@ -102,13 +101,12 @@ fn entry_aggregates(file: &str, i: usize, e: &Entry, emit: &mut Emit) {
         }
     }
     let Some(osl) = &e.osl else { return };
-    if let Some((msg, key)) = impossible(&format!("{name} output length"), osl) {
+    if let Some((msg, key)) = impossible(&format!("{name} output length"), &osl.spread()) {
         emit.finding(msg)
             .at(file, at(&format!("output_sequence_lengths/{key}")));
     }
     let scored = e.counts.map(|c| c[1]);
-    if let (Some(total), Some(avg), Some(n)) = (e.osl_total, osl.mean, scored.filter(|n| *n > 0.0))
-    {
+    if let (Some(total), Some(avg), Some(n)) = (osl.total, osl.avg, scored.filter(|n| *n > 0.0)) {
         let mean = total / n;
         if (avg - mean).abs() > 1e-6 * mean.abs().max(1.0) {
             emit.finding(format!("{name}: output_sequence_lengths avg is {avg}; its total {total} over the {n} scored responses is {mean}: the writer counts the scored responses alone (row A5)"))

@@ -49,6 +49,22 @@ pub struct Series {
     pub early_stopping: Option<Vec<(String, Option<f64>)>>,
 }
 
+impl Series {
+    /// Its min, mean (`avg`), max and percentiles, as [`impossible`] reads a spread.
+    pub fn spread(&self) -> Spread {
+        Spread {
+            min: self.min,
+            mean: self.avg,
+            max: self.max,
+            percentiles: self
+                .percentiles
+                .iter()
+                .filter_map(|(k, v)| Some((k.parse::<f64>().ok()? / 100.0, k.clone(), (*v)?)))
+                .collect(),
+        }
+    }
+}
+
 /// `performance/result_summary.json`, typed.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
@@ -373,17 +389,7 @@ fn impossible_aggregates(r: &Run, emit: &mut Emit) -> Ran {
     accuracy::impossible_aggregates(r, emit);
     let s = &r.summary;
     for x in &s.series {
-        let spread = Spread {
-            min: x.min,
-            mean: x.avg,
-            max: x.max,
-            percentiles: x
-                .percentiles
-                .iter()
-                .filter_map(|(k, v)| Some((k.parse::<f64>().ok()? / 100.0, k.clone(), (*v)?)))
-                .collect(),
-        };
-        if let Some((msg, key)) = impossible(&x.name, &spread) {
+        if let Some((msg, key)) = impossible(&x.name, &x.spread()) {
             emit.finding(msg).at(&s.file, format!("/{}/{key}", x.name));
         }
         es_below_empirical(s, x, emit);

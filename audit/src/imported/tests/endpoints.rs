@@ -73,11 +73,16 @@ pub(super) fn clean() -> Run {
 /// (8 issued: 6 scored, 1 empty, 1 missing), the 6 scored outputs 10, 20, 20, 30, 40, 60 tokens
 /// long, and the performance run's outputs scored beside it (left out of the average).
 fn accuracy() -> Accuracy {
-    let osl = crate::imported::Spread {
+    let osl = Series {
+        name: "output_sequence_lengths".into(),
+        total: Some(180.0),
         min: Some(10.0),
-        mean: Some(30.0),
         max: Some(60.0),
-        percentiles: vec![(0.5, "50.0".into(), 20.0), (0.99, "99.0".into(), 40.0)],
+        median: Some(20.0),
+        avg: Some(30.0),
+        std_dev: None,
+        percentiles: vec![("50.0".into(), Some(20.0)), ("99.0".into(), Some(40.0))],
+        early_stopping: None,
     };
     Accuracy {
         file: "accuracy_results.json".into(),
@@ -92,7 +97,6 @@ fn accuracy() -> Accuracy {
                 total_samples: Some(8.0),
                 complete: Some(true),
                 counts: Some([8.0, 6.0, 1.0, 1.0]),
-                osl_total: Some(180.0),
                 osl: Some(osl),
             },
             Entry {
@@ -172,11 +176,11 @@ pub(super) const CASES: &[Case<Run>] = &[
     })
     .saying("scored 6 + empty 1 + missing 1 is 8"),
     case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-        math(x).osl_total = Some(240.0)
+        math(x).osl.as_mut().unwrap().total = Some(240.0)
     })
     .saying("over the 6 scored responses is 40"),
     case(IMPOSSIBLE_AGGREGATE.id, clean, |x| {
-        math(x).osl.as_mut().unwrap().mean = Some(70.0)
+        math(x).osl.as_mut().unwrap().avg = Some(70.0)
     })
     .saying("outside its min"),
     case(UNSCORED.id, clean, |x| {
