@@ -170,10 +170,7 @@ pub fn verify(
     let paths = download::local_paths(paths, fetch)?;
     if let [dir] = paths.as_slice() {
         if tree::is_tree(dir) {
-            let t = tree::Tree {
-                root: dir.clone(),
-                from,
-            };
+            let t = tree::Tree::new(dir.clone(), from);
             let shown = tree::Options {
                 format: gate.out.format,
                 fail_on: gate.fail_on(),

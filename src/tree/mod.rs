@@ -40,6 +40,20 @@ pub struct Tree {
     pub root: PathBuf,
     /// `--from`: only the runs of this tool are verified.
     pub from: Option<Format>,
+    /// The submitters' system descriptions read so far, by path: a system's description is read
+    /// once for all its results.
+    pub descriptions: submission::Descriptions,
+}
+
+impl Tree {
+    /// The folder `root`, its runs of the tool `from` only when given.
+    pub fn new(root: PathBuf, from: Option<Format>) -> Tree {
+        Tree {
+            root,
+            from,
+            descriptions: Default::default(),
+        }
+    }
 }
 
 /// The bounds of a walk.

@@ -18,6 +18,9 @@ use rigaudit_audit::{Report, Severity};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+/// The system descriptions a tree's results have read, by path ([`Tree::descriptions`]).
+pub type Descriptions = std::sync::Mutex<std::collections::BTreeMap<PathBuf, Option<Described>>>;
+
 /// One result of a submission: its submitter's folder and its names.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ResultDir {
@@ -111,33 +114,26 @@ fn result_of(dir: &Path) -> Option<ResultDir> {
     })
 }
 
-/// Verifies one result: its LoadGen logs with the submission's rules over it.
+/// Verifies one result: its logs read by its tool's reader (LoadGen's, or MLPerf Endpoints'), with
+/// the submission's rules over it. Each file is read once: the rules take the detail log's
+/// settings, the accuracy log's hash line and the Endpoints config's seeds from the files the
+/// reader is given.
 pub fn verify(tree: &Tree, r: &ResultDir, fail_on: Option<Severity>) -> Row {
-    let run = relative(&tree.root, &r.dir());
-    let id = input::shown_path(&r.dir());
-    let record = record(tree, r);
-    let extra = rigaudit_audit::imported::run(rules::CHECKS, &record);
-    if record.endpoints {
-        return verify_endpoints(&r.dir(), (run, id), fail_on, extra);
-    }
-    let perf = r.dir().join("performance/run_1");
-    let mut files: Vec<PathBuf> = ["mlperf_log_summary.txt", "mlperf_log_detail.txt"]
-        .iter()
-        .map(|f| perf.join(f))
-        .filter(|p| p.is_file())
-        .collect();
-    let accuracy = r.dir().join("accuracy/accuracy.txt");
-    if accuracy.is_file() {
-        files.push(accuracy);
-    }
-    let report = if files.iter().any(|f| f.starts_with(&perf)) {
-        import::read_sources(&files)
-            .and_then(|read| {
-                import::verify_read_with(Format::Loadgen, read.sources, &id, fail_on, extra)
-            })
-            .map_err(|e| e.0)
-    } else {
-        Ok(Report::new("verify", &id, fail_on, extra))
+    let dir = r.dir();
+    let (run, id) = (relative(&tree.root, &dir), input::shown_path(&dir));
+    let (format, files) = logs(&dir);
+    let read = (!files.is_empty()).then(|| import::read_sources(&files));
+    let sources = match &read {
+        Some(Ok(read)) => &read.sources[..],
+        _ => &[],
+    };
+    let extra = rigaudit_audit::imported::run(rules::CHECKS, &record(tree, r, sources));
+    let measured = files.iter().any(|f| f.starts_with(dir.join("performance")));
+    let report = match read {
+        Some(read) if measured => read
+            .and_then(|read| import::verify_read_with(format, read.sources, &id, fail_on, extra))
+            .map_err(|e| e.0),
+        _ => Ok(Report::new("verify", &id, fail_on, extra)),
     };
     Row {
         run,
@@ -146,34 +142,34 @@ pub fn verify(tree: &Tree, r: &ResultDir, fail_on: Option<Severity>) -> Row {
     }
 }
 
-/// An Endpoints result's row: its summary with its config (and events, when published) read by the
-/// Endpoints reader, the submission's rules beside.
-fn verify_endpoints(
-    dir: &Path,
-    (run, id): (String, String),
-    fail_on: Option<Severity>,
-    extra: rigaudit_audit::Findings,
-) -> Row {
-    let files: Vec<PathBuf> = [
-        "performance/result_summary.json",
-        "config.yaml",
-        "events.jsonl",
-        "accuracy/accuracy_results.json",
-    ]
-    .iter()
-    .map(|f| dir.join(f))
-    .filter(|p| p.is_file())
-    .collect();
-    let report = import::read_sources(&files)
-        .and_then(|read| {
-            import::verify_read_with(Format::MlperfEndpoints, read.sources, &id, fail_on, extra)
-        })
-        .map_err(|e| e.0);
-    Row {
-        run,
-        tool: "mlperf-result".into(),
-        report,
-    }
+const ENDPOINTS_LOGS: [&str; 4] = [
+    "performance/result_summary.json",
+    "config.yaml",
+    "events.jsonl",
+    "accuracy/accuracy_results.json",
+];
+
+const LOADGEN_LOGS: [&str; 3] = [
+    "performance/run_1/mlperf_log_summary.txt",
+    "performance/run_1/mlperf_log_detail.txt",
+    "accuracy/accuracy.txt",
+];
+
+/// A result's files that its tool's reader takes, those present: an Endpoints result's summary,
+/// config, events and accuracy file, or a LoadGen result's performance logs and `accuracy.txt`.
+/// Without a performance file no reader runs.
+fn logs(dir: &Path) -> (Format, Vec<PathBuf>) {
+    let (format, names): (Format, &[&str]) = if is_endpoints(dir) {
+        (Format::MlperfEndpoints, &ENDPOINTS_LOGS)
+    } else {
+        (Format::Loadgen, &LOADGEN_LOGS)
+    };
+    let files = names
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| p.is_file())
+        .collect();
+    (format, files)
 }
 
 /// The names of a folder's regular files, sorted (none when it cannot be listed).
@@ -192,12 +188,14 @@ fn names(dir: &Path) -> Vec<String> {
 /// A small text file's lines (bounded), none when it cannot be read.
 fn lines(p: &Path) -> Option<Vec<String>> {
     let bytes = input::read_bounded(p, 1 << 20, "verify file").ok()?;
-    Some(
-        String::from_utf8_lossy(&bytes)
-            .lines()
-            .map(String::from)
-            .collect(),
-    )
+    Some(lines_of(&bytes))
+}
+
+fn lines_of(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 /// A JSON description: its path as shown and its object.
@@ -212,8 +210,26 @@ fn described(tree: &Tree, p: &Path) -> Option<Described> {
     Some((relative(&tree.root, p), object))
 }
 
-/// The typed result the rules read.
-fn record(tree: &Tree, r: &ResultDir) -> Result {
+/// A system's description, read once for all the results of that system.
+fn system_described(tree: &Tree, p: &Path) -> Option<Described> {
+    let mut read = tree
+        .descriptions
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    read.entry(p.to_path_buf())
+        .or_insert_with(|| described(tree, p))
+        .clone()
+}
+
+/// The typed result the rules read; `sources` are the result's LoadGen logs already read (its
+/// detail log and accuracy log are taken from them, not read again).
+fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
+    let source = |name: &str| {
+        sources
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| &s.bytes[..])
+    };
     let dir = r.dir();
     let name = |p: &Path| {
         p.file_name()
@@ -221,8 +237,8 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
             .unwrap_or_default()
     };
     let division = r.submitter_dir.parent().map(name).unwrap_or_default();
-    let accuracy_hash = lines(&dir.join("accuracy/accuracy.txt"))
-        .is_some_and(|l| l.iter().any(|x| x.starts_with("hash=")));
+    let accuracy_hash =
+        source("accuracy.txt").is_some_and(|b| lines_of(b).iter().any(|x| x.starts_with("hash=")));
     // From v6.0 the compliance tests and the measurements sit inside the result.
     let v6 = dir.join("measurements.json").is_file()
         || names_of_dirs(&dir).iter().any(|d| d.starts_with("TEST"));
@@ -248,7 +264,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
         .find(|p| p.is_file())
         .unwrap_or_else(|| measurements_dir.join(format!("{}.json", r.system)))
     };
-    let (seeds, settings) = detail_settings(&dir.join("performance/run_1/mlperf_log_detail.txt"));
+    let (seeds, settings) = detail_settings(source("mlperf_log_detail.txt"));
     let mut out = Result {
         dir: relative(&tree.root, &dir),
         division,
@@ -264,7 +280,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
         measurement_files: names(&measurements_dir),
         measurements_dir: relative(&tree.root, &measurements_dir),
         measurements: described(tree, &measurement_json),
-        system_desc: described(
+        system_desc: system_described(
             tree,
             &r.submitter_dir
                 .join("systems")
@@ -279,7 +295,7 @@ fn record(tree: &Tree, r: &ResultDir) -> Result {
     if is_endpoints(&dir) {
         out.endpoints = true;
         out.performance = names(&dir.join("performance"));
-        out.endpoint_seeds = endpoint_seeds(&dir.join("config.yaml"));
+        out.endpoint_seeds = source("config.yaml").and_then(endpoint_seeds);
     }
     out
 }
@@ -313,11 +329,11 @@ fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
 
 /// What the rules read of a performance run's detail log, read once: its three
 /// `effective_*_rng_seed` values (when it gives all three) and its settings (row A9).
-fn detail_settings(detail: &Path) -> (Option<[u64; 3]>, rules::Settings) {
-    let Ok(bytes) = input::read_bounded(detail, input::RECORD_MAX, "detail log") else {
+fn detail_settings(detail: Option<&[u8]>) -> (Option<[u64; 3]>, rules::Settings) {
+    let Some(bytes) = detail else {
         return (None, rules::Settings::default());
     };
-    let value = |key: &str| entry_value(&bytes, key);
+    let value = |key: &str| entry_value(bytes, key);
     let number = |key: &str| value(key).and_then(|v| v.as_u64());
     let seeds = [
         "effective_qsl_rng_seed",
@@ -424,9 +440,8 @@ fn is_endpoints(dir: &Path) -> bool {
 }
 
 /// `config.yaml`'s data loader and scheduler seeds.
-fn endpoint_seeds(config: &Path) -> Option<[u64; 2]> {
-    let bytes = input::read_bounded(config, input::CARD_MAX, "config").ok()?;
-    let v = crate::import::yaml::parse(&bytes).ok()?;
+fn endpoint_seeds(config: &[u8]) -> Option<[u64; 2]> {
+    let v = crate::import::yaml::parse(config).ok()?;
     let seed = |k: &str| v.pointer(&format!("/settings/runtime/{k}"))?.as_u64();
     Some([
         seed("dataloader_random_seed")?,

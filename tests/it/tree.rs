@@ -904,4 +904,8 @@ fn an_endpoints_result_in_a_submitters_folder_is_read_by_the_endpoints_reader() 
         .find(|r| r.0.ends_with("llama2-70b-99.9/Server"))
         .unwrap();
     assert_eq!(llama.2, "pass");
+    // Each file is read once: the rules take the config's seeds from what the reader read.
+    let said = common::rigaudit(&["verify", tmp.path().to_str().unwrap(), "--verbose"]).stderr;
+    assert_has(&said, " input files read");
+    assert!(!said.lines().any(|l| l.ends_with(" times")), "{said}");
 }

@@ -982,8 +982,8 @@ fn read_more_than_once(args: &[&str]) -> (usize, Vec<String>) {
     (read, again)
 }
 
-/// A file is read once a run, whichever stages need it: verify of a bundle and of another tool's
-/// files, rehash (which hashes the card it parsed without reading it again), the audit's verify,
+/// A file is read once a run, whichever stages need it: verify of a bundle, of another tool's
+/// files and of an MLPerf submission tree (whose rules and LoadGen reader share each log), rehash (which hashes the card it parsed without reading it again), the audit's verify,
 /// rehash and replay (which take the bundle the audit read: its card, contracts and answers; the
 /// replay here stops after its plan, its engine given no time to come up), and diff of two
 /// bundles each read once.
@@ -993,13 +993,15 @@ fn every_input_file_is_read_once_a_run() {
     let page = fixture("tensorfold-127-stock-2x");
     let lm_eval = root().join("fixtures/imports/lm-eval");
     let fixtures = root().join("fixtures");
+    let submission = root().join("fixtures/submissions/v4.1");
     let tmp = tempfile::tempdir().unwrap();
     let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
     let (audit, rehashed, replayed) = (out("audit"), out("rehashed"), out("replayed"));
     let (run_s, page_s) = (run.to_str().unwrap(), page.to_str().unwrap());
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 8] = [
         &["verify", run_s],
         &["verify", lm_eval.to_str().unwrap()],
+        &["verify", submission.to_str().unwrap()],
         &["rehash", run_s],
         &["audit", run_s, "--no-replay", "--out", &audit],
         &[
