@@ -3,7 +3,8 @@
 //! with its recorded command replaced by one that starts llama.cpp; rigaudit launches it (python3
 //! trusted explicitly, as it is not the card's binary), measures with the fixture's contracts and
 //! questions, and the replayed bundle is valid, the long-prompt test refused and recorded as
-//! refused, and rigaudit's decode rate agrees with llama.cpp's own `timings` within 0.5 %.
+//! refused, and rigaudit's decode rate agrees with llama.cpp's own `timings` within 0.5 %, beyond
+//! the wait of llama.cpp's first streamed token for a core (up to three decode steps).
 //! `.ci/run` and `scripts/test.sh` install xllamacpp.
 
 use crate::common;
@@ -86,6 +87,10 @@ mod quiet {
         }
 
         let result = replayed.join("speed/speed-result.json");
-        assert_decode_agrees_with_the_engines_timing(&result, "llama.cpp");
+        // llama.cpp's two compute threads take both cores of a 2-core machine and wait by spinning:
+        // rigaudit's interval from the first token to the last came out 1.4-9 ms (0.25-1.7
+        // steps of about 5.6 ms) shorter than llama.cpp's own in every request (2026-12-07, 40 of four runs),
+        // never longer; the first token's chunk waits for the HTTP thread, the last does not.
+        assert_decode_agrees_with_the_engines_timing(&result, "llama.cpp", 3.0);
     }
 }
