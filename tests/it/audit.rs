@@ -5,7 +5,7 @@
 //!   the CPU holds: quality compared paired and inconclusive, the refused test and the step that
 //!   cannot fit the window not comparable on both sides, so the replay settled nothing: exit 3,
 //!   INCOMPLETE, saying so (never a pass); decode as rigaudit measures it within 0.5 % of the
-//!   engine's own timing;
+//!   engine's own timing, beyond the wait of the engine's first streamed token for a core;
 //! - the fixture with its card naming **this** machine: the speed rows are judged (not
 //!   informational, no hardware difference said), and the exit code follows the verdicts; when the
 //!   fixture was recorded on this CPU model, nothing drifted;
@@ -107,7 +107,10 @@ fn assert_cpu_independent_rows(report: &Value) {
 /// Decode as rigaudit measures it, against the engine's own timing of the same requests.
 fn assert_decode_agrees_with_the_engines_timing(replayed: &Path) {
     let result = replayed.join("bundle/speed/speed-result.json");
-    common::assert_decode_agrees_with_the_engines_timing(&result, "the engine", 0.0);
+    // As llama.cpp's (tests/it/llamacpp.rs): the engine's two compute threads hold both cores, and
+    // the first token's chunk can wait behind the next step (seen 2026-12-07: 4.6 ms, 1.8 steps of
+    // 2.6 ms, on a VM decoding 390 tokens/s).
+    common::assert_decode_agrees_with_the_engines_timing(&result, "the engine", 3.0);
 }
 
 /// The bundled engine serving the fixture's model with the fixture card's command.
