@@ -535,6 +535,11 @@ pub const ALL: &[Advice] = &[
         "compliance/SYS/llama2-70b-99.9/Server/ has no TEST06; passes: TEST06/verify_accuracy.txt saying First token, EOS and Sample length checks pass: True",
     ),
     a(
+        "import.submission-compliance-log",
+        "rerun TEST06 and its run_verification.py on the test's own log (with the --dtype its outputs were written in) and publish the verify file it writes; a test whose log fails is rerun after the cause is fixed",
+        "verify_accuracy.txt says EOS check pass: True, and sample 12 of TEST06/accuracy/mlperf_log_accuracy.json ends with two end-of-sequence tokens; passes: each sample ends with at most one",
+    ),
+    a(
         "import.submission-system",
         "fill every field of the system description the checker requires, the meaningful ones with real values, and name the submitter and division of its folders",
         "systems/SYS.json lacks cooling and leaves framework empty; passes: cooling 'air', framework 'vLLM 0.10.1'",

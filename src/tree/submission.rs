@@ -310,7 +310,7 @@ fn names_of_dirs(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The compliance tests in a folder, each with its verify file's lines.
+/// The compliance tests in a folder, each with its verify file's lines (and TEST06's accuracy log).
 fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
     let mut tests: Vec<String> = names_of_dirs(dir)
         .into_iter()
@@ -322,9 +322,59 @@ fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
         .map(|test| {
             let file = dir.join(&test).join(rules::verify_file(&test));
             let verify = lines(&file).map(|l| (relative(&tree.root, &file), l));
-            Compliance { test, verify }
+            let log = test
+                .eq_ignore_ascii_case("TEST06")
+                .then(|| dir.join(&test).join("accuracy/mlperf_log_accuracy.json"))
+                .filter(|p| p.is_file())
+                .map(|p| (relative(&tree.root, &p), test06_samples(&p)));
+            Compliance { test, verify, log }
         })
         .collect()
+}
+
+/// The most samples of a TEST06 accuracy log read: the test logs 100 (its `audit.config`).
+const TEST06_SAMPLES_MAX: usize = 100_000;
+
+/// A TEST06 accuracy log's samples (a JSON array of LoadGen's accuracy entries), or why it could
+/// not be read: bounded in size, and in samples.
+fn test06_samples(p: &Path) -> std::result::Result<Vec<rules::Test06Sample>, String> {
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        seq_id: Option<u64>,
+        data: String,
+        token_data: Option<String>,
+        token_count: Option<serde_json::Value>,
+    }
+    let bytes =
+        input::read_bounded(p, input::RECORD_MAX, "TEST06 accuracy log").map_err(|e| e.0)?;
+    let entries: Vec<Entry> = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "not LoadGen's accuracy log (line {}, column {}: {e})",
+            e.line(),
+            e.column()
+        )
+    })?;
+    if entries.len() > TEST06_SAMPLES_MAX {
+        return Err(format!(
+            "{} samples, more than the {TEST06_SAMPLES_MAX} read",
+            entries.len()
+        ));
+    }
+    // The script takes `int(sample["token_count"])`: a number or its text.
+    let count = |v: serde_json::Value| match v {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    Ok(entries
+        .into_iter()
+        .map(|e| rules::Test06Sample {
+            seq_id: e.seq_id,
+            data: e.data,
+            token_data: e.token_data,
+            token_count: e.token_count.and_then(count),
+        })
+        .collect())
 }
 
 /// What the rules read of a performance run's detail log, read once: its three

@@ -909,3 +909,79 @@ fn an_endpoints_result_in_a_submitters_folder_is_read_by_the_endpoints_reader() 
     assert_has(&said, " input files read");
     assert!(!said.lines().any(|l| l.ends_with(" times")), "{said}");
 }
+
+/// TEST06 recomputed from its accuracy log, held to MLPerf's own `run_verification.py` (v4.1 and
+/// v6.0, run by `fixtures/submissions/run-test06.py` into `test06-expected.json`) on Red Hat's
+/// Server log as published and changed four ways: where the script says a check fails, rigaudit
+/// says the published verify file (which says it passed) is contradicted by the log, naming that
+/// check and no other; where it passes, rigaudit says what it recomputed and that it agrees.
+#[test]
+fn a_test06_log_is_recomputed_as_run_verification_py_does() {
+    let expected = common::read_json(&root().join("fixtures/submissions/test06-expected.json"));
+    let cases = expected["cases"].as_object().unwrap();
+    assert_eq!(cases.len(), 5);
+    for (case, said) in cases {
+        let (v41, v60) = (&said["v4.1@379ee534"], &said["v6.0@b66003e1"]);
+        assert_eq!(v41, v60, "{case}: the two versions of the script agree");
+        let failed: Vec<&str> = v41
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, v)| *v == "False")
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let tmp = tempfile::tempdir().unwrap();
+        copy_dir(&root().join("fixtures/submissions/v4.1"), tmp.path());
+        let log = tmp.path().join(
+            expected["log"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("v4.1/"),
+        );
+        let mut samples: Value = common::read_json(&log);
+        change_test06_log(case, samples.as_array_mut().unwrap());
+        std::fs::write(&log, samples.to_string()).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let spec = format!("json:{}", out.path().display());
+        let (run, _, _) = table(&[tmp.path().to_str().unwrap(), "--output", &spec]);
+        let report =
+            common::read_json(&out.path().join(
+                "closed__RedHat__results__L40S-RedHat-OpenShift__llama2-70b-99.9__Server.json",
+            ));
+        let found: Vec<&Value> = common::findings_in(&report, "import.submission-compliance-log");
+        let errors: Vec<&str> = found
+            .iter()
+            .filter(|f| f["severity"] == "error")
+            .map(|f| f["data"]["check"].as_str().unwrap())
+            .collect();
+        assert_eq!(errors, failed, "{case}: {found:#?}\n{}", run.stdout);
+        if failed.is_empty() {
+            assert_eq!(found.len(), 1, "{case}: {found:#?}");
+            assert_has(
+                found[0]["message"].as_str().unwrap(),
+                "TEST06 recomputed from its accuracy log (100 samples, int32): its sample length, first token, EOS checks agree",
+            );
+        }
+    }
+}
+
+/// The changes `fixtures/submissions/run-test06.py` makes to the log, by case.
+fn change_test06_log(case: &str, samples: &mut [Value]) {
+    let count = |s: &Value| s["token_count"].as_u64().unwrap();
+    match case {
+        "as-published" => {}
+        "eos" => {
+            let data = samples[5]["data"].as_str().unwrap().to_string() + "02000000";
+            samples[5]["token_count"] = json!(count(&samples[5]) + 1);
+            samples[5]["data"] = json!(data);
+        }
+        "first-token" => samples[7]["token_data"] = json!("03000000"),
+        "length" => samples[3]["token_count"] = json!(count(&samples[3]) + 1),
+        "two-token-reply" => {
+            samples[9]["data"] = json!("0200000002000000");
+            samples[9]["token_count"] = json!(2);
+            samples[9]["token_data"] = json!("02000000");
+        }
+        other => panic!("no change for case {other}"),
+    }
+}

@@ -291,6 +291,7 @@ pub const CHECKS: &[About] = &[
     endpoints::accuracy::UNSCORED,
     submission::FILES,
     submission::COMPLIANCE,
+    submission::COMPLIANCE_LOG,
     submission::SYSTEM,
     submission::MEASUREMENTS,
     submission::SEEDS,

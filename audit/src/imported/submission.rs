@@ -13,7 +13,7 @@
 //!   gptj and llama3.1-8b-edge, TEST07 and TEST09 for gpt-oss-120b; TEST06 passes when its
 //!   `verify_accuracy.txt` says `First token check pass: True` (or `Skipped`), `EOS check pass:
 //!   True` and `Sample length check pass: True`; TEST07 and TEST09 when theirs says `TEST PASS`
-//!   (T1-T6);
+//!   (T1-T6); TEST06's verify file agrees with its own accuracy log ([`test06`], T7);
 //! - the measurements JSON names the input and weight data types, retraining, the starting weights
 //!   and their transformations, each non-empty, beside `user.conf` and `README.md` (A5);
 //! - the system's JSON has every field the checker requires, the meaningful ones non-empty, and
@@ -22,6 +22,7 @@
 //!   rules require (minimum duration, sample counts, token latencies, equal issue: [`run`], A9).
 
 mod run;
+mod test06;
 
 use super::{row, Row};
 use crate::check::{About, Emit, Ran};
@@ -29,6 +30,7 @@ use crate::report::Severity;
 pub use run::ROUND_SEEDS;
 use run::{seeds, settings};
 use serde_json::{json, Map, Value};
+pub use test06::{AccuracyLog, Sample as Test06Sample};
 
 /// `import.submission-files`.
 pub const FILES: About = About {
@@ -42,6 +44,13 @@ pub const COMPLIANCE: About = About {
     id: "import.submission-compliance",
     severity: Severity::Error,
     doc: "A closed or network MLPerf result lacks a compliance test its benchmark requires (TEST06 for the LLMs; TEST07 and TEST09 for gpt-oss-120b), or the test's verify file does not pass by the submission checker's rule.",
+};
+
+/// `import.submission-compliance-log`.
+pub const COMPLIANCE_LOG: About = About {
+    id: "import.submission-compliance-log",
+    severity: Severity::Error,
+    doc: "A TEST06 verify file says a check passed that the test's own accuracy log fails (recomputed by run_verification.py's rules: each sample's token count, its first token outside Offline, no two end-of-sequence tokens at its end for the LLMs whose id is the script's default); the submission checker reads only the verify file.",
 };
 
 /// `import.submission-system`.
@@ -165,6 +174,8 @@ pub struct Compliance {
     /// The verify file the checker reads (`verify_accuracy.txt`, `verify_output_len.txt`) and its
     /// lines; `None` when the folder lacks it.
     pub verify: Option<(String, Vec<String>)>,
+    /// TEST06's accuracy log (`accuracy/mlperf_log_accuracy.json`), when the folder has one.
+    pub log: Option<AccuracyLog>,
 }
 
 /// A described JSON file: its path as shown and its object (`None`: not JSON or not an object).
@@ -240,6 +251,7 @@ impl Result {
 pub const CHECKS: &[Row<Result>] = &[
     row(FILES, files),
     row(COMPLIANCE, compliance),
+    row(COMPLIANCE_LOG, test06::compliance_log),
     row(SYSTEM, system),
     row(MEASUREMENTS, measurements),
     row(SEEDS, seeds),

@@ -4,8 +4,8 @@
 
 use super::{case, Case};
 use crate::imported::submission::{
-    Compliance, Result, Settings, COMPLIANCE, FILES, FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS,
-    SETTINGS, SYSTEM, SYSTEM_FIELDS,
+    Compliance, Result, Settings, Test06Sample, COMPLIANCE, COMPLIANCE_LOG, FILES, FOLDER,
+    MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
 
@@ -42,6 +42,8 @@ pub(super) fn clean() -> Result {
                 "TEST06/verify_accuracy.txt".into(),
                 lines.iter().map(|l| l.to_string()).collect(),
             )),
+            // Its accuracy log given by the cases that plant a problem in it.
+            log: None,
         }],
         measurements_dir: "closed/RedHat/measurements/SYS/llama2-70b-99.9/Server".into(),
         measurement_files: vec!["README.md".into(), "SYS.json".into(), "user.conf".into()],
@@ -63,6 +65,29 @@ pub(super) fn clean() -> Result {
     }
 }
 
+/// Three samples of a TEST06 log as the v4.1 Red Hat logs hold them (int32, little-endian): each
+/// ends with one end-of-sequence token (2), its first token reported as its output's.
+fn test06_samples() -> Vec<Test06Sample> {
+    let sample = |id: u64, tokens: &[i32]| {
+        let hex: String = tokens
+            .iter()
+            .flat_map(|t| t.to_le_bytes())
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        Test06Sample {
+            seq_id: Some(id),
+            token_data: Some(hex[..8].to_string()),
+            data: hex,
+            token_count: Some(tokens.len() as u64),
+        }
+    };
+    vec![
+        sample(30, &[26484, 29892, 5127, 29889, 2]),
+        sample(31, &[18585, 338, 2]),
+        sample(32, &[450, 29889, 13, 2]),
+    ]
+}
+
 /// The planted problems, at least one per row of [`crate::imported::submission::CHECKS`].
 pub(super) const CASES: &[Case<Result>] = &[
     case(FILES.id, clean, |x| {
@@ -77,6 +102,20 @@ pub(super) const CASES: &[Case<Result>] = &[
     })
     .saying("EOS check pass: True"),
     case(COMPLIANCE.id, clean, |x| x.compliance[0].verify = None).saying("no verify file"),
+    case(COMPLIANCE_LOG.id, clean, |x| {
+        log_of(x)[1].data.push_str("0200000002000000")
+    })
+    .saying("which is 3 tokens of no integer width"),
+    case(COMPLIANCE_LOG.id, clean, |x| {
+        let s = &mut log_of(x)[0];
+        s.data.push_str("02000000");
+        s.token_count = Some(6);
+    })
+    .saying("sample 1 (seq_id 30) ends with two end-of-sequence tokens"),
+    case(COMPLIANCE_LOG.id, clean, |x| {
+        log_of(x)[2].token_data = Some("03000000".into())
+    })
+    .saying("first token as reported (3) is not its output's first (450)"),
     case(SYSTEM.id, clean, |x| {
         x.system_desc
             .as_mut()
@@ -133,6 +172,20 @@ pub(super) const CASES: &[Case<Result>] = &[
     })
     .saying("did not log token latencies"),
 ];
+
+/// The clean result's TEST06 given its accuracy log, its samples to plant a problem in.
+fn log_of(x: &mut Result) -> &mut Vec<Test06Sample> {
+    let log = || {
+        let path = "TEST06/accuracy/mlperf_log_accuracy.json";
+        (path.to_string(), Ok(test06_samples()))
+    };
+    x.compliance[0]
+        .log
+        .get_or_insert_with(log)
+        .1
+        .as_mut()
+        .unwrap()
+}
 
 /// The clean result made an Offline run whose queries hold one sample each.
 fn offline_of_one_sample_a_query(x: &mut Result) {
@@ -267,4 +320,48 @@ fn an_endpoints_result_needs_its_summary_and_accuracy_file_and_the_rounds_seeds(
         .map(|f| f.check.as_str())
         .collect();
     assert_eq!(errors, [FILES.id, SEEDS.id]);
+}
+
+/// A TEST06 log that agrees with its verify file says so, naming what it recomputed; an Offline
+/// one leaves the first token out, as the script does; a benchmark whose end-of-sequence id the
+/// script is given as text leaves EOS out (the script passes it whatever the log holds).
+#[test]
+fn a_test06_log_that_agrees_with_its_verify_file_says_what_it_recomputed() {
+    let said = |x: &Result| -> Vec<String> {
+        crate::imported::run(crate::imported::submission::CHECKS, x)
+            .findings
+            .iter()
+            .filter(|f| f.check == COMPLIANCE_LOG.id)
+            .map(|f| format!("{:?}: {}", f.severity, f.message))
+            .collect()
+    };
+    let mut x = clean();
+    log_of(&mut x);
+    assert_eq!(
+        said(&x),
+        ["Info: TEST06 recomputed from its accuracy log (3 samples, int32): its sample length, first token, EOS checks agree with TEST06/verify_accuracy.txt"]
+    );
+    offline_of_one_sample_a_query(&mut x);
+    log_of(&mut x)[2].token_data = Some("03000000".into());
+    let offline = said(&x);
+    assert!(
+        offline[0].contains("its sample length, EOS checks agree"),
+        "{offline:?}"
+    );
+    assert!(
+        offline[0].contains("not recomputed: the first token (not asked of Offline)"),
+        "{offline:?}"
+    );
+    x.benchmark = "llama3.1-405b".into();
+    log_of(&mut x)[0].data.push_str("02000000");
+    log_of(&mut x)[0].token_count = Some(6);
+    let other = said(&x);
+    assert!(
+        other[0].starts_with("Info:") && other[0].contains("not recomputed: the first token"),
+        "{other:?}"
+    );
+    assert!(
+        other[0].contains("EOS (the script compares a given id as text"),
+        "{other:?}"
+    );
 }
