@@ -139,9 +139,10 @@ fn say_agreed(test06: &Compliance, samples: usize, found: &Recomputed) -> String
 fn recompute(samples: &[Sample], scenario: &str, benchmark: &str) -> Recomputed {
     let tokens: Vec<Option<Vec<u8>>> = samples.iter().map(|s| unhex(&s.data)).collect();
     let width = WIDTHS.iter().find(|(w, _)| {
-        samples.iter().zip(&tokens).all(
-            |(s, t)| matches!((t, s.token_count), (Some(b), Some(n)) if b.len() == n as usize * w),
-        )
+        samples
+            .iter()
+            .zip(&tokens)
+            .all(|(s, t)| matches!((t, s.token_count), (Some(b), Some(n)) if holds(b, n, *w)))
     });
     let Some(&(width, dtype)) = width else {
         return Recomputed {
@@ -181,7 +182,7 @@ fn length_failure(samples: &[Sample], tokens: &[Option<Vec<u8>>]) -> String {
         let Some(n) = s.token_count else {
             return format!("{} has no token_count", name(s, i));
         };
-        if !WIDTHS.iter().any(|(w, _)| b.len() == n as usize * w) {
+        if !WIDTHS.iter().any(|(w, _)| holds(b, n, *w)) {
             return format!(
                 "{} holds {} bytes, which is {n} tokens of no integer width",
                 name(s, i),
@@ -190,6 +191,14 @@ fn length_failure(samples: &[Sample], tokens: &[Option<Vec<u8>>]) -> String {
         }
     }
     "no one integer width gives every sample its token_count".to_string()
+}
+
+/// Whether `data` is `count` tokens of `width` bytes (a count no file could hold is not).
+fn holds(data: &[u8], count: u64, width: usize) -> bool {
+    usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(width))
+        .is_some_and(|len| len == data.len())
 }
 
 fn first_token(samples: &[Sample], tokens: &[Option<Vec<u8>>], width: usize) -> Outcome {
