@@ -267,13 +267,7 @@ fn refused_counted_as_wrong(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
         return Some(());
     }
     let why = tally
-        .map(|v| {
-            v.refusals
-                .iter()
-                .map(|(k, n)| format!("{n} x {k}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
+        .map(AnswerTally::refusals_listed)
         .unwrap_or_else(|| "status and text not recorded in the summary".into());
     let right_answered = tally.map_or(sv.right, |v| v.right - v.right_but_refused);
     let over_answered = if answered == 0 {
@@ -316,13 +310,7 @@ fn no_result(_: &Bundle, t: &QualityTest, e: &mut Emit) -> Ran {
         return Some(());
     }
     let why = tally
-        .map(|v| {
-            v.refusals
-                .iter()
-                .map(|(k, n)| format!("{n} x {k}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
+        .map(AnswerTally::refusals_listed)
         .filter(|w| !w.is_empty())
         .unwrap_or_else(|| "status and text not recorded in the summary".into());
     let test = &t.test;

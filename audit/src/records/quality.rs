@@ -282,6 +282,16 @@ fn id_hash(id: &str) -> u64 {
 }
 
 impl AnswerTally {
+    /// The refusals as a list for a message: `N x STATUS TEXT`, joined by `; `.
+    pub fn refusals_listed(&self) -> String {
+        let listed: Vec<String> = self
+            .refusals
+            .iter()
+            .map(|(k, n)| format!("{n} x {k}"))
+            .collect();
+        listed.join("; ")
+    }
+
     /// Adds one record; `line` is its 1-based line in the file.
     pub fn add(&mut self, a: AnswerView<'_>, line: u64) {
         self.total += 1;
