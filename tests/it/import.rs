@@ -2358,6 +2358,19 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
         )),
         "weight_data_types",
     );
+    // The Offline TEST06 log's first reply (498 tokens, cut at its limit) given two
+    // end-of-sequence tokens (2) at its end: its verify file says the EOS check passed.
+    let log = red.join(format!(
+        "compliance/{sys}/llama2-70b-99.9/Offline/TEST06/accuracy/mlperf_log_accuracy.json"
+    ));
+    let mut samples: Value = read_json(&log);
+    let first = &mut samples[0];
+    first["data"] = json!(format!(
+        "{}0200000002000000",
+        first["data"].as_str().unwrap()
+    ));
+    first["token_count"] = json!(first["token_count"].as_u64().unwrap() + 2);
+    std::fs::write(&log, samples.to_string()).unwrap();
     let out = tempfile::tempdir().unwrap();
     let spec = format!("json:{}", out.path().display());
     let run = rigaudit(&["verify", tmp.path().to_str().unwrap(), "--output", &spec]);
@@ -2386,4 +2399,19 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
     ] {
         assert!(ids.contains(&id), "{id}: {ids:?}");
     }
+    let offline = read_json(&out.path().join(format!(
+        "closed__RedHat__results__{sys}__llama2-70b-99.9__Offline.json"
+    )));
+    let contradicted: Vec<&Value> = offline["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "import.submission-compliance-log")
+        .collect();
+    assert_eq!(contradicted.len(), 1, "{contradicted:#?}");
+    assert_eq!(contradicted[0]["severity"], "error", "{contradicted:#?}");
+    assert!(contradicted[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ends with two end-of-sequence tokens (2)"));
 }

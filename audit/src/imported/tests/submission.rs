@@ -116,6 +116,18 @@ pub(super) const CASES: &[Case<Result>] = &[
         log_of(x)[2].token_data = Some("03000000".into())
     })
     .saying("first token as reported (3) is not its output's first (450)"),
+    // "Skipped" is the script run as for Offline: a Server run's log that fails it is named.
+    case(COMPLIANCE_LOG.id, clean, |x| {
+        log_of(x)[2].token_data = Some("03000000".into());
+        let (_, lines) = x.compliance[0].verify.as_mut().unwrap();
+        lines[0] = "First token check pass: Skipped".into();
+    })
+    .saying("says \"First token check pass: Skipped\", but its Server run's accuracy log fails it"),
+    // A count no file could hold is a failed check, not an overflow.
+    case(COMPLIANCE_LOG.id, clean, |x| {
+        log_of(x)[0].token_count = Some(u64::MAX)
+    })
+    .saying("tokens of no integer width"),
     case(SYSTEM.id, clean, |x| {
         x.system_desc
             .as_mut()
