@@ -129,35 +129,17 @@ pub(super) const CASES: &[Case<Result>] = &[
     })
     .saying("tokens of no integer width"),
     case(SYSTEM.id, clean, |x| {
-        x.system_desc
-            .as_mut()
-            .unwrap()
-            .1
-            .as_mut()
-            .unwrap()
-            .remove("cooling");
+        object_of(&mut x.system_desc).remove("cooling");
     })
     .saying("lacks cooling"),
     case(SYSTEM.id, clean, |x| {
-        x.system_desc
-            .as_mut()
-            .unwrap()
-            .1
-            .as_mut()
-            .unwrap()
-            .insert("framework".into(), json!(""));
+        object_of(&mut x.system_desc).insert("framework".into(), json!(""));
     })
     .saying("leaves empty framework"),
     case(SYSTEM.id, clean, |x| x.submitter = "Other".into()).saying("its folders are Other"),
     case(SYSTEM.id, clean, |x| x.system_desc = None).saying("systems/SYS.json is missing"),
     case(MEASUREMENTS.id, clean, |x| {
-        x.measurements
-            .as_mut()
-            .unwrap()
-            .1
-            .as_mut()
-            .unwrap()
-            .remove("weight_data_types");
+        object_of(&mut x.measurements).remove("weight_data_types");
     })
     .saying("weight_data_types"),
     case(MEASUREMENTS.id, clean, |x| {
@@ -184,6 +166,13 @@ pub(super) const CASES: &[Case<Result>] = &[
     })
     .saying("did not log token latencies"),
 ];
+
+/// A description's object, to plant a problem in.
+fn object_of(
+    described: &mut Option<crate::imported::submission::Described>,
+) -> &mut Map<String, Value> {
+    described.as_mut().unwrap().1.as_mut().unwrap()
+}
 
 /// The clean result's TEST06 given its accuracy log, its samples to plant a problem in.
 fn log_of(x: &mut Result) -> &mut Vec<Test06Sample> {
