@@ -560,6 +560,11 @@ pub const ALL: &[Advice] = &[
         "effective_min_duration_ms 60000 in the detail log; passes: 600000",
     ),
     a(
+        "import.submission-dataset-size",
+        "run the accuracy run over the benchmark's whole dataset (LoadGen's accuracy mode with the QSL's full count) and publish its logs",
+        "accuracy/mlperf_log_detail.txt: qsl_reported_total_count 24000 for llama2-70b-99.9; passes: 24576",
+    ),
+    a(
         "import.submission-folder",
         "clean the submitter's folder before publishing: no empty folder, dotfile, name with a space, __pycache__, file over 50 MB or broken link",
         "compliance/SYS/llama2-70b-99.9/Server/ is left empty; passes: the folder holds its TEST06, or is removed with its result",

@@ -287,6 +287,7 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
                 .join(format!("{}.json", r.system)),
         ),
         seeds,
+        accuracy_samples: accuracy_samples(&dir.join("accuracy/mlperf_log_detail.txt")),
         settings,
         submitter_problems: r.submitter_problems.clone(),
         endpoints: false,
@@ -404,6 +405,23 @@ fn detail_settings(detail: Option<&[u8]>) -> (Option<[u64; 3]>, rules::Settings)
         _ => None,
     };
     (seeds, settings)
+}
+
+/// The accuracy run's sample count from its detail log, read for this alone (the LoadGen reader
+/// takes the performance run's): `effective_accuracy_sample_count` where LoadGen logs it, else
+/// `qsl_reported_total_count`, as the checker takes it.
+fn accuracy_samples(detail: &Path) -> Option<u64> {
+    if !detail.is_file() {
+        return None;
+    }
+    let bytes = input::read_bounded(detail, input::RECORD_MAX, "accuracy detail log").ok()?;
+    [
+        "effective_accuracy_sample_count",
+        "qsl_reported_total_count",
+    ]
+    .iter()
+    .find_map(|key| entry_value(&bytes, key))
+    .and_then(|v| v.as_u64())
 }
 
 /// The value of a detail log's first entry of `key` (a detail log has hundreds of entries: the

@@ -2371,6 +2371,32 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
     ));
     first["token_count"] = json!(first["token_count"].as_u64().unwrap() + 2);
     std::fs::write(&log, samples.to_string()).unwrap();
+    // The Offline run configured with round v6.0's seeds, its accuracy run over 24000 of the
+    // dataset's 24576 samples: the v6.0 checker fails its accuracy.
+    let offline = red.join(format!("results/{sys}/llama2-70b-99.9/Offline"));
+    let edit = |p: PathBuf, pairs: &[(&str, &str)]| {
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        for (from, to) in pairs {
+            assert!(text.contains(from), "{from}");
+            text = text.replace(from, to);
+        }
+        std::fs::write(&p, text).unwrap();
+    };
+    edit(
+        offline.join("performance/run_1/mlperf_log_detail.txt"),
+        &[
+            ("3066443479025735752", "2465351861681999779"),
+            ("10688027786191513374", "14276810075590677512"),
+            ("14962580496156340209", "3936089224930324775"),
+        ],
+    );
+    edit(
+        offline.join("accuracy/mlperf_log_detail.txt"),
+        &[(
+            "\"qsl_reported_total_count\", \"value\": 24576",
+            "\"qsl_reported_total_count\", \"value\": 24000",
+        )],
+    );
     let out = tempfile::tempdir().unwrap();
     let spec = format!("json:{}", out.path().display());
     let run = rigaudit(&["verify", tmp.path().to_str().unwrap(), "--output", &spec]);
@@ -2414,4 +2440,16 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
         .as_str()
         .unwrap()
         .contains("ends with two end-of-sequence tokens (2)"));
+    let part: Vec<&Value> = offline["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "import.submission-dataset-size")
+        .collect();
+    assert_eq!(part.len(), 1, "{part:#?}");
+    assert_eq!(part[0]["severity"], "error", "{part:#?}");
+    assert_has(
+        part[0]["message"].as_str().unwrap(),
+        "covered 24000 samples, not llama2-70b-99.9's whole dataset of 24576",
+    );
 }

@@ -296,6 +296,7 @@ pub const CHECKS: &[About] = &[
     submission::MEASUREMENTS,
     submission::SEEDS,
     submission::SETTINGS,
+    submission::DATASET_SIZE,
     submission::FOLDER,
 ];
 

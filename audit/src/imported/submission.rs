@@ -28,7 +28,7 @@ use super::{row, Row};
 use crate::check::{About, Emit, Ran};
 use crate::report::Severity;
 pub use run::ROUND_SEEDS;
-use run::{seeds, settings};
+use run::{dataset_size, seeds, settings};
 use serde_json::{json, Map, Value};
 pub use test06::{AccuracyLog, Sample as Test06Sample};
 
@@ -51,6 +51,13 @@ pub const COMPLIANCE_LOG: About = About {
     id: "import.submission-compliance-log",
     severity: Severity::Error,
     doc: "A TEST06 verify file says a check passed that the test's own accuracy log fails (recomputed by run_verification.py's rules: each sample's token count, its first token outside Offline, no two end-of-sequence tokens at its end for the LLMs whose id is the script's default); the submission checker reads only the verify file.",
+};
+
+/// `import.submission-dataset-size`.
+pub const DATASET_SIZE: About = About {
+    id: "import.submission-dataset-size",
+    severity: Severity::Error,
+    doc: "An MLPerf result's accuracy run covered fewer or other samples than its benchmark's whole dataset (the checker's accuracy sample count): from v6.0 the checker fails its accuracy, v5.1's only logs it (a warning), earlier rounds ask nothing.",
 };
 
 /// `import.submission-system`.
@@ -225,6 +232,9 @@ pub struct Result {
     /// The performance run's `effective_qsl_rng_seed`, `effective_sample_index_rng_seed` and
     /// `effective_schedule_rng_seed`, when its detail log gives all three.
     pub seeds: Option<[u64; 3]>,
+    /// The accuracy run's sample count (its detail log's `effective_accuracy_sample_count`, else
+    /// `qsl_reported_total_count`), when it states one.
+    pub accuracy_samples: Option<u64>,
     /// The performance run's settings the checker holds to the rules (row A9), from its detail log.
     pub settings: Settings,
     /// What the checker refuses anywhere in the submitter's folder (row A8), each with its path.
@@ -256,6 +266,7 @@ pub const CHECKS: &[Row<Result>] = &[
     row(MEASUREMENTS, measurements),
     row(SEEDS, seeds),
     row(SETTINGS, settings),
+    row(DATASET_SIZE, dataset_size),
     row(FOLDER, folder),
 ];
 

@@ -1,6 +1,7 @@
-//! The rules over a result's performance run as it was configured: its seeds (one round's official
-//! ones) and the settings its detail log states (minimum duration, sample counts, samples per query,
-//! token latencies, equal issue), each against the checker's tables by the round the seeds name.
+//! The rules over a result's runs as they were configured: the performance run's seeds (one round's
+//! official ones) and the settings its detail log states (minimum duration, sample counts, samples
+//! per query, token latencies, equal issue), and the accuracy run's sample count (the whole
+//! dataset), each against the checker's tables by the round the seeds name.
 
 use super::Result;
 use crate::check::{Emit, Ran};
@@ -24,6 +25,11 @@ pub const LLM_SAMPLE_MINIMUMS: &[(&str, u64)] = &[
     ("deepseek-r1", 4388),
     ("gpt-oss-120b", 6396),
 ];
+
+/// The samples an accuracy run must cover where the checker's table differs from the dataset
+/// ([`LLM_SAMPLE_MINIMUMS`], the same counts as its `dataset-size`): `accuracy-sample-count`, v6.0
+/// at `6d0cf9dc`.
+const ACCURACY_SAMPLE_COUNTS: &[(&str, u64)] = &[("gpt-oss-120b", 4395)];
 
 /// The LLM benchmarks whose runs must log token latencies (`requested_use_token_latencies`: the
 /// models `extra_check_llm` is applied to, C41 l. 1043-1057 and 1111-1112, C51 l. 1581-1586, P60
@@ -321,5 +327,42 @@ fn endpoint_seeds(r: &Result, got: [u64; 2], emit: &mut Emit) -> Ran {
                 .data(json!({"seeds": got}));
         }
     }
+    Some(())
+}
+
+/// `import.submission-dataset-size` (row A4): the accuracy run covered the benchmark's whole
+/// dataset (its detail log's `effective_accuracy_sample_count`, else `qsl_reported_total_count`,
+/// against the checker's `accuracy-sample-count`, else `dataset-size`): the v6.0 package fails the
+/// accuracy run otherwise (`AccuracyCheck.dataset_check`, `accuracy_check.py` l. 207-235 at
+/// `6d0cf9dc`); the v5.1 checker only logs it (C51 l. 1475-1482, a warning here); the rounds before
+/// ask nothing. By the round the performance run's seeds name; a run of no round's seeds is held
+/// to the newest rule.
+pub(super) fn dataset_size(r: &Result, emit: &mut Emit) -> Ran {
+    let got = r.accuracy_samples?;
+    let benchmark = r.benchmark.as_str();
+    let want = ACCURACY_SAMPLE_COUNTS
+        .iter()
+        .chain(LLM_SAMPLE_MINIMUMS)
+        .find(|(b, _)| *b == benchmark)?
+        .1;
+    if got == want {
+        return Some(());
+    }
+    let round = r.round();
+    let at = format!("{}/accuracy/mlperf_log_detail.txt", r.dir);
+    let said = format!(
+        "the accuracy run covered {got} samples, not {benchmark}'s whole dataset of {want}: its accuracy is of a part"
+    );
+    let mark = match round {
+        Some("v4.0" | "v4.1" | "v5.0") => return Some(()),
+        Some("v5.1") => emit.warning(format!(
+            "{said} (round v5.1's checker logs this and still gives the result)"
+        )),
+        _ => emit.finding(format!(
+            "{said}: the submission checker fails the accuracy run (from v6.0)"
+        )),
+    };
+    mark.at(at.as_str(), "")
+        .data(json!({"samples": got, "dataset": want, "round": round}));
     Some(())
 }

@@ -2,10 +2,10 @@
 //! by hand (the files the checker requires, a passing TEST06, full measurements and system
 //! descriptions) and one planted problem per rule of `docs/formats/loadgen.md`'s submission rows.
 
-use super::{case, Case};
+use super::{case, lowered, Case};
 use crate::imported::submission::{
-    Compliance, Result, Settings, Test06Sample, COMPLIANCE, COMPLIANCE_LOG, FILES, FOLDER,
-    MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
+    Compliance, Result, Settings, Test06Sample, COMPLIANCE, COMPLIANCE_LOG, DATASET_SIZE, FILES,
+    FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
 
@@ -51,6 +51,7 @@ pub(super) fn clean() -> Result {
         system_desc: Some(("systems/SYS.json".into(), Some(system))),
         // A run without seeds in its log: the seeds row then does not run (its note is tested below).
         seeds: None,
+        accuracy_samples: Some(24576),
         settings: Settings {
             scenario: Some("Server".into()),
             performance_sample_count: Some(24576),
@@ -165,7 +166,25 @@ pub(super) const CASES: &[Case<Result>] = &[
         x.settings.token_latencies = Some(false)
     })
     .saying("did not log token latencies"),
+    case(DATASET_SIZE.id, clean, |x| x.accuracy_samples = Some(24000))
+        .saying("covered 24000 samples, not llama2-70b-99.9's whole dataset of 24576"),
+    lowered(
+        DATASET_SIZE.id,
+        crate::report::Severity::Warning,
+        clean,
+        |x| {
+            x.accuracy_samples = Some(24000);
+            x.seeds = Some(round_seeds("v5.1"));
+        },
+    )
+    .saying("round v5.1's checker logs this"),
 ];
+
+/// The official seeds of a round.
+fn round_seeds(round: &str) -> [u64; 3] {
+    let rounds = crate::imported::submission::ROUND_SEEDS;
+    rounds.iter().find(|(r, _)| *r == round).unwrap().1
+}
 
 /// A description's object, to plant a problem in.
 fn object_of(
@@ -249,6 +268,7 @@ fn gptj_and_open_results_need_no_compliance_test() {
     let found = |r: &Result| crate::imported::run(crate::imported::submission::CHECKS, r);
     let mut gptj = clean();
     gptj.benchmark = "gptj-99".into();
+    gptj.accuracy_samples = Some(13368);
     gptj.compliance.clear();
     assert!(found(&gptj)
         .findings
@@ -256,13 +276,7 @@ fn gptj_and_open_results_need_no_compliance_test() {
         .all(|f| f.severity == crate::report::Severity::Info));
     let mut open = clean();
     open.division = "open".into();
-    open.system_desc
-        .as_mut()
-        .unwrap()
-        .1
-        .as_mut()
-        .unwrap()
-        .insert("division".into(), json!("open"));
+    object_of(&mut open.system_desc).insert("division".into(), json!("open"));
     open.compliance.clear();
     assert!(found(&open)
         .findings
@@ -364,5 +378,19 @@ fn a_test06_log_that_agrees_with_its_verify_file_says_what_it_recomputed() {
     assert!(
         other[0].contains("EOS (the script compares a given id as text"),
         "{other:?}"
+    );
+}
+
+/// The dataset rule by the round the seeds name: v4.1 asks nothing.
+#[test]
+fn the_dataset_size_is_not_asked_before_v5_1() {
+    let mut x = clean();
+    x.accuracy_samples = Some(100);
+    x.seeds = Some(round_seeds("v4.1"));
+    let found = crate::imported::run(crate::imported::submission::CHECKS, &x);
+    assert!(
+        !found.findings.iter().any(|f| f.check == DATASET_SIZE.id),
+        "{:#?}",
+        found.findings
     );
 }
