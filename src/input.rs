@@ -40,6 +40,8 @@ pub const REVISION_MAX: u64 = 4096;
 pub const COMPARE_MAX: u64 = 64 * MIB;
 /// A `--start-log` file or a `--tokenizer` file given to `measure`.
 pub const SIDE_FILE_MAX: u64 = 64 * MIB;
+/// A TEST06 accuracy log: 100 replies of at most a few thousand tokens, some MiB as hex.
+pub const TEST06_LOG_MAX: u64 = 64 * MIB;
 /// Entries of a packed bundle.
 pub const UNPACK_MAX_ENTRIES: u64 = 10_000;
 /// Bytes a packed bundle may unpack to, in all.

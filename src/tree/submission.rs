@@ -346,8 +346,10 @@ fn test06_samples(p: &Path) -> std::result::Result<Vec<rules::Test06Sample>, Str
         token_data: Option<String>,
         token_count: Option<serde_json::Value>,
     }
-    let bytes =
-        input::read_bounded(p, input::RECORD_MAX, "TEST06 accuracy log").map_err(|e| e.0)?;
+    // The message names the file: the rule's note names it already.
+    let shown = format!("{}: ", input::shown_path(p));
+    let bytes = input::read_bounded(p, input::TEST06_LOG_MAX, "TEST06 accuracy log")
+        .map_err(|e| e.0.strip_prefix(&shown).unwrap_or(&e.0).to_string())?;
     let entries: Vec<Entry> = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "not LoadGen's accuracy log (line {}, column {}: {e})",

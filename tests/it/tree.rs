@@ -985,3 +985,37 @@ fn change_test06_log(case: &str, samples: &mut [Value]) {
         other => panic!("no change for case {other}"),
     }
 }
+
+/// A TEST06 accuracy log past `TEST06_LOG_MAX` (64 MiB) is not read: the result's row says TEST06
+/// was not recomputed and names the bound. (A file that large already costs every result of the
+/// submitter its result: the checker refuses files over 50 MB anywhere in the folder.)
+#[test]
+fn a_test06_log_over_its_bound_is_not_read_and_the_note_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("fixtures/submissions/v4.1"), tmp.path());
+    let log = tmp.path().join(
+        "closed/RedHat/compliance/L40S-RedHat-OpenShift/llama2-70b-99.9/Server/TEST06/accuracy/mlperf_log_accuracy.json",
+    );
+    let f = std::fs::File::create(&log).unwrap();
+    f.set_len(64 * 1024 * 1024 + 1).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    let (run, _, rows) = table(&[tmp.path().to_str().unwrap(), "--output", &spec]);
+    let server = rows.iter().find(|r| r.0.ends_with("Server")).unwrap();
+    assert_eq!(server.2, "fail", "{}", run.stdout);
+    let report = common::read_json(
+        &out.path()
+            .join("closed__RedHat__results__L40S-RedHat-OpenShift__llama2-70b-99.9__Server.json"),
+    );
+    let folder = common::findings_in(&report, "import.submission-folder");
+    assert_has(
+        folder[0]["message"].as_str().unwrap(),
+        "mlperf_log_accuracy.json",
+    );
+    let found = common::findings_in(&report, "import.submission-compliance-log");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["severity"], "info");
+    let said = found[0]["message"].as_str().unwrap();
+    assert_has(said, "64 MiB");
+    assert_has(said, "TEST06 not recomputed");
+}
