@@ -381,16 +381,18 @@ fn a_test06_log_that_agrees_with_its_verify_file_says_what_it_recomputed() {
     );
 }
 
-/// The dataset rule by the round the seeds name: v4.1 asks nothing.
+/// The dataset rule by the round the seeds name: no round before v5.1 asks it.
 #[test]
 fn the_dataset_size_is_not_asked_before_v5_1() {
-    let mut x = clean();
-    x.accuracy_samples = Some(100);
-    x.seeds = Some(round_seeds("v4.1"));
-    let found = crate::imported::run(crate::imported::submission::CHECKS, &x);
-    assert!(
-        !found.findings.iter().any(|f| f.check == DATASET_SIZE.id),
-        "{:#?}",
-        found.findings
-    );
+    for round in ["v3.1", "v4.0", "v4.1", "v5.0"] {
+        let mut x = clean();
+        x.accuracy_samples = Some(100);
+        x.seeds = Some(round_seeds(round));
+        let found = crate::imported::run(crate::imported::submission::CHECKS, &x);
+        assert!(
+            !found.findings.iter().any(|f| f.check == DATASET_SIZE.id),
+            "{round}: {:#?}",
+            found.findings
+        );
+    }
 }
