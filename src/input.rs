@@ -355,6 +355,15 @@ fn push_escaped(out: &mut String, c: char) {
 
 /// A path quoted from input (an archive member, a file name): [`shown`] of its text; an argument
 /// that is a URL (`SCHEME://...`) without its credentials ([`without_credentials`]).
+/// An error `message` about the file `p` without its leading `PATH: `, for a place that names the
+/// file already.
+pub fn without_path<'a>(message: &'a str, p: &Path) -> &'a str {
+    message
+        .strip_prefix(&shown_path(p))
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
 pub fn shown_path(p: &Path) -> String {
     let text = p.to_string_lossy();
     match scheme_end(&text) {

@@ -107,7 +107,7 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Read, Fatal> {
         match read_source(&p) {
             Ok(src) => out.sources.push(src),
             Err(e) if !strict => {
-                let why = e.0.strip_prefix(&format!("{shown}: ")).unwrap_or(&e.0);
+                let why = input::without_path(&e.0, &p);
                 let why = why.strip_suffix("; refused").unwrap_or(why);
                 out.unread.push(Unreadable {
                     file: name,

@@ -221,8 +221,8 @@ fn system_described(tree: &Tree, p: &Path) -> Option<Described> {
         .clone()
 }
 
-/// The typed result the rules read; `sources` are the result's LoadGen logs already read (its
-/// detail log and accuracy log are taken from them, not read again).
+/// The typed result the rules read; `sources` are the result's logs its reader reads (the detail
+/// log, `accuracy.txt` and an Endpoints config are taken from them, not read again).
 fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
     let source = |name: &str| {
         sources
@@ -346,10 +346,9 @@ fn test06_samples(p: &Path) -> std::result::Result<Vec<rules::Test06Sample>, Str
         token_data: Option<String>,
         token_count: Option<serde_json::Value>,
     }
-    // The message names the file: the rule's note names it already.
-    let shown = format!("{}: ", input::shown_path(p));
+    // The rule's note names the file already.
     let bytes = input::read_bounded(p, input::TEST06_LOG_MAX, "TEST06 accuracy log")
-        .map_err(|e| e.0.strip_prefix(&shown).unwrap_or(&e.0).to_string())?;
+        .map_err(|e| input::without_path(&e.0, p).to_string())?;
     let entries: Vec<Entry> = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "not LoadGen's accuracy log (line {}, column {}: {e})",

@@ -72,8 +72,8 @@ pub(super) fn compliance_log(r: &Result, emit: &mut Emit) -> Ran {
             return Some(());
         }
     };
-    let found = recompute(samples, &r.scenario, &r.benchmark);
     let (file, lines) = test06.verify.as_ref()?;
+    let found = recompute(samples, &r.scenario, &r.benchmark);
     let checks = [
         (
             "Sample length check pass",
