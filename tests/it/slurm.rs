@@ -1,8 +1,11 @@
 //! `rigaudit replay --slurm`: ranks as steps of one allocation on a real two-node Slurm (Debian's
 //! slurm-wlm, nodes n1 and n2 on this machine), started once for this test binary by
 //! `scripts/slurm-cluster.sh` in a state folder of its own. A test that cannot start the cluster
-//! prints why and returns (set `RIGAUDIT_REQUIRE_SLURM=1` to make that a failure). The tests
-//! take turns (one lock): each looks at the whole queue.
+//! prints why and returns (set `RIGAUDIT_REQUIRE_SLURM=1` to make that a failure). The tests of
+//! one cluster take turns (a lock per cluster): each looks at its cluster's whole queue. The test
+//! that waits out a job's time limit (a minute or more) runs on the `linuxproc` cluster (its ranks
+//! detach nothing, so the tracking does not bear on it) with the one test that needs that
+//! cluster, so the tests of the main cluster do not wait for it where that cluster uses cgroup.
 //!
 //! The fake engine (tests/fixtures/fake_engine.py, a copy whose `--argv-file` records the whole
 //! environment) writes its argv and environment to a file.
@@ -137,10 +140,8 @@ fn slurm_or_skip_on(
     test: &str,
     which: fn() -> Result<&'static (PathBuf, PathBuf), String>,
 ) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
-    static TURN: Mutex<()> = Mutex::new(());
-    let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     match which() {
-        Ok((_, conf)) => Some((conf.clone(), turn)),
+        Ok((_, conf)) => Some((conf.clone(), turn_on(conf))),
         Err(why) => {
             if std::env::var_os("RIGAUDIT_REQUIRE_SLURM").is_some() {
                 panic!("{test}: {why}");
@@ -150,6 +151,24 @@ fn slurm_or_skip_on(
             None
         }
     }
+}
+
+/// A turn on the cluster whose `SLURM_CONF` is `conf`: one lock per cluster (two names of one
+/// cluster, as `linuxproc_cluster` may give, share it).
+fn turn_on(conf: &Path) -> MutexGuard<'static, ()> {
+    static TURNS: Mutex<Vec<(PathBuf, &'static Mutex<()>)>> = Mutex::new(Vec::new());
+    let lock = {
+        let mut turns = TURNS.lock().unwrap_or_else(|p| p.into_inner());
+        match turns.iter().find(|(c, _)| c == conf) {
+            Some((_, lock)) => *lock,
+            None => {
+                let lock: &'static Mutex<()> = Box::leak(Box::new(Mutex::new(())));
+                turns.push((conf.to_path_buf(), lock));
+                lock
+            }
+        }
+    };
+    lock.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Rank 1's recorded environment (placeholders filled by `--set`).
@@ -580,7 +599,7 @@ fn a_rank_that_fails_at_start_ends_the_replay_cancels_the_job_and_leaves_no_rank
 
 #[test]
 fn sigkill_of_the_replay_leaves_the_job_to_its_time_limit_which_ends_every_rank() {
-    let (conf, _turn) = or_skip!(slurm_or_skip("sigkill_of_the_replay"));
+    let (conf, _turn) = or_skip!(slurm_or_skip_on("sigkill_of_the_replay", linuxproc_cluster));
     let s = Setup::new(None);
     // Nothing in rigaudit runs after SIGKILL: the allocation's hard limit (20 s) is the last net.
     let args = s.args(
