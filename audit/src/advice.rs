@@ -565,6 +565,11 @@ pub const ALL: &[Advice] = &[
         "accuracy/mlperf_log_detail.txt: qsl_reported_total_count 24000 for llama2-70b-99.9; passes: 24576",
     ),
     a(
+        "import.submission-scenarios",
+        "submit every scenario the round's table requires of the benchmark for the system's type (and one of Server or Interactive where both are optional), and no scenario it does not list",
+        "results/SYS/llama2-70b-99.9/ holds Server only, round v4.1, datacenter; passes: Offline beside it",
+    ),
+    a(
         "import.submission-folder",
         "clean the submitter's folder before publishing: no empty folder, dotfile, name with a space, __pycache__, file over 50 MB or broken link",
         "compliance/SYS/llama2-70b-99.9/Server/ is left empty; passes: the folder holds its TEST06, or is removed with its result",

@@ -292,6 +292,7 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
         submitter_problems: r.submitter_problems.clone(),
         endpoints: false,
         endpoint_seeds: None,
+        scenarios_beside: names_of_dirs(dir.parent().unwrap_or(&dir)),
     };
     if is_endpoints(&dir) {
         out.endpoints = true;
@@ -301,14 +302,17 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
     out
 }
 
+/// The folders in `dir`, by name.
 fn names_of_dirs(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 /// The compliance tests in a folder, each with its verify file's lines (and TEST06's accuracy log).

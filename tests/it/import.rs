@@ -2397,10 +2397,30 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
             "\"qsl_reported_total_count\", \"value\": 24000",
         )],
     );
+    // An Interactive result beside them, a copy of the Server one: no scenario of llama2-70b-99.9
+    // in round v4.1's table (its run's seeds are v4.1's), so its own result has none.
+    common::copy_dir(
+        &red.join(format!("results/{sys}/llama2-70b-99.9/Server")),
+        &red.join(format!("results/{sys}/llama2-70b-99.9/Interactive")),
+    );
     let out = tempfile::tempdir().unwrap();
     let spec = format!("json:{}", out.path().display());
     let run = rigaudit(&["verify", tmp.path().to_str().unwrap(), "--output", &spec]);
     assert_eq!(run.code, 1, "{}", run.stdout);
+    let interactive = read_json(&out.path().join(format!(
+        "closed__RedHat__results__{sys}__llama2-70b-99.9__Interactive.json"
+    )));
+    let unknown: Vec<&Value> = interactive["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "import.submission-scenarios")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{unknown:#?}");
+    assert_has(
+        unknown[0]["message"].as_str().unwrap(),
+        "holds Interactive, which the table neither requires nor allows (round v4.1's table for a datacenter system: llama2-70b-99.9 Server, Offline required): the submission checker gives its result none",
+    );
     let report = out.path().join(format!(
         "closed__RedHat__results__{sys}__llama2-70b-99.9__Server.json"
     ));

@@ -297,6 +297,7 @@ pub const CHECKS: &[About] = &[
     submission::SEEDS,
     submission::SETTINGS,
     submission::DATASET_SIZE,
+    submission::SCENARIOS,
     submission::FOLDER,
 ];
 

@@ -19,9 +19,12 @@
 //! - the system's JSON has every field the checker requires, the meaningful ones non-empty, and
 //!   its `submitter` and `division` are its folders' (A7);
 //! - the performance run was configured with one round's official seeds and with the settings the
-//!   rules require (minimum duration, sample counts, token latencies, equal issue: [`run`], A9).
+//!   rules require (minimum duration, sample counts, token latencies, equal issue: [`run`], A9);
+//! - a closed or network benchmark folder holds the scenarios its round's table requires for the
+//!   system's type, and none it does not list ([`scenarios`], A10).
 
 mod run;
+mod scenarios;
 mod test06;
 
 use super::{row, Row};
@@ -58,6 +61,13 @@ pub const DATASET_SIZE: About = About {
     id: "import.submission-dataset-size",
     severity: Severity::Error,
     doc: "An MLPerf result's accuracy run covered fewer or other samples than its benchmark's whole dataset (the checker's accuracy sample count): from v6.0 the checker fails its accuracy, v5.1's only logs it (a warning), earlier rounds ask nothing.",
+};
+
+/// `import.submission-scenarios`.
+pub const SCENARIOS: About = About {
+    id: "import.submission-scenarios",
+    severity: Severity::Error,
+    doc: "A closed or network MLPerf result's benchmark folder lacks a scenario its round's checker requires for the system's type (or, where Server and Interactive are both optional, has neither), or holds one the checker's table neither requires nor allows: before v6.0 the checker gives the benchmark folder (or the unknown scenario's result) no result, from v6.0 it fails every result of the folder.",
 };
 
 /// `import.submission-system`.
@@ -244,6 +254,9 @@ pub struct Result {
     /// seeds are `config.yaml`'s data loader and scheduler seeds (the checker skips the QSL's).
     pub endpoints: bool,
     pub endpoint_seeds: Option<[u64; 2]>,
+    /// The scenario folders of the result's benchmark folder (`results/<system>/<benchmark>/`),
+    /// by name, this result's among them.
+    pub scenarios_beside: Vec<String>,
 }
 
 impl Result {
@@ -254,6 +267,18 @@ impl Result {
             .iter()
             .find(|(_, s)| *s == got)
             .map(|(round, _)| *round)
+    }
+
+    /// The round whose checker judges the result: the one its performance run's seeds name, or
+    /// for an Endpoints result the one `config.yaml`'s data loader and scheduler seeds name.
+    pub fn checker_round(&self) -> Option<&'static str> {
+        if let Some(got) = self.endpoint_seeds {
+            return ROUND_SEEDS
+                .iter()
+                .find(|(_, s)| s[1] == got[0] && s[2] == got[1])
+                .map(|(round, _)| *round);
+        }
+        self.round()
     }
 }
 
@@ -267,6 +292,7 @@ pub const CHECKS: &[Row<Result>] = &[
     row(SEEDS, seeds),
     row(SETTINGS, settings),
     row(DATASET_SIZE, dataset_size),
+    row(SCENARIOS, scenarios::scenarios),
     row(FOLDER, folder),
 ];
 

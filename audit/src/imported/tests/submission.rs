@@ -5,7 +5,7 @@
 use super::{case, lowered, Case};
 use crate::imported::submission::{
     Compliance, Result, Settings, Test06Sample, COMPLIANCE, COMPLIANCE_LOG, DATASET_SIZE, FILES,
-    FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
+    FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SCENARIOS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
 
@@ -63,6 +63,7 @@ pub(super) fn clean() -> Result {
         submitter_problems: Vec::new(),
         endpoints: false,
         endpoint_seeds: None,
+        scenarios_beside: vec!["Offline".into(), "Server".into()],
     }
 }
 
@@ -178,7 +179,33 @@ pub(super) const CASES: &[Case<Result>] = &[
         },
     )
     .saying("round v5.1's checker logs this"),
+    // v4.1's datacenter table asks llama2-70b-99.9 for Server and Offline: the folder gets no
+    // result, said on its first result.
+    case(SCENARIOS.id, clean, |x| in_round(x, "v4.1", &["Server"]))
+        .saying("lacks Offline (round v4.1's table for a datacenter system: llama2-70b-99.9 Server, Offline required)"),
+    case(SCENARIOS.id, clean, |x| in_round(x, "v6.0", &["Server"]))
+        .saying("the submission checker fails every result of the folder"),
+    case(SCENARIOS.id, clean, |x| {
+        in_round(x, "v4.1", &["Offline", "Server", "SingleStream"]);
+        x.scenario = "SingleStream".into();
+    })
+    .saying("holds SingleStream, which the table neither requires nor allows"),
+    // v5.1: Offline required, Interactive and Server optional, one of them needed: the result the
+    // checker's loop saw last is voided.
+    case(SCENARIOS.id, clean, |x| {
+        in_round(x, "v5.1", &["Offline"]);
+        x.scenario = "Offline".into();
+    })
+    .saying("lacks one of Interactive or Server"),
 ];
+
+/// `x` as a result of a datacenter system judged by `round`'s checker, its benchmark folder
+/// holding the scenario folders `beside`.
+fn in_round(x: &mut Result, round: &str, beside: &[&str]) {
+    x.seeds = Some(round_seeds(round));
+    object_of(&mut x.system_desc).insert("system_type".into(), json!("datacenter"));
+    x.scenarios_beside = beside.iter().map(|s| s.to_string()).collect();
+}
 
 /// The official seeds of a round.
 fn round_seeds(round: &str) -> [u64; 3] {
@@ -261,6 +288,40 @@ fn offline_samples_per_query_bind_every_division_before_v6_and_only_closed_from_
 #[test]
 fn every_row_raises_its_planted_problem_and_nothing_on_the_clean_result() {
     super::check_cases(crate::imported::submission::CHECKS, CASES);
+}
+
+#[test]
+fn a_benchmark_folder_with_its_rounds_scenarios_raises_nothing_and_one_without_says_it_once() {
+    let errors = |r: &Result| {
+        crate::imported::run(crate::imported::submission::CHECKS, r)
+            .findings
+            .into_iter()
+            .filter(|f| f.check == SCENARIOS.id)
+            .count()
+    };
+    for round in ["v4.0", "v4.1", "v5.0", "v5.1", "v6.0", "v6.1"] {
+        let mut r = clean();
+        in_round(&mut r, round, &["Offline", "Server"]);
+        assert_eq!(errors(&r), 0, "{round}");
+    }
+    // Before v6.0 a missing scenario is the folder's, said on its first result only.
+    let (mut first, mut second) = (clean(), clean());
+    in_round(&mut first, "v4.1", &["Interactive", "Server"]);
+    in_round(&mut second, "v4.1", &["Interactive", "Server"]);
+    first.scenario = "Interactive".into();
+    // Interactive is no v4.1 scenario of llama2-70b-99.9: its own result's finding, and the
+    // missing Offline on the same (first) result.
+    assert_eq!(errors(&first), 2);
+    assert_eq!(errors(&second), 0);
+    // The open division is not held to the table; a system type the table lacks asks nothing.
+    let mut open = clean();
+    in_round(&mut open, "v4.1", &["Server"]);
+    open.division = "open".into();
+    assert_eq!(errors(&open), 0);
+    let mut odd = clean();
+    in_round(&mut odd, "v4.1", &["Server"]);
+    object_of(&mut odd.system_desc).insert("system_type".into(), json!("x"));
+    assert_eq!(errors(&odd), 0);
 }
 
 #[test]
