@@ -2410,12 +2410,7 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
     let interactive = read_json(&out.path().join(format!(
         "closed__RedHat__results__{sys}__llama2-70b-99.9__Interactive.json"
     )));
-    let unknown: Vec<&Value> = interactive["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "import.submission-scenarios")
-        .collect();
+    let unknown = common::findings_in(&interactive, "import.submission-scenarios");
     assert_eq!(unknown.len(), 1, "{unknown:#?}");
     assert_has(
         unknown[0]["message"].as_str().unwrap(),
@@ -2448,24 +2443,14 @@ fn an_mlperf_results_report_names_each_submission_rule_it_breaks() {
     let offline = read_json(&out.path().join(format!(
         "closed__RedHat__results__{sys}__llama2-70b-99.9__Offline.json"
     )));
-    let contradicted: Vec<&Value> = offline["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "import.submission-compliance-log")
-        .collect();
+    let contradicted = common::findings_in(&offline, "import.submission-compliance-log");
     assert_eq!(contradicted.len(), 1, "{contradicted:#?}");
     assert_eq!(contradicted[0]["severity"], "error", "{contradicted:#?}");
     assert!(contradicted[0]["message"]
         .as_str()
         .unwrap()
         .contains("ends with two end-of-sequence tokens (2)"));
-    let part: Vec<&Value> = offline["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "import.submission-dataset-size")
-        .collect();
+    let part = common::findings_in(&offline, "import.submission-dataset-size");
     assert_eq!(part.len(), 1, "{part:#?}");
     assert_eq!(part[0]["severity"], "error", "{part:#?}");
     assert_has(

@@ -272,13 +272,10 @@ impl Result {
     /// The round whose checker judges the result: the one its performance run's seeds name, or
     /// for an Endpoints result the one `config.yaml`'s data loader and scheduler seeds name.
     pub fn checker_round(&self) -> Option<&'static str> {
-        if let Some(got) = self.endpoint_seeds {
-            return ROUND_SEEDS
-                .iter()
-                .find(|(_, s)| s[1] == got[0] && s[2] == got[1])
-                .map(|(round, _)| *round);
+        match self.endpoint_seeds {
+            Some(got) => run::endpoint_round(got),
+            None => self.round(),
         }
-        self.round()
     }
 }
 

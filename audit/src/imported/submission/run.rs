@@ -306,15 +306,21 @@ fn spq_binds(r: &Result) -> bool {
     !package || r.division.eq_ignore_ascii_case("closed")
 }
 
+/// The round whose sample-index and schedule seeds are an Endpoints run's data loader and
+/// scheduler seeds (`config.yaml`).
+pub(super) fn endpoint_round(got: [u64; 2]) -> Option<&'static str> {
+    ROUND_SEEDS
+        .iter()
+        .find(|(_, s)| s[1] == got[0] && s[2] == got[1])
+        .map(|(round, _)| *round)
+}
+
 /// [`seeds`] for an Endpoints result: `config.yaml`'s `dataloader_random_seed` and
 /// `scheduler_random_seed` against each round's sample-index and schedule seeds (row C9).
 fn endpoint_seeds(r: &Result, got: [u64; 2], emit: &mut Emit) -> Ran {
     let at = format!("{}/config.yaml", r.dir);
-    match ROUND_SEEDS
-        .iter()
-        .find(|(_, s)| s[1] == got[0] && s[2] == got[1])
-    {
-        Some((round, _)) => {
+    match endpoint_round(got) {
+        Some(round) => {
             emit.info(format!(
                 "config.yaml's seeds are round {round}'s: the run was configured for that round"
             ))

@@ -143,26 +143,27 @@ pub(super) fn scenarios(r: &Result, emit: &mut Emit) -> Ran {
     if g.one_of_missing {
         missing.push("one of Interactive or Server".into());
     }
-    if !missing.is_empty() {
-        let said = format!("{folder} lacks {} ({table_said})", missing.join(", "));
-        let on_this = package
-            || if g.missing.is_empty() && round_name == "v5.1" {
-                last
-            } else {
-                first
-            };
-        if on_this {
-            let what = if package {
-                "the submission checker fails every result of the folder".to_string()
-            } else if g.missing.is_empty() && round_name == "v5.1" {
-                "round v5.1's checker gives its last scenario folder's result none, this one".into()
-            } else {
-                "the submission checker gives the benchmark folder no result (its results stand; said on its first)".into()
-            };
-            emit.finding(format!("{said}: {what}"))
-                .at(folder, "")
-                .data(data.clone());
-        }
+    // Where the checker puts a missing scenario, and what it does there.
+    let (on_this, what) = if package {
+        (
+            true,
+            "the submission checker fails every result of the folder",
+        )
+    } else if g.missing.is_empty() && round_name == "v5.1" {
+        (
+            last,
+            "round v5.1's checker gives its last scenario folder's result none, this one",
+        )
+    } else {
+        (first, "the submission checker gives the benchmark folder no result (its results stand; said on its first)")
+    };
+    if !missing.is_empty() && on_this {
+        emit.finding(format!(
+            "{folder} lacks {} ({table_said}): {what}",
+            missing.join(", ")
+        ))
+        .at(folder, "")
+        .data(data.clone());
     }
     if g.unknown.iter().any(|u| u == &r.scenario) || (package && !g.unknown.is_empty()) {
         let whose = if package {
