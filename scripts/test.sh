@@ -88,8 +88,7 @@ bash scripts/slurm-cluster.sh start >/dev/null
 trap 'bash scripts/slurm-cluster.sh stop; echo "== test command took $((SECONDS - START)) s (the budget: 20 minutes on 2 cores)"' EXIT
 export RIGAUDIT_REQUIRE_SLURM=1
 # The suite in one call, then its quiet tests: a test whose verdict depends on how fast the machine
-# is (or that relinks the binary the others run: the wheel's) sits in a `quiet` module (tests/it/)
-# and runs after the rest, alone and one at a time. Any
+# is sits in a `quiet` module (tests/it/) and runs after the rest, alone and one at a time. Any
 # argument goes to one plain `cargo test --workspace` instead. The rest runs four tests at a time:
 # many wait on a server, a cluster or a lock most of their time.
 if [ $# -gt 0 ]; then

@@ -7,7 +7,9 @@
 //! target folder, so that a second run rebuilds only what changed (about 10 s when nothing did).
 //! In a fresh target folder that is a whole release build (31 minutes on 2 busy cores);
 //! `RIGAUDIT_WHEEL_PROFILE=dev` builds the wheel from the debug build the tests already made
-//! instead (no compile; the binary unstripped, so its size bound is not checked). maturin comes
+//! instead (no compile, and no relink: the test checks that `target/debug/rigaudit`, which the
+//! tests running beside it start, stays the same file; the binary unstripped, so its size bound
+//! is not checked). maturin comes
 //! pinned from PyPI into a venv under the target folder (scripts/test.sh makes it beforehand); the
 //! test skips, saying so, only when PyPI cannot be reached.
 
@@ -39,6 +41,7 @@ fn profile() -> String {
 /// Builds the wheel into `out` with maturin; returns the wheel's path.
 fn build_wheel(maturin_python: &Path, out: &Path) -> PathBuf {
     let started = Instant::now();
+    let tests_binary = binary_identity();
     let mut maturin = Command::new(maturin_python);
     // What cargo set for this test process (the package's name, version, manifest folder) is not
     // the nested build's: build scripts that watch those variables (ring's) would run again and
@@ -75,6 +78,15 @@ fn build_wheel(maturin_python: &Path, out: &Path) -> PathBuf {
         .unwrap();
     let said = String::from_utf8_lossy(&built.stderr);
     assert!(built.status.success(), "maturin build:\n{said}");
+    if profile() == "dev" {
+        assert_eq!(
+            binary_identity(),
+            tests_binary,
+            "maturin's dev build relinked target/debug/rigaudit, the binary the other tests run: \
+             `cargo build` resolves other features than `cargo test` (a dev-dependency's; see \
+             the simd-adler32 line of Cargo.toml), so the build is no longer the tests' own"
+        );
+    }
     eprintln!(
         "maturin build (profile {}) took {:.0} s",
         profile(),
@@ -90,6 +102,14 @@ fn build_wheel(maturin_python: &Path, out: &Path) -> PathBuf {
     wheels[0].clone()
 }
 
+/// The file `target/debug/rigaudit` is (inode and modification time): cargo replaces it when a
+/// build of another dependency graph is uplifted there.
+fn binary_identity() -> Option<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(target_dir().join("debug").join("rigaudit")).ok()?;
+    Some((m.ino(), m.mtime(), m.mtime_nsec()))
+}
+
 /// Runs `rigaudit ARGS` as found on `PATH` = the venv's bin folder and the system's.
 fn installed(bin: &Path, args: &[&str]) -> common::Run {
     let path = format!("{}:/usr/bin:/bin", bin.display());
@@ -101,51 +121,43 @@ fn installed(bin: &Path, args: &[&str]) -> common::Run {
     )
 }
 
-/// Run with the quiet tests, alone: maturin's build of the binary differs from the tests' (the
-/// engine's build script runs again for it) and is linked over `target/debug/rigaudit`, the
-/// binary every other test starts, which is missing for that moment (seen 2026-12-07: a Slurm
-/// test's start of rigaudit failed with "No such file or directory" as this test built).
-mod quiet {
-    use super::*;
-
-    #[test]
-    fn the_wheel_installs_into_a_fresh_venv_and_verifies_the_seed_pages() {
-        let maturin = or_skip!(venv::or_skip("maturin-venv", &[MATURIN]));
-        let tmp = tempfile::tempdir().unwrap();
-        let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
-        let name = wheel.file_name().unwrap().to_string_lossy().to_string();
-        assert!(
-            name.starts_with(&format!("rigaudit-{}-", env!("CARGO_PKG_VERSION"))),
-            "{name}"
-        );
-        let size = std::fs::metadata(&wheel).unwrap().len();
-        eprintln!("{name}: {size} bytes");
-        // A fresh environment, the wheel installed from the file alone (no index).
-        let env = tmp.path().join("venv");
-        let python = venv::fresh(&env);
-        venv::pip_install(&python, &["--no-index", wheel.to_str().unwrap()]).unwrap();
-        let bin = env.join("bin");
-        let binary = std::fs::metadata(bin.join("rigaudit")).unwrap().len();
-        eprintln!("installed binary: {binary} bytes");
-        if profile() == "release" {
-            assert!(binary < BINARY_MAX, "{binary} bytes: not stripped?");
-        }
-        let verified = |page: &str, code: i32, verdict: &str| {
-            let page = fixture(page);
-            let r = installed(
-                &bin,
-                &["verify", page.to_str().unwrap(), "--format", "json"],
-            );
-            let said = (r.code, r.json()["verdict"].as_str().map(String::from));
-            assert_eq!(said, (code, Some(verdict.to_string())), "{}", r.stderr);
-            r
-        };
-        let r = verified("tensorfold-127-stock-2x", 1, "fail");
-        assert_eq!(r.findings("quality.refused-counted-as-wrong").len(), 2);
-        verified("mia-recipe-1104-2x", 0, "pass");
-        // The engine audit and replay launch is in the same binary.
-        let r = installed(&bin, &["__engine", "--version"]);
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        assert!(r.stdout.starts_with("rigaudit-engine "), "{}", r.stdout);
+#[test]
+fn the_wheel_installs_into_a_fresh_venv_and_verifies_the_seed_pages() {
+    let maturin = or_skip!(venv::or_skip("maturin-venv", &[MATURIN]));
+    let tmp = tempfile::tempdir().unwrap();
+    let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
+    let name = wheel.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        name.starts_with(&format!("rigaudit-{}-", env!("CARGO_PKG_VERSION"))),
+        "{name}"
+    );
+    let size = std::fs::metadata(&wheel).unwrap().len();
+    eprintln!("{name}: {size} bytes");
+    // A fresh environment, the wheel installed from the file alone (no index).
+    let env = tmp.path().join("venv");
+    let python = venv::fresh(&env);
+    venv::pip_install(&python, &["--no-index", wheel.to_str().unwrap()]).unwrap();
+    let bin = env.join("bin");
+    let binary = std::fs::metadata(bin.join("rigaudit")).unwrap().len();
+    eprintln!("installed binary: {binary} bytes");
+    if profile() == "release" {
+        assert!(binary < BINARY_MAX, "{binary} bytes: not stripped?");
     }
+    let verified = |page: &str, code: i32, verdict: &str| {
+        let page = fixture(page);
+        let r = installed(
+            &bin,
+            &["verify", page.to_str().unwrap(), "--format", "json"],
+        );
+        let said = (r.code, r.json()["verdict"].as_str().map(String::from));
+        assert_eq!(said, (code, Some(verdict.to_string())), "{}", r.stderr);
+        r
+    };
+    let r = verified("tensorfold-127-stock-2x", 1, "fail");
+    assert_eq!(r.findings("quality.refused-counted-as-wrong").len(), 2);
+    verified("mia-recipe-1104-2x", 0, "pass");
+    // The engine audit and replay launch is in the same binary.
+    let r = installed(&bin, &["__engine", "--version"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("rigaudit-engine "), "{}", r.stdout);
 }
