@@ -12,8 +12,12 @@
 //! error, and a line it accepts that the fast path rejected (an integer written `5.0`, say) is
 //! tallied from the full parse. Why not `jsonschema` on every line: building a `serde_json::Value`
 //! per line and walking the schema over it took about 5 s for a million records on this machine,
-//! the typed path about a tenth of that (see `benches/answers.py`). `tests/answers_fast_path.rs`
-//! checks that the fast path accepts nothing the schema rejects, field by field.
+//! the typed path about a tenth of that (see `benches/answers.py`). The unit test
+//! `fast_path_accepts_nothing_the_schema_rejects` checks that the fast path accepts nothing the
+//! schema rejects, field by field.
+//!
+//! Each worker sorts its share of the ids (for repeated ids and per-question pairing) before the
+//! shares are merged.
 
 use crate::digest::hex;
 use rigaudit_audit::records::{Answer, AnswerTally, AnswerView};
@@ -22,6 +26,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::io::Read;
+use std::sync::mpsc::SyncSender;
 
 /// A bad line.
 #[derive(Debug, Clone)]
@@ -67,41 +72,70 @@ impl Tallied {
 }
 
 const CHUNK: usize = 1 << 20;
+
+/// Whole lines of the file, with the number of the first.
+type Chunk = (u64, Vec<u8>);
 const KEEP: usize = 25;
 
-/// The schema's record, borrowed from the line. `deserialize_with` on the nullable required
-/// fields makes them required (serde would otherwise take a missing `Option` as `None`).
+/// The schema's record, borrowed from the line. Every optional string goes through
+/// [`borrowed`]: serde's own `Option<Cow<str>>` copies the string even with `borrow` (its
+/// borrowing covers a bare `Cow<str>` only), three allocations a record that took a tenth of a
+/// verify's time. `deserialize_with` makes a field required unless it has `default`, which is
+/// what the nullable required `finish_reason` needs.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Line<'a> {
     #[serde(borrow)]
     id: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     #[allow(dead_code)]
     prompt: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     prompt_sha256: Option<Cow<'a, str>>,
     #[serde(default)]
     prompt_tokens: Option<u64>,
     max_tokens: u64,
     status: u16,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     error: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "nullable")]
+    #[serde(borrow, deserialize_with = "borrowed")]
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     completion_tokens: Option<u64>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     extracted: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     gold: Option<Cow<'a, str>>,
     correct: bool,
     #[serde(default)]
     seconds: Option<f64>,
 }
 
-fn nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
-    Option::<Cow<'de, str>>::deserialize(d)
+/// A string or null, borrowed from the input when it has no escapes (copied when it has).
+fn borrowed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a string or null")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+    }
+    d.deserialize_option(Text)
 }
 
 const fn hex_table() -> [bool; 256] {
@@ -234,7 +268,7 @@ fn work(chunk: &[u8], first_line: u64, v: &jsonschema::Validator, t: &mut Tallie
 /// stream tallies nothing. A read error is reported as a problem at the line it stopped on.
 pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
     let workers = crate::host::cores().clamp(1, 8);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(u64, Vec<u8>)>(workers * 2);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(workers * 2);
     let rx = std::sync::Mutex::new(rx);
     let mut hasher = Sha256::new();
     let mut read_error: Option<ReadError> = None;
@@ -251,6 +285,7 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
                             _ => break,
                         }
                     }
+                    t.tally.presort();
                     t
                 })
             })
@@ -272,7 +307,7 @@ pub fn tally(mut r: impl Read, v: &jsonschema::Validator) -> Tallied {
 /// line over [`crate::input::ANSWERS_LINE_MAX`] stops reading: it is refused, not held.
 fn read_chunks(
     r: &mut impl Read,
-    tx: &std::sync::mpsc::SyncSender<(u64, Vec<u8>)>,
+    tx: &SyncSender<Chunk>,
     hasher: &mut Sha256,
 ) -> Option<ReadError> {
     let mut read_error = None;
@@ -405,6 +440,17 @@ mod tests {
 
     /// Every field set to every kind of value, one at a time, plus removals and extras: the fast
     /// path accepts a line only when the schema does, and then reads the same record.
+    #[test]
+    fn the_fast_path_borrows_its_strings() {
+        let line = r#"{"id":"q-1","prompt":null,"prompt_tokens":10,"max_tokens":64,"status":200,"error":null,"finish_reason":"stop","completion_tokens":5,"extracted":"A","gold":"B\n","correct":false}"#;
+        let l: Line = serde_json::from_str(line).unwrap();
+        assert!(matches!(l.finish_reason, Some(Cow::Borrowed("stop"))));
+        assert!(matches!(l.extracted, Some(Cow::Borrowed("A"))));
+        assert!(l.error.is_none() && l.prompt.is_none());
+        // An escaped string cannot be borrowed: it is copied, unescaped.
+        assert!(matches!(&l.gold, Some(Cow::Owned(g)) if g == "B\n"));
+    }
+
     #[test]
     fn fast_path_accepts_nothing_the_schema_rejects() {
         let v = crate::schemas::validator(FileKind::QualityAnswers).unwrap();

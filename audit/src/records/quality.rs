@@ -254,11 +254,12 @@ pub struct AnswerTally {
     /// Cut-off answered records marked right, and the first such line.
     #[serde(default)]
     pub cutoffs_right: (u64, Option<u64>),
-    /// (hash of id, line) of every record, sorted at the end; 16 bytes a record.
+    /// (hash of id, [`line_mark`]) of every record, sorted at the end; 16 bytes a record.
     #[serde(skip)]
     ids: Vec<(u64, u64)>,
-    /// (hash of id, scored right) of every answered record, sorted by hash at the end: two runs
-    /// over the same questions are compared question by question ([`AnswerTally::paired_with`]).
+    /// (hash of id, scored right) of every answered record, sorted by hash: two runs over the
+    /// same questions are compared question by question ([`AnswerTally::paired_with`]). Taken from
+    /// the sorted ids by [`AnswerTally::finish`] (one sort for both).
     #[serde(skip)]
     scored: Vec<(u64, bool)>,
 }
@@ -272,6 +273,12 @@ pub struct Trials {
     pub repeated: u64,
     /// Of those, scored right on one trial and wrong on another.
     pub flipped: u64,
+}
+
+/// A record's line with whether it was answered and scored right, in one number that sorts by
+/// line: `line << 2 | answered << 1 | right`.
+fn line_mark(line: u64, answered: bool, right: bool) -> u64 {
+    line << 2 | u64::from(answered) << 1 | u64::from(right)
 }
 
 fn id_hash(id: &str) -> u64 {
@@ -296,10 +303,10 @@ impl AnswerTally {
     pub fn add(&mut self, a: AnswerView<'_>, line: u64) {
         self.total += 1;
         *self.max_tokens.entry(a.max_tokens).or_default() += 1;
-        self.ids.push((id_hash(a.id), line));
+        self.ids
+            .push((id_hash(a.id), line_mark(line, a.answered(), a.correct)));
         if a.answered() {
             self.answered += 1;
-            self.scored.push((id_hash(a.id), a.correct));
             if a.finish_reason == Some("length") {
                 self.cutoffs += 1;
                 if !a.correct {
@@ -427,9 +434,14 @@ impl AnswerTally {
         self.cutoffs += other.cutoffs;
         self.cutoffs_wrong += other.cutoffs_wrong;
         self.gold_disagrees += other.gold_disagrees;
-        if self.gold_disagrees_first_line.is_none() {
-            self.gold_disagrees_first_line = other.gold_disagrees_first_line;
-        }
+        // The workers take chunks in turn: the first line is the smaller of the two.
+        self.gold_disagrees_first_line = match (
+            self.gold_disagrees_first_line,
+            other.gold_disagrees_first_line,
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         for (k, v) in other.refusals {
             *self.refusals.entry(k).or_default() += v;
         }
@@ -442,8 +454,7 @@ impl AnswerTally {
         for (k, v) in other.max_tokens {
             *self.max_tokens.entry(k).or_default() += v;
         }
-        self.ids.extend(other.ids);
-        self.scored.extend(other.scored);
+        merge_sorted(&mut self.ids, other.ids);
         if let Some((n, l)) = other.answered_need_max {
             if self.answered_need_max.is_none_or(|(m, _)| n > m) {
                 self.answered_need_max = Some((n, l));
@@ -465,10 +476,20 @@ impl AnswerTally {
         }
     }
 
-    /// Finds repeated ids once every record was added. (Two ids with the same 64-bit hash would
-    /// count as one; at a million records the chance is about 3 in 100 million.)
+    /// Sorts the ids [`AnswerTally::finish`] sorts, where this tally was built: a reader that
+    /// tallies on several threads sorts each share on its own, [`AnswerTally::merge`] joins sorted
+    /// shares in one pass, and the sort in `finish` finds them sorted.
+    pub fn presort(&mut self) {
+        self.ids.sort_unstable();
+    }
+
+    /// Finds repeated ids and lists the answered records by id once every record was added.
+    /// (Two ids with the same 64-bit hash would count as one; at a million records the chance is
+    /// about 3 in 100 million.) Called again, it keeps what the first call found.
     pub fn finish(&mut self) {
-        self.scored.sort_unstable();
+        if self.ids.is_empty() {
+            return;
+        }
         let mut ids = std::mem::take(&mut self.ids);
         ids.sort_unstable();
         self.duplicate_ids.clear();
@@ -477,11 +498,37 @@ impl AnswerTally {
             if w[0].0 == w[1].0 {
                 self.duplicate_count += 1;
                 if self.duplicate_ids.len() < 5 {
-                    self.duplicate_ids.push((w[1].1, w[0].1));
+                    self.duplicate_ids.push((w[1].1 >> 2, w[0].1 >> 2));
                 }
             }
         }
         self.duplicate_ids.sort_unstable();
+        self.scored = ids
+            .iter()
+            .filter(|(_, mark)| mark & 2 != 0)
+            .map(|&(id, mark)| (id, mark & 1 != 0))
+            .collect();
+    }
+}
+
+/// `b` merged into `a`, both sorted, in one pass and in place (backward, from `a`'s end), so that
+/// no third vector is held: a million ids are 16 MB. Any order in gives some order out, which
+/// [`AnswerTally::finish`] sorts again.
+fn merge_sorted<T: Ord + Copy>(a: &mut Vec<T>, b: Vec<T>) {
+    let n = a.len();
+    a.extend_from_slice(&b);
+    let (mut i, mut j) = (n, b.len());
+    for k in (0..a.len()).rev() {
+        if j == 0 {
+            break;
+        }
+        if i > 0 && a[i - 1] > b[j - 1] {
+            a[k] = a[i - 1];
+            i -= 1;
+        } else {
+            a[k] = b[j - 1];
+            j -= 1;
+        }
     }
 }
 
@@ -494,4 +541,68 @@ pub fn refusal_kind(status: u16, error: &str) -> String {
         None => error,
     };
     format!("HTTP {status}: {}", first.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record scored wrong whose extracted answer is the gold.
+    fn disagreeing(id: &str) -> AnswerView<'_> {
+        AnswerView {
+            id,
+            prompt_tokens: Some(10),
+            max_tokens: 64,
+            status: 200,
+            error: None,
+            finish_reason: Some("stop"),
+            extracted: Some("B"),
+            gold: Some("B"),
+            correct: false,
+        }
+    }
+
+    #[test]
+    fn sorted_shares_merge_into_one_sorted_whole() {
+        for (a, b) in [
+            (vec![1, 4, 9], vec![2, 4, 10, 11]),
+            (vec![], vec![3, 5]),
+            (vec![3, 5], vec![]),
+            (vec![7, 8], vec![1, 2]),
+        ] {
+            let mut whole = [a.clone(), b.clone()].concat();
+            whole.sort_unstable();
+            let mut merged = a;
+            merge_sorted(&mut merged, b);
+            assert_eq!(merged, whole);
+        }
+        // Shares tallied on two threads find an id repeated across them.
+        let (mut a, mut b) = (AnswerTally::default(), AnswerTally::default());
+        a.add(disagreeing("q-2"), 1);
+        a.add(disagreeing("q-1"), 2);
+        b.add(disagreeing("q-2"), 3);
+        a.presort();
+        b.presort();
+        a.merge(b);
+        a.finish();
+        assert_eq!(
+            (a.duplicate_count, a.duplicate_ids.clone()),
+            (1, vec![(3, 1)])
+        );
+        assert_eq!(a.trials().repeated, 1);
+    }
+
+    #[test]
+    fn merged_tallies_keep_the_earliest_first_lines() {
+        // The workers take chunks in turn: the tally merged first may hold the later lines.
+        let (mut later, mut earlier) = (AnswerTally::default(), AnswerTally::default());
+        later.add(disagreeing("q-9"), 90);
+        later.add_reply(Some(100), 64, None, 91);
+        earlier.add(disagreeing("q-1"), 3);
+        earlier.add_reply(Some(100), 64, None, 4);
+        later.merge(earlier);
+        assert_eq!(later.gold_disagrees, 2);
+        assert_eq!(later.gold_disagrees_first_line, Some(3));
+        assert_eq!(later.impossible, (2, Some(4)));
+    }
 }
