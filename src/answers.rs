@@ -72,10 +72,10 @@ impl Tallied {
 }
 
 const CHUNK: usize = 1 << 20;
+const KEEP: usize = 25;
 
 /// Whole lines of the file, with the number of the first.
 type Chunk = (u64, Vec<u8>);
-const KEEP: usize = 25;
 
 /// The schema's record, borrowed from the line. Every optional string goes through
 /// [`borrowed`]: serde's own `Option<Cow<str>>` copies the string even with `borrow` (its
@@ -438,8 +438,6 @@ mod tests {
                "gold": "A", "correct": true, "seconds": 1.5})
     }
 
-    /// Every field set to every kind of value, one at a time, plus removals and extras: the fast
-    /// path accepts a line only when the schema does, and then reads the same record.
     #[test]
     fn the_fast_path_borrows_its_strings() {
         let line = r#"{"id":"q-1","prompt":null,"prompt_tokens":10,"max_tokens":64,"status":200,"error":null,"finish_reason":"stop","completion_tokens":5,"extracted":"A","gold":"B\n","correct":false}"#;
@@ -451,6 +449,8 @@ mod tests {
         assert!(matches!(&l.gold, Some(Cow::Owned(g)) if g == "B\n"));
     }
 
+    /// Every field set to every kind of value, one at a time, plus removals and extras: the fast
+    /// path accepts a line only when the schema does, and then reads the same record.
     #[test]
     fn fast_path_accepts_nothing_the_schema_rejects() {
         let v = crate::schemas::validator(FileKind::QualityAnswers).unwrap();

@@ -456,7 +456,11 @@ impl AnswerTally {
         }
         merge_sorted(&mut self.ids, other.ids);
         if let Some((n, l)) = other.answered_need_max {
-            if self.answered_need_max.is_none_or(|(m, _)| n > m) {
+            // The largest need, at its first line whichever worker saw it.
+            if self
+                .answered_need_max
+                .is_none_or(|(m, at)| n > m || (n == m && l < at))
+            {
                 self.answered_need_max = Some((n, l));
             }
         }
