@@ -142,10 +142,7 @@ mod quiet {
         assert!((-25.0..-10.0).contains(&change), "{change}");
         assert!(decode["unit_changes"].as_array().unwrap().len() >= 3);
         // The blocks ran in ABBA / BAAB quartets, recorded with the seed.
-        let record: Value = serde_json::from_str(
-            &std::fs::read_to_string(tmp.path().join("slower/ab.json")).unwrap(),
-        )
-        .unwrap();
+        let record = common::read_json(&tmp.path().join("slower/ab.json"));
         assert_eq!(record["seed"], 36);
         let sides: Vec<&str> = record["blocks"]
             .as_array()

@@ -293,11 +293,8 @@ fn every_row_raises_its_planted_problem_and_nothing_on_the_clean_result() {
 #[test]
 fn a_benchmark_folder_with_its_rounds_scenarios_raises_nothing_and_one_without_says_it_once() {
     let errors = |r: &Result| {
-        crate::imported::run(crate::imported::submission::CHECKS, r)
-            .findings
-            .into_iter()
-            .filter(|f| f.check == SCENARIOS.id)
-            .count()
+        let found = crate::imported::run(crate::imported::submission::CHECKS, r);
+        super::raised(&found, SCENARIOS.id).count()
     };
     for round in ["v4.0", "v4.1", "v5.0", "v5.1", "v6.0", "v6.1"] {
         let mut r = clean();
