@@ -257,11 +257,12 @@ pub struct AnswerTally {
     /// (hash of id, [`line_mark`]) of every record, sorted at the end; 16 bytes a record.
     #[serde(skip)]
     ids: Vec<(u64, u64)>,
-    /// (hash of id, scored right) of every answered record, sorted by hash: two runs over the
-    /// same questions are compared question by question ([`AnswerTally::paired_with`]). Taken from
-    /// the sorted ids by [`AnswerTally::finish`] (one sort for both).
+    /// (hash of id, [`line_mark`]) of every answered record, sorted by hash: two runs over the
+    /// same questions are compared question by question ([`AnswerTally::paired_with`]). The
+    /// sorted ids themselves, the unanswered taken out by [`AnswerTally::finish`] (one sort for
+    /// both, and no second vector: a million records are 16 MB).
     #[serde(skip)]
-    scored: Vec<(u64, bool)>,
+    scored: Vec<(u64, u64)>,
 }
 
 /// The answered questions of an answers file by id ([`AnswerTally::trials`]).
@@ -279,6 +280,11 @@ pub struct Trials {
 /// line: `line << 2 | answered << 1 | right`.
 fn line_mark(line: u64, answered: bool, right: bool) -> u64 {
     line << 2 | u64::from(answered) << 1 | u64::from(right)
+}
+
+/// Whether a [`line_mark`] says the record was scored right.
+fn marked_right(mark: u64) -> bool {
+    mark & 1 != 0
 }
 
 fn id_hash(id: &str) -> u64 {
@@ -395,11 +401,15 @@ impl AnswerTally {
         if self.duplicate_count > 0 || other.duplicate_count > 0 {
             return None;
         }
-        let theirs: BTreeMap<u64, bool> = other.scored.iter().copied().collect();
+        let theirs: BTreeMap<u64, bool> = other
+            .scored
+            .iter()
+            .map(|&(id, mark)| (id, marked_right(mark)))
+            .collect();
         let pairs: Vec<(bool, bool)> = self
             .scored
             .iter()
-            .filter_map(|(id, right)| Some((*right, *theirs.get(id)?)))
+            .filter_map(|&(id, mark)| Some((marked_right(mark), *theirs.get(&id)?)))
             .collect();
         let unmatched = self.scored.len() + other.scored.len() - 2 * pairs.len();
         (!pairs.is_empty()).then_some((pairs, unmatched))
@@ -414,7 +424,8 @@ impl AnswerTally {
             t.questions += 1;
             if one.len() > 1 {
                 t.repeated += 1;
-                t.flipped += u64::from(one.iter().any(|(_, right)| *right != one[0].1));
+                let first = marked_right(one[0].1);
+                t.flipped += u64::from(one.iter().any(|&(_, m)| marked_right(m) != first));
             }
         }
         t
@@ -507,11 +518,8 @@ impl AnswerTally {
             }
         }
         self.duplicate_ids.sort_unstable();
-        self.scored = ids
-            .iter()
-            .filter(|(_, mark)| mark & 2 != 0)
-            .map(|&(id, mark)| (id, mark & 1 != 0))
-            .collect();
+        ids.retain(|&(_, mark)| mark & 2 != 0);
+        self.scored = ids;
     }
 }
 
