@@ -540,6 +540,16 @@ pub const ALL: &[Advice] = &[
         "verify_accuracy.txt says EOS check pass: True, and sample 12 of TEST06/accuracy/mlperf_log_accuracy.json ends with two end-of-sequence tokens; passes: each sample ends with at most one",
     ),
     a(
+        "import.submission-compliance-config",
+        "run each compliance test with its own audit.config (compliance/TESTnn/<benchmark>/audit.config of the round) copied into the run's working folder, and publish that run's logs with its verify file",
+        "TEST07/performance/run_1/mlperf_log_detail.txt requested_min_query_count 6396 and sampling target 10000 (TEST09's file); passes: 990 and 990, as TEST07's audit.config sets",
+    ),
+    a(
+        "import.submission-compliance-verdict",
+        "run the test's run_verification.py with the test's audit.config on the test's own accuracy log and publish the verify file it writes, unedited",
+        "TEST09/verify_output_len.txt counted 990 samples; passes: Total samples: 6396, the mean within 1150.38 to 1406.02, TEST PASS",
+    ),
+    a(
         "import.submission-system",
         "fill every field of the system description the checker requires, the meaningful ones with real values, and name the submitter and division of its folders",
         "systems/SYS.json lacks cooling and leaves framework empty; passes: cooling 'air', framework 'vLLM 0.10.1'",

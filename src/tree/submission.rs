@@ -275,7 +275,7 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
         performance: names(&dir.join("performance/run_1")),
         accuracy: names(&dir.join("accuracy")),
         accuracy_hash,
-        compliance: compliance(tree, &compliance_dir),
+        compliance: compliance(tree, &compliance_dir, &r.benchmark),
         compliance_dir: relative(&tree.root, &compliance_dir),
         measurement_files: names(&measurements_dir),
         measurements_dir: relative(&tree.root, &measurements_dir),
@@ -315,8 +315,9 @@ fn names_of_dirs(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The compliance tests in a folder, each with its verify file's lines (and TEST06's accuracy log).
-fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
+/// The compliance tests in a folder, each with its verify file's lines (and TEST06's accuracy log,
+/// and the own run of a test whose audit.config the rules table).
+fn compliance(tree: &Tree, dir: &Path, benchmark: &str) -> Vec<Compliance> {
     let mut tests: Vec<String> = names_of_dirs(dir)
         .into_iter()
         .filter(|d| d.starts_with("TEST"))
@@ -332,9 +333,42 @@ fn compliance(tree: &Tree, dir: &Path) -> Vec<Compliance> {
                 .then(|| dir.join(&test).join("accuracy/mlperf_log_accuracy.json"))
                 .filter(|p| p.is_file())
                 .map(|p| (relative(&tree.root, &p), test06_samples(&p)));
-            Compliance { test, verify, log }
+            let run = rules::audit_config_tabled(benchmark, &test)
+                .then(|| {
+                    dir.join(&test)
+                        .join("performance/run_1/mlperf_log_detail.txt")
+                })
+                .and_then(|detail| test_run(tree, &detail));
+            Compliance {
+                test,
+                verify,
+                log,
+                run,
+            }
         })
         .collect()
+}
+
+/// A compliance test's own run, as its detail log states the settings its audit.config sets
+/// (`import.submission-compliance-config`); `None` when the test has no detail log or it cannot be
+/// read.
+fn test_run(tree: &Tree, detail: &Path) -> Option<rules::TestRun> {
+    if !detail.is_file() {
+        return None;
+    }
+    let bytes = input::read_bounded(detail, input::RECORD_MAX, "compliance detail log").ok()?;
+    let value = |key: &str| entry_value(&bytes, key);
+    let number = |key: &str| value(key).and_then(|v| v.as_u64());
+    let flag = |key: &str| value(key).and_then(|v| v.as_bool());
+    Some(rules::TestRun {
+        detail: relative(&tree.root, detail),
+        test_mode: value("requested_test_mode").and_then(|v| v.as_str().map(String::from)),
+        min_query_count: number("requested_min_query_count"),
+        accuracy_log_sampling_target: number("requested_accuracy_log_sampling_target"),
+        accuracy_log_rng_seed: number("requested_accuracy_log_rng_seed"),
+        sample_concatenate_permutation: flag("requested_sample_concatenate_permutation"),
+        performance_issue_unique: flag("requested_performance_issue_unique"),
+    })
 }
 
 /// The most samples of a TEST06 accuracy log read: the test logs 100 (its `audit.config`).

@@ -985,13 +985,7 @@ fn a_policy_reweighs_checks_with_reasons_the_report_repeats() {
     let page = fixture("tensorfold-127-stock-2x");
     let before = rigaudit(&["verify", page.to_str().unwrap(), "--format", "json"]);
     assert_eq!(before.code, 1);
-    let errors: Vec<String> = before.json()["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] == "error")
-        .map(|f| f["check"].as_str().unwrap().to_string())
-        .collect();
+    let errors = common::checks_at(&before.json(), "error");
     // Ignore every check that found an error, with a reason; raise a note to a warning.
     let mut ids = errors.clone();
     ids.sort();

@@ -1032,3 +1032,66 @@ fn a_test06_log_over_its_bound_is_not_read_and_the_note_says_so() {
     assert_has(said, "64 MiB");
     assert_has(said, "TEST06 not recomputed");
 }
+
+/// Two gpt-oss-120b Offline results of MLPerf v6.0 as published (fixtures/submissions/v6.0):
+/// AMD's TEST07 and TEST09 were run as their audit.config files set them and their verify files
+/// hold up (notes); NVIDIA's GB300-NVL72 ran TEST07 with TEST09's settings (6396 queries, 10000
+/// samples logged) and TEST09 with TEST07's (990 and 990), so TEST07 scored 6396 answers where it
+/// is for the 990 of its compliance set and TEST09 measured 990 of the 6396 lengths. The checker of
+/// the round passes both: it reads only `TEST PASS`. Each folder is a partial copy (Offline only),
+/// so its scenario row fails too, and nothing else does.
+#[test]
+fn a_gpt_oss_compliance_run_is_held_to_its_own_audit_config() {
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    let tree = root().join("fixtures/submissions/v6.0");
+    let (run, _, rows) = table(&[tree.to_str().unwrap(), "--output", &spec]);
+    assert_eq!(rows.len(), 2, "{}", run.stdout);
+    let report = |name: &str| {
+        common::read_json(
+            &out.path()
+                .join(format!("closed__{name}__gpt-oss-120b__Offline.json")),
+        )
+    };
+    let errors = |r: &Value| {
+        let mut ids = common::checks_at(r, "error");
+        ids.sort();
+        ids
+    };
+    let amd = report("AMD__results__8xMI355X_2xEPYC_9575F");
+    assert_eq!(errors(&amd), ["import.submission-scenarios"]);
+    for id in [
+        "import.submission-compliance-config",
+        "import.submission-compliance-verdict",
+    ] {
+        let notes = common::findings_in(&amd, id);
+        assert_eq!(notes.len(), 2, "{notes:#?}");
+        assert!(notes.iter().all(|n| n["severity"] == "info"), "{notes:#?}");
+    }
+    let nvidia = report("NVIDIA__results__GB300-NVL72_GB300-288GB_aarch64x72_TRT");
+    assert_eq!(
+        errors(&nvidia),
+        [
+            "import.submission-compliance-config",
+            "import.submission-compliance-config",
+            "import.submission-compliance-verdict",
+            "import.submission-compliance-verdict",
+            "import.submission-scenarios",
+        ]
+    );
+    let said: Vec<String> = common::findings_in(&nvidia, "import.submission-compliance-config")
+        .iter()
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect();
+    assert_has(&said[0], "TEST07's run was not made as its audit.config sets: requested_min_query_count 6396 where the test's audit.config sets 990, requested_accuracy_log_sampling_target 10000 where the test's audit.config sets 990");
+    assert_has(&said[1], "TEST09's run was not made as its audit.config sets: requested_min_query_count 990 where the test's audit.config sets 6396");
+    let verdicts = common::findings_in(&nvidia, "import.submission-compliance-verdict");
+    assert_has(
+        verdicts[0]["message"].as_str().unwrap(),
+        "it counted 6396 samples where the test's run issues 990 (Total samples evaluated: 6396)",
+    );
+    assert_eq!(
+        verdicts[0]["file"].as_str().unwrap_or_default(),
+        "closed/NVIDIA/results/GB300-NVL72_GB300-288GB_aarch64x72_TRT/gpt-oss-120b/Offline/TEST07/verify_accuracy.txt"
+    );
+}

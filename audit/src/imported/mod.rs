@@ -292,6 +292,8 @@ pub const CHECKS: &[About] = &[
     submission::FILES,
     submission::COMPLIANCE,
     submission::COMPLIANCE_LOG,
+    submission::COMPLIANCE_CONFIG,
+    submission::COMPLIANCE_VERDICT,
     submission::SYSTEM,
     submission::MEASUREMENTS,
     submission::SEEDS,

@@ -23,6 +23,7 @@
 //! - a closed or network benchmark folder holds the scenarios its round's table requires for the
 //!   system's type, and none it does not list ([`scenarios`], A10).
 
+mod audit_config;
 mod run;
 mod scenarios;
 mod test06;
@@ -30,6 +31,7 @@ mod test06;
 use super::{row, Row};
 use crate::check::{About, Emit, Ran};
 use crate::report::Severity;
+pub use audit_config::{audit_config_tabled, TestRun};
 pub use run::ROUND_SEEDS;
 use run::{dataset_size, seeds, settings};
 use serde_json::{json, Map, Value};
@@ -54,6 +56,20 @@ pub const COMPLIANCE_LOG: About = About {
     id: "import.submission-compliance-log",
     severity: Severity::Error,
     doc: "A TEST06 verify file says a check passed that the test's own accuracy log fails (recomputed by run_verification.py's rules: each sample's token count, its first token outside Offline, no two end-of-sequence tokens at its end for the LLMs whose id is the script's default); the submission checker reads only the verify file.",
+};
+
+/// `import.submission-compliance-config`.
+pub const COMPLIANCE_CONFIG: About = About {
+    id: "import.submission-compliance-config",
+    severity: Severity::Error,
+    doc: "A gpt-oss-120b compliance test's own run (TEST07, TEST09) was not made with the settings its audit.config sets, as its detail log states them: the samples issued and logged (TEST07 990 and 990, TEST09 6396 and 10000), the accuracy log's seed, no concatenated samples, performance mode, and from v6.1 each sample issued once. The test then checked another run than the one it is for; the submission checker reads only its verify file.",
+};
+
+/// `import.submission-compliance-verdict`.
+pub const COMPLIANCE_VERDICT: About = About {
+    id: "import.submission-compliance-verdict",
+    severity: Severity::Error,
+    doc: "A gpt-oss-120b compliance test's verify file (TEST07's verify_accuracy.txt, TEST09's verify_output_len.txt) does not hold up against the test's audit.config: it names another threshold than the file sets (TEST07 a score of 60.698, TEST09 a mean output length of 1150.38 to 1406.02), its TEST PASS does not follow from its own score or mean under the test's thresholds, or it counted other than the test's samples (990, 6396). The submission checker reads only its TEST PASS.",
 };
 
 /// `import.submission-dataset-size`.
@@ -193,6 +209,9 @@ pub struct Compliance {
     pub verify: Option<(String, Vec<String>)>,
     /// TEST06's accuracy log (`accuracy/mlperf_log_accuracy.json`), when the folder has one.
     pub log: Option<AccuracyLog>,
+    /// The test's own run (`performance/run_1/mlperf_log_detail.txt`), for the tests whose
+    /// audit.config is tabled ([`audit_config`]), when the folder has its detail log.
+    pub run: Option<TestRun>,
 }
 
 /// A described JSON file: its path as shown and its object (`None`: not JSON or not an object).
@@ -284,6 +303,8 @@ pub const CHECKS: &[Row<Result>] = &[
     row(FILES, files),
     row(COMPLIANCE, compliance),
     row(COMPLIANCE_LOG, test06::compliance_log),
+    row(COMPLIANCE_CONFIG, audit_config::run_config),
+    row(COMPLIANCE_VERDICT, audit_config::verdict),
     row(SYSTEM, system),
     row(MEASUREMENTS, measurements),
     row(SEEDS, seeds),

@@ -428,6 +428,14 @@ pub fn findings_in<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
     all.filter(|f| f["check"] == check).collect()
 }
 
+/// The check ids of a report's findings at `severity`, in the report's order.
+pub fn checks_at(report: &Value, severity: &str) -> Vec<String> {
+    let all = report["findings"].as_array().unwrap().iter();
+    all.filter(|f| f["severity"] == severity)
+        .map(|f| f["check"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// The fake NVML (tests/fake-nvml/nvml.c) built by gcc as `dir/libnvidia-ml.so.1`; `dir` is
 /// returned, to put first in `LD_LIBRARY_PATH`.
 pub fn fake_nvml(dir: &Path) -> PathBuf {

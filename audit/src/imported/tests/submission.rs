@@ -4,8 +4,9 @@
 
 use super::{case, lowered, Case};
 use crate::imported::submission::{
-    Compliance, Result, Settings, Test06Sample, COMPLIANCE, COMPLIANCE_LOG, DATASET_SIZE, FILES,
-    FOLDER, MEASUREMENTS, MEASUREMENT_KEYS, SCENARIOS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
+    Compliance, Result, Settings, Test06Sample, TestRun, COMPLIANCE, COMPLIANCE_CONFIG,
+    COMPLIANCE_LOG, COMPLIANCE_VERDICT, DATASET_SIZE, FILES, FOLDER, MEASUREMENTS,
+    MEASUREMENT_KEYS, SCENARIOS, SEEDS, SETTINGS, SYSTEM, SYSTEM_FIELDS,
 };
 use serde_json::{json, Map, Value};
 
@@ -44,6 +45,7 @@ pub(super) fn clean() -> Result {
             )),
             // Its accuracy log given by the cases that plant a problem in it.
             log: None,
+            run: None,
         }],
         measurements_dir: "closed/RedHat/measurements/SYS/llama2-70b-99.9/Server".into(),
         measurement_files: vec!["README.md".into(), "SYS.json".into(), "user.conf".into()],
@@ -197,7 +199,161 @@ pub(super) const CASES: &[Case<Result>] = &[
         x.scenario = "Offline".into();
     })
     .saying("lacks one of Interactive or Server"),
+    // NVIDIA's v6.0 GB300-NVL72 Offline result as published: each test run with the other's file.
+    case(COMPLIANCE_CONFIG.id, gpt_oss, |x| {
+        let mut run = run_as_set(&TEST09_SETTINGS);
+        run.detail = "TEST07/performance/run_1/mlperf_log_detail.txt".into();
+        x.compliance[0].run = Some(run);
+    })
+    .saying("TEST07's run was not made as its audit.config sets: requested_min_query_count 6396 where the test's audit.config sets 990, requested_accuracy_log_sampling_target 10000 where the test's audit.config sets 990"),
+    case(COMPLIANCE_CONFIG.id, gpt_oss, |x| {
+        let mut run = run_as_set(&TEST09_SETTINGS);
+        run.accuracy_log_rng_seed = Some(1);
+        x.compliance[1].run = Some(run);
+    })
+    .saying("requested_accuracy_log_rng_seed 1 where"),
+    // From v6.1 the files ask each sample to be issued once.
+    case(COMPLIANCE_CONFIG.id, gpt_oss, |x| {
+        x.seeds = Some(round_seeds("v6.1"));
+        x.compliance[1].run = Some(run_as_set(&TEST09_SETTINGS));
+    })
+    .saying("requested_performance_issue_unique false where the test's audit.config sets true"),
+    case(COMPLIANCE_VERDICT.id, gpt_oss, |x| {
+        x.compliance[1].verify = Some(verify_lines(TEST09_LINES, "Total samples: 6396", "Total samples: 990"));
+    })
+    .saying("it counted 990 samples where the test's run issues 6396"),
+    case(COMPLIANCE_VERDICT.id, gpt_oss, |x| {
+        x.compliance[0].verify = Some(verify_lines(TEST07_LINES, "Accuracy threshold: 60.698", "Accuracy threshold: 55.0"));
+    })
+    .saying("its Accuracy threshold is 55 where the test's audit.config sets 60.698"),
+    case(COMPLIANCE_VERDICT.id, gpt_oss, |x| {
+        x.compliance[0].verify = Some(verify_lines(TEST07_LINES, "Accuracy score: 63.737", "Accuracy score: 58.1"));
+    })
+    .saying("it says TEST PASS, but its score 58.1 is below the test's 60.698"),
+    case(COMPLIANCE_VERDICT.id, gpt_oss, |x| {
+        x.compliance[1].verify = Some(verify_lines(TEST09_LINES, "Mean output tokens: 1373.90", "Mean output tokens: 1500.5"));
+    })
+    .saying("its mean output length 1500.5 is outside the test's 1150.38 to 1406.02"),
+    case(COMPLIANCE_VERDICT.id, gpt_oss, |x| {
+        x.compliance[1].verify = Some(verify_lines(TEST09_LINES, "Max threshold: 1406.02", "Max threshold: 1600"));
+    })
+    .saying("its Max threshold is 1600 where the test's audit.config sets 1406.02"),
 ];
+
+/// What the verify lines of AMD's v6.0 8xMI355X gpt-oss-120b Offline result say (TEST07's
+/// `verify_accuracy.txt` and TEST09's `verify_output_len.txt`, their lines the rules read).
+const TEST07_LINES: &[&str] = &[
+    "Total samples evaluated: 990",
+    "'exact_match': 63.737",
+    "TEST07 Verification Summary",
+    "Accuracy score: 63.737",
+    "Accuracy threshold: 60.698",
+    "Accuracy check pass: True",
+    "TEST PASS",
+];
+const TEST09_LINES: &[&str] = &[
+    "Total samples: 6396",
+    "Mean output tokens: 1373.90",
+    "Min output tokens: 391",
+    "Max output tokens: 3789",
+    "Mean output tokens: 1373.90",
+    "Min threshold: 1150.38",
+    "Max threshold: 1406.02",
+    "Min check pass: True",
+    "Max check pass: True",
+    "TEST PASS",
+];
+
+/// The requested settings of AMD's v6.0 TEST07 and TEST09 runs (their detail logs): (queries,
+/// sampling target).
+const TEST07_SETTINGS: (u64, u64) = (990, 990);
+const TEST09_SETTINGS: (u64, u64) = (6396, 10000);
+
+fn run_as_set(&(queries, target): &(u64, u64)) -> TestRun {
+    TestRun {
+        detail: "TEST09/performance/run_1/mlperf_log_detail.txt".into(),
+        test_mode: Some("PerformanceOnly".into()),
+        min_query_count: Some(queries),
+        accuracy_log_sampling_target: Some(target),
+        accuracy_log_rng_seed: Some(720381539243781796),
+        sample_concatenate_permutation: Some(false),
+        performance_issue_unique: Some(false),
+    }
+}
+
+/// A verify file of `lines`, `from` written as `to`.
+fn verify_lines(lines: &[&str], from: &str, to: &str) -> (String, Vec<String>) {
+    let lines = lines
+        .iter()
+        .map(|l| if *l == from { to } else { l }.to_string())
+        .collect();
+    ("verify.txt".into(), lines)
+}
+
+/// The clean result as a gpt-oss-120b Offline one whose TEST07 and TEST09 folders are there but
+/// hold neither verify file nor detail log: the rows of the tests' audit.config then have nothing
+/// to say, and each case gives them what it plants.
+fn gpt_oss() -> Result {
+    let mut x = clean();
+    x.benchmark = "gpt-oss-120b".into();
+    offline_of_one_sample_a_query(&mut x);
+    x.compliance = ["TEST07", "TEST09"]
+        .map(|test| Compliance {
+            test: test.into(),
+            ..Compliance::default()
+        })
+        .into();
+    x
+}
+
+/// The published runs and verify files of AMD's result hold up: notes only, from both rows, and
+/// the v6.1 setting is not asked of a v6.0 run.
+#[test]
+fn the_tests_run_as_their_audit_config_sets_are_noted_not_found() {
+    let mut x = gpt_oss();
+    x.seeds = Some(round_seeds("v6.0"));
+    x.compliance[0].run = Some(run_as_set(&TEST07_SETTINGS));
+    x.compliance[1].run = Some(run_as_set(&TEST09_SETTINGS));
+    x.compliance[0].verify = Some(verify_lines(TEST07_LINES, "", ""));
+    x.compliance[1].verify = Some(verify_lines(TEST09_LINES, "", ""));
+    let found = crate::imported::run(crate::imported::submission::CHECKS, &x);
+    let ours: Vec<_> = found
+        .findings
+        .iter()
+        .filter(|f| [COMPLIANCE_CONFIG.id, COMPLIANCE_VERDICT.id].contains(&f.check.as_str()))
+        .collect();
+    assert_eq!(ours.len(), 4, "{ours:#?}");
+    assert!(
+        ours.iter()
+            .all(|f| f.severity == crate::report::Severity::Info),
+        "{ours:#?}"
+    );
+    let said: Vec<&str> = ours.iter().map(|f| f.message.as_str()).collect();
+    assert!(
+        said.iter().any(|m| m.contains(
+            "TEST09's run was made as its audit.config sets: 6396 queries, 10000 samples logged"
+        )),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter().any(|m| m.contains(
+            "holds up against TEST07's audit.config: score 63.737 against the threshold 60.698, over its 990 samples"
+        )),
+        "{said:#?}"
+    );
+    // Another benchmark's TEST07 is not held to gpt-oss-120b's file.
+    x.benchmark = "llama2-70b-99.9".into();
+    x.compliance[0].run = Some(run_as_set(&TEST09_SETTINGS));
+    let found = crate::imported::run(crate::imported::submission::CHECKS, &x);
+    assert!(
+        !found
+            .findings
+            .iter()
+            .any(|f| f.check == COMPLIANCE_CONFIG.id || f.check == COMPLIANCE_VERDICT.id),
+        "{:#?}",
+        found.findings
+    );
+}
 
 /// `x` as a result of a datacenter system judged by `round`'s checker, its benchmark folder
 /// holding the scenario folders `beside`.
