@@ -318,7 +318,7 @@ pub fn verify_read(
     id: &str,
     fail_on: Option<Severity>,
 ) -> Result<Report, Fatal> {
-    verify_read_with(format, sources, id, fail_on, Findings::default())
+    verify_read_with(format, sources, id, fail_on, Findings::default(), |_| {})
 }
 
 /// [`verify_read`] with findings of other checks over the same run added (an MLPerf result's
@@ -329,11 +329,13 @@ pub fn verify_read_with(
     id: &str,
     fail_on: Option<Severity>,
     extra: Findings,
+    settle: impl FnOnce(&mut Findings),
 ) -> Result<Report, Fatal> {
     let mut read = Read::of(sources);
     let mut imp = import_read(format, &mut read)?;
     common_settings(&mut imp, format);
     imp.found.merge(extra);
+    settle(&mut imp.found);
     Ok(verified(id, &read.sources, &imp).report("verify", fail_on))
 }
 

@@ -127,11 +127,15 @@ pub fn verify(tree: &Tree, r: &ResultDir, fail_on: Option<Severity>) -> Row {
         Some(Ok(read)) => &read.sources[..],
         _ => &[],
     };
-    let extra = rigaudit_audit::imported::run(rules::CHECKS, &record(tree, r, sources));
+    let result = record(tree, r, sources);
+    let extra = rigaudit_audit::imported::run(rules::CHECKS, &result);
     let measured = files.iter().any(|f| f.starts_with(dir.join("performance")));
+    let settle = |found: &mut _| rules::as_division_takes(&result.division, found);
     let report = match read {
         Some(read) if measured => read
-            .and_then(|read| import::verify_read_with(format, read.sources, &id, fail_on, extra))
+            .and_then(|read| {
+                import::verify_read_with(format, read.sources, &id, fail_on, extra, settle)
+            })
             .map_err(|e| e.0),
         _ => Ok(Report::new("verify", &id, fail_on, extra)),
     };

@@ -1033,7 +1033,7 @@ fn a_test06_log_over_its_bound_is_not_read_and_the_note_says_so() {
     assert_has(said, "TEST06 not recomputed");
 }
 
-/// Two gpt-oss-120b Offline results of MLPerf v6.0 as published (fixtures/submissions/v6.0):
+/// The two gpt-oss-120b Offline results of MLPerf v6.0 as published (fixtures/submissions/v6.0):
 /// AMD's TEST07 and TEST09 were run as their audit.config files set them and their verify files
 /// hold up (notes); NVIDIA's GB300-NVL72 ran TEST07 with TEST09's settings (6396 queries, 10000
 /// samples logged) and TEST09 with TEST07's (990 and 990), so TEST07 scored 6396 answers where it
@@ -1046,7 +1046,8 @@ fn a_gpt_oss_compliance_run_is_held_to_its_own_audit_config() {
     let spec = format!("json:{}", out.path().display());
     let tree = root().join("fixtures/submissions/v6.0");
     let (run, _, rows) = table(&[tree.to_str().unwrap(), "--output", &spec]);
-    assert_eq!(rows.len(), 2, "{}", run.stdout);
+    let gpt_oss = rows.iter().filter(|r| r.0.contains("/gpt-oss-120b/"));
+    assert_eq!(gpt_oss.count(), 2, "{}", run.stdout);
     let report = |name: &str| {
         common::read_json(
             &out.path()
@@ -1093,5 +1094,56 @@ fn a_gpt_oss_compliance_run_is_held_to_its_own_audit_config() {
     assert_eq!(
         verdicts[0]["file"].as_str().unwrap_or_default(),
         "closed/NVIDIA/results/GB300-NVL72_GB300-288GB_aarch64x72_TRT/gpt-oss-120b/Offline/TEST07/verify_accuracy.txt"
+    );
+}
+
+/// AMD's open llama3.1-405b Offline result of v6.0 as published: its accuracy is under the closed
+/// division's target and its tokens per sample over the upper limit, which the checker takes from
+/// an open result ("accuracy not valid but taken for open"): notes, and the result passes.
+#[test]
+fn an_open_results_accuracy_under_the_closed_target_is_a_note() {
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    let tree = root().join("fixtures/submissions/v6.0");
+    let (run, _, rows) = table(&[tree.to_str().unwrap(), "--output", &spec]);
+    let open = rows.iter().find(|r| r.0.starts_with("open/")).unwrap();
+    assert_eq!(open.2, "pass", "{}", run.stdout);
+    let report = common::read_json(
+        &out.path()
+            .join("open__AMD__results__8xMI355X_2xEPYC_9575F__llama3.1-405b__Offline.json"),
+    );
+    let notes = common::findings_in(&report, "import.accuracy-below-target");
+    assert_eq!(notes.len(), 2, "{notes:#?}");
+    for n in notes {
+        assert_eq!(n["severity"], "info", "{n:#}");
+        assert_has(n["message"].as_str().unwrap(), "this result is an open one");
+    }
+}
+
+/// From v6.0 the checker (the package) walks no folder: a dot name in a v6.0 submitter's folder
+/// (Cisco's v6.0 folder publishes a vim swap file among its systems) is a note there, where the
+/// v4.1 checker gives every result of the submitter none.
+#[test]
+fn a_v6_submitters_folder_is_not_held_to_the_older_checkers_folder_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("fixtures/submissions/v6.0"), tmp.path());
+    std::fs::write(tmp.path().join("closed/AMD/systems/.8x.json.swp"), b"b0VIM").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    table(&[tmp.path().to_str().unwrap(), "--output", &spec]);
+    let report = common::read_json(
+        &out.path()
+            .join("closed__AMD__results__8xMI355X_2xEPYC_9575F__gpt-oss-120b__Offline.json"),
+    );
+    assert_eq!(
+        common::checks_at(&report, "error"),
+        ["import.submission-scenarios"]
+    );
+    let folder = common::findings_in(&report, "import.submission-folder");
+    assert_eq!(folder.len(), 1, "{folder:#?}");
+    assert_eq!(folder[0]["severity"], "info");
+    assert_has(
+        folder[0]["message"].as_str().unwrap(),
+        "a name starting with a dot: systems/.8x.json.swp: not asked by the checker of round v6.0",
     );
 }

@@ -155,6 +155,13 @@ pub(super) const CASES: &[Case<Result>] = &[
             .push("an empty folder: compliance/SYS".into())
     })
     .saying("every result of the submitter"),
+    // Cisco's v6.0 folder as published: a vim swap file among its system descriptions.
+    lowered(FOLDER.id, crate::report::Severity::Info, clean, |x| {
+        x.seeds = Some(round_seeds("v6.0"));
+        x.submitter_problems
+            .push("a name starting with a dot: systems/.16xMI350X.json.swp".into())
+    })
+    .saying("not asked by the checker of round v6.0 (the package walks no folder)"),
     case(SEEDS.id, clean, |x| x.seeds = Some([1, 2, 3])).saying("no round's official ones"),
     case(SETTINGS.id, clean, |x| {
         x.settings.min_duration_ms = Some(60_000)
