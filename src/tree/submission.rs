@@ -243,9 +243,12 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
     let division = r.submitter_dir.parent().map(name).unwrap_or_default();
     let accuracy_hash =
         source("accuracy.txt").is_some_and(|b| lines_of(b).iter().any(|x| x.starts_with("hash=")));
-    // From v6.0 the compliance tests and the measurements sit inside the result.
+    // From v6.0 the compliance tests and the measurements sit inside the result. A result of an
+    // earlier round may hold copies of its TEST folders too (AMD's v5.1 stable-diffusion-xl
+    // results): its measurements folder, which the checker of its round reads, says which it is.
     let v6 = dir.join("measurements.json").is_file()
-        || names_of_dirs(&dir).iter().any(|d| d.starts_with("TEST"));
+        || (!r.per_result("measurements").is_dir()
+            && names_of_dirs(&dir).iter().any(|d| d.starts_with("TEST")));
     let compliance_dir = if v6 {
         dir.clone()
     } else {
@@ -259,14 +262,7 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
     let measurement_json = if v6 {
         dir.join("measurements.json")
     } else {
-        [
-            format!("{}_{}.json", r.system, r.scenario),
-            format!("{}.json", r.system),
-        ]
-        .iter()
-        .map(|n| measurements_dir.join(n))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| measurements_dir.join(format!("{}.json", r.system)))
+        measurement_json(&measurements_dir, &r.system, &r.scenario)
     };
     let (seeds, settings) = detail_settings(source("mlperf_log_detail.txt"));
     let mut out = Result {
@@ -304,6 +300,38 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
         out.endpoint_seeds = source("config.yaml").and_then(endpoint_seeds);
     }
     out
+}
+
+/// The implementation's description in a measurements folder before v6.0, as the checker finds
+/// it (`check_measurement_dir`, v5.1 l. 3039-3047): a file whose name starts with the system's and
+/// ends `_<scenario>.json`, or else `.json` (Krai's v5.1 `<system>_<implementation>_Interactive.json`).
+/// The checker takes the first such file the folder lists; here `<system>_<scenario>.json`, then
+/// `<system>.json`, then the first of the others by name. Absent: `<system>.json`, to be named.
+fn measurement_json(dir: &Path, system: &str, scenario: &str) -> PathBuf {
+    let exact = [
+        format!("{system}_{scenario}.json"),
+        format!("{system}.json"),
+    ];
+    let names = names(dir);
+    let scenario_end = format!("_{scenario}.json");
+    let found = exact
+        .iter()
+        .find(|n| names.contains(n))
+        .or_else(|| {
+            let of_system = |n: &&String| n.starts_with(system);
+            let by_scenario = names
+                .iter()
+                .filter(of_system)
+                .find(|n| n.ends_with(&scenario_end));
+            by_scenario.or_else(|| {
+                names
+                    .iter()
+                    .filter(of_system)
+                    .find(|n| n.ends_with(".json"))
+            })
+        })
+        .cloned();
+    dir.join(found.unwrap_or_else(|| format!("{system}.json")))
 }
 
 /// The folders in `dir`, by name.

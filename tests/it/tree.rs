@@ -1147,3 +1147,44 @@ fn a_v6_submitters_folder_is_not_held_to_the_older_checkers_folder_rule() {
         "a name starting with a dot: systems/.8x.json.swp: not asked by the checker of round v6.0",
     );
 }
+
+/// Before v6.0 the checker finds a result's measurements in `measurements/` and takes as its
+/// implementation's description any JSON whose name starts with the system's (v5.1
+/// `check_measurement_dir`: Krai's v5.1 `<system>_<implementation>_Interactive.json`), and a result
+/// folder holding copies of its TEST folders is still read from `compliance/` and `measurements/`
+/// (AMD's v5.1 stable-diffusion-xl results). Both on Red Hat's v4.1 folder: no measurements
+/// finding, TEST06 still read from `compliance/`.
+#[test]
+fn a_measurements_json_named_as_the_checker_accepts_it_and_test_copies_in_the_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("fixtures/submissions/v4.1"), tmp.path());
+    let sub = tmp.path().join("closed/RedHat");
+    let (system, bench) = ("L40S-RedHat-OpenShift", "llama2-70b-99.9/Server");
+    let measurements = sub.join("measurements").join(system).join(bench);
+    std::fs::rename(
+        measurements.join(format!("{system}.json")),
+        measurements.join(format!("{system}_vllm_openai_Server.json")),
+    )
+    .unwrap();
+    let result = sub.join("results").join(system).join(bench);
+    copy_dir(&sub.join("compliance").join(system).join(bench), &result);
+    assert!(result.join("TEST06/verify_accuracy.txt").is_file());
+    let out = tempfile::tempdir().unwrap();
+    let spec = format!("json:{}", out.path().display());
+    table(&[tmp.path().to_str().unwrap(), "--output", &spec]);
+    let report = common::read_json(
+        &out.path()
+            .join("closed__RedHat__results__L40S-RedHat-OpenShift__llama2-70b-99.9__Server.json"),
+    );
+    assert!(
+        common::findings_in(&report, "import.submission-measurements").is_empty(),
+        "{:#?}",
+        report["findings"]
+    );
+    let log = common::findings_in(&report, "import.submission-compliance-log");
+    assert_eq!(log.len(), 1, "{log:#?}");
+    assert_has(
+        log[0]["file"].as_str().unwrap(),
+        "closed/RedHat/compliance/L40S-RedHat-OpenShift/",
+    );
+}

@@ -169,7 +169,7 @@ pub const NOT_RECOMPUTABLE: About = About {
 pub const IMPOSSIBLE_AGGREGATE: About = About {
     id: "import.impossible-aggregate",
     severity: Severity::Error,
-    doc: "Aggregates a file prints of one set of requests cannot all hold (a mean outside its min and max, percentiles out of order, more completed than sent, a peak concurrency above the client's cap).",
+    doc: "Aggregates a file prints of one set of requests cannot all hold (a mean outside its min and max, percentiles out of order, more completed than sent, a peak concurrency above the client's cap). In MLPerf LoadGen's logs a figure no result rests on is a warning: a mean (no scenario's metric), or an Offline run's latencies (its metric is its samples per second).",
 };
 
 /// `import.records-missing`.
