@@ -306,6 +306,41 @@ fn the_clean_logs_raise_nothing_but_what_they_cannot_show() {
     quiet(CHECKS, &offline());
 }
 
+/// An Offline run measures one query whatever LoadGen generated: v4.1's 3d-unet Offline results
+/// as published (Lenovo's SR675 V3) log 43 generated queries and one measured, of 28,380
+/// samples, and samples per second x max latency gives those 28,380.
+#[test]
+fn an_offline_rate_is_held_to_the_one_query_it_measured() {
+    let mut x = offline();
+    for (k, v) in [
+        ("generated_samples_per_query", json!(28380)),
+        ("generated_query_count", json!(43)),
+        ("result_query_count", json!(1)),
+        ("effective_performance_sample_count", json!(43)),
+        ("qsl_reported_total_count", json!(43)),
+        ("result_samples_per_second", json!(43.6883)),
+    ] {
+        set(&mut x.detail, k, v);
+    }
+    x.detail
+        .values
+        .insert("result_max_latency_ns".into(), (99, json!(649602539681u64)));
+    let found = crate::imported::run(CHECKS, &x);
+    let mismatch: Vec<_> = found
+        .findings
+        .iter()
+        .filter(|f| f.check == speed::RECOMPUTE_MISMATCH.id)
+        .collect();
+    assert!(mismatch.is_empty(), "{mismatch:#?}");
+    // Twice the rate is no count it issued.
+    set(&mut x.detail, "result_samples_per_second", json!(87.3766));
+    let found = crate::imported::run(CHECKS, &x);
+    assert!(found
+        .findings
+        .iter()
+        .any(|f| f.check == speed::RECOMPUTE_MISMATCH.id));
+}
+
 /// A VALID Offline run without latencies, accuracy or compliance: 8 samples (6 asked, padded to
 /// whole sets of 4) over a 700 s max latency.
 fn offline() -> Logs {
