@@ -713,11 +713,13 @@ fn packed_bundle_that_leaves_its_folder_is_refused() {
 #[test]
 fn every_check_in_the_catalogue_has_a_test_here() {
     // The consistency checks' end-to-end tests are in lies.rs, the imported formats' in import.rs,
-    // the GPU facts' in measure.rs (measured against a fake NVML, then verified).
+    // an MLPerf submitter's folder's in tree.rs, the GPU facts' in measure.rs (measured against a
+    // fake NVML, then verified).
     let me = concat!(
         include_str!("verify.rs"),
         include_str!("lies.rs"),
         include_str!("import.rs"),
+        include_str!("tree.rs"),
         include_str!("measure.rs")
     );
     let ids = rigaudit(&["checks", "--format", "json"]).json();

@@ -5,7 +5,9 @@
 //! which validates and tallies its lines. Memory stays at a few chunks plus 16 bytes a record
 //! (for finding repeated ids), whatever the file's size.
 //!
-//! Each line first goes through a typed fast path: a borrowed serde struct that mirrors
+//! Each line is first read by hand ([`scan`]: the common shape, one flat object of the schema's keys,
+//! no escapes; what it reads serde reads the same), else by a typed fast path: a borrowed serde
+//! struct that mirrors
 //! `schemas/quality-answers.schema.json` exactly (required fields, nullable fields, no unknown
 //! fields, the pattern of `prompt_sha256`, the minimums and the `finish_reason` enum). Only a line
 //! it rejects goes to the `jsonschema` validator, which stays the judge: it names the place of each
@@ -18,6 +20,8 @@
 //!
 //! Each worker sorts its share of the ids (for repeated ids and per-question pairing) before the
 //! shares are merged.
+
+mod scan;
 
 use crate::digest::hex;
 use rigaudit_audit::records::{Answer, AnswerTally, AnswerView};
@@ -84,7 +88,7 @@ type Chunk = (u64, Vec<u8>);
 /// borrowing covers a bare `Cow<str>` only), three allocations a record that took a tenth of a
 /// verify's time. `deserialize_with` makes a field required unless it has `default`, which is
 /// what the nullable required `finish_reason` needs.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Line<'a> {
     #[serde(borrow)]
@@ -185,7 +189,7 @@ fn fast_path_accepts(line: &[u8]) -> bool {
 /// borrowed without checking each again).
 fn one(line: &[u8], text: Option<&str>, n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
     let fast = match text {
-        Some(s) => serde_json::from_str::<Line>(s),
+        Some(s) => scan::line(s).map_or_else(|| serde_json::from_str::<Line>(s), Ok),
         None => serde_json::from_slice::<Line>(line),
     };
     if let Ok(l) = fast {
@@ -340,12 +344,13 @@ fn read_chunks(
             buf
         };
         let start = buf.len();
-        // Exactly what this chunk needs: `resize` alone would double a recycled buffer.
-        buf.reserve_exact(start + CHUNK - buf.len());
-        buf.resize(start + CHUNK, 0);
-        let got = match read_full(r, &mut buf[start..]) {
+        // Exactly what this chunk needs (growing would double a recycled buffer), read into the
+        // buffer's spare room without zeroing it first.
+        buf.reserve_exact(CHUNK);
+        let got = match read_full(r, &mut buf) {
             Ok(n) => n,
             Err(e) => {
+                buf.truncate(start);
                 read_error = Some(ReadError {
                     line: line_no,
                     why: format!("cannot read: {e}"),
@@ -355,7 +360,6 @@ fn read_chunks(
             }
         };
         hasher.update(&buf[start..start + got]);
-        buf.truncate(start + got);
         let eof = got == 0;
         let cut = if eof {
             buf.len()
@@ -440,17 +444,11 @@ fn merge(parts: Vec<Tallied>, read_error: Option<ReadError>) -> Tallied {
     total
 }
 
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
+fn read_full(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let before = buf.len();
+    // `take` stops at a chunk, and `read_to_end` retries an interrupted read.
+    let got = r.take(CHUNK as u64).read_to_end(buf);
+    got.map(|_| buf.len() - before)
 }
 
 #[cfg(test)]

@@ -1,0 +1,375 @@
+//! The answer line read by hand, for the shape nearly every line has: one flat object of the
+//! schema's keys, strings without escapes, plain numbers. It gives the [`Line`] serde would give,
+//! or `None`, and the line then goes to serde (which stays the judge of everything else: escapes,
+//! unknown or repeated keys, odd numbers, anything malformed).
+//!
+//! Why not serde alone: serde_json's derived struct reading (its key matching, the moves of the
+//! record out of its calls) was about half of a verify's CPU time on a million records, and the
+//! verify is held to a bare one-core parse of the file (`benches/answers.py`). This reader does no
+//! more than the grammar asks of these lines. `every_line_it_reads_serde_reads_the_same` holds it
+//! to serde on mutated lines; `fuzz_answers_stream` runs it on arbitrary bytes.
+
+use super::Line;
+use std::borrow::Cow;
+
+/// The line's record, when it has the common shape; `None` sends it to serde.
+pub(super) fn line(text: &str) -> Option<Line<'_>> {
+    let b = text.as_bytes();
+    let mut r = Reader { b, text, i: 0 };
+    r.ws();
+    r.eat(b'{')?;
+    let mut line = Line::default();
+    let mut seen: u16 = 0;
+    loop {
+        r.ws();
+        let key = r.key()?;
+        r.ws();
+        r.eat(b':')?;
+        r.ws();
+        let bit = field(&mut r, key, &mut line)?;
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        r.ws();
+        match r.next()? {
+            b',' => continue,
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    r.ws();
+    let required = ID | MAX_TOKENS | STATUS | FINISH_REASON | CORRECT;
+    (r.i == b.len() && seen & required == required).then_some(line)
+}
+
+const ID: u16 = 1;
+const MAX_TOKENS: u16 = 1 << 5;
+const STATUS: u16 = 1 << 6;
+const FINISH_REASON: u16 = 1 << 8;
+const CORRECT: u16 = 1 << 12;
+
+/// The schema's keys, each with its closing quote, by first letter: a key is told by comparing
+/// these few bytes, not by reading it as a string first.
+fn keys_from(first: u8) -> &'static [&'static [u8]] {
+    match first {
+        b'i' => &[b"id\""],
+        b'p' => &[b"prompt\"", b"prompt_sha256\"", b"prompt_tokens\""],
+        b'm' => &[b"max_tokens\""],
+        b's' => &[b"status\"", b"seconds\""],
+        b'e' => &[b"error\"", b"extracted\""],
+        b'f' => &[b"finish_reason\""],
+        b'c' => &[b"completion_tokens\"", b"correct\""],
+        b'g' => &[b"gold\""],
+        _ => &[],
+    }
+}
+
+/// Reads the value of `key` into `line`; returns the key's bit, or `None` (a value of another
+/// shape).
+fn field<'a>(r: &mut Reader<'a>, key: &[u8], line: &mut Line<'a>) -> Option<u16> {
+    let key = &key[..key.len() - 1];
+    let bit = match key {
+        b"id" => {
+            line.id = Cow::Borrowed(r.string()?);
+            ID
+        }
+        b"prompt" => set(&mut line.prompt, r.string_or_null()?, 1 << 1),
+        b"prompt_sha256" => set(&mut line.prompt_sha256, r.string_or_null()?, 1 << 2),
+        b"prompt_tokens" => {
+            line.prompt_tokens = r.null_or(Reader::integer)?;
+            1 << 3
+        }
+        b"max_tokens" => {
+            line.max_tokens = r.integer()?;
+            MAX_TOKENS
+        }
+        b"status" => {
+            line.status = u16::try_from(r.integer()?).ok()?;
+            STATUS
+        }
+        b"error" => set(&mut line.error, r.string_or_null()?, 1 << 7),
+        b"finish_reason" => set(&mut line.finish_reason, r.string_or_null()?, FINISH_REASON),
+        b"completion_tokens" => {
+            line.completion_tokens = r.null_or(Reader::integer)?;
+            1 << 9
+        }
+        b"extracted" => set(&mut line.extracted, r.string_or_null()?, 1 << 10),
+        b"gold" => set(&mut line.gold, r.string_or_null()?, 1 << 11),
+        b"correct" => {
+            line.correct = r.boolean()?;
+            CORRECT
+        }
+        b"seconds" => {
+            line.seconds = r.null_or(Reader::float)?;
+            1 << 13
+        }
+        _ => return None,
+    };
+    Some(bit)
+}
+
+fn set<'a>(slot: &mut Option<Cow<'a, str>>, value: Option<&'a str>, bit: u16) -> u16 {
+    *slot = value.map(Cow::Borrowed);
+    bit
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    text: &'a str,
+    i: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// JSON's whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = *self.b.get(self.i)?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.next()? == c).then_some(())
+    }
+
+    fn word(&mut self, w: &[u8]) -> Option<()> {
+        let end = self.i + w.len();
+        (self.b.get(self.i..end)? == w).then(|| self.i = end)
+    }
+
+    /// A string without escapes or control characters, borrowed. The text is UTF-8 and a quote is
+    /// ASCII, so both cuts are character boundaries.
+    fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match self.next()? {
+                b'"' => return Some(&self.text[start..self.i - 1]),
+                b'\\' | 0..=0x1f => return None,
+                _ => {}
+            }
+        }
+    }
+
+    /// One of the schema's keys, with its quotes: the key with its closing quote, or `None` (an
+    /// unknown key, or one written with escapes: serde reads those).
+    fn key(&mut self) -> Option<&'static [u8]> {
+        self.eat(b'"')?;
+        let rest = &self.b[self.i..];
+        let key = *keys_from(*rest.first()?)
+            .iter()
+            .find(|k| rest.starts_with(k))?;
+        self.i += key.len();
+        Some(key)
+    }
+
+    fn string_or_null(&mut self) -> Option<Option<&'a str>> {
+        self.null_or(Reader::string)
+    }
+
+    fn null_or<T>(&mut self, value: fn(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.b.get(self.i) == Some(&b'n') {
+            self.word(b"null")?;
+            return Some(None);
+        }
+        value(self).map(Some)
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        match self.b.get(self.i)? {
+            b't' => self.word(b"true").map(|_| true),
+            b'f' => self.word(b"false").map(|_| false),
+            _ => None,
+        }
+    }
+
+    /// A non-negative integer as JSON writes it (no sign, no leading zero, no fraction or
+    /// exponent), within u64.
+    fn integer(&mut self) -> Option<u64> {
+        let start = self.i;
+        let mut n: u64 = 0;
+        while let Some(d @ b'0'..=b'9') = self.b.get(self.i) {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            self.i += 1;
+        }
+        let digits = self.i - start;
+        let leading_zero = digits > 1 && self.b[start] == b'0';
+        let more = matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E'));
+        (digits > 0 && !leading_zero && !more).then_some(n)
+    }
+
+    /// A number of JSON's grammar, read by serde_json itself (its float reading, to the bit).
+    fn float(&mut self) -> Option<f64> {
+        let start = self.i;
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        let int = self.digits();
+        if int == 0 || (int > 1 && self.b[self.i - int] == b'0') {
+            return None;
+        }
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.b.get(self.i) {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        serde_json::from_str(&self.text[start..self.i]).ok()
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.b.get(self.i) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines as the tools write them: Python's `json.dumps` (the bench, the seeds' tools), and
+    /// serde_json's compact form (rigaudit's own replay), a refusal among them.
+    const LINES: &[&str] = &[
+        r#"{"id": "gpqa-0000001", "prompt_tokens": 583, "max_tokens": 1024, "status": 200, "error": null, "finish_reason": "stop", "completion_tokens": 338, "extracted": "A", "gold": "D", "correct": false, "seconds": 11.7}"#,
+        r#"{"completion_tokens":12,"correct":true,"error":null,"extracted":"7","finish_reason":"length","gold":"7","id":"arith-3","max_tokens":64,"prompt":"What is 3+4?","prompt_sha256":"ababababababababababababababababababababababababababababababab","prompt_tokens":9,"seconds":0.25,"status":200}"#,
+        r#"{"id": "q-9", "prompt": null, "prompt_sha256": null, "prompt_tokens": 1744, "max_tokens": 1024, "status": 400, "error": "maximum context length is 1024 tokens", "finish_reason": null, "completion_tokens": null, "extracted": null, "gold": "B", "correct": false, "seconds": null}"#,
+    ];
+
+    /// Values a field may be given: every JSON shape, and numbers at the edges of the grammar and
+    /// of the fields' types.
+    const VALUES: &[&str] = &[
+        "null",
+        "true",
+        "false",
+        "0",
+        "-0",
+        "01",
+        "7",
+        "1.0",
+        "1e3",
+        "1E+3",
+        "-1",
+        "2.5e-3",
+        "-2.5",
+        "1.",
+        ".5",
+        "18446744073709551615",
+        "18446744073709551616",
+        "65535",
+        "65536",
+        "\"x\"",
+        "\"\"",
+        "\"stop\"",
+        "\"length\"",
+        "\"a\\\"b\"",
+        "\"\\u00e9\"",
+        "\"é\"",
+        "\"tab\there\"",
+        "[]",
+        "{}",
+        "nul",
+        "truee",
+        "\"unterminated",
+    ];
+
+    /// Every variant of the lines: each key's value replaced by each of [`VALUES`], each key
+    /// repeated, renamed, escaped or dropped, and spacing, trailing text and every cut.
+    fn variants() -> Vec<String> {
+        let mut out = Vec::new();
+        for line in LINES {
+            let object: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(line).unwrap();
+            let write = |pairs: &[(String, String)], sep: &str| {
+                let body: Vec<String> =
+                    pairs.iter().map(|(k, v)| format!("{k}:{sep}{v}")).collect();
+                format!("{{{}}}", body.join(&format!(",{sep}")))
+            };
+            let pairs: Vec<(String, String)> = object
+                .iter()
+                .map(|(k, v)| (format!("\"{k}\""), v.to_string()))
+                .collect();
+            for i in 0..pairs.len() {
+                for v in VALUES {
+                    let mut p = pairs.clone();
+                    p[i].1 = v.to_string();
+                    out.push(write(&p, " "));
+                }
+                let mut p = pairs.clone();
+                p.push(pairs[i].clone());
+                out.push(write(&p, ""));
+                let mut p = pairs.clone();
+                p.remove(i);
+                out.push(write(&p, " "));
+                let mut p = pairs.clone();
+                p[i].0 = format!("\"{}x\"", &p[i].0[1..p[i].0.len() - 1]);
+                out.push(write(&p, ""));
+                let mut p = pairs.clone();
+                p[i].0 = p[i]
+                    .0
+                    .replacen('i', "\\u0069", 1)
+                    .replacen('e', "\\u0065", 1);
+                out.push(write(&p, ""));
+            }
+            out.push(format!(" \t{line}\r "));
+            out.push(write(&pairs, "\t "));
+            out.push(format!("{line}x"));
+            out.push(format!("{line}{{}}"));
+            out.push(format!("[{line}]"));
+            out.extend(
+                (0..line.len())
+                    .filter(|&n| line.is_char_boundary(n))
+                    .map(|n| line[..n].to_string()),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn the_lines_tools_write_are_read_here() {
+        for text in LINES {
+            let here = line(text).unwrap_or_else(|| panic!("not read here: {text}"));
+            assert_eq!(
+                Ok(here),
+                serde_json::from_str::<Line>(text).map_err(|e| e.to_string())
+            );
+        }
+    }
+
+    /// Whatever this reader reads, serde reads the same; and a line of every key's value of
+    /// another shape is read by one of the two or refused by both, never read differently.
+    #[test]
+    fn every_line_it_reads_serde_reads_the_same() {
+        let (mut read_here, mut all) = (0, 0);
+        for v in variants() {
+            all += 1;
+            if let Some(here) = line(&v) {
+                read_here += 1;
+                let serde = serde_json::from_str::<Line>(&v);
+                assert_eq!(Ok(&here), serde.as_ref().map_err(|e| e.to_string()), "{v}");
+            }
+        }
+        // The common shapes are read here, the odd ones left to serde.
+        assert!(
+            read_here > 100 && read_here < all / 2,
+            "{read_here} of {all}"
+        );
+    }
+}
