@@ -348,6 +348,30 @@ fn the_tests_run_as_their_audit_config_sets_are_noted_not_found() {
         )),
         "{said:#?}"
     );
+    // TEST07's count is its accuracy script's line: without it the count is said unchecked.
+    x.compliance[0].verify = Some(verify_lines(
+        TEST07_LINES,
+        "Total samples evaluated: 990",
+        "",
+    ));
+    let found = crate::imported::run(crate::imported::submission::CHECKS, &x);
+    let notes: Vec<_> = found
+        .findings
+        .iter()
+        .filter(|f| f.check == COMPLIANCE_VERDICT.id)
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .all(|f| f.severity == crate::report::Severity::Info),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().any(|f| f
+            .message
+            .contains("not stated (no \"Total samples evaluated\": not checked)")),
+        "{notes:#?}"
+    );
     // Another benchmark's TEST07 is not held to gpt-oss-120b's file.
     x.benchmark = "llama2-70b-99.9".into();
     x.compliance[0].run = Some(run_as_set(&TEST09_SETTINGS));
