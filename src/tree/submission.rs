@@ -259,10 +259,11 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
     } else {
         r.per_result("measurements")
     };
+    let measurement_files = names(&measurements_dir);
     let measurement_json = if v6 {
         dir.join("measurements.json")
     } else {
-        measurement_json(&measurements_dir, &r.system, &r.scenario)
+        measurements_dir.join(measurement_json(&measurement_files, &r.system, &r.scenario))
     };
     let (seeds, settings) = detail_settings(source("mlperf_log_detail.txt"));
     let mut out = Result {
@@ -277,7 +278,7 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
         accuracy_hash,
         compliance: compliance(tree, &compliance_dir, &r.benchmark),
         compliance_dir: relative(&tree.root, &compliance_dir),
-        measurement_files: names(&measurements_dir),
+        measurement_files,
         measurements_dir: relative(&tree.root, &measurements_dir),
         measurements: described(tree, &measurement_json),
         system_desc: system_described(
@@ -306,13 +307,13 @@ fn record(tree: &Tree, r: &ResultDir, sources: &[import::Source]) -> Result {
 /// it (`check_measurement_dir`, v5.1 l. 3039-3047): a file whose name starts with the system's and
 /// ends `_<scenario>.json`, or else `.json` (Krai's v5.1 `<system>_<implementation>_Interactive.json`).
 /// The checker takes the first such file the folder lists; here `<system>_<scenario>.json`, then
-/// `<system>.json`, then the first of the others by name. Absent: `<system>.json`, to be named.
-fn measurement_json(dir: &Path, system: &str, scenario: &str) -> PathBuf {
+/// `<system>.json`, then the first of the others by name, among the folder's `names`. Absent:
+/// `<system>.json`, to be named.
+fn measurement_json(names: &[String], system: &str, scenario: &str) -> String {
     let exact = [
         format!("{system}_{scenario}.json"),
         format!("{system}.json"),
     ];
-    let names = names(dir);
     let scenario_end = format!("_{scenario}.json");
     let found = exact
         .iter()
@@ -331,7 +332,7 @@ fn measurement_json(dir: &Path, system: &str, scenario: &str) -> PathBuf {
             })
         })
         .cloned();
-    dir.join(found.unwrap_or_else(|| format!("{system}.json")))
+    found.unwrap_or_else(|| format!("{system}.json"))
 }
 
 /// The folders in `dir`, by name.

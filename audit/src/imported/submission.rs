@@ -314,6 +314,12 @@ pub fn as_division_takes(division: &str, found: &mut crate::report::Findings) {
     }
 }
 
+/// Whether a round's checker is the package (`tools/submission/submission_checker/`, from v6.0)
+/// rather than the single script of the rounds before.
+pub(super) fn judged_by_package(round: Option<&str>) -> bool {
+    matches!(round, Some("v6.0" | "v6.1"))
+}
+
 /// The checks of one result.
 pub const CHECKS: &[Row<Result>] = &[
     row(FILES, files),
@@ -584,7 +590,7 @@ fn folder(r: &Result, emit: &mut Emit) -> Ran {
     // From v6.0 the checker is the package, which walks no folder (its FILE_SIZE_LIMIT_MB is
     // defined and never read); MLCommons' tools/submission/repository_checks.sh lists dot names,
     // spaces, links and files over 50 MB before an upload, and fails nothing.
-    if matches!(r.checker_round(), Some("v6.0" | "v6.1")) {
+    if judged_by_package(r.checker_round()) {
         emit.info(format!(
             "{division}/{submitter}: {first}{more}: not asked by the checker of round {} (the package walks no folder); repository_checks.sh lists a dot name, a space, a link or a file over 50 MB before an upload",
             r.checker_round().unwrap_or_default()

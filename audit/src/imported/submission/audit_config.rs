@@ -100,10 +100,6 @@ pub fn audit_config_tabled(benchmark: &str, test: &str) -> bool {
     config_for(benchmark, test).is_some()
 }
 
-fn config_of(r: &Result, test: &str) -> Option<&'static AuditConfig> {
-    config_for(&r.benchmark, test)
-}
-
 /// `import.submission-compliance-config`.
 pub(super) fn run_config(r: &Result, emit: &mut Emit) -> Ran {
     let mut ran = None;
@@ -111,7 +107,7 @@ pub(super) fn run_config(r: &Result, emit: &mut Emit) -> Ran {
         .checker_round()
         .is_some_and(|round| version(round) >= version(ISSUE_UNIQUE_FROM));
     for c in &r.compliance {
-        let (Some(config), Some(run)) = (config_of(r, &c.test), c.run.as_ref()) else {
+        let (Some(config), Some(run)) = (config_for(&r.benchmark, &c.test), c.run.as_ref()) else {
             continue;
         };
         ran = Some(());
@@ -190,7 +186,9 @@ fn settings_off(config: &AuditConfig, run: &TestRun, unique_asked: bool) -> Vec<
 pub(super) fn verdict(r: &Result, emit: &mut Emit) -> Ran {
     let mut ran = None;
     for c in &r.compliance {
-        let (Some(config), Some((file, lines))) = (config_of(r, &c.test), c.verify.as_ref()) else {
+        let (Some(config), Some((file, lines))) =
+            (config_for(&r.benchmark, &c.test), c.verify.as_ref())
+        else {
             continue;
         };
         ran = Some(());

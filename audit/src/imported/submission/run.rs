@@ -302,8 +302,7 @@ fn equal_issue_required(r: &Result, benchmark: &str) -> Option<&'static str> {
 /// closed division only from it (by the round its seeds name; a run of no round's seeds is held to
 /// it).
 fn spq_binds(r: &Result) -> bool {
-    let package = matches!(r.round(), Some("v6.0" | "v6.1"));
-    !package || r.division.eq_ignore_ascii_case("closed")
+    !super::judged_by_package(r.round()) || r.division.eq_ignore_ascii_case("closed")
 }
 
 /// The round whose sample-index and schedule seeds are an Endpoints run's data loader and

@@ -129,7 +129,7 @@ pub(super) fn scenarios(r: &Result, emit: &mut Emit) -> Ran {
     let required = table.required.get(&model)?;
     let optional = table.optional.get(&model).map_or(&[][..], |o| &o[..]);
     let g = gaps(required, optional, &r.scenarios_beside);
-    let package = matches!(round_name, "v6.0" | "v6.1");
+    let package = super::judged_by_package(Some(round_name));
     let first = r.scenarios_beside.first() == Some(&r.scenario);
     let last = r.scenarios_beside.last() == Some(&r.scenario);
     let folder = r.dir.rsplit_once('/').map_or(r.dir.as_str(), |(d, _)| d);
