@@ -185,20 +185,31 @@ fn fast_path_accepts(line: &[u8]) -> bool {
     serde_json::from_slice::<Line>(line).is_ok_and(|l| l.meets_schema())
 }
 
+/// Tallies a record read by the typed path when it meets the schema; whether it did.
+fn counted(l: &Line, n: u64, t: &mut Tallied) -> bool {
+    if !l.meets_schema() {
+        return false;
+    }
+    t.tally.add(l.view(), n);
+    t.tally
+        .add_reply(l.completion_tokens, l.max_tokens, l.seconds, n);
+    true
+}
+
 /// One line: `text` is the same line when its chunk is known to be UTF-8 (then its strings are
 /// borrowed without checking each again).
 fn one(line: &[u8], text: Option<&str>, n: u64, v: &jsonschema::Validator, t: &mut Tallied) {
-    let fast = match text {
-        Some(s) => scan::line(s).map_or_else(|| serde_json::from_str::<Line>(s), Ok),
-        None => serde_json::from_slice::<Line>(line),
-    };
-    if let Ok(l) = fast {
-        if l.meets_schema() {
-            t.tally.add(l.view(), n);
-            t.tally
-                .add_reply(l.completion_tokens, l.max_tokens, l.seconds, n);
+    if let Some(s) = text {
+        let mut scanned = Line::default();
+        if scan::read_into(s, &mut scanned).is_some() {
+            if counted(&scanned, n, t) {
+                return;
+            }
+        } else if serde_json::from_str::<Line>(s).is_ok_and(|l| counted(&l, n, t)) {
             return;
         }
+    } else if serde_json::from_slice::<Line>(line).is_ok_and(|l| counted(&l, n, t)) {
+        return;
     }
     // A bad line counts once, with up to three of its errors listed.
     let mut bad = |errors: Vec<(String, String)>, unreadable: bool| {

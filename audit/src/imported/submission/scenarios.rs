@@ -17,8 +17,10 @@
 //!
 //! Rigaudit's rows are results: a finding the checker puts on the benchmark folder is put on the
 //! folder's first result (by name), and says so. A required scenario counts as there when its
-//! folder is; the checker before v6.0 also wants its performance run valid, which that result's
-//! own row judges.
+//! folder is; the checker before v6.0 also wants its performance run valid (C51 l. 2737-2738),
+//! which that result's own row judges. That the folder then has no result either is not said
+//! again on a sibling's row: the invalid run's row fails, so the submitter's folder fails as it
+//! does under the checker, and no verdict of the tree changes.
 
 use super::Result;
 use crate::check::{Emit, Ran};
