@@ -595,9 +595,19 @@ mod quiet {
             report = record_again_and_replay(DECODE_DELAY_MS).1;
         }
         let rows = serde_json::to_string_pretty(&report["comparisons"]).unwrap();
+        // The headline drifts, over both sessions' runs. A row of one prompt or depth has half its
+        // runs, and on this VM a confirming session of four runs can move as far and still leave
+        // its own interval across the band's edge (seen 2026-12-07, a day the same request's
+        // decode took 3.7 to 13.9 ms a token: decode.code -52.5 % then -47.5 %, inconclusive):
+        // the rule then keeps the row inconclusive, "sessions disagree", by design. Such a row
+        // still moved down in both sessions; it is never reproduced.
         for key in SLOWED {
             let r = row(&report, key);
-            assert_eq!(r["verdict"], "drifted", "{key}: {rows}");
+            let held_back =
+                r["verdict"] == "inconclusive" && r["inconclusive"] == "sessions-disagree";
+            if key == "decode" || !held_back {
+                assert_eq!(r["verdict"], "drifted", "{key}: {rows}");
+            }
             let (a, b) = (
                 r["recorded"].as_f64().unwrap(),
                 r["replayed"].as_f64().unwrap(),
