@@ -5,6 +5,10 @@
 //! spent. The statistics are [`rigaudit_audit::decide::paired`]'s, the rows
 //! [`rigaudit_audit::ab`]'s; this module launches, times and writes.
 
+mod servers;
+
+pub use servers::Launches;
+
 use crate::bundle;
 use crate::fatal::{fatal, At, Fatal};
 use crate::replay::prepared::{self, Prepared};
@@ -65,6 +69,11 @@ pub struct Args {
     /// paired per question).
     #[arg(long)]
     pub no_quality: bool,
+    /// How often a side's server starts: `once`, both sides' servers kept up through the blocks
+    /// where every rank runs on this machine (each warmed up once; twice the quartets in a
+    /// budget), or `each-block`, started, warmed up and stopped for every block.
+    #[arg(long, value_enum, default_value_t = Launches::Once)]
+    pub launches: Launches,
     /// Folder for the blocks' bundles and the engines' logs (default: `ab-<A id>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -117,7 +126,12 @@ struct Sides {
     a: Prepared,
     b: Prepared,
     contract: (SpeedContract, String),
+    /// The contract without warm-ups: what a block measures on a server kept up since an
+    /// earlier block of its side warmed it.
+    warmed: (SpeedContract, String),
     quality: bool,
+    /// Both servers, when kept up through the blocks.
+    held: Option<servers::Held>,
 }
 
 /// Runs the comparison and builds its report. `Err` when a side cannot be prepared or its first
@@ -126,12 +140,23 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let seed = args.seed.unwrap_or_else(drawn_seed);
     let mut notes = Vec::new();
     // Both sides are read and their commands checked before anything is written.
-    let sides = prepare_sides(args, &mut notes)?;
+    let mut sides = prepare_sides(args, &mut notes)?;
     let out = out_dir(args)?;
     let started = Instant::now();
+    sides.held = servers::hold(args.launches, &sides, &out, &mut notes)?;
+    let kept_up = sides.held.is_some();
     let mut ran: Vec<Ran> = Vec::new();
+    // On an error the held servers are dropped, which stops them.
     let (looked, stop) = interleave(args, &sides, seed, &out, &mut ran, &mut notes, started)?;
-    write_record(&out, seed, &ran, &stop)?;
+    if let Some(held) = sides.held.take() {
+        let (a, b) = servers::release(held, &sides, &mut notes);
+        for (side, loaded) in [(Side::A, a), (Side::B, b)] {
+            if let Some(first) = ran.iter_mut().find(|r| r.side == side) {
+                first.loaded = loaded;
+            }
+        }
+    }
+    write_record(&out, seed, &ran, &stop, kept_up)?;
     let name = format!("{} vs {}", sides.a.id, sides.b.id);
     let setup = setup_changes(&ran, &sides, args, &mut notes);
     let mut comparisons = looked.rows.clone();
@@ -281,11 +306,20 @@ fn one_block(sides: &Sides, side: Side, index: usize, out: &Path, notes: &mut Ve
     crate::progress::say(format_args!("rigaudit: ab: block {tag}"));
     let t = Instant::now();
     let mut block_notes = Vec::new();
-    let contract = (&sides.contract.0, sides.contract.1.as_str());
-    // Each side's first block reads what its servers mapped (blocks 1 and 2 are one of each).
+    // Each side's first block warms its server up and reads what it mapped (blocks 1 and 2 are
+    // one of each); a server kept up is read when started and after the last block instead.
+    let contract = match &sides.held {
+        Some(_) if index >= 2 => &sides.warmed,
+        _ => &sides.contract,
+    };
+    let contract = (&contract.0, contract.1.as_str());
     let mut loaded = Vec::new();
     let read = (index < 2).then_some(&mut loaded);
-    let measured = prepared.block(contract, quality, (&dir, &tag), &mut block_notes, read);
+    let at = (dir.as_path(), tag.as_str());
+    let measured = match &sides.held {
+        Some(held) => prepared.held_block(held.of(side), contract, quality, at, &mut block_notes),
+        None => prepared.block(contract, quality, at, &mut block_notes, read),
+    };
     let seconds = t.elapsed().as_secs_f64();
     for n in block_notes {
         if !notes.contains(&n) {
@@ -453,21 +487,33 @@ fn prepare_sides(args: &Args, notes: &mut Vec<String>) -> Result<Sides, Fatal> {
         }
     };
     let quality = !args.no_quality && a.has_quality() && b.has_quality();
+    let mut warmed = contract.0.clone();
+    warmed.warmups = 0;
+    let text = serde_json::to_string_pretty(&warmed).unwrap_or_default();
     Ok(Sides {
         a,
         b,
         contract,
+        warmed: (warmed, text),
         quality,
+        held: None,
     })
 }
 
-/// `OUT/ab.json`: the seed, why it stopped and every block (side, seconds, folder, machine
-/// speed, why it failed), written whole or not at all.
-fn write_record(out: &Path, seed: u64, ran: &[Ran], stop: &Stop) -> Result<(), Fatal> {
+/// `OUT/ab.json`: the seed, why it stopped, whether the servers were kept up, and every block
+/// (side, seconds, folder, machine speed, why it failed), written whole or not at all.
+fn write_record(
+    out: &Path,
+    seed: u64,
+    ran: &[Ran],
+    stop: &Stop,
+    kept_up: bool,
+) -> Result<(), Fatal> {
     let record = serde_json::json!({
         "format": "rigaudit/ab/1",
         "seed": seed,
         "stopped": stop,
+        "servers": if kept_up { "kept-up" } else { "each-block" },
         "blocks": ran,
     });
     let text = serde_json::to_string_pretty(&record).unwrap_or_default();

@@ -25,8 +25,11 @@
 //!   the processes given as the server's (replay: its ranks; measure: `--server-pid`, and the
 //!   owner of the loopback port it measures) **with all their descendants**.
 //! - The samples a try is judged by: those that end between one interval before the try starts
-//!   and one interval after it ends, so a try shorter than an interval still spans two samples;
-//!   the guard waits for the sample after the try's end (at most two intervals).
+//!   and one interval after it ends, so a try shorter than an interval still spans two samples.
+//!   At the try's end the guard asks for a sample at once rather than waiting out the interval
+//!   (which cost a quarter of a second a try on average, as much as a short request), though never
+//!   sooner than [`MIN_SAMPLE`] after the last one, so that one clock tick of a process is at most
+//!   a tenth of a core; it waits for that sample (at most two intervals).
 //! - `longest_run_over`: the longest run of consecutive samples in which the **same** foreign
 //!   program was above the threshold; `peak_pct`/`peak_process`: the highest foreign sample;
 //!   `over_processes`: every program above the threshold in a sample of the try, with its pids.
@@ -35,7 +38,7 @@
 
 use rigaudit_audit::records::speed::{GuardedStep, LoadGuard, LoadGuardRule};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -149,6 +152,18 @@ struct Sample {
     peak: Option<(String, f64)>,
 }
 
+/// The shortest sample the guard takes when a try's end asks for one: at 100 clock ticks a
+/// second one tick is 10 % of a core, under the 25 % threshold of the seeds' rule.
+pub const MIN_SAMPLE: Duration = Duration::from_millis(100);
+
+/// What the sampling thread is told between samples.
+enum Wake {
+    /// A try ended: a sample now (at least [`MIN_SAMPLE`] after the last one).
+    Now,
+    /// The guard is dropped.
+    Stop,
+}
+
 fn clock_ticks() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -168,6 +183,13 @@ struct Sampler {
 }
 
 impl Sampler {
+    /// How long until a sample would be [`MIN_SAMPLE`] long.
+    fn until_min_sample(&self) -> Duration {
+        self.last.as_ref().map_or(Duration::ZERO, |(t, ..)| {
+            MIN_SAMPLE.saturating_sub(t.elapsed())
+        })
+    }
+
     /// Reads `/proc` once; returns the sample against the previous reading (none the first time).
     fn sample(&mut self, exclude: &BTreeSet<u32>) -> Option<Sample> {
         let now = Instant::now();
@@ -271,7 +293,7 @@ pub struct Guard {
     pub rule: LoadGuardRule,
     samples: Arc<Mutex<VecDeque<Sample>>>,
     taken: Arc<Mutex<u64>>,
-    stop: Arc<AtomicBool>,
+    wake: mpsc::Sender<Wake>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// One row per try, in order.
     pub rows: Vec<GuardedStep>,
@@ -283,7 +305,7 @@ impl Guard {
     pub fn start(rule: LoadGuardRule, server: Vec<u32>) -> Guard {
         let samples = Arc::new(Mutex::new(VecDeque::new()));
         let taken = Arc::new(Mutex::new(0u64));
-        let stop = Arc::new(AtomicBool::new(false));
+        let (wake, woken) = mpsc::channel();
         let mut sampler = Sampler {
             threshold: rule.threshold_pct,
             own: BTreeSet::from([std::process::id()]),
@@ -292,26 +314,28 @@ impl Guard {
         };
         let exclude: BTreeSet<u32> = server.into_iter().collect();
         let interval = Duration::from_secs_f64(rule.interval_s.clamp(0.05, 60.0));
-        let (s2, t2, stop2) = (Arc::clone(&samples), Arc::clone(&taken), Arc::clone(&stop));
-        let thread = std::thread::spawn(move || {
-            while !stop2.load(Ordering::Relaxed) {
-                if let Some(s) = sampler.sample(&exclude) {
-                    let mut q = s2.lock().unwrap_or_else(|p| p.into_inner());
-                    // Bounded: a try older than an hour of samples is long judged.
-                    if q.len() > 8 * 3600 {
-                        q.pop_front();
-                    }
-                    q.push_back(s);
-                    *t2.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        let (s2, t2) = (Arc::clone(&samples), Arc::clone(&taken));
+        let thread = std::thread::spawn(move || loop {
+            if let Some(s) = sampler.sample(&exclude) {
+                let mut q = s2.lock().unwrap_or_else(|p| p.into_inner());
+                // Bounded: a try older than an hour of samples is long judged.
+                if q.len() > 8 * 3600 {
+                    q.pop_front();
                 }
-                std::thread::sleep(interval);
+                q.push_back(s);
+                *t2.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            }
+            match woken.recv_timeout(interval) {
+                Ok(Wake::Now) => std::thread::sleep(sampler.until_min_sample()),
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => break,
             }
         });
         Guard {
             rule,
             samples,
             taken,
-            stop,
+            wake,
             thread: Some(thread),
             rows: Vec::new(),
         }
@@ -326,6 +350,7 @@ impl Guard {
     pub fn judge(&self, start: Instant) -> TryLoad {
         let end = Instant::now();
         let iv = self.interval();
+        let _ = self.wake.send(Wake::Now);
         let deadline = end + 2 * iv + Duration::from_millis(200);
         loop {
             let q = self.samples.lock().unwrap_or_else(|p| p.into_inner());
@@ -404,7 +429,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.wake.send(Wake::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

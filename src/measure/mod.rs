@@ -405,6 +405,19 @@ fn start_gpu(p: &Plan, r: &mut Run) -> Result<(), Fatal> {
     Ok(())
 }
 
+/// The tokenizer the server at `base_url` serves (`/tokenizer.json`, as the bundled engine does),
+/// when it serves one that parses.
+pub fn served_tokenizer(base_url: &str, timeout_s: u64) -> Option<tokenizers::Tokenizer> {
+    served_tokenizer_of(&Client::new(base_url, Duration::from_secs(timeout_s)).ok()?)
+}
+
+fn served_tokenizer_of(client: &Client) -> Option<tokenizers::Tokenizer> {
+    client
+        .get_text("/tokenizer.json")
+        .ok()
+        .and_then(|t| t.parse().ok())
+}
+
 /// Measures the server with the plan and writes the bundle; returns the bundle's folder. The
 /// bundle is rewritten atomically after every step, so a run that stops keeps what it measured.
 pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
@@ -419,11 +432,8 @@ pub fn measure(p: &Plan) -> Result<Measured, Fatal> {
     let mut r = Run::new(c, client, bar.clone());
     r.window = window;
     // Without a tokenizer given, the server's own (the bundled engine serves /tokenizer.json).
-    let served: Option<tokenizers::Tokenizer> = if p.tokenizer.is_none() {
-        r.client
-            .get_text("/tokenizer.json")
-            .ok()
-            .and_then(|t| t.parse().ok())
+    let served = if p.tokenizer.is_none() {
+        served_tokenizer_of(&r.client)
     } else {
         None
     };

@@ -6,6 +6,7 @@
 use super::*;
 use rigaudit_audit::records::card::Card;
 use rigaudit_audit::records::SpeedContract;
+pub(crate) use session::Started;
 
 /// A side ready to launch.
 pub(crate) struct Prepared {
@@ -88,18 +89,85 @@ impl Prepared {
         !self.inputs.quality.is_empty()
     }
 
+    /// Whether every rank runs on this machine (no ssh box, no Slurm node): what lets `ab` keep
+    /// both sides' servers up at once.
+    pub(crate) fn all_here(&self) -> bool {
+        self.launchers
+            .iter()
+            .all(|l| matches!(l, remote::Launcher::Local))
+    }
+
+    /// The address its server answers at.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
     /// One block: the ranks started, `contract` measured once (and the recorded questions asked
     /// when `quality`), every rank stopped, the bundle written under `dir/bundle` and the
     /// engines' logs under `dir/engine-logs`.
     pub(crate) fn block(
         &self,
-        (contract, text): (&SpeedContract, &str),
+        contract: (&SpeedContract, &str),
         quality: bool,
         (dir, tag): (&Path, &str),
         notes: &mut Vec<String>,
         loaded: Option<&mut Vec<LoadedRank>>,
     ) -> Result<measure::Measured, Fatal> {
-        let session = Session {
+        let session = self.session(contract, quality, tag);
+        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes, loaded)?;
+        notes.extend(slurm::job_ended(&self.launchers));
+        Ok(measured)
+    }
+
+    /// Starts the side's ranks once, to be measured block after block ([`Prepared::held_block`])
+    /// and stopped by [`Prepared::stop`]; the engines' logs under `logs`. With `read_loaded`, what
+    /// the servers mapped is read once they are ready.
+    pub(crate) fn start(
+        &self,
+        logs: &Path,
+        notes: &mut Vec<String>,
+        read_loaded: bool,
+    ) -> Result<Started, Fatal> {
+        let contract = self.contract();
+        self.session(contract, false, "start")
+            .start(logs, notes, read_loaded)
+    }
+
+    /// One block on ranks already started: `contract` measured once (and the questions asked when
+    /// `quality`), the bundle written under `dir/bundle`.
+    pub(crate) fn held_block(
+        &self,
+        started: &Started,
+        contract: (&SpeedContract, &str),
+        quality: bool,
+        (dir, tag): (&Path, &str),
+        notes: &mut Vec<String>,
+    ) -> Result<measure::Measured, Fatal> {
+        self.session(contract, quality, tag)
+            .measure_on(started, &dir.join("bundle"), notes)
+    }
+
+    /// Stops ranks started by [`Prepared::start`]; what they mapped into `loaded` when it was read
+    /// at the start.
+    pub(crate) fn stop(
+        &self,
+        started: Started,
+        notes: &mut Vec<String>,
+        loaded: Option<&mut Vec<LoadedRank>>,
+    ) {
+        let contract = self.contract();
+        self.session(contract, false, "stop")
+            .stop(started, notes, loaded);
+    }
+
+    /// The session of one block, tagged `tag`.
+    fn session<'s>(
+        &'s self,
+        (contract, text): (&'s SpeedContract, &'s str),
+        quality: bool,
+        tag: &str,
+    ) -> Session<'s> {
+        Session {
             launches: &self.launches,
             launchers: &self.launchers,
             rank0: self.rank0,
@@ -113,9 +181,6 @@ impl Prepared {
             card: &self.inputs.card,
             id: format!("{}-{tag}", self.id),
             title: format!("{} ({tag})", self.title),
-        };
-        let measured = session.run(&dir.join("bundle"), &dir.join("engine-logs"), notes, loaded)?;
-        notes.extend(slurm::job_ended(&self.launchers));
-        Ok(measured)
+        }
     }
 }

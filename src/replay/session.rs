@@ -20,6 +20,18 @@ pub(super) struct Session<'a> {
     pub(super) title: String,
 }
 
+/// A session's ranks, started and ready: stopped by [`Session::stop`] (or when dropped).
+pub(crate) struct Started {
+    running: Arc<Mutex<launch::Running>>,
+    start_lines: Vec<String>,
+    server_pids: Vec<u32>,
+    inventory: Option<crate::loaded::Inventory>,
+    /// The tokenizer the server serves (the bundled engine's `/tokenizer.json`), read once at the
+    /// start when the bundle gives none, so that every measurement on these ranks sizes prompts
+    /// alike without fetching it again.
+    served: Option<tokenizers::Tokenizer>,
+}
+
 impl Session<'_> {
     /// Starts the ranks, measures into `out`, stops every rank (also when measuring fails). With
     /// `loaded`, what each rank's server mapped is read once it is ready and again after the last
@@ -31,6 +43,20 @@ impl Session<'_> {
         notes: &mut Vec<String>,
         loaded: Option<&mut Vec<LoadedRank>>,
     ) -> Result<measure::Measured, Fatal> {
+        let started = self.start(logs, notes, loaded.is_some())?;
+        let measured = self.measure_on(&started, out, notes);
+        self.stop(started, notes, loaded);
+        measured
+    }
+
+    /// Starts the ranks and waits until the server answers; with `read_loaded`, reads what each
+    /// rank's server mapped once it is ready.
+    pub(super) fn start(
+        &self,
+        logs: &Path,
+        notes: &mut Vec<String>,
+        read_loaded: bool,
+    ) -> Result<Started, Fatal> {
         let running = launch::start_ranks(
             self.launches,
             self.launchers,
@@ -42,7 +68,7 @@ impl Session<'_> {
         )?;
         let start_lines = running.start_lines(self.rank0);
         let server_pids = running.pids();
-        let mut inventory = loaded.is_some().then(|| {
+        let mut inventory = read_loaded.then(|| {
             let lines: Vec<Vec<String>> = self
                 .launches
                 .iter()
@@ -54,17 +80,37 @@ impl Session<'_> {
             inv.read("ready");
         }
         notes.extend(running.notes().iter().cloned());
-        let running = Arc::new(Mutex::new(running));
-        let watch = Arc::clone(&running);
+        let served = if self.tokenizer.is_none() {
+            measure::served_tokenizer(self.base_url, self.a.request_timeout)
+        } else {
+            None
+        };
+        Ok(Started {
+            running: Arc::new(Mutex::new(running)),
+            start_lines,
+            server_pids,
+            inventory,
+            served,
+        })
+    }
+
+    /// Measures the started ranks with the session's contract and questions into `out`.
+    pub(super) fn measure_on(
+        &self,
+        started: &Started,
+        out: &Path,
+        notes: &mut Vec<String>,
+    ) -> Result<measure::Measured, Fatal> {
+        let watch = Arc::clone(&started.running);
         let plan = measure::Plan {
             base_url: self.base_url.to_string(),
             contract: self.contract.clone(),
             contract_text: self.contract_text.to_string(),
             contract_origin: self.contract_origin.clone(),
             quality: self.quality.to_vec(),
-            tokenizer: self.tokenizer.cloned(),
+            tokenizer: self.tokenizer.or(started.served.as_ref()).cloned(),
             card: Some(self.card.clone()),
-            start_lines,
+            start_lines: started.start_lines.clone(),
             out: out.to_path_buf(),
             timeout: self.a.request_timeout,
             progress: !self.a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
@@ -76,23 +122,36 @@ impl Session<'_> {
             notes: notes.clone(),
             id: Some(self.id.clone()),
             title: Some(self.title.clone()),
-            server_pids,
+            server_pids: started.server_pids.clone(),
             load_guard: !self.a.no_load_guard,
             gpu: self.gpu_choice(notes),
         };
-        let measured = measure::measure(&plan);
-        if let Some(inv) = inventory.as_mut() {
+        measure::measure(&plan)
+    }
+
+    /// Reads what the servers mapped at the end (when read at the start), stops every rank, and
+    /// hashes what they mapped into `loaded`.
+    pub(super) fn stop(
+        &self,
+        mut started: Started,
+        notes: &mut Vec<String>,
+        loaded: Option<&mut Vec<LoadedRank>>,
+    ) {
+        if let Some(inv) = started.inventory.as_mut() {
             inv.read("end");
         }
         // Under Slurm each rank first gets SIGTERM from the scheduler (srun would SIGKILL it).
         notes.extend(slurm::term_steps(self.launchers));
         // Stop every rank before anything else can fail.
-        let stop_notes = running.lock().unwrap_or_else(|p| p.into_inner()).stop();
+        let stop_notes = started
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stop();
         notes.extend(stop_notes);
-        if let (Some(inv), Some(loaded)) = (inventory, loaded) {
+        if let (Some(inv), Some(loaded)) = (started.inventory, loaded) {
             *loaded = inv.finish();
         }
-        measured
     }
 
     /// The ranks whose mappings are read: a rank here by its server's pid, a rank on a box over
