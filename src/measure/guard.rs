@@ -632,6 +632,29 @@ mod tests {
         );
     }
 
+    /// A try's end asks for a sample at once: with a ten-second interval the judge still gets a
+    /// sample after the try's end, no sooner than [`MIN_SAMPLE`] after the one before it, long
+    /// before the interval would give one; and a dropped guard's thread ends without waiting it
+    /// out.
+    #[test]
+    fn a_try_s_end_is_sampled_at_once_and_not_sooner_than_the_shortest_sample() {
+        let _one = serial();
+        let slow = LoadGuardRule {
+            interval_s: 10.0,
+            ..rule_fast()
+        };
+        let g = Guard::start(slow, Vec::new());
+        let t0 = Instant::now();
+        let load = g.judge(t0);
+        let waited = t0.elapsed();
+        assert!(waited >= MIN_SAMPLE, "{waited:?}");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+        assert_eq!(load.samples, 1, "the sample after the try's end: {load:?}");
+        let t1 = Instant::now();
+        drop(g);
+        assert!(t1.elapsed() < Duration::from_secs(5), "{:?}", t1.elapsed());
+    }
+
     /// A shell spinning in a process of its own.
     fn busy_shell() -> std::process::Child {
         std::process::Command::new("sh")

@@ -144,6 +144,17 @@ mod quiet {
         // The blocks ran in ABBA / BAAB quartets, recorded with the seed.
         let record = common::read_json(&tmp.path().join("slower/ab.json"));
         assert_eq!(record["seed"], 36);
+        // Both servers were kept up (both run here): one log a side, not one a block.
+        assert_eq!(record["servers"], "kept-up", "{record}");
+        for side in ["a", "b"] {
+            let log = tmp
+                .path()
+                .join("slower/servers")
+                .join(side)
+                .join("rank0.log");
+            assert!(log.is_file(), "{}", log.display());
+        }
+        assert!(!tmp.path().join("slower/blocks/001-b/engine-logs").exists());
         let sides: Vec<&str> = record["blocks"]
             .as_array()
             .unwrap()
@@ -185,9 +196,16 @@ mod quiet {
             "the setup difference comes first: {}",
             slower["setup_changes"]
         );
+        // A/A with a launch a block (as where both cannot run at once): each block's own log.
         let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
-        extra.extend(["--band", "5", "--budget", "90s"]);
+        extra.extend(["--band", "5", "--budget", "90s", "--launches", "each-block"]);
         let (same, code) = ab(&bundle, &tmp.path().join("same"), &extra);
+        let record = common::read_json(&tmp.path().join("same/ab.json"));
+        assert_eq!(record["servers"], "each-block", "{record}");
+        assert!(tmp
+            .path()
+            .join("same/blocks/001-b/engine-logs/rank0.log")
+            .is_file());
         for r in same["comparisons"].as_array().unwrap() {
             assert_eq!(r["verdict"], "unchanged", "A/A: {r}");
         }
