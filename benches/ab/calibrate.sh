@@ -12,7 +12,9 @@
 # KINDS (default "aa ab") which comparisons, to resume a calibration that was stopped.
 # RIGAUDIT (default target/debug/rigaudit, whose engine is built optimised) is the binary run;
 # THREADS (default 1) the engine's --threads on both sides (on a 2-core machine one core is left
-# to the measuring client and the load guard).
+# to the measuring client and the load guard). CONTRACT (default benches/ab/short-contract.json)
+# the speed contract both sides measure; benches/ab/lean-contract.json is its shorter blocks (2
+# runs of 64 tokens and of a 256-token prefill).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-10}
@@ -22,7 +24,7 @@ OUT=${4:-target/ab-calibration}
 BIN=${RIGAUDIT:-target/debug/rigaudit}
 THREADS=${THREADS:-1}
 mkdir -p "$OUT"
-common=(fixtures/runs/smollm2-cpu --contract benches/ab/short-contract.json --no-quality
+common=(fixtures/runs/smollm2-cpu --contract "${CONTRACT:-benches/ab/short-contract.json}" --no-quality
     --budget "$BUDGET" --format json --quiet
     "--arg-a=--threads=$THREADS" "--arg-b=--threads=$THREADS")
 for i in $(seq "${FIRST:-1}" "$N"); do

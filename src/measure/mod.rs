@@ -126,6 +126,9 @@ pub struct Plan {
     pub load_guard: bool,
     /// The GPU to read through NVML.
     pub gpu: gpu::Choice,
+    /// Probe the machine-speed reference before the first counted step only, not before each
+    /// (`ab`'s blocks: the reference is read between blocks).
+    pub reference_once: bool,
 }
 
 /// Runs `rigaudit measure`: reads the contract, quality tests, tokenizer and card the options
@@ -182,6 +185,7 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
         server_pids: args.server_pids.clone(),
         load_guard: !args.no_load_guard,
         gpu: args.gpu,
+        reference_once: false,
     })
 }
 
@@ -341,8 +345,14 @@ fn loopback_port(base_url: &str) -> Option<u16> {
 /// measure another machine than the engine's otherwise), and says so in the log.
 fn start_reference(p: &Plan, r: &mut Run) {
     let here = loopback_port(&p.base_url).is_some();
-    r.reference = reference::Reference::new(here);
-    r.log.push(if here {
+    r.reference = if p.reference_once {
+        reference::Reference::once(here)
+    } else {
+        reference::Reference::new(here)
+    };
+    r.log.push(if here && p.reference_once {
+        "machine reference: a fixed kernel probed once, before the first counted step".to_string()
+    } else if here {
         "machine reference: a fixed kernel probed before every counted step".to_string()
     } else {
         format!(

@@ -33,6 +33,8 @@ pub fn threads() -> usize {
 pub struct Reference {
     /// Whether it probes (off by default: only a server on this machine is measured by it).
     on: bool,
+    /// Whether it probes only before the first counted step (`ab`'s blocks, read between blocks).
+    once: bool,
     samples: Vec<ReferenceSample>,
 }
 
@@ -41,13 +43,22 @@ impl Reference {
     pub fn new(on: bool) -> Self {
         Reference {
             on,
+            once: false,
             samples: Vec::new(),
+        }
+    }
+
+    /// A reference that probes before the first counted step only (when on).
+    pub fn once(on: bool) -> Self {
+        Reference {
+            once: true,
+            ..Reference::new(on)
         }
     }
 
     /// Probes the machine before the try of `step`, and keeps the figure (when on).
     pub fn sample(&mut self, step: &str) {
-        if !self.on {
+        if !self.on || (self.once && !self.samples.is_empty()) {
             return;
         }
         let gbps = probe(threads());
@@ -86,6 +97,12 @@ mod tests {
             rec.kernel
         );
         assert_eq!(rec.samples.len(), 1);
+        assert_eq!(rec.samples[0].step, "decode/code/1");
+        let mut once = Reference::once(true);
+        once.sample("decode/code/1");
+        once.sample("prefill/128/1");
+        let rec = once.record().unwrap();
+        assert_eq!(rec.samples.len(), 1, "{:?}", rec.samples);
         assert_eq!(rec.samples[0].step, "decode/code/1");
     }
 }

@@ -181,6 +181,8 @@ impl Prepared {
             card: &self.inputs.card,
             id: format!("{}-{tag}", self.id),
             title: format!("{} ({tag})", self.title),
+            // A block's reference is read once, before its first step: between blocks.
+            reference_once: true,
         }
     }
 }

@@ -18,6 +18,8 @@ pub(super) struct Session<'a> {
     pub(super) card: &'a serde_json::Value,
     pub(super) id: String,
     pub(super) title: String,
+    /// Probe the machine-speed reference once a measurement rather than before every step.
+    pub(super) reference_once: bool,
 }
 
 /// A session's ranks, started and ready: stopped by [`Session::stop`] (or when dropped).
@@ -125,6 +127,7 @@ impl Session<'_> {
             server_pids: started.server_pids.clone(),
             load_guard: !self.a.no_load_guard,
             gpu: self.gpu_choice(notes),
+            reference_once: self.reference_once,
         };
         measure::measure(&plan)
     }
