@@ -233,9 +233,12 @@ fn interleave(
             ran.push(r);
         }
         let units = q + 1;
-        let planned = looks
-            .get_or_insert_with(|| Looks::new(planned_quartets(args, ran, started), args.band))
-            .planned;
+        let more = more_quartets(args, ran, started);
+        let lk = looks.get_or_insert_with(|| Looks::new(units + more, args.band));
+        if units >= lk.planned && more > 0 {
+            lk.extend(units + more);
+        }
+        let planned = lk.planned;
         let stop = next_stop(args, ran, started, units, planned);
         let schedule = paired::look_schedule(planned);
         if schedule.contains(&units) || stop.is_some() {
@@ -280,8 +283,9 @@ fn next_stop(
     (left < per_quartet || units >= planned.max(paired::FIRST_LOOK)).then_some(Stop::Budget)
 }
 
-/// Quartets the budget affords at the first quartet's pace (its blocks without questions).
-fn planned_quartets(args: &Args, ran: &[Ran], started: Instant) -> usize {
+/// Quartets the rest of the budget affords at the pace of the blocks so far (each side's first,
+/// which warms its server up and asks the questions, left out).
+fn more_quartets(args: &Args, ran: &[Ran], started: Instant) -> usize {
     let plain: Vec<f64> = ran.iter().skip(2).map(|r| r.seconds).collect();
     let per_block = if plain.is_empty() {
         started.elapsed().as_secs_f64() / ran.len().max(1) as f64
@@ -289,7 +293,7 @@ fn planned_quartets(args: &Args, ran: &[Ran], started: Instant) -> usize {
         plain.iter().sum::<f64>() / plain.len() as f64
     };
     let left = args.budget.as_secs_f64() - started.elapsed().as_secs_f64();
-    1 + (left.max(0.0) / (4.0 * per_block.max(0.1))) as usize
+    (left.max(0.0) / (4.0 * per_block.max(0.1))) as usize
 }
 
 /// One block of `side`, the `index`-th: launched, measured, stopped; its figures recomputed from

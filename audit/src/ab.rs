@@ -169,6 +169,20 @@ impl Looks {
             planned,
         }
     }
+
+    /// `planned` quartets rather than fewer, where the budget turned out to afford more than the
+    /// first quartet's pace promised (a slow stretch of the machine at the start): the looks to
+    /// come spend the error rates left over the longer schedule, the looks made keep what they
+    /// spent, so the shares still add up to at most one. Called before the look that would have
+    /// been the last.
+    pub fn extend(&mut self, planned: usize) {
+        if planned <= self.planned {
+            return;
+        }
+        self.planned = planned;
+        let looks = paired::look_schedule(planned).len();
+        self.spending.planned = looks.max(self.spending.made + 1);
+    }
 }
 
 /// One look at `blocks`: every row's evidence at this look's share of the error rates (`last`:
@@ -369,6 +383,36 @@ mod tests {
         figures.insert("prefill.128".to_string(), Some(prefill));
         figures.insert("cv".to_string(), Some(3.0));
         Block { side, figures }
+    }
+
+    /// A plan extended before its last look: the look at the old last quartet is an interim one,
+    /// the shares of every look made, before and after, add up to at most one, and the new last
+    /// look spends the rest; a shorter plan changes nothing.
+    #[test]
+    fn an_extended_plan_keeps_what_was_spent_and_spends_the_rest_at_its_new_end() {
+        for (first, longer) in [(3usize, 9usize), (4, 17), (5, 6), (8, 40)] {
+            let mut looks = Looks::new(first, None);
+            let mut total = 0.0;
+            let schedule = paired::look_schedule(first);
+            // Every look of the first plan but its last.
+            for _ in 1..schedule.len() {
+                total += looks.spending.next_share(false);
+            }
+            looks.extend(first - 1);
+            assert_eq!(looks.planned, first, "a shorter plan is not taken");
+            looks.extend(longer);
+            assert_eq!(looks.planned, longer);
+            let mut made = schedule.len() - 1;
+            let left = paired::look_schedule(longer).len().max(made + 1) - made;
+            for i in 0..left {
+                let share = looks.spending.next_share(false);
+                assert!(share > 0.0, "{first} -> {longer}: look {i}");
+                total += share;
+                made += 1;
+            }
+            assert_eq!(looks.spending.made, made);
+            assert!((total - 1.0).abs() < 1e-12, "{first} -> {longer}: {total}");
+        }
     }
 
     /// `quartets` quartets of the seeded order, B's decode `slower` (0.05: 5 % slower), each block

@@ -129,7 +129,13 @@ pub struct Plan {
     /// Probe the machine-speed reference before the first counted step only, not before each
     /// (`ab`'s blocks: the reference is read between blocks).
     pub reference_once: bool,
+    /// Prompts sized on this server by an earlier measurement, by depth, and where this one's
+    /// go (`ab`'s blocks on a server kept up: a prompt is sized, with a request, once a server).
+    pub sized: Option<SizedPrompts>,
 }
+
+/// Prompts of an exact token count, by depth, as one server counted them.
+pub type SizedPrompts = std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<u64, String>>>;
 
 /// Runs `rigaudit measure`: reads the contract, quality tests, tokenizer and card the options
 /// name, then [`measure`]s.
@@ -186,6 +192,7 @@ pub fn run(args: &Args) -> Result<Measured, Fatal> {
         load_guard: !args.no_load_guard,
         gpu: args.gpu,
         reference_once: false,
+        sized: None,
     })
 }
 

@@ -14,6 +14,7 @@ use super::write::Saver;
 use super::{prompts, Plan};
 use crate::fatal::{fatal, Fatal};
 use rigaudit_audit::records::speed::ConcPart;
+use std::collections::BTreeMap;
 
 /// One step of the contract, its window checked.
 pub enum Counted<'c> {
@@ -132,10 +133,13 @@ pub fn step_name(step: &Counted, n: u32) -> String {
     }
 }
 
-/// Sizes a prefill or context step's prompt before its first try; a prompt that cannot be sized
-/// stops the run, with the plan's liveness check asked first for half a second (an engine that
+/// Sizes a prefill or context step's prompt before its first try (or takes the one an earlier
+/// measurement sized on this server, [`Plan::sized`]); a prompt that cannot be sized stops the run, with the plan's liveness check asked first for half a second (an engine that
 /// exited during a sizing request is why, not the request).
 fn size_prompt(r: &mut Run, step: &mut Counted, p: &Plan) {
+    fn lock(s: &super::SizedPrompts) -> std::sync::MutexGuard<'_, BTreeMap<u64, String>> {
+        s.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
     if let Counted::Sized {
         depth,
         prompt: prompt @ None,
@@ -143,8 +147,18 @@ fn size_prompt(r: &mut Run, step: &mut Counted, p: &Plan) {
         ..
     } = step
     {
+        let earlier = p.sized.as_ref().and_then(|s| lock(s).get(depth).cloned());
+        if let Some(text) = earlier {
+            *prompt = Some(text);
+            return;
+        }
         match r.sized_prompt(*tokenizer, *depth) {
-            Ok(text) => *prompt = Some(text),
+            Ok(text) => {
+                if let Some(s) = &p.sized {
+                    lock(s).insert(*depth, text.clone());
+                }
+                *prompt = Some(text)
+            }
             Err(e) => {
                 for _ in 0..5 {
                     if r.stopped(p) {

@@ -235,7 +235,7 @@ fn replay_recorded(rec: &Recorded, a: &Args, notes: &mut Vec<String>) -> Result<
         card: &inputs.card,
         id: format!("{}-replay", opened.manifest.id),
         title: format!("Replay of {}", opened.manifest.title),
-        reference_once: false,
+        ab_block: false,
     };
     for l in &ready.resolved.launches {
         say(format!("starting rank {}: {}", l.rank, l.shown.join(" ")));

@@ -181,8 +181,9 @@ impl Prepared {
             card: &self.inputs.card,
             id: format!("{}-{tag}", self.id),
             title: format!("{} ({tag})", self.title),
-            // A block's reference is read once, before its first step: between blocks.
-            reference_once: true,
+            // A block's reference is read once, before its first step (between blocks), and its
+            // prompts are sized once a started server.
+            ab_block: true,
         }
     }
 }

@@ -18,8 +18,9 @@ pub(super) struct Session<'a> {
     pub(super) card: &'a serde_json::Value,
     pub(super) id: String,
     pub(super) title: String,
-    /// Probe the machine-speed reference once a measurement rather than before every step.
-    pub(super) reference_once: bool,
+    /// A block of `ab`: the machine-speed reference probed once a measurement rather than before
+    /// every step, and a prompt of a depth sized once a started server (kept in [`Started`]).
+    pub(super) ab_block: bool,
 }
 
 /// A session's ranks, started and ready: stopped by [`Session::stop`] (or when dropped).
@@ -32,6 +33,8 @@ pub(crate) struct Started {
     /// start when the bundle gives none, so that every measurement on these ranks sizes prompts
     /// alike without fetching it again.
     served: Option<tokenizers::Tokenizer>,
+    /// The prompts sized on these ranks, by depth (`ab`'s blocks reuse them).
+    sized: measure::SizedPrompts,
 }
 
 impl Session<'_> {
@@ -93,6 +96,7 @@ impl Session<'_> {
             server_pids,
             inventory,
             served,
+            sized: Default::default(),
         })
     }
 
@@ -127,7 +131,8 @@ impl Session<'_> {
             server_pids: started.server_pids.clone(),
             load_guard: !self.a.no_load_guard,
             gpu: self.gpu_choice(notes),
-            reference_once: self.reference_once,
+            reference_once: self.ab_block,
+            sized: self.ab_block.then(|| Arc::clone(&started.sized)),
         };
         measure::measure(&plan)
     }
