@@ -69,10 +69,11 @@ pub struct Args {
     /// paired per question).
     #[arg(long)]
     pub no_quality: bool,
-    /// How often a side's server starts: `once`, both sides' servers kept up through the blocks
-    /// where every rank runs on this machine (each warmed up once; twice the quartets in a
-    /// budget), or `each-block`, started, warmed up and stopped for every block.
-    #[arg(long, value_enum, default_value_t = Launches::Once)]
+    /// How often a side's server starts: `each-quartet`, both sides' servers started at each
+    /// quartet's start and kept up through its blocks where every rank runs on this machine (each
+    /// launch warmed up once); `once`, kept up through the whole comparison (for engines slow to
+    /// start; a state a server keeps while it runs is then its side's); or `each-block`.
+    #[arg(long, value_enum, default_value_t = Launches::EachQuartet)]
     pub launches: Launches,
     /// Folder for the blocks' bundles and the engines' logs (default: `ab-<A id>`).
     #[arg(long)]
@@ -130,8 +131,10 @@ struct Sides {
     /// earlier block of its side warmed it.
     warmed: (SpeedContract, String),
     quality: bool,
-    /// Both servers, when kept up through the blocks.
+    /// Both servers, while kept up.
     held: Option<servers::Held>,
+    /// How often they start.
+    launches: Launches,
 }
 
 /// Runs the comparison and builds its report. `Err` when a side cannot be prepared or its first
@@ -143,19 +146,13 @@ pub fn run(args: &Args, fail_on: Option<Severity>) -> Result<Report, Fatal> {
     let mut sides = prepare_sides(args, &mut notes)?;
     let out = out_dir(args)?;
     let started = Instant::now();
-    sides.held = servers::hold(args.launches, &sides, &out, &mut notes)?;
+    sides.held = servers::hold(args.launches, &sides, (&out, 0), &mut notes)?;
     let kept_up = sides.held.is_some();
     let mut ran: Vec<Ran> = Vec::new();
     // On an error the held servers are dropped, which stops them.
-    let (looked, stop) = interleave(args, &sides, seed, &out, &mut ran, &mut notes, started)?;
-    if let Some(held) = sides.held.take() {
-        let (a, b) = servers::release(held, &sides, &mut notes);
-        for (side, loaded) in [(Side::A, a), (Side::B, b)] {
-            if let Some(first) = ran.iter_mut().find(|r| r.side == side) {
-                first.loaded = loaded;
-            }
-        }
-    }
+    let (looked, stop) = interleave(args, &mut sides, seed, &out, &mut ran, &mut notes, started)?;
+    release(&mut sides, &mut ran, &mut notes);
+    let kept_up = kept_up.then_some(args.launches);
     write_record(&out, seed, &ran, &stop, kept_up)?;
     let name = format!("{} vs {}", sides.a.id, sides.b.id);
     let setup = setup_changes(&ran, &sides, args, &mut notes);
@@ -196,6 +193,21 @@ fn what_ran(ran: &mut [Ran], sides: &Sides, executable_trusted: bool) -> Finding
     found
 }
 
+/// Stops the servers kept up, if any; what they mapped, when read (the first quartet's), goes to
+/// each side's first block.
+fn release(sides: &mut Sides, ran: &mut [Ran], notes: &mut Vec<String>) {
+    let Some(held) = sides.held.take() else {
+        return;
+    };
+    let (a, b) = servers::release(held, sides, notes);
+    for (side, loaded) in [(Side::A, a), (Side::B, b)] {
+        let first = ran.iter_mut().find(|r| r.side == side);
+        if let (Some(first), false) = (first, loaded.is_empty()) {
+            first.loaded = loaded;
+        }
+    }
+}
+
 /// Why the comparison stopped.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -212,7 +224,7 @@ enum Stop {
 /// rows and why it stopped.
 fn interleave(
     args: &Args,
-    sides: &Sides,
+    sides: &mut Sides,
     seed: u64,
     out: &Path,
     ran: &mut Vec<Ran>,
@@ -222,6 +234,10 @@ fn interleave(
     let mut looks: Option<Looks> = None;
     for q in 0.. {
         let order = rows::quartet_order(seed, q + 1);
+        if q > 0 && sides.held.is_some() && args.launches.renews_at(q) {
+            release(sides, ran, notes);
+            sides.held = servers::hold(args.launches, sides, (out, q), notes)?;
+        }
         for (i, side) in order[4 * q..].iter().enumerate() {
             let r = one_block(sides, *side, 4 * q + i, out, notes);
             if r.failed.is_some() && !ran.iter().any(|x| x.side == *side && x.failed.is_none()) {
@@ -310,10 +326,11 @@ fn one_block(sides: &Sides, side: Side, index: usize, out: &Path, notes: &mut Ve
     crate::progress::say(format_args!("rigaudit: ab: block {tag}"));
     let t = Instant::now();
     let mut block_notes = Vec::new();
-    // Each side's first block warms its server up and reads what it mapped (blocks 1 and 2 are
-    // one of each); a server kept up is read when started and after the last block instead.
+    // A side's first block on a server just started warms it up (blocks 1 and 2 of a quartet
+    // are one of each); with a launch a block, each side's first block reads what its server
+    // mapped (servers kept up are read when the first pair starts and when it stops).
     let contract = match &sides.held {
-        Some(_) if index >= 2 => &sides.warmed,
+        Some(_) if !sides.launches.fresh_at(index) => &sides.warmed,
         _ => &sides.contract,
     };
     let contract = (&contract.0, contract.1.as_str());
@@ -501,23 +518,28 @@ fn prepare_sides(args: &Args, notes: &mut Vec<String>) -> Result<Sides, Fatal> {
         warmed: (warmed, text),
         quality,
         held: None,
+        launches: args.launches,
     })
 }
 
-/// `OUT/ab.json`: the seed, why it stopped, whether the servers were kept up, and every block
+/// `OUT/ab.json`: the seed, why it stopped, how often the servers started, and every block
 /// (side, seconds, folder, machine speed, why it failed), written whole or not at all.
 fn write_record(
     out: &Path,
     seed: u64,
     ran: &[Ran],
     stop: &Stop,
-    kept_up: bool,
+    kept_up: Option<Launches>,
 ) -> Result<(), Fatal> {
     let record = serde_json::json!({
         "format": "rigaudit/ab/1",
         "seed": seed,
         "stopped": stop,
-        "servers": if kept_up { "kept-up" } else { "each-block" },
+        "servers": match kept_up {
+            Some(Launches::Once) => "kept-up",
+            Some(_) => "each-quartet",
+            None => "each-block",
+        },
         "blocks": ran,
     });
     let text = serde_json::to_string_pretty(&record).unwrap_or_default();

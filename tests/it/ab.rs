@@ -144,17 +144,6 @@ mod quiet {
         // The blocks ran in ABBA / BAAB quartets, recorded with the seed.
         let record = common::read_json(&tmp.path().join("slower/ab.json"));
         assert_eq!(record["seed"], 36);
-        // Both servers were kept up (both run here): one log a side, not one a block.
-        assert_eq!(record["servers"], "kept-up", "{record}");
-        for side in ["a", "b"] {
-            let log = tmp
-                .path()
-                .join("slower/servers")
-                .join(side)
-                .join("rank0.log");
-            assert!(log.is_file(), "{}", log.display());
-        }
-        assert!(!tmp.path().join("slower/blocks/001-b/engine-logs").exists());
         let sides: Vec<&str> = record["blocks"]
             .as_array()
             .unwrap()
@@ -164,6 +153,23 @@ mod quiet {
         for q in sides.chunks(4) {
             assert!(q[0] == q[3] && q[1] == q[2] && q[0] != q[1], "{sides:?}");
         }
+        // Both servers were started a quartet and kept up through it (both run here): one log a
+        // side and quartet, not one a block.
+        assert_eq!(record["servers"], "each-quartet", "{record}");
+        let quartets = sides.len() / 4;
+        for q in 1..=quartets {
+            for side in ["a", "b"] {
+                let log = tmp
+                    .path()
+                    .join(format!("slower/servers/{q:03}/{side}/rank0.log"));
+                assert!(log.is_file(), "{}", log.display());
+            }
+        }
+        let past = tmp
+            .path()
+            .join(format!("slower/servers/{:03}", quartets + 1));
+        assert!(!past.exists(), "{}", past.display());
+        assert!(!tmp.path().join("slower/blocks/001-b/engine-logs").exists());
         // Each side's first block read what its server mapped: one rank a side, labelled.
         let loaded = slower["loaded"].as_array().unwrap();
         let labelled: Vec<&str> = loaded.iter().map(|r| r["side"].as_str().unwrap()).collect();
