@@ -1,6 +1,7 @@
 //! `rigaudit ab A [B]`: two setups measured in one session, interleaved in ABBA quartets (the
-//! order shuffled by a recorded seed), each block one launch of a side's recorded command with
-//! replay's launcher, safety rules and placement, the contract's steps once; looks at the paired
+//! order shuffled by a recorded seed), each block the contract's steps once on a side's recorded
+//! command run with replay's launcher, safety rules and placement (both servers started afresh
+//! each quartet where both run here, [`servers`]; else one launch a block); looks at the paired
 //! changes after quartets 3, 4, 6, 8, 12, ... and stops once every row is decided or the budget is
 //! spent. The statistics are [`rigaudit_audit::decide::paired`]'s, the rows
 //! [`rigaudit_audit::ab`]'s; this module launches, times and writes.
@@ -312,8 +313,8 @@ fn more_quartets(args: &Args, ran: &[Ran], started: Instant) -> usize {
     (left.max(0.0) / (4.0 * per_block.max(0.1))) as usize
 }
 
-/// One block of `side`, the `index`-th: launched, measured, stopped; its figures recomputed from
-/// what it wrote (none when it failed, with why).
+/// One block of `side`, the `index`-th: measured on its side's server kept up, or launched,
+/// measured and stopped; its figures recomputed from what it wrote (none when it failed, with why).
 fn one_block(sides: &Sides, side: Side, index: usize, out: &Path, notes: &mut Vec<String>) -> Ran {
     let prepared = match side {
         Side::A => &sides.a,

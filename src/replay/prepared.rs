@@ -1,7 +1,8 @@
 //! A bundle's recorded command prepared once and launched again and again (`rigaudit ab`): its
 //! placeholders filled, every rank resolved under replay's safety rules and placed (here, over
 //! ssh or under Slurm), the contract and questions read; each [`Prepared::block`] is one session
-//! of replay's: start the ranks, measure, stop every rank.
+//! of replay's: start the ranks, measure, stop every rank; or [`Prepared::start`] once, then
+//! [`Prepared::held_block`] block after block and [`Prepared::stop`].
 
 use super::*;
 use rigaudit_audit::records::card::Card;
